@@ -1,0 +1,161 @@
+"""ASTRA-sim 1.0 workload text: one line per layer, 12 fields, times in ns, sizes in bytes.
+
+Fields: ``name reserved fwd_compute fwd_comm fwd_size ig_compute ig_comm ig_size
+wg_compute wg_comm wg_size update_time``. Communication types: ``NONE``, ``ALLREDUCE``,
+``ALLGATHER``, ``REDUCESCATTER``, ``ALLTOALL``. Optional header lines (a parallelism
+policy line and a layer-count line) are accepted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from libra_opt.errors import InputError
+from libra_opt.workload import Collective, Layer, Phase, Workload
+
+__all__ = ["read_astra_sim", "write_astra_sim", "parse_astra_sim"]
+
+_COMM_IN = {
+    "allreduce": "all_reduce",
+    "allgather": "all_gather",
+    "reducescatter": "reduce_scatter",
+    "alltoall": "all_to_all",
+}
+_COMM_OUT = {v: k.upper() for k, v in _COMM_IN.items()}
+_PHASE_FIELDS = (("forward", 2), ("input_grad", 5), ("weight_grad", 8))
+
+
+def _number(tok: str, source: str, line_no: int, what: str) -> float:
+    try:
+        v = float(tok)
+    except ValueError:
+        raise InputError(f"{what} {tok!r} is not a number", source=source, field=f"line {line_no}") from None
+    if v != v or v in (float("inf"), float("-inf")) or v < 0:
+        raise InputError(f"{what} {tok!r} must be finite and >= 0", source=source, field=f"line {line_no}")
+    return v
+
+
+def parse_astra_sim(
+    text: str, name: str, groups: Mapping[str, tuple[int, ...]], source: str = "<text>"
+) -> Workload:
+    """Parse ASTRA-sim 1.0 text. Collectives of each phase use the group of that phase
+    (``forward``, ``input_grad``, ``weight_grad`` keys of ``groups``)."""
+    lines = [(i + 1, ln.split()) for i, ln in enumerate(text.splitlines()) if ln.strip()]
+    lines = [(i, f) for i, f in lines if not f[0].startswith("#")]
+    declared = None
+    if lines and len(lines[0][1]) != 12:
+        lines = lines[1:]  # parallelism-policy header line
+        if lines and len(lines[0][1]) == 1:
+            try:
+                declared = int(lines[0][1][0])
+            except ValueError:
+                raise InputError(
+                    f"expected the layer count, got {lines[0][1][0]!r}",
+                    source=source,
+                    field=f"line {lines[0][0]}",
+                ) from None
+            lines = lines[1:]
+    if not lines:
+        raise InputError("no layer lines", source=source)
+    layers = []
+    for line_no, f in lines:
+        if len(f) != 12:
+            raise InputError(
+                f"a layer line has 12 fields (name, reserved, then compute/comm/size for forward, "
+                f"input-gradient, weight-gradient, then update time); found {len(f)}",
+                source=source,
+                field=f"line {line_no}",
+            )
+        phases = {}
+        for pname, at in _PHASE_FIELDS:
+            compute_ns = _number(f[at], source, line_no, f"{pname} compute time")
+            kind_tok = f[at + 1].lower()
+            size = _number(f[at + 2], source, line_no, f"{pname} size")
+            colls: tuple[Collective, ...] = ()
+            if kind_tok != "none":
+                if kind_tok not in _COMM_IN:
+                    raise InputError(
+                        f"{pname} communication {f[at + 1]!r} is not NONE, ALLREDUCE, "
+                        "ALLGATHER, REDUCESCATTER or ALLTOALL",
+                        source=source,
+                        field=f"line {line_no}",
+                    )
+                if pname not in groups:
+                    raise InputError(
+                        f"no communicator group for phase {pname}", source=source, field=f"line {line_no}"
+                    )
+                colls = (Collective(_COMM_IN[kind_tok], size, pname),)  # type: ignore[arg-type]
+            phases[pname] = Phase(compute_ns * 1e-9, colls)
+        update = _number(f[11], source, line_no, "update time")
+        layers.append(Layer(f[0], phases["forward"], phases["input_grad"], phases["weight_grad"], 1, update * 1e-9))
+    if declared is not None and declared != len(layers):
+        raise InputError(
+            f"header declares {declared} layers, the file has {len(layers)}", source=source
+        )
+    return Workload(name, tuple(layers), dict(groups))
+
+
+def read_astra_sim(
+    path: str | Path, groups: Mapping[str, tuple[int, ...]], name: str | None = None
+) -> Workload:
+    """Read an ASTRA-sim 1.0 workload file (see :func:`parse_astra_sim`)."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError("file not found", source=str(p)) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read file: {exc}", source=str(p)) from None
+    return parse_astra_sim(text, name or p.stem, groups, source=str(p))
+
+
+def _fmt(x: float) -> str:
+    r = round(x)
+    return str(int(r)) if abs(x - r) <= 1e-9 * max(1.0, abs(x)) else repr(float(x))
+
+
+def write_astra_sim(
+    workload: Workload, path: str | Path, header: bool = False
+) -> dict[str, tuple[int, ...]]:
+    """Write ``workload`` as ASTRA-sim 1.0 text (layers with ``count > 1`` are expanded).
+
+    The format has one collective per phase and one group per phase: a phase with more
+    collectives, or collectives of one phase on different groups, raise ``InputError``.
+    Times are written in ns.
+
+    Returns
+    -------
+    dict
+        Phase name -> span of the group its collectives use (for the communicator file).
+    """
+    out = []
+    phase_group: dict[str, str] = {}
+    for layer in workload.layers:
+        fields = [layer.name, "-1"]
+        for pname, phase in layer.phases():
+            if len(phase.collectives) > 1:
+                raise InputError(
+                    f"layer {layer.name!r}, {pname}: {len(phase.collectives)} collectives; the "
+                    "ASTRA-sim 1.0 format holds one per phase",
+                    field="workload",
+                )
+            fields.append(_fmt(phase.compute_s * 1e9))
+            if phase.collectives:
+                c = phase.collectives[0]
+                if phase_group.setdefault(pname, c.group) != c.group:
+                    raise InputError(
+                        f"phase {pname} uses groups {phase_group[pname]!r} and {c.group!r}; the "
+                        "format has one communicator group per phase",
+                        field="workload",
+                    )
+                fields += [_COMM_OUT[c.kind], _fmt(c.size_bytes)]
+            else:
+                fields += ["NONE", "0"]
+        fields.append(_fmt(layer.update_s * 1e9))
+        out.extend([" ".join(fields)] * layer.count)
+    text = "\n".join(out) + "\n"
+    if header:
+        text = f"HYBRID_CUSTOMIZED\n{len(out)}\n" + text
+    Path(path).write_text(text, encoding="utf-8")
+    return {p: workload.groups[g] for p, g in phase_group.items()}

@@ -1,0 +1,259 @@
+"""The scenario YAML: schema (pydantic, strict) and loader into a frozen :class:`Scenario`.
+
+Example::
+
+    name: gpt3_4d
+    fabric:
+      dims:
+        - {name: chiplet, topology: ring, size: 4, tier: InterChiplet}
+        - {name: package, topology: fully_connected, size: 8, tier: InterPackage}
+      # or: libra_network: path/to/network.yml      (paths relative to this file)
+    cost_model: path/to/cost_model.yml              # LIBRA format, or an inline mapping
+    power_model: {InterChiplet: {Link: 0.01}}       # optional, W per GB/s, same shape
+    workloads:
+      - name: gpt3
+        astra_sim: path/to/workload.txt
+        communicator: path/to/communicator.yml
+        weight: 1.0
+    constraints:
+      linear: ["sum(bw) == 1000", "bw[0] >= bw[1]"]
+      bounds: {chiplet: [100, null]}                # per-dimension [min, max] GB/s
+      budget_usd: 2.0e7
+      power_w: 5.0e5
+    objective: perf                                  # or perf_per_cost
+    collective_model: pipelined                      # or sequential
+    training_loop: no_overlap                        # or overlap
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from libra_opt.constraints import LinearConstraint, parse_constraint
+from libra_opt.cost import CostModel
+from libra_opt.errors import InputError
+from libra_opt.fabric import Dim, Fabric
+from libra_opt.io.astra_sim import read_astra_sim
+from libra_opt.io.libra import (
+    parse_libra_prices,
+    read_libra_communicator,
+    read_libra_cost_model,
+    read_libra_network,
+)
+from libra_opt.io.yaml_util import load_yaml
+from libra_opt.scenario import Scenario
+from libra_opt.workload import Workload
+
+__all__ = ["ScenarioFile", "load_scenario", "scenario_from_dict"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, strict=False)
+
+
+class DimSpec(_Strict):
+    name: str
+    topology: Literal["ring", "fully_connected", "switch"]
+    size: int = Field(gt=0)
+    tier: str
+    latency_s: float = Field(default=0.0, ge=0)
+
+
+class FabricSpec(_Strict):
+    dims: list[DimSpec] | None = None
+    libra_network: str | None = None
+
+
+class WorkloadSpec(_Strict):
+    name: str
+    astra_sim: str
+    communicator: str
+    weight: float = Field(default=1.0, gt=0)
+
+
+class ConstraintsSpec(_Strict):
+    linear: list[str] = Field(default_factory=list)
+    bounds: dict[str, list[float | None]] = Field(default_factory=dict)
+    budget_usd: float | None = Field(default=None, gt=0)
+    power_w: float | None = Field(default=None, gt=0)
+
+    @field_validator("bounds")
+    @classmethod
+    def _pairs(cls, v: dict[str, list[float | None]]) -> dict[str, list[float | None]]:
+        for key, pair in v.items():
+            if len(pair) != 2:
+                raise ValueError(f"bounds of {key!r} must be [min, max] (null for none)")
+        return v
+
+
+class ScenarioFile(_Strict):
+    """Schema of the scenario YAML (see module docstring)."""
+
+    name: str | None = None
+    fabric: FabricSpec
+    cost_model: str | dict[str, dict[str, float]]
+    power_model: str | dict[str, dict[str, float]] | None = None
+    workloads: list[WorkloadSpec] = Field(min_length=1)
+    constraints: ConstraintsSpec = Field(default_factory=ConstraintsSpec)
+    objective: Literal["perf", "perf_per_cost"] = "perf"
+    collective_model: Literal["pipelined", "sequential"] = "pipelined"
+    training_loop: Literal["no_overlap", "overlap"] = "no_overlap"
+
+
+def _loc(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def _pydantic_error(exc: ValidationError, source: str) -> InputError:
+    err = exc.errors()[0]
+    loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+    # Union members add their type name to the path; drop them.
+    loc = tuple(p for p in loc if p not in ("str", "dict[str,dict[str,float]]", "list[DimSpec]"))
+    if err["type"] == "extra_forbidden":
+        msg = f"unknown key {loc[-1]!r}"
+        loc = loc[:-1]
+    elif err["type"] == "missing":
+        msg = "required field is missing"
+    else:
+        got = err.get("input")
+        msg = f"{err['msg']} (got {got!r})" if not isinstance(got, dict | list) else err["msg"]
+    more = len(exc.errors()) - 1
+    if more:
+        msg += f" (and {more} more problem{'s' if more > 1 else ''})"
+    return InputError(msg, source=source, field=_loc(loc) or None)
+
+
+def _resolve(base: Path, rel: str) -> Path:
+    p = Path(rel)
+    return p if p.is_absolute() else base / p
+
+
+def _reraise(exc: InputError, source: str, field: str) -> InputError:
+    if exc.source:
+        return exc
+    return InputError(exc.message, source=source, field=f"{field}.{exc.field}" if exc.field else field)
+
+
+def scenario_from_dict(data: Any, source: str = "<dict>", base_dir: str | Path = ".") -> Scenario:
+    """Validate a scenario mapping (as read from YAML) and build the :class:`Scenario`.
+
+    Paths inside are resolved relative to ``base_dir``.
+    """
+    if not isinstance(data, dict):
+        raise InputError("expected a mapping at the top of the scenario", source=source)
+    try:
+        spec = ScenarioFile.model_validate(data)
+    except ValidationError as exc:
+        raise _pydantic_error(exc, source) from None
+    base = Path(base_dir)
+
+    # Fabric
+    if (spec.fabric.dims is None) == (spec.fabric.libra_network is None):
+        raise InputError(
+            "give exactly one of 'dims' (inline) or 'libra_network' (path)",
+            source=source,
+            field="fabric",
+        )
+    if spec.fabric.dims is not None:
+        try:
+            dims = []
+            for i, d in enumerate(spec.fabric.dims):
+                try:
+                    dims.append(Dim(d.name, d.topology, d.size, d.tier, d.latency_s))
+                except InputError as exc:
+                    raise _reraise(exc, source, f"fabric.dims[{i}]") from None
+            fabric = Fabric(tuple(dims))
+        except InputError as exc:
+            raise _reraise(exc, source, "fabric") from None
+    else:
+        assert spec.fabric.libra_network is not None
+        fabric = read_libra_network(_resolve(base, spec.fabric.libra_network))
+
+    # Prices and power
+    if isinstance(spec.cost_model, str):
+        prices = read_libra_cost_model(_resolve(base, spec.cost_model))
+    else:
+        prices = parse_libra_prices(spec.cost_model, source, "cost_model")
+    power = None
+    if isinstance(spec.power_model, str):
+        power = parse_libra_prices(
+            load_yaml(_resolve(base, spec.power_model)),
+            str(_resolve(base, spec.power_model)),
+            "power_model",
+        )
+    elif spec.power_model is not None:
+        power = parse_libra_prices(spec.power_model, source, "power_model")
+    try:
+        cost_model = CostModel.from_tables(prices, power)
+    except InputError as exc:
+        raise _reraise(exc, source, "cost_model") from None
+
+    # Workloads
+    workloads: list[Workload] = []
+    for i, w in enumerate(spec.workloads):
+        groups = read_libra_communicator(_resolve(base, w.communicator))
+        for g, span in groups.items():
+            if len(span) != fabric.n_dims:
+                raise InputError(
+                    f"communicator lists {len(span)} dimensions, the fabric has {fabric.n_dims}",
+                    source=str(_resolve(base, w.communicator)),
+                    field=g,
+                )
+        workloads.append(read_astra_sim(_resolve(base, w.astra_sim), groups, name=w.name))
+
+    # Constraints
+    cons: list[LinearConstraint] = []
+    for i, text in enumerate(spec.constraints.linear):
+        cons.append(parse_constraint(text, fabric, field=f"constraints.linear[{i}]", source=source))
+    for key, (lo, hi) in spec.constraints.bounds.items():
+        fld = f"constraints.bounds.{key}"
+        if key not in fabric.names:
+            raise InputError(
+                f"no dimension named {key!r}; names: {', '.join(fabric.names)}",
+                source=source,
+                field=fld,
+            )
+        if lo is not None and hi is not None and lo > hi:
+            raise InputError(f"min {lo} exceeds max {hi}", source=source, field=fld)
+        if lo is not None:
+            cons.append(parse_constraint(f"bw.{key} >= {lo!r}", fabric, field=fld, source=source))
+        if hi is not None:
+            cons.append(parse_constraint(f"bw.{key} <= {hi!r}", fabric, field=fld, source=source))
+    try:
+        return Scenario(
+            fabric=fabric,
+            cost_model=cost_model,
+            workloads=tuple(workloads),
+            weights=tuple(w.weight for w in spec.workloads),
+            constraints=tuple(cons),
+            budget_usd=spec.constraints.budget_usd,
+            power_w=spec.constraints.power_w,
+            objective=spec.objective,
+            collective_model=spec.collective_model,
+            training_loop=spec.training_loop,
+            name=spec.name or Path(source).stem,
+            source=source,
+        )
+    except InputError as exc:
+        raise _reraise(exc, source, "scenario") from None
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Read and validate a scenario YAML file.
+
+    Raises
+    ------
+    InputError
+        Naming the file, the field and what was expected.
+    """
+    p = Path(path)
+    return scenario_from_dict(load_yaml(p), source=str(p), base_dir=p.parent)

@@ -1,0 +1,124 @@
+"""Aggregation of a workload into the few distinct terms the optimizer needs.
+
+A 96-layer transformer repeats the same handful of collectives; identical terms are merged
+with a count so the convex program's size does not grow with the number of layers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from libra_opt.collectives import hierarchical_traffic_bytes, latency_steps
+from libra_opt.fabric import Fabric
+from libra_opt.workload import Workload
+
+__all__ = ["AggregatedTerms", "aggregate_terms"]
+
+
+@dataclass(frozen=True)
+class AggregatedTerms:
+    """Distinct collectives and phases of a set of workloads.
+
+    Attributes
+    ----------
+    traffic_gb : numpy.ndarray
+        ``(K, D)``: GB (1e9 bytes) per NPU of each distinct collective on each dimension.
+    latency_s : numpy.ndarray
+        ``(K, D)``: constant latency of each collective on each dimension.
+    phase_compute_s : numpy.ndarray
+        ``(P,)``: compute time of each distinct phase.
+    phase_members : numpy.ndarray
+        ``(P, K)``: how many times each collective occurs in each distinct phase.
+    phase_counts : numpy.ndarray
+        ``(W, P)``: how many times each distinct phase occurs in a step of each workload.
+    """
+
+    traffic_gb: np.ndarray
+    latency_s: np.ndarray
+    phase_compute_s: np.ndarray
+    phase_members: np.ndarray
+    phase_counts: np.ndarray
+
+    @property
+    def compute_s(self) -> np.ndarray:
+        """``(W,)`` total compute per step of each workload."""
+        return self.phase_counts @ self.phase_compute_s
+
+    @property
+    def collective_counts(self) -> np.ndarray:
+        """``(W, K)`` occurrences of each collective per step of each workload."""
+        return self.phase_counts @ self.phase_members
+
+    @property
+    def used_dims(self) -> np.ndarray:
+        """Indices of dimensions that carry traffic."""
+        return np.flatnonzero((self.traffic_gb > 0).any(axis=0))
+
+    @property
+    def has_latency(self) -> bool:
+        """True when any collective pays a latency term."""
+        return bool((self.latency_s > 0).any())
+
+
+def aggregate_terms(workloads: Sequence[Workload], fabric: Fabric) -> AggregatedTerms:
+    """Merge identical collectives and phases of ``workloads`` on ``fabric``.
+
+    Examples
+    --------
+    >>> from libra_opt.fabric import Dim
+    >>> from libra_opt.workload import Collective, Layer, Phase
+    >>> f = Fabric((Dim("a", "ring", 4, "T"),))
+    >>> ar = Collective("all_reduce", 4e9, "g")
+    >>> w = Workload("w", (Layer("l", Phase(0.5, (ar,)), count=96),), {"g": (4,)})
+    >>> t = aggregate_terms([w], f)
+    >>> t.traffic_gb.tolist(), t.collective_counts.tolist()
+    ([[6.0]], [[96.0]])
+    """
+    topologies = [d.topology for d in fabric.dims]
+    alpha = np.array([d.latency_s for d in fabric.dims])
+    coll_index: dict[bytes, int] = {}
+    traffic_rows: list[np.ndarray] = []
+    latency_rows: list[np.ndarray] = []
+    phase_index: dict[tuple[float, tuple[int, ...]], int] = {}
+    phase_list: list[tuple[float, tuple[int, ...]]] = []
+    counts: list[dict[int, float]] = []
+    for wl in workloads:
+        wcounts: dict[int, float] = {}
+        for layer in wl.layers:
+            for _, phase in layer.phases():
+                members = []
+                for coll in phase.collectives:
+                    span = wl.groups[coll.group]
+                    traffic = hierarchical_traffic_bytes(coll.kind, coll.size_bytes, span) / 1e9
+                    if not (traffic > 0).any():
+                        continue
+                    lat = np.where(traffic > 0, alpha * latency_steps(coll.kind, span, topologies), 0.0)
+                    key = traffic.tobytes() + lat.tobytes()
+                    if key not in coll_index:
+                        coll_index[key] = len(traffic_rows)
+                        traffic_rows.append(traffic)
+                        latency_rows.append(lat)
+                    members.append(coll_index[key])
+                pkey = (float(phase.compute_s), tuple(sorted(members)))
+                if pkey not in phase_index:
+                    phase_index[pkey] = len(phase_list)
+                    phase_list.append(pkey)
+                p = phase_index[pkey]
+                wcounts[p] = wcounts.get(p, 0.0) + layer.count
+        counts.append(wcounts)
+    n_k, n_p, n_d = len(traffic_rows), len(phase_list), fabric.n_dims
+    traffic_gb = np.array(traffic_rows).reshape(n_k, n_d)
+    latency_s = np.array(latency_rows).reshape(n_k, n_d)
+    phase_compute = np.array([p[0] for p in phase_list])
+    members_m = np.zeros((n_p, n_k))
+    for i, (_, mem) in enumerate(phase_list):
+        for k in mem:
+            members_m[i, k] += 1
+    phase_counts = np.zeros((len(workloads), n_p))
+    for w, wc in enumerate(counts):
+        for p, c in wc.items():
+            phase_counts[w, p] = c
+    return AggregatedTerms(traffic_gb, latency_s, phase_compute, members_m, phase_counts)
