@@ -111,17 +111,23 @@ def step_time(
     busy = np.zeros(n_dims)
     traffic_total = np.zeros(n_dims)
     total = compute = comm = 0.0
+    memo: dict[tuple[str, float, str], tuple[float, np.ndarray, np.ndarray]] = {}
     for layer in workload.layers:
         for pname, phase in layer.phases():
             phase_comm = 0.0
             for coll in phase.collectives:
-                span = workload.groups[coll.group]
-                traffic = hierarchical_traffic_bytes(coll.kind, coll.size_bytes, span)
-                lat = alpha * latency_steps(coll.kind, span, topologies)
-                t = collective_time_s(traffic, bw, lat, collective_model)
-                used = traffic > 0
-                with np.errstate(divide="ignore"):
-                    busy[used] += layer.count * (traffic[used] / (1e9 * bw[used]) + lat[used])
+                key = (coll.kind, coll.size_bytes, coll.group)
+                if key not in memo:  # the same collective recurs in every repeated layer
+                    span = workload.groups[coll.group]
+                    traffic = hierarchical_traffic_bytes(coll.kind, coll.size_bytes, span)
+                    lat = alpha * latency_steps(coll.kind, span, topologies)
+                    used = traffic > 0
+                    busy_c = np.zeros(n_dims)
+                    with np.errstate(divide="ignore"):
+                        busy_c[used] = traffic[used] / (1e9 * bw[used]) + lat[used]
+                    memo[key] = (collective_time_s(traffic, bw, lat, collective_model), traffic, busy_c)
+                t, traffic, busy_c = memo[key]
+                busy += layer.count * busy_c
                 traffic_total += layer.count * traffic
                 by_group[coll.group] += layer.count * t
                 by_phase[pname] += layer.count * t

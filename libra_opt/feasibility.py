@@ -14,7 +14,7 @@ __all__ = ["POSITIVE_LABEL", "lp_extreme", "is_feasible", "conflicting_set", "ra
 
 #: Label of the implicit constraint "a dimension that carries traffic has bandwidth > 0".
 POSITIVE_LABEL = "bandwidth > 0 on every dimension that carries traffic"
-_EPS_BW = 1e-9  # GB/s: what "> 0" means in the linear checks
+_EPS_BW = 1e-5  # GB/s (10 kB/s): what "> 0" means in the linear checks
 
 
 def _lp_arrays(rows: Sequence[Row], n_dims: int):
@@ -90,7 +90,7 @@ def conflicting_set(
         else:
             i += 1
     labels = [r.label for r in keep]
-    if positive_dims and is_feasible(keep, n_dims, ()):
+    if len(positive_dims) and is_feasible(keep, n_dims, ()):
         labels.append(POSITIVE_LABEL)
     return tuple(labels)
 

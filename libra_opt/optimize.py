@@ -29,7 +29,7 @@ import numpy as np
 
 from libra_opt.constraints import Row
 from libra_opt.errors import InputError, SolverError, UnboundedDesignError, VerificationError
-from libra_opt.evaluate import evaluate
+from libra_opt.evaluate import Evaluation, evaluate
 from libra_opt.feasibility import lp_extreme, raise_infeasible
 from libra_opt.scenario import Scenario, scenario_rows
 from libra_opt.solution import ConstraintReport, Solution, SolverInfo, baselines
@@ -64,7 +64,8 @@ class _Program:
     eq_scale: np.ndarray
     eq_param: cp.Parameter | None
     eq_con: cp.Constraint | None
-    b_ref: float  # GB/s per unit of x
+    b_ref: np.ndarray  # GB/s per unit of x, per dimension
+    product: tuple[float, np.ndarray] | None
     t_ref: float  # seconds per unit of objective
     build_s: float
 
@@ -98,11 +99,12 @@ def _build_program(
     mode: str,
     loop: str,
     product: tuple[float, np.ndarray] | None,
-    b_ref: float,
+    b_ref: np.ndarray,
     t_ref: float,
 ) -> _Program:
-    """Build the program in scaled units: ``B = b_ref * x`` and times divided by ``t_ref``."""
+    """Build the program in scaled units: ``B_d = b_ref_d * x_d``, times divided by ``t_ref``."""
     t0 = time.perf_counter()
+    b_ref = np.broadcast_to(np.asarray(b_ref, dtype=float), (n_dims,)).copy()
     x = cp.Variable(n_dims, nonneg=True, name="bw" if product is None else "y")
     cons: list[cp.Constraint] = []
     u = None
@@ -116,7 +118,7 @@ def _build_program(
         cons.append(k0_hat * u + (kappa_hat * b_ref) @ x == 1)
     n_k = terms.traffic_gb.shape[0]
     if n_k:
-        c_scaled = terms.traffic_gb / (b_ref * t_ref)
+        c_scaled = terms.traffic_gb / (b_ref[None, :] * t_ref)
         t = _time_terms(c_scaled, terms.latency_s / t_ref, terms.used_dims, x, inv_u, mode, cons)
     if loop == "no_overlap":
         step = float(weights @ terms.compute_s) / t_ref * inv_u
@@ -136,25 +138,25 @@ def _build_program(
     eq_rows = [i for i, r in enumerate(rows) if r.sense == "=="]
 
     def scale(idx):
-        return np.array([max(np.abs(rows[i].a).max() * b_ref, 1e-300) for i in idx])
+        return np.array([max(np.abs(rows[i].a * b_ref).max(), 1e-300) for i in idx])
 
     le_scale, eq_scale = scale(le_rows), scale(eq_rows)
     le_sign = np.array([1.0 if rows[i].sense == "<=" else -1.0 for i in le_rows])
     le_param = eq_param = le_con = eq_con = None
     if le_rows:
-        a = np.array([rows[i].a for i in le_rows]) * b_ref * (le_sign / le_scale)[:, None]
+        a = np.array([rows[i].a * b_ref for i in le_rows]) * (le_sign / le_scale)[:, None]
         le_param = cp.Parameter(len(le_rows), name="rhs_le")
         le_con = a @ x <= (le_param if u is None else le_param * u)
         cons.append(le_con)
     if eq_rows:
-        a = np.array([rows[i].a for i in eq_rows]) * b_ref / eq_scale[:, None]
+        a = np.array([rows[i].a * b_ref for i in eq_rows]) / eq_scale[:, None]
         eq_param = cp.Parameter(len(eq_rows), name="rhs_eq")
         eq_con = a @ x == (eq_param if u is None else eq_param * u)
         cons.append(eq_con)
     problem = cp.Problem(cp.Minimize(step + reg), cons)
     return _Program(
         problem, x, u, step, le_rows, le_sign, le_scale, le_param, le_con,
-        eq_rows, eq_scale, eq_param, eq_con, b_ref, t_ref, time.perf_counter() - t0,
+        eq_rows, eq_scale, eq_param, eq_con, b_ref, product, t_ref, time.perf_counter() - t0,
     )
 
 
@@ -174,6 +176,7 @@ class BandwidthProblem:
     program: _Program
     ref_cost: float
     k0_usd: float
+    lp_status: str
     n_solves: int = 0
 
     def solve(self, **kwargs) -> Solution:
@@ -182,19 +185,23 @@ class BandwidthProblem:
 
 
 def _reference_scales(
-    terms: AggregatedTerms, weights: np.ndarray, bw_lp: np.ndarray | None
-) -> tuple[float, float]:
-    """Bandwidth and time units that make the scaled program's numbers O(1).
+    terms: AggregatedTerms, weights: np.ndarray, n_dims: int, bw_lp: np.ndarray | None
+) -> tuple[np.ndarray, float]:
+    """Per-dimension bandwidth units and a time unit that make the program's numbers O(1).
 
-    ``b_ref`` is the largest used-dimension bandwidth of a feasible vertex (1 GB/s when
-    none is known); ``t_ref`` the weighted step time with every used dimension at ``b_ref``.
+    ``b_ref`` is the largest used-dimension bandwidth at a feasible LP vertex (1 GB/s when
+    none is known), the same for every dimension; ``t_ref`` is the weighted step time there.
+    A poorly scaled first answer is polished by a re-solve scaled per dimension to it.
     """
     used = terms.used_dims
-    b_ref = 1.0
+    b_ref = np.ones(n_dims)
     if bw_lp is not None and used.size and np.max(bw_lp[used]) > 0:
-        b_ref = float(np.max(bw_lp[used]))
-    comm = (terms.traffic_gb / b_ref + terms.latency_s).max(axis=1) if terms.traffic_gb.size else 0.0
-    t_ref = float(weights @ (terms.compute_s + terms.collective_counts @ comm)) if np.size(comm) else float(weights @ terms.compute_s)
+        b_ref[:] = float(np.max(bw_lp[used]))
+    if terms.traffic_gb.size:
+        comm = (terms.traffic_gb / b_ref[None, :] + terms.latency_s).max(axis=1)
+        t_ref = float(weights @ (terms.compute_s + terms.collective_counts @ comm))
+    else:
+        t_ref = float(weights @ terms.compute_s)
     return b_ref, (t_ref if t_ref > 0 else 1.0)
 
 
@@ -234,7 +241,7 @@ def build_problem(scenario: Scenario) -> BandwidthProblem:
         c = np.zeros(n)
         c[used] = -1.0
         status, _, bw_ref = lp_extreme(rows, n, c, used)
-    b_ref, t_ref = _reference_scales(terms, weights, bw_ref if status == "optimal" else None)
+    b_ref, t_ref = _reference_scales(terms, weights, n, bw_ref if status == "optimal" else None)
     program = _build_program(
         terms,
         weights,
@@ -246,7 +253,7 @@ def build_problem(scenario: Scenario) -> BandwidthProblem:
         b_ref,
         t_ref,
     )
-    return BandwidthProblem(scenario, terms, rows, program, ref_cost, k0)
+    return BandwidthProblem(scenario, terms, rows, program, ref_cost, k0, status)
 
 
 def _override(problem: BandwidthProblem, overrides: Mapping[str, float]) -> tuple[Scenario, tuple[Row, ...]]:
@@ -282,8 +289,8 @@ def _check_bounded(problem: BandwidthProblem, scen: Scenario, rows: tuple[Row, .
     n = scen.fabric.n_dims
     used = problem.terms.used_dims
     if scen.objective == "perf":
-        if used.size == 0:
-            return
+        if used.size == 0 or (rows is problem.rows and problem.lp_status == "optimal"):
+            return  # build_problem ran this very LP on these rows
         c = np.zeros(n)
         c[used] = -1.0
         status, _, _ = lp_extreme(rows, n, c, used)
@@ -302,10 +309,11 @@ def _check_bounded(problem: BandwidthProblem, scen: Scenario, rows: tuple[Row, .
             )
     else:
         kappa = scen.coefficients.usd_per_gbps
-        status, c_min, _ = lp_extreme(rows, n, kappa, used)
+        status, _, _ = lp_extreme(rows, n, kappa, used)
         if status == "infeasible":
             raise_infeasible(rows, n, used)
-        if status == "optimal" and c_min <= 1e-9 * float(kappa.sum()) and problem.k0_usd == 0:
+        status, c_min, _ = lp_extreme(rows, n, kappa)
+        if status == "optimal" and c_min <= 1e-12 * float(kappa.sum()) and problem.k0_usd == 0:
             raise UnboundedDesignError(
                 "objective 'perf_per_cost' has no attained optimum: the constraints let the "
                 "network cost go to zero (add a total-bandwidth or per-dimension minimum)"
@@ -365,14 +373,73 @@ def solve(
         overrides["power_w"] = power_w
     scen, rows = _override(problem, overrides) if overrides else (problem.scenario, problem.rows)
     _check_bounded(problem, scen, rows)
+    first = problem.n_solves == 0
     prog = problem.program
+    run = _run(problem, prog, scen, rows)
+    compile_s = run.compile_s + (prog.build_s if first else 0.0)
+    solve_s, n_solves = run.solve_s, 1
+    if run.needs_polish:
+        # Re-solve with every dimension and the objective rescaled to the first answer.
+        used = problem.terms.used_dims
+        b_ref = np.full(scen.fabric.n_dims, max(float(np.max(run.bw)), 1e-9))
+        b_ref[used] = np.maximum(run.bw[used], 1e-9 * b_ref[used])
+        t_ref = max(run.ev.weighted_step_time_s, 1e-300)
+        polished = _build_program(
+            problem.terms, np.array(scen.weights), rows, scen.fabric.n_dims,
+            scen.collective_model, scen.training_loop, prog.product, b_ref, t_ref,
+        )
+        run2 = _run(problem, polished, scen, rows)
+        compile_s += polished.build_s + run2.compile_s
+        solve_s += run2.solve_s
+        n_solves += 1
+        logger.info("polished solve: relative gap %.2e -> %.2e", run.gap, run2.gap)
+        if run2.gap <= run.gap or not np.isfinite(run.gap):
+            run, prog = run2, polished
+    ev, gap = run.ev, run.gap
+    if verify:
+        if not np.isfinite(ev.objective_value) or gap > OBJECTIVE_REL_TOL:
+            raise VerificationError(
+                f"numpy evaluation {ev.objective_value!r} disagrees with the solver's "
+                f"objective {run.solver_obj!r} (relative gap {gap:.2e})"
+            )
+        if not ev.feasible(CONSTRAINT_REL_TOL):
+            bad = [k for k, r in ev.residuals.items() if r > CONSTRAINT_REL_TOL * ev.residual_scales[k]]
+            raise VerificationError(f"solver answer violates constraints: {', '.join(bad)}")
+    reports = _constraint_reports(rows, run.bw, prog, run.factor)
+    bl = baselines(scen, ev) if with_baselines else ()
+    info = SolverInfo(
+        solver="CLARABEL",
+        method="convex" if prog.u is None else "convex-perspective",
+        status=run.status,
+        compile_s=float(compile_s),
+        solve_s=float(solve_s),
+        n_solves=n_solves,
+        objective_rel_gap=float(gap),
+    )
+    bw = run.bw
+    bw.setflags(write=False)
+    return Solution(scen, bw, scen.objective, ev.objective_value, ev, reports, bl, info)
+
+
+@dataclass
+class _Run:
+    status: str
+    bw: np.ndarray
+    ev: Evaluation
+    solver_obj: float
+    gap: float
+    factor: float
+    compile_s: float
+    solve_s: float
+    needs_polish: bool
+
+
+def _run(problem: BandwidthProblem, prog: _Program, scen: Scenario, rows: tuple[Row, ...]) -> _Run:
+    """Set the right-hand sides, solve once, map the status, evaluate with numpy."""
     if prog.le_param is not None:
-        prog.le_param.value = np.array(
-            [rows[i].rhs for i in prog.le_rows]
-        ) * prog.le_sign / prog.le_scale
+        prog.le_param.value = np.array([rows[i].rhs for i in prog.le_rows]) * prog.le_sign / prog.le_scale
     if prog.eq_param is not None:
         prog.eq_param.value = np.array([rows[i].rhs for i in prog.eq_rows]) / prog.eq_scale
-    first = problem.n_solves == 0
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # status is handled below
@@ -388,8 +455,6 @@ def solve(
         raise UnboundedDesignError(f"objective {scen.objective!r} is unbounded")
     if status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE):
         raise SolverError(f"Clarabel returned status {status!r}")
-    if status == cp.OPTIMAL_INACCURATE:
-        logger.warning("solver reported optimal_inaccurate; relying on the numpy re-check")
     x = np.asarray(prog.x.value, dtype=float)
     if prog.u is None:
         bw = prog.b_ref * x
@@ -403,31 +468,20 @@ def solve(
     bw = np.where(bw < 0, 0.0, bw)
     ev = evaluate(scen, bw)
     gap = abs(ev.objective_value - solver_obj) / max(abs(ev.objective_value), 1e-300)
-    if verify:
-        if not np.isfinite(ev.objective_value) or gap > OBJECTIVE_REL_TOL:
-            raise VerificationError(
-                f"numpy evaluation {ev.objective_value!r} disagrees with the solver's "
-                f"objective {solver_obj!r} (relative gap {gap:.2e})"
-            )
-        if not ev.feasible(CONSTRAINT_REL_TOL):
-            bad = [k for k, r in ev.residuals.items() if r > CONSTRAINT_REL_TOL * ev.residual_scales[k]]
-            raise VerificationError(f"solver answer violates constraints: {', '.join(bad)}")
-    reports = _constraint_reports(rows, bw, prog, factor)
-    bl = baselines(scen, ev) if with_baselines else ()
-    compile_s = prog.problem.compilation_time or 0.0
-    if first:
-        compile_s += prog.build_s
-    info = SolverInfo(
-        solver="CLARABEL",
-        method="convex" if prog.u is None else "convex-perspective",
-        status=str(status),
-        compile_s=float(compile_s),
-        solve_s=float(prog.problem.solver_stats.solve_time or 0.0),
-        n_solves=1,
-        objective_rel_gap=float(gap),
+    used = problem.terms.used_dims
+    spread = float(np.max(x[used]) / max(np.min(x[used]), 1e-300)) if used.size else 1.0
+    needs_polish = (
+        status == cp.OPTIMAL_INACCURATE
+        or not np.isfinite(gap)
+        or gap > 0.1 * OBJECTIVE_REL_TOL
+        or spread > 1e3
+        or not ev.feasible(CONSTRAINT_REL_TOL)
     )
-    bw.setflags(write=False)
-    return Solution(scen, bw, scen.objective, ev.objective_value, ev, reports, bl, info)
+    return _Run(
+        str(status), bw, ev, solver_obj, float(gap), factor,
+        float(prog.problem.compilation_time or 0.0),
+        float(prog.problem.solver_stats.solve_time or 0.0), needs_polish,
+    )
 
 
 def _constraint_reports(

@@ -85,6 +85,8 @@ class Baseline:
     feasible: bool
     speedup: float
     """Baseline weighted step time / optimal weighted step time."""
+    objective_ratio: float
+    """Baseline objective / optimal objective (equals ``speedup`` for ``perf``)."""
 
 
 @dataclass(frozen=True)
@@ -159,5 +161,6 @@ def baselines(
         ev = evaluate(scenario, bw)
         feasible = ev.feasible(feas_tol)
         speed = ev.weighted_step_time_s / optimum.weighted_step_time_s
-        out.append(Baseline(name, ev, feasible, float(speed)))
+        ratio = ev.objective_value / optimum.objective_value
+        out.append(Baseline(name, ev, feasible, float(speed), float(ratio)))
     return tuple(out)

@@ -85,6 +85,7 @@ def aggregate_terms(workloads: Sequence[Workload], fabric: Fabric) -> Aggregated
     phase_index: dict[tuple[float, tuple[int, ...]], int] = {}
     phase_list: list[tuple[float, tuple[int, ...]]] = []
     counts: list[dict[int, float]] = []
+    seen: dict[tuple[str, float, tuple[int, ...]], int] = {}
     for wl in workloads:
         wcounts: dict[int, float] = {}
         for layer in wl.layers:
@@ -92,16 +93,22 @@ def aggregate_terms(workloads: Sequence[Workload], fabric: Fabric) -> Aggregated
                 members = []
                 for coll in phase.collectives:
                     span = wl.groups[coll.group]
-                    traffic = hierarchical_traffic_bytes(coll.kind, coll.size_bytes, span) / 1e9
-                    if not (traffic > 0).any():
-                        continue
-                    lat = np.where(traffic > 0, alpha * latency_steps(coll.kind, span, topologies), 0.0)
-                    key = traffic.tobytes() + lat.tobytes()
-                    if key not in coll_index:
-                        coll_index[key] = len(traffic_rows)
-                        traffic_rows.append(traffic)
-                        latency_rows.append(lat)
-                    members.append(coll_index[key])
+                    ckey = (coll.kind, coll.size_bytes, span)
+                    if ckey not in seen:
+                        traffic = hierarchical_traffic_bytes(coll.kind, coll.size_bytes, span) / 1e9
+                        if not (traffic > 0).any():
+                            seen[ckey] = -1
+                            continue
+                        steps = latency_steps(coll.kind, span, topologies)
+                        lat = np.where(traffic > 0, alpha * steps, 0.0)
+                        key = traffic.tobytes() + lat.tobytes()
+                        if key not in coll_index:
+                            coll_index[key] = len(traffic_rows)
+                            traffic_rows.append(traffic)
+                            latency_rows.append(lat)
+                        seen[ckey] = coll_index[key]
+                    if seen[ckey] >= 0:
+                        members.append(seen[ckey])
                 pkey = (float(phase.compute_s), tuple(sorted(members)))
                 if pkey not in phase_index:
                     phase_index[pkey] = len(phase_list)

@@ -199,7 +199,7 @@ def scenario_from_dict(data: Any, source: str = "<dict>", base_dir: str | Path =
 
     # Workloads
     workloads: list[Workload] = []
-    for i, w in enumerate(spec.workloads):
+    for w in spec.workloads:
         groups = read_libra_communicator(_resolve(base, w.communicator))
         for g, span in groups.items():
             if len(span) != fabric.n_dims:

@@ -1,0 +1,35 @@
+# libra_opt: `make demo` solves the example scenario; `make test` runs the test suite.
+# Both create the virtual environment and install the project on first use.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+DEMO ?= workloads/gpt3_175b_4d.yaml
+
+.PHONY: install demo test lint bench examples clean
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip > $(VENV)/install.log 2>&1 || (cat $(VENV)/install.log; exit 1)
+	$(BIN)/python -m pip install --quiet -e '.[dev]' >> $(VENV)/install.log 2>&1 || (cat $(VENV)/install.log; exit 1)
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/libra-opt solve $(DEMO) --plot-dir out/demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check libra_opt tests benchmarks workloads
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/solver_speed.py --out out/bench
+
+examples: $(STAMP)
+	$(BIN)/python workloads/derive_examples.py
+
+clean:
+	rm -rf out .pytest_cache
