@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 import numpy as np
+import numpy.typing as npt
 
 from libra_opt.collectives import collective_time_s, hierarchical_traffic_bytes, latency_steps
 from libra_opt.cost import CostBreakdown, network_cost_breakdown
@@ -59,10 +60,10 @@ class WorkloadTimes:
     traffic_by_dim_bytes: np.ndarray
 
 
-def check_bandwidth(fabric: Fabric, bw_gbps: Sequence[float], field: str = "bw") -> np.ndarray:
+def check_bandwidth(fabric: Fabric, bw_gbps: npt.ArrayLike, field: str = "bw") -> np.ndarray:
     """Validate a bandwidth vector: one finite value >= 0 per dimension, in GB/s."""
     try:
-        bw = np.asarray([float(x) for x in bw_gbps], dtype=float)
+        bw = np.asarray([float(x) for x in np.ravel(np.asarray(bw_gbps, dtype=object))], dtype=float)
     except (TypeError, ValueError):
         raise InputError(f"bandwidths {bw_gbps!r} must be numbers (GB/s)", field=field) from None
     if bw.shape != (fabric.n_dims,):
@@ -78,7 +79,7 @@ def check_bandwidth(fabric: Fabric, bw_gbps: Sequence[float], field: str = "bw")
 def step_time(
     workload: Workload,
     fabric: Fabric,
-    bw_gbps: Sequence[float],
+    bw_gbps: npt.ArrayLike,
     collective_model: str = "pipelined",
     training_loop: str = "no_overlap",
 ) -> WorkloadTimes:
@@ -197,7 +198,7 @@ class Evaluation:
         return {w.name: w.step_time_s for w in self.workloads}
 
 
-def evaluate(scenario: Scenario, bw_gbps: Sequence[float]) -> Evaluation:
+def evaluate(scenario: Scenario, bw_gbps: npt.ArrayLike) -> Evaluation:
     """Evaluate ``scenario`` at ``bw_gbps`` with plain numpy.
 
     Examples

@@ -36,14 +36,14 @@ def _lp_arrays(rows: Sequence[Row], n_dims: int):
     return arr(a_ub), (np.array(b_ub) if b_ub else None), arr(a_eq), (np.array(b_eq) if b_eq else None)
 
 
-def _bounds(n_dims: int, positive_dims: Sequence[int]):
+def _bounds(n_dims: int, positive_dims: Sequence[int] | np.ndarray):
     lb = np.zeros(n_dims)
     lb[list(positive_dims)] = _EPS_BW
     return [(lo, None) for lo in lb]
 
 
 def lp_extreme(
-    rows: Sequence[Row], n_dims: int, c: np.ndarray, positive_dims: Sequence[int] = ()
+    rows: Sequence[Row], n_dims: int, c: np.ndarray, positive_dims: Sequence[int] | np.ndarray = ()
 ) -> tuple[str, float, np.ndarray | None]:
     """Minimise ``c . B`` over the constraint rows and ``B >= 0``.
 
@@ -67,14 +67,14 @@ def lp_extreme(
     return "error", float("nan"), None
 
 
-def is_feasible(rows: Sequence[Row], n_dims: int, positive_dims: Sequence[int] = ()) -> bool:
+def is_feasible(rows: Sequence[Row], n_dims: int, positive_dims: Sequence[int] | np.ndarray = ()) -> bool:
     """True when some ``B >= 0`` (``> 0`` on ``positive_dims``) satisfies every row."""
     status, _, _ = lp_extreme(rows, n_dims, np.zeros(n_dims), positive_dims)
     return status == "optimal"
 
 
 def conflicting_set(
-    rows: Sequence[Row], n_dims: int, positive_dims: Sequence[int] = ()
+    rows: Sequence[Row], n_dims: int, positive_dims: Sequence[int] | np.ndarray = ()
 ) -> tuple[str, ...]:
     """Labels of an irreducible infeasible subset of ``rows`` (deletion filter).
 
@@ -95,7 +95,7 @@ def conflicting_set(
     return tuple(labels)
 
 
-def raise_infeasible(rows: Sequence[Row], n_dims: int, positive_dims: Sequence[int] = ()) -> None:
+def raise_infeasible(rows: Sequence[Row], n_dims: int, positive_dims: Sequence[int] | np.ndarray = ()) -> None:
     """Raise :class:`InfeasibleDesignError` naming a conflicting set of constraints."""
     conflict = conflicting_set(rows, n_dims, positive_dims)
     listing = "; ".join(f"'{c}'" for c in conflict)

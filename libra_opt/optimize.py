@@ -23,6 +23,7 @@ import time
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import cvxpy as cp
 import numpy as np
@@ -260,7 +261,7 @@ def _override(problem: BandwidthProblem, overrides: Mapping[str, float]) -> tupl
     """New scenario and rows with some right-hand sides replaced."""
     scen = problem.scenario
     labels = {r.label for r in problem.rows}
-    changes: dict[str, object] = {}
+    changes: dict[str, Any] = {}
     new_cons = list(scen.constraints)
     for label, value in overrides.items():
         v = float(value)
@@ -456,14 +457,15 @@ def _run(problem: BandwidthProblem, prog: _Program, scen: Scenario, rows: tuple[
     if status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE):
         raise SolverError(f"Clarabel returned status {status!r}")
     x = np.asarray(prog.x.value, dtype=float)
+    step_value = float(np.asarray(prog.step_value.value))
     if prog.u is None:
         bw = prog.b_ref * x
-        solver_obj = float(prog.t_ref * prog.step_value.value)
+        solver_obj = prog.t_ref * step_value
         factor = prog.t_ref
     else:
-        u = float(prog.u.value)
+        u = float(np.asarray(prog.u.value))
         bw = prog.b_ref * x / u
-        solver_obj = float(problem.ref_cost * prog.t_ref * prog.step_value.value)
+        solver_obj = problem.ref_cost * prog.t_ref * step_value
         factor = problem.ref_cost * prog.t_ref * u
     bw = np.where(bw < 0, 0.0, bw)
     ev = evaluate(scen, bw)

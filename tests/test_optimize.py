@@ -310,3 +310,23 @@ def test_verification_catches_disagreement(monkeypatch):
     with pytest.raises(VerificationError, match="disagrees"):
         solve(scenario_2d(["sum(bw) == 300"]))
     assert isinstance(real(scenario_2d(["sum(bw) == 300"]), [1.0, 1.0]), Evaluation)
+
+
+def test_single_collective_optimum_is_traffic_proportional():
+    """Closed form: with one kind of pipelined collective, time = max_d c_d / B_d under
+    sum(B) = T is minimised by B_d = T c_d / sum(c) (all terms equal), so the
+    traffic-proportional baseline is optimal."""
+    f = fabric_3d()
+    wl = Workload(
+        "dp",
+        (Layer("l", weight_grad=Phase(1e-3, (Collective("all_reduce", 3e9, "dp"),)), count=7),),
+        {"dp": (4, 4, 4)},
+    )
+    scen = Scenario(f, CostModel.from_tables(PRICES_3D), (wl,),
+                    constraints=(parse_constraint("sum(bw) == 500", f),))
+    sol = solve(scen)
+    # c = (2*3*3/4, 2*.75*3/4, 2*.1875*3/4) GB = (4.5, 1.125, 0.28125)
+    c = np.array([4.5, 1.125, 0.28125])
+    assert_allclose(sol.bw_gbps, 500 * c / c.sum(), rtol=1e-6)
+    assert_allclose(sol.objective_value, 7 * (1e-3 + c.sum() / 500), rtol=1e-8)
+    assert_allclose(sol.baselines[1].speedup, 1.0, rtol=1e-6)
