@@ -3,6 +3,21 @@
 For every topology the link, switch-port and NIC bandwidth bought is linear in the
 per-NPU bandwidth ``B_d``, so network cost is ``C(B) = sum_d kappa_d B_d`` and power
 ``P(B) = sum_d pi_d B_d``.
+
+A switch dimension without a radix is one ideal switch per block (LIBRA). With a radix
+(:attr:`libra_opt.fabric.Dim.switch_radix`) it is a folded Clos whose tier count follows
+from its size (:func:`clos_tiers`); every tier adds switch ports, links and transceivers
+per GB/s, so the coefficients stay linear in ``B``. A tier may price ``transceiver``
+(optics: one transceiver at each end of every link); their cost and power are added to the
+``link`` column of :class:`CostCoefficients`.
+
+References
+----------
+.. [1] W. Won et al., "LIBRA: Enabling Workload-Aware Multi-Dimensional Network Topology
+   Optimization for Distributed Training of Large AI Models", ISPASS 2024, arXiv:2109.11762.
+.. [2] C. E. Leiserson, "Fat-trees: universal networks for hardware-efficient
+   supercomputing", IEEE Trans. Computers 34(10), 1985; M. Al-Fares, A. Loukissas,
+   A. Vahdat, "A scalable, commodity data center network architecture", SIGCOMM 2008.
 """
 
 from __future__ import annotations
@@ -19,6 +34,11 @@ from libra_opt.fabric import Fabric
 
 __all__ = [
     "COMPONENTS",
+    "PRICED_COMPONENTS",
+    "clos_max_endpoints",
+    "clos_tiers",
+    "clos_level_switches",
+    "switch_block_npus",
     "TierPrices",
     "CostModel",
     "DimInventory",
@@ -30,6 +50,9 @@ __all__ = [
 ]
 
 COMPONENTS: tuple[str, ...] = ("link", "switch", "nic")
+#: Components a tier may price: the three columns plus optional ``transceiver`` (optics,
+#: $ or W per GB/s of one transceiver; folded into the ``link`` column).
+PRICED_COMPONENTS: tuple[str, ...] = (*COMPONENTS, "transceiver")
 # Components each topology buys per GB/s of per-NPU bandwidth.
 _NEEDED = {"ring": ("link",), "fully_connected": ("link",), "switch": ("link", "switch", "nic")}
 
@@ -37,10 +60,10 @@ _NEEDED = {"ring": ("link",), "fully_connected": ("link",), "switch": ("link", "
 def _price_map(values: Mapping[str, float] | None, what: str, tier: str) -> Mapping[str, float]:
     out: dict[str, float] = {}
     for comp, v in dict(values or {}).items():
-        if comp not in COMPONENTS:
+        if comp not in PRICED_COMPONENTS:
             raise InputError(
                 f"tier {tier!r}: unknown component {comp!r}; expected one of "
-                f"{', '.join(COMPONENTS)}",
+                f"{', '.join(PRICED_COMPONENTS)}",
                 field=f"{what}.{tier}",
             )
         try:
@@ -67,7 +90,7 @@ class TierPrices:
     tier : str
         Tier name (``InterPod`` etc.).
     usd_per_gbps : mapping
-        Component (``link``, ``switch``, ``nic``) -> $ per GB/s.
+        Component (``link``, ``switch``, ``nic``, optionally ``transceiver``) -> $ per GB/s.
     w_per_gbps : mapping, optional
         Component -> W per GB/s. ``None`` when power is not modelled.
     """
@@ -150,6 +173,13 @@ class DimInventory:
         Switch ports of ``B`` GB/s in the whole fabric.
     nics : int
         NIC ports of ``B`` GB/s in the whole fabric.
+    tiers : int
+        Switch tiers of each block's network: 0 for rings, cliques and size-1 dimensions,
+        1 for an ideal switch, 1-3 for a Clos.
+    switches : int
+        Physical switches in the whole fabric (an ideal switch counts as one).
+    transceivers : int
+        Link ends (one transceiver or cable end each), each carrying ``link_share * B``.
     """
 
     blocks: int
@@ -157,11 +187,120 @@ class DimInventory:
     link_share: float
     switch_ports: int
     nics: int
+    tiers: int = 0
+    switches: int = 0
+    transceivers: int = 0
 
     @property
     def link_gbps_per_gbps(self) -> float:
         """Total link bandwidth bought per GB/s of ``B``."""
         return self.blocks * self.links_per_block * self.link_share
+
+    @property
+    def transceiver_gbps_per_gbps(self) -> float:
+        """Total transceiver bandwidth (all link ends) per GB/s of ``B``."""
+        return self.transceivers * self.link_share
+
+
+def clos_max_endpoints(radix: int, tiers: int) -> int:
+    """Largest folded Clos (full bisection) of ``tiers`` tiers built from ``radix``-port switches.
+
+    Notes
+    -----
+    ``k`` endpoints for one switch, ``k^2 / 2`` for two tiers (leaf-spine) and ``k^3 / 4``
+    for three (the fat-tree of Al-Fares et al.); in general ``2 (k/2)^t``.
+
+    Examples
+    --------
+    >>> [clos_max_endpoints(64, t) for t in (1, 2, 3)]
+    [64, 2048, 65536]
+    """
+    return 2 * (radix // 2) ** tiers
+
+
+def clos_tiers(n_endpoints: int, radix: int | None) -> int:
+    """Tiers of the smallest full-bisection folded Clos over ``n_endpoints`` endpoints.
+
+    Parameters
+    ----------
+    n_endpoints : int
+        NPUs (NIC ports) attached to the network.
+    radix : int or None
+        Ports per switch; ``None`` means one ideal switch of any size (1 tier).
+
+    Returns
+    -------
+    int
+        1, 2 or 3.
+
+    Raises
+    ------
+    InputError
+        If more than three tiers would be needed.
+
+    Examples
+    --------
+    >>> [clos_tiers(n, 64) for n in (64, 65, 2048, 2049, 65536)]
+    [1, 2, 2, 3, 3]
+    """
+    if radix is None:
+        return 1
+    for t in (1, 2, 3):
+        if n_endpoints <= clos_max_endpoints(radix, t):
+            return t
+    raise InputError(
+        f"a Clos of {n_endpoints} endpoints with radix-{radix} switches needs more than 3 tiers "
+        f"(3 tiers reach {clos_max_endpoints(radix, 3)}); use a larger switch_radix",
+        field="fabric.dims.switch_radix",
+    )
+
+
+def clos_level_switches(n_endpoints: int, radix: int | None) -> tuple[int, ...]:
+    """Switches per level (leaf first) of the Clos built by :mod:`libra_opt.graphs`.
+
+    Notes
+    -----
+    With ``k`` the radix and ``n`` the endpoints: one switch when ``n <= k``; otherwise
+    ``ceil(2n/k)`` leaves (``k/2`` endpoints each) and, for two tiers, ``ceil(n/k)`` spines;
+    for three tiers, pods of ``k^2/4`` endpoints with ``ceil(2n/k)`` leaves and as many
+    aggregation switches in total, and ``ceil(n/k)`` cores. Every switch-to-switch tier
+    carries as many links as endpoints (full bisection), so the ports used are
+    ``(2t - 1) n`` whatever the fill.
+
+    Examples
+    --------
+    >>> clos_level_switches(32768, 64)
+    (1024, 1024, 512)
+    >>> clos_level_switches(100, None)
+    (1,)
+    """
+    t = clos_tiers(n_endpoints, radix)
+    if t == 1:
+        return (1,)
+    assert radix is not None
+    leaves = -(-2 * n_endpoints // radix)
+    top = -(-n_endpoints // radix)
+    return (leaves, top) if t == 2 else (leaves, leaves, top)
+
+
+def switch_block_npus(fabric: Fabric, d: int) -> int:
+    """NPUs attached to one switch network of dimension ``d``.
+
+    ``prod(size_0..size_d)`` for ``block`` scope (LIBRA), ``size_d`` for ``rail`` scope.
+
+    Examples
+    --------
+    >>> from libra_opt.fabric import Dim
+    >>> hb = Dim("hb", "switch", 8, "A")
+    >>> switch_block_npus(Fabric((hb, Dim("so", "switch", 16, "B"))), 1)
+    128
+    >>> switch_block_npus(Fabric((hb, Dim("so", "switch", 16, "B", switch_scope="rail"))), 1)
+    16
+    """
+    dim = fabric.dims[d]
+    if dim.switch_scope == "rail":
+        return dim.size
+    return math.prod(fabric.sizes[: d + 1])
 
 
 def dimension_inventory(fabric: Fabric, d: int) -> DimInventory:
@@ -175,8 +314,14 @@ def dimension_inventory(fabric: Fabric, d: int) -> DimInventory:
     * fully connected: ``N/n`` cliques of ``n(n-1)`` links carrying ``B/(n-1)``;
     * switch: one ideal switch per block of ``prod(n_0..n_d)`` NPUs, one link, switch port
       and NIC of ``B`` per NPU.
+    * switch with a radix: each block (or each rail, for ``rail`` scope) is a folded Clos of
+      ``t`` tiers (:func:`clos_tiers`): per NPU one NIC port, ``t`` links and ``2t - 1``
+      switch ports of ``B``.
 
-    Each case buys ``N * B`` GB/s of links. A dimension of size 1 has no links.
+    Without a radix each case buys ``N * B`` GB/s of links. A dimension of size 1 has no
+    links. Transceivers (link ends): ``2N`` of ``B/2`` on a ring, ``N(n-1)`` of ``B/(n-1)``
+    in a clique (one per unidirectional link, as LIBRA counts links) and ``2tN`` of ``B``
+    for a switch network (two per cable).
 
     Examples
     --------
@@ -185,17 +330,26 @@ def dimension_inventory(fabric: Fabric, d: int) -> DimInventory:
     >>> inv = dimension_inventory(f, 1)
     >>> inv.blocks, inv.links_per_block, inv.link_gbps_per_gbps, inv.nics
     (1, 32, 32.0, 32)
+    >>> f = Fabric((Dim("hb", "switch", 8, "T"), Dim("so", "switch", 512, "T", switch_radix=64)))
+    >>> inv = dimension_inventory(f, 1)   # 4096 NPUs need a 3-tier Clos
+    >>> inv.tiers, inv.switch_ports // 4096, inv.links_per_block // 4096, inv.switches
+    (3, 5, 3, 320)
     """
     dim = fabric.dims[d]
     n, big_n = dim.size, fabric.n_npus
     if n == 1:
         return DimInventory(big_n, 0, 0.0, 0, 0)
     if dim.topology == "ring":
-        return DimInventory(big_n // n, 2 * n, 0.5, 0, 0)
+        return DimInventory(big_n // n, 2 * n, 0.5, 0, 0, 0, 0, 2 * big_n)
     if dim.topology == "fully_connected":
-        return DimInventory(big_n // n, n * (n - 1), 1.0 / (n - 1), 0, 0)
-    block = math.prod(fabric.sizes[: d + 1])
-    return DimInventory(big_n // block, block, 1.0, big_n, big_n)
+        return DimInventory(big_n // n, n * (n - 1), 1.0 / (n - 1), 0, 0, 0, 0, big_n * (n - 1))
+    block = switch_block_npus(fabric, d)
+    blocks = big_n // block
+    t = clos_tiers(block, dim.switch_radix)
+    switches = blocks * sum(clos_level_switches(block, dim.switch_radix))
+    return DimInventory(
+        blocks, t * block, 1.0, (2 * t - 1) * big_n, big_n, t, switches, 2 * t * big_n
+    )
 
 
 @dataclass(frozen=True)
@@ -226,6 +380,14 @@ class CostCoefficients:
 
 def cost_coefficients(fabric: Fabric, cost_model: CostModel) -> CostCoefficients:
     """Linear $ and W coefficients of every dimension.
+
+    Notes
+    -----
+    ``kappa_d = l_d p_link + s_d p_switch + c_d p_nic + o_d p_transceiver`` with ``l_d``,
+    ``s_d``, ``c_d``, ``o_d`` the link, switch-port, NIC-port and transceiver GB/s bought per
+    GB/s of ``B_d`` (:func:`dimension_inventory`); the same with W for ``pi_d``.
+    ``transceiver`` is optional (absent = copper, no optics) and is reported in the ``link``
+    column.
 
     Raises
     ------
@@ -277,6 +439,18 @@ def cost_coefficients(fabric: Fabric, cost_model: CostModel) -> CostCoefficients
                         field=f"power_model.{dim.tier}",
                     )
                 power[d, c] = amounts[comp] * prices.w_per_gbps[comp]
+        if "transceiver" in prices.usd_per_gbps:
+            optics = inv.transceiver_gbps_per_gbps
+            usd[d, 0] += optics * prices.usd_per_gbps["transceiver"]
+            if power is not None:
+                assert prices.w_per_gbps is not None
+                if "transceiver" not in prices.w_per_gbps:
+                    raise InputError(
+                        f"tier {dim.tier!r} prices transceivers but has no transceiver power "
+                        "entry (W per GB/s; write 0 if it draws none)",
+                        field=f"power_model.{dim.tier}",
+                    )
+                power[d, 0] += optics * prices.w_per_gbps["transceiver"]
     return CostCoefficients(usd, power)
 
 

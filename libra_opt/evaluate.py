@@ -6,18 +6,19 @@ aggregation and no solver: it is the reference every optimizer answer is checked
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
 import numpy as np
 import numpy.typing as npt
 
-from libra_opt.collectives import collective_time_s, hierarchical_traffic_bytes, latency_steps
+from libra_opt.collectives import collective_time_s
 from libra_opt.cost import CostBreakdown, network_cost_breakdown
 from libra_opt.errors import InputError
 from libra_opt.fabric import Fabric
 from libra_opt.scenario import Scenario, scenario_rows
+from libra_opt.traffic import collective_traffic
 from libra_opt.workload import PHASES, Workload
 
 __all__ = ["WorkloadTimes", "Evaluation", "step_time", "evaluate", "check_bandwidth"]
@@ -82,6 +83,7 @@ def step_time(
     bw_gbps: npt.ArrayLike,
     collective_model: str = "pipelined",
     training_loop: str = "no_overlap",
+    traffic_model: str = "hierarchical",
 ) -> WorkloadTimes:
     """Step time of ``workload`` on ``fabric`` at bandwidth ``bw_gbps``.
 
@@ -104,8 +106,6 @@ def step_time(
     0.56
     """
     bw = check_bandwidth(fabric, bw_gbps)
-    topologies = [d.topology for d in fabric.dims]
-    alpha = np.array([d.latency_s for d in fabric.dims])
     n_dims = fabric.n_dims
     by_phase = dict.fromkeys(PHASES, 0.0)
     by_group = dict.fromkeys(workload.groups, 0.0)
@@ -120,8 +120,9 @@ def step_time(
                 key = (coll.kind, coll.size_bytes, coll.group)
                 if key not in memo:  # the same collective recurs in every repeated layer
                     span = workload.groups[coll.group]
-                    traffic = hierarchical_traffic_bytes(coll.kind, coll.size_bytes, span)
-                    lat = alpha * latency_steps(coll.kind, span, topologies)
+                    traffic, lat = collective_traffic(
+                        coll.kind, coll.size_bytes, span, fabric, traffic_model
+                    )
                     used = traffic > 0
                     busy_c = np.zeros(n_dims)
                     with np.errstate(divide="ignore"):

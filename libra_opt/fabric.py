@@ -2,6 +2,9 @@
 
 A dimension has a topology (``ring``, ``fully_connected`` or ``switch``), a size (NPUs
 along it), a cost tier (which unit-price table applies) and an optional per-step latency.
+A switch dimension may also carry a switch radix (it is then priced as a multi-tier Clos
+instead of one ideal switch) and a scope (``block``: one network over all NPUs of the block,
+LIBRA's meaning; ``rail``: one network per rail, as in a Rail-only fabric).
 The optimizer's decision variable for dimension ``d`` is ``B_d``, the aggregate bandwidth
 per NPU into that dimension, in GB/s (1 GB/s = 1e9 bytes/s).
 """
@@ -14,10 +17,13 @@ from typing import Literal
 
 from libra_opt.errors import InputError
 
-__all__ = ["TOPOLOGIES", "Dim", "Fabric", "Topology"]
+__all__ = ["TOPOLOGIES", "SWITCH_SCOPES", "Dim", "Fabric", "Topology"]
 
 Topology = Literal["ring", "fully_connected", "switch"]
 TOPOLOGIES: tuple[str, ...] = ("ring", "fully_connected", "switch")
+#: ``block``: one switch network per block of ``prod(size_0..size_d)`` NPUs (LIBRA);
+#: ``rail``: one per rail, the ``size_d`` NPUs that share every other coordinate.
+SWITCH_SCOPES: tuple[str, ...] = ("block", "rail")
 
 
 @dataclass(frozen=True)
@@ -36,11 +42,22 @@ class Dim:
         Cost tier, the key of the unit-price table in the cost model.
     latency_s : float
         Per-algorithm-step latency alpha_d in seconds (0 disables the latency term).
+    switch_radix : int, optional
+        Ports per physical switch (switch dimensions only; an even number >= 4). When set,
+        a switch network larger than one switch is priced as a folded Clos with the tiers
+        its size needs (see :func:`libra_opt.cost.clos_tiers`). ``None`` (default) keeps
+        LIBRA's one-ideal-switch pricing.
+    switch_scope : {'block', 'rail'}
+        ``block`` (default, LIBRA): one switch network connects every NPU of the block
+        ``prod(size_0..size_d)``, inner dimensions included. ``rail``: one network per rail
+        (the ``size`` NPUs that share all other coordinates), no spine across rails.
 
     Examples
     --------
     >>> Dim("pod", "switch", 32, "InterPod").size
     32
+    >>> Dim("rail", "switch", 512, "ScaleOut", switch_radix=64, switch_scope="rail").switch_scope
+    'rail'
     """
 
     name: str
@@ -48,6 +65,8 @@ class Dim:
     size: int
     tier: str
     latency_s: float = 0.0
+    switch_radix: int | None = None
+    switch_scope: str = "block"
 
     def __post_init__(self) -> None:
         field = f"dim '{self.name}'"
@@ -76,6 +95,28 @@ class Dim:
             raise InputError(
                 f"latency_s {self.latency_s!r} must be a finite number >= 0",
                 field=f"{field}.latency_s",
+            )
+        if self.switch_radix is not None:
+            k = self.switch_radix
+            if self.topology != "switch":
+                raise InputError(
+                    f"switch_radix is only meaningful for a switch dimension, not {self.topology}",
+                    field=f"{field}.switch_radix",
+                )
+            if isinstance(k, bool) or not isinstance(k, int) or k < 4 or k % 2:
+                raise InputError(
+                    f"switch_radix {k!r} must be an even integer >= 4 (ports per switch)",
+                    field=f"{field}.switch_radix",
+                )
+        if self.switch_scope not in SWITCH_SCOPES:
+            raise InputError(
+                f"switch_scope {self.switch_scope!r} is not one of {', '.join(SWITCH_SCOPES)}",
+                field=f"{field}.switch_scope",
+            )
+        if self.switch_scope == "rail" and self.topology != "switch":
+            raise InputError(
+                f"switch_scope 'rail' needs a switch dimension, not {self.topology}",
+                field=f"{field}.switch_scope",
             )
 
 

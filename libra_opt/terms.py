@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from libra_opt.collectives import hierarchical_traffic_bytes, latency_steps
 from libra_opt.fabric import Fabric
+from libra_opt.traffic import collective_traffic
 from libra_opt.workload import Workload
 
 __all__ = ["AggregatedTerms", "aggregate_terms"]
@@ -63,8 +63,12 @@ class AggregatedTerms:
         return bool((self.latency_s > 0).any())
 
 
-def aggregate_terms(workloads: Sequence[Workload], fabric: Fabric) -> AggregatedTerms:
+def aggregate_terms(
+    workloads: Sequence[Workload], fabric: Fabric, traffic_model: str = "hierarchical"
+) -> AggregatedTerms:
     """Merge identical collectives and phases of ``workloads`` on ``fabric``.
+
+    ``traffic_model`` is ``hierarchical`` (LIBRA) or ``native`` (see :mod:`libra_opt.traffic`).
 
     Examples
     --------
@@ -77,8 +81,6 @@ def aggregate_terms(workloads: Sequence[Workload], fabric: Fabric) -> Aggregated
     >>> t.traffic_gb.tolist(), t.collective_counts.tolist()
     ([[6.0]], [[96.0]])
     """
-    topologies = [d.topology for d in fabric.dims]
-    alpha = np.array([d.latency_s for d in fabric.dims])
     coll_index: dict[bytes, int] = {}
     traffic_rows: list[np.ndarray] = []
     latency_rows: list[np.ndarray] = []
@@ -95,12 +97,13 @@ def aggregate_terms(workloads: Sequence[Workload], fabric: Fabric) -> Aggregated
                     span = wl.groups[coll.group]
                     ckey = (coll.kind, coll.size_bytes, span)
                     if ckey not in seen:
-                        traffic = hierarchical_traffic_bytes(coll.kind, coll.size_bytes, span) / 1e9
+                        traffic, lat = collective_traffic(
+                            coll.kind, coll.size_bytes, span, fabric, traffic_model
+                        )
+                        traffic = traffic / 1e9
                         if not (traffic > 0).any():
                             seen[ckey] = -1
                             continue
-                        steps = latency_steps(coll.kind, span, topologies)
-                        lat = np.where(traffic > 0, alpha * steps, 0.0)
                         key = traffic.tobytes() + lat.tobytes()
                         if key not in coll_index:
                             coll_index[key] = len(traffic_rows)

@@ -1,0 +1,239 @@
+"""Rail-only vs rail-optimized fat-tree: network cost, power and MoE forwarding overhead.
+
+Reproduces the headline comparison of Wang, Ghobadi et al., "Rail-only: A Low-Cost
+High-Performance Network for Training LLMs with Trillion Parameters" (arXiv:2307.12169):
+network cost -38..-77 % and power -37..-75 % against a rail-optimized fat-tree, and an
+8.2..11.2 % completion-time overhead for MoE all-to-all traffic forwarded through the HB
+domain. Clusters of 4,096-32,768 GPUs, HB domains of 8-256 GPUs, radix-64 switches,
+400 Gb/s (50 GB/s) per GPU, prices and watts from libra_opt's ``current_2025`` catalog
+(override with --catalog / --override).
+
+Usage::
+
+    python benchmarks/rail_only.py --out out/
+
+Writes ``rail_only_cost_power.csv``, ``rail_only_moe_overhead.csv``,
+``rail_only_gpt_step.csv`` and ``rail_only.png`` into ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from libra_opt.catalog import load_catalog
+from libra_opt.compare import compare_fabrics
+from libra_opt.cost import cost_coefficients, dimension_inventory
+from libra_opt.fabrics import rail_only, rail_optimized_fat_tree
+from libra_opt.rail import forwarding_overhead
+from libra_opt.workload import Collective, Layer, Phase, Workload
+
+PAPER = {"cost_pct": (38.0, 77.0), "power_pct": (37.0, 75.0), "moe_pct": (8.2, 11.2)}
+N_NPUS = (4096, 8192, 16384, 32768)
+HB_DOMAINS = (8, 16, 32, 64, 128, 256)
+
+
+def cost_power_grid(cost_model, radix: int, bw_so: float, bw_hb: float) -> pd.DataFrame:
+    """Scale-out network cost and power of both fabrics over the (N, HB) grid."""
+    rows = []
+    for n in N_NPUS:
+        for h in HB_DOMAINS:
+            out = {"n_npus": n, "hb_domain": h}
+            for name, build in (("fat", rail_optimized_fat_tree), ("rail", rail_only)):
+                f = build(n, h, radix)
+                k = cost_coefficients(f, cost_model)
+                inv = dimension_inventory(f, 1)
+                usd = k.usd_by_component[1] * bw_so          # link(+optics), switch, nic
+                w = k.w_by_component[1] * bw_so
+                out[f"{name}_tiers"] = inv.tiers
+                out[f"{name}_switches"] = inv.switches
+                out[f"{name}_fabric_usd"] = usd[0] + usd[1]  # switches, optics, cables
+                out[f"{name}_fabric_w"] = w[0] + w[1]
+                out[f"{name}_scaleout_usd"] = usd.sum()      # + NICs
+                out[f"{name}_scaleout_w"] = w.sum()
+                out[f"{name}_total_usd"] = float(k.usd_per_gbps @ [bw_hb, bw_so])
+            for what in ("fabric_usd", "fabric_w", "scaleout_usd", "scaleout_w", "total_usd"):
+                out[f"reduction_{what}_pct"] = 100 * (1 - out[f"rail_{what}"] / out[f"fat_{what}"])
+            rows.append(out)
+    return pd.DataFrame(rows)
+
+
+def moe_overhead(bw_hb: float, bw_so: float, domains_per_group: int) -> pd.DataFrame:
+    """All-to-all over (HB domain x ``domains_per_group`` domains): forwarding overhead."""
+    rows = []
+    for h in HB_DOMAINS:
+        n = h * max(domains_per_group, 2)
+        f = rail_only(n, h, None)
+        span = (h, domains_per_group)
+        for model in ("sequential", "pipelined"):
+            r = forwarding_overhead("all_to_all", 1e9, span, f, [bw_hb, bw_so], model)
+            rows.append({"hb_domain": h, "ep_group": h * domains_per_group, "model": model,
+                         "fat_tree_s": r["joined_time_s"], "rail_only_s": r["time_s"],
+                         "extra_hb_bytes": float(r["extra_bytes"][0]),
+                         "overhead_pct": r["overhead_pct"]})
+    return pd.DataFrame(rows)
+
+
+def gpt_workload(n: int, h: int, moe: bool) -> Workload:
+    """Illustrative GPT-3-175B-like step: TP = HB domain, DP across rails (one layer x 96).
+
+    Sizes: d_model 12288, 1.81e9 parameters per layer, bf16, global batch 1536 x 2048 tokens;
+    compute at 50 % of 989 TFLOP/s. The MoE variant adds one all-to-all of the layer's
+    activations over (HB domain x 8 domains) in forward and in backward (expert parallelism).
+    """
+    dp = n // h
+    tokens = 1536 * 2048 / dp                      # per data-parallel replica
+    layer_params = 12 * 12288**2
+    fwd_s = 2 * layer_params * tokens / h / (0.5 * 989e12)
+    act_bytes = tokens * 12288 * 2
+    tp = Collective("all_reduce", act_bytes, "tp")
+    colls_f = [tp, tp]
+    colls_b = [tp, tp]
+    groups = {"tp": (h, 1), "dp": (1, dp)}
+    if moe:
+        groups["ep"] = (h, 8)
+        a2a = Collective("all_to_all", act_bytes, "ep")
+        colls_f.append(a2a)
+        colls_b.append(a2a)
+    wg = Collective("all_reduce", layer_params / h * 2, "dp")
+    layer = Layer("block", Phase(fwd_s, tuple(colls_f)), Phase(fwd_s, tuple(colls_b)),
+                  Phase(fwd_s, (wg,)), count=96)
+    return Workload("gpt3_moe" if moe else "gpt3", (layer,), groups)
+
+
+def gpt_step(cost_model, radix: int, bw_hb: float, bw_so: float) -> pd.DataFrame:
+    frames = []
+    for n, h in ((4096, 8), (16384, 64)):
+        fabrics = {"fat_tree": rail_optimized_fat_tree(n, h, radix), "rail_only": rail_only(n, h, radix)}
+        for moe in (False, True):
+            for model in ("pipelined", "sequential"):
+                df = compare_fabrics(gpt_workload(n, h, moe), fabrics, cost_model=cost_model,
+                                     bw_gbps=[bw_hb, bw_so], collective_model=model)
+                df.insert(0, "collective_model", model)
+                df.insert(0, "workload", "gpt3_moe" if moe else "gpt3")
+                df.insert(0, "hb_domain", h)
+                df.insert(0, "n_npus", n)
+                frames.append(df)
+    return pd.concat(frames, ignore_index=True)
+
+
+def plot(grid: pd.DataFrame, moe: pd.DataFrame, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.4))
+    for ax, col, title, paper in (
+        (axes[0], "reduction_fabric_usd_pct", "Scale-out cost reduction vs fat-tree (%)",
+         PAPER["cost_pct"]),
+        (axes[1], "reduction_fabric_w_pct", "Scale-out power reduction vs fat-tree (%)",
+         PAPER["power_pct"]),
+    ):
+        table = grid.pivot(index="hb_domain", columns="n_npus", values=col)
+        im = ax.imshow(table.to_numpy(), cmap="viridis", vmin=0, vmax=80, aspect="auto",
+                       origin="lower")
+        for (i, j), v in np.ndenumerate(table.to_numpy()):
+            ax.text(j, i, f"{v:.0f}", ha="center", va="center", fontsize=8,
+                    color="white" if v < 50 else "black")
+        ax.set_xticks(range(table.shape[1]), [f"{c:,}" for c in table.columns])
+        ax.set_yticks(range(table.shape[0]), table.index)
+        ax.set_xlabel("GPUs")
+        ax.set_ylabel("HB domain size (GPUs)")
+        ax.set_title(f"{title}\npaper: {paper[0]:.0f}-{paper[1]:.0f} %", fontsize=10)
+        fig.colorbar(im, ax=ax, shrink=0.8)
+    ax = axes[2]
+    for model, sub in moe.groupby("model"):
+        ax.plot(sub.hb_domain, sub.overhead_pct, marker="o", label=f"{model} collective model")
+    ax.axhspan(*PAPER["moe_pct"], color="grey", alpha=0.15, label="paper range")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("HB domain size (GPUs)")
+    ax.set_ylabel("all-to-all time overhead (%)")
+    ax.set_title("MoE all-to-all forwarded through the HB domain", fontsize=10)
+    ax.legend(fontsize=7, frameon=False)
+    fig.tight_layout()
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+
+
+def _range(series: pd.Series) -> str:
+    return f"{series.min():5.1f} .. {series.max():5.1f}"
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", default="out", help="output directory (default out/)")
+    p.add_argument("--catalog", default="current_2025", help="price catalog name or path")
+    p.add_argument("--override", action="append", default=[],
+                   help="catalog override path=value, e.g. parts.osfp_400g_sr4.price_usd=500")
+    p.add_argument("--radix", type=int, default=64)
+    p.add_argument("--bw-scaleout-gbps", type=float, default=50.0, help="per GPU (400 Gb/s)")
+    p.add_argument("--bw-hb-gbps", type=float, default=450.0, help="per GPU (NVLink 4)")
+    args = p.parse_args(argv)
+    overrides: dict[str, object] = {}
+    for item in args.override:
+        key, _, value = item.partition("=")
+        try:
+            overrides[key] = float(value) if value else None
+        except ValueError:
+            overrides[key] = value
+    t0 = time.perf_counter()
+    cat = load_catalog(args.catalog, overrides)
+    cm = cat.cost_model()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+
+    grid = cost_power_grid(cm, args.radix, args.bw_scaleout_gbps, args.bw_hb_gbps)
+    moe = moe_overhead(args.bw_hb_gbps, args.bw_scaleout_gbps, 8)
+    gpt = gpt_step(cm, args.radix, args.bw_hb_gbps, args.bw_scaleout_gbps)
+    grid.to_csv(out / "rail_only_cost_power.csv", index=False)
+    moe.to_csv(out / "rail_only_moe_overhead.csv", index=False)
+    gpt.to_csv(out / "rail_only_gpt_step.csv", index=False)
+    plot(grid, moe, out / "rail_only.png")
+
+    print(f"Prices ({cat.name}, $ and W per GB/s; 1 GB/s = 8 Gb/s):")
+    for tier in ("ScaleOut", "ScaleUp"):
+        for comp, part in cat.tiers[tier].items():
+            pt = cat.parts[part]
+            print(f"  {tier:9s} {comp:11s} {pt.usd_per_gbps:8.3f} $  {pt.w_per_gbps or 0:6.3f} W"
+                  f"  {pt.model}  [{pt.date}]")
+    print(f"Radix {args.radix}; scale-out {args.bw_scaleout_gbps:g} GB/s and HB "
+          f"{args.bw_hb_gbps:g} GB/s per GPU\n")
+    cols = ["n_npus", "hb_domain", "fat_tiers", "rail_tiers", "fat_switches", "rail_switches",
+            "reduction_fabric_usd_pct", "reduction_fabric_w_pct", "reduction_scaleout_usd_pct",
+            "reduction_scaleout_w_pct", "reduction_total_usd_pct"]
+    with pd.option_context("display.width", 200, "display.float_format", "{:.1f}".format):
+        print(grid[cols].rename(columns=lambda c: c.replace("reduction_", "red_")).to_string(index=False))
+    fewer = grid[grid.rail_tiers < grid.fat_tiers]
+    print("\nReduction vs rail-optimized fat-tree (%), ours | paper:")
+    print(f"  network cost  (switches+optics+cables) {_range(fewer.reduction_fabric_usd_pct)} | "
+          f"{PAPER['cost_pct'][0]:.0f} .. {PAPER['cost_pct'][1]:.0f}")
+    print(f"  network power (switches+optics)        {_range(fewer.reduction_fabric_w_pct)} | "
+          f"{PAPER['power_pct'][0]:.0f} .. {PAPER['power_pct'][1]:.0f}")
+    print(f"  with NICs counted: cost {_range(fewer.reduction_scaleout_usd_pct)}, power "
+          f"{_range(fewer.reduction_scaleout_w_pct)}")
+    print(f"  ({len(fewer)} of {len(grid)} grid points where rail-only needs fewer tiers; the "
+          f"other {len(grid) - len(fewer)} have equal tiers and 0 % reduction)")
+    seq = moe[moe.model == "sequential"].overhead_pct
+    pip = moe[moe.model == "pipelined"].overhead_pct
+    print(f"\nMoE all-to-all forwarding overhead (%), ours | paper: sequential {_range(seq)}, "
+          f"pipelined {_range(pip)} | {PAPER['moe_pct'][0]} .. {PAPER['moe_pct'][1]}")
+    eq = gpt[gpt["mode"] == "equal_bw"]
+    print("\nGPT-3-like step at equal bandwidth (step_time_change_pct of rail-only):")
+    sub = eq[eq.fabric == "rail_only"][["n_npus", "hb_domain", "workload", "collective_model",
+                                        "step_time_s", "step_time_change_pct",
+                                        "cost_reduction_pct"]]
+    with pd.option_context("display.width", 200, "display.float_format", "{:.3g}".format):
+        print(sub.to_string(index=False))
+    print(f"\nwrote {out}/rail_only_*.csv and rail_only.png in {time.perf_counter() - t0:.1f} s")
+    assert np.isfinite(grid.select_dtypes("number").to_numpy()).all()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

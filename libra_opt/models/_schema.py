@@ -1,0 +1,73 @@
+"""Shared pydantic plumbing: a strict base model and ValidationError -> InputError."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
+
+from libra_opt.errors import InputError
+
+__all__ = ["StrictModel", "input_error_from_pydantic", "validate_as"]
+
+T = TypeVar("T")
+
+
+class StrictModel(BaseModel):
+    """Frozen pydantic model that rejects unknown keys and non-finite numbers."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+def _loc(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def input_error_from_pydantic(
+    exc: ValidationError, source: str | None, prefix: str | None = None
+) -> InputError:
+    """One-line :class:`InputError` naming the file, the dotted field and the problem."""
+    errors = exc.errors()
+    # An unknown key is usually a misspelt one: report it before the "missing" it causes.
+    err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
+    # Discriminated unions and validators add their own tags to the location; drop them.
+    loc = tuple(
+        p
+        for p in err["loc"]
+        if not (isinstance(p, str) and (p.startswith("function-") or p in _UNION_TAGS))
+    )
+    if err["type"] == "extra_forbidden":
+        msg = f"unknown key {loc[-1]!r}"
+        loc = loc[:-1]
+    elif err["type"] == "missing":
+        msg = "required field is missing"
+    else:
+        got = err.get("input")
+        msg = err["msg"]
+        if not isinstance(got, Mapping | list):
+            msg = f"{msg} (got {got!r})"
+    more = len(errors) - 1
+    if more:
+        msg += f" (and {more} more problem{'s' if more > 1 else ''})"
+    path = _loc(loc)
+    if prefix:
+        path = f"{prefix}.{path}" if path else prefix
+    return InputError(msg, source=source, field=path or None)
+
+
+_UNION_TAGS = {"transformer", "dlrm", "resnet", "constant", "saturating"}
+
+
+def validate_as(tp: type[T] | Any, data: Any, source: str | None, prefix: str | None = None) -> T:
+    """Validate ``data`` as ``tp`` (a pydantic model or annotated type), raising InputError."""
+    try:
+        return TypeAdapter(tp).validate_python(data)
+    except ValidationError as exc:
+        raise input_error_from_pydantic(exc, source, prefix) from None
