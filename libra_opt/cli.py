@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from libra_opt import cli_compare
 from libra_opt.errors import InfeasibleDesignError, InputError, LibraOptError, UnboundedDesignError
 
 __all__ = ["main", "build_parser"]
@@ -147,6 +148,44 @@ def _cmd_sweep(args) -> int:
     return 0
 
 
+def _cmd_workload(args) -> int:
+    from libra_opt.io.scenario import model_entries
+    from libra_opt.models.report import entry_report, export_astra_sim
+
+    scen_path = Path(args.scenario)
+    scen = _load(args)
+    bw = None
+    if args.bw:
+        from libra_opt.evaluate import check_bandwidth
+
+        try:
+            bw = check_bandwidth(scen.fabric, _parse_floats(args.bw, "--bw"), field="--bw")
+        except InputError as exc:
+            raise InputError(exc.message, source="<cli>", field="--bw") from None
+    entries = model_entries(scen_path)
+    if not entries:
+        raise InputError(
+            "no model-based workloads (entries with model/parallelism/device) in this scenario",
+            source=str(scen_path),
+            field="workloads",
+        )
+    for i, entry in enumerate(entries):
+        if i:
+            print()
+        print(entry_report(entry, scen.fabric, scen_path.parent, str(scen_path), bw,
+                           scen.training_loop, scen.collective_model))
+    if args.export:
+        out = Path(args.export)
+        out.mkdir(parents=True, exist_ok=True)
+        for wl in scen.workloads:
+            if wl.metrics is None:
+                continue
+            path = out / f"{wl.name}.txt"
+            export_astra_sim(wl, path, communicator_path=out / f"{wl.name}_communicator.yml")
+            print(f"wrote {path} and {out / (wl.name + '_communicator.yml')}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``libra-opt`` argument parser."""
     parser = argparse.ArgumentParser(
@@ -159,7 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("solve", help="optimize the bandwidth allocation of a scenario")
     p.add_argument("scenario", help="scenario YAML file")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--objective", choices=["perf", "perf_per_cost"], help="override the objective")
+    p.add_argument("--objective", choices=["perf", "perf_per_cost", "tco"], help="override the objective")
     p.add_argument("--plot-dir", help="write allocation and breakdown PNGs here")
     p.set_defaults(func=_cmd_solve)
 
@@ -167,7 +206,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("scenario", help="scenario YAML file")
     p.add_argument("--bw", required=True, help="GB/s per NPU for each dimension, e.g. 500,300,150,50")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--objective", choices=["perf", "perf_per_cost"], help="override the objective")
+    p.add_argument("--objective", choices=["perf", "perf_per_cost", "tco"], help="override the objective")
     p.set_defaults(func=_cmd_evaluate)
 
     p = sub.add_parser("sweep", help="re-solve over a range of one constraint's bound")
@@ -176,8 +215,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--values", required=True, help="a,b,c or start:stop:count[:log]")
     p.add_argument("--csv", help="write the table as CSV")
     p.add_argument("--plot", help="write a PNG of the sweep")
-    p.add_argument("--objective", choices=["perf", "perf_per_cost"], help="override the objective")
+    p.add_argument("--objective", choices=["perf", "perf_per_cost", "tco"], help="override the objective")
     p.set_defaults(func=_cmd_sweep)
+
+    p = sub.add_parser(
+        "workload", help="per-step traffic, memory and FLOPs of the model-based workloads"
+    )
+    p.add_argument("scenario", help="scenario YAML file")
+    p.add_argument("--bw", help="GB/s per NPU per dimension, to show times (default: none)")
+    p.add_argument("--export", metavar="DIR",
+                   help="write each workload as ASTRA-sim 1.0 text + LIBRA communicator in DIR")
+    p.set_defaults(func=_cmd_workload)
+
+    cli_compare.register(sub)
     return parser
 
 

@@ -18,6 +18,7 @@ from libra_opt.cost import CostBreakdown, network_cost_breakdown
 from libra_opt.errors import InputError
 from libra_opt.fabric import Fabric
 from libra_opt.scenario import Scenario, scenario_rows
+from libra_opt.tco import cluster_rate_coefficients
 from libra_opt.traffic import collective_traffic
 from libra_opt.workload import PHASES, Workload
 
@@ -172,7 +173,8 @@ class Evaluation:
     cost : CostBreakdown
     objective_value : float
         ``weighted_step_time_s`` for ``perf``; times network cost ($) for
-        ``perf_per_cost`` (units s x $).
+        ``perf_per_cost`` (units s x $); for ``tco`` the cost of one training run in $,
+        ``steps x weighted_step_time_s x (r0 + r . B)`` (:mod:`libra_opt.tco`).
     residuals : mapping
         Constraint label -> signed violation (> 0 means violated) in the row's units.
     residual_scales : mapping
@@ -218,7 +220,10 @@ def evaluate(scenario: Scenario, bw_gbps: npt.ArrayLike) -> Evaluation:
     fabric = scenario.fabric
     bw = check_bandwidth(fabric, bw_gbps)
     times = tuple(
-        step_time(w, fabric, bw, scenario.collective_model, scenario.training_loop)
+        step_time(
+            w, fabric, bw, scenario.collective_model, scenario.training_loop,
+            scenario.traffic_model,
+        )
         for w in scenario.workloads
     )
     assert scenario.weights is not None
@@ -227,8 +232,12 @@ def evaluate(scenario: Scenario, bw_gbps: npt.ArrayLike) -> Evaluation:
     cost = network_cost_breakdown(coeffs, bw)
     if scenario.objective == "perf":
         objective = weighted
-    else:
+    elif scenario.objective == "perf_per_cost":
         objective = weighted * cost.network_cost_usd
+    else:
+        assert scenario.tco is not None
+        r0, r = cluster_rate_coefficients(scenario.tco, fabric, coeffs)
+        objective = scenario.tco.n_steps * weighted * (r0 + float(r @ bw))
     residuals, scales = {}, {}
     for row in scenario_rows(scenario, coeffs):
         lhs = float(row.a @ bw)

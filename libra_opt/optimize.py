@@ -4,7 +4,8 @@
 terms ``c / B_d`` by sums and maxes, so with ``t >= c * inv_pos(B)`` it is convex and the
 solver returns the global optimum.
 
-``perf_per_cost`` (step time x network cost) looks non-convex, but with
+``perf_per_cost`` (step time x network cost) and ``tco`` (steps x step time x cluster $/s,
+with cluster $/s = ``r0 + r . B``) look non-convex, but with
 ``u = 1 / K(B)`` (``K`` the normalised cost, linear) and ``y = u B`` every term of
 ``step(B) * K(B)`` becomes convex in ``(y, u)``: a constant ``a`` becomes ``a / u`` and a term
 ``c / B_d`` becomes ``c / y_d`` (the perspective transform), while ``K(y) = 1`` and each
@@ -34,6 +35,7 @@ from libra_opt.evaluate import Evaluation, evaluate
 from libra_opt.feasibility import lp_extreme, raise_infeasible
 from libra_opt.scenario import Scenario, scenario_rows
 from libra_opt.solution import ConstraintReport, Solution, SolverInfo, baselines
+from libra_opt.tco import cluster_rate_coefficients
 from libra_opt.terms import AggregatedTerms, aggregate_terms
 
 __all__ = ["BandwidthProblem", "build_problem", "solve", "OBJECTIVE_REL_TOL"]
@@ -178,6 +180,7 @@ class BandwidthProblem:
     ref_cost: float
     k0_usd: float
     lp_status: str
+    objective_scale: float = 1.0  # steps per run for ``tco``
     n_solves: int = 0
 
     def solve(self, **kwargs) -> Solution:
@@ -218,7 +221,7 @@ def build_problem(scenario: Scenario) -> BandwidthProblem:
     """
     coeffs = scenario.coefficients
     rows = scenario_rows(scenario, coeffs)
-    terms = aggregate_terms(scenario.workloads, scenario.fabric)
+    terms = aggregate_terms(scenario.workloads, scenario.fabric, scenario.traffic_model)
     assert scenario.weights is not None
     weights = np.array(scenario.weights)
     product = None
@@ -226,7 +229,18 @@ def build_problem(scenario: Scenario) -> BandwidthProblem:
     k0 = 0.0
     n = scenario.fabric.n_dims
     used = terms.used_dims
-    if scenario.objective == "perf_per_cost":
+    obj_scale = 1.0
+    if scenario.objective == "tco":
+        assert scenario.tco is not None
+        r0, rate = cluster_rate_coefficients(scenario.tco, scenario.fabric, coeffs)
+        c = np.zeros(n)
+        c[used] = -1.0
+        status, _, bw_ref = lp_extreme(rows, n, c, used)
+        ref_cost = r0 + (float(rate @ bw_ref) if status == "optimal" else 0.0)
+        k0 = r0
+        obj_scale = scenario.tco.n_steps
+        product = (k0 / ref_cost, rate / ref_cost)
+    elif scenario.objective == "perf_per_cost":
         kappa = coeffs.usd_per_gbps
         if not (kappa > 0).any():
             raise InputError(
@@ -254,7 +268,7 @@ def build_problem(scenario: Scenario) -> BandwidthProblem:
         b_ref,
         t_ref,
     )
-    return BandwidthProblem(scenario, terms, rows, program, ref_cost, k0, status)
+    return BandwidthProblem(scenario, terms, rows, program, ref_cost, k0, status, obj_scale)
 
 
 def _override(problem: BandwidthProblem, overrides: Mapping[str, float]) -> tuple[Scenario, tuple[Row, ...]]:
@@ -308,6 +322,20 @@ def _check_bounded(problem: BandwidthProblem, scen: Scenario, rows: tuple[Row, .
                 "objective 'perf' has no finite optimum: nothing bounds the bandwidth of "
                 f"{', '.join(free)} (add budget_usd, a total-bandwidth or a per-dimension cap)"
             )
+    elif scen.objective == "tco":
+        status, _, _ = lp_extreme(rows, n, np.zeros(n), used)
+        if status == "infeasible":
+            raise_infeasible(rows, n, used)
+        rate = problem.program.product[1] if problem.program.product is not None else np.ones(n)
+        for d in used:
+            if rate[d] <= 0:
+                e = np.zeros(n)
+                e[d] = -1.0
+                if lp_extreme(rows, n, e, used)[0] == "unbounded":
+                    raise UnboundedDesignError(
+                        f"objective 'tco' has no finite optimum: dimension "
+                        f"{scen.fabric.names[d]!r} costs nothing and nothing bounds its bandwidth"
+                    )
     else:
         kappa = scen.coefficients.usd_per_gbps
         status, _, _ = lp_extreme(rows, n, kappa, used)
@@ -465,8 +493,8 @@ def _run(problem: BandwidthProblem, prog: _Program, scen: Scenario, rows: tuple[
     else:
         u = float(np.asarray(prog.u.value))
         bw = prog.b_ref * x / u
-        solver_obj = problem.ref_cost * prog.t_ref * step_value
-        factor = problem.ref_cost * prog.t_ref * u
+        solver_obj = problem.objective_scale * problem.ref_cost * prog.t_ref * step_value
+        factor = problem.objective_scale * problem.ref_cost * prog.t_ref * u
     bw = np.where(bw < 0, 0.0, bw)
     ev = evaluate(scen, bw)
     gap = abs(ev.objective_value - solver_obj) / max(abs(ev.objective_value), 1e-300)

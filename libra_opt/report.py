@@ -106,18 +106,62 @@ def _cost_lines(ev: Evaluation) -> list[str]:
     return lines
 
 
+def _throughput_table(scen: Scenario, ev: Evaluation) -> str | None:
+    rows = []
+    for wl, t in zip(scen.workloads, ev.workloads, strict=True):
+        m = wl.metrics
+        if m is None:
+            continue
+        mem = "-"
+        if m.memory_per_npu_bytes is not None and m.memory_capacity_bytes:
+            mem = f"{m.memory_per_npu_bytes / 1e9:.1f} / {m.memory_capacity_bytes / 1e9:.0f} GB"
+        rows.append([
+            t.name, f"{m.n_npus:,}", f"{m.tokens_per_step:,.0f}",
+            f"{m.model_flops_per_step:.3e}", f"{m.throughput_tokens_per_s(t.step_time_s):,.0f}",
+            f"{100 * m.mfu(t.step_time_s):.1f}%", mem,
+        ])
+    if not rows:
+        return None
+    return table(
+        ["workload", "NPUs", "tokens/step", "model FLOPs/step", "tokens/s", "MFU", "memory/NPU"],
+        rows,
+        "lrrrrrr",
+    )
+
+
+def _tco_lines(scen: Scenario, ev: Evaluation) -> list[str]:
+    if scen.tco is None:
+        return []
+    from libra_opt.tco import tco_breakdown
+
+    b = tco_breakdown(scen.tco, scen.fabric, scen.coefficients, ev.bw_gbps, ev.weighted_step_time_s)
+    line = (
+        f"TCO over {scen.tco.lifetime_years:g} years: {_usd(b.total_usd)} (accelerators "
+        f"{_usd(b.accelerators_usd)}, hosts {_usd(b.hosts_usd)}, network {_usd(b.network_usd)}, "
+        f"maintenance {_usd(b.maintenance_usd)}, energy {_usd(b.energy_usd)} at "
+        f"{b.it_power_w / 1e3:,.1f} kW IT); {_usd(b.usd_per_hour)}/hour"
+    )
+    out = [line]
+    if b.run_usd is not None:
+        out.append(f"One training run ({scen.tco.n_steps:,.0f} steps): {_usd(b.run_usd)}")
+    return out
+
+
 def format_evaluation(scen: Scenario, ev: Evaluation) -> str:
     """Report of a scenario evaluated at a given allocation."""
     lines = [
         f"Scenario {scen.name}: {scen.fabric.n_dims}-D fabric, {scen.fabric.n_npus:,} NPUs "
-        f"({scen.collective_model} collectives, {scen.training_loop} loop)",
+        f"({scen.collective_model} collectives, {scen.training_loop} loop, "
+        f"{scen.traffic_model} traffic)",
         "",
         _fabric_table(scen, ev),
         "",
         _workload_table(scen, ev),
-        "",
-        *_cost_lines(ev),
     ]
+    thr = _throughput_table(scen, ev)
+    if thr:
+        lines += ["", thr]
+    lines += ["", *_cost_lines(ev), *_tco_lines(scen, ev)]
     if ev.residuals:
         bad = [k for k, r in ev.residuals.items() if r > 1e-6 * ev.residual_scales[k]]
         lines.append(
@@ -129,7 +173,12 @@ def format_evaluation(scen: Scenario, ev: Evaluation) -> str:
 def _objective_str(objective: str, value: float) -> str:
     if objective == "perf":
         return f"weighted step time {_si_time(value)}"
+    if objective == "tco":
+        return f"cost of one training run {_usd(value)}"
     return f"step time x network cost {value:,.6g} s*$"
+
+
+_OBJECTIVE_UNITS = {"perf": "s", "perf_per_cost": "s*$", "tco": "$"}
 
 
 def format_solution(sol: Solution) -> str:
@@ -140,7 +189,7 @@ def format_solution(sol: Solution) -> str:
     >>> from libra_opt.examples import toy_scenario
     >>> from libra_opt.optimize import solve
     >>> print(format_solution(solve(toy_scenario())).splitlines()[0])
-    Scenario toy: 2-D fabric, 32 NPUs (pipelined collectives, no_overlap loop)
+    Scenario toy: 2-D fabric, 32 NPUs (pipelined collectives, no_overlap loop, hierarchical traffic)
     """
     scen, ev = sol.scenario, sol.evaluation
     lines = [
@@ -157,7 +206,7 @@ def format_solution(sol: Solution) -> str:
                 c.label, f"{lhs:,.6g}", c.sense, f"{c.rhs:,.6g}", f"{slack:,.4g}",
                 "yes" if c.active else "no", f"{c.shadow_price:.4g}" if c.active else "0",
             ])
-        unit = "s" if sol.objective == "perf" else "s*$"
+        unit = _OBJECTIVE_UNITS[sol.objective]
         lines += ["", table(
             ["constraint", "value", "", "bound", "slack", "active", f"shadow price ({unit}/unit)"],
             rows,
@@ -218,6 +267,16 @@ def evaluation_to_dict(scen: Scenario, ev: Evaluation) -> dict[str, Any]:
             zip(COMPONENTS, (float(x) for x in ev.cost.usd_by_dim_component.sum(axis=0)), strict=True)
         ),
         "network_power_w": ev.cost.network_power_w,
+        "throughput": {
+            t.name: {
+                "tokens_per_s": wl.metrics.throughput_tokens_per_s(t.step_time_s),
+                "mfu": wl.metrics.mfu(t.step_time_s),
+                "model_flops_per_step": wl.metrics.model_flops_per_step,
+                "memory_per_npu_bytes": wl.metrics.memory_per_npu_bytes,
+            }
+            for wl, t in zip(scen.workloads, ev.workloads, strict=True)
+            if wl.metrics is not None
+        },
         "objective_value": ev.objective_value,
         "constraint_violation": {k: float(v) for k, v in ev.residuals.items()},
     }

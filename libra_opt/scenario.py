@@ -10,12 +10,14 @@ from libra_opt.constraints import LinearConstraint, Row, constraint_rows
 from libra_opt.cost import CostCoefficients, CostModel, cost_coefficients
 from libra_opt.errors import InputError
 from libra_opt.fabric import Fabric
+from libra_opt.tco import TcoModel
 from libra_opt.workload import Workload, check_on_fabric
 
 __all__ = ["OBJECTIVES", "Scenario", "scenario_rows"]
 
-OBJECTIVES: tuple[str, ...] = ("perf", "perf_per_cost")
-Objective = Literal["perf", "perf_per_cost"]
+OBJECTIVES: tuple[str, ...] = ("perf", "perf_per_cost", "tco")
+Objective = Literal["perf", "perf_per_cost", "tco"]
+TrafficModel = Literal["hierarchical", "native"]
 CollectiveModel = Literal["pipelined", "sequential"]
 TrainingLoop = Literal["no_overlap", "overlap"]
 
@@ -37,14 +39,21 @@ class Scenario:
         Network cost cap in $.
     power_w : float, optional
         Network power cap in W (needs a power model).
-    objective : {'perf', 'perf_per_cost'}
+    objective : {'perf', 'perf_per_cost', 'tco'}
         ``perf``: minimise the weighted sum of step times (s). ``perf_per_cost``: minimise
-        weighted step time x network cost (s x $).
+        weighted step time x network cost (s x $). ``tco``: minimise the cost of one
+        training run, steps x weighted step time x cluster $/s ($; needs ``tco``).
     collective_model : {'pipelined', 'sequential'}
         Collective time = max over dimensions, or sum.
     training_loop : {'no_overlap', 'overlap'}
         ``no_overlap``: each phase costs compute + collectives (LIBRA). ``overlap``: each
         phase costs max(compute, collectives).
+    traffic_model : {'hierarchical', 'native'}
+        ``hierarchical`` (LIBRA): every byte crosses each dimension where source and
+        destination differ. ``native``: the fabric's own routing (fat-tree switches deliver
+        all-to-all directly; Rail-only forwards cross-rail bytes through the HB domain).
+    tco : TcoModel, optional
+        Accelerator, host, energy and lifetime parameters (objective ``tco`` and reports).
     name : str
     source : str, optional
         File the scenario was read from (for messages).
@@ -60,6 +69,8 @@ class Scenario:
     objective: Objective = "perf"
     collective_model: CollectiveModel = "pipelined"
     training_loop: TrainingLoop = "no_overlap"
+    traffic_model: TrafficModel = "hierarchical"
+    tco: TcoModel | None = None
     name: str = "scenario"
     source: str | None = field(default=None, compare=False)
 
@@ -118,6 +129,7 @@ class Scenario:
             ("objective", OBJECTIVES),
             ("collective_model", ("pipelined", "sequential")),
             ("training_loop", ("no_overlap", "overlap")),
+            ("traffic_model", ("hierarchical", "native")),
         )
         for key, allowed in checks:
             if getattr(self, key) not in allowed:
@@ -126,6 +138,20 @@ class Scenario:
                     source=src,
                     field=key,
                 )
+
+        if self.objective == "tco" and self.tco is None:
+            raise InputError(
+                "objective 'tco' needs a tco section (accelerator, host, energy, lifetime, "
+                "run length)",
+                source=src,
+                field="tco",
+            )
+        if self.objective == "tco":
+            assert self.tco is not None
+            try:
+                self.tco.n_steps  # noqa: B018 - raises InputError when the run length is missing
+            except InputError as exc:
+                raise InputError(exc.message, source=src, field=exc.field) from None
 
     @property
     def coefficients(self) -> CostCoefficients:

@@ -18,7 +18,7 @@ from libra_opt.collectives import COLLECTIVE_KINDS, CollectiveKind
 from libra_opt.errors import InputError
 from libra_opt.fabric import Fabric
 
-__all__ = ["PHASES", "Collective", "Phase", "Layer", "Workload", "check_on_fabric"]
+__all__ = ["PHASES", "Collective", "Phase", "Layer", "StepMetrics", "Workload", "check_on_fabric"]
 
 PHASES: tuple[str, ...] = ("forward", "input_grad", "weight_grad")
 
@@ -112,6 +112,44 @@ class Layer:
 
 
 @dataclass(frozen=True)
+class StepMetrics:
+    """What one training step accomplishes, for throughput and MFU reports.
+
+    Attributes
+    ----------
+    tokens_per_step : float
+        Tokens (transformers) or samples (other models) per step, whole cluster.
+    samples_per_step : float
+        Sequences, samples or images per step.
+    model_flops_per_step : float
+        Useful FLOPs per step over the cluster (no recomputation): the numerator of MFU.
+    n_npus : int
+    peak_flops_per_npu : float
+        Device peak FLOP/s for the compute data type.
+    memory_per_npu_bytes : float, optional
+        Peak memory of the most loaded NPU.
+    memory_capacity_bytes : float, optional
+        HBM capacity of one NPU.
+    """
+
+    tokens_per_step: float
+    samples_per_step: float
+    model_flops_per_step: float
+    n_npus: int
+    peak_flops_per_npu: float
+    memory_per_npu_bytes: float | None = None
+    memory_capacity_bytes: float | None = None
+
+    def throughput_tokens_per_s(self, step_time_s: float) -> float:
+        """Tokens (or samples) per second of the whole cluster."""
+        return self.tokens_per_step / step_time_s
+
+    def mfu(self, step_time_s: float) -> float:
+        """Model FLOPs utilisation: model FLOP/s per NPU over the peak (Chowdhery et al. 2022)."""
+        return self.model_flops_per_step / (step_time_s * self.n_npus * self.peak_flops_per_npu)
+
+
+@dataclass(frozen=True)
 class Workload:
     """A training step: layers and the spans of the parallelism groups they use.
 
@@ -123,6 +161,9 @@ class Workload:
         Layers in forward order.
     groups : mapping of str to tuple of int
         Group name -> ``k_d`` for every fabric dimension (1 = not spanned).
+    metrics : StepMetrics, optional
+        Tokens and FLOPs per step (set by the model-config generators), for throughput and
+        MFU in reports.
 
     Examples
     --------
@@ -135,6 +176,7 @@ class Workload:
     name: str
     layers: tuple[Layer, ...]
     groups: Mapping[str, tuple[int, ...]]
+    metrics: StepMetrics | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "layers", tuple(self.layers))

@@ -10,7 +10,12 @@ from numpy.testing import assert_allclose
 from libra_opt import optimize as opt
 from libra_opt.constraints import parse_constraint
 from libra_opt.cost import CostModel
-from libra_opt.errors import InfeasibleDesignError, UnboundedDesignError, VerificationError
+from libra_opt.errors import (
+    InfeasibleDesignError,
+    InputError,
+    UnboundedDesignError,
+    VerificationError,
+)
 from libra_opt.evaluate import Evaluation
 from libra_opt.fabric import Dim, Fabric
 from libra_opt.optimize import build_problem, solve
@@ -330,3 +335,46 @@ def test_single_collective_optimum_is_traffic_proportional():
     assert_allclose(sol.bw_gbps, 500 * c / c.sum(), rtol=1e-6)
     assert_allclose(sol.objective_value, 7 * (1e-3 + c.sum() / 500), rtol=1e-8)
     assert_allclose(sol.baselines[1].speedup, 1.0, rtol=1e-6)
+
+
+def test_tco_objective_brute_force():
+    """Cost of one run = steps x step time x cluster $/s, with cluster $/s linear in B:
+    capex (32 NPUs x ($20k + $5k) + kappa . B) over 3 years, plus energy
+    (32 x (700 + 300) W + pi . B) x PUE 1.3 x $0.08/kWh."""
+    from libra_opt.tco import TcoModel
+
+    tco = TcoModel(20000, 5000, 700, 300, 1.3, 0.08, 3, steps=1e5)
+    scen = scenario_2d(["sum(bw) >= 50", "bw.pod <= 400"], "tco", tco=tco)
+    sol = solve(scen)
+    seconds = 3 * 8760 * 3600
+    usd_per_ws = 1.3 * 0.08 / 1000 / 3600
+
+    def obj(a, b):
+        rate = (32 * 25000 + KAPPA_2D[0] * a + KAPPA_2D[1] * b) / seconds
+        rate = rate + (32 * 1000 + PI_2D[0] * a + PI_2D[1] * b) * usd_per_ws
+        return 1e5 * step_2d(a, b) * rate
+
+    best, _ = brute_2d(lambda a, b: (a + b >= 50) & (b <= 400), obj, hi=4000)
+    check(sol, best)
+    assert sol.objective == "tco" and sol.solver.method == "convex-perspective"
+    with pytest.raises(InputError, match="needs a tco section"):
+        scenario_2d(["sum(bw) >= 50"], "tco")
+
+
+def test_native_traffic_model_brute_force():
+    """Rail-only forwarding: an all-to-all over (8, 4) on a rail-only fabric puts
+    m*7/8 on the HB domain (56 of 64 bytes) and m*3/4 on the rails (48); on the fat-tree
+    the HB domain carries only m*7/32 (14)."""
+    from libra_opt.fabrics import rail_only, rail_optimized_fat_tree
+
+    wl = Workload("moe", (Layer("l", Phase(1e-3, (Collective("all_to_all", 64e9, "ep"),))),),
+                  {"ep": (8, 4)})
+    for fabric, c in ((rail_only(32, 8, 8), (56.0, 48.0)), (rail_optimized_fat_tree(32, 8, 8), (14.0, 48.0))):
+        prices = {t: {"link": 1.0, "switch": 1.0, "nic": 1.0} for t in {d.tier for d in fabric.dims}}
+        scen = Scenario(fabric, CostModel.from_tables(prices), (wl,),
+                        constraints=(parse_constraint("sum(bw) == 100", fabric),),
+                        traffic_model="native")
+        sol = solve(scen)
+        # pipelined optimum: B proportional to traffic, time = sum(c) / 100
+        assert_allclose(sol.bw_gbps, 100 * np.array(c) / sum(c), rtol=1e-6)
+        assert_allclose(sol.objective_value, 1e-3 + sum(c) / 100, rtol=1e-8)

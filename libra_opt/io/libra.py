@@ -166,6 +166,14 @@ def read_libra_cost_model(path: str | Path) -> dict[str, dict[str, float]]:
 
 def write_libra_cost_model(tables: Mapping[str, Mapping[str, float]], path: str | Path) -> None:
     """Write ``{tier: {component: value}}`` in LIBRA's cost-model layout."""
+    for tier, comps in tables.items():
+        extra = sorted(set(comps) - set(_COMP_OUT))
+        if extra:
+            raise InputError(
+                f"tier {tier!r} prices {', '.join(extra)}, which the LIBRA cost-model format "
+                "cannot hold (it has Link, Switch and Nic)",
+                field=f"cost_model.{tier}",
+            )
     out = {
         tier: {_COMP_OUT[c]: float(v) for c, v in comps.items()} for tier, comps in tables.items()
     }

@@ -27,6 +27,7 @@ Example::
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any, Literal
 
@@ -36,6 +37,7 @@ from libra_opt.constraints import LinearConstraint, parse_constraint
 from libra_opt.cost import CostModel
 from libra_opt.errors import InputError
 from libra_opt.fabric import Dim, Fabric
+from libra_opt.fabrics import fabric_from_spec
 from libra_opt.io.astra_sim import read_astra_sim
 from libra_opt.io.libra import (
     parse_libra_prices,
@@ -45,9 +47,10 @@ from libra_opt.io.libra import (
 )
 from libra_opt.io.yaml_util import load_yaml
 from libra_opt.scenario import Scenario
-from libra_opt.workload import Workload
+from libra_opt.tco import TcoModel
+from libra_opt.workload import StepMetrics, Workload
 
-__all__ = ["ScenarioFile", "load_scenario", "scenario_from_dict"]
+__all__ = ["ScenarioFile", "load_scenario", "model_entries", "scenario_from_dict"]
 
 
 class _Strict(BaseModel):
@@ -60,6 +63,8 @@ class DimSpec(_Strict):
     size: int = Field(gt=0)
     tier: str
     latency_s: float = Field(default=0.0, ge=0)
+    switch_radix: int | None = Field(default=None, gt=1)
+    switch_scope: Literal["block", "rail"] = "block"
 
 
 class FabricSpec(_Strict):
@@ -68,10 +73,19 @@ class FabricSpec(_Strict):
 
 
 class WorkloadSpec(_Strict):
+    """An ASTRA-sim workload (``astra_sim`` + ``communicator``) or a model-based one
+    (``model`` + ``parallelism`` + ``device``, see :mod:`libra_opt.models.scenario_entry`)."""
+
     name: str
-    astra_sim: str
-    communicator: str
     weight: float = Field(default=1.0, gt=0)
+    astra_sim: str | None = None
+    communicator: str | None = None
+    model: str | None = None
+    parallelism: dict[str, Any] | None = None
+    device: str | None = None
+    mapping: dict[str, Any] | None = None
+    efficiency: float | dict[str, Any] | None = None
+    check_memory: bool | None = None
 
 
 class ConstraintsSpec(_Strict):
@@ -93,14 +107,16 @@ class ScenarioFile(_Strict):
     """Schema of the scenario YAML (see module docstring)."""
 
     name: str | None = None
-    fabric: FabricSpec
-    cost_model: str | dict[str, dict[str, float]]
+    fabric: dict[str, Any]
+    cost_model: str | dict[str, Any]
     power_model: str | dict[str, dict[str, float]] | None = None
     workloads: list[WorkloadSpec] = Field(min_length=1)
     constraints: ConstraintsSpec = Field(default_factory=ConstraintsSpec)
-    objective: Literal["perf", "perf_per_cost"] = "perf"
+    objective: Literal["perf", "perf_per_cost", "tco"] = "perf"
     collective_model: Literal["pipelined", "sequential"] = "pipelined"
     training_loop: Literal["no_overlap", "overlap"] = "no_overlap"
+    traffic_model: Literal["hierarchical", "native"] = "hierarchical"
+    tco: dict[str, Any] | None = None
 
 
 def _loc(loc: tuple[Any, ...]) -> str:
@@ -143,6 +159,132 @@ def _reraise(exc: InputError, source: str, field: str) -> InputError:
     return InputError(exc.message, source=source, field=f"{field}.{exc.field}" if exc.field else field)
 
 
+def _fabric(data: dict[str, Any], source: str, base: Path) -> Fabric:
+    """``fabric:``: inline ``dims``, a LIBRA ``libra_network`` file, or a ``builder``."""
+    if "builder" in data:
+        return fabric_from_spec(data, source)
+    try:
+        spec = FabricSpec.model_validate(data)
+    except ValidationError as exc:
+        err = _pydantic_error(exc, source)
+        raise InputError(
+            err.message, source=source, field=f"fabric.{err.field}" if err.field else "fabric"
+        ) from None
+    if (spec.dims is None) == (spec.libra_network is None):
+        raise InputError(
+            "give exactly one of 'dims' (inline), 'libra_network' (path) or 'builder' "
+            "(multi_dim, fat_tree, rail_only)",
+            source=source,
+            field="fabric",
+        )
+    if spec.libra_network is not None:
+        return read_libra_network(_resolve(base, spec.libra_network))
+    assert spec.dims is not None
+    dims = []
+    for i, d in enumerate(spec.dims):
+        try:
+            dims.append(Dim(d.name, d.topology, d.size, d.tier, d.latency_s, d.switch_radix, d.switch_scope))
+        except InputError as exc:
+            raise _reraise(exc, source, f"fabric.dims[{i}]") from None
+    try:
+        return Fabric(tuple(dims))
+    except InputError as exc:
+        raise _reraise(exc, source, "fabric") from None
+
+
+def _cost_model(spec: ScenarioFile, source: str, base: Path) -> CostModel:
+    """``cost_model:`` (LIBRA file, inline tiers or ``{catalog, overrides}``) + ``power_model:``."""
+    data = spec.cost_model
+    if isinstance(data, dict) and "catalog" in data:
+        from libra_opt.catalog import load_catalog  # catalog reads its files via libra_opt.io
+
+        unknown = sorted(set(data) - {"catalog", "overrides"})
+        if unknown:
+            raise InputError(
+                f"unknown key(s) {', '.join(unknown)}; expected catalog, overrides",
+                source=source,
+                field="cost_model",
+            )
+        ref = str(data["catalog"])
+        path = _resolve(base, ref)
+        try:
+            cm = load_catalog(path if path.suffix in (".yaml", ".yml") else ref,
+                              data.get("overrides") or {}).cost_model()
+        except InputError as exc:
+            raise _reraise(exc, source, "cost_model") from None
+        if spec.power_model is not None:
+            if cm.has_power:
+                raise InputError(
+                    "the catalog already gives power; override its parts instead of power_model",
+                    source=source,
+                    field="power_model",
+                )
+            prices = {t: dict(v.usd_per_gbps) for t, v in cm.tiers.items()}
+            return CostModel.from_tables(prices, _power_tables(spec, source, base))
+        return cm
+    if isinstance(data, str):
+        prices = read_libra_cost_model(_resolve(base, data))
+    else:
+        prices = parse_libra_prices(data, source, "cost_model")
+    try:
+        return CostModel.from_tables(prices, _power_tables(spec, source, base))
+    except InputError as exc:
+        raise _reraise(exc, source, "cost_model") from None
+
+
+def _power_tables(spec: ScenarioFile, source: str, base: Path) -> dict[str, dict[str, float]] | None:
+    if isinstance(spec.power_model, str):
+        path = _resolve(base, spec.power_model)
+        return parse_libra_prices(load_yaml(path), str(path), "power_model")
+    if spec.power_model is not None:
+        return parse_libra_prices(spec.power_model, source, "power_model")
+    return None
+
+
+def _workload(w: WorkloadSpec, i: int, fabric: Fabric, source: str, base: Path) -> Workload:
+    """One ``workloads:`` entry: ASTRA-sim files or a model-based description."""
+    given = w.model_dump(exclude_none=True)
+    model_keys = {"model", "parallelism", "device", "mapping", "efficiency", "check_memory"}
+    if w.model is not None:
+        stray = sorted(set(given) & {"astra_sim", "communicator"})
+        if stray:
+            raise InputError(
+                f"a model-based workload takes no {', '.join(stray)}",
+                source=source,
+                field=f"workloads[{i}]",
+            )
+        from libra_opt.models.scenario_entry import generated_from_entry
+
+        g = generated_from_entry(given, fabric, base, source)
+        metrics = StepMetrics(
+            tokens_per_step=g.tokens_per_step,
+            samples_per_step=g.samples_per_step,
+            model_flops_per_step=g.model_flops_per_step,
+            n_npus=g.n_npus,
+            peak_flops_per_npu=g.device.peak_flops_for(g.compute_dtype),
+            memory_per_npu_bytes=g.memory.total_bytes,
+            memory_capacity_bytes=g.memory.capacity_bytes,
+        )
+        return dataclasses.replace(g.workload, name=w.name, metrics=metrics)
+    stray = sorted(set(given) & model_keys)
+    if stray or w.astra_sim is None or w.communicator is None:
+        raise InputError(
+            "give either astra_sim + communicator files, or model + parallelism + device"
+            + (f" (found {', '.join(stray)} without model)" if stray else ""),
+            source=source,
+            field=f"workloads[{i}]",
+        )
+    groups = read_libra_communicator(_resolve(base, w.communicator))
+    for g_name, span in groups.items():
+        if len(span) != fabric.n_dims:
+            raise InputError(
+                f"communicator lists {len(span)} dimensions, the fabric has {fabric.n_dims}",
+                source=str(_resolve(base, w.communicator)),
+                field=g_name,
+            )
+    return read_astra_sim(_resolve(base, w.astra_sim), groups, name=w.name)
+
+
 def scenario_from_dict(data: Any, source: str = "<dict>", base_dir: str | Path = ".") -> Scenario:
     """Validate a scenario mapping (as read from YAML) and build the :class:`Scenario`.
 
@@ -156,59 +298,9 @@ def scenario_from_dict(data: Any, source: str = "<dict>", base_dir: str | Path =
         raise _pydantic_error(exc, source) from None
     base = Path(base_dir)
 
-    # Fabric
-    if (spec.fabric.dims is None) == (spec.fabric.libra_network is None):
-        raise InputError(
-            "give exactly one of 'dims' (inline) or 'libra_network' (path)",
-            source=source,
-            field="fabric",
-        )
-    if spec.fabric.dims is not None:
-        try:
-            dims = []
-            for i, d in enumerate(spec.fabric.dims):
-                try:
-                    dims.append(Dim(d.name, d.topology, d.size, d.tier, d.latency_s))
-                except InputError as exc:
-                    raise _reraise(exc, source, f"fabric.dims[{i}]") from None
-            fabric = Fabric(tuple(dims))
-        except InputError as exc:
-            raise _reraise(exc, source, "fabric") from None
-    else:
-        assert spec.fabric.libra_network is not None
-        fabric = read_libra_network(_resolve(base, spec.fabric.libra_network))
-
-    # Prices and power
-    if isinstance(spec.cost_model, str):
-        prices = read_libra_cost_model(_resolve(base, spec.cost_model))
-    else:
-        prices = parse_libra_prices(spec.cost_model, source, "cost_model")
-    power = None
-    if isinstance(spec.power_model, str):
-        power = parse_libra_prices(
-            load_yaml(_resolve(base, spec.power_model)),
-            str(_resolve(base, spec.power_model)),
-            "power_model",
-        )
-    elif spec.power_model is not None:
-        power = parse_libra_prices(spec.power_model, source, "power_model")
-    try:
-        cost_model = CostModel.from_tables(prices, power)
-    except InputError as exc:
-        raise _reraise(exc, source, "cost_model") from None
-
-    # Workloads
-    workloads: list[Workload] = []
-    for w in spec.workloads:
-        groups = read_libra_communicator(_resolve(base, w.communicator))
-        for g, span in groups.items():
-            if len(span) != fabric.n_dims:
-                raise InputError(
-                    f"communicator lists {len(span)} dimensions, the fabric has {fabric.n_dims}",
-                    source=str(_resolve(base, w.communicator)),
-                    field=g,
-                )
-        workloads.append(read_astra_sim(_resolve(base, w.astra_sim), groups, name=w.name))
+    fabric = _fabric(spec.fabric, source, base)
+    cost_model = _cost_model(spec, source, base)
+    workloads = [_workload(w, i, fabric, source, base) for i, w in enumerate(spec.workloads)]
 
     # Constraints
     cons: list[LinearConstraint] = []
@@ -240,6 +332,8 @@ def scenario_from_dict(data: Any, source: str = "<dict>", base_dir: str | Path =
             objective=spec.objective,
             collective_model=spec.collective_model,
             training_loop=spec.training_loop,
+            traffic_model=spec.traffic_model,
+            tco=None if spec.tco is None else TcoModel.from_mapping(spec.tco, source),
             name=spec.name or Path(source).stem,
             source=source,
         )
@@ -257,3 +351,10 @@ def load_scenario(path: str | Path) -> Scenario:
     """
     p = Path(path)
     return scenario_from_dict(load_yaml(p), source=str(p), base_dir=p.parent)
+
+
+def model_entries(path: str | Path) -> list[dict[str, Any]]:
+    """The model-based ``workloads:`` entries of a scenario file, as written (for reports)."""
+    data = load_yaml(path)
+    items = data.get("workloads", []) if isinstance(data, dict) else []
+    return [dict(w) for w in items if isinstance(w, dict) and "model" in w]
