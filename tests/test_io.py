@@ -196,3 +196,65 @@ def test_communicator_and_network_errors(tmp_path):
     p.write_text("Topology: [Ring]\nNpusCount: [4, 4]\nCostDimension: [A]\n")
     with pytest.raises(InputError, match="NpusCount"):
         read_libra_network(p)
+
+
+SCEN_BUILDER = """\
+fabric: {builder: fat_tree, n_npus: 64, hb_domain: 8, switch_radix: 8}
+cost_model: {catalog: current_2025}
+workloads:
+  - name: l8
+    model: llama3_8b
+    device: h100_sxm
+    parallelism: {tp: 8, dp: 8, global_batch_size: 64, recompute: full}
+constraints:
+  bounds: {hb: [null, 900], scaleout: [null, 100]}
+objective: tco
+traffic_model: native
+tco: {accelerator_usd: 30000, host_usd_per_npu: 5000, npu_power_w: 700,
+      host_power_w_per_npu: 300, pue: 1.2, electricity_usd_per_kwh: 0.1,
+      lifetime_years: 4, steps: 1000}
+"""
+
+
+def test_builder_catalog_model_and_tco(tmp_path):
+    from libra_opt.catalog import catalog_cost_model
+
+    scen = load_scenario(write_scenario(tmp_path, SCEN_BUILDER))
+    assert scen.fabric.names == ("hb", "scaleout") and scen.fabric.sizes == (8, 8)
+    assert scen.fabric.dims[1].switch_radix == 8
+    assert scen.cost_model == catalog_cost_model("current_2025")
+    assert scen.objective == "tco" and scen.tco.steps == 1000 and scen.traffic_model == "native"
+    m = scen.workloads[0].metrics
+    # Llama 3 8B: 64 sequences of 8192 tokens per step
+    assert m.tokens_per_step == 64 * 8192 and m.n_npus == 64
+    assert scen.workloads[0].groups["tp"] == (8, 1)
+
+
+def test_libra_catalog_matches_libra_prices(tmp_path):
+    body = BASE.replace("cost_model: cost.yml", "cost_model: {catalog: libra_ispass24}")
+    (tmp_path / "network.yml").write_text(NETWORK)
+    (tmp_path / "comm.yml").write_text(COMM)
+    (tmp_path / "workload.txt").write_text(WORKLOAD)
+    (tmp_path / "cost.yml").write_text(COST)
+    a = load_scenario(write_scenario(tmp_path, body))
+    b = load_scenario(write_scenario(tmp_path, BASE))
+    assert_allclose(a.coefficients.usd_per_gbps, b.coefficients.usd_per_gbps)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "fragment"),
+    [
+        ("hb_domain: 8,", "hb_domain: 8, spine: 3,", "unknown key(s) spine"),
+        ("{catalog: current_2025}", "{catalog: current_2025, extra: 1}", "unknown key(s) extra"),
+        ("steps: 1000}", "}", "run length is missing"),
+        ("pue: 1.2,", "pue: 0.9,", "tco.pue"),
+        ("    device: h100_sxm\n", "    device: h100_sxm\n    astra_sim: w.txt\n", "takes no astra_sim"),
+        ("tp: 8, dp: 8", "tp: 8, dp: 4", "workloads"),
+    ],
+)
+def test_builder_scenario_errors(tmp_path, old, new, fragment):
+    assert old in SCEN_BUILDER
+    with pytest.raises(InputError) as info:
+        load_scenario(write_scenario(tmp_path, SCEN_BUILDER.replace(old, new)))
+    msg = info.value.one_line()
+    assert fragment in msg and "scenario.yaml" in msg and "\n" not in msg

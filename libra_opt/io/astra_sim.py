@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from libra_opt.errors import InputError
+from libra_opt.io.yaml_util import read_text
 from libra_opt.workload import Collective, Layer, Phase, Workload
 
 __all__ = ["read_astra_sim", "write_astra_sim", "parse_astra_sim"]
@@ -101,13 +102,7 @@ def read_astra_sim(
 ) -> Workload:
     """Read an ASTRA-sim 1.0 workload file (see :func:`parse_astra_sim`)."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError("file not found", source=str(p)) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read file: {exc}", source=str(p)) from None
-    return parse_astra_sim(text, name or p.stem, groups, source=str(p))
+    return parse_astra_sim(read_text(p), name or p.stem, groups, source=str(p))
 
 
 def _fmt(x: float) -> str:

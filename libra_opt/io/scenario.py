@@ -31,7 +31,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator
 
 from libra_opt.constraints import LinearConstraint, parse_constraint
 from libra_opt.cost import CostModel
@@ -45,6 +45,7 @@ from libra_opt.io.libra import (
     read_libra_cost_model,
     read_libra_network,
 )
+from libra_opt.io.schema import StrictModel, input_error_from_pydantic
 from libra_opt.io.yaml_util import load_yaml
 from libra_opt.scenario import Scenario
 from libra_opt.tco import TcoModel
@@ -53,11 +54,7 @@ from libra_opt.workload import StepMetrics, Workload
 __all__ = ["ScenarioFile", "load_scenario", "model_entries", "scenario_from_dict"]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, strict=False)
-
-
-class DimSpec(_Strict):
+class DimSpec(StrictModel):
     name: str
     topology: Literal["ring", "fully_connected", "switch"]
     size: int = Field(gt=0)
@@ -67,12 +64,12 @@ class DimSpec(_Strict):
     switch_scope: Literal["block", "rail"] = "block"
 
 
-class FabricSpec(_Strict):
+class FabricSpec(StrictModel):
     dims: list[DimSpec] | None = None
     libra_network: str | None = None
 
 
-class WorkloadSpec(_Strict):
+class WorkloadSpec(StrictModel):
     """An ASTRA-sim workload (``astra_sim`` + ``communicator``) or a model-based one
     (``model`` + ``parallelism`` + ``device``, see :mod:`libra_opt.models.scenario_entry`)."""
 
@@ -88,7 +85,7 @@ class WorkloadSpec(_Strict):
     check_memory: bool | None = None
 
 
-class ConstraintsSpec(_Strict):
+class ConstraintsSpec(StrictModel):
     linear: list[str] = Field(default_factory=list)
     bounds: dict[str, list[float | None]] = Field(default_factory=dict)
     budget_usd: float | None = Field(default=None, gt=0)
@@ -103,7 +100,7 @@ class ConstraintsSpec(_Strict):
         return v
 
 
-class ScenarioFile(_Strict):
+class ScenarioFile(StrictModel):
     """Schema of the scenario YAML (see module docstring)."""
 
     name: str | None = None
@@ -117,35 +114,6 @@ class ScenarioFile(_Strict):
     training_loop: Literal["no_overlap", "overlap"] = "no_overlap"
     traffic_model: Literal["hierarchical", "native"] = "hierarchical"
     tco: dict[str, Any] | None = None
-
-
-def _loc(loc: tuple[Any, ...]) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += f".{part}" if out else str(part)
-    return out
-
-
-def _pydantic_error(exc: ValidationError, source: str) -> InputError:
-    err = exc.errors()[0]
-    loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
-    # Union members add their type name to the path; drop them.
-    loc = tuple(p for p in loc if p not in ("str", "dict[str,dict[str,float]]", "list[DimSpec]"))
-    if err["type"] == "extra_forbidden":
-        msg = f"unknown key {loc[-1]!r}"
-        loc = loc[:-1]
-    elif err["type"] == "missing":
-        msg = "required field is missing"
-    else:
-        got = err.get("input")
-        msg = f"{err['msg']} (got {got!r})" if not isinstance(got, dict | list) else err["msg"]
-    more = len(exc.errors()) - 1
-    if more:
-        msg += f" (and {more} more problem{'s' if more > 1 else ''})"
-    return InputError(msg, source=source, field=_loc(loc) or None)
 
 
 def _resolve(base: Path, rel: str) -> Path:
@@ -166,7 +134,7 @@ def _fabric(data: dict[str, Any], source: str, base: Path) -> Fabric:
     try:
         spec = FabricSpec.model_validate(data)
     except ValidationError as exc:
-        err = _pydantic_error(exc, source)
+        err = input_error_from_pydantic(exc, source)
         raise InputError(
             err.message, source=source, field=f"fabric.{err.field}" if err.field else "fabric"
         ) from None
@@ -295,7 +263,7 @@ def scenario_from_dict(data: Any, source: str = "<dict>", base_dir: str | Path =
     try:
         spec = ScenarioFile.model_validate(data)
     except ValidationError as exc:
-        raise _pydantic_error(exc, source) from None
+        raise input_error_from_pydantic(exc, source) from None
     base = Path(base_dir)
 
     fabric = _fabric(spec.fabric, source, base)

@@ -9,7 +9,7 @@ import yaml
 
 from libra_opt.errors import InputError
 
-__all__ = ["load_yaml"]
+__all__ = ["load_yaml", "read_text"]
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -33,6 +33,17 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
+def read_text(path: str | Path) -> str:
+    """The UTF-8 text of a file; an :class:`InputError` naming it when it cannot be read."""
+    p = Path(path)
+    try:
+        return p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError("file not found", source=str(p)) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read file: {exc}", source=str(p)) from None
+
+
 def load_yaml(path: str | Path) -> Any:
     """Read a YAML file strictly.
 
@@ -42,12 +53,7 @@ def load_yaml(path: str | Path) -> Any:
         If the file is missing, unreadable, malformed or has duplicate keys.
     """
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError("file not found", source=str(p)) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read file: {exc}", source=str(p)) from None
+    text = read_text(p)
     try:
         return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - strict SafeLoader subclass
     except yaml.YAMLError as exc:

@@ -21,8 +21,8 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 
 from libra_opt.errors import InputError
+from libra_opt.io.schema import StrictModel, validate_as
 from libra_opt.io.yaml_util import load_yaml
-from libra_opt.models._schema import StrictModel, validate_as
 
 __all__ = [
     "MLASpec",

@@ -25,7 +25,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from libra_opt.models._schema import StrictModel, validate_as
+from libra_opt.io.schema import StrictModel, validate_as
 
 __all__ = ["Precision", "Parallelism", "parallelism_from_dict"]
 

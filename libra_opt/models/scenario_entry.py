@@ -32,7 +32,7 @@ from pydantic import Field
 
 from libra_opt.errors import InputError
 from libra_opt.fabric import Fabric
-from libra_opt.models._schema import StrictModel, validate_as
+from libra_opt.io.schema import StrictModel, validate_as
 from libra_opt.models.descriptors import load_model
 from libra_opt.models.devices import efficiency_from_value, load_device
 from libra_opt.models.generated import GeneratedWorkload

@@ -38,11 +38,7 @@ def input_error_from_pydantic(
     # An unknown key is usually a misspelt one: report it before the "missing" it causes.
     err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
     # Discriminated unions and validators add their own tags to the location; drop them.
-    loc = tuple(
-        p
-        for p in err["loc"]
-        if not (isinstance(p, str) and (p.startswith("function-") or p in _UNION_TAGS))
-    )
+    loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and _is_tag(p)))
     if err["type"] == "extra_forbidden":
         msg = f"unknown key {loc[-1]!r}"
         loc = loc[:-1]
@@ -62,7 +58,12 @@ def input_error_from_pydantic(
     return InputError(msg, source=source, field=path or None)
 
 
-_UNION_TAGS = {"transformer", "dlrm", "resnet", "constant", "saturating"}
+_UNION_TAGS = {"transformer", "dlrm", "resnet", "constant", "saturating", "str", "int", "float", "bool"}
+
+
+def _is_tag(part: str) -> bool:
+    """Location parts pydantic adds for union members and validators (not user fields)."""
+    return part.startswith("function-") or part in _UNION_TAGS or "[" in part
 
 
 def validate_as(tp: type[T] | Any, data: Any, source: str | None, prefix: str | None = None) -> T:
