@@ -27,6 +27,7 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/solver_speed.py --out out/bench
+	$(BIN)/python benchmarks/rail_only.py --out out/bench
 
 examples: $(STAMP)
 	$(BIN)/python workloads/derive_examples.py
