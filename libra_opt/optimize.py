@@ -355,7 +355,6 @@ def solve(
     budget_usd: float | None = None,
     power_w: float | None = None,
     rhs: Mapping[str, float] | None = None,
-    verify: bool = True,
     with_baselines: bool = True,
 ) -> Solution:
     """Solve for the optimal bandwidth allocation.
@@ -368,8 +367,6 @@ def solve(
         New network budget / power cap (the problem must have been built with one).
     rhs : mapping, optional
         Constraint label -> new right-hand side.
-    verify : bool
-        Re-check the answer with the numpy evaluator (default; leave on).
     with_baselines : bool
         Evaluate the equal-split and traffic-proportional baselines.
 
@@ -425,15 +422,14 @@ def solve(
         if run2.gap <= run.gap or not np.isfinite(run.gap):
             run, prog = run2, polished
     ev, gap = run.ev, run.gap
-    if verify:
-        if not np.isfinite(ev.objective_value) or gap > OBJECTIVE_REL_TOL:
-            raise VerificationError(
-                f"numpy evaluation {ev.objective_value!r} disagrees with the solver's "
-                f"objective {run.solver_obj!r} (relative gap {gap:.2e})"
-            )
-        if not ev.feasible(CONSTRAINT_REL_TOL):
-            bad = [k for k, r in ev.residuals.items() if r > CONSTRAINT_REL_TOL * ev.residual_scales[k]]
-            raise VerificationError(f"solver answer violates constraints: {', '.join(bad)}")
+    if not np.isfinite(ev.objective_value) or gap > OBJECTIVE_REL_TOL:
+        raise VerificationError(
+            f"numpy evaluation {ev.objective_value!r} disagrees with the solver's "
+            f"objective {run.solver_obj!r} (relative gap {gap:.2e})"
+        )
+    if not ev.feasible(CONSTRAINT_REL_TOL):
+        bad = [k for k, r in ev.residuals.items() if r > CONSTRAINT_REL_TOL * ev.residual_scales[k]]
+        raise VerificationError(f"solver answer violates constraints: {', '.join(bad)}")
     reports = _constraint_reports(rows, run.bw, prog, run.factor)
     bl = baselines(scen, ev) if with_baselines else ()
     info = SolverInfo(
