@@ -87,7 +87,7 @@ def _cmd_solve(args) -> int:
 
     sol = solve(_load(args))
     if args.json:
-        print(json.dumps(solution_to_dict(sol), indent=2))
+        print(_json(solution_to_dict(sol)))
     else:
         print(format_solution(sol))
     if args.plot_dir:
@@ -107,7 +107,7 @@ def _cmd_evaluate(args) -> int:
         raise InputError(exc.message, source="<cli>", field="--bw") from None
     ev = evaluate(scen, bw)
     if args.json:
-        print(json.dumps(evaluation_to_dict(scen, ev), indent=2))
+        print(_json(evaluation_to_dict(scen, ev)))
     else:
         print(format_evaluation(scen, ev))
         label = "step time x network cost (s*$)" if scen.objective == "perf_per_cost" else "weighted step time (s)"
@@ -186,9 +186,31 @@ def _cmd_workload(args) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """Argument errors as one line and exit code 2 (``--help`` still prints the usage)."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _json(obj) -> str:
+    """JSON with non-finite numbers (an infinite step time) written as null."""
+
+    def clean(x):
+        if isinstance(x, float) and not np.isfinite(x):
+            return None
+        if isinstance(x, dict):
+            return {k: clean(v) for k, v in x.items()}
+        if isinstance(x, list | tuple):
+            return [clean(v) for v in x]
+        return x
+
+    return json.dumps(clean(obj), indent=2, allow_nan=False)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``libra-opt`` argument parser."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="libra-opt",
         description="Exact bandwidth allocation for multi-dimensional AI training fabrics.",
     )
@@ -249,6 +271,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except LibraOptError as exc:
         print(f"libra-opt: solver error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 1
+    except OSError as exc:
+        print(f"libra-opt: error: {exc.filename or ''}: cannot write: {exc.strerror}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

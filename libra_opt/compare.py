@@ -12,7 +12,7 @@ Step times use the routing-aware traffic of :mod:`libra_opt.rail` by default (a 
 serves all-to-all directly, a Rail-only fabric forwards cross-rail bytes through the HB
 domain); ``traffic_model="hierarchical"`` uses LIBRA's model for every fabric. The
 equal-budget optimum is the global one of the convex program of
-:mod:`libra_opt.optimize` (built with ``_build_program``) and is re-checked layer by layer.
+:mod:`libra_opt.optimize` (built with ``build_program``) and is re-checked layer by layer.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from libra_opt.errors import InputError, SolverError, VerificationError
 from libra_opt.evaluate import check_bandwidth, step_time
 from libra_opt.fabric import Fabric
 from libra_opt.fabrics import fabric_family
-from libra_opt.optimize import _CLARABEL_SETTINGS, _build_program
+from libra_opt.program import CLARABEL_SETTINGS, build_program
 from libra_opt.rail import TRAFFIC_MODELS, native_step_time_s, native_terms
 from libra_opt.scenario import Scenario
 from libra_opt.tco import TcoModel, cluster_rate_coefficients
@@ -115,12 +115,12 @@ def budget_optimum(
     comm = (terms.traffic_gb / b_ref + terms.latency_s).max(axis=1)
     t_ref = float(weights @ (terms.compute_s + terms.collective_counts @ comm)) or 1.0
     rows = (Row("budget_usd", kappa.copy(), "<=", float(budget_usd)),)
-    prog = _build_program(terms, weights, rows, n, collective_model, training_loop, None,
+    prog = build_program(terms, weights, rows, n, collective_model, training_loop, None,
                           b_ref, t_ref)
     assert prog.le_param is not None
     prog.le_param.value = np.array([float(budget_usd)]) * prog.le_sign / prog.le_scale
     try:
-        prog.problem.solve(solver=cp.CLARABEL, **_CLARABEL_SETTINGS)
+        prog.problem.solve(solver=cp.CLARABEL, **CLARABEL_SETTINGS)
     except cp.error.SolverError as exc:
         raise SolverError(f"Clarabel failed: {exc}") from exc
     if prog.problem.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE):

@@ -10,7 +10,15 @@ from scipy.optimize import linprog
 from libra_opt.constraints import Row
 from libra_opt.errors import InfeasibleDesignError
 
-__all__ = ["POSITIVE_LABEL", "lp_extreme", "is_feasible", "conflicting_set", "raise_infeasible"]
+__all__ = [
+    "POSITIVE_LABEL",
+    "lp_extreme",
+    "is_feasible",
+    "conflicting_set",
+    "raise_infeasible",
+    "unbounded_dims",
+    "minimal_bandwidth",
+]
 
 #: Label of the implicit constraint "a dimension that carries traffic has bandwidth > 0".
 POSITIVE_LABEL = "bandwidth > 0 on every dimension that carries traffic"
@@ -43,9 +51,14 @@ def _bounds(n_dims: int, positive_dims: Sequence[int] | np.ndarray):
 
 
 def lp_extreme(
-    rows: Sequence[Row], n_dims: int, c: np.ndarray, positive_dims: Sequence[int] | np.ndarray = ()
+    rows: Sequence[Row],
+    n_dims: int,
+    c: np.ndarray,
+    positive_dims: Sequence[int] | np.ndarray = (),
+    bounds: Sequence[tuple[float | None, float | None]] | None = None,
 ) -> tuple[str, float, np.ndarray | None]:
-    """Minimise ``c . B`` over the constraint rows and ``B >= 0``.
+    """Minimise ``c . B`` over the constraint rows and ``B >= 0`` (``> 0`` on
+    ``positive_dims``), or over explicit per-dimension ``bounds``.
 
     Returns
     -------
@@ -56,7 +69,7 @@ def lp_extreme(
     a_ub, b_ub, a_eq, b_eq = _lp_arrays(rows, n_dims)
     res = linprog(
         c, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=b_eq,
-        bounds=_bounds(n_dims, positive_dims), method="highs",
+        bounds=bounds if bounds is not None else _bounds(n_dims, positive_dims), method="highs",
     )
     if res.status == 0:
         return "optimal", float(res.fun), np.asarray(res.x)
@@ -102,3 +115,36 @@ def raise_infeasible(rows: Sequence[Row], n_dims: int, positive_dims: Sequence[i
     raise InfeasibleDesignError(
         f"infeasible design: these constraints cannot hold together: {listing}", conflict
     )
+
+
+def unbounded_dims(
+    rows: Sequence[Row], n_dims: int, dims: Sequence[int] | np.ndarray,
+    positive_dims: Sequence[int] | np.ndarray = (),
+) -> np.ndarray:
+    """The dimensions among ``dims`` whose bandwidth the rows do not bound above."""
+    out = []
+    for d in dims:
+        e = np.zeros(n_dims)
+        e[d] = -1.0
+        if lp_extreme(rows, n_dims, e, positive_dims)[0] == "unbounded":
+            out.append(int(d))
+    return np.array(out, dtype=int)
+
+
+def minimal_bandwidth(
+    rows: Sequence[Row], bw_gbps: np.ndarray, dims: Sequence[int] | np.ndarray,
+    lower_gbps: np.ndarray,
+) -> np.ndarray | None:
+    """Least total bandwidth on ``dims`` (each at least ``lower_gbps``) with every other
+    dimension held at ``bw_gbps``; ``None`` when no such point satisfies the rows."""
+    n = len(bw_gbps)
+    idle = set(int(d) for d in dims)
+    bounds = [(float(lower_gbps[d]), None) if d in idle else (float(bw_gbps[d]),) * 2 for d in range(n)]
+    c = np.zeros(n)
+    c[list(idle)] = 1.0
+    status, _, bw = lp_extreme(rows, n, c, bounds=bounds)
+    if status != "optimal" or bw is None:
+        return None
+    out = np.asarray(bw_gbps, dtype=float).copy()
+    out[list(idle)] = np.maximum(bw[list(idle)], lower_gbps[list(idle)])
+    return out

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Literal
 
 from libra_opt.constraints import LinearConstraint, Row, constraint_rows
 from libra_opt.cost import CostCoefficients, CostModel, cost_coefficients
 from libra_opt.errors import InputError
 from libra_opt.fabric import Fabric
-from libra_opt.tco import TcoModel
+from libra_opt.tco import TcoModel, cluster_rate_coefficients
 from libra_opt.workload import Workload, check_on_fabric
 
-__all__ = ["OBJECTIVES", "Scenario", "scenario_rows"]
+__all__ = ["OBJECTIVES", "Scenario", "scenario_rows", "unique_labels"]
 
 OBJECTIVES: tuple[str, ...] = ("perf", "perf_per_cost", "tco")
 Objective = Literal["perf", "perf_per_cost", "tco"]
@@ -153,7 +154,14 @@ class Scenario:
             except InputError as exc:
                 raise InputError(exc.message, source=src, field=exc.field) from None
 
-    @property
+        try:  # every tier priced, every power constraint backed by a power model
+            scenario_rows(self, self.coefficients)
+            if self.tco is not None:  # TCO counts the network's energy: it needs its power
+                cluster_rate_coefficients(self.tco, self.fabric, self.coefficients)
+        except InputError as exc:
+            raise InputError(exc.message, source=src, field=exc.field) from None
+
+    @cached_property
     def coefficients(self) -> CostCoefficients:
         """Linear cost and power coefficients of the fabric under the cost model."""
         return cost_coefficients(self.fabric, self.cost_model)
@@ -172,11 +180,21 @@ def scenario_rows(scenario: Scenario, coeffs: CostCoefficients | None = None) ->
         pi = coeffs.w_per_gbps
         assert pi is not None
         rows.append(Row("power_w", pi.copy(), "<=", float(scenario.power_w)))
+    labels = unique_labels([r.label for r in rows])
+    return tuple(Row(lab, r.a, r.sense, r.rhs) for lab, r in zip(labels, rows, strict=True))
+
+
+def unique_labels(labels: list[str]) -> list[str]:
+    """Labels with repeats numbered: ``["a", "a"]`` -> ``["a", "a (#2)"]``.
+
+    Examples
+    --------
+    >>> unique_labels(["x <= 1", "y", "x <= 1"])
+    ['x <= 1', 'y', 'x <= 1 (#2)']
+    """
     seen: dict[str, int] = {}
-    unique = []
-    for row in rows:
-        seen[row.label] = seen.get(row.label, 0) + 1
-        if seen[row.label] > 1:
-            row = Row(f"{row.label} (#{seen[row.label]})", row.a, row.sense, row.rhs)
-        unique.append(row)
-    return tuple(unique)
+    out = []
+    for label in labels:
+        seen[label] = seen.get(label, 0) + 1
+        out.append(label if seen[label] == 1 else f"{label} (#{seen[label]})")
+    return out

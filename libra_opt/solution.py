@@ -138,6 +138,13 @@ class Solution:
         return tuple(c for c in self.constraints if c.active)
 
 
+def _ratio(a: float, b: float) -> float:
+    """``a / b``, with 0 / 0 = 1 (nothing to speed up)."""
+    if b == 0:
+        return 1.0 if a == 0 else float("inf")
+    return a / b
+
+
 def baselines(
     scenario: Scenario, optimum: Evaluation, feas_tol: float = 1e-6
 ) -> tuple[Baseline, ...]:
@@ -160,7 +167,7 @@ def baselines(
     for name, bw in splits:
         ev = evaluate(scenario, bw)
         feasible = ev.feasible(feas_tol)
-        speed = ev.weighted_step_time_s / optimum.weighted_step_time_s
-        ratio = ev.objective_value / optimum.objective_value
+        speed = _ratio(ev.weighted_step_time_s, optimum.weighted_step_time_s)
+        ratio = _ratio(ev.objective_value, optimum.objective_value)
         out.append(Baseline(name, ev, feasible, float(speed), float(ratio)))
     return tuple(out)

@@ -9,7 +9,12 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from libra_opt.errors import InfeasibleDesignError, UnboundedDesignError
+from libra_opt.errors import (
+    InfeasibleDesignError,
+    InputError,
+    LibraOptError,
+    UnboundedDesignError,
+)
 from libra_opt.optimize import BandwidthProblem, build_problem, solve
 from libra_opt.scenario import Scenario
 
@@ -41,7 +46,8 @@ def sweep(
     Returns
     -------
     pandas.DataFrame
-        One row per value: ``value``, ``status`` (``optimal``/``infeasible``/``unbounded``),
+        One row per value: ``value``, ``status`` (``optimal``/``infeasible``/``unbounded``/
+        ``error``, with ``message``),
         ``objective``, ``weighted_step_time_s``, ``network_cost_usd``, ``network_power_w``,
         ``bw_<dim>_gbps`` per dimension, ``shadow_price`` of the swept constraint,
         ``solve_s`` and ``compile_s``.
@@ -66,6 +72,11 @@ def sweep(
             rec.update(status="infeasible", message=str(exc))
         except UnboundedDesignError as exc:
             rec.update(status="unbounded", message=str(exc))
+        except InputError:
+            raise  # a wrong label or value is the caller's mistake, not a point of the sweep
+        except LibraOptError as exc:  # a solver failure at one point does not end the sweep
+            logger.warning("sweep %s=%g: %s", label, v, exc)
+            rec.update(status="error", message=str(exc))
         else:
             ev = sol.evaluation
             shadow = next((c.shadow_price for c in sol.constraints if c.label == label), np.nan)

@@ -179,8 +179,8 @@ def _network_power(coeffs: CostCoefficients, n_dims: int, allow_missing_power: b
     if coeffs.w_per_gbps is None:
         if not allow_missing_power:
             raise InputError(
-                "TCO needs the network's power (W per GB/s): give a power model or catalog "
-                "with watts, or pass allow_missing_power=True to count the network at 0 W",
+                "TCO needs the network's power (W per GB/s): give a power_model, or a cost "
+                "catalog with watts (e.g. cost_model: {catalog: current_2025})",
                 field="power_model",
             )
         return np.zeros(n_dims)

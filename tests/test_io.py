@@ -119,6 +119,13 @@ def test_astra_sim_header_variants():
         parse_astra_sim("DATA\n2\nl -1 1 NONE 0 1 NONE 0 1 ALLREDUCE 8 0\n", "w", groups)
     with pytest.raises(InputError, match="12 fields"):
         parse_astra_sim("l -1 1 NONE 0 1 NONE 0 1 ALLREDUCE 8\nm -1 1 NONE 0 1 NONE 0 1 ALLREDUCE\n", "w", groups)
+    # A first layer line with 11 or 13 fields is an error, not a header to skip.
+    good = "m -1 1 NONE 0 1 NONE 0 1 ALLREDUCE 8 0\n"
+    for bad in ("l -1 1 NONE 0 1 NONE 0 1 ALLREDUCE 8\n", "l -1 1 NONE 0 1 NONE 0 1 ALLREDUCE 8 0 7\n"):
+        with pytest.raises(InputError, match="line 1"):
+            parse_astra_sim(bad + good, "w", groups)
+    header = "HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: 8\n1\n"
+    assert parse_astra_sim(header + good, "w", groups).n_layers == 1
     with pytest.raises(InputError, match="BROADCAST"):
         parse_astra_sim("l -1 1 BROADCAST 0 1 NONE 0 1 ALLREDUCE 8 0\n", "w", groups)
     with pytest.raises(InputError, match="line 1"):
@@ -258,3 +265,14 @@ def test_builder_scenario_errors(tmp_path, old, new, fragment):
         load_scenario(write_scenario(tmp_path, SCEN_BUILDER.replace(old, new)))
     msg = info.value.one_line()
     assert fragment in msg and "scenario.yaml" in msg and "\n" not in msg
+
+
+def test_exponent_numbers_without_decimal_point(tmp_path):
+    """YAML 1.1 would read 2e0 or 1e7 as strings; they are numbers everywhere here."""
+    (tmp_path / "cost.yml").write_text(COST.replace("{Link: 2.0}", "{Link: 2e0}"))
+    assert read_libra_cost_model(tmp_path / "cost.yml")["InterChiplet"]["link"] == 2.0
+    (tmp_path / "network.yml").write_text(NETWORK)
+    (tmp_path / "comm.yml").write_text(COMM)
+    (tmp_path / "workload.txt").write_text(WORKLOAD)
+    scen = load_scenario(write_scenario(tmp_path, BASE + "  budget_usd: 1e9\n"))
+    assert scen.budget_usd == 1e9

@@ -378,3 +378,55 @@ def test_native_traffic_model_brute_force():
         # pipelined optimum: B proportional to traffic, time = sum(c) / 100
         assert_allclose(sol.bw_gbps, 100 * np.array(c) / sum(c), rtol=1e-6)
         assert_allclose(sol.objective_value, 1e-3 + sum(c) / 100, rtol=1e-8)
+
+
+def test_free_dimension_gets_least_sufficient_bandwidth():
+    """A zero-price ring and a priced switch under a budget: the switch gets the whole
+    budget, B_pod = 1e5 / 1088; the free ring is no bottleneck once
+    1.5 GB / B_node <= 0.4375 GB / B_pod, and is given exactly that: B_node = 1.5 B_pod / 0.4375."""
+    f = fabric_2d()
+    cm = CostModel.from_tables({"A": {"link": 0.0}, "B": {"link": 4.0, "switch": 10.0, "nic": 20.0}})
+    wl = Workload("w", (Layer("l", Phase(0.0, (Collective("all_reduce", 1e9, "g"),))),), {"g": (4, 8)})
+    sol = solve(Scenario(f, cm, (wl,), budget_usd=1e5))
+    b_pod = 1e5 / 1088
+    assert_allclose(sol.bw_gbps, [1.5 * b_pod / 0.4375, b_pod], rtol=1e-6)
+    assert_allclose(sol.objective_value, 0.4375 / b_pod, rtol=1e-8)
+    # With sequential collectives every GB/s of the free ring helps: no attained optimum.
+    with pytest.raises(UnboundedDesignError, match="node"):
+        solve(Scenario(f, cm, (wl,), budget_usd=1e5, collective_model="sequential"))
+    # A collective that only the free ring carries: the step keeps shrinking.
+    wl2 = Workload("w", (Layer("l", Phase(0.0, (Collective("all_reduce", 1e9, "g"),))),), {"g": (4, 1)})
+    with pytest.raises(UnboundedDesignError, match="node"):
+        solve(Scenario(f, cm, (wl2,), budget_usd=1e5))
+
+
+def test_equality_shadow_price_sign_in_perspective_form():
+    """perf_per_cost with sum(bw) == T: raising T forces more paid bandwidth; the shadow
+    price must match the finite difference in sign and size (both objectives)."""
+    for objective in ("perf", "perf_per_cost"):
+        problem = build_problem(scenario_2d(["sum(bw) == 300"], objective))
+        sol = problem.solve()
+        (c,) = sol.constraints
+        h = 0.01
+        up = problem.solve(rhs={c.label: 300 + h}).objective_value
+        dn = problem.solve(rhs={c.label: 300 - h}).objective_value
+        assert_allclose(c.shadow_price, (up - dn) / (2 * h), rtol=1e-3)
+
+
+def test_no_traffic_at_all():
+    f = fabric_2d()
+    wl = Workload("w", (Layer("l", Phase(0.01)),), {})
+    for loop in ("no_overlap", "overlap"):
+        sol = solve(Scenario(f, cost_2d(), (wl,), constraints=(parse_constraint("sum(bw) == 10", f),),
+                             training_loop=loop))
+        assert_allclose(sol.objective_value, 0.01, rtol=1e-12)
+
+
+def test_resolve_far_from_build_point():
+    """The program is scaled for a $100k budget; re-solving at $10 and at $1 must still give
+    the fresh-solve answer (1.5 GB and 0.4375 GB per step scale as 1/budget)."""
+    problem = build_problem(scenario_2d([], budget_usd=1e5))
+    for budget in (10.0, 1.0):
+        a = problem.solve(budget_usd=budget, with_baselines=False)
+        b = solve(scenario_2d([], budget_usd=budget), with_baselines=False)
+        assert_allclose(a.objective_value, b.objective_value, rtol=1e-7)

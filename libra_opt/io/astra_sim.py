@@ -46,17 +46,21 @@ def parse_astra_sim(
     lines = [(i, f) for i, f in lines if not f[0].startswith("#")]
     declared = None
     if lines and len(lines[0][1]) != 12:
-        lines = lines[1:]  # parallelism-policy header line
-        if lines and len(lines[0][1]) == 1:
-            try:
-                declared = int(lines[0][1][0])
-            except ValueError:
-                raise InputError(
-                    f"expected the layer count, got {lines[0][1][0]!r}",
-                    source=source,
-                    field=f"line {lines[0][0]}",
-                ) from None
-            lines = lines[1:]
+        # A header is a parallelism-policy line followed by the layer count; anything else
+        # is a malformed layer line, never silently skipped.
+        first_no, first = lines[0]
+        count_ok = len(lines) > 1 and len(lines[1][1]) == 1 and lines[1][1][0].isdigit()
+        if not (first[0][:1].isalpha() and first[0].upper() == first[0] and count_ok):
+            raise InputError(
+                f"a layer line has 12 fields (name, reserved, then compute/comm/size for "
+                f"forward, input-gradient, weight-gradient, then update time); found "
+                f"{len(first)} (a header is a policy line such as DATA followed by the "
+                "layer count)",
+                source=source,
+                field=f"line {first_no}",
+            )
+        declared = int(lines[1][1][0])
+        lines = lines[2:]
     if not lines:
         raise InputError("no layer lines", source=source)
     layers = []

@@ -31,7 +31,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, StrictInt, ValidationError, field_validator
 
 from libra_opt.constraints import LinearConstraint, parse_constraint
 from libra_opt.cost import CostModel
@@ -57,7 +57,7 @@ __all__ = ["ScenarioFile", "load_scenario", "model_entries", "scenario_from_dict
 class DimSpec(StrictModel):
     name: str
     topology: Literal["ring", "fully_connected", "switch"]
-    size: int = Field(gt=0)
+    size: StrictInt = Field(gt=0)
     tier: str
     latency_s: float = Field(default=0.0, ge=0)
     switch_radix: int | None = Field(default=None, gt=1)
@@ -153,11 +153,12 @@ def _fabric(data: dict[str, Any], source: str, base: Path) -> Fabric:
         try:
             dims.append(Dim(d.name, d.topology, d.size, d.tier, d.latency_s, d.switch_radix, d.switch_scope))
         except InputError as exc:
-            raise _reraise(exc, source, f"fabric.dims[{i}]") from None
+            leaf = (exc.field or "").rsplit(".", 1)[-1]
+            raise InputError(exc.message, source=source, field=f"fabric.dims[{i}].{leaf}") from None
     try:
         return Fabric(tuple(dims))
     except InputError as exc:
-        raise _reraise(exc, source, "fabric") from None
+        raise InputError(exc.message, source=source, field="fabric.dims") from None
 
 
 def _cost_model(spec: ScenarioFile, source: str, base: Path) -> CostModel:

@@ -36,7 +36,12 @@ def input_error_from_pydantic(
     """One-line :class:`InputError` naming the file, the dotted field and the problem."""
     errors = exc.errors()
     # An unknown key is usually a misspelt one: report it before the "missing" it causes.
-    err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
+    # Otherwise the deepest location: a union reports each member's complaint, and the one
+    # that got furthest into the value is the real problem (not "should be a string").
+    err = next(
+        (e for e in errors if e["type"] == "extra_forbidden"),
+        max(errors, key=lambda e: len([p for p in e["loc"] if not (isinstance(p, str) and _is_tag(p))])),
+    )
     # Discriminated unions and validators add their own tags to the location; drop them.
     loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and _is_tag(p)))
     if err["type"] == "extra_forbidden":

@@ -2,7 +2,7 @@
 
 The ``tco`` objective (minimize steps x step_time(B) x (r0 + r . B)) is not wired into
 ``libra_opt.optimize.build_problem`` yet. ``test_tco_objective_matches_brute_force`` checks
-the formulation the lead will wire: ``libra_opt.optimize._build_program(...,
+the formulation the lead will wire: ``libra_opt.program.build_program(...,
 product=(r0 / ref, r / ref), ...)`` with ``r0, r = libra_opt.tco.cluster_rate_coefficients``.
 """
 
@@ -15,7 +15,8 @@ from libra_opt.cost import CostModel, cost_coefficients
 from libra_opt.errors import InputError
 from libra_opt.evaluate import step_time
 from libra_opt.fabrics import multi_dim
-from libra_opt.optimize import _CLARABEL_SETTINGS, _build_program
+from libra_opt.program import CLARABEL_SETTINGS as _CLARABEL_SETTINGS
+from libra_opt.program import build_program as _build_program
 from libra_opt.tco import TcoModel, cluster_rate_coefficients, tco_breakdown
 from libra_opt.terms import aggregate_terms
 from libra_opt.workload import Collective, Layer, Phase, Workload
