@@ -161,17 +161,23 @@ def _scaled(phase: Phase, factor: float) -> Phase:
     )
 
 
-def _bubble(layer: Layer, per_microbatch: int, pp: int, v: int) -> Layer | None:
+def _bubble(layer: Layer, per_microbatch: int, pp: int, v: int) -> list[Layer]:
+    """``(pp - 1) n / v`` extra passes through ``layer``: whole passes as a repeated layer,
+    the fractional rest as one scaled copy (exact in bytes and compute; a latency term is
+    paid once for the fraction)."""
     numer = (pp - 1) * per_microbatch
-    if numer == 0:
-        return None
+    whole, rest = divmod(numer, v)
     name = f"bubble_{layer.name}"
-    if numer % v == 0:
-        return Layer(name, layer.forward, layer.input_grad, layer.weight_grad, numer // v)
-    f = 1.0 / v
-    return Layer(
-        name, _scaled(layer.forward, f), _scaled(layer.input_grad, f), _scaled(layer.weight_grad, f), numer
-    )
+    out = []
+    if whole:
+        out.append(Layer(name, layer.forward, layer.input_grad, layer.weight_grad, whole))
+    if rest:
+        f = rest / v
+        out.append(Layer(
+            f"{name}_part", _scaled(layer.forward, f), _scaled(layer.input_grad, f),
+            _scaled(layer.weight_grad, f), 1,
+        ))
+    return out
 
 
 def _stage_layers(
@@ -321,9 +327,7 @@ def transformer_workload(
             layers.append(replace(layer, count=m * n))
     if pp > 1:
         for layer, n in layers_mb:
-            b = _bubble(layer, n, pp, v)
-            if b is not None and not _empty(b):
-                layers.append(b)
+            layers.extend(b for b in _bubble(layer, n, pp, v) if not _empty(b))
         sharded = par.sequence_parallel or (par.pp_scatter_gather and par.tp > 1)
         msg = act / par.tp if sharded else act
         fwd: tuple[Collective, ...] = (Collective("p2p", msg, "pp"),)
