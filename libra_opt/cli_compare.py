@@ -18,7 +18,7 @@ import dataclasses
 import sys
 from collections.abc import Sequence
 
-from libra_opt.errors import InputError, LibraOptError
+from libra_opt.errors import InputError
 
 __all__ = ["register", "run", "main"]
 
@@ -119,19 +119,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``compare`` as a stand-alone program; 2 on bad input, 1 on other errors."""
-    parser = argparse.ArgumentParser(prog="libra-opt")
-    register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv if argv is None or list(argv)[:1] == ["compare"]
-                             else ["compare", *argv])
-    try:
-        return int(args.func(args))
-    except InputError as exc:
-        print(f"libra-opt: error: {exc.one_line()}", file=sys.stderr)
-        return 2
-    except LibraOptError as exc:
-        print(f"libra-opt: {' '.join(str(exc).split())}", file=sys.stderr)
-        return 1
+    """Run ``compare`` through the main CLI (same exit codes: 2 bad input, 1 other errors)."""
+    from libra_opt.cli import main as cli_main
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    return cli_main(args if args[:1] == ["compare"] else ["compare", *args])
 
 
 if __name__ == "__main__":  # pragma: no cover
