@@ -95,9 +95,12 @@ def run(args: argparse.Namespace) -> int:
             "scaleout_tiers", "cost_reduction_pct", "power_reduction_pct",
             "step_time_change_pct"]
     cols = [c for c in cols if c in df and df[c].notna().any()]
+    shown = df[cols].copy()
+    if "bw_gbps" in shown:  # GB/s per NPU, one decimal, in fabric order
+        shown["bw_gbps"] = [" / ".join(f"{b:.1f}" for b in bw) for bw in shown["bw_gbps"]]
     with pd.option_context("display.width", 200, "display.max_columns", 20,
                            "display.float_format", "{:.4g}".format):
-        print(df[cols].to_string(index=False))
+        print(shown.to_string(index=False))
     print(f"baseline: {df.attrs['baseline']}; equal budget: {df.attrs['budget_usd']:.6g} $; "
           f"traffic model: {df.attrs['traffic_model']}")
     if args.csv:
