@@ -12,7 +12,7 @@ Step times use the routing-aware traffic of :mod:`libra_opt.rail` by default (a 
 serves all-to-all directly, a Rail-only fabric forwards cross-rail bytes through the HB
 domain); ``traffic_model="hierarchical"`` uses LIBRA's model for every fabric. The
 equal-budget optimum is the global one of the convex program of
-:mod:`libra_opt.optimize` (built with ``build_program``) and is re-checked layer by layer.
+:func:`libra_opt.optimize.solve`, re-checked layer by layer.
 """
 
 from __future__ import annotations
@@ -21,20 +21,19 @@ import logging
 import math
 from collections.abc import Mapping, Sequence
 
-import cvxpy as cp
 import numpy as np
 
-from libra_opt.constraints import Row
+from libra_opt.constraints import LinearConstraint
 from libra_opt.cost import CostModel, cost_coefficients, dimension_inventory
-from libra_opt.errors import InputError, SolverError, VerificationError
+from libra_opt.errors import InputError
 from libra_opt.evaluate import check_bandwidth, step_time
 from libra_opt.fabric import Fabric
 from libra_opt.fabrics import fabric_family
-from libra_opt.program import CLARABEL_SETTINGS, build_program
-from libra_opt.rail import TRAFFIC_MODELS, native_step_time_s, native_terms
+from libra_opt.optimize import solve
+from libra_opt.rail import TRAFFIC_MODELS, native_terms
 from libra_opt.scenario import Scenario
 from libra_opt.tco import TcoModel, cluster_rate_coefficients
-from libra_opt.terms import AggregatedTerms, aggregate_terms
+from libra_opt.terms import aggregate_terms
 from libra_opt.workload import Workload, check_on_fabric
 
 __all__ = ["MODES", "compare_fabrics", "budget_optimum", "plot_comparison"]
@@ -45,14 +44,10 @@ MODES: tuple[str, ...] = ("equal_bw", "equal_budget")
 
 
 def _step_time(workloads, weights, fabric, bw, mode, loop, traffic_model) -> float:
-    total = 0.0
-    for w, wt in zip(workloads, weights, strict=True):
-        if traffic_model == "native":
-            t = native_step_time_s(w, fabric, bw, mode, loop)
-        else:
-            t = step_time(w, fabric, bw, mode, loop).step_time_s
-        total += wt * t
-    return total
+    return sum(
+        wt * step_time(w, fabric, bw, mode, loop, traffic_model).step_time_s
+        for w, wt in zip(workloads, weights, strict=True)
+    )
 
 
 def budget_optimum(
@@ -78,7 +73,8 @@ def budget_optimum(
     InputError
         If a dimension that carries traffic has no price (the problem would be unbounded).
     VerificationError
-        If the layer-by-layer re-evaluation disagrees with the solver (relative 1e-6).
+        If the layer-by-layer re-evaluation disagrees with the solver (relative 1e-6); the
+        solve is :func:`libra_opt.optimize.solve`.
 
     Examples
     --------
@@ -96,12 +92,11 @@ def budget_optimum(
     if traffic_model not in TRAFFIC_MODELS:
         raise InputError(f"traffic_model {traffic_model!r} is not one of "
                          f"{', '.join(TRAFFIC_MODELS)}", field="traffic_model")
-    weights = np.ones(len(workloads)) if weights is None else np.asarray(weights, float)
-    terms: AggregatedTerms = (native_terms(workloads, fabric) if traffic_model == "native"
-                              else aggregate_terms(workloads, fabric))
+    wls = tuple(workloads)
     kappa = np.asarray(usd_per_gbps, dtype=float)
-    used = terms.used_dims
     n = fabric.n_dims
+    used = (native_terms(wls, fabric) if traffic_model == "native"
+            else aggregate_terms(wls, fabric)).used_dims
     if used.size == 0:
         return np.zeros(n)
     free = [fabric.names[d] for d in used if kappa[d] <= 0]
@@ -111,30 +106,19 @@ def budget_optimum(
             "not bound them; give them a price",
             field="cost_model",
         )
-    b_ref = float(budget_usd) / float(kappa[used].sum())
-    comm = (terms.traffic_gb / b_ref + terms.latency_s).max(axis=1)
-    t_ref = float(weights @ (terms.compute_s + terms.collective_counts @ comm)) or 1.0
-    rows = (Row("budget_usd", kappa.copy(), "<=", float(budget_usd)),)
-    prog = build_program(terms, weights, rows, n, collective_model, training_loop, None,
-                          b_ref, t_ref)
-    assert prog.le_param is not None
-    prog.le_param.value = np.array([float(budget_usd)]) * prog.le_sign / prog.le_scale
-    try:
-        prog.problem.solve(solver=cp.CLARABEL, **CLARABEL_SETTINGS)
-    except cp.error.SolverError as exc:
-        raise SolverError(f"Clarabel failed: {exc}") from exc
-    if prog.problem.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE):
-        raise SolverError(f"Clarabel returned status {prog.problem.status!r}")
-    bw = np.maximum(prog.b_ref * np.asarray(prog.x.value, dtype=float), 0.0)
-    bw[np.setdiff1d(np.arange(n), used)] = 0.0
-    solver_obj = prog.t_ref * float(prog.step_value.value)
-    check = _step_time(workloads, weights, fabric, bw, collective_model, training_loop,
-                       traffic_model)
-    if abs(check - solver_obj) > 1e-6 * max(abs(check), 1e-300):
-        raise VerificationError(
-            f"re-evaluated step time {check!r} disagrees with the solver's {solver_obj!r}"
-        )
-    return bw
+    # The budget row carries the prices; the scenario's own cost model prices nothing.
+    free_prices = CostModel.from_tables(
+        {d.tier: dict.fromkeys(("link", "switch", "nic"), 0.0) for d in fabric.dims}
+    )
+    scen = Scenario(
+        fabric, free_prices, wls,
+        weights=None if weights is None else tuple(weights),
+        constraints=(LinearConstraint("budget_usd", tuple(kappa), 0.0, 0.0, "<=", float(budget_usd)),),
+        collective_model=collective_model,  # type: ignore[arg-type]
+        training_loop=training_loop,  # type: ignore[arg-type]
+        traffic_model=traffic_model,  # type: ignore[arg-type]
+    )
+    return np.array(solve(scen, with_baselines=False).bw_gbps)
 
 
 def _inputs(scenario_or_workloads, cost_model, weights, collective_model, training_loop):

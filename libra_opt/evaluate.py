@@ -65,7 +65,7 @@ class WorkloadTimes:
 def check_bandwidth(fabric: Fabric, bw_gbps: npt.ArrayLike, field: str = "bw") -> np.ndarray:
     """Validate a bandwidth vector: one finite value >= 0 per dimension, in GB/s."""
     try:
-        bw = np.asarray([float(x) for x in np.ravel(np.asarray(bw_gbps, dtype=object))], dtype=float)
+        bw = np.asarray(bw_gbps, dtype=float).ravel()
     except (TypeError, ValueError):
         raise InputError(f"bandwidths {bw_gbps!r} must be numbers (GB/s)", field=field) from None
     if bw.shape != (fabric.n_dims,):

@@ -69,7 +69,6 @@ class BandwidthProblem:
     rows: tuple[Row, ...]
     program: ConvexProgram
     ref_cost: float
-    k0_usd: float
     lp_status: str
     objective_scale: float = 1.0  # steps per run for ``tco``
     rate: np.ndarray | None = None  # $ (per second for tco) per GB/s of each dimension
@@ -126,7 +125,7 @@ def build_problem(scenario: Scenario) -> BandwidthProblem:
         terms, weights, rows, n, scenario.collective_model, scenario.training_loop,
         product, b_ref, t_ref,
     )
-    return BandwidthProblem(scenario, terms, rows, program, ref_cost, k0, status, obj_scale, rate)
+    return BandwidthProblem(scenario, terms, rows, program, ref_cost, status, obj_scale, rate)
 
 
 def _override(problem: BandwidthProblem, overrides: Mapping[str, float]) -> tuple[Scenario, tuple[Row, ...]]:

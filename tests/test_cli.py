@@ -12,6 +12,16 @@ ROOT = Path(__file__).resolve().parents[1]
 GPT3 = str(ROOT / "workloads" / "gpt3_175b_4d.yaml")
 
 
+def edited_gpt3(tmp_path, old, new):
+    """A copy of the GPT-3 example (with its inputs) with one text replacement."""
+    for name in ("gpt3_175b_4d.yaml", "cost_ispass24.yml"):
+        shutil.copy(ROOT / "workloads" / name, tmp_path / name)
+    shutil.copytree(ROOT / "workloads" / "gpt3_175b", tmp_path / "gpt3_175b")
+    scen = tmp_path / "gpt3_175b_4d.yaml"
+    scen.write_text(scen.read_text().replace(old, new))
+    return scen
+
+
 def test_solve_json_contract(capsys):
     assert main(["solve", GPT3, "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
@@ -49,11 +59,7 @@ def test_evaluate_bad_bw_exits_2(capsys):
 
 
 def test_bad_input_exits_2_with_one_line(capsys, tmp_path):
-    for name in ("gpt3_175b_4d.yaml", "cost_ispass24.yml"):
-        shutil.copy(ROOT / "workloads" / name, tmp_path / name)
-    shutil.copytree(ROOT / "workloads" / "gpt3_175b", tmp_path / "gpt3_175b")
-    scen = tmp_path / "gpt3_175b_4d.yaml"
-    scen.write_text(scen.read_text().replace("size: 32", "size: 0"))
+    scen = edited_gpt3(tmp_path, "size: 32", "size: 0")
     assert main(["solve", str(scen)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0
@@ -61,11 +67,7 @@ def test_bad_input_exits_2_with_one_line(capsys, tmp_path):
 
 
 def test_infeasible_exits_1(capsys, tmp_path):
-    for name in ("gpt3_175b_4d.yaml", "cost_ispass24.yml"):
-        shutil.copy(ROOT / "workloads" / name, tmp_path / name)
-    shutil.copytree(ROOT / "workloads" / "gpt3_175b", tmp_path / "gpt3_175b")
-    scen = tmp_path / "gpt3_175b_4d.yaml"
-    scen.write_text(scen.read_text().replace('- "sum(bw) == 1000"', '- "sum(bw) == 1000"\n    - "bw.pod >= 2000"'))
+    scen = edited_gpt3(tmp_path, '- "sum(bw) == 1000"', '- "sum(bw) == 1000"\n    - "bw.pod >= 2000"')
     assert main(["solve", str(scen)]) == 1
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "infeasible" in err and "bw.pod >= 2000" in err
