@@ -26,12 +26,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from libra_opt.catalog import load_catalog
-from libra_opt.compare import compare_fabrics
-from libra_opt.cost import cost_coefficients, dimension_inventory
-from libra_opt.fabrics import rail_only, rail_optimized_fat_tree
-from libra_opt.rail import forwarding_overhead
-from libra_opt.workload import Collective, Layer, Phase, Workload
+from libra_opt.cost.prices import cost_coefficients
+from libra_opt.explore.compare import compare_fabrics
+from libra_opt.fabric.builders import rail_only, rail_optimized_fat_tree
+from libra_opt.fabric.inventory import dimension_inventory
+from libra_opt.io.presets import load_catalog
+from libra_opt.traffic.rail import forwarding_overhead
+from libra_opt.traffic.workload import Collective, Layer, Phase, Workload
 
 PAPER = {"cost_pct": (38.0, 77.0), "power_pct": (37.0, 75.0), "moe_pct": (8.2, 11.2)}
 N_NPUS = (4096, 8192, 16384, 32768)

@@ -29,13 +29,13 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from libra_opt.constraints import parse_constraint  # noqa: E402
-from libra_opt.cost import CostModel  # noqa: E402
-from libra_opt.fabric import Dim, Fabric  # noqa: E402
+from libra_opt.cost.prices import CostModel  # noqa: E402
+from libra_opt.fabric.dims import Dim, Fabric  # noqa: E402
 from libra_opt.io import load_scenario  # noqa: E402
-from libra_opt.optimize import build_problem, solve  # noqa: E402
-from libra_opt.scenario import Scenario  # noqa: E402
-from libra_opt.workload import Collective, Layer, Phase, Workload  # noqa: E402
+from libra_opt.optimize.problem import build_problem, solve  # noqa: E402
+from libra_opt.scenario.constraints import parse_constraint  # noqa: E402
+from libra_opt.scenario.scenario import Scenario  # noqa: E402
+from libra_opt.traffic.workload import Collective, Layer, Phase, Workload  # noqa: E402
 
 TOPOLOGIES = ("ring", "fully_connected", "ring", "switch", "ring", "fully_connected", "ring", "switch")
 

@@ -1,4 +1,4 @@
-"""Derive the example ASTRA-sim 1.0 workloads under workloads/ from model shapes.
+"""Derive the example ASTRA-sim 1.0 workloads (in libra_opt/data/examples) from model shapes.
 
 Run ``python workloads/derive_examples.py`` to regenerate the files. Every number below is
 either a published model dimension (cited) or an assumption stated here; the arithmetic is
@@ -25,10 +25,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from libra_opt.io.astra_sim import write_astra_sim  # noqa: E402
 from libra_opt.io.libra import write_libra_communicator  # noqa: E402
-from libra_opt.workload import Collective, Layer, Phase, Workload  # noqa: E402
+from libra_opt.traffic.workload import Collective, Layer, Phase, Workload  # noqa: E402
 
 A100_FLOPS = 312e12
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1] / "libra_opt" / "data" / "examples"
 
 
 def transformer(name: str, layers: int, h: int, s: int, vocab: int, tp_span, dp_span) -> Workload:

@@ -1,9 +1,9 @@
-"""File formats: the scenario YAML, LIBRA's YAML inputs and ASTRA-sim 1.0 workload text.
+"""Every file read or written: scenario YAML, LIBRA's YAML inputs, ASTRA-sim text, presets, examples.
 
 Only this package reads or writes files.
 """
 
-from libra_opt.io.astra_sim import read_astra_sim, write_astra_sim
+from libra_opt.io.astra_sim import export_astra_sim, read_astra_sim, write_astra_sim
 from libra_opt.io.libra import (
     read_libra_communicator,
     read_libra_cost_model,
@@ -12,10 +12,28 @@ from libra_opt.io.libra import (
     write_libra_cost_model,
     write_libra_network,
 )
-from libra_opt.io.scenario import load_scenario
+from libra_opt.io.presets import (
+    available_catalogs,
+    catalog_cost_model,
+    device_names,
+    load_catalog,
+    load_device,
+    load_model,
+    model_presets,
+)
+from libra_opt.io.scenario_file import load_scenario, load_scenario_with_models
 
 __all__ = [
+    "available_catalogs",
+    "catalog_cost_model",
+    "device_names",
+    "export_astra_sim",
+    "load_catalog",
+    "load_device",
+    "load_model",
     "load_scenario",
+    "load_scenario_with_models",
+    "model_presets",
     "read_astra_sim",
     "read_libra_communicator",
     "read_libra_cost_model",

@@ -9,13 +9,23 @@ policy line and a layer-count line) are accepted.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 from libra_opt.errors import InputError
+from libra_opt.generators.generated import GeneratedWorkload
+from libra_opt.io.libra import write_libra_communicator
 from libra_opt.io.yaml_util import read_text
-from libra_opt.workload import Collective, Layer, Phase, Workload
+from libra_opt.options import PHASES
+from libra_opt.traffic.workload import Collective, Layer, Phase, Workload, walk_phases
 
-__all__ = ["read_astra_sim", "write_astra_sim", "parse_astra_sim"]
+__all__ = [
+    "read_astra_sim",
+    "write_astra_sim",
+    "parse_astra_sim",
+    "merge_phase_collectives",
+    "export_astra_sim",
+]
 
 _COMM_IN = {
     "allreduce": "all_reduce",
@@ -130,31 +140,128 @@ def write_astra_sim(
     """
     out = []
     phase_group: dict[str, str] = {}
-    for layer in workload.layers:
-        fields = [layer.name, "-1"]
-        for pname, phase in layer.phases():
-            if len(phase.collectives) > 1:
+    fields: list[str] = []
+    for step in walk_phases(workload):
+        layer, pname, phase = step.layer, step.name, step.phase
+        if pname == PHASES[0]:
+            fields = [layer.name, "-1"]
+        if len(phase.collectives) > 1:
+            raise InputError(
+                f"layer {layer.name!r}, {pname}: {len(phase.collectives)} collectives; the "
+                "ASTRA-sim 1.0 format holds one per phase",
+                field="workload",
+            )
+        fields.append(_fmt(phase.compute_s * 1e9))
+        if phase.collectives:
+            c = phase.collectives[0]
+            if phase_group.setdefault(pname, c.group) != c.group:
                 raise InputError(
-                    f"layer {layer.name!r}, {pname}: {len(phase.collectives)} collectives; the "
-                    "ASTRA-sim 1.0 format holds one per phase",
+                    f"phase {pname} uses groups {phase_group[pname]!r} and {c.group!r}; the "
+                    "format has one communicator group per phase",
                     field="workload",
                 )
-            fields.append(_fmt(phase.compute_s * 1e9))
-            if phase.collectives:
-                c = phase.collectives[0]
-                if phase_group.setdefault(pname, c.group) != c.group:
-                    raise InputError(
-                        f"phase {pname} uses groups {phase_group[pname]!r} and {c.group!r}; the "
-                        "format has one communicator group per phase",
-                        field="workload",
-                    )
-                fields += [_COMM_OUT[c.kind], _fmt(c.size_bytes)]
-            else:
-                fields += ["NONE", "0"]
-        fields.append(_fmt(layer.update_s * 1e9))
-        out.extend([" ".join(fields)] * layer.count)
+            fields += [_COMM_OUT[c.kind], _fmt(c.size_bytes)]
+        else:
+            fields += ["NONE", "0"]
+        if pname == PHASES[-1]:
+            fields.append(_fmt(layer.update_s * 1e9))
+            out.extend([" ".join(fields)] * step.count)
     text = "\n".join(out) + "\n"
     if header:
         text = f"HYBRID_CUSTOMIZED\n{len(out)}\n" + text
     Path(path).write_text(text, encoding="utf-8")
     return {p: workload.groups[g] for p, g in phase_group.items()}
+
+
+def merge_phase_collectives(workload: Workload) -> Workload:
+    """Merge collectives of the same kind and group within a phase into one.
+
+    Per-NPU traffic is linear in the size, so the merged collective moves exactly the same
+    bytes; only latency terms (one per collective) differ.
+
+    Examples
+    --------
+    >>> from libra_opt.traffic.workload import Layer
+    >>> w = Workload("w", (Layer("l", Phase(0.0, (Collective("all_reduce", 1.0, "tp"),
+    ...                                           Collective("all_reduce", 2.0, "tp")))),),
+    ...              {"tp": (2,)})
+    >>> merge_phase_collectives(w).layers[0].forward.collectives
+    (Collective(kind='all_reduce', size_bytes=3.0, group='tp'),)
+    """
+    phases: dict[str, dict[str, Phase]] = {}
+    for step in walk_phases(workload):
+        merged: dict[tuple[str, str], float] = {}
+        for c in step.phase.collectives:
+            merged[(c.kind, c.group)] = merged.get((c.kind, c.group), 0.0) + c.size_bytes
+        colls = tuple(Collective(k, s, g) for (k, g), s in merged.items())  # type: ignore[arg-type]
+        phases.setdefault(str(id(step.layer)), {})[step.name] = Phase(step.phase.compute_s, colls)
+    layers = tuple(replace(layer, **phases[str(id(layer))]) for layer in workload.layers)
+    return Workload(workload.name, layers, workload.groups)
+
+
+def export_astra_sim(
+    workload: Workload | GeneratedWorkload,
+    path: str | Path,
+    communicator_path: str | Path | None = None,
+    merge: bool = True,
+) -> dict[str, tuple[int, ...]]:
+    """Write ASTRA-sim 1.0 workload text (and optionally the LIBRA communicator YAML).
+
+    Parameters
+    ----------
+    workload : Workload or GeneratedWorkload
+    path : path
+        Workload text file (with the ``HYBRID_CUSTOMIZED`` / layer-count header).
+    communicator_path : path, optional
+        Where to write the communicator (``Forward``/``InputGrad``/``WeightGrad`` spans).
+    merge : bool
+        First merge same-kind, same-group collectives of a phase
+        (:func:`merge_phase_collectives`).
+
+    Returns
+    -------
+    dict
+        Phase -> span of the group its collectives use.
+
+    Raises
+    ------
+    InputError
+        When the format cannot hold the workload, saying why: it has one collective per
+        phase, one group per phase for the whole file, and no point-to-point transfers
+        (so pipeline parallelism, sequence parallelism's all-gather + reduce-scatter pairs,
+        or tensor- and data-parallel collectives in the same phase cannot be written).
+    """
+    w = workload.workload if isinstance(workload, GeneratedWorkload) else workload
+    if merge:
+        w = merge_phase_collectives(w)
+    used: dict[str, tuple[str, str]] = {}
+    for step in walk_phases(w):
+        layer, pname, phase = step.layer, step.name, step.phase
+        kinds = [f"{c.kind} on {c.group}" for c in phase.collectives]
+        if len(kinds) > 1:
+            raise InputError(
+                f"layer {layer.name!r}, {pname}: {', '.join(kinds)}; ASTRA-sim 1.0 text "
+                "holds one collective per phase",
+                field="workload",
+            )
+        for c in phase.collectives:
+            if c.kind == "p2p":
+                raise InputError(
+                    f"layer {layer.name!r}, {pname}: point-to-point transfers (pipeline "
+                    "parallelism) have no ASTRA-sim 1.0 text form",
+                    field="workload",
+                )
+            first = used.setdefault(pname, (layer.name, c.group))
+            if first[1] != c.group:
+                raise InputError(
+                    f"{pname} uses group {first[1]!r} (layer {first[0]!r}) and {c.group!r} "
+                    f"(layer {layer.name!r}); ASTRA-sim 1.0 has one communicator group "
+                    "per phase",
+                    field="workload",
+                )
+    spans = write_astra_sim(w, path, header=True)
+    if communicator_path is not None:
+        ones = (1,) * len(next(iter(w.groups.values())))
+        full = {p: spans.get(p, ones) for p in PHASES}
+        write_libra_communicator(full, communicator_path)
+    return spans

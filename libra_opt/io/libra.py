@@ -16,10 +16,10 @@ from typing import Any
 
 import yaml
 
-from libra_opt.cost import COMPONENTS
 from libra_opt.errors import InputError
-from libra_opt.fabric import Dim, Fabric
+from libra_opt.fabric.dims import Dim, Fabric
 from libra_opt.io.yaml_util import load_yaml
+from libra_opt.options import COMPONENTS
 
 __all__ = [
     "LIBRA_PHASE_GROUPS",

@@ -1,0 +1,118 @@
+"""``libra-opt compare``: compare fabric families on a scenario's workloads.
+
+Register it in the main CLI with ``cli_compare.register(sub)`` (``sub`` the object returned
+by ``parser.add_subparsers``); it sets ``func`` like the other sub-commands, so the main
+``try/except`` maps :class:`~libra_opt.errors.InputError` to one line and exit code 2.
+:func:`main` runs it on its own with the same exit codes.
+
+The fabrics are derived from the scenario's fabric, keeping its dimensions (so the
+workloads' group spans fit all of them): ``multi_dim`` is the scenario's fabric as given,
+``fat_tree`` turns its outermost dimension into a full-bisection Clos of radix ``--radix``
+over all NPUs, ``rail_only`` into one Clos per rail (:func:`libra_opt.fabric.builders.as_family`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+
+from libra_opt.cli.backend import pyplot
+from libra_opt.errors import InputError
+from libra_opt.options import FABRIC_FAMILIES, TRAFFIC_MODELS
+
+__all__ = ["register", "run"]
+
+def register(subparsers) -> argparse.ArgumentParser:
+    """Add the ``compare`` sub-command to ``subparsers`` and return its parser."""
+    p = subparsers.add_parser(
+        "compare",
+        help="compare fat-tree, rail-only and multi-dimensional fabrics on a scenario",
+        description="Step time, network cost, power and reductions vs the fat-tree, at "
+        "equal bandwidth and at equal network budget.",
+    )
+    p.add_argument("scenario", help="scenario YAML file")
+    p.add_argument("--fabrics", default="fat_tree,rail_only,multi_dim",
+                   help="comma-separated subset of fat_tree, rail_only, multi_dim")
+    p.add_argument("--radix", type=int, default=64, help="scale-out switch radix (default 64)")
+    p.add_argument("--catalog", help="price catalog name or YAML path (default: the "
+                   "scenario's cost model)")
+    p.add_argument("--bw", help="equal-bandwidth allocation in GB/s per dimension, e.g. "
+                   "450,50 (default: the scenario's optimum)")
+    p.add_argument("--budget-usd", type=float, help="equal-budget network budget in $ "
+                   "(default: the fat-tree's cost at equal bandwidth)")
+    p.add_argument("--traffic-model", choices=TRAFFIC_MODELS, default="native",
+                   help="routing-aware traffic (default) or LIBRA's hierarchical model")
+    p.add_argument("--csv", help="write the table as CSV")
+    p.add_argument("--plot", help="write a bar plot (PNG/SVG)")
+    p.set_defaults(func=run)
+    return p
+
+
+def _fabric_names(text: str) -> list[str]:
+    names = [x.strip() for x in text.split(",") if x.strip()]
+    bad = [n for n in names if n not in FABRIC_FAMILIES]
+    if not names or bad:
+        raise InputError(
+            f"unknown fabric(s) {', '.join(bad) or '(none given)'}; expected a comma-separated "
+            f"subset of {', '.join(FABRIC_FAMILIES)}",
+            source="<cli>",
+            field="--fabrics",
+        )
+    return list(dict.fromkeys(names))
+
+
+def _floats(text: str, what: str) -> list[float]:
+    try:
+        return [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise InputError(f"expected comma-separated numbers, got {text!r}", source="<cli>",
+                         field=what) from None
+
+
+def run(args: argparse.Namespace) -> int:
+    """Execute ``compare`` for parsed ``args``; prints the table and returns 0."""
+    import pandas as pd
+
+    from libra_opt.explore.compare import compare_fabrics
+    from libra_opt.report.plots import plot_comparison
+    from libra_opt.fabric.builders import as_family
+    from libra_opt.io import load_scenario
+    from libra_opt.io.presets import catalog_cost_model
+
+    names = _fabric_names(args.fabrics)
+    scen = load_scenario(args.scenario)
+    if args.catalog:
+        scen = dataclasses.replace(scen, cost_model=catalog_cost_model(args.catalog))
+    fabrics = {}
+    for n in names:
+        fabrics[n] = scen.fabric if n == "multi_dim" else as_family(scen.fabric, n, args.radix)
+    bw = _floats(args.bw, "--bw") if args.bw else None
+    df = compare_fabrics(scen, fabrics, bw_gbps=bw, budget_usd=args.budget_usd,
+                         traffic_model=args.traffic_model)
+    cols = ["mode", "fabric", "bw_gbps", "step_time_s", "network_cost_usd", "network_power_w",
+            "scaleout_tiers", "cost_reduction_pct", "power_reduction_pct",
+            "step_time_change_pct"]
+    cols = [c for c in cols if c in df and df[c].notna().any()]
+    shown = df[cols].copy()
+    if "bw_gbps" in shown:  # GB/s per NPU, one decimal, in fabric order
+        shown["bw_gbps"] = [" / ".join(f"{b:.1f}" for b in bw) for bw in shown["bw_gbps"]]
+    with pd.option_context("display.width", 200, "display.max_columns", 20,
+                           "display.float_format", "{:.4g}".format):
+        print(shown.to_string(index=False))
+    print(f"baseline: {df.attrs['baseline']}; equal budget: {df.attrs['budget_usd']:.6g} $; "
+          f"traffic model: {df.attrs['traffic_model']}")
+    if args.csv:
+        df.to_csv(args.csv, index=False)
+    if args.plot:
+        plt = pyplot()
+
+        fig, axes = plt.subplots(1, 2, figsize=(12, 4))
+        plot_comparison(df, axes[0], mode="equal_bw")
+        if (df["mode"] == "equal_budget").any():
+            plot_comparison(df, axes[1], mode="equal_budget")
+        fig.tight_layout()
+        fig.savefig(args.plot, dpi=130)
+        plt.close(fig)
+    return 0
+
+

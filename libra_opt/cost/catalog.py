@@ -1,0 +1,276 @@
+"""Price and power catalogs: parts with sources and dates, turned into a :class:`CostModel`.
+
+A catalog is a mapping (read by :func:`libra_opt.io.presets.load_catalog` from
+``libra_opt/data/catalog/<name>.yaml`` or any path) with
+
+* ``parts``: each with ``kind`` (``switch``, ``nic``, ``transceiver``, ``link``), either a
+  device (``price_usd``, ``power_w`` and ``ports`` x ``port_gbps`` for switches and NICs,
+  ``gbps`` for transceivers and links) or direct ``usd_per_gbps`` / ``w_per_gbps``, and a
+  ``source`` and ``date`` for its numbers;
+* ``tiers``: cost tier -> component (``link``, ``switch``, ``nic``, ``transceiver``) -> part.
+
+Presets: ``libra_ispass24`` (LIBRA's example $ per GB/s, no power) and ``current_2025``
+(InfiniBand and Ethernet switches by radix and port speed, NICs, optics and copper, an
+NVLink-class scale-up tier, with watts).
+
+Notes
+-----
+Per-GB/s unit prices of one part: ``usd_per_gbps = price_usd / (ports * port_gbps)`` for a
+switch or NIC (the price of one port's GB/s), ``price_usd / gbps`` for a transceiver or a
+cable; the same with ``power_w``. Bandwidths are GB/s per direction (400 Gb/s = 50 GB/s).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from libra_opt.cost.prices import CostModel
+from libra_opt.errors import InputError
+from libra_opt.options import PRICED_COMPONENTS
+
+__all__ = ["PART_KINDS", "Part", "Catalog", "catalog_from_dict"]
+
+PART_KINDS: tuple[str, ...] = ("switch", "nic", "transceiver", "link")
+_PART_KEYS = {"kind", "model", "ports", "port_gbps", "gbps", "price_usd", "power_w",
+              "usd_per_gbps", "w_per_gbps", "source", "date"}
+
+
+@dataclass(frozen=True)
+class Part:
+    """One catalog entry, already converted to $ and W per GB/s.
+
+    Attributes
+    ----------
+    name, kind, model : str
+    usd_per_gbps : float
+    w_per_gbps : float or None
+        ``None`` when the catalog gives no power for it.
+    ports : int or None
+        Radix of a switch (ports per device).
+    port_gbps : float or None
+    source, date : str
+    """
+
+    name: str
+    kind: str
+    model: str
+    usd_per_gbps: float
+    w_per_gbps: float | None
+    ports: int | None
+    port_gbps: float | None
+    source: str
+    date: str
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """A loaded catalog: parts and the part used for each component of each tier.
+
+    Examples
+    --------
+    >>> from libra_opt.io.presets import load_catalog
+    >>> cat = load_catalog("libra_ispass24")
+    >>> cat.cost_model().tiers["InterPod"].usd_per_gbps["nic"]
+    31.6
+    """
+
+    name: str
+    description: str
+    parts: Mapping[str, Part]
+    tiers: Mapping[str, Mapping[str, str]]
+
+    def cost_model(self) -> CostModel:
+        """The :class:`~libra_opt.cost.prices.CostModel` of every tier (power when every part has it)."""
+        usd: dict[str, dict[str, float]] = {}
+        watts: dict[str, dict[str, float]] = {}
+        has_power = True
+        for tier, comps in self.tiers.items():
+            usd[tier] = {c: self.parts[p].usd_per_gbps for c, p in comps.items()}
+            w = {c: self.parts[p].w_per_gbps for c, p in comps.items()}
+            if any(v is None for v in w.values()):
+                has_power = False
+            watts[tier] = w  # type: ignore[assignment]
+        return CostModel.from_tables(usd, watts if has_power else None)
+
+    def switch_radix(self, tier: str) -> int | None:
+        """Ports per switch of ``tier``'s switch part (``None`` when it gives none)."""
+        if tier not in self.tiers:
+            raise InputError(
+                f"catalog {self.name!r} has no tier {tier!r} (tiers: {', '.join(self.tiers)})",
+                field="tier",
+            )
+        part = self.tiers[tier].get("switch")
+        return None if part is None else self.parts[part].ports
+
+    def table(self):
+        """All parts as a :class:`pandas.DataFrame` (for reports: numbers with sources)."""
+        import pandas as pd
+
+        used = {p: f"{t}.{c}" for t, comps in self.tiers.items() for c, p in comps.items()}
+        return pd.DataFrame(
+            [
+                {"part": p.name, "kind": p.kind, "model": p.model,
+                 "usd_per_gbps": p.usd_per_gbps, "w_per_gbps": p.w_per_gbps,
+                 "radix": p.ports if p.kind == "switch" else None, "used_by": used.get(p.name),
+                 "source": p.source, "date": p.date}
+                for p in self.parts.values()
+            ]
+        )
+
+
+def _apply_overrides(doc: dict, overrides: Mapping[str, Any], source: str) -> dict:
+    doc = copy.deepcopy(doc)
+    for path, value in overrides.items():
+        keys = str(path).split(".")
+        if keys[0] not in ("parts", "tiers") or len(keys) != 3:
+            raise InputError(
+                f"override {path!r}: expected 'parts.<part>.<field>' or "
+                "'tiers.<tier>.<component>'",
+                source=source,
+                field="overrides",
+            )
+        section = doc.setdefault(keys[0], {})
+        if keys[0] == "parts" and keys[1] not in section and value is not None:
+            section[keys[1]] = {}
+        if keys[0] == "tiers" and keys[1] not in section:
+            section[keys[1]] = {}
+        if keys[1] not in section:
+            raise InputError(f"override {path!r}: no part {keys[1]!r}", source=source,
+                             field="overrides")
+        entry = section[keys[1]]
+        if value is None:
+            entry.pop(keys[2], None)
+        else:
+            entry[keys[2]] = value
+    return doc
+
+
+def _number(entry: Mapping[str, Any], key: str, fld: str, source: str, positive=False) -> float:
+    v = entry[key]
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        raise InputError(f"{v!r} is not a number", source=source, field=fld) from None
+    if not math.isfinite(x) or x < 0 or (positive and x == 0):
+        raise InputError(f"{v!r} must be finite and {'> 0' if positive else '>= 0'}",
+                         source=source, field=fld)
+    return x
+
+
+def _part(name: str, entry: Any, source: str) -> Part:
+    fld = f"parts.{name}"
+    if not isinstance(entry, Mapping):
+        raise InputError("expected a mapping", source=source, field=fld)
+    unknown = sorted(set(entry) - _PART_KEYS)
+    if unknown:
+        raise InputError(f"unknown key(s) {', '.join(unknown)}; expected "
+                         f"{', '.join(sorted(_PART_KEYS))}", source=source, field=fld)
+    kind = entry.get("kind")
+    if kind not in PART_KINDS:
+        raise InputError(f"kind {kind!r} is not one of {', '.join(PART_KINDS)}",
+                         source=source, field=f"{fld}.kind")
+    for key in ("source", "date"):
+        if not str(entry.get(key) or "").strip():
+            raise InputError("every part needs a source and a date for its numbers",
+                             source=source, field=f"{fld}.{key}")
+    ports = port_gbps = None
+    if "usd_per_gbps" in entry:
+        usd = _number(entry, "usd_per_gbps", f"{fld}.usd_per_gbps", source)
+        w = _number(entry, "w_per_gbps", f"{fld}.w_per_gbps", source) if "w_per_gbps" in entry else None
+        if "ports" in entry:
+            ports = int(_number(entry, "ports", f"{fld}.ports", source, positive=True))
+    else:
+        if kind in ("switch", "nic"):
+            for key in ("ports", "port_gbps"):
+                if key not in entry:
+                    raise InputError(f"a {kind} needs ports and port_gbps (or usd_per_gbps)",
+                                     source=source, field=f"{fld}.{key}")
+            ports = int(_number(entry, "ports", f"{fld}.ports", source, positive=True))
+            port_gbps = _number(entry, "port_gbps", f"{fld}.port_gbps", source, positive=True)
+            gbps = ports * port_gbps
+        else:
+            if "gbps" not in entry:
+                raise InputError(f"a {kind} needs gbps (or usd_per_gbps)", source=source,
+                                 field=f"{fld}.gbps")
+            gbps = _number(entry, "gbps", f"{fld}.gbps", source, positive=True)
+        if "price_usd" not in entry:
+            raise InputError("needs price_usd (or usd_per_gbps)", source=source,
+                             field=f"{fld}.price_usd")
+        usd = _number(entry, "price_usd", f"{fld}.price_usd", source) / gbps
+        w = (_number(entry, "power_w", f"{fld}.power_w", source) / gbps
+             if "power_w" in entry else None)
+    return Part(name, kind, str(entry.get("model", name)), usd, w, ports, port_gbps,
+                str(entry["source"]), str(entry["date"]))
+
+
+def catalog_from_dict(
+    doc: Any, source: str, overrides: Mapping[str, Any] | None = None, name: str = "catalog"
+) -> Catalog:
+    """Validate a catalog mapping (as read from YAML) and apply ``overrides``.
+
+    Parameters
+    ----------
+    doc : mapping
+        ``name``, ``description``, ``currency`` (USD), ``parts`` and ``tiers``.
+    source : str
+        Where the mapping came from (for messages).
+    overrides : mapping, optional
+        Dotted path -> value, applied before validation: ``"parts.<part>.<field>"``
+        (e.g. ``price_usd``, ``power_w``, ``usd_per_gbps``; a new part name adds a part)
+        or ``"tiers.<tier>.<component>"`` -> part name. ``None`` removes the entry.
+    name : str
+        Catalog name when ``doc`` gives none.
+
+    Raises
+    ------
+    InputError
+        Naming ``source``, the field and what was expected.
+
+    Examples
+    --------
+    >>> doc = {"parts": {"sw": {"kind": "switch", "ports": 64, "port_gbps": 50,
+    ...                         "price_usd": 32000, "source": "quote", "date": "2025-01"}},
+    ...        "tiers": {"T": {"switch": "sw"}}}
+    >>> catalog_from_dict(doc, "<dict>").cost_model().tiers["T"].usd_per_gbps["switch"]
+    10.0
+    """
+    if not isinstance(doc, dict):
+        raise InputError("expected a mapping at the top of the catalog", source=source)
+    unknown = sorted(set(doc) - {"name", "description", "currency", "parts", "tiers"})
+    if unknown:
+        raise InputError(f"unknown key(s) {', '.join(map(str, unknown))}", source=source)
+    if doc.get("currency", "USD") != "USD":
+        raise InputError(f"currency {doc['currency']!r}: only USD is supported", source=source,
+                         field="currency")
+    doc = _apply_overrides(doc, dict(overrides or {}), source)
+    raw_parts = doc.get("parts") or {}
+    raw_tiers = doc.get("tiers") or {}
+    if not isinstance(raw_parts, Mapping) or not isinstance(raw_tiers, Mapping):
+        raise InputError("parts and tiers must be mappings", source=source)
+    parts = {str(n): _part(str(n), e, source) for n, e in raw_parts.items()}
+    tiers: dict[str, Mapping[str, str]] = {}
+    for tier, comps in raw_tiers.items():
+        fld = f"tiers.{tier}"
+        if not isinstance(comps, Mapping) or not comps:
+            raise InputError("expected a mapping component -> part", source=source, field=fld)
+        for comp, part in comps.items():
+            if comp not in PRICED_COMPONENTS:
+                raise InputError(f"unknown component {comp!r}; expected one of "
+                                 f"{', '.join(PRICED_COMPONENTS)}", source=source,
+                                 field=f"{fld}.{comp}")
+            if part not in parts:
+                raise InputError(f"part {part!r} is not in the catalog's parts", source=source,
+                                 field=f"{fld}.{comp}")
+            if parts[part].kind != comp:
+                raise InputError(f"part {part!r} is a {parts[part].kind}, not a {comp}",
+                                 source=source, field=f"{fld}.{comp}")
+        tiers[str(tier)] = MappingProxyType(dict(comps))
+    return Catalog(str(doc.get("name", name)), str(doc.get("description", "")),
+                   MappingProxyType(parts), MappingProxyType(tiers))
+
+

@@ -1,0 +1,279 @@
+"""Network cost and power: per-tier unit prices turned into linear coefficients per dimension.
+
+For every topology the link, switch-port and NIC bandwidth bought is linear in the
+per-NPU bandwidth ``B_d``, so network cost is ``C(B) = sum_d kappa_d B_d`` and power
+``P(B) = sum_d pi_d B_d``.
+
+A switch dimension without a radix is one ideal switch per block (LIBRA). With a radix
+(:attr:`libra_opt.fabric.dims.Dim.switch_radix`) it is a folded Clos whose tier count follows
+from its size (:func:`libra_opt.fabric.inventory.clos_tiers`); every tier adds switch ports, links and transceivers
+per GB/s, so the coefficients stay linear in ``B``. A tier may price ``transceiver``
+(optics: one transceiver at each end of every link); their cost and power are added to the
+``link`` column of :class:`CostCoefficients`.
+
+References
+----------
+.. [1] W. Won et al., "LIBRA: Enabling Workload-Aware Multi-Dimensional Network Topology
+   Optimization for Distributed Training of Large AI Models", ISPASS 2024, arXiv:2109.11762.
+.. [2] C. E. Leiserson, "Fat-trees: universal networks for hardware-efficient
+   supercomputing", IEEE Trans. Computers 34(10), 1985; M. Al-Fares, A. Loukissas,
+   A. Vahdat, "A scalable, commodity data center network architecture", SIGCOMM 2008.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+import numpy as np
+
+from libra_opt.errors import InputError
+from libra_opt.fabric.dims import Fabric
+from libra_opt.fabric.inventory import dimension_inventory
+from libra_opt.options import COMPONENTS, PRICED_COMPONENTS
+
+__all__ = [
+    "TierPrices",
+    "CostModel",
+    "CostCoefficients",
+    "cost_coefficients",
+    "CostBreakdown",
+    "network_cost_breakdown",
+]
+
+# Components each topology buys per GB/s of per-NPU bandwidth.
+_NEEDED = {"ring": ("link",), "fully_connected": ("link",), "switch": ("link", "switch", "nic")}
+
+
+def _price_map(values: Mapping[str, float] | None, what: str, tier: str) -> Mapping[str, float]:
+    out: dict[str, float] = {}
+    for comp, v in dict(values or {}).items():
+        if comp not in PRICED_COMPONENTS:
+            raise InputError(
+                f"tier {tier!r}: unknown component {comp!r}; expected one of "
+                f"{', '.join(PRICED_COMPONENTS)}",
+                field=f"{what}.{tier}",
+            )
+        try:
+            x = float(v)
+        except (TypeError, ValueError):
+            raise InputError(
+                f"tier {tier!r}, {comp}: {v!r} is not a number", field=f"{what}.{tier}.{comp}"
+            ) from None
+        if not math.isfinite(x) or x < 0:
+            raise InputError(
+                f"tier {tier!r}, {comp}: {v!r} must be finite and >= 0",
+                field=f"{what}.{tier}.{comp}",
+            )
+        out[comp] = x
+    return MappingProxyType(out)
+
+
+@dataclass(frozen=True)
+class TierPrices:
+    """Unit prices of one cost tier.
+
+    Parameters
+    ----------
+    tier : str
+        Tier name (``InterPod`` etc.).
+    usd_per_gbps : mapping
+        Component (``link``, ``switch``, ``nic``, optionally ``transceiver``) -> $ per GB/s.
+    w_per_gbps : mapping, optional
+        Component -> W per GB/s. ``None`` when power is not modelled.
+    """
+
+    tier: str
+    usd_per_gbps: Mapping[str, float]
+    w_per_gbps: Mapping[str, float] | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "usd_per_gbps", _price_map(self.usd_per_gbps, "cost_model", self.tier))
+        if self.w_per_gbps is not None:
+            object.__setattr__(
+                self, "w_per_gbps", _price_map(self.w_per_gbps, "power_model", self.tier)
+            )
+
+
+@dataclass(frozen=True)
+class CostModel:
+    """Per-tier unit prices (and optionally power) for the network components.
+
+    Examples
+    --------
+    >>> cm = CostModel.from_tables({"T": {"link": 2.0}}, {"T": {"link": 0.01}})
+    >>> cm.tiers["T"].usd_per_gbps["link"], cm.has_power
+    (2.0, True)
+    """
+
+    tiers: Mapping[str, TierPrices] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "tiers", MappingProxyType(dict(self.tiers)))
+
+    @property
+    def has_power(self) -> bool:
+        """True when every tier has a power table."""
+        return bool(self.tiers) and all(t.w_per_gbps is not None for t in self.tiers.values())
+
+    @classmethod
+    def from_tables(
+        cls,
+        usd_per_gbps: Mapping[str, Mapping[str, float]],
+        w_per_gbps: Mapping[str, Mapping[str, float]] | None = None,
+    ) -> CostModel:
+        """Build from ``{tier: {component: $/GB/s}}`` and the same shape in W/GB/s."""
+        tiers = {}
+        power = dict(w_per_gbps or {})
+        if w_per_gbps is not None:
+            extra = sorted(set(power) - set(usd_per_gbps))
+            if extra:
+                raise InputError(
+                    f"power tiers {', '.join(extra)} have no prices", field="power_model"
+                )
+            missing = sorted(set(usd_per_gbps) - set(power))
+            if missing:
+                raise InputError(
+                    f"tiers {', '.join(missing)} have prices but no power entry "
+                    "(give 0 where a component draws no power)",
+                    field="power_model",
+                )
+        for tier, prices in usd_per_gbps.items():
+            tiers[tier] = TierPrices(
+                tier, prices, power.get(tier) if w_per_gbps is not None else None
+            )
+        return cls(tiers)
+
+
+@dataclass(frozen=True)
+class CostCoefficients:
+    """Linear cost and power coefficients.
+
+    Attributes
+    ----------
+    usd_by_component : numpy.ndarray
+        Shape ``(D, 3)``: $ per GB/s of ``B_d`` for link, switch, nic.
+    w_by_component : numpy.ndarray or None
+        Shape ``(D, 3)`` in W per GB/s, ``None`` when power is not modelled.
+    """
+
+    usd_by_component: np.ndarray
+    w_by_component: np.ndarray | None
+
+    @property
+    def usd_per_gbps(self) -> np.ndarray:
+        """``kappa_d``: $ per GB/s of per-NPU bandwidth, shape ``(D,)``."""
+        return self.usd_by_component.sum(axis=1)
+
+    @property
+    def w_per_gbps(self) -> np.ndarray | None:
+        """``pi_d``: W per GB/s of per-NPU bandwidth, or ``None``."""
+        return None if self.w_by_component is None else self.w_by_component.sum(axis=1)
+
+
+def cost_coefficients(fabric: Fabric, cost_model: CostModel) -> CostCoefficients:
+    """Linear $ and W coefficients of every dimension.
+
+    Notes
+    -----
+    ``kappa_d = l_d p_link + s_d p_switch + c_d p_nic + o_d p_transceiver`` with ``l_d``,
+    ``s_d``, ``c_d``, ``o_d`` the link, switch-port, NIC-port and transceiver GB/s bought per
+    GB/s of ``B_d`` (:func:`dimension_inventory`); the same with W for ``pi_d``.
+    ``transceiver`` is optional (absent = copper, no optics) and is reported in the ``link``
+    column.
+
+    Raises
+    ------
+    InputError
+        If a dimension's tier is missing from the cost model, or lacks a component its
+        topology needs (ring/fully-connected: link; switch: link, switch, nic).
+
+    Examples
+    --------
+    >>> from libra_opt.fabric.dims import Dim
+    >>> f = Fabric((Dim("a", "ring", 4, "A"), Dim("b", "switch", 8, "B")))
+    >>> cm = CostModel.from_tables({"A": {"link": 2.0}, "B": {"link": 1, "switch": 3, "nic": 4}})
+    >>> cost_coefficients(f, cm).usd_per_gbps.tolist()
+    [64.0, 256.0]
+    """
+    n_dims = fabric.n_dims
+    usd = np.zeros((n_dims, len(COMPONENTS)))
+    power = np.zeros((n_dims, len(COMPONENTS))) if cost_model.has_power else None
+    for d, dim in enumerate(fabric.dims):
+        if dim.tier not in cost_model.tiers:
+            raise InputError(
+                f"dimension {dim.name!r} uses tier {dim.tier!r}, which the cost model does not "
+                f"price (tiers: {', '.join(cost_model.tiers) or 'none'})",
+                field="cost_model",
+            )
+        prices = cost_model.tiers[dim.tier]
+        inv = dimension_inventory(fabric, d)
+        amounts = {
+            "link": inv.link_gbps_per_gbps,
+            "switch": float(inv.switch_ports),
+            "nic": float(inv.nics),
+        }
+        for c, comp in enumerate(COMPONENTS):
+            if comp not in _NEEDED[dim.topology]:
+                continue
+            if comp not in prices.usd_per_gbps:
+                raise InputError(
+                    f"dimension {dim.name!r} is a {dim.topology} and needs a {comp} price in "
+                    f"tier {dim.tier!r} ($ per GB/s; write 0 if it is free)",
+                    field=f"cost_model.{dim.tier}",
+                )
+            usd[d, c] = amounts[comp] * prices.usd_per_gbps[comp]
+            if power is not None:
+                assert prices.w_per_gbps is not None
+                if comp not in prices.w_per_gbps:
+                    raise InputError(
+                        f"dimension {dim.name!r} needs a {comp} power entry in tier "
+                        f"{dim.tier!r} (W per GB/s; write 0 if it draws none)",
+                        field=f"power_model.{dim.tier}",
+                    )
+                power[d, c] = amounts[comp] * prices.w_per_gbps[comp]
+        if "transceiver" in prices.usd_per_gbps:
+            optics = inv.transceiver_gbps_per_gbps
+            usd[d, 0] += optics * prices.usd_per_gbps["transceiver"]
+            if power is not None:
+                assert prices.w_per_gbps is not None
+                if "transceiver" not in prices.w_per_gbps:
+                    raise InputError(
+                        f"tier {dim.tier!r} prices transceivers but has no transceiver power "
+                        "entry (W per GB/s; write 0 if it draws none)",
+                        field=f"power_model.{dim.tier}",
+                    )
+                power[d, 0] += optics * prices.w_per_gbps["transceiver"]
+    return CostCoefficients(usd, power)
+
+
+@dataclass(frozen=True)
+class CostBreakdown:
+    """Network cost and power at one bandwidth allocation.
+
+    ``usd_by_dim_component`` and ``w_by_dim_component`` have shape ``(D, 3)``
+    (link, switch, nic); power entries are ``None`` when power is not modelled.
+    """
+
+    usd_by_dim_component: np.ndarray
+    w_by_dim_component: np.ndarray | None
+
+    @property
+    def network_cost_usd(self) -> float:
+        """Total network cost in $."""
+        return float(self.usd_by_dim_component.sum())
+
+    @property
+    def network_power_w(self) -> float | None:
+        """Total network power in W, or ``None`` when not modelled."""
+        return None if self.w_by_dim_component is None else float(self.w_by_dim_component.sum())
+
+
+def network_cost_breakdown(coeffs: CostCoefficients, bw_gbps: np.ndarray) -> CostBreakdown:
+    """Cost and power per dimension and component at ``bw_gbps``."""
+    bw = np.asarray(bw_gbps, dtype=float)[:, None]
+    usd = coeffs.usd_by_component * bw
+    w = None if coeffs.w_by_component is None else coeffs.w_by_component * bw
+    return CostBreakdown(usd, w)

@@ -1,0 +1,364 @@
+"""Fabric builders: multi-dimensional fabrics, rail-optimized fat-trees and Rail-only networks.
+
+Every builder returns a plain :class:`~libra_opt.fabric.dims.Fabric`, so the optimizer, the
+evaluator, the cost model and :mod:`libra_opt.fabric.graphs` treat them alike.
+
+* :func:`multi_dim` — rings (tori are rings along each dimension), fully-connected cliques
+  and switches, innermost first (LIBRA's fabrics).
+* :func:`rail_optimized_fat_tree` — a high-bandwidth (HB) scale-up domain of ``hb_domain``
+  NPUs plus one full-bisection Clos over all ``n_npus`` NPUs (NVIDIA DGX SuperPOD style).
+* :func:`rail_only` — the same HB domain plus one Clos per rail (the NPUs with the same
+  local rank), with no spine across rails (Wang, Ghobadi et al. [1]_).
+
+Both two-level builders give the same dimension names (``hb``, ``scaleout``) and sizes, so a
+workload's group spans fit both and they can be compared one-to-one.
+
+References
+----------
+.. [1] W. Wang, M. Ghobadi, K. Shakeri, Y. Zhang, N. Hasani, "Rail-only: A Low-Cost
+   High-Performance Network for Training LLMs with Trillion Parameters", arXiv:2307.12169.
+.. [2] W. Won et al., "LIBRA", ISPASS 2024, arXiv:2109.11762.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from libra_opt.errors import InputError
+from libra_opt.fabric.dims import Dim, Fabric
+from libra_opt.fabric.inventory import clos_tiers
+from libra_opt.options import FABRIC_FAMILIES as FAMILIES
+from libra_opt.options import TOPOLOGIES
+
+__all__ = [
+    "LIBRA_TIERS",
+    "multi_dim",
+    "rail_optimized_fat_tree",
+    "rail_only",
+    "fabric_family",
+    "as_family",
+    "fabric_from_spec",
+]
+
+#: Default cost tiers of a multi-dimensional fabric, innermost first (LIBRA's names).
+LIBRA_TIERS: tuple[str, ...] = ("InterChiplet", "InterPackage", "InterNode", "InterPod")
+#: Fabric families understood by :func:`as_family` and :func:`fabric_from_spec`.
+
+
+def multi_dim(
+    shape: Sequence[int],
+    topologies: Sequence[str],
+    tiers: Sequence[str] | None = None,
+    names: Sequence[str] | None = None,
+    switch_radix: int | None = None,
+    latency_s: float | Sequence[float] = 0.0,
+) -> Fabric:
+    """A multi-dimensional fabric, innermost dimension first.
+
+    Parameters
+    ----------
+    shape : sequence of int
+        NPUs along each dimension.
+    topologies : sequence of str
+        ``ring`` (``torus`` is accepted: a torus is a ring along each of its dimensions),
+        ``fully_connected`` or ``switch`` per dimension.
+    tiers : sequence of str, optional
+        Cost tier per dimension; default :data:`LIBRA_TIERS` (up to four dimensions).
+    names : sequence of str, optional
+        Dimension names; default the tiers without ``Inter`` in lower case (``chiplet``...),
+        or ``dim0``, ``dim1``... when tiers are given.
+    switch_radix : int, optional
+        Radix applied to every switch dimension (``None``: ideal switches, LIBRA pricing).
+    latency_s : float or sequence of float
+        Per-step latency of every dimension, or one value per dimension.
+
+    Returns
+    -------
+    Fabric
+
+    Examples
+    --------
+    A 4 x 4 torus inside a switch of 8:
+
+    >>> f = multi_dim((4, 4, 8), ("torus", "torus", "switch"))
+    >>> f.names, f.n_npus, [d.topology for d in f.dims]
+    (('chiplet', 'package', 'node'), 128, ['ring', 'ring', 'switch'])
+    """
+    shape = tuple(shape)
+    topos = tuple("ring" if t == "torus" else t for t in topologies)
+    n = len(shape)
+    if len(topos) != n:
+        raise InputError(
+            f"{len(topos)} topologies for {n} dimensions", field="fabric.topologies"
+        )
+    for t in topos:
+        if t not in TOPOLOGIES:
+            raise InputError(
+                f"topology {t!r} is not one of ring, torus, fully_connected, switch",
+                field="fabric.topologies",
+            )
+    if tiers is None:
+        if n > len(LIBRA_TIERS):
+            raise InputError(
+                f"give tiers for a {n}-dimensional fabric (defaults cover {len(LIBRA_TIERS)})",
+                field="fabric.tiers",
+            )
+        tiers = LIBRA_TIERS[:n]
+        default_names = tuple(t[5:].lower() for t in tiers)
+    else:
+        tiers = tuple(tiers)
+        default_names = tuple(f"dim{i}" for i in range(n))
+    if len(tiers) != n:
+        raise InputError(f"{len(tiers)} tiers for {n} dimensions", field="fabric.tiers")
+    names = tuple(names) if names is not None else default_names
+    if len(names) != n:
+        raise InputError(f"{len(names)} names for {n} dimensions", field="fabric.names")
+    lat = (latency_s,) * n if isinstance(latency_s, int | float) else tuple(latency_s)
+    if len(lat) != n:
+        raise InputError(f"{len(lat)} latencies for {n} dimensions", field="fabric.latency_s")
+    dims = tuple(
+        Dim(
+            names[i], topos[i], int(shape[i]), tiers[i], float(lat[i]),  # type: ignore[arg-type]
+            switch_radix=switch_radix if topos[i] == "switch" else None,
+        )
+        for i in range(n)
+    )
+    return Fabric(dims)
+
+
+def _two_level(
+    n_npus: int,
+    hb_domain: int,
+    switch_radix: int | None,
+    scope: str,
+    hb_topology: str,
+    hb_tier: str,
+    scale_out_tier: str,
+    hb_latency_s: float,
+    scale_out_latency_s: float,
+) -> Fabric:
+    for key, v in (("n_npus", n_npus), ("hb_domain", hb_domain)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise InputError(f"{key} {v!r} must be a positive integer", field=f"fabric.{key}")
+    if n_npus % hb_domain:
+        raise InputError(
+            f"n_npus {n_npus} is not a multiple of hb_domain {hb_domain}",
+            field="fabric.n_npus",
+        )
+    if hb_topology == "torus":
+        hb_topology = "ring"
+    hb = Dim("hb", hb_topology, hb_domain, hb_tier, hb_latency_s)  # type: ignore[arg-type]
+    so = Dim(
+        "scaleout", "switch", n_npus // hb_domain, scale_out_tier, scale_out_latency_s,
+        switch_radix=switch_radix, switch_scope=scope,
+    )
+    clos_tiers(n_npus if scope == "block" else so.size, switch_radix)  # fail early if > 3
+    return Fabric((hb, so))
+
+
+def rail_optimized_fat_tree(
+    n_npus: int,
+    hb_domain: int,
+    switch_radix: int | None = 64,
+    *,
+    hb_topology: str = "switch",
+    hb_tier: str = "ScaleUp",
+    scale_out_tier: str = "ScaleOut",
+    hb_latency_s: float = 0.0,
+    scale_out_latency_s: float = 0.0,
+) -> Fabric:
+    """HB domains of ``hb_domain`` NPUs plus one full-bisection Clos over all NPUs.
+
+    Parameters
+    ----------
+    n_npus : int
+        Total NPUs ``N`` (a multiple of ``hb_domain``).
+    hb_domain : int
+        NPUs per scale-up (high-bandwidth) domain, e.g. 8 for a DGX H100, 72 for an NVL72.
+    switch_radix : int or None
+        Ports per scale-out switch (default 64); ``None`` prices one ideal switch.
+    hb_topology : str
+        Topology of the HB domain (``switch`` for NVSwitch, ``ring``, ``fully_connected``).
+    hb_tier, scale_out_tier : str
+        Cost tiers of the two dimensions.
+    hb_latency_s, scale_out_latency_s : float
+        Per-step latencies.
+
+    Returns
+    -------
+    Fabric
+        Dimensions ``hb`` (size ``hb_domain``) and ``scaleout`` (size ``N / hb_domain``,
+        ``block`` scope: its Clos spans all ``N`` NPUs).
+
+    Notes
+    -----
+    The Clos has ``t = clos_tiers(N, k)`` tiers, so ``2t - 1`` switch ports, ``t`` links and
+    ``2t`` transceivers of ``B`` per NPU (:func:`libra_opt.fabric.inventory.dimension_inventory`). The
+    rail-optimized wiring (leaf switches serve one local rank) does not change the counts.
+
+    Examples
+    --------
+    >>> from libra_opt.fabric.inventory import dimension_inventory
+    >>> f = rail_optimized_fat_tree(4096, 8, 64)
+    >>> f.sizes, dimension_inventory(f, 1).tiers
+    ((8, 512), 3)
+    """
+    return _two_level(
+        n_npus, hb_domain, switch_radix, "block", hb_topology, hb_tier, scale_out_tier,
+        hb_latency_s, scale_out_latency_s,
+    )
+
+
+def rail_only(
+    n_npus: int,
+    hb_domain: int,
+    switch_radix: int | None = 64,
+    *,
+    hb_topology: str = "switch",
+    hb_tier: str = "ScaleUp",
+    scale_out_tier: str = "ScaleOut",
+    hb_latency_s: float = 0.0,
+    scale_out_latency_s: float = 0.0,
+) -> Fabric:
+    """HB domains of ``hb_domain`` NPUs plus one Clos per rail, no spine across rails.
+
+    Parameters are those of :func:`rail_optimized_fat_tree`.
+
+    Returns
+    -------
+    Fabric
+        Dimensions ``hb`` and ``scaleout`` (``rail`` scope: ``hb_domain`` separate Clos
+        networks of ``N / hb_domain`` NPUs each).
+
+    Notes
+    -----
+    Each rail's Clos has ``t_r = clos_tiers(N / h, k)`` tiers, against
+    ``t = clos_tiers(N, k)`` for the fat-tree; cost and power fall by the ports, links and
+    transceivers of the ``t - t_r`` tiers removed. Traffic between different rails is
+    forwarded through the HB domain (:mod:`libra_opt.traffic.rail`).
+
+    Examples
+    --------
+    >>> from libra_opt.fabric.inventory import dimension_inventory
+    >>> f = rail_only(4096, 64, 64)     # rails of 64 NPUs: one switch each
+    >>> inv = dimension_inventory(f, 1)
+    >>> inv.tiers, inv.switches, inv.switch_ports
+    (1, 64, 4096)
+    """
+    return _two_level(
+        n_npus, hb_domain, switch_radix, "rail", hb_topology, hb_tier, scale_out_tier,
+        hb_latency_s, scale_out_latency_s,
+    )
+
+
+def fabric_family(fabric: Fabric) -> str:
+    """``rail_only`` if any dimension is rail-scoped, ``fat_tree`` if the outermost dimension
+    is a Clos (a switch with a radix), else ``multi_dim``.
+
+    Examples
+    --------
+    >>> fabric_family(rail_only(1024, 8)), fabric_family(rail_optimized_fat_tree(1024, 8))
+    ('rail_only', 'fat_tree')
+    >>> fabric_family(multi_dim((4, 8), ("ring", "switch")))
+    'multi_dim'
+    """
+    if any(d.switch_scope == "rail" for d in fabric.dims):
+        return "rail_only"
+    last = fabric.dims[-1]
+    if last.topology == "switch" and last.switch_radix is not None:
+        return "fat_tree"
+    return "multi_dim"
+
+
+def as_family(fabric: Fabric, family: str, switch_radix: int | None = 64) -> Fabric:
+    """The same shape re-wired as another family (dimension names and sizes kept).
+
+    ``fat_tree`` turns the outermost dimension into a ``block``-scope Clos of radix
+    ``switch_radix``; ``rail_only`` into one Clos per rail; ``multi_dim`` returns
+    ``fabric`` with every radix and rail scope removed (LIBRA's ideal switches). The inner
+    dimensions form the HB domain and are left as they are.
+
+    Examples
+    --------
+    >>> f = multi_dim((8, 16), ("switch", "switch"), tiers=("ScaleUp", "ScaleOut"),
+    ...               names=("hb", "scaleout"))
+    >>> as_family(f, "rail_only", 64) == rail_only(128, 8, 64)
+    True
+    """
+    if family not in FAMILIES:
+        raise InputError(
+            f"fabric family {family!r} is not one of {', '.join(FAMILIES)}", field="fabrics"
+        )
+    if family == "multi_dim":
+        dims = tuple(dataclasses.replace(d, switch_radix=None, switch_scope="block")
+                     for d in fabric.dims)
+        return Fabric(dims)
+    last = dataclasses.replace(
+        fabric.dims[-1],
+        topology="switch",
+        switch_radix=switch_radix,
+        switch_scope="block" if family == "fat_tree" else "rail",
+    )
+    return Fabric((*fabric.dims[:-1], last))
+
+
+_SPEC_KEYS = {
+    "multi_dim": {"builder", "shape", "topologies", "tiers", "names", "switch_radix",
+                  "latency_s"},
+    "fat_tree": {"builder", "n_npus", "hb_domain", "switch_radix", "hb_topology", "hb_tier",
+                 "scale_out_tier", "hb_latency_s", "scale_out_latency_s"},
+}
+_SPEC_KEYS["rail_only"] = _SPEC_KEYS["fat_tree"]
+
+
+def fabric_from_spec(spec: Mapping[str, Any], source: str | None = None) -> Fabric:
+    """Build a fabric from a mapping such as a scenario's ``fabric:`` section.
+
+    ``builder`` is ``multi_dim``, ``fat_tree`` (or ``rail_optimized_fat_tree``) or
+    ``rail_only``; the other keys are the builder's parameters.
+
+    Raises
+    ------
+    InputError
+        Naming the unknown key or the bad value.
+
+    Examples
+    --------
+    >>> fabric_from_spec({"builder": "rail_only", "n_npus": 2048, "hb_domain": 8}).sizes
+    (8, 256)
+    """
+    if not isinstance(spec, Mapping):
+        raise InputError("expected a mapping", source=source, field="fabric")
+    builder = spec.get("builder")
+    if builder == "rail_optimized_fat_tree":
+        builder = "fat_tree"
+    if builder not in _SPEC_KEYS:
+        raise InputError(
+            f"builder {builder!r} is not one of multi_dim, fat_tree, rail_only",
+            source=source,
+            field="fabric.builder",
+        )
+    unknown = sorted(set(spec) - _SPEC_KEYS[builder])
+    if unknown:
+        raise InputError(
+            f"unknown key(s) {', '.join(map(str, unknown))} for builder {builder!r}; expected "
+            f"{', '.join(sorted(_SPEC_KEYS[builder] - {'builder'}))}",
+            source=source,
+            field="fabric",
+        )
+    kwargs = {k: v for k, v in spec.items() if k != "builder"}
+    try:
+        if builder == "multi_dim":
+            for key in ("shape", "topologies"):
+                if key not in kwargs:
+                    raise InputError("required field is missing", field=f"fabric.{key}")
+            return multi_dim(**kwargs)
+        for key in ("n_npus", "hb_domain"):
+            if key not in kwargs:
+                raise InputError("required field is missing", field=f"fabric.{key}")
+        fn = rail_only if builder == "rail_only" else rail_optimized_fat_tree
+        return fn(**kwargs)
+    except InputError as exc:
+        raise InputError(exc.message, source=source, field=exc.field) from None

@@ -1,0 +1,179 @@
+"""Multi-dimensional fabric: an ordered list of network dimensions, innermost first.
+
+A dimension has a topology (``ring``, ``fully_connected`` or ``switch``), a size (NPUs
+along it), a cost tier (which unit-price table applies) and an optional per-step latency.
+A switch dimension may also carry a switch radix (it is then priced as a multi-tier Clos
+instead of one ideal switch) and a scope (``block``: one network over all NPUs of the block,
+LIBRA's meaning; ``rail``: one network per rail, as in a Rail-only fabric).
+The optimizer's decision variable for dimension ``d`` is ``B_d``, the aggregate bandwidth
+per NPU into that dimension, in GB/s (1 GB/s = 1e9 bytes/s).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from libra_opt.errors import InputError
+from libra_opt.options import SWITCH_SCOPES, TOPOLOGIES, Topology
+
+__all__ = ["Dim", "Fabric"]
+
+# Switch scope ``block``: one switch network per block of ``prod(size_0..size_d)`` NPUs
+# (LIBRA); ``rail``: one per rail, the ``size_d`` NPUs that share every other coordinate.
+
+
+@dataclass(frozen=True)
+class Dim:
+    """One network dimension.
+
+    Parameters
+    ----------
+    name : str
+        Identifier used in constraints (``bw.<name>``) and reports.
+    topology : {'ring', 'fully_connected', 'switch'}
+        Building block of the dimension.
+    size : int
+        NPUs along the dimension (>= 1).
+    tier : str
+        Cost tier, the key of the unit-price table in the cost model.
+    latency_s : float
+        Per-algorithm-step latency alpha_d in seconds (0 disables the latency term).
+    switch_radix : int, optional
+        Ports per physical switch (switch dimensions only; an even number >= 4). When set,
+        a switch network larger than one switch is priced as a folded Clos with the tiers
+        its size needs (see :func:`libra_opt.fabric.inventory.clos_tiers`). ``None`` (default) keeps
+        LIBRA's one-ideal-switch pricing.
+    switch_scope : {'block', 'rail'}
+        ``block`` (default, LIBRA): one switch network connects every NPU of the block
+        ``prod(size_0..size_d)``, inner dimensions included. ``rail``: one network per rail
+        (the ``size`` NPUs that share all other coordinates), no spine across rails.
+
+    Examples
+    --------
+    >>> Dim("pod", "switch", 32, "InterPod").size
+    32
+    >>> Dim("rail", "switch", 512, "ScaleOut", switch_radix=64, switch_scope="rail").switch_scope
+    'rail'
+    """
+
+    name: str
+    topology: Topology
+    size: int
+    tier: str
+    latency_s: float = 0.0
+    switch_radix: int | None = None
+    switch_scope: str = "block"
+
+    def __post_init__(self) -> None:
+        field = f"dim '{self.name}'"
+        if not isinstance(self.name, str) or not self.name.isidentifier():
+            raise InputError(
+                f"dimension name {self.name!r} must be an identifier (letters, digits, _)",
+                field="fabric.dims.name",
+            )
+        if self.topology not in TOPOLOGIES:
+            raise InputError(
+                f"topology {self.topology!r} is not one of {', '.join(TOPOLOGIES)}",
+                field=f"{field}.topology",
+            )
+        if isinstance(self.size, bool) or not isinstance(self.size, int) or self.size < 1:
+            raise InputError(
+                f"size {self.size!r} must be a positive integer", field=f"{field}.size"
+            )
+        if self.topology == "fully_connected" and self.size < 2:
+            raise InputError(
+                "a fully_connected dimension needs size >= 2", field=f"{field}.size"
+            )
+        if not isinstance(self.tier, str) or not self.tier:
+            raise InputError("tier must be a non-empty string", field=f"{field}.tier")
+        lat = float(self.latency_s)
+        if not math.isfinite(lat) or lat < 0:
+            raise InputError(
+                f"latency_s {self.latency_s!r} must be a finite number >= 0",
+                field=f"{field}.latency_s",
+            )
+        if self.switch_radix is not None:
+            k = self.switch_radix
+            if self.topology != "switch":
+                raise InputError(
+                    f"switch_radix is only meaningful for a switch dimension, not {self.topology}",
+                    field=f"{field}.switch_radix",
+                )
+            if isinstance(k, bool) or not isinstance(k, int) or k < 4 or k % 2:
+                raise InputError(
+                    f"switch_radix {k!r} must be an even integer >= 4 (ports per switch)",
+                    field=f"{field}.switch_radix",
+                )
+        if self.switch_scope not in SWITCH_SCOPES:
+            raise InputError(
+                f"switch_scope {self.switch_scope!r} is not one of {', '.join(SWITCH_SCOPES)}",
+                field=f"{field}.switch_scope",
+            )
+        if self.switch_scope == "rail" and self.topology != "switch":
+            raise InputError(
+                f"switch_scope 'rail' needs a switch dimension, not {self.topology}",
+                field=f"{field}.switch_scope",
+            )
+
+
+@dataclass(frozen=True)
+class Fabric:
+    """An ordered tuple of :class:`Dim`, innermost first.
+
+    Examples
+    --------
+    >>> f = Fabric((Dim("node", "ring", 4, "A"), Dim("pod", "switch", 8, "B")))
+    >>> f.n_npus, f.n_dims, f.index("pod")
+    (32, 2, 1)
+    """
+
+    dims: tuple[Dim, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "dims", tuple(self.dims))
+        if not self.dims:
+            raise InputError("a fabric needs at least one dimension", field="fabric.dims")
+        names = [d.name for d in self.dims]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise InputError(
+                f"dimension names must be unique; repeated: {', '.join(dup)}",
+                field="fabric.dims",
+            )
+
+    @property
+    def n_dims(self) -> int:
+        """Number of dimensions D."""
+        return len(self.dims)
+
+    @property
+    def n_npus(self) -> int:
+        """Total NPUs N = prod(size_d)."""
+        return math.prod(d.size for d in self.dims)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Dimension names in fabric order."""
+        return tuple(d.name for d in self.dims)
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        """Dimension sizes in fabric order."""
+        return tuple(d.size for d in self.dims)
+
+    def index(self, name: str) -> int:
+        """Position of the dimension called ``name``.
+
+        Raises
+        ------
+        InputError
+            If no dimension has that name.
+        """
+        for i, d in enumerate(self.dims):
+            if d.name == name:
+                return i
+        raise InputError(
+            f"no dimension named {name!r}; the fabric has {', '.join(self.names)}",
+            field="fabric.dims",
+        )

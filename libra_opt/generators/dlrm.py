@@ -1,0 +1,169 @@
+"""DLRM: model-parallel embeddings (all-to-all) and data-parallel MLPs (all-reduce).
+
+The hybrid parallelization of Naumov et al. (2019, Sec. 4): embedding tables are sharded
+over all ``N`` NPUs; every NPU looks up its share of the tables for the whole global
+micro-batch and an all-to-all delivers to each NPU the pooled vectors of its own samples
+(forward), and their gradients back to the table owners (input-gradient phase). The MLPs are
+replicated and their gradients all-reduced over ``dp`` (all NPUs).
+
+Per NPU and micro-batch of ``b`` samples, with ``T`` tables of width ``d``:
+
+* all-to-all size ``b T d beta`` (each NPU sends ``(N-1)/N`` of it);
+* embedding lookup: ``b T L d k_p`` bytes read from HBM (``L`` lookups per table, an even
+  share of all lookups -- tables are assumed balanced), the same again written back by the
+  sparse SGD update;
+* MLP FLOPs: ``2 b sum(in x out)`` forward, the same for input and for weight gradients;
+  the dot interaction ``b (T+1) T d`` FLOPs forward and twice that backward.
+
+Embedding tables are held in ``param_bytes`` without gradient or optimizer state (sparse
+SGD, as the MLPerf reference); the MLPs carry full model state.
+"""
+
+from __future__ import annotations
+
+from libra_opt.errors import InputError
+from libra_opt.fabric.dims import Fabric
+from libra_opt.generators.descriptors import DLRMSpec
+from libra_opt.generators.devices import ComputeEfficiency, Device, compute_time_s, memory_time_s
+from libra_opt.generators.generated import GeneratedWorkload
+from libra_opt.generators.mapping import Placement
+from libra_opt.generators.memory import MemoryBreakdown, model_state_bytes
+from libra_opt.generators.parallelism import Parallelism
+from libra_opt.generators.resnet import check_data_parallel_only
+from libra_opt.traffic.workload import Collective, Layer, Phase, Workload
+
+__all__ = ["dlrm_mlp_shapes", "dlrm_params", "dlrm_flops_per_sample", "dlrm_workload"]
+
+
+def dlrm_mlp_shapes(spec: DLRMSpec) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """(in, out) widths of the bottom and top MLP layers.
+
+    The top MLP's input is the dense vector plus the ``(T+1) T / 2`` pairwise dot products.
+
+    Examples
+    --------
+    >>> from libra_opt.io.presets import load_model
+    >>> bot, top = dlrm_mlp_shapes(load_model("dlrm_criteo_1tb"))
+    >>> bot[0], top[0]
+    ((13, 512), (479, 1024))
+    """
+    bot, prev = [], spec.n_dense_features
+    for w in spec.bottom_mlp:
+        bot.append((prev, w))
+        prev = w
+    n_vec = len(spec.embedding_rows) + 1
+    prev = spec.embedding_dim + n_vec * (n_vec - 1) // 2
+    top = []
+    for w in spec.top_mlp:
+        top.append((prev, w))
+        prev = w
+    return bot, top
+
+
+def dlrm_params(spec: DLRMSpec) -> tuple[int, int]:
+    """(embedding parameters, MLP parameters with biases).
+
+    Examples
+    --------
+    >>> from libra_opt.io.presets import load_model
+    >>> emb, mlp = dlrm_params(load_model("dlrm_criteo_1tb"))
+    >>> emb == 187_767_399 * 128, mlp
+    (True, 2368897)
+    """
+    bot, top = dlrm_mlp_shapes(spec)
+    mlp = sum(i * o + o for i, o in bot + top)
+    return sum(spec.embedding_rows) * spec.embedding_dim, mlp
+
+
+def dlrm_flops_per_sample(spec: DLRMSpec) -> tuple[float, float]:
+    """Forward (MLP, interaction) FLOPs per sample."""
+    bot, top = dlrm_mlp_shapes(spec)
+    mlp = 2.0 * sum(i * o for i, o in bot + top)
+    n_vec = len(spec.embedding_rows) + 1
+    inter = 2.0 * spec.embedding_dim * n_vec * (n_vec - 1) / 2
+    return mlp, inter
+
+
+def dlrm_workload(
+    spec: DLRMSpec,
+    par: Parallelism,
+    device: Device,
+    fabric: Fabric,
+    placement: Placement,
+    efficiency: ComputeEfficiency,
+    name: str | None = None,
+    check_memory: bool = True,
+) -> GeneratedWorkload:
+    """DLRM training step on one NPU (see module docstring). Group ``emb`` = all NPUs."""
+    check_data_parallel_only(par, "DLRM")
+    prec = par.precision
+    dtype = prec.compute_dtype
+    b, m, n = par.micro_batch_size, par.micro_batches, par.dp
+    n_tables = len(spec.embedding_rows)
+    bot, top = dlrm_mlp_shapes(spec)
+    emb_params, mlp_params = dlrm_params(spec)
+    beta = prec.activation_bytes
+
+    lookup_bytes = b * n_tables * spec.lookups_per_table * spec.embedding_dim * prec.param_bytes
+    a2a = (
+        (Collective("all_to_all", b * n_tables * spec.embedding_dim * beta, "emb"),)
+        if n > 1
+        else ()
+    )
+    t_lookup = memory_time_s(lookup_bytes, device)
+
+    def mlp_layer(label: str, shapes: list[tuple[int, int]]) -> tuple[Layer, Collective | None]:
+        f = 2.0 * b * sum(i * o for i, o in shapes)
+        t = compute_time_s(f, device, dtype, efficiency)
+        params = sum(i * o + o for i, o in shapes)
+        ar = Collective("all_reduce", params * prec.grad_bytes, "dp") if n > 1 else None
+        wg = (ar,) if (ar is not None and m == 1) else ()
+        return Layer(label, Phase(t), Phase(t), Phase(t, wg), count=m), ar
+
+    _, inter_f = dlrm_flops_per_sample(spec)
+    t_inter = compute_time_s(inter_f * b, device, dtype, efficiency)
+    bottom, ar_b = mlp_layer("bottom_mlp", bot)
+    top_l, ar_t = mlp_layer("top_mlp", top)
+    layers = [
+        bottom,
+        Layer("embedding", Phase(t_lookup, a2a), Phase(0.0, a2a), Phase(t_lookup), count=m),
+        Layer("interaction", Phase(t_inter), Phase(2.0 * t_inter), count=m),
+        top_l,
+    ]
+    sync = [c for c in (ar_b, ar_t) if c is not None]
+    if m > 1 and sync:
+        layers.append(Layer("dp_grad_sync", weight_grad=Phase(0.0, tuple(sync))))
+    pb, gb, ob = prec.param_bytes, prec.grad_bytes, prec.optimizer_bytes
+    shard = mlp_params / n if par.zero >= 1 else mlp_params
+    layers.append(Layer("optimizer_step", Phase(memory_time_s(shard * (gb + 2 * ob + pb), device))))
+
+    w, g, o = model_state_bytes(mlp_params, prec, par.zero, n)
+    w += emb_params * pb / n
+    widths = sum(o_ for _, o_ in bot + top) + n_tables * spec.embedding_dim + top[0][0]
+    act = 2.0 * b * widths * beta
+    memory = MemoryBreakdown(w, g, o, act, device.hbm_bytes, "every NPU")
+    if check_memory and not memory.fits:
+        raise InputError(f"{spec.name} does not fit: {memory.describe()}", field="parallelism")
+    mlp_f, inter_f = dlrm_flops_per_sample(spec)
+    flops_step = 3.0 * (mlp_f + inter_f) * par.global_batch_size
+    groups = placement.groups()
+    groups["emb"] = groups["dp"]
+    return GeneratedWorkload(
+        workload=Workload(name or spec.name, tuple(layers), groups),
+        model_name=spec.name,
+        n_npus=fabric.n_npus,
+        device=device,
+        efficiency=efficiency,
+        compute_dtype=dtype,
+        model_flops_per_step=flops_step,
+        hardware_flops_per_step=flops_step,
+        tokens_per_step=float(par.global_batch_size),
+        samples_per_step=float(par.global_batch_size),
+        memory=memory,
+        placement=placement,
+        micro_batches=m,
+        notes=(
+            "tokens_per_step counts samples",
+            "embedding tables sharded evenly over all NPUs (group 'emb' = 'dp')",
+        ),
+    )

@@ -1,0 +1,126 @@
+"""The result of a workload generator and the metrics derived from a step time."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from libra_opt.generators.devices import ComputeEfficiency, Device
+from libra_opt.generators.mapping import Placement
+from libra_opt.generators.memory import MemoryBreakdown
+from libra_opt.traffic.workload import Workload
+
+__all__ = [
+    "GeneratedWorkload",
+    "throughput_tokens_per_s",
+    "throughput_samples_per_s",
+    "achieved_flops_per_npu",
+    "model_flops_utilization",
+]
+
+
+@dataclass(frozen=True)
+class GeneratedWorkload:
+    """A :class:`~libra_opt.traffic.workload.Workload` with what it was generated from.
+
+    Attributes
+    ----------
+    workload : Workload
+        Layers, phases and collectives of one training step on one (the slowest) NPU.
+    model_name : str
+    n_npus : int
+    device : Device
+    efficiency : ComputeEfficiency
+    compute_dtype : str
+    model_flops_per_step : float
+        Useful FLOPs of one step over the whole cluster (no recomputation, no padding):
+        the numerator of MFU (Chowdhery et al. 2022).
+    hardware_flops_per_step : float
+        FLOPs executed including activation recomputation (Narayanan et al.'s count).
+    tokens_per_step : float
+        Tokens per step (transformers); samples for DLRM and ResNet.
+    samples_per_step : float
+        Sequences (transformers), samples or images per step.
+    memory : MemoryBreakdown
+        Peak memory of the most loaded NPU.
+    placement : Placement
+        Spans of the parallelism axes on the fabric.
+    micro_batches : int
+        Micro-batches per step per pipeline.
+    bubble_fraction : float
+        Pipeline idle time relative to the busy time, ``(p - 1) / (v m)``.
+    notes : tuple of str
+        Modelling choices worth reading next to the numbers.
+    """
+
+    workload: Workload
+    model_name: str
+    n_npus: int
+    device: Device
+    efficiency: ComputeEfficiency
+    compute_dtype: str
+    model_flops_per_step: float
+    hardware_flops_per_step: float
+    tokens_per_step: float
+    samples_per_step: float
+    memory: MemoryBreakdown
+    placement: Placement
+    micro_batches: int = 1
+    bubble_fraction: float = 0.0
+    notes: tuple[str, ...] = ()
+
+
+def throughput_tokens_per_s(generated: GeneratedWorkload, step_time_s: float) -> float:
+    """Tokens (samples for non-token models) processed per second by the whole cluster.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> throughput_tokens_per_s(SimpleNamespace(tokens_per_step=4e6), 2.0)
+    2000000.0
+    """
+    return generated.tokens_per_step / step_time_s
+
+
+def throughput_samples_per_s(generated: GeneratedWorkload, step_time_s: float) -> float:
+    """Sequences / samples / images per second."""
+    return generated.samples_per_step / step_time_s
+
+
+def achieved_flops_per_npu(
+    generated: GeneratedWorkload, step_time_s: float, hardware: bool = False
+) -> float:
+    """FLOP/s per NPU: model FLOPs (or hardware FLOPs) per step / (step time x NPUs).
+
+    ``hardware=True`` gives the figure Narayanan et al. (2021) report as "teraFLOP/s per
+    GPU" (their eq. (3) counts the recomputed forward pass).
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> g = SimpleNamespace(model_flops_per_step=6e18, hardware_flops_per_step=8e18, n_npus=1000)
+    >>> achieved_flops_per_npu(g, 20.0), achieved_flops_per_npu(g, 20.0, hardware=True)
+    (300000000000000.0, 400000000000000.0)
+    """
+    flops = generated.hardware_flops_per_step if hardware else generated.model_flops_per_step
+    return flops / (step_time_s * generated.n_npus)
+
+
+def model_flops_utilization(generated: GeneratedWorkload, step_time_s: float) -> float:
+    """Model FLOPs utilization: model FLOP/s per NPU over the device's peak for the dtype.
+
+    References
+    ----------
+    .. [1] A. Chowdhery et al., "PaLM: Scaling Language Modeling with Pathways",
+       arXiv:2204.02311, Appendix B.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> from libra_opt.io.presets import load_device
+    >>> g = SimpleNamespace(model_flops_per_step=989.4e12 * 8 * 0.4, n_npus=8,
+    ...                     device=load_device("h100_sxm"), compute_dtype="bf16")
+    >>> round(model_flops_utilization(g, 1.0), 6)
+    0.4
+    """
+    peak = generated.device.peak_flops_for(generated.compute_dtype)
+    return achieved_flops_per_npu(generated, step_time_s) / peak

@@ -1,0 +1,103 @@
+"""Model + parallelism + device + fabric -> :class:`GeneratedWorkload` for the solver.
+
+This is the one entry point that dispatches on the model kind (transformer, DLRM, ResNet),
+places the parallelism groups on the fabric and resolves the device and the efficiency.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from libra_opt.errors import InputError
+from libra_opt.fabric.dims import Fabric
+from libra_opt.generators.descriptors import DLRMSpec, ResNetSpec, TransformerSpec
+from libra_opt.generators.devices import ComputeEfficiency, Device, efficiency_from_value
+from libra_opt.generators.dlrm import dlrm_workload
+from libra_opt.generators.generated import GeneratedWorkload
+from libra_opt.generators.mapping import place_groups
+from libra_opt.generators.parallelism import Parallelism, parallelism_from_dict
+from libra_opt.generators.resnet import resnet_workload
+from libra_opt.generators.transformer_workload import transformer_workload
+
+__all__ = ["generate_workload"]
+
+
+def generate_workload(
+    model: TransformerSpec | DLRMSpec | ResNetSpec,
+    parallelism: Parallelism | Mapping[str, Any],
+    device: Device,
+    fabric: Fabric,
+    mapping: Mapping[str, Any] | None = None,
+    efficiency: ComputeEfficiency | float | Mapping[str, Any] | None = None,
+    name: str | None = None,
+    check_memory: bool = True,
+) -> GeneratedWorkload:
+    """Generate the training-step workload of ``model`` on ``fabric``.
+
+    Parameters
+    ----------
+    model : TransformerSpec, DLRMSpec or ResNetSpec
+        From :func:`libra_opt.io.presets.load_model`.
+    parallelism : Parallelism or mapping
+        Degrees, batch, recomputation, precision.
+    device : Device or str
+        The accelerator (presets: :func:`libra_opt.io.presets.load_device`).
+    fabric : Fabric
+        Its NPU count must equal ``tp x cp x dp x pp``.
+    mapping : mapping, optional
+        Explicit placement of groups on dimensions (see :mod:`libra_opt.generators.mapping`);
+        default automatic.
+    efficiency : ComputeEfficiency, float or mapping, optional
+        Fraction of peak FLOP/s; default the device's ``default_efficiency`` (constant).
+    name : str, optional
+        Workload name (default the model's).
+    check_memory : bool
+        Raise when the most loaded NPU does not fit in HBM.
+
+    Returns
+    -------
+    GeneratedWorkload
+
+    Raises
+    ------
+    InputError
+        Bad degrees, a mapping that does not fit the fabric, or a model that does not fit.
+
+    Examples
+    --------
+    Llama 3 8B, TP 8 inside an 8-GPU node, 4 nodes of data parallelism:
+
+    >>> from libra_opt.fabric.dims import Dim
+    >>> from libra_opt.io.presets import load_device, load_model
+    >>> f = Fabric((Dim("node", "switch", 8, "NVLink"), Dim("pod", "switch", 4, "IB")))
+    >>> g = generate_workload(load_model("llama3_8b"),
+    ...     {"tp": 8, "sequence_parallel": True, "dp": 4, "global_batch_size": 32},
+    ...     load_device("h100_sxm"), f, efficiency=0.5)
+    >>> g.workload.groups["tp"], g.workload.groups["dp"], g.micro_batches
+    ((8, 1), (1, 4), 8)
+    >>> [(layer.name, layer.count) for layer in g.workload.layers]
+    [('embedding', 8), ('dense_layer', 256), ('output_layer', 8), ('dp_grad_sync', 1), ('optimizer_step', 1)]
+    """
+    par = parallelism if isinstance(parallelism, Parallelism) else parallelism_from_dict(
+        dict(parallelism), prefix="parallelism"
+    )
+    if not isinstance(device, Device):
+        raise InputError(
+            f"device {device!r} is not a Device; load a preset with "
+            "libra_opt.io.presets.load_device(name)",
+            field="device",
+        )
+    dev = device
+    eff = (
+        efficiency_from_value(efficiency)
+        if efficiency is not None
+        else ComputeEfficiency("constant", dev.default_efficiency)
+    )
+    placement = place_groups(fabric, par.degrees(), mapping)
+    args = (par, dev, fabric, placement, eff, name, check_memory)
+    if isinstance(model, TransformerSpec):
+        return transformer_workload(model, *args)
+    if isinstance(model, DLRMSpec):
+        return dlrm_workload(model, *args)
+    return resnet_workload(model, *args)

@@ -1,0 +1,301 @@
+"""Placement of parallelism groups onto fabric dimensions (LIBRA's "communicator").
+
+The NPUs form a grid of five orthogonal axes, placed innermost first in this order:
+
+    tp, cp, ep, edp, pp
+
+``edp = dp / ep`` (the data-parallel group is ``ep x edp``). Every axis spans ``k_d`` NPUs of
+each fabric dimension ``d``; the product of an axis' ``k_d`` is its degree and, on every
+dimension, the product over axes of ``k_d`` is the dimension's size.
+
+**Automatic placement** walks the axes in the order above -- most bandwidth-hungry first,
+Megatron-Core's default rank order ``tp-cp-ep-dp-pp`` -- and gives each the innermost free
+capacity: on dimension ``d`` it takes ``gcd(remaining degree, free capacity of d)`` NPUs.
+
+**Explicit placement** (``mapping``): for any of ``tp``, ``cp``, ``ep``, ``dp``, ``pp``,
+either a list of dimension names (the axis takes the whole of each) or ``{dim: count}``.
+``dp`` is the whole data-parallel group; ``ep``, if not given, takes the innermost part of
+``dp``'s span. Axes left out are placed automatically in the remaining capacity.
+
+The groups a workload uses are derived from the axes (see :meth:`Placement.groups`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from libra_opt.errors import InputError
+from libra_opt.fabric.dims import Fabric
+
+__all__ = ["AXES", "MAPPING_KEYS", "Placement", "place_groups"]
+
+AXES: tuple[str, ...] = ("tp", "cp", "ep", "edp", "pp")
+MAPPING_KEYS: tuple[str, ...] = ("tp", "cp", "ep", "dp", "pp")
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Spans of the five axes on a fabric.
+
+    Attributes
+    ----------
+    dim_names : tuple of str
+        Fabric dimension names, innermost first.
+    spans : mapping of str to tuple of int
+        Axis (tp, cp, ep, edp, pp) -> ``k_d`` per dimension.
+    """
+
+    dim_names: tuple[str, ...]
+    spans: Mapping[str, tuple[int, ...]]
+
+    def span(self, *axes: str) -> tuple[int, ...]:
+        """Span of the group formed by the product of ``axes``."""
+        out = [1] * len(self.dim_names)
+        for ax in axes:
+            for d, k in enumerate(self.spans[ax]):
+                out[d] *= k
+        return tuple(out)
+
+    def groups(self) -> dict[str, tuple[int, ...]]:
+        """Workload groups and their spans.
+
+        * ``tp``, ``cp``, ``pp``, ``ep``: the axes;
+        * ``dp``: the group that reduces dense gradients, ``ep x edp x cp`` (context-parallel
+          ranks hold the same weights, so they reduce gradients together as in Megatron-Core);
+        * ``edp``: the group that reduces expert gradients, ``edp x cp``.
+
+        Examples
+        --------
+        >>> from libra_opt.fabric.dims import Dim, Fabric
+        >>> f = Fabric((Dim("node", "switch", 8, "A"), Dim("pod", "switch", 16, "B")))
+        >>> p = place_groups(f, {"tp": 8, "cp": 1, "ep": 1, "edp": 4, "pp": 4})
+        >>> p.groups()["dp"], p.groups()["pp"]
+        ((1, 4), (1, 4))
+        """
+        return {
+            "tp": self.span("tp"),
+            "cp": self.span("cp"),
+            "pp": self.span("pp"),
+            "ep": self.span("ep"),
+            "dp": self.span("ep", "edp", "cp"),
+            "edp": self.span("edp", "cp"),
+        }
+
+    def describe(self) -> str:
+        """``tp: node 8 | dp: pod 16``-style summary of the non-trivial axes."""
+        parts = []
+        for ax in AXES:
+            dims = [f"{n} {k}" for n, k in zip(self.dim_names, self.spans[ax], strict=True) if k > 1]
+            if dims:
+                parts.append(f"{ax}: {', '.join(dims)}")
+        return " | ".join(parts) or "single NPU"
+
+
+def _parse_entry(
+    key: str, value: Any, fabric: Fabric, source: str | None, prefix: str
+) -> list[int]:
+    fld = f"{prefix}.{key}"
+    span = [1] * fabric.n_dims
+    if isinstance(value, str):
+        value = [value]
+    if isinstance(value, Sequence):
+        for name in value:
+            if not isinstance(name, str):
+                raise InputError(
+                    f"expected dimension names, got {name!r}", source=source, field=fld
+                )
+            d = _dim_index(fabric, name, source, fld)
+            if span[d] != 1:
+                raise InputError(f"dimension {name!r} listed twice", source=source, field=fld)
+            span[d] = fabric.dims[d].size
+        return span
+    if isinstance(value, Mapping):
+        for name, count in value.items():
+            d = _dim_index(fabric, str(name), source, fld)
+            if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+                raise InputError(
+                    f"count {count!r} on {name!r} must be a positive integer",
+                    source=source,
+                    field=f"{fld}.{name}",
+                )
+            if fabric.dims[d].size % count:
+                raise InputError(
+                    f"{count} does not divide the size {fabric.dims[d].size} of dimension "
+                    f"{name!r}",
+                    source=source,
+                    field=f"{fld}.{name}",
+                )
+            span[d] = count
+        return span
+    raise InputError(
+        f"expected a list of dimension names or a mapping dimension -> count, got {value!r}",
+        source=source,
+        field=fld,
+    )
+
+
+def _dim_index(fabric: Fabric, name: str, source: str | None, fld: str) -> int:
+    if name not in fabric.names:
+        raise InputError(
+            f"no dimension named {name!r}; the fabric has {', '.join(fabric.names)}",
+            source=source,
+            field=fld,
+        )
+    return fabric.names.index(name)
+
+
+def _fmt(span: Sequence[int], fabric: Fabric) -> str:
+    parts = [f"{n}: {k}" for n, k in zip(fabric.names, span, strict=True) if k > 1]
+    return ", ".join(parts) or "no dimension"
+
+
+def place_groups(
+    fabric: Fabric,
+    degrees: Mapping[str, int],
+    mapping: Mapping[str, Any] | None = None,
+    source: str | None = None,
+    prefix: str = "mapping",
+) -> Placement:
+    """Place the parallelism axes on ``fabric``.
+
+    Parameters
+    ----------
+    fabric : Fabric
+    degrees : mapping
+        Degree of each axis: ``tp``, ``cp``, ``ep``, ``edp``, ``pp`` (missing = 1).
+    mapping : mapping, optional
+        Explicit placement (see module docstring); ``None`` places everything automatically.
+    source, prefix : str
+        File and field path used in error messages.
+
+    Returns
+    -------
+    Placement
+
+    Notes
+    -----
+    Once the degrees multiply to the NPU count, automatic placement always succeeds: for
+    every prime ``q`` the multiplicities of ``q`` left in the free capacity equal those left
+    in the degrees, and taking ``gcd`` dimension by dimension hands them out greedily.
+
+    Raises
+    ------
+    InputError
+        When the degrees do not multiply to the NPU count, an explicit span does not match
+        its degree, a count does not divide a dimension, a dimension is over-subscribed or
+        an axis cannot be placed in the capacity left.
+
+    Examples
+    --------
+    >>> from libra_opt.fabric.dims import Dim, Fabric
+    >>> f = Fabric((Dim("node", "switch", 8, "A"), Dim("pod", "switch", 32, "B")))
+    >>> place_groups(f, {"tp": 4, "edp": 64}).describe()
+    'tp: node 4 | edp: node 2, pod 32'
+    >>> place_groups(f, {"tp": 8, "edp": 32}, {"tp": ["node"], "dp": {"pod": 32}}).describe()
+    'tp: node 8 | edp: pod 32'
+    >>> place_groups(f, {"tp": 8, "edp": 16})
+    Traceback (most recent call last):
+    ...
+    libra_opt.errors.InputError: mapping: tp x cp x dp x pp = 8 x 1 x 16 x 1 = 128 NPUs, the fabric has 256 (node 8 x pod 32)
+    """
+    deg = {ax: int(degrees.get(ax, 1)) for ax in AXES}
+    unknown_axes = sorted(set(degrees) - set(AXES))
+    if unknown_axes:
+        raise InputError(f"unknown axes {unknown_axes}", source=source, field=prefix)
+    total = math.prod(deg.values())
+    if total != fabric.n_npus:
+        dims = " x ".join(f"{d.name} {d.size}" for d in fabric.dims)
+        raise InputError(
+            f"tp x cp x dp x pp = {deg['tp']} x {deg['cp']} x {deg['ep'] * deg['edp']} x "
+            f"{deg['pp']} = {total} NPUs, the fabric has {fabric.n_npus} ({dims})",
+            source=source,
+            field=prefix,
+        )
+    mapping = dict(mapping or {})
+    unknown = sorted(set(map(str, mapping)) - set(MAPPING_KEYS))
+    if unknown:
+        raise InputError(
+            f"unknown group(s) {', '.join(unknown)}; expected some of {', '.join(MAPPING_KEYS)}",
+            source=source,
+            field=prefix,
+        )
+    explicit: dict[str, list[int]] = {}
+    for key in MAPPING_KEYS:
+        if key not in mapping:
+            continue
+        span = _parse_entry(key, mapping[key], fabric, source, prefix)
+        want = deg["ep"] * deg["edp"] if key == "dp" else deg[key]
+        if math.prod(span) != want:
+            raise InputError(
+                f"{key} spans {math.prod(span)} NPUs ({_fmt(span, fabric)}), the parallelism "
+                f"has {key} = {want}",
+                source=source,
+                field=f"{prefix}.{key}",
+            )
+        explicit[key] = span
+    # capacity check on the user's own groups (ep inside dp is checked below)
+    free = list(fabric.sizes)
+    for key, span in explicit.items():
+        if key == "ep" and "dp" in explicit:
+            continue
+        for d, k in enumerate(span):
+            if free[d] % k:
+                taken = [
+                    f"{a} {s[d]}"
+                    for a, s in explicit.items()
+                    if s[d] > 1 and not (a == "ep" and "dp" in explicit)
+                ]
+                raise InputError(
+                    f"dimension {fabric.names[d]!r} (size {fabric.dims[d].size}) is "
+                    f"over-subscribed: {' x '.join(taken)}",
+                    source=source,
+                    field=prefix,
+                )
+            free[d] //= k
+    if "dp" in explicit:
+        dp_span = explicit.pop("dp")
+        if "ep" in explicit:
+            for d, (kd, ke) in enumerate(zip(dp_span, explicit["ep"], strict=True)):
+                if kd % ke:
+                    raise InputError(
+                        f"ep takes {ke} NPUs of {fabric.names[d]!r} but dp only {kd}; ep must "
+                        "be a part of dp",
+                        source=source,
+                        field=f"{prefix}.ep",
+                    )
+        else:
+            ep_span, g = [1] * fabric.n_dims, deg["ep"]
+            for d, kd in enumerate(dp_span):
+                k = math.gcd(g, kd)
+                ep_span[d], g = k, g // k
+            if g > 1:
+                raise InputError(
+                    f"ep = {deg['ep']} cannot be carved out of dp's span ({_fmt(dp_span, fabric)})",
+                    source=source,
+                    field=f"{prefix}.dp",
+                )
+            explicit["ep"] = ep_span
+        explicit["edp"] = [kd // ke for kd, ke in zip(dp_span, explicit["ep"], strict=True)]
+    spans: dict[str, tuple[int, ...]] = {}
+    for ax in AXES:
+        if ax in explicit:
+            spans[ax] = tuple(explicit[ax])
+            continue
+        span, g = [1] * fabric.n_dims, deg[ax]
+        for d in range(fabric.n_dims):
+            k = math.gcd(g, free[d])
+            span[d], g, free[d] = k, g // k, free[d] // k
+        if g > 1:  # unreachable when the degrees multiply to the free capacity (see Notes)
+            raise InputError(
+                f"cannot place {ax} = {deg[ax]}: only {math.prod(free) * math.prod(span)} "
+                f"NPUs left whose factors fit ({_fmt(free, fabric)} free); give an explicit "
+                "mapping",
+                source=source,
+                field=prefix,
+            )
+        spans[ax] = tuple(span)
+    return Placement(fabric.names, MappingProxyType(spans))

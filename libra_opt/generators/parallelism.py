@@ -1,0 +1,171 @@
+"""Parallelism descriptor: how a model is split over NPUs and how a step is scheduled.
+
+Degrees (all default 1):
+
+* ``tp`` -- tensor parallelism (Megatron-LM, Shoeybi et al. 2019), optionally with
+  ``sequence_parallel`` (Korthikanti et al. 2022);
+* ``pp`` -- pipeline parallelism with the 1F1B schedule, ``interleave`` virtual stages per
+  device (Narayanan et al. 2021);
+* ``dp`` -- data parallelism; ``zero`` 0 (plain all-reduce), 1/2 (reduce-scatter of
+  gradients + all-gather of updated parameters once per step), 3 (FSDP: parameters
+  all-gathered in forward and backward of every micro-batch, gradients reduce-scattered
+  every micro-batch) (Rajbhandari et al. 2020);
+* ``ep`` -- expert parallelism, carved out of ``dp`` (``ep`` divides ``dp``), as in
+  Megatron-Core and DeepSeek-V3: dense layers are data-parallel over all ``dp`` ranks,
+  experts are sharded over ``ep`` ranks and replicated over the ``dp / ep`` others;
+* ``cp`` -- context parallelism: the sequence is split into ``cp`` parts, keys and values
+  are exchanged (Liu et al. 2023 ring attention; Llama 3 all-gather variant).
+
+The NPU count is ``tp * cp * dp * pp`` (``ep`` is inside ``dp``).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from libra_opt.schema import StrictModel, validate_as
+
+__all__ = ["Precision", "Parallelism", "parallelism_from_dict"]
+
+
+
+class Precision(StrictModel):
+    """Bytes per element of each kind of state, and the matrix-multiply data type.
+
+    Parameters
+    ----------
+    compute_dtype : {'fp32', 'tf32', 'bf16', 'fp16', 'fp8'}
+        Data type whose peak FLOP/s the device's compute time uses.
+    param_bytes : float
+        Bytes per parameter of the working weights (2 for bf16/fp16).
+    grad_bytes : float
+        Bytes per gradient element, in memory and in the data-parallel reduction (2, or 4
+        when gradients are accumulated and reduced in fp32).
+    optimizer_bytes : float
+        Optimizer state per parameter: 12 for mixed-precision Adam (fp32 master weights,
+        momentum and variance; Rajbhandari et al. 2020, Sec. 3.1).
+    activation_bytes : float
+        Bytes per activation element (and per element of activation collectives).
+
+    Examples
+    --------
+    >>> p = Precision()
+    >>> p.param_bytes + p.grad_bytes + p.optimizer_bytes   # ZeRO's 16 bytes per parameter
+    16.0
+    """
+
+    compute_dtype: Literal["fp32", "tf32", "bf16", "fp16", "fp8"] = "bf16"
+    param_bytes: float = Field(default=2.0, gt=0)
+    grad_bytes: float = Field(default=2.0, gt=0)
+    optimizer_bytes: float = Field(default=12.0, ge=0)
+    activation_bytes: float = Field(default=2.0, gt=0)
+
+
+class Parallelism(StrictModel):
+    """Parallel degrees, batch and memory options of one training configuration.
+
+    Parameters
+    ----------
+    tp, pp, dp, ep, cp : int
+        Degrees (see module docstring). ``ep`` must divide ``dp``.
+    sequence_parallel : bool
+        Megatron sequence parallelism: tensor-parallel all-reduces become reduce-scatter +
+        all-gather and norm/dropout activations are sharded.
+    interleave : int
+        Virtual pipeline stages (model chunks) per device; the bubble shrinks by this factor.
+    pp_scatter_gather : bool
+        Each tensor-parallel rank sends ``1/tp`` of the stage-boundary activation and the
+        receiver all-gathers it over ``tp`` (Narayanan et al. 2021, Sec. 4.1). Automatic with
+        sequence parallelism (activations are already sharded).
+    zero : {0, 1, 2, 3}
+        ZeRO stage of the data-parallel optimizer.
+    micro_batch_size : int
+        Sequences (samples) per micro-batch.
+    global_batch_size : int
+        Sequences (samples) per optimizer step over the whole cluster.
+    recompute : {'none', 'selective', 'full'}
+        Activation recomputation (Korthikanti et al. 2022).
+    capacity_factor : float, optional
+        Overrides the model's MoE capacity factor.
+    precision : Precision
+
+    Examples
+    --------
+    >>> p = Parallelism(tp=8, pp=8, dp=16, global_batch_size=1536)
+    >>> p.n_npus, p.micro_batches
+    (1024, 96)
+    """
+
+    tp: int = Field(default=1, gt=0, strict=True)
+    sequence_parallel: bool = False
+    pp: int = Field(default=1, gt=0, strict=True)
+    interleave: int = Field(default=1, gt=0, strict=True)
+    pp_scatter_gather: bool = True
+    dp: int = Field(default=1, gt=0, strict=True)
+    zero: Literal[0, 1, 2, 3] = 0
+    ep: int = Field(default=1, gt=0, strict=True)
+    cp: int = Field(default=1, gt=0, strict=True)
+    micro_batch_size: int = Field(default=1, gt=0, strict=True)
+    global_batch_size: int = Field(gt=0, strict=True)
+    recompute: Literal["none", "selective", "full"] = "none"
+    capacity_factor: float | None = Field(default=None, gt=0)
+    precision: Precision = Field(default_factory=Precision)
+
+    @model_validator(mode="after")
+    def _check(self) -> Parallelism:
+        if self.dp % self.ep:
+            raise ValueError(
+                f"ep {self.ep} must divide dp {self.dp} (expert parallelism is carved out of "
+                "data parallelism)"
+            )
+        per_step = self.dp * self.micro_batch_size
+        if self.global_batch_size % per_step:
+            raise ValueError(
+                f"global_batch_size {self.global_batch_size} is not a multiple of dp x "
+                f"micro_batch_size = {self.dp} x {self.micro_batch_size} = {per_step}"
+            )
+        if self.interleave > 1 and self.pp == 1:
+            raise ValueError("interleave > 1 needs pp > 1")
+        return self
+
+    @property
+    def n_npus(self) -> int:
+        """NPUs used: ``tp * cp * dp * pp``."""
+        return self.tp * self.cp * self.dp * self.pp
+
+    @property
+    def micro_batches(self) -> int:
+        """Micro-batches per step per pipeline: ``global_batch / (dp * micro_batch)``."""
+        return self.global_batch_size // (self.dp * self.micro_batch_size)
+
+    @property
+    def expert_dp(self) -> int:
+        """Replicas of each expert: ``dp / ep``."""
+        return self.dp // self.ep
+
+    def degrees(self) -> dict[str, int]:
+        """Degrees of the orthogonal axes placed on the fabric: tp, cp, ep, edp, pp.
+
+        ``edp = dp / ep``; the data-parallel group is ``ep x edp``.
+        """
+        return {"tp": self.tp, "cp": self.cp, "ep": self.ep, "edp": self.expert_dp, "pp": self.pp}
+
+
+def parallelism_from_dict(data: object, source: str | None = None, prefix: str | None = None) -> Parallelism:
+    """Validate a parallelism mapping (as read from YAML).
+
+    Raises
+    ------
+    InputError
+        Naming ``source``, the field and the problem.
+
+    Examples
+    --------
+    >>> parallelism_from_dict({"tp": 8, "dp": 3, "global_batch_size": 16}, "s.yaml", "parallelism")
+    Traceback (most recent call last):
+    ...
+    libra_opt.errors.InputError: s.yaml: parallelism: Value error, global_batch_size 16 is not a multiple of dp x micro_batch_size = 3 x 1 = 3
+    """
+    return validate_as(Parallelism, data, source, prefix)

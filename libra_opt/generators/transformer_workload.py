@@ -1,0 +1,399 @@
+"""Transformer training step -> :class:`~libra_opt.traffic.workload.Workload` for one NPU.
+
+The workload describes the NPU on the slowest pipeline stage (the most compute per
+micro-batch). One step of the 1F1B schedule with ``m`` micro-batches, ``p`` stages and ``v``
+virtual stages per device is modelled as:
+
+* ``m`` passes (forward, input gradient, weight gradient) through the stage's layers --
+  ``dense_layer`` (count ``m x dense layers``), ``moe_layer``, ``embedding`` and
+  ``output_layer`` where the stage holds them -- with their TP/CP/EP/ZeRO-3 collectives;
+* the pipeline bubble as ``(p - 1) / v`` *extra* passes through the same layers
+  (``bubble_*`` layers): while it fills and drains the pipeline, the stage waits for the
+  others, which do the same work -- compute *and* collectives -- so the bubble grows when
+  the network slows down. When ``(p - 1) x count / v`` is not an integer, the bubble layer has
+  count ``(p - 1) x count`` and its compute and collective sizes are divided by ``v``
+  (traffic is linear in size, so bytes are exact);
+* ``pp_send_recv``: ``v m + p - 1`` point-to-point transfers of the stage-boundary
+  activation (forward) and its gradient (input gradient) on group ``pp`` -- ``v`` per
+  micro-batch and ``p - 1`` on the fill/drain critical path;
+* ``dp_grad_sync``: gradient all-reduce (ZeRO-0) or reduce-scatter (ZeRO-1/2) on ``dp``
+  (dense parameters) and ``edp`` (experts), once per step, not overlapped;
+* ``optimizer_step``: the (memory-bound) optimizer update as compute time, and with
+  ZeRO-1/2 the all-gather of updated parameters.
+
+Not modelled: the all-reduce of tied embedding gradients between the first and last
+stage, load imbalance between experts, optimizer-state reduction for the gradient-norm
+clip (a few bytes).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+
+from libra_opt.errors import InputError
+from libra_opt.fabric.dims import Fabric
+from libra_opt.generators.descriptors import TransformerSpec
+from libra_opt.generators.devices import ComputeEfficiency, Device, compute_time_s, memory_time_s
+from libra_opt.generators.generated import GeneratedWorkload
+from libra_opt.generators.mapping import Placement
+from libra_opt.generators.memory import (
+    MemoryBreakdown,
+    head_activation_bytes,
+    model_state_bytes,
+    transformer_layer_activation_bytes,
+)
+from libra_opt.generators.parallelism import Parallelism
+from libra_opt.generators.pipeline import (
+    StagePlan,
+    bubble_fraction,
+    inflight_microbatches,
+    partition_layers,
+)
+from libra_opt.generators.transformer_comm import (
+    PhaseCollectives,
+    layer_collectives,
+    tp_block,
+    zero3_collectives,
+)
+from libra_opt.generators.transformer_counts import (
+    LayerCounts,
+    embedding_params,
+    head_flops_per_token,
+    layer_counts,
+    model_flops_per_token,
+)
+from libra_opt.traffic.workload import Collective, Layer, Phase, Workload
+
+__all__ = ["transformer_workload", "layer_params_local", "check_transformer_parallelism"]
+
+log = logging.getLogger(__name__)
+
+
+def check_transformer_parallelism(model: TransformerSpec, par: Parallelism) -> None:
+    """Raise :class:`InputError` when ``par`` cannot split ``model``.
+
+    Examples
+    --------
+    >>> from libra_opt.io.presets import load_model
+    >>> check_transformer_parallelism(load_model("llama3_8b"), Parallelism(tp=3, global_batch_size=1))
+    Traceback (most recent call last):
+    ...
+    libra_opt.errors.InputError: parallelism.tp: tp 3 must divide n_heads 32
+    """
+    if model.n_heads % par.tp:
+        raise InputError(f"tp {par.tp} must divide n_heads {model.n_heads}", field="parallelism.tp")
+    g = model.kv_heads
+    if g % par.tp and par.tp % g:
+        raise InputError(
+            f"tp {par.tp} and n_kv_heads {g}: one must divide the other", field="parallelism.tp"
+        )
+    if (model.seq_len * par.micro_batch_size) % par.cp:
+        raise InputError(
+            f"cp {par.cp} must divide the tokens of a micro-batch "
+            f"({par.micro_batch_size} x {model.seq_len})",
+            field="parallelism.cp",
+        )
+    if par.ep > 1:
+        if model.moe is None:
+            raise InputError("ep > 1 needs a mixture-of-experts model", field="parallelism.ep")
+        if model.moe.n_experts % par.ep:
+            raise InputError(
+                f"ep {par.ep} must divide n_experts {model.moe.n_experts}", field="parallelism.ep"
+            )
+        if par.tp > 1 and not par.sequence_parallel:
+            raise InputError(
+                "expert parallelism with tp > 1 needs sequence_parallel: true (as Megatron-Core)",
+                field="parallelism.sequence_parallel",
+            )
+
+
+def layer_params_local(model: TransformerSpec, par: Parallelism, c: LayerCounts) -> tuple[float, float]:
+    """(dense, expert) parameters of one layer held by one NPU.
+
+    Projections and FFNs are split ``1/tp``; with ``tp > g`` each rank keeps one key/value
+    head; norms and the router are replicated; routed experts are split ``n_experts / ep``.
+
+    Examples
+    --------
+    >>> from libra_opt.io.presets import load_model
+    >>> from libra_opt.generators.transformer_counts import layer_counts
+    >>> m = load_model("gpt3_175b")
+    >>> d, e = layer_params_local(m, Parallelism(tp=8, global_batch_size=1), layer_counts(m, False))
+    >>> d == (12 * 12288**2 + 9 * 12288) / 8 + 4 * 12288, e
+    (True, 0.0)
+    """
+    h = model.hidden_size
+    tp = par.tp
+    if model.mla is None:
+        g = model.kv_heads
+        kv = (h + (1 if model.bias else 0)) * g * (model.qk_head_dim + model.v_head_dim)
+        kv_local = kv / tp if g >= tp else kv / g
+        attn = (c.attention_params - kv) / tp + kv_local
+    else:
+        attn = c.attention_params / tp
+    dense = attn + c.dense_mlp_params / tp + c.router_params + c.norm_params
+    expert = 0.0
+    if c.n_experts:
+        expert = (c.n_experts / par.ep) * c.expert_params / tp
+    return dense, expert
+
+
+def _phases(
+    flops: tuple[float, float, float],
+    colls: PhaseCollectives,
+    device: Device,
+    dtype: str,
+    eff: ComputeEfficiency,
+) -> tuple[Phase, Phase, Phase]:
+    f, i, w = (compute_time_s(x, device, dtype, eff) for x in flops)
+    return Phase(f, colls.forward), Phase(i, colls.input_grad), Phase(w, colls.weight_grad)
+
+
+def _empty(layer: Layer) -> bool:
+    return all(p.compute_s == 0 and not p.collectives for _, p in layer.phases())
+
+
+def _scaled(phase: Phase, factor: float) -> Phase:
+    return Phase(
+        phase.compute_s * factor,
+        tuple(replace(c, size_bytes=c.size_bytes * factor) for c in phase.collectives),
+    )
+
+
+def _bubble(layer: Layer, per_microbatch: int, pp: int, v: int) -> list[Layer]:
+    """``(pp - 1) n / v`` extra passes through ``layer``: whole passes as a repeated layer,
+    the fractional rest as one scaled copy (exact in bytes and compute; a latency term is
+    paid once for the fraction)."""
+    numer = (pp - 1) * per_microbatch
+    whole, rest = divmod(numer, v)
+    name = f"bubble_{layer.name}"
+    out = []
+    if whole:
+        out.append(Layer(name, layer.forward, layer.input_grad, layer.weight_grad, whole))
+    if rest:
+        f = rest / v
+        out.append(Layer(
+            f"{name}_part", _scaled(layer.forward, f), _scaled(layer.input_grad, f),
+            _scaled(layer.weight_grad, f), 1,
+        ))
+    return out
+
+
+def _stage_layers(
+    model: TransformerSpec,
+    par: Parallelism,
+    stage: StagePlan,
+    device: Device,
+    eff: ComputeEfficiency,
+) -> tuple[list[tuple[Layer, int]], float, float]:
+    """Per-micro-batch layers of a stage as (Layer with count 1, repeats per micro-batch),
+    and the stage's local (dense, expert) parameters."""
+    dtype = par.precision.compute_dtype
+    tokens = par.micro_batch_size * model.seq_len / par.cp
+    out: list[tuple[Layer, int]] = []
+    dense_p = expert_p = 0.0
+    act = tokens * model.hidden_size * par.precision.activation_bytes
+    if stage.has_embedding:
+        p_emb = model.vocab_size * model.hidden_size / par.tp + (
+            embedding_params(model) - model.vocab_size * model.hidden_size
+        )
+        dense_p += p_emb
+        colls = PhaseCollectives()
+        if par.tp > 1:
+            if par.sequence_parallel:
+                colls = PhaseCollectives(
+                    (Collective("reduce_scatter", act, "tp"),),
+                    (Collective("all_gather", act / par.tp, "tp"),),
+                )
+            else:
+                colls = PhaseCollectives((Collective("all_reduce", act, "tp"),))
+        if par.zero == 3:
+            colls = colls + zero3_collectives(par, p_emb, 0.0)
+        out.append((Layer("embedding", *_phases((0.0, 0.0, 0.0), colls, device, dtype, eff)), 1))
+    for is_moe, n in ((False, stage.n_dense), (True, stage.n_moe)):
+        if n == 0:
+            continue
+        c = layer_counts(model, is_moe, capacity_factor=par.capacity_factor)
+        d_local, e_local = layer_params_local(model, par, c)
+        dense_p += n * d_local
+        expert_p += n * e_local
+        lin = c.linear_flops_per_token * tokens / par.tp
+        att = c.attention_flops_per_token * tokens / par.tp
+        ig = lin + 2.0 * att
+        if par.recompute == "full":
+            ig += lin + att
+        elif par.recompute == "selective":
+            ig += att
+        colls = layer_collectives(model, par, is_moe, d_local, e_local)
+        name = "moe_layer" if is_moe else "dense_layer"
+        out.append((Layer(name, *_phases((lin + att, ig, lin), colls, device, dtype, eff)), n))
+    if stage.has_head:
+        norm = (2 if model.norm == "layernorm" else 1) * model.hidden_size
+        shares_embedding = model.tied_embeddings and stage.has_embedding
+        p_head = norm + (0.0 if shares_embedding else model.vocab_size * model.hidden_size / par.tp)
+        dense_p += p_head
+        f = head_flops_per_token(model) * tokens / par.tp
+        colls = PhaseCollectives()
+        if par.tp > 1:
+            # the output layer's input: gather (SP) forward / reduce backward
+            block = tp_block(act, par, recompute_forward=False)
+            if par.sequence_parallel:
+                colls = PhaseCollectives(block.forward[:1], block.input_grad[1:], block.weight_grad)
+            else:
+                colls = PhaseCollectives((), block.input_grad, ())
+            # vocabulary-parallel cross-entropy: max, target logit and sum-exp all-reduces (fp32)
+            colls = colls + PhaseCollectives((Collective("all_reduce", 3 * 4.0 * tokens, "tp"),))
+        if par.zero == 3:
+            colls = colls + zero3_collectives(par, p_head, 0.0)
+        out.append((Layer("output_layer", *_phases((f, f, f), colls, device, dtype, eff)), 1))
+    return out, dense_p, expert_p
+
+
+def _stage_compute_s(layers: list[tuple[Layer, int]]) -> float:
+    return sum(n * sum(p.compute_s for _, p in layer.phases()) for layer, n in layers)
+
+
+def _stage_memory(
+    model: TransformerSpec,
+    par: Parallelism,
+    stage: StagePlan,
+    dense_p: float,
+    expert_p: float,
+    device: Device,
+) -> MemoryBreakdown:
+    w1, g1, o1 = model_state_bytes(dense_p, par.precision, par.zero, par.dp * par.cp)
+    w2, g2, o2 = model_state_bytes(expert_p, par.precision, par.zero, par.expert_dp * par.cp)
+    inflight = inflight_microbatches(stage.index, par.pp, par.micro_batches, par.interleave)
+    act = inflight * (
+        stage.n_dense * transformer_layer_activation_bytes(model, par, moe=False)
+        + stage.n_moe * transformer_layer_activation_bytes(model, par, moe=True)
+    )
+    if stage.has_head:
+        act += head_activation_bytes(model, par)
+    return MemoryBreakdown(
+        w1 + w2, g1 + g2, o1 + o2, act, device.hbm_bytes, f"pipeline stage {stage.index}"
+    )
+
+
+def transformer_workload(
+    model: TransformerSpec,
+    par: Parallelism,
+    device: Device,
+    fabric: Fabric,
+    placement: Placement,
+    efficiency: ComputeEfficiency,
+    name: str | None = None,
+    check_memory: bool = True,
+) -> GeneratedWorkload:
+    """Build the workload of one training step of ``model`` (see module docstring).
+
+    Parameters
+    ----------
+    model : TransformerSpec
+    par : Parallelism
+    device : Device
+    fabric : Fabric
+    placement : Placement
+        Spans of the parallelism axes (from :func:`libra_opt.generators.mapping.place_groups`).
+    efficiency : ComputeEfficiency
+    name : str, optional
+        Workload name (default: the model's).
+    check_memory : bool
+        Raise :class:`InputError` when the most loaded NPU needs more than its HBM.
+
+    Returns
+    -------
+    GeneratedWorkload
+    """
+    check_transformer_parallelism(model, par)
+    if par.n_npus != fabric.n_npus:
+        raise InputError(
+            f"tp x cp x dp x pp = {par.n_npus} NPUs, the fabric has {fabric.n_npus}",
+            field="parallelism",
+        )
+    stages = partition_layers(model, par.pp, par.interleave)
+    per_stage = [_stage_layers(model, par, s, device, efficiency) for s in stages]
+    times = [_stage_compute_s(layers) for layers, _, _ in per_stage]
+    rep = max(range(len(stages)), key=lambda i: (times[i], -i))
+    layers_mb, dense_p, expert_p = per_stage[rep]
+    m, pp, v = par.micro_batches, par.pp, par.interleave
+    tokens = par.micro_batch_size * model.seq_len / par.cp
+    act = tokens * model.hidden_size * par.precision.activation_bytes
+
+    layers: list[Layer] = []
+    for layer, n in layers_mb:
+        if not _empty(layer):
+            layers.append(replace(layer, count=m * n))
+    if pp > 1:
+        for layer, n in layers_mb:
+            layers.extend(b for b in _bubble(layer, n, pp, v) if not _empty(b))
+        sharded = par.sequence_parallel or (par.pp_scatter_gather and par.tp > 1)
+        msg = act / par.tp if sharded else act
+        fwd: tuple[Collective, ...] = (Collective("p2p", msg, "pp"),)
+        if par.pp_scatter_gather and par.tp > 1 and not par.sequence_parallel:
+            fwd = fwd + (Collective("all_gather", act / par.tp, "tp"),)
+        layers.append(Layer("pp_send_recv", Phase(0.0, fwd), Phase(0.0, fwd), count=v * m + pp - 1))
+
+    pb, gb, ob = (
+        par.precision.param_bytes,
+        par.precision.grad_bytes,
+        par.precision.optimizer_bytes,
+    )
+    dp_ranks, edp_ranks = par.dp * par.cp, par.expert_dp * par.cp
+    sync: list[Collective] = []
+    gather: list[Collective] = []
+    if par.zero < 3:
+        for params, group, ranks in ((dense_p, "dp", dp_ranks), (expert_p, "edp", edp_ranks)):
+            if params <= 0 or ranks <= 1:
+                continue
+            if par.zero == 0:
+                sync.append(Collective("all_reduce", params * gb, group))
+            else:
+                sync.append(Collective("reduce_scatter", params * gb, group))
+                gather.append(Collective("all_gather", params * pb / ranks, group))
+    if sync:
+        layers.append(Layer("dp_grad_sync", weight_grad=Phase(0.0, tuple(sync))))
+    shard = (dense_p / dp_ranks + expert_p / edp_ranks) if par.zero >= 1 else dense_p + expert_p
+    opt_s = memory_time_s(shard * (gb + 2 * ob + pb), device)
+    layers.append(Layer("optimizer_step", Phase(opt_s, tuple(gather))))
+
+    workload = Workload(name or model.name, tuple(layers), placement.groups())
+    mems = [
+        _stage_memory(model, par, s, d, e, device)
+        for s, (_, d, e) in zip(stages, per_stage, strict=True)
+    ]
+    memory = max(mems, key=lambda mb: mb.total_bytes)
+    if check_memory and not memory.fits:
+        raise InputError(
+            f"{model.name} does not fit: {memory.describe()}; use more tp/pp, a higher zero "
+            "stage, activation recomputation or a smaller micro-batch",
+            field="parallelism",
+        )
+    tokens_step = par.global_batch_size * model.seq_len
+    notes = [
+        f"workload of pipeline stage {rep} ({stages[rep].n_layers} layers"
+        f"{', embedding' if stages[rep].has_embedding else ''}"
+        f"{', output layer' if stages[rep].has_head else ''})",
+        "bubble = (p-1)/v extra passes through the stage (compute and collectives)" if pp > 1 else "",
+        "data-parallel gradient sync and optimizer step are not overlapped",
+    ]
+    log.debug("generated %s: %d layer entries", workload.name, len(layers))
+    return GeneratedWorkload(
+        workload=workload,
+        model_name=model.name,
+        n_npus=fabric.n_npus,
+        device=device,
+        efficiency=efficiency,
+        compute_dtype=par.precision.compute_dtype,
+        model_flops_per_step=model_flops_per_token(model, "none") * tokens_step,
+        hardware_flops_per_step=model_flops_per_token(model, par.recompute) * tokens_step,
+        tokens_per_step=float(tokens_step),
+        samples_per_step=float(par.global_batch_size),
+        memory=memory,
+        placement=placement,
+        micro_batches=m,
+        bubble_fraction=bubble_fraction(pp, m, v),
+        notes=tuple(n for n in notes if n),
+    )
+

@@ -1,0 +1,62 @@
+"""Where the shipped example scenarios are: names and paths in ``libra_opt/data/examples``.
+
+The files (scenario YAML with the ASTRA-sim workloads, LIBRA communicators, network and cost
+files they refer to) are installed with the package, so examples load from any directory.
+Loading is in :mod:`libra_opt.io.examples`.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+from libra_opt.errors import InputError
+
+__all__ = ["example_names", "example_path", "is_example_name"]
+
+
+def _root():
+    return resources.files("libra_opt").joinpath("data", "examples")
+
+
+def example_names() -> tuple[str, ...]:
+    """Names of the shipped example scenarios (their file names without ``.yaml``).
+
+    Examples
+    --------
+    >>> "gpt3_175b_4d" in example_names()
+    True
+    """
+    return tuple(sorted(p.name[:-5] for p in _root().iterdir() if p.name.endswith(".yaml")))
+
+
+def example_path(name: str) -> Path:
+    """Path of the example scenario file called ``name``.
+
+    Raises
+    ------
+    InputError
+        When there is no such example (the message lists the names).
+    """
+    if name not in example_names():
+        raise InputError(
+            f"no example scenario {name!r}; examples: {', '.join(example_names())} "
+            "(or give a path to a scenario .yaml file)",
+            field="scenario",
+        )
+    # setuptools installs package data as plain files, so the traversable is a real path
+    return Path(str(_root().joinpath(f"{name}.yaml")))
+
+
+def is_example_name(ref: str | Path) -> bool:
+    """True when ``ref`` names a shipped example rather than a file path.
+
+    Examples
+    --------
+    >>> is_example_name("gpt3_175b_4d"), is_example_name("gpt3_175b_4d.yaml")
+    (True, False)
+    """
+    text = str(ref)
+    return not isinstance(ref, Path) and "/" not in text and "\\" not in text and (
+        text in example_names()
+    )

@@ -1,0 +1,374 @@
+"""The scenario YAML: schema (pydantic, strict) and loader into a frozen :class:`Scenario`.
+
+Example::
+
+    name: gpt3_4d
+    fabric:
+      dims:
+        - {name: chiplet, topology: ring, size: 4, tier: InterChiplet}
+        - {name: package, topology: fully_connected, size: 8, tier: InterPackage}
+      # or: libra_network: path/to/network.yml      (paths relative to this file)
+    cost_model: path/to/cost_model.yml              # LIBRA format, or an inline mapping
+    power_model: {InterChiplet: {Link: 0.01}}       # optional, W per GB/s, same shape
+    workloads:
+      - name: gpt3
+        astra_sim: path/to/workload.txt
+        communicator: path/to/communicator.yml
+        weight: 1.0
+    constraints:
+      linear: ["sum(bw) == 1000", "bw[0] >= bw[1]"]
+      bounds: {chiplet: [100, null]}                # per-dimension [min, max] GB/s
+      budget_usd: 2.0e7
+      power_w: 5.0e5
+    objective: perf                                  # or perf_per_cost
+    collective_model: pipelined                      # or sequential
+    training_loop: no_overlap                        # or overlap
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from pydantic import Field, StrictInt, ValidationError, field_validator
+
+from libra_opt.cost.prices import CostModel
+from libra_opt.cost.tco import TcoModel
+from libra_opt.errors import InputError
+from libra_opt.fabric.builders import fabric_from_spec
+from libra_opt.fabric.dims import Dim, Fabric
+from libra_opt.generators.generated import GeneratedWorkload
+from libra_opt.io.astra_sim import read_astra_sim
+from libra_opt.io.example_files import example_path, is_example_name
+from libra_opt.io.libra import (
+    parse_libra_prices,
+    read_libra_communicator,
+    read_libra_cost_model,
+    read_libra_network,
+)
+from libra_opt.io.model_entry import generated_from_entry
+from libra_opt.io.presets import load_catalog
+from libra_opt.io.yaml_util import load_yaml
+from libra_opt.options import (
+    CollectiveModel,
+    Objective,
+    SwitchScope,
+    Topology,
+    TrafficModel,
+    TrainingLoop,
+)
+from libra_opt.scenario.constraints import LinearConstraint, parse_constraint
+from libra_opt.scenario.scenario import Scenario
+from libra_opt.schema import StrictModel, input_error_from_pydantic
+from libra_opt.traffic.workload import StepMetrics, Workload
+
+__all__ = ["ScenarioFile", "load_scenario", "load_scenario_with_models", "scenario_from_dict"]
+
+
+class DimSpec(StrictModel):
+    name: str
+    topology: Topology
+    size: StrictInt = Field(gt=0)
+    tier: str
+    latency_s: float = Field(default=0.0, ge=0)
+    switch_radix: int | None = Field(default=None, gt=1)
+    switch_scope: SwitchScope = "block"
+
+
+class FabricSpec(StrictModel):
+    dims: list[DimSpec] | None = None
+    libra_network: str | None = None
+
+
+class WorkloadSpec(StrictModel):
+    """An ASTRA-sim workload (``astra_sim`` + ``communicator``) or a model-based one
+    (``model`` + ``parallelism`` + ``device``, see :mod:`libra_opt.io.model_entry`)."""
+
+    name: str
+    weight: float = Field(default=1.0, gt=0)
+    astra_sim: str | None = None
+    communicator: str | None = None
+    model: str | None = None
+    parallelism: dict[str, Any] | None = None
+    device: str | None = None
+    mapping: dict[str, Any] | None = None
+    efficiency: float | dict[str, Any] | None = None
+    check_memory: bool | None = None
+
+
+class ConstraintsSpec(StrictModel):
+    linear: list[str] = Field(default_factory=list)
+    bounds: dict[str, list[float | None]] = Field(default_factory=dict)
+    budget_usd: float | None = Field(default=None, gt=0)
+    power_w: float | None = Field(default=None, gt=0)
+
+    @field_validator("bounds")
+    @classmethod
+    def _pairs(cls, v: dict[str, list[float | None]]) -> dict[str, list[float | None]]:
+        for key, pair in v.items():
+            if len(pair) != 2:
+                raise ValueError(f"bounds of {key!r} must be [min, max] (null for none)")
+        return v
+
+
+class ScenarioFile(StrictModel):
+    """Schema of the scenario YAML (see module docstring)."""
+
+    name: str | None = None
+    fabric: dict[str, Any]
+    cost_model: str | dict[str, Any]
+    power_model: str | dict[str, dict[str, float]] | None = None
+    workloads: list[WorkloadSpec] = Field(min_length=1)
+    constraints: ConstraintsSpec = Field(default_factory=ConstraintsSpec)
+    objective: Objective = "perf"
+    collective_model: CollectiveModel = "pipelined"
+    training_loop: TrainingLoop = "no_overlap"
+    traffic_model: TrafficModel = "hierarchical"
+    tco: dict[str, Any] | None = None
+
+
+def _resolve(base: Path, rel: str) -> Path:
+    p = Path(rel)
+    return p if p.is_absolute() else base / p
+
+
+def _reraise(exc: InputError, source: str, field: str) -> InputError:
+    if exc.source:
+        return exc
+    return InputError(exc.message, source=source, field=f"{field}.{exc.field}" if exc.field else field)
+
+
+def _fabric(data: dict[str, Any], source: str, base: Path) -> Fabric:
+    """``fabric:``: inline ``dims``, a LIBRA ``libra_network`` file, or a ``builder``."""
+    if "builder" in data:
+        return fabric_from_spec(data, source)
+    try:
+        spec = FabricSpec.model_validate(data)
+    except ValidationError as exc:
+        err = input_error_from_pydantic(exc, source)
+        raise InputError(
+            err.message, source=source, field=f"fabric.{err.field}" if err.field else "fabric"
+        ) from None
+    if (spec.dims is None) == (spec.libra_network is None):
+        raise InputError(
+            "give exactly one of 'dims' (inline), 'libra_network' (path) or 'builder' "
+            "(multi_dim, fat_tree, rail_only)",
+            source=source,
+            field="fabric",
+        )
+    if spec.libra_network is not None:
+        return read_libra_network(_resolve(base, spec.libra_network))
+    assert spec.dims is not None
+    dims = []
+    for i, d in enumerate(spec.dims):
+        try:
+            dims.append(Dim(d.name, d.topology, d.size, d.tier, d.latency_s, d.switch_radix, d.switch_scope))
+        except InputError as exc:
+            leaf = (exc.field or "").rsplit(".", 1)[-1]
+            raise InputError(exc.message, source=source, field=f"fabric.dims[{i}].{leaf}") from None
+    try:
+        return Fabric(tuple(dims))
+    except InputError as exc:
+        raise InputError(exc.message, source=source, field="fabric.dims") from None
+
+
+def _cost_model(spec: ScenarioFile, source: str, base: Path) -> CostModel:
+    """``cost_model:`` (LIBRA file, inline tiers or ``{catalog, overrides}``) + ``power_model:``."""
+    data = spec.cost_model
+    if isinstance(data, dict) and "catalog" in data:
+        unknown = sorted(set(data) - {"catalog", "overrides"})
+        if unknown:
+            raise InputError(
+                f"unknown key(s) {', '.join(unknown)}; expected catalog, overrides",
+                source=source,
+                field="cost_model",
+            )
+        ref = str(data["catalog"])
+        path = _resolve(base, ref)
+        try:
+            cm = load_catalog(path if path.suffix in (".yaml", ".yml") else ref,
+                              data.get("overrides") or {}).cost_model()
+        except InputError as exc:
+            raise _reraise(exc, source, "cost_model") from None
+        if spec.power_model is not None:
+            if cm.has_power:
+                raise InputError(
+                    "the catalog already gives power; override its parts instead of power_model",
+                    source=source,
+                    field="power_model",
+                )
+            prices = {t: dict(v.usd_per_gbps) for t, v in cm.tiers.items()}
+            return CostModel.from_tables(prices, _power_tables(spec, source, base))
+        return cm
+    if isinstance(data, str):
+        prices = read_libra_cost_model(_resolve(base, data))
+    else:
+        prices = parse_libra_prices(data, source, "cost_model")
+    try:
+        return CostModel.from_tables(prices, _power_tables(spec, source, base))
+    except InputError as exc:
+        raise _reraise(exc, source, "cost_model") from None
+
+
+def _power_tables(spec: ScenarioFile, source: str, base: Path) -> dict[str, dict[str, float]] | None:
+    if isinstance(spec.power_model, str):
+        path = _resolve(base, spec.power_model)
+        return parse_libra_prices(load_yaml(path), str(path), "power_model")
+    if spec.power_model is not None:
+        return parse_libra_prices(spec.power_model, source, "power_model")
+    return None
+
+
+def _workload(
+    w: WorkloadSpec, i: int, fabric: Fabric, source: str, base: Path
+) -> tuple[Workload, GeneratedWorkload | None]:
+    """One ``workloads:`` entry: ASTRA-sim files or a model-based description."""
+    given = w.model_dump(exclude_none=True)
+    model_keys = {"model", "parallelism", "device", "mapping", "efficiency", "check_memory"}
+    if w.model is not None:
+        stray = sorted(set(given) & {"astra_sim", "communicator"})
+        if stray:
+            raise InputError(
+                f"a model-based workload takes no {', '.join(stray)}",
+                source=source,
+                field=f"workloads[{i}]",
+            )
+        g = generated_from_entry(given, fabric, base, source)
+        metrics = StepMetrics(
+            tokens_per_step=g.tokens_per_step,
+            samples_per_step=g.samples_per_step,
+            model_flops_per_step=g.model_flops_per_step,
+            n_npus=g.n_npus,
+            peak_flops_per_npu=g.device.peak_flops_for(g.compute_dtype),
+            memory_per_npu_bytes=g.memory.total_bytes,
+            memory_capacity_bytes=g.memory.capacity_bytes,
+        )
+        return dataclasses.replace(g.workload, name=w.name, metrics=metrics), g
+    stray = sorted(set(given) & model_keys)
+    if stray or w.astra_sim is None or w.communicator is None:
+        raise InputError(
+            "give either astra_sim + communicator files, or model + parallelism + device"
+            + (f" (found {', '.join(stray)} without model)" if stray else ""),
+            source=source,
+            field=f"workloads[{i}]",
+        )
+    groups = read_libra_communicator(_resolve(base, w.communicator))
+    for g_name, span in groups.items():
+        if len(span) != fabric.n_dims:
+            raise InputError(
+                f"communicator lists {len(span)} dimensions, the fabric has {fabric.n_dims}",
+                source=str(_resolve(base, w.communicator)),
+                field=g_name,
+            )
+    return read_astra_sim(_resolve(base, w.astra_sim), groups, name=w.name), None
+
+
+def scenario_from_dict(data: Any, source: str = "<dict>", base_dir: str | Path = ".") -> Scenario:
+    """Validate a scenario mapping (as read from YAML) and build the :class:`Scenario`.
+
+    Paths inside are resolved relative to ``base_dir``.
+    """
+    return _build(data, source, base_dir)[0]
+
+
+def _build(
+    data: Any, source: str, base_dir: str | Path
+) -> tuple[Scenario, Mapping[str, GeneratedWorkload]]:
+    if not isinstance(data, dict):
+        raise InputError("expected a mapping at the top of the scenario", source=source)
+    try:
+        spec = ScenarioFile.model_validate(data)
+    except ValidationError as exc:
+        raise input_error_from_pydantic(exc, source) from None
+    base = Path(base_dir)
+
+    fabric = _fabric(spec.fabric, source, base)
+    cost_model = _cost_model(spec, source, base)
+    built = [_workload(w, i, fabric, source, base) for i, w in enumerate(spec.workloads)]
+    workloads = [wl for wl, _ in built]
+    generated = MappingProxyType({wl.name: g for wl, g in built if g is not None})
+
+    # Constraints
+    cons: list[LinearConstraint] = []
+    for i, text in enumerate(spec.constraints.linear):
+        cons.append(parse_constraint(text, fabric, field=f"constraints.linear[{i}]", source=source))
+    for key, (lo, hi) in spec.constraints.bounds.items():
+        fld = f"constraints.bounds.{key}"
+        if key not in fabric.names:
+            raise InputError(
+                f"no dimension named {key!r}; names: {', '.join(fabric.names)}",
+                source=source,
+                field=fld,
+            )
+        if lo is not None and hi is not None and lo > hi:
+            raise InputError(f"min {lo} exceeds max {hi}", source=source, field=fld)
+        if lo is not None:
+            cons.append(parse_constraint(f"bw.{key} >= {lo!r}", fabric, field=fld, source=source))
+        if hi is not None:
+            cons.append(parse_constraint(f"bw.{key} <= {hi!r}", fabric, field=fld, source=source))
+    try:
+        scenario = Scenario(
+            fabric=fabric,
+            cost_model=cost_model,
+            workloads=tuple(workloads),
+            weights=tuple(w.weight for w in spec.workloads),
+            constraints=tuple(cons),
+            budget_usd=spec.constraints.budget_usd,
+            power_w=spec.constraints.power_w,
+            objective=spec.objective,
+            collective_model=spec.collective_model,
+            training_loop=spec.training_loop,
+            traffic_model=spec.traffic_model,
+            tco=None if spec.tco is None else TcoModel.from_mapping(spec.tco, source),
+            name=spec.name or Path(source).stem,
+            source=source,
+        )
+    except InputError as exc:
+        raise _reraise(exc, source, "scenario") from None
+    return scenario, generated
+
+
+def _scenario_file(ref: str | Path) -> Path:
+    return example_path(str(ref)) if is_example_name(ref) else Path(ref)
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Read and validate a scenario YAML file, or a shipped example by name.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        A scenario file, or the name of an example (:mod:`libra_opt.io.examples`), e.g.
+        ``"gpt3_175b_4d"``.
+
+    Raises
+    ------
+    InputError
+        Naming the file, the field and what was expected.
+
+    Examples
+    --------
+    >>> load_scenario("gpt3_175b_4d").objective
+    'perf'
+    """
+    return load_scenario_with_models(path)[0]
+
+
+def load_scenario_with_models(
+    path: str | Path,
+) -> tuple[Scenario, Mapping[str, GeneratedWorkload]]:
+    """:func:`load_scenario`, and the generator output of each model-based workload.
+
+    Returns
+    -------
+    scenario : Scenario
+    generated : mapping
+        Workload name -> :class:`~libra_opt.generators.generated.GeneratedWorkload` for the
+        workloads described by ``model``/``parallelism``/``device`` (memory, FLOPs,
+        placement: what ``libra-opt workload`` reports); ASTRA-sim workloads are absent.
+    """
+    p = _scenario_file(path)
+    return _build(load_yaml(p), str(p), p.parent)

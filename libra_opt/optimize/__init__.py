@@ -1,0 +1,14 @@
+"""The answer: aggregated terms, the convex program, LP feasibility, solve, the Solution."""
+
+from libra_opt.optimize.solution import Baseline, ConstraintReport, Solution, SolverInfo
+from libra_opt.optimize.problem import BandwidthProblem, build_problem, solve
+
+__all__ = [
+    "BandwidthProblem",
+    "Baseline",
+    "ConstraintReport",
+    "Solution",
+    "SolverInfo",
+    "build_problem",
+    "solve",
+]

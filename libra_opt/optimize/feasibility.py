@@ -1,0 +1,150 @@
+"""Linear-programming checks of the constraint set: feasibility, bounds, conflicting sets."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from scipy.optimize import linprog
+
+from libra_opt.errors import InfeasibleDesignError
+from libra_opt.scenario.constraints import Row
+
+__all__ = [
+    "POSITIVE_LABEL",
+    "lp_extreme",
+    "is_feasible",
+    "conflicting_set",
+    "raise_infeasible",
+    "unbounded_dims",
+    "minimal_bandwidth",
+]
+
+#: Label of the implicit constraint "a dimension that carries traffic has bandwidth > 0".
+POSITIVE_LABEL = "bandwidth > 0 on every dimension that carries traffic"
+_EPS_BW = 1e-5  # GB/s (10 kB/s): what "> 0" means in the linear checks
+
+
+def _lp_arrays(rows: Sequence[Row], n_dims: int):
+    a_ub, b_ub, a_eq, b_eq = [], [], [], []
+    for r in rows:
+        if r.sense == "<=":
+            a_ub.append(r.a)
+            b_ub.append(r.rhs)
+        elif r.sense == ">=":
+            a_ub.append(-r.a)
+            b_ub.append(-r.rhs)
+        else:
+            a_eq.append(r.a)
+            b_eq.append(r.rhs)
+
+    def arr(x):
+        return np.array(x).reshape(-1, n_dims) if x else None
+
+    return arr(a_ub), (np.array(b_ub) if b_ub else None), arr(a_eq), (np.array(b_eq) if b_eq else None)
+
+
+def _bounds(n_dims: int, positive_dims: Sequence[int] | np.ndarray):
+    lb = np.zeros(n_dims)
+    lb[list(positive_dims)] = _EPS_BW
+    return [(lo, None) for lo in lb]
+
+
+def lp_extreme(
+    rows: Sequence[Row],
+    n_dims: int,
+    c: np.ndarray,
+    positive_dims: Sequence[int] | np.ndarray = (),
+    bounds: Sequence[tuple[float | None, float | None]] | None = None,
+) -> tuple[str, float, np.ndarray | None]:
+    """Minimise ``c . B`` over the constraint rows and ``B >= 0`` (``> 0`` on
+    ``positive_dims``), or over explicit per-dimension ``bounds``.
+
+    Returns
+    -------
+    status : {'optimal', 'infeasible', 'unbounded'}
+    value : float
+    bw_gbps : numpy.ndarray or None
+    """
+    a_ub, b_ub, a_eq, b_eq = _lp_arrays(rows, n_dims)
+    res = linprog(
+        c, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=b_eq,
+        bounds=bounds if bounds is not None else _bounds(n_dims, positive_dims), method="highs",
+    )
+    if res.status == 0:
+        return "optimal", float(res.fun), np.asarray(res.x)
+    if res.status == 2:
+        return "infeasible", float("nan"), None
+    if res.status == 3:
+        return "unbounded", float("-inf"), None
+    return "error", float("nan"), None
+
+
+def is_feasible(rows: Sequence[Row], n_dims: int, positive_dims: Sequence[int] | np.ndarray = ()) -> bool:
+    """True when some ``B >= 0`` (``> 0`` on ``positive_dims``) satisfies every row."""
+    status, _, _ = lp_extreme(rows, n_dims, np.zeros(n_dims), positive_dims)
+    return status == "optimal"
+
+
+def conflicting_set(
+    rows: Sequence[Row], n_dims: int, positive_dims: Sequence[int] | np.ndarray = ()
+) -> tuple[str, ...]:
+    """Labels of an irreducible infeasible subset of ``rows`` (deletion filter).
+
+    The implicit positivity of used dimensions is included as :data:`POSITIVE_LABEL`
+    when it is part of the conflict.
+    """
+    keep = list(rows)
+    i = 0
+    while i < len(keep):
+        trial = keep[:i] + keep[i + 1 :]
+        if not is_feasible(trial, n_dims, positive_dims):
+            keep = trial
+        else:
+            i += 1
+    labels = [r.label for r in keep]
+    if len(positive_dims) and is_feasible(keep, n_dims, ()):
+        labels.append(POSITIVE_LABEL)
+    return tuple(labels)
+
+
+def raise_infeasible(rows: Sequence[Row], n_dims: int, positive_dims: Sequence[int] | np.ndarray = ()) -> None:
+    """Raise :class:`InfeasibleDesignError` naming a conflicting set of constraints."""
+    conflict = conflicting_set(rows, n_dims, positive_dims)
+    listing = "; ".join(f"'{c}'" for c in conflict)
+    raise InfeasibleDesignError(
+        f"infeasible design: these constraints cannot hold together: {listing}", conflict
+    )
+
+
+def unbounded_dims(
+    rows: Sequence[Row], n_dims: int, dims: Sequence[int] | np.ndarray,
+    positive_dims: Sequence[int] | np.ndarray = (),
+) -> np.ndarray:
+    """The dimensions among ``dims`` whose bandwidth the rows do not bound above."""
+    out = []
+    for d in dims:
+        e = np.zeros(n_dims)
+        e[d] = -1.0
+        if lp_extreme(rows, n_dims, e, positive_dims)[0] == "unbounded":
+            out.append(int(d))
+    return np.array(out, dtype=int)
+
+
+def minimal_bandwidth(
+    rows: Sequence[Row], bw_gbps: np.ndarray, dims: Sequence[int] | np.ndarray,
+    lower_gbps: np.ndarray,
+) -> np.ndarray | None:
+    """Least total bandwidth on ``dims`` (each at least ``lower_gbps``) with every other
+    dimension held at ``bw_gbps``; ``None`` when no such point satisfies the rows."""
+    n = len(bw_gbps)
+    idle = set(int(d) for d in dims)
+    bounds = [(float(lower_gbps[d]), None) if d in idle else (float(bw_gbps[d]),) * 2 for d in range(n)]
+    c = np.zeros(n)
+    c[list(idle)] = 1.0
+    status, _, bw = lp_extreme(rows, n, c, bounds=bounds)
+    if status != "optimal" or bw is None:
+        return None
+    out = np.asarray(bw_gbps, dtype=float).copy()
+    out[list(idle)] = np.maximum(bw[list(idle)], lower_gbps[list(idle)])
+    return out

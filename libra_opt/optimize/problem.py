@@ -1,0 +1,534 @@
+"""Exact bandwidth allocation: build a problem from a scenario, then solve it.
+
+:func:`build_problem` compiles a scenario into a convex program
+(:mod:`libra_opt.optimize.program`: DCP for ``perf``, a perspective transform for ``perf_per_cost``
+and ``tco``); :func:`solve` sets the right-hand sides (DPP parameters, so sweeps re-solve
+without re-compiling), checks feasibility and boundedness with linear programs, solves with
+Clarabel, re-evaluates the answer with the independent numpy evaluator and returns a frozen
+:class:`~libra_opt.optimize.solution.Solution`.
+
+Robustness: a solve that fails or disagrees with the numpy check is repeated with the
+program rescaled, per dimension, to the first answer (a polish) and then rebuilt with fresh
+scales for the current right-hand sides; only if every attempt fails is an error raised.
+Dimensions that carry no traffic, and dimensions whose bandwidth nothing bounds but that are
+never a bottleneck, get the least bandwidth the constraints allow (an LP after the solve).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import cvxpy as cp
+import numpy as np
+
+from libra_opt.cost.tco import cluster_rate_coefficients
+from libra_opt.errors import InputError, SolverError, UnboundedDesignError, VerificationError
+from libra_opt.optimize.feasibility import (
+    lp_extreme,
+    minimal_bandwidth,
+    raise_infeasible,
+    unbounded_dims,
+)
+from libra_opt.optimize.program import (
+    CLARABEL_SETTINGS,
+    ConvexProgram,
+    build_program,
+    reference_bw,
+    reference_scales,
+)
+from libra_opt.optimize.solution import ConstraintReport, Solution, SolverInfo, baselines
+from libra_opt.optimize.terms import AggregatedTerms, aggregate_terms
+from libra_opt.scenario.constraints import Row
+from libra_opt.scenario.evaluate import Evaluation, evaluate
+from libra_opt.scenario.scenario import Scenario, scenario_rows, unique_labels
+
+__all__ = ["BandwidthProblem", "build_problem", "solve", "OBJECTIVE_REL_TOL"]
+
+logger = logging.getLogger(__name__)
+
+#: Relative agreement required between the solver's objective and the numpy evaluator's.
+OBJECTIVE_REL_TOL = 1e-6
+#: Relative constraint violation tolerated in the returned allocation.
+CONSTRAINT_REL_TOL = 1e-6
+# A bandwidth nothing bounds is capped at this multiple of the problem's bandwidth scale
+# while solving; the answer is then probed for further improvement.
+_CAP_FACTOR = 1e4
+
+
+@dataclass
+class BandwidthProblem:
+    """A scenario compiled into a convex program that can be re-solved with new bounds.
+
+    Build it with :func:`build_problem`; solve it with :func:`solve` (or :meth:`solve`),
+    optionally overriding ``budget_usd``, ``power_w`` or the right-hand side of any
+    labelled constraint — those are DPP parameters, so re-solves skip compilation.
+    """
+
+    scenario: Scenario
+    terms: AggregatedTerms
+    rows: tuple[Row, ...]
+    program: ConvexProgram
+    ref_cost: float
+    lp_status: str
+    objective_scale: float = 1.0  # steps per run for ``tco``
+    rate: np.ndarray | None = None  # $ (per second for tco) per GB/s of each dimension
+    n_solves: int = 0
+
+    def solve(self, **kwargs) -> Solution:
+        """Shorthand for :func:`solve` on this problem."""
+        return solve(self, **kwargs)
+
+
+def build_problem(scenario: Scenario) -> BandwidthProblem:
+    """Compile ``scenario`` into a :class:`BandwidthProblem`.
+
+    Examples
+    --------
+    >>> from libra_opt.scenario.examples import toy_scenario
+    >>> p = build_problem(toy_scenario())
+    >>> p.program.problem.is_dcp(dpp=True)
+    True
+    """
+    coeffs = scenario.coefficients
+    rows = scenario_rows(scenario, coeffs)
+    terms = aggregate_terms(scenario.workloads, scenario.fabric, scenario.traffic_model)
+    assert scenario.weights is not None
+    weights = np.array(scenario.weights)
+    n = scenario.fabric.n_dims
+    used = terms.used_dims
+    c = np.zeros(n)
+    c[used] = -1.0
+    status, _, bw_max = lp_extreme(rows, n, c, used)
+    bw_ref = reference_bw(rows, n, used) if status != "optimal" else bw_max
+    product = None
+    ref_cost, k0, obj_scale, rate = 1.0, 0.0, 1.0, None
+    if scenario.objective == "tco":
+        assert scenario.tco is not None
+        k0, rate = cluster_rate_coefficients(scenario.tco, scenario.fabric, coeffs)
+        ref_cost = k0 + (float(rate @ bw_ref) if bw_ref is not None else 0.0)
+        obj_scale = scenario.tco.n_steps
+    elif scenario.objective == "perf_per_cost":
+        rate = coeffs.usd_per_gbps
+        if not (rate > 0).any():
+            raise InputError(
+                "perf_per_cost needs a cost model with nonzero prices",
+                source=scenario.source,
+                field="cost_model",
+            )
+        # Normalise cost by the cheapest feasible design (checked again at solve time).
+        st, c_min, _ = lp_extreme(rows, n, rate, used)
+        ref_cost = c_min if st == "optimal" and c_min > 0 else float(rate.sum())
+    if rate is not None:
+        product = (k0 / ref_cost, rate / ref_cost)
+    b_ref, t_ref = reference_scales(terms, weights, n, bw_ref)
+    program = build_program(
+        terms, weights, rows, n, scenario.collective_model, scenario.training_loop,
+        product, b_ref, t_ref,
+    )
+    return BandwidthProblem(scenario, terms, rows, program, ref_cost, status, obj_scale, rate)
+
+
+def _override(problem: BandwidthProblem, overrides: Mapping[str, float]) -> tuple[Scenario, tuple[Row, ...]]:
+    """New scenario and rows with some right-hand sides replaced (labels as in the rows)."""
+    scen = problem.scenario
+    labels = [r.label for r in problem.rows]
+    cons_labels = unique_labels([c.label for c in scen.constraints])
+    changes: dict[str, Any] = {}
+    new_cons = list(scen.constraints)
+    for label, value in overrides.items():
+        v = float(value)
+        if not np.isfinite(v):
+            raise InputError(f"override {label}={value!r} must be finite", field=label)
+        if label not in labels:
+            raise InputError(
+                f"no constraint labelled {label!r} in the built problem "
+                f"(labels: {', '.join(sorted(labels)) or 'none'}); "
+                "build the problem with that constraint to sweep it",
+                field=label,
+            )
+        if label in ("budget_usd", "power_w") and label not in cons_labels:
+            changes[label] = v
+        else:
+            i = cons_labels.index(label)
+            new_cons[i] = dataclasses.replace(new_cons[i], rhs=v)
+    if new_cons != list(scen.constraints):
+        changes["constraints"] = tuple(new_cons)
+    scen = dataclasses.replace(scen, **changes) if changes else scen
+    return scen, scenario_rows(scen)
+
+
+def _free_dims(problem: BandwidthProblem, scen: Scenario, rows: tuple[Row, ...]) -> np.ndarray:
+    """Check feasibility and boundedness; return the used dimensions nothing bounds.
+
+    Raises
+    ------
+    InfeasibleDesignError, UnboundedDesignError
+    """
+    n = scen.fabric.n_dims
+    used = problem.terms.used_dims
+    if used.size == 0:
+        status, _, _ = lp_extreme(rows, n, np.zeros(n))
+        if status == "infeasible":
+            raise_infeasible(rows, n, used)
+        return used
+    if scen.objective == "perf_per_cost":
+        assert problem.rate is not None
+        st, c_min, _ = lp_extreme(rows, n, problem.rate)
+        if st == "optimal" and c_min <= 1e-12 * float(problem.rate.sum()):
+            raise UnboundedDesignError(
+                "objective 'perf_per_cost' has no attained optimum: the constraints let the "
+                "network cost go to zero (add a total-bandwidth or per-dimension minimum)"
+            )
+    if rows is problem.rows and problem.lp_status == "optimal":
+        return np.array([], dtype=int)  # build_problem found every used bandwidth bounded
+    c = np.zeros(n)
+    c[used] = -1.0
+    status, _, _ = lp_extreme(rows, n, c, used)
+    if status == "infeasible":
+        raise_infeasible(rows, n, used)
+    if status != "unbounded":
+        return np.array([], dtype=int)
+    # A priced dimension is bounded by the objective itself under perf_per_cost and tco.
+    candidates = used if problem.rate is None else used[problem.rate[used] <= 0]
+    free = unbounded_dims(rows, n, candidates, used)
+    if free.size and scen.collective_model == "sequential":
+        raise UnboundedDesignError(
+            f"objective {scen.objective!r} has no finite optimum: nothing bounds the bandwidth "
+            f"of {', '.join(scen.fabric.names[d] for d in free)}, and with sequential "
+            "collectives every GB/s shortens the step (add budget_usd, a total-bandwidth or "
+            "a per-dimension cap)"
+        )
+    return free
+
+
+class _Trouble(Exception):
+    """A solve attempt that did not produce a usable answer (to be retried)."""
+
+    def __init__(self, status: str):
+        self.status = status
+        super().__init__(status)
+
+
+@dataclass
+class _Run:
+    prog: ConvexProgram
+    status: str
+    bw: np.ndarray
+    ev: Evaluation
+    solver_obj: float
+    gap: float
+    factor: float
+    compile_s: float
+    solve_s: float
+    needs_polish: bool
+
+
+def _set_rhs(prog: ConvexProgram, rows: tuple[Row, ...]) -> None:
+    if prog.le_param is not None:
+        prog.le_param.value = np.array([rows[i].rhs for i in prog.le_rows]) * prog.le_sign / prog.le_scale
+    if prog.eq_param is not None:
+        prog.eq_param.value = np.array([rows[i].rhs for i in prog.eq_rows]) / prog.eq_scale
+
+
+def _run(problem: BandwidthProblem, prog: ConvexProgram, scen: Scenario, rows: tuple[Row, ...]) -> _Run:
+    """Set the right-hand sides, solve once, evaluate the answer with numpy."""
+    _set_rhs(prog, rows)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # status is handled below
+            prog.problem.solve(solver=cp.CLARABEL, **CLARABEL_SETTINGS)
+    except cp.error.SolverError as exc:
+        raise _Trouble(f"Clarabel failed ({exc})") from exc
+    problem.n_solves += 1
+    status = prog.problem.status
+    if status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE):
+        raise _Trouble(str(status))
+    x = np.asarray(prog.x.value, dtype=float)
+    step_value = float(np.asarray(prog.step_value.value))
+    if prog.u is None:
+        bw = prog.b_ref * x
+        solver_obj = prog.t_ref * step_value
+        factor = prog.t_ref
+    else:
+        u = float(np.asarray(prog.u.value))
+        bw = prog.b_ref * x / u
+        solver_obj = problem.objective_scale * problem.ref_cost * prog.t_ref * step_value
+        factor = problem.objective_scale * problem.ref_cost * prog.t_ref * u
+    bw = np.where(bw < 0, 0.0, bw)
+    ev = evaluate(scen, bw)
+    gap = abs(ev.objective_value - solver_obj) / max(abs(ev.objective_value), 1e-300)
+    used = problem.terms.used_dims
+    spread = float(np.max(x[used]) / max(np.min(x[used]), 1e-300)) if used.size else 1.0
+    needs_polish = (
+        status == cp.OPTIMAL_INACCURATE
+        or not np.isfinite(gap)
+        or gap > 0.1 * OBJECTIVE_REL_TOL
+        or spread > 1e3
+        or not ev.feasible(CONSTRAINT_REL_TOL)
+    )
+    return _Run(
+        prog, str(status), bw, ev, solver_obj, float(gap), factor,
+        float(prog.problem.compilation_time or 0.0),
+        float(prog.problem.solver_stats.solve_time or 0.0), needs_polish,
+    )
+
+
+def _good(run: _Run) -> bool:
+    return (
+        np.isfinite(run.ev.objective_value)
+        and run.gap <= OBJECTIVE_REL_TOL
+        and run.ev.feasible(CONSTRAINT_REL_TOL)
+    )
+
+
+def _fresh_program(problem: BandwidthProblem, scen: Scenario, rows: tuple[Row, ...]) -> ConvexProgram:
+    """A program scaled for these right-hand sides (a uniform scale from an LP vertex)."""
+    n, used = scen.fabric.n_dims, problem.terms.used_dims
+    b_ref, t_ref = reference_scales(problem.terms, np.array(scen.weights), n, reference_bw(rows, n, used))
+    return build_program(
+        problem.terms, np.array(scen.weights), rows, n, scen.collective_model,
+        scen.training_loop, problem.program.product, b_ref, t_ref,
+    )
+
+
+def _polished_program(problem: BandwidthProblem, scen: Scenario, rows: tuple[Row, ...], run: _Run) -> ConvexProgram:
+    """A program scaled per dimension to ``run``'s answer, and in time to its step time."""
+    used = problem.terms.used_dims
+    b_ref = np.full(scen.fabric.n_dims, max(float(np.max(run.bw)), 1e-9))
+    b_ref[used] = np.maximum(run.bw[used], 1e-9 * b_ref[used])
+    t_ref = max(run.ev.weighted_step_time_s, 1e-300)
+    return build_program(
+        problem.terms, np.array(scen.weights), rows, scen.fabric.n_dims, scen.collective_model,
+        scen.training_loop, problem.program.product, b_ref, t_ref,
+    )
+
+
+def _solve_with_retries(
+    problem: BandwidthProblem, scen: Scenario, rows: tuple[Row, ...], first: ConvexProgram
+) -> tuple[_Run, float, float, int]:
+    """Solve ``first``; on trouble or a failed numpy check, polish, then rebuild fresh."""
+    compile_s = solve_s = 0.0
+    attempts = 0
+    best: _Run | None = None
+    trouble: _Trouble | None = None
+
+    def attempt(prog: ConvexProgram) -> None:
+        nonlocal best, trouble, compile_s, solve_s, attempts
+        attempts += 1
+        try:
+            run = _run(problem, prog, scen, rows)
+        except _Trouble as exc:
+            trouble = exc
+            return
+        compile_s += run.compile_s + (prog.build_s if prog is not problem.program else 0.0)
+        solve_s += run.solve_s
+        if best is None or (_good(run), -run.gap) > (_good(best), -best.gap):
+            best = run
+
+    attempt(first)
+    if best is None or best.needs_polish:
+        if best is not None:
+            attempt(_polished_program(problem, scen, rows, best))
+        if best is None or not _good(best):
+            logger.info("re-solving with scales fresh for these right-hand sides")
+            attempt(_fresh_program(problem, scen, rows))
+    if best is None:
+        assert trouble is not None
+        n = scen.fabric.n_dims
+        if "infeasible" in trouble.status:
+            raise_infeasible(rows, n, problem.terms.used_dims)
+        if "unbounded" in trouble.status:
+            raise UnboundedDesignError(f"objective {scen.objective!r} is unbounded")
+        raise SolverError(f"Clarabel returned status {trouble.status!r}")
+    return best, compile_s, solve_s, attempts
+
+
+def _idle_minimum(problem: BandwidthProblem, scen: Scenario, rows: tuple[Row, ...], run: _Run, free: np.ndarray) -> _Run:
+    """Give idle dimensions the least bandwidth the constraints allow.
+
+    Idle: dimensions without traffic, and ``free`` dimensions (nothing bounds them; with
+    pipelined collectives they are no bottleneck). A free dimension keeps every collective's
+    time: ``B_d >= c_kd / (T_k - l_kd)`` with ``T_k`` the time of collective ``k`` on its
+    other dimensions. The step time cannot grow, so the objective is unchanged or better.
+    """
+    n = scen.fabric.n_dims
+    used = problem.terms.used_dims
+    idle = np.union1d(np.setdiff1d(np.arange(n), used), free).astype(int)
+    if idle.size == 0:
+        return run
+    lower = np.zeros(n)
+    c, lat = problem.terms.traffic_gb, problem.terms.latency_s
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t_dim = np.where(c > 0, c / run.bw[None, :] + lat, -np.inf)
+    others = np.ones(n, dtype=bool)
+    others[idle] = False
+    for d in free:
+        need = 0.0
+        for k in np.flatnonzero(c[:, d] > 0):
+            t_other = float(np.max(t_dim[k, others])) if others.any() else -np.inf
+            if not np.isfinite(t_other) or t_other <= lat[k, d]:
+                need = run.bw[d]  # the dimension is this collective's only path: keep it
+                break
+            need = max(need, c[k, d] / (t_other - lat[k, d]))
+        lower[d] = min(need, run.bw[d])
+    bw = minimal_bandwidth(rows, run.bw, idle, lower)
+    if bw is None:
+        return run
+    ev = evaluate(scen, bw)
+    if not ev.feasible(CONSTRAINT_REL_TOL) or ev.objective_value > run.ev.objective_value * (1 + 1e-9):
+        return run
+    return dataclasses.replace(run, bw=bw, ev=ev)
+
+
+def _capped(problem: BandwidthProblem, scen: Scenario, rows: tuple[Row, ...], free: np.ndarray) -> tuple[Row, ...]:
+    """Rows with a cap on every free dimension (``_CAP_FACTOR`` x the bandwidth scale)."""
+    n, used = scen.fabric.n_dims, problem.terms.used_dims
+    bounded = np.setdiff1d(used, free)
+    scale = 1.0
+    if bounded.size:
+        c = np.zeros(n)
+        c[bounded] = -1.0
+        status, _, bw = lp_extreme(rows, n, c, used)
+        if status == "optimal" and bw is not None:
+            scale = max(scale, float(np.max(bw[bounded])))
+    cap = _CAP_FACTOR * scale
+    extra = tuple(Row(f"cap on {scen.fabric.names[d]}", np.eye(n)[d], "<=", cap) for d in free)
+    return rows + extra
+
+
+def _keeps_improving(scen: Scenario, run: _Run, free: np.ndarray) -> bool:
+    """Whether ten times the bandwidth on the free dimensions still shortens the step: then
+    the optimum under the cap is an artefact of the cap, and the scenario has none."""
+    probe = run.bw.copy()
+    probe[free] *= 10.0
+    return evaluate(scen, probe).objective_value < run.ev.objective_value * (1 - 1e-7)
+
+
+def solve(
+    problem: Scenario | BandwidthProblem,
+    *,
+    budget_usd: float | None = None,
+    power_w: float | None = None,
+    rhs: Mapping[str, float] | None = None,
+    with_baselines: bool = True,
+) -> Solution:
+    """Solve for the optimal bandwidth allocation.
+
+    Parameters
+    ----------
+    problem : Scenario or BandwidthProblem
+        A scenario (built on the fly) or a problem from :func:`build_problem`.
+    budget_usd, power_w : float, optional
+        New network budget / power cap (the problem must have been built with one).
+    rhs : mapping, optional
+        Constraint label -> new right-hand side.
+    with_baselines : bool
+        Evaluate the equal-split and traffic-proportional baselines.
+
+    Returns
+    -------
+    Solution
+        Always re-checked by the numpy evaluator.
+
+    Raises
+    ------
+    InfeasibleDesignError
+        Naming an irreducible set of conflicting constraints.
+    UnboundedDesignError
+        When the objective has no attained optimum.
+    VerificationError
+        When the numpy evaluator disagrees with every solver attempt.
+    SolverError
+        When Clarabel fails on every attempt.
+
+    Examples
+    --------
+    >>> from libra_opt.scenario.examples import toy_scenario
+    >>> sol = solve(toy_scenario())
+    >>> sol.bw_gbps.round(3).tolist()
+    [200.0, 100.0]
+    """
+    if isinstance(problem, Scenario):
+        problem = build_problem(problem)
+    overrides = dict(rhs or {})
+    if budget_usd is not None:
+        overrides["budget_usd"] = budget_usd
+    if power_w is not None:
+        overrides["power_w"] = power_w
+    scen, rows = _override(problem, overrides) if overrides else (problem.scenario, problem.rows)
+    free = _free_dims(problem, scen, rows)
+    first_build = problem.program.build_s if problem.n_solves == 0 else 0.0
+    solve_rows = rows
+    if free.size:
+        solve_rows = _capped(problem, scen, rows, free)
+        first = _fresh_program(problem, scen, solve_rows)
+        first_build = 0.0  # counted by the attempt itself
+    else:
+        first = problem.program
+    run, compile_s, solve_s, attempts = _solve_with_retries(problem, scen, solve_rows, first)
+    compile_s += first_build
+    if free.size and _keeps_improving(scen, run, free):
+        names = ", ".join(scen.fabric.names[d] for d in free)
+        raise UnboundedDesignError(
+            f"objective {scen.objective!r} has no finite optimum: nothing bounds the bandwidth "
+            f"of {names}, and more of it keeps shortening the step (add budget_usd, a "
+            "total-bandwidth or a per-dimension cap)"
+        )
+    ev, gap = run.ev, run.gap
+    if not np.isfinite(ev.objective_value) or gap > OBJECTIVE_REL_TOL:
+        raise VerificationError(
+            f"numpy evaluation {ev.objective_value!r} disagrees with the solver's "
+            f"objective {run.solver_obj!r} (relative gap {gap:.2e})"
+        )
+    if not ev.feasible(CONSTRAINT_REL_TOL):
+        bad = [k for k, r in ev.residuals.items() if r > CONSTRAINT_REL_TOL * ev.residual_scales[k]]
+        raise VerificationError(f"solver answer violates constraints: {', '.join(bad)}")
+    run = _idle_minimum(problem, scen, rows, run, free)
+    reports = _constraint_reports(rows, run.bw, run.prog, run.factor)
+    bl = baselines(scen, run.ev) if with_baselines else ()
+    info = SolverInfo(
+        solver="CLARABEL",
+        method="convex" if run.prog.u is None else "convex-perspective",
+        status=run.status,
+        compile_s=float(compile_s),
+        solve_s=float(solve_s),
+        n_solves=attempts,
+        objective_rel_gap=float(gap),
+    )
+    bw = run.bw.copy()
+    bw.setflags(write=False)
+    return Solution(scen, bw, scen.objective, run.ev.objective_value, run.ev, reports, bl, info)
+
+
+def _constraint_reports(
+    rows: tuple[Row, ...], bw: np.ndarray, prog: ConvexProgram, factor: float
+) -> tuple[ConstraintReport, ...]:
+    """Slack, activity and shadow price of every row.
+
+    For ``perf`` the shadow price of a row ``a . B <= r`` is ``-lambda / s`` (``lambda`` the
+    dual of the row scaled by ``s``). In the perspective form the objective is
+    ``ref_cost * V`` and the row reads ``a . y <= r u``, so ``d f / d r`` gains the factor
+    ``ref_cost * u``. Rows the solver added (caps on unbounded dimensions) are not reported.
+    """
+    shadow = np.zeros(max([len(rows), *prog.le_rows, *prog.eq_rows], default=0) + 1)
+    if prog.le_con is not None and prog.le_con.dual_value is not None:
+        lam = np.atleast_1d(prog.le_con.dual_value)
+        for j, i in enumerate(prog.le_rows):
+            shadow[i] = -lam[j] * prog.le_sign[j] / prog.le_scale[j] * factor
+    if prog.eq_con is not None and prog.eq_con.dual_value is not None:
+        nu = np.atleast_1d(prog.eq_con.dual_value)
+        for j, i in enumerate(prog.eq_rows):
+            shadow[i] = -nu[j] / prog.eq_scale[j] * factor
+    out = []
+    for i, r in enumerate(rows):
+        lhs = float(r.a @ bw)
+        slack = {"<=": r.rhs - lhs, ">=": lhs - r.rhs, "==": 0.0}[r.sense]
+        scale = max(1.0, abs(r.rhs), float(np.abs(r.a) @ bw))
+        active = r.sense == "==" or abs(slack) <= 1e-6 * scale
+        out.append(ConstraintReport(r.label, lhs, r.sense, r.rhs, slack, active, float(shadow[i])))
+    return tuple(out)

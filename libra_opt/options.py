@@ -1,0 +1,107 @@
+"""The option vocabularies: every choice a user can spell, defined once.
+
+Each option set is a ``Literal`` type and the tuple of its values (``typing.get_args``);
+the scenario schema, the CLI's ``choices=``, the validators and the reports all use these.
+
+Examples
+--------
+>>> OBJECTIVES
+('perf', 'perf_per_cost', 'tco')
+>>> objective_label("tco")
+'cost of one training run ($)'
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+__all__ = [
+    "Topology",
+    "TOPOLOGIES",
+    "SwitchScope",
+    "SWITCH_SCOPES",
+    "CollectiveKind",
+    "COLLECTIVE_KINDS",
+    "PhaseName",
+    "PHASES",
+    "Objective",
+    "OBJECTIVES",
+    "OBJECTIVE_MEANING",
+    "objective_label",
+    "CollectiveModel",
+    "COLLECTIVE_MODELS",
+    "TrainingLoop",
+    "TRAINING_LOOPS",
+    "TrafficModel",
+    "TRAFFIC_MODELS",
+    "FabricFamily",
+    "FABRIC_FAMILIES",
+    "Component",
+    "COMPONENTS",
+    "PricedComponent",
+    "PRICED_COMPONENTS",
+    "CompareMode",
+    "COMPARE_MODES",
+]
+
+#: Topology of one fabric dimension.
+Topology = Literal["ring", "fully_connected", "switch"]
+TOPOLOGIES: tuple[Topology, ...] = get_args(Topology)
+
+#: What one switch network of a dimension spans: its whole block (fat-tree) or one rail.
+SwitchScope = Literal["block", "rail"]
+SWITCH_SCOPES: tuple[SwitchScope, ...] = get_args(SwitchScope)
+
+#: Collective operations (``p2p``: a pipeline send/receive).
+CollectiveKind = Literal["all_reduce", "reduce_scatter", "all_gather", "all_to_all", "p2p"]
+COLLECTIVE_KINDS: tuple[CollectiveKind, ...] = get_args(CollectiveKind)
+
+#: Phases of a layer in a training step, in step order.
+PhaseName = Literal["forward", "input_grad", "weight_grad"]
+PHASES: tuple[PhaseName, ...] = get_args(PhaseName)
+
+#: Optimization objectives.
+Objective = Literal["perf", "perf_per_cost", "tco"]
+OBJECTIVES: tuple[Objective, ...] = get_args(Objective)
+
+#: Objective -> (what its value is, unit).
+OBJECTIVE_MEANING: dict[Objective, tuple[str, str]] = {
+    "perf": ("weighted step time", "s"),
+    "perf_per_cost": ("weighted step time x network cost", "s*$"),
+    "tco": ("cost of one training run", "$"),
+}
+
+#: How a collective's per-dimension times combine: max (pipelined) or sum (sequential).
+CollectiveModel = Literal["pipelined", "sequential"]
+COLLECTIVE_MODELS: tuple[CollectiveModel, ...] = get_args(CollectiveModel)
+
+#: Whether a phase's collectives add to its compute or hide behind it.
+TrainingLoop = Literal["no_overlap", "overlap"]
+TRAINING_LOOPS: tuple[TrainingLoop, ...] = get_args(TrainingLoop)
+
+#: Which bytes cross which dimension: LIBRA's hierarchical model or the fabric's own routing.
+TrafficModel = Literal["hierarchical", "native"]
+TRAFFIC_MODELS: tuple[TrafficModel, ...] = get_args(TrafficModel)
+
+#: Fabric families the builders make and ``compare`` compares.
+FabricFamily = Literal["multi_dim", "fat_tree", "rail_only"]
+FABRIC_FAMILIES: tuple[FabricFamily, ...] = get_args(FabricFamily)
+
+#: Cost columns of a dimension (bought per GB/s of its bandwidth).
+Component = Literal["link", "switch", "nic"]
+COMPONENTS: tuple[Component, ...] = get_args(Component)
+
+#: Components a tier may price: the three columns plus ``transceiver`` (optics, folded into
+#: the ``link`` column).
+PricedComponent = Literal["link", "switch", "nic", "transceiver"]
+PRICED_COMPONENTS: tuple[PricedComponent, ...] = get_args(PricedComponent)
+
+#: How ``compare`` equalizes fabrics: the same bandwidth, or the same network budget.
+CompareMode = Literal["equal_bw", "equal_budget"]
+COMPARE_MODES: tuple[CompareMode, ...] = get_args(CompareMode)
+
+
+def objective_label(objective: str) -> str:
+    """What the objective's value measures, with its unit, e.g. ``'weighted step time (s)'``."""
+    what, unit = OBJECTIVE_MEANING[objective]  # type: ignore[index]
+    return f"{what} ({unit})"

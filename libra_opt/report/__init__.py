@@ -1,0 +1,1 @@
+"""Human output only: text tables, JSON-ready dictionaries and plots (imported per module)."""

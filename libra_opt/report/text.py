@@ -1,0 +1,313 @@
+"""Human-readable tables and JSON-ready dictionaries of solutions and evaluations."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from libra_opt.optimize.solution import Solution
+from libra_opt.options import COMPONENTS
+from libra_opt.scenario.evaluate import Evaluation
+from libra_opt.scenario.scenario import Scenario
+
+__all__ = ["table", "format_evaluation", "format_solution", "solution_to_dict", "evaluation_to_dict"]
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: str | None = None) -> str:
+    """A plain-text table; ``align`` is one character per column, ``l`` or ``r``.
+
+    Examples
+    --------
+    >>> print(table(["a", "bb"], [[1, "x"], [22, "yy"]], "rl"))
+     a  bb
+    --  --
+     1  x
+    22  yy
+    """
+    cells = [[str(h) for h in headers]] + [[str(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    align = align or "l" * len(headers)
+    lines = []
+    for n, r in enumerate(cells):
+        parts = [c.rjust(w) if a == "r" else c.ljust(w) for c, w, a in zip(r, widths, align, strict=True)]
+        lines.append("  ".join(parts).rstrip())
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _usd(x: float) -> str:
+    return f"${x:,.0f}"
+
+
+def _si_time(t: float) -> str:
+    if not np.isfinite(t):
+        return "inf"
+    if abs(t) >= 1:
+        return f"{t:.4f} s"
+    if abs(t) >= 1e-3:
+        return f"{t * 1e3:.3f} ms"
+    return f"{t * 1e6:.3f} us"
+
+
+def _fabric_table(scen: Scenario, ev: Evaluation) -> str:
+    total = float(np.sum(ev.bw_gbps))
+    usd = ev.cost.usd_by_dim_component.sum(axis=1)
+    power = None if ev.cost.w_by_dim_component is None else ev.cost.w_by_dim_component.sum(axis=1)
+    busy = sum(t.busy_by_dim_s for t in ev.workloads)
+    rows = []
+    for d, dim in enumerate(scen.fabric.dims):
+        rows.append([
+            dim.name, dim.topology, dim.size, dim.tier,
+            f"{ev.bw_gbps[d]:.2f}",
+            f"{100 * ev.bw_gbps[d] / total:.1f}%" if total > 0 else "-",
+            _usd(usd[d]),
+            "n/a" if power is None else f"{power[d]:,.0f}",
+            _si_time(float(busy[d])),
+        ])
+    return table(
+        ["dim", "topology", "size", "tier", "bw GB/s", "share", "cost", "power W", "busy/step"],
+        rows,
+        "llrlrrrrr",
+    )
+
+
+def _workload_table(scen: Scenario, ev: Evaluation) -> str:
+    rows = []
+    for wt, t in zip(scen.weights or (), ev.workloads, strict=True):
+        groups = ", ".join(f"{g} {_si_time(v)}" for g, v in t.comm_by_group_s.items() if v > 0)
+        rows.append([
+            t.name, f"{wt:g}", _si_time(t.step_time_s), _si_time(t.compute_s),
+            _si_time(t.comm_s), _si_time(t.exposed_comm_s),
+            " / ".join(_si_time(t.comm_by_phase_s[p]) for p in ("forward", "input_grad", "weight_grad")),
+            groups or "-",
+        ])
+    return table(
+        ["workload", "weight", "step", "compute", "comm", "exposed comm",
+         "comm fwd / in-grad / w-grad", "comm per group"],
+        rows,
+        "lrrrrrll",
+    )
+
+
+def _cost_lines(ev: Evaluation) -> list[str]:
+    by_comp = ev.cost.usd_by_dim_component.sum(axis=0)
+    parts = ", ".join(f"{c} {_usd(v)}" for c, v in zip(COMPONENTS, by_comp, strict=True) if v > 0)
+    lines = [f"Network cost: {_usd(ev.cost.network_cost_usd)} ({parts or 'no priced components'})"]
+    if ev.cost.network_power_w is None:
+        lines.append("Network power: not modelled (no power_model given)")
+    else:
+        assert ev.cost.w_by_dim_component is not None
+        pw = ev.cost.w_by_dim_component.sum(axis=0)
+        pparts = ", ".join(f"{c} {v:,.0f} W" for c, v in zip(COMPONENTS, pw, strict=True) if v > 0)
+        lines.append(f"Network power: {ev.cost.network_power_w:,.0f} W ({pparts or 'none'})")
+    return lines
+
+
+def _throughput_table(scen: Scenario, ev: Evaluation) -> str | None:
+    rows = []
+    for wl, t in zip(scen.workloads, ev.workloads, strict=True):
+        m = wl.metrics
+        if m is None:
+            continue
+        mem = "-"
+        if m.memory_per_npu_bytes is not None and m.memory_capacity_bytes:
+            mem = f"{m.memory_per_npu_bytes / 1e9:.1f} / {m.memory_capacity_bytes / 1e9:.0f} GB"
+        rows.append([
+            t.name, f"{m.n_npus:,}", f"{m.tokens_per_step:,.0f}",
+            f"{m.model_flops_per_step:.3e}", f"{m.throughput_tokens_per_s(t.step_time_s):,.0f}",
+            f"{100 * m.mfu(t.step_time_s):.1f}%", mem,
+        ])
+    if not rows:
+        return None
+    return table(
+        ["workload", "NPUs", "tokens/step", "model FLOPs/step", "tokens/s", "MFU", "memory/NPU"],
+        rows,
+        "lrrrrrr",
+    )
+
+
+def _tco_lines(scen: Scenario, ev: Evaluation) -> list[str]:
+    if scen.tco is None:
+        return []
+    from libra_opt.cost.tco import tco_breakdown
+
+    b = tco_breakdown(scen.tco, scen.fabric, scen.coefficients, ev.bw_gbps, ev.weighted_step_time_s)
+    line = (
+        f"TCO over {scen.tco.lifetime_years:g} years: {_usd(b.total_usd)} (accelerators "
+        f"{_usd(b.accelerators_usd)}, hosts {_usd(b.hosts_usd)}, network {_usd(b.network_usd)}, "
+        f"maintenance {_usd(b.maintenance_usd)}, energy {_usd(b.energy_usd)} at "
+        f"{b.it_power_w / 1e3:,.1f} kW IT); {_usd(b.usd_per_hour)}/hour"
+    )
+    out = [line]
+    if b.run_usd is not None:
+        out.append(f"One training run ({scen.tco.n_steps:,.0f} steps): {_usd(b.run_usd)}")
+    return out
+
+
+def format_evaluation(scen: Scenario, ev: Evaluation) -> str:
+    """Report of a scenario evaluated at a given allocation."""
+    lines = [
+        f"Scenario {scen.name}: {scen.fabric.n_dims}-D fabric, {scen.fabric.n_npus:,} NPUs "
+        f"({scen.collective_model} collectives, {scen.training_loop} loop, "
+        f"{scen.traffic_model} traffic)",
+        "",
+        _fabric_table(scen, ev),
+        "",
+        _workload_table(scen, ev),
+    ]
+    thr = _throughput_table(scen, ev)
+    if thr:
+        lines += ["", thr]
+    lines += ["", *_cost_lines(ev), *_tco_lines(scen, ev)]
+    if ev.residuals:
+        bad = [k for k, r in ev.residuals.items() if r > 1e-6 * ev.residual_scales[k]]
+        lines.append(
+            "Constraints: all satisfied" if not bad else f"Constraints VIOLATED: {'; '.join(bad)}"
+        )
+    return "\n".join(lines)
+
+
+def _objective_str(objective: str, value: float) -> str:
+    if objective == "perf":
+        return f"weighted step time {_si_time(value)}"
+    if objective == "tco":
+        return f"cost of one training run {_usd(value)}"
+    return f"step time x network cost {value:,.6g} s*$"
+
+
+_OBJECTIVE_UNITS = {"perf": "s", "perf_per_cost": "s*$", "tco": "$"}
+
+
+def format_solution(sol: Solution) -> str:
+    """The full report of a solved scenario: allocation, times, cost, constraints, baselines.
+
+    Examples
+    --------
+    >>> from libra_opt.scenario.examples import toy_scenario
+    >>> from libra_opt.optimize.problem import solve
+    >>> print(format_solution(solve(toy_scenario())).splitlines()[0])
+    Scenario toy: 2-D fabric, 32 NPUs (pipelined collectives, no_overlap loop, hierarchical traffic)
+    """
+    scen, ev = sol.scenario, sol.evaluation
+    lines = [
+        format_evaluation(scen, ev),
+        f"Objective ({sol.objective}): {_objective_str(sol.objective, sol.objective_value)}",
+    ]
+    if sol.constraints:
+        rows = []
+        for c in sol.constraints:
+            tiny = 1e-6 * max(1.0, abs(c.rhs))
+            lhs = 0.0 if abs(c.lhs) < tiny else c.lhs
+            slack = 0.0 if abs(c.slack) < tiny else c.slack
+            rows.append([
+                c.label, f"{lhs:,.6g}", c.sense, f"{c.rhs:,.6g}", f"{slack:,.4g}",
+                "yes" if c.active else "no", f"{c.shadow_price:.4g}" if c.active else "0",
+            ])
+        unit = _OBJECTIVE_UNITS[sol.objective]
+        lines += ["", table(
+            ["constraint", "value", "", "bound", "slack", "active", f"shadow price ({unit}/unit)"],
+            rows,
+            "lrlrrlr",
+        )]
+    if sol.baselines:
+        total = float(np.sum(sol.bw_gbps))
+        rows = [[
+            "optimum", " ".join(f"{b:.1f}" for b in sol.bw_gbps),
+            _si_time(ev.weighted_step_time_s), _usd(ev.cost.network_cost_usd), "yes", "1.000x",
+            "1.000x",
+        ]]
+        for b in sol.baselines:
+            rows.append([
+                b.name, " ".join(f"{x:.1f}" for x in b.evaluation.bw_gbps),
+                _si_time(b.evaluation.weighted_step_time_s),
+                _usd(b.evaluation.cost.network_cost_usd),
+                "yes" if b.feasible else "no", f"{b.speedup:.3f}x", f"{b.objective_ratio:.3f}x",
+            ])
+        lines += [
+            "",
+            f"Baselines at the same total bandwidth ({total:,.2f} GB/s per NPU):",
+            table(["allocation", "bw GB/s", "weighted step", "network cost", "feasible",
+                   "step / optimum", "objective / optimum"], rows, "llrrlrr"),
+        ]
+    s = sol.solver
+    lines += [
+        "",
+        f"Solver: {s.solver} ({s.method}), status {s.status}, compile {s.compile_s * 1e3:.1f} ms, "
+        f"solve {s.solve_s * 1e3:.2f} ms; numpy re-check: objective agrees to {s.objective_rel_gap:.1e}",
+    ]
+    return "\n".join(lines)
+
+
+def evaluation_to_dict(scen: Scenario, ev: Evaluation) -> dict[str, Any]:
+    """JSON-ready dictionary of an evaluation."""
+    return {
+        "scenario": scen.name,
+        "dims": list(scen.fabric.names),
+        "bw_gbps": [float(x) for x in ev.bw_gbps],
+        "step_time_s": {t.name: t.step_time_s for t in ev.workloads},
+        "weighted_step_time_s": ev.weighted_step_time_s,
+        "breakdown": {
+            t.name: {
+                "compute_s": t.compute_s,
+                "comm_s": t.comm_s,
+                "exposed_comm_s": t.exposed_comm_s,
+                "comm_by_phase_s": dict(t.comm_by_phase_s),
+                "comm_by_group_s": dict(t.comm_by_group_s),
+                "busy_by_dim_s": [float(x) for x in t.busy_by_dim_s],
+                "traffic_by_dim_bytes": [float(x) for x in t.traffic_by_dim_bytes],
+            }
+            for t in ev.workloads
+        },
+        "network_cost_usd": ev.cost.network_cost_usd,
+        "network_cost_by_dim_usd": [float(x) for x in ev.cost.usd_by_dim_component.sum(axis=1)],
+        "network_cost_by_component_usd": dict(
+            zip(COMPONENTS, (float(x) for x in ev.cost.usd_by_dim_component.sum(axis=0)), strict=True)
+        ),
+        "network_power_w": ev.cost.network_power_w,
+        "throughput": {
+            t.name: {
+                "tokens_per_s": wl.metrics.throughput_tokens_per_s(t.step_time_s),
+                "mfu": wl.metrics.mfu(t.step_time_s),
+                "model_flops_per_step": wl.metrics.model_flops_per_step,
+                "memory_per_npu_bytes": wl.metrics.memory_per_npu_bytes,
+            }
+            for wl, t in zip(scen.workloads, ev.workloads, strict=True)
+            if wl.metrics is not None
+        },
+        "objective_value": ev.objective_value,
+        "constraint_violation": {k: float(v) for k, v in ev.residuals.items()},
+    }
+
+
+def solution_to_dict(sol: Solution) -> dict[str, Any]:
+    """JSON-ready dictionary of a solution (the CLI's ``--json`` output)."""
+    out = evaluation_to_dict(sol.scenario, sol.evaluation)
+    out.update({
+        "status": sol.solver.status,
+        "objective": sol.objective,
+        "objective_value": sol.objective_value,
+        "solver": {
+            "name": sol.solver.solver,
+            "method": sol.solver.method,
+            "compile_s": sol.solver.compile_s,
+            "solve_s": sol.solver.solve_s,
+            "objective_rel_gap": sol.solver.objective_rel_gap,
+        },
+        "constraints": [
+            {"label": c.label, "value": c.lhs, "sense": c.sense, "bound": c.rhs,
+             "slack": c.slack, "active": c.active, "shadow_price": c.shadow_price}
+            for c in sol.constraints
+        ],
+        "baselines": [
+            {"name": b.name, "bw_gbps": [float(x) for x in b.evaluation.bw_gbps],
+             "weighted_step_time_s": b.evaluation.weighted_step_time_s,
+             "network_cost_usd": b.evaluation.cost.network_cost_usd,
+             "feasible": b.feasible, "step_time_ratio": b.speedup,
+             "objective_ratio": b.objective_ratio}
+            for b in sol.baselines
+        ],
+    })
+    return out

@@ -1,0 +1,105 @@
+"""Text report of a generated workload (the body of ``libra-opt workload SCENARIO.yaml``).
+
+Per-step traffic per group and fabric dimension, memory per NPU, FLOPs and tokens, and --
+given a bandwidth vector -- step time, throughput and MFU, all under the scenario's traffic,
+collective and training-loop models.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from libra_opt.fabric.dims import Fabric
+from libra_opt.generators.generated import (
+    GeneratedWorkload,
+    achieved_flops_per_npu,
+    model_flops_utilization,
+    throughput_tokens_per_s,
+)
+from libra_opt.options import CollectiveModel, TrafficModel, TrainingLoop
+from libra_opt.traffic.step_time import step_time, traffic_by_group_bytes
+
+__all__ = ["workload_report"]
+
+
+def _gb(x: float) -> str:
+    return f"{x / 1e9:10.3f}"
+
+
+def workload_report(
+    generated: GeneratedWorkload,
+    fabric: Fabric,
+    bw_gbps: Sequence[float] | None = None,
+    training_loop: TrainingLoop = "no_overlap",
+    collective_model: CollectiveModel = "pipelined",
+    traffic_model: TrafficModel = "hierarchical",
+) -> str:
+    """Human-readable summary of a generated workload.
+
+    Parameters
+    ----------
+    generated : GeneratedWorkload
+    fabric : Fabric
+    bw_gbps : sequence of float, optional
+        Bandwidth per dimension (GB/s per NPU); adds step time, throughput and MFU.
+    training_loop, collective_model, traffic_model : str
+        The scenario's models, passed to :func:`libra_opt.traffic.step_time.step_time`
+        (traffic per dimension also follows ``traffic_model``).
+
+    Returns
+    -------
+    str
+        Several lines of text (no trailing newline).
+
+    Examples
+    --------
+    >>> from libra_opt.fabric.dims import Dim
+    >>> from libra_opt.generators import generate_workload
+    >>> from libra_opt.io.presets import load_device, load_model
+    >>> f = Fabric((Dim("node", "switch", 8, "NVLink"), Dim("pod", "switch", 2, "IB")))
+    >>> g = generate_workload(load_model("llama3_8b"), {"tp": 8, "dp": 2, "global_batch_size": 16},
+    ...                       load_device("h100_sxm"), f)
+    >>> print(workload_report(g, f).splitlines()[0])
+    workload llama3_8b: model llama3_8b on 16 x NVIDIA H100 SXM5 80GB
+    """
+    g = generated
+    w = g.workload
+    lines = [
+        f"workload {w.name}: model {g.model_name} on {g.n_npus} x {g.device.name}",
+        f"  placement        {g.placement.describe()}",
+        "  groups (k_d)     "
+        + ", ".join(f"{k}={v}" for k, v in w.groups.items() if np.prod(v) > 1),
+        f"  tokens per step  {g.tokens_per_step:.6g}  (samples {g.samples_per_step:.6g}, "
+        f"micro-batches {g.micro_batches}, pipeline bubble {100 * g.bubble_fraction:.1f} %)",
+        f"  FLOPs per step   model {g.model_flops_per_step:.4g}, with recomputation "
+        f"{g.hardware_flops_per_step:.4g}",
+        f"  compute          {w.compute_s:.4g} s per step per NPU at "
+        f"{g.efficiency.describe()} ({g.compute_dtype})",
+        f"  memory per NPU   {g.memory.describe()}",
+    ]
+    for note in g.notes:
+        lines.append(f"  note             {note}")
+    traffic = traffic_by_group_bytes(w, fabric, traffic_model)
+    header = f"  {'group':<8}{'colls/step':>11}" + "".join(f"{n[:10]:>11}" for n in fabric.names)
+    lines += ["", "  traffic per NPU per step (GB)", header]
+    total = np.zeros(fabric.n_dims)
+    for group, (n, b) in sorted(traffic.items()):
+        total += b
+        lines.append(f"  {group:<8}{n:>11}" + "".join(f" {_gb(x)}" for x in b))
+    lines.append(f"  {'total':<8}{'':>11}" + "".join(f" {_gb(x)}" for x in total))
+    if bw_gbps is not None:
+        t = step_time(w, fabric, bw_gbps, collective_model, training_loop, traffic_model)
+        lines += [
+            "",
+            f"  at bandwidth {', '.join(f'{n}={b:g}' for n, b in zip(fabric.names, bw_gbps, strict=True))} GB/s",
+            f"  step time        {t.step_time_s:.4g} s (compute {t.compute_s:.4g}, exposed "
+            f"communication {t.exposed_comm_s:.4g})",
+            f"  throughput       {throughput_tokens_per_s(g, t.step_time_s):.4g} tokens/s, "
+            f"{achieved_flops_per_npu(g, t.step_time_s) / 1e12:.1f} model TFLOP/s per NPU, "
+            f"MFU {100 * model_flops_utilization(g, t.step_time_s):.1f} %",
+        ]
+    return "\n".join(lines)
+
+

@@ -1,0 +1,204 @@
+"""A design scenario: fabric, prices, workloads, constraints and objective, as one frozen value."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from libra_opt.cost.prices import CostCoefficients, CostModel, cost_coefficients
+from libra_opt.cost.tco import TcoModel, cluster_rate_coefficients
+from libra_opt.errors import InputError
+from libra_opt.fabric.dims import Fabric
+from libra_opt.options import (
+    COLLECTIVE_MODELS,
+    OBJECTIVES,
+    TRAFFIC_MODELS,
+    TRAINING_LOOPS,
+    CollectiveModel,
+    Objective,
+    TrafficModel,
+    TrainingLoop,
+)
+from libra_opt.scenario.constraints import LinearConstraint, Row, constraint_rows
+from libra_opt.traffic.workload import Workload, check_on_fabric
+
+__all__ = ["Scenario", "scenario_rows", "unique_labels"]
+
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """Everything the optimizer needs.
+
+    Parameters
+    ----------
+    fabric : Fabric
+    cost_model : CostModel
+    workloads : tuple of Workload
+    weights : tuple of float, optional
+        Weight of each workload's step time in the objective (default 1 each).
+    constraints : tuple of LinearConstraint
+        User linear constraints (see :mod:`libra_opt.scenario.constraints`).
+    budget_usd : float, optional
+        Network cost cap in $.
+    power_w : float, optional
+        Network power cap in W (needs a power model).
+    objective : {'perf', 'perf_per_cost', 'tco'}
+        ``perf``: minimise the weighted sum of step times (s). ``perf_per_cost``: minimise
+        weighted step time x network cost (s x $). ``tco``: minimise the cost of one
+        training run, steps x weighted step time x cluster $/s ($; needs ``tco``).
+    collective_model : {'pipelined', 'sequential'}
+        Collective time = max over dimensions, or sum.
+    training_loop : {'no_overlap', 'overlap'}
+        ``no_overlap``: each phase costs compute + collectives (LIBRA). ``overlap``: each
+        phase costs max(compute, collectives).
+    traffic_model : {'hierarchical', 'native'}
+        ``hierarchical`` (LIBRA): every byte crosses each dimension where source and
+        destination differ. ``native``: the fabric's own routing (fat-tree switches deliver
+        all-to-all directly; Rail-only forwards cross-rail bytes through the HB domain).
+    tco : TcoModel, optional
+        Accelerator, host, energy and lifetime parameters (objective ``tco`` and reports).
+    name : str
+    source : str, optional
+        File the scenario was read from (for messages).
+    """
+
+    fabric: Fabric
+    cost_model: CostModel
+    workloads: tuple[Workload, ...]
+    weights: tuple[float, ...] | None = None
+    constraints: tuple[LinearConstraint, ...] = ()
+    budget_usd: float | None = None
+    power_w: float | None = None
+    objective: Objective = "perf"
+    collective_model: CollectiveModel = "pipelined"
+    training_loop: TrainingLoop = "no_overlap"
+    traffic_model: TrafficModel = "hierarchical"
+    tco: TcoModel | None = None
+    name: str = "scenario"
+    source: str | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        src = self.source
+        object.__setattr__(self, "workloads", tuple(self.workloads))
+        object.__setattr__(self, "constraints", tuple(self.constraints))
+        if not self.workloads:
+            raise InputError("a scenario needs at least one workload", source=src, field="workloads")
+        names = [w.name for w in self.workloads]
+        if len(set(names)) != len(names):
+            raise InputError(
+                f"workload names must be unique, got {names}", source=src, field="workloads"
+            )
+        weights = self.weights if self.weights is not None else (1.0,) * len(self.workloads)
+        weights = tuple(float(w) for w in weights)
+        if len(weights) != len(self.workloads):
+            raise InputError(
+                f"{len(weights)} weights for {len(self.workloads)} workloads",
+                source=src,
+                field="workloads.weight",
+            )
+        for w, wl in zip(weights, self.workloads, strict=True):
+            if not math.isfinite(w) or w <= 0:
+                raise InputError(
+                    f"weight {w!r} of workload {wl.name!r} must be a finite number > 0",
+                    source=src,
+                    field=f"workloads[{wl.name}].weight",
+                )
+        object.__setattr__(self, "weights", weights)
+        for wl in self.workloads:
+            check_on_fabric(wl, self.fabric, source=src)
+        for c in self.constraints:
+            if len(c.bw_coef) != self.fabric.n_dims:
+                raise InputError(
+                    f"constraint {c.label!r} has {len(c.bw_coef)} bandwidth coefficients, "
+                    f"the fabric has {self.fabric.n_dims} dimensions",
+                    source=src,
+                    field="constraints.linear",
+                )
+        for key in ("budget_usd", "power_w"):
+            v = getattr(self, key)
+            if v is not None and (not math.isfinite(float(v)) or float(v) <= 0):
+                raise InputError(
+                    f"{key} {v!r} must be a finite number > 0",
+                    source=src,
+                    field=f"constraints.{key}",
+                )
+        if self.power_w is not None and not self.cost_model.has_power:
+            raise InputError(
+                "power_w is set but no power model was given (W per GB/s per component)",
+                source=src,
+                field="constraints.power_w",
+            )
+        checks = (
+            ("objective", OBJECTIVES),
+            ("collective_model", COLLECTIVE_MODELS),
+            ("training_loop", TRAINING_LOOPS),
+            ("traffic_model", TRAFFIC_MODELS),
+        )
+        for key, allowed in checks:
+            if getattr(self, key) not in allowed:
+                raise InputError(
+                    f"{getattr(self, key)!r} is not one of {', '.join(allowed)}",
+                    source=src,
+                    field=key,
+                )
+
+        if self.objective == "tco" and self.tco is None:
+            raise InputError(
+                "objective 'tco' needs a tco section (accelerator, host, energy, lifetime, "
+                "run length)",
+                source=src,
+                field="tco",
+            )
+        if self.objective == "tco":
+            assert self.tco is not None
+            try:
+                self.tco.n_steps  # noqa: B018 - raises InputError when the run length is missing
+            except InputError as exc:
+                raise InputError(exc.message, source=src, field=exc.field) from None
+
+        try:  # every tier priced, every power constraint backed by a power model
+            scenario_rows(self, self.coefficients)
+            if self.tco is not None:  # TCO counts the network's energy: it needs its power
+                cluster_rate_coefficients(self.tco, self.fabric, self.coefficients)
+        except InputError as exc:
+            raise InputError(exc.message, source=src, field=exc.field) from None
+
+    @cached_property
+    def coefficients(self) -> CostCoefficients:
+        """Linear cost and power coefficients of the fabric under the cost model."""
+        return cost_coefficients(self.fabric, self.cost_model)
+
+
+def scenario_rows(scenario: Scenario, coeffs: CostCoefficients | None = None) -> tuple[Row, ...]:
+    """All constraints of ``scenario`` as labelled rows ``a . B (sense) rhs`` in GB/s.
+
+    The budget and power caps become rows labelled ``budget_usd`` and ``power_w``.
+    """
+    coeffs = coeffs if coeffs is not None else scenario.coefficients
+    rows = list(constraint_rows(scenario.constraints, coeffs))
+    if scenario.budget_usd is not None:
+        rows.append(Row("budget_usd", coeffs.usd_per_gbps.copy(), "<=", float(scenario.budget_usd)))
+    if scenario.power_w is not None:
+        pi = coeffs.w_per_gbps
+        assert pi is not None
+        rows.append(Row("power_w", pi.copy(), "<=", float(scenario.power_w)))
+    labels = unique_labels([r.label for r in rows])
+    return tuple(Row(lab, r.a, r.sense, r.rhs) for lab, r in zip(labels, rows, strict=True))
+
+
+def unique_labels(labels: list[str]) -> list[str]:
+    """Labels with repeats numbered: ``["a", "a"]`` -> ``["a", "a (#2)"]``.
+
+    Examples
+    --------
+    >>> unique_labels(["x <= 1", "y", "x <= 1"])
+    ['x <= 1', 'y', 'x <= 1 (#2)']
+    """
+    seen: dict[str, int] = {}
+    out = []
+    for label in labels:
+        seen[label] = seen.get(label, 0) + 1
+        out.append(label if seen[label] == 1 else f"{label} (#{seen[label]})")
+    return out

@@ -1,0 +1,287 @@
+"""Routing-aware traffic: direct any-to-any switches, Rail-only forwarding through the HB domain.
+
+LIBRA's hierarchical model (:func:`libra_opt.traffic.collectives.hierarchical_traffic_bytes`) sends
+every byte across each dimension in which source and destination differ
+(dimension-ordered routing). That is exactly how a Rail-only fabric serves traffic between
+different rails: the byte first moves inside the HB domain to the NPU on the destination's
+rail, then over that rail [1]_. A ``block``-scope switch network (a fat-tree) instead reaches
+every NPU of its block directly, so all-to-all and point-to-point traffic whose outermost
+differing coordinate is such a dimension crosses only that dimension.
+
+:func:`native_traffic_bytes` gives the per-dimension traffic under the fabric's own routing;
+the Rail-only forwarding overhead is the difference between a fabric and the same fabric
+with its rails joined by a spine (:func:`forwarding_overhead`). Reduce-scatter, all-gather
+and all-reduce run hierarchically, which on a Rail-only fabric is rail-aligned: no
+forwarding. Every traffic term stays ``c / B_d`` (linear in ``1/B``), so the optimizer's
+program stays convex (:func:`libra_opt.optimize.terms.native_terms` feeds it).
+
+References
+----------
+.. [1] W. Wang, M. Ghobadi et al., "Rail-only: A Low-Cost High-Performance Network for
+   Training LLMs with Trillion Parameters", arXiv:2307.12169 (forwarding of all-to-all
+   traffic through the HB domain).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from libra_opt.errors import InputError
+from libra_opt.fabric.dims import Fabric
+from libra_opt.traffic.collectives import collective_time_s
+from libra_opt.traffic.routing import native_latency_s, native_traffic_bytes
+from libra_opt.traffic.step_time import check_bandwidth, step_time
+from libra_opt.traffic.workload import Workload, walk_collectives
+
+__all__ = [
+    "joined_rails",
+    "RailUse",
+    "classify_collective",
+    "forwarding_overhead",
+    "rail_report",
+    "check_rail_mapping",
+    "native_step_time_s",
+]
+
+def joined_rails(fabric: Fabric) -> Fabric:
+    """``fabric`` with every ``rail``-scope dimension turned into ``block`` scope (a spine
+    joins the rails): the fat-tree a Rail-only fabric is compared with.
+
+    Examples
+    --------
+    >>> from libra_opt.fabric.builders import rail_only, rail_optimized_fat_tree
+    >>> joined_rails(rail_only(1024, 8)) == rail_optimized_fat_tree(1024, 8)
+    True
+    """
+    return Fabric(tuple(dataclasses.replace(d, switch_scope="block") for d in fabric.dims))
+
+
+@dataclass(frozen=True)
+class RailUse:
+    """How a collective uses a fabric's rails.
+
+    Attributes
+    ----------
+    kind : str
+    span : tuple of int
+    category : str
+        ``no_rail`` (the group spans no rail-scoped dimension), ``within_rail`` (it spans a
+        rail dimension but no inner dimension: one rail), ``rail_aligned`` (it spans rails
+        and inner dimensions, but the collective is hierarchical: each phase stays in one HB
+        domain or one rail) or ``forwarded`` (all-to-all / point-to-point between NPUs of
+        different rails: relayed through the HB domain).
+    """
+
+    kind: str
+    span: tuple[int, ...]
+    category: str
+
+
+def classify_collective(kind: str, span: Sequence[int], fabric: Fabric) -> RailUse:
+    """Classify one collective on ``fabric`` (see :class:`RailUse`).
+
+    Examples
+    --------
+    >>> from libra_opt.fabric.builders import rail_only
+    >>> f = rail_only(64, 8, 8)
+    >>> [classify_collective(k, s, f).category for k, s in
+    ...  [("all_reduce", (8, 1)), ("all_reduce", (1, 8)), ("all_reduce", (8, 8)),
+    ...   ("all_to_all", (8, 8))]]
+    ['no_rail', 'within_rail', 'rail_aligned', 'forwarded']
+    """
+    span = tuple(int(k) for k in span)
+    category = "no_rail"
+    for e, dim in enumerate(fabric.dims):
+        if dim.switch_scope != "rail" or span[e] <= 1:
+            continue
+        if not any(k > 1 for k in span[:e]):
+            category = max(category, "within_rail", key=_RANK.get)
+        elif kind in ("all_to_all", "p2p"):
+            category = "forwarded"
+        else:
+            category = max(category, "rail_aligned", key=_RANK.get)
+    return RailUse(kind, span, category)
+
+
+_RANK = {"no_rail": 0, "within_rail": 1, "rail_aligned": 2, "forwarded": 3}
+
+
+def forwarding_overhead(
+    kind: str,
+    size_bytes: float,
+    span: Sequence[int],
+    fabric: Fabric,
+    bw_gbps: Sequence[float],
+    collective_model: str = "pipelined",
+) -> dict[str, object]:
+    """Extra traffic and time of one collective on ``fabric`` against its rails joined.
+
+    Returns
+    -------
+    dict
+        ``extra_bytes`` (per dimension, numpy array), ``time_s`` on ``fabric``,
+        ``joined_time_s`` on :func:`joined_rails` (the fat-tree), ``overhead_pct``
+        ``= 100 (time_s / joined_time_s - 1)``.
+
+    Notes
+    -----
+    Times use :func:`native_traffic_bytes` and
+    :func:`libra_opt.traffic.collectives.collective_time_s`. In the ``sequential`` model the
+    forwarded bytes add ``extra_hb / B_hb`` to the collective; in the ``pipelined`` model they
+    cost nothing until the HB dimension becomes the slowest.
+
+    Examples
+    --------
+    All-to-all over 8 HB domains of 8 GPUs, NVLink 450 GB/s, NIC 50 GB/s:
+
+    >>> from libra_opt.fabric.builders import rail_only
+    >>> f = rail_only(64, 8, 8)
+    >>> r = forwarding_overhead("all_to_all", 1e9, (8, 8), f, [450, 50], "sequential")
+    >>> round(r["overhead_pct"], 2)   # 100 (7/8 - 7/64) / 450 / (7/8 / 50 + 7/64 / 450)
+    9.59
+    """
+    bw = check_bandwidth(fabric, bw_gbps)
+    joined = joined_rails(fabric)
+    t_r = native_traffic_bytes(kind, size_bytes, span, fabric)
+    t_j = native_traffic_bytes(kind, size_bytes, span, joined)
+    time_r = collective_time_s(t_r, bw, native_latency_s(kind, span, fabric, t_r), collective_model)
+    time_j = collective_time_s(t_j, bw, native_latency_s(kind, span, joined, t_j), collective_model)
+    pct = 100.0 * (time_r / time_j - 1.0) if time_j > 0 else 0.0
+    return {"extra_bytes": t_r - t_j, "time_s": time_r, "joined_time_s": time_j,
+            "overhead_pct": pct}
+
+
+def rail_report(
+    workload: Workload,
+    fabric: Fabric,
+    bw_gbps: Sequence[float],
+    collective_model: str = "pipelined",
+):
+    """One row per distinct collective of ``workload``: rail use and forwarding overhead.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``group``, ``kind``, ``size_bytes``, ``count`` (occurrences per step),
+        ``category``, ``extra_hb_bytes`` (per occurrence, all dimensions), ``time_s``,
+        ``joined_time_s``, ``overhead_pct``, ``extra_time_per_step_s``.
+
+    Examples
+    --------
+    >>> from libra_opt.fabric.builders import rail_only
+    >>> from libra_opt.traffic.workload import Collective, Layer, Phase
+    >>> w = Workload("moe", (Layer("l", Phase(0.0, (Collective("all_to_all", 1e9, "ep"),)),
+    ...                            count=4),), {"ep": (8, 8)})
+    >>> r = rail_report(w, rail_only(64, 8, 8), [450, 50], "sequential")
+    >>> r[["category", "count"]].values.tolist()
+    [['forwarded', 4]]
+    """
+    import pandas as pd
+
+    rows: dict[tuple, dict] = {}
+    for step in walk_collectives(workload):
+        c = step.collective
+        key = (c.group, c.kind, c.size_bytes)
+        if key in rows:
+            rows[key]["count"] += step.count
+            continue
+        ov = forwarding_overhead(c.kind, c.size_bytes, step.span, fabric, bw_gbps,
+                                 collective_model)
+        rows[key] = {
+            "group": c.group, "kind": c.kind, "size_bytes": c.size_bytes,
+            "count": step.count,
+            "category": classify_collective(c.kind, step.span, fabric).category,
+            "extra_hb_bytes": float(np.sum(ov["extra_bytes"])),
+            "time_s": ov["time_s"], "joined_time_s": ov["joined_time_s"],
+            "overhead_pct": ov["overhead_pct"],
+        }
+    df = pd.DataFrame(list(rows.values()))
+    if not df.empty:
+        df["extra_time_per_step_s"] = df["count"] * (df["time_s"] - df["joined_time_s"])
+    return df
+
+
+def check_rail_mapping(
+    workloads: Sequence[Workload], fabric: Fabric, allow_forwarding: bool = True
+) -> dict[str, str]:
+    """Check that ``fabric`` can serve every group; return group -> worst category.
+
+    Parameters
+    ----------
+    allow_forwarding : bool
+        When False (HB-domain forwarding unavailable, e.g. no NVLink relay in the
+        communication library), a collective that would need it is rejected.
+
+    Raises
+    ------
+    InputError
+        Naming the workload, group and collective a Rail-only fabric cannot serve, and what
+        would fix it.
+
+    Examples
+    --------
+    >>> from libra_opt.fabric.builders import rail_only
+    >>> from libra_opt.traffic.workload import Collective, Layer, Phase
+    >>> w = Workload("w", (Layer("l", Phase(0.0, (Collective("all_to_all", 1e6, "ep"),))),),
+    ...              {"ep": (8, 2)})
+    >>> check_rail_mapping([w], rail_only(64, 8, 8))
+    {'w.ep': 'forwarded'}
+    >>> check_rail_mapping([w], rail_only(64, 8, 8), allow_forwarding=False)
+    Traceback (most recent call last):
+    ...
+    libra_opt.errors.InputError: workloads[w].groups.ep: all_to_all over span (8, 2) ...
+    """
+    out: dict[str, str] = {}
+    for w in workloads:
+        for step in walk_collectives(w):
+            c, span = step.collective, step.span
+            if len(span) != fabric.n_dims:
+                raise InputError(
+                    f"group {c.group!r} spans {len(span)} dimensions, the fabric has "
+                    f"{fabric.n_dims}",
+                    field=f"workloads[{w.name}].groups.{c.group}",
+                )
+            use = classify_collective(c.kind, span, fabric)
+            if use.category == "forwarded" and not allow_forwarding:
+                raise InputError(
+                    f"{c.kind} over span {tuple(span)} crosses rails and the fabric "
+                    "has no spine; expected the group inside one rail (span 1 on the "
+                    "dimensions inside the rail) or allow_forwarding=True",
+                    field=f"workloads[{w.name}].groups.{c.group}",
+                )
+            key = f"{w.name}.{c.group}"
+            prev = out.get(key, "no_rail")
+            out[key] = max(prev, use.category, key=_RANK.get)
+    return out
+
+
+def native_step_time_s(
+    workload: Workload,
+    fabric: Fabric,
+    bw_gbps: Sequence[float],
+    collective_model: str = "pipelined",
+    training_loop: str = "no_overlap",
+) -> float:
+    """Step time of ``workload`` under :func:`native_traffic_bytes`, layer by layer.
+
+    The same walk as :func:`libra_opt.traffic.step_time.step_time` with the native traffic model;
+    it is the reference the comparisons re-check optimizer answers against.
+
+    Examples
+    --------
+    >>> from libra_opt.fabric.builders import rail_only, rail_optimized_fat_tree
+    >>> from libra_opt.traffic.workload import Collective, Layer, Phase
+    >>> w = Workload("w", (Layer("l", Phase(0.0, (Collective("all_to_all", 64e9, "ep"),))),),
+    ...              {"ep": (8, 4)})
+    >>> native_step_time_s(w, rail_only(32, 8, 8), [50, 50], "sequential")   # (56+48)/50
+    2.08
+    >>> native_step_time_s(w, rail_optimized_fat_tree(32, 8, 8), [50, 50], "sequential")
+    1.24
+    """
+    return step_time(
+        workload, fabric, bw_gbps, collective_model, training_loop, traffic_model="native"
+    ).step_time_s

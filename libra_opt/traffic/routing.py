@@ -1,0 +1,143 @@
+"""Traffic models: which bytes cross which dimension, given the fabric's routing.
+
+* ``hierarchical`` (LIBRA, the default): :func:`libra_opt.traffic.collectives.hierarchical_traffic_bytes`,
+  every byte crosses each dimension in which source and destination differ
+  (dimension-ordered routing).
+* ``native``: the fabric's own routing (:func:`native_traffic_bytes`): a ``block``-scope
+  switch (a fat-tree) reaches every NPU of its block directly, so all-to-all and
+  point-to-point traffic crosses only the outermost differing dimension; a ``rail``-scope
+  switch (Rail-only) does not, and cross-rail bytes are forwarded through the HB domain.
+
+Every term stays ``c / B_d`` (linear in ``1/B``), so the optimizer's program stays convex.
+
+References
+----------
+.. [1] W. Wang, M. Ghobadi et al., "Rail-only: A Low-Cost High-Performance Network for
+   Training LLMs with Trillion Parameters", arXiv:2307.12169.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from libra_opt.errors import InputError
+from libra_opt.fabric.dims import Dim, Fabric
+from libra_opt.options import TRAFFIC_MODELS
+from libra_opt.traffic.collectives import hierarchical_traffic_bytes, latency_steps
+
+__all__ = [
+    "is_any_to_any",
+    "native_traffic_bytes",
+    "native_latency_s",
+    "collective_traffic",
+]
+
+
+
+def is_any_to_any(dim: Dim) -> bool:
+    """True for a ``block``-scope switch of size > 1: it reaches every NPU of its block."""
+    return dim.topology == "switch" and dim.switch_scope == "block" and dim.size > 1
+
+
+def native_traffic_bytes(
+    kind: str, size_bytes: float, span: Sequence[int], fabric: Fabric
+) -> np.ndarray:
+    """Bytes each NPU sends on every dimension under the fabric's own routing.
+
+    Parameters
+    ----------
+    kind, size_bytes, span
+        As in :func:`libra_opt.traffic.collectives.hierarchical_traffic_bytes`.
+    fabric : Fabric
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``(D,)``, bytes per NPU.
+
+    Notes
+    -----
+    Reduce-scatter, all-gather and all-reduce: hierarchical (unchanged). All-to-all, over
+    the spanned dimensions from the outermost inward, with ``m`` starting at ``size_bytes``:
+    ``t_e = m (k_e - 1) / k_e``; then, if ``e`` is any-to-any (:func:`is_any_to_any`), the
+    bytes for peers with another ``e`` coordinate are already delivered and ``m <- m / k_e``;
+    otherwise (ring, clique, per-rail switch) they still have to cross the inner dimensions
+    and ``m`` is unchanged (forwarding). Point-to-point: ``t_e = m`` on the outermost spanned
+    dimension, and on the next ones inward until an any-to-any dimension is crossed.
+
+    For a fat-tree ``(h, N/h)`` and an all-to-all over ``(k_0, k_1)``, ``K = k_0 k_1``:
+    HB traffic ``m (k_0 - 1) / K``, scale-out ``m (k_1 - 1) / k_1``. On a Rail-only fabric the
+    HB dimension carries ``m (k_0 - 1) / k_0``: ``m (k_0 - 1)(K - k_0) / (k_0 K)`` more, the
+    bytes forwarded to another rail.
+
+    Examples
+    --------
+    >>> from libra_opt.fabric.builders import rail_only, rail_optimized_fat_tree
+    >>> native_traffic_bytes("all_to_all", 64.0, (8, 4), rail_optimized_fat_tree(32, 8, 8))
+    array([14., 48.])
+    >>> native_traffic_bytes("all_to_all", 64.0, (8, 4), rail_only(32, 8, 8))
+    array([56., 48.])
+    """
+    if kind not in ("all_to_all", "p2p"):
+        return hierarchical_traffic_bytes(kind, size_bytes, span)
+    base = hierarchical_traffic_bytes(kind, size_bytes, span)  # validates the arguments
+    ks = [int(k) for k in span]
+    if len(ks) != fabric.n_dims:
+        raise InputError(
+            f"span {tuple(span)} has {len(ks)} entries, the fabric has {fabric.n_dims} dims",
+            field="collective.group",
+        )
+    out = np.zeros_like(base)
+    m = float(size_bytes)
+    for e in range(len(ks) - 1, -1, -1):
+        k = ks[e]
+        if k <= 1:
+            continue
+        if kind == "all_to_all":
+            out[e] = m * (k - 1) / k
+            if is_any_to_any(fabric.dims[e]):
+                m /= k
+        else:
+            out[e] = m
+            if is_any_to_any(fabric.dims[e]):
+                break
+    return out
+
+
+def native_latency_s(kind: str, span: Sequence[int], fabric: Fabric, traffic: np.ndarray) -> np.ndarray:
+    """Constant latency ``alpha_d x steps_d`` on the dimensions that carry traffic.
+
+    A forwarded byte pays one more hop (the HB-domain step) than on a fat-tree, where a
+    point-to-point transfer crosses only the outermost spanned dimension.
+    """
+    topologies = [d.topology for d in fabric.dims]
+    alpha = np.array([d.latency_s for d in fabric.dims])
+    steps = latency_steps(kind, span, topologies)
+    return np.where(np.asarray(traffic) > 0, alpha * steps, 0.0)
+
+
+def collective_traffic(
+    kind: str, size_bytes: float, span: Sequence[int], fabric: Fabric,
+    traffic_model: str = "hierarchical",
+) -> tuple[np.ndarray, np.ndarray]:
+    """Bytes per NPU and constant latency (s) of one collective on every dimension.
+
+    Examples
+    --------
+    >>> from libra_opt.fabric.builders import rail_only
+    >>> t, lat = collective_traffic("all_to_all", 64.0, (8, 4), rail_only(32, 8, 8), "native")
+    >>> t.tolist(), lat.tolist()
+    ([56.0, 48.0], [0.0, 0.0])
+    """
+    if traffic_model == "hierarchical":
+        traffic = hierarchical_traffic_bytes(kind, size_bytes, span)
+    elif traffic_model == "native":
+        traffic = native_traffic_bytes(kind, size_bytes, span, fabric)
+    else:
+        raise InputError(
+            f"traffic_model {traffic_model!r} is not one of {', '.join(TRAFFIC_MODELS)}",
+            field="traffic_model",
+        )
+    return traffic, native_latency_s(kind, span, fabric, traffic)

@@ -1,0 +1,329 @@
+"""Training workloads: layers x phases, each phase with compute time and collectives.
+
+A :class:`Workload` is a sequence of :class:`Layer` (each possibly repeated ``count`` times);
+every layer has three :class:`Phase` objects (forward, input-gradient, weight-gradient),
+each with a compute time in seconds and a list of :class:`Collective` bound to a named
+parallelism group. ``groups`` maps each group name to its span ``k_d`` on every fabric
+dimension (LIBRA's "communicator").
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from libra_opt.errors import InputError
+from libra_opt.fabric.dims import Fabric
+from libra_opt.options import COLLECTIVE_KINDS, PHASES, CollectiveKind, PhaseName
+
+__all__ = [
+    "Collective",
+    "Phase",
+    "Layer",
+    "StepMetrics",
+    "Workload",
+    "PhaseStep",
+    "CollectiveStep",
+    "walk_phases",
+    "walk_collectives",
+    "check_on_fabric",
+]
+
+
+def _finite_nonneg(value: float, what: str, field_name: str) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise InputError(f"{what} {value!r} is not a number", field=field_name) from None
+    if not math.isfinite(v) or v < 0:
+        raise InputError(f"{what} {value!r} must be finite and >= 0", field=field_name)
+    return v
+
+
+@dataclass(frozen=True)
+class Collective:
+    """One collective: ``kind`` over parallelism group ``group`` with ``size_bytes`` input.
+
+    Examples
+    --------
+    >>> Collective("all_reduce", 1e6, "dp").kind
+    'all_reduce'
+    """
+
+    kind: CollectiveKind
+    size_bytes: float
+    group: str
+
+    def __post_init__(self) -> None:
+        if self.kind not in COLLECTIVE_KINDS:
+            raise InputError(
+                f"collective kind {self.kind!r} is not one of {', '.join(COLLECTIVE_KINDS)}",
+                field="collective.kind",
+            )
+        object.__setattr__(
+            self,
+            "size_bytes",
+            _finite_nonneg(self.size_bytes, "collective size", "collective.size_bytes"),
+        )
+        if not isinstance(self.group, str) or not self.group:
+            raise InputError("collective group must be a non-empty name", field="collective.group")
+
+
+@dataclass(frozen=True)
+class Phase:
+    """Compute time (s) and the collectives issued in one phase of one layer."""
+
+    compute_s: float = 0.0
+    collectives: tuple[Collective, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self, "compute_s", _finite_nonneg(self.compute_s, "compute time", "phase.compute_s")
+        )
+        object.__setattr__(self, "collectives", tuple(self.collectives))
+
+
+@dataclass(frozen=True)
+class Layer:
+    """A layer with its three phases, repeated ``count`` times in the step.
+
+    ``update_s`` is the weight-update time of the ASTRA-sim 1.0 text format (its 12th
+    field). It is kept so files round-trip, but, as in the LIBRA reference, it is not part
+    of the step time.
+    """
+
+    name: str
+    forward: Phase = field(default_factory=Phase)
+    input_grad: Phase = field(default_factory=Phase)
+    weight_grad: Phase = field(default_factory=Phase)
+    count: int = 1
+    update_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self, "update_s", _finite_nonneg(self.update_s, "update time", "layer.update_s")
+        )
+        if isinstance(self.count, bool) or not isinstance(self.count, int) or self.count < 1:
+            raise InputError(
+                f"layer {self.name!r}: count {self.count!r} must be a positive integer",
+                field="layer.count",
+            )
+
+    def phases(self) -> tuple[tuple[PhaseName, Phase], ...]:
+        """``(phase name, Phase)`` pairs in :data:`~libra_opt.options.PHASES` order."""
+        return tuple((name, getattr(self, name)) for name in PHASES)
+
+
+@dataclass(frozen=True)
+class StepMetrics:
+    """What one training step accomplishes, for throughput and MFU reports.
+
+    Attributes
+    ----------
+    tokens_per_step : float
+        Tokens (transformers) or samples (other models) per step, whole cluster.
+    samples_per_step : float
+        Sequences, samples or images per step.
+    model_flops_per_step : float
+        Useful FLOPs per step over the cluster (no recomputation): the numerator of MFU.
+    n_npus : int
+    peak_flops_per_npu : float
+        Device peak FLOP/s for the compute data type.
+    memory_per_npu_bytes : float, optional
+        Peak memory of the most loaded NPU.
+    memory_capacity_bytes : float, optional
+        HBM capacity of one NPU.
+    """
+
+    tokens_per_step: float
+    samples_per_step: float
+    model_flops_per_step: float
+    n_npus: int
+    peak_flops_per_npu: float
+    memory_per_npu_bytes: float | None = None
+    memory_capacity_bytes: float | None = None
+
+    def throughput_tokens_per_s(self, step_time_s: float) -> float:
+        """Tokens (or samples) per second of the whole cluster."""
+        return self.tokens_per_step / step_time_s
+
+    def mfu(self, step_time_s: float) -> float:
+        """Model FLOPs utilisation: model FLOP/s per NPU over the peak (Chowdhery et al. 2022)."""
+        return self.model_flops_per_step / (step_time_s * self.n_npus * self.peak_flops_per_npu)
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A training step: layers and the spans of the parallelism groups they use.
+
+    Parameters
+    ----------
+    name : str
+        Name used in reports.
+    layers : tuple of Layer
+        Layers in forward order.
+    groups : mapping of str to tuple of int
+        Group name -> ``k_d`` for every fabric dimension (1 = not spanned).
+    metrics : StepMetrics, optional
+        Tokens and FLOPs per step (set by the model-config generators), for throughput and
+        MFU in reports.
+
+    Examples
+    --------
+    >>> w = Workload("toy", (Layer("l0", Phase(1e-3, (Collective("all_reduce", 1e6, "dp"),))),),
+    ...              {"dp": (4, 2)})
+    >>> w.n_layers, w.compute_s
+    (1, 0.001)
+    """
+
+    name: str
+    layers: tuple[Layer, ...]
+    groups: Mapping[str, tuple[int, ...]]
+    metrics: StepMetrics | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "layers", tuple(self.layers))
+        if not self.layers:
+            raise InputError(f"workload {self.name!r} has no layers", field="workload.layers")
+        groups = {str(k): tuple(int(x) for x in v) for k, v in dict(self.groups).items()}
+        object.__setattr__(self, "groups", MappingProxyType(groups))
+        for layer in self.layers:
+            for pname, phase in layer.phases():
+                for c in phase.collectives:
+                    if c.group not in groups:
+                        raise InputError(
+                            f"workload {self.name!r}, layer {layer.name!r}, {pname}: "
+                            f"collective uses group {c.group!r}, which is not defined "
+                            f"(groups: {', '.join(sorted(groups)) or 'none'})",
+                            field="workload.groups",
+                        )
+
+    def __repr__(self) -> str:
+        kinds = sorted({c.kind for c in walk_collectives(self)} - {None})  # type: ignore[comparison-overlap]
+        return (
+            f"Workload({self.name!r}: {len(self.layers)} distinct layers, {self.n_layers} in "
+            f"all, groups {dict(self.groups)}, collectives {', '.join(kinds) or 'none'})"
+        )
+
+    @property
+    def n_layers(self) -> int:
+        """Number of layers, counting repeats."""
+        return sum(layer.count for layer in self.layers)
+
+    @property
+    def compute_s(self) -> float:
+        """Total compute time of one step in seconds."""
+        return sum(step.count * step.phase.compute_s for step in walk_phases(self))
+
+
+@dataclass(frozen=True)
+class PhaseStep:
+    """One phase of one distinct layer, as visited by :func:`walk_phases`.
+
+    Attributes
+    ----------
+    layer : Layer
+    name : {'forward', 'input_grad', 'weight_grad'}
+    phase : Phase
+    count : int
+        How many times this phase runs per step (the layer's repeat count).
+    """
+
+    layer: Layer
+    name: PhaseName
+    phase: Phase
+    count: int
+
+
+@dataclass(frozen=True)
+class CollectiveStep:
+    """One collective of one phase, as visited by :func:`walk_collectives`.
+
+    Attributes
+    ----------
+    layer : Layer
+    phase_name : {'forward', 'input_grad', 'weight_grad'}
+    collective : Collective
+    span : tuple of int
+        ``k_d`` of the collective's group on every fabric dimension.
+    count : int
+        Occurrences per step (the layer's repeat count).
+    """
+
+    layer: Layer
+    phase_name: PhaseName
+    collective: Collective
+    span: tuple[int, ...]
+    count: int
+
+    @property
+    def kind(self) -> str:
+        """The collective's kind."""
+        return self.collective.kind
+
+
+def walk_phases(workload: Workload) -> Iterator[PhaseStep]:
+    """Every (layer, phase) of ``workload`` in step order, with its repeat count.
+
+    This is the one walk over a workload: the evaluator, the term aggregation, rail
+    routing, the workload report and the ASTRA-sim export all iterate through it (or
+    through :func:`walk_collectives`, built on it).
+
+    Examples
+    --------
+    >>> ar = Collective("all_reduce", 1e6, "dp")
+    >>> w = Workload("w", (Layer("l", Phase(1e-3), weight_grad=Phase(0.0, (ar,)), count=4),),
+    ...              {"dp": (2,)})
+    >>> [(s.name, s.count, len(s.phase.collectives)) for s in walk_phases(w)]
+    [('forward', 4, 0), ('input_grad', 4, 0), ('weight_grad', 4, 1)]
+    """
+    for layer in workload.layers:
+        for name, phase in layer.phases():
+            yield PhaseStep(layer, name, phase, layer.count)
+
+
+def walk_collectives(workload: Workload) -> Iterator[CollectiveStep]:
+    """Every collective of ``workload`` in step order, with its group's span and count.
+
+    Examples
+    --------
+    >>> ar = Collective("all_reduce", 1e6, "dp")
+    >>> w = Workload("w", (Layer("l", weight_grad=Phase(0.0, (ar,)), count=4),), {"dp": (2,)})
+    >>> [(s.phase_name, s.kind, s.span, s.count) for s in walk_collectives(w)]
+    [('weight_grad', 'all_reduce', (2,), 4)]
+    """
+    for step in walk_phases(workload):
+        for c in step.phase.collectives:
+            yield CollectiveStep(step.layer, step.name, c, workload.groups[c.group], step.count)
+
+
+def check_on_fabric(workload: Workload, fabric: Fabric, source: str | None = None) -> None:
+    """Check that every group of ``workload`` fits ``fabric``.
+
+    Each span must have one entry per dimension and each ``k_d`` must divide the
+    dimension's size.
+
+    Raises
+    ------
+    InputError
+        Naming the group, the dimension and the expected values.
+    """
+    for gname, span in workload.groups.items():
+        fld = f"workloads[{workload.name}].groups.{gname}"
+        if len(span) != fabric.n_dims:
+            raise InputError(
+                f"group {gname!r} spans {len(span)} dimensions {span}, the fabric has "
+                f"{fabric.n_dims} ({', '.join(fabric.names)})",
+                source=source,
+                field=fld,
+            )
+        for k, dim in zip(span, fabric.dims, strict=True):
+            if k < 1 or dim.size % k:
+                raise InputError(
+                    f"group {gname!r} takes {k} NPUs of dimension {dim.name!r} (size "
+                    f"{dim.size}); expected a positive divisor of {dim.size}",
+                    source=source,
+                    field=fld,
+                )

@@ -1,0 +1,115 @@
+"""The CLI: exit codes, one-line errors and the JSON contract."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from libra_opt.cli.main import main
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "libra_opt" / "data" / "examples"
+GPT3 = str(EXAMPLES / "gpt3_175b_4d.yaml")
+
+
+def edited_gpt3(tmp_path, old, new):
+    """A copy of the GPT-3 example (with its inputs) with one text replacement."""
+    for name in ("gpt3_175b_4d.yaml", "cost_ispass24.yml"):
+        shutil.copy(EXAMPLES / name, tmp_path / name)
+    shutil.copytree(EXAMPLES / "gpt3_175b", tmp_path / "gpt3_175b")
+    scen = tmp_path / "gpt3_175b_4d.yaml"
+    scen.write_text(scen.read_text().replace(old, new))
+    return scen
+
+
+def test_solve_json_contract(capsys):
+    assert main(["solve", GPT3, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    for key in ("status", "objective", "bw_gbps", "step_time_s", "network_cost_usd",
+                "network_power_w", "solver", "baselines", "constraints"):
+        assert key in out
+    assert out["status"] == "optimal"
+    assert len(out["bw_gbps"]) == 4
+    assert abs(sum(out["bw_gbps"]) - 1000) < 1e-4
+    assert set(out["solver"]) >= {"compile_s", "solve_s"}
+    assert set(out["step_time_s"]) == {"gpt3_175b"}
+
+
+def test_solve_table_and_plots(capsys, tmp_path):
+    assert main(["solve", GPT3, "--plot-dir", str(tmp_path)]) == 0
+    text = capsys.readouterr().out
+    assert "Baselines at the same total bandwidth" in text and "equal split" in text
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "gpt3_175b_4d_allocation.png", "gpt3_175b_4d_step_breakdown.png"]
+
+
+def test_evaluate_matches_solve(capsys):
+    assert main(["solve", GPT3, "--json"]) == 0
+    sol = json.loads(capsys.readouterr().out)
+    bw = ",".join(repr(b) for b in sol["bw_gbps"])
+    assert main(["evaluate", GPT3, "--bw", bw, "--json"]) == 0
+    ev = json.loads(capsys.readouterr().out)
+    assert ev["step_time_s"]["gpt3_175b"] == pytest.approx(sol["step_time_s"]["gpt3_175b"], rel=1e-12)
+
+
+def test_evaluate_bad_bw_exits_2(capsys):
+    assert main(["evaluate", GPT3, "--bw", "1,2,3"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "--bw" in err and "expected 4 bandwidths" in err
+
+
+def test_bad_input_exits_2_with_one_line(capsys, tmp_path):
+    scen = edited_gpt3(tmp_path, "size: 32", "size: 0")
+    assert main(["solve", str(scen)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0
+    assert "gpt3_175b_4d.yaml" in err and "fabric.dims[3].size" in err
+
+
+def test_infeasible_exits_1(capsys, tmp_path):
+    scen = edited_gpt3(tmp_path, '- "sum(bw) == 1000"', '- "sum(bw) == 1000"\n    - "bw.pod >= 2000"')
+    assert main(["solve", str(scen)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "infeasible" in err and "bw.pod >= 2000" in err
+
+
+def test_sweep_cli(capsys, tmp_path):
+    csv = tmp_path / "s.csv"
+    png = tmp_path / "s.png"
+    code = main(["sweep", GPT3, "--param", "sum(bw) == 1000", "--values", "500:2000:4",
+                 "--csv", str(csv), "--plot", str(png)])
+    assert code == 0
+    assert csv.exists() and png.exists()
+    lines = csv.read_text().splitlines()
+    assert len(lines) == 5
+    assert main(["sweep", GPT3, "--param", "budget_usd", "--values", "1e7"]) == 2
+    assert "no constraint labelled 'budget_usd'" in capsys.readouterr().err
+
+
+LLAMA = str(EXAMPLES / "llama3_405b_h100_tco.yaml")
+
+
+def test_workload_command(capsys, tmp_path):
+    assert main(["workload", LLAMA, "--bw", "700,20"]) == 0
+    out = capsys.readouterr().out
+    assert "traffic per NPU per step (GB)" in out and "MFU" in out
+    # An ASTRA-sim workload has no model-based entries: one-line error, exit 2.
+    assert main(["workload", GPT3]) == 2
+    assert "no model-based workloads" in capsys.readouterr().err
+
+
+def test_compare_command(capsys, tmp_path):
+    png = tmp_path / "cmp.png"
+    assert main(["compare", str(EXAMPLES / "deepseek_v3_rail_only.yaml"),
+                 "--fabrics", "fat_tree,rail_only", "--plot", str(png)]) == 0
+    out = capsys.readouterr().out
+    assert "rail_only" in out and "fat_tree" in out and png.exists()
+    assert main(["compare", GPT3, "--fabrics", "fat_tree,hypercube"]) == 2
+
+
+def test_tco_scenario_solves_from_cli(capsys):
+    assert main(["solve", LLAMA, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["objective"] == "tco" and out["status"] == "optimal"
+    assert out["throughput"]["llama3_405b"]["mfu"] > 0.1

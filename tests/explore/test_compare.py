@@ -1,0 +1,155 @@
+"""compare_fabrics: hand-derived reductions, brute-force equal-budget optimum, errors."""
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize_scalar
+
+from libra_opt.cost.prices import CostModel, cost_coefficients
+from libra_opt.cost.tco import TcoModel, cluster_rate_coefficients
+from libra_opt.errors import InputError
+from libra_opt.explore.compare import budget_optimum, compare_fabrics
+from libra_opt.fabric.builders import multi_dim, rail_only, rail_optimized_fat_tree
+from libra_opt.io.presets import catalog_cost_model
+from libra_opt.report.plots import plot_comparison
+from libra_opt.scenario.scenario import Scenario
+from libra_opt.traffic.rail import native_step_time_s
+from libra_opt.traffic.workload import Collective, Layer, Phase, Workload
+
+CM = CostModel.from_tables(
+    {"HB": {"link": 1.0, "switch": 3.0, "nic": 0.0},
+     "SO": {"link": 2.0, "switch": 10.0, "nic": 40.0, "transceiver": 14.0}},
+    {"HB": {"link": 0.1, "switch": 0.2, "nic": 0.0},
+     "SO": {"link": 0.0, "switch": 0.25, "nic": 0.4, "transceiver": 0.16}},
+)
+
+
+def fabrics(n=4096, h=8):
+    kw = dict(hb_tier="HB", scale_out_tier="SO")
+    return {"fat_tree": rail_optimized_fat_tree(n, h, 64, **kw), "rail_only": rail_only(n, h, 64, **kw)}
+
+
+def moe(h=8, k1=8, dp=512):
+    a2a = Collective("all_to_all", 2e8, "ep")
+    ar = Collective("all_reduce", 5e8, "dp")
+    return Workload("moe", (Layer("l", Phase(0.01, (a2a,)), Phase(0.01, (a2a,)),
+                                  Phase(0.01, (ar,)), count=4),),
+                    {"ep": (h, k1), "dp": (1, dp)})
+
+
+def test_equal_bandwidth_reductions_by_hand():
+    df = compare_fabrics(moe(), fabrics(), cost_model=CM, bw_gbps=[450.0, 50.0],
+                         collective_model="sequential", modes=["equal_bw"])
+    ft, ro = df.iloc[0], df.iloc[1]
+    # Scale-out per NPU per GB/s: fat-tree (3 tiers) 6 + 50 + 40 + 84 = 180, rail-only
+    # (2 tiers) 4 + 30 + 40 + 56 = 130; HB 4 $/GB/s in both.
+    cost_ft = 4096 * (4 * 450 + 180 * 50)
+    cost_ro = 4096 * (4 * 450 + 130 * 50)
+    assert (ft.network_cost_usd, ro.network_cost_usd) == pytest.approx((cost_ft, cost_ro))
+    assert ro.cost_reduction_pct == pytest.approx(100 * (1 - cost_ro / cost_ft))
+    p_ft = 4096 * (0.3 * 450 + (5 * 0.25 + 0.4 + 6 * 0.16) * 50)
+    p_ro = 4096 * (0.3 * 450 + (3 * 0.25 + 0.4 + 4 * 0.16) * 50)
+    assert ro.power_reduction_pct == pytest.approx(100 * (1 - p_ro / p_ft))
+    assert (ft.scaleout_tiers, ro.scaleout_tiers) == (3, 2)
+    # Step time: each all-to-all of 0.2 GB over (8, 8): scale-out 0.2 x 7/8 / 50 in both;
+    # HB 0.2 x 7/64 (fat-tree) or 0.2 x 7/8 (rail-only) / 450; all-reduce within a rail.
+    so, ar = 0.2 * 7 / 8 / 50, 2 * 0.5 * 511 / 512 / 50
+    t_ft = 4 * (0.03 + 2 * (so + 0.2 * 7 / 64 / 450) + ar)
+    t_ro = 4 * (0.03 + 2 * (so + 0.2 * 7 / 8 / 450) + ar)
+    assert (ft.step_time_s, ro.step_time_s) == pytest.approx((t_ft, t_ro), rel=1e-12)
+    assert ro.step_time_change_pct == pytest.approx(100 * (t_ro / t_ft - 1))
+
+
+def test_hierarchical_traffic_model_hides_forwarding():
+    df = compare_fabrics(moe(), fabrics(), cost_model=CM, bw_gbps=[450.0, 50.0],
+                         collective_model="sequential", modes=["equal_bw"],
+                         traffic_model="hierarchical")
+    assert df.step_time_s.iloc[0] == pytest.approx(df.step_time_s.iloc[1], rel=1e-15)
+
+
+def test_equal_budget_matches_brute_force_on_the_budget_line():
+    f = rail_only(4096, 8, 64, hb_tier="HB", scale_out_tier="SO")
+    kappa = cost_coefficients(f, CM).usd_per_gbps
+    budget = 4.0e7
+    w = moe()
+    for model in ("pipelined", "sequential"):
+        bw = budget_optimum([w], f, kappa, budget, collective_model=model)
+        assert kappa @ bw == pytest.approx(budget, rel=1e-6)
+        # Step time decreases in every B, so the optimum spends the budget: search the line.
+        b1 = np.linspace(1e-3, budget / kappa[1] * (1 - 1e-9), 200001)
+        b0 = (budget - kappa[1] * b1) / kappa[0]
+        cand = [native_step_time_s(w, f, (x, y), model) for x, y in zip(b0[::50], b1[::50], strict=True)]
+        best = int(np.argmin(cand)) * 50
+        lo, hi = max(best - 50, 0), min(best + 50, b1.size - 1)
+
+        def on_line(y, model=model):
+            return native_step_time_s(w, f, ((budget - kappa[1] * y) / kappa[0], y), model)
+
+        res = minimize_scalar(on_line, bounds=(b1[lo], b1[hi]), method="bounded",
+                              options={"xatol": 1e-12})
+        fine = min(res.fun, min(on_line(b1[i]) for i in range(lo, hi + 1)))
+        got = native_step_time_s(w, f, bw, model)
+        assert got <= fine * (1 + 1e-9)
+        assert got == pytest.approx(fine, rel=1e-6)
+
+
+def test_equal_budget_rows_and_tco_columns():
+    tco = TcoModel(25000, 5000, 700, 300, 1.2, 0.1, 4, steps=1e5)
+    df = compare_fabrics(moe(), fabrics(), cost_model=CM, bw_gbps=[450.0, 50.0], tco=tco)
+    assert list(df["mode"]) == ["equal_bw", "equal_bw", "equal_budget", "equal_budget"]
+    budget = df.attrs["budget_usd"]
+    assert budget == pytest.approx(df.network_cost_usd.iloc[0])
+    eb = df[df["mode"] == "equal_budget"]
+    assert eb.network_cost_usd.to_numpy() == pytest.approx([budget, budget], rel=1e-6)
+    # The cheaper fabric buys more bandwidth and wins at equal budget.
+    assert eb.step_time_s.iloc[1] < eb.step_time_s.iloc[0]
+    row = df.iloc[1]
+    r0, r = cluster_rate_coefficients(tco, fabrics()["rail_only"],
+                                      cost_coefficients(fabrics()["rail_only"], CM))
+    rate = r0 + r @ np.array(row.bw_gbps)
+    assert row.usd_per_hour == pytest.approx(3600 * rate)
+    assert row.run_cost_usd == pytest.approx(1e5 * row.step_time_s * rate)
+
+
+def test_scenario_input_defaults_to_its_optimum():
+    f = fabrics()["fat_tree"]
+    from libra_opt.scenario.constraints import parse_constraint
+
+    scen = Scenario(f, CM, (moe(),), constraints=(parse_constraint("sum(bw) == 500", f),))
+    df = compare_fabrics(scen, fabrics(), modes=["equal_bw"])
+    assert sum(df.bw_gbps.iloc[0]) == pytest.approx(500, rel=1e-6)
+    assert df.bw_gbps.iloc[0] == df.bw_gbps.iloc[1]
+
+
+def test_errors_name_the_problem():
+    with pytest.raises(InputError, match="fabric 'torus'"):
+        compare_fabrics(moe(), {**fabrics(), "torus": multi_dim((8, 8, 64), ("ring",) * 3,
+                                                                 tiers=("HB",) * 3)},
+                        cost_model=CM, bw_gbps=[450.0, 50.0])
+    with pytest.raises(InputError, match="bw_gbps is required"):
+        compare_fabrics(moe(), fabrics(), cost_model=CM)
+    with pytest.raises(InputError, match="cost_model is required"):
+        compare_fabrics(moe(), fabrics(), bw_gbps=[1, 1])
+    with pytest.raises(InputError, match="baseline"):
+        compare_fabrics(moe(), fabrics(), cost_model=CM, bw_gbps=[1, 1], baseline="x")
+    with pytest.raises(InputError, match="cost nothing"):
+        free = CostModel.from_tables({"HB": {"link": 0.0, "switch": 0.0, "nic": 0.0},
+                                      "SO": {"link": 1.0, "switch": 1.0, "nic": 1.0}})
+        compare_fabrics(moe(), fabrics(), cost_model=free, bw_gbps=[1, 1])
+    with pytest.raises(InputError, match="modes"):
+        compare_fabrics(moe(), fabrics(), cost_model=CM, bw_gbps=[1, 1], modes=["best"])
+
+
+def test_plot_comparison_returns_the_figure():
+    import matplotlib.pyplot as plt
+
+    df = compare_fabrics(moe(), {"ft": rail_optimized_fat_tree(4096, 8, 64),
+                                 "ro": rail_only(4096, 8, 64)},
+                         cost_model=catalog_cost_model(), bw_gbps=[450.0, 50.0],
+                         modes=["equal_bw"])
+    fig, ax = plt.subplots()
+    assert plot_comparison(df, ax=ax) is fig
+    heights = sorted(round(b.get_height(), 6) for b in ax.patches)
+    assert heights[-1] == 1.0 and heights[0] < 1.0  # fat-tree bars at 1, rail-only cheaper
+    plt.close(fig)
+    with pytest.raises(InputError, match="no rows"):
+        plot_comparison(df, mode="equal_budget")
