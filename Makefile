@@ -1,10 +1,11 @@
-# libra_opt: `make demo` solves the example scenario; `make test` runs the test suite.
+# libra_opt: `make demo` solves the example scenario; `make test` checks the import layers and
+# runs the test suite.
 # Both create the virtual environment and install the project on first use.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
-DEMO ?= workloads/gpt3_175b_4d.yaml
+DEMO ?= gpt3_175b_4d
 
 .PHONY: install demo test lint bench examples clean
 
@@ -20,10 +21,13 @@ demo: $(STAMP)
 	$(BIN)/libra-opt solve $(DEMO) --plot-dir out/demo
 
 test: $(STAMP)
+	$(BIN)/lint-imports --no-cache
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)
 	$(BIN)/ruff check libra_opt tests benchmarks workloads
+	$(BIN)/mypy libra_opt
+	$(BIN)/lint-imports --no-cache
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/solver_speed.py --out out/bench

@@ -5,7 +5,7 @@ Prints a table and writes ``solver_speed.csv`` and ``solver_speed.png`` to ``--o
 * Synthetic transformer-like workloads of 10, 100 and 1000 layers (each layer listed
   separately, as in an ASTRA-sim file) on 2- to 8-dimensional fabrics, objective ``perf``
   under a total-bandwidth constraint; and the same for ``perf_per_cost``.
-* The 96-layer GPT-3 175B example (workloads/gpt3_175b_4d.yaml) on its 4-D fabric.
+* The 96-layer GPT-3 175B example (``gpt3_175b_4d``) on its 4-D fabric.
 
 Targets (issue "Core"): GPT-3 on 4-D solves (compile + solve) in under 50 ms median, and a
 1000-layer workload within 1.2x of a 10-layer one. Ratios are measured in the same run.
@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append({"case": scen.name, "objective": objective, "dims": n_dims, "layers": n_layers, **r})
                 print(f"{objective:14s} {n_dims}D {n_layers:5d} layers: compile {r['compile_ms']:7.2f} ms  "
                       f"solve {r['solve_ms']:6.2f} ms  wall {r['wall_ms']:7.2f} ms", flush=True)
-    gpt3 = load_scenario(ROOT / "workloads" / "gpt3_175b_4d.yaml")
+    gpt3 = load_scenario("gpt3_175b_4d")
     r = measure(gpt3, max(args.repeats, 21))
     rows.append({"case": "gpt3_175b_4d (96 layers)", "objective": "perf", "dims": 4,
                  "layers": gpt3.workloads[0].n_layers, **r})

@@ -135,8 +135,8 @@ if TYPE_CHECKING:  # static analysers see the lazy names
     from libra_opt.io import examples
     from libra_opt.io.presets import catalog_cost_model, load_device, load_model
     from libra_opt.io.scenario_file import load_scenario
-    from libra_opt.optimize.solution import Solution
     from libra_opt.optimize.problem import BandwidthProblem, build_problem, solve
+    from libra_opt.optimize.solution import Solution
     from libra_opt.report.plots import (
         plot_allocation,
         plot_comparison,

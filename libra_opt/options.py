@@ -101,7 +101,7 @@ CompareMode = Literal["equal_bw", "equal_budget"]
 COMPARE_MODES: tuple[CompareMode, ...] = get_args(CompareMode)
 
 
-def objective_label(objective: str) -> str:
+def objective_label(objective: Objective) -> str:
     """What the objective's value measures, with its unit, e.g. ``'weighted step time (s)'``."""
-    what, unit = OBJECTIVE_MEANING[objective]  # type: ignore[index]
+    what, unit = OBJECTIVE_MEANING[objective]
     return f"{what} ({unit})"

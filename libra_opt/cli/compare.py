@@ -74,10 +74,10 @@ def run(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from libra_opt.explore.compare import compare_fabrics
-    from libra_opt.report.plots import plot_comparison
     from libra_opt.fabric.builders import as_family
     from libra_opt.io import load_scenario
     from libra_opt.io.presets import catalog_cost_model
+    from libra_opt.report.plots import plot_comparison
 
     names = _fabric_names(args.fabrics)
     scen = load_scenario(args.scenario)

@@ -12,6 +12,7 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 import numpy as np
 
@@ -188,7 +189,7 @@ def _cmd_workload(args) -> int:
 class _Parser(argparse.ArgumentParser):
     """Argument errors as one line and exit code 2 (``--help`` still prints the usage)."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 

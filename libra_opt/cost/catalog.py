@@ -94,6 +94,7 @@ class Catalog:
             w = {c: self.parts[p].w_per_gbps for c, p in comps.items()}
             if any(v is None for v in w.values()):
                 has_power = False
+            # Values may be None here, but ``watts`` is used only when has_power (none is None).
             watts[tier] = w  # type: ignore[assignment]
         return CostModel.from_tables(usd, watts if has_power else None)
 
@@ -204,8 +205,9 @@ def _part(name: str, entry: Any, source: str) -> Part:
         usd = _number(entry, "price_usd", f"{fld}.price_usd", source) / gbps
         w = (_number(entry, "power_w", f"{fld}.power_w", source) / gbps
              if "power_w" in entry else None)
-    return Part(name, kind, str(entry.get("model", name)), usd, w, ports, port_gbps,
-                str(entry["source"]), str(entry["date"]))
+    return Part(name=name, kind=kind, model=str(entry.get("model", name)), usd_per_gbps=usd,
+                w_per_gbps=w, ports=ports, port_gbps=port_gbps, source=str(entry["source"]),
+                date=str(entry["date"]))
 
 
 def catalog_from_dict(

@@ -1,25 +1,17 @@
 """Network cost and power: per-tier unit prices turned into linear coefficients per dimension.
 
 For every topology the link, switch-port and NIC bandwidth bought is linear in the
-per-NPU bandwidth ``B_d``, so network cost is ``C(B) = sum_d kappa_d B_d`` and power
-``P(B) = sum_d pi_d B_d``.
-
-A switch dimension without a radix is one ideal switch per block (LIBRA). With a radix
-(:attr:`libra_opt.fabric.dims.Dim.switch_radix`) it is a folded Clos whose tier count follows
-from its size (:func:`libra_opt.fabric.inventory.clos_tiers`); every tier adds switch ports, links and transceivers
-per GB/s, so the coefficients stay linear in ``B``. A tier may price ``transceiver``
-(optics: one transceiver at each end of every link); their cost and power are added to the
-``link`` column of :class:`CostCoefficients`.
+per-NPU bandwidth ``B_d`` (the counts of :func:`libra_opt.fabric.inventory.dimension_inventory`:
+LIBRA's building blocks [1]_, or a folded Clos per switch block when a radix is given), so
+network cost is ``C(B) = sum_d kappa_d B_d`` and power ``P(B) = sum_d pi_d B_d``. A tier may
+price ``transceiver`` (optics: one transceiver at each end of every link); their cost and
+power are added to the ``link`` column of :class:`CostCoefficients`.
 
 References
 ----------
 .. [1] W. Won et al., "LIBRA: Enabling Workload-Aware Multi-Dimensional Network Topology
    Optimization for Distributed Training of Large AI Models", ISPASS 2024, arXiv:2109.11762.
-.. [2] C. E. Leiserson, "Fat-trees: universal networks for hardware-efficient
-   supercomputing", IEEE Trans. Computers 34(10), 1985; M. Al-Fares, A. Loukissas,
-   A. Vahdat, "A scalable, commodity data center network architecture", SIGCOMM 2008.
 """
-
 from __future__ import annotations
 
 import math

@@ -32,11 +32,12 @@ References
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from libra_opt.cost.prices import CostCoefficients
 from libra_opt.errors import InputError
@@ -267,7 +268,7 @@ def tco_breakdown(
     tco: TcoModel,
     fabric: Fabric,
     coeffs: CostCoefficients,
-    bw_gbps: Sequence[float],
+    bw_gbps: npt.ArrayLike,
     step_time_s: float | None = None,
     *,
     allow_missing_power: bool = False,
@@ -301,8 +302,17 @@ def tco_breakdown(
     run = None
     if step_time_s is not None:
         run = training_run_cost_usd(tco, step_time_s, per_hour / 3600.0)
-    return TcoBreakdown(n * tco.accelerator_usd, n * tco.host_usd_per_npu, network_usd,
-                        maintenance, power, energy, total, per_hour, run)
+    return TcoBreakdown(
+        accelerators_usd=n * tco.accelerator_usd,
+        hosts_usd=n * tco.host_usd_per_npu,
+        network_usd=network_usd,
+        maintenance_usd=maintenance,
+        it_power_w=power,
+        energy_usd=energy,
+        total_usd=total,
+        usd_per_hour=per_hour,
+        run_usd=run,
+    )
 
 
 def training_run_cost_usd(tco: TcoModel, step_time_s: float, rate_usd_per_s: float) -> float:

@@ -22,6 +22,7 @@ import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from libra_opt.cost.prices import CostModel, cost_coefficients
 from libra_opt.cost.tco import TcoModel, cluster_rate_coefficients
@@ -32,7 +33,7 @@ from libra_opt.fabric.inventory import dimension_inventory
 from libra_opt.optimize.problem import solve
 from libra_opt.optimize.terms import aggregate_terms, native_terms
 from libra_opt.options import COMPARE_MODES as MODES
-from libra_opt.options import TRAFFIC_MODELS
+from libra_opt.options import TRAFFIC_MODELS, CollectiveModel, TrafficModel, TrainingLoop
 from libra_opt.scenario.constraints import LinearConstraint
 from libra_opt.scenario.scenario import Scenario
 from libra_opt.traffic.step_time import check_bandwidth, step_time
@@ -54,13 +55,13 @@ def _step_time(workloads, weights, fabric, bw, mode, loop, traffic_model) -> flo
 def budget_optimum(
     workloads: Sequence[Workload],
     fabric: Fabric,
-    usd_per_gbps: np.ndarray,
+    usd_per_gbps: npt.ArrayLike,
     budget_usd: float,
     *,
     weights: Sequence[float] | None = None,
-    collective_model: str = "pipelined",
-    training_loop: str = "no_overlap",
-    traffic_model: str = "native",
+    collective_model: CollectiveModel = "pipelined",
+    training_loop: TrainingLoop = "no_overlap",
+    traffic_model: TrafficModel = "native",
 ) -> np.ndarray:
     """Bandwidth minimizing the weighted step time under ``usd_per_gbps . B <= budget_usd``.
 
@@ -114,10 +115,11 @@ def budget_optimum(
     scen = Scenario(
         fabric, free_prices, wls,
         weights=None if weights is None else tuple(weights),
-        constraints=(LinearConstraint("budget_usd", tuple(kappa), 0.0, 0.0, "<=", float(budget_usd)),),
-        collective_model=collective_model,  # type: ignore[arg-type]
-        training_loop=training_loop,  # type: ignore[arg-type]
-        traffic_model=traffic_model,  # type: ignore[arg-type]
+        constraints=(LinearConstraint(label="budget_usd", bw_coef=tuple(kappa), cost_coef=0.0,
+                                      power_coef=0.0, sense="<=", rhs=float(budget_usd)),),
+        collective_model=collective_model,
+        training_loop=training_loop,
+        traffic_model=traffic_model,
     )
     return np.array(solve(scen, with_baselines=False).bw_gbps)
 
@@ -145,14 +147,14 @@ def compare_fabrics(
     fabrics: Mapping[str, Fabric],
     *,
     cost_model: CostModel | None = None,
-    bw_gbps: Sequence[float] | Mapping[str, Sequence[float]] | None = None,
+    bw_gbps: npt.ArrayLike | Mapping[str, npt.ArrayLike] | None = None,
     budget_usd: float | None = None,
     tco: TcoModel | None = None,
     baseline: str | None = None,
     weights: Sequence[float] | None = None,
-    collective_model: str | None = None,
-    training_loop: str | None = None,
-    traffic_model: str = "native",
+    collective_model: CollectiveModel | None = None,
+    training_loop: TrainingLoop | None = None,
+    traffic_model: TrafficModel = "native",
     modes: Sequence[str] = MODES,
 ):
     """Step time, network cost and power, TCO and reductions of several fabrics.
@@ -236,22 +238,21 @@ def compare_fabrics(
                 raise InputError(f"fabric {name!r}: {exc.message}", field=exc.field) from None
     coeffs = {n: cost_coefficients(f, cm) for n, f in fabrics.items()}
     # Equal-bandwidth vectors.
+    given: dict[str, npt.ArrayLike]
     if bw_gbps is None:
         if scen is None:
             raise InputError("bw_gbps is required when no scenario is given", field="bw_gbps")
-        from libra_opt.optimize.problem import solve
-
         common = solve(scen, with_baselines=False).bw_gbps
-        bws = {n: common for n in names}
+        given = {n: common for n in names}
     elif isinstance(bw_gbps, Mapping):
         missing = [n for n in names if n not in bw_gbps]
         if missing:
             raise InputError(f"no bandwidth for fabric(s) {', '.join(missing)}",
                              field="bw_gbps")
-        bws = dict(bw_gbps)
+        given = dict(bw_gbps)
     else:
-        bws = {n: bw_gbps for n in names}
-    bws = {n: check_bandwidth(fabrics[n], bws[n], field=f"bw_gbps[{n}]") for n in names}
+        given = {n: bw_gbps for n in names}
+    bws = {n: check_bandwidth(fabrics[n], given[n], field=f"bw_gbps[{n}]") for n in names}
     if budget_usd is None:
         budget_usd = float(coeffs[baseline].usd_per_gbps @ bws[baseline])
     elif not math.isfinite(float(budget_usd)) or float(budget_usd) <= 0:

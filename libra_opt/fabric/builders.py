@@ -118,6 +118,8 @@ def multi_dim(
     lat = (latency_s,) * n if isinstance(latency_s, int | float) else tuple(latency_s)
     if len(lat) != n:
         raise InputError(f"{len(lat)} latencies for {n} dimensions", field="fabric.latency_s")
+    # topos[i] is a str checked against TOPOLOGIES above; mypy cannot narrow a tuple item
+    # to the Topology Literal from that check.
     dims = tuple(
         Dim(
             names[i], topos[i], int(shape[i]), tiers[i], float(lat[i]),  # type: ignore[arg-type]
@@ -149,6 +151,7 @@ def _two_level(
         )
     if hb_topology == "torus":
         hb_topology = "ring"
+    # hb_topology is user text ("torus" mapped to "ring" above); Dim checks it is a Topology.
     hb = Dim("hb", hb_topology, hb_domain, hb_tier, hb_latency_s)  # type: ignore[arg-type]
     so = Dim(
         "scaleout", "switch", n_npus // hb_domain, scale_out_tier, scale_out_latency_s,

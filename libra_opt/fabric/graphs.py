@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TypedDict
 
 import networkx as nx
 import numpy as np
@@ -243,6 +244,20 @@ class GraphCounts:
     tiers: int
 
 
+class _Tally(TypedDict):
+    """Running counts of one dimension in :func:`graph_counts` (``lv``: switch levels seen)."""
+
+    sw: int
+    ports: int
+    cables: int
+    libra: int
+    lg: float
+    tr: int
+    tg: float
+    nic: int
+    lv: set[int]
+
+
 def graph_counts(graph: nx.MultiGraph, n_dims: int) -> tuple[GraphCounts, ...]:
     """Count switches, ports, links, transceivers and NIC ports per dimension.
 
@@ -254,7 +269,7 @@ def graph_counts(graph: nx.MultiGraph, n_dims: int) -> tuple[GraphCounts, ...]:
     >>> c[0].libra_links, c[0].link_gbps, c[1].switch_ports, c[1].nic_ports
     (64, 32.0, 32, 32)
     """
-    acc = [dict(sw=0, ports=0, cables=0, libra=0, lg=0.0, tr=0, tg=0.0, nic=0, lv=set())
+    acc = [_Tally(sw=0, ports=0, cables=0, libra=0, lg=0.0, tr=0, tg=0.0, nic=0, lv=set())
            for _ in range(n_dims)]
     for _, a in graph.nodes(data=True):
         if a["kind"] == "switch":
@@ -277,8 +292,9 @@ def graph_counts(graph: nx.MultiGraph, n_dims: int) -> tuple[GraphCounts, ...]:
             c["lg"] += b
             c["ports"] += sum(1 for x in (u, v) if x[0] == "switch")
     return tuple(
-        GraphCounts(c["sw"], c["ports"], c["cables"], c["libra"], c["lg"], c["tr"], c["tg"],
-                    c["nic"], len(c["lv"]))
+        GraphCounts(switches=c["sw"], switch_ports=c["ports"], cables=c["cables"],
+                    libra_links=c["libra"], link_gbps=c["lg"], transceivers=c["tr"],
+                    transceiver_gbps=c["tg"], nic_ports=c["nic"], tiers=len(c["lv"]))
         for c in acc
     )
 

@@ -141,7 +141,9 @@ def dlrm_workload(
     w += emb_params * pb / n
     widths = sum(o_ for _, o_ in bot + top) + n_tables * spec.embedding_dim + top[0][0]
     act = 2.0 * b * widths * beta
-    memory = MemoryBreakdown(w, g, o, act, device.hbm_bytes, "every NPU")
+    memory = MemoryBreakdown(weights_bytes=w, grads_bytes=g, optimizer_bytes=o,
+                             activations_bytes=act, capacity_bytes=device.hbm_bytes,
+                             where="every NPU")
     if check_memory and not memory.fits:
         raise InputError(f"{spec.name} does not fit: {memory.describe()}", field="parallelism")
     mlp_f, inter_f = dlrm_flops_per_sample(spec)

@@ -145,7 +145,9 @@ def resnet_workload(
     layers.append(Layer("optimizer_step", Phase(memory_time_s(shard * (gb + 2 * ob + pb), device))))
     w, g, o = model_state_bytes(total_params, par.precision, par.zero, par.dp)
     act = 2.0 * sum(s.activation_elements for s in stages) * b * par.precision.activation_bytes
-    memory = MemoryBreakdown(w, g, o, act, device.hbm_bytes, "every NPU")
+    memory = MemoryBreakdown(weights_bytes=w, grads_bytes=g, optimizer_bytes=o,
+                             activations_bytes=act, capacity_bytes=device.hbm_bytes,
+                             where="every NPU")
     if check_memory and not memory.fits:
         raise InputError(f"{spec.name} does not fit: {memory.describe()}", field="parallelism")
     flops_per_image = 6.0 * sum(s.macs for s in stages)

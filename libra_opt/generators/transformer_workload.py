@@ -272,7 +272,9 @@ def _stage_memory(
     if stage.has_head:
         act += head_activation_bytes(model, par)
     return MemoryBreakdown(
-        w1 + w2, g1 + g2, o1 + o2, act, device.hbm_bytes, f"pipeline stage {stage.index}"
+        weights_bytes=w1 + w2, grads_bytes=g1 + g2, optimizer_bytes=o1 + o2,
+        activations_bytes=act, capacity_bytes=device.hbm_bytes,
+        where=f"pipeline stage {stage.index}",
     )
 
 

@@ -11,12 +11,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
+from typing import TypedDict
 
 from libra_opt.errors import InputError
 from libra_opt.generators.generated import GeneratedWorkload
 from libra_opt.io.libra import write_libra_communicator
 from libra_opt.io.yaml_util import read_text
-from libra_opt.options import PHASES
+from libra_opt.options import PHASES, CollectiveKind
 from libra_opt.traffic.workload import Collective, Layer, Phase, Workload, walk_phases
 
 __all__ = [
@@ -27,7 +28,7 @@ __all__ = [
     "export_astra_sim",
 ]
 
-_COMM_IN = {
+_COMM_IN: dict[str, CollectiveKind] = {
     "allreduce": "all_reduce",
     "allgather": "all_gather",
     "reducescatter": "reduce_scatter",
@@ -100,10 +101,11 @@ def parse_astra_sim(
                     raise InputError(
                         f"no communicator group for phase {pname}", source=source, field=f"line {line_no}"
                     )
-                colls = (Collective(_COMM_IN[kind_tok], size, pname),)  # type: ignore[arg-type]
+                colls = (Collective(_COMM_IN[kind_tok], size, pname),)
             phases[pname] = Phase(compute_ns * 1e-9, colls)
         update = _number(f[11], source, line_no, "update time")
-        layers.append(Layer(f[0], phases["forward"], phases["input_grad"], phases["weight_grad"], 1, update * 1e-9))
+        layers.append(Layer(name=f[0], forward=phases["forward"], input_grad=phases["input_grad"],
+                            weight_grad=phases["weight_grad"], count=1, update_s=update * 1e-9))
     if declared is not None and declared != len(layers):
         raise InputError(
             f"header declares {declared} layers, the file has {len(layers)}", source=source
@@ -173,6 +175,14 @@ def write_astra_sim(
     return {p: workload.groups[g] for p, g in phase_group.items()}
 
 
+class _LayerPhases(TypedDict, total=False):
+    """The phases of one layer, by field name of :class:`Layer` (keyword arguments of ``replace``)."""
+
+    forward: Phase
+    input_grad: Phase
+    weight_grad: Phase
+
+
 def merge_phase_collectives(workload: Workload) -> Workload:
     """Merge collectives of the same kind and group within a phase into one.
 
@@ -188,12 +198,12 @@ def merge_phase_collectives(workload: Workload) -> Workload:
     >>> merge_phase_collectives(w).layers[0].forward.collectives
     (Collective(kind='all_reduce', size_bytes=3.0, group='tp'),)
     """
-    phases: dict[str, dict[str, Phase]] = {}
+    phases: dict[str, _LayerPhases] = {}
     for step in walk_phases(workload):
-        merged: dict[tuple[str, str], float] = {}
+        merged: dict[tuple[CollectiveKind, str], float] = {}
         for c in step.phase.collectives:
             merged[(c.kind, c.group)] = merged.get((c.kind, c.group), 0.0) + c.size_bytes
-        colls = tuple(Collective(k, s, g) for (k, g), s in merged.items())  # type: ignore[arg-type]
+        colls = tuple(Collective(k, s, g) for (k, g), s in merged.items())
         phases.setdefault(str(id(step.layer)), {})[step.name] = Phase(step.phase.compute_s, colls)
     layers = tuple(replace(layer, **phases[str(id(layer))]) for layer in workload.layers)
     return Workload(workload.name, layers, workload.groups)
@@ -262,6 +272,6 @@ def export_astra_sim(
     spans = write_astra_sim(w, path, header=True)
     if communicator_path is not None:
         ones = (1,) * len(next(iter(w.groups.values())))
-        full = {p: spans.get(p, ones) for p in PHASES}
+        full: dict[str, tuple[int, ...]] = {p: spans.get(p, ones) for p in PHASES}
         write_libra_communicator(full, communicator_path)
     return spans

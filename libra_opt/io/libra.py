@@ -19,7 +19,7 @@ import yaml
 from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Dim, Fabric
 from libra_opt.io.yaml_util import load_yaml
-from libra_opt.options import COMPONENTS
+from libra_opt.options import COMPONENTS, Topology
 
 __all__ = [
     "LIBRA_PHASE_GROUPS",
@@ -32,7 +32,7 @@ __all__ = [
     "write_libra_communicator",
 ]
 
-_TOPO_IN = {"ring": "ring", "fullyconnected": "fully_connected", "switch": "switch"}
+_TOPO_IN: dict[str, Topology] = {"ring": "ring", "fullyconnected": "fully_connected", "switch": "switch"}
 _TOPO_OUT = {"ring": "Ring", "fully_connected": "FullyConnected", "switch": "Switch"}
 _COMP_OUT = {"link": "Link", "switch": "Switch", "nic": "Nic"}
 #: Communicator key -> (phase name, group name used by the ASTRA-sim reader).
@@ -100,7 +100,7 @@ def read_libra_network(path: str | Path) -> Fabric:
         if not isinstance(tier, str) or not tier:
             raise InputError("expected a tier name", source=src, field=f"CostDimension[{i}]")
         try:
-            dims.append(Dim(_dim_name(tier, taken, i), t, size, tier))  # type: ignore[arg-type]
+            dims.append(Dim(_dim_name(tier, taken, i), t, size, tier))
         except InputError as exc:
             raise InputError(exc.message, source=src, field=f"dimension {i}") from None
     return Fabric(tuple(dims))

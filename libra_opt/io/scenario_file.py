@@ -165,7 +165,9 @@ def _fabric(data: dict[str, Any], source: str, base: Path) -> Fabric:
     dims = []
     for i, d in enumerate(spec.dims):
         try:
-            dims.append(Dim(d.name, d.topology, d.size, d.tier, d.latency_s, d.switch_radix, d.switch_scope))
+            dims.append(Dim(name=d.name, topology=d.topology, size=d.size, tier=d.tier,
+                            latency_s=d.latency_s, switch_radix=d.switch_radix,
+                            switch_scope=d.switch_scope))
         except InputError as exc:
             leaf = (exc.field or "").rsplit(".", 1)[-1]
             raise InputError(exc.message, source=source, field=f"fabric.dims[{i}].{leaf}") from None

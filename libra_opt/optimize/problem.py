@@ -130,7 +130,16 @@ def build_problem(scenario: Scenario) -> BandwidthProblem:
         terms, weights, rows, n, scenario.collective_model, scenario.training_loop,
         product, b_ref, t_ref,
     )
-    return BandwidthProblem(scenario, terms, rows, program, ref_cost, status, obj_scale, rate)
+    return BandwidthProblem(
+        scenario=scenario,
+        terms=terms,
+        rows=rows,
+        program=program,
+        ref_cost=ref_cost,
+        lp_status=status,
+        objective_scale=obj_scale,
+        rate=rate,
+    )
 
 
 def _override(problem: BandwidthProblem, overrides: Mapping[str, float]) -> tuple[Scenario, tuple[Row, ...]]:
@@ -206,8 +215,12 @@ def _free_dims(problem: BandwidthProblem, scen: Scenario, rows: tuple[Row, ...])
     return free
 
 
-class _Trouble(Exception):
-    """A solve attempt that did not produce a usable answer (to be retried)."""
+class _SolverAttemptFailed(Exception):
+    """Clarabel raised or returned a non-optimal status, so an attempt has no answer to check.
+
+    ``status`` says why (the solver status, or the solver's error); the retry loop keeps the
+    last one to name the failure when every attempt fails.
+    """
 
     def __init__(self, status: str):
         self.status = status
@@ -215,7 +228,9 @@ class _Trouble(Exception):
 
 
 @dataclass
-class _Run:
+class _SolveAttempt:
+    """One solve of one program, with its answer re-evaluated by the numpy evaluator."""
+
     prog: ConvexProgram
     status: str
     bw: np.ndarray
@@ -235,7 +250,9 @@ def _set_rhs(prog: ConvexProgram, rows: tuple[Row, ...]) -> None:
         prog.eq_param.value = np.array([rows[i].rhs for i in prog.eq_rows]) / prog.eq_scale
 
 
-def _run(problem: BandwidthProblem, prog: ConvexProgram, scen: Scenario, rows: tuple[Row, ...]) -> _Run:
+def _solve_once(
+    problem: BandwidthProblem, prog: ConvexProgram, scen: Scenario, rows: tuple[Row, ...]
+) -> _SolveAttempt:
     """Set the right-hand sides, solve once, evaluate the answer with numpy."""
     _set_rhs(prog, rows)
     try:
@@ -243,11 +260,11 @@ def _run(problem: BandwidthProblem, prog: ConvexProgram, scen: Scenario, rows: t
             warnings.simplefilter("ignore", UserWarning)  # status is handled below
             prog.problem.solve(solver=cp.CLARABEL, **CLARABEL_SETTINGS)
     except cp.error.SolverError as exc:
-        raise _Trouble(f"Clarabel failed ({exc})") from exc
+        raise _SolverAttemptFailed(f"Clarabel failed ({exc})") from exc
     problem.n_solves += 1
     status = prog.problem.status
     if status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE):
-        raise _Trouble(str(status))
+        raise _SolverAttemptFailed(str(status))
     x = np.asarray(prog.x.value, dtype=float)
     step_value = float(np.asarray(prog.step_value.value))
     if prog.u is None:
@@ -271,14 +288,23 @@ def _run(problem: BandwidthProblem, prog: ConvexProgram, scen: Scenario, rows: t
         or spread > 1e3
         or not ev.feasible(CONSTRAINT_REL_TOL)
     )
-    return _Run(
-        prog, str(status), bw, ev, solver_obj, float(gap), factor,
-        float(prog.problem.compilation_time or 0.0),
-        float(prog.problem.solver_stats.solve_time or 0.0), needs_polish,
+    return _SolveAttempt(
+        prog=prog,
+        status=str(status),
+        bw=bw,
+        ev=ev,
+        solver_obj=solver_obj,
+        gap=float(gap),
+        factor=factor,
+        compile_s=float(prog.problem.compilation_time or 0.0),
+        solve_s=float(prog.problem.solver_stats.solve_time or 0.0),
+        needs_polish=needs_polish,
     )
 
 
-def _good(run: _Run) -> bool:
+def _passes_verification(run: _SolveAttempt) -> bool:
+    """Whether the numpy evaluator confirms ``run``: a finite objective within
+    ``OBJECTIVE_REL_TOL`` of the solver's and every constraint met (``CONSTRAINT_REL_TOL``)."""
     return (
         np.isfinite(run.ev.objective_value)
         and run.gap <= OBJECTIVE_REL_TOL
@@ -296,7 +322,9 @@ def _fresh_program(problem: BandwidthProblem, scen: Scenario, rows: tuple[Row, .
     )
 
 
-def _polished_program(problem: BandwidthProblem, scen: Scenario, rows: tuple[Row, ...], run: _Run) -> ConvexProgram:
+def _polished_program(
+    problem: BandwidthProblem, scen: Scenario, rows: tuple[Row, ...], run: _SolveAttempt
+) -> ConvexProgram:
     """A program scaled per dimension to ``run``'s answer, and in time to its step time."""
     used = problem.terms.used_dims
     b_ref = np.full(scen.fabric.n_dims, max(float(np.max(run.bw)), 1e-9))
@@ -310,45 +338,50 @@ def _polished_program(problem: BandwidthProblem, scen: Scenario, rows: tuple[Row
 
 def _solve_with_retries(
     problem: BandwidthProblem, scen: Scenario, rows: tuple[Row, ...], first: ConvexProgram
-) -> tuple[_Run, float, float, int]:
-    """Solve ``first``; on trouble or a failed numpy check, polish, then rebuild fresh."""
+) -> tuple[_SolveAttempt, float, float, int]:
+    """Solve ``first``; on a solver failure or a failed numpy check, polish, then rebuild fresh."""
     compile_s = solve_s = 0.0
     attempts = 0
-    best: _Run | None = None
-    trouble: _Trouble | None = None
+    best: _SolveAttempt | None = None
+    last_failure: _SolverAttemptFailed | None = None
 
     def attempt(prog: ConvexProgram) -> None:
-        nonlocal best, trouble, compile_s, solve_s, attempts
+        nonlocal best, last_failure, compile_s, solve_s, attempts
         attempts += 1
         try:
-            run = _run(problem, prog, scen, rows)
-        except _Trouble as exc:
-            trouble = exc
+            run = _solve_once(problem, prog, scen, rows)
+        except _SolverAttemptFailed as exc:
+            last_failure = exc
             return
         compile_s += run.compile_s + (prog.build_s if prog is not problem.program else 0.0)
         solve_s += run.solve_s
-        if best is None or (_good(run), -run.gap) > (_good(best), -best.gap):
+        if best is None or (_passes_verification(run), -run.gap) > (
+            _passes_verification(best), -best.gap
+        ):
             best = run
 
     attempt(first)
     if best is None or best.needs_polish:
         if best is not None:
             attempt(_polished_program(problem, scen, rows, best))
-        if best is None or not _good(best):
+        if best is None or not _passes_verification(best):
             logger.info("re-solving with scales fresh for these right-hand sides")
             attempt(_fresh_program(problem, scen, rows))
     if best is None:
-        assert trouble is not None
+        assert last_failure is not None
         n = scen.fabric.n_dims
-        if "infeasible" in trouble.status:
+        if "infeasible" in last_failure.status:
             raise_infeasible(rows, n, problem.terms.used_dims)
-        if "unbounded" in trouble.status:
+        if "unbounded" in last_failure.status:
             raise UnboundedDesignError(f"objective {scen.objective!r} is unbounded")
-        raise SolverError(f"Clarabel returned status {trouble.status!r}")
+        raise SolverError(f"Clarabel returned status {last_failure.status!r}")
     return best, compile_s, solve_s, attempts
 
 
-def _idle_minimum(problem: BandwidthProblem, scen: Scenario, rows: tuple[Row, ...], run: _Run, free: np.ndarray) -> _Run:
+def _idle_minimum(
+    problem: BandwidthProblem, scen: Scenario, rows: tuple[Row, ...], run: _SolveAttempt,
+    free: np.ndarray,
+) -> _SolveAttempt:
     """Give idle dimensions the least bandwidth the constraints allow.
 
     Idle: dimensions without traffic, and ``free`` dimensions (nothing bounds them; with
@@ -401,7 +434,7 @@ def _capped(problem: BandwidthProblem, scen: Scenario, rows: tuple[Row, ...], fr
     return rows + extra
 
 
-def _keeps_improving(scen: Scenario, run: _Run, free: np.ndarray) -> bool:
+def _keeps_improving(scen: Scenario, run: _SolveAttempt, free: np.ndarray) -> bool:
     """Whether ten times the bandwidth on the free dimensions still shortens the step: then
     the optimum under the cap is an artefact of the cap, and the scenario has none."""
     probe = run.bw.copy()
@@ -502,7 +535,16 @@ def solve(
     )
     bw = run.bw.copy()
     bw.setflags(write=False)
-    return Solution(scen, bw, scen.objective, run.ev.objective_value, run.ev, reports, bl, info)
+    return Solution(
+        scenario=scen,
+        bw_gbps=bw,
+        objective=scen.objective,
+        objective_value=run.ev.objective_value,
+        evaluation=run.ev,
+        constraints=reports,
+        baselines=bl,
+        solver=info,
+    )
 
 
 def _constraint_reports(
@@ -530,5 +572,8 @@ def _constraint_reports(
         slack = {"<=": r.rhs - lhs, ">=": lhs - r.rhs, "==": 0.0}[r.sense]
         scale = max(1.0, abs(r.rhs), float(np.abs(r.a) @ bw))
         active = r.sense == "==" or abs(slack) <= 1e-6 * scale
-        out.append(ConstraintReport(r.label, lhs, r.sense, r.rhs, slack, active, float(shadow[i])))
+        out.append(ConstraintReport(
+            label=r.label, lhs=lhs, sense=r.sense, rhs=r.rhs, slack=slack, active=active,
+            shadow_price=float(shadow[i]),
+        ))
     return tuple(out)

@@ -150,8 +150,23 @@ def build_program(
         cons.append(eq_con)
     problem = cp.Problem(cp.Minimize(step + reg), cons)
     return ConvexProgram(
-        problem, x, u, step, le_rows, le_sign, le_scale, le_param, le_con,
-        eq_rows, eq_scale, eq_param, eq_con, b_ref, product, t_ref, time.perf_counter() - t0,
+        problem=problem,
+        x=x,
+        u=u,
+        step_value=step,
+        le_rows=le_rows,
+        le_sign=le_sign,
+        le_scale=le_scale,
+        le_param=le_param,
+        le_con=le_con,
+        eq_rows=eq_rows,
+        eq_scale=eq_scale,
+        eq_param=eq_param,
+        eq_con=eq_con,
+        b_ref=b_ref,
+        product=product,
+        t_ref=t_ref,
+        build_s=time.perf_counter() - t0,
     )
 
 

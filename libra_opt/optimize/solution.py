@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from libra_opt.options import OBJECTIVE_MEANING, Objective
+from libra_opt.scenario.display import format_usd, html_table
 from libra_opt.scenario.evaluate import Evaluation, evaluate
 from libra_opt.scenario.scenario import Scenario
 
@@ -76,20 +78,38 @@ class SolverInfo:
     objective_rel_gap: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Baseline:
     """A reference allocation with the same total bandwidth as the optimum."""
 
     name: str
     evaluation: Evaluation
     feasible: bool
-    speedup: float
-    """Baseline weighted step time / optimal weighted step time."""
+    step_time_ratio: float
+    """Baseline weighted step time / optimal weighted step time (> 1: the baseline is slower;
+    an infeasible baseline may be faster)."""
     objective_ratio: float
-    """Baseline objective / optimal objective (equals ``speedup`` for ``perf``)."""
+    """Baseline objective / optimal objective (equals ``step_time_ratio`` for ``perf``)."""
+
+    def __repr__(self) -> str:
+        """One line: name, ratios to the optimum, feasibility and bandwidth (GB/s).
+
+        Examples
+        --------
+        >>> from libra_opt.optimize.problem import solve
+        >>> from libra_opt.scenario.examples import toy_scenario
+        >>> solve(toy_scenario()).baselines[0]
+        Baseline('equal split': step time ratio 1.111x, objective ratio 1.111x, feasible, bw GB/s [150.0, 150.0])
+        """
+        bw = ", ".join(f"{b:.1f}" for b in self.evaluation.bw_gbps)
+        return (
+            f"Baseline({self.name!r}: step time ratio {self.step_time_ratio:.4g}x, "
+            f"objective ratio {self.objective_ratio:.4g}x, "
+            f"{'feasible' if self.feasible else 'infeasible'}, bw GB/s [{bw}])"
+        )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Solution:
     """An optimized bandwidth allocation, re-checked by the numpy evaluator.
 
@@ -110,7 +130,7 @@ class Solution:
 
     scenario: Scenario
     bw_gbps: np.ndarray
-    objective: str
+    objective: Objective
     objective_value: float
     evaluation: Evaluation
     constraints: tuple[ConstraintReport, ...]
@@ -137,6 +157,82 @@ class Solution:
         """Constraints that hold with equality at the optimum."""
         return tuple(c for c in self.constraints if c.active)
 
+    def _objective_text(self) -> str:
+        """``'perf (weighted step time) = 0.015 s'``: objective, meaning, value and unit."""
+        what, unit = OBJECTIVE_MEANING[self.objective]  # type: ignore[index]
+        v = self.objective_value
+        value = format_usd(v) if unit == "$" else f"{v:.6g} {unit}"
+        return f"{self.objective} ({what}) = {value}"
+
+    def _cost_text(self) -> str:
+        """Network cost, and power when modelled."""
+        out = f"network cost {format_usd(self.network_cost_usd)}"
+        if self.network_power_w is not None:
+            out += f"; network power {self.network_power_w:,.0f} W"
+        return out
+
+    def __repr__(self) -> str:
+        """A few lines: status, objective, bandwidth per dimension, step time, cost, power.
+
+        Examples
+        --------
+        >>> from libra_opt.optimize.problem import solve
+        >>> from libra_opt.scenario.examples import toy_scenario
+        >>> solve(toy_scenario())
+        Solution('toy': optimal)
+          objective perf (weighted step time) = 0.015 s
+          bandwidth GB/s: node=200.0, pod=100.0
+          weighted step time 0.015 s; network cost $121,600; network power 608 W
+          active constraints (1 of 1): sum(bw) == 300
+        """
+        names = self.scenario.fabric.names
+        bw = ", ".join(f"{n}={b:.1f}" for n, b in zip(names, self.bw_gbps, strict=True))
+        step = f"weighted step time {self.evaluation.weighted_step_time_s:.6g} s"
+        times = self.evaluation.workloads
+        if len(times) > 1:
+            per = [f"{t.name} {t.step_time_s:.6g} s" for t in times[:6]]
+            per += [f"... ({len(times) - 6} more)"] if len(times) > 6 else []
+            step += " (" + ", ".join(per) + ")"
+        active = [c.label for c in self.active_constraints]
+        shown = ", ".join(active[:4]) + (f", ... ({len(active) - 4} more)" if len(active) > 4 else "")
+        lines = [
+            f"Solution({self.scenario.name!r}: {self.solver.status})",
+            f"  objective {self._objective_text()}",
+            f"  bandwidth GB/s: {bw}",
+            f"  {step}; {self._cost_text()}",
+            f"  active constraints ({len(active)} of {len(self.constraints)}): {shown or 'none'}",
+        ]
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        """HTML for notebooks: one table row per dimension, the totals in the caption.
+
+        Examples
+        --------
+        >>> from libra_opt.optimize.problem import solve
+        >>> from libra_opt.scenario.examples import toy_scenario
+        >>> h = solve(toy_scenario())._repr_html_()
+        >>> h.count("<table>"), h.count("<tr>")   # header + one row per dimension
+        (1, 3)
+        >>> "<td>node</td><td>ring</td><td>4</td><td>200.0</td>" in h
+        True
+        """
+        cost = self.evaluation.cost
+        usd = cost.usd_by_dim_component.sum(axis=1)
+        power = None if cost.w_by_dim_component is None else cost.w_by_dim_component.sum(axis=1)
+        caption = (
+            f"Solution {self.scenario.name!r} ({self.solver.status}): "
+            f"objective {self._objective_text()}; weighted step time "
+            f"{self.evaluation.weighted_step_time_s:.6g} s; {self._cost_text()}"
+        )
+        rows = [
+            [d.name, d.topology, f"{d.size:,}", f"{b:.1f}", f"{usd[i]:,.0f}"]
+            + ([] if power is None else [f"{power[i]:,.0f}"])
+            for i, (d, b) in enumerate(zip(self.scenario.fabric.dims, self.bw_gbps, strict=True))
+        ]
+        header = ["dim", "topology", "size", "bandwidth GB/s", "cost $"]
+        return html_table(header + ([] if power is None else ["power W"]), rows, caption)
+
 
 def _ratio(a: float, b: float) -> float:
     """``a / b``, with 0 / 0 = 1 (nothing to speed up)."""
@@ -156,18 +252,18 @@ def baselines(
     total = float(np.sum(optimum.bw_gbps))
     n = scenario.fabric.n_dims
     assert scenario.weights is not None
-    traffic = sum(
+    traffic = np.asarray(sum(
         wt * t.traffic_by_dim_bytes
         for wt, t in zip(scenario.weights, optimum.workloads, strict=True)
-    )
-    splits = [("equal split", np.full(n, total / n))]
+    ), dtype=float)
+    splits: list[tuple[str, np.ndarray]] = [("equal split", np.full(n, total / n))]
     if np.sum(traffic) > 0:
         splits.append(("traffic-proportional", total * traffic / np.sum(traffic)))
     out = []
     for name, bw in splits:
         ev = evaluate(scenario, bw)
         feasible = ev.feasible(feas_tol)
-        speed = _ratio(ev.weighted_step_time_s, optimum.weighted_step_time_s)
+        step_ratio = _ratio(ev.weighted_step_time_s, optimum.weighted_step_time_s)
         ratio = _ratio(ev.objective_value, optimum.objective_value)
-        out.append(Baseline(name, ev, feasible, float(speed), float(ratio)))
+        out.append(Baseline(name, ev, feasible, float(step_ratio), float(ratio)))
     return tuple(out)

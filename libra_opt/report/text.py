@@ -7,8 +7,9 @@ from typing import Any
 
 import numpy as np
 
+from libra_opt.cost.tco import tco_breakdown
 from libra_opt.optimize.solution import Solution
-from libra_opt.options import COMPONENTS
+from libra_opt.options import COMPONENTS, OBJECTIVE_MEANING, Objective
 from libra_opt.scenario.evaluate import Evaluation
 from libra_opt.scenario.scenario import Scenario
 
@@ -56,7 +57,7 @@ def _fabric_table(scen: Scenario, ev: Evaluation) -> str:
     total = float(np.sum(ev.bw_gbps))
     usd = ev.cost.usd_by_dim_component.sum(axis=1)
     power = None if ev.cost.w_by_dim_component is None else ev.cost.w_by_dim_component.sum(axis=1)
-    busy = sum(t.busy_by_dim_s for t in ev.workloads)
+    busy = np.asarray(sum(t.busy_by_dim_s for t in ev.workloads), dtype=float)
     rows = []
     for d, dim in enumerate(scen.fabric.dims):
         rows.append([
@@ -132,8 +133,6 @@ def _throughput_table(scen: Scenario, ev: Evaluation) -> str | None:
 def _tco_lines(scen: Scenario, ev: Evaluation) -> list[str]:
     if scen.tco is None:
         return []
-    from libra_opt.cost.tco import tco_breakdown
-
     b = tco_breakdown(scen.tco, scen.fabric, scen.coefficients, ev.bw_gbps, ev.weighted_step_time_s)
     line = (
         f"TCO over {scen.tco.lifetime_years:g} years: {_usd(b.total_usd)} (accelerators "
@@ -170,15 +169,13 @@ def format_evaluation(scen: Scenario, ev: Evaluation) -> str:
     return "\n".join(lines)
 
 
-def _objective_str(objective: str, value: float) -> str:
+def _objective_str(objective: Objective, value: float) -> str:
+    what, unit = OBJECTIVE_MEANING[objective]
     if objective == "perf":
-        return f"weighted step time {_si_time(value)}"
+        return f"{what} {_si_time(value)}"
     if objective == "tco":
-        return f"cost of one training run {_usd(value)}"
-    return f"step time x network cost {value:,.6g} s*$"
-
-
-_OBJECTIVE_UNITS = {"perf": "s", "perf_per_cost": "s*$", "tco": "$"}
+        return f"{what} {_usd(value)}"
+    return f"{what} {value:,.6g} {unit}"
 
 
 def format_solution(sol: Solution) -> str:
@@ -206,7 +203,7 @@ def format_solution(sol: Solution) -> str:
                 c.label, f"{lhs:,.6g}", c.sense, f"{c.rhs:,.6g}", f"{slack:,.4g}",
                 "yes" if c.active else "no", f"{c.shadow_price:.4g}" if c.active else "0",
             ])
-        unit = _OBJECTIVE_UNITS[sol.objective]
+        unit = OBJECTIVE_MEANING[sol.objective][1]
         lines += ["", table(
             ["constraint", "value", "", "bound", "slack", "active", f"shadow price ({unit}/unit)"],
             rows,
@@ -224,7 +221,7 @@ def format_solution(sol: Solution) -> str:
                 b.name, " ".join(f"{x:.1f}" for x in b.evaluation.bw_gbps),
                 _si_time(b.evaluation.weighted_step_time_s),
                 _usd(b.evaluation.cost.network_cost_usd),
-                "yes" if b.feasible else "no", f"{b.speedup:.3f}x", f"{b.objective_ratio:.3f}x",
+                "yes" if b.feasible else "no", f"{b.step_time_ratio:.3f}x", f"{b.objective_ratio:.3f}x",
             ])
         lines += [
             "",
@@ -305,7 +302,7 @@ def solution_to_dict(sol: Solution) -> dict[str, Any]:
             {"name": b.name, "bw_gbps": [float(x) for x in b.evaluation.bw_gbps],
              "weighted_step_time_s": b.evaluation.weighted_step_time_s,
              "network_cost_usd": b.evaluation.cost.network_cost_usd,
-             "feasible": b.feasible, "step_time_ratio": b.speedup,
+             "feasible": b.feasible, "step_time_ratio": b.step_time_ratio,
              "objective_ratio": b.objective_ratio}
             for b in sol.baselines
         ],

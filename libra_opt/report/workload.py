@@ -31,7 +31,7 @@ def _gb(x: float) -> str:
 def workload_report(
     generated: GeneratedWorkload,
     fabric: Fabric,
-    bw_gbps: Sequence[float] | None = None,
+    bw_gbps: Sequence[float] | np.ndarray | None = None,
     training_loop: TrainingLoop = "no_overlap",
     collective_model: CollectiveModel = "pipelined",
     traffic_model: TrafficModel = "hierarchical",
@@ -42,7 +42,7 @@ def workload_report(
     ----------
     generated : GeneratedWorkload
     fabric : Fabric
-    bw_gbps : sequence of float, optional
+    bw_gbps : sequence of float or numpy.ndarray, optional
         Bandwidth per dimension (GB/s per NPU); adds step time, throughput and MFU.
     training_loop, collective_model, traffic_model : str
         The scenario's models, passed to :func:`libra_opt.traffic.step_time.step_time`

@@ -12,7 +12,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NoReturn
 
 import numpy as np
 
@@ -23,6 +23,8 @@ from libra_opt.fabric.dims import Fabric
 __all__ = ["LinearConstraint", "parse_constraint", "Row", "constraint_rows"]
 
 Sense = Literal["<=", ">=", "=="]
+#: Comparison token -> sense (``=`` is accepted for ``==``).
+_SENSE_OF_OP: dict[str, Sense] = {"<=": "<=", ">=": ">=", "==": "==", "=": "=="}
 
 _TOKEN = re.compile(
     r"\s*(?:(?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)|(?P<name>[A-Za-z_][A-Za-z_0-9]*)"
@@ -71,7 +73,7 @@ class _Parser:
             pos = m.end()
         self.i = 0
 
-    def fail(self, msg: str, col: int | None = None) -> None:
+    def fail(self, msg: str, col: int | None = None) -> NoReturn:
         where = f" (column {col})" if col else ""
         raise InputError(
             f"constraint {self.text!r}{where}: {msg}", source=self.source, field=self.field
@@ -251,7 +253,7 @@ def parse_constraint(
     if not math.isfinite(rhs) or not np.all(np.isfinite(coef)):
         p.fail("coefficients must be finite")
     n = fabric.n_dims
-    sense: Sense = "==" if op[1] in ("==", "=") else op[1]  # type: ignore[assignment]
+    sense = _SENSE_OF_OP[op[1]]
     return LinearConstraint(
         label=label or " ".join(text.split()),
         bw_coef=tuple(float(x) + 0.0 for x in coef[:n]),

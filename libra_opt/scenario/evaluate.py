@@ -17,13 +17,14 @@ import numpy.typing as npt
 
 from libra_opt.cost.prices import CostBreakdown, network_cost_breakdown
 from libra_opt.cost.tco import cluster_rate_coefficients
+from libra_opt.scenario.display import format_usd, html_table
 from libra_opt.scenario.scenario import Scenario, scenario_rows
 from libra_opt.traffic.step_time import WorkloadTimes, check_bandwidth, step_time
 
 __all__ = ["Evaluation", "evaluate"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Evaluation:
     """A scenario evaluated at one bandwidth allocation.
 
@@ -63,6 +64,68 @@ class Evaluation:
     def step_time_s(self) -> dict[str, float]:
         """Workload name -> step time in seconds."""
         return {w.name: w.step_time_s for w in self.workloads}
+
+    def _summary(self) -> list[str]:
+        """Weighted step time, network cost and power, feasibility (shared by both reprs)."""
+        items = [
+            f"weighted step time {self.weighted_step_time_s:.6g} s",
+            f"network cost {format_usd(self.cost.network_cost_usd)}",
+        ]
+        if self.cost.network_power_w is not None:
+            items.append(f"network power {self.cost.network_power_w:,.0f} W")
+        if self.feasible():
+            items.append("feasible")
+        else:
+            scales = self.residual_scales
+            bad = [k for k, v in self.residuals.items() if v > 1e-6 * scales[k]]
+            more = f" (+{len(bad) - 3} more)" if len(bad) > 3 else ""
+            items.append("infeasible: " + ", ".join(bad[:3]) + more)
+        return items
+
+    def __repr__(self) -> str:
+        """One line: bandwidth per dimension (GB/s), weighted step time, cost, feasibility.
+
+        Examples
+        --------
+        >>> from libra_opt.scenario.examples import toy_scenario
+        >>> evaluate(toy_scenario(), [200.0, 100.0])
+        Evaluation(bw GB/s [200.0, 100.0], weighted step time 0.015 s, network cost $121,600, network power 608 W, feasible)
+        >>> evaluate(toy_scenario(), [100.0, 100.0])
+        Evaluation(bw GB/s [100.0, 100.0], weighted step time 0.02 s, network cost $115,200, network power 576 W, infeasible: sum(bw) == 300)
+        """
+        bw = ", ".join(f"{b:.1f}" for b in self.bw_gbps)
+        return f"Evaluation(bw GB/s [{bw}], " + ", ".join(self._summary()) + ")"
+
+    def _repr_html_(self) -> str:
+        """HTML for notebooks: a table per dimension (by index) and one per workload.
+
+        Examples
+        --------
+        >>> from libra_opt.scenario.examples import toy_scenario
+        >>> h = evaluate(toy_scenario(), [200.0, 100.0])._repr_html_()
+        >>> h.count("<table>"), h.count("<tr>")   # 2 dims + header, 1 workload + header
+        (2, 5)
+        """
+        usd = self.cost.usd_by_dim_component.sum(axis=1)
+        w = self.cost.w_by_dim_component
+        power = None if w is None else w.sum(axis=1)
+        dims = html_table(
+            ["dim #", "bandwidth GB/s", "cost $"] + ([] if power is None else ["power W"]),
+            [
+                [str(d), f"{b:.1f}", f"{usd[d]:,.0f}"]
+                + ([] if power is None else [f"{power[d]:,.0f}"])
+                for d, b in enumerate(self.bw_gbps)
+            ],
+            caption="Evaluation: " + "; ".join(self._summary()),
+        )
+        wls = html_table(
+            ["workload", "step time s", "compute s", "exposed comm s"],
+            [
+                [t.name, f"{t.step_time_s:.6g}", f"{t.compute_s:.6g}", f"{t.exposed_comm_s:.6g}"]
+                for t in self.workloads
+            ],
+        )
+        return f"<div>{dims}{wls}</div>"
 
 
 def evaluate(scenario: Scenario, bw_gbps: npt.ArrayLike) -> Evaluation:
@@ -113,11 +176,11 @@ def evaluate(scenario: Scenario, bw_gbps: npt.ArrayLike) -> Evaluation:
         else:
             residuals[row.label] = abs(lhs - row.rhs)
     return Evaluation(
-        bw,
-        times,
-        weighted,
-        cost,
-        objective,
-        MappingProxyType(residuals),
-        MappingProxyType(scales),
+        bw_gbps=bw,
+        workloads=times,
+        weighted_step_time_s=weighted,
+        cost=cost,
+        objective_value=objective,
+        residuals=MappingProxyType(residuals),
+        residual_scales=MappingProxyType(scales),
     )

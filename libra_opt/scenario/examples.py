@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from libra_opt.cost.prices import CostModel
 from libra_opt.fabric.dims import Dim, Fabric
+from libra_opt.options import Objective
 from libra_opt.scenario.constraints import parse_constraint
 from libra_opt.scenario.scenario import Scenario
 from libra_opt.traffic.workload import Collective, Layer, Phase, Workload
@@ -24,7 +25,7 @@ def toy_cost_model() -> CostModel:
     )
 
 
-def toy_scenario(objective: str = "perf") -> Scenario:
+def toy_scenario(objective: Objective = "perf") -> Scenario:
     """One layer, one 1 GB all-reduce over a 2 x 2 group, total bandwidth 300 GB/s.
 
     The all-reduce sends 1 GB on ``node`` and 0.5 GB on ``pod`` per NPU, so the pipelined
@@ -46,6 +47,6 @@ def toy_scenario(objective: str = "perf") -> Scenario:
         toy_cost_model(),
         (wl,),
         constraints=(parse_constraint("sum(bw) == 300", fabric),),
-        objective=objective,  # type: ignore[arg-type]
+        objective=objective,
         name="toy",
     )

@@ -12,6 +12,7 @@ from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Fabric
 from libra_opt.options import (
     COLLECTIVE_MODELS,
+    OBJECTIVE_MEANING,
     OBJECTIVES,
     TRAFFIC_MODELS,
     TRAINING_LOOPS,
@@ -21,13 +22,14 @@ from libra_opt.options import (
     TrainingLoop,
 )
 from libra_opt.scenario.constraints import LinearConstraint, Row, constraint_rows
+from libra_opt.scenario.display import format_usd, html_table
 from libra_opt.traffic.workload import Workload, check_on_fabric
 
 __all__ = ["Scenario", "scenario_rows", "unique_labels"]
 
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Scenario:
     """Everything the optimizer needs.
 
@@ -169,6 +171,80 @@ class Scenario:
     def coefficients(self) -> CostCoefficients:
         """Linear cost and power coefficients of the fabric under the cost model."""
         return cost_coefficients(self.fabric, self.cost_model)
+
+    def _summary(self) -> list[str]:
+        """Objective, model choices and caps, one item each (shared by both reprs)."""
+        what, unit = OBJECTIVE_MEANING[self.objective]
+        items = [
+            f"objective {self.objective} ({what}, {unit})",
+            f"{self.collective_model} collectives, {self.training_loop} loop, "
+            f"{self.traffic_model} traffic",
+            f"{len(self.constraints)} linear constraint{'s' if len(self.constraints) != 1 else ''}",
+        ]
+        if self.budget_usd is not None:
+            items.append(f"budget {format_usd(self.budget_usd)}")
+        if self.power_w is not None:
+            items.append(f"power cap {self.power_w:,.0f} W")
+        return items
+
+    def __repr__(self) -> str:
+        """A few lines: name, NPUs, dimensions, workloads, objective, constraints and caps.
+
+        Examples
+        --------
+        >>> from libra_opt.scenario.examples import toy_scenario
+        >>> toy_scenario()
+        Scenario('toy': 32 NPUs, objective perf (weighted step time, s))
+          dims: node ring x 4, pod switch x 8
+          workloads: toy (weight 1)
+          pipelined collectives, no_overlap loop, hierarchical traffic; 1 linear constraint
+        """
+        objective, models, *caps = self._summary()
+        assert self.weights is not None
+        wls = [f"{w.name} (weight {wt:g})" for w, wt in zip(self.workloads, self.weights, strict=True)]
+        return "\n".join([
+            f"Scenario({self.name!r}: {self.fabric.n_npus:,} NPUs, {objective})",
+            "  dims: " + ", ".join(f"{d.name} {d.topology} x {d.size}" for d in self.fabric.dims),
+            "  workloads: " + ", ".join(_truncated(wls, 8)),
+            "  " + "; ".join([models, *caps]),
+        ])
+
+    def _repr_html_(self) -> str:
+        """HTML for notebooks: a table of dimensions and a table of workloads.
+
+        Examples
+        --------
+        >>> from libra_opt.scenario.examples import toy_scenario
+        >>> h = toy_scenario()._repr_html_()
+        >>> h.count("<table>"), h.count("<tr>")   # 2 dims + header, 1 workload + header
+        (2, 5)
+        """
+        assert self.weights is not None
+        dims = html_table(
+            ["dim", "topology", "size", "tier", "latency s"],
+            [
+                [d.name, d.topology, f"{d.size:,}", d.tier, f"{d.latency_s:g}"]
+                for d in self.fabric.dims
+            ],
+            caption=f"Scenario {self.name!r}: {self.fabric.n_npus:,} NPUs; "
+            + "; ".join(self._summary()),
+        )
+        wls = html_table(
+            ["workload", "weight", "layers", "groups"],
+            [
+                [w.name, f"{wt:g}", f"{w.n_layers:,}",
+                 ", ".join(f"{g}={'x'.join(map(str, s))}" for g, s in w.groups.items())]
+                for w, wt in zip(self.workloads, self.weights, strict=True)
+            ],
+        )
+        return f"<div>{dims}{wls}</div>"
+
+
+def _truncated(items: list[str], limit: int) -> list[str]:
+    """``items``, or its first ``limit`` followed by ``'... (n more)'``."""
+    if len(items) <= limit:
+        return items
+    return [*items[:limit], f"... ({len(items) - limit} more)"]
 
 
 def scenario_rows(scenario: Scenario, coeffs: CostCoefficients | None = None) -> tuple[Row, ...]:

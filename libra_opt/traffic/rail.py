@@ -27,8 +27,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypedDict
 
 import numpy as np
+import numpy.typing as npt
 
 from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Fabric
@@ -41,6 +43,7 @@ __all__ = [
     "joined_rails",
     "RailUse",
     "classify_collective",
+    "ForwardingOverhead",
     "forwarding_overhead",
     "rail_report",
     "check_rail_mapping",
@@ -99,15 +102,24 @@ def classify_collective(kind: str, span: Sequence[int], fabric: Fabric) -> RailU
         if dim.switch_scope != "rail" or span[e] <= 1:
             continue
         if not any(k > 1 for k in span[:e]):
-            category = max(category, "within_rail", key=_RANK.get)
+            category = max(category, "within_rail", key=_RANK.__getitem__)
         elif kind in ("all_to_all", "p2p"):
             category = "forwarded"
         else:
-            category = max(category, "rail_aligned", key=_RANK.get)
+            category = max(category, "rail_aligned", key=_RANK.__getitem__)
     return RailUse(kind, span, category)
 
 
 _RANK = {"no_rail": 0, "within_rail": 1, "rail_aligned": 2, "forwarded": 3}
+
+
+class ForwardingOverhead(TypedDict):
+    """What :func:`forwarding_overhead` returns (a plain ``dict`` at run time)."""
+
+    extra_bytes: np.ndarray
+    time_s: float
+    joined_time_s: float
+    overhead_pct: float
 
 
 def forwarding_overhead(
@@ -115,9 +127,9 @@ def forwarding_overhead(
     size_bytes: float,
     span: Sequence[int],
     fabric: Fabric,
-    bw_gbps: Sequence[float],
+    bw_gbps: npt.ArrayLike,
     collective_model: str = "pipelined",
-) -> dict[str, object]:
+) -> ForwardingOverhead:
     """Extra traffic and time of one collective on ``fabric`` against its rails joined.
 
     Returns
@@ -158,7 +170,7 @@ def forwarding_overhead(
 def rail_report(
     workload: Workload,
     fabric: Fabric,
-    bw_gbps: Sequence[float],
+    bw_gbps: npt.ArrayLike,
     collective_model: str = "pipelined",
 ):
     """One row per distinct collective of ``workload``: rail use and forwarding overhead.
@@ -255,14 +267,14 @@ def check_rail_mapping(
                 )
             key = f"{w.name}.{c.group}"
             prev = out.get(key, "no_rail")
-            out[key] = max(prev, use.category, key=_RANK.get)
+            out[key] = max(prev, use.category, key=_RANK.__getitem__)
     return out
 
 
 def native_step_time_s(
     workload: Workload,
     fabric: Fabric,
-    bw_gbps: Sequence[float],
+    bw_gbps: npt.ArrayLike,
     collective_model: str = "pipelined",
     training_loop: str = "no_overlap",
 ) -> float:

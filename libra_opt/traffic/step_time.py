@@ -113,7 +113,7 @@ def step_time(
             field="training_loop",
         )
     n_dims = fabric.n_dims
-    by_phase = dict.fromkeys(PHASES, 0.0)
+    by_phase: dict[str, float] = dict.fromkeys(PHASES, 0.0)
     by_group = dict.fromkeys(workload.groups, 0.0)
     busy = np.zeros(n_dims)
     traffic_total = np.zeros(n_dims)

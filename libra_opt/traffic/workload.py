@@ -201,7 +201,7 @@ class Workload:
                         )
 
     def __repr__(self) -> str:
-        kinds = sorted({c.kind for c in walk_collectives(self)} - {None})  # type: ignore[comparison-overlap]
+        kinds = sorted({c.kind for c in walk_collectives(self)} - {None})
         return (
             f"Workload({self.name!r}: {len(self.layers)} distinct layers, {self.n_layers} in "
             f"all, groups {dict(self.groups)}, collectives {', '.join(kinds) or 'none'})"

@@ -113,3 +113,67 @@ def test_tco_scenario_solves_from_cli(capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["objective"] == "tco" and out["status"] == "optimal"
     assert out["throughput"]["llama3_405b"]["mfu"] > 0.1
+
+
+def test_evaluate_names_the_objective_and_its_unit(capsys):
+    """Regression: ``evaluate`` on a ``tco`` scenario printed the run cost ($) as
+    'weighted step time (s)'."""
+    from libra_opt.io import load_scenario
+    from libra_opt.scenario.evaluate import evaluate
+
+    assert main(["evaluate", "llama3_405b_h100_tco", "--bw", "700,20"]) == 0
+    out = capsys.readouterr().out
+    value = evaluate(load_scenario("llama3_405b_h100_tco"), [700.0, 20.0]).objective_value
+    assert f"Objective (tco): cost of one training run ($) = {value:.6g}" in out
+    assert "weighted step time (s) =" not in out
+    assert main(["evaluate", GPT3, "--bw", "500,300,150,50", "--objective", "perf_per_cost"]) == 0
+    assert "weighted step time x network cost (s*$) =" in capsys.readouterr().out
+
+
+def _fat_tree_sequential_deepseek(tmp_path):
+    text = (EXAMPLES / "deepseek_v3_rail_only.yaml").read_text()
+    text = text.replace("builder: rail_only", "builder: fat_tree")
+    text = text.replace("\ntraffic_model: native\n", "\ntraffic_model: native\ncollective_model: sequential\n")
+    path = tmp_path / "ds.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_workload_report_uses_the_scenario_traffic_model(tmp_path, capsys):
+    """Regression: ``workload`` timed the step with the hierarchical traffic model whatever
+    the scenario said (40.01 s instead of ``evaluate``'s 37.42 s on this scenario)."""
+    from libra_opt.io import load_scenario
+    from libra_opt.traffic.step_time import step_time
+
+    path = _fat_tree_sequential_deepseek(tmp_path)
+    scen = load_scenario(path)
+    wl = scen.workloads[0]
+    native = step_time(wl, scen.fabric, [450, 50], "sequential", "no_overlap", "native")
+    hier = step_time(wl, scen.fabric, [450, 50], "sequential", "no_overlap", "hierarchical")
+    assert native.step_time_s == pytest.approx(37.42, abs=0.005)   # figures of the bug report
+    assert hier.step_time_s == pytest.approx(40.01, abs=0.005)
+
+    assert main(["evaluate", str(path), "--bw", "450,50", "--json"]) == 0
+    evaluated = json.loads(capsys.readouterr().out)["step_time_s"][wl.name]
+    assert main(["workload", str(path), "--bw", "450,50"]) == 0
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if "step time" in ln)
+    reported = float(line.split()[2])
+    assert evaluated == pytest.approx(native.step_time_s, rel=1e-12)
+    assert reported == pytest.approx(native.step_time_s, rel=5e-4)   # printed to 4 digits
+
+
+def test_workload_generates_each_model_once(monkeypatch, capsys):
+    """Regression: ``workload`` generated every model-based workload twice."""
+    import libra_opt.io.model_entry as model_entry
+
+    calls = []
+    real = model_entry.generate_workload
+
+    def counting(*args, **kwargs):
+        calls.append(kwargs.get("name"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(model_entry, "generate_workload", counting)
+    assert main(["workload", "gpt3_175b_a100_cluster"]) == 0
+    assert "traffic per NPU per step" in capsys.readouterr().out
+    assert len(calls) == 1

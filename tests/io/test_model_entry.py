@@ -85,17 +85,6 @@ def test_errors_inside_a_model_file_name_that_file(tmp_path):
     assert err.value.source == str(bad)
 
 
-def test_report_lists_traffic_memory_flops_and_throughput():
-    g = generated_from_entry(entry(), FABRIC, Path("."), "s.yaml")
-    text = workload_report(g, FABRIC, bw_gbps=[400.0, 50.0])
-    assert "traffic per NPU per step (GB)" in text
-    assert "memory per NPU" in text and "FLOPs per step" in text
-    lines = [ln.split() for ln in text.splitlines()]
-    groups = {ln[0] for ln in lines if ln and ln[0] in ("tp", "dp", "pp", "cp", "ep")}
-    assert groups == {"tp", "dp"}
-    assert "MFU" in text and "tokens/s" in text
-
-
 def _tp_dp_tiny():
     return generate_workload(
         model_from_dict(TINY), {"tp": 4, "dp": 2, "global_batch_size": 4}, load_device("a100_80gb"), FABRIC,

@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
-from libra_opt.optimize import problem as opt
 from libra_opt.cost.prices import CostModel
 from libra_opt.errors import (
     InfeasibleDesignError,
@@ -15,6 +14,7 @@ from libra_opt.errors import (
     VerificationError,
 )
 from libra_opt.fabric.dims import Dim, Fabric
+from libra_opt.optimize import problem as opt
 from libra_opt.optimize.problem import build_problem, solve
 from libra_opt.scenario.constraints import parse_constraint
 from libra_opt.scenario.evaluate import Evaluation
@@ -301,7 +301,7 @@ def test_baselines_by_hand():
     t = np.array([3.875, 2.1875])
     assert_allclose(prop.evaluation.bw_gbps, 300 * t / t.sum())
     assert_allclose(eq.evaluation.weighted_step_time_s, step_2d(150.0, 150.0))
-    assert eq.speedup >= 1.0 and prop.speedup >= 1.0
+    assert eq.step_time_ratio >= 1.0 and prop.step_time_ratio >= 1.0
 
 
 def test_verification_catches_disagreement(monkeypatch):
@@ -334,7 +334,7 @@ def test_single_collective_optimum_is_traffic_proportional():
     c = np.array([4.5, 1.125, 0.28125])
     assert_allclose(sol.bw_gbps, 500 * c / c.sum(), rtol=1e-6)
     assert_allclose(sol.objective_value, 7 * (1e-3 + c.sum() / 500), rtol=1e-8)
-    assert_allclose(sol.baselines[1].speedup, 1.0, rtol=1e-6)
+    assert_allclose(sol.baselines[1].step_time_ratio, 1.0, rtol=1e-6)
 
 
 def test_tco_objective_brute_force():

@@ -11,6 +11,7 @@ from libra_opt.fabric.dims import Dim, Fabric
 from libra_opt.io import load_scenario
 from libra_opt.optimize.problem import solve
 from libra_opt.scenario.evaluate import evaluate
+from libra_opt.scenario.scenario import scenario_rows
 from libra_opt.traffic.step_time import step_time
 from libra_opt.traffic.workload import Collective, Layer, Phase, Workload
 
@@ -53,16 +54,50 @@ def test_libra_style_step_time_by_hand():
         step_time(wl, f, [1.0, float("nan")])
 
 
-@pytest.mark.parametrize("name", sorted(p.name for p in EXAMPLES.glob("*.yaml")))
+def _feasible_points(scen, center, n_vertices=6, seed=0):
+    """Feasible allocations found independently of the optimizer: vertices of the
+    constraint polytope (``scipy.optimize.linprog`` with random costs, boxed at 4x the
+    largest optimum bandwidth) and the midpoints between them and ``center`` (feasible by
+    convexity)."""
+    from scipy.optimize import linprog
+
+    rows = scenario_rows(scen)
+    d = scen.fabric.n_dims
+    a_ub = [r.a if r.sense == "<=" else -r.a for r in rows if r.sense != "=="]
+    b_ub = [r.rhs if r.sense == "<=" else -r.rhs for r in rows if r.sense != "=="]
+    a_eq = [r.a for r in rows if r.sense == "=="]
+    b_eq = [r.rhs for r in rows if r.sense == "=="]
+    box = 4.0 * float(np.max(center))
+    rng = np.random.default_rng(seed)
+    points = []
+    for _ in range(n_vertices):
+        res = linprog(rng.normal(size=d), A_ub=np.array(a_ub) if a_ub else None,
+                      b_ub=b_ub or None, A_eq=np.array(a_eq) if a_eq else None,
+                      b_eq=b_eq or None, bounds=[(1e-3, box)] * d, method="highs")
+        assert res.status == 0, res.message
+        points += [res.x, 0.5 * (res.x + center), 0.9 * center + 0.1 * res.x]
+    return points
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in EXAMPLES.glob("*.yaml")))
 def test_example_scenarios_solve(name):
-    scen = load_scenario(EXAMPLES / name)
+    """Every example: the answer is feasible and no worse than every baseline that is
+    feasible, nor than 18 feasible allocations found by linear programming (so every
+    example asserts something, including those whose baselines break a constraint)."""
+    scen = load_scenario(EXAMPLES / f"{name}.yaml")
     sol = solve(scen)
     assert sol.solver.objective_rel_gap < 1e-6
     ev = evaluate(scen, sol.bw_gbps)
     assert ev.feasible(1e-6)
+    assert_allclose(ev.objective_value, sol.objective_value, rtol=1e-6)
     for b in sol.baselines:
         if b.feasible:  # the optimum is at least as good as any feasible baseline
             assert b.objective_ratio >= 1 - 1e-7
+    points = _feasible_points(scen, sol.bw_gbps)
+    for bw in points:
+        other = evaluate(scen, bw)
+        assert other.feasible(1e-6)
+        assert other.objective_value >= sol.objective_value * (1 - 1e-7), bw
 
 
 def test_resnet50_example_matches_published_size():
