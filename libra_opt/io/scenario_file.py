@@ -334,7 +334,10 @@ def _build(
 
 
 def _scenario_file(ref: str | Path) -> Path:
-    return example_path(str(ref)) if is_example_name(ref) else Path(ref)
+    """An existing file wins over an example of the same name."""
+    if Path(ref).exists() or not is_example_name(ref):
+        return Path(ref)
+    return example_path(str(ref))
 
 
 def load_scenario(path: str | Path) -> Scenario:

@@ -276,3 +276,23 @@ def test_exponent_numbers_without_decimal_point(tmp_path):
     (tmp_path / "workload.txt").write_text(WORKLOAD)
     scen = load_scenario(write_scenario(tmp_path, BASE + "  budget_usd: 1e9\n"))
     assert scen.budget_usd == 1e9
+
+
+def test_example_names_and_files(tmp_path, monkeypatch):
+    """A shipped example loads by name; a file of the same name in the working directory
+    wins; an unknown name is reported as a missing file."""
+    import shutil
+
+    from libra_opt.io.examples import path
+
+    assert load_scenario("resnet50_4d_budget").name == "resnet50_4d_budget"
+    src = path("resnet50_4d_budget")
+    for name in ("fabric_4d.yml", "cost_ispass24.yml"):
+        shutil.copy(src.parent / name, tmp_path / name)
+    shutil.copytree(src.parent / "resnet50", tmp_path / "resnet50")
+    (tmp_path / "resnet50_4d_budget").write_text(
+        src.read_text().replace("name: resnet50_4d_budget", "name: local_copy"))
+    monkeypatch.chdir(tmp_path)
+    assert load_scenario("resnet50_4d_budget").name == "local_copy"
+    with pytest.raises(InputError, match="no_such_example"):
+        load_scenario("no_such_example")
