@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 DEMO ?= gpt3_175b_4d
 
-.PHONY: install demo test lint bench examples clean
+.PHONY: install demo test fuzz lint bench examples clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,6 +23,9 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/python -m pytest -q
+
+fuzz: $(STAMP)
+	LIBRA_FUZZ_EXAMPLES=500 $(BIN)/python -m pytest -q tests/test_fuzz_cli.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check libra_opt tests benchmarks workloads

@@ -121,10 +121,11 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    return sorted({*__all__, "__version__"})
 
 
 if TYPE_CHECKING:  # static analysers see the lazy names
+    from libra_opt import options
     from libra_opt.cost.prices import CostModel, cost_coefficients
     from libra_opt.cost.tco import TcoModel
     from libra_opt.explore.compare import compare_fabrics

@@ -6,14 +6,83 @@ Every error the package raises on purpose derives from :class:`LibraOptError`, s
 
 from __future__ import annotations
 
+import reprlib
+from typing import Any
+
 __all__ = [
     "LibraOptError",
     "InputError",
+    "short_repr",
+    "MAX_ERROR_LINE",
     "InfeasibleDesignError",
     "UnboundedDesignError",
     "SolverError",
     "VerificationError",
 ]
+
+
+#: Longest one-line error message (characters); longer parts are shortened with "...".
+MAX_ERROR_LINE = 500
+#: Longest message kept in :attr:`InputError.message`.
+_MAX_MESSAGE = 400
+_MAX_SOURCE = 160
+_MAX_FIELD = 120
+#: Longest quote of a user value in an error message.
+MAX_QUOTE = 200
+
+_REPR = reprlib.Repr()
+_REPR.maxlevel = 3
+_REPR.maxstring = MAX_QUOTE
+_REPR.maxother = MAX_QUOTE
+_REPR.maxlong = 60
+_REPR.maxlist = _REPR.maxtuple = _REPR.maxset = _REPR.maxdict = 8
+
+
+def short_repr(value: Any, limit: int = MAX_QUOTE) -> str:
+    """``repr(value)`` cut to at most ``limit`` characters, without formatting the whole value.
+
+    Containers are shown to a bounded depth and length, so a huge or deeply nested user
+    value costs no more than its first few items.
+
+    Examples
+    --------
+    >>> short_repr("x" * 1000, limit=12)
+    "'xxxxxxxx..."
+    >>> short_repr(list(range(100)))
+    '[0, 1, 2, 3, 4, 5, 6, 7, ...]'
+    """
+    try:
+        if isinstance(value, str):
+            text = repr(value[: limit + 1])
+        else:
+            text = _REPR.repr(value)
+    except Exception:  # noqa: BLE001 - a user object whose repr fails (or a huge int)
+        text = f"<{type(value).__name__}>"
+    return _shorten(text, limit)
+
+
+def _shorten(text: str, limit: int, keep: str = "head") -> str:
+    """``text`` cut to ``limit`` characters: keep its head, its tail or both ends."""
+    if len(text) <= limit:
+        return text
+    if limit <= 3:
+        return text[:limit]
+    if keep == "tail":
+        return "..." + text[-(limit - 3):]
+    if keep == "both":
+        half = (limit - 3) // 2
+        return text[:half] + "..." + text[-(limit - 3 - half):]
+    return text[: limit - 3] + "..."
+
+
+def _one_spaced(text: str, limit: int) -> str:
+    # Bound the work before normalizing whitespace: a message may quote a huge value.
+    return _shorten(" ".join(str(text)[: 4 * limit].split()), limit)
+
+
+def _ends(text: str, n: int) -> str:
+    """The first and last ``n`` characters of ``text`` (all of it when short)."""
+    return text if len(text) <= 2 * n else text[:n] + "..." + text[-n:]
 
 
 class LibraOptError(Exception):
@@ -34,16 +103,24 @@ class InputError(LibraOptError, ValueError):
     """
 
     def __init__(self, message: str, *, source: str | None = None, field: str | None = None):
-        self.message = message
+        self.message = _one_spaced(message, _MAX_MESSAGE)
         self.source = source
         self.field = field
         super().__init__(self.one_line())
 
     def one_line(self) -> str:
-        """The error as one line: ``file: field: message``."""
-        parts = [p for p in (self.source, self.field) if p]
-        prefix = ": ".join(parts)
-        text = " ".join(self.message.split())
+        """The error as one line: ``file: field: message``, at most :data:`MAX_ERROR_LINE`
+        characters (an overlong file name keeps its tail, a field both ends, the message
+        its head)."""
+        parts = [
+            _shorten(" ".join(self.source[-4 * _MAX_SOURCE:].split()), _MAX_SOURCE, "tail")
+            if self.source else "",
+            _shorten(" ".join(_ends(self.field, 4 * _MAX_FIELD).split()), _MAX_FIELD, "both")
+            if self.field else "",
+        ]
+        prefix = ": ".join(p for p in parts if p)
+        room = MAX_ERROR_LINE - len(prefix) - 2 if prefix else MAX_ERROR_LINE
+        text = _one_spaced(self.message, room)
         return f"{prefix}: {text}" if prefix else text
 
 

@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
-from libra_opt.errors import InputError
+from libra_opt.errors import InputError, short_repr
 
 __all__ = ["StrictModel", "input_error_from_pydantic", "validate_as"]
 
@@ -34,7 +34,7 @@ def input_error_from_pydantic(
     exc: ValidationError, source: str | None, prefix: str | None = None
 ) -> InputError:
     """One-line :class:`InputError` naming the file, the dotted field and the problem."""
-    errors = exc.errors()
+    errors = exc.errors(include_url=False)
     # An unknown key is usually a misspelt one: report it before the "missing" it causes.
     # Otherwise the deepest location: a union reports each member's complaint, and the one
     # that got furthest into the value is the real problem (not "should be a string").
@@ -45,7 +45,7 @@ def input_error_from_pydantic(
     # Discriminated unions and validators add their own tags to the location; drop them.
     loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and _is_tag(p)))
     if err["type"] == "extra_forbidden":
-        msg = f"unknown key {loc[-1]!r}"
+        msg = f"unknown key {short_repr(loc[-1], 80)}"
         loc = loc[:-1]
     elif err["type"] == "missing":
         msg = "required field is missing"
@@ -53,7 +53,8 @@ def input_error_from_pydantic(
         got = err.get("input")
         msg = err["msg"]
         if not isinstance(got, Mapping | list):
-            msg = f"{msg} (got {got!r})"
+            # never format a whole user value: a pasted blob is quoted, cut, in ~200 chars
+            msg = f"{msg} (got {short_repr(got)})"
     more = len(errors) - 1
     if more:
         msg += f" (and {more} more problem{'s' if more > 1 else ''})"

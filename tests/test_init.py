@@ -38,8 +38,18 @@ def test_evaluating_a_design_does_not_import_the_solver():
 
 
 def test_every_public_name_resolves():
+    import importlib
+
     for name in lo.__all__:
-        assert getattr(lo, name) is not None, name
+        value = getattr(lo, name)
+        if name in lo._LAZY:   # defined where the table says, not re-exported elsewhere
+            assert value is getattr(importlib.import_module(lo._LAZY[name]), name)
+            assert getattr(value, "__module__", lo._LAZY[name]) == lo._LAZY[name], name
+        elif name in lo._LAZY_MODULES:
+            assert value.__name__ == lo._LAZY_MODULES[name]
+        else:
+            assert issubclass(value, Exception), name
+    assert "importlib" not in dir(lo) and "solve" in dir(lo)
     with pytest.raises(AttributeError, match="no attribute 'nonexistent'"):
         lo.nonexistent  # noqa: B018
 

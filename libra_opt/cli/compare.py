@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 
 from libra_opt.cli.backend import pyplot
 from libra_opt.errors import InputError
 from libra_opt.options import FABRIC_FAMILIES, TRAFFIC_MODELS
 
 __all__ = ["register", "run"]
+
 
 def register(subparsers) -> argparse.ArgumentParser:
     """Add the ``compare`` sub-command to ``subparsers`` and return its parser."""
@@ -42,8 +44,8 @@ def register(subparsers) -> argparse.ArgumentParser:
                    "(default: the fat-tree's cost at equal bandwidth)")
     p.add_argument("--traffic-model", choices=TRAFFIC_MODELS, default="native",
                    help="routing-aware traffic (default) or LIBRA's hierarchical model")
-    p.add_argument("--csv", help="write the table as CSV")
-    p.add_argument("--plot", help="write a bar plot (PNG/SVG)")
+    p.add_argument("--csv", help="write the table as CSV (.csv)")
+    p.add_argument("--plot", help="write a bar plot (.png, .svg or .pdf)")
     p.set_defaults(func=run)
     return p
 
@@ -63,10 +65,36 @@ def _fabric_names(text: str) -> list[str]:
 
 def _floats(text: str, what: str) -> list[float]:
     try:
-        return [float(x) for x in text.split(",") if x.strip()]
+        vals = [float(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise InputError(f"expected comma-separated numbers, got {text!r}", source="<cli>",
                          field=what) from None
+    if not vals:
+        raise InputError(f"expected comma-separated numbers, got {text!r}", source="<cli>",
+                         field=what)
+    return vals
+
+
+def _check_radix(radix: int) -> None:
+    """``--radix``: the scale-out switch radix, an even integer >= 4 (as the fabric needs)."""
+    if radix < 4 or radix % 2:
+        raise InputError(f"switch_radix {radix} must be an even integer >= 4 (ports per switch)",
+                         source="<cli>", field="--radix")
+
+
+def _check_budget(budget: float | None) -> None:
+    if budget is not None and not (math.isfinite(budget) and budget > 0):
+        raise InputError(f"budget {budget!r} $ must be a finite number > 0", source="<cli>",
+                         field="--budget-usd")
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    from libra_opt.io.output import CSV_SUFFIXES, PLOT_SUFFIXES, check_writable_output
+
+    if args.csv is not None:
+        check_writable_output(args.csv, "--csv", CSV_SUFFIXES)
+    if args.plot is not None:
+        check_writable_output(args.plot, "--plot", PLOT_SUFFIXES)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -76,17 +104,37 @@ def run(args: argparse.Namespace) -> int:
     from libra_opt.explore.compare import compare_fabrics
     from libra_opt.fabric.builders import as_family
     from libra_opt.io import load_scenario
+    from libra_opt.io.output import save_figure_atomic, write_csv_atomic
     from libra_opt.io.presets import catalog_cost_model
     from libra_opt.report.plots import plot_comparison
+    from libra_opt.traffic.step_time import check_bandwidth
 
+    # The command line first (outputs, flags), then the scenario, then the work.
+    _check_outputs(args)
     names = _fabric_names(args.fabrics)
+    if set(names) - {"multi_dim"}:
+        _check_radix(args.radix)
+    _check_budget(args.budget_usd)
+    bw = _floats(args.bw, "--bw") if args.bw is not None else None
     scen = load_scenario(args.scenario)
     if args.catalog:
         scen = dataclasses.replace(scen, cost_model=catalog_cost_model(args.catalog))
+    if bw is not None:  # every family keeps the scenario's dimensions
+        try:
+            bw = check_bandwidth(scen.fabric, bw, field="--bw").tolist()
+        except InputError as exc:
+            raise InputError(exc.message, source="<cli>", field="--bw") from None
     fabrics = {}
     for n in names:
-        fabrics[n] = scen.fabric if n == "multi_dim" else as_family(scen.fabric, n, args.radix)
-    bw = _floats(args.bw, "--bw") if args.bw else None
+        if n == "multi_dim":
+            fabrics[n] = scen.fabric
+            continue
+        try:
+            fabrics[n] = as_family(scen.fabric, n, args.radix)
+        except InputError as exc:
+            if "switch_radix" not in (exc.field or ""):
+                raise
+            raise InputError(exc.message, source="<cli>", field="--radix") from None
     df = compare_fabrics(scen, fabrics, bw_gbps=bw, budget_usd=args.budget_usd,
                          traffic_model=args.traffic_model)
     cols = ["mode", "fabric", "bw_gbps", "step_time_s", "network_cost_usd", "network_power_w",
@@ -101,18 +149,18 @@ def run(args: argparse.Namespace) -> int:
         print(shown.to_string(index=False))
     print(f"baseline: {df.attrs['baseline']}; equal budget: {df.attrs['budget_usd']:.6g} $; "
           f"traffic model: {df.attrs['traffic_model']}")
-    if args.csv:
-        df.to_csv(args.csv, index=False)
-    if args.plot:
+    if args.csv is not None:
+        write_csv_atomic(df, args.csv, index=False, flag="--csv")
+    if args.plot is not None:
         plt = pyplot()
 
         fig, axes = plt.subplots(1, 2, figsize=(12, 4))
-        plot_comparison(df, axes[0], mode="equal_bw")
-        if (df["mode"] == "equal_budget").any():
-            plot_comparison(df, axes[1], mode="equal_budget")
-        fig.tight_layout()
-        fig.savefig(args.plot, dpi=130)
-        plt.close(fig)
+        try:
+            plot_comparison(df, axes[0], mode="equal_bw")
+            if (df["mode"] == "equal_budget").any():
+                plot_comparison(df, axes[1], mode="equal_budget")
+            fig.tight_layout()
+            save_figure_atomic(fig, args.plot, dpi=130, flag="--plot")
+        finally:
+            plt.close(fig)
     return 0
-
-

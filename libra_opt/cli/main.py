@@ -11,7 +11,6 @@ import json
 import logging
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import NoReturn
 
 import numpy as np
@@ -34,28 +33,46 @@ def _parse_floats(text: str, what: str) -> list[float]:
     return vals
 
 
-def _parse_values(text: str) -> list[float]:
-    """``a,b,c`` or ``start:stop:count`` (linear) or ``start:stop:count:log``."""
+def _parse_values(text: str, param: str) -> list[float]:
+    """``a,b,c`` or ``start:stop:count`` (linear) or ``start:stop:count:log``.
+
+    At most :data:`~libra_opt.explore.sweep.MAX_SWEEP_POINTS` values (checked before any
+    array is made); finite; and > 0 when ``param`` is ``budget_usd`` or ``power_w``.
+    """
+    from libra_opt.explore.sweep import MAX_SWEEP_POINTS, POSITIVE_LABELS
+
+    def bad(message: str) -> InputError:
+        return InputError(message, source="<cli>", field="--values")
+
     if ":" not in text:
-        return _parse_floats(text, "--values")
-    parts = text.split(":")
-    try:
-        start, stop, count = float(parts[0]), float(parts[1]), int(parts[2])
-    except (ValueError, IndexError):
-        raise InputError(
-            f"expected start:stop:count[:log], got {text!r}", source="<cli>", field="--values"
-        ) from None
-    if count < 1 or len(parts) > 4 or (len(parts) == 4 and parts[3] != "log"):
-        raise InputError(
-            f"expected start:stop:count[:log] with count >= 1, got {text!r}",
-            source="<cli>",
-            field="--values",
-        )
-    if len(parts) == 4:
-        if start <= 0 or stop <= 0:
-            raise InputError("log spacing needs positive bounds", source="<cli>", field="--values")
-        return list(np.geomspace(start, stop, count))
-    return list(np.linspace(start, stop, count))
+        if text.count(",") >= MAX_SWEEP_POINTS:
+            raise bad(f"more than {MAX_SWEEP_POINTS:,} values; a sweep solves at most "
+                      f"{MAX_SWEEP_POINTS:,} points")
+        vals = _parse_floats(text, "--values")
+    else:
+        parts = text.split(":")
+        try:
+            start, stop, count = float(parts[0]), float(parts[1]), int(parts[2])
+        except (ValueError, IndexError):
+            raise bad(f"expected start:stop:count[:log], got {text!r}") from None
+        if count < 1 or len(parts) > 4 or (len(parts) == 4 and parts[3] != "log"):
+            raise bad(f"expected start:stop:count[:log] with count >= 1, got {text!r}")
+        if count > MAX_SWEEP_POINTS:
+            raise bad(f"count {count:,} is too large; a sweep solves at most "
+                      f"{MAX_SWEEP_POINTS:,} points")
+        if not (np.isfinite(start) and np.isfinite(stop)):
+            raise bad(f"start and stop must be finite numbers, got {text!r}")
+        if len(parts) == 4:
+            if start <= 0 or stop <= 0:
+                raise bad("log spacing needs positive bounds")
+            vals = [float(v) for v in np.geomspace(start, stop, count)]
+        else:
+            vals = [float(v) for v in np.linspace(start, stop, count)]
+    if param in POSITIVE_LABELS:
+        neg = [v for v in vals if v <= 0]
+        if neg:
+            raise bad(f"{param} values must be > 0, got {neg[0]:g}")
+    return vals
 
 
 def _load(args):
@@ -68,31 +85,37 @@ def _load(args):
 
 
 def _write_plots(sol, plot_dir: str) -> list[str]:
+    """The allocation and breakdown PNGs, named after the scenario's slug, inside ``plot_dir``."""
     plt = pyplot()
+    from libra_opt.io.output import confined_path, safe_slug, save_figure_atomic
     from libra_opt.report.plots import plot_allocation, plot_step_breakdown
 
-    out = Path(plot_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    slug = safe_slug(sol.scenario.name)
     written = []
     for name, fn in (("allocation", plot_allocation), ("step_breakdown", plot_step_breakdown)):
+        path = confined_path(plot_dir, f"{slug}_{name}.png", flag="--plot-dir")
         fig = fn(sol)
-        path = out / f"{sol.scenario.name}_{name}.png"
-        fig.savefig(path, dpi=130)
-        plt.close(fig)
+        try:
+            save_figure_atomic(fig, path, dpi=130, flag="--plot-dir")
+        finally:
+            plt.close(fig)
         written.append(str(path))
     return written
 
 
 def _cmd_solve(args) -> int:
+    from libra_opt.io.output import check_output_dir
     from libra_opt.optimize.problem import solve
     from libra_opt.report.text import format_solution, solution_to_dict
 
+    if args.plot_dir is not None:
+        check_output_dir(args.plot_dir, "--plot-dir")
     sol = solve(_load(args))
     if args.json:
         print(_json(solution_to_dict(sol)))
     else:
         print(format_solution(sol))
-    if args.plot_dir:
+    if args.plot_dir is not None:
         for p in _write_plots(sol, args.plot_dir):
             print(f"wrote {p}", file=sys.stderr if args.json else sys.stdout)
     return 0
@@ -119,43 +142,87 @@ def _cmd_evaluate(args) -> int:
 
 
 def _cmd_sweep(args) -> int:
-    from libra_opt.explore.sweep import sweep
+    from libra_opt.explore.sweep import check_sweep, sweep
+    from libra_opt.io.output import (
+        CSV_SUFFIXES,
+        PLOT_SUFFIXES,
+        check_writable_output,
+        save_figure_atomic,
+        write_csv_atomic,
+    )
     from libra_opt.optimize.problem import build_problem
 
-    scen = _load(args)
-    values = _parse_values(args.values)
-    problem = build_problem(scen)
+    # Outputs and flags first: nothing is loaded, built or solved for a bad command line.
+    if args.csv is not None:
+        check_writable_output(args.csv, "--csv", CSV_SUFFIXES)
+    if args.plot is not None:
+        check_writable_output(args.plot, "--plot", PLOT_SUFFIXES)
+    if not args.param.strip():
+        raise InputError("expected a constraint label, got an empty string", source="<cli>",
+                         field="--param")
+    values = _parse_values(args.values, args.param)
+    problem = build_problem(_load(args))
+    try:
+        values = check_sweep(problem, args.param, values)
+    except InputError as exc:
+        flag = "--param" if exc.field == "label" else "--values"
+        raise InputError(exc.message, source="<cli>", field=flag) from None
 
     def progress(i, n, v):
         print(f"[{i}/{n}] {args.param} = {v:,.6g}", file=sys.stderr)
 
-    df = sweep(problem, args.param, values, progress=progress)
-    if args.csv:
-        Path(args.csv).parent.mkdir(parents=True, exist_ok=True)
-        df.to_csv(args.csv, index=False)
+    show = args.progress or sys.stderr.isatty()   # stderr of a script keeps only errors
+    df = sweep(problem, args.param, values, progress=progress if show else None)
+    if args.csv is not None:
+        write_csv_atomic(df, args.csv, index=False, flag="--csv")
         print(f"wrote {args.csv}", file=sys.stderr)
     cols = ["value", "status", "weighted_step_time_s", "network_cost_usd"] + [
         c for c in df.columns if c.startswith("bw_")
     ]
     print(df[[c for c in cols if c in df.columns]].to_string(index=False, float_format=lambda x: f"{x:,.6g}"))
-    if args.plot:
+    if args.plot is not None:
         plt = pyplot()
         from libra_opt.report.plots import plot_sweep
 
         fig = plot_sweep(df, x_label=args.param)
-        Path(args.plot).parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(args.plot, dpi=130)
-        plt.close(fig)
+        try:
+            save_figure_atomic(fig, args.plot, dpi=130, flag="--plot")
+        finally:
+            plt.close(fig)
         print(f"wrote {args.plot}", file=sys.stderr)
     return 0
 
 
-def _cmd_workload(args) -> int:
+def _export_workloads(workloads, directory: str) -> None:
+    """Each workload as ASTRA-sim text + communicator, named by its slug, inside ``directory``."""
     from libra_opt.io.astra_sim import export_astra_sim
+    from libra_opt.io.output import atomic_outputs, confined_path, safe_slug
+
+    taken: set[str] = set()
+    for wl in workloads:
+        if wl.metrics is None:
+            continue
+        base = slug = safe_slug(wl.name)
+        k = 1
+        while slug.casefold() in taken:  # two names with one slug never overwrite each other
+            k += 1
+            slug = f"{base}_{k}"
+        taken.add(slug.casefold())
+        path = confined_path(directory, f"{slug}.txt", flag="--export")
+        comm = confined_path(directory, f"{slug}_communicator.yml", flag="--export")
+        with atomic_outputs(path, comm, flag="--export") as (tmp_path, tmp_comm):
+            export_astra_sim(wl, tmp_path, communicator_path=tmp_comm)
+        print(f"wrote {path} and {comm}")
+
+
+def _cmd_workload(args) -> int:
+    from libra_opt.io.output import check_output_dir
     from libra_opt.io.scenario_file import load_scenario_with_models
     from libra_opt.report.workload import workload_report
     from libra_opt.traffic.step_time import check_bandwidth
 
+    if args.export is not None:
+        check_output_dir(args.export, "--export")
     scen, generated = load_scenario_with_models(args.scenario)
     bw = None
     if args.bw:
@@ -174,15 +241,8 @@ def _cmd_workload(args) -> int:
             print()
         print(workload_report(g, scen.fabric, bw, scen.training_loop, scen.collective_model,
                               scen.traffic_model))
-    if args.export:
-        out = Path(args.export)
-        out.mkdir(parents=True, exist_ok=True)
-        for wl in scen.workloads:
-            if wl.metrics is None:
-                continue
-            path = out / f"{wl.name}.txt"
-            export_astra_sim(wl, path, communicator_path=out / f"{wl.name}_communicator.yml")
-            print(f"wrote {path} and {out / (wl.name + '_communicator.yml')}")
+    if args.export is not None:
+        _export_workloads(scen.workloads, args.export)
     return 0
 
 
@@ -190,7 +250,8 @@ class _Parser(argparse.ArgumentParser):
     """Argument errors as one line and exit code 2 (``--help`` still prints the usage)."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        # ``libra-opt: error:`` for sub-commands too, like every other bad-input error.
+        self.exit(2, f"{self.prog.split()[0]}: error: {message} (see {self.prog} --help)\n")
 
 
 def _json(obj) -> str:
@@ -221,7 +282,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("scenario", help="scenario YAML file, or the name of a shipped example")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--objective", choices=OBJECTIVES, help="override the objective")
-    p.add_argument("--plot-dir", help="write allocation and breakdown PNGs here")
+    p.add_argument("--plot-dir", help="write allocation and breakdown PNGs here (file names "
+                   "from the scenario name, made safe)")
     p.set_defaults(func=_cmd_solve)
 
     p = sub.add_parser("evaluate", help="evaluate a given bandwidth allocation")
@@ -234,9 +296,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("sweep", help="re-solve over a range of one constraint's bound")
     p.add_argument("scenario", help="scenario YAML file, or the name of a shipped example")
     p.add_argument("--param", required=True, help="budget_usd, power_w or a linear constraint's text")
-    p.add_argument("--values", required=True, help="a,b,c or start:stop:count[:log]")
-    p.add_argument("--csv", help="write the table as CSV")
-    p.add_argument("--plot", help="write a PNG of the sweep")
+    p.add_argument("--progress", action="store_true",
+                   help="print one progress line per point on stderr (default: only on a terminal)")
+    p.add_argument("--values", required=True,
+                   help="a,b,c or start:stop:count[:log] (at most 100,000 points; "
+                   "--values=-1,2 for a leading minus)")
+    p.add_argument("--csv", help="write the table as CSV (.csv)")
+    p.add_argument("--plot", help="write a plot of the sweep (.png, .svg or .pdf)")
     p.add_argument("--objective", choices=OBJECTIVES, help="override the objective")
     p.set_defaults(func=_cmd_sweep)
 

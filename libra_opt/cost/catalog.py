@@ -30,7 +30,7 @@ from types import MappingProxyType
 from typing import Any
 
 from libra_opt.cost.prices import CostModel
-from libra_opt.errors import InputError
+from libra_opt.errors import InputError, short_repr
 from libra_opt.options import PRICED_COMPONENTS
 
 __all__ = ["PART_KINDS", "Part", "Catalog", "catalog_from_dict"]
@@ -130,20 +130,24 @@ def _apply_overrides(doc: dict, overrides: Mapping[str, Any], source: str) -> di
         keys = str(path).split(".")
         if keys[0] not in ("parts", "tiers") or len(keys) != 3:
             raise InputError(
-                f"override {path!r}: expected 'parts.<part>.<field>' or "
+                f"override {short_repr(path, 80)}: expected 'parts.<part>.<field>' or "
                 "'tiers.<tier>.<component>'",
                 source=source,
                 field="overrides",
             )
         section = doc.setdefault(keys[0], {})
+        if not isinstance(section, dict):
+            raise InputError(f"{keys[0]} must be a mapping", source=source, field=keys[0])
         if keys[0] == "parts" and keys[1] not in section and value is not None:
             section[keys[1]] = {}
         if keys[0] == "tiers" and keys[1] not in section:
             section[keys[1]] = {}
         if keys[1] not in section:
-            raise InputError(f"override {path!r}: no part {keys[1]!r}", source=source,
-                             field="overrides")
+            raise InputError(f"override {short_repr(path, 80)}: no part {short_repr(keys[1], 80)}",
+                             source=source, field="overrides")
         entry = section[keys[1]]
+        if not isinstance(entry, dict):
+            raise InputError("expected a mapping", source=source, field=f"{keys[0]}.{keys[1]}")
         if value is None:
             entry.pop(keys[2], None)
         else:
@@ -156,9 +160,9 @@ def _number(entry: Mapping[str, Any], key: str, fld: str, source: str, positive=
     try:
         x = float(v)
     except (TypeError, ValueError):
-        raise InputError(f"{v!r} is not a number", source=source, field=fld) from None
+        raise InputError(f"{short_repr(v)} is not a number", source=source, field=fld) from None
     if not math.isfinite(x) or x < 0 or (positive and x == 0):
-        raise InputError(f"{v!r} must be finite and {'> 0' if positive else '>= 0'}",
+        raise InputError(f"{short_repr(v)} must be finite and {'> 0' if positive else '>= 0'}",
                          source=source, field=fld)
     return x
 
@@ -167,13 +171,13 @@ def _part(name: str, entry: Any, source: str) -> Part:
     fld = f"parts.{name}"
     if not isinstance(entry, Mapping):
         raise InputError("expected a mapping", source=source, field=fld)
-    unknown = sorted(set(entry) - _PART_KEYS)
+    unknown = sorted(map(str, set(entry) - _PART_KEYS))
     if unknown:
         raise InputError(f"unknown key(s) {', '.join(unknown)}; expected "
                          f"{', '.join(sorted(_PART_KEYS))}", source=source, field=fld)
     kind = entry.get("kind")
     if kind not in PART_KINDS:
-        raise InputError(f"kind {kind!r} is not one of {', '.join(PART_KINDS)}",
+        raise InputError(f"kind {short_repr(kind, 80)} is not one of {', '.join(PART_KINDS)}",
                          source=source, field=f"{fld}.kind")
     for key in ("source", "date"):
         if not str(entry.get(key) or "").strip():
@@ -243,11 +247,11 @@ def catalog_from_dict(
     """
     if not isinstance(doc, dict):
         raise InputError("expected a mapping at the top of the catalog", source=source)
-    unknown = sorted(set(doc) - {"name", "description", "currency", "parts", "tiers"})
+    unknown = sorted(map(str, set(doc) - {"name", "description", "currency", "parts", "tiers"}))
     if unknown:
-        raise InputError(f"unknown key(s) {', '.join(map(str, unknown))}", source=source)
+        raise InputError(f"unknown key(s) {', '.join(unknown)}", source=source)
     if doc.get("currency", "USD") != "USD":
-        raise InputError(f"currency {doc['currency']!r}: only USD is supported", source=source,
+        raise InputError(f"currency {short_repr(doc['currency'], 80)}: only USD is supported", source=source,
                          field="currency")
     doc = _apply_overrides(doc, dict(overrides or {}), source)
     raw_parts = doc.get("parts") or {}
@@ -262,11 +266,11 @@ def catalog_from_dict(
             raise InputError("expected a mapping component -> part", source=source, field=fld)
         for comp, part in comps.items():
             if comp not in PRICED_COMPONENTS:
-                raise InputError(f"unknown component {comp!r}; expected one of "
+                raise InputError(f"unknown component {short_repr(comp, 80)}; expected one of "
                                  f"{', '.join(PRICED_COMPONENTS)}", source=source,
                                  field=f"{fld}.{comp}")
-            if part not in parts:
-                raise InputError(f"part {part!r} is not in the catalog's parts", source=source,
+            if not isinstance(part, str) or part not in parts:
+                raise InputError(f"part {short_repr(part, 80)} is not in the catalog's parts", source=source,
                                  field=f"{fld}.{comp}")
             if parts[part].kind != comp:
                 raise InputError(f"part {part!r} is a {parts[part].kind}, not a {comp}",

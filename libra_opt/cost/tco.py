@@ -40,7 +40,7 @@ import numpy as np
 import numpy.typing as npt
 
 from libra_opt.cost.prices import CostCoefficients
-from libra_opt.errors import InputError
+from libra_opt.errors import InputError, short_repr
 from libra_opt.fabric.dims import Fabric
 
 __all__ = [
@@ -112,10 +112,10 @@ class TcoModel:
             try:
                 x = float(v)
             except (TypeError, ValueError):
-                raise InputError(f"{v!r} is not a number", field=f"tco.{f.name}") from None
+                raise InputError(f"{short_repr(v)} is not a number", field=f"tco.{f.name}") from None
             positive = f.name in ("lifetime_years", "steps", "tokens", "tokens_per_step", "pue")
             if not math.isfinite(x) or x < 0 or (positive and x == 0):
-                raise InputError(f"{v!r} must be finite and {'> 0' if positive else '>= 0'}",
+                raise InputError(f"{short_repr(v)} must be finite and {'> 0' if positive else '>= 0'}",
                                  field=f"tco.{f.name}")
             object.__setattr__(self, f.name, x)
         if self.pue < 1:
@@ -162,7 +162,7 @@ class TcoModel:
         if not isinstance(data, Mapping):
             raise InputError("expected a mapping", source=source, field="tco")
         names = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - names)
+        unknown = sorted(map(str, set(data) - names))
         if unknown:
             raise InputError(f"unknown key(s) {', '.join(map(str, unknown))}; expected "
                              f"{', '.join(sorted(names))}", source=source, field="tco")

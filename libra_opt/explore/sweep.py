@@ -18,9 +18,64 @@ from libra_opt.errors import (
 from libra_opt.optimize.problem import BandwidthProblem, build_problem, solve
 from libra_opt.scenario.scenario import Scenario
 
-__all__ = ["sweep"]
+__all__ = ["sweep", "check_sweep", "sweep_labels", "MAX_SWEEP_POINTS", "POSITIVE_LABELS"]
 
 logger = logging.getLogger(__name__)
+
+MAX_SWEEP_POINTS = 100_000
+"""Most points one sweep solves (each point is a solve)."""
+POSITIVE_LABELS = ("budget_usd", "power_w")
+"""Constraints whose right-hand side must be > 0 (a budget or a power cap)."""
+
+
+def sweep_labels(problem: BandwidthProblem) -> tuple[str, ...]:
+    """Labels of the constraints of ``problem`` whose right-hand side can be swept."""
+    return tuple(dict.fromkeys(r.label for r in problem.rows))
+
+
+def check_sweep(problem: BandwidthProblem, label: str, values: Sequence[float]) -> list[float]:
+    """Validate a sweep before solving anything; returns the values as floats.
+
+    Raises
+    ------
+    InputError
+        ``field="label"`` when ``problem`` has no constraint ``label``; ``field="values"``
+        when there are no values or more than :data:`MAX_SWEEP_POINTS`, a value is not
+        finite, or a ``budget_usd``/``power_w`` value is not > 0.
+
+    Examples
+    --------
+    >>> from libra_opt.scenario.examples import toy_scenario
+    >>> from libra_opt.optimize.problem import build_problem
+    >>> check_sweep(build_problem(toy_scenario()), "budget_usd", [1e6])
+    Traceback (most recent call last):
+    ...
+    libra_opt.errors.InputError: label: no constraint labelled 'budget_usd' in this problem (labels: sum(bw) == 300)
+    """
+    labels = sweep_labels(problem)
+    if label not in labels:
+        raise InputError(
+            f"no constraint labelled {label!r} in this problem (labels: "
+            f"{', '.join(labels) or 'none'})",
+            field="label",
+        )
+    if len(values) > MAX_SWEEP_POINTS:
+        raise InputError(f"{len(values)} values; a sweep solves at most {MAX_SWEEP_POINTS:,} "
+                         "points", field="values")
+    try:
+        vals = [float(v) for v in values]
+    except (TypeError, ValueError):
+        raise InputError(f"values must be numbers, got {list(values)!r}", field="values") from None
+    if not vals:
+        raise InputError("no values to sweep", field="values")
+    bad = [v for v in vals if not np.isfinite(v)]
+    if bad:
+        raise InputError(f"values must be finite, got {bad[0]!r}", field="values")
+    if label in POSITIVE_LABELS:
+        bad = [v for v in vals if v <= 0]
+        if bad:
+            raise InputError(f"{label} values must be > 0, got {bad[0]:g}", field="values")
+    return vals
 
 
 def sweep(
@@ -39,7 +94,7 @@ def sweep(
     label : str
         ``budget_usd``, ``power_w`` or the label of a linear constraint (its text).
     values : sequence of float
-        Right-hand sides to solve for.
+        Right-hand sides to solve for (checked first by :func:`check_sweep`).
     progress : callable, optional
         Called as ``progress(i, n, value)`` after each solve.
 
@@ -61,6 +116,7 @@ def sweep(
     """
     if isinstance(problem, Scenario):
         problem = build_problem(problem)
+    values = check_sweep(problem, label, values)
     names = problem.scenario.fabric.names
     records = []
     for i, v in enumerate(values):

@@ -17,7 +17,11 @@ from dataclasses import dataclass
 from libra_opt.errors import InputError
 from libra_opt.options import SWITCH_SCOPES, TOPOLOGIES, Topology
 
-__all__ = ["Dim", "Fabric"]
+__all__ = ["Dim", "Fabric", "MAX_NPUS"]
+
+#: Most NPUs a fabric may have (the product of the dimension sizes), and so the largest
+#: size of one dimension. Beyond it inputs are taken as mistakes, not designs.
+MAX_NPUS = 10**9
 
 # Switch scope ``block``: one switch network per block of ``prod(size_0..size_d)`` NPUs
 # (LIBRA); ``rail``: one per rail, the ``size_d`` NPUs that share every other coordinate.
@@ -81,6 +85,11 @@ class Dim:
             raise InputError(
                 f"size {self.size!r} must be a positive integer", field=f"{field}.size"
             )
+        if self.size > MAX_NPUS:
+            raise InputError(
+                f"size {self.size:,} is out of range: at most {MAX_NPUS:,} NPUs",
+                field=f"{field}.size",
+            )
         if self.topology == "fully_connected" and self.size < 2:
             raise InputError(
                 "a fully_connected dimension needs size >= 2", field=f"{field}.size"
@@ -139,6 +148,12 @@ class Fabric:
         if dup:
             raise InputError(
                 f"dimension names must be unique; repeated: {', '.join(dup)}",
+                field="fabric.dims",
+            )
+        if self.n_npus > MAX_NPUS:
+            raise InputError(
+                f"{self.n_npus:,} NPUs (the product of the dimension sizes) is out of range: "
+                f"at most {MAX_NPUS:,}",
                 field="fabric.dims",
             )
 

@@ -7,9 +7,8 @@ Three kinds, told apart by the ``kind`` key:
 * ``dlrm`` -- deep-learning recommendation model (:class:`DLRMSpec`);
 * ``resnet`` -- bottleneck ResNets such as ResNet-50 (:class:`ResNetSpec`).
 
-Descriptors are YAML files. Presets ship with the package (``libra_opt/data/models``) and
-are mirrored in the repository's ``workloads/models`` directory; :func:`libra_opt.io.presets.load_model` accepts a
-path or a preset name. Unknown keys are errors, and every error names the file and field.
+Descriptors are YAML files. Presets ship with the package (``libra_opt/data/models``);
+:func:`libra_opt.io.presets.load_model` accepts a path or a preset name. Unknown keys are errors, and every error names the file and field.
 """
 
 from __future__ import annotations

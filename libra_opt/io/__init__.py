@@ -12,6 +12,19 @@ from libra_opt.io.libra import (
     write_libra_cost_model,
     write_libra_network,
 )
+from libra_opt.io.output import (
+    CSV_SUFFIXES,
+    PLOT_SUFFIXES,
+    atomic_outputs,
+    check_output_dir,
+    check_writable_output,
+    confined_path,
+    safe_slug,
+    save_figure_atomic,
+    write_bytes_atomic,
+    write_csv_atomic,
+    write_text_atomic,
+)
 from libra_opt.io.presets import (
     available_catalogs,
     catalog_cost_model,
@@ -24,6 +37,17 @@ from libra_opt.io.presets import (
 from libra_opt.io.scenario_file import load_scenario, load_scenario_with_models
 
 __all__ = [
+    "CSV_SUFFIXES",
+    "PLOT_SUFFIXES",
+    "atomic_outputs",
+    "check_output_dir",
+    "check_writable_output",
+    "confined_path",
+    "safe_slug",
+    "save_figure_atomic",
+    "write_bytes_atomic",
+    "write_csv_atomic",
+    "write_text_atomic",
     "available_catalogs",
     "catalog_cost_model",
     "device_names",

@@ -13,9 +13,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TypedDict
 
-from libra_opt.errors import InputError
+from libra_opt.errors import InputError, short_repr
 from libra_opt.generators.generated import GeneratedWorkload
 from libra_opt.io.libra import write_libra_communicator
+from libra_opt.io.output import write_text_atomic
 from libra_opt.io.yaml_util import read_text
 from libra_opt.options import PHASES, CollectiveKind
 from libra_opt.traffic.workload import Collective, Layer, Phase, Workload, walk_phases
@@ -42,9 +43,9 @@ def _number(tok: str, source: str, line_no: int, what: str) -> float:
     try:
         v = float(tok)
     except ValueError:
-        raise InputError(f"{what} {tok!r} is not a number", source=source, field=f"line {line_no}") from None
+        raise InputError(f"{what} {short_repr(tok, 80)} is not a number", source=source, field=f"line {line_no}") from None
     if v != v or v in (float("inf"), float("-inf")) or v < 0:
-        raise InputError(f"{what} {tok!r} must be finite and >= 0", source=source, field=f"line {line_no}")
+        raise InputError(f"{what} {short_repr(tok, 80)} must be finite and >= 0", source=source, field=f"line {line_no}")
     return v
 
 
@@ -60,7 +61,8 @@ def parse_astra_sim(
         # A header is a parallelism-policy line followed by the layer count; anything else
         # is a malformed layer line, never silently skipped.
         first_no, first = lines[0]
-        count_ok = len(lines) > 1 and len(lines[1][1]) == 1 and lines[1][1][0].isdigit()
+        count_tok = lines[1][1][0] if len(lines) > 1 and len(lines[1][1]) == 1 else ""
+        count_ok = count_tok.isascii() and count_tok.isdigit() and len(count_tok) <= 12
         if not (first[0][:1].isalpha() and first[0].upper() == first[0] and count_ok):
             raise InputError(
                 f"a layer line has 12 fields (name, reserved, then compute/comm/size for "
@@ -92,7 +94,7 @@ def parse_astra_sim(
             if kind_tok != "none":
                 if kind_tok not in _COMM_IN:
                     raise InputError(
-                        f"{pname} communication {f[at + 1]!r} is not NONE, ALLREDUCE, "
+                        f"{pname} communication {short_repr(f[at + 1], 80)} is not NONE, ALLREDUCE, "
                         "ALLGATHER, REDUCESCATTER or ALLTOALL",
                         source=source,
                         field=f"line {line_no}",
@@ -171,7 +173,7 @@ def write_astra_sim(
     text = "\n".join(out) + "\n"
     if header:
         text = f"HYBRID_CUSTOMIZED\n{len(out)}\n" + text
-    Path(path).write_text(text, encoding="utf-8")
+    write_text_atomic(path, text)
     return {p: workload.groups[g] for p, g in phase_group.items()}
 
 

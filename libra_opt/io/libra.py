@@ -16,8 +16,9 @@ from typing import Any
 
 import yaml
 
-from libra_opt.errors import InputError
+from libra_opt.errors import InputError, short_repr
 from libra_opt.fabric.dims import Dim, Fabric
+from libra_opt.io.output import write_text_atomic
 from libra_opt.io.yaml_util import load_yaml
 from libra_opt.options import COMPONENTS, Topology
 
@@ -64,10 +65,10 @@ def read_libra_network(path: str | Path) -> Fabric:
     src = str(path)
     data = _mapping(load_yaml(path), src, "network")
     expected = {"Topology", "NpusCount", "CostDimension"}
-    unknown = sorted(set(data) - expected)
+    unknown = sorted(map(str, set(data) - expected))
     if unknown:
         raise InputError(
-            f"unknown key(s) {', '.join(map(str, unknown))}; expected Topology, NpusCount, "
+            f"unknown key(s) {', '.join(unknown)}; expected Topology, NpusCount, "
             "CostDimension",
             source=src,
         )
@@ -91,11 +92,11 @@ def read_libra_network(path: str | Path) -> Fabric:
         t = _TOPO_IN.get(str(topo).lower())
         if t is None:
             raise InputError(
-                f"{topo!r} is not Ring, FullyConnected or Switch", source=src, field=f"Topology[{i}]"
+                f"{short_repr(topo, 80)} is not Ring, FullyConnected or Switch", source=src, field=f"Topology[{i}]"
             )
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
             raise InputError(
-                f"{size!r} must be a positive integer", source=src, field=f"NpusCount[{i}]"
+                f"{short_repr(size, 80)} must be a positive integer", source=src, field=f"NpusCount[{i}]"
             )
         if not isinstance(tier, str) or not tier:
             raise InputError("expected a tier name", source=src, field=f"CostDimension[{i}]")
@@ -113,7 +114,7 @@ def write_libra_network(fabric: Fabric, path: str | Path) -> None:
         f"NpusCount: [ {', '.join(str(d.size) for d in fabric.dims)} ]  # {fabric.n_npus} NPUs\n"
         f"CostDimension: [ {', '.join(d.tier for d in fabric.dims)} ]\n"
     )
-    Path(path).write_text(text, encoding="utf-8")
+    write_text_atomic(path, text)
 
 
 def parse_libra_prices(data: Any, source: str, field: str) -> dict[str, dict[str, float]]:
@@ -135,17 +136,17 @@ def parse_libra_prices(data: Any, source: str, field: str) -> dict[str, dict[str
             key = str(comp).lower()
             if key not in COMPONENTS:
                 raise InputError(
-                    f"unknown component {comp!r}; expected Link, Switch or Nic",
+                    f"unknown component {short_repr(comp, 80)}; expected Link, Switch or Nic",
                     source=source,
                     field=f"{field}.{tier}",
                 )
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise InputError(
-                    f"{value!r} is not a number", source=source, field=f"{field}.{tier}.{comp}"
+                    f"{short_repr(value)} is not a number", source=source, field=f"{field}.{tier}.{comp}"
                 )
             if not math.isfinite(value) or value < 0:
                 raise InputError(
-                    f"{value!r} must be finite and >= 0",
+                    f"{short_repr(value)} must be finite and >= 0",
                     source=source,
                     field=f"{field}.{tier}.{comp}",
                 )
@@ -177,9 +178,8 @@ def write_libra_cost_model(tables: Mapping[str, Mapping[str, float]], path: str 
     out = {
         tier: {_COMP_OUT[c]: float(v) for c, v in comps.items()} for tier, comps in tables.items()
     }
-    Path(path).write_text(
-        "# Network component costs in $ per GB/s.\n" + yaml.safe_dump(out, sort_keys=False),
-        encoding="utf-8",
+    write_text_atomic(
+        path, "# Network component costs in $ per GB/s.\n" + yaml.safe_dump(out, sort_keys=False)
     )
 
 
@@ -212,7 +212,7 @@ def read_libra_communicator(path: str | Path) -> dict[str, tuple[int, ...]]:
         for i, k in enumerate(v):
             if isinstance(k, bool) or not isinstance(k, int) or (k < 1 and k != -1):
                 raise InputError(
-                    f"{k!r} must be a positive integer or -1 (not spanned)",
+                    f"{short_repr(k, 80)} must be a positive integer or -1 (not spanned)",
                     source=src,
                     field=f"{key}[{i}]",
                 )
@@ -235,4 +235,4 @@ def write_libra_communicator(groups: Mapping[str, tuple[int, ...]], path: str | 
             raise InputError(f"no span for group {group!r}", field="groups")
         span = ", ".join(str(k if k > 1 else -1) for k in groups[group])
         lines.append(f"{key}: [ {span} ]")
-    Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    write_text_atomic(path, "\n".join(lines) + "\n")

@@ -100,7 +100,8 @@ def generated_from_entry(
     """
     if not isinstance(entry, Mapping):
         raise InputError("expected a mapping (a workload entry)", source=source, field="workloads")
-    label = entry.get("name", "?")
+    name = entry.get("name")
+    label = name[:60] if isinstance(name, str) and name else "?"  # never format a whole value
     prefix = f"workloads[{label}]"
     spec: ModelWorkloadEntry = validate_as(ModelWorkloadEntry, dict(entry), source, prefix)
     try:

@@ -18,7 +18,7 @@ from typing import Any
 
 from libra_opt.cost.catalog import Catalog, catalog_from_dict
 from libra_opt.cost.prices import CostModel
-from libra_opt.errors import InputError
+from libra_opt.errors import InputError, short_repr
 from libra_opt.generators.descriptors import DLRMSpec, ResNetSpec, TransformerSpec, model_from_dict
 from libra_opt.generators.devices import Device, device_from_dict
 from libra_opt.io.yaml_util import load_yaml
@@ -84,7 +84,7 @@ def load_model(
         presets = model_presets()
         if text not in presets:
             raise InputError(
-                f"unknown model preset {text!r}; presets: {', '.join(presets)} "
+                f"unknown model preset {short_repr(text, 80)}; presets: {', '.join(presets)} "
                 "(or give a path to a .yaml descriptor)",
                 field="model",
             )
@@ -128,7 +128,7 @@ def load_device(name: str) -> Device:
     presets = _devices()
     if name not in presets:
         raise InputError(
-            f"unknown device {name!r}; presets: {', '.join(presets)}", field="device"
+            f"unknown device {short_repr(name, 80)}; presets: {', '.join(presets)}", field="device"
         )
     return presets[name]
 
@@ -175,12 +175,16 @@ def load_catalog(
     64
     """
     p = Path(name_or_path)
-    if p.suffix in (".yaml", ".yml") or p.exists():
+    try:
+        exists = p.exists()
+    except OSError:  # e.g. a name too long for the file system: not a file, so a preset name
+        exists = False
+    if p.suffix in (".yaml", ".yml") or exists:
         return catalog_from_dict(load_yaml(p), str(p), overrides, name=p.stem)
     names = available_catalogs()
     if str(name_or_path) not in names:
         raise InputError(
-            f"no catalog {str(name_or_path)!r}; presets: {', '.join(names)} (or a path)",
+            f"no catalog {short_repr(str(name_or_path), 80)}; presets: {', '.join(names)} (or a path)",
             field="catalog",
         )
     doc = _read_packaged("catalog", f"{name_or_path}.yaml")

@@ -37,13 +37,14 @@ from pydantic import Field, StrictInt, ValidationError, field_validator
 
 from libra_opt.cost.prices import CostModel
 from libra_opt.cost.tco import TcoModel
-from libra_opt.errors import InputError
+from libra_opt.errors import InputError, short_repr
 from libra_opt.fabric.builders import fabric_from_spec
 from libra_opt.fabric.dims import Dim, Fabric
 from libra_opt.generators.generated import GeneratedWorkload
 from libra_opt.io.astra_sim import read_astra_sim
-from libra_opt.io.example_files import example_path, is_example_name
+from libra_opt.io.example_files import example_names, example_path, is_example_name
 from libra_opt.io.libra import (
+    LIBRA_PHASE_GROUPS,
     parse_libra_prices,
     read_libra_communicator,
     read_libra_cost_model,
@@ -110,7 +111,9 @@ class ConstraintsSpec(StrictModel):
     def _pairs(cls, v: dict[str, list[float | None]]) -> dict[str, list[float | None]]:
         for key, pair in v.items():
             if len(pair) != 2:
-                raise ValueError(f"bounds of {key!r} must be [min, max] (null for none)")
+                raise ValueError(
+                    f"bounds of {short_repr(key, 80)} must be [min, max] (null for none)"
+                )
         return v
 
 
@@ -130,7 +133,11 @@ class ScenarioFile(StrictModel):
     tco: dict[str, Any] | None = None
 
 
-def _resolve(base: Path, rel: str) -> Path:
+def _resolve(base: Path, rel: str, source: str, field: str) -> Path:
+    """``rel`` relative to the scenario's directory; an empty path is an error of ``field``
+    (``Path("")`` would silently be the directory itself)."""
+    if not rel.strip():
+        raise InputError("empty path; expected the name of a file", source=source, field=field)
     p = Path(rel)
     return p if p.is_absolute() else base / p
 
@@ -160,7 +167,7 @@ def _fabric(data: dict[str, Any], source: str, base: Path) -> Fabric:
             field="fabric",
         )
     if spec.libra_network is not None:
-        return read_libra_network(_resolve(base, spec.libra_network))
+        return read_libra_network(_resolve(base, spec.libra_network, source, "fabric.libra_network"))
     assert spec.dims is not None
     dims = []
     for i, d in enumerate(spec.dims):
@@ -188,8 +195,14 @@ def _cost_model(spec: ScenarioFile, source: str, base: Path) -> CostModel:
                 source=source,
                 field="cost_model",
             )
-        ref = str(data["catalog"])
-        path = _resolve(base, ref)
+        ref = data["catalog"]
+        if not isinstance(ref, str):
+            raise InputError(
+                f"expected a catalog name or path, got {type(ref).__name__}",
+                source=source,
+                field="cost_model.catalog",
+            )
+        path = _resolve(base, ref, source, "cost_model.catalog")
         try:
             cm = load_catalog(path if path.suffix in (".yaml", ".yml") else ref,
                               data.get("overrides") or {}).cost_model()
@@ -206,7 +219,7 @@ def _cost_model(spec: ScenarioFile, source: str, base: Path) -> CostModel:
             return CostModel.from_tables(prices, _power_tables(spec, source, base))
         return cm
     if isinstance(data, str):
-        prices = read_libra_cost_model(_resolve(base, data))
+        prices = read_libra_cost_model(_resolve(base, data, source, "cost_model"))
     else:
         prices = parse_libra_prices(data, source, "cost_model")
     try:
@@ -217,7 +230,7 @@ def _cost_model(spec: ScenarioFile, source: str, base: Path) -> CostModel:
 
 def _power_tables(spec: ScenarioFile, source: str, base: Path) -> dict[str, dict[str, float]] | None:
     if isinstance(spec.power_model, str):
-        path = _resolve(base, spec.power_model)
+        path = _resolve(base, spec.power_model, source, "power_model")
         return parse_libra_prices(load_yaml(path), str(path), "power_model")
     if spec.power_model is not None:
         return parse_libra_prices(spec.power_model, source, "power_model")
@@ -228,7 +241,8 @@ def _workload(
     w: WorkloadSpec, i: int, fabric: Fabric, source: str, base: Path
 ) -> tuple[Workload, GeneratedWorkload | None]:
     """One ``workloads:`` entry: ASTRA-sim files or a model-based description."""
-    given = w.model_dump(exclude_none=True)
+    # the given fields, shallow (no model_dump: never copy or format a whole user value)
+    given = {k: getattr(w, k) for k in WorkloadSpec.model_fields if getattr(w, k) is not None}
     model_keys = {"model", "parallelism", "device", "mapping", "efficiency", "check_memory"}
     if w.model is not None:
         stray = sorted(set(given) & {"astra_sim", "communicator"})
@@ -257,15 +271,40 @@ def _workload(
             source=source,
             field=f"workloads[{i}]",
         )
-    groups = read_libra_communicator(_resolve(base, w.communicator))
+    comm_path = _resolve(base, w.communicator, source, f"workloads[{i}].communicator")
+    astra_path = _resolve(base, w.astra_sim, source, f"workloads[{i}].astra_sim")
+    groups = read_libra_communicator(comm_path)
+    _check_communicator(groups, fabric, str(comm_path))
+    try:
+        return read_astra_sim(astra_path, groups, name=w.name), None
+    except InputError as exc:  # e.g. a Workload check: blame the workload file
+        if exc.source:
+            raise
+        raise InputError(exc.message, source=str(astra_path), field=exc.field) from None
+
+
+def _check_communicator(groups: Mapping[str, tuple[int, ...]], fabric: Fabric, src: str) -> None:
+    """Every phase group of a LIBRA communicator fits ``fabric``: one entry per dimension,
+    each a divisor of the dimension's size. Errors name the communicator file and its key
+    (``Forward``, ``InputGrad``, ``WeightGrad``), not the scenario."""
+    key_of = {g: k for k, g in LIBRA_PHASE_GROUPS.items()}
     for g_name, span in groups.items():
+        key = key_of.get(g_name, g_name)
         if len(span) != fabric.n_dims:
             raise InputError(
-                f"communicator lists {len(span)} dimensions, the fabric has {fabric.n_dims}",
-                source=str(_resolve(base, w.communicator)),
-                field=g_name,
+                f"the {g_name} group lists {len(span)} dimensions, the fabric has {fabric.n_dims} "
+                f"({', '.join(fabric.names)})",
+                source=src,
+                field=key,
             )
-    return read_astra_sim(_resolve(base, w.astra_sim), groups, name=w.name), None
+        for d, (k, dim) in enumerate(zip(span, fabric.dims, strict=True)):
+            if k > dim.size or dim.size % k:
+                raise InputError(
+                    f"the {g_name} group takes {k} NPUs of dimension {dim.name!r} (size "
+                    f"{dim.size}); expected -1 or a divisor of {dim.size}",
+                    source=src,
+                    field=f"{key}[{d}]",
+                )
 
 
 def scenario_from_dict(data: Any, source: str = "<dict>", base_dir: str | Path = ".") -> Scenario:
@@ -301,7 +340,7 @@ def _build(
         fld = f"constraints.bounds.{key}"
         if key not in fabric.names:
             raise InputError(
-                f"no dimension named {key!r}; names: {', '.join(fabric.names)}",
+                f"no dimension named {short_repr(key, 80)}; names: {', '.join(fabric.names)}",
                 source=source,
                 field=fld,
             )
@@ -334,10 +373,28 @@ def _build(
 
 
 def _scenario_file(ref: str | Path) -> Path:
-    """An existing file wins over an example of the same name."""
-    if Path(ref).exists() or not is_example_name(ref):
-        return Path(ref)
-    return example_path(str(ref))
+    """An existing file wins over an example of the same name; a bare name (no directory,
+    no suffix) that is neither a file nor an example is reported with the examples' names."""
+    if str(ref) == "":
+        raise InputError("empty path; expected a scenario file or an example name",
+                         field="scenario")
+    p = Path(ref)
+    try:
+        exists, is_file = p.exists(), p.is_file()
+    except OSError:  # e.g. a name too long for the file system: load_yaml reports it
+        exists = is_file = False
+    if is_file:
+        return p
+    if is_example_name(ref):
+        return example_path(str(ref))
+    text = str(ref)
+    if not exists and not isinstance(ref, Path) and text and not any(c in text for c in "/\\."):
+        raise InputError(
+            f"no scenario file or shipped example named {short_repr(text)}; examples: "
+            f"{', '.join(example_names())}",
+            field="scenario",
+        )
+    return p
 
 
 def load_scenario(path: str | Path) -> Scenario:

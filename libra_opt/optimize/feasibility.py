@@ -23,20 +23,30 @@ __all__ = [
 #: Label of the implicit constraint "a dimension that carries traffic has bandwidth > 0".
 POSITIVE_LABEL = "bandwidth > 0 on every dimension that carries traffic"
 _EPS_BW = 1e-5  # GB/s (10 kB/s): what "> 0" means in the linear checks
+_ROW_SCALE_RANGE = (1e-3, 1e9)  # largest |coefficient| of a row passed to HiGHS unscaled
 
 
 def _lp_arrays(rows: Sequence[Row], n_dims: int):
+    """Rows as HiGHS arrays. HiGHS drops entries below 1e-9 and rejects those above 1e15 in
+    absolute terms, so a row whose largest coefficient lies outside ``_ROW_SCALE_RANGE``
+    (a $ or W row on a huge fabric, a row of tiny coefficients) is divided by it; other rows
+    are passed as they are (so ordinary answers do not move)."""
+    lo, hi = _ROW_SCALE_RANGE
     a_ub, b_ub, a_eq, b_eq = [], [], [], []
     for r in rows:
+        a, rhs = np.asarray(r.a, dtype=float), float(r.rhs)
+        s = float(np.max(np.abs(a))) if a.size else 0.0
+        if np.isfinite(s) and (s > hi or 0 < s < lo):
+            a, rhs = a / s, rhs / s
         if r.sense == "<=":
-            a_ub.append(r.a)
-            b_ub.append(r.rhs)
+            a_ub.append(a)
+            b_ub.append(rhs)
         elif r.sense == ">=":
-            a_ub.append(-r.a)
-            b_ub.append(-r.rhs)
+            a_ub.append(-a)
+            b_ub.append(-rhs)
         else:
-            a_eq.append(r.a)
-            b_eq.append(r.rhs)
+            a_eq.append(a)
+            b_eq.append(rhs)
 
     def arr(x):
         return np.array(x).reshape(-1, n_dims) if x else None

@@ -47,7 +47,8 @@ from libra_opt.scenario.constraints import Row
 from libra_opt.scenario.evaluate import Evaluation, evaluate
 from libra_opt.scenario.scenario import Scenario, scenario_rows, unique_labels
 
-__all__ = ["BandwidthProblem", "build_problem", "solve", "OBJECTIVE_REL_TOL"]
+__all__ = ["BandwidthProblem", "build_problem", "solve", "OBJECTIVE_REL_TOL", "MAX_STEP_S",
+           "MAX_BW_GBPS"]
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +56,15 @@ logger = logging.getLogger(__name__)
 OBJECTIVE_REL_TOL = 1e-6
 #: Relative constraint violation tolerated in the returned allocation.
 CONSTRAINT_REL_TOL = 1e-6
+#: Longest optimal step time accepted, in seconds (about 32 years). An optimum beyond it comes
+#: from absurd inputs (tiny bandwidth, huge collectives or compute): :func:`solve` raises
+#: :class:`~libra_opt.errors.InputError` instead of reporting it.
+MAX_STEP_S = 1e9
+#: Largest optimal bandwidth accepted on one dimension, in GB/s per NPU (1 EB/s): beyond it
+#: communication vanishes below double precision next to compute, and an answer is an
+#: artefact of the constraints' magnitudes; :func:`solve` raises
+#: :class:`~libra_opt.errors.InputError`.
+MAX_BW_GBPS = 1e9
 # A bandwidth nothing bounds is capped at this multiple of the problem's bandwidth scale
 # while solving; the answer is then probed for further improvement.
 _CAP_FACTOR = 1e4
@@ -430,6 +440,13 @@ def _capped(problem: BandwidthProblem, scen: Scenario, rows: tuple[Row, ...], fr
         if status == "optimal" and bw is not None:
             scale = max(scale, float(np.max(bw[bounded])))
     cap = _CAP_FACTOR * scale
+    # The caps must leave the rows feasible (``sum(bw) >= 1e5`` alone would otherwise be
+    # reported infeasible against the caps): keep them 10x above a feasible point.
+    c = np.zeros(n)
+    c[free] = 1.0
+    status, _, point = lp_extreme(rows, n, c, used)
+    if status == "optimal" and point is not None:
+        cap = max(cap, 10.0 * float(np.max(point)))
     extra = tuple(Row(f"cap on {scen.fabric.names[d]}", np.eye(n)[d], "<=", cap) for d in free)
     return rows + extra
 
@@ -439,7 +456,7 @@ def _keeps_improving(scen: Scenario, run: _SolveAttempt, free: np.ndarray) -> bo
     the optimum under the cap is an artefact of the cap, and the scenario has none."""
     probe = run.bw.copy()
     probe[free] *= 10.0
-    return evaluate(scen, probe).objective_value < run.ev.objective_value * (1 - 1e-7)
+    return evaluate(scen, probe).objective_value < run.ev.objective_value * (1 - 1e-12)
 
 
 def solve(
@@ -522,6 +539,7 @@ def solve(
         bad = [k for k, r in ev.residuals.items() if r > CONSTRAINT_REL_TOL * ev.residual_scales[k]]
         raise VerificationError(f"solver answer violates constraints: {', '.join(bad)}")
     run = _idle_minimum(problem, scen, rows, run, free)
+    _check_magnitudes(scen, run)
     reports = _constraint_reports(rows, run.bw, run.prog, run.factor)
     bl = baselines(scen, run.ev) if with_baselines else ()
     info = SolverInfo(
@@ -545,6 +563,30 @@ def solve(
         baselines=bl,
         solver=info,
     )
+
+
+def _check_magnitudes(scen: Scenario, run: _SolveAttempt) -> None:
+    """Raise :class:`InputError` when the optimum has a bandwidth above :data:`MAX_BW_GBPS`
+    or a step time above :data:`MAX_STEP_S` (absurd inputs, not a design)."""
+    big = [d for d in range(scen.fabric.n_dims) if not run.bw[d] <= MAX_BW_GBPS]
+    if big:
+        d = big[0]
+        raise InputError(
+            f"the optimum gives dimension {scen.fabric.names[d]!r} {run.bw[d]:.3g} GB/s per NPU, "
+            f"beyond the sane limit of {MAX_BW_GBPS:g} GB/s: check the constraints' "
+            "right-hand sides (total bandwidth, budget, bounds)",
+            source=scen.source,
+            field="constraints",
+        )
+    for t in run.ev.workloads:
+        if not t.step_time_s <= MAX_STEP_S:
+            raise InputError(
+                f"the optimal step time of workload {t.name!r} is {t.step_time_s:.3g} s, beyond "
+                f"the sane limit of {MAX_STEP_S:g} s: check its collective sizes and compute "
+                "times and the bandwidth the constraints allow",
+                source=scen.source,
+                field=f"workloads[{t.name}]",
+            )
 
 
 def _constraint_reports(

@@ -17,10 +17,22 @@ from typing import Literal, NoReturn
 import numpy as np
 
 from libra_opt.cost.prices import CostCoefficients
-from libra_opt.errors import InputError
+from libra_opt.errors import InputError, short_repr
 from libra_opt.fabric.dims import Fabric
 
-__all__ = ["LinearConstraint", "parse_constraint", "Row", "constraint_rows"]
+__all__ = [
+    "LinearConstraint",
+    "parse_constraint",
+    "Row",
+    "constraint_rows",
+    "MAX_CONSTRAINT_CHARS",
+    "MAX_CONSTRAINT_DEPTH",
+]
+
+#: Longest constraint text (characters).
+MAX_CONSTRAINT_CHARS = 10_000
+#: Deepest nesting of parentheses and unary signs in a constraint (the parser recurses).
+MAX_CONSTRAINT_DEPTH = 100
 
 Sense = Literal["<=", ">=", "=="]
 #: Comparison token -> sense (``=`` is accepted for ``==``).
@@ -59,7 +71,10 @@ class LinearConstraint:
 class _Parser:
     def __init__(self, text: str, fabric: Fabric, field: str, source: str | None):
         self.text, self.fabric, self.field, self.source = text, fabric, field, source
+        self.depth = 0
         self.tokens: list[tuple[str, str, int]] = []
+        if len(text) > MAX_CONSTRAINT_CHARS:
+            self.fail(f"{len(text)} characters; the limit is {MAX_CONSTRAINT_CHARS}")
         pos = 0
         stripped = text.rstrip()
         while pos < len(stripped):
@@ -76,7 +91,9 @@ class _Parser:
     def fail(self, msg: str, col: int | None = None) -> NoReturn:
         where = f" (column {col})" if col else ""
         raise InputError(
-            f"constraint {self.text!r}{where}: {msg}", source=self.source, field=self.field
+            f"constraint {short_repr(self.text, 120)}{where}: {msg}",
+            source=self.source,
+            field=self.field,
         )
 
     def peek(self) -> tuple[str, str, int] | None:
@@ -127,6 +144,20 @@ class _Parser:
         return coef, const
 
     def factor(self) -> tuple[np.ndarray, float]:
+        # Each nested parenthesis or unary sign recurses: bound the depth, never RecursionError.
+        self.depth += 1
+        try:
+            return self._factor()
+        finally:
+            self.depth -= 1
+
+    def _factor(self) -> tuple[np.ndarray, float]:
+        if self.depth > MAX_CONSTRAINT_DEPTH:
+            tok = self.peek()
+            self.fail(
+                f"nested more than {MAX_CONSTRAINT_DEPTH} levels deep (parentheses or signs)",
+                tok[2] if tok else None,
+            )
         n = self.fabric.n_dims
         zero = np.zeros(n + 2)
         tok = self.take()
@@ -162,7 +193,7 @@ class _Parser:
                 nxt = self.take()
                 if nxt[1] == "[":
                     idx_tok = self.take()
-                    if idx_tok[0] != "num" or not idx_tok[1].isdigit():
+                    if idx_tok[0] != "num" or not idx_tok[1].isdigit() or len(idx_tok[1]) > 9:
                         self.fail("expected a dimension index, as in bw[0]", idx_tok[2])
                     idx = int(idx_tok[1])
                     if idx >= n:

@@ -25,8 +25,16 @@ from libra_opt.scenario.constraints import LinearConstraint, Row, constraint_row
 from libra_opt.scenario.display import format_usd, html_table
 from libra_opt.traffic.workload import Workload, check_on_fabric
 
-__all__ = ["Scenario", "scenario_rows", "unique_labels"]
+__all__ = ["Scenario", "scenario_rows", "unique_labels", "MAX_RHS", "COEF_RANGE"]
 
+#: Largest magnitude of a constraint's right-hand side, in the constraint's own units (GB/s,
+#: $ or W; also the largest budget_usd and power_w). The LP and conic solvers work in double
+#: precision and take 1e20 as infinity; 1e15 keeps every scaled row well inside that.
+MAX_RHS = 1e15
+#: Smallest and largest magnitude of a nonzero coefficient in a linear constraint. HiGHS drops
+#: matrix entries below 1e-9 and rejects those above 1e15 (the cost and power substitutions
+#: multiply coefficients by up to ~1e11 $ or W per GB/s).
+COEF_RANGE = (1e-9, 1e9)
 
 
 @dataclass(frozen=True, repr=False)
@@ -118,11 +126,12 @@ class Scenario:
                     source=src,
                     field="constraints.linear",
                 )
+            _check_magnitudes(c, self.fabric.names, src)
         for key in ("budget_usd", "power_w"):
             v = getattr(self, key)
-            if v is not None and (not math.isfinite(float(v)) or float(v) <= 0):
+            if v is not None and (not math.isfinite(float(v)) or not 0 < float(v) <= MAX_RHS):
                 raise InputError(
-                    f"{key} {v!r} must be a finite number > 0",
+                    f"{key} {v!r} is out of range: expected a number in (0, {MAX_RHS:g}]",
                     source=src,
                     field=f"constraints.{key}",
                 )
@@ -238,6 +247,29 @@ class Scenario:
             ],
         )
         return f"<div>{dims}{wls}</div>"
+
+
+def _check_magnitudes(c: LinearConstraint, names: tuple[str, ...], source: str | None) -> None:
+    """Reject a constraint whose right-hand side or coefficients lie outside the ranges the
+    solvers handle in double precision (:data:`MAX_RHS`, :data:`COEF_RANGE`)."""
+    label = c.label if len(c.label) <= 80 else c.label[:77] + "..."
+    if not math.isfinite(c.rhs) or abs(c.rhs) > MAX_RHS:
+        raise InputError(
+            f"constraint {label!r}: right-hand side {c.rhs:g} is out of range: expected "
+            f"|rhs| <= {MAX_RHS:g} (GB/s, $ or W)",
+            source=source,
+            field="constraints.linear",
+        )
+    lo, hi = COEF_RANGE
+    terms = [*(f"bw.{n}" for n in names), "cost", "power"]
+    for term, v in zip(terms, (*c.bw_coef, c.cost_coef, c.power_coef), strict=True):
+        if v and not lo <= abs(v) <= hi:
+            raise InputError(
+                f"constraint {label!r}: coefficient {v:g} of {term} is out of range: expected "
+                f"0 or a magnitude in [{lo:g}, {hi:g}]",
+                source=source,
+                field="constraints.linear",
+            )
 
 
 def _truncated(items: list[str], limit: int) -> list[str]:

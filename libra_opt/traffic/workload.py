@@ -29,16 +29,27 @@ __all__ = [
     "walk_phases",
     "walk_collectives",
     "check_on_fabric",
+    "MAX_COLLECTIVE_BYTES",
+    "MAX_COMPUTE_S",
 ]
 
+#: Largest collective input accepted, in bytes (1 EB); larger sizes are taken as mistakes.
+MAX_COLLECTIVE_BYTES = 1e18
+#: Largest compute (and weight-update) time of one phase accepted, in seconds (about 32 years).
+MAX_COMPUTE_S = 1e9
 
-def _finite_nonneg(value: float, what: str, field_name: str) -> float:
+
+def _finite_nonneg(value: float, what: str, field_name: str, limit: float, unit: str) -> float:
+    """``value`` as a float in ``[0, limit]``, or an :class:`InputError` naming the range."""
     try:
         v = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise InputError(f"{what} {value!r} is not a number", field=field_name) from None
-    if not math.isfinite(v) or v < 0:
-        raise InputError(f"{what} {value!r} must be finite and >= 0", field=field_name)
+    if not math.isfinite(v) or v < 0 or v > limit:
+        raise InputError(
+            f"{what} {value!r} is out of range: expected a number in [0, {limit:g}] {unit}",
+            field=field_name,
+        )
     return v
 
 
@@ -65,7 +76,10 @@ class Collective:
         object.__setattr__(
             self,
             "size_bytes",
-            _finite_nonneg(self.size_bytes, "collective size", "collective.size_bytes"),
+            _finite_nonneg(
+                self.size_bytes, "collective size", "collective.size_bytes",
+                MAX_COLLECTIVE_BYTES, "bytes",
+            ),
         )
         if not isinstance(self.group, str) or not self.group:
             raise InputError("collective group must be a non-empty name", field="collective.group")
@@ -80,7 +94,8 @@ class Phase:
 
     def __post_init__(self) -> None:
         object.__setattr__(
-            self, "compute_s", _finite_nonneg(self.compute_s, "compute time", "phase.compute_s")
+            self, "compute_s",
+            _finite_nonneg(self.compute_s, "compute time", "phase.compute_s", MAX_COMPUTE_S, "s"),
         )
         object.__setattr__(self, "collectives", tuple(self.collectives))
 
@@ -103,7 +118,8 @@ class Layer:
 
     def __post_init__(self) -> None:
         object.__setattr__(
-            self, "update_s", _finite_nonneg(self.update_s, "update time", "layer.update_s")
+            self, "update_s",
+            _finite_nonneg(self.update_s, "update time", "layer.update_s", MAX_COMPUTE_S, "s"),
         )
         if isinstance(self.count, bool) or not isinstance(self.count, int) or self.count < 1:
             raise InputError(

@@ -177,3 +177,14 @@ def test_workload_generates_each_model_once(monkeypatch, capsys):
     assert main(["workload", "gpt3_175b_a100_cluster"]) == 0
     assert "traffic per NPU per step" in capsys.readouterr().out
     assert len(calls) == 1
+
+
+def test_sweep_progress_only_when_asked(capsys):
+    """Progress lines go to stderr only with --progress (or on a terminal): a script's stderr
+    holds errors only."""
+    args = ["sweep", "gpt3_175b_4d", "--param", "sum(bw) == 1000", "--values", "500,1000"]
+    assert main(args) == 0
+    assert capsys.readouterr().err == ""
+    assert main([*args, "--progress"]) == 0
+    assert capsys.readouterr().err.splitlines() == [
+        "[1/2] sum(bw) == 1000 = 500", "[2/2] sum(bw) == 1000 = 1,000"]

@@ -296,3 +296,17 @@ def test_example_names_and_files(tmp_path, monkeypatch):
     assert load_scenario("resnet50_4d_budget").name == "local_copy"
     with pytest.raises(InputError, match="no_such_example"):
         load_scenario("no_such_example")
+
+
+def test_scenario_reference_errors(tmp_path, monkeypatch):
+    """A directory named like an example does not hide it; a bare unknown name lists the
+    examples; an empty or over-long name is one InputError."""
+    (tmp_path / "gpt3_175b_4d").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert load_scenario("gpt3_175b_4d").name == "gpt3_175b_4d"
+    with pytest.raises(InputError, match="shipped example named 'gpt3_175b_4e'.*dlrm_4d"):
+        load_scenario("gpt3_175b_4e")
+    with pytest.raises(InputError, match="empty path"):
+        load_scenario("")
+    with pytest.raises(InputError):
+        load_scenario("a" * 5000)

@@ -1,0 +1,273 @@
+"""Every file the tool writes: safe names, confined paths, up-front checks, atomic writes.
+
+* :func:`safe_slug` turns a scenario or workload name (user text) into a file-name part
+  that cannot leave the output directory.
+* :func:`confined_path` joins a directory and a file name and proves the result stays
+  inside the directory.
+* :func:`check_writable_output` and :func:`check_output_dir` validate an output flag
+  *before* any work is done, naming the flag in the :class:`~libra_opt.errors.InputError`.
+* The writers (:func:`write_text_atomic`, :func:`write_bytes_atomic`,
+  :func:`save_figure_atomic`, :func:`write_csv_atomic`, and :func:`atomic_outputs` for
+  writers owned elsewhere) write a temporary file in the target's directory and
+  ``os.replace`` it onto the target, so a failure midway never leaves a truncated file.
+  An existing symlink at the target is replaced, never written through.
+
+No matplotlib or pandas here: figures and tables are duck-typed (``savefig``/``to_csv``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import stat
+import unicodedata
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from libra_opt.errors import InputError
+
+__all__ = [
+    "PLOT_SUFFIXES",
+    "CSV_SUFFIXES",
+    "MAX_SLUG_BYTES",
+    "safe_slug",
+    "confined_path",
+    "check_writable_output",
+    "check_output_dir",
+    "atomic_outputs",
+    "write_text_atomic",
+    "write_bytes_atomic",
+    "save_figure_atomic",
+    "write_csv_atomic",
+]
+
+PLOT_SUFFIXES = (".png", ".svg", ".pdf")
+"""File types a plot can be written as (matplotlib's format is taken from the suffix)."""
+CSV_SUFFIXES = (".csv",)
+"""File types a table can be written as."""
+MAX_SLUG_BYTES = 100
+"""Longest slug in UTF-8 bytes (file systems allow 255 per name; suffixes are added)."""
+
+_FALLBACK = "unnamed"
+_KEEP = "-_."
+
+
+def _err(message: str, flag: str | None) -> InputError:
+    return InputError(message, source="<cli>" if flag else None, field=flag)
+
+
+def safe_slug(name: object, *, max_bytes: int = MAX_SLUG_BYTES) -> str:
+    """A file-name part made from ``name`` that cannot name another directory.
+
+    Path components are split on ``/`` and ``\\``; empty, ``.`` and ``..`` components are
+    dropped and the rest joined with ``_``. Every character that is not a (unicode) letter,
+    digit, ``-``, ``_`` or ``.`` becomes ``_`` (spaces, ``:``, control characters), runs of
+    ``_`` collapse, leading and trailing dots, underscores and dashes are stripped, and the
+    result is cut to ``max_bytes`` UTF-8 bytes. An empty result is ``"unnamed"``.
+
+    Examples
+    --------
+    >>> safe_slug("gpt3_175b_4d")
+    'gpt3_175b_4d'
+    >>> safe_slug("../../escaped")
+    'escaped'
+    >>> safe_slug("/abs/path")
+    'abs_path'
+    >>> safe_slug("a/../b"), safe_slug("C:\\\\Windows\\\\x")
+    ('a_b', 'C_Windows_x')
+    >>> safe_slug(".."), safe_slug(""), safe_slug(".hidden"), safe_slug("-rf")
+    ('unnamed', 'unnamed', 'hidden', 'rf')
+    >>> safe_slug("bad\\nname\\x00"), safe_slug("GPT 3 (175B)")
+    ('bad_name', 'GPT_3_175B')
+    >>> safe_slug("模型-α")
+    '模型-α'
+    >>> len(safe_slug("x" * 1000))
+    100
+    """
+    text = unicodedata.normalize("NFC", str(name))
+    parts = [p for p in text.replace("\\", "/").split("/") if p not in ("", ".", "..")]
+    chars = [c if (c.isalnum() or c in _KEEP) else "_" for c in "_".join(parts)]
+    slug = "".join(chars)
+    while "__" in slug:
+        slug = slug.replace("__", "_")
+    slug = slug.strip("._-")
+    while len(slug.encode("utf-8")) > max_bytes:
+        slug = slug[:-1]
+    slug = slug.rstrip("._-")
+    return slug or _FALLBACK
+
+
+def confined_path(directory: str | os.PathLike[str], filename: str, *,
+                  flag: str | None = None) -> Path:
+    """``directory / filename``, after checking it resolves to a path inside ``directory``.
+
+    Symlinks are resolved for the check, so neither ``..``, an absolute ``filename`` nor a
+    symlink planted in ``directory`` can point the write elsewhere.
+
+    Raises
+    ------
+    InputError
+        When the path would lie outside ``directory`` (or be ``directory`` itself).
+
+    Examples
+    --------
+    >>> confined_path("out", "a.png").as_posix()
+    'out/a.png'
+    >>> confined_path("out", "../a.png", flag="--plot-dir")
+    Traceback (most recent call last):
+    ...
+    libra_opt.errors.InputError: <cli>: --plot-dir: file name '../a.png' would be written outside 'out'
+    """
+    base = Path(directory).resolve()
+    target = (base / filename).resolve()
+    if target == base or not target.is_relative_to(base):
+        raise _err(f"file name {filename!r} would be written outside {str(directory)!r}", flag)
+    return Path(directory) / filename
+
+
+def _first_existing(path: Path) -> Path:
+    """``path`` or its nearest existing ancestor (``lexists``: a dangling link counts)."""
+    p = path
+    while not os.path.lexists(p) and p.parent != p:
+        p = p.parent
+    return p
+
+
+def check_output_dir(directory: str | os.PathLike[str], flag: str) -> Path:
+    """Check, before any work, that ``directory`` is or can be made a writable directory.
+
+    Nothing is created here; the writers create missing directories.
+
+    Raises
+    ------
+    InputError
+        ``source="<cli>"``, ``field=flag``: an empty path, a path (or an ancestor) that is
+        a file, or an existing directory that cannot be written.
+    """
+    if not str(directory).strip():
+        raise _err("expected a directory, got an empty path", flag)
+    path = Path(directory)
+    existing = _first_existing(path)
+    if os.path.islink(existing) and not existing.exists():
+        raise _err(f"{str(existing)!r} is a dangling symbolic link", flag)
+    if existing.exists() and not existing.is_dir():
+        if existing == path:
+            raise _err(f"{str(directory)!r} is not a directory", flag)
+        raise _err(f"{str(directory)!r} cannot be created: {str(existing)!r} is not a "
+                   "directory", flag)
+    if existing.is_dir() and not os.access(existing, os.W_OK | os.X_OK):
+        raise _err(f"cannot write in {str(existing)!r} (permission denied)", flag)
+    return path
+
+
+def check_writable_output(path: str | os.PathLike[str], flag: str, suffixes: Sequence[str]) -> Path:
+    """Check, before any work, that ``path`` can be written as one of ``suffixes``.
+
+    The suffix must be supported (case-insensitive), ``path`` must not be a directory or
+    another non-regular file (a device, a FIFO), and its parent must be a directory or
+    creatable as one.
+
+    Raises
+    ------
+    InputError
+        ``source="<cli>"``, ``field=flag``, saying what is wrong.
+
+    Examples
+    --------
+    >>> check_writable_output("plot.xyz", "--plot", PLOT_SUFFIXES)
+    Traceback (most recent call last):
+    ...
+    libra_opt.errors.InputError: <cli>: --plot: unsupported file type '.xyz' in 'plot.xyz'; expected one of .png, .svg, .pdf
+    """
+    text = str(path)
+    if not text.strip():
+        raise _err("expected a file name, got an empty path", flag)
+    p = Path(path)
+    if text.endswith(("/", os.sep)) or p.is_dir():
+        raise _err(f"{text!r} is a directory; expected a file name", flag)
+    suffix = p.suffix.lower()
+    if suffix not in {s.lower() for s in suffixes}:
+        shown = repr(suffix) if suffix else "no file type"
+        raise _err(f"unsupported file type {shown} in {text!r}; expected one of "
+                   f"{', '.join(suffixes)}", flag)
+    if p.exists():
+        mode = p.stat().st_mode
+        if not stat.S_ISREG(mode):
+            raise _err(f"{text!r} exists and is not a regular file", flag)
+    check_output_dir(p.parent if str(p.parent) else ".", flag)
+    return p
+
+
+def _temp_name(target: Path) -> Path:
+    # Short, hidden, unique: the target's own name may already be near the 255-byte limit.
+    return target.parent / f".libra-opt-{secrets.token_hex(8)}.tmp"
+
+
+@contextlib.contextmanager
+def atomic_outputs(*paths: str | os.PathLike[str], flag: str | None = None) -> Iterator[tuple[Path, ...]]:
+    """Yield one temporary path per target; on success move each onto its target.
+
+    For writers owned elsewhere that take a path: write to the yielded paths inside the
+    ``with`` block. If the block raises, the temporary files are removed and no target is
+    touched. Missing parent directories are created. Temporary files are created empty
+    with the default permissions (umask), in the target's directory (same file system,
+    so ``os.replace`` is atomic).
+
+    Raises
+    ------
+    InputError
+        ``field=flag`` when a directory cannot be created or a file cannot be written.
+    """
+    targets = [Path(p) for p in paths]
+    temps: list[Path] = []
+    try:
+        for t in targets:
+            t.parent.mkdir(parents=True, exist_ok=True)
+            tmp = _temp_name(t)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            os.close(fd)
+            temps.append(tmp)
+        yield tuple(temps)
+        for tmp, t in zip(temps, targets, strict=True):
+            os.replace(tmp, t)
+    except OSError as exc:
+        raise _err(f"cannot write {str(exc.filename or '')!r}: {exc.strerror or exc}", flag) from None
+    finally:
+        for tmp in temps:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+
+def _write_with(path: str | os.PathLike[str], write: Callable[[Path], object],
+                flag: str | None) -> Path:
+    with atomic_outputs(path, flag=flag) as (tmp,):
+        write(tmp)
+    return Path(path)
+
+
+def write_text_atomic(path: str | os.PathLike[str], text: str, *, encoding: str = "utf-8",
+                      flag: str | None = None) -> Path:
+    """Write ``text`` to ``path`` atomically; returns ``path``."""
+    return _write_with(path, lambda t: t.write_text(text, encoding=encoding), flag)
+
+
+def write_bytes_atomic(path: str | os.PathLike[str], data: bytes, *,
+                       flag: str | None = None) -> Path:
+    """Write ``data`` to ``path`` atomically; returns ``path``."""
+    return _write_with(path, lambda t: t.write_bytes(data), flag)
+
+
+def save_figure_atomic(fig: Any, path: str | os.PathLike[str], *, flag: str | None = None,
+                       **savefig_kwargs: Any) -> Path:
+    """``fig.savefig`` to ``path`` atomically, in the format named by its suffix."""
+    fmt = Path(path).suffix.lower().lstrip(".") or None
+    return _write_with(path, lambda t: fig.savefig(t, format=fmt, **savefig_kwargs), flag)
+
+
+def write_csv_atomic(df: Any, path: str | os.PathLike[str], *, flag: str | None = None,
+                     **to_csv_kwargs: Any) -> Path:
+    """``df.to_csv`` to ``path`` atomically (``index=False`` unless given)."""
+    to_csv_kwargs.setdefault("index", False)
+    return _write_with(path, lambda t: df.to_csv(t, **to_csv_kwargs), flag)

@@ -1,0 +1,206 @@
+"""libra_opt.io.output: safe names, confinement, up-front checks and atomic writes."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+from libra_opt.errors import InputError
+from libra_opt.io.output import (
+    CSV_SUFFIXES,
+    MAX_SLUG_BYTES,
+    PLOT_SUFFIXES,
+    atomic_outputs,
+    check_output_dir,
+    check_writable_output,
+    confined_path,
+    safe_slug,
+    save_figure_atomic,
+    write_bytes_atomic,
+    write_csv_atomic,
+    write_text_atomic,
+)
+
+
+@pytest.mark.parametrize(
+    ("name", "slug"),
+    [
+        ("gpt3_175b_4d", "gpt3_175b_4d"),
+        ("../../escaped", "escaped"),
+        ("..\\..\\escaped", "escaped"),
+        ("/abs/path", "abs_path"),
+        ("/", "unnamed"),
+        ("..", "unnamed"),
+        (".", "unnamed"),
+        ("", "unnamed"),
+        ("   ", "unnamed"),
+        (".hidden", "hidden"),
+        ("-rf", "rf"),
+        ("a\x00b\nc\td\x1b", "a_b_c_d"),
+        ("C:\\Windows\\x", "C_Windows_x"),
+        ("名前/ü", "名前_ü"),
+        ("u\u0308", "ü"),  # NFC: one character
+    ],
+)
+def test_safe_slug(name, slug):
+    assert safe_slug(name) == slug
+
+
+@pytest.mark.parametrize("name", ["../../escaped", "/abs/path", "..", "", "a/b/../../..",
+                                  "\x00", "é" * 300, "x" * 1000, "../" * 50])
+def test_safe_slug_is_one_plain_component(name):
+    s = safe_slug(name)
+    assert s and "/" not in s and "\\" not in s and not s.startswith(".")
+    assert s not in (".", "..") and not os.path.isabs(s)
+    assert all(c.isprintable() for c in s)
+    assert len(s.encode("utf-8")) <= MAX_SLUG_BYTES
+    assert Path(s).name == s
+
+
+def test_confined_path(tmp_path):
+    assert confined_path(tmp_path, "a.png") == tmp_path / "a.png"
+    for bad in ("../a.png", "/etc/passwd", "..", ".", "sub/../../a"):
+        with pytest.raises(InputError) as exc:
+            confined_path(tmp_path, bad, flag="--plot-dir")
+        assert exc.value.field == "--plot-dir" and exc.value.source == "<cli>"
+
+
+def test_confined_path_refuses_a_planted_symlink(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "a.png").symlink_to(tmp_path / "victim")
+    with pytest.raises(InputError, match="outside"):
+        confined_path(out, "a.png")
+
+
+def test_check_writable_output(tmp_path):
+    (tmp_path / "d").mkdir()
+    (tmp_path / "f").write_text("x")
+    ok = tmp_path / "new" / "deeper" / "t.CSV"
+    assert check_writable_output(ok, "--csv", CSV_SUFFIXES) == ok
+    assert not (tmp_path / "new").exists()  # checking creates nothing
+    cases = {
+        str(tmp_path / "d"): "is a directory",
+        str(tmp_path / "x.xyz"): "unsupported file type '.xyz'",
+        str(tmp_path / "f" / "t.png"): "is not a directory",
+        "": "empty path",
+    }
+    for path, needle in cases.items():
+        with pytest.raises(InputError) as exc:
+            check_writable_output(path, "--plot", PLOT_SUFFIXES)
+        assert exc.value.field == "--plot" and needle in exc.value.message
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/null"), reason="needs /dev/null")
+def test_check_writable_output_refuses_devices():
+    with pytest.raises(InputError, match="not a regular file"):
+        check_writable_output("/dev/null", "--csv", ("",))
+
+
+def test_check_output_dir(tmp_path):
+    (tmp_path / "f").write_text("x")
+    assert check_output_dir(tmp_path / "new" / "dir", "--export") == tmp_path / "new" / "dir"
+    for bad in (tmp_path / "f", tmp_path / "f" / "sub"):
+        with pytest.raises(InputError, match="not a directory") as exc:
+            check_output_dir(bad, "--export")
+        assert exc.value.field == "--export"
+
+
+def test_atomic_writers_write_and_leave_no_temp(tmp_path):
+    write_text_atomic(tmp_path / "sub" / "a.txt", "hello")
+    write_bytes_atomic(tmp_path / "b.bin", b"\x00\x01")
+    assert (tmp_path / "sub" / "a.txt").read_text() == "hello"
+    assert (tmp_path / "b.bin").read_bytes() == b"\x00\x01"
+    assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == ["a.txt", "b.bin"]
+
+
+def test_new_files_get_the_usual_permissions(tmp_path):
+    old = os.umask(0o022)
+    try:
+        path = write_text_atomic(tmp_path / "a.txt", "x")
+    finally:
+        os.umask(old)
+    assert path.stat().st_mode & 0o777 == 0o644
+
+
+class _Fig:
+    def __init__(self, fail=False):
+        self.fail, self.calls = fail, []
+
+    def savefig(self, path, format=None, **kwargs):
+        self.calls.append((Path(path), format, kwargs))
+        with open(path, "wb") as fh:
+            fh.write(b"partial")
+            if self.fail:
+                raise RuntimeError("renderer crashed")
+            fh.write(b" and complete")
+
+
+class _Frame:
+    def __init__(self, fail=False):
+        self.fail = fail
+
+    def to_csv(self, path, index=True):
+        with open(path, "w") as fh:
+            fh.write("a,b\n")
+            if self.fail:
+                raise OSError(28, "No space left on device", str(path))
+            fh.write(f"1,{index}\n")
+
+
+def test_save_figure_atomic_uses_the_final_suffix(tmp_path):
+    fig = _Fig()
+    save_figure_atomic(fig, tmp_path / "p.SVG", dpi=130)
+    (tmp_path_written, fmt, kwargs), = fig.calls
+    assert fmt == "svg" and kwargs == {"dpi": 130}
+    assert tmp_path_written.parent == tmp_path and tmp_path_written.name != "p.SVG"
+    assert (tmp_path / "p.SVG").read_bytes() == b"partial and complete"
+    assert [p.name for p in tmp_path.iterdir()] == ["p.SVG"]
+
+
+def test_write_csv_atomic(tmp_path):
+    write_csv_atomic(_Frame(), tmp_path / "t.csv")
+    assert (tmp_path / "t.csv").read_text() == "a,b\n1,False\n"
+
+
+@pytest.mark.parametrize("existing", [None, b"old complete contents"])
+def test_a_writer_failing_midway_leaves_no_truncated_target(tmp_path, existing):
+    fig_path, csv_path = tmp_path / "p.png", tmp_path / "t.csv"
+    if existing is not None:
+        fig_path.write_bytes(existing)
+        csv_path.write_bytes(existing)
+    with pytest.raises(RuntimeError, match="renderer crashed"):
+        save_figure_atomic(_Fig(fail=True), fig_path)
+    with pytest.raises(InputError, match="No space left") as exc:
+        write_csv_atomic(_Frame(fail=True), csv_path, flag="--csv")
+    assert exc.value.field == "--csv"
+    names = sorted(p.name for p in tmp_path.iterdir())
+    if existing is None:
+        assert names == []
+    else:
+        assert names == ["p.png", "t.csv"]
+        assert fig_path.read_bytes() == existing and csv_path.read_bytes() == existing
+
+
+def test_atomic_outputs_moves_all_or_nothing(tmp_path):
+    a, b = tmp_path / "w.txt", tmp_path / "c.yml"
+    with pytest.raises(ValueError):
+        with atomic_outputs(a, b) as (ta, tb):
+            ta.write_text("one")
+            raise ValueError("second writer failed")
+    assert list(tmp_path.iterdir()) == []
+    with atomic_outputs(a, b) as (ta, tb):
+        ta.write_text("one")
+        tb.write_text("two")
+    assert a.read_text() == "one" and b.read_text() == "two"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.yml", "w.txt"]
+
+
+def test_a_symlink_target_is_replaced_not_written_through(tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep")
+    link = tmp_path / "out.txt"
+    link.symlink_to(victim)
+    write_text_atomic(link, "new")
+    assert victim.read_text() == "keep"
+    assert not link.is_symlink() and link.read_text() == "new"
