@@ -13,7 +13,12 @@ Usage::
     python benchmarks/rail_only.py --out out/
 
 Writes ``rail_only_cost_power.csv``, ``rail_only_moe_overhead.csv``,
-``rail_only_gpt_step.csv`` and ``rail_only.png`` into ``--out``.
+``rail_only_gpt_step.csv`` and ``rail_only.png`` into ``--out``, and the savings map:
+``rail_only_savings.csv`` and ``rail_only_savings.png`` — network cost, power and step-time
+change of rail-only against the fat-tree at equal bandwidth (the GPT-3-like MoE step) over
+GPUs 2,048-32,768, HB domains 8-256 and radix 32, 64 and 128, through
+:func:`libra_opt.explore.compare.compare_fabrics` (so any change of the pricing model is
+picked up), printing the grid points where rail-only saves nothing or costs more.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from libra_opt.cost.prices import cost_coefficients
+from libra_opt.errors import InputError
 from libra_opt.explore.compare import compare_fabrics
 from libra_opt.fabric.builders import rail_only, rail_optimized_fat_tree
 from libra_opt.fabric.inventory import dimension_inventory
@@ -34,6 +40,8 @@ from libra_opt.io.presets import load_catalog
 from libra_opt.traffic.rail import forwarding_overhead
 from libra_opt.traffic.workload import Collective, Layer, Phase, Workload
 
+SAVINGS_NPUS = (2048, 4096, 8192, 16384, 32768)
+SAVINGS_RADIX = (32, 64, 128)
 PAPER = {"cost_pct": (38.0, 77.0), "power_pct": (37.0, 75.0), "moe_pct": (8.2, 11.2)}
 N_NPUS = (4096, 8192, 16384, 32768)
 HB_DOMAINS = (8, 16, 32, 64, 128, 256)
@@ -123,6 +131,118 @@ def gpt_step(cost_model, radix: int, bw_hb: float, bw_so: float) -> pd.DataFrame
     return pd.concat(frames, ignore_index=True)
 
 
+def savings_grid(cost_model, bw_hb: float, bw_so: float) -> pd.DataFrame:
+    """Rail-only vs fat-tree at equal bandwidth over (radix, GPUs, HB domain).
+
+    Cost and power reductions are of the whole network (HB domain, NICs and scale-out) and
+    of the scale-out alone; the step-time change is that of the MoE GPT-3-like step
+    (cross-rail all-to-all forwarded through the HB domain). Everything comes from
+    :func:`compare_fabrics`, so the pricing is whatever :mod:`libra_opt.cost` does today.
+    """
+    rows = []
+    for radix in SAVINGS_RADIX:
+        for n in SAVINGS_NPUS:
+            for h in HB_DOMAINS:
+                try:
+                    fabrics = {"fat_tree": rail_optimized_fat_tree(n, h, radix),
+                               "rail_only": rail_only(n, h, radix)}
+                except InputError:  # a Clos deeper than 3 tiers is not modelled
+                    rows.append({"radix": radix, "n_npus": n, "hb_domain": h})
+                    continue
+                df = compare_fabrics(gpt_workload(n, h, True), fabrics, cost_model=cost_model,
+                                     bw_gbps=[bw_hb, bw_so], modes=["equal_bw"],
+                                     collective_model="sequential").set_index("fabric")
+                ft, ro = df.loc["fat_tree"], df.loc["rail_only"]
+                so_red = 100 * (1 - ro.scaleout_cost_usd / ft.scaleout_cost_usd)
+                rows.append({
+                    "radix": radix, "n_npus": n, "hb_domain": h,
+                    "fat_tiers": int(ft.scaleout_tiers), "rail_tiers": int(ro.scaleout_tiers),
+                    "fat_scaleout_switches": int(ft.scaleout_switches),
+                    "rail_scaleout_switches": int(ro.scaleout_switches),
+                    "cost_reduction_pct": float(ro.cost_reduction_pct),
+                    "scaleout_cost_reduction_pct": float(so_red),
+                    "power_reduction_pct": float(ro.power_reduction_pct),
+                    "step_time_change_pct": float(ro.step_time_change_pct),
+                })
+    out = pd.DataFrame(rows)
+    num = [c for c in out.select_dtypes("number").columns if c.endswith("_pct")]
+    out[num] = out[num].mask(out[num].abs() < 1e-9, 0.0)  # round-off of equal costs
+    for c in ("fat_tiers", "rail_tiers", "fat_scaleout_switches", "rail_scaleout_switches"):
+        out[c] = out[c].astype("Int64")
+    return out
+
+
+SAVINGS_METRICS = (("cost_reduction_pct", "network cost reduction (%)"),
+                   ("power_reduction_pct", "network power reduction (%)"),
+                   ("step_time_change_pct", "MoE step-time change (%)"))
+
+
+def plot_savings(sav: pd.DataFrame, path: Path) -> None:
+    """Heatmaps: one row per metric, one column per radix; HB domain x GPUs."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(len(SAVINGS_METRICS), len(SAVINGS_RADIX),
+                             figsize=(4.6 * len(SAVINGS_RADIX), 3.6 * len(SAVINGS_METRICS)),
+                             squeeze=False)
+    for i, (col, title) in enumerate(SAVINGS_METRICS):
+        lim = max(float(np.nanmax(sav[col].abs().to_numpy())), 1e-9)
+        for j, radix in enumerate(SAVINGS_RADIX):
+            ax = axes[i][j]
+            table = sav[sav.radix == radix].pivot(index="hb_domain", columns="n_npus", values=col)
+            im = ax.imshow(table.to_numpy(), cmap="RdBu" if col != "step_time_change_pct"
+                           else "RdBu_r", vmin=-lim, vmax=lim, aspect="auto", origin="lower")
+            for (r, c), v in np.ndenumerate(table.to_numpy()):
+                if not np.isfinite(v):
+                    ax.text(c, r, "n/a", ha="center", va="center", fontsize=6, color="grey")
+                    continue
+                ax.text(c, r, f"{v:.0f}" if abs(v) >= 1 or v == 0 else f"{v:.1f}",
+                        ha="center", va="center", fontsize=7,
+                        color="white" if abs(v) > 0.6 * lim else "black")
+            ax.set_xticks(range(table.shape[1]), [f"{c // 1024}k" for c in table.columns])
+            ax.set_yticks(range(table.shape[0]), table.index)
+            ax.set_xlabel("GPUs")
+            ax.set_ylabel("HB domain (GPUs)")
+            ax.set_title(f"{title}, radix {radix}", fontsize=9)
+            fig.colorbar(im, ax=ax, shrink=0.8)
+    fig.suptitle("Rail-only vs rail-optimized fat-tree at equal bandwidth "
+                 "(cost/power: > 0 saves; step time: > 0 slower)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def print_savings(sav: pd.DataFrame) -> None:
+    print("\nSavings map (rail_only_savings.csv / .png): rail-only vs fat-tree at equal bandwidth")
+    for radix, sub in sav.groupby("radix"):
+        print(f"  radix {radix:3d}: network cost {_range(sub.cost_reduction_pct)} %, "
+              f"power {_range(sub.power_reduction_pct)} %, "
+              f"MoE step time {_range(sub.step_time_change_pct)} %")
+    cols = ["radix", "n_npus", "hb_domain", "fat_tiers", "rail_tiers", "fat_scaleout_switches",
+            "rail_scaleout_switches", "cost_reduction_pct", "scaleout_cost_reduction_pct",
+            "power_reduction_pct"]
+    for what, sel in (("0 %", sav.cost_reduction_pct == 0),
+                      ("negative", sav.cost_reduction_pct < 0)):
+        print(f"\n  {int(sel.sum())} of {len(sav)} points where the network-cost saving is {what}"
+              + (":" if sel.any() else ""))
+        if sel.any():
+            with pd.option_context("display.width", 200, "display.float_format", "{:.2f}".format):
+                print(sav.loc[sel, cols].to_string(index=False))
+    bad_power = sav[sav.power_reduction_pct <= 0]
+    print(f"\n  {len(bad_power)} points where the power saving is 0 % or negative "
+          f"({int((bad_power.power_reduction_pct < 0).sum())} negative)")
+    skipped = sav[sav.cost_reduction_pct.isna()]
+    if len(skipped):
+        print(f"  {len(skipped)} points skipped: the fat-tree would need more than 3 tiers "
+              f"(radix {', '.join(str(r) for r in sorted(set(skipped.radix)))}, "
+              f"{', '.join(f'{n:,}' for n in sorted(set(skipped.n_npus)))} GPUs)")
+    same = sav[sav.fat_tiers == sav.rail_tiers]
+    print(f"  {len(same)} points where both fabrics have the same number of scale-out tiers "
+          "(a tier step not crossed)")
+
+
 def plot(grid: pd.DataFrame, moe: pd.DataFrame, path: Path) -> None:
     import matplotlib
 
@@ -196,6 +316,9 @@ def main(argv=None) -> int:
     moe.to_csv(out / "rail_only_moe_overhead.csv", index=False)
     gpt.to_csv(out / "rail_only_gpt_step.csv", index=False)
     plot(grid, moe, out / "rail_only.png")
+    sav = savings_grid(cm, args.bw_hb_gbps, args.bw_scaleout_gbps)
+    sav.to_csv(out / "rail_only_savings.csv", index=False)
+    plot_savings(sav, out / "rail_only_savings.png")
 
     print(f"Prices ({cat.name}, $ and W per GB/s; 1 GB/s = 8 Gb/s):")
     for tier in ("ScaleOut", "ScaleUp"):
@@ -231,7 +354,8 @@ def main(argv=None) -> int:
                                         "cost_reduction_pct"]]
     with pd.option_context("display.width", 200, "display.float_format", "{:.3g}".format):
         print(sub.to_string(index=False))
-    print(f"\nwrote {out}/rail_only_*.csv and rail_only.png in {time.perf_counter() - t0:.1f} s")
+    print_savings(sav)
+    print(f"\nwrote {out}/rail_only_*.csv, rail_only.png and rail_only_savings.png in {time.perf_counter() - t0:.1f} s")
     assert np.isfinite(grid.select_dtypes("number").to_numpy()).all()
     return 0
 

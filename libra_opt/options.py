@@ -20,6 +20,8 @@ __all__ = [
     "TOPOLOGIES",
     "SwitchScope",
     "SWITCH_SCOPES",
+    "SwitchPricing",
+    "SWITCH_PRICINGS",
     "CollectiveKind",
     "COLLECTIVE_KINDS",
     "PhaseName",
@@ -51,6 +53,11 @@ TOPOLOGIES: tuple[Topology, ...] = get_args(Topology)
 #: What one switch network of a dimension spans: its whole block (fat-tree) or one rail.
 SwitchScope = Literal["block", "rail"]
 SWITCH_SCOPES: tuple[SwitchScope, ...] = get_args(SwitchScope)
+
+#: How a switch network with a radix is priced: whole switches (``switches x radix`` ports
+#: bought, what a buyer pays) or only the ports in use (a shared chassis).
+SwitchPricing = Literal["whole_switch", "used_ports"]
+SWITCH_PRICINGS: tuple[SwitchPricing, ...] = get_args(SwitchPricing)
 
 #: Collective operations (``p2p``: a pipeline send/receive).
 CollectiveKind = Literal["all_reduce", "reduce_scatter", "all_gather", "all_to_all", "p2p"]
@@ -91,13 +98,16 @@ FABRIC_FAMILIES: tuple[FabricFamily, ...] = get_args(FabricFamily)
 Component = Literal["link", "switch", "nic"]
 COMPONENTS: tuple[Component, ...] = get_args(Component)
 
-#: Components a tier may price: the three columns plus ``transceiver`` (optics, folded into
-#: the ``link`` column).
-PricedComponent = Literal["link", "switch", "nic", "transceiver"]
+#: Components a tier may price: the three columns plus ``transceiver`` (optics at both ends
+#: of an optical cable) and ``copper`` (a copper cable, e.g. a DAC, replacing the ``link``
+#: price and both transceivers on the copper cable levels of a switch network), both folded
+#: into the ``link`` column.
+PricedComponent = Literal["link", "switch", "nic", "transceiver", "copper"]
 PRICED_COMPONENTS: tuple[PricedComponent, ...] = get_args(PricedComponent)
 
-#: How ``compare`` equalizes fabrics: the same bandwidth, or the same network budget.
-CompareMode = Literal["equal_bw", "equal_budget"]
+#: How ``compare`` equalizes fabrics: the same bandwidth; the same scale-out budget with the
+#: HB domain held fixed; the same total budget, HB and scale-out re-optimized together.
+CompareMode = Literal["equal_bw", "equal_budget", "equal_budget_joint"]
 COMPARE_MODES: tuple[CompareMode, ...] = get_args(CompareMode)
 
 

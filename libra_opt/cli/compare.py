@@ -6,9 +6,13 @@ by ``parser.add_subparsers``); it sets ``func`` like the other sub-commands, so 
 :func:`main` runs it on its own with the same exit codes.
 
 The fabrics are derived from the scenario's fabric, keeping its dimensions (so the
-workloads' group spans fit all of them): ``multi_dim`` is the scenario's fabric as given,
-``fat_tree`` turns its outermost dimension into a full-bisection Clos of radix ``--radix``
-over all NPUs, ``rail_only`` into one Clos per rail (:func:`libra_opt.fabric.builders.as_family`).
+workloads' group spans fit all of them; :func:`libra_opt.fabric.builders.as_family`):
+``fat_tree`` turns its outermost dimension into a full-bisection Clos over all NPUs,
+``rail_only`` into one Clos per rail, ``multi_dim`` removes every radix and rail scope
+(LIBRA's ideal switches). The Clos radix is ``--radix``, default the scenario's own
+scale-out ``switch_radix`` (64 when it has none; the footer says so). The scenario's own
+fabric is one more row, labelled ``scenario (<family>)``; when it equals one of the
+requested families it takes that row's place instead of repeating it.
 """
 
 from __future__ import annotations
@@ -35,13 +39,19 @@ def register(subparsers) -> argparse.ArgumentParser:
     p.add_argument("scenario", help="scenario YAML file")
     p.add_argument("--fabrics", default="fat_tree,rail_only,multi_dim",
                    help="comma-separated subset of fat_tree, rail_only, multi_dim")
-    p.add_argument("--radix", type=int, default=64, help="scale-out switch radix (default 64)")
+    p.add_argument("--radix", type=int, default=None,
+                   help="scale-out switch radix of the fat_tree and rail_only rows (default: "
+                   "the scenario's scale-out switch_radix, else 64)")
     p.add_argument("--catalog", help="price catalog name or YAML path (default: the "
                    "scenario's cost model)")
     p.add_argument("--bw", help="equal-bandwidth allocation in GB/s per dimension, e.g. "
                    "450,50 (default: the scenario's optimum)")
-    p.add_argument("--budget-usd", type=float, help="equal-budget network budget in $ "
-                   "(default: the fat-tree's cost at equal bandwidth)")
+    p.add_argument("--budget-usd", type=float, help="total network budget in $ of the "
+                   "equal_budget_joint rows (default: the baseline's cost at equal bandwidth); "
+                   "the equal_budget rows get it minus the baseline's HB cost for the scale-out")
+    p.add_argument("--scaleout-budget-usd", type=float, help="scale-out budget in $ of the "
+                   "equal_budget rows, HB bandwidth held (default: the baseline's scale-out "
+                   "cost at equal bandwidth)")
     p.add_argument("--traffic-model", choices=TRAFFIC_MODELS, default="native",
                    help="routing-aware traffic (default) or LIBRA's hierarchical model")
     p.add_argument("--csv", help="write the table as CSV (.csv)")
@@ -82,10 +92,10 @@ def _check_radix(radix: int) -> None:
                          source="<cli>", field="--radix")
 
 
-def _check_budget(budget: float | None) -> None:
+def _check_budget(budget: float | None, flag: str = "--budget-usd") -> None:
     if budget is not None and not (math.isfinite(budget) and budget > 0):
         raise InputError(f"budget {budget!r} $ must be a finite number > 0", source="<cli>",
-                         field="--budget-usd")
+                         field=flag)
 
 
 def _check_outputs(args: argparse.Namespace) -> None:
@@ -97,12 +107,29 @@ def _check_outputs(args: argparse.Namespace) -> None:
         check_writable_output(args.plot, "--plot", PLOT_SUFFIXES)
 
 
+def _fabrics(scen_fabric, names: list[str], radix: int) -> dict:
+    """Label -> fabric: the requested families, and the scenario's own fabric once."""
+    from libra_opt.fabric.builders import as_family, fabric_family
+
+    own = f"scenario ({fabric_family(scen_fabric)})"
+    fabrics = {}
+    for n in names:
+        try:
+            f = as_family(scen_fabric, n, radix)
+        except InputError as exc:
+            if "switch_radix" not in (exc.field or ""):
+                raise
+            raise InputError(exc.message, source="<cli>", field="--radix") from None
+        fabrics[own if f == scen_fabric else n] = f
+    fabrics.setdefault(own, scen_fabric)
+    return fabrics
+
+
 def run(args: argparse.Namespace) -> int:
     """Execute ``compare`` for parsed ``args``; prints the table and returns 0."""
     import pandas as pd
 
     from libra_opt.explore.compare import compare_fabrics
-    from libra_opt.fabric.builders import as_family
     from libra_opt.io import load_scenario
     from libra_opt.io.output import save_figure_atomic, write_csv_atomic
     from libra_opt.io.presets import catalog_cost_model
@@ -112,9 +139,10 @@ def run(args: argparse.Namespace) -> int:
     # The command line first (outputs, flags), then the scenario, then the work.
     _check_outputs(args)
     names = _fabric_names(args.fabrics)
-    if set(names) - {"multi_dim"}:
+    if args.radix is not None and set(names) - {"multi_dim"}:
         _check_radix(args.radix)
     _check_budget(args.budget_usd)
+    _check_budget(getattr(args, "scaleout_budget_usd", None), "--scaleout-budget-usd")
     bw = _floats(args.bw, "--bw") if args.bw is not None else None
     scen = load_scenario(args.scenario)
     if args.catalog:
@@ -124,41 +152,43 @@ def run(args: argparse.Namespace) -> int:
             bw = check_bandwidth(scen.fabric, bw, field="--bw").tolist()
         except InputError as exc:
             raise InputError(exc.message, source="<cli>", field="--bw") from None
-    fabrics = {}
-    for n in names:
-        if n == "multi_dim":
-            fabrics[n] = scen.fabric
-            continue
-        try:
-            fabrics[n] = as_family(scen.fabric, n, args.radix)
-        except InputError as exc:
-            if "switch_radix" not in (exc.field or ""):
-                raise
-            raise InputError(exc.message, source="<cli>", field="--radix") from None
+    radix, radix_note = args.radix, "--radix"
+    if radix is None:
+        radix = scen.fabric.dims[-1].switch_radix
+        radix_note = "the scenario's"
+        if radix is None:
+            radix, radix_note = 64, "the default: the scenario's scale-out has no switch_radix"
+    fabrics = _fabrics(scen.fabric, names, radix)
     df = compare_fabrics(scen, fabrics, bw_gbps=bw, budget_usd=args.budget_usd,
+                         scaleout_budget_usd=getattr(args, "scaleout_budget_usd", None),
                          traffic_model=args.traffic_model)
-    cols = ["mode", "fabric", "bw_gbps", "step_time_s", "network_cost_usd", "network_power_w",
-            "scaleout_tiers", "cost_reduction_pct", "power_reduction_pct",
-            "step_time_change_pct"]
+    cols = ["mode", "fabric", "bw_gbps", "step_time_s", "network_cost_usd", "scaleout_cost_usd",
+            "network_power_w", "scaleout_tiers", "hb_switches", "scaleout_switches",
+            "cost_reduction_pct", "power_reduction_pct", "step_time_change_pct"]
     cols = [c for c in cols if c in df and df[c].notna().any()]
     shown = df[cols].copy()
     if "bw_gbps" in shown:  # GB/s per NPU, one decimal, in fabric order
         shown["bw_gbps"] = [" / ".join(f"{b:.1f}" for b in bw) for bw in shown["bw_gbps"]]
-    with pd.option_context("display.width", 200, "display.max_columns", 20,
+    with pd.option_context("display.width", 250, "display.max_columns", 20,
                            "display.float_format", "{:.4g}".format):
         print(shown.to_string(index=False))
-    print(f"baseline: {df.attrs['baseline']}; equal budget: {df.attrs['budget_usd']:.6g} $; "
-          f"traffic model: {df.attrs['traffic_model']}")
+    hb = " / ".join(f"{b:.1f}" for b in df.attrs["hb_gbps"])
+    print(f"baseline: {df.attrs['baseline']}; equal_budget: {df.attrs['scaleout_budget_usd']:.6g} $ "
+          f"scale-out, HB held at its equal_bw bandwidth ({hb} GB/s for the baseline); "
+          f"equal_budget_joint: {df.attrs['budget_usd']:.6g} $ total; budget rows keep the "
+          f"scenario's constraints; traffic model: {df.attrs['traffic_model']}")
+    print(f"scale-out switch radix {radix} ({radix_note})")
     if args.csv is not None:
         write_csv_atomic(df, args.csv, index=False, flag="--csv")
     if args.plot is not None:
         plt = pyplot()
 
-        fig, axes = plt.subplots(1, 2, figsize=(12, 4))
+        shown_modes = list(dict.fromkeys(df["mode"]))
+        fig, axes = plt.subplots(1, len(shown_modes), figsize=(6 * len(shown_modes), 4),
+                                 squeeze=False)
         try:
-            plot_comparison(df, axes[0], mode="equal_bw")
-            if (df["mode"] == "equal_budget").any():
-                plot_comparison(df, axes[1], mode="equal_budget")
+            for ax, m in zip(axes[0], shown_modes, strict=True):
+                plot_comparison(df, ax, mode=m)
             fig.tight_layout()
             save_figure_atomic(fig, args.plot, dpi=130, flag="--plot")
         finally:

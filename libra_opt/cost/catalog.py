@@ -7,7 +7,9 @@ A catalog is a mapping (read by :func:`libra_opt.io.presets.load_catalog` from
   device (``price_usd``, ``power_w`` and ``ports`` x ``port_gbps`` for switches and NICs,
   ``gbps`` for transceivers and links) or direct ``usd_per_gbps`` / ``w_per_gbps``, and a
   ``source`` and ``date`` for its numbers;
-* ``tiers``: cost tier -> component (``link``, ``switch``, ``nic``, ``transceiver``) -> part.
+* ``tiers``: cost tier -> component (``link``, ``switch``, ``nic``, ``transceiver``,
+  ``copper``) -> part. ``copper`` names a ``link`` part (a copper cable such as a DAC),
+  used on the copper cable levels of a switch dimension (``copper_levels``).
 
 Presets: ``libra_ispass24`` (LIBRA's example $ per GB/s, no power) and ``current_2025``
 (InfiniBand and Ethernet switches by radix and port speed, NICs, optics and copper, an
@@ -36,6 +38,8 @@ from libra_opt.options import PRICED_COMPONENTS
 __all__ = ["PART_KINDS", "Part", "Catalog", "catalog_from_dict"]
 
 PART_KINDS: tuple[str, ...] = ("switch", "nic", "transceiver", "link")
+# Part kind a tier component must name when it differs from the component's name.
+_PART_KIND_OF = {"copper": "link"}
 _PART_KEYS = {"kind", "model", "ports", "port_gbps", "gbps", "price_usd", "power_w",
               "usd_per_gbps", "w_per_gbps", "source", "date"}
 
@@ -272,8 +276,9 @@ def catalog_from_dict(
             if not isinstance(part, str) or part not in parts:
                 raise InputError(f"part {short_repr(part, 80)} is not in the catalog's parts", source=source,
                                  field=f"{fld}.{comp}")
-            if parts[part].kind != comp:
-                raise InputError(f"part {part!r} is a {parts[part].kind}, not a {comp}",
+            want = _PART_KIND_OF.get(comp, comp)
+            if parts[part].kind != want:
+                raise InputError(f"part {part!r} is a {parts[part].kind}, not a {want}",
                                  source=source, field=f"{fld}.{comp}")
         tiers[str(tier)] = MappingProxyType(dict(comps))
     return Catalog(str(doc.get("name", name)), str(doc.get("description", "")),

@@ -4,8 +4,15 @@ For every topology the link, switch-port and NIC bandwidth bought is linear in t
 per-NPU bandwidth ``B_d`` (the counts of :func:`libra_opt.fabric.inventory.dimension_inventory`:
 LIBRA's building blocks [1]_, or a folded Clos per switch block when a radix is given), so
 network cost is ``C(B) = sum_d kappa_d B_d`` and power ``P(B) = sum_d pi_d B_d``. A tier may
-price ``transceiver`` (optics: one transceiver at each end of every link); their cost and
-power are added to the ``link`` column of :class:`CostCoefficients`.
+price ``transceiver`` (optics: one transceiver at each end of every optical cable) and
+``copper`` (a copper cable, used on a switch dimension's lowest ``copper_levels`` cable
+levels instead of the ``link`` part and its two transceivers); their cost and power are
+added to the ``link`` column of :class:`CostCoefficients`.
+
+A switch network with a radix is priced by whole switches by default: the switch column
+buys ``switches x radix`` ports of ``B_d`` (the switch count does not depend on ``B_d``,
+so this stays linear), cost and power alike; ``switch_pricing="used_ports"`` charges only
+the ``(2t - 1) N`` ports in use (:class:`libra_opt.fabric.dims.Dim`).
 
 References
 ----------
@@ -72,7 +79,8 @@ class TierPrices:
     tier : str
         Tier name (``InterPod`` etc.).
     usd_per_gbps : mapping
-        Component (``link``, ``switch``, ``nic``, optionally ``transceiver``) -> $ per GB/s.
+        Component (``link``, ``switch``, ``nic``, optionally ``transceiver`` and ``copper``)
+        -> $ per GB/s.
     w_per_gbps : mapping, optional
         Component -> W per GB/s. ``None`` when power is not modelled.
     """
@@ -170,17 +178,20 @@ def cost_coefficients(fabric: Fabric, cost_model: CostModel) -> CostCoefficients
 
     Notes
     -----
-    ``kappa_d = l_d p_link + s_d p_switch + c_d p_nic + o_d p_transceiver`` with ``l_d``,
-    ``s_d``, ``c_d``, ``o_d`` the link, switch-port, NIC-port and transceiver GB/s bought per
-    GB/s of ``B_d`` (:func:`dimension_inventory`); the same with W for ``pi_d``.
-    ``transceiver`` is optional (absent = copper, no optics) and is reported in the ``link``
-    column.
+    ``kappa_d = l_d p_link + u_d p_copper + s_d p_switch + c_d p_nic + o_d p_transceiver``
+    with ``l_d``, ``u_d``, ``s_d``, ``c_d``, ``o_d`` the optical link, copper link, switch-port
+    (bought under ``whole_switch`` pricing, in use under ``used_ports``), NIC-port and
+    transceiver GB/s per GB/s of ``B_d`` (:func:`dimension_inventory`); the same with W for
+    ``pi_d``. ``transceiver`` is optional (absent = the ``link`` part is a passive cable, no
+    optics); ``copper`` is needed only by dimensions with ``copper_levels``; both are
+    reported in the ``link`` column.
 
     Raises
     ------
     InputError
         If a dimension's tier is missing from the cost model, or lacks a component its
-        topology needs (ring/fully-connected: link; switch: link, switch, nic).
+        topology needs (ring/fully-connected: link; switch: link, switch, nic; copper
+        cable levels: copper).
 
     Examples
     --------
@@ -203,8 +214,8 @@ def cost_coefficients(fabric: Fabric, cost_model: CostModel) -> CostCoefficients
         prices = cost_model.tiers[dim.tier]
         inv = dimension_inventory(fabric, d)
         amounts = {
-            "link": inv.link_gbps_per_gbps,
-            "switch": float(inv.switch_ports),
+            "link": inv.optical_gbps_per_gbps,
+            "switch": float(inv.switch_ports_priced),
             "nic": float(inv.nics),
         }
         for c, comp in enumerate(COMPONENTS):
@@ -238,6 +249,24 @@ def cost_coefficients(fabric: Fabric, cost_model: CostModel) -> CostCoefficients
                         field=f"power_model.{dim.tier}",
                     )
                 power[d, 0] += optics * prices.w_per_gbps["transceiver"]
+        if inv.copper_cables:
+            if "copper" not in prices.usd_per_gbps:
+                raise InputError(
+                    f"dimension {dim.name!r} has {dim.copper_levels} copper cable level(s) but "
+                    f"tier {dim.tier!r} has no copper price ($ per GB/s of a copper cable)",
+                    field=f"cost_model.{dim.tier}",
+                )
+            copper = inv.copper_gbps_per_gbps
+            usd[d, 0] += copper * prices.usd_per_gbps["copper"]
+            if power is not None:
+                assert prices.w_per_gbps is not None
+                if "copper" not in prices.w_per_gbps:
+                    raise InputError(
+                        f"dimension {dim.name!r} has copper cables but tier {dim.tier!r} has "
+                        "no copper power entry (W per GB/s; write 0 if it draws none)",
+                        field=f"power_model.{dim.tier}",
+                    )
+                power[d, 0] += copper * prices.w_per_gbps["copper"]
     return CostCoefficients(usd, power)
 
 

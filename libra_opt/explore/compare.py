@@ -1,12 +1,20 @@
 """Compare fabrics on the same workloads: step time, network cost, power and TCO.
 
-:func:`compare_fabrics` evaluates every fabric twice:
+:func:`compare_fabrics` evaluates every fabric in up to three modes:
 
 * ``equal_bw`` — at the same per-NPU bandwidth vector (the design question "what does the
   same bandwidth cost on each fabric, and does it run as fast?");
-* ``equal_budget`` — each fabric gets its optimal allocation under the same network budget
-  (default: the baseline's cost at equal bandwidth), so a cheaper fabric turns its savings
-  into bandwidth.
+* ``equal_budget`` — the HB domain (every dimension but the outermost) held at its
+  equal-bandwidth value, and the scale-out dimension given the most bandwidth the same
+  *scale-out* budget buys (default: the baseline's scale-out cost at equal bandwidth) within
+  the constraints: a cheaper scale-out fabric turns its savings into scale-out bandwidth,
+  nothing else changes (step time never grows with bandwidth, so this is the optimum);
+* ``equal_budget_joint`` — the joint re-optimization of every dimension under the same
+  *total* network budget (default: the baseline's total cost at equal bandwidth), so money
+  may move between the HB domain and the scale-out.
+
+Both budget modes stay inside the scenario's own linear constraints (bounds) and power cap;
+the compare budget replaces the scenario's budget cap.
 
 Step times use the routing-aware traffic of :mod:`libra_opt.traffic.rail` by default (a fat-tree
 serves all-to-all directly, a Rail-only fabric forwards cross-rail bytes through the HB
@@ -26,16 +34,17 @@ import numpy.typing as npt
 
 from libra_opt.cost.prices import CostModel, cost_coefficients
 from libra_opt.cost.tco import TcoModel, cluster_rate_coefficients
-from libra_opt.errors import InputError
+from libra_opt.errors import InfeasibleDesignError, InputError
 from libra_opt.fabric.builders import fabric_family
 from libra_opt.fabric.dims import Fabric
 from libra_opt.fabric.inventory import dimension_inventory
+from libra_opt.optimize.feasibility import lp_extreme
 from libra_opt.optimize.problem import solve
 from libra_opt.optimize.terms import aggregate_terms, native_terms
 from libra_opt.options import COMPARE_MODES as MODES
 from libra_opt.options import TRAFFIC_MODELS, CollectiveModel, TrafficModel, TrainingLoop
 from libra_opt.scenario.constraints import LinearConstraint
-from libra_opt.scenario.scenario import Scenario
+from libra_opt.scenario.scenario import Scenario, scenario_rows
 from libra_opt.traffic.step_time import check_bandwidth, step_time
 from libra_opt.traffic.workload import Workload, check_on_fabric
 
@@ -62,21 +71,39 @@ def budget_optimum(
     collective_model: CollectiveModel = "pipelined",
     training_loop: TrainingLoop = "no_overlap",
     traffic_model: TrafficModel = "native",
+    cost_model: CostModel | None = None,
+    constraints: Sequence[LinearConstraint] = (),
+    power_w: float | None = None,
 ) -> np.ndarray:
     """Bandwidth minimizing the weighted step time under ``usd_per_gbps . B <= budget_usd``.
+
+    Parameters
+    ----------
+    usd_per_gbps : array_like
+        Prices of the budget row, $ per GB/s per dimension (0 leaves a dimension out of the
+        budget, e.g. the HB domain of a scale-out budget).
+    cost_model : CostModel, optional
+        The fabric's cost model, for ``constraints`` that use ``cost`` or ``power`` and for
+        ``power_w``; default one that prices nothing (then those must not be given).
+    constraints : sequence of LinearConstraint
+        Further constraints, e.g. the scenario's bounds (kept as they are).
+    power_w : float, optional
+        Network power cap in W (needs a power model in ``cost_model``).
 
     Returns
     -------
     numpy.ndarray
-        ``B`` in GB/s per NPU (0 on dimensions that carry no traffic).
+        ``B`` in GB/s per NPU. Dimensions that carry no traffic get the least bandwidth the
+        constraints allow (:func:`libra_opt.optimize.problem.solve`).
 
     Raises
     ------
     InputError
         If a dimension that carries traffic has no price (the problem would be unbounded).
+    InfeasibleDesignError
+        If the budget and the constraints leave no design.
     VerificationError
-        If the layer-by-layer re-evaluation disagrees with the solver (relative 1e-6); the
-        solve is :func:`libra_opt.optimize.problem.solve`.
+        If the layer-by-layer re-evaluation disagrees with the solver (relative 1e-6).
 
     Examples
     --------
@@ -99,8 +126,6 @@ def budget_optimum(
     n = fabric.n_dims
     used = (native_terms(wls, fabric) if traffic_model == "native"
             else aggregate_terms(wls, fabric)).used_dims
-    if used.size == 0:
-        return np.zeros(n)
     free = [fabric.names[d] for d in used if kappa[d] <= 0]
     if free:
         raise InputError(
@@ -108,20 +133,63 @@ def budget_optimum(
             "not bound them; give them a price",
             field="cost_model",
         )
-    # The budget row carries the prices; the scenario's own cost model prices nothing.
-    free_prices = CostModel.from_tables(
-        {d.tier: dict.fromkeys(("link", "switch", "nic"), 0.0) for d in fabric.dims}
-    )
+    if cost_model is None:  # the budget row carries the prices
+        cost_model = CostModel.from_tables(
+            {d.tier: dict.fromkeys(("link", "switch", "nic"), 0.0) for d in fabric.dims}
+        )
+    if used.size == 0 and not constraints and power_w is None:
+        return np.zeros(n)
+    rows = (_row("compare_budget_usd", kappa, "<=", budget_usd),)
     scen = Scenario(
-        fabric, free_prices, wls,
+        fabric, cost_model, wls,
         weights=None if weights is None else tuple(weights),
-        constraints=(LinearConstraint(label="budget_usd", bw_coef=tuple(kappa), cost_coef=0.0,
-                                      power_coef=0.0, sense="<=", rhs=float(budget_usd)),),
+        constraints=(*constraints, *rows),
+        power_w=power_w,
         collective_model=collective_model,
         training_loop=training_loop,
         traffic_model=traffic_model,
     )
     return np.array(solve(scen, with_baselines=False).bw_gbps)
+
+
+def _row(label: str, coef: npt.ArrayLike, sense, rhs: float) -> LinearConstraint:
+    return LinearConstraint(label=label, bw_coef=tuple(float(x) for x in np.ravel(coef)),
+                            cost_coef=0.0, power_coef=0.0, sense=sense, rhs=float(rhs))
+
+
+def _scaleout_at_budget(
+    workloads: Sequence[Workload], fabric: Fabric, cost_model: CostModel, so_price: float,
+    budget_usd: float, hb_gbps: npt.ArrayLike, constraints: Sequence[LinearConstraint],
+    power_w: float | None, traffic_model: TrafficModel, label: str,
+) -> np.ndarray:
+    """The HB dimensions held at ``hb_gbps``, the scale-out (outermost) dimension at the
+    largest bandwidth its budget, ``constraints`` and ``power_w`` allow (the least if it
+    carries no traffic). Step time never grows with bandwidth, so with one free dimension
+    this is the equal-budget optimum, and the unique one that spends the budget."""
+    n = fabric.n_dims
+    so = n - 1
+    hb = np.asarray(hb_gbps, dtype=float)
+    used = (native_terms(workloads, fabric) if traffic_model == "native"
+            else aggregate_terms(workloads, fabric)).used_dims
+    carries = so in set(int(d) for d in used)
+    if carries and so_price <= 0:
+        raise InputError(
+            f"fabric {label!r}: scale-out dimension {fabric.names[so]} carries traffic but costs "
+            "nothing, so a budget does not bound it; give it a price", field="cost_model")
+    eye = np.eye(n)
+    rows = (_row("scaleout_budget_usd", so_price * eye[so], "<=", budget_usd),
+            *(_row(f"{fabric.names[d]} held", eye[d], "==", hb[d]) for d in range(so)))
+    scen = Scenario(fabric, cost_model, tuple(workloads), constraints=(*constraints, *rows),
+                    power_w=power_w, traffic_model=traffic_model)
+    status, _, bw = lp_extreme(scenario_rows(scen), n, -eye[so] if carries else eye[so])
+    if status != "optimal" or bw is None:
+        raise InfeasibleDesignError(
+            f"fabric {label!r}, equal_budget: the HB domain held at "
+            f"{', '.join(f'{b:.6g}' for b in hb[:so])} GB/s, a scale-out budget of "
+            f"{budget_usd:.6g} $ and the scenario's constraints leave no design ({status})")
+    out = np.array(bw, dtype=float)
+    out[:so] = hb[:so]
+    return out
 
 
 def _inputs(scenario_or_workloads, cost_model, weights, collective_model, training_loop):
@@ -149,6 +217,7 @@ def compare_fabrics(
     cost_model: CostModel | None = None,
     bw_gbps: npt.ArrayLike | Mapping[str, npt.ArrayLike] | None = None,
     budget_usd: float | None = None,
+    scaleout_budget_usd: float | None = None,
     tco: TcoModel | None = None,
     baseline: str | None = None,
     weights: Sequence[float] | None = None,
@@ -156,26 +225,33 @@ def compare_fabrics(
     training_loop: TrainingLoop | None = None,
     traffic_model: TrafficModel = "native",
     modes: Sequence[str] = MODES,
+    constraints: Sequence[LinearConstraint] | None = None,
+    power_w: float | None = None,
 ):
     """Step time, network cost and power, TCO and reductions of several fabrics.
 
     Parameters
     ----------
     scenario_or_workloads : Scenario, Workload or sequence of Workload
-        A scenario supplies workloads, weights, cost model, collective model and training
-        loop (each overridable by the keyword arguments).
+        A scenario supplies workloads, weights, cost model, collective model, training
+        loop, constraints and power cap (each overridable by the keyword arguments).
     fabrics : mapping of str to Fabric
-        Name -> fabric. Every workload's group spans must fit every fabric (same number of
+        Label -> fabric. Every workload's group spans must fit every fabric (same number of
         dimensions, divisors of the sizes): compare fabrics of the same shape, e.g. from
-        :func:`libra_opt.fabric.builders.as_family`.
+        :func:`libra_opt.fabric.builders.as_family`. The outermost dimension is the
+        scale-out, the others form the HB domain.
     cost_model : CostModel, optional
         Must price every tier the fabrics use.
     bw_gbps : sequence or mapping, optional
-        Equal-bandwidth allocation: one vector for all fabrics, or name -> vector. Default
+        Equal-bandwidth allocation: one vector for all fabrics, or label -> vector. Default
         with a scenario: the scenario's own optimum (:func:`libra_opt.optimize.problem.solve`).
     budget_usd : float, optional
-        Network budget of the equal-budget rows; default the baseline's cost at equal
-        bandwidth.
+        Total network budget of the ``equal_budget_joint`` rows; default the baseline's
+        cost at equal bandwidth.
+    scaleout_budget_usd : float, optional
+        Scale-out budget of the ``equal_budget`` rows; default ``budget_usd`` minus the
+        baseline's HB cost at equal bandwidth when ``budget_usd`` is given, else the
+        baseline's scale-out cost at equal bandwidth.
     tco : TcoModel, optional
         Adds ``usd_per_hour`` and ``run_cost_usd`` (needs a power model).
     baseline : str, optional
@@ -184,16 +260,24 @@ def compare_fabrics(
     traffic_model : {'native', 'hierarchical'}
         See the module notes.
     modes : sequence of str
-        Any of ``equal_bw`` and ``equal_budget``.
+        Any of ``equal_bw``, ``equal_budget`` and ``equal_budget_joint``.
+    constraints : sequence of LinearConstraint, optional
+        Constraints every budget-mode row respects; default the scenario's (none without
+        a scenario).
+    power_w : float, optional
+        Power cap of the budget-mode rows; default the scenario's.
 
     Returns
     -------
     pandas.DataFrame
         One row per mode and fabric: ``mode``, ``fabric``, ``family``, ``bw_gbps``,
-        ``step_time_s``, ``network_cost_usd``, ``network_power_w``, ``scaleout_tiers``,
-        ``switches``, ``usd_per_hour``, ``run_cost_usd``, and ``cost_reduction_pct``,
-        ``power_reduction_pct``, ``run_cost_reduction_pct`` (``100 (1 - x / x_baseline)``)
-        and ``step_time_change_pct`` (``100 (t / t_baseline - 1)``).
+        ``step_time_s``, ``network_cost_usd``, ``scaleout_cost_usd``, ``network_power_w``,
+        ``scaleout_tiers``, ``hb_switches``, ``scaleout_switches``, ``usd_per_hour``,
+        ``run_cost_usd``, and ``cost_reduction_pct``, ``power_reduction_pct``,
+        ``run_cost_reduction_pct`` (``100 (1 - x / x_baseline)``) and
+        ``step_time_change_pct`` (``100 (t / t_baseline - 1)``). ``attrs`` hold
+        ``baseline``, ``budget_usd``, ``scaleout_budget_usd``, ``hb_gbps`` (the HB bandwidth
+        held in ``equal_budget``, of the baseline) and ``traffic_model``.
 
     Examples
     --------
@@ -224,6 +308,10 @@ def compare_fabrics(
     if bad_modes or not modes:
         raise InputError(f"modes {list(modes)!r}: expected some of {', '.join(MODES)}",
                          field="modes")
+    if constraints is None:
+        constraints = scen.constraints if scen is not None else ()
+    if power_w is None and scen is not None:
+        power_w = scen.power_w
     names = list(fabrics)
     if baseline is None:
         baseline = next((n for n in names if fabric_family(fabrics[n]) == "fat_tree"), names[0])
@@ -253,33 +341,55 @@ def compare_fabrics(
     else:
         given = {n: bw_gbps for n in names}
     bws = {n: check_bandwidth(fabrics[n], given[n], field=f"bw_gbps[{n}]") for n in names}
+    for what, value in (("budget_usd", budget_usd), ("scaleout_budget_usd", scaleout_budget_usd)):
+        if value is not None and not (math.isfinite(float(value)) and float(value) > 0):
+            raise InputError(f"{what} {value!r} must be a finite number > 0", field=what)
+    k_base, bw_base = coeffs[baseline].usd_per_gbps, bws[baseline]
+    so_base = fabrics[baseline].n_dims - 1
+    base_so_cost = float(k_base[so_base] * bw_base[so_base])
+    base_hb_cost = float(k_base @ bw_base) - base_so_cost
+    if scaleout_budget_usd is None:
+        if budget_usd is None:
+            scaleout_budget_usd = base_so_cost
+        else:
+            scaleout_budget_usd = float(budget_usd) - base_hb_cost
+            if "equal_budget" in modes and scaleout_budget_usd <= 0:
+                raise InputError(
+                    f"budget_usd {float(budget_usd):.6g} $ does not cover the HB domain of "
+                    f"{baseline!r} at equal bandwidth ({base_hb_cost:.6g} $), so nothing is "
+                    "left for the scale-out", field="budget_usd")
     if budget_usd is None:
-        budget_usd = float(coeffs[baseline].usd_per_gbps @ bws[baseline])
-    elif not math.isfinite(float(budget_usd)) or float(budget_usd) <= 0:
-        raise InputError(f"budget_usd {budget_usd!r} must be a finite number > 0",
-                         field="budget_usd")
+        budget_usd = float(k_base @ bw_base)
+    budget_kw = dict(weights=wts, collective_model=mode, training_loop=loop,
+                     traffic_model=traffic_model, cost_model=cm, constraints=tuple(constraints),
+                     power_w=power_w)
     rows = []
     for m in modes:
         for n in names:
             f, k = fabrics[n], coeffs[n]
+            so = f.n_dims - 1
             if m == "equal_bw":
                 bw = bws[n]
+            elif m == "equal_budget":
+                bw = _scaleout_at_budget(wls, f, cm, float(k.usd_per_gbps[so]),
+                                         float(scaleout_budget_usd), bws[n], constraints,
+                                         power_w, traffic_model, n)
             else:
-                bw = budget_optimum(wls, f, k.usd_per_gbps, float(budget_usd), weights=wts,
-                                    collective_model=mode, training_loop=loop,
-                                    traffic_model=traffic_model)
+                bw = budget_optimum(wls, f, k.usd_per_gbps, float(budget_usd),
+                                    **budget_kw)  # type: ignore[arg-type]
             st = _step_time(wls, wts, f, bw, mode, loop, traffic_model)
             power = None if k.w_per_gbps is None else float(k.w_per_gbps @ bw)
-            switch_dims = [d for d, dim in enumerate(f.dims) if dim.topology == "switch"]
             invs = [dimension_inventory(f, d) for d in range(f.n_dims)]
             row = {
                 "mode": m, "fabric": n, "family": fabric_family(f),
                 "bw_gbps": tuple(round(float(x), 6) for x in bw),
                 "step_time_s": st,
                 "network_cost_usd": float(k.usd_per_gbps @ bw),
+                "scaleout_cost_usd": float(k.usd_per_gbps[so] * bw[so]),
                 "network_power_w": power,
-                "scaleout_tiers": invs[switch_dims[-1]].tiers if switch_dims else 0,
-                "switches": int(sum(i.switches for i in invs)),
+                "scaleout_tiers": invs[so].tiers if f.dims[so].topology == "switch" else 0,
+                "hb_switches": int(sum(i.switches for i in invs[:so])),
+                "scaleout_switches": int(invs[so].switches),
                 "usd_per_hour": None, "run_cost_usd": None,
             }
             if tco is not None:
@@ -300,5 +410,7 @@ def compare_fabrics(
         df.loc[sel, "step_time_change_pct"] = 100.0 * (
             df.loc[sel, "step_time_s"] / base["step_time_s"] - 1.0)
     df.attrs.update(baseline=baseline, budget_usd=float(budget_usd),
+                    scaleout_budget_usd=float(scaleout_budget_usd),
+                    hb_gbps=tuple(float(x) for x in bw_base[:so_base]),
                     traffic_model=traffic_model)
     return df

@@ -15,9 +15,9 @@ import math
 from dataclasses import dataclass
 
 from libra_opt.errors import InputError
-from libra_opt.options import SWITCH_SCOPES, TOPOLOGIES, Topology
+from libra_opt.options import SWITCH_PRICINGS, SWITCH_SCOPES, TOPOLOGIES, SwitchPricing, Topology
 
-__all__ = ["Dim", "Fabric", "MAX_NPUS"]
+__all__ = ["Dim", "Fabric", "MAX_NPUS", "clos_max_endpoints", "clos_tiers"]
 
 #: Most NPUs a fabric may have (the product of the dimension sizes), and so the largest
 #: size of one dimension. Beyond it inputs are taken as mistakes, not designs.
@@ -52,9 +52,24 @@ class Dim:
         ``block`` (default, LIBRA): one switch network connects every NPU of the block
         ``prod(size_0..size_d)``, inner dimensions included. ``rail``: one network per rail
         (the ``size`` NPUs that share all other coordinates), no spine across rails.
+    switch_pricing : {'whole_switch', 'used_ports'}
+        How a switch network with a radix is priced (cost and power): ``whole_switch``
+        (default) buys every port of every switch of its Clos (``switches x radix`` ports,
+        what a buyer pays, and a powered switch draws its power whatever its port use);
+        ``used_ports`` prices only the ports in use (``(2t - 1)`` per NPU), for designs
+        that share a chassis. Without a radix both are the same (one ideal switch, LIBRA).
+    copper_levels : int
+        Switch dimensions only: how many of the lowest cable levels of each switch network
+        are copper (no transceivers, priced with the tier's ``copper`` part): 0 (default)
+        all optics, 1 the NIC-to-leaf cables, 2 also leaf-to-spine, and so on up to the
+        network's tier count (checked by :class:`Fabric`, which knows the network sizes).
 
     Examples
     --------
+    >>> Fabric((Dim("so", "switch", 64, "T", switch_radix=64, copper_levels=2),))
+    Traceback (most recent call last):
+    ...
+    libra_opt.errors.InputError: dim 'so'.copper_levels: dimension 'so': copper_levels 2 is more than the 1 cable level(s) of its switch network (64 NPUs, radix 64); use 0..1
     >>> Dim("pod", "switch", 32, "InterPod").size
     32
     >>> Dim("rail", "switch", 512, "ScaleOut", switch_radix=64, switch_scope="rail").switch_scope
@@ -68,6 +83,8 @@ class Dim:
     latency_s: float = 0.0
     switch_radix: int | None = None
     switch_scope: str = "block"
+    switch_pricing: SwitchPricing = "whole_switch"
+    copper_levels: int = 0
 
     def __post_init__(self) -> None:
         field = f"dim '{self.name}'"
@@ -124,6 +141,78 @@ class Dim:
                 f"switch_scope 'rail' needs a switch dimension, not {self.topology}",
                 field=f"{field}.switch_scope",
             )
+        if self.switch_pricing not in SWITCH_PRICINGS:
+            raise InputError(
+                f"switch_pricing {self.switch_pricing!r} is not one of "
+                f"{', '.join(SWITCH_PRICINGS)}",
+                field=f"{field}.switch_pricing",
+            )
+        c = self.copper_levels
+        if isinstance(c, bool) or not isinstance(c, int) or not 0 <= c <= 3:
+            raise InputError(
+                f"copper_levels {c!r} must be an integer in 0..3 (cable levels of copper, "
+                "lowest first)",
+                field=f"{field}.copper_levels",
+            )
+        if c and self.topology != "switch":
+            raise InputError(
+                f"copper_levels counts the cable levels of a switch network; dimension "
+                f"{self.name!r} is a {self.topology}",
+                field=f"{field}.copper_levels",
+            )
+
+
+def clos_max_endpoints(radix: int, tiers: int) -> int:
+    """Largest folded Clos (full bisection) of ``tiers`` tiers built from ``radix``-port switches.
+
+    Notes
+    -----
+    ``k`` endpoints for one switch, ``k^2 / 2`` for two tiers (leaf-spine) and ``k^3 / 4``
+    for three (the fat-tree of Al-Fares et al.); in general ``2 (k/2)^t``.
+
+    Examples
+    --------
+    >>> [clos_max_endpoints(64, t) for t in (1, 2, 3)]
+    [64, 2048, 65536]
+    """
+    return 2 * (radix // 2) ** tiers
+
+
+def clos_tiers(n_endpoints: int, radix: int | None) -> int:
+    """Tiers of the smallest full-bisection folded Clos over ``n_endpoints`` endpoints.
+
+    Parameters
+    ----------
+    n_endpoints : int
+        NPUs (NIC ports) attached to the network.
+    radix : int or None
+        Ports per switch; ``None`` means one ideal switch of any size (1 tier).
+
+    Returns
+    -------
+    int
+        1, 2 or 3.
+
+    Raises
+    ------
+    InputError
+        If more than three tiers would be needed.
+
+    Examples
+    --------
+    >>> [clos_tiers(n, 64) for n in (64, 65, 2048, 2049, 65536)]
+    [1, 2, 2, 3, 3]
+    """
+    if radix is None:
+        return 1
+    for t in (1, 2, 3):
+        if n_endpoints <= clos_max_endpoints(radix, t):
+            return t
+    raise InputError(
+        f"a Clos of {n_endpoints} endpoints with radix-{radix} switches needs more than 3 tiers "
+        f"(3 tiers reach {clos_max_endpoints(radix, 3)}); use a larger switch_radix",
+        field="fabric.dims.switch_radix",
+    )
 
 
 @dataclass(frozen=True)
@@ -155,6 +244,24 @@ class Fabric:
                 f"{self.n_npus:,} NPUs (the product of the dimension sizes) is out of range: "
                 f"at most {MAX_NPUS:,}",
                 field="fabric.dims",
+            )
+        for d in range(len(self.dims)):
+            self._check_copper_levels(d)
+
+    def _check_copper_levels(self, d: int) -> None:
+        """A switch network of ``t`` tiers has ``t`` cable levels (an ideal switch one);
+        a dimension of size 1 has no cables and accepts any ``copper_levels``."""
+        dim = self.dims[d]
+        if not dim.copper_levels or dim.size == 1:
+            return
+        block = dim.size if dim.switch_scope == "rail" else math.prod(self.sizes[: d + 1])
+        t = clos_tiers(block, dim.switch_radix)
+        if dim.copper_levels > t:
+            raise InputError(
+                f"dimension {dim.name!r}: copper_levels {dim.copper_levels} is more than the "
+                f"{t} cable level(s) of its switch network ({block} NPUs, radix "
+                f"{dim.switch_radix or 'ideal'}); use 0..{t}",
+                field=f"dim '{dim.name}'.copper_levels",
             )
 
     @property

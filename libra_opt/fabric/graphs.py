@@ -7,9 +7,13 @@ node so the counts (and bisection bandwidths) can be checked on the graph.
 Graph conventions (:func:`fabric_graph`, a :class:`networkx.MultiGraph`):
 
 * nodes ``("npu", i)`` (``kind="npu"``, ``coords``), ``("nic", d, i)`` (one NIC port per
-  NPU per switch dimension) and ``("switch", d, block, level, j)`` (``level`` 0 = leaf);
+  NPU per switch dimension) and ``("switch", d, block, level, j)`` (``level`` 0 = leaf;
+  ``radix``: ports of the physical switch, ``None`` for an ideal switch);
 * edges carry ``kind`` (``direct`` NPU-NPU, ``pcie`` NPU-NIC inside the host, ``host``
-  NIC-switch, ``fabric`` switch-switch), ``dim`` and ``bw_gbps`` (capacity per direction).
+  NIC-switch, ``fabric`` switch-switch), ``dim``, ``bw_gbps`` (capacity per direction) and,
+  for cables (direct, host, fabric), ``media``: ``copper`` on the lowest
+  ``copper_levels`` cable levels of a switch network (``host`` is level 0, leaf-to-next
+  level 1, and so on), ``optical`` otherwise.
 
 NPU ``i`` has coordinates ``c_d`` with ``i = sum_d c_d prod(size_0..size_{d-1})``
 (innermost fastest). Inside a ``block``-scope switch network the endpoints are ordered
@@ -65,33 +69,40 @@ def _index(sizes: Sequence[int], coords: Sequence[int]) -> int:
     return i
 
 
-def _clos(g: nx.MultiGraph, d: int, block: int, ends: list, k: int | None, bw: float) -> None:
-    """Add a full-bisection folded Clos over ``ends`` (NIC nodes) with ``k``-port switches."""
+def _clos(
+    g: nx.MultiGraph, d: int, block: int, ends: list, k: int | None, bw: float, copper: int = 0
+) -> None:
+    """Add a full-bisection folded Clos over ``ends`` (NIC nodes) with ``k``-port switches.
+
+    Cable level ``l`` (0 = NIC-to-leaf) is copper when ``l < copper``.
+    """
     n = len(ends)
     t = clos_tiers(n, k)
+    media = ["copper" if lv < copper else "optical" for lv in range(3)]
 
     def sw(level: int, j: int):
         node = ("switch", d, block, level, j)
         if node not in g:
-            g.add_node(node, kind="switch", dim=d, block=block, level=level)
+            g.add_node(node, kind="switch", dim=d, block=block, level=level, radix=k)
         return node
 
     if t == 1:
         for e in ends:
-            g.add_edge(e, sw(0, 0), kind="host", dim=d, bw_gbps=bw)
+            g.add_edge(e, sw(0, 0), kind="host", dim=d, bw_gbps=bw, media=media[0])
         return
     assert k is not None
     half = k // 2
     leaves = [ends[i : i + half] for i in range(0, n, half)]
     for li, members in enumerate(leaves):
         for e in members:
-            g.add_edge(e, sw(0, li), kind="host", dim=d, bw_gbps=bw)
+            g.add_edge(e, sw(0, li), kind="host", dim=d, bw_gbps=bw, media=media[0])
     n_top = -(-n // k)
     if t == 2:
         g_up = 0
         for li, members in enumerate(leaves):
             for _ in members:
-                g.add_edge(sw(0, li), sw(1, g_up % n_top), kind="fabric", dim=d, bw_gbps=bw)
+                g.add_edge(sw(0, li), sw(1, g_up % n_top), kind="fabric", dim=d, bw_gbps=bw,
+                           media=media[1])
                 g_up += 1
         return
     pod = half * half
@@ -106,14 +117,16 @@ def _clos(g: nx.MultiGraph, d: int, block: int, ends: list, k: int | None, bw: f
         for li in pod_leaves:
             for _ in leaves[li]:
                 a = agg_offset + g_up % n_agg
-                g.add_edge(sw(0, li), sw(1, a), kind="fabric", dim=d, bw_gbps=bw)
+                g.add_edge(sw(0, li), sw(1, a), kind="fabric", dim=d, bw_gbps=bw,
+                           media=media[1])
                 agg_loads[a] += 1
                 g_up += 1
         agg_offset += n_agg
     h_up = 0
     for a, load in enumerate(agg_loads):
         for _ in range(load):
-            g.add_edge(sw(1, a), sw(2, h_up % n_top), kind="fabric", dim=d, bw_gbps=bw)
+            g.add_edge(sw(1, a), sw(2, h_up % n_top), kind="fabric", dim=d, bw_gbps=bw,
+                       media=media[2])
             h_up += 1
 
 
@@ -144,7 +157,8 @@ def fabric_graph(
     * switch without radix: one switch per block, a ``host`` edge of ``B`` per NPU;
     * switch with radix ``k``: a Clos of ``clos_tiers`` tiers per block (per rail for
       ``rail`` scope): leaves of ``k/2`` endpoints; each tier's uplinks equal its
-      downlinks, dealt round-robin over the next level (pods of ``k^2/4`` for 3 tiers).
+      downlinks, dealt round-robin over the next level (pods of ``k^2/4`` for 3 tiers);
+    * the cables of the lowest ``copper_levels`` levels of a switch network are copper.
 
     Counts always equal :func:`libra_opt.fabric.inventory.dimension_inventory`. Bisection equals the
     full-bisection closed form (:func:`coordinate_cut_gbps`) when the sizes divide evenly
@@ -189,12 +203,14 @@ def fabric_graph(
                 if dim.topology == "ring":
                     for j in range(n):
                         u, v = members[j], members[(j + 1) % n]
-                        g.add_edge(("npu", u), ("npu", v), kind="direct", dim=d, bw_gbps=b / 2)
+                        g.add_edge(("npu", u), ("npu", v), kind="direct", dim=d, bw_gbps=b / 2,
+                                   media="optical")
                 else:
                     for a in range(n):
                         for z in range(a + 1, n):
                             g.add_edge(("npu", members[a]), ("npu", members[z]),
-                                       kind="direct", dim=d, bw_gbps=b / (n - 1))
+                                       kind="direct", dim=d, bw_gbps=b / (n - 1),
+                                       media="optical")
             continue
         blocks: dict[tuple[int, ...], list[int]] = {}
         for i, c in enumerate(coords):
@@ -204,7 +220,8 @@ def fabric_graph(
             blocks.setdefault(key, []).append(i)
         for bi, key in enumerate(sorted(blocks)):
             members = sorted(blocks[key], key=lambda i: (coords[i][:d], coords[i][d]))
-            _clos(g, d, bi, [("nic", d, i) for i in members], dim.switch_radix, b)
+            _clos(g, d, bi, [("nic", d, i) for i in members], dim.switch_radix, b,
+                  dim.copper_levels)
     return g
 
 
@@ -216,18 +233,25 @@ class GraphCounts:
     ----------
     switches : int
     switch_ports : int
-        Link ends attached to switches.
+        Link ends attached to switches (ports in use).
+    switch_ports_bought : int
+        Ports of the switches: ``sum radix`` over switch nodes, the ports in use on an
+        ideal switch (no radix).
     cables : int
         Physical links (graph edges of kind direct, host or fabric).
+    copper_cables : int
+        Cables with ``media="copper"``.
     libra_links : int
         Links as LIBRA counts them: each direct edge twice (unidirectional), each switched
         link once.
     link_gbps : float
         ``sum 2 b`` over direct edges plus ``sum b`` over switched links (LIBRA's link GB/s).
     transceivers : int
-        Link ends, two per cable.
+        Optical link ends, two per optical cable.
     transceiver_gbps : float
-        ``sum 2 b`` over all cables.
+        ``sum 2 b`` over optical cables.
+    copper_gbps : float
+        ``sum b`` over copper cables (switched links: LIBRA's link GB/s of copper).
     nic_ports : int
     tiers : int
         Switch levels (0 when the dimension has no switch).
@@ -242,6 +266,9 @@ class GraphCounts:
     transceiver_gbps: float
     nic_ports: int
     tiers: int
+    switch_ports_bought: int = 0
+    copper_cables: int = 0
+    copper_gbps: float = 0.0
 
 
 class _Tally(TypedDict):
@@ -256,6 +283,9 @@ class _Tally(TypedDict):
     tg: float
     nic: int
     lv: set[int]
+    bought: int
+    cu: int
+    cg: float
 
 
 def graph_counts(graph: nx.MultiGraph, n_dims: int) -> tuple[GraphCounts, ...]:
@@ -269,12 +299,18 @@ def graph_counts(graph: nx.MultiGraph, n_dims: int) -> tuple[GraphCounts, ...]:
     >>> c[0].libra_links, c[0].link_gbps, c[1].switch_ports, c[1].nic_ports
     (64, 32.0, 32, 32)
     """
-    acc = [_Tally(sw=0, ports=0, cables=0, libra=0, lg=0.0, tr=0, tg=0.0, nic=0, lv=set())
+    acc = [_Tally(sw=0, ports=0, cables=0, libra=0, lg=0.0, tr=0, tg=0.0, nic=0, lv=set(),
+                  bought=0, cu=0, cg=0.0)
            for _ in range(n_dims)]
-    for _, a in graph.nodes(data=True):
+    ideal: set = set()
+    for node, a in graph.nodes(data=True):
         if a["kind"] == "switch":
             acc[a["dim"]]["sw"] += 1
             acc[a["dim"]]["lv"].add(a["level"])
+            if a.get("radix") is None:
+                ideal.add(node)
+            else:
+                acc[a["dim"]]["bought"] += a["radix"]
         elif a["kind"] == "nic":
             acc[a["dim"]]["nic"] += 1
     for u, v, a in graph.edges(data=True):
@@ -282,8 +318,13 @@ def graph_counts(graph: nx.MultiGraph, n_dims: int) -> tuple[GraphCounts, ...]:
             continue
         c, b = acc[a["dim"]], a["bw_gbps"]
         c["cables"] += 1
-        c["tr"] += 2
-        c["tg"] += 2 * b
+        if a.get("media") == "copper":
+            c["cu"] += 1
+            c["cg"] += b
+        else:
+            c["tr"] += 2
+            c["tg"] += 2 * b
+        c["bought"] += sum(1 for x in (u, v) if x in ideal)
         if a["kind"] == "direct":
             c["libra"] += 2
             c["lg"] += 2 * b
@@ -294,7 +335,8 @@ def graph_counts(graph: nx.MultiGraph, n_dims: int) -> tuple[GraphCounts, ...]:
     return tuple(
         GraphCounts(switches=c["sw"], switch_ports=c["ports"], cables=c["cables"],
                     libra_links=c["libra"], link_gbps=c["lg"], transceivers=c["tr"],
-                    transceiver_gbps=c["tg"], nic_ports=c["nic"], tiers=len(c["lv"]))
+                    transceiver_gbps=c["tg"], nic_ports=c["nic"], tiers=len(c["lv"]),
+                    switch_ports_bought=c["bought"], copper_cables=c["cu"], copper_gbps=c["cg"])
         for c in acc
     )
 

@@ -4,7 +4,9 @@ Every count is per GB/s of a dimension's per-NPU bandwidth ``B_d`` (linear in ``
 pricing them (:mod:`libra_opt.cost.prices`) gives linear cost and power. A switch dimension
 without a radix is one ideal switch per block (LIBRA [1]_); with a radix
 (:attr:`libra_opt.fabric.dims.Dim.switch_radix`) it is a full-bisection folded Clos whose
-tier count follows from its size (:func:`clos_tiers`) [2]_. The counts are checked against
+tier count follows from its size (:func:`clos_tiers`) [2]_, made of whole switches: its
+ports bought (``switches x radix``) may exceed the ports in use, and its lowest
+``copper_levels`` cable levels are copper (no transceivers). The counts are checked against
 explicit graphs (:mod:`libra_opt.fabric.graphs`).
 
 References
@@ -21,8 +23,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from libra_opt.errors import InputError
-from libra_opt.fabric.dims import Fabric
+# clos_max_endpoints and clos_tiers live in dims (Fabric checks copper_levels against the
+# tier count) and are re-exported here with the other Clos counts.
+from libra_opt.fabric.dims import Fabric, clos_max_endpoints, clos_tiers
 
 __all__ = [
     "DimInventory",
@@ -41,13 +44,13 @@ class DimInventory:
     Attributes
     ----------
     blocks : int
-        Building blocks (rings, cliques, switches) in the whole fabric.
+        Building blocks (rings, cliques, switch networks) in the whole fabric.
     links_per_block : int
-        Unidirectional links per block.
+        Unidirectional links per block (LIBRA's count).
     link_share : float
         Each link carries ``link_share * B`` GB/s.
     switch_ports : int
-        Switch ports of ``B`` GB/s in the whole fabric.
+        Switch ports of ``B`` GB/s in use (link ends on switches) in the whole fabric.
     nics : int
         NIC ports of ``B`` GB/s in the whole fabric.
     tiers : int
@@ -56,7 +59,19 @@ class DimInventory:
     switches : int
         Physical switches in the whole fabric (an ideal switch counts as one).
     transceivers : int
-        Link ends (one transceiver or cable end each), each carrying ``link_share * B``.
+        Optical link ends (one transceiver at each end of every optical cable).
+    switch_ports_bought : int
+        Switch ports of ``B`` GB/s bought: ``switches x radix`` for a network with a radix
+        (whole switches), the ports in use for an ideal switch, 0 without switches.
+    switch_ports_priced : int
+        The switch ports cost and power are charged for: ``switch_ports_bought`` under
+        ``whole_switch`` pricing, ``switch_ports`` under ``used_ports``.
+    cables : int
+        Physical cables: one per switched link, one per pair of opposite links of a ring or
+        a clique.
+    copper_cables : int
+        Cables of copper (the lowest ``copper_levels`` cable levels of a switch network);
+        the other ``cables - copper_cables`` are optical with a transceiver at each end.
     """
 
     blocks: int
@@ -67,69 +82,37 @@ class DimInventory:
     tiers: int = 0
     switches: int = 0
     transceivers: int = 0
+    switch_ports_bought: int = 0
+    switch_ports_priced: int = 0
+    cables: int = 0
+    copper_cables: int = 0
+
+    @property
+    def switch_ports_used(self) -> int:
+        """Switch ports in use (the same as :attr:`switch_ports`)."""
+        return self.switch_ports
 
     @property
     def link_gbps_per_gbps(self) -> float:
-        """Total link bandwidth bought per GB/s of ``B``."""
+        """Total link bandwidth bought per GB/s of ``B`` (copper and optical)."""
         return self.blocks * self.links_per_block * self.link_share
 
     @property
+    def copper_gbps_per_gbps(self) -> float:
+        """Link bandwidth on copper cables per GB/s of ``B`` (priced with the ``copper`` part)."""
+        if not self.copper_cables:
+            return 0.0
+        return self.link_gbps_per_gbps * self.copper_cables / self.cables
+
+    @property
+    def optical_gbps_per_gbps(self) -> float:
+        """Link bandwidth on optical cables per GB/s of ``B`` (priced with the ``link`` part)."""
+        return self.link_gbps_per_gbps - self.copper_gbps_per_gbps
+
+    @property
     def transceiver_gbps_per_gbps(self) -> float:
-        """Total transceiver bandwidth (all link ends) per GB/s of ``B``."""
+        """Total transceiver bandwidth (all optical link ends) per GB/s of ``B``."""
         return self.transceivers * self.link_share
-
-
-def clos_max_endpoints(radix: int, tiers: int) -> int:
-    """Largest folded Clos (full bisection) of ``tiers`` tiers built from ``radix``-port switches.
-
-    Notes
-    -----
-    ``k`` endpoints for one switch, ``k^2 / 2`` for two tiers (leaf-spine) and ``k^3 / 4``
-    for three (the fat-tree of Al-Fares et al.); in general ``2 (k/2)^t``.
-
-    Examples
-    --------
-    >>> [clos_max_endpoints(64, t) for t in (1, 2, 3)]
-    [64, 2048, 65536]
-    """
-    return 2 * (radix // 2) ** tiers
-
-
-def clos_tiers(n_endpoints: int, radix: int | None) -> int:
-    """Tiers of the smallest full-bisection folded Clos over ``n_endpoints`` endpoints.
-
-    Parameters
-    ----------
-    n_endpoints : int
-        NPUs (NIC ports) attached to the network.
-    radix : int or None
-        Ports per switch; ``None`` means one ideal switch of any size (1 tier).
-
-    Returns
-    -------
-    int
-        1, 2 or 3.
-
-    Raises
-    ------
-    InputError
-        If more than three tiers would be needed.
-
-    Examples
-    --------
-    >>> [clos_tiers(n, 64) for n in (64, 65, 2048, 2049, 65536)]
-    [1, 2, 2, 3, 3]
-    """
-    if radix is None:
-        return 1
-    for t in (1, 2, 3):
-        if n_endpoints <= clos_max_endpoints(radix, t):
-            return t
-    raise InputError(
-        f"a Clos of {n_endpoints} endpoints with radix-{radix} switches needs more than 3 tiers "
-        f"(3 tiers reach {clos_max_endpoints(radix, 3)}); use a larger switch_radix",
-        field="fabric.dims.switch_radix",
-    )
 
 
 def clos_level_switches(n_endpoints: int, radix: int | None) -> tuple[int, ...]:
@@ -187,18 +170,22 @@ def dimension_inventory(fabric: Fabric, d: int) -> DimInventory:
     -----
     With ``n`` the dimension size and ``N`` the NPU count:
 
-    * ring: ``N/n`` rings of ``2n`` links carrying ``B/2`` (bidirectional);
-    * fully connected: ``N/n`` cliques of ``n(n-1)`` links carrying ``B/(n-1)``;
-    * switch: one ideal switch per block of ``prod(n_0..n_d)`` NPUs, one link, switch port
-      and NIC of ``B`` per NPU.
-    * switch with a radix: each block (or each rail, for ``rail`` scope) is a folded Clos of
-      ``t`` tiers (:func:`clos_tiers`): per NPU one NIC port, ``t`` links and ``2t - 1``
-      switch ports of ``B``.
+    * ring: ``N/n`` rings of ``2n`` links carrying ``B/2`` (bidirectional), ``N`` cables;
+    * fully connected: ``N/n`` cliques of ``n(n-1)`` links carrying ``B/(n-1)``,
+      ``N(n-1)/2`` cables;
+    * switch: one ideal switch per block of ``prod(n_0..n_d)`` NPUs, one link (cable),
+      switch port and NIC of ``B`` per NPU.
+    * switch with a radix ``k``: each block (or each rail, for ``rail`` scope) is a folded
+      Clos of ``t`` tiers (:func:`clos_tiers`) and ``S`` switches
+      (:func:`clos_level_switches`): per NPU one NIC port, ``t`` links (cables) and
+      ``2t - 1`` switch ports of ``B`` in use; ``S k`` ports bought (whole switches).
 
     Without a radix each case buys ``N * B`` GB/s of links. A dimension of size 1 has no
-    links. Transceivers (link ends): ``2N`` of ``B/2`` on a ring, ``N(n-1)`` of ``B/(n-1)``
-    in a clique (one per unidirectional link, as LIBRA counts links) and ``2tN`` of ``B``
-    for a switch network (two per cable).
+    links. Of a switch network's ``t`` cable levels, the lowest ``copper_levels`` (``N``
+    cables each) are copper; every other cable is optical, with a transceiver at each end:
+    ``2N`` of ``B/2`` on a ring, ``N(n-1)`` of ``B/(n-1)`` in a clique (one per
+    unidirectional link, as LIBRA counts links) and ``2(t - c)N`` of ``B`` for a switch
+    network with ``c`` copper levels.
 
     Examples
     --------
@@ -211,27 +198,35 @@ def dimension_inventory(fabric: Fabric, d: int) -> DimInventory:
     >>> inv = dimension_inventory(f, 1)   # 4096 NPUs need a 3-tier Clos
     >>> inv.tiers, inv.switch_ports // 4096, inv.links_per_block // 4096, inv.switches
     (3, 5, 3, 320)
+    >>> inv.switch_ports_bought, inv.switch_ports_priced   # 320 whole switches of 64 ports
+    (20480, 20480)
     """
     dim = fabric.dims[d]
     n, big_n = dim.size, fabric.n_npus
     if n == 1:
         return DimInventory(blocks=big_n, links_per_block=0, link_share=0.0, switch_ports=0, nics=0)
     if dim.topology == "ring":
-        return DimInventory(
+        return DimInventory(  # n cables per ring (a ring of 2: two parallel cables)
             blocks=big_n // n, links_per_block=2 * n, link_share=0.5, switch_ports=0, nics=0,
-            transceivers=2 * big_n,
+            transceivers=2 * big_n, cables=big_n,
         )
     if dim.topology == "fully_connected":
         return DimInventory(
             blocks=big_n // n, links_per_block=n * (n - 1), link_share=1.0 / (n - 1),
-            switch_ports=0, nics=0, transceivers=big_n * (n - 1),
+            switch_ports=0, nics=0, transceivers=big_n * (n - 1), cables=big_n * (n - 1) // 2,
         )
     block = switch_block_npus(fabric, d)
     blocks = big_n // block
     t = clos_tiers(block, dim.switch_radix)
     switches = blocks * sum(clos_level_switches(block, dim.switch_radix))
+    used = (2 * t - 1) * big_n
+    bought = used if dim.switch_radix is None else switches * dim.switch_radix
+    copper = dim.copper_levels * big_n
     return DimInventory(
         blocks=blocks, links_per_block=t * block, link_share=1.0,
-        switch_ports=(2 * t - 1) * big_n, nics=big_n, tiers=t, switches=switches,
-        transceivers=2 * t * big_n,
+        switch_ports=used, nics=big_n, tiers=t, switches=switches,
+        transceivers=2 * (t * big_n - copper),
+        switch_ports_bought=bought,
+        switch_ports_priced=bought if dim.switch_pricing == "whole_switch" else used,
+        cables=t * big_n, copper_cables=copper,
     )

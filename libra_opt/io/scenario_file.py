@@ -56,6 +56,7 @@ from libra_opt.io.yaml_util import load_yaml
 from libra_opt.options import (
     CollectiveModel,
     Objective,
+    SwitchPricing,
     SwitchScope,
     Topology,
     TrafficModel,
@@ -77,6 +78,8 @@ class DimSpec(StrictModel):
     latency_s: float = Field(default=0.0, ge=0)
     switch_radix: int | None = Field(default=None, gt=1)
     switch_scope: SwitchScope = "block"
+    switch_pricing: SwitchPricing = "whole_switch"
+    copper_levels: StrictInt = Field(default=0, ge=0, le=3)
 
 
 class FabricSpec(StrictModel):
@@ -174,7 +177,8 @@ def _fabric(data: dict[str, Any], source: str, base: Path) -> Fabric:
         try:
             dims.append(Dim(name=d.name, topology=d.topology, size=d.size, tier=d.tier,
                             latency_s=d.latency_s, switch_radix=d.switch_radix,
-                            switch_scope=d.switch_scope))
+                            switch_scope=d.switch_scope, switch_pricing=d.switch_pricing,
+                            copper_levels=d.copper_levels))
         except InputError as exc:
             leaf = (exc.field or "").rsplit(".", 1)[-1]
             raise InputError(exc.message, source=source, field=f"fabric.dims[{i}].{leaf}") from None

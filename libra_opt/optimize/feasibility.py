@@ -152,7 +152,18 @@ def minimal_bandwidth(
     bounds = [(float(lower_gbps[d]), None) if d in idle else (float(bw_gbps[d]),) * 2 for d in range(n)]
     c = np.zeros(n)
     c[list(idle)] = 1.0
-    status, _, bw = lp_extreme(rows, n, c, bounds=bounds)
+    # The held dimensions come from the conic solver: a row it makes binding may be exceeded
+    # by round-off, which would make this LP infeasible. Relax every row by a tolerance far
+    # below the re-check's (1e-6 of the row's scale).
+    held = np.asarray(bw_gbps, dtype=float)
+    relaxed: list[Row] = []
+    for r in rows:
+        tol = 1e-9 * max(1.0, abs(r.rhs), float(np.abs(r.a) @ np.abs(held)))
+        if r.sense in ("<=", "=="):
+            relaxed.append(Row(r.label, r.a, "<=", r.rhs + tol))
+        if r.sense in (">=", "=="):
+            relaxed.append(Row(r.label, r.a, ">=", r.rhs - tol))
+    status, _, bw = lp_extreme(relaxed, n, c, bounds=bounds)
     if status != "optimal" or bw is None:
         return None
     out = np.asarray(bw_gbps, dtype=float).copy()

@@ -106,7 +106,7 @@ def plot_comparison(df, ax=None, *, mode: str = "equal_bw",
     df : pandas.DataFrame
         From :func:`libra_opt.explore.compare.compare_fabrics`.
     ax : matplotlib.axes.Axes, optional
-    mode : {'equal_bw', 'equal_budget'}
+    mode : {'equal_bw', 'equal_budget', 'equal_budget_joint'}
     metrics : sequence of str
         Columns to plot; missing or empty ones are skipped.
 

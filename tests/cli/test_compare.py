@@ -65,6 +65,7 @@ def test_prints_table_and_writes_plot_and_csv(scenario, tmp_path, capsys):
         (["--bw", "450"], "expected 2 bandwidths"),
         (["--catalog", "nope"], "no catalog 'nope'"),
         (["--radix", "63"], "switch_radix 63 must be an even integer"),
+        (["--scaleout-budget-usd", "-1"], "--scaleout-budget-usd: budget -1.0 $ must be"),
     ],
 )
 def test_bad_input_exits_2_with_one_line(scenario, capsys, args, needle):
@@ -85,3 +86,83 @@ def test_register_adds_a_subcommand():
     register(sub)
     args = parser.parse_args(["compare", "x.yaml", "--fabrics", "rail_only"])
     assert args.command == "compare" and args.fabrics == "rail_only" and callable(args.func)
+
+
+RAIL32 = """\
+name: rail32
+fabric: {builder: rail_only, n_npus: 4096, hb_domain: 8, switch_radix: 32}
+cost_model:
+  ScaleUp: {Link: 0.5, Switch: 5.0, Nic: 0.0}
+  ScaleOut: {Link: 30.0, Switch: 10.9375, Nic: 44.0}
+workloads:
+  - {name: moe, astra_sim: w.txt, communicator: c.yml}
+constraints:
+  bounds:
+    hb: [100, 900]
+    scaleout: [12.5, 60]
+  budget_usd: 2.0e8
+collective_model: sequential
+traffic_model: native
+"""
+
+
+@pytest.fixture
+def rail32(tmp_path):
+    (tmp_path / "r.yaml").write_text(RAIL32)
+    (tmp_path / "w.txt").write_text(WORKLOAD)
+    (tmp_path / "c.yml").write_text(COMM)
+    return tmp_path / "r.yaml"
+
+
+def test_scenario_radix_rows_and_switch_columns(rail32, tmp_path, capsys):
+    csv = tmp_path / "r.csv"
+    assert main([str(rail32), "--csv", str(csv)]) == 0
+    out = capsys.readouterr().out
+    assert "scale-out switch radix 32 (the scenario's)" in out
+    df = pd.read_csv(csv)
+    eq = df[df["mode"] == "equal_bw"].set_index("fabric")
+    # The scenario's own rail-only fabric is one row, labelled as such, not also "rail_only";
+    # multi_dim is the scenario's shape with ideal switches.
+    assert list(eq.index) == ["fat_tree", "scenario (rail_only)", "multi_dim"]
+    assert list(eq.family) == ["fat_tree", "rail_only", "multi_dim"]
+    # HB: one 8-port switch per domain, 4096 / 8. Radix 32: the fat-tree over 4096 NPUs has
+    # 3 tiers, 2 x 4096 / 32 = 256 leaves, 256 aggregation and 4096 / 32 = 128 cores; each of
+    # the 8 rails of 512 = 32^2 / 2 NPUs has 2 tiers, 1024 / 32 = 32 leaves and 16 spines.
+    assert list(eq.hb_switches) == [512, 512, 512]
+    assert list(eq.scaleout_switches) == [256 + 256 + 128, 8 * (32 + 16), 1]
+    assert set(df["mode"]) == {"equal_bw", "equal_budget", "equal_budget_joint"}
+    # Every row inside the scenario's bounds.
+    for text in df.bw_gbps:
+        hb, so = (float(x) for x in text.strip("()").split(","))
+        assert 100 * (1 - 1e-6) <= hb <= 900 * (1 + 1e-6)
+        assert 12.5 * (1 - 1e-6) <= so <= 60 * (1 + 1e-6)
+
+
+def test_radix_flag_overrides_the_scenario(rail32, tmp_path, capsys):
+    csv = tmp_path / "r.csv"
+    assert main([str(rail32), "--radix", "64", "--fabrics", "rail_only", "--csv", str(csv)]) == 0
+    assert "scale-out switch radix 64 (--radix)" in capsys.readouterr().out
+    eq = pd.read_csv(csv).query("mode == 'equal_bw'").set_index("fabric")
+    # Radix 64: rails of 512 NPUs, 2 x 512 / 64 = 16 leaves and 8 spines each.
+    assert eq.loc["rail_only", "scaleout_switches"] == 8 * (16 + 8)
+    assert eq.loc["scenario (rail_only)", "scaleout_switches"] == 8 * (32 + 16)
+
+
+def test_equal_budget_holds_hb_and_spends_the_scaleout_budget(rail32, tmp_path, capsys):
+    csv = tmp_path / "r.csv"
+    assert main([str(rail32), "--fabrics", "fat_tree,rail_only", "--bw", "450,20",
+                 "--csv", str(csv)]) == 0
+    df = pd.read_csv(csv)
+    # Baseline fat-tree, 3 tiers: 3 x 30 + 5 x 10.9375 + 44 $ per GB/s per NPU on the scale-out.
+    budget = 4096 * (3 * 30 + 5 * 10.9375 + 44) * 20
+    eb = df[df["mode"] == "equal_budget"]
+    assert eb.scaleout_cost_usd.to_numpy() == pytest.approx([budget] * 2, rel=1e-6)
+    for text in eb.bw_gbps:
+        assert float(text.strip("()").split(",")[0]) == pytest.approx(450, rel=1e-9)
+
+
+def test_scenario_without_radix_says_64_is_the_default(scenario, capsys):
+    assert main([str(scenario), "--fabrics", "rail_only"]) == 0
+    out = capsys.readouterr().out
+    assert "scale-out switch radix 64 (the default: the scenario's scale-out has no switch_radix)" in out
+    assert "scenario (multi_dim)" in out

@@ -1,5 +1,6 @@
 """Price/power catalogs: the LIBRA preset, unit conversions, sources and overrides."""
 
+import dataclasses
 from importlib import resources
 
 import pytest
@@ -7,7 +8,7 @@ import yaml
 
 from libra_opt.cost.prices import cost_coefficients
 from libra_opt.errors import InputError
-from libra_opt.fabric.builders import multi_dim, rail_only
+from libra_opt.fabric.builders import multi_dim, rail_only, rail_optimized_fat_tree
 from libra_opt.io.presets import available_catalogs, catalog_cost_model, load_catalog
 
 LIBRA_EXAMPLE = {  # $ per GB/s, LIBRA reference example cost model (as given in the issue)
@@ -82,6 +83,7 @@ def test_overrides_change_add_and_remove_entries():
     [
         ({"parts.osfp_400g_sr4.price_usd": -1}, r"parts\.osfp_400g_sr4\.price_usd"),
         ({"tiers.ScaleOut.switch": "osfp_400g_sr4"}, "is a transceiver, not a switch"),
+        ({"tiers.ScaleOut.copper": "osfp_400g_sr4"}, "is a transceiver, not a link"),
         ({"tiers.ScaleOut.switch": "nope"}, "not in the catalog"),
         ({"tiers.ScaleOut.optics": "osfp_400g_sr4"}, "unknown component"),
         ({"prices.x.y": 1}, "expected 'parts"),
@@ -105,3 +107,54 @@ def test_unknown_catalog_and_file(tmp_path):
     p.write_text("name: x\nparts: {a: {kind: link, usd_per_gbps: 1, source: s, date: d}}\n"
                  "tiers: {T: {link: a}}\n")
     assert load_catalog(p).cost_model().tiers["T"].usd_per_gbps["link"] == 1.0
+
+
+def test_scale_out_copper_part_is_the_dac():
+    cat = load_catalog("current_2025")
+    assert cat.tiers["ScaleOut"]["copper"] == "dac_400g"
+    assert cat.parts["dac_400g"].kind == "link"
+    cm = cat.cost_model()
+    assert cm.tiers["ScaleOut"].usd_per_gbps["copper"] == pytest.approx(250 / 50)
+    assert cm.tiers["ScaleOut"].w_per_gbps["copper"] == 0.0
+    # rail_only(4096, 8, 64) with NIC-to-leaf copper: per NPU 1 DAC + 1 fibre, 2 transceivers
+    # (the leaf-to-spine cable), 3 switch ports, 1 NIC.
+    f = rail_only(4096, 8, 64)
+    dims = list(f.dims)
+    dims[1] = dataclasses.replace(dims[1], copper_levels=1)
+    k = cost_coefficients(type(f)(tuple(dims)), cm)
+    per_npu = 250 / 50 + 100 / 50 + 2 * 700 / 50 + 3 * 35000 / 3200 + 2200 / 50
+    assert k.usd_per_gbps[1] == pytest.approx(4096 * per_npu)
+    # No copper part on the XDR tier: asking for copper there names dimension and tier.
+    with pytest.raises(InputError, match="'scaleout'.*'ScaleOutXDR' has no copper price"):
+        g = rail_only(4096, 8, 64, scale_out_tier="ScaleOutXDR")
+        dims = list(g.dims)
+        dims[1] = dataclasses.replace(dims[1], copper_levels=1)
+        cost_coefficients(type(g)(tuple(dims)), cm)
+
+
+@pytest.mark.parametrize(
+    ("n", "hb", "ratio"),
+    [(2048, 256, 1.266), (4096, 256, 1 - 0.490), (2048, 64, 1 - 0.441)],
+)
+def test_issue_rail_only_vs_fat_tree_switch_and_cable_cost(n, hb, ratio):
+    """The issue's figures: rail-only / fat-tree scale-out switch + link + optics cost
+    (NICs, the same in both, left out) with whole radix-64 switches of ``current_2025``.
+
+    Per NPU and GB/s (switch port 35000/3200 = 10.9375, fibre 2, transceiver 14): a tier
+    adds 2 + 2 x 14 = 30 of cables and optics; ports bought per NPU are
+    switches x 64 / N. 2048/HB 256: fat-tree 2 tiers, 96 switches: 60 + 3 x 10.9375 =
+    92.8125; rail-only rails of 8, 256 switches: 30 + 8 x 10.9375 = 117.5 (+26.6%).
+    4096/HB 256: 3 tiers, 320 switches: 90 + 5 x 10.9375 = 144.6875 vs 30 + 4 x 10.9375 =
+    73.75 (-49.0%). 2048/HB 64: 92.8125 vs 30 + 2 x 10.9375 = 51.875 (-44.1%).
+    """
+    cm = catalog_cost_model("current_2025")
+
+    def cost(f):
+        k = cost_coefficients(f, cm).usd_by_component[1]
+        return k[0] + k[1]  # link (fibre + optics) + switch
+
+    ro, ft = cost(rail_only(n, hb, 64)), cost(rail_optimized_fat_tree(n, hb, 64))
+    assert ro / ft == pytest.approx(ratio, abs=5e-4)
+    want = {(2048, 256): (117.5, 92.8125), (4096, 256): (73.75, 144.6875),
+            (2048, 64): (51.875, 92.8125)}[(n, hb)]
+    assert (ro / n, ft / n) == pytest.approx(want)

@@ -126,3 +126,75 @@ def test_missing_prices_are_errors():
         CostModel.from_tables({"P": {"link": math.nan}})
     with pytest.raises(InputError, match="unknown component"):
         CostModel.from_tables({"P": {"optics": 1.0}})
+
+
+# ---- whole-switch pricing keeps the problem linear in B: the solver stays exact -------------
+
+
+def _scenario_radix_12(constraints, objective="perf", pricing="whole_switch", **kw):
+    """tests.fixtures' 2-D scenario with the pod switch built from radix-12 switches.
+
+    Pod block of 32 NPUs, radix 12: 2 tiers (one switch reaches 12, two 72), ceil(64/12) = 6
+    leaves and ceil(32/12) = 3 spines: 9 switches, 108 ports bought, 3 x 32 = 96 used,
+    2 x 32 = 64 links. Pod $ per GB/s (link 4, switch 10, nic 20): 64 x 4 + 108 x 10 +
+    32 x 20 = 1,976 whole switches; 1,856 used ports. The ring: 32 x 2 = 64.
+    """
+    from libra_opt.scenario.constraints import parse_constraint
+    from libra_opt.scenario.scenario import Scenario
+    from tests.fixtures import cost_2d, workload_2d
+
+    f = Fabric((Dim("node", "ring", 4, "A"),
+                Dim("pod", "switch", 8, "B", switch_radix=12, switch_pricing=pricing)))
+    cons = tuple(parse_constraint(c, f) for c in constraints)
+    return Scenario(f, cost_2d(), (workload_2d(),), constraints=cons, objective=objective, **kw)
+
+
+@pytest.mark.parametrize(("pricing", "kappa_pod"), [("whole_switch", 1976.0),
+                                                    ("used_ports", 1856.0)])
+def test_whole_switch_solve_is_exact_brute_force(pricing, kappa_pod):
+    from libra_opt.optimize.problem import solve
+    from libra_opt.scenario.evaluate import evaluate
+    from tests.optimize.test_problem import brute_2d, brute_line, check, step_2d
+
+    kappa = np.array([64.0, kappa_pod])
+    base = _scenario_radix_12([], pricing=pricing)
+    assert_allclose(cost_coefficients(base.fabric, base.cost_model).usd_per_gbps, kappa)
+    # perf_per_cost on sum(bw) == 300: the optimum moves with the pod price.
+    sol = solve(_scenario_radix_12(["sum(bw) == 300"], "perf_per_cost", pricing=pricing))
+    best, arg = brute_line(300.0, lambda a, b: step_2d(a, b) * (kappa[0] * a + kappa[1] * b))
+    check(sol, best, 1e-6)
+    assert_allclose(sol.bw_gbps, arg, rtol=1e-3)
+    assert sol.network_cost_usd == pytest.approx(kappa @ sol.bw_gbps, rel=1e-9)
+    # perf under a $150k budget: grid search and the hand cost at the optimum.
+    scen = _scenario_radix_12(["sum(bw) >= 100"], budget_usd=1.5e5, pricing=pricing)
+    sol = solve(scen)
+    best, _ = brute_2d(lambda a, b: (a + b >= 100) & (kappa[0] * a + kappa[1] * b <= 1.5e5),
+                       step_2d)
+    check(sol, best)
+    assert sol.network_cost_usd == pytest.approx(kappa @ sol.bw_gbps, rel=1e-9)
+    assert sol.network_cost_usd <= 1.5e5 * (1 + 1e-6)
+    ev = evaluate(scen, sol.bw_gbps)
+    assert ev.cost.network_cost_usd == pytest.approx(sol.network_cost_usd, rel=1e-9)
+    assert ev.weighted_step_time_s == pytest.approx(step_2d(*sol.bw_gbps), rel=1e-9)
+    assert ev.objective_value == pytest.approx(sol.objective_value, rel=1e-6)
+
+
+def test_scenario_dims_carry_pricing_and_copper():
+    from pathlib import Path
+
+    from libra_opt.io.scenario_file import _fabric
+
+    dims = [{"name": "hb", "topology": "switch", "size": 8, "tier": "ScaleUp"},
+            {"name": "so", "topology": "switch", "size": 100, "tier": "ScaleOut",
+             "switch_radix": 16, "switch_pricing": "used_ports", "copper_levels": 1}]
+    f = _fabric({"dims": dims}, "<test>", Path("."))
+    assert (f.dims[1].switch_pricing, f.dims[1].copper_levels) == ("used_ports", 1)
+    assert (f.dims[0].switch_pricing, f.dims[0].copper_levels) == ("whole_switch", 0)
+    dims[1]["copper_levels"] = 3  # a block of 800 NPUs on radix 16 has 3 tiers: fine
+    assert _fabric({"dims": dims}, "<test>", Path(".")).dims[1].copper_levels == 3
+    dims[1]["size"] = 2  # 16 NPUs: one switch, one cable level
+    with pytest.raises(InputError, match=r"fabric\.dims.*use 0\.\.1"):
+        _fabric({"dims": dims}, "<test>", Path("."))
+    dims[1]["switch_pricing"] = "per_port"
+    with pytest.raises(InputError, match="switch_pricing"):
+        _fabric({"dims": dims}, "<test>", Path("."))

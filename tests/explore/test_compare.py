@@ -95,19 +95,116 @@ def test_equal_budget_matches_brute_force_on_the_budget_line():
 def test_equal_budget_rows_and_tco_columns():
     tco = TcoModel(25000, 5000, 700, 300, 1.2, 0.1, 4, steps=1e5)
     df = compare_fabrics(moe(), fabrics(), cost_model=CM, bw_gbps=[450.0, 50.0], tco=tco)
-    assert list(df["mode"]) == ["equal_bw", "equal_bw", "equal_budget", "equal_budget"]
+    assert list(df["mode"]) == ["equal_bw"] * 2 + ["equal_budget"] * 2 + ["equal_budget_joint"] * 2
+    # equal_budget: the fat-tree's scale-out cost at equal bandwidth, 4096 x 180 $ x 50 GB/s,
+    # spent on the scale-out of each family; the HB domain held at 450 GB/s.
+    so_budget = df.attrs["scaleout_budget_usd"]
+    assert so_budget == pytest.approx(4096 * 180 * 50, rel=1e-12)
+    assert df.attrs["hb_gbps"] == (450.0,)
+    eb = df[df["mode"] == "equal_budget"]
+    assert eb.scaleout_cost_usd.to_numpy() == pytest.approx([so_budget] * 2, rel=1e-6)
+    assert [b[0] for b in eb.bw_gbps] == pytest.approx([450.0, 450.0], rel=1e-9)
+    # Rail-only: 130 $ per GB/s on the scale-out, so 180/130 x 50 GB/s.
+    assert eb.bw_gbps.iloc[1][1] == pytest.approx(50 * 180 / 130, rel=1e-6)
+    # equal_budget_joint: the fat-tree's total cost, HB and scale-out re-optimized jointly.
     budget = df.attrs["budget_usd"]
     assert budget == pytest.approx(df.network_cost_usd.iloc[0])
-    eb = df[df["mode"] == "equal_budget"]
-    assert eb.network_cost_usd.to_numpy() == pytest.approx([budget, budget], rel=1e-6)
-    # The cheaper fabric buys more bandwidth and wins at equal budget.
+    joint = df[df["mode"] == "equal_budget_joint"]
+    assert joint.network_cost_usd.to_numpy() == pytest.approx([budget, budget], rel=1e-6)
+    # The cheaper fabric buys more bandwidth and wins at equal budget, in both modes.
     assert eb.step_time_s.iloc[1] < eb.step_time_s.iloc[0]
+    assert joint.step_time_s.iloc[1] < joint.step_time_s.iloc[0]
     row = df.iloc[1]
     r0, r = cluster_rate_coefficients(tco, fabrics()["rail_only"],
                                       cost_coefficients(fabrics()["rail_only"], CM))
     rate = r0 + r @ np.array(row.bw_gbps)
     assert row.usd_per_hour == pytest.approx(3600 * rate)
     assert row.run_cost_usd == pytest.approx(1e5 * row.step_time_s * rate)
+
+
+def test_budget_usd_leaves_the_scaleout_the_rest():
+    df = compare_fabrics(moe(), fabrics(), cost_model=CM, bw_gbps=[450.0, 50.0],
+                         budget_usd=5e7, modes=["equal_budget"])
+    hb_cost = 4096 * 4 * 450
+    assert df.attrs["scaleout_budget_usd"] == pytest.approx(5e7 - hb_cost)
+    assert df.scaleout_cost_usd.to_numpy() == pytest.approx([5e7 - hb_cost] * 2, rel=1e-6)
+    with pytest.raises(InputError, match="does not cover the HB domain"):
+        compare_fabrics(moe(), fabrics(), cost_model=CM, bw_gbps=[450.0, 50.0],
+                        budget_usd=hb_cost / 2, modes=["equal_budget"])
+
+
+def test_switch_columns_by_hand_radix_32():
+    kw = dict(hb_tier="HB", scale_out_tier="SO")
+    fs = {"fat_tree": rail_optimized_fat_tree(4096, 8, 32, **kw),
+          "rail_only": rail_only(4096, 8, 32, **kw)}
+    df = compare_fabrics(moe(), fs, cost_model=CM, bw_gbps=[450.0, 50.0], modes=["equal_bw"])
+    # HB: one ideal 8-port switch per domain, 4096 / 8 = 512 in both.
+    assert list(df.hb_switches) == [512, 512]
+    # Fat-tree over 4096 with k = 32: 3 tiers (k^3/4 = 8192 >= 4096 > k^2/2 = 512):
+    # 2 x 4096 / 32 = 256 leaves, 256 aggregation, 4096 / 32 = 128 cores.
+    # Rail-only: 8 rails of 512 = k^2/2, 2 tiers each: 1024 / 32 = 32 leaves + 16 spines.
+    assert list(df.scaleout_switches) == [256 + 256 + 128, 8 * (32 + 16)]
+    assert list(df.scaleout_tiers) == [3, 2]
+    assert "switches" not in df
+
+
+def bounded_scenario(f=None):
+    from libra_opt.scenario.constraints import parse_constraint
+
+    f = f or fabrics()["fat_tree"]
+    cons = tuple(parse_constraint(c, f) for c in
+                 ("bw[0] >= 100", "bw[0] <= 600", "bw[1] >= 12.5", "bw[1] <= 60"))
+    return Scenario(f, CM, (moe(),), constraints=cons, budget_usd=3.0e7)
+
+
+def test_every_row_respects_the_scenario_bounds():
+    scen = bounded_scenario()
+    # Without the bounds the rail-only joint optimum leaves them (the cap binds).
+    free = compare_fabrics(moe(), fabrics(), cost_model=CM, bw_gbps=[100.0, 60.0],
+                           modes=["equal_budget_joint"])
+    assert max(b[1] for b in free.bw_gbps) > 60 * (1 + 1e-6)
+    df = compare_fabrics(scen, fabrics())
+    assert set(df["mode"]) == {"equal_bw", "equal_budget", "equal_budget_joint"}
+    for bw in df.bw_gbps:
+        assert 100 * (1 - 1e-6) <= bw[0] <= 600 * (1 + 1e-6)
+        assert 12.5 * (1 - 1e-6) <= bw[1] <= 60 * (1 + 1e-6)
+    # equal_budget holds the HB at the equal-bandwidth value (the scenario's optimum).
+    hb = df[df["mode"] == "equal_bw"].bw_gbps.iloc[0][0]
+    assert df.attrs["hb_gbps"] == pytest.approx((hb,))
+    for bw in df[df["mode"] == "equal_budget"].bw_gbps:
+        assert bw[0] == pytest.approx(hb, rel=1e-6)
+
+
+def dp_only():
+    ar = Collective("all_reduce", 5e8, "dp")
+    return Workload("dp", (Layer("l", Phase(0.01, (ar,)), count=4),), {"dp": (1, 512)})
+
+
+UNPRICED_HB = CostModel.from_tables({"HB": {"link": 0.0, "switch": 0.0, "nic": 0.0},
+                                     "SO": {"link": 2.0, "switch": 10.0, "nic": 40.0}})
+
+
+def _idle_hb(floor, model):
+    from libra_opt.scenario.constraints import parse_constraint
+
+    f = fabrics()["fat_tree"]
+    cons = () if floor is None else (parse_constraint(f"bw[0] >= {floor}", f),)
+    df = compare_fabrics(dp_only(), fabrics(), cost_model=UNPRICED_HB, bw_gbps=[450.0, 50.0],
+                         modes=["equal_budget_joint"], constraints=cons, collective_model=model)
+    return [b[0] for b in df.bw_gbps]
+
+
+def test_unused_unpriced_hb_gets_its_least_bandwidth():
+    # The HB carries nothing and costs nothing: the joint budget row does not bound it, and
+    # solve's idle-dimension LP gives it the least bandwidth, 0.
+    assert _idle_hb(None, "pipelined") == pytest.approx([0.0, 0.0], abs=1e-6)
+
+
+@pytest.mark.parametrize(("floor", "model"), [(None, "sequential"), (100.0, "pipelined")])
+def test_unused_unpriced_hb_least_bandwidth_when_the_budget_binds(floor, model):
+    """Regression: the idle-dimension LP was infeasible when the used dimensions, held at the
+    solver's answer, exceeded the binding budget row by round-off (73.2 and 150.7 GB/s)."""
+    assert _idle_hb(floor, model) == pytest.approx([floor or 0.0] * 2, abs=1e-6)
 
 
 def test_scenario_input_defaults_to_its_optimum():

@@ -1,5 +1,6 @@
 """Closed-form component counts (cost model) against counts on explicit networkx graphs."""
 
+import dataclasses
 import math
 
 import numpy as np
@@ -41,6 +42,11 @@ def assert_counts_match(fabric):
                                                    abs=1e-12)
         assert c.nic_ports == inv.nics, (d, c, inv)
         assert c.tiers == (inv.tiers if fabric.dims[d].topology == "switch" else 0)
+        assert c.switch_ports_bought == inv.switch_ports_bought, (d, c, inv)
+        assert c.cables == inv.cables, (d, c, inv)
+        assert c.copper_cables == inv.copper_cables, (d, c, inv)
+        assert c.copper_gbps == pytest.approx(inv.copper_gbps_per_gbps, rel=1e-12, abs=1e-12)
+    return counts
 
 
 def _two_level(draw, builder):
@@ -71,14 +77,20 @@ def mixed_fabrics(draw):
         size = draw(st.integers(2 if topo == "fully_connected" else 1, 6))
         radix = draw(st.sampled_from([None, 4, 6])) if topo == "switch" else None
         scope = draw(st.sampled_from(["block", "rail"])) if topo == "switch" else "block"
-        dims.append(Dim(f"d{i}", topo, size, "T", switch_radix=radix, switch_scope=scope))
-    f = Fabric(tuple(dims))
-    for d, dim in enumerate(f.dims):
+        pricing = draw(st.sampled_from(["whole_switch", "used_ports"]))
+        dims.append(Dim(f"d{i}", topo, size, "T", switch_radix=radix, switch_scope=scope,
+                        switch_pricing=pricing))
+    sizes = [x.size for x in dims]
+    for d, dim in enumerate(dims):
         if dim.switch_radix is not None:
-            block = dim.size if dim.switch_scope == "rail" else math.prod(f.sizes[: d + 1])
+            block = dim.size if dim.switch_scope == "rail" else math.prod(sizes[: d + 1])
             if block > clos_max_endpoints(dim.switch_radix, 3):
                 return None
-    return f
+        if dim.topology == "switch" and dim.size > 1:
+            block = dim.size if dim.switch_scope == "rail" else math.prod(sizes[: d + 1])
+            copper = draw(st.integers(0, clos_tiers(block, dim.switch_radix)))
+            dims[d] = dataclasses.replace(dim, copper_levels=copper)
+    return Fabric(tuple(dims))
 
 
 @FAST
@@ -203,3 +215,85 @@ def test_graph_bandwidth_attributes():
     bws = sorted({(a["dim"], a["bw_gbps"]) for _, _, a in g.edges(data=True)})
     assert bws == [(0, 5.0), (1, 3.0)]
     assert np.isclose(sum(a["bw_gbps"] for *_, a in g.edges(data=True)), 4 * 3 * 5 + 4 * 3 * 3)
+
+
+# ---- whole switches, ports bought and copper cables, counted on the graph ---------------
+
+
+@pytest.mark.parametrize(
+    ("fabric", "d", "want"),
+    [
+        # rail_only(2048, 256, 64): 256 rails of 8 NPUs, one radix-64 switch each (1 tier).
+        (rail_only(2048, 256, 64), 1,
+         dict(tiers=1, switches=256, bought=256 * 64, used=2048, cables=2048)),
+        # Off-grid 2 tiers: 100 NPUs, radix 16: ceil(200/16)=13 leaves + ceil(100/16)=7 spines.
+        (Fabric((Dim("so", "switch", 100, "T", switch_radix=16),)), 0,
+         dict(tiers=2, switches=20, bought=320, used=300, cables=200)),
+        # Off-grid 3 tiers: 50 NPUs, radix 8 (2 tiers reach 32): 13 leaves, 13 aggregation,
+        # ceil(50/8)=7 cores; 5 ports and 3 cables per NPU in use.
+        (Fabric((Dim("so", "switch", 50, "T", switch_radix=8),)), 0,
+         dict(tiers=3, switches=33, bought=264, used=250, cables=150)),
+        # Ideal switch (no radix): ports bought are the ports in use (LIBRA).
+        (Fabric((Dim("a", "ring", 4, "T"), Dim("b", "switch", 8, "T"))), 1,
+         dict(tiers=1, switches=1, bought=32, used=32, cables=32)),
+    ],
+)
+@pytest.mark.parametrize("copper", [0, 1, 3])
+def test_whole_switch_and_copper_counts_by_hand(fabric, d, want, copper):
+    t = want["tiers"]
+    if copper > t:
+        with pytest.raises(InputError, match="copper_levels"):
+            _with(fabric, d, copper_levels=copper)
+        return
+    f = _with(fabric, d, copper_levels=copper)
+    inv = dimension_inventory(f, d)
+    n = f.n_npus
+    assert (inv.tiers, inv.switches, inv.switch_ports_bought, inv.switch_ports_used,
+            inv.cables) == (t, want["switches"], want["bought"], want["used"], want["cables"])
+    # Copper: the lowest ``copper`` cable levels, N cables each, no transceivers.
+    assert inv.copper_cables == copper * n
+    assert inv.transceivers == 2 * (t - copper) * n
+    assert inv.switch_ports_priced == want["bought"]
+    used = dimension_inventory(_with(f, d, switch_pricing="used_ports"), d)
+    assert (used.switch_ports_priced, used.switch_ports_bought) == (want["used"], want["bought"])
+    c = assert_counts_match(f)[d]
+    assert (c.switches, c.switch_ports_bought, c.switch_ports, c.cables, c.copper_cables,
+            c.transceivers) == (want["switches"], want["bought"], want["used"], want["cables"],
+                                copper * n, 2 * (t - copper) * n)
+
+
+def _with(fabric, d, **changes):
+    dims = list(fabric.dims)
+    dims[d] = dataclasses.replace(dims[d], **changes)
+    return Fabric(tuple(dims))
+
+
+def test_copper_cables_are_the_lowest_levels_on_the_graph():
+    # 100 NPUs, radix 16, 2 tiers; copper_levels=1: every NIC-to-leaf (host) cable is copper,
+    # every leaf-to-spine (fabric) cable optical.
+    f = Fabric((Dim("so", "switch", 100, "T", switch_radix=16, copper_levels=1),))
+    g = fabric_graph(f)
+    media = {(a["kind"], a["media"]) for _, _, a in g.edges(data=True) if a["kind"] != "pcie"}
+    assert media == {("host", "copper"), ("fabric", "optical")}
+    assert {a["radix"] for _, a in g.nodes(data=True) if a["kind"] == "switch"} == {16}
+
+
+def test_issue_switch_counts_rail_only_vs_fat_tree():
+    """Switch counts behind the issue's figures (radix 64 unless said)."""
+
+    def switches(f):
+        return dimension_inventory(f, 1).switches
+
+    # 2,048 GPUs, HB 256: rails of 8 -> one switch per rail (256) vs a 64+32 leaf-spine.
+    assert (switches(rail_only(2048, 256, 64)), switches(rail_optimized_fat_tree(2048, 256, 64))) \
+        == (256, 96)
+    # 4,096 GPUs, HB 256: rails of 16 -> 256 switches vs a 3-tier 128+128+64 fat-tree.
+    assert (switches(rail_only(4096, 256, 64)), switches(rail_optimized_fat_tree(4096, 256, 64))) \
+        == (256, 320)
+    # 2,048 GPUs, HB 64: rails of 32 -> 64 switches (half their ports idle).
+    ro = dimension_inventory(rail_only(2048, 64, 64), 1)
+    assert (ro.switches, ro.switch_ports_bought, ro.switch_ports_used) == (64, 4096, 2048)
+    # 6,000 GPUs, HB 24, radix 128: 24 rails of 250 = 2 tiers of ceil(500/128)=4 leaves and
+    # ceil(250/128)=2 spines (144) vs one leaf-spine of 94 + 47 = 141.
+    assert (switches(rail_only(6000, 24, 128)), switches(rail_optimized_fat_tree(6000, 24, 128))) \
+        == (144, 141)
