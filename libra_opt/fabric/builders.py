@@ -140,6 +140,8 @@ def _two_level(
     scale_out_tier: str,
     hb_latency_s: float,
     scale_out_latency_s: float,
+    switch_pricing: str = "whole_switch",
+    copper_levels: int = 0,
 ) -> Fabric:
     for key, v in (("n_npus", n_npus), ("hb_domain", hb_domain)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
@@ -156,6 +158,7 @@ def _two_level(
     so = Dim(
         "scaleout", "switch", n_npus // hb_domain, scale_out_tier, scale_out_latency_s,
         switch_radix=switch_radix, switch_scope=scope,
+        switch_pricing=switch_pricing, copper_levels=copper_levels,  # type: ignore[arg-type]
     )
     clos_tiers(n_npus if scope == "block" else so.size, switch_radix)  # fail early if > 3
     return Fabric((hb, so))
@@ -171,6 +174,8 @@ def rail_optimized_fat_tree(
     scale_out_tier: str = "ScaleOut",
     hb_latency_s: float = 0.0,
     scale_out_latency_s: float = 0.0,
+    switch_pricing: str = "whole_switch",
+    copper_levels: int = 0,
 ) -> Fabric:
     """HB domains of ``hb_domain`` NPUs plus one full-bisection Clos over all NPUs.
 
@@ -188,6 +193,12 @@ def rail_optimized_fat_tree(
         Cost tiers of the two dimensions.
     hb_latency_s, scale_out_latency_s : float
         Per-step latencies.
+    switch_pricing : {'whole_switch', 'used_ports'}
+        Scale-out switches priced whole (default: every port of every switch) or by the
+        ports in use (shared chassis).
+    copper_levels : int
+        Lowest cable levels of the scale-out Clos on copper (no transceivers); default 0, all
+        optics, as in rail-optimized clusters whose leaf switches sit outside the GPU racks.
 
     Returns
     -------
@@ -210,7 +221,7 @@ def rail_optimized_fat_tree(
     """
     return _two_level(
         n_npus, hb_domain, switch_radix, "block", hb_topology, hb_tier, scale_out_tier,
-        hb_latency_s, scale_out_latency_s,
+        hb_latency_s, scale_out_latency_s, switch_pricing, copper_levels,
     )
 
 
@@ -224,6 +235,8 @@ def rail_only(
     scale_out_tier: str = "ScaleOut",
     hb_latency_s: float = 0.0,
     scale_out_latency_s: float = 0.0,
+    switch_pricing: str = "whole_switch",
+    copper_levels: int = 0,
 ) -> Fabric:
     """HB domains of ``hb_domain`` NPUs plus one Clos per rail, no spine across rails.
 
@@ -252,7 +265,7 @@ def rail_only(
     """
     return _two_level(
         n_npus, hb_domain, switch_radix, "rail", hb_topology, hb_tier, scale_out_tier,
-        hb_latency_s, scale_out_latency_s,
+        hb_latency_s, scale_out_latency_s, switch_pricing, copper_levels,
     )
 
 
@@ -311,7 +324,8 @@ _SPEC_KEYS = {
     "multi_dim": {"builder", "shape", "topologies", "tiers", "names", "switch_radix",
                   "latency_s"},
     "fat_tree": {"builder", "n_npus", "hb_domain", "switch_radix", "hb_topology", "hb_tier",
-                 "scale_out_tier", "hb_latency_s", "scale_out_latency_s"},
+                 "scale_out_tier", "hb_latency_s", "scale_out_latency_s", "switch_pricing",
+                 "copper_levels"},
 }
 _SPEC_KEYS["rail_only"] = _SPEC_KEYS["fat_tree"]
 

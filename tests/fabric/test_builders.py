@@ -64,3 +64,19 @@ def test_fabric_from_spec():
         fabric_from_spec({"builder": "rail_only", "n_npus": 64})
     with pytest.raises(InputError, match=r"s\.yaml: fabric\.n_npus.*multiple"):
         fabric_from_spec({"builder": "fat_tree", "n_npus": 65, "hb_domain": 8}, source="s.yaml")
+
+
+def test_builders_pass_switch_pricing_and_copper_levels():
+    """rail_only(4096, 8, 64): 8 rails of 512 NPUs, 2 tiers each. With NIC-to-leaf copper,
+    half of the 2 x 4,096 cables are copper and only the 4,096 leaf-spine cables carry optics
+    (two transceivers each): 8,192 instead of 16,384."""
+    from libra_opt.fabric.builders import fabric_from_spec, rail_only
+    from libra_opt.fabric.inventory import dimension_inventory
+
+    optics = dimension_inventory(rail_only(4096, 8, 64), 1)
+    copper = dimension_inventory(rail_only(4096, 8, 64, copper_levels=1), 1)
+    assert (optics.cables, optics.copper_cables, optics.transceivers) == (8192, 0, 16384)
+    assert (copper.cables, copper.copper_cables, copper.transceivers) == (8192, 4096, 8192)
+    f = fabric_from_spec({"builder": "fat_tree", "n_npus": 4096, "hb_domain": 8,
+                          "switch_pricing": "used_ports", "copper_levels": 1})
+    assert (f.dims[1].switch_pricing, f.dims[1].copper_levels) == ("used_ports", 1)
