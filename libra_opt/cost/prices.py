@@ -173,6 +173,25 @@ class CostCoefficients:
         return None if self.w_by_component is None else self.w_by_component.sum(axis=1)
 
 
+def _add_link_part(
+    usd: np.ndarray, power: np.ndarray | None, d: int, gbps_per_gbps: float, part: str,
+    prices: TierPrices, why: str,
+) -> None:
+    """Add a per-GB/s cable part (transceivers, copper cables) to the ``link`` column of
+    dimension ``d``: ``gbps_per_gbps`` GB/s of it are bought per GB/s of ``B_d``."""
+    usd[d, 0] += gbps_per_gbps * prices.usd_per_gbps[part]
+    if power is None:
+        return
+    assert prices.w_per_gbps is not None
+    if part not in prices.w_per_gbps:
+        raise InputError(
+            f"{why} but tier {prices.tier!r} has no {part} power entry (W per GB/s; write 0 "
+            "if it draws none)",
+            field=f"power_model.{prices.tier}",
+        )
+    power[d, 0] += gbps_per_gbps * prices.w_per_gbps[part]
+
+
 def cost_coefficients(fabric: Fabric, cost_model: CostModel) -> CostCoefficients:
     """Linear $ and W coefficients of every dimension.
 
@@ -238,17 +257,8 @@ def cost_coefficients(fabric: Fabric, cost_model: CostModel) -> CostCoefficients
                     )
                 power[d, c] = amounts[comp] * prices.w_per_gbps[comp]
         if "transceiver" in prices.usd_per_gbps:
-            optics = inv.transceiver_gbps_per_gbps
-            usd[d, 0] += optics * prices.usd_per_gbps["transceiver"]
-            if power is not None:
-                assert prices.w_per_gbps is not None
-                if "transceiver" not in prices.w_per_gbps:
-                    raise InputError(
-                        f"tier {dim.tier!r} prices transceivers but has no transceiver power "
-                        "entry (W per GB/s; write 0 if it draws none)",
-                        field=f"power_model.{dim.tier}",
-                    )
-                power[d, 0] += optics * prices.w_per_gbps["transceiver"]
+            _add_link_part(usd, power, d, inv.transceiver_gbps_per_gbps, "transceiver",
+                           prices, f"dimension {dim.name!r} buys transceivers")
         if inv.copper_cables:
             if "copper" not in prices.usd_per_gbps:
                 raise InputError(
@@ -256,17 +266,8 @@ def cost_coefficients(fabric: Fabric, cost_model: CostModel) -> CostCoefficients
                     f"tier {dim.tier!r} has no copper price ($ per GB/s of a copper cable)",
                     field=f"cost_model.{dim.tier}",
                 )
-            copper = inv.copper_gbps_per_gbps
-            usd[d, 0] += copper * prices.usd_per_gbps["copper"]
-            if power is not None:
-                assert prices.w_per_gbps is not None
-                if "copper" not in prices.w_per_gbps:
-                    raise InputError(
-                        f"dimension {dim.name!r} has copper cables but tier {dim.tier!r} has "
-                        "no copper power entry (W per GB/s; write 0 if it draws none)",
-                        field=f"power_model.{dim.tier}",
-                    )
-                power[d, 0] += copper * prices.w_per_gbps["copper"]
+            _add_link_part(usd, power, d, inv.copper_gbps_per_gbps, "copper", prices,
+                           f"dimension {dim.name!r} has copper cables")
     return CostCoefficients(usd, power)
 
 
