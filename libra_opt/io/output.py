@@ -211,8 +211,9 @@ def atomic_outputs(*paths: str | os.PathLike[str], flag: str | None = None) -> I
 
     For writers owned elsewhere that take a path: write to the yielded paths inside the
     ``with`` block. If the block raises, the temporary files are removed and no target is
-    touched. Missing parent directories are created. Temporary files are created empty
-    with the default permissions (umask), in the target's directory (same file system,
+    touched (the moves happen only after every file is written). Missing parent directories
+    are created. Temporary files are created empty with the default permissions (umask), or
+    those of the file they replace, in the target's directory (same file system,
     so ``os.replace`` is atomic).
 
     Raises
@@ -230,6 +231,10 @@ def atomic_outputs(*paths: str | os.PathLike[str], flag: str | None = None) -> I
             os.close(fd)
             temps.append(tmp)
         yield tuple(temps)
+        for tmp, t in zip(temps, targets, strict=True):
+            with contextlib.suppress(OSError):  # a replaced file keeps its permissions
+                if t.is_file() and not t.is_symlink():
+                    os.chmod(tmp, stat.S_IMODE(t.stat().st_mode))
         for tmp, t in zip(temps, targets, strict=True):
             os.replace(tmp, t)
     except OSError as exc:

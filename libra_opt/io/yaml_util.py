@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from libra_opt.errors import InputError
+from libra_opt.errors import InputError, short_repr
 
 __all__ = [
     "MAX_INPUT_BYTES",
@@ -41,7 +41,7 @@ MAX_YAML_BYTES = 4 * 1024 * 1024
 #: Deepest nesting of sequences/mappings in a YAML document.
 MAX_YAML_DEPTH = 100
 #: Most nodes a YAML document may hold once every alias is expanded.
-MAX_YAML_NODES = 100_000
+MAX_YAML_NODES = 1_000_000
 #: Longest integer literal (digits) read from YAML.
 _MAX_INT_DIGITS = 1000
 
@@ -65,6 +65,8 @@ def _mib(n: int) -> str:
 def _check_path(path: str | Path) -> Path:
     if path is None or (isinstance(path, str) and not path.strip()):
         raise InputError("empty path; expected the name of a file")
+    if "\0" in str(path):
+        raise InputError(f"path {short_repr(str(path))} contains a NUL byte; expected a file name")
     return Path(path)
 
 

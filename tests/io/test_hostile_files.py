@@ -65,7 +65,7 @@ def test_billion_laughs_file(tmp_path):
     p.write_text(_bomb())
     err, dt = _fails(load_yaml, p)
     assert err.source == str(p)
-    assert "100000 nodes" in err.message and "aliases" in err.message
+    assert "1000000 nodes" in err.message and "aliases" in err.message
     assert err.field and err.field.startswith("line ")
     assert dt < FAST
 
@@ -365,3 +365,31 @@ def test_cli_non_dividing_communicator(scen_dir, capsys):
     comm.write_text(comm.read_text().replace("[ -1, 2, 4, 32 ]", "[ -1, 2, 4, 5 ]"))
     line = _cli(capsys, scen_dir / "s.yaml")
     assert str(comm) in line and "WeightGrad[3]" in line
+
+
+def test_nul_byte_in_a_path_field(tmp_path, capsys):
+    """Regression: a NUL byte in a file reference escaped as ValueError with a traceback."""
+    from libra_opt.cli import main
+
+    p = tmp_path / "s.yaml"
+    p.write_text('name: s\nfabric: {libra_network: "net\\0.yml"}\ncost_model: c.yml\n'
+                 "workloads: [{name: w, astra_sim: w.txt, communicator: c.yml}]\n")
+    with pytest.raises(InputError, match="NUL byte"):
+        load_yaml(str(tmp_path / "net\0.yml"))
+    assert main(["solve", str(p)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "NUL byte" in err[0]
+
+
+def test_alias_bomb_still_rejected_with_the_larger_node_limit(tmp_path):
+    from libra_opt.io.yaml_util import MAX_YAML_NODES
+
+    lines = ['a0: &a0 ["x", "x", "x", "x", "x", "x", "x", "x", "x", "x"]']
+    for i in range(1, 9):
+        lines.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]")
+    p = tmp_path / "bomb.yaml"
+    p.write_text("\n".join(lines) + "\n")
+    t0 = time.perf_counter()
+    with pytest.raises(InputError, match=f"more than {MAX_YAML_NODES} nodes"):
+        load_yaml(p)
+    assert time.perf_counter() - t0 < 1.0

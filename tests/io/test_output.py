@@ -1,6 +1,7 @@
 """libra_opt.io.output: safe names, confinement, up-front checks and atomic writes."""
 
 import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -204,3 +205,14 @@ def test_a_symlink_target_is_replaced_not_written_through(tmp_path):
     write_text_atomic(link, "new")
     assert victim.read_text() == "keep"
     assert not link.is_symlink() and link.read_text() == "new"
+
+
+def test_replacing_a_file_keeps_its_permissions(tmp_path):
+    from libra_opt.io.output import write_text_atomic
+
+    target = tmp_path / "t.csv"
+    target.write_text("old")
+    os.chmod(target, 0o640)
+    write_text_atomic(target, "new")
+    assert target.read_text() == "new"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
