@@ -21,6 +21,7 @@ import argparse
 import dataclasses
 import math
 
+from libra_opt.cli.args import parse_floats
 from libra_opt.cli.backend import pyplot
 from libra_opt.errors import InputError
 from libra_opt.options import FABRIC_FAMILIES, TRAFFIC_MODELS
@@ -71,18 +72,6 @@ def _fabric_names(text: str) -> list[str]:
             field="--fabrics",
         )
     return list(dict.fromkeys(names))
-
-
-def _floats(text: str, what: str) -> list[float]:
-    try:
-        vals = [float(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise InputError(f"expected comma-separated numbers, got {text!r}", source="<cli>",
-                         field=what) from None
-    if not vals:
-        raise InputError(f"expected comma-separated numbers, got {text!r}", source="<cli>",
-                         field=what)
-    return vals
 
 
 def _check_radix(radix: int) -> None:
@@ -143,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
         _check_radix(args.radix)
     _check_budget(args.budget_usd)
     _check_budget(getattr(args, "scaleout_budget_usd", None), "--scaleout-budget-usd")
-    bw = _floats(args.bw, "--bw") if args.bw is not None else None
+    bw = parse_floats(args.bw, "--bw") if args.bw is not None else None
     scen = load_scenario(args.scenario)
     if args.catalog:
         scen = dataclasses.replace(scen, cost_model=catalog_cost_model(args.catalog))

@@ -16,21 +16,18 @@ from typing import NoReturn
 import numpy as np
 
 from libra_opt.cli import compare as cli_compare
+from libra_opt.cli.args import parse_floats
 from libra_opt.cli.backend import pyplot
-from libra_opt.errors import InfeasibleDesignError, InputError, LibraOptError, UnboundedDesignError
+from libra_opt.errors import (
+    InfeasibleDesignError,
+    InputError,
+    LibraOptError,
+    UnboundedDesignError,
+    short_repr,
+)
 from libra_opt.options import OBJECTIVES, objective_label
 
 __all__ = ["main", "build_parser"]
-
-
-def _parse_floats(text: str, what: str) -> list[float]:
-    try:
-        vals = [float(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise InputError(f"expected comma-separated numbers, got {text!r}", source="<cli>", field=what) from None
-    if not vals or not all(np.isfinite(vals)):
-        raise InputError(f"expected finite numbers, got {text!r}", source="<cli>", field=what)
-    return vals
 
 
 def _parse_values(text: str, param: str) -> list[float]:
@@ -48,7 +45,9 @@ def _parse_values(text: str, param: str) -> list[float]:
         if text.count(",") >= MAX_SWEEP_POINTS:
             raise bad(f"more than {MAX_SWEEP_POINTS:,} values; a sweep solves at most "
                       f"{MAX_SWEEP_POINTS:,} points")
-        vals = _parse_floats(text, "--values")
+        vals = parse_floats(text, "--values")
+        if not all(np.isfinite(vals)):
+            raise bad(f"expected finite numbers, got {short_repr(text)}")
     else:
         parts = text.split(":")
         try:
@@ -128,7 +127,7 @@ def _cmd_evaluate(args) -> int:
 
     scen = _load(args)
     try:
-        bw = check_bandwidth(scen.fabric, _parse_floats(args.bw, "--bw"), field="--bw")
+        bw = check_bandwidth(scen.fabric, parse_floats(args.bw, "--bw"), field="--bw")
     except InputError as exc:
         raise InputError(exc.message, source="<cli>", field="--bw") from None
     ev = evaluate(scen, bw)
@@ -227,7 +226,7 @@ def _cmd_workload(args) -> int:
     bw = None
     if args.bw:
         try:
-            bw = check_bandwidth(scen.fabric, _parse_floats(args.bw, "--bw"), field="--bw")
+            bw = check_bandwidth(scen.fabric, parse_floats(args.bw, "--bw"), field="--bw")
         except InputError as exc:
             raise InputError(exc.message, source="<cli>", field="--bw") from None
     if not generated:

@@ -12,8 +12,6 @@ The small in-code scenario of the doctests is :func:`toy_scenario`.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from libra_opt.io.example_files import example_names, example_path
 from libra_opt.io.scenario_file import load_scenario
 from libra_opt.scenario.examples import toy_scenario
@@ -22,14 +20,10 @@ from libra_opt.scenario.scenario import Scenario
 __all__ = ["names", "path", "load", "toy_scenario"]
 
 
-def names() -> tuple[str, ...]:
-    """Names of the shipped example scenarios."""
-    return example_names()
-
-
-def path(name: str) -> Path:
-    """Path of the shipped example scenario ``name`` (to copy and edit it)."""
-    return example_path(name)
+#: Names of the shipped example scenarios.
+names = example_names
+#: Path of a shipped example scenario (to copy and edit it).
+path = example_path
 
 
 def load(name: str) -> Scenario:

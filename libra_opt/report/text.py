@@ -10,6 +10,7 @@ import numpy as np
 from libra_opt.cost.tco import tco_breakdown
 from libra_opt.optimize.solution import Solution
 from libra_opt.options import COMPONENTS, OBJECTIVE_MEANING, Objective
+from libra_opt.scenario.display import format_usd
 from libra_opt.scenario.evaluate import Evaluation
 from libra_opt.scenario.scenario import Scenario
 
@@ -39,10 +40,6 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: str | No
     return "\n".join(lines)
 
 
-def _usd(x: float) -> str:
-    return f"${x:,.0f}"
-
-
 def _si_time(t: float) -> str:
     if not np.isfinite(t):
         return "inf"
@@ -64,7 +61,7 @@ def _fabric_table(scen: Scenario, ev: Evaluation) -> str:
             dim.name, dim.topology, dim.size, dim.tier,
             f"{ev.bw_gbps[d]:.2f}",
             f"{100 * ev.bw_gbps[d] / total:.1f}%" if total > 0 else "-",
-            _usd(usd[d]),
+            format_usd(usd[d]),
             "n/a" if power is None else f"{power[d]:,.0f}",
             _si_time(float(busy[d])),
         ])
@@ -95,8 +92,8 @@ def _workload_table(scen: Scenario, ev: Evaluation) -> str:
 
 def _cost_lines(ev: Evaluation) -> list[str]:
     by_comp = ev.cost.usd_by_dim_component.sum(axis=0)
-    parts = ", ".join(f"{c} {_usd(v)}" for c, v in zip(COMPONENTS, by_comp, strict=True) if v > 0)
-    lines = [f"Network cost: {_usd(ev.cost.network_cost_usd)} ({parts or 'no priced components'})"]
+    parts = ", ".join(f"{c} {format_usd(v)}" for c, v in zip(COMPONENTS, by_comp, strict=True) if v > 0)
+    lines = [f"Network cost: {format_usd(ev.cost.network_cost_usd)} ({parts or 'no priced components'})"]
     if ev.cost.network_power_w is None:
         lines.append("Network power: not modelled (no power_model given)")
     else:
@@ -135,14 +132,14 @@ def _tco_lines(scen: Scenario, ev: Evaluation) -> list[str]:
         return []
     b = tco_breakdown(scen.tco, scen.fabric, scen.coefficients, ev.bw_gbps, ev.weighted_step_time_s)
     line = (
-        f"TCO over {scen.tco.lifetime_years:g} years: {_usd(b.total_usd)} (accelerators "
-        f"{_usd(b.accelerators_usd)}, hosts {_usd(b.hosts_usd)}, network {_usd(b.network_usd)}, "
-        f"maintenance {_usd(b.maintenance_usd)}, energy {_usd(b.energy_usd)} at "
-        f"{b.it_power_w / 1e3:,.1f} kW IT); {_usd(b.usd_per_hour)}/hour"
+        f"TCO over {scen.tco.lifetime_years:g} years: {format_usd(b.total_usd)} (accelerators "
+        f"{format_usd(b.accelerators_usd)}, hosts {format_usd(b.hosts_usd)}, network {format_usd(b.network_usd)}, "
+        f"maintenance {format_usd(b.maintenance_usd)}, energy {format_usd(b.energy_usd)} at "
+        f"{b.it_power_w / 1e3:,.1f} kW IT); {format_usd(b.usd_per_hour)}/hour"
     )
     out = [line]
     if b.run_usd is not None:
-        out.append(f"One training run ({scen.tco.n_steps:,.0f} steps): {_usd(b.run_usd)}")
+        out.append(f"One training run ({scen.tco.n_steps:,.0f} steps): {format_usd(b.run_usd)}")
     return out
 
 
@@ -174,7 +171,7 @@ def _objective_str(objective: Objective, value: float) -> str:
     if objective == "perf":
         return f"{what} {_si_time(value)}"
     if objective == "tco":
-        return f"{what} {_usd(value)}"
+        return f"{what} {format_usd(value)}"
     return f"{what} {value:,.6g} {unit}"
 
 
@@ -213,14 +210,14 @@ def format_solution(sol: Solution) -> str:
         total = float(np.sum(sol.bw_gbps))
         rows = [[
             "optimum", " ".join(f"{b:.1f}" for b in sol.bw_gbps),
-            _si_time(ev.weighted_step_time_s), _usd(ev.cost.network_cost_usd), "yes", "1.000x",
+            _si_time(ev.weighted_step_time_s), format_usd(ev.cost.network_cost_usd), "yes", "1.000x",
             "1.000x",
         ]]
         for b in sol.baselines:
             rows.append([
                 b.name, " ".join(f"{x:.1f}" for x in b.evaluation.bw_gbps),
                 _si_time(b.evaluation.weighted_step_time_s),
-                _usd(b.evaluation.cost.network_cost_usd),
+                format_usd(b.evaluation.cost.network_cost_usd),
                 "yes" if b.feasible else "no", f"{b.step_time_ratio:.3f}x", f"{b.objective_ratio:.3f}x",
             ])
         lines += [
