@@ -18,37 +18,31 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import cvxpy as cp
 import numpy as np
 
 from libra_opt.cost.tco import cluster_rate_coefficients
 from libra_opt.errors import InputError, SolverError, UnboundedDesignError, VerificationError
+from libra_opt.optimize.conic import build_conic_program
 from libra_opt.optimize.feasibility import (
     lp_extreme,
     minimal_bandwidth,
     raise_infeasible,
     unbounded_dims,
 )
-from libra_opt.optimize.program import (
-    CLARABEL_SETTINGS,
-    ConvexProgram,
-    build_program,
-    reference_bw,
-    reference_scales,
-)
+from libra_opt.optimize.scaling import ProgramRun, RowScaling, reference_bw, reference_scales
 from libra_opt.optimize.solution import ConstraintReport, Solution, SolverInfo, baselines
 from libra_opt.optimize.terms import AggregatedTerms, aggregate_terms
 from libra_opt.scenario.constraints import Row
-from libra_opt.scenario.evaluate import Evaluation, evaluate
+from libra_opt.scenario.evaluate import Evaluation, evaluate, scenario_walks
 from libra_opt.scenario.scenario import Scenario, scenario_rows, unique_labels
+from libra_opt.traffic.step_time import WalkArrays
 
 __all__ = ["BandwidthProblem", "build_problem", "solve", "OBJECTIVE_REL_TOL", "MAX_STEP_S",
-           "MAX_BW_GBPS"]
+           "MAX_BW_GBPS", "BACKENDS"]
 
 logger = logging.getLogger(__name__)
 
@@ -68,6 +62,18 @@ MAX_BW_GBPS = 1e9
 # A bandwidth nothing bounds is capped at this multiple of the problem's bandwidth scale
 # while solving; the answer is then probed for further improvement.
 _CAP_FACTOR = 1e4
+#: ``clarabel``: the program assembled directly as Clarabel's conic data (default, fast);
+#: ``cvxpy``: the same program written in cvxpy (the reference formulation, slower to build).
+BACKENDS = ("clarabel", "cvxpy")
+
+
+def _build_program(backend: str, *args) -> RowScaling:
+    """Build the program with ``backend`` (see :data:`BACKENDS`)."""
+    if backend == "cvxpy":
+        from libra_opt.optimize.program import build_program
+
+        return build_program(*args)
+    return build_conic_program(*args)
 
 
 @dataclass
@@ -82,28 +88,42 @@ class BandwidthProblem:
     scenario: Scenario
     terms: AggregatedTerms
     rows: tuple[Row, ...]
-    program: ConvexProgram
+    program: Any  # a ConicProgram (clarabel backend) or a ConvexProgram (cvxpy backend)
     ref_cost: float
     lp_status: str
     objective_scale: float = 1.0  # steps per run for ``tco``
     rate: np.ndarray | None = None  # $ (per second for tco) per GB/s of each dimension
     n_solves: int = 0
+    backend: str = "clarabel"
+    walks: tuple[WalkArrays, ...] = ()  # the workloads' walks, for the numpy re-check
 
     def solve(self, **kwargs) -> Solution:
         """Shorthand for :func:`solve` on this problem."""
         return solve(self, **kwargs)
 
 
-def build_problem(scenario: Scenario) -> BandwidthProblem:
+def build_problem(scenario: Scenario, *, backend: str = "clarabel") -> BandwidthProblem:
     """Compile ``scenario`` into a :class:`BandwidthProblem`.
+
+    Parameters
+    ----------
+    scenario : Scenario
+    backend : {'clarabel', 'cvxpy'}
+        ``clarabel`` assembles Clarabel's conic data directly (default);
+        ``cvxpy`` builds the reference cvxpy formulation (DCP/DPP, slower).
 
     Examples
     --------
     >>> from libra_opt.scenario.examples import toy_scenario
-    >>> p = build_problem(toy_scenario())
+    >>> build_problem(toy_scenario()).backend
+    'clarabel'
+    >>> p = build_problem(toy_scenario(), backend="cvxpy")
     >>> p.program.problem.is_dcp(dpp=True)
     True
     """
+    if backend not in BACKENDS:
+        raise InputError(f"backend {backend!r} is not one of {', '.join(BACKENDS)}",
+                         field="backend")
     coeffs = scenario.coefficients
     rows = scenario_rows(scenario, coeffs)
     terms = aggregate_terms(scenario.workloads, scenario.fabric, scenario.traffic_model)
@@ -136,8 +156,8 @@ def build_problem(scenario: Scenario) -> BandwidthProblem:
     if rate is not None:
         product = (k0 / ref_cost, rate / ref_cost)
     b_ref, t_ref = reference_scales(terms, weights, n, bw_ref)
-    program = build_program(
-        terms, weights, rows, n, scenario.collective_model, scenario.training_loop,
+    program = _build_program(
+        backend, terms, weights, rows, n, scenario.collective_model, scenario.training_loop,
         product, b_ref, t_ref,
     )
     return BandwidthProblem(
@@ -149,6 +169,8 @@ def build_problem(scenario: Scenario) -> BandwidthProblem:
         lp_status=status,
         objective_scale=obj_scale,
         rate=rate,
+        backend=backend,
+        walks=scenario_walks(scenario),
     )
 
 
@@ -241,7 +263,8 @@ class _SolverAttemptFailed(Exception):
 class _SolveAttempt:
     """One solve of one program, with its answer re-evaluated by the numpy evaluator."""
 
-    prog: ConvexProgram
+    prog: Any
+    run: ProgramRun
     status: str
     bw: np.ndarray
     ev: Evaluation
@@ -253,61 +276,53 @@ class _SolveAttempt:
     needs_polish: bool
 
 
-def _set_rhs(prog: ConvexProgram, rows: tuple[Row, ...]) -> None:
-    if prog.le_param is not None:
-        prog.le_param.value = np.array([rows[i].rhs for i in prog.le_rows]) * prog.le_sign / prog.le_scale
-    if prog.eq_param is not None:
-        prog.eq_param.value = np.array([rows[i].rhs for i in prog.eq_rows]) / prog.eq_scale
-
-
 def _solve_once(
-    problem: BandwidthProblem, prog: ConvexProgram, scen: Scenario, rows: tuple[Row, ...]
+    problem: BandwidthProblem, prog: Any, scen: Scenario, rows: tuple[Row, ...]
 ) -> _SolveAttempt:
     """Set the right-hand sides, solve once, evaluate the answer with numpy."""
-    _set_rhs(prog, rows)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)  # status is handled below
-            prog.problem.solve(solver=cp.CLARABEL, **CLARABEL_SETTINGS)
-    except cp.error.SolverError as exc:
-        raise _SolverAttemptFailed(f"Clarabel failed ({exc})") from exc
+    run = prog.run(rows)
     problem.n_solves += 1
-    status = prog.problem.status
-    if status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE):
-        raise _SolverAttemptFailed(str(status))
-    x = np.asarray(prog.x.value, dtype=float)
-    step_value = float(np.asarray(prog.step_value.value))
-    if prog.u is None:
+    status = run.status
+    if status not in ("optimal", "optimal_inaccurate"):
+        raise _SolverAttemptFailed(status)
+    x = run.x
+    if not np.isfinite(x).all() or not np.isfinite(run.step_value):
+        raise _SolverAttemptFailed(f"{status} with a non-finite answer")
+    if prog.product is None:
         bw = prog.b_ref * x
-        solver_obj = prog.t_ref * step_value
+        solver_obj = prog.t_ref * run.step_value
         factor = prog.t_ref
     else:
-        u = float(np.asarray(prog.u.value))
+        u = float(run.u)
+        if not u > 0:
+            raise _SolverAttemptFailed(f"{status} with u = {u!r}")
         bw = prog.b_ref * x / u
-        solver_obj = problem.objective_scale * problem.ref_cost * prog.t_ref * step_value
+        solver_obj = problem.objective_scale * problem.ref_cost * prog.t_ref * run.step_value
         factor = problem.objective_scale * problem.ref_cost * prog.t_ref * u
     bw = np.where(bw < 0, 0.0, bw)
-    ev = evaluate(scen, bw)
+    ev = evaluate(scen, bw, problem.walks)
     gap = abs(ev.objective_value - solver_obj) / max(abs(ev.objective_value), 1e-300)
     used = problem.terms.used_dims
     spread = float(np.max(x[used]) / max(np.min(x[used]), 1e-300)) if used.size else 1.0
+    # An "almost solved" answer that the numpy re-check confirms to a tenth of the
+    # tolerance is kept as it is; otherwise it is polished.
     needs_polish = (
-        status == cp.OPTIMAL_INACCURATE
-        or not np.isfinite(gap)
+        not np.isfinite(gap)
         or gap > 0.1 * OBJECTIVE_REL_TOL
         or spread > 1e3
         or not ev.feasible(CONSTRAINT_REL_TOL)
     )
     return _SolveAttempt(
         prog=prog,
-        status=str(status),
+        run=run,
+        status=status,
         bw=bw,
         ev=ev,
         solver_obj=solver_obj,
         gap=float(gap),
         factor=factor,
-        compile_s=float(prog.problem.compilation_time or 0.0),
-        solve_s=float(prog.problem.solver_stats.solve_time or 0.0),
+        compile_s=run.compile_s,
+        solve_s=run.solve_s,
         needs_polish=needs_polish,
     )
 
@@ -322,32 +337,33 @@ def _passes_verification(run: _SolveAttempt) -> bool:
     )
 
 
-def _fresh_program(problem: BandwidthProblem, scen: Scenario, rows: tuple[Row, ...]) -> ConvexProgram:
+def _fresh_program(problem: BandwidthProblem, scen: Scenario, rows: tuple[Row, ...]) -> Any:
     """A program scaled for these right-hand sides (a uniform scale from an LP vertex)."""
     n, used = scen.fabric.n_dims, problem.terms.used_dims
     b_ref, t_ref = reference_scales(problem.terms, np.array(scen.weights), n, reference_bw(rows, n, used))
-    return build_program(
-        problem.terms, np.array(scen.weights), rows, n, scen.collective_model,
+    return _build_program(
+        problem.backend, problem.terms, np.array(scen.weights), rows, n, scen.collective_model,
         scen.training_loop, problem.program.product, b_ref, t_ref,
     )
 
 
 def _polished_program(
     problem: BandwidthProblem, scen: Scenario, rows: tuple[Row, ...], run: _SolveAttempt
-) -> ConvexProgram:
+) -> Any:
     """A program scaled per dimension to ``run``'s answer, and in time to its step time."""
     used = problem.terms.used_dims
     b_ref = np.full(scen.fabric.n_dims, max(float(np.max(run.bw)), 1e-9))
     b_ref[used] = np.maximum(run.bw[used], 1e-9 * b_ref[used])
     t_ref = max(run.ev.weighted_step_time_s, 1e-300)
-    return build_program(
-        problem.terms, np.array(scen.weights), rows, scen.fabric.n_dims, scen.collective_model,
+    return _build_program(
+        problem.backend, problem.terms, np.array(scen.weights), rows, scen.fabric.n_dims,
+        scen.collective_model,
         scen.training_loop, problem.program.product, b_ref, t_ref,
     )
 
 
 def _solve_with_retries(
-    problem: BandwidthProblem, scen: Scenario, rows: tuple[Row, ...], first: ConvexProgram
+    problem: BandwidthProblem, scen: Scenario, rows: tuple[Row, ...], first: Any
 ) -> tuple[_SolveAttempt, float, float, int]:
     """Solve ``first``; on a solver failure or a failed numpy check, polish, then rebuild fresh."""
     compile_s = solve_s = 0.0
@@ -355,7 +371,7 @@ def _solve_with_retries(
     best: _SolveAttempt | None = None
     last_failure: _SolverAttemptFailed | None = None
 
-    def attempt(prog: ConvexProgram) -> None:
+    def attempt(prog: Any) -> None:
         nonlocal best, last_failure, compile_s, solve_s, attempts
         attempts += 1
         try:
@@ -422,7 +438,40 @@ def _idle_minimum(
     bw = minimal_bandwidth(rows, run.bw, idle, lower)
     if bw is None:
         return run
-    ev = evaluate(scen, bw)
+    ev = evaluate(scen, bw, problem.walks)
+    if not ev.feasible(CONSTRAINT_REL_TOL) or ev.objective_value > run.ev.objective_value * (1 + 1e-9):
+        return run
+    return dataclasses.replace(run, bw=bw, ev=ev)
+
+
+def _snapped(
+    problem: BandwidthProblem, scen: Scenario, rows: tuple[Row, ...], run: _SolveAttempt
+) -> _SolveAttempt:
+    """The answer moved onto its equality rows and inside its single-dimension bounds.
+
+    An interior-point answer meets ``bw[0] == 450`` to about 1e-9; a caller that prices the
+    answer and re-imposes that price as a budget would then see an infeasible design. The
+    answer is projected (least squares) onto the equality rows, and bound rows are clipped;
+    the move is kept only when every row still holds and the objective does not grow.
+    """
+    bw = run.bw.copy()
+    eq = [r for r in rows if r.sense == "=="]
+    if eq:
+        a = np.array([r.a for r in eq])
+        resid = a @ bw - np.array([r.rhs for r in eq])
+        if np.any(resid != 0):
+            bw = bw - np.linalg.lstsq(a, resid, rcond=None)[0]
+    for r in rows:
+        nz = np.flatnonzero(r.a)
+        if r.sense != "==" and nz.size == 1:
+            d = int(nz[0])
+            bound = r.rhs / r.a[d]
+            upper = (r.sense == "<=") == (r.a[d] > 0)
+            bw[d] = min(bw[d], bound) if upper else max(bw[d], bound)
+    bw = np.maximum(bw, 0.0)
+    if np.array_equal(bw, run.bw) or not np.allclose(bw, run.bw, rtol=1e-6, atol=0.0):
+        return run
+    ev = evaluate(scen, bw, problem.walks)
     if not ev.feasible(CONSTRAINT_REL_TOL) or ev.objective_value > run.ev.objective_value * (1 + 1e-9):
         return run
     return dataclasses.replace(run, bw=bw, ev=ev)
@@ -451,12 +500,14 @@ def _capped(problem: BandwidthProblem, scen: Scenario, rows: tuple[Row, ...], fr
     return rows + extra
 
 
-def _keeps_improving(scen: Scenario, run: _SolveAttempt, free: np.ndarray) -> bool:
+def _keeps_improving(
+    problem: BandwidthProblem, scen: Scenario, run: _SolveAttempt, free: np.ndarray
+) -> bool:
     """Whether ten times the bandwidth on the free dimensions still shortens the step: then
     the optimum under the cap is an artefact of the cap, and the scenario has none."""
     probe = run.bw.copy()
     probe[free] *= 10.0
-    return evaluate(scen, probe).objective_value < run.ev.objective_value * (1 - 1e-12)
+    return evaluate(scen, probe, problem.walks).objective_value < run.ev.objective_value * (1 - 1e-12)
 
 
 def solve(
@@ -466,6 +517,7 @@ def solve(
     power_w: float | None = None,
     rhs: Mapping[str, float] | None = None,
     with_baselines: bool = True,
+    backend: str = "clarabel",
 ) -> Solution:
     """Solve for the optimal bandwidth allocation.
 
@@ -479,6 +531,8 @@ def solve(
         Constraint label -> new right-hand side.
     with_baselines : bool
         Evaluate the equal-split and traffic-proportional baselines.
+    backend : {'clarabel', 'cvxpy'}
+        Used when ``problem`` is a scenario (see :func:`build_problem`).
 
     Returns
     -------
@@ -504,7 +558,7 @@ def solve(
     [200.0, 100.0]
     """
     if isinstance(problem, Scenario):
-        problem = build_problem(problem)
+        problem = build_problem(problem, backend=backend)
     overrides = dict(rhs or {})
     if budget_usd is not None:
         overrides["budget_usd"] = budget_usd
@@ -522,7 +576,7 @@ def solve(
         first = problem.program
     run, compile_s, solve_s, attempts = _solve_with_retries(problem, scen, solve_rows, first)
     compile_s += first_build
-    if free.size and _keeps_improving(scen, run, free):
+    if free.size and _keeps_improving(problem, scen, run, free):
         names = ", ".join(scen.fabric.names[d] for d in free)
         raise UnboundedDesignError(
             f"objective {scen.objective!r} has no finite optimum: nothing bounds the bandwidth "
@@ -539,12 +593,13 @@ def solve(
         bad = [k for k, r in ev.residuals.items() if r > CONSTRAINT_REL_TOL * ev.residual_scales[k]]
         raise VerificationError(f"solver answer violates constraints: {', '.join(bad)}")
     run = _idle_minimum(problem, scen, rows, run, free)
+    run = _snapped(problem, scen, rows, run)
     _check_magnitudes(scen, run)
-    reports = _constraint_reports(rows, run.bw, run.prog, run.factor)
-    bl = baselines(scen, run.ev) if with_baselines else ()
+    reports = _constraint_reports(rows, run.bw, run.prog, run.run, run.factor)
+    bl = baselines(scen, run.ev, problem.walks) if with_baselines else ()
     info = SolverInfo(
-        solver="CLARABEL",
-        method="convex" if run.prog.u is None else "convex-perspective",
+        solver="CLARABEL" if problem.backend == "clarabel" else "CLARABEL via cvxpy",
+        method="convex" if run.prog.product is None else "convex-perspective",
         status=run.status,
         compile_s=float(compile_s),
         solve_s=float(solve_s),
@@ -590,7 +645,7 @@ def _check_magnitudes(scen: Scenario, run: _SolveAttempt) -> None:
 
 
 def _constraint_reports(
-    rows: tuple[Row, ...], bw: np.ndarray, prog: ConvexProgram, factor: float
+    rows: tuple[Row, ...], bw: np.ndarray, prog: RowScaling, result: ProgramRun, factor: float
 ) -> tuple[ConstraintReport, ...]:
     """Slack, activity and shadow price of every row.
 
@@ -600,22 +655,22 @@ def _constraint_reports(
     ``ref_cost * u``. Rows the solver added (caps on unbounded dimensions) are not reported.
     """
     shadow = np.zeros(max([len(rows), *prog.le_rows, *prog.eq_rows], default=0) + 1)
-    if prog.le_con is not None and prog.le_con.dual_value is not None:
-        lam = np.atleast_1d(prog.le_con.dual_value)
+    if result.le_dual.size:
         for j, i in enumerate(prog.le_rows):
-            shadow[i] = -lam[j] * prog.le_sign[j] / prog.le_scale[j] * factor
-    if prog.eq_con is not None and prog.eq_con.dual_value is not None:
-        nu = np.atleast_1d(prog.eq_con.dual_value)
+            shadow[i] = -result.le_dual[j] * prog.le_sign[j] / prog.le_scale[j] * factor
+    if result.eq_dual.size:
         for j, i in enumerate(prog.eq_rows):
-            shadow[i] = -nu[j] / prog.eq_scale[j] * factor
+            shadow[i] = -result.eq_dual[j] / prog.eq_scale[j] * factor
     out = []
     for i, r in enumerate(rows):
         lhs = float(r.a @ bw)
         slack = {"<=": r.rhs - lhs, ">=": lhs - r.rhs, "==": 0.0}[r.sense]
         scale = max(1.0, abs(r.rhs), float(np.abs(r.a) @ bw))
         active = r.sense == "==" or abs(slack) <= 1e-6 * scale
+        # Complementary slackness: a row with slack has a zero multiplier; what the interior
+        # point leaves there is round-off of the order of the solver's tolerance.
         out.append(ConstraintReport(
             label=r.label, lhs=lhs, sense=r.sense, rhs=r.rhs, slack=slack, active=active,
-            shadow_price=float(shadow[i]),
+            shadow_price=float(shadow[i]) if active else 0.0,
         ))
     return tuple(out)

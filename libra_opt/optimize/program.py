@@ -13,17 +13,30 @@ becomes ``a . y <= r u``. This is exact for any linear constraints, with latency
 with overlapped training loops alike.
 
 Right-hand sides are ``cvxpy.Parameter`` objects (DPP), so re-solves skip compilation.
+
+This is the reference formulation (``backend="cvxpy"``); the default backend,
+:mod:`libra_opt.optimize.conic`, assembles the same program directly as Clarabel's data, and
+the tests check that the two agree.
 """
 
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass
 
 import cvxpy as cp
 import numpy as np
 
-from libra_opt.optimize.feasibility import lp_extreme
+from libra_opt.optimize.scaling import (
+    CLARABEL_SETTINGS,
+    UNUSED_REG,
+    ProgramRun,
+    RowScaling,
+    reference_bw,
+    reference_scales,
+    scale_rows,
+)
 from libra_opt.optimize.terms import AggregatedTerms
 from libra_opt.scenario.constraints import Row
 
@@ -35,33 +48,61 @@ __all__ = [
     "reference_scales",
 ]
 
-# Objective weight (scaled units per unit of x) pulling dimensions without traffic down.
-_UNUSED_REG = 1e-9
-#: Tighter than Clarabel's defaults: optima tie several dimensions inside a max.
-CLARABEL_SETTINGS = {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-9, "tol_feas": 1e-9}
+_STATUS = {
+    cp.OPTIMAL: "optimal",
+    cp.OPTIMAL_INACCURATE: "optimal_inaccurate",
+    cp.INFEASIBLE: "infeasible",
+    cp.INFEASIBLE_INACCURATE: "infeasible_inaccurate",
+    cp.UNBOUNDED: "unbounded",
+    cp.UNBOUNDED_INACCURATE: "unbounded_inaccurate",
+}
 
 
 @dataclass
-class ConvexProgram:
-    """A built cvxpy problem with handles on its variables, parameters and scales."""
+class ConvexProgram(RowScaling):
+    """A built cvxpy problem with handles on its variables and parameters (the reference)."""
 
-    problem: cp.Problem
-    x: cp.Variable  # bandwidth (perf) or y = u * B (product form)
-    u: cp.Variable | None
-    step_value: cp.Expression  # objective without the regulariser
-    le_rows: list[int]
-    le_sign: np.ndarray
-    le_scale: np.ndarray
-    le_param: cp.Parameter | None
-    le_con: cp.Constraint | None
-    eq_rows: list[int]
-    eq_scale: np.ndarray
-    eq_param: cp.Parameter | None
-    eq_con: cp.Constraint | None
-    b_ref: np.ndarray  # GB/s per unit of x, per dimension
-    product: tuple[float, np.ndarray] | None
-    t_ref: float  # seconds per unit of objective
-    build_s: float
+    problem: cp.Problem | None = None
+    x: cp.Variable | None = None  # bandwidth (perf) or y = u * B (product form)
+    u: cp.Variable | None = None
+    step_value: cp.Expression | None = None  # objective without the regulariser
+    le_param: cp.Parameter | None = None
+    le_con: cp.Constraint | None = None
+    eq_param: cp.Parameter | None = None
+    eq_con: cp.Constraint | None = None
+
+    def run(self, rows: tuple[Row, ...]) -> ProgramRun:
+        """Set the right-hand sides of ``rows`` and solve with Clarabel through cvxpy."""
+        assert self.problem is not None and self.x is not None and self.step_value is not None
+        if self.le_param is not None:
+            self.le_param.value = np.array([rows[i].rhs for i in self.le_rows]) * self.le_sign / self.le_scale
+        if self.eq_param is not None:
+            self.eq_param.value = np.array([rows[i].rhs for i in self.eq_rows]) / self.eq_scale
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)  # the status is reported
+                self.problem.solve(solver=cp.CLARABEL, **CLARABEL_SETTINGS)
+        except cp.error.SolverError as exc:
+            return ProgramRun(f"Clarabel failed ({exc})", np.zeros(0), None, float("nan"),
+                              np.zeros(0), np.zeros(0), 0.0, 0.0)
+        status = _STATUS.get(self.problem.status, str(self.problem.status))
+        ok = status.startswith("optimal")
+
+        def dual(con):
+            if con is None or con.dual_value is None:
+                return np.zeros(0)
+            return np.atleast_1d(np.asarray(con.dual_value, dtype=float))
+
+        return ProgramRun(
+            status=status,
+            x=np.asarray(self.x.value, dtype=float) if ok else np.zeros(0),
+            u=float(np.asarray(self.u.value)) if ok and self.u is not None else None,
+            step_value=float(np.asarray(self.step_value.value)) if ok else float("nan"),
+            le_dual=dual(self.le_con) if ok else np.zeros(0),
+            eq_dual=dual(self.eq_con) if ok else np.zeros(0),
+            compile_s=float(self.problem.compilation_time or 0.0),
+            solve_s=float(self.problem.solver_stats.solve_time or 0.0) if ok else 0.0,
+        )
 
 
 def time_terms(c, lat, used, x: cp.Variable, inv_u, mode: str, cons: list):
@@ -126,77 +167,29 @@ def build_program(
             cons.append(s >= terms.phase_members @ t)
         step = (weights @ terms.phase_counts) @ s
     unused = np.setdiff1d(np.arange(n_dims), terms.used_dims)
-    reg = _UNUSED_REG * cp.sum(x[unused]) if unused.size else 0.0
+    reg = UNUSED_REG * cp.sum(x[unused]) if unused.size else 0.0
 
-    le_rows = [i for i, r in enumerate(rows) if r.sense != "=="]
-    eq_rows = [i for i, r in enumerate(rows) if r.sense == "=="]
-
-    def scale(idx):
-        return np.array([max(np.abs(rows[i].a * b_ref).max(), 1e-300) for i in idx])
-
-    le_scale, eq_scale = scale(le_rows), scale(eq_rows)
-    le_sign = np.array([1.0 if rows[i].sense == "<=" else -1.0 for i in le_rows])
+    scaling = scale_rows(rows, n_dims, b_ref, t_ref, product)
     le_param = eq_param = le_con = eq_con = None
-    if le_rows:
-        a = np.array([rows[i].a * b_ref for i in le_rows]) * (le_sign / le_scale)[:, None]
-        le_param = cp.Parameter(len(le_rows), name="rhs_le")
-        le_con = a @ x - (le_param if u is None else le_param * u) <= 0
+    if scaling.le_rows:
+        le_param = cp.Parameter(len(scaling.le_rows), name="rhs_le")
+        le_con = scaling.le_a @ x - (le_param if u is None else le_param * u) <= 0
         cons.append(le_con)
-    if eq_rows:
-        a = np.array([rows[i].a * b_ref for i in eq_rows]) / eq_scale[:, None]
-        eq_param = cp.Parameter(len(eq_rows), name="rhs_eq")
+    if scaling.eq_rows:
+        eq_param = cp.Parameter(len(scaling.eq_rows), name="rhs_eq")
         # Written as ``lhs - rhs == 0`` so the dual's sign does not depend on operand order.
-        eq_con = a @ x - (eq_param if u is None else eq_param * u) == 0
+        eq_con = scaling.eq_a @ x - (eq_param if u is None else eq_param * u) == 0
         cons.append(eq_con)
     problem = cp.Problem(cp.Minimize(step + reg), cons)
     return ConvexProgram(
+        **scaling.scaling_fields(),
+        build_s=time.perf_counter() - t0,
         problem=problem,
         x=x,
         u=u,
         step_value=step,
-        le_rows=le_rows,
-        le_sign=le_sign,
-        le_scale=le_scale,
         le_param=le_param,
         le_con=le_con,
-        eq_rows=eq_rows,
-        eq_scale=eq_scale,
         eq_param=eq_param,
         eq_con=eq_con,
-        b_ref=b_ref,
-        product=product,
-        t_ref=t_ref,
-        build_s=time.perf_counter() - t0,
     )
-
-
-def reference_scales(
-    terms: AggregatedTerms, weights: np.ndarray, n_dims: int, bw_lp: np.ndarray | None
-) -> tuple[np.ndarray, float]:
-    """Per-dimension bandwidth units and a time unit that make the program's numbers O(1).
-
-    ``b_ref`` is the largest used-dimension bandwidth at a feasible LP vertex (1 GB/s when
-    none is known), the same for every dimension; ``t_ref`` is the weighted step time there.
-    A poorly scaled first answer is polished by a re-solve scaled per dimension to it.
-    """
-    used = terms.used_dims
-    b_ref = np.ones(n_dims)
-    if bw_lp is not None and used.size and np.max(bw_lp[used]) > 0:
-        b_ref[:] = float(np.max(bw_lp[used]))
-    if terms.traffic_gb.size:
-        comm = (terms.traffic_gb / b_ref[None, :] + terms.latency_s).max(axis=1)
-        t_ref = float(weights @ (terms.compute_s + terms.collective_counts @ comm))
-    else:
-        t_ref = float(weights @ terms.compute_s)
-    return b_ref, (t_ref if t_ref > 0 else 1.0)
-
-
-def reference_bw(rows: tuple[Row, ...], n_dims: int, used: np.ndarray) -> np.ndarray | None:
-    """A feasible bandwidth vertex for scaling: the most total bandwidth on the used
-    dimensions, or, when that is unbounded, the least total bandwidth."""
-    c = np.zeros(n_dims)
-    c[used] = -1.0
-    status, _, bw = lp_extreme(rows, n_dims, c, used)
-    if status != "optimal":
-        status, _, bw = lp_extreme(rows, n_dims, np.ones(n_dims), used)
-    return bw if status == "optimal" else None

@@ -10,6 +10,7 @@ from libra_opt.options import OBJECTIVE_MEANING, Objective
 from libra_opt.scenario.display import format_usd, html_table
 from libra_opt.scenario.evaluate import Evaluation, evaluate
 from libra_opt.scenario.scenario import Scenario
+from libra_opt.traffic.step_time import WalkArrays
 
 __all__ = [
     "ConstraintReport",
@@ -242,9 +243,13 @@ def _ratio(a: float, b: float) -> float:
 
 
 def baselines(
-    scenario: Scenario, optimum: Evaluation, feas_tol: float = 1e-6
+    scenario: Scenario, optimum: Evaluation, walks: tuple[WalkArrays, ...] | None = None,
+    feas_tol: float = 1e-6,
 ) -> tuple[Baseline, ...]:
     """Equal split and traffic-proportional split at the optimum's total bandwidth.
+
+    ``walks`` (:func:`~libra_opt.scenario.evaluate.scenario_walks`) saves re-walking the
+    workloads.
 
     The traffic-proportional split gives dimension ``d`` a share of the total equal to its
     share of the weighted per-NPU bytes per step.
@@ -261,7 +266,7 @@ def baselines(
         splits.append(("traffic-proportional", total * traffic / np.sum(traffic)))
     out = []
     for name, bw in splits:
-        ev = evaluate(scenario, bw)
+        ev = evaluate(scenario, bw, walks)
         feasible = ev.feasible(feas_tol)
         step_ratio = _ratio(ev.weighted_step_time_s, optimum.weighted_step_time_s)
         ratio = _ratio(ev.objective_value, optimum.objective_value)

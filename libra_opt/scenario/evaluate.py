@@ -19,9 +19,15 @@ from libra_opt.cost.prices import CostBreakdown, network_cost_breakdown
 from libra_opt.cost.tco import cluster_rate_coefficients
 from libra_opt.scenario.display import format_usd, html_table
 from libra_opt.scenario.scenario import Scenario, scenario_rows
-from libra_opt.traffic.step_time import WorkloadTimes, check_bandwidth, step_time
+from libra_opt.traffic.step_time import (
+    WalkArrays,
+    WorkloadTimes,
+    check_bandwidth,
+    step_time_from_walk,
+    walk_arrays,
+)
 
-__all__ = ["Evaluation", "evaluate"]
+__all__ = ["Evaluation", "evaluate", "scenario_walks"]
 
 
 @dataclass(frozen=True, repr=False)
@@ -128,8 +134,21 @@ class Evaluation:
         return f"<div>{dims}{wls}</div>"
 
 
-def evaluate(scenario: Scenario, bw_gbps: npt.ArrayLike) -> Evaluation:
+def scenario_walks(scenario: Scenario) -> tuple[WalkArrays, ...]:
+    """Every workload's walk (:func:`~libra_opt.traffic.step_time.walk_arrays`) on the
+    scenario's fabric: build once, then pass to :func:`evaluate` as many times as needed."""
+    return tuple(
+        walk_arrays(w, scenario.fabric, scenario.traffic_model) for w in scenario.workloads
+    )
+
+
+def evaluate(
+    scenario: Scenario, bw_gbps: npt.ArrayLike, walks: tuple[WalkArrays, ...] | None = None
+) -> Evaluation:
     """Evaluate ``scenario`` at ``bw_gbps`` with plain numpy.
+
+    ``walks`` (from :func:`scenario_walks` on this scenario's workloads and fabric) saves
+    re-walking the workloads when one scenario is evaluated many times.
 
     Examples
     --------
@@ -146,12 +165,11 @@ def evaluate(scenario: Scenario, bw_gbps: npt.ArrayLike) -> Evaluation:
     """
     fabric = scenario.fabric
     bw = check_bandwidth(fabric, bw_gbps)
+    if walks is None:
+        walks = scenario_walks(scenario)
     times = tuple(
-        step_time(
-            w, fabric, bw, scenario.collective_model, scenario.training_loop,
-            scenario.traffic_model,
-        )
-        for w in scenario.workloads
+        step_time_from_walk(walk, bw, scenario.collective_model, scenario.training_loop)
+        for walk in walks
     )
     assert scenario.weights is not None
     weighted = float(sum(wt * t.step_time_s for wt, t in zip(scenario.weights, times, strict=True)))

@@ -18,11 +18,18 @@ import numpy.typing as npt
 from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Fabric
 from libra_opt.options import PHASES, TRAINING_LOOPS, TrafficModel
-from libra_opt.traffic.collectives import collective_time_s
 from libra_opt.traffic.routing import collective_traffic
 from libra_opt.traffic.workload import Workload, walk_collectives, walk_phases
 
-__all__ = ["WorkloadTimes", "check_bandwidth", "step_time", "traffic_by_group_bytes"]
+__all__ = [
+    "WalkArrays",
+    "WorkloadTimes",
+    "check_bandwidth",
+    "step_time",
+    "step_time_from_walk",
+    "traffic_by_group_bytes",
+    "walk_arrays",
+]
 
 
 @dataclass(frozen=True)
@@ -78,6 +85,91 @@ def check_bandwidth(fabric: Fabric, bw_gbps: npt.ArrayLike, field: str = "bw") -
     return bw
 
 
+@dataclass(frozen=True)
+class WalkArrays:
+    """A workload's layer-by-layer walk as arrays, ready to be timed at any bandwidth.
+
+    One entry per phase of every distinct layer, in step order (``walk_phases``), and one
+    per collective of each of those phases; nothing is merged, so the walk stays the
+    workload as written. Building it walks the workload once in Python; timing it is
+    plain numpy over all layers at once.
+
+    Attributes
+    ----------
+    name : str
+    group_names : tuple of str
+    phase_compute_s, phase_count : numpy.ndarray
+        ``(P,)`` compute time and repeat count of each phase step.
+    phase_kind : numpy.ndarray
+        ``(P,)`` index into :data:`libra_opt.options.PHASES`.
+    coll_phase, coll_group : numpy.ndarray
+        ``(C,)`` phase step and group index of each collective occurrence.
+    coll_traffic_bytes, coll_latency_s : numpy.ndarray
+        ``(C, D)`` bytes per NPU and constant latency of each occurrence on each dimension.
+    """
+
+    name: str
+    group_names: tuple[str, ...]
+    phase_compute_s: np.ndarray
+    phase_count: np.ndarray
+    phase_kind: np.ndarray
+    coll_phase: np.ndarray
+    coll_group: np.ndarray
+    coll_traffic_bytes: np.ndarray
+    coll_latency_s: np.ndarray
+
+
+def walk_arrays(
+    workload: Workload, fabric: Fabric, traffic_model: str = "hierarchical"
+) -> WalkArrays:
+    """The walk of ``workload`` on ``fabric`` as :class:`WalkArrays`.
+
+    Examples
+    --------
+    >>> from libra_opt.fabric.dims import Dim
+    >>> from libra_opt.traffic.workload import Collective, Layer, Phase
+    >>> f = Fabric((Dim("a", "ring", 4, "T"),))
+    >>> w = Workload("w", (Layer("l", Phase(0.5, (Collective("all_reduce", 4e9, "g"),)),
+    ...                          count=3),), {"g": (4,)})
+    >>> a = walk_arrays(w, f)
+    >>> a.phase_count.tolist(), a.coll_traffic_bytes.tolist()   # 2 * 4e9 * 3/4 bytes
+    ([3.0, 3.0, 3.0], [[6000000000.0]])
+    """
+    n_dims = fabric.n_dims
+    groups = tuple(workload.groups)
+    group_index = {g: i for i, g in enumerate(groups)}
+    phase_index = {name: i for i, name in enumerate(PHASES)}
+    compute, count, kind = [], [], []
+    c_phase, c_group, c_traffic, c_lat = [], [], [], []
+    memo: dict[tuple[str, float, str], tuple[np.ndarray, np.ndarray]] = {}
+    for p, step in enumerate(walk_phases(workload)):
+        compute.append(step.phase.compute_s)
+        count.append(step.count)
+        kind.append(phase_index[step.name])
+        for coll in step.phase.collectives:
+            key = (coll.kind, coll.size_bytes, coll.group)
+            if key not in memo:  # the same collective recurs in every repeated layer
+                memo[key] = collective_traffic(
+                    coll.kind, coll.size_bytes, workload.groups[coll.group], fabric, traffic_model
+                )
+            traffic, lat = memo[key]
+            c_phase.append(p)
+            c_group.append(group_index[coll.group])
+            c_traffic.append(traffic)
+            c_lat.append(lat)
+    return WalkArrays(
+        name=workload.name,
+        group_names=groups,
+        phase_compute_s=np.array(compute, dtype=float),
+        phase_count=np.array(count, dtype=float),
+        phase_kind=np.array(kind, dtype=int),
+        coll_phase=np.array(c_phase, dtype=int),
+        coll_group=np.array(c_group, dtype=int),
+        coll_traffic_bytes=np.array(c_traffic, dtype=float).reshape(len(c_phase), n_dims),
+        coll_latency_s=np.array(c_lat, dtype=float).reshape(len(c_phase), n_dims),
+    )
+
+
 def step_time(
     workload: Workload,
     fabric: Fabric,
@@ -107,55 +199,79 @@ def step_time(
     0.56
     """
     bw = check_bandwidth(fabric, bw_gbps)
+    _check_models(collective_model, training_loop)
+    return step_time_from_walk(
+        walk_arrays(workload, fabric, traffic_model), bw, collective_model, training_loop
+    )
+
+
+def _check_models(collective_model: str, training_loop: str) -> None:
     if training_loop not in TRAINING_LOOPS:
         raise InputError(
             f"training_loop {training_loop!r} is not one of {', '.join(TRAINING_LOOPS)}",
             field="training_loop",
         )
-    n_dims = fabric.n_dims
-    by_phase: dict[str, float] = dict.fromkeys(PHASES, 0.0)
-    by_group = dict.fromkeys(workload.groups, 0.0)
-    busy = np.zeros(n_dims)
-    traffic_total = np.zeros(n_dims)
-    total = compute = comm = 0.0
-    memo: dict[tuple[str, float, str], tuple[float, np.ndarray, np.ndarray]] = {}
-    for step in walk_phases(workload):
-        phase, count = step.phase, step.count
-        phase_comm = 0.0
-        for coll in phase.collectives:
-            key = (coll.kind, coll.size_bytes, coll.group)
-            if key not in memo:  # the same collective recurs in every repeated layer
-                span = workload.groups[coll.group]
-                traffic, lat = collective_traffic(
-                    coll.kind, coll.size_bytes, span, fabric, traffic_model
-                )
-                used = traffic > 0
-                busy_c = np.zeros(n_dims)
-                with np.errstate(divide="ignore"):
-                    busy_c[used] = traffic[used] / (1e9 * bw[used]) + lat[used]
-                memo[key] = (collective_time_s(traffic, bw, lat, collective_model), traffic, busy_c)
-            t, traffic, busy_c = memo[key]
-            busy += count * busy_c
-            traffic_total += count * traffic
-            by_group[coll.group] += count * t
-            by_phase[step.name] += count * t
-            phase_comm += t
-        compute += count * phase.compute_s
-        comm += count * phase_comm
-        if training_loop == "no_overlap":
-            total += count * (phase.compute_s + phase_comm)
-        else:
-            total += count * max(phase.compute_s, phase_comm)
+    if collective_model not in ("pipelined", "sequential"):
+        raise InputError(
+            f"collective_model {collective_model!r} is not 'pipelined' or 'sequential'",
+            field="collective_model",
+        )
+
+
+def step_time_from_walk(
+    walk: WalkArrays,
+    bw_gbps: np.ndarray,
+    collective_model: str = "pipelined",
+    training_loop: str = "no_overlap",
+) -> WorkloadTimes:
+    """:func:`step_time` of a walk built once by :func:`walk_arrays` (vectorized over layers).
+
+    ``bw_gbps`` must already be checked (:func:`check_bandwidth`).
+
+    Notes
+    -----
+    ``t_cd = traffic_cd / (1e9 B_d) + latency_cd`` on every dimension ``d`` with traffic;
+    a collective takes ``max_d t_cd`` (pipelined) or ``sum_d t_cd`` (sequential); a phase
+    step's communication is the sum over its collectives, combined with its compute as in
+    :func:`step_time`.
+    """
+    _check_models(collective_model, training_loop)
+    bw = np.asarray(bw_gbps, dtype=float)
+    traffic = walk.coll_traffic_bytes
+    used = traffic > 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t_cd = np.where(used, traffic / (1e9 * bw[None, :]) + walk.coll_latency_s, 0.0)
+    if collective_model == "pipelined":
+        t_c = np.where(used, t_cd, -np.inf).max(axis=1, initial=-np.inf)
+        t_c = np.where(used.any(axis=1), t_c, 0.0)
+    else:
+        t_c = t_cd.sum(axis=1)
+    n_p = walk.phase_compute_s.size
+    phase_comm = np.bincount(walk.coll_phase, weights=t_c, minlength=n_p)
+    count = walk.phase_count
+    compute_p = walk.phase_compute_s
+    if training_loop == "no_overlap":
+        total = float(count @ (compute_p + phase_comm))
+    else:
+        total = float(count @ np.maximum(compute_p, phase_comm))
+    compute = float(count @ compute_p)
+    comm = float(count @ phase_comm)
+    c_count = count[walk.coll_phase]
+    by_phase_arr = np.bincount(walk.phase_kind, weights=count * phase_comm, minlength=len(PHASES))
+    by_group_arr = np.bincount(walk.coll_group, weights=c_count * t_c,
+                               minlength=len(walk.group_names))
     return WorkloadTimes(
-        name=workload.name,
+        name=walk.name,
         step_time_s=total,
         compute_s=compute,
         comm_s=comm,
         exposed_comm_s=total - compute,
-        comm_by_phase_s=MappingProxyType(by_phase),
-        comm_by_group_s=MappingProxyType(by_group),
-        busy_by_dim_s=busy,
-        traffic_by_dim_bytes=traffic_total,
+        comm_by_phase_s=MappingProxyType(
+            {name: float(by_phase_arr[i]) for i, name in enumerate(PHASES)}),
+        comm_by_group_s=MappingProxyType(
+            {g: float(by_group_arr[i]) for i, g in enumerate(walk.group_names)}),
+        busy_by_dim_s=c_count @ t_cd,
+        traffic_by_dim_bytes=c_count @ traffic,
     )
 
 

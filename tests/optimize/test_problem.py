@@ -201,7 +201,8 @@ def test_3d_brute_force_simplex(objective):
 
 @pytest.mark.parametrize("objective", ["perf", "perf_per_cost"])
 def test_problem_is_dpp(objective):
-    p = build_problem(scenario_2d(["sum(bw) == 300", "bw[0] >= bw[1]"], objective, budget_usd=1e6))
+    p = build_problem(scenario_2d(["sum(bw) == 300", "bw[0] >= bw[1]"], objective, budget_usd=1e6),
+                      backend="cvxpy")
     assert p.program.problem.is_dcp(dpp=True)
     assert p.program.problem.parameters()
 
@@ -307,8 +308,8 @@ def test_baselines_by_hand():
 def test_verification_catches_disagreement(monkeypatch):
     real = opt.evaluate
 
-    def skewed(scen, bw):
-        ev = real(scen, bw)
+    def skewed(scen, bw, walks=None):
+        ev = real(scen, bw, walks)
         return dataclasses.replace(ev, objective_value=ev.objective_value * 1.01)
 
     monkeypatch.setattr(opt, "evaluate", skewed)

@@ -1,0 +1,370 @@
+"""The convex program assembled directly as Clarabel's conic data (the default backend).
+
+The same program as :mod:`libra_opt.optimize.program` (the cvxpy reference formulation),
+written out by hand in Clarabel's standard form
+
+.. math::
+
+    \\min_z \\; q^T z \\quad \\text{s.t.} \\quad A z + s = b, \\; s \\in K
+
+with ``K`` a product of a zero cone (equalities), a nonnegative cone (inequalities) and
+3-dimensional second-order cones. Variables, in order: ``x`` (bandwidth in units of
+``b_ref``, or ``y = u B`` in the perspective form), ``inv`` (one per used dimension,
+``inv_j >= 1 / x_j``), ``t`` (collective times, pipelined model), ``s`` (phase times,
+overlapped loop), and in the perspective form ``u`` and ``inv_u >= 1 / u``.
+
+``inv_j x_j >= 1`` with ``inv_j, x_j >= 0`` is the second-order cone
+``(inv_j + x_j, inv_j - x_j, 2)``: ``(inv + x)^2 >= (inv - x)^2 + 4``.
+
+The sparsity pattern depends on the scenario only; a re-solve with new right-hand sides
+changes numbers in ``b`` (``perf``) or in the ``u`` column of ``A`` (perspective form),
+so a sweep point costs one Clarabel solve and no assembly.
+
+References
+----------
+.. [1] P. J. Goulart and Y. Chen, "Clarabel: An interior-point solver for conic programs
+   with quadratic objectives", arXiv:2405.12762, 2024.
+.. [2] W. Won et al., "LIBRA: Enabling Workload-aware Multi-dimensional Network Topology
+   Optimization for Distributed Training of Large AI Models", ISPASS 2024.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from libra_opt.optimize.scaling import (
+    CLARABEL_SETTINGS,
+    UNUSED_REG,
+    ProgramRun,
+    RowScaling,
+    scale_rows,
+)
+from libra_opt.optimize.terms import AggregatedTerms
+from libra_opt.scenario.constraints import Row
+
+__all__ = ["ConicProgram", "build_conic_program", "CscMatrix"]
+
+_STATUS = {
+    "Solved": "optimal",
+    "AlmostSolved": "optimal_inaccurate",
+    "PrimalInfeasible": "infeasible",
+    "AlmostPrimalInfeasible": "infeasible_inaccurate",
+    "DualInfeasible": "unbounded",
+    "AlmostDualInfeasible": "unbounded_inaccurate",
+}
+
+
+@dataclass(frozen=True)
+class CscMatrix:
+    """A compressed-sparse-column matrix in the form Clarabel reads (no scipy needed).
+
+    Examples
+    --------
+    >>> m = CscMatrix.from_dense(np.array([[1.0, 0.0], [0.0, 2.0]]))
+    >>> m.indptr.tolist(), m.indices.tolist(), m.data.tolist()
+    ([0, 1, 2], [0, 1], [1.0, 2.0])
+    """
+
+    shape: tuple[int, int]
+    indptr: np.ndarray
+    indices: np.ndarray
+    data: np.ndarray
+    format: str = "csc"
+    has_canonical_format: bool = True
+    has_sorted_indices: bool = True
+
+    @property
+    def nnz(self) -> int:
+        """Number of stored entries."""
+        return int(self.data.size)
+
+    @classmethod
+    def from_dense(cls, a: np.ndarray, keep: np.ndarray | None = None) -> CscMatrix:
+        """Columns of ``a`` with its nonzeros (and the entries ``keep`` marks) stored."""
+        mask = a != 0 if keep is None else (a != 0) | keep
+        cols, rows = np.nonzero(mask.T)
+        counts = np.bincount(cols, minlength=a.shape[1])
+        indptr = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+        return cls(a.shape, indptr, rows.astype(np.int64), a[rows, cols].astype(float))
+
+
+@dataclass
+class ConicProgram(RowScaling):
+    """Clarabel data of one scenario at one scaling, re-solvable with new right-hand sides.
+
+    Attributes (besides :class:`~libra_opt.optimize.scaling.RowScaling`)
+    ----------
+    a_dense : numpy.ndarray
+        Constraint matrix without the right-hand-side entries (filled per solve).
+    b0 : numpy.ndarray
+        Constant part of ``b``.
+    q : numpy.ndarray
+        Objective (step time in units of ``t_ref``, plus the regulariser).
+    q_step : numpy.ndarray
+        Objective without the regulariser.
+    const_step : float
+        Constant part of the step time (compute without overlap, ``perf`` only).
+    cones : list
+        Clarabel cone objects, in row order.
+    le_at, eq_at : numpy.ndarray
+        Row of ``A`` of each scaled ``<=`` / ``==`` constraint row.
+    n_x, u_col : int
+        Number of bandwidth variables; column of ``u`` (``-1`` without the perspective form).
+    """
+
+    a_dense: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    b0: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    q: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    q_step: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    const_step: float = 0.0
+    cones: list = field(default_factory=list)
+    le_at: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+    eq_at: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+    n_x: int = 0
+    u_col: int = -1
+    _a_csc: CscMatrix | None = None
+    _rhs_slots: np.ndarray | None = None
+    _solver: object | None = None
+
+    def run(self, rows: tuple[Row, ...]) -> ProgramRun:
+        """Solve with the right-hand sides of ``rows`` (same rows as built, new numbers)."""
+        import clarabel
+
+        t0 = time.perf_counter()
+        rhs_le = np.array([rows[i].rhs for i in self.le_rows]) * self.le_sign / self.le_scale
+        rhs_eq = np.array([rows[i].rhs for i in self.eq_rows]) / self.eq_scale
+        b = self.b0.copy()
+        a_csc = self._a_csc
+        if self.u_col < 0:
+            b[self.le_at] = rhs_le
+            b[self.eq_at] = rhs_eq
+        else:
+            assert a_csc is not None and self._rhs_slots is not None
+            data = a_csc.data.copy()
+            data[self._rhs_slots] = -np.concatenate((rhs_le, rhs_eq))
+            a_csc = CscMatrix(a_csc.shape, a_csc.indptr, a_csc.indices, data)
+        assert a_csc is not None
+        n = self.a_dense.shape[1]
+        p = CscMatrix((n, n), np.zeros(n + 1, dtype=np.int64), np.zeros(0, np.int64), np.zeros(0))
+        settings = clarabel.DefaultSettings()
+        settings.verbose = False
+        for key, value in CLARABEL_SETTINGS.items():
+            setattr(settings, key, value)
+        solver = clarabel.DefaultSolver(p, self.q, a_csc, b, self.cones, settings)
+        setup_s = time.perf_counter() - t0
+        sol = solver.solve()
+        status = _STATUS.get(str(sol.status), str(sol.status))
+        z = np.asarray(sol.x, dtype=float)
+        duals = np.asarray(sol.z, dtype=float)
+        u = float(z[self.u_col]) if self.u_col >= 0 else None
+        return ProgramRun(
+            status=status,
+            x=z[: self.n_x].copy(),
+            u=u,
+            step_value=float(self.const_step + self.q_step @ z),
+            le_dual=duals[self.le_at] if self.le_at.size else np.zeros(0),
+            eq_dual=duals[self.eq_at] if self.eq_at.size else np.zeros(0),
+            compile_s=setup_s,
+            solve_s=float(sol.solve_time),
+        )
+
+
+class _Builder:
+    """Rows of ``A z + s = b`` by cone: equalities, inequalities, second-order cones."""
+
+    def __init__(self, n_var: int):
+        self.n_var = n_var
+        self.eq: list[tuple[np.ndarray, float]] = []
+        self.le: list[tuple[np.ndarray, float]] = []
+        self.soc: list[tuple[np.ndarray, float]] = []
+
+    def row(self) -> np.ndarray:
+        return np.zeros(self.n_var)
+
+    def add_le(self, a: np.ndarray, b: float = 0.0) -> int:
+        """``a . z <= b``; returns its index among the inequalities."""
+        self.le.append((a, b))
+        return len(self.le) - 1
+
+    def add_eq(self, a: np.ndarray, b: float = 0.0) -> int:
+        self.eq.append((a, b))
+        return len(self.eq) - 1
+
+    def add_inverse(self, inv_col: int, x_col: int) -> None:
+        """``inv * x >= 1`` as ``(inv + x, inv - x, 2)`` in the second-order cone."""
+        r1, r2, r3 = self.row(), self.row(), self.row()
+        r1[[inv_col, x_col]] = -1.0  # s = b - A z = inv + x
+        r2[inv_col], r2[x_col] = -1.0, 1.0  # s = inv - x
+        self.soc += [(r1, 0.0), (r2, 0.0), (r3, 2.0)]
+
+
+def build_conic_program(
+    terms: AggregatedTerms,
+    weights: np.ndarray,
+    rows: tuple[Row, ...],
+    n_dims: int,
+    mode: str,
+    loop: str,
+    product: tuple[float, np.ndarray] | None,
+    b_ref: np.ndarray,
+    t_ref: float,
+) -> ConicProgram:
+    """Assemble the program in scaled units: ``B_d = b_ref_d * x_d``, times over ``t_ref``.
+
+    Same arguments and the same optimum as :func:`libra_opt.optimize.program.build_program`.
+
+    Examples
+    --------
+    >>> from libra_opt.optimize.problem import build_problem
+    >>> from libra_opt.scenario.examples import toy_scenario
+    >>> p = build_problem(toy_scenario())
+    >>> run = p.program.run(p.rows)
+    >>> run.status, (p.program.b_ref * run.x).round(3).tolist()
+    ('optimal', [200.0, 100.0])
+    """
+    t0 = time.perf_counter()
+    scaling = scale_rows(rows, n_dims, b_ref, t_ref, product)
+    b_ref = scaling.b_ref
+    used = terms.used_dims
+    n_k = terms.traffic_gb.shape[0]
+    n_p = terms.phase_compute_s.size
+    m = used.size if n_k else 0
+    pipelined = mode == "pipelined" and n_k > 0
+    overlap = loop != "no_overlap"
+    # Column layout.
+    col_x = 0
+    col_inv = n_dims
+    col_t = col_inv + m
+    n_t = n_k if pipelined else 0
+    col_s = col_t + n_t
+    n_s = n_p if overlap else 0
+    col_u = col_s + n_s
+    n_var = col_u + (2 if product is not None else 0)
+    col_inv_u = col_u + 1
+    bld = _Builder(n_var)
+
+    c = terms.traffic_gb[:, used] / (b_ref[used][None, :] * t_ref) if n_k else np.zeros((0, 0))
+    lat = terms.latency_s[:, used] / t_ref if n_k else np.zeros((0, 0))
+
+    # x >= 0 (and u >= 0).
+    for d in range(n_dims):
+        r = bld.row()
+        r[col_x + d] = -1.0
+        bld.add_le(r)
+    if product is not None:
+        r = bld.row()
+        r[col_u] = -1.0
+        bld.add_le(r)
+        bld.add_inverse(col_inv_u, col_u)
+    for j, d in enumerate(used[:m]):
+        bld.add_inverse(col_inv + j, col_x + d)
+
+    def inv_u_term(r: np.ndarray, value: float) -> float:
+        """Add ``value * inv_u`` to row ``r`` (perspective form) or return it as a constant."""
+        if product is not None:
+            r[col_inv_u] += value
+            return 0.0
+        return value
+
+    # Collective times T_k as linear forms in z (plus a constant in the perf form).
+    coll_forms = np.zeros((n_k, n_var))
+    coll_const = np.zeros(n_k)
+    if pipelined:
+        k_idx, j_idx = np.nonzero(c > 0)
+        for k, j in zip(k_idx, j_idx, strict=True):
+            r = bld.row()
+            r[col_inv + j] = c[k, j]
+            r[col_t + k] = -1.0
+            const = inv_u_term(r, lat[k, j]) if lat[k, j] > 0 else 0.0
+            bld.add_le(r, -const)
+        coll_forms[np.arange(n_k), col_t + np.arange(n_k)] = 1.0
+    elif n_k:
+        coll_forms[:, col_inv : col_inv + m] = c
+        lat_sum = lat.sum(axis=1)
+        if product is not None:
+            coll_forms[:, col_inv_u] = lat_sum
+        else:
+            coll_const = lat_sum
+
+    q_step = np.zeros(n_var)
+    const_step = 0.0
+    if not overlap:
+        compute = float(weights @ terms.compute_s) / t_ref
+        if product is not None:
+            q_step[col_inv_u] += compute
+        else:
+            const_step += compute
+        if n_k:
+            wk = weights @ terms.collective_counts
+            q_step += wk @ coll_forms
+            const_step += float(wk @ coll_const)
+    else:
+        for p in range(n_p):
+            r = bld.row()
+            r[col_s + p] = -1.0
+            const = inv_u_term(r, terms.phase_compute_s[p] / t_ref)
+            bld.add_le(r, -const)
+            if n_k and terms.phase_members[p].any():
+                r = terms.phase_members[p] @ coll_forms
+                r[col_s + p] -= 1.0
+                bld.add_le(r, -float(terms.phase_members[p] @ coll_const))
+        q_step[col_s : col_s + n_p] = weights @ terms.phase_counts
+    q = q_step.copy()
+    unused = np.setdiff1d(np.arange(n_dims), used)
+    q[col_x + unused] += UNUSED_REG
+
+    # The perspective normalisation and the constraint rows.
+    if product is not None:
+        k0_hat, kappa_hat = product
+        r = bld.row()
+        r[col_u] = k0_hat
+        r[col_x : col_x + n_dims] = kappa_hat * b_ref
+        bld.add_eq(r, 1.0)
+    le_at = [bld.add_le(np.concatenate((a, np.zeros(n_var - n_dims)))) for a in scaling.le_a]
+    eq_at = [bld.add_eq(np.concatenate((a, np.zeros(n_var - n_dims)))) for a in scaling.eq_a]
+
+    import clarabel
+
+    n_eq, n_le = len(bld.eq), len(bld.le)
+    rows_all = bld.eq + bld.le + bld.soc
+    a_dense = np.array([r for r, _ in rows_all]).reshape(len(rows_all), n_var)
+    b0 = np.array([b for _, b in rows_all], dtype=float)
+    le_at_arr = n_eq + np.array(le_at, dtype=int)
+    eq_at_arr = np.array(eq_at, dtype=int)
+    cones: list = []
+    if n_eq:
+        cones.append(clarabel.ZeroConeT(n_eq))
+    if n_le:
+        cones.append(clarabel.NonnegativeConeT(n_le))
+    cones += [clarabel.SecondOrderConeT(3) for _ in range(len(bld.soc) // 3)]
+    keep = None
+    slots = None
+    if product is not None:
+        # -rhs * u in each constraint row: stored even when zero, so the pattern is fixed.
+        rhs_rows = np.concatenate((le_at_arr, eq_at_arr)).astype(int)
+        keep = np.zeros(a_dense.shape, dtype=bool)
+        keep[rhs_rows, col_u] = True
+    a_csc = CscMatrix.from_dense(a_dense, keep)
+    if product is not None:
+        start, stop = a_csc.indptr[col_u], a_csc.indptr[col_u + 1]
+        where = {int(r): start + i for i, r in enumerate(a_csc.indices[start:stop])}
+        slots = np.array([where[int(r)] for r in rhs_rows], dtype=np.int64)
+    return ConicProgram(
+        **scaling.scaling_fields(),
+        build_s=time.perf_counter() - t0,
+        a_dense=a_dense,
+        b0=b0,
+        q=q,
+        q_step=q_step,
+        const_step=const_step,
+        cones=cones,
+        le_at=le_at_arr,
+        eq_at=eq_at_arr,
+        n_x=n_dims,
+        u_col=col_u if product is not None else -1,
+        _a_csc=a_csc,
+        _rhs_slots=slots,
+    )
