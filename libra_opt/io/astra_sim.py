@@ -17,7 +17,7 @@ from libra_opt.errors import InputError, short_repr
 from libra_opt.generators.generated import GeneratedWorkload
 from libra_opt.io.libra import write_libra_communicator
 from libra_opt.io.output import write_text_atomic
-from libra_opt.io.yaml_util import read_text
+from libra_opt.io.yaml_util import ParseCache, read_text
 from libra_opt.options import PHASES, CollectiveKind
 from libra_opt.traffic.workload import Collective, Layer, Phase, Workload, walk_phases
 
@@ -77,7 +77,18 @@ def parse_astra_sim(
     if not lines:
         raise InputError("no layer lines", source=source)
     layers = []
+    # Repeated layers repeat their line: parse and validate each distinct line once and
+    # share its (immutable) phases.
+    seen: dict[tuple[str, ...], tuple[dict[str, Phase], float]] = {}
     for line_no, f in lines:
+        known = seen.get(tuple(f[1:]))
+        if known is not None:
+            phases, update = known
+            layers.append(Layer(name=f[0], forward=phases["forward"],
+                                input_grad=phases["input_grad"],
+                                weight_grad=phases["weight_grad"], count=1,
+                                update_s=update * 1e-9))
+            continue
         if len(f) != 12:
             raise InputError(
                 f"a layer line has 12 fields (name, reserved, then compute/comm/size for forward, "
@@ -106,6 +117,7 @@ def parse_astra_sim(
                 colls = (Collective(_COMM_IN[kind_tok], size, pname),)
             phases[pname] = Phase(compute_ns * 1e-9, colls)
         update = _number(f[11], source, line_no, "update time")
+        seen[tuple(f[1:])] = (phases, update)
         layers.append(Layer(name=f[0], forward=phases["forward"], input_grad=phases["input_grad"],
                             weight_grad=phases["weight_grad"], count=1, update_s=update * 1e-9))
     if declared is not None and declared != len(layers):
@@ -116,11 +128,30 @@ def parse_astra_sim(
 
 
 def read_astra_sim(
-    path: str | Path, groups: Mapping[str, tuple[int, ...]], name: str | None = None
+    path: str | Path,
+    groups: Mapping[str, tuple[int, ...]],
+    name: str | None = None,
+    *,
+    cache: ParseCache | None = None,
 ) -> Workload:
-    """Read an ASTRA-sim 1.0 workload file (see :func:`parse_astra_sim`)."""
+    """Read an ASTRA-sim 1.0 workload file (see :func:`parse_astra_sim`).
+
+    With ``cache`` (the current load's :class:`~libra_opt.io.yaml_util.ParseCache`) a file
+    already read with the same groups is neither read nor parsed again: the workload read
+    then is returned under ``name``.
+    """
     p = Path(path)
-    return parse_astra_sim(read_text(p), name or p.stem, groups, source=str(p))
+    label = name or p.stem
+    if cache is None:
+        return parse_astra_sim(read_text(p), label, groups, source=str(p))
+    key = tuple(sorted((str(k), tuple(v)) for k, v in groups.items()))
+    wl = cache.get(
+        "astra_sim",
+        p,
+        lambda: parse_astra_sim(read_text(p, cache=cache), label, groups, source=str(p)),
+        key,
+    )
+    return wl if wl.name == label else replace(wl, name=label)
 
 
 def _fmt(x: float) -> str:

@@ -7,6 +7,7 @@ Loading is in :mod:`libra_opt.io.examples`.
 
 from __future__ import annotations
 
+import functools
 from importlib import resources
 from pathlib import Path
 
@@ -19,8 +20,12 @@ def _root():
     return resources.files("libra_opt").joinpath("data", "examples")
 
 
+@functools.cache
 def example_names() -> tuple[str, ...]:
     """Names of the shipped example scenarios (their file names without ``.yaml``).
+
+    The package's data directory is listed once per process (it is part of the installed
+    package and does not change while it runs).
 
     Examples
     --------

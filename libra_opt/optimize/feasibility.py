@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from scipy.optimize import linprog
 
 from libra_opt.errors import InfeasibleDesignError
 from libra_opt.scenario.constraints import Row
@@ -18,6 +17,7 @@ __all__ = [
     "raise_infeasible",
     "unbounded_dims",
     "minimal_bandwidth",
+    "row_bounds",
 ]
 
 #: Label of the implicit constraint "a dimension that carries traffic has bandwidth > 0".
@@ -76,6 +76,8 @@ def lp_extreme(
     value : float
     bw_gbps : numpy.ndarray or None
     """
+    from scipy.optimize import linprog  # imported on first use: a second to import
+
     a_ub, b_ub, a_eq, b_eq = _lp_arrays(rows, n_dims)
     res = linprog(
         c, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=b_eq,
@@ -88,6 +90,36 @@ def lp_extreme(
     if res.status == 3:
         return "unbounded", float("-inf"), None
     return "error", float("nan"), None
+
+
+def row_bounds(rows: Sequence[Row], n_dims: int) -> np.ndarray:
+    """Upper bound on each ``B_d >= 0`` implied by single rows, without solving an LP.
+
+    A row whose coefficients are all >= 0 and that bounds its left side from above
+    (``<=`` or ``==``), or all <= 0 and bounded from below, caps every dimension it
+    involves at ``max(rhs, 0) / a_d``. A dimension no such row involves gets ``inf``.
+    Finite bounds hold for every right-hand side, since they come from the rows' signs.
+
+    Examples
+    --------
+    >>> from libra_opt.scenario.constraints import Row
+    >>> rows = (Row("t", np.array([1.0, 1.0, 0.0]), "==", 1000.0),
+    ...         Row("o", np.array([1.0, -1.0, 0.0]), ">=", 0.0))
+    >>> row_bounds(rows, 3).tolist()
+    [1000.0, 1000.0, inf]
+    """
+    ub = np.full(n_dims, np.inf)
+    for r in rows:
+        a = np.asarray(r.a, dtype=float)
+        if r.sense in ("<=", "==") and (a >= 0).all():
+            coef, rhs = a, r.rhs
+        elif r.sense in (">=", "==") and (a <= 0).all():
+            coef, rhs = -a, -r.rhs
+        else:
+            continue
+        pos = coef > 0
+        ub[pos] = np.minimum(ub[pos], max(float(rhs), 0.0) / coef[pos])
+    return ub
 
 
 def is_feasible(rows: Sequence[Row], n_dims: int, positive_dims: Sequence[int] | np.ndarray = ()) -> bool:

@@ -28,9 +28,11 @@ from libra_opt.cost.tco import cluster_rate_coefficients
 from libra_opt.errors import InputError, SolverError, UnboundedDesignError, VerificationError
 from libra_opt.optimize.conic import build_conic_program
 from libra_opt.optimize.feasibility import (
+    is_feasible,
     lp_extreme,
     minimal_bandwidth,
     raise_infeasible,
+    row_bounds,
     unbounded_dims,
 )
 from libra_opt.optimize.scaling import ProgramRun, RowScaling, reference_bw, reference_scales
@@ -131,10 +133,16 @@ def build_problem(scenario: Scenario, *, backend: str = "clarabel") -> Bandwidth
     weights = np.array(scenario.weights)
     n = scenario.fabric.n_dims
     used = terms.used_dims
-    c = np.zeros(n)
-    c[used] = -1.0
-    status, _, bw_max = lp_extreme(rows, n, c, used)
-    bw_ref = reference_bw(rows, n, used) if status != "optimal" else bw_max
+    ub = row_bounds(rows, n)
+    if used.size and np.isfinite(ub[used]).all():
+        # Every used bandwidth is capped by a row of one sign: bounded whatever the
+        # right-hand sides (feasibility is left to the conic solve, diagnosed if it fails).
+        status, bw_ref = "bounded", ub
+    else:
+        c = np.zeros(n)
+        c[used] = -1.0
+        status, _, bw_max = lp_extreme(rows, n, c, used)
+        bw_ref = reference_bw(rows, n, used) if status != "optimal" else bw_max
     product = None
     ref_cost, k0, obj_scale, rate = 1.0, 0.0, 1.0, None
     if scenario.objective == "tco":
@@ -150,9 +158,12 @@ def build_problem(scenario: Scenario, *, backend: str = "clarabel") -> Bandwidth
                 source=scenario.source,
                 field="cost_model",
             )
-        # Normalise cost by the cheapest feasible design (checked again at solve time).
-        st, c_min, _ = lp_extreme(rows, n, rate, used)
-        ref_cost = c_min if st == "optimal" and c_min > 0 else float(rate.sum())
+        # Normalise cost by the design at the reference bandwidths (a scale only: any
+        # positive value gives the same optimum); else by the cheapest feasible design.
+        ref_cost = float(rate @ bw_ref) if status == "bounded" else 0.0
+        if not ref_cost > 0:
+            st, c_min, _ = lp_extreme(rows, n, rate, used)
+            ref_cost = c_min if st == "optimal" and c_min > 0 else float(rate.sum())
     if rate is not None:
         product = (k0 / ref_cost, rate / ref_cost)
     b_ref, t_ref = reference_scales(terms, weights, n, bw_ref)
@@ -203,6 +214,23 @@ def _override(problem: BandwidthProblem, overrides: Mapping[str, float]) -> tupl
     return scen, scenario_rows(scen)
 
 
+def _cost_can_vanish(rows: tuple[Row, ...], n: int, rate: np.ndarray | None) -> bool:
+    """Whether the rows let the network cost ``rate . B`` go to (nearly) zero.
+
+    With every dimension priced that means ``B = 0`` meets every row (checked directly);
+    otherwise a linear program finds the least cost.
+    """
+    assert rate is not None
+    if (rate > 0).all():
+        return all(
+            (r.sense == "<=" and 0.0 <= r.rhs) or (r.sense == ">=" and 0.0 >= r.rhs)
+            or (r.sense == "==" and r.rhs == 0.0)
+            for r in rows
+        )
+    st, c_min, _ = lp_extreme(rows, n, rate)
+    return st == "optimal" and c_min <= 1e-12 * float(rate.sum())
+
+
 def _free_dims(problem: BandwidthProblem, scen: Scenario, rows: tuple[Row, ...]) -> np.ndarray:
     """Check feasibility and boundedness; return the used dimensions nothing bounds.
 
@@ -217,16 +245,16 @@ def _free_dims(problem: BandwidthProblem, scen: Scenario, rows: tuple[Row, ...])
         if status == "infeasible":
             raise_infeasible(rows, n, used)
         return used
-    if scen.objective == "perf_per_cost":
-        assert problem.rate is not None
-        st, c_min, _ = lp_extreme(rows, n, problem.rate)
-        if st == "optimal" and c_min <= 1e-12 * float(problem.rate.sum()):
-            raise UnboundedDesignError(
-                "objective 'perf_per_cost' has no attained optimum: the constraints let the "
-                "network cost go to zero (add a total-bandwidth or per-dimension minimum)"
-            )
-    if rows is problem.rows and problem.lp_status == "optimal":
-        return np.array([], dtype=int)  # build_problem found every used bandwidth bounded
+    if scen.objective == "perf_per_cost" and _cost_can_vanish(rows, n, problem.rate):
+        raise UnboundedDesignError(
+            "objective 'perf_per_cost' has no attained optimum: the constraints let the "
+            "network cost go to zero (add a total-bandwidth or per-dimension minimum)"
+        )
+    if problem.lp_status in ("optimal", "bounded"):
+        # build_problem found every used bandwidth bounded; boundedness of a feasible
+        # polyhedron depends on its recession cone, not on the right-hand sides, so this
+        # holds for every override too. Infeasibility shows in the conic solve.
+        return np.array([], dtype=int)
     c = np.zeros(n)
     c[used] = -1.0
     status, _, _ = lp_extreme(rows, n, c, used)
@@ -299,13 +327,13 @@ def _solve_once(
         bw = prog.b_ref * x / u
         solver_obj = problem.objective_scale * problem.ref_cost * prog.t_ref * run.step_value
         factor = problem.objective_scale * problem.ref_cost * prog.t_ref * u
-    bw = np.where(bw < 0, 0.0, bw)
+    bw = _snap(rows, np.where(bw < 0, 0.0, bw))
     ev = evaluate(scen, bw, problem.walks)
     gap = abs(ev.objective_value - solver_obj) / max(abs(ev.objective_value), 1e-300)
     used = problem.terms.used_dims
     spread = float(np.max(x[used]) / max(np.min(x[used]), 1e-300)) if used.size else 1.0
-    # An "almost solved" answer that the numpy re-check confirms to a tenth of the
-    # tolerance is kept as it is; otherwise it is polished.
+    # An answer the numpy re-check confirms to a tenth of the tolerance is kept as it is, even
+    # "almost solved"; otherwise it is polished (re-solved scaled to itself).
     needs_polish = (
         not np.isfinite(gap)
         or gap > 0.1 * OBJECTIVE_REL_TOL
@@ -387,6 +415,11 @@ def _solve_with_retries(
             best = run
 
     attempt(first)
+    n, used = scen.fabric.n_dims, problem.terms.used_dims
+    if best is None and not is_feasible(rows, n, used):
+        # An infeasibility certificate (or a numerical failure where the rows force a used
+        # dimension to zero), confirmed by a linear program that names the conflict.
+        raise_infeasible(rows, n, used)
     if best is None or best.needs_polish:
         if best is not None:
             attempt(_polished_program(problem, scen, rows, best))
@@ -395,9 +428,6 @@ def _solve_with_retries(
             attempt(_fresh_program(problem, scen, rows))
     if best is None:
         assert last_failure is not None
-        n = scen.fabric.n_dims
-        if "infeasible" in last_failure.status:
-            raise_infeasible(rows, n, problem.terms.used_dims)
         if "unbounded" in last_failure.status:
             raise UnboundedDesignError(f"objective {scen.objective!r} is unbounded")
         raise SolverError(f"Clarabel returned status {last_failure.status!r}")
@@ -444,17 +474,16 @@ def _idle_minimum(
     return dataclasses.replace(run, bw=bw, ev=ev)
 
 
-def _snapped(
-    problem: BandwidthProblem, scen: Scenario, rows: tuple[Row, ...], run: _SolveAttempt
-) -> _SolveAttempt:
-    """The answer moved onto its equality rows and inside its single-dimension bounds.
+def _snap(rows: tuple[Row, ...], bw_gbps: np.ndarray) -> np.ndarray:
+    """``bw_gbps`` moved onto its equality rows and inside its single-dimension bounds.
 
     An interior-point answer meets ``bw[0] == 450`` to about 1e-9; a caller that prices the
     answer and re-imposes that price as a budget would then see an infeasible design. The
-    answer is projected (least squares) onto the equality rows, and bound rows are clipped;
-    the move is kept only when every row still holds and the objective does not grow.
+    answer is projected (least squares) onto the equality rows and bound rows are clipped;
+    a move larger than 1e-6 relative is not made (that would not be round-off). The numpy
+    re-check then evaluates the moved point.
     """
-    bw = run.bw.copy()
+    bw = bw_gbps.copy()
     eq = [r for r in rows if r.sense == "=="]
     if eq:
         a = np.array([r.a for r in eq])
@@ -469,12 +498,7 @@ def _snapped(
             upper = (r.sense == "<=") == (r.a[d] > 0)
             bw[d] = min(bw[d], bound) if upper else max(bw[d], bound)
     bw = np.maximum(bw, 0.0)
-    if np.array_equal(bw, run.bw) or not np.allclose(bw, run.bw, rtol=1e-6, atol=0.0):
-        return run
-    ev = evaluate(scen, bw, problem.walks)
-    if not ev.feasible(CONSTRAINT_REL_TOL) or ev.objective_value > run.ev.objective_value * (1 + 1e-9):
-        return run
-    return dataclasses.replace(run, bw=bw, ev=ev)
+    return bw if np.allclose(bw, bw_gbps, rtol=1e-6, atol=0.0) else bw_gbps
 
 
 def _capped(problem: BandwidthProblem, scen: Scenario, rows: tuple[Row, ...], free: np.ndarray) -> tuple[Row, ...]:
@@ -593,7 +617,6 @@ def solve(
         bad = [k for k, r in ev.residuals.items() if r > CONSTRAINT_REL_TOL * ev.residual_scales[k]]
         raise VerificationError(f"solver answer violates constraints: {', '.join(bad)}")
     run = _idle_minimum(problem, scen, rows, run, free)
-    run = _snapped(problem, scen, rows, run)
     _check_magnitudes(scen, run)
     reports = _constraint_reports(rows, run.bw, run.prog, run.run, run.factor)
     bl = baselines(scen, run.ev, problem.walks) if with_baselines else ()

@@ -28,7 +28,7 @@ __all__ = [
 UNUSED_REG = 1e-9
 #: Tighter than Clarabel's defaults: optima tie several dimensions inside a max, and the duals
 #: (shadow prices) converge more slowly than the objective.
-CLARABEL_SETTINGS = {"tol_gap_abs": 1e-12, "tol_gap_rel": 1e-11, "tol_feas": 1e-10}
+CLARABEL_SETTINGS = {"tol_gap_abs": 1e-13, "tol_gap_rel": 1e-12, "tol_feas": 1e-9}
 
 
 @dataclass(frozen=True)

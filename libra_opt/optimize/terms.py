@@ -13,7 +13,7 @@ import numpy as np
 
 from libra_opt.fabric.dims import Fabric
 from libra_opt.traffic.routing import collective_traffic
-from libra_opt.traffic.workload import Workload, walk_phases
+from libra_opt.traffic.workload import Workload
 
 __all__ = ["AggregatedTerms", "aggregate_terms", "native_terms"]
 
@@ -81,56 +81,60 @@ def aggregate_terms(
     >>> t.traffic_gb.tolist(), t.collective_counts.tolist()
     ([[6.0]], [[96.0]])
     """
+    n_d = fabric.n_dims
     coll_index: dict[bytes, int] = {}
     traffic_rows: list[np.ndarray] = []
     latency_rows: list[np.ndarray] = []
-    phase_index: dict[tuple[float, tuple[int, ...]], int] = {}
-    phase_list: list[tuple[float, tuple[int, ...]]] = []
-    counts: list[dict[int, float]] = []
-    seen: dict[tuple[str, float, tuple[int, ...]], int] = {}
+    agg_ids = []
     for wl in workloads:
-        wcounts: dict[int, float] = {}
-        for step in walk_phases(wl):
-            members = []
-            for coll in step.phase.collectives:
-                span = wl.groups[coll.group]
-                ckey = (coll.kind, coll.size_bytes, span)
-                if ckey not in seen:
-                    traffic, lat = collective_traffic(
-                        coll.kind, coll.size_bytes, span, fabric, traffic_model
-                    )
-                    traffic = traffic / 1e9
-                    if not (traffic > 0).any():
-                        seen[ckey] = -1
-                        continue
-                    key = traffic.tobytes() + lat.tobytes()
-                    if key not in coll_index:
-                        coll_index[key] = len(traffic_rows)
-                        traffic_rows.append(traffic)
-                        latency_rows.append(lat)
-                    seen[ckey] = coll_index[key]
-                if seen[ckey] >= 0:
-                    members.append(seen[ckey])
-            pkey = (float(step.phase.compute_s), tuple(sorted(members)))
-            if pkey not in phase_index:
-                phase_index[pkey] = len(phase_list)
-                phase_list.append(pkey)
-            p = phase_index[pkey]
-            wcounts[p] = wcounts.get(p, 0.0) + step.count
-        counts.append(wcounts)
-    n_k, n_p, n_d = len(traffic_rows), len(phase_list), fabric.n_dims
+        flat = wl.flat
+        agg_of = np.full(len(flat.collectives), -1, dtype=int)
+        for i, (kind, size, group) in enumerate(flat.collectives):
+            traffic, lat = collective_traffic(kind, size, wl.groups[group], fabric, traffic_model)
+            traffic = traffic / 1e9
+            if not (traffic > 0).any():
+                continue  # a collective that moves nothing is no term
+            key = traffic.tobytes() + lat.tobytes()
+            if key not in coll_index:
+                coll_index[key] = len(traffic_rows)
+                traffic_rows.append(traffic)
+                latency_rows.append(lat)
+            agg_of[i] = coll_index[key]
+        agg_ids.append(agg_of)
+    n_k = len(traffic_rows)
+    # A phase is its compute time and how many times it runs each distinct collective.
+    keys, counts, owner = [], [], []
+    for w, (wl, agg_of) in enumerate(zip(workloads, agg_ids, strict=True)):
+        flat = wl.flat
+        members = np.zeros((flat.phase_compute_s.size, n_k))
+        ids = agg_of[flat.coll_id]
+        keep = ids >= 0
+        np.add.at(members, (flat.coll_phase[keep], ids[keep]), 1.0)
+        keys.append(np.column_stack((flat.phase_compute_s, members)))
+        counts.append(flat.phase_count)
+        owner.append(np.full(flat.phase_count.size, w))
+    distinct, inverse = _distinct_rows(np.vstack(keys) if keys else np.zeros((0, n_k + 1)))
+    phase_counts = np.zeros((len(workloads), distinct.shape[0]))
+    if keys:
+        np.add.at(phase_counts, (np.concatenate(owner), inverse), np.concatenate(counts))
     traffic_gb = np.array(traffic_rows).reshape(n_k, n_d)
     latency_s = np.array(latency_rows).reshape(n_k, n_d)
-    phase_compute = np.array([p[0] for p in phase_list])
-    members_m = np.zeros((n_p, n_k))
-    for i, (_, mem) in enumerate(phase_list):
-        for k in mem:
-            members_m[i, k] += 1
-    phase_counts = np.zeros((len(workloads), n_p))
-    for w, wc in enumerate(counts):
-        for p, c in wc.items():
-            phase_counts[w, p] = c
-    return AggregatedTerms(traffic_gb, latency_s, phase_compute, members_m, phase_counts)
+    return AggregatedTerms(traffic_gb, latency_s, distinct[:, 0].copy(),
+                           distinct[:, 1:].copy(), phase_counts)
+
+
+def _distinct_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct rows of ``a`` (sorted) and the index of each row among them (a lexsort,
+    much faster than ``numpy.unique(axis=0)`` on float rows)."""
+    if a.shape[0] == 0:
+        return a, np.zeros(0, dtype=int)
+    order = np.lexsort(a.T[::-1])
+    ranked = a[order]
+    new = np.ones(a.shape[0], dtype=bool)
+    new[1:] = (ranked[1:] != ranked[:-1]).any(axis=1)
+    inverse = np.empty(a.shape[0], dtype=int)
+    inverse[order] = np.cumsum(new) - 1
+    return ranked[new], inverse
 
 
 def native_terms(workloads: Sequence[Workload], fabric: Fabric) -> AggregatedTerms:

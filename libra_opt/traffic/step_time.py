@@ -19,7 +19,7 @@ from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Fabric
 from libra_opt.options import PHASES, TRAINING_LOOPS, TrafficModel
 from libra_opt.traffic.routing import collective_traffic
-from libra_opt.traffic.workload import Workload, walk_collectives, walk_phases
+from libra_opt.traffic.workload import Workload, walk_collectives
 
 __all__ = [
     "WalkArrays",
@@ -136,37 +136,25 @@ def walk_arrays(
     ([3.0, 3.0, 3.0], [[6000000000.0]])
     """
     n_dims = fabric.n_dims
+    flat = workload.flat
     groups = tuple(workload.groups)
     group_index = {g: i for i, g in enumerate(groups)}
-    phase_index = {name: i for i, name in enumerate(PHASES)}
-    compute, count, kind = [], [], []
-    c_phase, c_group, c_traffic, c_lat = [], [], [], []
-    memo: dict[tuple[str, float, str], tuple[np.ndarray, np.ndarray]] = {}
-    for p, step in enumerate(walk_phases(workload)):
-        compute.append(step.phase.compute_s)
-        count.append(step.count)
-        kind.append(phase_index[step.name])
-        for coll in step.phase.collectives:
-            key = (coll.kind, coll.size_bytes, coll.group)
-            if key not in memo:  # the same collective recurs in every repeated layer
-                memo[key] = collective_traffic(
-                    coll.kind, coll.size_bytes, workload.groups[coll.group], fabric, traffic_model
-                )
-            traffic, lat = memo[key]
-            c_phase.append(p)
-            c_group.append(group_index[coll.group])
-            c_traffic.append(traffic)
-            c_lat.append(lat)
+    traffic = np.zeros((len(flat.collectives), n_dims))
+    lat = np.zeros((len(flat.collectives), n_dims))
+    for i, (kind, size, group) in enumerate(flat.collectives):
+        traffic[i], lat[i] = collective_traffic(kind, size, workload.groups[group], fabric,
+                                                traffic_model)
+    coll_group = np.array([group_index[g] for _, _, g in flat.collectives], dtype=int)
     return WalkArrays(
         name=workload.name,
         group_names=groups,
-        phase_compute_s=np.array(compute, dtype=float),
-        phase_count=np.array(count, dtype=float),
-        phase_kind=np.array(kind, dtype=int),
-        coll_phase=np.array(c_phase, dtype=int),
-        coll_group=np.array(c_group, dtype=int),
-        coll_traffic_bytes=np.array(c_traffic, dtype=float).reshape(len(c_phase), n_dims),
-        coll_latency_s=np.array(c_lat, dtype=float).reshape(len(c_phase), n_dims),
+        phase_compute_s=flat.phase_compute_s,
+        phase_count=flat.phase_count,
+        phase_kind=flat.phase_kind,
+        coll_phase=flat.coll_phase,
+        coll_group=coll_group[flat.coll_id].reshape(-1),
+        coll_traffic_bytes=traffic[flat.coll_id].reshape(-1, n_dims),
+        coll_latency_s=lat[flat.coll_id].reshape(-1, n_dims),
     )
 
 

@@ -9,10 +9,13 @@ dimension (LIBRA's "communicator").
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+
+import numpy as np
 
 from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Fabric
@@ -26,6 +29,8 @@ __all__ = [
     "Workload",
     "PhaseStep",
     "CollectiveStep",
+    "FlatWalk",
+    "flat_walk",
     "walk_phases",
     "walk_collectives",
     "check_on_fabric",
@@ -205,8 +210,12 @@ class Workload:
             raise InputError(f"workload {self.name!r} has no layers", field="workload.layers")
         groups = {str(k): tuple(int(x) for x in v) for k, v in dict(self.groups).items()}
         object.__setattr__(self, "groups", MappingProxyType(groups))
+        checked: set[int] = set()  # repeated layers share their phases: check each once
         for layer in self.layers:
             for pname, phase in layer.phases():
+                if id(phase) in checked:
+                    continue
+                checked.add(id(phase))
                 for c in phase.collectives:
                     if c.group not in groups:
                         raise InputError(
@@ -222,6 +231,12 @@ class Workload:
             f"Workload({self.name!r}: {len(self.layers)} distinct layers, {self.n_layers} in "
             f"all, groups {dict(self.groups)}, collectives {', '.join(kinds) or 'none'})"
         )
+
+    @functools.cached_property
+    def flat(self) -> FlatWalk:
+        """The walk as arrays (:func:`flat_walk`), built on first use and kept: the workload
+        is immutable, so every later evaluation or build reads arrays instead of objects."""
+        return flat_walk(self)
 
     @property
     def n_layers(self) -> int:
@@ -298,6 +313,74 @@ def walk_phases(workload: Workload) -> Iterator[PhaseStep]:
     for layer in workload.layers:
         for name, phase in layer.phases():
             yield PhaseStep(layer, name, phase, layer.count)
+
+
+@dataclass(frozen=True)
+class FlatWalk:
+    """:func:`walk_phases` of a workload as arrays, independent of any fabric.
+
+    Attributes
+    ----------
+    phase_compute_s, phase_count : numpy.ndarray
+        ``(P,)`` compute time and repeat count of every phase step, in step order.
+    phase_kind : numpy.ndarray
+        ``(P,)`` index into :data:`libra_opt.options.PHASES`.
+    coll_phase : numpy.ndarray
+        ``(C,)`` phase step of every collective occurrence.
+    coll_id : numpy.ndarray
+        ``(C,)`` index into ``collectives``.
+    collectives : tuple of (kind, size_bytes, group)
+        The distinct collectives, in order of first occurrence.
+    """
+
+    phase_compute_s: np.ndarray
+    phase_count: np.ndarray
+    phase_kind: np.ndarray
+    coll_phase: np.ndarray
+    coll_id: np.ndarray
+    collectives: tuple[tuple[str, float, str], ...]
+
+
+def flat_walk(workload: Workload) -> FlatWalk:
+    """Walk ``workload`` once (in :func:`walk_phases` order) into a :class:`FlatWalk`.
+
+    Examples
+    --------
+    >>> ar = Collective("all_reduce", 1e6, "dp")
+    >>> w = Workload("w", (Layer("a", weight_grad=Phase(1e-3, (ar,)), count=4),
+    ...                    Layer("b", weight_grad=Phase(2e-3, (ar, ar)))), {"dp": (2,)})
+    >>> f = flat_walk(w)
+    >>> f.phase_count.tolist(), f.coll_phase.tolist(), f.coll_id.tolist(), f.collectives
+    ([4.0, 4.0, 4.0, 1.0, 1.0, 1.0], [2, 5, 5], [0, 0, 0], (('all_reduce', 1000000.0, 'dp'),))
+    """
+    ids: dict[tuple[str, float, str], int] = {}
+    compute, count, kind, c_phase, c_id = [], [], [], [], []
+    # The same walk as walk_phases (layers in order, PHASES in order per layer), written out
+    # so that a phase shared by many layers is read once.
+    known: dict[int, list[int]] = {}
+    p = 0
+    for layer in workload.layers:
+        for k, name in enumerate(PHASES):
+            phase = getattr(layer, name)
+            compute.append(phase.compute_s)
+            count.append(layer.count)
+            kind.append(k)
+            members = known.get(id(phase))
+            if members is None:
+                members = [ids.setdefault((c.kind, c.size_bytes, c.group), len(ids))
+                           for c in phase.collectives]
+                known[id(phase)] = members
+            c_phase.extend([p] * len(members))
+            c_id.extend(members)
+            p += 1
+    return FlatWalk(
+        phase_compute_s=np.array(compute, dtype=float),
+        phase_count=np.array(count, dtype=float),
+        phase_kind=np.array(kind, dtype=int),
+        coll_phase=np.array(c_phase, dtype=int),
+        coll_id=np.array(c_id, dtype=int),
+        collectives=tuple(ids),
+    )
 
 
 def walk_collectives(workload: Workload) -> Iterator[CollectiveStep]:
