@@ -35,6 +35,9 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/solver_speed.py --out out/bench
 	$(BIN)/python benchmarks/rail_only.py --out out/bench
+	$(BIN)/python benchmarks/libra_case_studies.py --out out/bench
+	$(BIN)/python benchmarks/sweeps.py --out out/bench
+	$(BIN)/python benchmarks/yaml_load.py
 
 examples: $(STAMP)
 	$(BIN)/python workloads/derive_examples.py

@@ -82,6 +82,9 @@ _LAZY: dict[str, str] = {
     # explore
     "sweep": "libra_opt.explore.sweep",
     "compare_fabrics": "libra_opt.explore.compare",
+    "pareto_front": "libra_opt.explore.pareto",
+    "sensitivity": "libra_opt.explore.sensitivity",
+    "apply_overrides": "libra_opt.explore.overrides",
     # report
     "format_solution": "libra_opt.report.text",
     "plot_allocation": "libra_opt.report.plots",
@@ -129,6 +132,9 @@ if TYPE_CHECKING:  # static analysers see the lazy names
     from libra_opt.cost.prices import CostModel, cost_coefficients
     from libra_opt.cost.tco import TcoModel
     from libra_opt.explore.compare import compare_fabrics
+    from libra_opt.explore.overrides import apply_overrides
+    from libra_opt.explore.pareto import pareto_front
+    from libra_opt.explore.sensitivity import sensitivity
     from libra_opt.explore.sweep import sweep
     from libra_opt.fabric.builders import as_family, multi_dim, rail_only, rail_optimized_fat_tree
     from libra_opt.fabric.dims import Dim, Fabric

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from libra_opt.errors import InputError, short_repr
 
-__all__ = ["parse_floats"]
+__all__ = ["parse_floats", "parse_sets"]
 
 
 def parse_floats(text: str, flag: str) -> list[float]:
@@ -27,3 +27,26 @@ def parse_floats(text: str, flag: str) -> list[float]:
         raise InputError(f"expected comma-separated numbers, got {short_repr(text)}",
                          source="<cli>", field=flag)
     return vals
+
+
+def parse_sets(items: list[str] | None, flag: str = "--set") -> dict[str, str]:
+    """``--set PATH=VALUE`` items as path -> value text (parsed against the path later).
+
+    Examples
+    --------
+    >>> parse_sets(["fabric.hb_domain=16", "sum(bw) == 1000=1200"])
+    {'fabric.hb_domain': '16', 'sum(bw) == 1000': '1200'}
+    >>> parse_sets(["a=1", "a=2"])
+    Traceback (most recent call last):
+    ...
+    libra_opt.errors.InputError: <cli>: --set: 'a' is set twice
+    """
+    from libra_opt.explore.overrides import parse_assignment
+
+    out: dict[str, str] = {}
+    for text in items or ():
+        path, value = parse_assignment(text, flag)
+        if path in out:
+            raise InputError(f"{short_repr(path, 80)} is set twice", source="<cli>", field=flag)
+        out[path] = value
+    return out

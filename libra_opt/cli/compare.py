@@ -163,7 +163,8 @@ def run(args: argparse.Namespace) -> int:
         print(shown.to_string(index=False))
     hb = " / ".join(f"{b:.1f}" for b in df.attrs["hb_gbps"])
     print(f"baseline: {df.attrs['baseline']}; equal_budget: {df.attrs['scaleout_budget_usd']:.6g} $ "
-          f"scale-out, HB held at its equal_bw bandwidth ({hb} GB/s for the baseline); "
+          f"scale-out, HB held at its equal_bw bandwidth within the scenario's bounds ({hb} GB/s "
+          f"for the baseline); "
           f"equal_budget_joint: {df.attrs['budget_usd']:.6g} $ total; budget rows keep the "
           f"scenario's constraints; traffic model: {df.attrs['traffic_model']}")
     print(f"scale-out switch radix {radix} ({radix_note})")

@@ -16,68 +16,39 @@ from typing import NoReturn
 import numpy as np
 
 from libra_opt.cli import compare as cli_compare
-from libra_opt.cli.args import parse_floats
+from libra_opt.cli import report as cli_report
+from libra_opt.cli import sweep as cli_sweep
+from libra_opt.cli import validate as cli_validate
+from libra_opt.cli.args import parse_floats, parse_sets
 from libra_opt.cli.backend import pyplot
 from libra_opt.errors import (
     InfeasibleDesignError,
     InputError,
     LibraOptError,
     UnboundedDesignError,
-    short_repr,
 )
 from libra_opt.options import OBJECTIVES, objective_label
 
 __all__ = ["main", "build_parser"]
 
 
-def _parse_values(text: str, param: str) -> list[float]:
-    """``a,b,c`` or ``start:stop:count`` (linear) or ``start:stop:count:log``.
-
-    At most :data:`~libra_opt.explore.sweep.MAX_SWEEP_POINTS` values (checked before any
-    array is made); finite; and > 0 when ``param`` is ``budget_usd`` or ``power_w``.
-    """
-    from libra_opt.explore.sweep import MAX_SWEEP_POINTS, POSITIVE_LABELS
-
-    def bad(message: str) -> InputError:
-        return InputError(message, source="<cli>", field="--values")
-
-    if ":" not in text:
-        if text.count(",") >= MAX_SWEEP_POINTS:
-            raise bad(f"more than {MAX_SWEEP_POINTS:,} values; a sweep solves at most "
-                      f"{MAX_SWEEP_POINTS:,} points")
-        vals = parse_floats(text, "--values")
-        if not all(np.isfinite(vals)):
-            raise bad(f"expected finite numbers, got {short_repr(text)}")
-    else:
-        parts = text.split(":")
-        try:
-            start, stop, count = float(parts[0]), float(parts[1]), int(parts[2])
-        except (ValueError, IndexError):
-            raise bad(f"expected start:stop:count[:log], got {text!r}") from None
-        if count < 1 or len(parts) > 4 or (len(parts) == 4 and parts[3] != "log"):
-            raise bad(f"expected start:stop:count[:log] with count >= 1, got {text!r}")
-        if count > MAX_SWEEP_POINTS:
-            raise bad(f"count {count:,} is too large; a sweep solves at most "
-                      f"{MAX_SWEEP_POINTS:,} points")
-        if not (np.isfinite(start) and np.isfinite(stop)):
-            raise bad(f"start and stop must be finite numbers, got {text!r}")
-        if len(parts) == 4:
-            if start <= 0 or stop <= 0:
-                raise bad("log spacing needs positive bounds")
-            vals = [float(v) for v in np.geomspace(start, stop, count)]
-        else:
-            vals = [float(v) for v in np.linspace(start, stop, count)]
-    if param in POSITIVE_LABELS:
-        neg = [v for v in vals if v <= 0]
-        if neg:
-            raise bad(f"{param} values must be > 0, got {neg[0]:g}")
-    return vals
-
-
 def _load(args):
+    """The scenario of ``args``, with ``--set PATH=VALUE`` and ``--objective`` applied."""
     from libra_opt.io import load_scenario
 
-    scen = load_scenario(args.scenario)
+    sets = parse_sets(getattr(args, "set", None))
+    if sets:
+        from libra_opt.explore.overrides import apply_overrides
+
+        try:
+            scen = apply_overrides(args.scenario, sets)
+        except InputError as exc:
+            if exc.source != "<api>":
+                raise  # the scenario file itself is bad
+            raise InputError(f"{exc.field}: {exc.message}" if exc.field else exc.message,
+                             source="<cli>", field="--set") from None
+    else:
+        scen = load_scenario(args.scenario)
     if getattr(args, "objective", None):
         scen = dataclasses.replace(scen, objective=args.objective)
     return scen
@@ -140,58 +111,6 @@ def _cmd_evaluate(args) -> int:
     return 0
 
 
-def _cmd_sweep(args) -> int:
-    from libra_opt.explore.sweep import check_sweep, sweep
-    from libra_opt.io.output import (
-        CSV_SUFFIXES,
-        PLOT_SUFFIXES,
-        check_writable_output,
-        save_figure_atomic,
-        write_csv_atomic,
-    )
-    from libra_opt.optimize.problem import build_problem
-
-    # Outputs and flags first: nothing is loaded, built or solved for a bad command line.
-    if args.csv is not None:
-        check_writable_output(args.csv, "--csv", CSV_SUFFIXES)
-    if args.plot is not None:
-        check_writable_output(args.plot, "--plot", PLOT_SUFFIXES)
-    if not args.param.strip():
-        raise InputError("expected a constraint label, got an empty string", source="<cli>",
-                         field="--param")
-    values = _parse_values(args.values, args.param)
-    problem = build_problem(_load(args))
-    try:
-        values = check_sweep(problem, args.param, values)
-    except InputError as exc:
-        flag = "--param" if exc.field == "label" else "--values"
-        raise InputError(exc.message, source="<cli>", field=flag) from None
-
-    def progress(i, n, v):
-        print(f"[{i}/{n}] {args.param} = {v:,.6g}", file=sys.stderr)
-
-    show = args.progress or sys.stderr.isatty()   # stderr of a script keeps only errors
-    df = sweep(problem, args.param, values, progress=progress if show else None)
-    if args.csv is not None:
-        write_csv_atomic(df, args.csv, index=False, flag="--csv")
-        print(f"wrote {args.csv}", file=sys.stderr)
-    cols = ["value", "status", "weighted_step_time_s", "network_cost_usd"] + [
-        c for c in df.columns if c.startswith("bw_")
-    ]
-    print(df[[c for c in cols if c in df.columns]].to_string(index=False, float_format=lambda x: f"{x:,.6g}"))
-    if args.plot is not None:
-        plt = pyplot()
-        from libra_opt.report.plots import plot_sweep
-
-        fig = plot_sweep(df, x_label=args.param)
-        try:
-            save_figure_atomic(fig, args.plot, dpi=130, flag="--plot")
-        finally:
-            plt.close(fig)
-        print(f"wrote {args.plot}", file=sys.stderr)
-    return 0
-
-
 def _export_workloads(workloads, directory: str) -> None:
     """Each workload as ASTRA-sim text + communicator, named by its slug, inside ``directory``."""
     from libra_opt.io.astra_sim import export_astra_sim
@@ -217,7 +136,7 @@ def _export_workloads(workloads, directory: str) -> None:
 def _cmd_workload(args) -> int:
     from libra_opt.io.output import check_output_dir
     from libra_opt.io.scenario_file import load_scenario_with_models
-    from libra_opt.report.workload import workload_report
+    from libra_opt.report.workload import workload_report, workload_summary
     from libra_opt.traffic.step_time import check_bandwidth
 
     if args.export is not None:
@@ -235,7 +154,11 @@ def _cmd_workload(args) -> int:
             source=scen.source,
             field="workloads",
         )
-    for i, g in enumerate(generated.values()):
+    if getattr(args, "json", False):
+        print(_json([workload_summary(g, scen.fabric, bw, scen.training_loop,
+                                      scen.collective_model, scen.traffic_model)
+                     for g in generated.values()]))
+    for i, g in enumerate(generated.values() if not getattr(args, "json", False) else ()):
         if i:
             print()
         print(workload_report(g, scen.fabric, bw, scen.training_loop, scen.collective_model,
@@ -268,6 +191,11 @@ def _json(obj) -> str:
     return json.dumps(clean(obj), indent=2, allow_nan=False)
 
 
+_SET_HELP = ("override a scenario field by dotted path, e.g. budget_usd=3e7, "
+             "fabric.hb_domain=16, workloads.NAME.parallelism.tp=4, 'sum(bw) == 1000=1200' "
+             "(repeatable)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``libra-opt`` argument parser."""
     parser = _Parser(
@@ -283,6 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--objective", choices=OBJECTIVES, help="override the objective")
     p.add_argument("--plot-dir", help="write allocation and breakdown PNGs here (file names "
                    "from the scenario name, made safe)")
+    p.add_argument("--set", action="append", default=[], metavar="PATH=VALUE", help=_SET_HELP)
     p.set_defaults(func=_cmd_solve)
 
     p = sub.add_parser("evaluate", help="evaluate a given bandwidth allocation")
@@ -290,20 +219,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bw", required=True, help="GB/s per NPU for each dimension, e.g. 500,300,150,50")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--objective", choices=OBJECTIVES, help="override the objective")
+    p.add_argument("--set", action="append", default=[], metavar="PATH=VALUE", help=_SET_HELP)
     p.set_defaults(func=_cmd_evaluate)
 
-    p = sub.add_parser("sweep", help="re-solve over a range of one constraint's bound")
-    p.add_argument("scenario", help="scenario YAML file, or the name of a shipped example")
-    p.add_argument("--param", required=True, help="budget_usd, power_w or a linear constraint's text")
-    p.add_argument("--progress", action="store_true",
-                   help="print one progress line per point on stderr (default: only on a terminal)")
-    p.add_argument("--values", required=True,
-                   help="a,b,c or start:stop:count[:log] (at most 100,000 points; "
-                   "--values=-1,2 for a leading minus)")
-    p.add_argument("--csv", help="write the table as CSV (.csv)")
-    p.add_argument("--plot", help="write a plot of the sweep (.png, .svg or .pdf)")
-    p.add_argument("--objective", choices=OBJECTIVES, help="override the objective")
-    p.set_defaults(func=_cmd_sweep)
+    cli_sweep.register(sub)
 
     p = sub.add_parser(
         "workload", help="per-step traffic, memory and FLOPs of the model-based workloads"
@@ -312,9 +231,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bw", help="GB/s per NPU per dimension, to show times (default: none)")
     p.add_argument("--export", metavar="DIR",
                    help="write each workload as ASTRA-sim 1.0 text + LIBRA communicator in DIR")
+    p.add_argument("--json", action="store_true",
+                   help="print the numbers (breakdown, MFU, HFU, tokens/s...) as JSON")
     p.set_defaults(func=_cmd_workload)
 
     cli_compare.register(sub)
+    cli_validate.register(sub)
+    cli_report.register(sub)
     return parser
 
 

@@ -1,6 +1,18 @@
-"""Many answers: sweeps over constraint bounds and comparisons of fabric families."""
+"""Many answers: grid sweeps, Pareto fronts, sensitivities, overrides and fabric comparisons."""
 
 from libra_opt.explore.compare import budget_optimum, compare_fabrics
+from libra_opt.explore.grid import sweep_grid
+from libra_opt.explore.overrides import apply_overrides
+from libra_opt.explore.pareto import pareto_front
+from libra_opt.explore.sensitivity import sensitivity
 from libra_opt.explore.sweep import sweep
 
-__all__ = ["budget_optimum", "compare_fabrics", "sweep"]
+__all__ = [
+    "apply_overrides",
+    "budget_optimum",
+    "compare_fabrics",
+    "pareto_front",
+    "sensitivity",
+    "sweep",
+    "sweep_grid",
+]

@@ -5,7 +5,9 @@
 * ``equal_bw`` — at the same per-NPU bandwidth vector (the design question "what does the
   same bandwidth cost on each fabric, and does it run as fast?");
 * ``equal_budget`` — the HB domain (every dimension but the outermost) held at its
-  equal-bandwidth value, and the scale-out dimension given the most bandwidth the same
+  equal-bandwidth value (or, when the scenario's constraints forbid that value, e.g. a
+  ``bw_gbps`` below an HB floor, at the nearest value they allow), and the scale-out
+  dimension given the most bandwidth the same
   *scale-out* budget buys (default: the baseline's scale-out cost at equal bandwidth) within
   the constraints: a cheaper scale-out fabric turns its savings into scale-out bandwidth,
   nothing else changes (step time never grows with bandwidth, so this is the optimum);
@@ -43,7 +45,7 @@ from libra_opt.optimize.problem import solve
 from libra_opt.optimize.terms import aggregate_terms, native_terms
 from libra_opt.options import COMPARE_MODES as MODES
 from libra_opt.options import TRAFFIC_MODELS, CollectiveModel, TrafficModel, TrainingLoop
-from libra_opt.scenario.constraints import LinearConstraint
+from libra_opt.scenario.constraints import LinearConstraint, Row
 from libra_opt.scenario.scenario import Scenario, scenario_rows
 from libra_opt.traffic.step_time import check_bandwidth, step_time
 from libra_opt.traffic.workload import Workload, check_on_fabric
@@ -177,6 +179,7 @@ def _scaleout_at_budget(
             f"fabric {label!r}: scale-out dimension {fabric.names[so]} carries traffic but costs "
             "nothing, so a budget does not bound it; give it a price", field="cost_model")
     eye = np.eye(n)
+    hb = _nearest_hold(fabric, cost_model, constraints, power_w, traffic_model, hb, label)
     rows = (_row("scaleout_budget_usd", so_price * eye[so], "<=", budget_usd),
             *(_row(f"{fabric.names[d]} held", eye[d], "==", hb[d]) for d in range(so)))
     scen = Scenario(fabric, cost_model, tuple(workloads), constraints=(*constraints, *rows),
@@ -190,6 +193,57 @@ def _scaleout_at_budget(
     out = np.array(bw, dtype=float)
     out[:so] = hb[:so]
     return out
+
+
+def _nearest_hold(
+    fabric: Fabric, cost_model: CostModel, constraints: Sequence[LinearConstraint],
+    power_w: float | None, traffic_model: TrafficModel, hb_gbps: np.ndarray, label: str,
+) -> np.ndarray:
+    """The HB bandwidth to hold in ``equal_budget``: ``hb_gbps`` when the scenario's
+    constraints allow it (with some scale-out bandwidth), else the allowed HB bandwidth
+    nearest to it (least sum of absolute differences, a linear program): an equal-bandwidth
+    vector given outside the bounds (``--bw``) must not make the budget rows break them."""
+    n, so = fabric.n_dims, fabric.n_dims - 1
+    if so == 0:
+        return hb_gbps
+    scen = Scenario(fabric, cost_model, (_idle_workload(fabric),), constraints=tuple(constraints),
+                    power_w=power_w, traffic_model=traffic_model)
+    rows = scenario_rows(scen)
+    # variables: B (n), then t (so) with t_d >= |B_d - hb_d|; minimise sum t
+    pad = np.zeros(so)
+    aug = [Row(r.label, np.concatenate([r.a, pad]), r.sense, r.rhs) for r in rows]
+    for d in range(so):
+        e_b, e_t = np.eye(n)[d], np.eye(so)[d]
+        aug.append(Row(f"t{d} >= +", np.concatenate([-e_b, e_t]), ">=", -float(hb_gbps[d])))
+        aug.append(Row(f"t{d} >= -", np.concatenate([e_b, e_t]), ">=", float(hb_gbps[d])))
+    c = np.concatenate([np.zeros(n), np.ones(so)])
+    status, dist, x = lp_extreme(aug, n + so, c)
+    if status != "optimal" or x is None:
+        raise InfeasibleDesignError(
+            f"fabric {label!r}, equal_budget: the scenario's constraints leave no design "
+            f"({status})")
+    if dist <= 1e-9 * max(1.0, float(np.abs(hb_gbps[:so]).sum())):
+        return hb_gbps
+    held = np.array(hb_gbps, dtype=float)
+    held[:so] = x[:so]
+    logger.info("fabric %s: equal_budget holds the HB at %s GB/s (the nearest the constraints "
+                "allow to %s)", label, held[:so], hb_gbps[:so])
+    return held
+
+
+def _idle_workload(fabric: Fabric) -> Workload:
+    """A workload without traffic, to build the constraint rows of a fabric."""
+    from libra_opt.traffic.workload import Layer
+
+    return Workload("idle", (Layer("l"),), {})
+
+
+def _held_hb(df, baseline: str, requested: np.ndarray) -> tuple[float, ...]:
+    """The HB bandwidth the baseline's ``equal_budget`` row holds (the requested one when
+    that mode was not asked for)."""
+    sel = df[(df["mode"] == "equal_budget") & (df["fabric"] == baseline)]
+    hb = sel["bw_gbps"].iloc[0][:len(requested)] if len(sel) else requested
+    return tuple(float(x) for x in hb)
 
 
 def _inputs(scenario_or_workloads, cost_model, weights, collective_model, training_loop):
@@ -411,6 +465,6 @@ def compare_fabrics(
             df.loc[sel, "step_time_s"] / base["step_time_s"] - 1.0)
     df.attrs.update(baseline=baseline, budget_usd=float(budget_usd),
                     scaleout_budget_usd=float(scaleout_budget_usd),
-                    hb_gbps=tuple(float(x) for x in bw_base[:so_base]),
+                    hb_gbps=_held_hb(df, baseline, bw_base[:so_base]),
                     traffic_model=traffic_model)
     return df

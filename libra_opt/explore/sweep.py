@@ -1,22 +1,22 @@
-"""Parameter sweeps: re-solve one built problem over a range of budgets or bounds (DPP)."""
+"""Parameter sweeps: the public :func:`sweep` (a grid of axes, or one constraint's bound)."""
 
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
-from libra_opt.errors import (
-    InfeasibleDesignError,
-    InputError,
-    LibraOptError,
-    UnboundedDesignError,
-)
-from libra_opt.optimize.problem import BandwidthProblem, build_problem, solve
+from libra_opt.errors import InputError
+from libra_opt.explore.overrides import ScenarioBase
+from libra_opt.io.scenario_file import load_scenario
+from libra_opt.optimize.problem import BandwidthProblem, build_problem
 from libra_opt.scenario.scenario import Scenario
+
+if TYPE_CHECKING:  # pandas is imported on first use: a fifth of a second
+    import pandas as pd
 
 __all__ = ["sweep", "check_sweep", "sweep_labels", "MAX_SWEEP_POINTS", "POSITIVE_LABELS"]
 
@@ -36,6 +36,9 @@ def sweep_labels(problem: BandwidthProblem) -> tuple[str, ...]:
 def check_sweep(problem: BandwidthProblem, label: str, values: Sequence[float]) -> list[float]:
     """Validate a sweep before solving anything; returns the values as floats.
 
+    ``budget_usd`` (and ``power_w`` with a power model) may be swept on a problem without
+    that cap: the sweep adds it.
+
     Raises
     ------
     InputError
@@ -48,15 +51,18 @@ def check_sweep(problem: BandwidthProblem, label: str, values: Sequence[float]) 
     >>> from libra_opt.scenario.examples import toy_scenario
     >>> from libra_opt.optimize.problem import build_problem
     >>> check_sweep(build_problem(toy_scenario()), "budget_usd", [1e6])
+    [1000000.0]
+    >>> check_sweep(build_problem(toy_scenario()), "bw.pod <= 3", [1])
     Traceback (most recent call last):
     ...
-    libra_opt.errors.InputError: label: no constraint labelled 'budget_usd' in this problem (labels: sum(bw) == 300)
+    libra_opt.errors.InputError: label: no constraint labelled 'bw.pod <= 3' in this problem (labels: sum(bw) == 300, budget_usd, power_w)
     """
     labels = sweep_labels(problem)
-    if label not in labels:
+    addable = ("budget_usd", *(("power_w",) if problem.scenario.cost_model.has_power else ()))
+    if label not in labels and label not in addable:
         raise InputError(
             f"no constraint labelled {label!r} in this problem (labels: "
-            f"{', '.join(labels) or 'none'})",
+            f"{', '.join(dict.fromkeys([*labels, *addable]))})",
             field="label",
         )
     if len(values) > MAX_SWEEP_POINTS:
@@ -79,33 +85,42 @@ def check_sweep(problem: BandwidthProblem, label: str, values: Sequence[float]) 
 
 
 def sweep(
-    problem: Scenario | BandwidthProblem,
-    label: str,
-    values: Sequence[float],
-    progress: Callable[[int, int, float], None] | None = None,
+    problem: Scenario | BandwidthProblem | ScenarioBase | str | Path,
+    axes: Mapping[str, Sequence[Any]] | str,
+    values: Sequence[float] | None = None,
+    progress: Any = None,
+    *,
+    zip: bool = False,  # noqa: A002 - the documented keyword
+    executor: Any = "serial",
+    max_workers: int | None = None,
 ) -> pd.DataFrame:
-    """Solve the same problem for every right-hand side ``values`` of constraint ``label``.
+    """Solve a problem over a grid of axes (or, the older form, one constraint's bound).
 
-    The program is compiled once; each value only updates a ``cvxpy.Parameter``.
+    ``sweep(problem, {path: values, ...}, zip=..., executor=..., progress=...,
+    max_workers=...)`` is :func:`libra_opt.explore.grid.sweep_grid`: any number of axes
+    (caps, constraint labels, scenario fields by dotted path), run serially, on local
+    processes or on Dask, into a DataFrame with fixed columns (see
+    :mod:`libra_opt.explore.grid`).
+
+    ``sweep(problem, label, values, progress=None)`` is the one-axis form kept from before:
+    ``label`` is ``budget_usd``, ``power_w`` or a constraint's text; the axis column is
+    named ``value`` and the swept row's shadow price ``shadow_price``; ``progress`` is
+    called as ``progress(i, n, value)``.
 
     Parameters
     ----------
-    problem : Scenario or BandwidthProblem
-    label : str
-        ``budget_usd``, ``power_w`` or the label of a linear constraint (its text).
-    values : sequence of float
-        Right-hand sides to solve for (checked first by :func:`check_sweep`).
-    progress : callable, optional
-        Called as ``progress(i, n, value)`` after each solve.
+    problem : Scenario, BandwidthProblem, ScenarioBase, str or pathlib.Path
+    axes : mapping of str to sequence, or str
+        The grid, or (older form) one label.
+    values : sequence of float, optional
+        Older form only: the label's right-hand sides (checked by :func:`check_sweep`).
+    progress : bool or callable, optional
+    zip, executor, max_workers
+        See :func:`libra_opt.explore.grid.sweep_grid`.
 
     Returns
     -------
     pandas.DataFrame
-        One row per value: ``value``, ``status`` (``optimal``/``infeasible``/``unbounded``/
-        ``error``, with ``message``),
-        ``objective``, ``weighted_step_time_s``, ``network_cost_usd``, ``network_power_w``,
-        ``bw_<dim>_gbps`` per dimension, ``shadow_price`` of the swept constraint,
-        ``solve_s`` and ``compile_s``.
 
     Examples
     --------
@@ -113,43 +128,31 @@ def sweep(
     >>> df = sweep(toy_scenario(), "sum(bw) == 300", [150, 300, 600])
     >>> df["weighted_step_time_s"].round(6).tolist()   # 0.01 + 1.5 GB / total
     [0.02, 0.015, 0.0125]
+    >>> df = sweep(toy_scenario(), {"budget_usd": [2e5, 4e5], "fabric.dims.pod.size": [4, 8]},
+    ...            progress=False)
+    >>> df.shape[0], df.columns[:3].tolist()
+    (4, ['budget_usd', 'fabric.dims.pod.size', 'status'])
     """
-    if isinstance(problem, Scenario):
-        problem = build_problem(problem)
-    values = check_sweep(problem, label, values)
-    names = problem.scenario.fabric.names
-    records = []
-    for i, v in enumerate(values):
-        t0 = time.perf_counter()
-        rec: dict[str, object] = {"value": float(v)}
-        try:
-            sol = solve(problem, rhs={label: float(v)}, with_baselines=False)
-        except InfeasibleDesignError as exc:
-            rec.update(status="infeasible", message=str(exc))
-        except UnboundedDesignError as exc:
-            rec.update(status="unbounded", message=str(exc))
-        except InputError:
-            raise  # a wrong label or value is the caller's mistake, not a point of the sweep
-        except LibraOptError as exc:  # a solver failure at one point does not end the sweep
-            logger.warning("sweep %s=%g: %s", label, v, exc)
-            rec.update(status="error", message=str(exc))
-        else:
-            ev = sol.evaluation
-            shadow = next((c.shadow_price for c in sol.constraints if c.label == label), np.nan)
-            rec.update(
-                status="optimal",
-                objective=sol.objective_value,
-                weighted_step_time_s=ev.weighted_step_time_s,
-                network_cost_usd=ev.cost.network_cost_usd,
-                network_power_w=ev.cost.network_power_w,
-                shadow_price=shadow,
-                compile_s=sol.solver.compile_s,
-                solve_s=sol.solver.solve_s,
-                **{f"bw_{n}_gbps": float(b) for n, b in zip(names, sol.bw_gbps, strict=True)},
-            )
-        rec["wall_s"] = time.perf_counter() - t0
-        records.append(rec)
-        logger.info("sweep %s: %d/%d value=%g status=%s", label, i + 1, len(values), v, rec["status"])
-        if progress is not None:
-            progress(i + 1, len(values), float(v))
-    return pd.DataFrame.from_records(records)
+    from libra_opt.explore.grid import sweep_grid
+
+    if not isinstance(axes, str):
+        if values is not None:
+            raise InputError("give the values inside the axes mapping", field="values")
+        return sweep_grid(problem, axes, zip=zip, executor=executor, progress=progress,
+                          max_workers=max_workers)
+    label = axes
+    if isinstance(problem, BandwidthProblem):
+        built = problem
+    elif isinstance(problem, ScenarioBase):
+        built = build_problem(problem.scenario)
+    else:
+        built = build_problem(problem if isinstance(problem, Scenario) else load_scenario(problem))
+    vals = check_sweep(built, label, values if values is not None else [])
+    legacy = progress
+
+    def relay(done: int, total: int, point: Mapping[str, Any]) -> None:
+        legacy(done, total, float(point[label]))
+
+    df = sweep_grid(built, {label: vals}, executor=executor, max_workers=max_workers,
+                    progress=relay if callable(legacy) else False)
+    return df.rename(columns={label: "value", f"shadow_{label}": "shadow_price"})

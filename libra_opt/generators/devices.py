@@ -1,10 +1,14 @@
 """Accelerator presets and the compute-time model.
 
-Compute time of a piece of work with ``F`` FLOPs on a device with peak ``P`` FLOP/s for the
-data type is ``F / (P * eta(F))``. The efficiency ``eta`` is explicit: a
-:class:`ComputeEfficiency` that is either a constant or a saturating function of the work
-size (small matrix multiplies reach a smaller fraction of peak). Memory-bound work (the
-optimizer update, embedding lookups) takes ``bytes / HBM bandwidth``.
+Two compute models. The default, ``roofline`` (:mod:`libra_opt.generators.roofline`), prices
+every operator of a transformer block on a roofline with a shape-aware GEMM efficiency; it
+uses the device's SM count, GEMM tile shapes, vector FLOP/s, HBM bandwidth and two
+calibrated constants (``default_efficiency``: achievable fraction of the matrix peak on a
+GEMM that fills whole waves; ``mem_efficiency``: achievable fraction of the HBM bandwidth).
+The legacy model, used when a scenario gives an explicit ``efficiency`` number or mapping:
+compute time of a piece of work with ``F`` FLOPs on a device with peak ``P`` FLOP/s for the
+data type is ``F / (P * eta(F))``, with ``eta`` a constant or a saturating function of the
+work size. Memory-bound work (the optimizer update) takes ``bytes / HBM bandwidth``.
 
 Device numbers live in ``libra_opt/data/devices.yaml`` with a source and date for each.
 """
@@ -14,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -48,8 +52,29 @@ class Device:
     hbm_gbps : float
         HBM bandwidth in GB/s.
     default_efficiency : float
-        Efficiency used when none is given (see ``efficiency_source``).
+        Achievable fraction of the matrix peak on a GEMM that fills whole waves (roofline
+        model), and the constant efficiency of the legacy model (see ``efficiency_source``).
     source, date, efficiency_source : str
+    sm_count : int
+        Streaming multiprocessors (compute units, matrix units) that GEMM tiles are spread
+        over; 0 disables wave quantization.
+    gemm_tiles : tuple of (int, int)
+        Output tile shapes (rows, columns) a GEMM library chooses from.
+    vector_flops : float
+        Non-matrix (vector) FLOP/s for 16-bit element-wise work; 0 = the fp32 matrix peak.
+    mem_efficiency : float
+        Achievable fraction of ``hbm_gbps`` for streaming kernels.
+    kernel_overhead_s : float
+        Fixed time added to every kernel (launch and tail), seconds.
+    gemm_k_overhead : float
+        Per-tile prologue/epilogue cost of a GEMM in units of inner-loop length: a GEMM of
+        inner size ``k`` reaches ``k / (k + gemm_k_overhead)`` of its wave efficiency.
+    roofline_source : str
+        Where the roofline numbers come from.
+    flops_efficiency : float
+        Whole-model fraction of peak of the legacy ``FLOPs / (peak x eta)`` model, used for
+        models without an operator model (DLRM, ResNet) when no efficiency is given;
+        0 = ``default_efficiency``.
     """
 
     key: str
@@ -61,6 +86,14 @@ class Device:
     source: str
     date: str
     efficiency_source: str = ""
+    sm_count: int = 0
+    gemm_tiles: tuple[tuple[int, int], ...] = ((128, 128),)
+    vector_flops: float = 0.0
+    mem_efficiency: float = 0.8
+    kernel_overhead_s: float = 0.0
+    gemm_k_overhead: float = 0.0
+    roofline_source: str = ""
+    flops_efficiency: float = 0.0
 
     def peak_flops_for(self, dtype: str) -> float:
         """Peak FLOP/s for ``dtype``.
@@ -88,6 +121,16 @@ class _DeviceEntry(StrictModel):
     date: str
     default_efficiency: float = Field(gt=0, le=1)
     efficiency_source: str = ""
+    sm_count: int = Field(default=0, ge=0, strict=True)
+    gemm_tiles: list[tuple[Annotated[int, Field(gt=0, strict=True)], Annotated[int, Field(gt=0, strict=True)]]] = Field(
+        default_factory=lambda: [(128, 128)], min_length=1
+    )
+    vector_flops: float = Field(default=0.0, ge=0)
+    mem_efficiency: float = Field(default=0.8, gt=0, le=1)
+    kernel_overhead_s: float = Field(default=0.0, ge=0, le=1.0)
+    gemm_k_overhead: float = Field(default=0.0, ge=0, le=1e5)
+    roofline_source: str = ""
+    flops_efficiency: float = Field(default=0.0, ge=0, le=1)
 
 
 def device_from_dict(key: str, value: Any, source: str) -> Device:
@@ -112,25 +155,41 @@ def device_from_dict(key: str, value: Any, source: str) -> Device:
         source=e.source,
         date=str(e.date),
         efficiency_source=e.efficiency_source,
+        sm_count=e.sm_count,
+        gemm_tiles=tuple((int(a), int(b)) for a, b in e.gemm_tiles),
+        vector_flops=e.vector_flops,
+        mem_efficiency=e.mem_efficiency,
+        kernel_overhead_s=e.kernel_overhead_s,
+        gemm_k_overhead=e.gemm_k_overhead,
+        flops_efficiency=e.flops_efficiency,
+        roofline_source=e.roofline_source,
     )
 
 
 @dataclass(frozen=True)
 class ComputeEfficiency:
-    """Fraction of peak FLOP/s achieved, constant or growing with the work size.
+    """Fraction of peak FLOP/s achieved: the roofline model, a constant, or saturating.
 
     Parameters
     ----------
-    kind : {'constant', 'saturating'}
+    kind : {'roofline', 'constant', 'saturating'}
+        ``roofline``: per-operator roofline (:mod:`libra_opt.generators.roofline`) with
+        ``value`` the achievable GEMM fraction; the other two are the legacy
+        FLOPs-over-peak models.
     value : float
+        ``roofline``: achievable fraction of peak on a GEMM in whole waves.
         ``constant``: the efficiency. ``saturating``: the asymptotic efficiency ``eta_max``.
     half_flops : float
         ``saturating`` only: work size (FLOPs of one phase of one layer on one NPU) at
         which half of ``eta_max`` is reached.
+    from_device : bool
+        ``roofline`` only: ``value`` is a placeholder, the generator uses the device's
+        ``default_efficiency``.
 
     Notes
     -----
-    ``constant``: ``eta(F) = value``. ``saturating``: ``eta(F) = value * F / (F + half_flops)``,
+    ``constant`` (and ``roofline`` for models without operators: DLRM, ResNet):
+    ``eta(F) = value``. ``saturating``: ``eta(F) = value * F / (F + half_flops)``,
     i.e. a fixed overhead of ``half_flops / (value * peak)`` seconds per phase on top of
     ``F / (value * peak)`` -- kernel launch and tail effects amortized over larger work.
 
@@ -140,14 +199,15 @@ class ComputeEfficiency:
     0.3
     """
 
-    kind: Literal["constant", "saturating"] = "constant"
+    kind: Literal["roofline", "constant", "saturating"] = "constant"
     value: float = 0.5
     half_flops: float = field(default=0.0)
+    from_device: bool = False
 
     def __post_init__(self) -> None:
-        if self.kind not in ("constant", "saturating"):
+        if self.kind not in ("roofline", "constant", "saturating"):
             raise InputError(
-                f"efficiency kind {self.kind!r} is not constant or saturating",
+                f"efficiency kind {self.kind!r} is not roofline, constant or saturating",
                 field="efficiency.kind",
             )
         if not 0 < float(self.value) <= 1:
@@ -161,12 +221,14 @@ class ComputeEfficiency:
 
     def at(self, flops: float) -> float:
         """Efficiency for a piece of work of ``flops`` FLOPs."""
-        if self.kind == "constant":
+        if self.kind != "saturating":
             return float(self.value)
         return float(self.value) * flops / (flops + float(self.half_flops))
 
     def describe(self) -> str:
         """One-line description for reports."""
+        if self.kind == "roofline":
+            return f"per-operator roofline, GEMM fraction {self.value:.3g}"
         if self.kind == "constant":
             return f"constant {self.value:.3g} of peak"
         return f"saturating {self.value:.3g} x F/(F + {self.half_flops:.3g} FLOPs)"
@@ -183,10 +245,22 @@ class _ConstantSpec(StrictModel):
     value: float = Field(gt=0, le=1)
 
 
+class _RooflineSpec(StrictModel):
+    kind: Literal["roofline"]
+    value: float | None = Field(default=None, gt=0, le=1)
+
+
 def efficiency_from_value(
-    value: Any, source: str | None = None, prefix: str = "efficiency"
+    value: Any,
+    source: str | None = None,
+    prefix: str = "efficiency",
+    device: Device | None = None,
 ) -> ComputeEfficiency:
     """Build a :class:`ComputeEfficiency` from a number or a mapping (as in YAML).
+
+    A number is the legacy constant model; ``{kind: roofline}`` (optionally with ``value``,
+    default ``device.default_efficiency``, resolved by the generator when ``device`` is not
+    given) selects the roofline model.
 
     Examples
     --------
@@ -194,6 +268,8 @@ def efficiency_from_value(
     'constant 0.45 of peak'
     >>> efficiency_from_value({"kind": "saturating", "value": 0.6, "half_flops": 1e9}).kind
     'saturating'
+    >>> efficiency_from_value({"kind": "roofline", "value": 0.8}).describe()
+    'per-operator roofline, GEMM fraction 0.8'
     """
     if isinstance(value, ComputeEfficiency):
         return value
@@ -205,6 +281,13 @@ def efficiency_from_value(
             source=source,
             field=prefix,
         )
+    if value.get("kind") == "roofline":
+        r: _RooflineSpec = validate_as(_RooflineSpec, dict(value), source, prefix)
+        if r.value is not None:
+            return ComputeEfficiency("roofline", r.value)
+        if device is not None:
+            return ComputeEfficiency("roofline", device.default_efficiency)
+        return ComputeEfficiency("roofline", 1.0, from_device=True)
     if value.get("kind") == "saturating":
         s: _SaturatingSpec = validate_as(_SaturatingSpec, dict(value), source, prefix)
         return ComputeEfficiency("saturating", s.value, s.half_flops)

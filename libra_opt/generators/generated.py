@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from libra_opt.generators.devices import ComputeEfficiency, Device
 from libra_opt.generators.mapping import Placement
@@ -50,6 +52,16 @@ class GeneratedWorkload:
         Pipeline idle time relative to the busy time, ``(p - 1) / (v m)``.
     notes : tuple of str
         Modelling choices worth reading next to the numbers.
+    stage_compute_s : tuple of float
+        Compute seconds per step of each pipeline stage's own micro-batches (no bubble),
+        first stage first; the workload describes the slowest.
+    compute_breakdown_s : mapping of str to float
+        Compute seconds per step of the described NPU by operator class (``gemm``,
+        ``attention``, ``elementwise``, ``embedding``, ``loss``, ``optimizer``; legacy
+        model: ``compute`` and ``optimizer``), bubble excluded.
+    bubble_compute_s : float
+        Compute seconds of the pipeline bubble: ``(p - 1) / v`` micro-batches of the slowest
+        stage.
     """
 
     workload: Workload
@@ -67,6 +79,9 @@ class GeneratedWorkload:
     micro_batches: int = 1
     bubble_fraction: float = 0.0
     notes: tuple[str, ...] = ()
+    stage_compute_s: tuple[float, ...] = ()
+    compute_breakdown_s: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    bubble_compute_s: float = 0.0
 
 
 def throughput_tokens_per_s(generated: GeneratedWorkload, step_time_s: float) -> float:

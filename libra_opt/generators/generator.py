@@ -49,7 +49,9 @@ def generate_workload(
         Explicit placement of groups on dimensions (see :mod:`libra_opt.generators.mapping`);
         default automatic.
     efficiency : ComputeEfficiency, float or mapping, optional
-        Fraction of peak FLOP/s; default the device's ``default_efficiency`` (constant).
+        Default: the per-operator roofline model with the device's constants (transformers;
+        DLRM and ResNet use ``FLOPs / (peak x flops_efficiency)``). A number or
+        ``{kind: constant | saturating, ...}`` selects the legacy FLOPs-over-peak model.
     name : str, optional
         Workload name (default the model's).
     check_memory : bool
@@ -90,10 +92,15 @@ def generate_workload(
         )
     dev = device
     eff = (
-        efficiency_from_value(efficiency)
+        efficiency_from_value(efficiency, device=dev)
         if efficiency is not None
-        else ComputeEfficiency("constant", dev.default_efficiency)
+        else ComputeEfficiency("roofline", dev.default_efficiency)
     )
+    if eff.from_device:
+        eff = ComputeEfficiency("roofline", dev.default_efficiency)
+    if eff.kind == "roofline" and not isinstance(model, TransformerSpec):
+        # no operator model: the legacy whole-model efficiency of the device
+        eff = ComputeEfficiency("constant", dev.flops_efficiency or dev.default_efficiency)
     placement = place_groups(fabric, par.degrees(), mapping)
     args = (par, dev, fabric, placement, eff, name, check_memory)
     if isinstance(model, TransformerSpec):

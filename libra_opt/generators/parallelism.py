@@ -89,6 +89,13 @@ class Parallelism(StrictModel):
         Activation recomputation (Korthikanti et al. 2022).
     capacity_factor : float, optional
         Overrides the model's MoE capacity factor.
+    flash_attention : bool
+        Attention runs as one fused FlashAttention kernel (default); ``False`` prices the
+        unfused ``Q K^T`` / softmax / dropout / ``P V`` kernels of Megatron-LM before 2023.
+    gradient_accumulation_fusion : bool
+        Weight-gradient GEMMs accumulate straight into the fp32 gradient buffer (default;
+        Megatron-LM ``--gradient-accumulation-fusion``); ``False`` adds a separate
+        accumulation kernel per weight and micro-batch.
     precision : Precision
 
     Examples
@@ -111,6 +118,8 @@ class Parallelism(StrictModel):
     global_batch_size: int = Field(gt=0, strict=True)
     recompute: Literal["none", "selective", "full"] = "none"
     capacity_factor: float | None = Field(default=None, gt=0)
+    flash_attention: bool = True
+    gradient_accumulation_fusion: bool = True
     precision: Precision = Field(default_factory=Precision)
 
     @model_validator(mode="after")

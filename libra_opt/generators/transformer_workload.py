@@ -21,6 +21,12 @@ virtual stages per device is modelled as:
 * ``optimizer_step``: the (memory-bound) optimizer update as compute time, and with
   ZeRO-1/2 the all-gather of updated parameters.
 
+Compute times: with the default ``roofline`` efficiency every layer is a list of operators
+(:mod:`~libra_opt.generators.operators`) priced on a roofline
+(:mod:`~libra_opt.generators.roofline`); with an explicit constant or saturating efficiency,
+``FLOPs / (peak x eta)`` per phase (the legacy model). Either way a phase's compute time is a
+constant, so the step time stays a constant plus convex communication terms.
+
 Not modelled: the all-reduce of tied embedding gradients between the first and last
 stage, load imbalance between experts, optimizer-state reduction for the gradient-norm
 clip (a few bytes).
@@ -30,6 +36,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
+from types import MappingProxyType
 
 from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Fabric
@@ -43,6 +50,14 @@ from libra_opt.generators.memory import (
     model_state_bytes,
     transformer_layer_activation_bytes,
 )
+from libra_opt.generators.operators import (
+    OP_CLASSES,
+    LayerOperators,
+    embedding_operators,
+    head_operators,
+    optimizer_operator,
+    transformer_layer_operators,
+)
 from libra_opt.generators.parallelism import Parallelism
 from libra_opt.generators.pipeline import (
     StagePlan,
@@ -50,6 +65,7 @@ from libra_opt.generators.pipeline import (
     inflight_microbatches,
     partition_layers,
 )
+from libra_opt.generators.roofline import operator_time_s
 from libra_opt.generators.transformer_comm import (
     PhaseCollectives,
     layer_collectives,
@@ -150,6 +166,35 @@ def _phases(
     return Phase(f, colls.forward), Phase(i, colls.input_grad), Phase(w, colls.weight_grad)
 
 
+Breakdown = dict[str, float]
+
+
+def _op_phases(
+    ops: LayerOperators,
+    colls: PhaseCollectives,
+    device: Device,
+    dtype: str,
+    eff: ComputeEfficiency,
+    breakdown: Breakdown,
+    repeats: int,
+) -> tuple[Phase, Phase, Phase]:
+    """Phases priced operator by operator; adds ``repeats x`` each operator's time to
+    ``breakdown`` (by operator class)."""
+    times = []
+    for pass_ops in ops.passes():
+        total = 0.0
+        for op in pass_ops:
+            t = operator_time_s(op, device, dtype, eff.value)
+            total += t
+            breakdown[op.op_class] = breakdown.get(op.op_class, 0.0) + repeats * t
+        times.append(total)
+    return (
+        Phase(times[0], colls.forward),
+        Phase(times[1], colls.input_grad),
+        Phase(times[2], colls.weight_grad),
+    )
+
+
 def _empty(layer: Layer) -> bool:
     return all(p.compute_s == 0 and not p.collectives for _, p in layer.phases())
 
@@ -186,10 +231,13 @@ def _stage_layers(
     stage: StagePlan,
     device: Device,
     eff: ComputeEfficiency,
-) -> tuple[list[tuple[Layer, int]], float, float]:
+) -> tuple[list[tuple[Layer, int]], float, float, Breakdown]:
     """Per-micro-batch layers of a stage as (Layer with count 1, repeats per micro-batch),
-    and the stage's local (dense, expert) parameters."""
+    the stage's local (dense, expert) parameters and its compute time per micro-batch by
+    operator class (roofline model; empty otherwise)."""
     dtype = par.precision.compute_dtype
+    roof = eff.kind == "roofline"
+    bd: Breakdown = {}
     tokens = par.micro_batch_size * model.seq_len / par.cp
     out: list[tuple[Layer, int]] = []
     dense_p = expert_p = 0.0
@@ -210,7 +258,11 @@ def _stage_layers(
                 colls = PhaseCollectives((Collective("all_reduce", act, "tp"),))
         if par.zero == 3:
             colls = colls + zero3_collectives(par, p_emb, 0.0)
-        out.append((Layer("embedding", *_phases((0.0, 0.0, 0.0), colls, device, dtype, eff)), 1))
+        if roof:
+            phases = _op_phases(embedding_operators(model, par), colls, device, dtype, eff, bd, 1)
+        else:
+            phases = _phases((0.0, 0.0, 0.0), colls, device, dtype, eff)
+        out.append((Layer("embedding", *phases), 1))
     for is_moe, n in ((False, stage.n_dense), (True, stage.n_moe)):
         if n == 0:
             continue
@@ -227,7 +279,12 @@ def _stage_layers(
             ig += att
         colls = layer_collectives(model, par, is_moe, d_local, e_local)
         name = "moe_layer" if is_moe else "dense_layer"
-        out.append((Layer(name, *_phases((lin + att, ig, lin), colls, device, dtype, eff)), n))
+        if roof:
+            ops = transformer_layer_operators(model, par, is_moe)
+            phases = _op_phases(ops, colls, device, dtype, eff, bd, n)
+        else:
+            phases = _phases((lin + att, ig, lin), colls, device, dtype, eff)
+        out.append((Layer(name, *phases), n))
     if stage.has_head:
         norm = (2 if model.norm == "layernorm" else 1) * model.hidden_size
         shares_embedding = model.tied_embeddings and stage.has_embedding
@@ -246,8 +303,12 @@ def _stage_layers(
             colls = colls + PhaseCollectives((Collective("all_reduce", 3 * 4.0 * tokens, "tp"),))
         if par.zero == 3:
             colls = colls + zero3_collectives(par, p_head, 0.0)
-        out.append((Layer("output_layer", *_phases((f, f, f), colls, device, dtype, eff)), 1))
-    return out, dense_p, expert_p
+        if roof:
+            phases = _op_phases(head_operators(model, par), colls, device, dtype, eff, bd, 1)
+        else:
+            phases = _phases((f, f, f), colls, device, dtype, eff)
+        out.append((Layer("output_layer", *phases), 1))
+    return out, dense_p, expert_p, bd
 
 
 def _stage_compute_s(layers: list[tuple[Layer, int]]) -> float:
@@ -316,9 +377,9 @@ def transformer_workload(
         )
     stages = partition_layers(model, par.pp, par.interleave)
     per_stage = [_stage_layers(model, par, s, device, efficiency) for s in stages]
-    times = [_stage_compute_s(layers) for layers, _, _ in per_stage]
+    times = [_stage_compute_s(layers) for layers, _, _, _ in per_stage]
     rep = max(range(len(stages)), key=lambda i: (times[i], -i))
-    layers_mb, dense_p, expert_p = per_stage[rep]
+    layers_mb, dense_p, expert_p, bd_mb = per_stage[rep]
     m, pp, v = par.micro_batches, par.pp, par.interleave
     tokens = par.micro_batch_size * model.seq_len / par.cp
     act = tokens * model.hidden_size * par.precision.activation_bytes
@@ -357,13 +418,16 @@ def transformer_workload(
     if sync:
         layers.append(Layer("dp_grad_sync", weight_grad=Phase(0.0, tuple(sync))))
     shard = (dense_p / dp_ranks + expert_p / edp_ranks) if par.zero >= 1 else dense_p + expert_p
-    opt_s = memory_time_s(shard * (gb + 2 * ob + pb), device)
+    if efficiency.kind == "roofline":
+        opt_s = operator_time_s(optimizer_operator(shard, par), device, par.precision.compute_dtype)
+    else:
+        opt_s = memory_time_s(shard * (gb + 2 * ob + pb), device)
     layers.append(Layer("optimizer_step", Phase(opt_s, tuple(gather))))
 
     workload = Workload(name or model.name, tuple(layers), placement.groups())
     mems = [
         _stage_memory(model, par, s, d, e, device)
-        for s, (_, d, e) in zip(stages, per_stage, strict=True)
+        for s, (_, d, e, _) in zip(stages, per_stage, strict=True)
     ]
     memory = max(mems, key=lambda mb: mb.total_bytes)
     if check_memory and not memory.fits:
@@ -380,6 +444,11 @@ def transformer_workload(
         "bubble = (p-1)/v extra passes through the stage (compute and collectives)" if pp > 1 else "",
         "data-parallel gradient sync and optimizer step are not overlapped",
     ]
+    breakdown = {k: m * bd_mb[k] for k in OP_CLASSES if k in bd_mb}
+    if efficiency.kind == "roofline":
+        breakdown["optimizer"] = breakdown.get("optimizer", 0.0) + opt_s
+    else:
+        breakdown = {"compute": m * times[rep], "optimizer": opt_s}
     log.debug("generated %s: %d layer entries", workload.name, len(layers))
     return GeneratedWorkload(
         workload=workload,
@@ -397,5 +466,8 @@ def transformer_workload(
         micro_batches=m,
         bubble_fraction=bubble_fraction(pp, m, v),
         notes=tuple(n for n in notes if n),
+        stage_compute_s=tuple(m * x for x in times),
+        compute_breakdown_s=MappingProxyType(breakdown),
+        bubble_compute_s=(pp - 1) / v * times[rep],
     )
 

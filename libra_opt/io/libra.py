@@ -19,7 +19,7 @@ import yaml
 from libra_opt.errors import InputError, short_repr
 from libra_opt.fabric.dims import Dim, Fabric
 from libra_opt.io.output import write_text_atomic
-from libra_opt.io.yaml_util import load_yaml
+from libra_opt.io.yaml_util import ParseCache, load_yaml
 from libra_opt.options import COMPONENTS, Topology
 
 __all__ = [
@@ -56,14 +56,15 @@ def _dim_name(tier: str, taken: set[str], i: int) -> str:
     return name
 
 
-def read_libra_network(path: str | Path) -> Fabric:
+def read_libra_network(path: str | Path, *, cache: ParseCache | None = None) -> Fabric:
     """Read a LIBRA network YAML into a :class:`Fabric`.
 
     Dimension names are derived from the cost tiers (``InterPod`` -> ``pod``; a repeated
-    tier gets its index appended).
+    tier gets its index appended). ``cache``: the current load's
+    :class:`~libra_opt.io.yaml_util.ParseCache` (a file it holds is not parsed again).
     """
     src = str(path)
-    data = _mapping(load_yaml(path), src, "network")
+    data = _mapping(load_yaml(path, cache=cache), src, "network")
     expected = {"Topology", "NpusCount", "CostDimension"}
     unknown = sorted(map(str, set(data) - expected))
     if unknown:
@@ -159,10 +160,15 @@ def parse_libra_prices(data: Any, source: str, field: str) -> dict[str, dict[str
     return out
 
 
-def read_libra_cost_model(path: str | Path) -> dict[str, dict[str, float]]:
-    """Read a LIBRA cost-model YAML: tier -> component (``link``/``switch``/``nic``) -> $/GB/s."""
+def read_libra_cost_model(
+    path: str | Path, *, cache: ParseCache | None = None
+) -> dict[str, dict[str, float]]:
+    """Read a LIBRA cost-model YAML: tier -> component (``link``/``switch``/``nic``) -> $/GB/s.
+
+    ``cache``: the current load's :class:`~libra_opt.io.yaml_util.ParseCache`.
+    """
     src = str(path)
-    return parse_libra_prices(load_yaml(path), src, "cost_model")
+    return parse_libra_prices(load_yaml(path, cache=cache), src, "cost_model")
 
 
 def write_libra_cost_model(tables: Mapping[str, Mapping[str, float]], path: str | Path) -> None:
@@ -183,8 +189,16 @@ def write_libra_cost_model(tables: Mapping[str, Mapping[str, float]], path: str 
     )
 
 
-def read_libra_communicator(path: str | Path) -> dict[str, tuple[int, ...]]:
+def read_libra_communicator(
+    path: str | Path, *, cache: ParseCache | None = None
+) -> dict[str, tuple[int, ...]]:
     """Read a LIBRA communicator YAML into group spans.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+    cache : ParseCache, optional
+        The current load's :class:`~libra_opt.io.yaml_util.ParseCache`.
 
     Returns
     -------
@@ -193,7 +207,7 @@ def read_libra_communicator(path: str | Path) -> dict[str, tuple[int, ...]]:
         into ``1`` (not spanned).
     """
     src = str(path)
-    data = _mapping(load_yaml(path), src, "communicator")
+    data = _mapping(load_yaml(path, cache=cache), src, "communicator")
     unknown = sorted(set(map(str, data)) - set(LIBRA_PHASE_GROUPS))
     if unknown:
         raise InputError(

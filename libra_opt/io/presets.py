@@ -21,7 +21,7 @@ from libra_opt.cost.prices import CostModel
 from libra_opt.errors import InputError, short_repr
 from libra_opt.generators.descriptors import DLRMSpec, ResNetSpec, TransformerSpec, model_from_dict
 from libra_opt.generators.devices import Device, device_from_dict
-from libra_opt.io.yaml_util import load_yaml
+from libra_opt.io.yaml_util import ParseCache, load_yaml
 
 __all__ = [
     "model_presets",
@@ -38,9 +38,9 @@ def _data(*parts: str):
     return resources.files("libra_opt").joinpath("data", *parts)
 
 
-def _read_packaged(*parts: str) -> Any:
+def _read_packaged(*parts: str, cache: ParseCache | None = None) -> Any:
     with resources.as_file(_data(*parts)) as p:
-        return load_yaml(p)
+        return load_yaml(p, cache=cache)
 
 
 def model_presets() -> tuple[str, ...]:
@@ -56,7 +56,7 @@ def model_presets() -> tuple[str, ...]:
 
 
 def load_model(
-    ref: str | Path, base_dir: str | Path | None = None
+    ref: str | Path, base_dir: str | Path | None = None, *, cache: ParseCache | None = None
 ) -> TransformerSpec | DLRMSpec | ResNetSpec:
     """Load a model descriptor from a YAML path or a preset name.
 
@@ -67,6 +67,9 @@ def load_model(
         or containing a path separator) or a preset name from :func:`model_presets`.
     base_dir : str or pathlib.Path, optional
         Directory relative paths are resolved against (default: the working directory).
+    cache : ParseCache, optional
+        The current load's :class:`~libra_opt.io.yaml_util.ParseCache` (a descriptor it
+        holds is not parsed again).
 
     Raises
     ------
@@ -88,11 +91,13 @@ def load_model(
                 "(or give a path to a .yaml descriptor)",
                 field="model",
             )
-        return model_from_dict(_read_packaged("models", f"{text}.yaml"), source=f"preset {text}")
+        return model_from_dict(
+            _read_packaged("models", f"{text}.yaml", cache=cache), source=f"preset {text}"
+        )
     path = Path(text)
     if not path.is_absolute() and base_dir is not None:
         path = Path(base_dir) / path
-    return model_from_dict(load_yaml(path), source=str(path))
+    return model_from_dict(load_yaml(path, cache=cache), source=str(path))
 
 
 @cache
@@ -146,7 +151,10 @@ def available_catalogs() -> tuple[str, ...]:
 
 
 def load_catalog(
-    name_or_path: str | Path = "current_2025", overrides: Mapping[str, Any] | None = None
+    name_or_path: str | Path = "current_2025",
+    overrides: Mapping[str, Any] | None = None,
+    *,
+    cache: ParseCache | None = None,
 ) -> Catalog:
     """Load a catalog by preset name or file path, with optional overrides.
 
@@ -156,6 +164,8 @@ def load_catalog(
         A name from :func:`available_catalogs` or a YAML file.
     overrides : mapping, optional
         Dotted path -> value (see :func:`libra_opt.cost.catalog.catalog_from_dict`).
+    cache : ParseCache, optional
+        The current load's :class:`~libra_opt.io.yaml_util.ParseCache`.
 
     Returns
     -------
@@ -180,14 +190,14 @@ def load_catalog(
     except OSError:  # e.g. a name too long for the file system: not a file, so a preset name
         exists = False
     if p.suffix in (".yaml", ".yml") or exists:
-        return catalog_from_dict(load_yaml(p), str(p), overrides, name=p.stem)
+        return catalog_from_dict(load_yaml(p, cache=cache), str(p), overrides, name=p.stem)
     names = available_catalogs()
     if str(name_or_path) not in names:
         raise InputError(
             f"no catalog {short_repr(str(name_or_path), 80)}; presets: {', '.join(names)} (or a path)",
             field="catalog",
         )
-    doc = _read_packaged("catalog", f"{name_or_path}.yaml")
+    doc = _read_packaged("catalog", f"{name_or_path}.yaml", cache=cache)
     return catalog_from_dict(
         doc, f"libra_opt/data/catalog/{name_or_path}.yaml", overrides, name=str(name_or_path)
     )

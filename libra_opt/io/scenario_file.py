@@ -52,7 +52,7 @@ from libra_opt.io.libra import (
 )
 from libra_opt.io.model_entry import generated_from_entry
 from libra_opt.io.presets import load_catalog
-from libra_opt.io.yaml_util import load_yaml
+from libra_opt.io.yaml_util import ParseCache, load_yaml
 from libra_opt.options import (
     CollectiveModel,
     Objective,
@@ -151,7 +151,9 @@ def _reraise(exc: InputError, source: str, field: str) -> InputError:
     return InputError(exc.message, source=source, field=f"{field}.{exc.field}" if exc.field else field)
 
 
-def _fabric(data: dict[str, Any], source: str, base: Path) -> Fabric:
+def _fabric(
+    data: dict[str, Any], source: str, base: Path, cache: ParseCache | None = None
+) -> Fabric:
     """``fabric:``: inline ``dims``, a LIBRA ``libra_network`` file, or a ``builder``."""
     if "builder" in data:
         return fabric_from_spec(data, source)
@@ -170,7 +172,9 @@ def _fabric(data: dict[str, Any], source: str, base: Path) -> Fabric:
             field="fabric",
         )
     if spec.libra_network is not None:
-        return read_libra_network(_resolve(base, spec.libra_network, source, "fabric.libra_network"))
+        return read_libra_network(
+            _resolve(base, spec.libra_network, source, "fabric.libra_network"), cache=cache
+        )
     assert spec.dims is not None
     dims = []
     for i, d in enumerate(spec.dims):
@@ -188,7 +192,7 @@ def _fabric(data: dict[str, Any], source: str, base: Path) -> Fabric:
         raise InputError(exc.message, source=source, field="fabric.dims") from None
 
 
-def _cost_model(spec: ScenarioFile, source: str, base: Path) -> CostModel:
+def _cost_model(spec: ScenarioFile, source: str, base: Path, cache: ParseCache) -> CostModel:
     """``cost_model:`` (LIBRA file, inline tiers or ``{catalog, overrides}``) + ``power_model:``."""
     data = spec.cost_model
     if isinstance(data, dict) and "catalog" in data:
@@ -209,7 +213,7 @@ def _cost_model(spec: ScenarioFile, source: str, base: Path) -> CostModel:
         path = _resolve(base, ref, source, "cost_model.catalog")
         try:
             cm = load_catalog(path if path.suffix in (".yaml", ".yml") else ref,
-                              data.get("overrides") or {}).cost_model()
+                              data.get("overrides") or {}, cache=cache).cost_model()
         except InputError as exc:
             raise _reraise(exc, source, "cost_model") from None
         if spec.power_model is not None:
@@ -220,29 +224,31 @@ def _cost_model(spec: ScenarioFile, source: str, base: Path) -> CostModel:
                     field="power_model",
                 )
             prices = {t: dict(v.usd_per_gbps) for t, v in cm.tiers.items()}
-            return CostModel.from_tables(prices, _power_tables(spec, source, base))
+            return CostModel.from_tables(prices, _power_tables(spec, source, base, cache))
         return cm
     if isinstance(data, str):
-        prices = read_libra_cost_model(_resolve(base, data, source, "cost_model"))
+        prices = read_libra_cost_model(_resolve(base, data, source, "cost_model"), cache=cache)
     else:
         prices = parse_libra_prices(data, source, "cost_model")
     try:
-        return CostModel.from_tables(prices, _power_tables(spec, source, base))
+        return CostModel.from_tables(prices, _power_tables(spec, source, base, cache))
     except InputError as exc:
         raise _reraise(exc, source, "cost_model") from None
 
 
-def _power_tables(spec: ScenarioFile, source: str, base: Path) -> dict[str, dict[str, float]] | None:
+def _power_tables(
+    spec: ScenarioFile, source: str, base: Path, cache: ParseCache
+) -> dict[str, dict[str, float]] | None:
     if isinstance(spec.power_model, str):
         path = _resolve(base, spec.power_model, source, "power_model")
-        return parse_libra_prices(load_yaml(path), str(path), "power_model")
+        return parse_libra_prices(load_yaml(path, cache=cache), str(path), "power_model")
     if spec.power_model is not None:
         return parse_libra_prices(spec.power_model, source, "power_model")
     return None
 
 
 def _workload(
-    w: WorkloadSpec, i: int, fabric: Fabric, source: str, base: Path
+    w: WorkloadSpec, i: int, fabric: Fabric, source: str, base: Path, cache: ParseCache
 ) -> tuple[Workload, GeneratedWorkload | None]:
     """One ``workloads:`` entry: ASTRA-sim files or a model-based description."""
     # the given fields, shallow (no model_dump: never copy or format a whole user value)
@@ -277,10 +283,10 @@ def _workload(
         )
     comm_path = _resolve(base, w.communicator, source, f"workloads[{i}].communicator")
     astra_path = _resolve(base, w.astra_sim, source, f"workloads[{i}].astra_sim")
-    groups = read_libra_communicator(comm_path)
+    groups = read_libra_communicator(comm_path, cache=cache)
     _check_communicator(groups, fabric, str(comm_path))
     try:
-        return read_astra_sim(astra_path, groups, name=w.name), None
+        return read_astra_sim(astra_path, groups, name=w.name, cache=cache), None
     except InputError as exc:  # e.g. a Workload check: blame the workload file
         if exc.source:
             raise
@@ -314,14 +320,15 @@ def _check_communicator(groups: Mapping[str, tuple[int, ...]], fabric: Fabric, s
 def scenario_from_dict(data: Any, source: str = "<dict>", base_dir: str | Path = ".") -> Scenario:
     """Validate a scenario mapping (as read from YAML) and build the :class:`Scenario`.
 
-    Paths inside are resolved relative to ``base_dir``.
+    Paths inside are resolved relative to ``base_dir``; each file they name is read once.
     """
-    return _build(data, source, base_dir)[0]
+    return _build(data, source, base_dir, ParseCache())[0]
 
 
 def _build(
-    data: Any, source: str, base_dir: str | Path
+    data: Any, source: str, base_dir: str | Path, cache: ParseCache
 ) -> tuple[Scenario, Mapping[str, GeneratedWorkload]]:
+    """The scenario of ``data``; ``cache`` is this load's (every file read and parsed once)."""
     if not isinstance(data, dict):
         raise InputError("expected a mapping at the top of the scenario", source=source)
     try:
@@ -330,9 +337,9 @@ def _build(
         raise input_error_from_pydantic(exc, source) from None
     base = Path(base_dir)
 
-    fabric = _fabric(spec.fabric, source, base)
-    cost_model = _cost_model(spec, source, base)
-    built = [_workload(w, i, fabric, source, base) for i, w in enumerate(spec.workloads)]
+    fabric = _fabric(spec.fabric, source, base, cache)
+    cost_model = _cost_model(spec, source, base, cache)
+    built = [_workload(w, i, fabric, source, base, cache) for i, w in enumerate(spec.workloads)]
     workloads = [wl for wl, _ in built]
     generated = MappingProxyType({wl.name: g for wl, g in built if g is not None})
 
@@ -437,4 +444,5 @@ def load_scenario_with_models(
         placement: what ``libra-opt workload`` reports); ASTRA-sim workloads are absent.
     """
     p = _scenario_file(path)
-    return _build(load_yaml(p), str(p), p.parent)
+    cache = ParseCache()  # this load's: each file it refers to is read and parsed once
+    return _build(load_yaml(p, cache=cache), str(p), p.parent, cache)

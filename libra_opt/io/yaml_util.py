@@ -6,17 +6,26 @@
 * YAML is read strictly: duplicate keys are errors, ``1e7`` is a number, no Python tags,
   and a document may nest at most :data:`MAX_YAML_DEPTH` levels and expand (aliases
   counted as copies of what they refer to) to at most :data:`MAX_YAML_NODES` nodes. Both
-  are checked while the document is composed, before anything is expanded, so an alias
-  bomb ("billion laughs") is rejected in microseconds wherever it sits.
+  are checked before anything is constructed (while composing, or on the composed node
+  graph), so an alias bomb ("billion laughs") is rejected in microseconds wherever it sits;
+* YAML is parsed by libyaml (PyYAML's C parser and composer, our Python constructors)
+  when PyYAML was built with it, else by the pure-Python reference loader. Both apply the
+  same rules and give the same data; every error is worded by the reference loader, so
+  messages do not depend on which parser ran;
+* a :class:`ParseCache`, made for one top-level load and passed down, reads and parses
+  each file once however often the load refers to it.
 """
 
 from __future__ import annotations
 
+import copy
+import logging
 import os
 import re
 import stat
+from collections.abc import Callable, Hashable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
@@ -27,6 +36,7 @@ __all__ = [
     "MAX_YAML_BYTES",
     "MAX_YAML_DEPTH",
     "MAX_YAML_NODES",
+    "ParseCache",
     "load_yaml",
     "read_bytes",
     "read_text",
@@ -34,7 +44,8 @@ __all__ = [
 
 #: Largest input file read (bytes); the ``max_bytes`` keyword of the readers overrides it.
 MAX_INPUT_BYTES = 64 * 1024 * 1024
-#: Largest YAML file read (bytes). YAML is parsed in pure Python at roughly 0.4 s per MB, so
+#: Largest YAML file read (bytes). Without libyaml (and for the rare documents it does not
+#: take, see :func:`_c_eligible`) YAML is parsed in pure Python at roughly 0.4 s per MB, so
 #: YAML (scenarios, LIBRA files, catalogs, model descriptors: kilobytes in practice) gets a
 #: tighter bound than plain text such as ASTRA-sim workloads; ``max_bytes`` overrides it.
 MAX_YAML_BYTES = 4 * 1024 * 1024
@@ -44,6 +55,24 @@ MAX_YAML_DEPTH = 100
 MAX_YAML_NODES = 1_000_000
 #: Longest integer literal (digits) read from YAML.
 _MAX_INT_DIGITS = 1000
+#: Deepest nesting libyaml's (recursive, C) composer is given: it recurses on the C stack
+#: (a 512 KiB thread stack holds about 1000 levels), so deeper documents are first measured
+#: from the event stream and, if deeper than this, left to the pure-Python loader.
+_C_SAFE_DEPTH = 400
+#: Text on which libyaml and PyYAML's reference loader disagree (found by differential
+#: tests): a tab (libyaml takes it as a separator, ``a:\tb``), the NEL/LS/PS line breaks, a
+#: byte-order mark past the first character, the bare non-specific tag ``!`` (on an empty
+#: node libyaml reads ``''``, the reference loader ``None``) and a block scalar header
+#: running into a comment. Documents holding any of these (anywhere, even in a string or a
+#: comment) are read by the reference loader only, so the rules stay exactly today's.
+_C_UNSAFE = re.compile(
+    r"[\t\x85\u2028\u2029]|(?<!^)\ufeff"
+    r"|(?<![^\s\[{,\ufeff])!(?![^\s\]},])"
+    r"|[|>][-+0-9]*#"  # a block scalar header running into a comment: libyaml takes "|#"
+)
+
+_log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 _KINDS = (
     (stat.S_ISDIR, "a directory"),
@@ -101,10 +130,14 @@ def read_bytes(path: str | Path, *, max_bytes: int | None = None) -> bytes:
         raise InputError(f"cannot read file: {exc.strerror or exc}", source=src) from None
     try:
         with os.fdopen(fd, "rb") as f:
-            mode = os.fstat(f.fileno()).st_mode
-            if not stat.S_ISREG(mode):
-                raise InputError(f"is {_kind(mode)}; expected a regular file", source=src)
-            data = f.read(limit + 1)
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                raise InputError(f"is {_kind(st.st_mode)}; expected a regular file", source=src)
+            # ask for the size known now (a read of limit + 1 bytes allocates that much),
+            # then for the rest should the file have grown since
+            data = f.read(min(st.st_size, limit) + 1)
+            if len(data) > st.st_size:
+                data += f.read(limit + 1 - len(data))
     except OSError as exc:
         raise InputError(f"cannot read file: {exc.strerror or exc}", source=src) from None
     if len(data) > limit:
@@ -112,9 +145,14 @@ def read_bytes(path: str | Path, *, max_bytes: int | None = None) -> bytes:
     return data
 
 
-def read_text(path: str | Path, *, max_bytes: int | None = None) -> str:
+def read_text(
+    path: str | Path, *, max_bytes: int | None = None, cache: ParseCache | None = None
+) -> str:
     """The UTF-8 text of a file (bounded as :func:`read_bytes`); an :class:`InputError`
-    naming it when it cannot be read."""
+    naming it when it cannot be read. With ``cache`` (the current load's
+    :class:`ParseCache`) a file already read is not read again."""
+    if cache is not None:
+        return cache.get("text", path, lambda: read_text(path, max_bytes=max_bytes), max_bytes)
     data = read_bytes(path, max_bytes=max_bytes)
     try:
         return data.decode("utf-8")
@@ -127,11 +165,166 @@ def read_text(path: str | Path, *, max_bytes: int | None = None) -> str:
         ) from None
 
 
+class ParseCache:
+    """Each file read, and parsed, once within one top-level load.
+
+    Make one per load (one :func:`~libra_opt.io.scenario_file.load_scenario` call, say) and
+    pass it down to the readers (their ``cache`` keyword). It lives only as long as that
+    load, so a file changed between two loads is read afresh. A file is known by its device,
+    inode, size and modification time, so two paths to one file (``a/../b.yml``, a symlink)
+    are one entry. The cache keeps its own deep copy of what :func:`load_yaml` returned and
+    hands out copies of it, so a reader changing what it got cannot change what another gets.
+
+    Examples
+    --------
+    >>> from libra_opt.io.example_files import example_path
+    >>> cache = ParseCache()
+    >>> p = example_path("gpt3_175b_4d")
+    >>> first = load_yaml(p, cache=cache)      # read and parsed
+    >>> load_yaml(p, cache=cache) == first     # neither read nor parsed: a copy
+    True
+    """
+
+    def __init__(self) -> None:
+        self._memo: dict[Hashable, Any] = {}
+
+    def get(
+        self,
+        kind: str,
+        path: str | Path | None,
+        make: Callable[[], _T],
+        *extra: Hashable,
+        copy_hits: bool = False,
+    ) -> _T:
+        """``make()`` the first time ``(kind, file of path, *extra)`` is asked for; then its value.
+
+        Parameters
+        ----------
+        kind : str
+            What is made from the file (``"yaml"``, ``"text"``, a reader's name).
+        path : str or pathlib.Path or None
+            The file; ``None``, or a path that cannot be looked up, is never memoised
+            (``make`` then reports the problem).
+        make : callable
+            Reads and parses the file; an exception it raises is not memoised.
+        *extra : hashable
+            Further parts of the key (limits, the groups a workload is read with...).
+        copy_hits : bool, default False
+            Keep a private deep copy and hand out copies of it (for mutable values: what
+            one reader does to its value never reaches another).
+        """
+        ident = _file_key(path)
+        if ident is None:
+            return make()
+        key = (kind, ident, *extra)
+        if key in self._memo:
+            value = self._memo[key]
+            return copy.deepcopy(value) if copy_hits else value
+        value = make()
+        self._memo[key] = copy.deepcopy(value) if copy_hits else value
+        return value
+
+
+def _file_key(path: str | Path | None) -> Hashable | None:
+    if path is None:
+        return None
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):  # missing, unreadable, NUL byte: the reader reports it
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+# --- the rules, shared by both loaders --------------------------------------------------------
+
+
+def _construct_mapping(loader: Any, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+    if not isinstance(node, yaml.MappingNode):  # "!!map x"
+        raise yaml.constructor.ConstructorError(
+            None, None, f"expected a mapping node, but found {node.id}", node.start_mark
+        )
+    loader.flatten_mapping(node)
+    seen: dict[Any, Any] = {}
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        mark = key_node.start_mark
+        try:
+            hash(key)
+        except TypeError:
+            raise yaml.constructor.ConstructorError(
+                None, None, "a mapping key must be a scalar, not a list or mapping", mark
+            ) from None
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {_short(key)} (line {mark.line + 1})", mark
+            )
+        seen[key] = loader.construct_object(value_node, deep=deep)
+    return seen
+
+
+def _construct_int(loader: Any, node: yaml.ScalarNode) -> int:
+    digits = sum(ch.isdigit() for ch in str(node.value))
+    if digits > _MAX_INT_DIGITS:
+        raise yaml.constructor.ConstructorError(
+            None, None, f"an integer of {digits} digits is too long", node.start_mark
+        )
+    try:
+        return loader.construct_yaml_int(node)
+    except (ValueError, IndexError):  # e.g. "!!int x", or "!!int ''" (PyYAML indexes [0])
+        raise yaml.constructor.ConstructorError(
+            None, None, "malformed integer", node.start_mark
+        ) from None
+
+
+def _checked(what: str, construct: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    """``construct`` with PyYAML's own failures on odd explicitly tagged scalars (``!!float
+    ''``, ``!!bool maybe``, ``!!timestamp 2020-13-45``) turned into a YAML error at the node."""
+
+    def checked(loader: Any, node: Any) -> Any:
+        try:
+            return construct(loader, node)
+        except (ValueError, IndexError, KeyError, TypeError, AttributeError, OverflowError):
+            raise yaml.constructor.ConstructorError(
+                None, None, f"malformed {what} {_short(node.value)}", node.start_mark
+            ) from None
+
+    return checked
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = repr(value) if isinstance(value, str | int | float | bool) or value is None else (
+        f"<{type(value).__name__}>"
+    )
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _add_rules(cls: Any) -> None:
+    """Install the strict constructors and the exponent-number resolver on a loader class."""
+    cls.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+    cls.add_constructor("tag:yaml.org,2002:int", _construct_int)
+    for what, tag, construct in (
+        ("number", "float", yaml.constructor.SafeConstructor.construct_yaml_float),
+        ("boolean", "bool", yaml.constructor.SafeConstructor.construct_yaml_bool),
+        ("timestamp", "timestamp", yaml.constructor.SafeConstructor.construct_yaml_timestamp),
+    ):
+        cls.add_constructor(f"tag:yaml.org,2002:{tag}", _checked(what, construct))
+    # YAML 1.1 reads 1e7 or 2e-3 (no decimal point) as strings; read them as numbers (YAML 1.2).
+    cls.add_implicit_resolver(
+        "tag:yaml.org,2002:float",
+        re.compile(r"^[-+]?[0-9][0-9_]*[eE][-+]?[0-9]+$"),
+        list("-+0123456789"),
+    )
+
+
+# --- the reference loader (pure Python) --------------------------------------------------------
+
+
 class _StrictLoader(yaml.SafeLoader):
     """SafeLoader that refuses duplicate keys, deep nesting and alias bombs.
 
     While composing, it keeps the expanded node count of every anchored node, so an alias
-    adds the size of what it refers to without anything being copied.
+    adds the size of what it refers to without anything being copied. Its errors are the
+    ones :func:`load_yaml` reports, whichever loader read the document.
     """
 
     max_depth = MAX_YAML_DEPTH
@@ -206,55 +399,182 @@ class _StrictLoader(yaml.SafeLoader):
         return node
 
 
-def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False):
-    loader.flatten_mapping(node)
-    seen: dict[Any, Any] = {}
-    for key_node, value_node in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        mark = key_node.start_mark
-        try:
-            hash(key)
-        except TypeError:
-            raise yaml.constructor.ConstructorError(
-                None, None, "a mapping key must be a scalar, not a list or mapping", mark
-            ) from None
-        if key in seen:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key {_short(key)} (line {mark.line + 1})", mark
-            )
-        seen[key] = loader.construct_object(value_node, deep=deep)
-    return seen
+_add_rules(_StrictLoader)
 
 
-def _construct_int(loader: _StrictLoader, node: yaml.ScalarNode) -> int:
-    digits = sum(ch.isdigit() for ch in str(node.value))
-    if digits > _MAX_INT_DIGITS:
-        raise yaml.constructor.ConstructorError(
-            None, None, f"an integer of {digits} digits is too long", node.start_mark
-        )
+def _parse_pure(text: str, max_depth: int, max_nodes: int) -> Any:
+    """The document in ``text`` by the reference loader; raises ``yaml.YAMLError``."""
+    loader = _StrictLoader(text)  # the reader rejects control characters here
     try:
-        return loader.construct_yaml_int(node)
-    except ValueError:
-        raise yaml.constructor.ConstructorError(
-            None, None, "malformed integer", node.start_mark
-        ) from None
+        loader.max_depth = max_depth
+        loader.max_nodes = max_nodes
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
 
 
-def _short(value: Any, limit: int = 80) -> str:
-    text = repr(value) if isinstance(value, str | int | float | bool) or value is None else (
-        f"<{type(value).__name__}>"
-    )
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+# --- the fast loader (libyaml) -----------------------------------------------------------------
 
 
-_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-_StrictLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
-# YAML 1.1 reads 1e7 or 2e-3 (no decimal point) as strings; read them as numbers (YAML 1.2).
-_StrictLoader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^[-+]?[0-9][0-9_]*[eE][-+]?[0-9]+$"),
-    list("-+0123456789"),
-)
+class _Refused(yaml.YAMLError):
+    """The composed document breaks a limit (the reference loader words the error)."""
+
+
+def _check_graph(root: yaml.Node, max_depth: int, max_nodes: int) -> None:
+    """Refuse a composed document that nests or expands beyond the limits, without expanding it.
+
+    libyaml's composer makes every alias a second reference to its anchor's node, so the
+    document is a graph. Walked iteratively in document order, a node's first visit is where
+    it is written (its nesting level is counted there, as the reference loader does); a
+    later visit is an alias, which adds the memoised expanded size of that node; a visit to
+    a node still open is an alias inside its own anchor.
+
+    Raises
+    ------
+    _Refused
+        Nesting deeper than ``max_depth``, more than ``max_nodes`` nodes with the aliases
+        expanded, or a recursive alias.
+    """
+    if max_depth < 1 or max_nodes < 1:
+        raise _Refused("limits below one node")
+    size: dict[int, int] = {}  # id -> expanded size, for finished nodes
+    open_ids: set[int] = set()
+    scalar = yaml.ScalarNode
+    mapping = yaml.MappingNode
+    if type(root) is scalar:
+        return
+    # frames: [node id, iterator over children, expanded size so far]
+    stack: list[list[Any]] = [[id(root), iter(_children(root, mapping)), 1]]
+    open_ids.add(id(root))
+    while stack:
+        frame = stack[-1]
+        child = next(frame[1], None)
+        if child is None:
+            stack.pop()
+            ident, n = frame[0], frame[2]
+            open_ids.discard(ident)
+            size[ident] = n
+            if stack:
+                stack[-1][2] += n
+                if stack[-1][2] > max_nodes:
+                    raise _Refused("too many nodes")
+            continue
+        ident = id(child)
+        if ident in size:  # an alias: counted expanded, not walked again
+            frame[2] += size[ident]
+        elif ident in open_ids:
+            raise _Refused("recursive alias")
+        elif len(stack) >= max_depth:
+            raise _Refused("too deep")
+        elif type(child) is scalar:
+            size[ident] = 1
+            frame[2] += 1
+        else:
+            open_ids.add(ident)
+            stack.append([ident, iter(_children(child, mapping)), 1])
+            continue
+        if frame[2] > max_nodes:
+            raise _Refused("too many nodes")
+
+
+def _children(node: Any, mapping: type) -> list[Any]:
+    """A collection node's children in document order (a mapping's keys and values)."""
+    value: list[Any] = node.value
+    if type(node) is mapping:
+        return [n for pair in value for n in pair]
+    return value
+
+
+def _c_depth_bound(text: str) -> int:
+    """An upper bound on the nesting of the document in ``text``, from its characters alone.
+
+    Flow collections each need a ``[`` or ``{``; block collections nested in one another
+    start at increasing columns (an indentless sequence, as a mapping value, at the same
+    one), so they are at most twice as many as the longest line is long.
+    """
+    longest = len(text) if len(text) < 200 else max(map(len, text.splitlines()), default=0)
+    return text.count("[") + text.count("{") + 2 * (longest + 1) + 1
+
+
+_CSafeLoader: Any = getattr(yaml, "CSafeLoader", None) if getattr(yaml, "__with_libyaml__", False) else None
+
+
+if _CSafeLoader is not None:
+
+    class _CStrictLoader(_CSafeLoader):  # type: ignore[misc,valid-type]
+        """libyaml's parser and composer, PyYAML's safe constructor with our rules."""
+
+        max_depth = MAX_YAML_DEPTH
+        max_nodes = MAX_YAML_NODES
+
+        def get_single_data(self) -> Any:
+            node = self.get_single_node()
+            if node is None:
+                return None
+            _check_graph(node, self.max_depth, self.max_nodes)
+            return self.construct_document(node)
+
+    _add_rules(_CStrictLoader)
+    _C_LOADER: Any = _CStrictLoader
+else:  # pragma: no cover - PyYAML built without libyaml
+    _C_LOADER = None
+
+
+def _c_nesting(text: str, stop: int) -> int:
+    """Deepest collection nesting in ``text`` from libyaml's event stream, counting up to
+    ``stop`` + 1 (the parser keeps its stack on the heap: no recursion)."""
+    loader = _C_LOADER(text)
+    try:
+        depth = deepest = 0
+        start = (yaml.SequenceStartEvent, yaml.MappingStartEvent)
+        end = (yaml.SequenceEndEvent, yaml.MappingEndEvent)
+        while not loader.check_event(yaml.StreamEndEvent):
+            event = loader.get_event()
+            if isinstance(event, start):
+                depth += 1
+                if depth > deepest:
+                    deepest = depth
+                    if deepest > stop:
+                        break
+            elif isinstance(event, end):
+                depth -= 1
+        return deepest
+    finally:
+        loader.dispose()
+
+
+def _c_eligible(text: str) -> bool:
+    """Whether libyaml may read ``text``: it holds none of the characters on which libyaml
+    and the reference loader disagree, and libyaml's recursive composer can take its depth."""
+    if _C_LOADER is None or _C_UNSAFE.search(text):
+        return False
+    if _c_depth_bound(text) <= _C_SAFE_DEPTH:
+        return True
+    return _c_nesting(text, _C_SAFE_DEPTH) < _C_SAFE_DEPTH
+
+
+def _parse_c(text: str, max_depth: int, max_nodes: int) -> Any:
+    """The document in ``text`` by libyaml with our rules; raises ``yaml.YAMLError`` (or
+    :class:`_Refused`) on anything the reference loader would refuse. Call only on text
+    :func:`_c_eligible` accepts."""
+    loader = _C_LOADER(text)
+    try:
+        loader.max_depth = max_depth
+        loader.max_nodes = max_nodes
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
+
+
+def _parse(text: str, max_depth: int, max_nodes: int) -> Any:
+    """libyaml where it may read ``text``; the reference loader otherwise, and for the
+    wording of every error (it refuses what libyaml refused, with today's message)."""
+    try:
+        if _c_eligible(text):
+            return _parse_c(text, max_depth, max_nodes)
+    except (yaml.YAMLError, RecursionError) as exc:
+        _log.debug("libyaml refused the document (%s); the reference loader reports it", exc)
+    return _parse_pure(text, max_depth, max_nodes)
 
 
 def load_yaml(
@@ -263,6 +583,7 @@ def load_yaml(
     max_bytes: int | None = None,
     max_depth: int | None = None,
     max_nodes: int | None = None,
+    cache: ParseCache | None = None,
 ) -> Any:
     """Read a YAML file strictly and within bounds.
 
@@ -271,6 +592,8 @@ def load_yaml(
     path : str or pathlib.Path
     max_bytes, max_depth, max_nodes : int, optional
         Override :data:`MAX_YAML_BYTES`, :data:`MAX_YAML_DEPTH`, :data:`MAX_YAML_NODES`.
+    cache : ParseCache, optional
+        The current load's cache: a file it already holds is not read again.
 
     Raises
     ------
@@ -278,16 +601,22 @@ def load_yaml(
         If the file is missing, not a regular file, too large, malformed, has duplicate
         keys, nests too deep or expands to too many nodes -- naming the file and line.
     """
+    if cache is not None:
+        return cache.get(
+            "yaml",
+            path,
+            lambda: load_yaml(path, max_bytes=max_bytes, max_depth=max_depth, max_nodes=max_nodes),
+            max_bytes,
+            max_depth,
+            max_nodes,
+            copy_hits=True,
+        )
     p = _check_path(path)
     text = read_text(p, max_bytes=MAX_YAML_BYTES if max_bytes is None else max_bytes)
-    loader = None
+    depth = MAX_YAML_DEPTH if max_depth is None else int(max_depth)
+    nodes = MAX_YAML_NODES if max_nodes is None else int(max_nodes)
     try:
-        loader = _StrictLoader(text)  # the reader rejects control characters here
-        if max_depth is not None:
-            loader.max_depth = int(max_depth)
-        if max_nodes is not None:
-            loader.max_nodes = int(max_nodes)
-        return loader.get_single_data()
+        return _parse(text, depth, nodes)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else None
@@ -295,6 +624,3 @@ def load_yaml(
         raise InputError(f"malformed YAML: {problem}", source=str(p), field=where) from None
     except RecursionError:  # not expected with the depth limit; never a traceback
         raise InputError("malformed YAML: nested too deep", source=str(p)) from None
-    finally:
-        if loader is not None:
-            loader.dispose()

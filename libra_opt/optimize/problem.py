@@ -134,6 +134,7 @@ def build_problem(scenario: Scenario, *, backend: str = "clarabel") -> Bandwidth
     n = scenario.fabric.n_dims
     used = terms.used_dims
     ub = row_bounds(rows, n)
+    bw_ref: np.ndarray | None
     if used.size and np.isfinite(ub[used]).all():
         # Every used bandwidth is capped by a row of one sign: bounded whatever the
         # right-hand sides (feasibility is left to the conic solve, diagnosed if it fails).

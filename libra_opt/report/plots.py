@@ -1,14 +1,23 @@
-"""Plots for design reviews (matplotlib). Every function takes ``ax=None`` and returns the figure."""
+"""Plots for design reviews (matplotlib). Every function takes ``ax=None`` and returns the figure.
+
+Axes carry human labels with units in engineering steps (``ms``, ``$M``, ``kW``) and plain
+tick numbers (never an offset such as ``1e7``). Infeasible baselines are drawn hollow and
+hatched, and say so in the legend. No function here chooses a matplotlib backend.
+"""
 
 from __future__ import annotations
 
+import math
+import weakref
 from collections.abc import Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.ticker import FuncFormatter
 
 from libra_opt.errors import InputError
+from libra_opt.explore.pareto import dominated
 from libra_opt.fabric.dims import Fabric
 from libra_opt.fabric.graphs import fabric_graph
 from libra_opt.optimize.solution import Solution
@@ -16,21 +25,158 @@ from libra_opt.optimize.solution import Solution
 __all__ = [
     "plot_allocation",
     "plot_step_breakdown",
+    "plot_dim_time",
     "plot_sweep",
+    "plot_pareto",
+    "plot_bandwidth_vs_budget",
+    "plot_sensitivity",
     "plot_comparison",
     "plot_fabric",
+    "quantity",
+    "format_value",
 ]
+
+_UNITS = {
+    "s": ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")),
+    "usd": ((1e9, "$B"), (1e6, "$M"), (1e3, "$k"), (1.0, "$")),
+    "w": ((1e6, "MW"), (1e3, "kW"), (1.0, "W")),
+    "gbps": ((1.0, "GB/s"),),
+    "bytes": ((1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "kB"), (1.0, "B")),
+    "": ((1.0, ""),),
+}
+_NAMES = {
+    "value": ("swept value", ""),
+    "budget_usd": ("network budget", "usd"),
+    "power_w": ("network power cap", "w"),
+    "network_cost_usd": ("network cost", "usd"),
+    "network_power_w": ("network power", "w"),
+    "weighted_step_time_s": ("weighted step time", "s"),
+    "step_time_s": ("step time", "s"),
+    "objective": ("objective", ""),
+}
+_SUFFIX_KIND = (("_usd", "usd"), ("_gbps", "gbps"), ("_bytes", "bytes"), ("_w", "w"), ("_s", "s"))
+_OWN: weakref.WeakSet = weakref.WeakSet()   # figures made here (constrained layout)
+_BASELINE_MARKERS = {"equal split": "s", "traffic-proportional": "^"}
+
+
+def quantity(name: str) -> tuple[str, str]:
+    """Human label and unit kind (``s``, ``usd``, ``w``, ``gbps``, ``bytes`` or ``''``) of a column.
+
+    Examples
+    --------
+    >>> quantity("budget_usd")
+    ('network budget', 'usd')
+    >>> quantity("step_time_gpt3_s"), quantity("bw_pod_gbps")
+    (('step time of gpt3', 's'), ('bandwidth of pod', 'gbps'))
+    >>> quantity("sum(bw) == 1000")
+    ("right-hand side of 'sum(bw) == 1000'", 'gbps')
+    >>> quantity("fabric.dims.3.size")
+    ('fabric.dims.3.size', '')
+    """
+    if name in _NAMES:
+        return _NAMES[name]
+    if name.startswith("step_time_") and name.endswith("_s"):
+        return f"step time of {name[10:-2]}", "s"
+    if name.startswith("bw_") and name.endswith("_gbps"):
+        return f"bandwidth of {name[3:-5]}", "gbps"
+    if any(op in name for op in ("==", "<=", ">=")):   # a linear constraint's text
+        unit = "usd" if "cost" in name else "w" if "power" in name else "gbps"
+        return f"right-hand side of {name!r}", unit
+    for suffix, kind in _SUFFIX_KIND:
+        if name.endswith(suffix):
+            return name[: -len(suffix)].replace("_", " "), kind
+    return name, ""
+
+
+def _unit(values, kind: str) -> tuple[float, str]:
+    """The largest engineering unit of ``kind`` not above the largest finite |value|."""
+    arr = np.abs(np.asarray(pd.to_numeric(pd.Series(np.ravel(values)), errors="coerce"),
+                            dtype=float))
+    arr = arr[np.isfinite(arr)]
+    top = float(arr.max()) if arr.size else 0.0
+    steps = _UNITS.get(kind, _UNITS[""])
+    for scale, unit in steps:
+        if top >= scale:
+            return scale, unit
+    return steps[-1] if top > 0 else steps[0]
+
+
+def _num(x: float) -> str:
+    if abs(x) < 1e-12:
+        return "0"
+    return f"{x:,.4g}"
+
+
+def format_value(x: float, kind: str) -> str:
+    """``x`` in its engineering unit: ``'6.5 ms'``, ``'$12.3M'``, ``'450 GB/s'``.
+
+    Examples
+    --------
+    >>> format_value(0.0065, "s"), format_value(1.23e7, "usd"), format_value(450.0, "gbps")
+    ('6.5 ms', '$12.3M', '450 GB/s')
+    >>> format_value(float("nan"), "w")
+    'n/a'
+    """
+    if x is None or not math.isfinite(float(x)):
+        return "n/a"
+    scale, unit = _unit([x], kind)
+    if unit.startswith("$"):
+        return f"${_num(x / scale)}{unit[1:]}"
+    return f"{_num(x / scale)} {unit}".strip()
+
+
+def _axis(ax, which: str, values, name_or_label: str, kind: str | None = None) -> float:
+    """Label an axis ``'label (unit)'`` and format its ticks in that unit; returns the scale."""
+    label, k = quantity(name_or_label) if kind is None else (name_or_label, kind)
+    scale, unit = _unit(values, k)
+    axis = ax.xaxis if which == "x" else ax.yaxis
+    axis.set_major_formatter(FuncFormatter(lambda x, _pos: _num(x / scale)))
+    text = f"{label} ({unit})" if unit else label
+    (ax.set_xlabel if which == "x" else ax.set_ylabel)(text)
+    return scale
 
 
 def _axes(ax, figsize=(7.0, 4.0)):
     if ax is None:
         fig, ax = plt.subplots(figsize=figsize, layout="constrained")
+        _OWN.add(fig)   # ours to lay out: legends go below the axes
         return fig, ax
     return ax.figure, ax
 
 
+def _legend_below(ax, handles=None, labels=None, ncols: int | None = None):
+    """A frameless legend under the plot, never over the data.
+
+    In a figure of our own (constrained layout) it is a figure legend below everything,
+    x label included; in the caller's axes it goes where it covers the least data.
+    """
+    if handles is None:
+        handles, labels = ax.get_legend_handles_labels()
+    if not handles:
+        return None
+    n = ncols or min(len(handles), 4)
+    fig = ax.figure
+    if fig in _OWN:
+        return fig.legend(handles, labels, loc="outside lower center", ncols=n, frameon=False,
+                          fontsize=8)
+    return ax.legend(handles, labels, loc="best", frameon=False, fontsize=8)
+
+
+def _allocations(sol: Solution):
+    """``(label, evaluation, feasible)`` of the optimum and each baseline."""
+    out = [("optimum", sol.evaluation, True)]
+    out += [(b.name, b.evaluation, b.feasible) for b in sol.baselines]
+    return out
+
+
+def _series_label(name: str, feasible: bool) -> str:
+    return name if feasible else f"{name} (infeasible)"
+
+
 def plot_allocation(sol: Solution, ax=None):
     """Grouped bars: bandwidth per dimension for the optimum and the baselines (GB/s per NPU).
+
+    Infeasible baselines are hollow and hatched.
 
     Examples
     --------
@@ -42,57 +188,351 @@ def plot_allocation(sol: Solution, ax=None):
     """
     fig, ax = _axes(ax)
     names = sol.scenario.fabric.names
-    series = [("optimum", sol.bw_gbps)] + [(b.name, b.evaluation.bw_gbps) for b in sol.baselines]
+    series = _allocations(sol)
     x = np.arange(len(names))
     width = 0.8 / len(series)
-    for i, (label, bw) in enumerate(series):
-        bars = ax.bar(x + (i - (len(series) - 1) / 2) * width, bw, width, label=label)
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, (label, ev, ok) in enumerate(series):
+        c = colors[i % len(colors)]
+        style = {"color": c} if ok else {"facecolor": "none", "edgecolor": c, "hatch": "///"}
+        bars = ax.bar(x + (i - (len(series) - 1) / 2) * width, ev.bw_gbps, width,
+                      label=_series_label(label, ok), **style)
         if i == 0:
             ax.bar_label(bars, fmt="%.0f", fontsize=8)
-    ax.set_xticks(x, [f"{n}\n({d.topology}, {d.size})" for n, d in zip(names, sol.scenario.fabric.dims, strict=True)])
+    ax.set_xticks(x, [f"{n}\n({d.topology}, {d.size})"
+                      for n, d in zip(names, sol.scenario.fabric.dims, strict=True)])
     ax.set_ylabel("bandwidth per NPU (GB/s)")
+    ax.set_ylim(0, 1.12 * max(float(np.max(ev.bw_gbps)) for _, ev, _ in series))
     ax.set_title(f"{sol.scenario.name}: bandwidth allocation ({sol.objective})")
-    ax.legend(frameon=False)
+    _legend_below(ax, ncols=len(series))
     return fig
 
 
 def plot_step_breakdown(sol: Solution, ax=None):
-    """Stacked bars: compute and exposed communication per workload, optimum vs baselines (s)."""
-    fig, ax = _axes(ax)
-    evals = [("optimum", sol.evaluation)] + [(b.name, b.evaluation) for b in sol.baselines]
-    labels, compute, exposed = [], [], []
-    for name, ev in evals:
-        for t in ev.workloads:
-            labels.append(f"{name}\n{t.name}" if len(ev.workloads) > 1 else name)
-            compute.append(t.compute_s)
-            exposed.append(t.exposed_comm_s)
-    x = np.arange(len(labels))
-    ax.bar(x, compute, label="compute")
-    top = ax.bar(x, exposed, bottom=compute, label="exposed communication")
-    ax.bar_label(top, labels=[f"{c + e:.4g} s" for c, e in zip(compute, exposed, strict=True)], fontsize=8)
-    ax.set_xticks(x, labels)
-    ax.set_ylabel("time per training step (s)")
-    ax.set_title(f"{sol.scenario.name}: step time breakdown")
-    ax.set_ylim(0, 1.18 * max(c + e for c, e in zip(compute, exposed, strict=True)))
-    ax.legend(frameon=False, loc="upper center", ncols=2)
+    """Horizontal stacked bars: compute, then exposed communication split by group.
+
+    One bar per allocation (optimum, then baselines) and workload; each bar is labelled with
+    its total and its ratio to the optimum's step time of that workload. The exposed time of a group is its share of
+    the communication time times the exposed time (all of it in the ``no_overlap`` loop).
+
+    Examples
+    --------
+    >>> from libra_opt.scenario.examples import toy_scenario
+    >>> from libra_opt.optimize.problem import solve
+    >>> fig = plot_step_breakdown(solve(toy_scenario()))
+    >>> fig.axes[0].get_xlabel()
+    'time per training step (ms)'
+    """
+    rows = []   # (label, compute, {group: exposed}, feasible)
+    optimum = [t.step_time_s for t in sol.evaluation.workloads]
+    ref = []    # the optimum's step time of the same workload
+    for name, ev, ok in _allocations(sol):
+        for i, t in enumerate(ev.workloads):
+            label = f"{name} — {t.name}" if len(ev.workloads) > 1 else name
+            comm = sum(t.comm_by_group_s.values())
+            share = t.exposed_comm_s / comm if comm > 0 else 0.0
+            exposed = {g: v * share for g, v in t.comm_by_group_s.items() if v > 0}
+            rows.append((_series_label(label, ok), t.compute_s, exposed, ok))
+            ref.append(optimum[i])
+    fig, ax = _axes(ax, (7.5, 1.2 + 0.45 * len(rows)))
+    groups = list(dict.fromkeys(g for r in rows for g in r[2]))
+    totals = [c + sum(gs.values()) for _, c, gs, _ in rows]
+    scale = _axis(ax, "x", totals, "time per training step", "s")
+    unit = _unit(totals, "s")[1]
+    y = np.arange(len(rows))[::-1]
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    left = np.array([r[1] for r in rows])
+    containers = [ax.barh(y, left, color="0.75", label="compute", edgecolor="white")]
+    tiny = 0.002 * max(max(totals), 1e-30)   # invisible groups stay out of the legend
+    for i, g in enumerate(groups):
+        vals = np.array([r[2].get(g, 0.0) for r in rows])
+        label = f"exposed comm: {g}" if vals.max() > tiny else "_nolegend_"
+        containers.append(ax.barh(y, vals, left=left, color=colors[i % len(colors)],
+                                  edgecolor="white", label=label))
+        left = left + vals
+    for bars in containers:   # infeasible allocations hatched
+        for patch, r in zip(bars, rows, strict=True):
+            if not r[3]:
+                patch.set_hatch("///")
+    for yi, tot, t_opt in zip(y, totals, ref, strict=True):
+        ratio = f" ({tot / t_opt:.2f}x)" if t_opt > 0 else ""
+        ax.annotate(f"{_num(tot / scale)} {unit}{ratio}", (tot, yi), xytext=(3, 0),
+                    textcoords="offset points", va="center", fontsize=8)
+    ax.set_yticks(y, [r[0] for r in rows])
+    ax.set_xlim(0, 1.3 * max(max(totals), 1e-30))
+    ax.set_title(f"{sol.scenario.name}: where the step time goes")
+    _legend_below(ax)
     return fig
 
 
-def plot_sweep(df: pd.DataFrame, x_label: str = "value", ax=None):
-    """Step time (left axis) and bandwidth per dimension (right axis) over a sweep."""
-    fig, ax = _axes(ax, (7.5, 4.2))
-    ok = df[df["status"] == "optimal"]
-    ax.plot(ok["value"], ok["weighted_step_time_s"], "k-o", ms=3, label="weighted step time")
-    ax.set_xlabel(x_label)
-    ax.set_ylabel("weighted step time (s)")
+def plot_dim_time(sol: Solution, ax=None):
+    """Grouped bars: time each dimension is busy per step, optimum vs baselines.
+
+    At a ``perf`` optimum of the pipelined model the busy dimensions tend to be balanced;
+    a baseline's tallest bar is its bottleneck.
+
+    Examples
+    --------
+    >>> from libra_opt.scenario.examples import toy_scenario
+    >>> from libra_opt.optimize.problem import solve
+    >>> fig = plot_dim_time(solve(toy_scenario()))
+    >>> fig.axes[0].get_ylabel()
+    'busy time per step (ms)'
+    """
+    fig, ax = _axes(ax)
+    names = sol.scenario.fabric.names
+    weights = sol.scenario.weights or (1.0,) * len(sol.scenario.workloads)
+    series = [(name, np.asarray(sum(w * t.busy_by_dim_s for w, t in
+                                    zip(weights, ev.workloads, strict=True)), dtype=float), ok)
+              for name, ev, ok in _allocations(sol)]
+    _axis(ax, "y", np.concatenate([s[1] for s in series]), "busy time per step", "s")
+    x = np.arange(len(names))
+    width = 0.8 / len(series)
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, (label, busy, ok) in enumerate(series):
+        c = colors[i % len(colors)]
+        style = {"color": c} if ok else {"facecolor": "none", "edgecolor": c, "hatch": "///"}
+        ax.bar(x + (i - (len(series) - 1) / 2) * width, busy, width,
+               label=_series_label(label, ok), **style)
+    ax.set_xticks(x, list(names))
+    ax.set_title(f"{sol.scenario.name}: time per step each dimension is busy (weighted)")
+    _legend_below(ax, ncols=len(series))
+    return fig
+
+
+def _sweep_x(df: pd.DataFrame, x: str | None) -> str:
+    """The swept column: ``x``, else the first column (the axis of a sweep's DataFrame)."""
+    if x is None:
+        x = "value" if "value" in df.columns else str(df.columns[0])
+    if x not in df.columns:
+        raise InputError(f"no column {x!r} in the sweep (columns: {', '.join(map(str, df.columns))})",
+                         field="x")
+    return x
+
+
+def _bw_cols(df: pd.DataFrame) -> list[str]:
+    return [c for c in df.columns if c.startswith("bw_") and c.endswith("_gbps")]
+
+
+def plot_sweep(df: pd.DataFrame, x_label: str | None = None, ax=None, *, x: str | None = None):
+    """Step time (left axis) and bandwidth per dimension (right axis) over a sweep.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        A sweep's rows (:func:`libra_opt.explore.sweep.sweep` or a grid sweep).
+    x_label : str, optional
+        What was swept — a column or axis name (``budget_usd``, a constraint's text) whose
+        label and unit are then used, or free text; default from ``x``.
+    ax : matplotlib.axes.Axes, optional
+    x : str, optional
+        Column on the x axis; default ``value`` if present, else the first column.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"budget_usd": [2e7, 4e7], "status": ["optimal"] * 2,
+    ...                    "weighted_step_time_s": [0.0065, 0.005], "bw_pod_gbps": [50, 90]})
+    >>> ax = plot_sweep(df).axes[0]
+    >>> ax.get_xlabel(), ax.get_ylabel()
+    ('network budget ($M)', 'weighted step time (ms)')
+    """
+    x = _sweep_x(df, x)
+    fig, ax = _axes(ax, (7.5, 4.4))
+    ok = df[df["status"] == "optimal"].sort_values(x)
+    bad = df[df["status"] != "optimal"]
+    name = x_label or x
+    if name == "value" and x_label is None:
+        name = "swept value"
+    _axis(ax, "x", df[x], name)
+    _axis(ax, "y", ok["weighted_step_time_s"], "weighted_step_time_s")
+    ax.plot(ok[x], ok["weighted_step_time_s"], "k-o", ms=3, label="weighted step time")
     ax2 = ax.twinx()
-    for col in [c for c in ok.columns if c.startswith("bw_") and c.endswith("_gbps")]:
-        ax2.plot(ok["value"], ok[col], "--", label=col[3:-5])
+    for col in _bw_cols(ok):
+        ax2.plot(ok[x], ok[col], "--", label=f"bw {col[3:-5]}")
     ax2.set_ylabel("bandwidth per NPU (GB/s)")
+    ax2.set_ylim(bottom=0)
+    if not bad.empty:
+        ax.plot(bad[x], np.zeros(len(bad)), "x", color="tab:red", ms=7, clip_on=False,
+                label=f"no design ({len(bad)} points)")
+    if not ok.empty:
+        ax.set_ylim(0, 1.08 * float(ok["weighted_step_time_s"].max()))
     h1, l1 = ax.get_legend_handles_labels()
     h2, l2 = ax2.get_legend_handles_labels()
-    ax.legend(h1 + h2, l1 + l2, frameon=False, fontsize=8, loc="upper center")
-    ax.set_title("optimal allocation over the sweep")
+    _legend_below(ax, h1 + h2, l1 + l2, ncols=min(len(h1) + len(h2), 5))
+    ax.set_title(f"Optimal allocation over the {quantity(name)[0]} sweep")
+    return fig
+
+
+def plot_pareto(df: pd.DataFrame, x: str = "network_cost_usd", y: str = "weighted_step_time_s",
+                *, solution: Solution | None = None, ax=None, label: str = "sweep"):
+    """Step time against network cost (or power): every design of a sweep and its front.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        Sweep rows with columns ``x``, ``y`` and ``status``.
+    x, y : str
+        Columns; ``x="network_power_w"`` draws the power/step-time front.
+    solution : Solution, optional
+        Marks its optimum (star) and its baselines at the same total bandwidth (equal split:
+        square, traffic-proportional: triangle); an infeasible baseline is hollow and its
+        legend entry says so.
+    ax : matplotlib.axes.Axes, optional
+    label : str
+        Legend text of the sweep's points.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"status": ["optimal"] * 3, "network_cost_usd": [1e7, 2e7, 3e7],
+    ...                    "weighted_step_time_s": [0.02, 0.012, 0.013]})
+    >>> ax = plot_pareto(df).axes[0]
+    >>> ax.get_xlabel(), ax.get_ylabel()
+    ('network cost ($M)', 'weighted step time (ms)')
+    """
+    for col in (x, y):
+        if col not in df.columns:
+            raise InputError(f"no column {col!r} in the sweep", field="x" if col == x else "y")
+    ok = df[df["status"] == "optimal"] if "status" in df.columns else df
+    ok = ok[pd.to_numeric(ok[x], errors="coerce").notna()
+            & pd.to_numeric(ok[y], errors="coerce").notna()]
+    if ok.empty:
+        raise InputError(f"no optimal row with a value of {x!r} to plot", field="df")
+    fig, ax = _axes(ax, (7.0, 4.6))
+    xs, ys = ok[x].astype(float).to_numpy(), ok[y].astype(float).to_numpy()
+    front = ~dominated(xs, ys)
+    order = np.argsort(xs[front])
+    fx, fy = xs[front][order], ys[front][order]
+    points = [(xs, ys)]
+    if (~front).any():
+        ax.scatter(xs[~front], ys[~front], s=10, color="0.7", label=f"{label}: dominated")
+    ax.step(fx, fy, where="post", color="tab:blue", lw=1.2, alpha=0.6)
+    ax.plot(fx, fy, "o", color="tab:blue", ms=3.5, label=f"{label}: Pareto front")
+    if solution is not None:
+        power = x == "network_power_w"
+        for name, ev, ok_ in _allocations(solution):
+            px = ev.cost.network_power_w if power else ev.cost.network_cost_usd
+            if px is None:
+                continue
+            py = ev.weighted_step_time_s
+            points.append((np.array([px]), np.array([py])))
+            if name == "optimum":
+                ax.plot(px, py, "*", color="tab:orange", ms=14, mec="black", mew=0.6,
+                        label="scenario optimum", zorder=4)
+                continue
+            m = _BASELINE_MARKERS.get(name, "D")
+            style = (dict(color="tab:red") if ok_ else
+                     dict(mfc="none", mec="tab:red", mew=1.5))
+            ax.plot(px, py, m, ms=9, zorder=4, label=_series_label(name, ok_), **style)
+    allx = np.concatenate([p[0] for p in points])
+    ally = np.concatenate([p[1] for p in points])
+    _axis(ax, "x", allx, x)
+    _axis(ax, "y", ally, y)
+    ax.grid(alpha=0.3)
+    what = "power" if x == "network_power_w" else "cost"
+    ax.set_title(f"Step time vs network {what}: the Pareto front")
+    _legend_below(ax, ncols=3)
+    return fig
+
+
+def plot_bandwidth_vs_budget(df: pd.DataFrame, x: str | None = None, ax=None):
+    """Stacked areas: the optimal bandwidth of each dimension over a budget (or any) sweep.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"budget_usd": [1e7, 2e7], "status": ["optimal"] * 2,
+    ...                    "bw_hb_gbps": [300, 450], "bw_so_gbps": [20, 50]})
+    >>> ax = plot_bandwidth_vs_budget(df).axes[0]
+    >>> ax.get_xlabel(), ax.get_ylabel()
+    ('network budget ($M)', 'bandwidth per NPU (GB/s)')
+    """
+    x = _sweep_x(df, x)
+    cols = _bw_cols(df)
+    if not cols:
+        raise InputError("no bw_<dim>_gbps columns in the sweep", field="df")
+    ok = df[df["status"] == "optimal"].sort_values(x)
+    fig, ax = _axes(ax, (7.0, 4.4))
+    ax.stackplot(ok[x].astype(float), *[ok[c].astype(float) for c in cols],
+                 labels=[c[3:-5] for c in cols], alpha=0.85)
+    _axis(ax, "x", df[x], x)
+    ax.set_ylabel("bandwidth per NPU (GB/s)")
+    ax.set_ylim(bottom=0)
+    ax.margins(x=0)
+    ax.set_title("Optimal bandwidth per dimension (stacked)")
+    handles, labels = ax.get_legend_handles_labels()
+    _legend_below(ax, handles[::-1], labels[::-1], ncols=len(cols))
+    return fig
+
+
+def _sens_col(df: pd.DataFrame, unit: str) -> str | None:
+    return next((c for c in df.columns if unit in c and "step" in c), None) or next(
+        (c for c in df.columns if unit in c), None)
+
+
+def plot_sensitivity(df: pd.DataFrame, ax=None):
+    """Bars per dimension: step time saved per extra $ and per extra GB/s.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        One row per dimension (column ``dim``, else the index), with a column whose name
+        contains ``per_usd`` (s per $) and one with ``per_gbps`` (s per GB/s), as from
+        :func:`libra_opt.explore.sensitivity.sensitivity`. Values may be negative (time
+        falls as the resource grows); the bars show the saving, ``-value``.
+    ax : matplotlib.axes.Axes or pair of Axes, optional
+        One Axes draws only the per-$ panel; default a new figure with both panels.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"dim": ["hb", "so"], "step_s_per_usd": [-2e-9, -5e-9],
+    ...                    "step_s_per_gbps": [-1e-6, -4e-6]})
+    >>> fig = plot_sensitivity(df)
+    >>> [a.get_xlabel() for a in fig.axes]
+    ['step time saved per $1M (ms)', 'step time saved per GB/s (µs)']
+    """
+    usd, gbps = _sens_col(df, "per_usd"), _sens_col(df, "per_gbps")
+    if usd is None and gbps is None:
+        raise InputError("expected columns with per_usd or per_gbps in their names", field="df")
+    dims = df["dim"].astype(str).tolist() if "dim" in df.columns else [str(i) for i in df.index]
+    if ax is None:
+        fig, axes = plt.subplots(1, 2, figsize=(9.0, 0.9 + 0.45 * len(dims)), layout="constrained",
+                                 sharey=True)
+    elif isinstance(ax, Sequence | np.ndarray):
+        axes = list(ax)
+        fig = axes[0].figure
+    else:
+        fig, axes = ax.figure, [ax]
+    y = np.arange(len(dims))[::-1]
+    panels = [(usd, 1e6, "step time saved per $1M"), (gbps, 1.0, "step time saved per GB/s")]
+    for a, (col, per, title) in zip(axes, [p for p in panels if p[0] is not None], strict=False):
+        vals = -pd.to_numeric(df[col], errors="coerce").to_numpy(dtype=float) * per
+        vals = np.where(np.isfinite(vals), vals, 0.0)
+        a.barh(y, vals, color=["tab:green" if v >= 0 else "tab:red" for v in vals])
+        scale = _axis(a, "x", vals, title, "s")
+        for yi, v in zip(y, vals, strict=True):
+            a.annotate(_num(v / scale), (v, yi), xytext=(3 if v >= 0 else -3, 0),
+                       textcoords="offset points", va="center",
+                       ha="left" if v >= 0 else "right", fontsize=8)
+        a.axvline(0, color="0.3", lw=0.8)
+        a.set_yticks(y, dims)
+        a.margins(x=0.2)
+    fig.suptitle("Sensitivity: step time saved by more $ or GB/s on one dimension "
+                 "(the others fixed)")
     return fig
 
 
@@ -130,15 +570,17 @@ def plot_comparison(df, ax=None, *, mode: str = "equal_bw",
     baseline = df.attrs.get("baseline", sub["fabric"].iloc[0])
     base = sub[sub["fabric"] == baseline].iloc[0]
     cols = [c for c in metrics if c in sub and sub[c].notna().all() and base[c]]
-    if ax is None:
-        fig, ax = plt.subplots(figsize=(7.0, 4.0))
-    else:
-        fig = ax.figure
+    fig, ax = _axes(ax, (7.0, 4.2))
     width = 0.8 / max(len(sub), 1)
     x = np.arange(len(cols))
+    top = 1.0
     for i, (_, row) in enumerate(sub.iterrows()):
         vals = [float(row[c]) / float(base[c]) for c in cols]
-        bars = ax.bar(x + (i - (len(sub) - 1) / 2) * width, vals, width, label=row["fabric"])
+        top = max(top, *vals) if vals else top
+        tiers = row.get("scaleout_tiers")
+        extra = f", {int(tiers)}-tier scale-out" if tiers is not None and pd.notna(tiers) and tiers else ""
+        bars = ax.bar(x + (i - (len(sub) - 1) / 2) * width, vals, width,
+                      label=f"{row['fabric']}{extra}")
         for b, v in zip(bars, vals, strict=True):
             ax.annotate(f"{v:.2f}", (b.get_x() + b.get_width() / 2, v), ha="center",
                         va="bottom", fontsize=7)
@@ -146,9 +588,14 @@ def plot_comparison(df, ax=None, *, mode: str = "equal_bw",
               "step_time_s": "step time", "run_cost_usd": "training-run cost"}
     ax.set_xticks(x, [labels.get(c, c) for c in cols])
     ax.axhline(1.0, color="grey", lw=0.8, ls="--")
-    ax.set_ylabel(f"relative to {baseline}")
+    ax.set_ylabel(f"relative to {baseline} (1.0 = same)")
     ax.set_title(f"Fabric comparison ({mode.replace('_', ' ')})")
-    ax.legend(frameon=False, fontsize=8)
+    if fig in _OWN:
+        ax.set_ylim(0, 1.12 * top)
+        _legend_below(ax, ncols=min(len(sub), 3))
+    else:   # the caller's axes: legend in headroom above the bars, never over them
+        ax.set_ylim(0, (1.12 + 0.09 * len(sub)) * top)
+        ax.legend(loc="upper left", frameon=False, fontsize=8)
     return fig
 
 

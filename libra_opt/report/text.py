@@ -14,7 +14,8 @@ from libra_opt.scenario.display import format_usd
 from libra_opt.scenario.evaluate import Evaluation
 from libra_opt.scenario.scenario import Scenario
 
-__all__ = ["table", "format_evaluation", "format_solution", "solution_to_dict", "evaluation_to_dict"]
+__all__ = ["table", "format_evaluation", "format_solution", "solution_to_dict", "evaluation_to_dict",
+           "rail_forwarding"]
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: str | None = None) -> str:
@@ -143,6 +144,66 @@ def _tco_lines(scen: Scenario, ev: Evaluation) -> list[str]:
     return out
 
 
+def rail_forwarding(scen: Scenario, ev: Evaluation) -> list[dict[str, Any]]:
+    """The Rail-only forwarding overhead of each workload (empty on other fabrics).
+
+    Cross-rail all-to-all and point-to-point bytes are relayed through the HB domain
+    (:mod:`libra_opt.traffic.rail`); the overhead is measured against the same fabric with
+    its rails joined by a spine (the fat-tree), both under the native routing, at the
+    evaluated bandwidth.
+
+    Returns
+    -------
+    list of dict
+        Per workload: ``workload``, ``forwarded_bytes_per_step`` (extra bytes per NPU per
+        step over all dimensions), ``step_time_s`` (Rail-only), ``joined_step_time_s``
+        (rails joined) and ``overhead_pct`` (``100 (t / t_joined - 1)``).
+
+    Examples
+    --------
+    >>> from libra_opt.scenario.examples import toy_scenario
+    >>> from libra_opt.scenario.evaluate import evaluate
+    >>> rail_forwarding(toy_scenario(), evaluate(toy_scenario(), [200, 100]))
+    []
+    """
+    from libra_opt.fabric.builders import fabric_family
+    from libra_opt.traffic.rail import joined_rails, rail_report
+    from libra_opt.traffic.step_time import step_time
+
+    if fabric_family(scen.fabric) != "rail_only":
+        return []
+    joined = joined_rails(scen.fabric)
+    out = []
+    for wl in scen.workloads:
+        rep = rail_report(wl, scen.fabric, ev.bw_gbps, scen.collective_model)
+        extra = float((rep["count"] * rep["extra_hb_bytes"]).sum()) if len(rep) else 0.0
+        args = (ev.bw_gbps, scen.collective_model, scen.training_loop, "native")
+        t_rail = step_time(wl, scen.fabric, *args).step_time_s
+        t_joined = step_time(wl, joined, *args).step_time_s
+        out.append({
+            "workload": wl.name,
+            "forwarded_bytes_per_step": extra,
+            "step_time_s": t_rail,
+            "joined_step_time_s": t_joined,
+            "overhead_pct": 100.0 * (t_rail / t_joined - 1.0) if t_joined > 0 else 0.0,
+        })
+    return out
+
+
+def _rail_lines(scen: Scenario, ev: Evaluation) -> list[str]:
+    rows = rail_forwarding(scen, ev)
+    if not rows:
+        return []
+    return ["", "Rail-only forwarding (cross-rail bytes relayed through the HB domain; native "
+            "routing, against the rails joined by a spine):", table(
+                ["workload", "forwarded GB/NPU/step", "step (rail-only)", "step (rails joined)",
+                 "overhead"],
+                [[r["workload"], f"{r['forwarded_bytes_per_step'] / 1e9:,.3f}",
+                  _si_time(r["step_time_s"]), _si_time(r["joined_step_time_s"]),
+                  f"{r['overhead_pct']:+.2f}%"] for r in rows],
+                "lrrrr")]
+
+
 def format_evaluation(scen: Scenario, ev: Evaluation) -> str:
     """Report of a scenario evaluated at a given allocation."""
     lines = [
@@ -157,6 +218,7 @@ def format_evaluation(scen: Scenario, ev: Evaluation) -> str:
     thr = _throughput_table(scen, ev)
     if thr:
         lines += ["", thr]
+    lines += _rail_lines(scen, ev)
     lines += ["", *_cost_lines(ev), *_tco_lines(scen, ev)]
     if ev.residuals:
         bad = [k for k, r in ev.residuals.items() if r > 1e-6 * ev.residual_scales[k]]
@@ -273,7 +335,7 @@ def evaluation_to_dict(scen: Scenario, ev: Evaluation) -> dict[str, Any]:
         },
         "objective_value": ev.objective_value,
         "constraint_violation": {k: float(v) for k, v in ev.residuals.items()},
-    }
+    } | ({"rail_forwarding": forwarding} if (forwarding := rail_forwarding(scen, ev)) else {})
 
 
 def solution_to_dict(sol: Solution) -> dict[str, Any]:

@@ -21,7 +21,101 @@ from libra_opt.generators.generated import (
 from libra_opt.options import CollectiveModel, TrafficModel, TrainingLoop
 from libra_opt.traffic.step_time import step_time, traffic_by_group_bytes
 
-__all__ = ["workload_report"]
+
+def _hfu(g: GeneratedWorkload, step_s: float) -> float:
+    """Hardware FLOPs utilization: executed (counted, with recomputation) FLOP/s over peak."""
+    peak = g.device.peak_flops_for(g.compute_dtype)
+    return achieved_flops_per_npu(g, step_s, hardware=True) / peak
+
+
+def workload_summary(
+    generated: GeneratedWorkload,
+    fabric: Fabric,
+    bw_gbps: Sequence[float] | np.ndarray | None = None,
+    training_loop: TrainingLoop = "no_overlap",
+    collective_model: CollectiveModel = "pipelined",
+    traffic_model: TrafficModel = "hierarchical",
+) -> dict:
+    """The numbers of :func:`workload_report` as a JSON-ready dict.
+
+    Keys: ``workload``, ``model``, ``n_npus``, ``device``, ``compute_model``, ``tokens_per_step``,
+    ``micro_batches``, ``bubble_fraction``, ``model_flops_per_step``,
+    ``hardware_flops_per_step``, ``compute_s``, ``compute_breakdown_s`` (by operator class),
+    ``bubble_compute_s``, ``stage_compute_s``, ``memory_bytes``, ``traffic_bytes`` (per group
+    and dimension) and, with ``bw_gbps``: ``step_time_s``, ``exposed_comm_s``,
+    ``tokens_per_s``, ``mfu``, ``hfu``.
+
+    Examples
+    --------
+    >>> from libra_opt.fabric.dims import Dim
+    >>> from libra_opt.generators import generate_workload
+    >>> from libra_opt.io.presets import load_device, load_model
+    >>> f = Fabric((Dim("node", "switch", 8, "NVLink"),))
+    >>> g = generate_workload(load_model("llama3_8b"), {"tp": 8, "global_batch_size": 4},
+    ...                       load_device("h100_sxm"), f)
+    >>> d = workload_summary(g, f, [450.0])
+    >>> sorted(d["compute_breakdown_s"])
+    ['attention', 'elementwise', 'embedding', 'gemm', 'loss', 'optimizer']
+    >>> 0 < d["mfu"] <= d["hfu"] < 1
+    True
+    """
+    g = generated
+    w = g.workload
+    traffic = traffic_by_group_bytes(w, fabric, traffic_model)
+    out: dict = {
+        "workload": w.name,
+        "model": g.model_name,
+        "n_npus": g.n_npus,
+        "device": g.device.key,
+        "compute_model": g.efficiency.describe(),
+        "compute_dtype": g.compute_dtype,
+        "tokens_per_step": g.tokens_per_step,
+        "samples_per_step": g.samples_per_step,
+        "micro_batches": g.micro_batches,
+        "bubble_fraction": g.bubble_fraction,
+        "model_flops_per_step": g.model_flops_per_step,
+        "hardware_flops_per_step": g.hardware_flops_per_step,
+        "compute_s": w.compute_s,
+        "compute_breakdown_s": dict(g.compute_breakdown_s),
+        "bubble_compute_s": g.bubble_compute_s,
+        "stage_compute_s": list(g.stage_compute_s),
+        "memory_bytes": {
+            "weights": g.memory.weights_bytes, "grads": g.memory.grads_bytes,
+            "optimizer": g.memory.optimizer_bytes, "activations": g.memory.activations_bytes,
+            "capacity": g.memory.capacity_bytes,
+        },
+        "traffic_bytes": {
+            group: dict(zip(fabric.names, (float(x) for x in b), strict=True))
+            for group, (_, b) in sorted(traffic.items())
+        },
+    }
+    if bw_gbps is not None:
+        t = step_time(w, fabric, bw_gbps, collective_model, training_loop, traffic_model)
+        out.update({
+            "bw_gbps": [float(b) for b in bw_gbps],
+            "step_time_s": t.step_time_s,
+            "exposed_comm_s": t.exposed_comm_s,
+            "tokens_per_s": throughput_tokens_per_s(g, t.step_time_s),
+            "mfu": model_flops_utilization(g, t.step_time_s),
+            "hfu": _hfu(g, t.step_time_s),
+        })
+    return out
+
+
+def _breakdown_lines(g: GeneratedWorkload, exposed_s: float | None) -> list[str]:
+    parts = dict(g.compute_breakdown_s)
+    if g.bubble_compute_s:
+        parts["bubble"] = g.bubble_compute_s
+    if exposed_s is not None:
+        parts["exposed comm"] = exposed_s
+    total = sum(parts.values())
+    if total <= 0:
+        return []
+    return ["  time by class    " + ", ".join(
+        f"{k} {v:.4g} s ({100 * v / total:.1f} %)" for k, v in parts.items() if v > 0
+    )]
+
+__all__ = ["workload_report", "workload_summary"]
 
 
 def _gb(x: float) -> str:
@@ -79,6 +173,9 @@ def workload_report(
         f"{g.efficiency.describe()} ({g.compute_dtype})",
         f"  memory per NPU   {g.memory.describe()}",
     ]
+    if len(g.stage_compute_s) > 1:
+        lines.append("  stage compute    " + ", ".join(f"{x:.4g}" for x in g.stage_compute_s)
+                     + " s per step (first stage first; bubble excluded)")
     for note in g.notes:
         lines.append(f"  note             {note}")
     traffic = traffic_by_group_bytes(w, fabric, traffic_model)
@@ -89,8 +186,11 @@ def workload_report(
         total += b
         lines.append(f"  {group:<8}{n:>11}" + "".join(f" {_gb(x)}" for x in b))
     lines.append(f"  {'total':<8}{'':>11}" + "".join(f" {_gb(x)}" for x in total))
+    if bw_gbps is None:
+        lines += _breakdown_lines(g, None)
     if bw_gbps is not None:
         t = step_time(w, fabric, bw_gbps, collective_model, training_loop, traffic_model)
+        lines += _breakdown_lines(g, t.exposed_comm_s)
         lines += [
             "",
             f"  at bandwidth {', '.join(f'{n}={b:g}' for n, b in zip(fabric.names, bw_gbps, strict=True))} GB/s",
@@ -98,7 +198,8 @@ def workload_report(
             f"communication {t.exposed_comm_s:.4g})",
             f"  throughput       {throughput_tokens_per_s(g, t.step_time_s):.4g} tokens/s, "
             f"{achieved_flops_per_npu(g, t.step_time_s) / 1e12:.1f} model TFLOP/s per NPU, "
-            f"MFU {100 * model_flops_utilization(g, t.step_time_s):.1f} %",
+            f"MFU {100 * model_flops_utilization(g, t.step_time_s):.1f} %, "
+            f"HFU {100 * _hfu(g, t.step_time_s):.1f} %",
         ]
     return "\n".join(lines)
 

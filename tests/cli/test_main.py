@@ -83,8 +83,13 @@ def test_sweep_cli(capsys, tmp_path):
     assert csv.exists() and png.exists()
     lines = csv.read_text().splitlines()
     assert len(lines) == 5
-    assert main(["sweep", GPT3, "--param", "budget_usd", "--values", "1e7"]) == 2
-    assert "no constraint labelled 'budget_usd'" in capsys.readouterr().err
+    # a budget sweep on a scenario without a budget adds the budget row
+    assert main(["sweep", GPT3, "--param", "budget_usd", "--values", "1e7"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split()[:3] == ["value", "status", "weighted_step_time_s"]
+    assert out[1].split()[1:2] == ["optimal"]
+    assert main(["sweep", GPT3, "--param", "power_w", "--values", "1e7"]) == 2
+    assert "no constraint labelled 'power_w'" in capsys.readouterr().err  # no power model
 
 
 LLAMA = str(EXAMPLES / "llama3_405b_h100_tco.yaml")
@@ -133,6 +138,8 @@ def test_evaluate_names_the_objective_and_its_unit(capsys):
 def _fat_tree_sequential_deepseek(tmp_path):
     text = (EXAMPLES / "deepseek_v3_rail_only.yaml").read_text()
     text = text.replace("builder: rail_only", "builder: fat_tree")
+    # the size of the bug report (the example was 2,048 GPUs then)
+    text = text.replace("n_npus: 4096", "n_npus: 2048").replace("dp: 256", "dp: 128")
     text = text.replace("\ntraffic_model: native\n", "\ntraffic_model: native\ncollective_model: sequential\n")
     path = tmp_path / "ds.yaml"
     path.write_text(text)
@@ -150,8 +157,9 @@ def test_workload_report_uses_the_scenario_traffic_model(tmp_path, capsys):
     wl = scen.workloads[0]
     native = step_time(wl, scen.fabric, [450, 50], "sequential", "no_overlap", "native")
     hier = step_time(wl, scen.fabric, [450, 50], "sequential", "no_overlap", "hierarchical")
-    assert native.step_time_s == pytest.approx(37.42, abs=0.005)   # figures of the bug report
-    assert hier.step_time_s == pytest.approx(40.01, abs=0.005)
+    # the bug report had 37.42 s native and 40.01 s hierarchical; the compute model has
+    # changed since, the gap (cross-domain all-to-all sent directly) is what matters here
+    assert hier.step_time_s - native.step_time_s > 0.02 * native.step_time_s
 
     assert main(["evaluate", str(path), "--bw", "450,50", "--json"]) == 0
     evaluated = json.loads(capsys.readouterr().out)["step_time_s"][wl.name]
@@ -188,3 +196,129 @@ def test_sweep_progress_only_when_asked(capsys):
     assert main([*args, "--progress"]) == 0
     assert capsys.readouterr().err.splitlines() == [
         "[1/2] sum(bw) == 1000 = 500", "[2/2] sum(bw) == 1000 = 1,000"]
+
+
+def _csv(path):
+    import pandas as pd
+
+    return pd.read_csv(path, keep_default_na=False, na_values=[""])
+
+
+def test_sweep_axis_budget_writes_results_matching_fresh_solves(capsys, tmp_path):
+    """A budget axis on a scenario without a budget: one row per point, each equal to a
+    fresh ``solve --set budget_usd=...``."""
+    out = tmp_path / "run"
+    assert main(["sweep", "gpt3_175b_4d", "--axis", "budget_usd=2e7:6e7:40", "--out", str(out),
+                 "--no-progress"]) == 0
+    line = capsys.readouterr().out.strip()
+    assert line.startswith(f"wrote {out / 'results.csv'}: 40 points (40 optimal)")
+    df = _csv(out / "results.csv")
+    assert len(df) == 40 and df.columns[:3].tolist() == ["budget_usd", "status", "message"]
+    assert sorted(p.name for p in out.iterdir()) == ["results.csv"]  # no plots unless asked
+    for i in (0, 17, 39):
+        budget = float(df.loc[i, "budget_usd"])
+        assert main(["solve", "gpt3_175b_4d", "--set", f"budget_usd={budget!r}", "--json"]) == 0
+        sol = json.loads(capsys.readouterr().out)
+        assert sol["objective_value"] == pytest.approx(df.loc[i, "objective"], rel=1e-6)
+        assert sol["network_cost_usd"] == pytest.approx(df.loc[i, "network_cost_usd"], rel=1e-5)
+
+
+def test_sweep_axes_grid_zip_and_plots(capsys, tmp_path):
+    out = tmp_path / "grid"
+    args = ["sweep", "deepseek_v3_rail_only", "--axis", "fabric.hb_domain=8,16",
+            "--axis", "budget_usd=4e7,6e7", "--out", str(out), "--no-progress"]
+    assert main([*args, "--plots"]) == 0
+    df = _csv(out / "results.csv")
+    assert df[["fabric.hb_domain", "budget_usd"]].values.tolist() == [
+        [8, 4e7], [8, 6e7], [16, 4e7], [16, 6e7]]
+    assert (out / "sweep.png").exists()
+    capsys.readouterr()
+    assert main([*args, "--zip"]) == 0
+    assert _csv(out / "results.csv")[["fabric.hb_domain", "budget_usd"]].values.tolist() == [
+        [8, 4e7], [16, 6e7]]
+
+
+def test_sweep_executors_agree_from_the_cli(capsys, tmp_path):
+    frames = []
+    for ex in ("serial", "processes", "dask"):
+        out = tmp_path / ex
+        assert main(["sweep", GPT3, "--axis", "budget_usd=2e7:4e7:6",
+                     "--executor", ex, "--workers", "2", "--out", str(out),
+                     "--no-progress"]) == 0
+        frames.append(_csv(out / "results.csv").drop(columns=["compile_s", "solve_s", "wall_s"]))
+    assert frames[0].equals(frames[1]) and frames[0].equals(frames[2])
+
+
+@pytest.mark.parametrize(
+    ("args", "flag", "needle"),
+    [
+        (["--axis", "budget_usd"], "--axis", "expected NAME=start:stop:count"),
+        (["--axis", "budget_usd=-1,2"], "--axis", "budget_usd: budget_usd values must be > 0"),
+        (["--axis", "budget_usd=1:2:0"], "--axis", "count >= 1"),
+        (["--axis", "fabric.dims.pdo.size=4,8"], "--axis", "no item named 'pdo'"),
+        (["--axis", "objective=fast"], "--axis", "objective"),
+        (["--axis", "budget_usd=1e7,2e7", "--axis", "sum(bw) == 1000=1"], None, None),
+        (["--axis", "budget_usd=1e7,2e7", "--axis", "objective=perf", "--zip"], "--axis",
+         "one length"),
+        ([], "--axis", "give at least one --axis"),
+        (["--axis", "budget_usd=1e7", "--plots"], "--plots", "give --out DIR"),
+        (["--axis", "budget_usd=1e7", "--workers", "0"], "--workers", ">= 1"),
+        (["--axis", "budget_usd=1e7", "--set", "fabric.dims.pod.size"], "--set", "PATH=VALUE"),
+    ],
+)
+def test_sweep_axis_errors_name_the_flag(capsys, args, flag, needle):
+    code = main(["sweep", "gpt3_175b_4d", "--no-progress", *args])
+    err = capsys.readouterr().err.strip()
+    if flag is None:
+        assert code == 0
+        return
+    assert code == 2 and err.count("\n") == 0, err
+    assert f"<cli>: {flag}: " in err and needle in err, err
+
+
+def test_solve_and_evaluate_with_set(capsys):
+    from libra_opt.explore.overrides import apply_overrides
+    from libra_opt.optimize.problem import solve
+
+    assert main(["solve", "deepseek_v3_rail_only", "--set", "fabric.hb_domain=16",
+                 "--set", "budget_usd=5e7", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    want = solve(apply_overrides("deepseek_v3_rail_only",
+                                 {"fabric.hb_domain": 16, "budget_usd": 5e7}))
+    assert got["bw_gbps"] == pytest.approx(list(want.bw_gbps), rel=1e-9)
+    assert main(["evaluate", "deepseek_v3_rail_only", "--set", "fabric.hb_domain=16",
+                 "--bw", ",".join(map(repr, got["bw_gbps"])), "--json"]) == 0
+    ev = json.loads(capsys.readouterr().out)
+    assert ev["step_time_s"] == pytest.approx(got["step_time_s"], rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("sets", "code", "needle"),
+    [
+        (["fabric.hb_domain=3"], 2, "<cli>: --set: fabric.hb_domain: "),
+        (["fabric.hb_domian=3"], 2, "<cli>: --set: fabric.hb_domian: "),
+        (["nonsense"], 2, "<cli>: --set: expected PATH=VALUE"),
+        (["budget_usd=1e5"], 1, "infeasible"),
+    ],
+)
+def test_solve_set_errors(capsys, sets, code, needle):
+    args = ["solve", "deepseek_v3_rail_only"]
+    for s in sets:
+        args += ["--set", s]
+    assert main(args) == code
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and needle in err, err
+
+
+def test_sweep_without_plots_imports_no_plotting_nor_cluster_stack(tmp_path):
+    import subprocess
+    import sys
+
+    code = ("import sys; from libra_opt.cli import main; "
+            f"rc = main(['sweep', 'gpt3_175b_4d', '--axis', 'budget_usd=2e7:6e7:3', '--out', "
+            f"{str(tmp_path)!r}, '--no-progress']); "
+            "print(rc, sorted(m for m in ('matplotlib', 'distributed', 'dask', 'tqdm') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.splitlines()[-1]
+    assert out == "0 []"

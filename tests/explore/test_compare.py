@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from numpy.testing import assert_allclose
 from scipy.optimize import minimize_scalar
 
 from libra_opt.cost.prices import CostModel, cost_coefficients
@@ -250,3 +251,42 @@ def test_plot_comparison_returns_the_figure():
     plt.close(fig)
     with pytest.raises(InputError, match="no rows"):
         plot_comparison(df, mode="equal_budget")
+
+
+def _violations(scen, fabric, bw):
+    import dataclasses
+
+    from libra_opt.scenario.evaluate import evaluate
+
+    ev = evaluate(dataclasses.replace(scen, fabric=fabric, budget_usd=None), np.asarray(bw))
+    return [k for k, v in ev.residuals.items() if v > 1e-6 * ev.residual_scales[k]]
+
+
+@pytest.mark.parametrize("bw", [[50.0, 20.0], [1000.0, 300.0], [450.0, 250.0]])
+def test_budget_rows_keep_the_scenario_bounds_whatever_the_equal_bw_vector(bw):
+    """Regression: an equal-bandwidth vector outside the bounds (HB 50 against a 100 floor,
+    scale-out 300 against a 200 cap) must not carry into the budget rows."""
+    from libra_opt.fabric.builders import as_family
+    from libra_opt.io import load_scenario
+
+    scen = load_scenario("deepseek_v3_rail_only")
+    fabrics = {f: as_family(scen.fabric, f, 64) for f in ("fat_tree", "rail_only", "multi_dim")}
+    df = compare_fabrics(scen, fabrics, bw_gbps=bw)
+    for _, row in df[df["mode"] != "equal_bw"].iterrows():
+        assert _violations(scen, fabrics[row["fabric"]], row["bw_gbps"]) == [], row.to_dict()
+    held = df[df["mode"] == "equal_budget"]
+    # the HB is held at the bound nearest the requested value (hb in [100, 900])
+    assert_allclose([b[0] for b in held["bw_gbps"]], min(max(bw[0], 100.0), 900.0), rtol=1e-9)
+
+
+def test_rail_only_example_saves_a_clos_tier():
+    """4,096 GPUs in 8-GPU domains on radix 64: the fat-tree's Clos over 4,096 needs 3 tiers
+    (2 tiers reach 64^2/2 = 2,048), a rail's Clos over 512 needs 2."""
+    from libra_opt.fabric.builders import as_family
+    from libra_opt.io import load_scenario
+
+    scen = load_scenario("deepseek_v3_rail_only")
+    fabrics = {f: as_family(scen.fabric, f, 64) for f in ("fat_tree", "rail_only")}
+    df = compare_fabrics(scen, fabrics, modes=["equal_bw"]).set_index("fabric")
+    assert df.loc["fat_tree", "scaleout_tiers"] == 3 and df.loc["rail_only", "scaleout_tiers"] == 2
+    assert df.loc["rail_only", "cost_reduction_pct"] > 20

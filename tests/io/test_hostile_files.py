@@ -112,8 +112,12 @@ def test_recursive_alias(tmp_path):
         "x: " + "{a: " * 5000 + "1" + "}" * 5000 + "\n",
         "".join(" " * (2 * i) + f"k{i}:\n" for i in range(1500)) + " " * 3000 + "v: 1\n",
         "".join(" " * i + "-\n" for i in range(1500)),
+        # deeper than libyaml's recursive (C) composer could take: measured, never composed
+        "x: " + "[" * 1_000_000 + "]" * 1_000_000 + "\n",
+        "- " * 200_000 + "x\n",
     ],
-    ids=["flow_lists", "flow_mappings", "block_mappings", "block_lists"],
+    ids=["flow_lists", "flow_mappings", "block_mappings", "block_lists", "flow_1e6",
+         "compact_block_lists_2e5"],
 )
 def test_deep_nesting(tmp_path, body):
     p = tmp_path / "deep.yaml"

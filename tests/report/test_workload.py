@@ -28,3 +28,31 @@ def test_report_lists_traffic_memory_flops_and_throughput():
     assert step_line.split()[2] == f"{t:.4g}"
     tokens = 8 * load_model("llama3_8b").seq_len
     assert f"{tokens / t:.4g} tokens/s" in text
+
+
+def test_report_has_breakdown_mfu_hfu_and_json_summary():
+    from numpy.testing import assert_allclose
+
+    from libra_opt.report.workload import workload_summary
+
+    g = _llama8b()
+    text = workload_report(g, FABRIC, bw_gbps=[400.0, 50.0])
+    assert "time by class" in text and "HFU" in text and "gemm" in text
+    d = workload_summary(g, FABRIC, [400.0, 50.0])
+    t = step_time(g.workload, FABRIC, [400.0, 50.0])
+    assert_allclose(d["step_time_s"], t.step_time_s, rtol=1e-12)
+    # the per-class compute adds up to the workload's compute time (no pipeline here)
+    assert_allclose(sum(d["compute_breakdown_s"].values()), g.workload.compute_s, rtol=1e-9)
+    assert 0 < d["mfu"] < d["hfu"] <= 1 or d["mfu"] == d["hfu"]
+    assert_allclose(d["tokens_per_s"], 8 * 8192 / t.step_time_s, rtol=1e-12)
+
+
+def test_workload_json_cli(capsys):
+    import json
+
+    from libra_opt.cli.main import main
+
+    assert main(["workload", "gpt3_175b_a100_cluster", "--bw", "300,25", "--json"]) == 0
+    (d,) = json.loads(capsys.readouterr().out)
+    assert d["model"] == "gpt3_175b" and d["mfu"] > 0.2
+    assert len(d["stage_compute_s"]) > 1 and d["bubble_compute_s"] > 0

@@ -1,0 +1,61 @@
+"""``libra-opt report``: a design-review report of a scenario as HTML and Markdown.
+
+Register it in the main CLI with ``cli_report.register(sub)``; it sets ``func`` like the
+other sub-commands, so the main ``try/except`` maps errors to one line and an exit code.
+
+``libra-opt report SCENARIO --out DIR`` writes ``DIR/report.html`` (one self-contained file:
+plots embedded as data URIs, inline CSS, nothing loaded from elsewhere) and ``DIR/report.md``
+with its PNGs beside it (:func:`libra_opt.report.html.write_report`). Nothing is written
+outside ``DIR``.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from libra_opt.cli.backend import pyplot
+from libra_opt.errors import InputError
+
+__all__ = ["register", "run"]
+
+MAX_REPORT_POINTS = 1000
+"""Most points of the report's budget sweep."""
+
+
+def register(subparsers) -> argparse.ArgumentParser:
+    """Add the ``report`` sub-command to ``subparsers`` and return its parser."""
+    p = subparsers.add_parser(
+        "report",
+        help="write a self-contained HTML report (and Markdown) of a scenario",
+        description="Solve a scenario and write DIR/report.html (one self-contained file) and "
+        "DIR/report.md with its PNGs: the solution, constraints and shadow prices, baselines, "
+        "sensitivity, a budget sweep with its Pareto front, and the fabric-family comparison.",
+    )
+    p.add_argument("scenario", help="scenario YAML file, or the name of a shipped example")
+    p.add_argument("--out", required=True, metavar="DIR", help="directory to write into "
+                   "(created if missing)")
+    p.add_argument("--budget-points", type=int, default=25,
+                   help="points of the budget sweep (default 25)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.set_defaults(func=run)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    """Execute ``report`` for parsed ``args``; prints the written paths and returns 0."""
+    from libra_opt.io import load_scenario
+    from libra_opt.io.output import check_output_dir
+    from libra_opt.report.html import write_report
+
+    check_output_dir(args.out, "--out")   # the command line first, then the work
+    if not 2 <= args.budget_points <= MAX_REPORT_POINTS:
+        raise InputError(f"expected 2 to {MAX_REPORT_POINTS} points, got {args.budget_points}",
+                         source="<cli>", field="--budget-points")
+    pyplot()   # draw with Agg: the command only writes files
+    scen = load_scenario(args.scenario)
+    progress = False if args.no_progress else None
+    written = write_report(scen, args.out, budget_points=args.budget_points, progress=progress,
+                           flag="--out")
+    print(f"wrote {written['html']}")
+    print(f"wrote {written['markdown']} and {sum(k.startswith('png:') for k in written)} PNGs")
+    return 0

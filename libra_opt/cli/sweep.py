@@ -1,0 +1,329 @@
+"""``libra-opt sweep``: solve a scenario over a grid of axes and write the table.
+
+Register it in the main CLI with ``cli_sweep.register(sub)``. Two forms:
+
+* ``--axis NAME=LO:HI:N[:log]`` or ``--axis NAME=v1,v2,...`` (repeatable; ``--zip`` pairs the
+  axes instead of taking their product), with ``--out DIR`` writing ``DIR/results.csv``
+  (and, with ``--plots``, ``DIR/sweep.png`` and, where the report module has them,
+  ``DIR/pareto.png`` and, for a budget axis, ``DIR/bandwidth.png``). ``NAME`` is any path of :mod:`libra_opt.explore.overrides`: ``budget_usd``
+  (added to a scenario without a budget), ``power_w``, a constraint's text, or a scenario
+  field such as ``fabric.hb_domain`` or ``workloads.<name>.parallelism.tp``.
+* ``--param LABEL --values V`` (the older one-axis form): the same as ``--axis LABEL=V``,
+  printing the table (``--csv``, ``--plot`` as before).
+
+``--set PATH=VALUE`` applies to the scenario before the sweep, as in ``solve``.
+Matplotlib is imported only when a plot is asked for.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+import time
+from typing import Any
+
+import numpy as np
+
+from libra_opt.cli.args import parse_floats, parse_sets
+from libra_opt.errors import InputError, short_repr
+from libra_opt.explore.grid import EXECUTORS, MAX_GRID_POINTS
+from libra_opt.options import OBJECTIVES
+
+__all__ = ["register", "run", "parse_values", "parse_axis"]
+
+POSITIVE = ("budget_usd", "power_w", "constraints.budget_usd", "constraints.power_w")
+
+
+def register(subparsers) -> argparse.ArgumentParser:
+    """Add the ``sweep`` sub-command to ``subparsers`` and return its parser."""
+    p = subparsers.add_parser(
+        "sweep", help="re-solve over a grid of budgets, bounds or scenario fields",
+        description="Solve a scenario at every point of a grid. An axis is budget_usd, "
+        "power_w, a linear constraint's text or any scenario field by dotted path "
+        "(the paths of --set).")
+    p.add_argument("scenario", help="scenario YAML file, or the name of a shipped example")
+    p.add_argument("--axis", action="append", default=[], metavar="NAME=VALUES",
+                   help="NAME=start:stop:count[:log] or NAME=v1,v2,... (repeatable)")
+    p.add_argument("--zip", action="store_true",
+                   help="pair the axes' values (one length) instead of their product")
+    p.add_argument("--out", metavar="DIR", help="write DIR/results.csv (created if missing)")
+    p.add_argument("--plots", action="store_true",
+                   help="with --out: also write DIR/sweep.png (and DIR/pareto.png)")
+    p.add_argument("--executor", choices=EXECUTORS, default="serial",
+                   help="serial (default), processes (local pool) or dask (LocalCluster)")
+    p.add_argument("--workers", type=int, help="workers of the processes/dask executors")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
+                   help="override a scenario field before sweeping (repeatable)")
+    p.add_argument("--param", help="older form: budget_usd, power_w or a linear "
+                   "constraint's text (with --values)")
+    p.add_argument("--progress", action="store_true",
+                   help="older form: one progress line per point on stderr")
+    p.add_argument("--values", help="older form: a,b,c or start:stop:count[:log] (at most "
+                   "100,000 points; --values=-1,2 for a leading minus)")
+    p.add_argument("--csv", help="write the table as CSV (.csv)")
+    p.add_argument("--plot", help="write a plot of the sweep (.png, .svg or .pdf)")
+    p.add_argument("--objective", choices=OBJECTIVES, help="override the objective")
+    p.set_defaults(func=run)
+    return p
+
+
+def parse_values(text: str, name: str, flag: str = "--values") -> list[Any]:
+    """``a,b,c`` or ``start:stop:count`` (linear) or ``start:stop:count:log``.
+
+    At most :data:`~libra_opt.explore.grid.MAX_GRID_POINTS` values (checked before any array
+    is made). Numbers for ranges; a list may hold text (``pipelined,sequential``). Budgets
+    and power caps must be > 0.
+
+    Examples
+    --------
+    >>> parse_values("1:3:3", "x"), parse_values("1e7:1e9:3:log", "budget_usd")
+    ([1.0, 2.0, 3.0], [10000000.0, 100000000.0, 1000000000.0])
+    >>> parse_values("pipelined, sequential", "collective_model")
+    ['pipelined', 'sequential']
+    """
+    from libra_opt.explore.overrides import parse_value
+
+    def bad(message: str) -> InputError:
+        return InputError(message, source="<cli>", field=flag)
+
+    vals: list[Any]
+    if ":" not in text:
+        if text.count(",") >= MAX_GRID_POINTS:
+            raise bad(f"more than {MAX_GRID_POINTS:,} values; a sweep solves at most "
+                      f"{MAX_GRID_POINTS:,} points")
+        items = [x for x in text.split(",") if x.strip()]
+        vals = [parse_value(x) for x in items]
+        numeric = [v for v in vals if isinstance(v, int | float) and not isinstance(v, bool)]
+        if not vals or (name in POSITIVE and len(numeric) < len(vals)):
+            parse_floats(text, flag)  # "expected comma-separated numbers"
+        if not all(np.isfinite(v) for v in numeric):
+            raise bad(f"expected finite numbers, got {short_repr(text)}")
+    else:
+        parts = text.split(":")
+        try:
+            start, stop, count = float(parts[0]), float(parts[1]), int(parts[2])
+        except (ValueError, IndexError):
+            raise bad(f"expected start:stop:count[:log], got {short_repr(text)}") from None
+        if count < 1 or len(parts) > 4 or (len(parts) == 4 and parts[3] != "log"):
+            raise bad(f"expected start:stop:count[:log] with count >= 1, got {short_repr(text)}")
+        if count > MAX_GRID_POINTS:
+            raise bad(f"count {count:,} is too large; a sweep solves at most "
+                      f"{MAX_GRID_POINTS:,} points")
+        if not (np.isfinite(start) and np.isfinite(stop)):
+            raise bad(f"start and stop must be finite numbers, got {short_repr(text)}")
+        if len(parts) == 4:
+            if start <= 0 or stop <= 0:
+                raise bad("log spacing needs positive bounds")
+            vals = [float(v) for v in np.geomspace(start, stop, count)]
+        else:
+            vals = [float(v) for v in np.linspace(start, stop, count)]
+    if name in POSITIVE:
+        neg = [v for v in vals if v <= 0]
+        if neg:
+            raise bad(f"{name} values must be > 0, got {neg[0]:g}")
+    return vals
+
+
+def parse_axis(text: str) -> tuple[str, list[Any]]:
+    """``NAME=VALUES`` split at the last ``=`` (a constraint's text holds ``==``, ``>=``).
+
+    Examples
+    --------
+    >>> parse_axis("sum(bw) == 1000=500:1000:2")
+    ('sum(bw) == 1000', [500.0, 1000.0])
+    """
+    name, sep, values = text.rpartition("=")
+    name = name.strip()
+    if not sep or not name or not values.strip() or name[-1] in "=<>!":
+        raise InputError(f"expected NAME=start:stop:count[:log] or NAME=v1,v2,..., got "
+                         f"{short_repr(text)}", source="<cli>", field="--axis")
+    try:
+        return name, parse_values(values, name, "--axis")
+    except InputError as exc:
+        raise InputError(f"{name}: {exc.message}", source="<cli>", field="--axis") from None
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    from libra_opt.io.output import (
+        CSV_SUFFIXES,
+        PLOT_SUFFIXES,
+        check_output_dir,
+        check_writable_output,
+    )
+
+    if args.csv is not None:
+        check_writable_output(args.csv, "--csv", CSV_SUFFIXES)
+    if args.plot is not None:
+        check_writable_output(args.plot, "--plot", PLOT_SUFFIXES)
+    if args.out is not None:
+        check_output_dir(args.out, "--out")
+    if args.plots and args.out is None:
+        raise InputError("--plots writes into the --out directory: give --out DIR",
+                         source="<cli>", field="--plots")
+    if args.workers is not None and args.workers < 1:
+        raise InputError(f"expected a number of workers >= 1, got {args.workers}",
+                         source="<cli>", field="--workers")
+
+
+def _axes(args: argparse.Namespace) -> dict[str, list[Any]]:
+    axes: dict[str, list[Any]] = {}
+    if args.param is not None or args.values is not None:
+        if args.param is None or args.values is None:
+            missing = "--param" if args.param is None else "--values"
+            raise InputError("--param and --values go together", source="<cli>", field=missing)
+        if not args.param.strip():
+            raise InputError("expected a constraint label, got an empty string",
+                             source="<cli>", field="--param")
+        axes[args.param] = parse_values(args.values, args.param)
+    for text in args.axis:
+        name, values = parse_axis(text)
+        if name in axes:
+            raise InputError(f"axis {short_repr(name, 80)} is given twice", source="<cli>",
+                             field="--axis")
+        axes[name] = values
+    if not axes:
+        raise InputError("give at least one --axis NAME=VALUES (or --param with --values)",
+                         source="<cli>", field="--axis")
+    return axes
+
+
+def _legacy(args: argparse.Namespace, base, axes: dict[str, list[Any]]) -> int:
+    """``--param/--values``: the one-axis form, its checks and its printed table."""
+    from libra_opt.explore.sweep import check_sweep
+    from libra_opt.io.output import write_csv_atomic
+    from libra_opt.optimize.problem import build_problem
+
+    problem = build_problem(base.scenario)
+    try:
+        values = check_sweep(problem, args.param, axes[args.param])
+    except InputError as exc:
+        flag = "--param" if exc.field == "label" else "--values"
+        raise InputError(exc.message, source="<cli>", field=flag) from None
+
+    def progress(i, n, v):
+        print(f"[{i}/{n}] {args.param} = {v:,.6g}", file=sys.stderr)
+
+    show = args.progress or sys.stderr.isatty()   # stderr of a script keeps only errors
+    sweep = importlib.import_module("libra_opt.explore.sweep").sweep
+    df = sweep(problem, args.param, values, progress=progress if show else None)
+    if args.csv is not None:
+        write_csv_atomic(df, args.csv, index=False, flag="--csv")
+        print(f"wrote {args.csv}", file=sys.stderr)
+    cols = ["value", "status", "weighted_step_time_s", "network_cost_usd"] + [
+        c for c in df.columns if c.startswith("bw_")]
+    print(df[[c for c in cols if c in df.columns]].to_string(
+        index=False, float_format=lambda x: f"{x:,.6g}"))
+    if args.plot is not None:
+        _plot_sweep(df, args.param, args.plot, "--plot")
+        print(f"wrote {args.plot}", file=sys.stderr)
+    return 0
+
+
+def _plot_sweep(df, axis: str, path, flag: str) -> None:
+    from libra_opt.cli.backend import pyplot
+    from libra_opt.io.output import save_figure_atomic
+
+    plt = pyplot()
+    from libra_opt.report.plots import plot_sweep
+
+    data = df if "value" in df.columns else df.assign(value=df[axis])
+    fig = plot_sweep(data, x_label=axis)
+    try:
+        save_figure_atomic(fig, path, dpi=130, flag=flag)
+    finally:
+        plt.close(fig)
+
+
+def _plot_optional(name: str, df, path, flag: str, **kwargs) -> bool:
+    """Plot ``df`` with :mod:`libra_opt.report.plots`'s function ``name`` when it has one;
+    returns whether a file was written."""
+    from libra_opt.cli.backend import pyplot
+    from libra_opt.io.output import save_figure_atomic
+
+    plt = pyplot()
+    plots = importlib.import_module("libra_opt.report.plots")
+    fn = getattr(plots, name, None)
+    if fn is None:
+        return False
+    fig = fn(df, **kwargs)
+    try:
+        save_figure_atomic(fig, path, dpi=130, flag=flag)
+    finally:
+        plt.close(fig)
+    return True
+
+
+def run(args: argparse.Namespace) -> int:
+    """Execute ``sweep`` for parsed ``args``; returns 0 (errors raise)."""
+    from libra_opt.explore.overrides import ScenarioBase
+
+    # The command line first (outputs, flags, values), then the scenario, then the work.
+    _check_outputs(args)
+    axes = _axes(args)
+    sets = parse_sets(args.set)
+    if args.objective:
+        sets["objective"] = args.objective
+    base = ScenarioBase.of(args.scenario)
+    if sets:
+        try:
+            base = base.derive(sets)
+        except InputError as exc:
+            raise InputError(f"{exc.field}: {exc.message}" if exc.field else exc.message,
+                             source="<cli>", field="--set") from None
+    if args.param is not None and not args.axis:
+        return _legacy(args, base, axes)
+    sweep = importlib.import_module("libra_opt.explore.sweep").sweep
+    progress = False if args.no_progress else (True if args.progress else None)
+    if args.executor == "dask" and not getattr(args, "verbose", False):
+        # the scheduler and workers log at INFO: a script's stderr keeps errors only (set
+        # after importing distributed, which configures its loggers on import)
+        importlib.import_module("distributed")
+        for name in ("distributed", "tornado"):
+            logging.getLogger(name).setLevel(logging.WARNING)
+    t0 = time.perf_counter()
+    try:
+        df = sweep(base, axes, zip=args.zip, executor=args.executor, progress=progress,
+                   max_workers=args.workers)
+    except InputError as exc:
+        if exc.field in axes:
+            raise InputError(f"{exc.field}: {exc.message}", source="<cli>",
+                             field="--param" if exc.field == args.param else "--axis") from None
+        raise
+    wall = time.perf_counter() - t0
+    counts = df["status"].value_counts().to_dict()
+    summary = ", ".join(f"{n} {s}" for s, n in counts.items())
+    n = len(df)
+    if args.out is None and args.csv is None:
+        cols = [c for c in df.columns if c in axes or c.endswith("_axis")]
+        cols += ["status", "weighted_step_time_s", "network_cost_usd"]
+        cols += [c for c in df.columns if c.startswith("bw_")]
+        print(df[cols].to_string(index=False, float_format=lambda x: f"{x:,.6g}"))
+    from libra_opt.io.output import confined_path, write_csv_atomic
+
+    if args.csv is not None:
+        write_csv_atomic(df, args.csv, index=False, flag="--csv")
+        print(f"wrote {args.csv}", file=sys.stderr)
+    if args.out is not None:
+        path = confined_path(args.out, "results.csv", flag="--out")
+        write_csv_atomic(df, path, index=False, flag="--out")
+        print(f"wrote {path}: {n:,} points ({summary}) in {wall:.2f} s, "
+              f"{1e3 * wall / max(n, 1):.2f} ms per point")
+    first = next(iter(axes))
+    if args.plot is not None:
+        _plot_sweep(df, first, args.plot, "--plot")
+        print(f"wrote {args.plot}", file=sys.stderr)
+    if args.plots and args.out is not None:
+        path = confined_path(args.out, "sweep.png", flag="--out")
+        _plot_sweep(df, first, path, "--out")
+        print(f"wrote {path}")
+        extra: list[tuple[str, str, dict[str, Any]]] = [("plot_pareto", "pareto.png", {})]
+        if "budget_usd" in axes:
+            extra.append(("plot_bandwidth_vs_budget", "bandwidth.png", {"x": "budget_usd"}))
+        for fn, name, kw in extra:
+            path = confined_path(args.out, name, flag="--out")
+            if _plot_optional(fn, df, path, "--out", **kw):
+                print(f"wrote {path}")
+    return 0

@@ -1,0 +1,126 @@
+"""Sensitivities of an optimum: what one more $, W or GB/s is worth, per dimension.
+
+Two kinds of marginal value, both read at the optimum of a
+:class:`~libra_opt.optimize.solution.Solution`:
+
+* **Re-optimized** (from the duals): the shadow price of the budget row is the objective's
+  change per extra $ of budget with every dimension re-balanced; the shadow prices of the
+  rows that bound one dimension alone (``bw.<dim> <= x``, ``bw.<dim> >= x``, bounds) are the
+  change per GB/s of moving that dimension's bound up. Duals are the solver's, with the sign
+  convention of :class:`~libra_opt.optimize.solution.ConstraintReport` (d objective / d rhs).
+* **Model** (this allocation, nothing re-balanced): the one-sided derivative of the weighted
+  step time when dimension ``d`` alone gets more bandwidth, measured on the step-time model
+  by a forward step of ``1e-7 B_d``. Pipelined collectives equalise the dimensions' times at
+  an optimum, so this is often 0 for one dimension alone (another ties) — the gain of a
+  budget comes from re-balancing, which is what the duals measure.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from libra_opt.optimize.solution import Solution
+from libra_opt.scenario.constraints import Row
+from libra_opt.scenario.evaluate import evaluate
+from libra_opt.scenario.scenario import scenario_rows
+
+if TYPE_CHECKING:  # pandas is imported on first use: a fifth of a second
+    import pandas as pd
+
+__all__ = ["sensitivity", "FORWARD_STEP"]
+
+#: Relative forward step of the model derivative.
+FORWARD_STEP = 1e-7
+
+
+def _single_dim(row: Row) -> int | None:
+    """The dimension a row bounds alone (``a = alpha e_d``), else ``None``."""
+    nz = np.flatnonzero(np.asarray(row.a) != 0)
+    return int(nz[0]) if nz.size == 1 else None
+
+
+def sensitivity(solution: Solution) -> pd.DataFrame:
+    """Marginal value of budget and bandwidth per dimension at an optimum.
+
+    Parameters
+    ----------
+    solution : Solution
+        From :func:`libra_opt.optimize.problem.solve`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per dimension:
+
+        * ``dim``, ``bw_gbps``, ``usd_per_gbps`` (network $ per GB/s of the dimension);
+        * ``step_s_per_gbps``: d weighted step time / d B_d, this dimension alone, on the
+          model (s per GB/s; <= 0);
+        * ``step_s_per_usd``: the same per $ spent on the dimension (NaN when it is free);
+        * ``bound_objective_per_gbps``: objective change per GB/s of raising this
+          dimension's bounds, re-optimized (the duals of its bound rows; 0 when none binds);
+        * ``budget_objective_per_usd``: objective change per extra $ of budget,
+          re-optimized (the budget row's dual; the same on every row, NaN without a budget).
+
+        ``attrs`` hold ``objective`` (its name and unit), ``budget_objective_per_usd``,
+        ``power_objective_per_w`` and ``total_bw_objective_per_gbps`` (the duals of the
+        caps and of the total-bandwidth rows, by label).
+
+    Examples
+    --------
+    One 1 GB all-reduce over 2 x 2, sequential collectives: the step is
+    ``0.01 + 1 / B_node + 0.5 / B_pod`` (GB, GB/s), so ``d / d B_node = -1 / B_node^2``.
+
+    >>> import dataclasses
+    >>> from libra_opt.optimize.problem import solve
+    >>> from libra_opt.scenario.examples import toy_scenario
+    >>> sol = solve(dataclasses.replace(toy_scenario(), collective_model="sequential"))
+    >>> df = sensitivity(sol)
+    >>> b = sol.bw_gbps
+    >>> np.allclose(df.step_s_per_gbps, [-1 / b[0] ** 2, -0.5 / b[1] ** 2], rtol=1e-5)
+    True
+    """
+    scen, ev = solution.scenario, solution.evaluation
+    bw = np.asarray(solution.bw_gbps, dtype=float)
+    n = scen.fabric.n_dims
+    kappa = np.asarray(scen.coefficients.usd_per_gbps, dtype=float)
+    base = ev.weighted_step_time_s
+    d_step = np.zeros(n)
+    for i in range(n):
+        h = FORWARD_STEP * max(bw[i], 1e-3)
+        probe = bw.copy()
+        probe[i] += h
+        d_step[i] = (evaluate(scen, probe).weighted_step_time_s - base) / h
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per_usd = np.where(kappa > 0, d_step / kappa, np.nan)
+    reports = {c.label: c for c in solution.constraints}
+    bound = np.zeros(n)
+    for row in scenario_rows(scen):
+        d = _single_dim(row)
+        rep = reports.get(row.label)
+        if d is None or rep is None or not rep.active:
+            continue
+        bound[d] += rep.shadow_price * float(np.asarray(row.a)[d])
+    budget = reports["budget_usd"].shadow_price if "budget_usd" in reports else np.nan
+    power = reports["power_w"].shadow_price if "power_w" in reports else np.nan
+    totals = {
+        c.label: reports[c.label].shadow_price
+        for c in scen.constraints
+        if c.label in reports and all(x == 1 for x in c.bw_coef)
+        and not c.cost_coef and not c.power_coef
+    }
+    import pandas as pd
+
+    df = pd.DataFrame({
+        "dim": list(scen.fabric.names),
+        "bw_gbps": bw,
+        "usd_per_gbps": kappa,
+        "step_s_per_gbps": d_step,
+        "step_s_per_usd": per_usd,
+        "bound_objective_per_gbps": bound,
+        "budget_objective_per_usd": np.full(n, budget, dtype=float),
+    })
+    df.attrs.update(objective=solution.objective, budget_objective_per_usd=float(budget),
+                    power_objective_per_w=float(power), total_bw_objective_per_gbps=totals)
+    return df

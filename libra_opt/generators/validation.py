@@ -1,0 +1,332 @@
+"""Validation of generated step times against published training runs.
+
+A :class:`ValidationTable` holds published runs (hardware, model, parallelism, batch and a
+published step time or throughput); :func:`validate` predicts each row with the default
+compute model (:func:`~libra_opt.generators.generator.generate_workload` and
+:func:`~libra_opt.traffic.step_time.step_time`, no overlap, pipelined collectives, at the
+cluster's per-GPU bandwidths) and reports the error per row and the average and worst
+absolute error over the rows not used for calibration. :func:`calibrate_device` fits at most
+two device constants (``default_efficiency``, ``mem_efficiency``) on the rows marked
+``calibrate``. Tables are read from YAML by :mod:`libra_opt.io.validation`; the packaged
+ones live in ``libra_opt/data/validation``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Any, Literal
+
+from libra_opt.errors import InputError
+from libra_opt.fabric.dims import Dim, Fabric
+from libra_opt.generators.descriptors import TransformerSpec
+from libra_opt.generators.devices import Device
+from libra_opt.generators.generated import GeneratedWorkload, achieved_flops_per_npu
+from libra_opt.generators.generator import generate_workload
+from libra_opt.generators.parallelism import Parallelism
+from libra_opt.traffic.step_time import step_time
+
+__all__ = [
+    "Cluster",
+    "ValidationRow",
+    "ValidationTable",
+    "RowResult",
+    "TableResult",
+    "METRICS",
+    "predict_row",
+    "validate",
+    "calibrate_device",
+]
+
+Metric = Literal["step_time_s", "hardware_tflops_per_gpu", "model_tflops_per_gpu", "mfu"]
+#: Published quantities a row may give.
+METRICS: tuple[str, ...] = ("step_time_s", "hardware_tflops_per_gpu", "model_tflops_per_gpu", "mfu")
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """Hardware of a published run: ``gpus_per_node`` devices on a scale-up switch, nodes on
+    a scale-out switch, per-GPU bandwidth of each (GB/s, one direction)."""
+
+    name: str
+    device: Device
+    gpus_per_node: int
+    node_bw_gbps: float
+    pod_bw_gbps: float
+    node_tier: str = "NVLink"
+    pod_tier: str = "InfiniBand"
+
+    def fabric(self, n_npus: int) -> tuple[Fabric, list[float]]:
+        """Two-level switch fabric for ``n_npus`` devices and its bandwidth vector."""
+        per = min(self.gpus_per_node, n_npus)
+        if n_npus % per:
+            raise InputError(
+                f"{n_npus} GPUs is not a multiple of gpus_per_node {per}", field="parallelism"
+            )
+        dims = [Dim("node", "switch", per, self.node_tier)]
+        bw = [self.node_bw_gbps]
+        if n_npus // per > 1:
+            dims.append(Dim("pod", "switch", n_npus // per, self.pod_tier))
+            bw.append(self.pod_bw_gbps)
+        return Fabric(tuple(dims)), bw
+
+
+@dataclass(frozen=True)
+class ValidationRow:
+    """One published run.
+
+    Attributes
+    ----------
+    name : str
+    source : str
+        Citation key (explained in the table's ``sources``).
+    cluster : Cluster
+    metric : {'step_time_s', 'hardware_tflops_per_gpu', 'model_tflops_per_gpu', 'mfu'}
+    published : float
+        The published value of ``metric``.
+    model : TransformerSpec
+    parallelism : Parallelism
+    calibrate : bool
+        Used to calibrate the device constants (excluded from the error statistics).
+    check_memory : bool
+    notes : str
+        Assumptions specific to the row.
+    """
+
+    name: str
+    source: str
+    cluster: Cluster
+    metric: Metric
+    published: float
+    model: TransformerSpec
+    parallelism: Parallelism
+    calibrate: bool = False
+    check_memory: bool = True
+    notes: str = ""
+
+
+@dataclass(frozen=True)
+class ValidationTable:
+    """A named list of published runs with the sources they cite."""
+
+    name: str
+    title: str
+    rows: tuple[ValidationRow, ...]
+    sources: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+
+
+@dataclass(frozen=True)
+class RowResult:
+    """Published and predicted value of one row; ``error = predicted / published - 1``."""
+
+    name: str
+    source: str
+    device: str
+    metric: str
+    published: float
+    predicted: float
+    step_time_s: float
+    calibrate: bool
+
+    @property
+    def error(self) -> float:
+        """Relative error of the prediction."""
+        return self.predicted / self.published - 1.0
+
+    @property
+    def time_ratio(self) -> float:
+        """Predicted step time over the step time the published figure implies (throughput
+        metrics are inversely proportional to the step time at a fixed configuration).
+
+        Examples
+        --------
+        >>> RowResult("r", "s", "d", "mfu", 0.5, 0.4, 1.0, False).time_ratio
+        1.25
+        """
+        if self.metric == "step_time_s":
+            return self.predicted / self.published
+        return self.published / self.predicted
+
+
+@dataclass(frozen=True)
+class TableResult:
+    """Per-row results of a table and the error statistics over its validation rows."""
+
+    name: str
+    title: str
+    rows: tuple[RowResult, ...]
+
+    @property
+    def validation_rows(self) -> tuple[RowResult, ...]:
+        """Rows not used for calibration."""
+        return tuple(r for r in self.rows if not r.calibrate)
+
+    @property
+    def mean_abs_error(self) -> float:
+        """Average absolute relative error over the validation rows (NaN if none)."""
+        v = self.validation_rows
+        return sum(abs(r.error) for r in v) / len(v) if v else math.nan
+
+    @property
+    def worst_abs_error(self) -> float:
+        """Largest absolute relative error over the validation rows (NaN if none)."""
+        v = self.validation_rows
+        return max(abs(r.error) for r in v) if v else math.nan
+
+
+def _generate(row: ValidationRow, device: Device) -> tuple[GeneratedWorkload, float]:
+    fabric, bw = row.cluster.fabric(row.parallelism.n_npus)
+    g = generate_workload(row.model, row.parallelism, device, fabric, check_memory=row.check_memory)
+    return g, step_time(g.workload, fabric, bw).step_time_s
+
+
+def _metric(g: GeneratedWorkload, t_s: float, metric: str) -> float:
+    if metric == "step_time_s":
+        return t_s
+    if metric == "hardware_tflops_per_gpu":
+        return achieved_flops_per_npu(g, t_s, hardware=True) / 1e12
+    model_flops = achieved_flops_per_npu(g, t_s)
+    if metric == "model_tflops_per_gpu":
+        return model_flops / 1e12
+    return model_flops / g.device.peak_flops_for(g.compute_dtype)
+
+
+def predict_row(row: ValidationRow, device: Device | None = None) -> RowResult:
+    """Predict one row (with ``device`` instead of the cluster's, e.g. while calibrating).
+
+    Examples
+    --------
+    See :func:`validate`.
+    """
+    dev = device if device is not None else row.cluster.device
+    g, t = _generate(row, dev)
+    return RowResult(row.name, row.source, dev.key, row.metric, row.published,
+                     _metric(g, t, row.metric), t, row.calibrate)
+
+
+def validate(table: ValidationTable, devices: Mapping[str, Device] | None = None) -> TableResult:
+    """Predict every row of ``table``; ``devices`` (by key) replaces the clusters' devices.
+
+    Returns
+    -------
+    TableResult
+        ``mean_abs_error`` and ``worst_abs_error`` cover the rows not marked ``calibrate``.
+
+    Examples
+    --------
+    >>> from libra_opt.io.validation import load_validation_table
+    >>> res = validate(load_validation_table("llama3_h100"))
+    >>> [r.calibrate for r in res.rows], abs(res.rows[0].error) < 1e-3
+    ([True, False, False], True)
+    """
+    devs = devices or {}
+    rows = tuple(predict_row(r, devs.get(r.cluster.device.key)) for r in table.rows)
+    return TableResult(table.name, table.title, rows)
+
+
+def _log_errors(rows: Sequence[ValidationRow], device: Device) -> list[float]:
+    return [math.log(predict_row(r, device).predicted / r.published) for r in rows]
+
+
+def calibrate_device(
+    rows: Sequence[ValidationRow],
+    device: Device,
+    constants: Sequence[str] = ("default_efficiency", "mem_efficiency"),
+    iterations: int = 30,
+) -> Device:
+    """Fit up to two device constants so the calibration ``rows`` are reproduced.
+
+    Parameters
+    ----------
+    rows : sequence of ValidationRow
+        As many rows as constants (exact fit) or more (least squares in log error).
+    device : Device
+        Starting values.
+    constants : sequence of str
+        Names of ``Device`` fields to fit (at most two): ``default_efficiency`` (GEMM
+        fraction), ``mem_efficiency``, ``gemm_k_overhead`` or ``kernel_overhead_s``.
+    iterations : int
+        Gauss-Newton steps (finite-difference Jacobian, damped, kept inside (0.05, 1]).
+
+    Returns
+    -------
+    Device
+        A copy of ``device`` with the fitted constants.
+
+    Raises
+    ------
+    ValueError
+        More than two constants, or fewer rows than constants.
+    """
+    names = tuple(constants)
+    unknown = [n for n in names if n not in _BOUNDS]
+    if unknown:
+        raise ValueError(f"cannot calibrate {unknown}; calibrable: {', '.join(_BOUNDS)}")
+    if not 1 <= len(names) <= 2 or len(rows) < len(names):
+        raise ValueError("calibrate 1 or 2 constants on at least as many rows")
+    x = [float(getattr(device, n)) for n in names]
+
+    def at(values: Sequence[float]) -> Device:
+        changes: dict[str, Any] = {n: _clip(n, v) for n, v in zip(names, values, strict=True)}
+        return replace(device, **changes)
+
+    def residual(values: Sequence[float]) -> list[float]:
+        return _log_errors(rows, at(values))
+
+    r = residual(x)
+    for _ in range(iterations):
+        if max(abs(e) for e in r) < 1e-7:
+            break
+        jac = []
+        for j in range(len(x)):
+            step = 1e-4 * max(abs(x[j]), _BOUNDS[names[j]][2])
+            xp = list(x)
+            xp[j] += step
+            rp = residual(xp)
+            jac.append([(a - b) / step for a, b in zip(rp, r, strict=True)])
+        dx = _gauss_newton_step(jac, r)
+        lam = 1.0
+        while True:
+            xn = [_clip(n, v + lam * d) for n, v, d in zip(names, x, dx, strict=True)]
+            rn = residual(xn)
+            if sum(e * e for e in rn) < sum(e * e for e in r) or lam < 1e-3:
+                break
+            lam /= 2
+        x, r = xn, rn
+    return at(x)
+
+
+#: Calibrable device constants: (lower bound, upper bound, scale of a finite-difference step).
+_BOUNDS = {
+    "default_efficiency": (0.05, 1.0, 1.0),
+    "mem_efficiency": (0.05, 1.0, 1.0),
+    "gemm_k_overhead": (0.0, 1e4, 100.0),
+    "kernel_overhead_s": (0.0, 1e-3, 1e-6),
+}
+
+
+def _clip(name: str, value: float) -> float:
+    lo, hi, _ = _BOUNDS[name]
+    return min(max(value, lo), hi)
+
+
+def _gauss_newton_step(jac: list[list[float]], r: list[float]) -> list[float]:
+    """Solve ``(J^T J) dx = -J^T r`` for one or two unknowns (``jac[j][i] = dr_i/dx_j``)."""
+    n = len(jac)
+    a = [[sum(p * q for p, q in zip(jac[i], jac[j], strict=True)) for j in range(n)] for i in range(n)]
+    b = [-sum(p * q for p, q in zip(jac[i], r, strict=True)) for i in range(n)]
+    if n == 1:
+        return [b[0] / a[0][0] if a[0][0] else 0.0]
+    det = a[0][0] * a[1][1] - a[0][1] * a[1][0]
+    if abs(det) < 1e-30:
+        return [b[0] / a[0][0] if a[0][0] else 0.0, 0.0]
+    return [(b[0] * a[1][1] - b[1] * a[0][1]) / det, (a[0][0] * b[1] - a[1][0] * b[0]) / det]
+
+
+def devices_of(table: ValidationTable) -> dict[str, Device]:
+    """The devices a table's clusters use, by key."""
+    return {r.cluster.device.key: r.cluster.device for r in table.rows}
+
+

@@ -1,0 +1,257 @@
+"""Grid sweeps: columns, hand-derived points, structural axes, executors, progress, errors."""
+
+import dataclasses
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from numpy.testing import assert_allclose
+
+from libra_opt.errors import InputError
+from libra_opt.explore.overrides import apply_overrides
+from libra_opt.explore.sweep import sweep
+from libra_opt.io import load_scenario
+from libra_opt.optimize.problem import build_problem, solve
+from libra_opt.scenario.evaluate import evaluate
+from libra_opt.scenario.examples import toy_scenario
+
+TIMING = ["compile_s", "solve_s", "wall_s"]
+
+
+def toy_budget_point(budget):
+    """Hand optimum of the toy under ``sum(bw) == 300`` and a budget: the balanced
+    allocation (200, 100) when affordable, else the point of the segment B0 + B1 = 300 on
+    the budget line (the cheaper dimension, node, takes the rest)."""
+    k = toy_scenario().coefficients.usd_per_gbps
+    if k @ [200.0, 100.0] <= budget:
+        bw = np.array([200.0, 100.0])
+    else:
+        bw = np.linalg.solve(np.array([[1.0, 1.0], k]), [300.0, budget])
+    return bw, 0.01 + max(1.0 / bw[0], 0.5 / bw[1])
+
+
+def test_columns_and_hand_derived_budget_points():
+    k = toy_scenario().coefficients.usd_per_gbps
+    assert k[1] > k[0]  # the pod is dearer per GB/s: a tight budget shifts bandwidth to node
+    budgets = [110_000.0, 120_000.0, 200_000.0, 0.5 * k[0] * 300]
+    df = sweep(toy_scenario(), {"budget_usd": budgets}, progress=False)
+    assert df.columns.tolist() == [
+        "budget_usd", "status", "message", "objective", "weighted_step_time_s",
+        "step_time_toy_s", "network_cost_usd", "network_power_w", "bw_node_gbps",
+        "bw_pod_gbps", "shadow_sum(bw) == 300", "shadow_budget_usd", *TIMING]
+    assert df["status"].tolist() == ["optimal"] * 3 + ["infeasible"]
+    assert df["message"].iloc[:3].tolist() == [""] * 3
+    assert "budget_usd" in df["message"].iloc[3]
+    assert np.isnan(df.iloc[3][["objective", "bw_node_gbps", "network_cost_usd"]].astype(float)).all()
+    for i, b in enumerate(budgets[:3]):
+        bw, step = toy_budget_point(b)
+        assert_allclose(df.loc[i, ["bw_node_gbps", "bw_pod_gbps"]].astype(float), bw, rtol=1e-6)
+        assert_allclose(df.loc[i, "weighted_step_time_s"], step, rtol=1e-6)
+        assert_allclose(df.loc[i, "network_cost_usd"], k @ bw, rtol=1e-6)
+    # a binding budget has a negative shadow price, a slack one none
+    assert df.loc[0, "shadow_budget_usd"] < 0
+    assert_allclose(df.loc[2, "shadow_budget_usd"], 0.0, atol=1e-12)
+    assert (df["wall_s"] > 0).all()
+
+
+def test_power_is_nan_without_a_power_model_and_a_number_with_one():
+    df = sweep(toy_scenario(), {"sum(bw) == 300": [300.0]}, progress=False)
+    bw = df.loc[0, ["bw_node_gbps", "bw_pod_gbps"]].to_numpy(dtype=float)
+    assert_allclose(df.loc[0, "network_power_w"], toy_scenario().coefficients.w_per_gbps @ bw,
+                    rtol=1e-9)
+    gpt3 = sweep("gpt3_175b_4d", {"sum(bw) == 1000": [1000.0]}, progress=False)
+    assert math.isnan(gpt3.loc[0, "network_power_w"])
+
+
+def test_grid_order_product_and_zip():
+    axes = {"sum(bw) == 300": [150.0, 300.0], "collective_model": ["pipelined", "sequential"]}
+    df = sweep(toy_scenario(), axes, progress=False)
+    assert df[list(axes)].values.tolist() == [
+        [150.0, "pipelined"], [150.0, "sequential"], [300.0, "pipelined"], [300.0, "sequential"]]
+    # pipelined: 0.01 + 1.5 / S; sequential: min 1/x + 0.5/y on x + y = S is
+    # (1 + sqrt(0.5))^2 / S (Cauchy-Schwarz), at x / y = sqrt(2)
+    s = df["sum(bw) == 300"].to_numpy()
+    seq = df["collective_model"] == "sequential"
+    want = np.where(seq, 0.01 + (1 + math.sqrt(0.5)) ** 2 / s, 0.01 + 1.5 / s)
+    assert_allclose(df["weighted_step_time_s"], want, rtol=1e-6)
+    # the objective is flat (quadratic) at a smooth optimum: the argmin is known to ~sqrt(tol)
+    assert_allclose(df.loc[seq, "bw_node_gbps"] / df.loc[seq, "bw_pod_gbps"], math.sqrt(2),
+                    rtol=1e-3)
+    zipped = sweep(toy_scenario(), axes, zip=True, progress=False)
+    assert zipped[list(axes)].values.tolist() == [[150.0, "pipelined"], [300.0, "sequential"]]
+    assert_allclose(zipped["weighted_step_time_s"], want[[0, 3]], rtol=1e-6)
+
+
+def test_zip_needs_equal_lengths():
+    with pytest.raises(InputError) as exc:
+        sweep(toy_scenario(), {"budget_usd": [1e5, 2e5], "objective": ["perf"]}, zip=True)
+    assert exc.value.field == "budget_usd" and "one length" in exc.value.message
+
+
+def test_an_axis_named_like_a_result_column_gets_a_suffix():
+    df = sweep(toy_scenario(), {"objective": ["perf", "perf_per_cost"]}, progress=False)
+    assert df.columns[:2].tolist() == ["objective_axis", "status"]
+    assert df["status"].tolist() == ["optimal", "optimal"]
+    # perf_per_cost's objective is step time x network cost
+    assert_allclose(df.loc[1, "objective"],
+                    df.loc[1, "weighted_step_time_s"] * df.loc[1, "network_cost_usd"], rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("axes", "field", "needle"),
+    [
+        ({"budget_usd": [-1.0]}, "budget_usd", "must be > 0"),
+        ({"budget_usd": [float("nan")]}, "budget_usd", "finite"),
+        ({"sum(bw) == 300": ["abc"]}, "sum(bw) == 300", "expected numbers"),
+        ({"power_w": [1e3]}, None, None),  # toy has a power model: fine
+        ({"fabric.dims.nope.size": [4]}, "fabric.dims.nope.size", "no dimension named 'nope'"),
+        ({"fabric.dims.pod.size": ["big"]}, "fabric.dims.pod.size", "expected a number"),
+        ({"workloads.toy.weight": [-2]}, "workloads.toy.weight", "must be > 0"),
+        ({"fabric.hb_domain": [8]}, "fabric.hb_domain", "needs the scenario's YAML document"),
+        ({"budget_usd": []}, "budget_usd", "no values"),
+        ({"budget_usd": 5.0}, "budget_usd", "expected a sequence"),
+    ],
+)
+def test_bad_axes_raise_naming_the_axis(axes, field, needle):
+    if field is None:
+        assert sweep(toy_scenario(), axes, progress=False)["status"].tolist() == ["optimal"]
+        return
+    with pytest.raises(InputError) as exc:
+        sweep(toy_scenario(), axes, progress=False)
+    assert exc.value.field == field and needle in exc.value.message, exc.value
+
+
+def test_unknown_document_key_raises_naming_the_axis():
+    with pytest.raises(InputError) as exc:
+        sweep("deepseek_v3_rail_only", {"fabric.hb_domian": [8]}, progress=False)
+    assert exc.value.field == "fabric.hb_domian" and "unknown key" in exc.value.message
+
+
+def test_numpy_and_pandas_values():
+    df = sweep("deepseek_v3_rail_only", {"fabric.hb_domain": np.array([8, 16]),
+                                         "budget_usd": pd.Series([1.2e8])}, progress=False)
+    assert df["status"].tolist() == ["optimal", "optimal"]
+    assert df["fabric.hb_domain"].tolist() == [8, 16]
+
+
+def test_a_point_the_scenario_rejects_is_an_error_row():
+    df = sweep("deepseek_v3_rail_only", {"fabric.hb_domain": [8, 3]}, progress=False)
+    assert df["status"].tolist() == ["optimal", "error"]
+    assert "not a multiple of hb_domain 3" in df.loc[1, "message"]
+
+
+def test_structural_axis_equals_fresh_solves():
+    axes = {"fabric.hb_domain": [8, 16], "budget_usd": [4e7, 6e7]}
+    df = sweep("deepseek_v3_rail_only", axes, progress=False)
+    assert df["status"].tolist() == ["optimal"] * 4
+    for _, row in df.iterrows():
+        scen = apply_overrides("deepseek_v3_rail_only",
+                               {"fabric.hb_domain": int(row["fabric.hb_domain"]),
+                                "budget_usd": row["budget_usd"]})
+        sol = solve(scen, with_baselines=False)
+        assert_allclose(row[["bw_hb_gbps", "bw_scaleout_gbps"]].astype(float), sol.bw_gbps,
+                        rtol=1e-6)
+        assert_allclose(row["step_time_deepseek_v3_s"], sol.step_time_s["deepseek_v3"],
+                        rtol=1e-6)
+    # a larger HB domain shrinks the scale-out rails: the fabrics really differ
+    assert df.loc[0, "network_cost_usd"] != df.loc[2, "network_cost_usd"]
+
+
+def test_budget_axis_on_a_scenario_without_budget_equals_fresh_solves():
+    budgets = np.linspace(2e7, 6e7, 25)
+    df = sweep("gpt3_175b_4d", {"budget_usd": budgets}, progress=False)
+    assert (df["status"] == "optimal").all()
+    assert list(df.columns).index("shadow_budget_usd") > list(df.columns).index("bw_pod_gbps")
+    rng = np.random.default_rng(0)
+    for i in rng.choice(len(budgets), 4, replace=False):
+        sol = solve(apply_overrides("gpt3_175b_4d", {"budget_usd": budgets[i]}),
+                    with_baselines=False)
+        assert_allclose(df.loc[i, "objective"], sol.objective_value, rtol=1e-6)
+        # above ~$27.3M the budget is slack and the pipelined optimum is not unique (a
+        # dimension off the critical collective may move a little): the sweep's allocation
+        # must be optimal for the fresh scenario, and close to the fresh one
+        got = df.loc[i, [f"bw_{d}_gbps" for d in sol.scenario.fabric.names]].to_numpy(float)
+        assert_allclose(evaluate(sol.scenario, got).objective_value, sol.objective_value,
+                        rtol=1e-6)
+        assert_allclose(got, sol.bw_gbps, rtol=1e-3)
+
+
+def _no_timing(df):
+    return df.drop(columns=TIMING)
+
+
+def test_executors_give_identical_rows():
+    axes = {"collective_model": ["pipelined", "sequential"], "sum(bw) == 300": [150.0, 240.0, 300.0]}
+    serial = sweep(toy_scenario(), axes, progress=False)
+    procs = sweep(toy_scenario(), axes, executor="processes", max_workers=2, progress=False)
+    dask = sweep(toy_scenario(), axes, executor="dask", max_workers=2, progress=False)
+    pd.testing.assert_frame_equal(_no_timing(serial), _no_timing(procs), check_exact=True)
+    pd.testing.assert_frame_equal(_no_timing(serial), _no_timing(dask), check_exact=True)
+
+
+def test_dask_client_passed_in():
+    from distributed import Client, LocalCluster
+
+    axes = {"budget_usd": [1.1e5, 2e5]}
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp://",
+                      host="127.0.0.1", dashboard_address=None) as cluster, Client(cluster) as c:
+        df = sweep(toy_scenario(), axes, executor=c, progress=False)
+    pd.testing.assert_frame_equal(_no_timing(df), _no_timing(sweep(toy_scenario(), axes,
+                                                                   progress=False)))
+
+
+def test_bad_executor_and_workers():
+    with pytest.raises(InputError, match="executor"):
+        sweep(toy_scenario(), {"budget_usd": [1e5]}, executor="threads")
+    with pytest.raises(InputError, match="max_workers"):
+        sweep(toy_scenario(), {"budget_usd": [1e5]}, executor="processes", max_workers=0)
+
+
+def test_progress_callable_and_bar(capsys):
+    calls = []
+    sweep(toy_scenario(), {"budget_usd": [1.1e5, 1.2e5, 2e5]},
+          progress=lambda done, total, point: calls.append((done, total, dict(point))))
+    assert calls == [(1, 3, {"budget_usd": 1.1e5}), (2, 3, {"budget_usd": 1.2e5}),
+                     (3, 3, {"budget_usd": 2e5})]
+    sweep(toy_scenario(), {"budget_usd": [1.1e5]}, progress=False)
+    assert capsys.readouterr().err == ""
+    sweep(toy_scenario(), {"budget_usd": [1.1e5, 2e5]}, progress=True)
+    assert "2/2" in capsys.readouterr().err  # the tqdm bar
+
+
+def test_progress_of_process_chunks_counts_every_point():
+    calls = []
+    sweep(toy_scenario(), {"budget_usd": [1.1e5, 1.2e5, 1.5e5, 2e5]}, executor="processes",
+          max_workers=2, progress=lambda done, total, point: calls.append((done, total)))
+    assert calls[-1] == (4, 4) and len(calls) == 2  # one report per chunk
+
+
+def test_a_built_problem_is_reused_for_right_hand_sides():
+    problem = build_problem(toy_scenario())
+    before = problem.n_solves
+    df = sweep(problem, {"sum(bw) == 300": [150.0, 300.0]}, progress=False)
+    assert problem.n_solves == before + 2
+    assert_allclose(df["weighted_step_time_s"], [0.02, 0.015], rtol=1e-6)
+
+
+def test_older_one_label_form():
+    calls = []
+    df = sweep(toy_scenario(), "sum(bw) == 300", [150, 300],
+               progress=lambda i, n, v: calls.append((i, n, v)))
+    assert df.columns[0] == "value" and "shadow_price" in df.columns
+    assert calls == [(1, 2, 150.0), (2, 2, 300.0)]
+    # d step / d S = -1.5 / S^2 at the optimum
+    assert_allclose(df["shadow_price"], [-1.5 / 150**2, -1.5 / 300**2], rtol=1e-4)
+    with pytest.raises(InputError) as exc:
+        sweep(toy_scenario(), "bw.pod <= 3", [1.0])
+    assert exc.value.field == "label"
+
+
+def test_scenario_object_from_a_file_keeps_its_in_memory_changes():
+    scen = dataclasses.replace(load_scenario("deepseek_v3_rail_only"), budget_usd=5e7,
+                               collective_model="sequential")
+    df = sweep(scen, {"fabric.hb_domain": [16]}, progress=False)
+    want = solve(apply_overrides(scen, {"fabric.hb_domain": 16}), with_baselines=False)
+    assert want.scenario.collective_model == "sequential" and want.scenario.budget_usd == 5e7
+    assert_allclose(df.loc[0, "objective"], want.objective_value, rtol=1e-6)

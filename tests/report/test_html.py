@@ -1,0 +1,152 @@
+"""The HTML/Markdown report: self-contained, escaped, confined, and its tables carry the
+solution's numbers (the toy scenario's optimum is derived by hand in its docstring)."""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+from html.parser import HTMLParser
+
+import pytest
+
+from libra_opt.optimize.problem import solve
+from libra_opt.report.html import build_report, render_html, render_markdown, write_report
+from libra_opt.scenario.examples import toy_scenario
+
+
+class _Collect(HTMLParser):
+    """Tags, attributes, and the text of every table cell, row by row, per caption."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.tags: list[str] = []
+        self.attrs: list[tuple[str, str, str | None]] = []
+        self.tables: dict[str, list[list[str]]] = {}
+        self._caption: str | None = None
+        self._in: str | None = None
+        self._row: list[str] | None = None
+        self._buf = ""
+        self.text = ""
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        self.attrs += [(tag, k, v) for k, v in attrs]
+        if tag == "caption":
+            self._in, self._buf = "caption", ""
+        elif tag == "tr":
+            self._row = []
+        elif tag in ("td", "th"):
+            self._in, self._buf = "cell", ""
+
+    def handle_endtag(self, tag):
+        if tag == "caption":
+            self._caption = self._buf
+            self.tables[self._caption] = []
+            self._in = None
+        elif tag in ("td", "th") and self._row is not None:
+            self._row.append(self._buf)
+            self._in = None
+        elif tag == "tr" and self._row is not None and self._caption is not None:
+            self.tables[self._caption].append(self._row)
+            self._row = None
+
+    def handle_data(self, data):
+        self.text += data
+        if self._in:
+            self._buf += data
+
+
+def _num(cell: str) -> float:
+    return float(cell.replace(",", "").rstrip("%"))
+
+
+@pytest.fixture(scope="module")
+def toy_report(tmp_path_factory):
+    out = tmp_path_factory.mktemp("rep") / "out"
+    sol = solve(toy_scenario())
+    written = write_report(sol, out, budget_points=6)
+    return sol, out, written
+
+
+def test_html_parses_and_is_self_contained(toy_report):
+    _, out, written = toy_report
+    text = (out / "report.html").read_text(encoding="utf-8")
+    p = _Collect()
+    p.feed(text)
+    p.close()
+    assert {"html", "head", "body", "table", "img", "style"} <= set(p.tags)
+    assert not {"script", "link", "iframe", "object", "embed"} & set(p.tags)
+    srcs = [v for tag, k, v in p.attrs if k == "src"]
+    assert len(srcs) >= 5
+    for src in srcs:
+        assert src.startswith("data:image/png;base64,")
+        assert base64.b64decode(src.split(",", 1)[1])[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not [a for a in p.attrs if a[1] in ("href", "action", "xmlns")]
+    for needle in ("http://", "https://", "url(", "@import", "//cdn"):
+        assert needle not in text
+    assert written["html"] == out / "report.html"
+
+
+def test_tables_carry_the_hand_derived_optimum(toy_report):
+    sol, out, _ = toy_report
+    p = _Collect()
+    p.feed((out / "report.html").read_text(encoding="utf-8"))
+    rows = p.tables["Bandwidth per dimension"]
+    assert rows[0][:5] == ["dimension", "topology", "size", "tier", "bandwidth (GB/s per NPU)"]
+    body = {r[0]: r for r in rows[1:]}
+    # 1 GB on node and 0.5 GB on pod per NPU, 300 GB/s in total: B = (200, 100).
+    assert _num(body["node"][4]) == pytest.approx(200.0, rel=1e-5)
+    assert _num(body["pod"][4]) == pytest.approx(100.0, rel=1e-5)
+    # 32 NPUs: ring of 2 links at $2 per GB/s; switch dim link + switch + NIC = $34 per GB/s.
+    assert _num(body["node"][6]) == pytest.approx(32 * 2 * 200.0, abs=1)
+    assert _num(body["pod"][6]) == pytest.approx(32 * 34 * 100.0, abs=1)
+    assert _num(body["total"][6]) == pytest.approx(121_600, abs=1)
+    assert _num(body["node"][7]) == pytest.approx(sol.evaluation.cost.w_by_dim_component.sum(axis=1)[0], abs=1)
+    step = p.tables["Step time per workload"]
+    assert step[0][2] == "step time (ms)"
+    assert _num(step[1][2]) == pytest.approx(15.0, rel=1e-5)   # 10 ms + 1 GB / 200 GB/s
+    cons = p.tables["Constraints at the optimum"]
+    assert cons[1][0] == "sum(bw) == 300" and cons[1][5] == "yes"
+    # d(step)/d(total) = -1.5 GB / total^2 = -1.667e-8 s per GB/s... in seconds per GB/s:
+    assert _num(cons[1][6]) == pytest.approx(-1.5 / 300**2, rel=1e-3)
+    base = {r[0]: r for r in p.tables["Baselines at the same total bandwidth"][1:]}
+    # equal split 150/150: 10 ms + max(1/150, 0.5/150) s = 16.667 ms.
+    assert _num(base["equal split"][2]) == pytest.approx(10 + 1000 / 150, rel=1e-5)
+    assert base["equal split"][4] == "yes"
+
+
+def test_sections_present(toy_report):
+    _, out, _ = toy_report
+    text = (out / "report.html").read_text(encoding="utf-8")
+    for title in ("Optimal bandwidth allocation", "Constraints and shadow prices", "Baselines",
+                  "Sensitivity", "Budget sweep and Pareto front", "Fabric families"):
+        assert f"<h2>{title}</h2>" in text
+
+
+def test_markdown_references_its_pngs_relatively(toy_report):
+    _, out, written = toy_report
+    md = (out / "report.md").read_text(encoding="utf-8")
+    import re
+
+    links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", md)
+    assert links and all("/" not in x and (out / x).is_file() for x in links)
+    pngs = {p.name for p in out.iterdir() if p.suffix == ".png"}
+    assert set(links) == pngs
+    assert "| node | ring | 4 |" in md
+
+
+def test_writes_only_inside_the_directory(tmp_path):
+    out = tmp_path / "a" / "b"
+    write_report(toy_scenario(), out, budget_points=3)
+    assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file() and out not in p.parents) == []
+    assert {p.name for p in out.iterdir()} >= {"report.html", "report.md"}
+    assert not [p for p in out.iterdir() if p.name.startswith(".")]   # no temporary left
+
+
+def test_user_strings_are_escaped():
+    scen = dataclasses.replace(toy_scenario(), name='<script>alert("x")</script>')
+    report = build_report(scen, budget_points=3, families=())
+    h = render_html(report)
+    assert "<script>" not in h and "&lt;script&gt;" in h
+    md = render_markdown(report)
+    assert "<script>" not in md

@@ -1,0 +1,62 @@
+"""The text and JSON reports: Rail-only forwarding overhead, by hand."""
+
+import json
+
+import pytest
+from numpy.testing import assert_allclose
+
+from libra_opt.cli import main
+from libra_opt.fabric.builders import rail_only, rail_optimized_fat_tree
+from libra_opt.io.presets import catalog_cost_model
+from libra_opt.report.text import evaluation_to_dict, format_evaluation, rail_forwarding
+from libra_opt.scenario.evaluate import evaluate
+from libra_opt.scenario.examples import toy_scenario
+from libra_opt.scenario.scenario import Scenario
+from libra_opt.traffic.workload import Collective, Layer, Phase, Workload
+
+
+def a2a_scenario(fabric):
+    """One 1 GB all-to-all over 8 HB domains of 8 GPUs, sequential collectives."""
+    w = Workload("moe", (Layer("l", Phase(0.0, (Collective("all_to_all", 1e9, "ep"),))),),
+                 {"ep": (8, 8)})
+    return Scenario(fabric, catalog_cost_model(), (w,), traffic_model="native",
+                    collective_model="sequential", name="a2a")
+
+
+def test_forwarding_overhead_by_hand():
+    # Rail-only: 7/8 GB on the HB domain (everything first moves to the destination's rail)
+    # and 7/8 GB on the rail; rails joined: only the 7/64 GB for the own domain on HB
+    scen = a2a_scenario(rail_only(64, 8, 8))
+    ev = evaluate(scen, [450.0, 50.0])
+    (row,) = rail_forwarding(scen, ev)
+    assert_allclose(row["forwarded_bytes_per_step"], 1e9 * (7 / 8 - 7 / 64), rtol=1e-12)
+    t_rail = (7 / 8) / 450 + (7 / 8) / 50
+    t_joined = (7 / 64) / 450 + (7 / 8) / 50
+    assert_allclose([row["step_time_s"], row["joined_step_time_s"]], [t_rail, t_joined],
+                    rtol=1e-12)
+    assert_allclose(row["overhead_pct"], 100 * (t_rail / t_joined - 1), rtol=1e-12)
+    assert row["overhead_pct"] == pytest.approx(9.59, abs=0.005)
+    text = format_evaluation(scen, ev)
+    assert "Rail-only forwarding" in text and "+9.59%" in text and "0.766" in text
+    assert evaluation_to_dict(scen, ev)["rail_forwarding"] == [row]
+
+
+def test_no_forwarding_section_on_other_fabrics():
+    scen = a2a_scenario(rail_optimized_fat_tree(64, 8, 8))
+    ev = evaluate(scen, [450.0, 50.0])
+    assert rail_forwarding(scen, ev) == []
+    assert "Rail-only forwarding" not in format_evaluation(scen, ev)
+    assert "rail_forwarding" not in evaluation_to_dict(scen, ev)
+    toy = toy_scenario()
+    assert "rail_forwarding" not in evaluation_to_dict(toy, evaluate(toy, [200, 100]))
+
+
+def test_solve_shows_the_overhead_for_the_rail_only_example(capsys):
+    assert main(["solve", "deepseek_v3_rail_only", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    (row,) = out["rail_forwarding"]
+    assert row["workload"] == "deepseek_v3" and row["forwarded_bytes_per_step"] > 0
+    # pipelined collectives: forwarded HB bytes cost nothing while the rail is the slowest
+    assert row["step_time_s"] >= row["joined_step_time_s"]
+    assert main(["solve", "deepseek_v3_rail_only"]) == 0
+    assert "Rail-only forwarding" in capsys.readouterr().out

@@ -1,0 +1,84 @@
+"""The notebooks in notebooks/ run top to bottom (nbclient), on this interpreter's kernel.
+
+The kernel is started from a kernel spec written to a temporary directory whose command is
+``sys.executable -m ipykernel_launcher``, so the test needs no kernel installed anywhere
+(a fresh virtual environment with the ``dev`` extra is enough) and never picks up another
+Python's kernel.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat")
+nbclient = pytest.importorskip("nbclient")
+pytest.importorskip("ipykernel")
+
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+NAMES = ["01_first_design.ipynb", "02_budget_sweep_and_pareto.ipynb"]
+BUDGET_S = 60.0   # both notebooks together
+
+
+def run_notebook(path: Path, kernel_dir: Path, timeout_s: float = 120.0):
+    """Execute the notebook at ``path`` in memory; returns it with its fresh outputs."""
+    from jupyter_client.kernelspec import KernelSpecManager
+    from jupyter_client.manager import KernelManager
+
+    spec = kernel_dir / "libra-opt-test"
+    spec.mkdir(parents=True, exist_ok=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "libra_opt test", "language": "python"}))
+    km = KernelManager(kernel_name="libra-opt-test",
+                       kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(kernel_dir)]))
+    nb = nbformat.read(path, as_version=4)
+    client = nbclient.NotebookClient(nb, km=km, timeout=timeout_s, allow_errors=False,
+                                     resources={"metadata": {"path": str(path.parent)}})
+    client.execute()
+    return nb
+
+
+@pytest.fixture(scope="module")
+def executed(tmp_path_factory):
+    kdir = tmp_path_factory.mktemp("kernels")
+    out, times = {}, {}
+    for name in NAMES:
+        t0 = time.perf_counter()
+        out[name] = run_notebook(NOTEBOOKS / name, kdir)
+        times[name] = time.perf_counter() - t0
+    return out, times
+
+
+def test_notebooks_run_top_to_bottom_within_a_minute(executed):
+    nbs, times = executed
+    for name, nb in nbs.items():
+        codes = [c for c in nb.cells if c.cell_type == "code"]
+        assert codes and all(c.execution_count for c in codes), name
+        errors = [o for c in codes for o in c.outputs if o.output_type == "error"]
+        assert not errors, name
+    assert sum(times.values()) < BUDGET_S, times
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_saved_with_outputs(name):
+    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+    codes = [c for c in nb.cells if c.cell_type == "code"]
+    assert all(c.execution_count for c in codes)
+    images = [o for c in codes for o in c.outputs if "image/png" in o.get("data", {})]
+    assert len(images) >= 2
+
+
+def test_first_notebook_shows_the_solution_numbers(executed):
+    """The printed optimum is the one a fresh solve gives (not stale saved output)."""
+    import libra_opt as lo
+
+    nb = executed[0]["01_first_design.ipynb"]
+    text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code"
+                   for o in c.outputs)
+    sol = lo.solve(lo.examples.load("gpt3_175b_4d"))
+    assert f"{sol.bw_gbps[0]:.1f}" in text
