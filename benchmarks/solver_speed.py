@@ -22,7 +22,7 @@ targets) and ``solver_speed.png`` to ``--out`` (default ``out/bench``).
 4. Scaling: synthetic workloads of 10 and 1000 layers on a 4-D fabric (build + solve), and
    the numpy re-check alone (``evaluate`` with precomputed walks) for 1000 layers.
 
-Targets (issue 8, "Done when"): median verified solution over LIBRA-format instances
+Targets: median verified solution over LIBRA-format instances
 <= 2.5 ms; sweep <= 1 ms per point; 1000 / 10 layers <= 1.2x; 1000-layer re-check < 1 ms.
 A missed target is reported (exit code 0); the exit code is nonzero only on an error, a
 backend disagreement above 1e-7 or a sweep point differing from a fresh solve by > 1e-6.
@@ -84,7 +84,7 @@ BACKENDS = ("clarabel", "cvxpy")
 STAGES = ("load", "build", "solve")
 EXAMPLES_DIR = ROOT / "libra_opt" / "data" / "examples"
 
-# Targets of issue 8 ("Done when").
+# Speed targets.
 TARGET_VERIFIED_MS = 2.5
 TARGET_SWEEP_MS = 1.0
 TARGET_LAYER_RATIO = 1.2
@@ -713,7 +713,7 @@ def main(argv: list[str] | None = None) -> int:
     lines = []
     load = " / ".join(f"{x:.1f}" for x in os.getloadavg())
     print("\n" + "=" * 96)
-    print(f"SUMMARY (issue 8 targets; {'--quick, ' if args.quick else ''}{repeats} runs per instance; "
+    print(f"SUMMARY (speed targets; {'--quick, ' if args.quick else ''}{repeats} runs per instance; "
           f"{os.cpu_count()} CPUs, load average now {load})")
     print(f"  {'':4s}  {'':55s} {'wall':>9s}  {'CPU time':>9s}")
     for label, value, cpu, op, target in targets:

@@ -32,6 +32,10 @@ __all__ = [
     "objective_label",
     "CollectiveModel",
     "COLLECTIVE_MODELS",
+    "CollectiveAlgorithm",
+    "COLLECTIVE_ALGORITHMS",
+    "AllReduceVariant",
+    "ALL_REDUCE_VARIANTS",
     "TrainingLoop",
     "TRAINING_LOOPS",
     "TrafficModel",
@@ -78,9 +82,24 @@ OBJECTIVE_MEANING: dict[Objective, tuple[str, str]] = {
     "tco": ("cost of one training run", "$"),
 }
 
-#: How a collective's per-dimension times combine: max (pipelined) or sum (sequential).
-CollectiveModel = Literal["pipelined", "sequential"]
+#: How a collective's time is modelled: LIBRA's per-dimension traffic / bandwidth combined
+#: by max (``pipelined``) or sum (``sequential``), or ``topology_aware`` (algorithm steps,
+#: hops, chunk pipelining, per-message latency and reduction cost; see
+#: :mod:`libra_opt.traffic.topology_aware`).
+CollectiveModel = Literal["pipelined", "sequential", "topology_aware"]
 COLLECTIVE_MODELS: tuple[CollectiveModel, ...] = get_args(CollectiveModel)
+
+#: Algorithm a collective runs on one dimension (``topology_aware`` model): ``ring``
+#: (``k - 1`` neighbour steps), ``direct`` (one step to every peer), ``halving_doubling``
+#: (``log2 k`` steps, recursive halving / doubling; ``k`` a power of two).
+CollectiveAlgorithm = Literal["ring", "direct", "halving_doubling"]
+COLLECTIVE_ALGORITHMS: tuple[CollectiveAlgorithm, ...] = get_args(CollectiveAlgorithm)
+
+#: Multi-dimensional all-reduce (``topology_aware`` model): ``hierarchical`` (reduce-scatter
+#: up the dimensions, all-reduce on the last, all-gather down) or ``full`` (an all-reduce of
+#: the whole buffer on every dimension).
+AllReduceVariant = Literal["hierarchical", "full"]
+ALL_REDUCE_VARIANTS: tuple[AllReduceVariant, ...] = get_args(AllReduceVariant)
 
 #: Whether a phase's collectives add to its compute or hide behind it.
 TrainingLoop = Literal["no_overlap", "overlap"]

@@ -21,7 +21,17 @@ Example::
       budget_usd: 2.0e7
       power_w: 5.0e5
     objective: perf                                  # or perf_per_cost
-    collective_model: pipelined                      # or sequential
+    collective_model: pipelined                      # or sequential, topology_aware
+    collectives:                                     # topology_aware settings, all optional
+      algorithm: {package: direct}                   # ring | direct | halving_doubling
+      chunks: 4                                      # chunks per collective
+      active_chunks: 2                               # chunks in flight (default unlimited)
+      endpoint_delay_s: 1.0e-8                       # per message
+      local_memory_gbps: 1600                        # reductions: 3 n / M per step
+      all_reduce: hierarchical                       # or full
+      efficiency: {chiplet: 0.9, package: h100_nvlink}   # fraction of line rate or preset
+      link_latency_s: {chiplet: 5.0e-7}              # per hop (default: the dim's latency_s)
+      # or: astra_sim_system: path/to/system.json    (ASTRA-sim 2.0 system configuration)
     training_loop: no_overlap                        # or overlap
 """
 
@@ -42,6 +52,7 @@ from libra_opt.fabric.builders import fabric_from_spec
 from libra_opt.fabric.dims import Dim, Fabric
 from libra_opt.generators.generated import GeneratedWorkload
 from libra_opt.io.astra_sim import read_astra_sim
+from libra_opt.io.astra_sim_network import read_astra_sim_system
 from libra_opt.io.example_files import example_names, example_path, is_example_name
 from libra_opt.io.libra import (
     LIBRA_PHASE_GROUPS,
@@ -54,6 +65,8 @@ from libra_opt.io.model_entry import generated_from_entry
 from libra_opt.io.presets import load_catalog
 from libra_opt.io.yaml_util import ParseCache, load_yaml
 from libra_opt.options import (
+    AllReduceVariant,
+    CollectiveAlgorithm,
     CollectiveModel,
     Objective,
     SwitchPricing,
@@ -65,6 +78,7 @@ from libra_opt.options import (
 from libra_opt.scenario.constraints import LinearConstraint, parse_constraint
 from libra_opt.scenario.scenario import Scenario
 from libra_opt.schema import StrictModel, input_error_from_pydantic
+from libra_opt.traffic.topology_aware import CollectiveSettings
 from libra_opt.traffic.workload import StepMetrics, Workload
 
 __all__ = ["ScenarioFile", "load_scenario", "load_scenario_with_models", "scenario_from_dict"]
@@ -120,6 +134,21 @@ class ConstraintsSpec(StrictModel):
         return v
 
 
+class CollectivesSpec(StrictModel):
+    """``collectives:`` (settings of the ``topology_aware`` model, see
+    :class:`~libra_opt.traffic.topology_aware.CollectiveSettings`)."""
+
+    algorithm: dict[str, CollectiveAlgorithm] = Field(default_factory=dict)
+    chunks: StrictInt = Field(default=1, ge=1, le=1_000_000)
+    active_chunks: StrictInt | None = Field(default=None, ge=1)
+    endpoint_delay_s: float = Field(default=0.0, ge=0)
+    local_memory_gbps: float | None = Field(default=None, gt=0)
+    all_reduce: AllReduceVariant = "hierarchical"
+    efficiency: dict[str, float | str] = Field(default_factory=dict)
+    link_latency_s: dict[str, float] = Field(default_factory=dict)
+    astra_sim_system: str | None = None
+
+
 class ScenarioFile(StrictModel):
     """Schema of the scenario YAML (see module docstring)."""
 
@@ -133,7 +162,39 @@ class ScenarioFile(StrictModel):
     collective_model: CollectiveModel = "pipelined"
     training_loop: TrainingLoop = "no_overlap"
     traffic_model: TrafficModel = "hierarchical"
+    collectives: CollectivesSpec | None = None
     tco: dict[str, Any] | None = None
+
+
+def _collectives(
+    spec: CollectivesSpec | None, fabric: Fabric, source: str, base: Path
+) -> CollectiveSettings | None:
+    """``collectives:`` as :class:`CollectiveSettings` (an ASTRA-sim system file, or keys)."""
+    if spec is None:
+        return None
+    if spec.astra_sim_system is not None:
+        given = sorted(k for k in spec.model_fields_set if k != "astra_sim_system")
+        if given:
+            raise InputError(
+                f"give either astra_sim_system or the settings ({', '.join(given)}), not both",
+                source=source,
+                field="collectives",
+            )
+        path = _resolve(base, spec.astra_sim_system, source, "collectives.astra_sim_system")
+        return read_astra_sim_system(path, fabric.names)
+    try:
+        return CollectiveSettings(
+            algorithm=tuple(spec.algorithm.items()),
+            chunks=spec.chunks,
+            active_chunks=spec.active_chunks,
+            endpoint_delay_s=spec.endpoint_delay_s,
+            local_memory_gbps=spec.local_memory_gbps,
+            all_reduce=spec.all_reduce,
+            efficiency=tuple(spec.efficiency.items()),
+            link_latency_s=tuple(spec.link_latency_s.items()),
+        )
+    except InputError as exc:
+        raise InputError(exc.message, source=source, field=exc.field) from None
 
 
 def _resolve(base: Path, rel: str, source: str, field: str) -> Path:
@@ -374,6 +435,7 @@ def _build(
             collective_model=spec.collective_model,
             training_loop=spec.training_loop,
             traffic_model=spec.traffic_model,
+            collectives=_collectives(spec.collectives, fabric, source, base),
             tco=None if spec.tco is None else TcoModel.from_mapping(spec.tco, source),
             name=spec.name or Path(source).stem,
             source=source,

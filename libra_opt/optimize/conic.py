@@ -10,8 +10,10 @@ written out by hand in Clarabel's standard form
 with ``K`` a product of a zero cone (equalities), a nonnegative cone (inequalities) and
 3-dimensional second-order cones. Variables, in order: ``x`` (bandwidth in units of
 ``b_ref``, or ``y = u B`` in the perspective form), ``inv`` (one per used dimension,
-``inv_j >= 1 / x_j``), ``t`` (collective times, pipelined model), ``s`` (phase times,
-overlapped loop), and in the perspective form ``u`` and ``inv_u >= 1 / u``.
+``inv_j >= 1 / x_j``), ``t`` (collective times, pipelined model), ``z`` (the max part of a
+chunked collective, ``topology_aware`` model: ``T_k = s_k . inv + s0_k + w_k z_k`` with
+``z_k >= p_r . inv + p0_r``), ``s`` (phase times, overlapped loop), and in the perspective
+form ``u`` and ``inv_u >= 1 / u``.
 
 ``inv_j x_j >= 1`` with ``inv_j, x_j >= 0`` is the second-order cone
 ``(inv_j + x_j, inv_j - x_j, 2)``: ``(inv + x)^2 >= (inv - x)^2 + 4``.
@@ -232,14 +234,21 @@ def build_conic_program(
     n_k = terms.traffic_gb.shape[0]
     n_p = terms.phase_compute_s.size
     m = used.size if n_k else 0
-    pipelined = mode == "pipelined" and n_k > 0
+    chunked = terms.chunked if n_k else None
+    pipelined = mode == "pipelined" and n_k > 0 and chunked is None
     overlap = loop != "no_overlap"
+    z_of = np.full(n_k, -1, dtype=int)
+    if chunked is not None:  # one epigraph variable per collective with a max part
+        with_max = np.flatnonzero(chunked.max_weight > 0)
+        z_of[with_max] = np.arange(with_max.size)
+    n_z = int((z_of >= 0).sum())
     # Column layout.
     col_x = 0
     col_inv = n_dims
     col_t = col_inv + m
     n_t = n_k if pipelined else 0
-    col_s = col_t + n_t
+    col_z = col_t + n_t
+    col_s = col_z + n_z
     n_s = n_p if overlap else 0
     col_u = col_s + n_s
     n_var = col_u + (2 if product is not None else 0)
@@ -274,13 +283,31 @@ def build_conic_program(
     coll_const = np.zeros(n_k)
     if pipelined:
         k_idx, j_idx = np.nonzero(c > 0)
-        for k, j in zip(k_idx, j_idx, strict=True):
+        for k, j in zip(k_idx.tolist(), j_idx.tolist(), strict=True):
             r = bld.row()
             r[col_inv + j] = c[k, j]
             r[col_t + k] = -1.0
             const = inv_u_term(r, lat[k, j]) if lat[k, j] > 0 else 0.0
             bld.add_le(r, -const)
         coll_forms[np.arange(n_k), col_t + np.arange(n_k)] = 1.0
+    elif chunked is not None:
+        # T_k = s_k . inv + s0_k + w_k z_k, z_k >= p_r . inv + p0_r (terms.ChunkedTerms).
+        scale = b_ref[used][None, :] * t_ref
+        coll_forms[:, col_inv : col_inv + m] = chunked.sum_gb[:, used] / scale
+        if product is not None:
+            coll_forms[:, col_inv_u] = chunked.sum_const_s / t_ref
+        else:
+            coll_const = chunked.sum_const_s / t_ref
+        has_z = z_of >= 0
+        coll_forms[np.flatnonzero(has_z), col_z + z_of[has_z]] = chunked.max_weight[has_z]
+        piece_c = chunked.piece_gb[:, used] / scale
+        for i, owner in enumerate(chunked.piece_owner.tolist()):
+            r = bld.row()
+            r[col_inv : col_inv + m] = piece_c[i]
+            r[col_z + z_of[owner]] = -1.0
+            p0 = chunked.piece_const_s[i] / t_ref
+            const = inv_u_term(r, p0) if p0 > 0 else 0.0
+            bld.add_le(r, -const)
     elif n_k:
         coll_forms[:, col_inv : col_inv + m] = c
         lat_sum = lat.sum(axis=1)

@@ -128,7 +128,8 @@ def build_problem(scenario: Scenario, *, backend: str = "clarabel") -> Bandwidth
                          field="backend")
     coeffs = scenario.coefficients
     rows = scenario_rows(scenario, coeffs)
-    terms = aggregate_terms(scenario.workloads, scenario.fabric, scenario.traffic_model)
+    terms = aggregate_terms(scenario.workloads, scenario.fabric, scenario.traffic_model,
+                            scenario.collective_settings)
     assert scenario.weights is not None
     weights = np.array(scenario.weights)
     n = scenario.fabric.n_dims

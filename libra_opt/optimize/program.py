@@ -37,7 +37,7 @@ from libra_opt.optimize.scaling import (
     reference_scales,
     scale_rows,
 )
-from libra_opt.optimize.terms import AggregatedTerms
+from libra_opt.optimize.terms import AggregatedTerms, ChunkedTerms
 from libra_opt.scenario.constraints import Row
 
 __all__ = [
@@ -105,6 +105,27 @@ class ConvexProgram(RowScaling):
         )
 
 
+def chunked_time_terms(chunked: ChunkedTerms, scale: np.ndarray, t_ref: float, used,
+                       x: cp.Variable, inv_u, cons: list):
+    """``T_k = s_k . inv + s0_k + w_k max_r (p_r . inv + p0_r)`` (scaled units) of the
+    ``topology_aware`` model (:class:`~libra_opt.optimize.terms.ChunkedTerms`)."""
+    inv = cp.Variable(len(used), name="inv_bw")
+    cons.append(inv >= cp.inv_pos(x[used]))
+    n_k = chunked.sum_gb.shape[0]
+    expr = (chunked.sum_gb[:, used] / scale[None, used]) @ inv
+    expr = expr + (chunked.sum_const_s / t_ref) * inv_u
+    owners = np.unique(chunked.piece_owner)
+    if owners.size:
+        z = cp.Variable(n_k, name="chunk_cycle")
+        piece = (chunked.piece_gb[:, used] / scale[None, used]) @ inv
+        piece = piece + (chunked.piece_const_s / t_ref) * inv_u
+        cons.append(z[chunked.piece_owner] >= piece)
+        w = np.zeros(n_k)
+        w[owners] = chunked.max_weight[owners]
+        expr = expr + cp.multiply(w, z)
+    return expr
+
+
 def time_terms(c, lat, used, x: cp.Variable, inv_u, mode: str, cons: list):
     """Per-collective time expressions ``T_k`` (scaled units) in terms of ``x`` and ``1/u``."""
     inv = cp.Variable(len(used), name="inv_bw")
@@ -152,7 +173,10 @@ def build_program(
         k0_hat, kappa_hat = product
         cons.append(k0_hat * u + (kappa_hat * b_ref) @ x == 1)
     n_k = terms.traffic_gb.shape[0]
-    if n_k:
+    if n_k and terms.chunked is not None:
+        t = chunked_time_terms(terms.chunked, b_ref * t_ref, t_ref, terms.used_dims, x, inv_u,
+                               cons)
+    elif n_k:
         c_scaled = terms.traffic_gb / (b_ref[None, :] * t_ref)
         t = time_terms(c_scaled, terms.latency_s / t_ref, terms.used_dims, x, inv_u, mode, cons)
     if loop == "no_overlap":

@@ -13,9 +13,72 @@ import numpy as np
 
 from libra_opt.fabric.dims import Fabric
 from libra_opt.traffic.routing import collective_traffic
+from libra_opt.traffic.topology_aware import CollectiveSettings, collective_phases
 from libra_opt.traffic.workload import Workload
 
-__all__ = ["AggregatedTerms", "aggregate_terms", "native_terms"]
+__all__ = ["AggregatedTerms", "ChunkedTerms", "aggregate_terms", "native_terms"]
+
+
+@dataclass(frozen=True)
+class ChunkedTerms:
+    r"""Collective times of the ``topology_aware`` model as sums and one max of affine terms.
+
+    For distinct collective ``k``, with ``inv_d = 1 / B_d``:
+
+    .. math:: T_k = s_k \cdot inv + s^0_k + w_k \max_{r: o_r = k} (p_r \cdot inv + p^0_r)
+
+    (:class:`~libra_opt.traffic.topology_aware.ChunkedCollective`: ``s`` the sum of one
+    chunk's phases, ``w = S - 1``, the pieces each dimension's busy time per chunk and, with
+    ``A`` chunks in flight, the sum over ``A``). Convex in ``inv``: both backends compile it with one epigraph
+    variable per collective.
+
+    Attributes
+    ----------
+    sum_gb : numpy.ndarray
+        ``(K, D)`` GB over bandwidth of the sum part.
+    sum_const_s : numpy.ndarray
+        ``(K,)`` constant seconds of the sum part.
+    max_weight : numpy.ndarray
+        ``(K,)`` weight ``S - 1`` of the max part (0: no max).
+    piece_owner : numpy.ndarray
+        ``(R,)`` collective of each piece of a max.
+    piece_gb : numpy.ndarray
+        ``(R, D)`` GB over bandwidth of each piece.
+    piece_const_s : numpy.ndarray
+        ``(R,)`` constant seconds of each piece.
+    """
+
+    sum_gb: np.ndarray
+    sum_const_s: np.ndarray
+    max_weight: np.ndarray
+    piece_owner: np.ndarray
+    piece_gb: np.ndarray
+    piece_const_s: np.ndarray
+
+
+def _chunked_rows(
+    kind: str, size: float, span, fabric: Fabric, settings: CollectiveSettings
+) -> tuple[np.ndarray, float, float, list[tuple[np.ndarray, float]]]:
+    """Sum row, sum constant, max weight and pieces of one collective (see ChunkedTerms)."""
+    c = collective_phases(kind, size, span, fabric, settings)
+    n_d = fabric.n_dims
+    rows = []
+    for d, coef, const in zip(c.dims, c.coef_gb, c.const_s, strict=True):
+        r = np.zeros(n_d)
+        r[d] = coef
+        rows.append((r, const))
+    total = np.sum([r for r, _ in rows], axis=0) if rows else np.zeros(n_d)
+    total_const = float(sum(k for _, k in rows))
+    weight = float(c.chunks - 1) if rows else 0.0
+    pieces: list[tuple[np.ndarray, float]] = []
+    if weight > 0:  # one piece per dimension: its phases of one chunk, summed
+        for d in sorted(set(c.dims)):
+            on_d = [(r, k) for (r, k), dd in zip(rows, c.dims, strict=True) if dd == d]
+            pieces.append((np.sum([r for r, _ in on_d], axis=0), float(sum(k for _, k in on_d))))
+        a = c.active_chunks
+        if a is not None and a < len(rows):
+            pieces.append((total / a, total_const / a))
+    return total, total_const, weight, pieces
 
 
 @dataclass(frozen=True)
@@ -34,6 +97,10 @@ class AggregatedTerms:
         ``(P, K)``: how many times each collective occurs in each distinct phase.
     phase_counts : numpy.ndarray
         ``(W, P)``: how many times each distinct phase occurs in a step of each workload.
+    chunked : ChunkedTerms, optional
+        Under the ``topology_aware`` model, the collective times (then ``traffic_gb`` holds
+        ``S`` times the sum part, a scale for the solver and for ``used_dims``, and
+        ``latency_s`` its constants).
     """
 
     traffic_gb: np.ndarray
@@ -41,6 +108,7 @@ class AggregatedTerms:
     phase_compute_s: np.ndarray
     phase_members: np.ndarray
     phase_counts: np.ndarray
+    chunked: ChunkedTerms | None = None
 
     @property
     def compute_s(self) -> np.ndarray:
@@ -64,11 +132,14 @@ class AggregatedTerms:
 
 
 def aggregate_terms(
-    workloads: Sequence[Workload], fabric: Fabric, traffic_model: str = "hierarchical"
+    workloads: Sequence[Workload], fabric: Fabric, traffic_model: str = "hierarchical",
+    collectives: CollectiveSettings | None = None,
 ) -> AggregatedTerms:
     """Merge identical collectives and phases of ``workloads`` on ``fabric``.
 
     ``traffic_model`` is ``hierarchical`` (LIBRA) or ``native`` (see :mod:`libra_opt.traffic.routing`).
+    ``collectives`` (the ``topology_aware`` model's settings) adds :class:`ChunkedTerms`;
+    collectives are then merged when their chunk phases are identical.
 
     Examples
     --------
@@ -85,20 +156,33 @@ def aggregate_terms(
     coll_index: dict[bytes, int] = {}
     traffic_rows: list[np.ndarray] = []
     latency_rows: list[np.ndarray] = []
+    chunked_rows: list[tuple[np.ndarray, float, float, list[tuple[np.ndarray, float]]]] = []
     agg_ids = []
     for wl in workloads:
         flat = wl.flat
         agg_of = np.full(len(flat.collectives), -1, dtype=int)
         for i, (kind, size, group) in enumerate(flat.collectives):
-            traffic, lat = collective_traffic(kind, size, wl.groups[group], fabric, traffic_model)
-            traffic = traffic / 1e9
+            if collectives is None:
+                traffic, lat = collective_traffic(kind, size, wl.groups[group], fabric,
+                                                  traffic_model)
+                traffic = traffic / 1e9
+                key = traffic.tobytes() + lat.tobytes()
+            else:
+                row = _chunked_rows(kind, size, wl.groups[group], fabric, collectives)
+                chunks = row[2] + 1.0
+                traffic = chunks * row[0]
+                lat = np.where(row[0] > 0, chunks * row[1], 0.0)
+                key = b"".join([row[0].tobytes(), np.float64(row[1]).tobytes(),
+                                np.float64(row[2]).tobytes()]
+                               + [r.tobytes() + np.float64(k).tobytes() for r, k in row[3]])
             if not (traffic > 0).any():
                 continue  # a collective that moves nothing is no term
-            key = traffic.tobytes() + lat.tobytes()
             if key not in coll_index:
                 coll_index[key] = len(traffic_rows)
                 traffic_rows.append(traffic)
                 latency_rows.append(lat)
+                if collectives is not None:
+                    chunked_rows.append(row)
             agg_of[i] = coll_index[key]
         agg_ids.append(agg_of)
     n_k = len(traffic_rows)
@@ -119,8 +203,20 @@ def aggregate_terms(
         np.add.at(phase_counts, (np.concatenate(owner), inverse), np.concatenate(counts))
     traffic_gb = np.array(traffic_rows).reshape(n_k, n_d)
     latency_s = np.array(latency_rows).reshape(n_k, n_d)
+    chunked = None
+    if collectives is not None:
+        piece_owner = [k for k, row in enumerate(chunked_rows) for _ in row[3]]
+        pieces = [p for row in chunked_rows for p in row[3]]
+        chunked = ChunkedTerms(
+            sum_gb=np.array([row[0] for row in chunked_rows]).reshape(n_k, n_d),
+            sum_const_s=np.array([row[1] for row in chunked_rows], dtype=float),
+            max_weight=np.array([row[2] for row in chunked_rows], dtype=float),
+            piece_owner=np.array(piece_owner, dtype=int),
+            piece_gb=np.array([r for r, _ in pieces]).reshape(len(pieces), n_d),
+            piece_const_s=np.array([k for _, k in pieces], dtype=float),
+        )
     return AggregatedTerms(traffic_gb, latency_s, distinct[:, 0].copy(),
-                           distinct[:, 1:].copy(), phase_counts)
+                           distinct[:, 1:].copy(), phase_counts, chunked)
 
 
 def _distinct_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -20,6 +20,7 @@ from libra_opt.generators.generated import (
 )
 from libra_opt.options import CollectiveModel, TrafficModel, TrainingLoop
 from libra_opt.traffic.step_time import step_time, traffic_by_group_bytes
+from libra_opt.traffic.topology_aware import CollectiveSettings
 
 
 def _hfu(g: GeneratedWorkload, step_s: float) -> float:
@@ -35,6 +36,7 @@ def workload_summary(
     training_loop: TrainingLoop = "no_overlap",
     collective_model: CollectiveModel = "pipelined",
     traffic_model: TrafficModel = "hierarchical",
+    collectives: CollectiveSettings | None = None,
 ) -> dict:
     """The numbers of :func:`workload_report` as a JSON-ready dict.
 
@@ -90,7 +92,8 @@ def workload_summary(
         },
     }
     if bw_gbps is not None:
-        t = step_time(w, fabric, bw_gbps, collective_model, training_loop, traffic_model)
+        t = step_time(w, fabric, bw_gbps, collective_model, training_loop, traffic_model,
+                      collectives)
         out.update({
             "bw_gbps": [float(b) for b in bw_gbps],
             "step_time_s": t.step_time_s,
@@ -129,6 +132,7 @@ def workload_report(
     training_loop: TrainingLoop = "no_overlap",
     collective_model: CollectiveModel = "pipelined",
     traffic_model: TrafficModel = "hierarchical",
+    collectives: CollectiveSettings | None = None,
 ) -> str:
     """Human-readable summary of a generated workload.
 
@@ -141,6 +145,8 @@ def workload_report(
     training_loop, collective_model, traffic_model : str
         The scenario's models, passed to :func:`libra_opt.traffic.step_time.step_time`
         (traffic per dimension also follows ``traffic_model``).
+    collectives : CollectiveSettings, optional
+        The scenario's ``topology_aware`` settings (``Scenario.collective_settings``).
 
     Returns
     -------
@@ -189,7 +195,8 @@ def workload_report(
     if bw_gbps is None:
         lines += _breakdown_lines(g, None)
     if bw_gbps is not None:
-        t = step_time(w, fabric, bw_gbps, collective_model, training_loop, traffic_model)
+        t = step_time(w, fabric, bw_gbps, collective_model, training_loop, traffic_model,
+                      collectives)
         lines += _breakdown_lines(g, t.exposed_comm_s)
         lines += [
             "",

@@ -138,7 +138,8 @@ def scenario_walks(scenario: Scenario) -> tuple[WalkArrays, ...]:
     """Every workload's walk (:func:`~libra_opt.traffic.step_time.walk_arrays`) on the
     scenario's fabric: build once, then pass to :func:`evaluate` as many times as needed."""
     return tuple(
-        walk_arrays(w, scenario.fabric, scenario.traffic_model) for w in scenario.workloads
+        walk_arrays(w, scenario.fabric, scenario.traffic_model, scenario.collective_settings)
+        for w in scenario.workloads
     )
 
 

@@ -23,6 +23,7 @@ from libra_opt.options import (
 )
 from libra_opt.scenario.constraints import LinearConstraint, Row, constraint_rows
 from libra_opt.scenario.display import format_usd, html_table
+from libra_opt.traffic.topology_aware import CollectiveSettings, collective_phases
 from libra_opt.traffic.workload import Workload, check_on_fabric
 
 __all__ = ["Scenario", "scenario_rows", "unique_labels", "MAX_RHS", "COEF_RANGE"]
@@ -58,8 +59,10 @@ class Scenario:
         ``perf``: minimise the weighted sum of step times (s). ``perf_per_cost``: minimise
         weighted step time x network cost (s x $). ``tco``: minimise the cost of one
         training run, steps x weighted step time x cluster $/s ($; needs ``tco``).
-    collective_model : {'pipelined', 'sequential'}
-        Collective time = max over dimensions, or sum.
+    collective_model : {'pipelined', 'sequential', 'topology_aware'}
+        Collective time = max over dimensions, or sum (LIBRA's traffic model), or the
+        topology-aware model (:mod:`libra_opt.traffic.topology_aware`: algorithm steps,
+        hops, chunk pipelining, per-message latency, reduction cost).
     training_loop : {'no_overlap', 'overlap'}
         ``no_overlap``: each phase costs compute + collectives (LIBRA). ``overlap``: each
         phase costs max(compute, collectives).
@@ -69,6 +72,10 @@ class Scenario:
         all-to-all directly; Rail-only forwards cross-rail bytes through the HB domain).
     tco : TcoModel, optional
         Accelerator, host, energy and lifetime parameters (objective ``tco`` and reports).
+    collectives : CollectiveSettings, optional
+        Settings of the ``topology_aware`` model (default
+        :class:`~libra_opt.traffic.topology_aware.CollectiveSettings`); ignored by the
+        other collective models.
     name : str
     source : str, optional
         File the scenario was read from (for messages).
@@ -86,6 +93,7 @@ class Scenario:
     training_loop: TrainingLoop = "no_overlap"
     traffic_model: TrafficModel = "hierarchical"
     tco: TcoModel | None = None
+    collectives: CollectiveSettings | None = None
     name: str = "scenario"
     source: str | None = field(default=None, compare=False)
 
@@ -154,6 +162,27 @@ class Scenario:
                     source=src,
                     field=key,
                 )
+        if self.collectives is not None:
+            try:
+                self.collectives.check(self.fabric)
+            except InputError as exc:
+                raise InputError(exc.message, source=src, field=exc.field) from None
+        if self.collective_model == "topology_aware":
+            if self.traffic_model != "hierarchical":
+                raise InputError(
+                    "collective_model 'topology_aware' runs collectives dimension by dimension "
+                    "(traffic_model 'hierarchical'); it does not model 'native' routing",
+                    source=src,
+                    field="traffic_model",
+                )
+            settings = self.collective_settings
+            assert settings is not None
+            try:  # e.g. halving_doubling on a group that is not a power of two
+                for wl in self.workloads:
+                    for kind, size, group in wl.flat.collectives:
+                        collective_phases(kind, size, wl.groups[group], self.fabric, settings)
+            except InputError as exc:
+                raise InputError(exc.message, source=src, field=exc.field) from None
 
         if self.objective == "tco" and self.tco is None:
             raise InputError(
@@ -175,6 +204,14 @@ class Scenario:
                 cluster_rate_coefficients(self.tco, self.fabric, self.coefficients)
         except InputError as exc:
             raise InputError(exc.message, source=src, field=exc.field) from None
+
+    @property
+    def collective_settings(self) -> CollectiveSettings | None:
+        """The ``topology_aware`` model's settings (defaults when none were given), or
+        ``None`` under the other collective models."""
+        if self.collective_model != "topology_aware":
+            return None
+        return self.collectives if self.collectives is not None else CollectiveSettings()
 
     @cached_property
     def coefficients(self) -> CostCoefficients:

@@ -3,6 +3,7 @@
 from libra_opt.traffic.collectives import collective_time_s, hierarchical_traffic_bytes
 from libra_opt.traffic.routing import collective_traffic, native_traffic_bytes
 from libra_opt.traffic.step_time import WorkloadTimes, check_bandwidth, step_time
+from libra_opt.traffic.topology_aware import CollectiveSettings, collective_phases
 from libra_opt.traffic.workload import (
     Collective,
     Layer,
@@ -15,12 +16,14 @@ from libra_opt.traffic.workload import (
 
 __all__ = [
     "Collective",
+    "CollectiveSettings",
     "Layer",
     "Phase",
     "StepMetrics",
     "Workload",
     "WorkloadTimes",
     "check_bandwidth",
+    "collective_phases",
     "collective_time_s",
     "collective_traffic",
     "hierarchical_traffic_bytes",

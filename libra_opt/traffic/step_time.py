@@ -3,7 +3,8 @@
 This is the reference model of a training step (no aggregation, no solver): for every
 phase of every layer, its compute time and the times of its collectives under the chosen
 traffic model (:func:`libra_opt.traffic.routing.collective_traffic`) and collective model
-(:func:`libra_opt.traffic.collectives.collective_time_s`).
+(:func:`libra_opt.traffic.collectives.collective_time_s`, or the ``topology_aware`` model of
+:mod:`libra_opt.traffic.topology_aware`, evaluated from the collectives' phases).
 """
 
 from __future__ import annotations
@@ -17,11 +18,13 @@ import numpy.typing as npt
 
 from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Fabric
-from libra_opt.options import PHASES, TRAINING_LOOPS, TrafficModel
+from libra_opt.options import COLLECTIVE_MODELS, PHASES, TRAINING_LOOPS, TrafficModel
 from libra_opt.traffic.routing import collective_traffic
+from libra_opt.traffic.topology_aware import CollectiveSettings, collective_phases
 from libra_opt.traffic.workload import Workload, walk_collectives
 
 __all__ = [
+    "PhaseArrays",
     "WalkArrays",
     "WorkloadTimes",
     "check_bandwidth",
@@ -86,6 +89,74 @@ def check_bandwidth(fabric: Fabric, bw_gbps: npt.ArrayLike, field: str = "bw") -
 
 
 @dataclass(frozen=True)
+class PhaseArrays:
+    """The distinct collectives of a walk as chunk phases (``topology_aware`` model).
+
+    Attributes
+    ----------
+    owner, dim : numpy.ndarray
+        ``(Q,)`` distinct collective and dimension of each phase.
+    coef_gb, const_s : numpy.ndarray
+        ``(Q,)`` phase time of one chunk ``coef_gb / B_dim + const_s``.
+    chunks, active_chunks : numpy.ndarray
+        ``(J,)`` chunks ``S`` and chunks in flight ``A`` (``inf``: unlimited) per collective.
+    """
+
+    owner: np.ndarray
+    dim: np.ndarray
+    coef_gb: np.ndarray
+    const_s: np.ndarray
+    chunks: np.ndarray
+    active_chunks: np.ndarray
+
+    def times_s(self, bw_gbps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(J,)`` collective times and ``(J, D)`` busy time per dimension.
+
+        Notes
+        -----
+        ``t_q = coef_q / B_{dim_q} + const_q``; per chunk dimension ``d`` is busy
+        ``u_d = sum_{q on d} t_q``; per collective
+        ``T = sum_q t_q + (S - 1) max(max_d u_d, sum_q t_q / A)``
+        (:class:`~libra_opt.traffic.topology_aware.ChunkedCollective`); over all chunks a
+        dimension is busy ``S u_d``.
+        """
+        n_j, n_d = self.chunks.size, bw_gbps.size
+        with np.errstate(divide="ignore"):
+            t_q = self.coef_gb / bw_gbps[self.dim] + self.const_s
+        total = np.bincount(self.owner, weights=t_q, minlength=n_j)
+        busy = np.bincount(self.owner * n_d + self.dim, weights=t_q,
+                           minlength=n_j * n_d).reshape(n_j, n_d)
+        cycle = np.maximum(busy.max(axis=1, initial=0.0), total / self.active_chunks)
+        extra = np.where(self.chunks > 1, (self.chunks - 1) * cycle, 0.0)
+        return total + extra, busy * self.chunks[:, None]
+
+
+def phase_arrays(
+    collectives: list[tuple[str, float, tuple[int, ...]]], fabric: Fabric,
+    settings: CollectiveSettings,
+) -> PhaseArrays:
+    """:class:`PhaseArrays` of ``(kind, size_bytes, span)`` collectives
+    (:func:`~libra_opt.traffic.topology_aware.collective_phases`)."""
+    owner: list[int] = []
+    dim: list[int] = []
+    coef: list[float] = []
+    const: list[float] = []
+    for j, (kind, size, span) in enumerate(collectives):
+        c = collective_phases(kind, size, span, fabric, settings)
+        owner += [j] * len(c.dims)
+        dim += c.dims
+        coef += c.coef_gb
+        const += c.const_s
+    n_j = len(collectives)
+    active = np.inf if settings.active_chunks is None else float(settings.active_chunks)
+    return PhaseArrays(
+        owner=np.array(owner, dtype=int), dim=np.array(dim, dtype=int),
+        coef_gb=np.array(coef, dtype=float), const_s=np.array(const, dtype=float),
+        chunks=np.full(n_j, float(settings.chunks)), active_chunks=np.full(n_j, active),
+    )
+
+
+@dataclass(frozen=True)
 class WalkArrays:
     """A workload's layer-by-layer walk as arrays, ready to be timed at any bandwidth.
 
@@ -106,6 +177,11 @@ class WalkArrays:
         ``(C,)`` phase step and group index of each collective occurrence.
     coll_traffic_bytes, coll_latency_s : numpy.ndarray
         ``(C, D)`` bytes per NPU and constant latency of each occurrence on each dimension.
+    phases : PhaseArrays, optional
+        The workload's distinct collectives as chunk phases (built when the walk is for the
+        ``topology_aware`` model).
+    coll_distinct : numpy.ndarray, optional
+        ``(C,)`` index of each occurrence among the distinct collectives of ``phases``.
     """
 
     name: str
@@ -117,12 +193,18 @@ class WalkArrays:
     coll_group: np.ndarray
     coll_traffic_bytes: np.ndarray
     coll_latency_s: np.ndarray
+    phases: PhaseArrays | None = None
+    coll_distinct: np.ndarray | None = None
 
 
 def walk_arrays(
-    workload: Workload, fabric: Fabric, traffic_model: str = "hierarchical"
+    workload: Workload, fabric: Fabric, traffic_model: str = "hierarchical",
+    collectives: CollectiveSettings | None = None,
 ) -> WalkArrays:
     """The walk of ``workload`` on ``fabric`` as :class:`WalkArrays`.
+
+    ``collectives`` (the ``topology_aware`` model's settings) adds the collectives' chunk
+    phases, so the walk can also be timed under that model.
 
     Examples
     --------
@@ -145,6 +227,10 @@ def walk_arrays(
         traffic[i], lat[i] = collective_traffic(kind, size, workload.groups[group], fabric,
                                                 traffic_model)
     coll_group = np.array([group_index[g] for _, _, g in flat.collectives], dtype=int)
+    phases = None
+    if collectives is not None:
+        phases = phase_arrays(
+            [(k, s, workload.groups[g]) for k, s, g in flat.collectives], fabric, collectives)
     return WalkArrays(
         name=workload.name,
         group_names=groups,
@@ -155,6 +241,8 @@ def walk_arrays(
         coll_group=coll_group[flat.coll_id].reshape(-1),
         coll_traffic_bytes=traffic[flat.coll_id].reshape(-1, n_dims),
         coll_latency_s=lat[flat.coll_id].reshape(-1, n_dims),
+        phases=phases,
+        coll_distinct=None if phases is None else np.asarray(flat.coll_id).reshape(-1),
     )
 
 
@@ -165,8 +253,12 @@ def step_time(
     collective_model: str = "pipelined",
     training_loop: str = "no_overlap",
     traffic_model: str = "hierarchical",
+    collectives: CollectiveSettings | None = None,
 ) -> WorkloadTimes:
     """Step time of ``workload`` on ``fabric`` at bandwidth ``bw_gbps``.
+
+    ``collectives`` are the ``topology_aware`` model's settings (default
+    :class:`~libra_opt.traffic.topology_aware.CollectiveSettings`); other models ignore them.
 
     Notes
     -----
@@ -188,8 +280,13 @@ def step_time(
     """
     bw = check_bandwidth(fabric, bw_gbps)
     _check_models(collective_model, training_loop)
+    if collective_model == "topology_aware" and collectives is None:
+        collectives = CollectiveSettings()
+    if collective_model != "topology_aware":
+        collectives = None
     return step_time_from_walk(
-        walk_arrays(workload, fabric, traffic_model), bw, collective_model, training_loop
+        walk_arrays(workload, fabric, traffic_model, collectives), bw, collective_model,
+        training_loop,
     )
 
 
@@ -199,9 +296,9 @@ def _check_models(collective_model: str, training_loop: str) -> None:
             f"training_loop {training_loop!r} is not one of {', '.join(TRAINING_LOOPS)}",
             field="training_loop",
         )
-    if collective_model not in ("pipelined", "sequential"):
+    if collective_model not in COLLECTIVE_MODELS:
         raise InputError(
-            f"collective_model {collective_model!r} is not 'pipelined' or 'sequential'",
+            f"collective_model {collective_model!r} is not one of {', '.join(COLLECTIVE_MODELS)}",
             field="collective_model",
         )
 
@@ -219,7 +316,9 @@ def step_time_from_walk(
     Notes
     -----
     ``t_cd = traffic_cd / (1e9 B_d) + latency_cd`` on every dimension ``d`` with traffic;
-    a collective takes ``max_d t_cd`` (pipelined) or ``sum_d t_cd`` (sequential); a phase
+    a collective takes ``max_d t_cd`` (pipelined) or ``sum_d t_cd`` (sequential); under
+    ``topology_aware`` it takes its chunk-pipeline time from its phases
+    (:meth:`PhaseArrays.times_s`; the walk must be built with the model's settings). A phase
     step's communication is the sum over its collectives, combined with its compute as in
     :func:`step_time`.
     """
@@ -227,13 +326,24 @@ def step_time_from_walk(
     bw = np.asarray(bw_gbps, dtype=float)
     traffic = walk.coll_traffic_bytes
     used = traffic > 0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t_cd = np.where(used, traffic / (1e9 * bw[None, :]) + walk.coll_latency_s, 0.0)
-    if collective_model == "pipelined":
-        t_c = np.where(used, t_cd, -np.inf).max(axis=1, initial=-np.inf)
-        t_c = np.where(used.any(axis=1), t_c, 0.0)
+    if collective_model == "topology_aware":
+        if walk.phases is None or walk.coll_distinct is None:
+            raise InputError(
+                "the walk was built without topology_aware settings (walk_arrays(..., "
+                "collectives=CollectiveSettings(...)))",
+                field="collective_model",
+            )
+        t_j, busy_j = walk.phases.times_s(bw)
+        t_c = t_j[walk.coll_distinct]
+        t_cd = busy_j[walk.coll_distinct]
     else:
-        t_c = t_cd.sum(axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t_cd = np.where(used, traffic / (1e9 * bw[None, :]) + walk.coll_latency_s, 0.0)
+        if collective_model == "pipelined":
+            t_c = np.where(used, t_cd, -np.inf).max(axis=1, initial=-np.inf)
+            t_c = np.where(used.any(axis=1), t_c, 0.0)
+        else:
+            t_c = t_cd.sum(axis=1)
     n_p = walk.phase_compute_s.size
     phase_comm = np.bincount(walk.coll_phase, weights=t_c, minlength=n_p)
     count = walk.phase_count

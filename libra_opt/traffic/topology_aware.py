@@ -1,0 +1,604 @@
+"""Topology-aware collective times: algorithm steps, hops, chunk pipelining, per-message
+latency and reduction cost (the ``topology_aware`` collective model).
+
+LIBRA's model (:mod:`libra_opt.traffic.collectives`) charges a collective its per-dimension
+traffic over the bandwidth plus one latency constant, combined by a max or a sum. Here a
+collective is a sequence of *phases* (one algorithm run on one dimension, in the
+hierarchical order), each phase a number of algorithm *steps*, and every step pays its
+serialization, the link latency of every hop, an endpoint delay and, for reductions, the
+local memory traffic. Chunks stream through the phases as a pipeline. Every phase time is
+``coef / B_d + const`` and the collective time is built from them by sums and a max, so the
+optimizer's program stays convex and exact.
+
+What ``B_d`` means (the same as in the cost model, :mod:`libra_opt.fabric.inventory`): the
+aggregate bandwidth one NPU drives into dimension ``d``, in GB/s (1e9 bytes/s), split over
+:func:`links_per_npu` links:
+
+* ``ring``: two links, one to each neighbour, ``B_d / 2`` each. The ring algorithm runs
+  as two counter-rotating rings carrying half of every message, so a step's message of
+  ``n`` bytes takes ``n / B_d``; a single message to one peer (point-to-point) uses one
+  link and takes ``n / (B_d / 2)``.
+* ``fully_connected`` (size ``s``): ``s - 1`` links, ``B_d / (s - 1)`` each. The direct
+  algorithm sends its ``k - 1`` messages at once, each on its own link (``n (s-1) / B_d``);
+  the ring algorithm uses ``min(2, s - 1)`` of the links.
+* ``switch``: one port of ``B_d``; every message goes through it (concurrent messages
+  share it).
+
+A simulator configured with ``X`` GB/s per link (ASTRA-sim's per-dimension ``bandwidth``,
+with GB = 2^30 bytes) is the same fabric as ``B_d = links_per_npu x X x 2^30 / 1e9``
+(:func:`bw_from_link_gbps`).
+
+References
+----------
+.. [1] R. Thakur, R. Rabenseifner, W. Gropp, "Optimization of Collective Communication
+   Operations in MPICH", Int. J. High Performance Computing Applications 19(1), 2005.
+.. [2] W. Won, T. Heo, S. Rashidi, S. Sridharan, S. Srinivasan, T. Krishna, "ASTRA-sim2.0:
+   Modeling Hierarchical Networks and Disaggregated Systems for Large-model Training at
+   Scale", ISPASS 2023.
+.. [3] NVIDIA, "NCCL User Guide" and nccl-tests "Performance" (algorithm and bus bandwidth),
+   https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+
+import numpy as np
+import numpy.typing as npt
+
+from libra_opt.errors import InputError
+from libra_opt.fabric.dims import Dim, Fabric
+from libra_opt.options import (
+    ALL_REDUCE_VARIANTS,
+    COLLECTIVE_ALGORITHMS,
+    AllReduceVariant,
+    CollectiveAlgorithm,
+)
+from libra_opt.traffic.collectives import hierarchical_traffic_bytes
+
+__all__ = [
+    "HOPS",
+    "LINE_RATE_PRESETS",
+    "LineRatePreset",
+    "CollectiveSettings",
+    "ChunkedCollective",
+    "links_per_npu",
+    "bw_from_link_gbps",
+    "message_time_s",
+    "phase_time_terms",
+    "collective_phases",
+]
+
+#: Hops of one algorithm step on each topology: a ring neighbour 1, a clique peer 1,
+#: NPU -> switch -> NPU 2.
+HOPS: Mapping[str, int] = MappingProxyType({"ring": 1, "fully_connected": 1, "switch": 2})
+
+
+@dataclass(frozen=True)
+class LineRatePreset:
+    """Achievable fraction of line rate measured by a published collective benchmark.
+
+    Attributes
+    ----------
+    fraction : float
+        Measured bus bandwidth over line rate.
+    source : str
+        Where the figure comes from.
+    """
+
+    fraction: float
+    source: str
+
+
+#: Efficiency presets (``collectives.efficiency`` may name one instead of a number).
+LINE_RATE_PRESETS: Mapping[str, LineRatePreset] = MappingProxyType({
+    "a100_nvlink": LineRatePreset(
+        204.0 / 300.0,
+        "nccl-tests all_reduce_perf on DGX A100: about 200-208 GB/s bus bandwidth of 300 GB/s "
+        "NVLink3 (NVIDIA nccl-tests PERFORMANCE.md; DGX A100 reference results)",
+    ),
+    "h100_nvlink": LineRatePreset(
+        370.0 / 450.0,
+        "nccl-tests all_reduce_perf on DGX H100: about 370 GB/s bus bandwidth of 450 GB/s "
+        "NVLink4 (NVIDIA DGX H100 reference results)",
+    ),
+    "nic_400g": LineRatePreset(
+        47.0 / 50.0,
+        "nccl-tests across nodes on 400 Gb/s InfiniBand NDR: 46-48 GB/s bus bandwidth of "
+        "50 GB/s per NIC (NVIDIA nccl-tests reference results)",
+    ),
+})
+
+_DEFAULT_ALGORITHM: Mapping[str, CollectiveAlgorithm] = MappingProxyType(
+    {"ring": "ring", "fully_connected": "direct", "switch": "direct"}
+)
+
+
+def _pairs(value: Mapping | Sequence | None, field: str) -> tuple[tuple[str, object], ...]:
+    """Per-dimension values as a sorted tuple of ``(dim name, value)`` pairs."""
+    if value is None:
+        return ()
+    items = value.items() if isinstance(value, Mapping) else value
+    try:
+        pairs = tuple((str(k), v) for k, v in items)
+    except (TypeError, ValueError):
+        raise InputError(f"expected a mapping dim name -> value, got {value!r}",
+                         field=field) from None
+    return tuple(sorted(pairs))
+
+
+@dataclass(frozen=True)
+class CollectiveSettings:
+    """Settings of the ``topology_aware`` collective model (defaults: one chunk, no endpoint
+    delay, no reduction cost, ideal line rate, the topology's default algorithm).
+
+    Parameters
+    ----------
+    algorithm : mapping dim name -> {'ring', 'direct', 'halving_doubling'}
+        Algorithm per dimension; a dimension not named runs ``ring`` on a ring and
+        ``direct`` on a fully-connected or switch dimension. ``direct`` and
+        ``halving_doubling`` need a fully-connected or switch dimension; all-to-all and
+        point-to-point run ``direct`` on a ``halving_doubling`` dimension.
+    chunks : int
+        Chunks ``S`` each collective is split into (ASTRA-sim's ``preferred-dataset-splits``).
+    active_chunks : int, optional
+        Chunks in flight at once (``None``: as many as the pipeline holds).
+    endpoint_delay_s : float
+        Delay per message at the endpoints (s).
+    local_memory_gbps : float, optional
+        Local memory bandwidth (GB/s) of the reductions; ``None``: reductions are free.
+    all_reduce : {'hierarchical', 'full'}
+        Multi-dimensional all-reduce variant.
+    efficiency : mapping dim name -> float or preset name
+        Achievable fraction of line rate, in (0, 1] (default 1); a name of
+        :data:`LINE_RATE_PRESETS` stands for its fraction.
+    link_latency_s : mapping dim name -> float
+        Latency per link hop (s); a dimension not named uses its ``Dim.latency_s``.
+
+    Examples
+    --------
+    >>> s = CollectiveSettings(chunks=4, efficiency={"nvl": "h100_nvlink"})
+    >>> round(dict(s.efficiency)["nvl"], 4)
+    0.8222
+    """
+
+    algorithm: tuple[tuple[str, CollectiveAlgorithm], ...] = ()
+    chunks: int = 1
+    active_chunks: int | None = None
+    endpoint_delay_s: float = 0.0
+    local_memory_gbps: float | None = None
+    all_reduce: AllReduceVariant = "hierarchical"
+    efficiency: tuple[tuple[str, float | str], ...] = ()
+    link_latency_s: tuple[tuple[str, float], ...] = ()
+
+    def __post_init__(self) -> None:
+        algo = _pairs(self.algorithm, "collectives.algorithm")  # type: ignore[arg-type]
+        for name, a in algo:
+            if a not in COLLECTIVE_ALGORITHMS:
+                raise InputError(f"{a!r} is not one of {', '.join(COLLECTIVE_ALGORITHMS)}",
+                                 field=f"collectives.algorithm.{name}")
+        object.__setattr__(self, "algorithm", algo)
+        eff = []
+        for name, v in _pairs(self.efficiency, "collectives.efficiency"):  # type: ignore[arg-type]
+            if isinstance(v, str):
+                if v not in LINE_RATE_PRESETS:
+                    raise InputError(
+                        f"{v!r} is neither a fraction in (0, 1] nor a preset "
+                        f"({', '.join(LINE_RATE_PRESETS)})",
+                        field=f"collectives.efficiency.{name}")
+                v = LINE_RATE_PRESETS[v].fraction
+            if isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v <= 1:
+                raise InputError(f"efficiency {v!r} must be a fraction in (0, 1]",
+                                 field=f"collectives.efficiency.{name}")
+            eff.append((name, float(v)))
+        object.__setattr__(self, "efficiency", tuple(eff))
+        lat = []
+        for name, v in _pairs(self.link_latency_s, "collectives.link_latency_s"):  # type: ignore[arg-type]
+            if isinstance(v, bool) or not isinstance(v, int | float) or not (
+                    math.isfinite(v) and v >= 0):
+                raise InputError(f"link latency {v!r} must be a finite number >= 0 (s)",
+                                 field=f"collectives.link_latency_s.{name}")
+            lat.append((name, float(v)))
+        object.__setattr__(self, "link_latency_s", tuple(lat))
+        if isinstance(self.chunks, bool) or not isinstance(self.chunks, int) or self.chunks < 1:
+            raise InputError(f"chunks {self.chunks!r} must be an integer >= 1",
+                             field="collectives.chunks")
+        a = self.active_chunks
+        if a is not None and (isinstance(a, bool) or not isinstance(a, int) or a < 1):
+            raise InputError(f"active_chunks {a!r} must be an integer >= 1",
+                             field="collectives.active_chunks")
+        e = self.endpoint_delay_s
+        if not (math.isfinite(e) and e >= 0):
+            raise InputError(f"endpoint delay {e!r} must be a finite number >= 0 (s)",
+                             field="collectives.endpoint_delay_s")
+        m = self.local_memory_gbps
+        if m is not None and not (math.isfinite(m) and m > 0):
+            raise InputError(f"local memory bandwidth {m!r} must be a finite number > 0 (GB/s)",
+                             field="collectives.local_memory_gbps")
+        if self.all_reduce not in ALL_REDUCE_VARIANTS:
+            raise InputError(
+                f"{self.all_reduce!r} is not one of {', '.join(ALL_REDUCE_VARIANTS)}",
+                field="collectives.all_reduce")
+
+    def check(self, fabric: Fabric) -> None:
+        """Raise :class:`InputError` when a named dimension is not in ``fabric`` or an
+        algorithm does not apply to its dimension's topology."""
+        names = set(fabric.names)
+        for key in ("algorithm", "efficiency", "link_latency_s"):
+            for name, _ in getattr(self, key):
+                if name not in names:
+                    raise InputError(
+                        f"no dimension named {name!r}; names: {', '.join(fabric.names)}",
+                        field=f"collectives.{key}.{name}")
+        for name, a in self.algorithm:
+            dim = fabric.dims[fabric.index(name)]
+            if a != "ring" and dim.topology == "ring":
+                raise InputError(
+                    f"algorithm {a!r} needs a fully_connected or switch dimension; "
+                    f"{name!r} is a ring (use 'ring')",
+                    field=f"collectives.algorithm.{name}")
+
+    def algorithm_of(self, dim: Dim) -> CollectiveAlgorithm:
+        """The algorithm ``dim`` runs."""
+        return dict(self.algorithm).get(dim.name, _DEFAULT_ALGORITHM[dim.topology])
+
+    def efficiency_of(self, dim: Dim) -> float:
+        """The achievable fraction of ``dim``'s line rate."""
+        return float(dict(self.efficiency).get(dim.name, 1.0))
+
+    def latency_of(self, dim: Dim) -> float:
+        """Latency per link hop on ``dim`` (s)."""
+        return dict(self.link_latency_s).get(dim.name, dim.latency_s)
+
+
+def links_per_npu(dim: Dim) -> int:
+    """Links one NPU's ``B_d`` is split over: 2 on a ring, ``size - 1`` in a clique, 1 on a
+    switch (see the module notes).
+
+    Examples
+    --------
+    >>> [links_per_npu(Dim("d", t, 8, "T")) for t in ("ring", "fully_connected", "switch")]
+    [2, 7, 1]
+    """
+    if dim.topology == "ring":
+        return 2
+    if dim.topology == "fully_connected":
+        return max(dim.size - 1, 1)
+    return 1
+
+
+def bw_from_link_gbps(dim: Dim, link_gbps: float) -> float:
+    """``B_d`` (GB/s per NPU) of a dimension whose every link carries ``link_gbps``.
+
+    Examples
+    --------
+    >>> bw_from_link_gbps(Dim("d", "fully_connected", 8, "T"), 50.0)
+    350.0
+    """
+    return links_per_npu(dim) * float(link_gbps)
+
+
+def message_time_s(
+    size_bytes: float,
+    dim: Dim,
+    bw_gbps: float,
+    hops: int | None = None,
+    link_latency_s: float | None = None,
+    endpoint_delay_s: float = 0.0,
+) -> float:
+    """Time of one message between two NPUs of ``dim``: serialization on one link plus
+    ``hops`` link latencies plus the endpoint delay.
+
+    Parameters
+    ----------
+    size_bytes : float
+    dim : Dim
+    bw_gbps : float
+        ``B_d`` (GB/s per NPU; a link carries ``B_d / links_per_npu``).
+    hops : int, optional
+        Links crossed (default :data:`HOPS` of the topology).
+    link_latency_s : float, optional
+        Latency per hop (default ``dim.latency_s``).
+    endpoint_delay_s : float
+
+    Notes
+    -----
+    ``t = size x links_per_npu / (1e9 B_d) + hops x alpha + e``.
+
+    Examples
+    --------
+    ASTRA-sim's analytical-backend reference: 1 MiB between NPUs 0 and 3 of a 16-NPU ring
+    at 50 GB/s per link (GB = 2^30 B) with 500 ns links takes 19,531 ns + 3 x 500 ns:
+
+    >>> ring = Dim("r", "ring", 16, "T", latency_s=500e-9)
+    >>> bw = bw_from_link_gbps(ring, 50 * 2**30 / 1e9)
+    >>> round(message_time_s(2**20, ring, bw, hops=3) * 1e9, 2)
+    21031.25
+    """
+    h = HOPS[dim.topology] if hops is None else hops
+    alpha = dim.latency_s if link_latency_s is None else link_latency_s
+    return size_bytes * links_per_npu(dim) / (1e9 * bw_gbps) + h * alpha + endpoint_delay_s
+
+
+def _is_power_of_two(k: int) -> bool:
+    return k >= 1 and (k & (k - 1)) == 0
+
+
+def phase_time_terms(
+    op: str,
+    algorithm: CollectiveAlgorithm,
+    dim: Dim,
+    k: int,
+    buffer_bytes: float,
+    link_latency_s: float,
+    endpoint_delay_s: float = 0.0,
+    local_memory_gbps: float | None = None,
+    efficiency: float = 1.0,
+) -> tuple[float, float]:
+    """Time of one phase on one dimension as ``coef_gb / B_d + const_s``.
+
+    Parameters
+    ----------
+    op : {'reduce_scatter', 'all_gather', 'all_reduce', 'all_to_all', 'p2p'}
+    algorithm : {'ring', 'direct', 'halving_doubling'}
+    dim : Dim
+    k : int
+        NPUs of the group along ``dim`` (``>= 2``).
+    buffer_bytes : float
+        Phase buffer ``x``: the input of a reduce-scatter or all-reduce, the gathered
+        output of an all-gather, each NPU's send buffer of an all-to-all, the message of a
+        point-to-point transfer.
+    link_latency_s, endpoint_delay_s : float
+        ``alpha`` per hop and ``e`` per message.
+    local_memory_gbps : float, optional
+        ``M``; ``None`` makes reductions free.
+    efficiency : float
+        Fraction ``eta`` of line rate achieved.
+
+    Returns
+    -------
+    coef_gb, const_s : float
+        GB (1e9 bytes) over the bandwidth, and seconds.
+
+    Notes
+    -----
+    With ``n = x / k`` the message of one step, ``h`` the hops of the topology
+    (:data:`HOPS`), ``l = h alpha + e`` the latency of a step, ``rho = 3 n / M`` (a
+    reduction reads two buffers and writes one) and ``tau = phi n / (eta B_d)`` the
+    serialization of one step, ``phi`` from the links the step uses (module notes:
+    ``phi = 1`` for the ring algorithm on a ring or switch, ``(s-1) / min(2, s-1)`` on a
+    clique of ``s``):
+
+    * ring [1]_, [2]_: reduce-scatter ``(k-1)(tau + l + rho)``; all-gather
+      ``(k-1)(tau + l)``; all-reduce ``(k-1)(2 tau + 2 l + rho)``; all-to-all
+      ``k(k-1)/2 (tau + l)`` (every message is forwarded around the ring: ``m (k-1) / 2``
+      bytes per NPU);
+    * direct (one step, ``k - 1`` messages at once): serialization ``(k-1) n / (eta B_d)``
+      through a switch port, ``(s-1) n / (eta B_d)`` on a clique (each message on its own
+      link); reduce-scatter ``ser + l + (k-1) rho``; all-gather and all-to-all
+      ``ser + l``; all-reduce ``2 ser + 2 l + (k-1) rho``;
+    * halving-doubling [1]_ (``k = 2^q``, recursive halving then doubling, one peer per
+      step): serialization ``(k-1) n phi_1 / (eta B_d)`` with ``phi_1`` the links of one
+      message (1 on a switch, ``s - 1`` on a clique); reduce-scatter ``ser + q l + (k-1)
+      rho``; all-gather ``ser + q l``; all-reduce twice the serialization and latency plus
+      ``(k-1) rho``; all-to-all as direct;
+    * point-to-point: one message of ``x`` on one link: ``x links_per_npu / (eta B_d) + l``.
+
+    The total reduction cost is ``3 (k-1) n / M`` for every algorithm.
+
+    Examples
+    --------
+    Ring reduce-scatter of 8 MB over 4 NPUs of a ring at 100 GB/s, 1 us links: 3 steps of
+    2 MB (20 us) + 1 us each:
+
+    >>> ring = Dim("r", "ring", 4, "T")
+    >>> c, l = phase_time_terms("reduce_scatter", "ring", ring, 4, 8e6, 1e-6)
+    >>> round((c / 100 + l) * 1e6, 6)
+    63.0
+    """
+    if k < 2:
+        return 0.0, 0.0
+    n = buffer_bytes / k
+    lat = HOPS[dim.topology] * link_latency_s + endpoint_delay_s
+    red = 0.0 if local_memory_gbps is None else 3.0 * n / (1e9 * local_memory_gbps)
+    links = links_per_npu(dim)
+    scale = 1.0 / (1e9 * efficiency)
+    if op == "p2p":
+        return buffer_bytes * links * scale, lat
+    if algorithm == "halving_doubling" and op == "all_to_all":
+        algorithm = "direct"
+    if algorithm != "ring" and dim.topology == "ring":
+        raise InputError(f"algorithm {algorithm!r} needs a fully_connected or switch dimension",
+                         field=f"collectives.algorithm.{dim.name}")
+    if algorithm == "ring":
+        phi = links / min(2, links) if dim.topology == "fully_connected" else 1.0
+        tau = phi * n * scale
+        steps = k - 1
+        if op == "reduce_scatter":
+            return steps * tau, steps * (lat + red)
+        if op == "all_gather":
+            return steps * tau, steps * lat
+        if op == "all_reduce":
+            return 2 * steps * tau, steps * (2 * lat + red)
+        if op == "all_to_all":
+            pairs = k * (k - 1) / 2
+            return pairs * tau, pairs * lat
+    elif algorithm == "direct":
+        ser = (links if dim.topology == "fully_connected" else k - 1) * n * scale
+        if op == "reduce_scatter":
+            return ser, lat + (k - 1) * red
+        if op in ("all_gather", "all_to_all"):
+            return ser, lat
+        if op == "all_reduce":
+            return 2 * ser, 2 * lat + (k - 1) * red
+    elif algorithm == "halving_doubling":
+        if not _is_power_of_two(k):
+            raise InputError(
+                f"halving_doubling needs a power-of-two group on {dim.name!r}, got {k} NPUs",
+                field=f"collectives.algorithm.{dim.name}")
+        q = k.bit_length() - 1
+        ser = (k - 1) * n * links * scale
+        if op == "reduce_scatter":
+            return ser, q * lat + (k - 1) * red
+        if op == "all_gather":
+            return ser, q * lat
+        if op == "all_reduce":
+            return 2 * ser, 2 * q * lat + (k - 1) * red
+    raise InputError(f"no {algorithm!r} phase time for {op!r}", field="collectives.algorithm")
+
+
+@dataclass(frozen=True)
+class ChunkedCollective:
+    """A collective as the phases one chunk goes through, and how chunks stream.
+
+    Attributes
+    ----------
+    dims : tuple of int
+        Dimension of each phase, in order.
+    coef_gb, const_s : tuple of float
+        Phase time ``coef_gb / B_d + const_s`` of one chunk.
+    chunks : int
+        ``S``.
+    active_chunks : int or None
+        ``A`` (``None``: unlimited).
+
+    Notes
+    -----
+    With ``t_p`` the phase times of one chunk, chunks stream through the phases as a
+    pipeline: the first chunk takes every phase in turn (fill and drain), and each further
+    chunk adds one cycle of the slowest stage. A stage is a dimension, not a phase: the
+    phases of one chunk on the same dimension (an all-reduce's reduce-scatter and
+    all-gather) share its links, so the dimension is busy ``u_d = sum_{p on d} t_p`` per
+    chunk. At most ``A`` chunks in flight also bound the cycle by ``sum_p t_p / A``:
+
+    .. math:: T = \\sum_p t_p + (S - 1) \\max\\left(\\max_d u_d, \\frac{1}{A} \\sum_p t_p\\right)
+
+    ``S = 1`` is the sequential sum; ``S -> infinity`` approaches ``S max_d u_d`` (without
+    latency: LIBRA's pipelined max over dimensions of the whole buffer's time); ``A = 1``
+    runs chunks one after another. Every ``t_p`` is affine in ``1 / B``, so ``T`` is convex
+    in ``1 / B`` and decreasing in ``B``.
+    """
+
+    dims: tuple[int, ...]
+    coef_gb: tuple[float, ...]
+    const_s: tuple[float, ...]
+    chunks: int = 1
+    active_chunks: int | None = None
+
+    def phase_times_s(self, bw_gbps: npt.ArrayLike) -> np.ndarray:
+        """``t_p`` of one chunk at bandwidth ``bw_gbps`` (one value per dimension)."""
+        bw = np.asarray(bw_gbps, dtype=float)
+        with np.errstate(divide="ignore"):
+            return np.array(self.coef_gb) / bw[list(self.dims)] + np.array(self.const_s)
+
+    def time_s(self, bw_gbps: npt.ArrayLike) -> float:
+        """Collective time ``T`` (Notes) at bandwidth ``bw_gbps``.
+
+        Examples
+        --------
+        Two phases of 1 and 3 ms, 4 chunks: 4 + 3 x 3 = 13 ms; with the first phase
+        also run after the second on the same dimension, dimension 0 is busy 2 ms, still
+        below 3 ms: 5 + 3 x 3 = 14 ms.
+
+        >>> c = ChunkedCollective((0, 1), (0.1, 0.3), (0.0, 0.0), chunks=4)
+        >>> round(c.time_s([100.0, 100.0]) * 1e3, 9)
+        13.0
+        >>> c = ChunkedCollective((0, 1, 0), (0.1, 0.3, 0.1), (0.0, 0.0, 0.0), chunks=4)
+        >>> round(c.time_s([100.0, 100.0]) * 1e3, 9)
+        14.0
+        """
+        if not self.dims:
+            return 0.0
+        t = self.phase_times_s(bw_gbps)
+        total = float(t.sum())
+        dims = np.array(self.dims)
+        cycle = float(np.bincount(dims, weights=t).max())
+        if self.active_chunks is not None:
+            cycle = max(cycle, total / self.active_chunks)
+        return total + (self.chunks - 1) * cycle
+
+
+def collective_phases(
+    kind: str, size_bytes: float, span: Sequence[int], fabric: Fabric,
+    settings: CollectiveSettings,
+) -> ChunkedCollective:
+    """The phases of one chunk of a collective, in hierarchical order.
+
+    Parameters
+    ----------
+    kind, size_bytes, span
+        As in :func:`libra_opt.traffic.collectives.hierarchical_traffic_bytes` (the size
+        convention there: the shard for all-gather).
+    fabric : Fabric
+    settings : CollectiveSettings
+
+    Notes
+    -----
+    A chunk carries ``x = size_bytes / S``. Over the spanned dimensions ``d_1 < ... < d_m``
+    (``k_d > 1``):
+
+    * reduce-scatter: a phase on ``d_1, ..., d_m`` with buffer ``x``, then ``x <- x / k_d``;
+    * all-gather: phases on ``d_m, ..., d_1``, the shard ``x`` growing to ``x k_d`` (the
+      phase buffer is the gathered output ``x k_d``);
+    * all-reduce, ``hierarchical``: reduce-scatter on ``d_1 .. d_{m-1}``, an all-reduce on
+      ``d_m`` with the shrunk buffer, all-gather back down; ``full``: an all-reduce of ``x``
+      on every spanned dimension;
+    * all-to-all: a phase with buffer ``x`` on every spanned dimension;
+    * point-to-point: a message of ``x`` on every spanned dimension.
+
+    A collective of 0 bytes has no phases (it is not issued).
+
+    Examples
+    --------
+    >>> f = Fabric((Dim("a", "ring", 4, "T"), Dim("b", "switch", 2, "T")))
+    >>> c = collective_phases("all_reduce", 8e6, (4, 2), f, CollectiveSettings())
+    >>> c.dims, [round(v, 6) for v in c.coef_gb]   # RS a, AR b (2 MB), AG a
+    ((0, 1, 0), [0.006, 0.002, 0.006])
+    """
+    hierarchical_traffic_bytes(kind, size_bytes, span)  # validates the arguments
+    if len(span) != fabric.n_dims:
+        raise InputError(
+            f"span {tuple(span)} has {len(span)} entries, the fabric has {fabric.n_dims} dims",
+            field="collective.group",
+        )
+    s = settings
+    chunk = float(size_bytes) / s.chunks
+    spanned = [d for d, k in enumerate(span) if int(k) > 1]
+    if chunk <= 0 or not spanned:
+        return ChunkedCollective((), (), (), s.chunks, s.active_chunks)
+    plan: list[tuple[str, int, float]] = []
+    if kind in ("reduce_scatter", "all_reduce"):
+        full = kind == "all_reduce" and s.all_reduce == "full"
+        if full:
+            plan = [("all_reduce", d, chunk) for d in spanned]
+        else:
+            up = spanned if kind == "reduce_scatter" else spanned[:-1]
+            m = chunk
+            for d in up:
+                plan.append(("reduce_scatter", d, m))
+                m /= int(span[d])
+            if kind == "all_reduce":
+                plan.append(("all_reduce", spanned[-1], m))
+                for d in reversed(up):
+                    plan.append(("all_gather", d, m * int(span[d])))
+                    m *= int(span[d])
+    elif kind == "all_gather":
+        m = chunk
+        for d in reversed(spanned):
+            plan.append(("all_gather", d, m * int(span[d])))
+            m *= int(span[d])
+    else:  # all_to_all, p2p
+        plan = [(kind, d, chunk) for d in spanned]
+    dims, coef, const = [], [], []
+    for op, d, buf in plan:
+        dim = fabric.dims[d]
+        c, l_s = phase_time_terms(
+            op, s.algorithm_of(dim), dim, int(span[d]), buf, s.latency_of(dim),
+            s.endpoint_delay_s, s.local_memory_gbps, s.efficiency_of(dim))
+        dims.append(d)
+        coef.append(c)
+        const.append(l_s)
+    return ChunkedCollective(tuple(dims), tuple(coef), tuple(const), s.chunks, s.active_chunks)

@@ -1,0 +1,158 @@
+"""The ``topology_aware`` collective model through a scenario: the YAML ``collectives:``
+block (strict), defaults unchanged, evaluation and the numpy re-check of solves."""
+
+import dataclasses
+import json
+import textwrap
+
+import pytest
+from numpy.testing import assert_allclose
+
+from libra_opt.errors import InputError
+from libra_opt.io.scenario_file import load_scenario
+from libra_opt.optimize.problem import solve
+from libra_opt.scenario.evaluate import evaluate
+from libra_opt.scenario.examples import toy_scenario
+from libra_opt.traffic.topology_aware import CollectiveSettings, collective_phases
+from tests.io.test_scenario_file import COMM, COST, WORKLOAD
+
+BODY = """\
+fabric:
+  dims:
+    - {name: chiplet, topology: ring, size: 4, tier: InterChiplet, latency_s: 5.0e-7}
+    - {name: package, topology: fully_connected, size: 8, tier: InterPackage}
+    - {name: node, topology: ring, size: 4, tier: InterNode}
+    - {name: pod, topology: switch, size: 32, tier: InterPod, latency_s: 1.0e-6}
+cost_model: cost.yml
+workloads:
+  - {name: w, astra_sim: workload.txt, communicator: comm.yml}
+constraints:
+  linear: ["sum(bw) == 1000"]
+collective_model: topology_aware
+"""
+
+BLOCK = """\
+collectives:
+  algorithm: {pod: ring}
+  chunks: 4
+  endpoint_delay_s: 1.0e-8
+  local_memory_gbps: 1600
+  all_reduce: hierarchical
+  efficiency: {pod: nic_400g, chiplet: 0.9}
+  link_latency_s: {package: 2.0e-7}
+"""
+
+
+@pytest.fixture
+def scen_dir(tmp_path):
+    (tmp_path / "cost.yml").write_text(COST)
+    (tmp_path / "comm.yml").write_text(COMM)
+    (tmp_path / "workload.txt").write_text(WORKLOAD)
+    return tmp_path
+
+
+def write(d, body, name="scenario.yaml"):
+    p = d / name
+    p.write_text(textwrap.dedent(body))
+    return p
+
+
+def test_collectives_block_loads(scen_dir):
+    s = load_scenario(write(scen_dir, BODY + BLOCK))
+    c = s.collective_settings
+    assert c is not None
+    assert c.chunks == 4 and c.local_memory_gbps == 1600.0 and c.endpoint_delay_s == 1e-8
+    assert dict(c.algorithm) == {"pod": "ring"}
+    assert dict(c.efficiency) == {"chiplet": 0.9, "pod": 0.94}
+    assert c.latency_of(s.fabric.dims[1]) == 2e-7
+    assert c.latency_of(s.fabric.dims[0]) == 5e-7  # the dim's own latency_s
+    sol = solve(s)  # re-checked by the numpy evaluator inside solve
+    assert sol.solver.objective_rel_gap < 1e-6
+
+
+def test_default_settings_without_block(scen_dir):
+    s = load_scenario(write(scen_dir, BODY))
+    assert s.collectives is None and s.collective_settings == CollectiveSettings()
+
+
+@pytest.mark.parametrize(
+    ("block", "field"),
+    [
+        ("collectives: {chunks: 0}\n", "collectives.chunks"),
+        ("collectives: {chunks: 2.5}\n", "collectives.chunks"),
+        ("collectives: {bogus: 1}\n", "collectives"),  # the message names 'bogus'
+        ("collectives: {algorithm: {pod: tree}}\n", "collectives.algorithm.pod"),
+        ("collectives: {algorithm: {chiplet: direct}}\n", "collectives.algorithm.chiplet"),
+        ("collectives: {algorithm: {nosuch: ring}}\n", "collectives.algorithm.nosuch"),
+        ("collectives: {efficiency: {pod: 1.2}}\n", "collectives.efficiency.pod"),
+        ("collectives: {efficiency: {pod: fast}}\n", "collectives.efficiency.pod"),
+        ("collectives: {all_reduce: ring}\n", "collectives.all_reduce"),
+        ("collectives: {endpoint_delay_s: -1}\n", "collectives.endpoint_delay_s"),
+        # the package group spans 4 or 2 of 8 NPUs: 2 and 4 are powers of two, the pod's 32
+        # too; a 4-ring cannot run halving_doubling at all
+        ("collectives: {algorithm: {node: halving_doubling}}\n", "collectives.algorithm.node"),
+    ],
+)
+def test_collectives_block_errors_name_file_and_field(scen_dir, block, field):
+    p = write(scen_dir, BODY + block)
+    with pytest.raises(InputError) as exc:
+        load_scenario(p)
+    assert exc.value.field == field
+    assert exc.value.source == str(p)
+
+
+def test_native_traffic_is_rejected(scen_dir):
+    p = write(scen_dir, BODY + "traffic_model: native\n")
+    with pytest.raises(InputError) as exc:
+        load_scenario(p)
+    assert exc.value.field == "traffic_model"
+
+
+def test_astra_sim_system_in_block(scen_dir):
+    system = {"preferred-dataset-splits": 8, "endpoint-delay": 10, "local-mem-bw": 1600,
+              "all-reduce-implementation": ["ring", "direct", "ring", "ring"],
+              "all-to-all-implementation": ["ring", "direct", "ring", "ring"]}
+    (scen_dir / "sys.json").write_text(json.dumps(system))
+    s = load_scenario(write(scen_dir, BODY + "collectives: {astra_sim_system: sys.json}\n"))
+    c = s.collective_settings
+    assert c is not None and c.chunks == 8 and dict(c.algorithm)["pod"] == "ring"
+    p = write(scen_dir, BODY + "collectives: {astra_sim_system: sys.json, chunks: 2}\n")
+    with pytest.raises(InputError) as exc:
+        load_scenario(p)
+    assert exc.value.field == "collectives"
+
+
+def test_defaults_unchanged_and_settings_ignored_by_libra_models():
+    toy = toy_scenario()
+    assert toy.collective_settings is None
+    with_settings = dataclasses.replace(toy, collectives=CollectiveSettings(chunks=7))
+    assert_allclose(evaluate(with_settings, [200.0, 100.0]).objective_value,
+                    evaluate(toy, [200.0, 100.0]).objective_value, rtol=0)
+
+
+def test_evaluate_under_topology_aware_sums_collective_times():
+    toy = toy_scenario()
+    s = CollectiveSettings(chunks=2)
+    ta = dataclasses.replace(toy, collective_model="topology_aware", collectives=s)
+    bw = [200.0, 100.0]
+    (wl,) = ta.workloads
+    expect = 0.0
+    for phase, count in [(p, layer.count) for layer in wl.layers for _, p in layer.phases()]:
+        t = sum(collective_phases(c.kind, c.size_bytes, wl.groups[c.group], ta.fabric, s)
+                .time_s(bw) for c in phase.collectives)
+        expect += count * (phase.compute_s + t)
+    assert_allclose(evaluate(ta, bw).weighted_step_time_s, expect, rtol=1e-12)
+
+
+def test_selectable_in_sweeps(scen_dir):
+    """The model is a scenario field (``--set collective_model=topology_aware``) and every
+    setting a document path (``collectives.chunks``) for the sweep axes."""
+    from libra_opt.explore.overrides import apply_overrides
+
+    ta = apply_overrides(toy_scenario(), {"collective_model": "topology_aware"})
+    assert ta.collective_settings == CollectiveSettings()
+    assert solve(ta).solver.objective_rel_gap < 1e-6
+    s = load_scenario(write(scen_dir, BODY + BLOCK))
+    s8 = apply_overrides(s, {"collectives.chunks": 8})
+    assert s8.collective_settings is not None and s8.collective_settings.chunks == 8
+    assert solve(s8).objective_value != solve(s).objective_value  # the setting reaches the solve
