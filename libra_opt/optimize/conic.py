@@ -38,10 +38,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from libra_opt.optimize.scaling import (
-    CLARABEL_SETTINGS,
     UNUSED_REG,
     ProgramRun,
     RowScaling,
+    clarabel_settings,
     scale_rows,
 )
 from libra_opt.optimize.terms import AggregatedTerms
@@ -131,8 +131,9 @@ class ConicProgram(RowScaling):
     _rhs_slots: np.ndarray | None = None
     _solver: object | None = None
 
-    def run(self, rows: tuple[Row, ...]) -> ProgramRun:
-        """Solve with the right-hand sides of ``rows`` (same rows as built, new numbers)."""
+    def run(self, rows: tuple[Row, ...], profile: int = 0) -> ProgramRun:
+        """Solve with the right-hand sides of ``rows`` (same rows as built, new numbers) and
+        the Clarabel settings of retry ``profile``."""
         import clarabel
 
         t0 = time.perf_counter()
@@ -153,7 +154,7 @@ class ConicProgram(RowScaling):
         p = CscMatrix((n, n), np.zeros(n + 1, dtype=np.int64), np.zeros(0, np.int64), np.zeros(0))
         settings = clarabel.DefaultSettings()
         settings.verbose = False
-        for key, value in CLARABEL_SETTINGS.items():
+        for key, value in clarabel_settings(profile).items():
             setattr(settings, key, value)
         solver = clarabel.DefaultSolver(p, self.q, a_csc, b, self.cones, settings)
         setup_s = time.perf_counter() - t0

@@ -64,6 +64,8 @@ MAX_BW_GBPS = 1e9
 # A bandwidth nothing bounds is capped at this multiple of the problem's bandwidth scale
 # while solving; the answer is then probed for further improvement.
 _CAP_FACTOR = 1e4
+# Re-solves scaled to the previous answer, at most, when an answer needs polishing.
+_MAX_POLISH = 3
 #: ``clarabel``: the program assembled directly as Clarabel's conic data (default, fast);
 #: ``cvxpy``: the same program written in cvxpy (the reference formulation, slower to build).
 BACKENDS = ("clarabel", "cvxpy")
@@ -173,6 +175,7 @@ def build_problem(scenario: Scenario, *, backend: str = "clarabel") -> Bandwidth
         backend, terms, weights, rows, n, scenario.collective_model, scenario.training_loop,
         product, b_ref, t_ref,
     )
+    program.ref_cost = ref_cost
     return BandwidthProblem(
         scenario=scenario,
         terms=terms,
@@ -246,12 +249,13 @@ def _free_dims(problem: BandwidthProblem, scen: Scenario, rows: tuple[Row, ...])
         status, _, _ = lp_extreme(rows, n, np.zeros(n))
         if status == "infeasible":
             raise_infeasible(rows, n, used)
-        return used
     if scen.objective == "perf_per_cost" and _cost_can_vanish(rows, n, problem.rate):
         raise UnboundedDesignError(
             "objective 'perf_per_cost' has no attained optimum: the constraints let the "
             "network cost go to zero (add a total-bandwidth or per-dimension minimum)"
         )
+    if used.size == 0:
+        return used
     if problem.lp_status in ("optimal", "bounded"):
         # build_problem found every used bandwidth bounded; boundedness of a feasible
         # polyhedron depends on its recession cone, not on the right-hand sides, so this
@@ -307,10 +311,12 @@ class _SolveAttempt:
 
 
 def _solve_once(
-    problem: BandwidthProblem, prog: Any, scen: Scenario, rows: tuple[Row, ...]
+    problem: BandwidthProblem, prog: Any, scen: Scenario, rows: tuple[Row, ...],
+    profile: int = 0,
 ) -> _SolveAttempt:
-    """Set the right-hand sides, solve once, evaluate the answer with numpy."""
-    run = prog.run(rows)
+    """Set the right-hand sides, solve once (Clarabel settings of retry ``profile``),
+    evaluate the answer with numpy."""
+    run = prog.run(rows, profile)
     problem.n_solves += 1
     status = run.status
     if status not in ("optimal", "optimal_inaccurate"):
@@ -327,17 +333,21 @@ def _solve_once(
         if not u > 0:
             raise _SolverAttemptFailed(f"{status} with u = {u!r}")
         bw = prog.b_ref * x / u
-        solver_obj = problem.objective_scale * problem.ref_cost * prog.t_ref * run.step_value
-        factor = problem.objective_scale * problem.ref_cost * prog.t_ref * u
+        solver_obj = problem.objective_scale * prog.ref_cost * prog.t_ref * run.step_value
+        factor = problem.objective_scale * prog.ref_cost * prog.t_ref * u
     bw = _snap(rows, np.where(bw < 0, 0.0, bw))
     ev = evaluate(scen, bw, problem.walks)
-    gap = abs(ev.objective_value - solver_obj) / max(abs(ev.objective_value), 1e-300)
+    # Relative gap; an optimum of exactly 0 (no traffic, no compute) is met by solver noise
+    # of ~1e-306, which no objective in s, $ or s x $ can mean: 1e-30 is the floor.
+    gap = abs(ev.objective_value - solver_obj) / max(abs(ev.objective_value), abs(solver_obj),
+                                                     1e-30)
     used = problem.terms.used_dims
     spread = float(np.max(x[used]) / max(np.min(x[used]), 1e-300)) if used.size else 1.0
-    # An answer the numpy re-check confirms to a tenth of the tolerance is kept as it is, even
-    # "almost solved"; otherwise it is polished (re-solved scaled to itself).
+    # An "almost solved" answer, or one the numpy re-check confirms only to more than a
+    # tenth of the tolerance, is polished (re-solved scaled to itself).
     needs_polish = (
-        not np.isfinite(gap)
+        status != "optimal"
+        or not np.isfinite(gap)
         or gap > 0.1 * OBJECTIVE_REL_TOL
         or spread > 1e3
         or not ev.feasible(CONSTRAINT_REL_TOL)
@@ -371,10 +381,12 @@ def _fresh_program(problem: BandwidthProblem, scen: Scenario, rows: tuple[Row, .
     """A program scaled for these right-hand sides (a uniform scale from an LP vertex)."""
     n, used = scen.fabric.n_dims, problem.terms.used_dims
     b_ref, t_ref = reference_scales(problem.terms, np.array(scen.weights), n, reference_bw(rows, n, used))
-    return _build_program(
+    prog = _build_program(
         problem.backend, problem.terms, np.array(scen.weights), rows, n, scen.collective_model,
         scen.training_loop, problem.program.product, b_ref, t_ref,
     )
+    prog.ref_cost = problem.program.ref_cost
+    return prog
 
 
 def _polished_program(
@@ -385,11 +397,26 @@ def _polished_program(
     b_ref = np.full(scen.fabric.n_dims, max(float(np.max(run.bw)), 1e-9))
     b_ref[used] = np.maximum(run.bw[used], 1e-9 * b_ref[used])
     t_ref = max(run.ev.weighted_step_time_s, 1e-300)
-    return _build_program(
+    product, ref_cost = problem.program.product, problem.program.ref_cost
+    if product is not None and problem.rate is not None:
+        # The cost unit too: u = ref_cost / cost(B) is then O(1) at the answer.
+        k0 = product[0] * ref_cost
+        cost = k0 + float(problem.rate @ run.bw)
+        if np.isfinite(cost) and cost > 0:
+            ref_cost = cost
+            product = (k0 / ref_cost, problem.rate / ref_cost)
+    prog = _build_program(
         problem.backend, problem.terms, np.array(scen.weights), rows, scen.fabric.n_dims,
-        scen.collective_model,
-        scen.training_loop, problem.program.product, b_ref, t_ref,
+        scen.collective_model, scen.training_loop, product, b_ref, t_ref,
     )
+    prog.ref_cost = ref_cost
+    return prog
+
+
+def _rank(run: _SolveAttempt) -> tuple[bool, bool, float]:
+    """Order of preference between attempts: verified, then certified optimal, then the
+    smaller gap between the solver's objective and the numpy evaluation."""
+    return (_passes_verification(run), run.status == "optimal", -run.gap)
 
 
 def _solve_with_retries(
@@ -405,15 +432,13 @@ def _solve_with_retries(
         nonlocal best, last_failure, compile_s, solve_s, attempts
         attempts += 1
         try:
-            run = _solve_once(problem, prog, scen, rows)
+            run = _solve_once(problem, prog, scen, rows, profile=attempts - 1)
         except _SolverAttemptFailed as exc:
             last_failure = exc
             return
         compile_s += run.compile_s + (prog.build_s if prog is not problem.program else 0.0)
         solve_s += run.solve_s
-        if best is None or (_passes_verification(run), -run.gap) > (
-            _passes_verification(best), -best.gap
-        ):
+        if best is None or _rank(run) > _rank(best):
             best = run
 
     attempt(first)
@@ -422,12 +447,21 @@ def _solve_with_retries(
         # An infeasibility certificate (or a numerical failure where the rows force a used
         # dimension to zero), confirmed by a linear program that names the conflict.
         raise_infeasible(rows, n, used)
-    if best is None or best.needs_polish:
-        if best is not None:
+
+    def polish() -> None:
+        # Re-solve scaled to the best answer so far (an answer far from the optimum gives a
+        # poor scaling; each polish rescales to a better one), each time with the next
+        # settings profile.
+        for _ in range(_MAX_POLISH):
+            if best is None or not best.needs_polish:
+                return
             attempt(_polished_program(problem, scen, rows, best))
-        if best is None or not _passes_verification(best):
-            logger.info("re-solving with scales fresh for these right-hand sides")
-            attempt(_fresh_program(problem, scen, rows))
+
+    polish()
+    if best is None or not _passes_verification(best):
+        logger.info("re-solving with scales fresh for these right-hand sides")
+        attempt(_fresh_program(problem, scen, rows))
+        polish()
     if best is None:
         assert last_failure is not None
         if "unbounded" in last_failure.status:

@@ -33,6 +33,7 @@ from libra_opt.optimize.scaling import (
     UNUSED_REG,
     ProgramRun,
     RowScaling,
+    clarabel_settings,
     reference_bw,
     reference_scales,
     scale_rows,
@@ -71,8 +72,9 @@ class ConvexProgram(RowScaling):
     eq_param: cp.Parameter | None = None
     eq_con: cp.Constraint | None = None
 
-    def run(self, rows: tuple[Row, ...]) -> ProgramRun:
-        """Set the right-hand sides of ``rows`` and solve with Clarabel through cvxpy."""
+    def run(self, rows: tuple[Row, ...], profile: int = 0) -> ProgramRun:
+        """Set the right-hand sides of ``rows`` and solve with Clarabel through cvxpy (with
+        the settings of retry ``profile``)."""
         assert self.problem is not None and self.x is not None and self.step_value is not None
         if self.le_param is not None:
             self.le_param.value = np.array([rows[i].rhs for i in self.le_rows]) * self.le_sign / self.le_scale
@@ -81,7 +83,7 @@ class ConvexProgram(RowScaling):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", UserWarning)  # the status is reported
-                self.problem.solve(solver=cp.CLARABEL, **CLARABEL_SETTINGS)
+                self.problem.solve(solver=cp.CLARABEL, **clarabel_settings(profile))
         except cp.error.SolverError as exc:
             return ProgramRun(f"Clarabel failed ({exc})", np.zeros(0), None, float("nan"),
                               np.zeros(0), np.zeros(0), 0.0, 0.0)

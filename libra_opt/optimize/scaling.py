@@ -16,6 +16,8 @@ from libra_opt.scenario.constraints import Row
 
 __all__ = [
     "CLARABEL_SETTINGS",
+    "CLARABEL_RETRY_PROFILES",
+    "clarabel_settings",
     "UNUSED_REG",
     "ProgramRun",
     "RowScaling",
@@ -27,8 +29,32 @@ __all__ = [
 #: Objective weight (scaled units per unit of x) pulling dimensions without traffic down.
 UNUSED_REG = 1e-9
 #: Tighter than Clarabel's defaults: optima tie several dimensions inside a max, and the duals
-#: (shadow prices) converge more slowly than the objective.
-CLARABEL_SETTINGS = {"tol_gap_abs": 1e-13, "tol_gap_rel": 1e-12, "tol_feas": 1e-9}
+#: (shadow prices) converge more slowly than the objective. A static regularization below the
+#: default 1e-8 lets the solver finish ("solved", not "almost solved") when a dimension
+#: without traffic sits at ~1e-9 beside ones at hundreds of GB/s.
+CLARABEL_SETTINGS = {"tol_gap_abs": 1e-13, "tol_gap_rel": 1e-12, "tol_feas": 1e-9,
+                     "static_regularization_constant": 1e-9}
+#: Settings changed on retries (attempt ``i`` uses profile ``i % len``): an interior point
+#: that stalls or stops "almost solved" under one regularization usually finishes under
+#: another, or without equilibration.
+CLARABEL_RETRY_PROFILES: tuple[dict[str, float | bool], ...] = (
+    {},
+    {"static_regularization_constant": 1e-8},
+    {"static_regularization_constant": 1e-10},
+    {"static_regularization_constant": 1e-8, "equilibrate_enable": False},
+)
+
+
+def clarabel_settings(profile: int = 0) -> dict[str, float | bool]:
+    """Clarabel settings of retry ``profile`` (see :data:`CLARABEL_RETRY_PROFILES`).
+
+    Examples
+    --------
+    >>> clarabel_settings(1)["static_regularization_constant"]
+    1e-08
+    """
+    return {**CLARABEL_SETTINGS,
+            **CLARABEL_RETRY_PROFILES[profile % len(CLARABEL_RETRY_PROFILES)]}
 
 
 @dataclass(frozen=True)
@@ -82,10 +108,13 @@ class RowScaling:
     t_ref: float
     product: tuple[float, np.ndarray] | None
     build_s: float = 0.0
+    #: $ (or $/s for tco) per unit of normalised cost in the perspective form.
+    ref_cost: float = 1.0
 
     def scaling_fields(self) -> dict:
         """The fields of this class (to build a subclass from it)."""
-        return {k: getattr(self, k) for k in RowScaling.__dataclass_fields__ if k != "build_s"}
+        return {k: getattr(self, k) for k in RowScaling.__dataclass_fields__
+                if k not in ("build_s", "ref_cost")}
 
 
 def scale_rows(
