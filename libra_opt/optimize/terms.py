@@ -189,14 +189,17 @@ def aggregate_terms(
     # A phase is its compute time and how many times it runs each distinct collective.
     keys, counts, owner = [], [], []
     for w, (wl, agg_of) in enumerate(zip(workloads, agg_ids, strict=True)):
-        flat = wl.flat
-        members = np.zeros((flat.phase_compute_s.size, n_k))
-        ids = agg_of[flat.coll_id]
-        keep = ids >= 0
-        np.add.at(members, (flat.coll_phase[keep], ids[keep]), 1.0)
-        keys.append(np.column_stack((flat.phase_compute_s, members)))
-        counts.append(flat.phase_count)
-        owner.append(np.full(flat.phase_count.size, w))
+        flat = wl.flat  # its distinct phases: merging starts from them, not from every layer
+        n_pk = len(flat.phase_table)
+        members = np.zeros((n_pk, n_k))
+        for q, (_, mem) in enumerate(flat.phase_table):
+            for cid in mem:
+                if agg_of[cid] >= 0:
+                    members[q, agg_of[cid]] += 1.0
+        compute = np.array([c for c, _ in flat.phase_table], dtype=float).reshape(n_pk)
+        keys.append(np.column_stack((compute, members)))
+        counts.append(np.bincount(flat.phase_key, weights=flat.phase_count, minlength=n_pk))
+        owner.append(np.full(n_pk, w))
     distinct, inverse = _distinct_rows(np.vstack(keys) if keys else np.zeros((0, n_k + 1)))
     phase_counts = np.zeros((len(workloads), distinct.shape[0]))
     if keys:

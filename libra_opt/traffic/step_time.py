@@ -175,13 +175,15 @@ class WalkArrays:
         ``(P,)`` index into :data:`libra_opt.options.PHASES`.
     coll_phase, coll_group : numpy.ndarray
         ``(C,)`` phase step and group index of each collective occurrence.
-    coll_traffic_bytes, coll_latency_s : numpy.ndarray
-        ``(C, D)`` bytes per NPU and constant latency of each occurrence on each dimension.
+    coll_distinct : numpy.ndarray
+        ``(C,)`` index of each occurrence among the workload's distinct collectives (same
+        kind, size and group: the same formula gives the same time, so it is computed once).
+    traffic_bytes, latency_s : numpy.ndarray
+        ``(K, D)`` bytes per NPU and constant latency of each distinct collective on each
+        dimension.
     phases : PhaseArrays, optional
-        The workload's distinct collectives as chunk phases (built when the walk is for the
+        The distinct collectives as chunk phases (built when the walk is for the
         ``topology_aware`` model).
-    coll_distinct : numpy.ndarray, optional
-        ``(C,)`` index of each occurrence among the distinct collectives of ``phases``.
     """
 
     name: str
@@ -191,10 +193,10 @@ class WalkArrays:
     phase_kind: np.ndarray
     coll_phase: np.ndarray
     coll_group: np.ndarray
-    coll_traffic_bytes: np.ndarray
-    coll_latency_s: np.ndarray
+    coll_distinct: np.ndarray
+    traffic_bytes: np.ndarray
+    latency_s: np.ndarray
     phases: PhaseArrays | None = None
-    coll_distinct: np.ndarray | None = None
 
 
 def walk_arrays(
@@ -214,7 +216,7 @@ def walk_arrays(
     >>> w = Workload("w", (Layer("l", Phase(0.5, (Collective("all_reduce", 4e9, "g"),)),
     ...                          count=3),), {"g": (4,)})
     >>> a = walk_arrays(w, f)
-    >>> a.phase_count.tolist(), a.coll_traffic_bytes.tolist()   # 2 * 4e9 * 3/4 bytes
+    >>> a.phase_count.tolist(), a.traffic_bytes.tolist()   # 2 * 4e9 * 3/4 bytes
     ([3.0, 3.0, 3.0], [[6000000000.0]])
     """
     n_dims = fabric.n_dims
@@ -239,10 +241,10 @@ def walk_arrays(
         phase_kind=flat.phase_kind,
         coll_phase=flat.coll_phase,
         coll_group=coll_group[flat.coll_id].reshape(-1),
-        coll_traffic_bytes=traffic[flat.coll_id].reshape(-1, n_dims),
-        coll_latency_s=lat[flat.coll_id].reshape(-1, n_dims),
+        coll_distinct=np.asarray(flat.coll_id, dtype=int).reshape(-1),
+        traffic_bytes=traffic,
+        latency_s=lat,
         phases=phases,
-        coll_distinct=None if phases is None else np.asarray(flat.coll_id).reshape(-1),
     )
 
 
@@ -324,26 +326,26 @@ def step_time_from_walk(
     """
     _check_models(collective_model, training_loop)
     bw = np.asarray(bw_gbps, dtype=float)
-    traffic = walk.coll_traffic_bytes
+    traffic = walk.traffic_bytes
     used = traffic > 0
+    # Per distinct collective k: t_kd on each dimension and its time t_k.
     if collective_model == "topology_aware":
-        if walk.phases is None or walk.coll_distinct is None:
+        if walk.phases is None:
             raise InputError(
                 "the walk was built without topology_aware settings (walk_arrays(..., "
                 "collectives=CollectiveSettings(...)))",
                 field="collective_model",
             )
-        t_j, busy_j = walk.phases.times_s(bw)
-        t_c = t_j[walk.coll_distinct]
-        t_cd = busy_j[walk.coll_distinct]
+        t_k, t_kd = walk.phases.times_s(bw)
     else:
         with np.errstate(divide="ignore", invalid="ignore"):
-            t_cd = np.where(used, traffic / (1e9 * bw[None, :]) + walk.coll_latency_s, 0.0)
+            t_kd = np.where(used, traffic / (1e9 * bw[None, :]) + walk.latency_s, 0.0)
         if collective_model == "pipelined":
-            t_c = np.where(used, t_cd, -np.inf).max(axis=1, initial=-np.inf)
-            t_c = np.where(used.any(axis=1), t_c, 0.0)
+            t_k = np.where(used, t_kd, -np.inf).max(axis=1, initial=-np.inf)
+            t_k = np.where(used.any(axis=1), t_k, 0.0)
         else:
-            t_c = t_cd.sum(axis=1)
+            t_k = t_kd.sum(axis=1)
+    t_c = t_k[walk.coll_distinct]  # every occurrence, layer by layer
     n_p = walk.phase_compute_s.size
     phase_comm = np.bincount(walk.coll_phase, weights=t_c, minlength=n_p)
     count = walk.phase_count
@@ -355,6 +357,8 @@ def step_time_from_walk(
     compute = float(count @ compute_p)
     comm = float(count @ phase_comm)
     c_count = count[walk.coll_phase]
+    # Occurrences per step of each distinct collective (repeat counts included).
+    per_distinct = np.bincount(walk.coll_distinct, weights=c_count, minlength=traffic.shape[0])
     by_phase_arr = np.bincount(walk.phase_kind, weights=count * phase_comm, minlength=len(PHASES))
     by_group_arr = np.bincount(walk.coll_group, weights=c_count * t_c,
                                minlength=len(walk.group_names))
@@ -368,8 +372,8 @@ def step_time_from_walk(
             {name: float(by_phase_arr[i]) for i, name in enumerate(PHASES)}),
         comm_by_group_s=MappingProxyType(
             {g: float(by_group_arr[i]) for i, g in enumerate(walk.group_names)}),
-        busy_by_dim_s=c_count @ t_cd,
-        traffic_by_dim_bytes=c_count @ traffic,
+        busy_by_dim_s=per_distinct @ t_kd,
+        traffic_by_dim_bytes=per_distinct @ traffic,
     )
 
 

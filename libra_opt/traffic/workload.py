@@ -331,6 +331,10 @@ class FlatWalk:
         ``(C,)`` index into ``collectives``.
     collectives : tuple of (kind, size_bytes, group)
         The distinct collectives, in order of first occurrence.
+    phase_key : numpy.ndarray
+        ``(P,)`` index into ``phase_table`` of every phase step.
+    phase_table : tuple of (compute_s, collective indices)
+        The distinct phases (same compute time and the same collectives in the same order).
     """
 
     phase_compute_s: np.ndarray
@@ -339,6 +343,8 @@ class FlatWalk:
     coll_phase: np.ndarray
     coll_id: np.ndarray
     collectives: tuple[tuple[str, float, str], ...]
+    phase_key: np.ndarray
+    phase_table: tuple[tuple[float, tuple[int, ...]], ...]
 
 
 def flat_walk(workload: Workload) -> FlatWalk:
@@ -354,10 +360,16 @@ def flat_walk(workload: Workload) -> FlatWalk:
     ([4.0, 4.0, 4.0, 1.0, 1.0, 1.0], [2, 5, 5], [0, 0, 0], (('all_reduce', 1000000.0, 'dp'),))
     """
     ids: dict[tuple[str, float, str], int] = {}
-    compute, count, kind, c_phase, c_id = [], [], [], [], []
+    compute: list[float] = []
+    count: list[int] = []
+    kind: list[int] = []
+    c_phase: list[int] = []
+    c_id: list[int] = []
     # The same walk as walk_phases (layers in order, PHASES in order per layer), written out
     # so that a phase shared by many layers is read once.
-    known: dict[int, list[int]] = {}
+    known: dict[int, tuple[tuple[int, ...], int]] = {}
+    table: dict[tuple[float, tuple[int, ...]], int] = {}
+    p_key: list[int] = []
     p = 0
     for layer in workload.layers:
         for k, name in enumerate(PHASES):
@@ -365,11 +377,14 @@ def flat_walk(workload: Workload) -> FlatWalk:
             compute.append(phase.compute_s)
             count.append(layer.count)
             kind.append(k)
-            members = known.get(id(phase))
-            if members is None:
-                members = [ids.setdefault((c.kind, c.size_bytes, c.group), len(ids))
-                           for c in phase.collectives]
-                known[id(phase)] = members
+            entry = known.get(id(phase))
+            if entry is None:
+                members = tuple(ids.setdefault((c.kind, c.size_bytes, c.group), len(ids))
+                                for c in phase.collectives)
+                key = table.setdefault((phase.compute_s, members), len(table))
+                entry = known[id(phase)] = (members, key)
+            members, key = entry
+            p_key.append(key)
             c_phase.extend([p] * len(members))
             c_id.extend(members)
             p += 1
@@ -380,6 +395,8 @@ def flat_walk(workload: Workload) -> FlatWalk:
         coll_phase=np.array(c_phase, dtype=int),
         coll_id=np.array(c_id, dtype=int),
         collectives=tuple(ids),
+        phase_key=np.array(p_key, dtype=int),
+        phase_table=tuple(table),
     )
 
 
