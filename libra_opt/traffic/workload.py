@@ -212,7 +212,8 @@ class Workload:
         object.__setattr__(self, "groups", MappingProxyType(groups))
         checked: set[int] = set()  # repeated layers share their phases: check each once
         for layer in self.layers:
-            for pname, phase in layer.phases():
+            for pname in PHASES:
+                phase = getattr(layer, pname)
                 if id(phase) in checked:
                     continue
                 checked.add(id(phase))
@@ -360,43 +361,51 @@ def flat_walk(workload: Workload) -> FlatWalk:
     ([4.0, 4.0, 4.0, 1.0, 1.0, 1.0], [2, 5, 5], [0, 0, 0], (('all_reduce', 1000000.0, 'dp'),))
     """
     ids: dict[tuple[str, float, str], int] = {}
-    compute: list[float] = []
-    count: list[int] = []
-    kind: list[int] = []
-    c_phase: list[int] = []
-    c_id: list[int] = []
-    # The same walk as walk_phases (layers in order, PHASES in order per layer), written out
-    # so that a phase shared by many layers is read once.
-    known: dict[int, tuple[tuple[int, ...], int]] = {}
+    # The same walk as walk_phases (layers in order, PHASES in order per layer), written so
+    # that phases shared by many layers (a parsed file's repeated lines) are read once: a
+    # Python pass over layers picks each phase's key, numpy expands the keys.
     table: dict[tuple[float, tuple[int, ...]], int] = {}
-    p_key: list[int] = []
-    p = 0
+    by_phase: dict[int, int] = {}
+
+    def key_of(phase: Phase) -> int:
+        key = by_phase.get(id(phase))
+        if key is None:
+            members = tuple(ids.setdefault((c.kind, c.size_bytes, c.group), len(ids))
+                            for c in phase.collectives)
+            key = by_phase[id(phase)] = table.setdefault((phase.compute_s, members), len(table))
+        return key
+
+    by_layer: dict[tuple[int, int, int], tuple[int, int, int]] = {}
+    keys: list[tuple[int, int, int]] = []
     for layer in workload.layers:
-        for k, name in enumerate(PHASES):
-            phase = getattr(layer, name)
-            compute.append(phase.compute_s)
-            count.append(layer.count)
-            kind.append(k)
-            entry = known.get(id(phase))
-            if entry is None:
-                members = tuple(ids.setdefault((c.kind, c.size_bytes, c.group), len(ids))
-                                for c in phase.collectives)
-                key = table.setdefault((phase.compute_s, members), len(table))
-                entry = known[id(phase)] = (members, key)
-            members, key = entry
-            p_key.append(key)
-            c_phase.extend([p] * len(members))
-            c_id.extend(members)
-            p += 1
+        ident = (id(layer.forward), id(layer.input_grad), id(layer.weight_grad))
+        lk = by_layer.get(ident)
+        if lk is None:
+            lk = by_layer[ident] = (key_of(layer.forward), key_of(layer.input_grad),
+                                    key_of(layer.weight_grad))
+        keys.append(lk)
+    n_phases = len(PHASES)
+    p_key = np.array(keys, dtype=int).reshape(-1)
+    entries = tuple(table)
+    table_compute = np.array([c for c, _ in entries], dtype=float)
+    lengths = np.array([len(m) for _, m in entries], dtype=int)
+    starts = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(int)
+    members_flat = np.array([i for _, m in entries for i in m], dtype=int)
+    per_step = lengths[p_key]
+    coll_phase = np.repeat(np.arange(p_key.size), per_step)
+    first = np.concatenate(([0], np.cumsum(per_step)[:-1])).astype(int)
+    offset = np.arange(int(per_step.sum())) - np.repeat(first, per_step)
+    coll_id = members_flat[np.repeat(starts[p_key], per_step) + offset]
     return FlatWalk(
-        phase_compute_s=np.array(compute, dtype=float),
-        phase_count=np.array(count, dtype=float),
-        phase_kind=np.array(kind, dtype=int),
-        coll_phase=np.array(c_phase, dtype=int),
-        coll_id=np.array(c_id, dtype=int),
+        phase_compute_s=table_compute[p_key],
+        phase_count=np.repeat(np.array([ly.count for ly in workload.layers], dtype=float),
+                              n_phases),
+        phase_kind=np.tile(np.arange(n_phases), len(workload.layers)),
+        coll_phase=coll_phase,
+        coll_id=coll_id,
         collectives=tuple(ids),
-        phase_key=np.array(p_key, dtype=int),
-        phase_table=tuple(table),
+        phase_key=p_key,
+        phase_table=entries,
     )
 
 
