@@ -80,14 +80,21 @@ def parse_astra_sim(
     # Repeated layers repeat their line: parse and validate each distinct line once and
     # share its (immutable) phases.
     seen: dict[tuple[str, ...], tuple[dict[str, Phase], float]] = {}
+    same_line: dict[tuple[str, ...], Layer] = {}  # an identical line is the same layer
     for line_no, f in lines:
-        known = seen.get(tuple(f[1:]))
+        whole = tuple(f)
+        layer = same_line.get(whole)
+        if layer is not None:
+            layers.append(layer)
+            continue
+        known = seen.get(whole[1:])
         if known is not None:
             phases, update = known
             layers.append(Layer(name=f[0], forward=phases["forward"],
                                 input_grad=phases["input_grad"],
                                 weight_grad=phases["weight_grad"], count=1,
                                 update_s=update * 1e-9))
+            same_line[whole] = layers[-1]
             continue
         if len(f) != 12:
             raise InputError(
@@ -120,6 +127,7 @@ def parse_astra_sim(
         seen[tuple(f[1:])] = (phases, update)
         layers.append(Layer(name=f[0], forward=phases["forward"], input_grad=phases["input_grad"],
                             weight_grad=phases["weight_grad"], count=1, update_s=update * 1e-9))
+        same_line[whole] = layers[-1]
     if declared is not None and declared != len(layers):
         raise InputError(
             f"header declares {declared} layers, the file has {len(layers)}", source=source
