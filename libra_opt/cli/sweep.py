@@ -273,8 +273,8 @@ def run(args: argparse.Namespace) -> int:
         except InputError as exc:
             raise InputError(f"{exc.field}: {exc.message}" if exc.field else exc.message,
                              source="<cli>", field="--set") from None
-    if args.param is not None and not args.axis:
-        return _legacy(args, base, axes)
+    if args.param is not None and not args.axis and args.out is None:
+        return _legacy(args, base, axes)  # with --out, the one axis runs as a grid below
     sweep = importlib.import_module("libra_opt.explore.sweep").sweep
     progress = False if args.no_progress else (True if args.progress else None)
     if args.executor == "dask" and not getattr(args, "verbose", False):

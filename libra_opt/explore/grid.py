@@ -26,6 +26,7 @@ import logging
 import math
 import os
 import sys
+import tempfile
 import time
 import types
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -207,6 +208,19 @@ def _axes(base: ScenarioBase, axes: Mapping[str, Sequence[Any]]) -> list[_Axis]:
             except InputError as exc:
                 raise InputError(exc.message, field=name) from None
             out.append(_Axis(name, path, "structural", checked))
+    structural = [a for a in out if a.kind == "structural"]
+    if len(structural) == 1:
+        # With one structural axis each value alone makes a point's scenario: a value the
+        # scenario rejects (a negative size, an objective without its model) is bad input,
+        # refused before anything is solved, not a failed point.
+        a = structural[0]
+        for v in dict.fromkeys(_key(x) for x in a.values):
+            value = next(x for x in a.values if _key(x) == v)
+            try:
+                base.apply({a.path: value})
+            except InputError as exc:
+                raise InputError(f"value {short_repr(value, 80)}: {exc.message}",
+                                 field=a.name) from None
     return out
 
 
@@ -343,19 +357,22 @@ def _execute(
             for fut in as_completed(futures):
                 collect(fut.result())
         return results
-    client, own = _dask_client(executor, max_workers)
-    try:
-        from distributed import as_completed as dask_completed
+    # A cluster started here keeps its scratch files in a private temporary directory,
+    # removed afterwards (dask's default is ./dask-scratch-space or the system temp dir).
+    with tempfile.TemporaryDirectory(prefix="libra-opt-dask-") as scratch:
+        client, own = _dask_client(executor, max_workers, scratch)
+        try:
+            from distributed import as_completed as dask_completed
 
-        futures = client.map(_run_chunk_remote, chunks, pure=False)
-        for fut in dask_completed(futures):
-            collect(fut.result())
-    finally:
-        if own:
-            cluster = client.cluster
-            client.close()
-            if cluster is not None:
-                cluster.close()
+            futures = client.map(_run_chunk_remote, chunks, pure=False)
+            for fut in dask_completed(futures):
+                collect(fut.result())
+        finally:
+            if own:
+                cluster = client.cluster
+                client.close()
+                if cluster is not None:
+                    cluster.close()
     return results
 
 
@@ -370,15 +387,19 @@ def _run_chunk_serial(
     return []
 
 
-def _dask_client(executor: Any, max_workers: int | None) -> tuple[Any, bool]:
-    """The given ``dask.distributed.Client``, or a new one on a loopback LocalCluster."""
+def _dask_client(executor: Any, max_workers: int | None, scratch: str) -> tuple[Any, bool]:
+    """The given ``dask.distributed.Client``, or a new one on a loopback LocalCluster whose
+    scratch files go to ``scratch``."""
     if executor != "dask":
         return executor, False
+    import dask
     from distributed import Client, LocalCluster
 
-    cluster = LocalCluster(n_workers=max_workers or min(2, os.cpu_count() or 1),
-                           threads_per_worker=1, processes=False, protocol="tcp://",
-                           host="127.0.0.1", dashboard_address=None)
+    with dask.config.set({"temporary-directory": scratch}):
+        cluster = LocalCluster(n_workers=max_workers or min(2, os.cpu_count() or 1),
+                               threads_per_worker=1, processes=False, protocol="tcp://",
+                               host="127.0.0.1", dashboard_address=None,
+                               local_directory=scratch)
     return Client(cluster), True
 
 

@@ -6,8 +6,9 @@ written and -- for matrix multiplies -- a GEMM shape. Its time on a device is
     t = max(F / (P_dtype x eta_gemm(m, n, k)), B / (BW x eta_mem)) + t_kernel
 
 for matrix work (GEMMs, attention), and ``max(F / P_vector, B / (BW x eta_mem)) + t_kernel``
-for element-wise work. ``eta_gemm`` is wave quantization times the device's achievable
-fraction (``Device.default_efficiency``); ``eta_mem`` is ``Device.mem_efficiency``.
+for element-wise work. ``eta_gemm`` is wave quantization times ``k / (k + k0)`` (short inner
+dimensions reach less of the peak; ``k0`` is ``Device.gemm_k_overhead``) times the device's
+achievable fraction (``Device.default_efficiency``); ``eta_mem`` is ``Device.mem_efficiency``.
 """
 
 from __future__ import annotations

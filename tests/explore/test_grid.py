@@ -135,8 +135,20 @@ def test_numpy_and_pandas_values():
     assert df["fabric.hb_domain"].tolist() == [8, 16]
 
 
+def test_a_value_the_scenario_rejects_is_bad_input():
+    """One structural axis: each value alone makes a point's scenario, so a value the
+    scenario rejects is refused before anything is solved, naming the axis."""
+    with pytest.raises(InputError) as exc:
+        sweep("deepseek_v3_rail_only", {"fabric.hb_domain": [8, 3]}, progress=False)
+    assert exc.value.field == "fabric.hb_domain"
+    assert "not a multiple of hb_domain 3" in exc.value.message
+
+
 def test_a_point_the_scenario_rejects_is_an_error_row():
-    df = sweep("deepseek_v3_rail_only", {"fabric.hb_domain": [8, 3]}, progress=False)
+    """Two structural axes: a combination may fail where each value alone would not; that
+    point is a row with its reason."""
+    df = sweep("deepseek_v3_rail_only", {"fabric.hb_domain": [8, 3],
+                                         "objective": ["perf"]}, progress=False)
     assert df["status"].tolist() == ["optimal", "error"]
     assert "not a multiple of hb_domain 3" in df.loc[1, "message"]
 

@@ -49,7 +49,7 @@ PHASES = tuple(HypothesisPhase) if os.environ.get("LIBRA_BACKEND_SHRINK") else t
 
 KINDS = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "p2p")
 TOPOLOGIES = ("ring", "fully_connected", "switch")
-OBJ_RTOL = 1e-7  # objective agreement between the backends (issue 8)
+OBJ_RTOL = 1e-7  # objective agreement required between the backends
 SHADOW_RTOL = 1e-3
 SHADOW_ATOL = 1e-6  # in units of objective / row scale (an elasticity)
 
