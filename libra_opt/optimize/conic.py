@@ -299,14 +299,17 @@ def build_conic_program(
             coll_forms[:, col_inv_u] = chunked.sum_const_s / t_ref
         else:
             coll_const = chunked.sum_const_s / t_ref
+        # z_k is kept in units of w_k (z_k >= w_k (p_r . inv + p0_r)): with thousands of
+        # chunks a weight w_k ~ 1e3 on a variable of order 1 / w_k is badly scaled.
         has_z = z_of >= 0
-        coll_forms[np.flatnonzero(has_z), col_z + z_of[has_z]] = chunked.max_weight[has_z]
+        coll_forms[np.flatnonzero(has_z), col_z + z_of[has_z]] = 1.0
         piece_c = chunked.piece_gb[:, used] / scale
         for i, owner in enumerate(chunked.piece_owner.tolist()):
+            w_k = float(chunked.max_weight[owner])
             r = bld.row()
-            r[col_inv : col_inv + m] = piece_c[i]
+            r[col_inv : col_inv + m] = w_k * piece_c[i]
             r[col_z + z_of[owner]] = -1.0
-            p0 = chunked.piece_const_s[i] / t_ref
+            p0 = w_k * chunked.piece_const_s[i] / t_ref
             const = inv_u_term(r, p0) if p0 > 0 else 0.0
             bld.add_le(r, -const)
     elif n_k:

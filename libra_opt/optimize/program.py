@@ -118,13 +118,16 @@ def chunked_time_terms(chunked: ChunkedTerms, scale: np.ndarray, t_ref: float, u
     expr = expr + (chunked.sum_const_s / t_ref) * inv_u
     owners = np.unique(chunked.piece_owner)
     if owners.size:
+        # z_k in units of w_k (z_k >= w_k pieces): a weight ~1e3 on a variable ~1e-3 is
+        # badly scaled for the interior point.
         z = cp.Variable(n_k, name="chunk_cycle")
-        piece = (chunked.piece_gb[:, used] / scale[None, used]) @ inv
-        piece = piece + (chunked.piece_const_s / t_ref) * inv_u
+        w_r = chunked.max_weight[chunked.piece_owner]
+        piece = (w_r[:, None] * chunked.piece_gb[:, used] / scale[None, used]) @ inv
+        piece = piece + (w_r * chunked.piece_const_s / t_ref) * inv_u
         cons.append(z[chunked.piece_owner] >= piece)
-        w = np.zeros(n_k)
-        w[owners] = chunked.max_weight[owners]
-        expr = expr + cp.multiply(w, z)
+        has = np.zeros(n_k)
+        has[owners] = 1.0
+        expr = expr + cp.multiply(has, z)
     return expr
 
 

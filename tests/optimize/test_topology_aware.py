@@ -183,3 +183,22 @@ def test_tco_objective_brute_force():
     best, _ = brute_2d(lambda a, b: (a + b >= 50) & (b <= 400), obj, hi=4000)
     for backend in ("clarabel", "cvxpy"):
         check(solve(scen, backend=backend), best)
+
+
+@pytest.mark.parametrize("chunks", [1024, 65536])
+@pytest.mark.parametrize("objective", ["perf", "perf_per_cost"])
+def test_thousands_of_chunks_brute_force(chunks, objective):
+    """With S - 1 ~ 1e3-1e5 weighting the per-chunk max, the program stays well scaled: the
+    optimum matches the brute-force line search and both backends agree."""
+    alpha, e, mem = 2e-6, 1e-6, 100.0
+    scen = ta_scenario(["sum(bw) == 40"], objective, chunks, alpha, e, mem)
+    sol = solve(scen)
+
+    def obj(a, b):
+        s = step_ta(a, b, chunks, alpha, e, mem)
+        return s if objective == "perf" else s * (KAPPA_2D[0] * a + KAPPA_2D[1] * b)
+
+    best, _ = brute_line(40.0, obj)
+    check(sol, best, 1e-6)
+    ref = solve(scen, backend="cvxpy")
+    assert ref.objective_value == pytest.approx(sol.objective_value, rel=1e-7)
