@@ -33,12 +33,13 @@ from numpy.testing import assert_allclose
 
 from libra_opt.cost.prices import CostModel
 from libra_opt.cost.tco import TcoModel
-from libra_opt.errors import InfeasibleDesignError, UnboundedDesignError, VerificationError
+from libra_opt.errors import InfeasibleDesignError, UnboundedDesignError
 from libra_opt.fabric.dims import Dim, Fabric
 from libra_opt.optimize.problem import build_problem, solve
 from libra_opt.scenario.constraints import parse_constraint
 from libra_opt.scenario.evaluate import evaluate
 from libra_opt.scenario.scenario import Scenario, scenario_rows
+from libra_opt.traffic.topology_aware import CollectiveSettings
 from libra_opt.traffic.workload import Collective, Layer, Phase, Workload
 
 N_EXAMPLES = int(os.environ.get("LIBRA_BACKEND_EXAMPLES", "150"))
@@ -177,10 +178,19 @@ def scenarios(draw) -> Scenario:
         d = draw(st.integers(0, n - 1))
         texts += [f"bw[{d}] >= {2 * star[d]!r}", f"bw[{d}] <= {1.5 * star[d]!r}"]
     constraints = tuple(parse_constraint(t, fabric) for t in texts)
+    model = draw(st.sampled_from(("pipelined", "sequential", "topology_aware")),
+                 label="collectives")
+    settings = None
+    if model == "topology_aware":
+        settings = CollectiveSettings(
+            chunks=draw(st.sampled_from((1, 4, 64, 4096)), label="chunks"),
+            endpoint_delay_s=draw(st.sampled_from((0.0, 1e-6)), label="endpoint delay"),
+            local_memory_gbps=draw(st.sampled_from((None, 500.0)), label="memory"),
+        )
     return Scenario(
         fabric, cost_model, tuple(workloads), weights=weights, constraints=constraints,
         budget_usd=budget, power_w=power, objective=objective,
-        collective_model=draw(st.sampled_from(("pipelined", "sequential")), label="collectives"),
+        collective_model=model, collectives=settings,
         training_loop=draw(st.sampled_from(("no_overlap", "overlap")), label="loop"),
         tco=tco, name="random",
     )
