@@ -37,6 +37,8 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/rail_only.py --out out/bench
 	$(BIN)/python benchmarks/libra_case_studies.py --out out/bench
 	$(BIN)/python benchmarks/sweeps.py --out out/bench
+	$(BIN)/python benchmarks/diloco.py --out out/bench
+	$(BIN)/python benchmarks/in_network.py --out out/bench
 	$(BIN)/python benchmarks/yaml_load.py
 
 examples: $(STAMP)

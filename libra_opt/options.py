@@ -120,8 +120,10 @@ COMPONENTS: tuple[Component, ...] = get_args(Component)
 #: Components a tier may price: the three columns plus ``transceiver`` (optics at both ends
 #: of an optical cable) and ``copper`` (a copper cable, e.g. a DAC, replacing the ``link``
 #: price and both transceivers on the copper cable levels of a switch network), both folded
-#: into the ``link`` column.
-PricedComponent = Literal["link", "switch", "nic", "transceiver", "copper"]
+#: into the ``link`` column; ``in_network_reduction`` is the premium per GB/s of switch port
+#: for in-network reduction (SHARP class), bought only on dimensions that use it and folded
+#: into the ``switch`` column.
+PricedComponent = Literal["link", "switch", "nic", "transceiver", "copper", "in_network_reduction"]
 PRICED_COMPONENTS: tuple[PricedComponent, ...] = get_args(PricedComponent)
 
 #: How ``compare`` equalizes fabrics: the same bandwidth; the same scale-out budget with the

@@ -16,6 +16,7 @@ from typing import NoReturn
 import numpy as np
 
 from libra_opt.cli import compare as cli_compare
+from libra_opt.cli import in_network as cli_in_network
 from libra_opt.cli import report as cli_report
 from libra_opt.cli import sweep as cli_sweep
 from libra_opt.cli import validate as cli_validate
@@ -237,6 +238,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_workload)
 
     cli_compare.register(sub)
+    cli_in_network.register(sub)
     cli_validate.register(sub)
     cli_report.register(sub)
     return parser

@@ -9,7 +9,10 @@ A catalog is a mapping (read by :func:`libra_opt.io.presets.load_catalog` from
   ``source`` and ``date`` for its numbers;
 * ``tiers``: cost tier -> component (``link``, ``switch``, ``nic``, ``transceiver``,
   ``copper``) -> part. ``copper`` names a ``link`` part (a copper cable such as a DAC),
-  used on the copper cable levels of a switch dimension (``copper_levels``).
+  used on the copper cable levels of a switch dimension (``copper_levels``);
+  ``in_network_reduction`` names a ``switch`` part priced per GB/s of switch port: the
+  premium of in-network reduction (SHARP class), bought only by dimensions that use it
+  (``Scenario.in_network_reduction``).
 
 Presets: ``libra_ispass24`` (LIBRA's example $ per GB/s, no power) and ``current_2025``
 (InfiniBand and Ethernet switches by radix and port speed, NICs, optics and copper, an
@@ -39,7 +42,7 @@ __all__ = ["PART_KINDS", "Part", "Catalog", "catalog_from_dict"]
 
 PART_KINDS: tuple[str, ...] = ("switch", "nic", "transceiver", "link")
 # Part kind a tier component must name when it differs from the component's name.
-_PART_KIND_OF = {"copper": "link"}
+_PART_KIND_OF = {"copper": "link", "in_network_reduction": "switch"}
 _PART_KEYS = {"kind", "model", "ports", "port_gbps", "gbps", "price_usd", "power_w",
               "usd_per_gbps", "w_per_gbps", "source", "date"}
 

@@ -22,7 +22,7 @@ References
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -192,8 +192,35 @@ def _add_link_part(
     power[d, 0] += gbps_per_gbps * prices.w_per_gbps[part]
 
 
-def cost_coefficients(fabric: Fabric, cost_model: CostModel) -> CostCoefficients:
+def _add_in_network(usd: np.ndarray, power: np.ndarray | None, d: int, ports: float,
+                    prices: TierPrices, name: str) -> None:
+    """Add the in-network reduction premium of ``ports`` GB/s of switch port per GB/s of
+    ``B_d`` to the ``switch`` column of dimension ``d``."""
+    key = "in_network_reduction"
+    if key not in prices.usd_per_gbps:
+        raise InputError(
+            f"dimension {name!r} reduces in the network but tier {prices.tier!r} has no "
+            f"{key} price ($ per GB/s of switch port; write 0 if it is free)",
+            field=f"cost_model.{prices.tier}")
+    usd[d, 1] += ports * prices.usd_per_gbps[key]
+    if power is None:
+        return
+    assert prices.w_per_gbps is not None
+    if key not in prices.w_per_gbps:
+        raise InputError(
+            f"dimension {name!r} reduces in the network but tier {prices.tier!r} has no "
+            f"{key} power entry (W per GB/s; write 0 if it draws none)",
+            field=f"power_model.{prices.tier}")
+    power[d, 1] += ports * prices.w_per_gbps[key]
+
+
+def cost_coefficients(fabric: Fabric, cost_model: CostModel,
+                      in_network: Collection[int] = ()) -> CostCoefficients:
     """Linear $ and W coefficients of every dimension.
+
+    ``in_network`` holds the indices of switch dimensions that reduce in the network: each
+    also buys its tier's ``in_network_reduction`` premium per GB/s of switch port (added
+    to the ``switch`` column).
 
     Notes
     -----
@@ -201,7 +228,7 @@ def cost_coefficients(fabric: Fabric, cost_model: CostModel) -> CostCoefficients
     with ``l_d``, ``u_d``, ``s_d``, ``c_d``, ``o_d`` the optical link, copper link, switch-port
     (bought under ``whole_switch`` pricing, in use under ``used_ports``), NIC-port and
     transceiver GB/s per GB/s of ``B_d`` (:func:`dimension_inventory`); the same with W for
-    ``pi_d``. ``transceiver`` is optional (absent = the ``link`` part is a passive cable, no
+    ``pi_d``; an in-network dimension adds ``s_d p_in_network_reduction``. ``transceiver`` is optional (absent = the ``link`` part is a passive cable, no
     optics); ``copper`` is needed only by dimensions with ``copper_levels``; both are
     reported in the ``link`` column.
 
@@ -268,6 +295,8 @@ def cost_coefficients(fabric: Fabric, cost_model: CostModel) -> CostCoefficients
                 )
             _add_link_part(usd, power, d, inv.copper_gbps_per_gbps, "copper", prices,
                            f"dimension {dim.name!r} has copper cables")
+        if d in in_network:
+            _add_in_network(usd, power, d, float(inv.switch_ports_priced), prices, dim.name)
     return CostCoefficients(usd, power)
 
 

@@ -9,7 +9,9 @@ the axes of :func:`libra_opt.explore.grid.sweep`):
   constraint, i.e. its text exactly as the scenario shows it (``"sum(bw) == 1000"``,
   ``"bw.hb >= 100.0"``).
 * **Scenario fields**: ``objective``, ``collective_model``, ``training_loop``,
-  ``traffic_model``, ``name`` and ``workloads.<name>.weight``.
+  ``traffic_model``, ``name``, ``in_network_reduction`` (a list of switch dimension names,
+  ``[pod]``, ``[]``; a single name or ``none`` is also taken) and
+  ``workloads.<name>.weight``.
 * **Fields of the scenario's YAML document**, any path into it: mapping keys joined by
   dots, list items picked by ``[i]`` (0-based) or by their ``name`` (``.<name>`` or
   ``[<name>]`` for names with dots). Examples: ``fabric.dims.pod.size``,
@@ -78,9 +80,11 @@ CAP_PATHS: dict[str, str] = {
     "constraints.power_w": "power_w",
 }
 #: Scenario fields set directly (not through the document).
-SCENARIO_FIELDS = ("objective", "collective_model", "training_loop", "traffic_model", "name")
+SCENARIO_FIELDS = ("objective", "collective_model", "training_loop", "traffic_model", "name",
+                   "in_network_reduction")
 # Fields a document path may find changed in a scenario object and carries over.
 _CARRIED = ("objective", "collective_model", "training_loop", "traffic_model", "name",
+            "in_network_reduction",
             "budget_usd", "power_w", "weights", "constraints")
 _DIM_FIELDS = tuple(f.name for f in dataclasses.fields(Dim))
 _CHOICES: dict[str, tuple[str, ...]] = {
@@ -265,6 +269,8 @@ def _scenario_fields(scen: Scenario, changes: Mapping[str, Any]) -> Scenario:
             if value is not None:
                 value = _number(value, path)
             kwargs[CAP_PATHS[path]] = value
+        elif path == "in_network_reduction":
+            kwargs[path] = _dim_names(value, path)
         elif path in SCENARIO_FIELDS:
             kwargs[path] = value
         else:  # workloads.<name>.weight
@@ -278,6 +284,26 @@ def _scenario_fields(scen: Scenario, changes: Mapping[str, Any]) -> Scenario:
         bad = next((p for p in changes if exc.field and CAP_PATHS.get(p, p).split(".")[-1]
                     in exc.field), next(iter(changes)))
         raise InputError(exc.message, source=_API, field=bad) from None
+
+
+def _dim_names(value: Any, path: str) -> tuple[str, ...]:
+    """A list of dimension names given as a list, a YAML list text, one name, or none.
+
+    Examples
+    --------
+    >>> _dim_names("[pod, node]", "p"), _dim_names("pod", "p"), _dim_names("none", "p")
+    (('node', 'pod'), ('pod',), ())
+    """
+    if isinstance(value, str):
+        value = parse_value(value)
+    if value is None or value == "":
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+        return tuple(sorted(set(value)))
+    raise InputError(f"expected a list of dimension names, got {short_repr(value)}",
+                     source=_API, field=path)
 
 
 def _number(value: Any, path: str) -> float:
@@ -418,6 +444,8 @@ class ScenarioBase:
                 if v <= 0:
                     raise InputError(f"weight must be > 0, got {v:g}", source=_API, field=path)
                 return v
+            if path == "in_network_reduction":
+                return _dim_names(value, path)
             allowed = _CHOICES.get(path)
             if allowed is not None and value not in allowed:
                 raise InputError(f"{short_repr(value, 60)} is not one of {', '.join(allowed)}",

@@ -33,6 +33,20 @@ Example::
       link_latency_s: {chiplet: 5.0e-7}              # per hop (default: the dim's latency_s)
       # or: astra_sim_system: path/to/system.json    (ASTRA-sim 2.0 system configuration)
     training_loop: no_overlap                        # or overlap
+    in_network_reduction: [package]                  # switch dims reducing in the network
+    compression:                                     # bytes per element of collectives
+      baseline: bf16                                 # what the workload's sizes assume
+      groups: {dp: fp8, tp: {forward: bf16, input_grad: fp8}}   # fp32 bf16 fp16 fp8 int8 int4
+    fine_grained_overlap:                            # needs training_loop: overlap
+      presets: [dp_backward, tp_layer, moe_all_to_all]
+      groups: {tp: 0.3, ep: {forward: 0.6}}          # fraction of a collective hidden
+    diloco:                                          # DiLoCo across the sites of a dim
+      site_dim: site                                 # the datacenter interconnect dimension
+      params_per_npu: 1.4e9                          # parameters each NPU holds
+      sync_every_steps: 100                          # H
+      fragments: 1                                   # F (streaming)
+      delta_bits: 4                                  # b
+      dp_group: dp
 """
 
 from __future__ import annotations
@@ -78,6 +92,9 @@ from libra_opt.options import (
 from libra_opt.scenario.constraints import LinearConstraint, parse_constraint
 from libra_opt.scenario.scenario import Scenario
 from libra_opt.schema import StrictModel, input_error_from_pydantic
+from libra_opt.traffic.compression import Compression, compress_workload
+from libra_opt.traffic.diloco import DiLoCoSettings, diloco_workloads
+from libra_opt.traffic.overlap import OverlapPolicy, overlap_workload
 from libra_opt.traffic.topology_aware import CollectiveSettings
 from libra_opt.traffic.workload import StepMetrics, Workload
 
@@ -149,6 +166,62 @@ class CollectivesSpec(StrictModel):
     astra_sim_system: str | None = None
 
 
+class CompressionSpec(StrictModel):
+    """``compression:`` (see :class:`~libra_opt.traffic.compression.Compression`)."""
+
+    baseline: str = "bf16"
+    groups: dict[str, str | dict[str, str]] = Field(default_factory=dict)
+
+
+def _compression(spec: CompressionSpec | None, source: str) -> Compression | None:
+    """``compression:`` as :class:`Compression` (``None`` when absent or empty)."""
+    if spec is None or not spec.groups:
+        return None
+    rules = []
+    for group, value in spec.groups.items():
+        items = value.items() if isinstance(value, dict) else [("all", value)]
+        rules += [(group, phase, dtype) for phase, dtype in items]
+    try:
+        return Compression(tuple(rules), spec.baseline)
+    except InputError as exc:
+        raise InputError(exc.message, source=source, field=exc.field) from None
+
+
+class OverlapSpec(StrictModel):
+    """``fine_grained_overlap:`` (see :class:`~libra_opt.traffic.overlap.OverlapPolicy`)."""
+
+    presets: list[str] = Field(default_factory=list)
+    groups: dict[str, float | dict[str, float]] = Field(default_factory=dict)
+
+
+def _overlap(spec: OverlapSpec | None, training_loop: str, source: str) -> OverlapPolicy | None:
+    """``fine_grained_overlap:`` as :class:`OverlapPolicy` (``None`` when absent)."""
+    if spec is None:
+        return None
+    if training_loop != "overlap":
+        raise InputError("fine_grained_overlap needs training_loop: overlap", source=source,
+                         field="fine_grained_overlap")
+    rules = []
+    for group, value in spec.groups.items():
+        items = value.items() if isinstance(value, dict) else [("all", value)]
+        rules += [(group, phase, frac) for phase, frac in items]
+    try:
+        return OverlapPolicy.from_presets(spec.presets, tuple(rules))
+    except InputError as exc:
+        raise InputError(exc.message, source=source, field=exc.field) from None
+
+
+class DiLoCoSpec(StrictModel):
+    """``diloco:`` (see :func:`~libra_opt.traffic.diloco.diloco_workloads`)."""
+
+    site_dim: str
+    params_per_npu: float = Field(gt=0)
+    sync_every_steps: StrictInt = Field(ge=1)
+    fragments: StrictInt = Field(default=1, ge=1)
+    delta_bits: float = Field(default=16.0, gt=0, le=32)
+    dp_group: str = "dp"
+
+
 class ScenarioFile(StrictModel):
     """Schema of the scenario YAML (see module docstring)."""
 
@@ -163,6 +236,10 @@ class ScenarioFile(StrictModel):
     training_loop: TrainingLoop = "no_overlap"
     traffic_model: TrafficModel = "hierarchical"
     collectives: CollectivesSpec | None = None
+    in_network_reduction: list[str] = Field(default_factory=list)
+    compression: CompressionSpec | None = None
+    fine_grained_overlap: OverlapSpec | None = None
+    diloco: DiLoCoSpec | None = None
     tco: dict[str, Any] | None = None
 
 
@@ -402,6 +479,25 @@ def _build(
     cost_model = _cost_model(spec, source, base, cache)
     built = [_workload(w, i, fabric, source, base, cache) for i, w in enumerate(spec.workloads)]
     workloads = [wl for wl, _ in built]
+    compression = _compression(spec.compression, source)
+    if compression is not None:
+        try:
+            workloads = [compress_workload(wl, compression) for wl in workloads]
+        except InputError as exc:
+            raise InputError(exc.message, source=source, field=exc.field) from None
+    policy = _overlap(spec.fine_grained_overlap, spec.training_loop, source)
+    if policy is not None:
+        workloads = [overlap_workload(wl, policy) for wl in workloads]
+    weights = [w.weight for w in spec.workloads]
+    if spec.diloco is not None:
+        d = spec.diloco
+        try:
+            settings = DiLoCoSettings(d.sync_every_steps, d.fragments, d.delta_bits)
+            ws, wts = diloco_workloads(workloads, weights, fabric, d.site_dim, settings,
+                                       d.params_per_npu, d.dp_group)
+        except InputError as exc:
+            raise InputError(exc.message, source=source, field=exc.field) from None
+        workloads, weights = list(ws), list(wts)
     generated = MappingProxyType({wl.name: g for wl, g in built if g is not None})
 
     # Constraints
@@ -427,7 +523,7 @@ def _build(
             fabric=fabric,
             cost_model=cost_model,
             workloads=tuple(workloads),
-            weights=tuple(w.weight for w in spec.workloads),
+            weights=tuple(weights),
             constraints=tuple(cons),
             budget_usd=spec.constraints.budget_usd,
             power_w=spec.constraints.power_w,
@@ -436,6 +532,7 @@ def _build(
             training_loop=spec.training_loop,
             traffic_model=spec.traffic_model,
             collectives=_collectives(spec.collectives, fabric, source, base),
+            in_network_reduction=tuple(spec.in_network_reduction),
             tco=None if spec.tco is None else TcoModel.from_mapping(spec.tco, source),
             name=spec.name or Path(source).stem,
             source=source,

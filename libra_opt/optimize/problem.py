@@ -131,7 +131,7 @@ def build_problem(scenario: Scenario, *, backend: str = "clarabel") -> Bandwidth
     coeffs = scenario.coefficients
     rows = scenario_rows(scenario, coeffs)
     terms = aggregate_terms(scenario.workloads, scenario.fabric, scenario.traffic_model,
-                            scenario.collective_settings)
+                            scenario.collective_settings, scenario.in_network_dims)
     assert scenario.weights is not None
     weights = np.array(scenario.weights)
     n = scenario.fabric.n_dims

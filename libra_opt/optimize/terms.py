@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from libra_opt.fabric.dims import Fabric
+from libra_opt.traffic.in_network import in_network_dims
 from libra_opt.traffic.routing import collective_traffic
 from libra_opt.traffic.topology_aware import CollectiveSettings, collective_phases
 from libra_opt.traffic.workload import Workload
@@ -134,12 +135,15 @@ class AggregatedTerms:
 def aggregate_terms(
     workloads: Sequence[Workload], fabric: Fabric, traffic_model: str = "hierarchical",
     collectives: CollectiveSettings | None = None,
+    in_network_reduction: Sequence[str] = (),
 ) -> AggregatedTerms:
     """Merge identical collectives and phases of ``workloads`` on ``fabric``.
 
     ``traffic_model`` is ``hierarchical`` (LIBRA) or ``native`` (see :mod:`libra_opt.traffic.routing`).
     ``collectives`` (the ``topology_aware`` model's settings) adds :class:`ChunkedTerms`;
     collectives are then merged when their chunk phases are identical.
+    ``in_network_reduction`` names the switch dimensions that reduce in the network under
+    the other collective models (:mod:`libra_opt.traffic.in_network`).
 
     Examples
     --------
@@ -153,6 +157,7 @@ def aggregate_terms(
     ([[6.0]], [[96.0]])
     """
     n_d = fabric.n_dims
+    inr = in_network_dims(in_network_reduction, fabric)
     coll_index: dict[bytes, int] = {}
     traffic_rows: list[np.ndarray] = []
     latency_rows: list[np.ndarray] = []
@@ -164,7 +169,7 @@ def aggregate_terms(
         for i, (kind, size, group) in enumerate(flat.collectives):
             if collectives is None:
                 traffic, lat = collective_traffic(kind, size, wl.groups[group], fabric,
-                                                  traffic_model)
+                                                  traffic_model, inr)
                 traffic = traffic / 1e9
                 key = traffic.tobytes() + lat.tobytes()
             else:

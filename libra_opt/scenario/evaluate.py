@@ -138,7 +138,8 @@ def scenario_walks(scenario: Scenario) -> tuple[WalkArrays, ...]:
     """Every workload's walk (:func:`~libra_opt.traffic.step_time.walk_arrays`) on the
     scenario's fabric: build once, then pass to :func:`evaluate` as many times as needed."""
     return tuple(
-        walk_arrays(w, scenario.fabric, scenario.traffic_model, scenario.collective_settings)
+        walk_arrays(w, scenario.fabric, scenario.traffic_model, scenario.collective_settings,
+                    scenario.in_network_dims)
         for w in scenario.workloads
     )
 

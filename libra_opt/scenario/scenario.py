@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from libra_opt.cost.prices import CostCoefficients, CostModel, cost_coefficients
@@ -23,6 +23,7 @@ from libra_opt.options import (
 )
 from libra_opt.scenario.constraints import LinearConstraint, Row, constraint_rows
 from libra_opt.scenario.display import format_usd, html_table
+from libra_opt.traffic.in_network import in_network_dims
 from libra_opt.traffic.topology_aware import CollectiveSettings, collective_phases
 from libra_opt.traffic.workload import Workload, check_on_fabric
 
@@ -76,6 +77,11 @@ class Scenario:
         Settings of the ``topology_aware`` model (default
         :class:`~libra_opt.traffic.topology_aware.CollectiveSettings`); ignored by the
         other collective models.
+    in_network_reduction : tuple of str
+        Switch dimensions that reduce in the network (SHARP class,
+        :mod:`libra_opt.traffic.in_network`): their all-reduce, reduce-scatter and
+        all-gather traffic and steps change under every collective model, and they buy
+        their tier's ``in_network_reduction`` premium. Default: none.
     name : str
     source : str, optional
         File the scenario was read from (for messages).
@@ -94,6 +100,7 @@ class Scenario:
     traffic_model: TrafficModel = "hierarchical"
     tco: TcoModel | None = None
     collectives: CollectiveSettings | None = None
+    in_network_reduction: tuple[str, ...] = ()
     name: str = "scenario"
     source: str | None = field(default=None, compare=False)
 
@@ -162,6 +169,15 @@ class Scenario:
                     source=src,
                     field=key,
                 )
+        inr = self.in_network_reduction
+        if isinstance(inr, str) or not all(isinstance(n, str) for n in inr):
+            raise InputError(f"expected a list of dimension names, got {inr!r}", source=src,
+                             field="in_network_reduction")
+        object.__setattr__(self, "in_network_reduction", tuple(sorted(set(inr))))
+        try:
+            in_network_dims(self.in_network_reduction, self.fabric)
+        except InputError as exc:
+            raise InputError(exc.message, source=src, field=exc.field) from None
         if self.collectives is not None:
             try:
                 self.collectives.check(self.fabric)
@@ -211,12 +227,23 @@ class Scenario:
         ``None`` under the other collective models."""
         if self.collective_model != "topology_aware":
             return None
-        return self.collectives if self.collectives is not None else CollectiveSettings()
+        settings = self.collectives if self.collectives is not None else CollectiveSettings()
+        if set(self.in_network_dims) != set(settings.in_network_reduction):
+            settings = replace(settings, in_network_reduction=self.in_network_dims)
+        return settings
+
+    @property
+    def in_network_dims(self) -> tuple[str, ...]:
+        """Names of the dimensions that reduce in the network: ``in_network_reduction`` and
+        ``collectives.in_network_reduction`` together (sorted)."""
+        extra = () if self.collectives is None else self.collectives.in_network_reduction
+        return tuple(sorted(set(self.in_network_reduction) | set(extra)))
 
     @cached_property
     def coefficients(self) -> CostCoefficients:
         """Linear cost and power coefficients of the fabric under the cost model."""
-        return cost_coefficients(self.fabric, self.cost_model)
+        return cost_coefficients(self.fabric, self.cost_model,
+                                 in_network_dims(self.in_network_dims, self.fabric))
 
     def _summary(self) -> list[str]:
         """Objective, model choices and caps, one item each (shared by both reprs)."""
@@ -231,6 +258,8 @@ class Scenario:
             items.append(f"budget {format_usd(self.budget_usd)}")
         if self.power_w is not None:
             items.append(f"power cap {self.power_w:,.0f} W")
+        if self.in_network_dims:
+            items.append("in-network reduction on " + ", ".join(self.in_network_dims))
         return items
 
     def __repr__(self) -> str:

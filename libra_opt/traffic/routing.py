@@ -18,7 +18,7 @@ References
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import numpy as np
 
@@ -26,6 +26,7 @@ from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Dim, Fabric
 from libra_opt.options import TRAFFIC_MODELS
 from libra_opt.traffic.collectives import hierarchical_traffic_bytes, latency_steps
+from libra_opt.traffic.in_network import in_network_latency_steps, in_network_traffic_bytes
 
 __all__ = [
     "is_any_to_any",
@@ -120,9 +121,14 @@ def native_latency_s(kind: str, span: Sequence[int], fabric: Fabric, traffic: np
 
 def collective_traffic(
     kind: str, size_bytes: float, span: Sequence[int], fabric: Fabric,
-    traffic_model: str = "hierarchical",
+    traffic_model: str = "hierarchical", in_network: Collection[int] = (),
 ) -> tuple[np.ndarray, np.ndarray]:
     """Bytes per NPU and constant latency (s) of one collective on every dimension.
+
+    ``in_network`` holds the indices of switch dimensions that reduce in the network
+    (:mod:`libra_opt.traffic.in_network`); their reduce-scatter, all-gather and all-reduce
+    traffic and steps follow :func:`~libra_opt.traffic.in_network.in_network_traffic_bytes`
+    under both traffic models (the native model routes those collectives hierarchically).
 
     Examples
     --------
@@ -140,4 +146,10 @@ def collective_traffic(
             f"traffic_model {traffic_model!r} is not one of {', '.join(TRAFFIC_MODELS)}",
             field="traffic_model",
         )
+    if in_network and kind in ("all_reduce", "reduce_scatter", "all_gather"):
+        traffic = in_network_traffic_bytes(kind, size_bytes, span, in_network)
+        alpha = np.array([d.latency_s for d in fabric.dims])
+        steps = in_network_latency_steps(kind, span, [d.topology for d in fabric.dims],
+                                         in_network)
+        return traffic, np.where(traffic > 0, alpha * steps, 0.0)
     return traffic, native_latency_s(kind, span, fabric, traffic)

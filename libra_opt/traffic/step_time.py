@@ -9,7 +9,7 @@ traffic model (:func:`libra_opt.traffic.routing.collective_traffic`) and collect
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -19,6 +19,7 @@ import numpy.typing as npt
 from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Fabric
 from libra_opt.options import COLLECTIVE_MODELS, PHASES, TRAINING_LOOPS, TrafficModel
+from libra_opt.traffic.in_network import in_network_dims
 from libra_opt.traffic.routing import collective_traffic
 from libra_opt.traffic.topology_aware import CollectiveSettings, collective_phases
 from libra_opt.traffic.workload import Workload, walk_collectives
@@ -202,11 +203,14 @@ class WalkArrays:
 def walk_arrays(
     workload: Workload, fabric: Fabric, traffic_model: str = "hierarchical",
     collectives: CollectiveSettings | None = None,
+    in_network_reduction: Sequence[str] = (),
 ) -> WalkArrays:
     """The walk of ``workload`` on ``fabric`` as :class:`WalkArrays`.
 
     ``collectives`` (the ``topology_aware`` model's settings) adds the collectives' chunk
-    phases, so the walk can also be timed under that model.
+    phases, so the walk can also be timed under that model. ``in_network_reduction`` names
+    the switch dimensions that reduce in the network (:mod:`libra_opt.traffic.in_network`;
+    the ``topology_aware`` model reads its own ``collectives.in_network_reduction``).
 
     Examples
     --------
@@ -225,9 +229,10 @@ def walk_arrays(
     group_index = {g: i for i, g in enumerate(groups)}
     traffic = np.zeros((len(flat.collectives), n_dims))
     lat = np.zeros((len(flat.collectives), n_dims))
+    inr = in_network_dims(in_network_reduction, fabric)
     for i, (kind, size, group) in enumerate(flat.collectives):
         traffic[i], lat[i] = collective_traffic(kind, size, workload.groups[group], fabric,
-                                                traffic_model)
+                                                traffic_model, inr)
     coll_group = np.array([group_index[g] for _, _, g in flat.collectives], dtype=int)
     phases = None
     if collectives is not None:
@@ -256,6 +261,7 @@ def step_time(
     training_loop: str = "no_overlap",
     traffic_model: str = "hierarchical",
     collectives: CollectiveSettings | None = None,
+    in_network_reduction: Sequence[str] = (),
 ) -> WorkloadTimes:
     """Step time of ``workload`` on ``fabric`` at bandwidth ``bw_gbps``.
 
@@ -287,7 +293,8 @@ def step_time(
     if collective_model != "topology_aware":
         collectives = None
     return step_time_from_walk(
-        walk_arrays(workload, fabric, traffic_model, collectives), bw, collective_model,
+        walk_arrays(workload, fabric, traffic_model, collectives, in_network_reduction), bw,
+        collective_model,
         training_loop,
     )
 
@@ -378,7 +385,8 @@ def step_time_from_walk(
 
 
 def traffic_by_group_bytes(
-    workload: Workload, fabric: Fabric, traffic_model: TrafficModel = "hierarchical"
+    workload: Workload, fabric: Fabric, traffic_model: TrafficModel = "hierarchical",
+    in_network_reduction: Sequence[str] = (),
 ) -> dict[str, tuple[int, np.ndarray]]:
     """Per group: (collectives per step, bytes per NPU per dimension per step).
 
@@ -396,9 +404,10 @@ def traffic_by_group_bytes(
     (3, [4500000.0, 750000.0])
     """
     out: dict[str, tuple[int, np.ndarray]] = {}
+    inr = in_network_dims(in_network_reduction, fabric)
     for step in walk_collectives(workload):
         c = step.collective
-        t, _ = collective_traffic(c.kind, c.size_bytes, step.span, fabric, traffic_model)
+        t, _ = collective_traffic(c.kind, c.size_bytes, step.span, fabric, traffic_model, inr)
         n, acc = out.get(c.group, (0, np.zeros(fabric.n_dims)))
         out[c.group] = (n + step.count, acc + step.count * t)
     return out

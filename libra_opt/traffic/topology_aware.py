@@ -58,6 +58,7 @@ from libra_opt.options import (
     CollectiveAlgorithm,
 )
 from libra_opt.traffic.collectives import hierarchical_traffic_bytes
+from libra_opt.traffic.in_network import in_network_dims
 
 __all__ = [
     "HOPS",
@@ -157,6 +158,9 @@ class CollectiveSettings:
         :data:`LINE_RATE_PRESETS` stands for its fraction.
     link_latency_s : mapping dim name -> float
         Latency per link hop (s); a dimension not named uses its ``Dim.latency_s``.
+    in_network_reduction : tuple of str
+        Switch dimensions that reduce and multicast in the network (SHARP class; see
+        :func:`phase_time_terms` and :mod:`libra_opt.traffic.in_network`).
 
     Examples
     --------
@@ -173,8 +177,14 @@ class CollectiveSettings:
     all_reduce: AllReduceVariant = "hierarchical"
     efficiency: tuple[tuple[str, float | str], ...] = ()
     link_latency_s: tuple[tuple[str, float], ...] = ()
+    in_network_reduction: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        inr = self.in_network_reduction
+        if isinstance(inr, str) or not all(isinstance(n, str) for n in inr):
+            raise InputError(f"expected a list of dimension names, got {inr!r}",
+                             field="collectives.in_network_reduction")
+        object.__setattr__(self, "in_network_reduction", tuple(sorted(set(inr))))
         algo = _pairs(self.algorithm, "collectives.algorithm")  # type: ignore[arg-type]
         for name, a in algo:
             if a not in COLLECTIVE_ALGORITHMS:
@@ -240,6 +250,8 @@ class CollectiveSettings:
                     f"algorithm {a!r} needs a fully_connected or switch dimension; "
                     f"{name!r} is a ring (use 'ring')",
                     field=f"collectives.algorithm.{name}")
+        in_network_dims(self.in_network_reduction, fabric,
+                        field="collectives.in_network_reduction")
 
     def algorithm_of(self, dim: Dim) -> CollectiveAlgorithm:
         """The algorithm ``dim`` runs."""
@@ -337,6 +349,7 @@ def phase_time_terms(
     endpoint_delay_s: float = 0.0,
     local_memory_gbps: float | None = None,
     efficiency: float = 1.0,
+    in_network: bool = False,
 ) -> tuple[float, float]:
     """Time of one phase on one dimension as ``coef_gb / B_d + const_s``.
 
@@ -357,6 +370,8 @@ def phase_time_terms(
         ``M``; ``None`` makes reductions free.
     efficiency : float
         Fraction ``eta`` of line rate achieved.
+    in_network : bool
+        The switch of ``dim`` reduces and multicasts in the network (SHARP class).
 
     Returns
     -------
@@ -389,6 +404,12 @@ def phase_time_terms(
 
     The total reduction cost is ``3 (k-1) n / M`` for every algorithm.
 
+    In-network (``in_network``, a switch dimension; one step NPU -> switch -> NPU, the
+    reduction done in the switch, so no ``rho``): all-reduce ``x / (eta B_d) + l`` (send
+    ``x``, receive the reduced ``x``); reduce-scatter ``x / (eta B_d) + l`` (send ``x``,
+    receive ``x / k``: the port is busy ``max`` of the two); all-gather (multicast)
+    ``(k-1) n / (eta B_d) + l``; all-to-all and point-to-point as without it.
+
     Examples
     --------
     Ring reduce-scatter of 8 MB over 4 NPUs of a ring at 100 GB/s, 1 us links: 3 steps of
@@ -408,6 +429,11 @@ def phase_time_terms(
     scale = 1.0 / (1e9 * efficiency)
     if op == "p2p":
         return buffer_bytes * links * scale, lat
+    if in_network and dim.topology == "switch":
+        if op in ("all_reduce", "reduce_scatter"):
+            return buffer_bytes * scale, lat
+        if op == "all_gather":
+            return (k - 1) * n * scale, lat
     if algorithm == "halving_doubling" and op == "all_to_all":
         algorithm = "direct"
     if algorithm != "ring" and dim.topology == "ring":
@@ -597,7 +623,8 @@ def collective_phases(
         dim = fabric.dims[d]
         c, l_s = phase_time_terms(
             op, s.algorithm_of(dim), dim, int(span[d]), buf, s.latency_of(dim),
-            s.endpoint_delay_s, s.local_memory_gbps, s.efficiency_of(dim))
+            s.endpoint_delay_s, s.local_memory_gbps, s.efficiency_of(dim),
+            dim.name in s.in_network_reduction)
         dims.append(d)
         coef.append(c)
         const.append(l_s)

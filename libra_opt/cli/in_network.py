@@ -1,0 +1,76 @@
+"""``libra-opt in-network``: which switch dimensions should reduce in the network?
+
+Solves the scenario once per subset of the candidate dimensions
+(:func:`libra_opt.explore.in_network.choose_in_network`) and prints every choice, best
+first. Register it with ``cli_in_network.register(sub)``; errors map to exit codes as for
+the other sub-commands.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from libra_opt.cli.args import parse_sets
+from libra_opt.errors import InputError
+
+__all__ = ["register", "run"]
+
+
+def register(subparsers) -> argparse.ArgumentParser:
+    """Add the ``in-network`` sub-command to ``subparsers`` and return its parser."""
+    p = subparsers.add_parser(
+        "in-network",
+        help="decide per switch dimension whether to buy in-network reduction (SHARP class)",
+        description="Solve the scenario for every choice of switch dimensions that reduce in "
+        "the network (each exactly) and print them, best first.",
+    )
+    p.add_argument("scenario", help="scenario YAML file or example name")
+    p.add_argument("--dims", help="comma-separated candidate dimensions (default: every "
+                   "switch dimension)")
+    p.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
+                   help="override a scenario field (as in solve)")
+    p.add_argument("--backend", choices=("clarabel", "cvxpy"), default="clarabel")
+    p.add_argument("--csv", help="write the choices as CSV (.csv)")
+    p.set_defaults(func=run)
+    return p
+
+
+def run(args) -> int:
+    """Run the sub-command; returns the exit code."""
+    from libra_opt.explore.in_network import choose_in_network
+    from libra_opt.explore.overrides import apply_overrides
+    from libra_opt.io import load_scenario
+
+    sets = parse_sets(args.set)
+    try:
+        scen = apply_overrides(args.scenario, sets) if sets else load_scenario(args.scenario)
+    except InputError as exc:
+        if exc.source != "<api>":
+            raise
+        raise InputError(f"{exc.field}: {exc.message}" if exc.field else exc.message,
+                         source="<cli>", field="--set") from None
+    dims = None if not args.dims else [d.strip() for d in args.dims.split(",") if d.strip()]
+    if dims is not None:
+        bad = [d for d in dims if d not in scen.fabric.names]
+        if bad:
+            raise InputError(f"no dimension named {', '.join(bad)}; names: "
+                             f"{', '.join(scen.fabric.names)}", source="<cli>", field="--dims")
+    res = choose_in_network(scen, dims, backend=args.backend)
+    print(repr(res))
+    if args.csv:
+        import csv
+        import io
+
+        from libra_opt.io.output import check_writable_output, write_text_atomic
+
+        path = check_writable_output(args.csv, "--csv", (".csv",))
+        buf = io.StringIO()
+        w = csv.writer(buf)
+        w.writerow(["in_network_dims", "feasible", "objective", "step_time_s",
+                    "network_cost_usd", *(f"bw_{n}_gbps" for n in scen.fabric.names)])
+        for c in res.choices:
+            bw = list(c.bw_gbps) if c.feasible else [float("nan")] * scen.fabric.n_dims
+            w.writerow([";".join(c.dims), c.feasible, c.objective_value, c.step_time_s,
+                        c.network_cost_usd, *bw])
+        write_text_atomic(path, buf.getvalue())
+    return 0

@@ -1,0 +1,168 @@
+"""Should a switch dimension reduce in the network? Enumerate the choices, solve each exactly.
+
+In-network reduction (SHARP class, :mod:`libra_opt.traffic.in_network`) changes a
+dimension's traffic (an integer choice) and its price (a premium per GB/s), so it is not
+a variable of the convex program. With ``E`` eligible (``switch``) dimensions there are
+``2^E`` choices; each is a convex program solved to its global optimum, so the best of
+them is the exact optimum over the joint choice.
+
+Examples
+--------
+>>> from libra_opt.cost.prices import CostModel
+>>> from libra_opt.fabric.dims import Dim, Fabric
+>>> from libra_opt.scenario.scenario import Scenario
+>>> from libra_opt.scenario.constraints import parse_constraint
+>>> from libra_opt.traffic.workload import Collective, Layer, Phase, Workload
+>>> f = Fabric((Dim("pod", "switch", 8, "S"),))
+>>> cm = CostModel.from_tables({"S": {"link": 1.0, "switch": 1.0, "nic": 1.0,
+...                                   "in_network_reduction": 0.5}})
+>>> w = Workload("w", (Layer("l", Phase(0.0, (Collective("all_reduce", 8e9, "g"),))),),
+...              {"g": (8,)})
+>>> s = Scenario(f, cm, (w,), budget_usd=8 * 3.5 * 100)
+>>> r = choose_in_network(s)
+>>> r.best.dims, round(r.best.step_time_s, 6), r.runner_up.dims
+(('pod',), 0.08, ())
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from libra_opt.errors import InfeasibleDesignError, InputError
+from libra_opt.optimize.problem import solve
+from libra_opt.scenario.display import format_usd, html_table
+from libra_opt.scenario.scenario import Scenario
+
+__all__ = ["InNetworkChoice", "InNetworkResult", "choose_in_network"]
+
+
+@dataclass(frozen=True)
+class InNetworkChoice:
+    """The optimum of one choice of in-network dimensions.
+
+    Attributes
+    ----------
+    dims : tuple of str
+        Dimensions that reduce in the network.
+    feasible : bool
+    objective_value : float
+        The scenario's objective at the optimum (``inf`` when infeasible).
+    step_time_s : float
+        Weighted step time (s).
+    network_cost_usd : float
+    bw_gbps : numpy.ndarray
+        Optimal bandwidth per dimension (GB/s per NPU; empty when infeasible).
+    """
+
+    dims: tuple[str, ...]
+    feasible: bool
+    objective_value: float
+    step_time_s: float
+    network_cost_usd: float
+    bw_gbps: np.ndarray
+
+
+@dataclass(frozen=True)
+class InNetworkResult:
+    """Every choice, best first.
+
+    Attributes
+    ----------
+    choices : tuple of InNetworkChoice
+        Sorted by objective (infeasible last).
+    objective : str
+    """
+
+    choices: tuple[InNetworkChoice, ...]
+    objective: str
+
+    @property
+    def best(self) -> InNetworkChoice:
+        """The optimal choice."""
+        return self.choices[0]
+
+    @property
+    def runner_up(self) -> InNetworkChoice | None:
+        """The second best choice (``None`` with a single choice)."""
+        return self.choices[1] if len(self.choices) > 1 else None
+
+    def _rows(self) -> list[list[str]]:
+        return [[", ".join(c.dims) or "none",
+                 f"{c.objective_value:.6g}" if c.feasible else "infeasible",
+                 f"{c.step_time_s:.6g}" if c.feasible else "-",
+                 format_usd(c.network_cost_usd) if c.feasible else "-",
+                 " / ".join(f"{b:.1f}" for b in c.bw_gbps) if c.feasible else "-"]
+                for c in self.choices]
+
+    def __repr__(self) -> str:
+        head = ["in-network dims", f"objective ({self.objective})", "step time s",
+                "network cost", "bw GB/s"]
+        lines = [f"InNetworkResult: {len(self.choices)} choices, best first", "  " + " | ".join(head)]
+        lines += ["  " + " | ".join(r) for r in self._rows()]
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        return html_table(["in-network dims", f"objective ({self.objective})", "step time s",
+                           "network cost", "bw GB/s"], self._rows(),
+                          caption="In-network reduction: every choice solved exactly, best first")
+
+
+def choose_in_network(
+    scenario: Scenario, dims: Sequence[str] | None = None, *, backend: str = "clarabel",
+) -> InNetworkResult:
+    """Solve ``scenario`` for every subset of ``dims`` reducing in the network.
+
+    Parameters
+    ----------
+    scenario : Scenario
+        Its own ``in_network_reduction`` is replaced by each choice.
+    dims : sequence of str, optional
+        Candidate dimensions (default: every ``switch`` dimension). At most 12.
+    backend : {'clarabel', 'cvxpy'}
+
+    Returns
+    -------
+    InNetworkResult
+        ``2^E`` choices, best first; ``best`` and ``runner_up``.
+
+    Notes
+    -----
+    ``min_{S subset E} min_B f_S(B)`` with each inner problem convex and solved to its
+    global optimum: the enumeration is exact. An infeasible choice (e.g. a budget the
+    premium no longer fits) is reported as such.
+    """
+    fabric = scenario.fabric
+    if dims is None:
+        dims = [d.name for d in fabric.dims if d.topology == "switch"]
+    dims = list(dict.fromkeys(dims))
+    if len(dims) > 12:
+        raise InputError(f"{len(dims)} candidate dimensions: 2^{len(dims)} solves is too many "
+                         "(at most 12)", field="in_network_reduction")
+    out = []
+    for r in range(len(dims) + 1):
+        for subset in itertools.combinations(dims, r):
+            scen = dataclasses.replace(scenario, in_network_reduction=tuple(subset),
+                                       collectives=_without_inr(scenario))
+            try:
+                sol = solve(scen, with_baselines=False, backend=backend)
+            except InfeasibleDesignError:
+                out.append(InNetworkChoice(tuple(sorted(subset)), False, float("inf"),
+                                           float("inf"), float("inf"), np.zeros(0)))
+                continue
+            ev = sol.evaluation
+            out.append(InNetworkChoice(tuple(sorted(subset)), True, float(sol.objective_value),
+                                       ev.weighted_step_time_s, ev.cost.network_cost_usd,
+                                       np.asarray(sol.bw_gbps, dtype=float)))
+    out.sort(key=lambda c: (not c.feasible, c.objective_value, len(c.dims)))
+    return InNetworkResult(tuple(out), scenario.objective)
+
+
+def _without_inr(scenario: Scenario):
+    """The scenario's collective settings without their own in-network dimensions."""
+    c = scenario.collectives
+    return c if c is None else dataclasses.replace(c, in_network_reduction=())
