@@ -18,6 +18,8 @@ __all__ = [
     "unbounded_dims",
     "minimal_bandwidth",
     "row_bounds",
+    "cost_can_vanish",
+    "snap_to_rows",
 ]
 
 #: Label of the implicit constraint "a dimension that carries traffic has bandwidth > 0".
@@ -201,3 +203,47 @@ def minimal_bandwidth(
     out = np.asarray(bw_gbps, dtype=float).copy()
     out[list(idle)] = np.maximum(bw[list(idle)], lower_gbps[list(idle)])
     return out
+
+
+def cost_can_vanish(rows: tuple[Row, ...], n: int, rate: np.ndarray | None) -> bool:
+    """Whether the rows let the network cost ``rate . B`` go to (nearly) zero.
+
+    With every dimension priced that means ``B = 0`` meets every row (checked directly);
+    otherwise a linear program finds the least cost.
+    """
+    assert rate is not None
+    if (rate > 0).all():
+        return all(
+            (r.sense == "<=" and 0.0 <= r.rhs) or (r.sense == ">=" and 0.0 >= r.rhs)
+            or (r.sense == "==" and r.rhs == 0.0)
+            for r in rows
+        )
+    st, c_min, _ = lp_extreme(rows, n, rate)
+    return st == "optimal" and c_min <= 1e-12 * float(rate.sum())
+
+
+def snap_to_rows(rows: tuple[Row, ...], bw_gbps: np.ndarray) -> np.ndarray:
+    """``bw_gbps`` moved onto its equality rows and inside its single-dimension bounds.
+
+    An interior-point answer meets ``bw[0] == 450`` to about 1e-9; a caller that prices the
+    answer and re-imposes that price as a budget would then see an infeasible design. The
+    answer is projected (least squares) onto the equality rows and bound rows are clipped;
+    a move larger than 1e-6 relative is not made (that would not be round-off). The numpy
+    re-check then evaluates the moved point.
+    """
+    bw = bw_gbps.copy()
+    eq = [r for r in rows if r.sense == "=="]
+    if eq:
+        a = np.array([r.a for r in eq])
+        resid = a @ bw - np.array([r.rhs for r in eq])
+        if np.any(resid != 0):
+            bw = bw - np.linalg.lstsq(a, resid, rcond=None)[0]
+    for r in rows:
+        nz = np.flatnonzero(r.a)
+        if r.sense != "==" and nz.size == 1:
+            d = int(nz[0])
+            bound = r.rhs / r.a[d]
+            upper = (r.sense == "<=") == (r.a[d] > 0)
+            bw[d] = min(bw[d], bound) if upper else max(bw[d], bound)
+    bw = np.maximum(bw, 0.0)
+    return bw if np.allclose(bw, bw_gbps, rtol=1e-6, atol=0.0) else bw_gbps

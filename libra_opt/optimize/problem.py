@@ -28,15 +28,17 @@ from libra_opt.cost.tco import cluster_rate_coefficients
 from libra_opt.errors import InputError, SolverError, UnboundedDesignError, VerificationError
 from libra_opt.optimize.conic import build_conic_program
 from libra_opt.optimize.feasibility import (
+    cost_can_vanish,
     is_feasible,
     lp_extreme,
     minimal_bandwidth,
     raise_infeasible,
     row_bounds,
+    snap_to_rows,
     unbounded_dims,
 )
 from libra_opt.optimize.scaling import ProgramRun, RowScaling, reference_bw, reference_scales
-from libra_opt.optimize.solution import ConstraintReport, Solution, SolverInfo, baselines
+from libra_opt.optimize.solution import Solution, SolverInfo, baselines, constraint_reports
 from libra_opt.optimize.terms import AggregatedTerms, aggregate_terms
 from libra_opt.scenario.constraints import Row
 from libra_opt.scenario.evaluate import Evaluation, evaluate, scenario_walks
@@ -219,23 +221,6 @@ def _override(problem: BandwidthProblem, overrides: Mapping[str, float]) -> tupl
     return scen, scenario_rows(scen)
 
 
-def _cost_can_vanish(rows: tuple[Row, ...], n: int, rate: np.ndarray | None) -> bool:
-    """Whether the rows let the network cost ``rate . B`` go to (nearly) zero.
-
-    With every dimension priced that means ``B = 0`` meets every row (checked directly);
-    otherwise a linear program finds the least cost.
-    """
-    assert rate is not None
-    if (rate > 0).all():
-        return all(
-            (r.sense == "<=" and 0.0 <= r.rhs) or (r.sense == ">=" and 0.0 >= r.rhs)
-            or (r.sense == "==" and r.rhs == 0.0)
-            for r in rows
-        )
-    st, c_min, _ = lp_extreme(rows, n, rate)
-    return st == "optimal" and c_min <= 1e-12 * float(rate.sum())
-
-
 def _free_dims(problem: BandwidthProblem, scen: Scenario, rows: tuple[Row, ...]) -> np.ndarray:
     """Check feasibility and boundedness; return the used dimensions nothing bounds.
 
@@ -249,7 +234,7 @@ def _free_dims(problem: BandwidthProblem, scen: Scenario, rows: tuple[Row, ...])
         status, _, _ = lp_extreme(rows, n, np.zeros(n))
         if status == "infeasible":
             raise_infeasible(rows, n, used)
-    if scen.objective == "perf_per_cost" and _cost_can_vanish(rows, n, problem.rate):
+    if scen.objective == "perf_per_cost" and cost_can_vanish(rows, n, problem.rate):
         raise UnboundedDesignError(
             "objective 'perf_per_cost' has no attained optimum: the constraints let the "
             "network cost go to zero (add a total-bandwidth or per-dimension minimum)"
@@ -335,7 +320,7 @@ def _solve_once(
         bw = prog.b_ref * x / u
         solver_obj = problem.objective_scale * prog.ref_cost * prog.t_ref * run.step_value
         factor = problem.objective_scale * prog.ref_cost * prog.t_ref * u
-    bw = _snap(rows, np.where(bw < 0, 0.0, bw))
+    bw = snap_to_rows(rows, np.where(bw < 0, 0.0, bw))
     ev = evaluate(scen, bw, problem.walks)
     # Relative gap; an optimum of exactly 0 (no traffic, no compute) is met by solver noise
     # of ~1e-306, which no objective in s, $ or s x $ can mean: 1e-30 is the floor.
@@ -510,33 +495,6 @@ def _idle_minimum(
     return dataclasses.replace(run, bw=bw, ev=ev)
 
 
-def _snap(rows: tuple[Row, ...], bw_gbps: np.ndarray) -> np.ndarray:
-    """``bw_gbps`` moved onto its equality rows and inside its single-dimension bounds.
-
-    An interior-point answer meets ``bw[0] == 450`` to about 1e-9; a caller that prices the
-    answer and re-imposes that price as a budget would then see an infeasible design. The
-    answer is projected (least squares) onto the equality rows and bound rows are clipped;
-    a move larger than 1e-6 relative is not made (that would not be round-off). The numpy
-    re-check then evaluates the moved point.
-    """
-    bw = bw_gbps.copy()
-    eq = [r for r in rows if r.sense == "=="]
-    if eq:
-        a = np.array([r.a for r in eq])
-        resid = a @ bw - np.array([r.rhs for r in eq])
-        if np.any(resid != 0):
-            bw = bw - np.linalg.lstsq(a, resid, rcond=None)[0]
-    for r in rows:
-        nz = np.flatnonzero(r.a)
-        if r.sense != "==" and nz.size == 1:
-            d = int(nz[0])
-            bound = r.rhs / r.a[d]
-            upper = (r.sense == "<=") == (r.a[d] > 0)
-            bw[d] = min(bw[d], bound) if upper else max(bw[d], bound)
-    bw = np.maximum(bw, 0.0)
-    return bw if np.allclose(bw, bw_gbps, rtol=1e-6, atol=0.0) else bw_gbps
-
-
 def _capped(problem: BandwidthProblem, scen: Scenario, rows: tuple[Row, ...], free: np.ndarray) -> tuple[Row, ...]:
     """Rows with a cap on every free dimension (``_CAP_FACTOR`` x the bandwidth scale)."""
     n, used = scen.fabric.n_dims, problem.terms.used_dims
@@ -654,7 +612,7 @@ def solve(
         raise VerificationError(f"solver answer violates constraints: {', '.join(bad)}")
     run = _idle_minimum(problem, scen, rows, run, free)
     _check_magnitudes(scen, run)
-    reports = _constraint_reports(rows, run.bw, run.prog, run.run, run.factor)
+    reports = constraint_reports(rows, run.bw, run.prog, run.run, run.factor)
     bl = baselines(scen, run.ev, problem.walks) if with_baselines else ()
     info = SolverInfo(
         solver="CLARABEL" if problem.backend == "clarabel" else "CLARABEL via cvxpy",
@@ -701,35 +659,3 @@ def _check_magnitudes(scen: Scenario, run: _SolveAttempt) -> None:
                 source=scen.source,
                 field=f"workloads[{t.name}]",
             )
-
-
-def _constraint_reports(
-    rows: tuple[Row, ...], bw: np.ndarray, prog: RowScaling, result: ProgramRun, factor: float
-) -> tuple[ConstraintReport, ...]:
-    """Slack, activity and shadow price of every row.
-
-    For ``perf`` the shadow price of a row ``a . B <= r`` is ``-lambda / s`` (``lambda`` the
-    dual of the row scaled by ``s``). In the perspective form the objective is
-    ``ref_cost * V`` and the row reads ``a . y <= r u``, so ``d f / d r`` gains the factor
-    ``ref_cost * u``. Rows the solver added (caps on unbounded dimensions) are not reported.
-    """
-    shadow = np.zeros(max([len(rows), *prog.le_rows, *prog.eq_rows], default=0) + 1)
-    if result.le_dual.size:
-        for j, i in enumerate(prog.le_rows):
-            shadow[i] = -result.le_dual[j] * prog.le_sign[j] / prog.le_scale[j] * factor
-    if result.eq_dual.size:
-        for j, i in enumerate(prog.eq_rows):
-            shadow[i] = -result.eq_dual[j] / prog.eq_scale[j] * factor
-    out = []
-    for i, r in enumerate(rows):
-        lhs = float(r.a @ bw)
-        slack = {"<=": r.rhs - lhs, ">=": lhs - r.rhs, "==": 0.0}[r.sense]
-        scale = max(1.0, abs(r.rhs), float(np.abs(r.a) @ bw))
-        active = r.sense == "==" or abs(slack) <= 1e-6 * scale
-        # Complementary slackness: a row with slack has a zero multiplier; what the interior
-        # point leaves there is round-off of the order of the solver's tolerance.
-        out.append(ConstraintReport(
-            label=r.label, lhs=lhs, sense=r.sense, rhs=r.rhs, slack=slack, active=active,
-            shadow_price=float(shadow[i]) if active else 0.0,
-        ))
-    return tuple(out)

@@ -6,7 +6,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from libra_opt.optimize.scaling import ProgramRun, RowScaling
 from libra_opt.options import OBJECTIVE_MEANING, Objective
+from libra_opt.scenario.constraints import Row
 from libra_opt.scenario.display import format_usd, html_table
 from libra_opt.scenario.evaluate import Evaluation, evaluate
 from libra_opt.scenario.scenario import Scenario
@@ -18,6 +20,7 @@ __all__ = [
     "Baseline",
     "Solution",
     "baselines",
+    "constraint_reports",
 ]
 
 
@@ -271,4 +274,36 @@ def baselines(
         step_ratio = _ratio(ev.weighted_step_time_s, optimum.weighted_step_time_s)
         ratio = _ratio(ev.objective_value, optimum.objective_value)
         out.append(Baseline(name, ev, feasible, float(step_ratio), float(ratio)))
+    return tuple(out)
+
+
+def constraint_reports(
+    rows: tuple[Row, ...], bw: np.ndarray, prog: RowScaling, result: ProgramRun, factor: float
+) -> tuple[ConstraintReport, ...]:
+    """Slack, activity and shadow price of every row.
+
+    For ``perf`` the shadow price of a row ``a . B <= r`` is ``-lambda / s`` (``lambda`` the
+    dual of the row scaled by ``s``). In the perspective form the objective is
+    ``ref_cost * V`` and the row reads ``a . y <= r u``, so ``d f / d r`` gains the factor
+    ``ref_cost * u``. Rows the solver added (caps on unbounded dimensions) are not reported.
+    """
+    shadow = np.zeros(max([len(rows), *prog.le_rows, *prog.eq_rows], default=0) + 1)
+    if result.le_dual.size:
+        for j, i in enumerate(prog.le_rows):
+            shadow[i] = -result.le_dual[j] * prog.le_sign[j] / prog.le_scale[j] * factor
+    if result.eq_dual.size:
+        for j, i in enumerate(prog.eq_rows):
+            shadow[i] = -result.eq_dual[j] / prog.eq_scale[j] * factor
+    out = []
+    for i, r in enumerate(rows):
+        lhs = float(r.a @ bw)
+        slack = {"<=": r.rhs - lhs, ">=": lhs - r.rhs, "==": 0.0}[r.sense]
+        scale = max(1.0, abs(r.rhs), float(np.abs(r.a) @ bw))
+        active = r.sense == "==" or abs(slack) <= 1e-6 * scale
+        # Complementary slackness: a row with slack has a zero multiplier; what the interior
+        # point leaves there is round-off of the order of the solver's tolerance.
+        out.append(ConstraintReport(
+            label=r.label, lhs=lhs, sense=r.sense, rhs=r.rhs, slack=slack, active=active,
+            shadow_price=float(shadow[i]) if active else 0.0,
+        ))
     return tuple(out)
