@@ -229,7 +229,9 @@ def _child(node: Any, key: str | int, path: str, where: str) -> tuple[Any, str |
 
 
 def _set_in_document(doc: dict, path: str, value: Any) -> bool:
-    """Set ``path`` in ``doc`` (in place); a new key may be added to an existing mapping.
+    """Set ``path`` in ``doc`` (in place); new keys may be added to mappings, and missing
+    mappings on the way are created (``collectives.chunks`` on a file without a
+    ``collectives:`` block); the strict schema then rejects keys it does not know.
     Returns whether the key is new."""
     segs = _segments(path)
     node: Any = doc
@@ -239,10 +241,15 @@ def _set_in_document(doc: dict, path: str, value: Any) -> bool:
         last = i == len(segs) - 1
         if isinstance(container, dict) and k not in container:
             if not last:
-                keys = ", ".join(map(str, container)) or "none"
-                raise InputError(f"no key {short_repr(k, 60)} under "
-                                 f"{where or 'the document'!r} (keys: {keys})", source=_API,
-                                 field=path)
+                if not isinstance(segs[i + 1], str):
+                    keys = ", ".join(map(str, container)) or "none"
+                    raise InputError(f"no key {short_repr(k, 60)} under "
+                                     f"{where or 'the document'!r} (keys: {keys})",
+                                     source=_API, field=path)
+                container[k] = {}
+                node = container[k]
+                where = f"{where}.{key}" if where else str(key)
+                continue
             container[k] = value
             return True
         if last:

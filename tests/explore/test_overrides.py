@@ -108,3 +108,14 @@ def test_parsers():
     for bad in ("novalue", "x=", "=3", "sum(bw) =="):
         with pytest.raises(InputError):
             parse_assignment(bad)
+
+
+def test_a_missing_block_is_created_and_checked():
+    """``collectives.chunks`` on an example without a ``collectives:`` block creates it; the
+    strict schema still refuses a key it does not know."""
+    scen = apply_overrides("gpt3_175b_4d", {"collective_model": "topology_aware",
+                                            "collectives.chunks": 4})
+    assert scen.collective_settings is not None and scen.collective_settings.chunks == 4
+    with pytest.raises(InputError) as exc:
+        apply_overrides("gpt3_175b_4d", {"collectives.chunkz": 4})
+    assert "chunkz" in exc.value.message
