@@ -158,13 +158,14 @@ def _cmd_workload(args) -> int:
     if getattr(args, "json", False):
         print(_json([workload_summary(g, scen.fabric, bw, scen.training_loop,
                                       scen.collective_model, scen.traffic_model,
-                                      scen.collective_settings)
+                                      scen.collective_settings, scen.in_network_dims)
                      for g in generated.values()]))
     for i, g in enumerate(generated.values() if not getattr(args, "json", False) else ()):
         if i:
             print()
         print(workload_report(g, scen.fabric, bw, scen.training_loop, scen.collective_model,
-                              scen.traffic_model, scen.collective_settings))
+                              scen.traffic_model, scen.collective_settings,
+                              scen.in_network_dims))
     if args.export is not None:
         _export_workloads(scen.workloads, args.export)
     return 0

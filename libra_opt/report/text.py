@@ -178,8 +178,10 @@ def rail_forwarding(scen: Scenario, ev: Evaluation) -> list[dict[str, Any]]:
         rep = rail_report(wl, scen.fabric, ev.bw_gbps, scen.collective_model)
         extra = float((rep["count"] * rep["extra_hb_bytes"]).sum()) if len(rep) else 0.0
         args = (ev.bw_gbps, scen.collective_model, scen.training_loop, "native")
-        t_rail = step_time(wl, scen.fabric, *args).step_time_s
-        t_joined = step_time(wl, joined, *args).step_time_s
+        t_rail = step_time(wl, scen.fabric, *args,
+                           in_network_reduction=scen.in_network_dims).step_time_s
+        t_joined = step_time(wl, joined, *args,
+                             in_network_reduction=scen.in_network_dims).step_time_s
         out.append({
             "workload": wl.name,
             "forwarded_bytes_per_step": extra,

@@ -37,6 +37,7 @@ def workload_summary(
     collective_model: CollectiveModel = "pipelined",
     traffic_model: TrafficModel = "hierarchical",
     collectives: CollectiveSettings | None = None,
+    in_network_reduction: Sequence[str] = (),
 ) -> dict:
     """The numbers of :func:`workload_report` as a JSON-ready dict.
 
@@ -63,7 +64,7 @@ def workload_summary(
     """
     g = generated
     w = g.workload
-    traffic = traffic_by_group_bytes(w, fabric, traffic_model)
+    traffic = traffic_by_group_bytes(w, fabric, traffic_model, in_network_reduction)
     out: dict = {
         "workload": w.name,
         "model": g.model_name,
@@ -93,7 +94,7 @@ def workload_summary(
     }
     if bw_gbps is not None:
         t = step_time(w, fabric, bw_gbps, collective_model, training_loop, traffic_model,
-                      collectives)
+                      collectives, in_network_reduction)
         out.update({
             "bw_gbps": [float(b) for b in bw_gbps],
             "step_time_s": t.step_time_s,
@@ -133,6 +134,7 @@ def workload_report(
     collective_model: CollectiveModel = "pipelined",
     traffic_model: TrafficModel = "hierarchical",
     collectives: CollectiveSettings | None = None,
+    in_network_reduction: Sequence[str] = (),
 ) -> str:
     """Human-readable summary of a generated workload.
 
@@ -147,6 +149,8 @@ def workload_report(
         (traffic per dimension also follows ``traffic_model``).
     collectives : CollectiveSettings, optional
         The scenario's ``topology_aware`` settings (``Scenario.collective_settings``).
+    in_network_reduction : sequence of str
+        Dimensions that reduce in the network (``Scenario.in_network_dims``).
 
     Returns
     -------
@@ -184,7 +188,7 @@ def workload_report(
                      + " s per step (first stage first; bubble excluded)")
     for note in g.notes:
         lines.append(f"  note             {note}")
-    traffic = traffic_by_group_bytes(w, fabric, traffic_model)
+    traffic = traffic_by_group_bytes(w, fabric, traffic_model, in_network_reduction)
     header = f"  {'group':<8}{'colls/step':>11}" + "".join(f"{n[:10]:>11}" for n in fabric.names)
     lines += ["", "  traffic per NPU per step (GB)", header]
     total = np.zeros(fabric.n_dims)
@@ -196,7 +200,7 @@ def workload_report(
         lines += _breakdown_lines(g, None)
     if bw_gbps is not None:
         t = step_time(w, fabric, bw_gbps, collective_model, training_loop, traffic_model,
-                      collectives)
+                      collectives, in_network_reduction)
         lines += _breakdown_lines(g, t.exposed_comm_s)
         lines += [
             "",
