@@ -20,8 +20,9 @@ nbclient = pytest.importorskip("nbclient")
 pytest.importorskip("ipykernel")
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
-NAMES = ["01_first_design.ipynb", "02_budget_sweep_and_pareto.ipynb"]
-BUDGET_S = 60.0   # both notebooks together
+NAMES = ["01_first_design.ipynb", "02_budget_sweep_and_pareto.ipynb",
+         "03_communication_options.ipynb"]
+BUDGET_S = 60.0   # all notebooks together
 
 
 def run_notebook(path: Path, kernel_dir: Path, timeout_s: float = 120.0):
@@ -82,3 +83,16 @@ def test_first_notebook_shows_the_solution_numbers(executed):
                    for o in c.outputs)
     sol = lo.solve(lo.examples.load("gpt3_175b_4d"))
     assert f"{sol.bw_gbps[0]:.1f}" in text
+
+
+def test_communication_notebook_shows_the_in_network_choice(executed):
+    """The printed best and runner-up are those of a fresh enumeration."""
+    import libra_opt as lo
+    from libra_opt.explore.in_network import choose_in_network
+
+    nb = executed[0]["03_communication_options.ipynb"]
+    text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code"
+                   for o in c.outputs)
+    r = choose_in_network(lo.examples.load("gpt3_175b_a100_cluster"))
+    assert f"step time {r.best.step_time_s:.4f} s" in text
+    assert r.runner_up is not None and f"step time {r.runner_up.step_time_s:.4f} s" in text

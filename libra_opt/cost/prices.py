@@ -30,6 +30,7 @@ import numpy as np
 
 from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Fabric
+from libra_opt.fabric.heterogeneous import member_cost_factors
 from libra_opt.fabric.inventory import dimension_inventory
 from libra_opt.options import COMPONENTS, PRICED_COMPONENTS
 
@@ -228,7 +229,9 @@ def cost_coefficients(fabric: Fabric, cost_model: CostModel,
     with ``l_d``, ``u_d``, ``s_d``, ``c_d``, ``o_d`` the optical link, copper link, switch-port
     (bought under ``whole_switch`` pricing, in use under ``used_ports``), NIC-port and
     transceiver GB/s per GB/s of ``B_d`` (:func:`dimension_inventory`); the same with W for
-    ``pi_d``; an in-network dimension adds ``s_d p_in_network_reduction``. ``transceiver`` is optional (absent = the ``link`` part is a passive cable, no
+    ``pi_d``; an in-network dimension adds ``s_d p_in_network_reduction``. A heterogeneous
+    dimension (:mod:`libra_opt.fabric.heterogeneous`) multiplies its row by
+    ``sum_g share_g fraction_g price_factor_g`` ($) and ``... power_factor_g`` (W). ``transceiver`` is optional (absent = the ``link`` part is a passive cable, no
     optics); ``copper`` is needed only by dimensions with ``copper_levels``; both are
     reported in the ``link`` column.
 
@@ -297,6 +300,10 @@ def cost_coefficients(fabric: Fabric, cost_model: CostModel,
                            f"dimension {dim.name!r} has copper cables")
         if d in in_network:
             _add_in_network(usd, power, d, float(inv.switch_ports_priced), prices, dim.name)
+    usd_factor, w_factor = member_cost_factors(fabric)  # 1 on a homogeneous dimension
+    usd *= usd_factor[:, None]
+    if power is not None:
+        power *= w_factor[:, None]
     return CostCoefficients(usd, power)
 
 

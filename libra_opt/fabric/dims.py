@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from dataclasses import field as dc_field
 
 from libra_opt.errors import InputError
+from libra_opt.fabric.heterogeneous import DimMembers, members_from_mapping
 from libra_opt.options import SWITCH_PRICINGS, SWITCH_SCOPES, TOPOLOGIES, SwitchPricing, Topology
 
 __all__ = ["Dim", "Fabric", "MAX_NPUS", "clos_max_endpoints", "clos_tiers"]
@@ -63,6 +65,12 @@ class Dim:
         are copper (no transceivers, priced with the tier's ``copper`` part): 0 (default)
         all optics, 1 the NIC-to-leaf cables, 2 also leaf-to-spine, and so on up to the
         network's tier count (checked by :class:`Fabric`, which knows the network sizes).
+    members : DimMembers or mapping, optional
+        Heterogeneous dimension (:mod:`libra_opt.fabric.heterogeneous`): member groups
+        with their bandwidth fraction of ``B_d``, share of the NPUs and optional price and
+        power factors. The slowest group bounds every collective on the dimension; cost and
+        power scale by ``sum_g share_g fraction_g factor_g``. ``None`` (default): every NPU
+        at full speed. Not shown in the repr.
 
     Examples
     --------
@@ -85,9 +93,14 @@ class Dim:
     switch_scope: str = "block"
     switch_pricing: SwitchPricing = "whole_switch"
     copper_levels: int = 0
+    members: DimMembers | None = dc_field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         field = f"dim '{self.name}'"
+        try:
+            object.__setattr__(self, "members", members_from_mapping(self.members))
+        except InputError as exc:
+            raise InputError(exc.message, field=f"{field}.{exc.field}") from None
         if not isinstance(self.name, str) or not self.name.isidentifier():
             raise InputError(
                 f"dimension name {self.name!r} must be an identifier (letters, digits, _)",

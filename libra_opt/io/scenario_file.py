@@ -6,7 +6,9 @@ Example::
     fabric:
       dims:
         - {name: chiplet, topology: ring, size: 4, tier: InterChiplet}
-        - {name: package, topology: fully_connected, size: 8, tier: InterPackage}
+        - {name: package, topology: fully_connected, size: 8, tier: InterPackage,
+           members: {fraction: [1.0, 0.5], share: [0.75, 0.25]}}   # optional: NPUs with
+                                                    # slower NICs (fabric.heterogeneous)
       # or: libra_network: path/to/network.yml      (paths relative to this file)
     cost_model: path/to/cost_model.yml              # LIBRA format, or an inline mapping
     power_model: {InterChiplet: {Link: 0.01}}       # optional, W per GB/s, same shape
@@ -64,6 +66,7 @@ from libra_opt.cost.tco import TcoModel
 from libra_opt.errors import InputError, short_repr
 from libra_opt.fabric.builders import fabric_from_spec
 from libra_opt.fabric.dims import Dim, Fabric
+from libra_opt.fabric.heterogeneous import members_from_mapping
 from libra_opt.generators.generated import GeneratedWorkload
 from libra_opt.io.astra_sim import read_astra_sim
 from libra_opt.io.astra_sim_network import read_astra_sim_system
@@ -101,6 +104,16 @@ from libra_opt.traffic.workload import StepMetrics, Workload
 __all__ = ["ScenarioFile", "load_scenario", "load_scenario_with_models", "scenario_from_dict"]
 
 
+class MembersSpec(StrictModel):
+    """``members:`` of a dimension (see :mod:`libra_opt.fabric.heterogeneous`); values are
+    checked by :class:`~libra_opt.fabric.heterogeneous.DimMembers`."""
+
+    fraction: list[float]
+    share: list[float]
+    price_factor: list[float] | None = None
+    power_factor: list[float] | None = None
+
+
 class DimSpec(StrictModel):
     name: str
     topology: Topology
@@ -111,6 +124,7 @@ class DimSpec(StrictModel):
     switch_scope: SwitchScope = "block"
     switch_pricing: SwitchPricing = "whole_switch"
     copper_levels: StrictInt = Field(default=0, ge=0, le=3)
+    members: MembersSpec | None = None
 
 
 class FabricSpec(StrictModel):
@@ -320,9 +334,14 @@ def _fabric(
             dims.append(Dim(name=d.name, topology=d.topology, size=d.size, tier=d.tier,
                             latency_s=d.latency_s, switch_radix=d.switch_radix,
                             switch_scope=d.switch_scope, switch_pricing=d.switch_pricing,
-                            copper_levels=d.copper_levels))
+                            copper_levels=d.copper_levels,
+                            members=members_from_mapping(
+                                None if d.members is None else d.members.model_dump())))
         except InputError as exc:
-            leaf = (exc.field or "").rsplit(".", 1)[-1]
+            prefix = f"dim '{d.name}'."
+            fld = exc.field or ""
+            leaf = (fld[len(prefix):] if fld.startswith(prefix) else fld
+                    if fld.startswith("members") else fld.rsplit(".", 1)[-1])
             raise InputError(exc.message, source=source, field=f"fabric.dims[{i}].{leaf}") from None
     try:
         return Fabric(tuple(dims))

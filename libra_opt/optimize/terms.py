@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from libra_opt.fabric.dims import Fabric
+from libra_opt.fabric.heterogeneous import slowest_fractions
 from libra_opt.traffic.in_network import in_network_dims
 from libra_opt.traffic.routing import collective_traffic
 from libra_opt.traffic.topology_aware import CollectiveSettings, collective_phases
@@ -145,6 +146,10 @@ def aggregate_terms(
     ``in_network_reduction`` names the switch dimensions that reduce in the network under
     the other collective models (:mod:`libra_opt.traffic.in_network`).
 
+    On a heterogeneous dimension (:mod:`libra_opt.fabric.heterogeneous`) the slowest member
+    bounds every collective: its bytes over bandwidth are divided by ``f_min``
+    (``traffic_d / (f_min B_d)``; latency constants unchanged).
+
     Examples
     --------
     >>> from libra_opt.fabric.dims import Dim
@@ -158,6 +163,8 @@ def aggregate_terms(
     """
     n_d = fabric.n_dims
     inr = in_network_dims(in_network_reduction, fabric)
+    slow = slowest_fractions(fabric)  # 1 on a homogeneous dimension
+    hetero = bool((slow < 1.0).any())
     coll_index: dict[bytes, int] = {}
     traffic_rows: list[np.ndarray] = []
     latency_rows: list[np.ndarray] = []
@@ -171,9 +178,13 @@ def aggregate_terms(
                 traffic, lat = collective_traffic(kind, size, wl.groups[group], fabric,
                                                   traffic_model, inr)
                 traffic = traffic / 1e9
+                if hetero:
+                    traffic = traffic / slow
                 key = traffic.tobytes() + lat.tobytes()
             else:
                 row = _chunked_rows(kind, size, wl.groups[group], fabric, collectives)
+                if hetero:
+                    row = (row[0] / slow, row[1], row[2], [(r / slow, k) for r, k in row[3]])
                 chunks = row[2] + 1.0
                 traffic = chunks * row[0]
                 lat = np.where(row[0] > 0, chunks * row[1], 0.0)

@@ -3,7 +3,8 @@
 Step times come from :func:`libra_opt.traffic.step_time.step_time`, which walks every
 workload layer by layer and phase by phase, exactly as written, with no aggregation and no
 solver; cost, power, the objective and every constraint's residual are computed here with
-plain numpy. This is the reference every optimizer answer is checked against.
+plain numpy. On a heterogeneous dimension (:mod:`libra_opt.fabric.heterogeneous`) the
+collectives are timed at the slowest member's bandwidth ``f_min B_d``. This is the reference every optimizer answer is checked against.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import numpy.typing as npt
 
 from libra_opt.cost.prices import CostBreakdown, network_cost_breakdown
 from libra_opt.cost.tco import cluster_rate_coefficients
+from libra_opt.fabric.heterogeneous import slowest_fractions
 from libra_opt.scenario.display import format_usd, html_table
 from libra_opt.scenario.scenario import Scenario, scenario_rows
 from libra_opt.traffic.step_time import (
@@ -169,8 +171,9 @@ def evaluate(
     bw = check_bandwidth(fabric, bw_gbps)
     if walks is None:
         walks = scenario_walks(scenario)
+    slowest_bw = bw * slowest_fractions(fabric)  # the slowest member bounds a collective
     times = tuple(
-        step_time_from_walk(walk, bw, scenario.collective_model, scenario.training_loop)
+        step_time_from_walk(walk, slowest_bw, scenario.collective_model, scenario.training_loop)
         for walk in walks
     )
     assert scenario.weights is not None

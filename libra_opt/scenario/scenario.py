@@ -260,6 +260,10 @@ class Scenario:
             items.append(f"power cap {self.power_w:,.0f} W")
         if self.in_network_dims:
             items.append("in-network reduction on " + ", ".join(self.in_network_dims))
+        slow = [f"{d.name} (slowest member at {d.members.slowest_fraction:g} B)"
+                for d in self.fabric.dims if d.members is not None]
+        if slow:
+            items.append("heterogeneous " + ", ".join(slow))
         return items
 
     def __repr__(self) -> str:

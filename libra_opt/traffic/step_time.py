@@ -18,6 +18,7 @@ import numpy.typing as npt
 
 from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Fabric
+from libra_opt.fabric.heterogeneous import slowest_fractions
 from libra_opt.options import COLLECTIVE_MODELS, PHASES, TRAINING_LOOPS, TrafficModel
 from libra_opt.traffic.in_network import in_network_dims
 from libra_opt.traffic.routing import collective_traffic
@@ -276,6 +277,9 @@ def step_time(
     * ``no_overlap``: ``T = sum_l count_l sum_p (compute_lp + sum_c t_c)``;
     * ``overlap``: ``T = sum_l count_l sum_p max(compute_lp, sum_c t_c)``.
 
+    On a heterogeneous dimension (:mod:`libra_opt.fabric.heterogeneous`) the collectives
+    run at the slowest member's bandwidth ``f_min B_d``.
+
     Examples
     --------
     >>> from libra_opt.fabric.dims import Dim
@@ -293,7 +297,8 @@ def step_time(
     if collective_model != "topology_aware":
         collectives = None
     return step_time_from_walk(
-        walk_arrays(workload, fabric, traffic_model, collectives, in_network_reduction), bw,
+        walk_arrays(workload, fabric, traffic_model, collectives, in_network_reduction),
+        bw * slowest_fractions(fabric),
         collective_model,
         training_loop,
     )
