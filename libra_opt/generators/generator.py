@@ -101,6 +101,11 @@ def generate_workload(
     if eff.kind == "roofline" and not isinstance(model, TransformerSpec):
         # no operator model: the legacy whole-model efficiency of the device
         eff = ComputeEfficiency("constant", dev.flops_efficiency or dev.default_efficiency)
+    if par.dp_mode != "collective" and not isinstance(model, TransformerSpec):
+        raise InputError(
+            f"dp_mode {par.dp_mode!r} is only modelled for transformer models",
+            field="parallelism.dp_mode",
+        )
     placement = place_groups(fabric, par.degrees(), mapping)
     args = (par, dev, fabric, placement, eff, name, check_memory)
     if isinstance(model, TransformerSpec):

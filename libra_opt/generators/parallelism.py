@@ -16,6 +16,11 @@ Degrees (all default 1):
 * ``cp`` -- context parallelism: the sequence is split into ``cp`` parts, keys and values
   are exchanged (Liu et al. 2023 ring attention; Llama 3 all-gather variant).
 
+``dp_mode`` selects how the data-parallel replicas synchronize: ``collective`` (default;
+all-reduce or ZeRO collectives) or ``in_network_optimizer`` (LuWu, arXiv:2409.00918:
+push gradients / pull parameters through in-network aggregators that hold the optimizer
+state; see :mod:`libra_opt.generators.in_network_optimizer`).
+
 The NPU count is ``tp * cp * dp * pp`` (``ep`` is inside ``dp``).
 """
 
@@ -81,6 +86,11 @@ class Parallelism(StrictModel):
         sequence parallelism (activations are already sharded).
     zero : {0, 1, 2, 3}
         ZeRO stage of the data-parallel optimizer.
+    dp_mode : {'collective', 'in_network_optimizer'}
+        ``collective`` (default): the data-parallel sync is the ZeRO stage's collectives.
+        ``in_network_optimizer``: each NPU pushes its gradients and pulls the updated
+        parameters once per step through in-network aggregators that hold the optimizer
+        state (needs ``zero: 0``; :mod:`libra_opt.generators.in_network_optimizer`).
     micro_batch_size : int
         Sequences (samples) per micro-batch.
     global_batch_size : int
@@ -112,6 +122,7 @@ class Parallelism(StrictModel):
     pp_scatter_gather: bool = True
     dp: int = Field(default=1, gt=0, strict=True)
     zero: Literal[0, 1, 2, 3] = 0
+    dp_mode: Literal["collective", "in_network_optimizer"] = "collective"
     ep: int = Field(default=1, gt=0, strict=True)
     cp: int = Field(default=1, gt=0, strict=True)
     micro_batch_size: int = Field(default=1, gt=0, strict=True)
@@ -137,6 +148,11 @@ class Parallelism(StrictModel):
             )
         if self.interleave > 1 and self.pp == 1:
             raise ValueError("interleave > 1 needs pp > 1")
+        if self.dp_mode == "in_network_optimizer" and self.zero != 0:
+            raise ValueError(
+                f"dp_mode in_network_optimizer needs zero 0, not {self.zero} (the optimizer "
+                "state lives in the network, there is nothing for ZeRO to shard)"
+            )
         return self
 
     @property

@@ -21,6 +21,11 @@ virtual stages per device is modelled as:
 * ``optimizer_step``: the (memory-bound) optimizer update as compute time, and with
   ZeRO-1/2 the all-gather of updated parameters.
 
+With ``dp_mode: in_network_optimizer``
+(:mod:`~libra_opt.generators.in_network_optimizer`) ``dp_grad_sync`` is the gradient push
+and ``optimizer_step`` the parameter pull (point-to-point, once per step, no GPU compute)
+and the optimizer state is not in the NPU's memory.
+
 Compute times: with the default ``roofline`` efficiency every layer is a list of operators
 (:mod:`~libra_opt.generators.operators`) priced on a roofline
 (:mod:`~libra_opt.generators.roofline`); with an explicit constant or saturating efficiency,
@@ -43,6 +48,10 @@ from libra_opt.fabric.dims import Fabric
 from libra_opt.generators.descriptors import TransformerSpec
 from libra_opt.generators.devices import ComputeEfficiency, Device, compute_time_s, memory_time_s
 from libra_opt.generators.generated import GeneratedWorkload
+from libra_opt.generators.in_network_optimizer import (
+    IN_NETWORK_OPTIMIZER,
+    in_network_optimizer_collectives,
+)
 from libra_opt.generators.mapping import Placement
 from libra_opt.generators.memory import (
     MemoryBreakdown,
@@ -325,6 +334,8 @@ def _stage_memory(
 ) -> MemoryBreakdown:
     w1, g1, o1 = model_state_bytes(dense_p, par.precision, par.zero, par.dp * par.cp)
     w2, g2, o2 = model_state_bytes(expert_p, par.precision, par.zero, par.expert_dp * par.cp)
+    if par.dp_mode == IN_NETWORK_OPTIMIZER:
+        o1 = o2 = 0.0  # optimizer state held by the in-network aggregators
     inflight = inflight_microbatches(stage.index, par.pp, par.micro_batches, par.interleave)
     act = inflight * (
         stage.n_dense * transformer_layer_activation_bytes(model, par, moe=False)
@@ -406,7 +417,12 @@ def transformer_workload(
     dp_ranks, edp_ranks = par.dp * par.cp, par.expert_dp * par.cp
     sync: list[Collective] = []
     gather: list[Collective] = []
-    if par.zero < 3:
+    inopt = par.dp_mode == IN_NETWORK_OPTIMIZER
+    if inopt:
+        push, pull = in_network_optimizer_collectives(
+            par, ((dense_p, "dp", dp_ranks), (expert_p, "edp", edp_ranks)))
+        sync, gather = list(push), list(pull)
+    elif par.zero < 3:
         for params, group, ranks in ((dense_p, "dp", dp_ranks), (expert_p, "edp", edp_ranks)):
             if params <= 0 or ranks <= 1:
                 continue
@@ -418,7 +434,9 @@ def transformer_workload(
     if sync:
         layers.append(Layer("dp_grad_sync", weight_grad=Phase(0.0, tuple(sync))))
     shard = (dense_p / dp_ranks + expert_p / edp_ranks) if par.zero >= 1 else dense_p + expert_p
-    if efficiency.kind == "roofline":
+    if inopt:
+        opt_s = 0.0  # the update runs on the in-network aggregators
+    elif efficiency.kind == "roofline":
         opt_s = operator_time_s(optimizer_operator(shard, par), device, par.precision.compute_dtype)
     else:
         opt_s = memory_time_s(shard * (gb + 2 * ob + pb), device)
@@ -443,6 +461,8 @@ def transformer_workload(
         f"{', output layer' if stages[rep].has_head else ''})",
         "bubble = (p-1)/v extra passes through the stage (compute and collectives)" if pp > 1 else "",
         "data-parallel gradient sync and optimizer step are not overlapped",
+        "in-network optimizer: gradients pushed / parameters pulled once per step, optimizer "
+        "state off-GPU" if inopt else "",
     ]
     breakdown = {k: m * bd_mb[k] for k in OP_CLASSES if k in bd_mb}
     if efficiency.kind == "roofline":

@@ -15,6 +15,7 @@ A model-based entry looks like::
           global_batch_size: 1024
           recompute: selective
           zero: 1
+          dp_mode: collective            # or in_network_optimizer (LuWu; needs zero: 0)
           precision: {compute_dtype: bf16, grad_bytes: 4}
         mapping: {tp: [node], dp: {pod: 32}}   # optional; default automatic
         efficiency: 0.6                  # optional; number or {kind: saturating, ...}

@@ -1,0 +1,176 @@
+"""In-network optimizer (model-in-network data parallelism, LuWu class): DP traffic and memory.
+
+With ``parallelism: {dp_mode: in_network_optimizer}`` the data-parallel gradient
+synchronization of a model-based workload is replaced by LuWu's push / pull scheme [1]_:
+every NPU *pushes* its gradient once per step to aggregation nodes in the network, which
+sum the gradients of the data-parallel replicas, run the optimizer update on the state
+they hold (master weights, momentum, variance) and every NPU *pulls* the updated working
+parameters once per step. The GPUs keep their working weights, their gradients and their
+activations, but no optimizer state.
+
+With ``Psi`` the parameters one NPU holds (after tensor / pipeline / expert sharding),
+``k_g`` and ``k_p`` the bytes per gradient and per working parameter, ``G = Psi k_g`` and
+``P = Psi k_p``:
+
+* traffic per NPU and step, on every dimension the data-parallel group spans: ``G`` (push,
+  in the ``dp_grad_sync`` layer) plus ``P`` (pull, in the ``optimizer_step`` layer), each
+  a single point-to-point transfer (one latency step each way). A ring all-reduce sends
+  ``2 G (k - 1) / k`` on a dimension of ``k`` replicas (ZeRO-1/2: ``G (k-1)/k +
+  P (k-1)/k``);
+* memory per NPU: weights ``P``, gradients ``G``, optimizer state ``0`` (instead of
+  ``Psi k_o``, 12 bytes per parameter for mixed-precision Adam).
+
+Both transfers are ordinary ``p2p`` collectives of the workload, so the optimizer, the
+evaluator and both backends see ordinary constant and ``c / B_d`` terms.
+
+Assumptions (what is *not* modelled):
+
+* the aggregation nodes have enough bandwidth and memory to absorb every replica's push
+  and hold ``Psi k_o`` per model shard; their ports are not priced (they are outside the
+  per-NPU fabric of this model);
+* the optimizer update on the aggregators is pipelined with the push (LuWu streams it
+  layer by layer [1]_) and adds no time to the step; the GPU's own optimizer step is gone;
+* when the data-parallel group spans several dimensions, every byte crosses each of them
+  (the traffic model's point-to-point rule: no hierarchical pre-aggregation), so each
+  spanned dimension carries ``G + P`` -- pessimistic for a multi-level aggregation tree;
+* push and pull are not overlapped with the backward pass (as the default DP sync);
+* only ZeRO stage 0 combines with it (the sharded optimizer state is what moves off the
+  GPU); the option applies to transformer models.
+
+LuWu itself offloads the working parameters too and streams them to the GPUs layer by
+layer (a communication pattern like ZeRO-3's, served by the in-network node, over
+SmartNIC / SmartSwitch hardware) [1]_. This model is the simpler bound where the working
+weights and gradients stay resident (it applies when ``Psi (k_p + k_g)`` plus the
+activations fit in HBM): each byte of the model crosses the network once per step each
+way, not once per micro-batch.
+
+References
+----------
+.. [1] "LuWu: An End-to-End In-Network Out-of-Core Optimizer for 100B-Scale
+   Model-in-Network Data-Parallel Training on Distributed GPUs", arXiv:2409.00918 (2024).
+.. [2] S. Rajbhandari, J. Rasley, O. Ruwase, Y. He, "ZeRO: Memory Optimizations Toward
+   Training Trillion Parameter Models", SC 2020, arXiv:1910.02054 (the 16 bytes per
+   parameter of mixed-precision Adam).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from libra_opt.generators.parallelism import Parallelism, Precision
+from libra_opt.traffic.workload import Collective
+
+__all__ = [
+    "DP_MODES",
+    "IN_NETWORK_OPTIMIZER",
+    "in_network_optimizer_collectives",
+    "in_network_optimizer_state_bytes",
+    "dp_sync_bytes_per_npu",
+]
+
+#: Values of ``Parallelism.dp_mode``.
+IN_NETWORK_OPTIMIZER = "in_network_optimizer"
+DP_MODES: tuple[str, ...] = ("collective", IN_NETWORK_OPTIMIZER)
+
+
+def in_network_optimizer_collectives(
+    par: Parallelism, groups: Sequence[tuple[float, str, int]]
+) -> tuple[tuple[Collective, ...], tuple[Collective, ...]]:
+    """Push (gradient) and pull (parameter) transfers of one step.
+
+    Parameters
+    ----------
+    par : Parallelism
+        Its precision gives ``k_g`` and ``k_p``.
+    groups : sequence of (params, group, ranks)
+        Parameters one NPU holds that are replicated over ``group`` (``ranks`` replicas),
+        e.g. ``[(dense_params, "dp", dp x cp), (expert_params, "edp", dp / ep x cp)]``;
+        entries with no parameters or a single rank are skipped.
+
+    Returns
+    -------
+    push, pull : tuple of Collective
+        ``p2p`` of ``Psi k_g`` bytes and ``p2p`` of ``Psi k_p`` bytes per group.
+
+    Notes
+    -----
+    ``G = Psi k_g`` (push), ``P = Psi k_p`` (pull); under the hierarchical traffic model a
+    ``p2p`` of ``m`` bytes puts ``m`` on every spanned dimension, so each dimension of the
+    group carries ``G + P`` per NPU and step.
+
+    References
+    ----------
+    .. [1] LuWu, arXiv:2409.00918 (see module docstring).
+
+    Examples
+    --------
+    1e9 dense parameters on 8 replicas, bf16 gradients and parameters:
+
+    >>> p = Parallelism(dp=8, dp_mode="in_network_optimizer", global_batch_size=8)
+    >>> push, pull = in_network_optimizer_collectives(p, [(1e9, "dp", 8), (0.0, "edp", 8)])
+    >>> [(c.kind, c.size_bytes, c.group) for c in push + pull]
+    [('p2p', 2000000000.0, 'dp'), ('p2p', 2000000000.0, 'dp')]
+    """
+    pb, gb = par.precision.param_bytes, par.precision.grad_bytes
+    push: list[Collective] = []
+    pull: list[Collective] = []
+    for params, group, ranks in groups:
+        if params <= 0 or ranks <= 1:
+            continue
+        push.append(Collective("p2p", params * gb, group))
+        pull.append(Collective("p2p", params * pb, group))
+    return tuple(push), tuple(pull)
+
+
+def in_network_optimizer_state_bytes(params: float, precision: Precision) -> tuple[float, float, float]:
+    """Weights, gradients and optimizer state (bytes) on one NPU with the in-network optimizer.
+
+    Notes
+    -----
+    ``weights = Psi k_p``, ``grads = Psi k_g``, ``optimizer = 0`` (held by the aggregators).
+    Compared with ZeRO-0 the NPU frees ``Psi k_o`` (12 bytes per parameter for Adam [1]_);
+    compared with ZeRO-3 on ``N_d`` ranks it holds ``Psi (k_p + k_g)`` instead of
+    ``Psi (k_p + k_g + k_o) / N_d`` -- more, but without ZeRO-3's per-micro-batch gathers.
+
+    References
+    ----------
+    .. [1] Rajbhandari et al., arXiv:1910.02054, Sec. 3.1.
+
+    Examples
+    --------
+    >>> in_network_optimizer_state_bytes(1e9, Precision())
+    (2000000000.0, 2000000000.0, 0.0)
+    """
+    return params * precision.param_bytes, params * precision.grad_bytes, 0.0
+
+
+def dp_sync_bytes_per_npu(params: float, precision: Precision, ranks: int, dp_mode: str,
+                          zero: int = 0) -> float:
+    """Bytes one NPU sends per step for the data-parallel sync on one dimension of ``ranks``.
+
+    Notes
+    -----
+    * ``collective``, ZeRO-0: ring all-reduce ``2 G (k - 1) / k``;
+    * ``collective``, ZeRO-1/2: reduce-scatter + all-gather ``(G + P) (k - 1) / k``;
+    * ``in_network_optimizer``: push + pull ``G + P``.
+
+    (ZeRO-3's per-micro-batch gathers are not a once-per-step sync; see
+    :func:`libra_opt.generators.transformer_comm.zero3_collectives`.)
+
+    Examples
+    --------
+    1e9 bf16 parameters, 8 replicas: the in-network optimizer sends ``8/7`` of the ring's
+    bytes (``2 + 2`` GB vs ``2 x 2 x 7/8``) but in one step each way.
+
+    >>> dp_sync_bytes_per_npu(1e9, Precision(), 8, "collective") / 1e9
+    3.5
+    >>> dp_sync_bytes_per_npu(1e9, Precision(), 8, "in_network_optimizer") / 1e9
+    4.0
+    """
+    g, p = params * precision.grad_bytes, params * precision.param_bytes
+    if ranks <= 1:
+        return 0.0
+    if dp_mode == IN_NETWORK_OPTIMIZER:
+        return g + p
+    frac = (ranks - 1) / ranks
+    return 2.0 * g * frac if zero == 0 else (g + p) * frac
