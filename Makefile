@@ -28,7 +28,7 @@ fuzz: $(STAMP)
 	LIBRA_FUZZ_EXAMPLES=500 $(BIN)/python -m pytest -q tests/test_fuzz_cli.py
 
 lint: $(STAMP)
-	$(BIN)/ruff check libra_opt tests benchmarks workloads
+	$(BIN)/ruff check libra_opt tests benchmarks workloads notebooks
 	$(BIN)/mypy libra_opt
 	$(BIN)/lint-imports --no-cache
 

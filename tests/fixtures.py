@@ -41,3 +41,13 @@ def scenario_2d(constraints=(), objective="perf", **kw):
     f = fabric_2d(kw.pop("latency_s", 0.0))
     cons = tuple(parse_constraint(c, f) for c in constraints)
     return Scenario(f, cost_2d(), (workload_2d(),), constraints=cons, objective=objective, **kw)
+
+
+def write_scenario_files(directory, scenario_yaml, workload_txt, communicator_yml):
+    """Write ``s.yaml`` (referring to ``w.txt`` and ``comm.yml``), ``w.txt`` and
+    ``comm.yml`` into ``directory``; returns the scenario's path."""
+    (directory / "w.txt").write_text(workload_txt)
+    (directory / "comm.yml").write_text(communicator_yml)
+    path = directory / "s.yaml"
+    path.write_text(scenario_yaml)
+    return path

@@ -10,6 +10,7 @@ from libra_opt.explore.in_network import choose_in_network
 from libra_opt.explore.overrides import apply_overrides
 from libra_opt.io import load_scenario
 from libra_opt.optimize.problem import solve
+from tests.fixtures import write_scenario_files
 
 YAML = """\
 name: inr
@@ -33,11 +34,7 @@ COMM = "Forward: [1, 1]\nInputGrad: [1, 1]\nWeightGrad: [8, 16]\n"
 
 
 def write(tmp_path, inr):
-    (tmp_path / "w.txt").write_text(WORKLOAD)
-    (tmp_path / "comm.yml").write_text(COMM)
-    p = tmp_path / "s.yaml"
-    p.write_text(YAML % inr)
-    return p
+    return write_scenario_files(tmp_path, YAML % inr, WORKLOAD, COMM)
 
 
 def test_yaml_key_and_premium(tmp_path):

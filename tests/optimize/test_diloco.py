@@ -21,6 +21,7 @@ from libra_opt.traffic.diloco import (
     min_bandwidth_for_slowdown_gbps,
 )
 from libra_opt.traffic.workload import Collective, Layer, Phase, Workload
+from tests.fixtures import write_scenario_files
 from tests.optimize.test_problem import brute_2d, check
 
 SITE_LAT = 5e-3
@@ -149,11 +150,7 @@ COMM = "Forward: [1, 1]\nInputGrad: [1, 1]\nWeightGrad: [4, 2]\n"
 
 
 def write(tmp_path, text=YAML):
-    (tmp_path / "w.txt").write_text(WORKLOAD)
-    (tmp_path / "comm.yml").write_text(COMM)
-    p = tmp_path / "s.yaml"
-    p.write_text(text)
-    return p
+    return write_scenario_files(tmp_path, text, WORKLOAD, COMM)
 
 
 def test_yaml_block_matches_hand_derivation_and_sweeps(tmp_path):

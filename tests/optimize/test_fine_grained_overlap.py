@@ -16,6 +16,7 @@ from libra_opt.scenario.scenario import Scenario
 from libra_opt.traffic.overlap import OVERLAP_PRESETS, OverlapPolicy, overlap_workload
 from libra_opt.traffic.step_time import step_time
 from libra_opt.traffic.workload import Collective, Layer, Phase, Workload
+from tests.fixtures import write_scenario_files
 from tests.optimize.test_problem import brute_line, check
 
 FABRIC = Fabric((Dim("node", "ring", 4, "A"), Dim("pod", "switch", 8, "B")))
@@ -123,11 +124,7 @@ COMM = "Forward: [4, 1]\nInputGrad: [1, 1]\nWeightGrad: [1, 8]\n"
 
 
 def write(tmp_path, block):
-    (tmp_path / "w.txt").write_text(WORKLOAD)
-    (tmp_path / "comm.yml").write_text(COMM)
-    p = tmp_path / "s.yaml"
-    p.write_text(YAML % block)
-    return p
+    return write_scenario_files(tmp_path, YAML % block, WORKLOAD, COMM)
 
 
 def test_yaml(tmp_path):

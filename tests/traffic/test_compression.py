@@ -12,6 +12,7 @@ from libra_opt.scenario.evaluate import evaluate
 from libra_opt.traffic.compression import DTYPE_BYTES, Compression, compress_workload
 from libra_opt.traffic.step_time import step_time
 from libra_opt.traffic.workload import Collective, Layer, Phase, Workload
+from tests.fixtures import write_scenario_files
 
 
 def workload():
@@ -83,11 +84,7 @@ COMM = "Forward: [4, 1]\nInputGrad: [1, 1]\nWeightGrad: [1, 8]\n"
 
 
 def write(tmp_path, block):
-    (tmp_path / "w.txt").write_text(WORKLOAD)
-    (tmp_path / "comm.yml").write_text(COMM)
-    p = tmp_path / "s.yaml"
-    p.write_text(YAML % block)
-    return p
+    return write_scenario_files(tmp_path, YAML % block, WORKLOAD, COMM)
 
 
 def test_yaml_block_and_override(tmp_path):
