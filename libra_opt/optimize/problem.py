@@ -217,8 +217,14 @@ def _override(problem: BandwidthProblem, overrides: Mapping[str, float]) -> tupl
             new_cons[i] = dataclasses.replace(new_cons[i], rhs=v)
     if new_cons != list(scen.constraints):
         changes["constraints"] = tuple(new_cons)
-    scen = dataclasses.replace(scen, **changes) if changes else scen
-    return scen, scenario_rows(scen)
+    if not changes:
+        return scen, problem.rows
+    new = dataclasses.replace(scen, **changes)
+    # Only caps and right-hand sides changed: the cost and power coefficients (fabric, prices,
+    # in-network choices) are the same, so the new scenario takes them instead of pricing the
+    # fabric again at every sweep point.
+    new.__dict__["coefficients"] = scen.coefficients
+    return new, scenario_rows(new)
 
 
 def _free_dims(problem: BandwidthProblem, scen: Scenario, rows: tuple[Row, ...]) -> np.ndarray:
@@ -468,9 +474,9 @@ def _idle_minimum(
     """
     n = scen.fabric.n_dims
     used = problem.terms.used_dims
+    if used.size == n and free.size == 0:
+        return run  # every dimension carries traffic and is bounded: nothing is idle
     idle = np.union1d(np.setdiff1d(np.arange(n), used), free).astype(int)
-    if idle.size == 0:
-        return run
     lower = np.zeros(n)
     c, lat = problem.terms.traffic_gb, problem.terms.latency_s
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -6,6 +6,7 @@ with a count so the convex program's size does not grow with the number of layer
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -122,10 +123,12 @@ class AggregatedTerms:
         """``(W, K)`` occurrences of each collective per step of each workload."""
         return self.phase_counts @ self.phase_members
 
-    @property
+    @functools.cached_property
     def used_dims(self) -> np.ndarray:
-        """Indices of dimensions that carry traffic."""
-        return np.flatnonzero((self.traffic_gb > 0).any(axis=0))
+        """Indices of dimensions that carry traffic (read-only; computed once)."""
+        used = np.flatnonzero((self.traffic_gb > 0).any(axis=0))
+        used.setflags(write=False)
+        return used
 
     @property
     def has_latency(self) -> bool:

@@ -22,6 +22,8 @@ from libra_opt.options import CollectiveModel, TrafficModel, TrainingLoop
 from libra_opt.traffic.step_time import step_time, traffic_by_group_bytes
 from libra_opt.traffic.topology_aware import CollectiveSettings
 
+__all__ = ["workload_report", "workload_summary"]
+
 
 def _hfu(g: GeneratedWorkload, step_s: float) -> float:
     """Hardware FLOPs utilization: executed (counted, with recomputation) FLOP/s over peak."""
@@ -119,7 +121,6 @@ def _breakdown_lines(g: GeneratedWorkload, exposed_s: float | None) -> list[str]
         f"{k} {v:.4g} s ({100 * v / total:.1f} %)" for k, v in parts.items() if v > 0
     )]
 
-__all__ = ["workload_report", "workload_summary"]
 
 
 def _gb(x: float) -> str:
