@@ -2,9 +2,11 @@
 
 Two compute models. The default, ``roofline`` (:mod:`libra_opt.generators.roofline`), prices
 every operator of a transformer block on a roofline with a shape-aware GEMM efficiency; it
-uses the device's SM count, GEMM tile shapes, vector FLOP/s, HBM bandwidth and two
-calibrated constants (``default_efficiency``: achievable fraction of the matrix peak on a
-GEMM that fills whole waves; ``mem_efficiency``: achievable fraction of the HBM bandwidth).
+uses the device's SM count, GEMM tile shapes, vector FLOP/s, HBM bandwidth, the published
+speed of a fused attention kernel where one is given (``attention_efficiency``) and at most
+two calibrated constants (``default_efficiency``: achievable fraction of the matrix peak on a
+GEMM that fills whole waves; on A100 also ``gemm_k_overhead``, the inner-size overhead of a
+GEMM tile; ``mem_efficiency``, the achievable fraction of the HBM bandwidth, is an assumption).
 The legacy model, used when a scenario gives an explicit ``efficiency`` number or mapping:
 compute time of a piece of work with ``F`` FLOPs on a device with peak ``P`` FLOP/s for the
 data type is ``F / (P * eta(F))``, with ``eta`` a constant or a saturating function of the
@@ -69,6 +71,11 @@ class Device:
     gemm_k_overhead : float
         Per-tile prologue/epilogue cost of a GEMM in units of inner-loop length: a GEMM of
         inner size ``k`` reaches ``k / (k + gemm_k_overhead)`` of its wave efficiency.
+    attention_efficiency : float
+        Fraction of the matrix peak a fused (FlashAttention-style) attention kernel reaches,
+        forward and backward, counting the FLOPs it executes (causal blocks skipped, backward
+        2.5x the forward) -- a published kernel benchmark, not calibrated; 0 = price the
+        fused kernel like a GEMM of its shape.
     roofline_source : str
         Where the roofline numbers come from.
     flops_efficiency : float
@@ -92,6 +99,7 @@ class Device:
     mem_efficiency: float = 0.8
     kernel_overhead_s: float = 0.0
     gemm_k_overhead: float = 0.0
+    attention_efficiency: float = 0.0
     roofline_source: str = ""
     flops_efficiency: float = 0.0
 
@@ -129,6 +137,7 @@ class _DeviceEntry(StrictModel):
     mem_efficiency: float = Field(default=0.8, gt=0, le=1)
     kernel_overhead_s: float = Field(default=0.0, ge=0, le=1.0)
     gemm_k_overhead: float = Field(default=0.0, ge=0, le=1e5)
+    attention_efficiency: float = Field(default=0.0, ge=0, le=1)
     roofline_source: str = ""
     flops_efficiency: float = Field(default=0.0, ge=0, le=1)
 
@@ -161,6 +170,7 @@ def device_from_dict(key: str, value: Any, source: str) -> Device:
         mem_efficiency=e.mem_efficiency,
         kernel_overhead_s=e.kernel_overhead_s,
         gemm_k_overhead=e.gemm_k_overhead,
+        attention_efficiency=e.attention_efficiency,
         flops_efficiency=e.flops_efficiency,
         roofline_source=e.roofline_source,
     )

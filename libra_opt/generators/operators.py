@@ -75,6 +75,10 @@ class Operator:
         for vector / streaming work.
     repeat : int
         Copies of the kernel.
+    fused_attention : bool
+        A fused (FlashAttention-style) attention kernel: priced at the device's
+        ``attention_efficiency`` when it has one (see
+        :func:`~libra_opt.generators.roofline.operator_time_s`).
     """
 
     name: str
@@ -83,6 +87,7 @@ class Operator:
     size_bytes: float
     gemm: tuple[int, int, int, int] | None = None
     repeat: int = 1
+    fused_attention: bool = False
 
 
 @dataclass(frozen=True)
@@ -200,9 +205,10 @@ def _attention(bld: _Builder, model: TransformerSpec, par: Parallelism, b: int, 
         shape = gemm_op("flash_attention", s_q, d_v, s_kv, beta, b * a_l, "attention").gemm
         flops = 2.0 * b * a_l * s_q * s_kv * (d_qk + d_v) * _FLASH_CAUSAL
         bld.fwd.append(Operator("flash_attention", "attention", flops,
-                                beta * (q_el + kv_el + o_el), shape))
+                                beta * (q_el + kv_el + o_el), shape, fused_attention=True))
         bld.ig.append(Operator("flash_attention_bwd", "attention", _FLASH_BWD * flops,
-                               beta * (2 * q_el + 2 * kv_el + 2 * o_el), shape))
+                               beta * (2 * q_el + 2 * kv_el + 2 * o_el), shape,
+                               fused_attention=True))
         return
     batch = b * a_l
     scores = float(batch) * s_q * s_kv

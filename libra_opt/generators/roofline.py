@@ -9,6 +9,10 @@ for matrix work (GEMMs, attention), and ``max(F / P_vector, B / (BW x eta_mem)) 
 for element-wise work. ``eta_gemm`` is wave quantization times ``k / (k + k0)`` (short inner
 dimensions reach less of the peak; ``k0`` is ``Device.gemm_k_overhead``) times the device's
 achievable fraction (``Device.default_efficiency``); ``eta_mem`` is ``Device.mem_efficiency``.
+A fused (FlashAttention-style) attention kernel takes ``eta_attn =
+Device.attention_efficiency`` instead of ``eta_gemm`` when the device has one: a published
+benchmark of that kernel (it does not run at GEMM speed: softmax, masking and the online
+rescaling sit between its two matrix products).
 """
 
 from __future__ import annotations
@@ -89,6 +93,8 @@ def _times(op: Operator, device: Device, dtype: str, fraction: float | None) -> 
     mem_s = op.size_bytes / (device.hbm_gbps * 1e9 * device.mem_efficiency)
     if op.flops <= 0:
         return 0.0, mem_s
+    if op.fused_attention and device.attention_efficiency > 0:
+        return op.flops / (device.peak_flops_for(dtype) * device.attention_efficiency), mem_s
     if op.gemm is not None:
         m, n, k, batch = op.gemm
         eff = gemm_efficiency(m, n, k, device, batch, fraction)
@@ -112,7 +118,9 @@ def operator_time_s(op: Operator, device: Device, dtype: str, fraction: float | 
     Notes
     -----
     ``t = repeat x (max(F / (P eta_gemm), B / (BW eta_mem)) + t_kernel)`` for matrix work,
-    with ``P_vector`` instead of ``P eta_gemm`` for element-wise work; ``BW`` in bytes/s.
+    with ``P_vector`` instead of ``P eta_gemm`` for element-wise work and ``P eta_attn``
+    (``Device.attention_efficiency``, when set) for a fused attention kernel; ``BW`` in
+    bytes/s.
 
     References
     ----------
@@ -130,6 +138,14 @@ def operator_time_s(op: Operator, device: Device, dtype: str, fraction: float | 
     >>> op = Operator("g", "gemm", flops=1e12, size_bytes=1e9, gemm=(1000, 1000, 500000, 1))
     >>> operator_time_s(op, d, "bf16")   # max(1e12 / 5e14, 1e9 / 5e11)
     0.002
+
+    A fused attention kernel on a device with a published attention efficiency of 0.25:
+
+    >>> import dataclasses
+    >>> fa = Operator("flash_attention", "attention", flops=1e12, size_bytes=1e6,
+    ...               gemm=(1000, 128, 1000, 8), fused_attention=True)
+    >>> operator_time_s(fa, dataclasses.replace(d, attention_efficiency=0.25), "bf16")  # 1e12 / 2.5e14
+    0.004
     """
     compute_s, mem_s = _times(op, device, dtype, fraction)
     return op.repeat * (max(compute_s, mem_s) + device.kernel_overhead_s)

@@ -24,7 +24,9 @@ virtual stages per device is modelled as:
 With ``dp_mode: in_network_optimizer``
 (:mod:`~libra_opt.generators.in_network_optimizer`) ``dp_grad_sync`` is the gradient push
 and ``optimizer_step`` the parameter pull (point-to-point, once per step, no GPU compute)
-and the optimizer state is not in the NPU's memory.
+and the optimizer state is not in the NPU's memory; with ``optimizer_state: host_paging``
+the pull is the summed gradient and ``optimizer_step`` is the GPU's update overlapped with
+paging the state over the host link, ``max(t_update, Psi k_o / B_host)``.
 
 Compute times: with the default ``roofline`` efficiency every layer is a list of operators
 (:mod:`~libra_opt.generators.operators`) priced on a roofline
@@ -49,7 +51,9 @@ from libra_opt.generators.descriptors import TransformerSpec
 from libra_opt.generators.devices import ComputeEfficiency, Device, compute_time_s, memory_time_s
 from libra_opt.generators.generated import GeneratedWorkload
 from libra_opt.generators.in_network_optimizer import (
+    HOST_PAGING,
     IN_NETWORK_OPTIMIZER,
+    host_paging_time_s,
     in_network_optimizer_collectives,
 )
 from libra_opt.generators.mapping import Placement
@@ -90,7 +94,12 @@ from libra_opt.generators.transformer_counts import (
 )
 from libra_opt.traffic.workload import Collective, Layer, Phase, Workload
 
-__all__ = ["transformer_workload", "layer_params_local", "check_transformer_parallelism"]
+__all__ = [
+    "transformer_workload",
+    "layer_params_local",
+    "check_transformer_parallelism",
+    "stage_plan",
+]
 
 log = logging.getLogger(__name__)
 
@@ -162,6 +171,48 @@ def layer_params_local(model: TransformerSpec, par: Parallelism, c: LayerCounts)
     if c.n_experts:
         expert = (c.n_experts / par.ep) * c.expert_params / tp
     return dense, expert
+
+
+def stage_plan(model: TransformerSpec, pp: int, interleave: int = 1) -> tuple[StagePlan, ...]:
+    """Layers per pipeline device: :func:`~libra_opt.generators.pipeline.partition_layers`,
+    and the Llama 3 recipe when the virtual stages outnumber the layers by one or two.
+
+    With ``pp x interleave = layers + r`` (``r`` = 1 or 2) every virtual stage holds one
+    layer, except that the last one holds only the output layer and the loss and (``r = 2``)
+    the first one only the embedding -- "the first model chunk on the first stage has only
+    the embedding, and the last model chunk on the last stage has only output projection and
+    loss calculation" (Dubey et al. 2024, Sec. 3.3.2).
+
+    References
+    ----------
+    .. [1] A. Dubey et al., "The Llama 3 Herd of Models", arXiv:2407.21783, Sec. 3.3.2.
+
+    Examples
+    --------
+    Llama 3 405B (126 layers) on 16 devices with 8 virtual stages each:
+
+    >>> from libra_opt.io.presets import load_model
+    >>> plan = stage_plan(load_model("llama3_405b"), 16, 8)
+    >>> [s.n_layers for s in plan][:3], plan[-1].n_layers, sum(s.n_layers for s in plan)
+    ([7, 8, 8], 7, 126)
+    """
+    n_virtual = pp * interleave
+    spare = n_virtual - model.n_layers
+    if pp == 1 or not 0 < spare <= 2:
+        return partition_layers(model, pp, interleave)
+    first = 1 if spare == 2 else 0  # virtual stage of the first layer
+    dense = [0] * pp
+    moe = [0] * pp
+    for layer in range(model.n_layers):
+        dev = (first + layer) % pp
+        if model.is_moe_layer(layer):
+            moe[dev] += 1
+        else:
+            dense[dev] += 1
+    return tuple(
+        StagePlan(i, dense[i], moe[i], has_embedding=(i == 0), has_head=(i == pp - 1))
+        for i in range(pp)
+    )
 
 
 def _phases(
@@ -334,8 +385,11 @@ def _stage_memory(
 ) -> MemoryBreakdown:
     w1, g1, o1 = model_state_bytes(dense_p, par.precision, par.zero, par.dp * par.cp)
     w2, g2, o2 = model_state_bytes(expert_p, par.precision, par.zero, par.expert_dp * par.cp)
+    host = 0.0
     if par.dp_mode == IN_NETWORK_OPTIMIZER:
-        o1 = o2 = 0.0  # optimizer state held by the in-network aggregators
+        # optimizer state held by the in-network aggregators, or paged from host memory
+        host = o1 + o2 if par.optimizer_state == HOST_PAGING else 0.0
+        o1 = o2 = 0.0
     inflight = inflight_microbatches(stage.index, par.pp, par.micro_batches, par.interleave)
     act = inflight * (
         stage.n_dense * transformer_layer_activation_bytes(model, par, moe=False)
@@ -346,7 +400,7 @@ def _stage_memory(
     return MemoryBreakdown(
         weights_bytes=w1 + w2, grads_bytes=g1 + g2, optimizer_bytes=o1 + o2,
         activations_bytes=act, capacity_bytes=device.hbm_bytes,
-        where=f"pipeline stage {stage.index}",
+        where=f"pipeline stage {stage.index}", host_bytes=host,
     )
 
 
@@ -386,7 +440,7 @@ def transformer_workload(
             f"tp x cp x dp x pp = {par.n_npus} NPUs, the fabric has {fabric.n_npus}",
             field="parallelism",
         )
-    stages = partition_layers(model, par.pp, par.interleave)
+    stages = stage_plan(model, par.pp, par.interleave)
     per_stage = [_stage_layers(model, par, s, device, efficiency) for s in stages]
     times = [_stage_compute_s(layers) for layers, _, _, _ in per_stage]
     rep = max(range(len(stages)), key=lambda i: (times[i], -i))
@@ -434,12 +488,14 @@ def transformer_workload(
     if sync:
         layers.append(Layer("dp_grad_sync", weight_grad=Phase(0.0, tuple(sync))))
     shard = (dense_p / dp_ranks + expert_p / edp_ranks) if par.zero >= 1 else dense_p + expert_p
-    if inopt:
+    if inopt and par.optimizer_state != HOST_PAGING:
         opt_s = 0.0  # the update runs on the in-network aggregators
     elif efficiency.kind == "roofline":
         opt_s = operator_time_s(optimizer_operator(shard, par), device, par.precision.compute_dtype)
     else:
         opt_s = memory_time_s(shard * (gb + 2 * ob + pb), device)
+    if inopt and par.optimizer_state == HOST_PAGING:  # the state streams over the host link
+        opt_s = max(opt_s, host_paging_time_s(shard, par.precision, par.host_link_gbps))
     layers.append(Layer("optimizer_step", Phase(opt_s, tuple(gather))))
 
     workload = Workload(name or model.name, tuple(layers), placement.groups())

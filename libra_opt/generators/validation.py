@@ -6,7 +6,7 @@ compute model (:func:`~libra_opt.generators.generator.generate_workload` and
 :func:`~libra_opt.traffic.step_time.step_time`, no overlap, pipelined collectives, at the
 cluster's per-GPU bandwidths) and reports the error per row and the average and worst
 absolute error over the rows not used for calibration. :func:`calibrate_device` fits at most
-two device constants (``default_efficiency``, ``mem_efficiency``) on the rows marked
+two device constants (e.g. ``default_efficiency`` and ``gemm_k_overhead``) on the rows marked
 ``calibrate``. Tables are read from YAML by :mod:`libra_opt.io.validation`; the packaged
 ones live in ``libra_opt/data/validation``.
 """

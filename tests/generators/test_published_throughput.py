@@ -1,10 +1,12 @@
 """The step-time model against published training runs (tables in libra_opt/data/validation).
 
 At most two constants per device are calibrated on the rows marked ``calibrate``; every other
-row is a prediction. The tolerances below are what the model reaches today (see the printed
-table with ``pytest -s``), per table: tight on the calibration table's other rows, looser on
-tables from other software stacks (other Megatron-LM versions, DeepSpeed), which run at other
-speeds on the same hardware and configuration.
+row is a prediction. The target (issue 11) is an average absolute error of at most 3.5 % and
+a worst of at most 8 % on the validation rows. The tolerances below are what the model
+reaches today, per table (the table and the per-table statistics are printed by
+``test_print_error_table``); only the calibration table's own other rows meet the target --
+the SC21 Megatron-LM runs (2021 software), the DeepSpeed MT-NLG runs and the Llama 3 128K
+context run are further off, see the table files' notes.
 """
 
 import dataclasses
@@ -22,13 +24,18 @@ CALIBRATED = {
     "a100_80gb": ("default_efficiency", "gemm_k_overhead"),
     "h100_sxm": ("default_efficiency",),
 }
-#: (average, worst) absolute error reached on the validation rows of each table.
+#: Issue-11 target on the validation rows: (average, worst) absolute error.
+TARGET = (0.035, 0.08)
+#: (average, worst) absolute error reached on the validation rows of each table (measured,
+#: rounded up by a few tenths of a percent).
 REACHED = {
-    "korthikanti22_a100": (0.020, 0.035),
-    "megatron_sc21_a100": (0.070, 0.15),
-    "llama3_h100": (0.21, 0.30),
-    "mtnlg_a100": (0.23, 0.25),
+    "korthikanti22_a100": (0.017, 0.027),
+    "megatron_sc21_a100": (0.055, 0.135),
+    "llama3_h100": (0.080, 0.150),
+    "mtnlg_a100": (0.218, 0.235),
 }
+#: Tables whose validation rows meet TARGET today.
+MEETS_TARGET = {"korthikanti22_a100"}
 
 
 @pytest.fixture(scope="module")
@@ -37,9 +44,24 @@ def results():
 
 
 def test_print_error_table(results, capsys):
+    rows = [r for res in results.values() for r in res.validation_rows]
     with capsys.disabled():
         print()
         print(validation_report(list(results.values())))
+        print(f"target: average {100 * TARGET[0]:.1f} %, worst {100 * TARGET[1]:.1f} %")
+        for name, res in sorted(results.items()):
+            print(f"  {name}: average {100 * res.mean_abs_error:.2f} %, "
+                  f"worst {100 * res.worst_abs_error:.2f} %")
+        print(f"  all {len(rows)} validation rows: average "
+              f"{100 * sum(abs(r.error) for r in rows) / len(rows):.2f} %, "
+              f"worst {100 * max(abs(r.error) for r in rows):.2f} %")
+
+
+def test_which_tables_meet_the_target(results):
+    """Fails when a table crosses the target in either direction (update MEETS_TARGET)."""
+    meets = {name for name, res in results.items()
+             if res.mean_abs_error <= TARGET[0] and res.worst_abs_error <= TARGET[1]}
+    assert meets == MEETS_TARGET, validation_report(list(results.values()))
 
 
 @pytest.mark.parametrize("name", sorted(REACHED))

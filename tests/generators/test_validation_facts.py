@@ -1,0 +1,75 @@
+"""Facts of the published runs the validation tables rely on, checked by hand.
+
+* Llama 3 405B pipeline: one layer per model chunk (Dubey et al. 2024, Sec. 3.3.2: "the first
+  model chunk on the first stage has only the embedding, and the last model chunk on the
+  last stage has only output projection and loss calculation"), so 126 layers + 2 chunks
+  on 16 ranks is 8 virtual stages per rank.
+* Fused attention on H100 priced at the published FlashAttention-2 speed (Dao 2023,
+  arXiv:2307.08691, Fig. 7: up to 335 TFLOP/s forward + backward on H100 SXM5, FLOPs counted
+  as executed).
+* NVLink tiers of the packaged clusters at NCCL's effective bandwidth (NCCL maintainer:
+  ~230 GB/s on A100, github.com/NVIDIA/nccl-tests/issues/149; 370 GB/s on H100,
+  github.com/NVIDIA/nccl-tests/issues/212).
+"""
+
+import pytest
+from numpy.testing import assert_allclose
+
+from libra_opt.errors import InputError
+from libra_opt.generators.operators import Operator, transformer_layer_operators
+from libra_opt.generators.parallelism import Parallelism
+from libra_opt.generators.roofline import operator_time_s
+from libra_opt.generators.transformer_workload import stage_plan
+from libra_opt.io.presets import load_device, load_model
+from libra_opt.io.validation import load_validation_table, validation_table_names
+
+
+def test_llama3_pipeline_one_layer_per_chunk():
+    m = load_model("llama3_405b")
+    assert m.n_layers == 126
+    plan = stage_plan(m, 16, 8)  # 16 x 8 = 128 chunks = 126 layers + embedding + output
+    assert [s.n_layers for s in plan] == [7] + [8] * 14 + [7]
+    assert plan[0].has_embedding and plan[-1].has_head
+    assert not any(s.has_embedding or s.has_head for s in plan[1:-1])
+
+
+def test_stage_plan_falls_back_to_partition_layers_and_refuses_empty_chunks():
+    m = load_model("llama3_405b")
+    assert [s.n_layers for s in stage_plan(m, 16, 1)] == [7] + [8] * 14 + [7]
+    with pytest.raises(InputError):
+        stage_plan(m, 16, 9)  # 144 chunks: 18 would be empty
+
+
+def test_llama3_rows_use_the_derived_interleave():
+    for row in load_validation_table("llama3_h100").rows:
+        assert row.parallelism.pp * row.parallelism.interleave == row.model.n_layers + 2
+
+
+def test_flash_attention_priced_at_the_published_h100_speed():
+    h100 = load_device("h100_sxm")
+    assert_allclose(h100.attention_efficiency * 989.4e12, 335e12, rtol=1e-3)
+    ops = transformer_layer_operators(load_model("llama3_405b"),
+                                      Parallelism(tp=8, sequence_parallel=True, global_batch_size=1),
+                                      moe=False)
+    fa = next(o for o in ops.forward if o.name == "flash_attention")
+    # one 8192-token sequence, 16 query heads of 128 per rank, causal: 2 b a s^2 (d_qk + d_v) / 2
+    flops = 2 * 16 * 8192**2 * 256 / 2
+    assert_allclose(fa.flops, flops)
+    assert_allclose(operator_time_s(fa, h100, "bf16"), flops / 335e12, rtol=1e-3)
+
+
+def test_devices_without_an_attention_benchmark_price_it_as_a_gemm():
+    a100 = load_device("a100_80gb")
+    assert a100.attention_efficiency == 0
+    op = Operator("flash_attention", "attention", 1e12, 1e6, (8192, 128, 8192, 16),
+                  fused_attention=True)
+    plain = Operator("gemm", "attention", 1e12, 1e6, (8192, 128, 8192, 16))
+    assert operator_time_s(op, a100, "bf16") == operator_time_s(plain, a100, "bf16")
+
+
+@pytest.mark.parametrize("name", validation_table_names())
+def test_nvlink_tiers_at_nccl_effective_bandwidth(name):
+    effective = {"a100_80gb": 230.0, "h100_sxm": 370.0}
+    for row in load_validation_table(name).rows:
+        assert row.cluster.node_tier == "NVLink"
+        assert row.cluster.node_bw_gbps == effective[row.cluster.device.key]
