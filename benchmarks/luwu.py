@@ -20,7 +20,14 @@ global batch 256, full recomputation. Data-parallel options
 * ``zero1`` (reference): gradients reduce-scattered and parameters all-gathered once per step;
 * ``in_network_optimizer``: gradients pushed and parameters pulled once per step through
   in-network aggregators holding the optimizer state
-  (:mod:`libra_opt.generators.in_network_optimizer`).
+  (:mod:`libra_opt.generators.in_network_optimizer`);
+* ``in_network_optimizer_host_paging`` (LuWu's out-of-core variant): the aggregators only
+  sum gradients; each GPU keeps its optimizer state in host memory and pages it over its
+  PCIe Gen5 x16 link (64 GB/s per direction) every step, running the update itself.
+
+The aggregators are priced (:mod:`libra_opt.cost.aggregators`, estimated prices): their
+ingress ports per GB/s of scale-out bandwidth are in the network cost (so the $5M budget
+buys them too), their state memory is a fixed cost (column ``aggregator_state_usd``).
 
 Each is evaluated at NVLink 450 GB/s and a scale-out of 100 Gb/s and 200 Gb/s per GPU
 (12.5 / 25 GB/s: LuWu's bandwidths), and re-optimized under the same $5M network budget
@@ -56,7 +63,9 @@ MAPPING = {"tp": ["hb"], "pp": {"scaleout": 2}, "dp": {"scaleout": 8}}
 BASE = {"tp": 8, "pp": 2, "dp": 8, "micro_batch_size": 1, "global_batch_size": 256,
         "recompute": "full"}
 MODES = {"zero0": {"zero": 0}, "zero3": {"zero": 3}, "zero1": {"zero": 1},
-         "in_network_optimizer": {"dp_mode": "in_network_optimizer"}}
+         "in_network_optimizer": {"dp_mode": "in_network_optimizer"},
+         "in_network_optimizer_host_paging": {"dp_mode": "in_network_optimizer",
+                                              "optimizer_state": "host_paging"}}
 BUDGET_USD = 5e6
 HB_GBPS = 450.0
 
@@ -76,7 +85,10 @@ Why this differs from LuWu's 3.98x:
   gain includes its own scheduling of push, pull and in-network update; neither is
   credited here (the in-network update is assumed hidden, the GPU's optimizer step gone).
 * Memory. Our in-network optimizer keeps bf16 weights and gradients on the GPU (LuWu
-  streams parameters from the network node) and its aggregators are not priced.
+  streams parameters from the network node). Its aggregators are priced at estimated
+  prices (ports with the network, state memory as a fixed cost); the paging variant moves
+  the state to host memory and adds the PCIe transfer (12 bytes per parameter each way,
+  overlapped with the GPU's update) to the step.
 """
 
 
@@ -112,6 +124,8 @@ def table() -> pd.DataFrame:
         traffic = traffic_per_step_bytes(wl, scen.fabric.n_dims)
         dp = traffic_per_step_bytes(_dp_only(wl), scen.fabric.n_dims)
         sol = solve(scen)
+        agg = scen.cost_model.aggregators
+        opt_layer = next(layer for layer in wl.layers if layer.name == "optimizer_step")
         for label, bw in (("100 Gb/s", [HB_GBPS, 12.5]), ("200 Gb/s", [HB_GBPS, 25.0]),
                           ("optimized", list(sol.bw_gbps))):
             ev = evaluate(scen, bw)
@@ -124,6 +138,12 @@ def table() -> pd.DataFrame:
                 "fits_80gb": gen.memory.fits,
                 "traffic_hb_gb": traffic[0] / 1e9, "traffic_scaleout_gb": traffic[1] / 1e9,
                 "dp_traffic_scaleout_gb": dp[1] / 1e9,
+                "host_memory_per_gpu_gb": gen.memory.host_bytes / 1e9,
+                "optimizer_step_s": opt_layer.forward.compute_s,
+                "aggregator_port_usd": 0.0 if agg is None else sum(
+                    agg.port_usd(scen.fabric.n_npus, bw[scen.fabric.index(d)])
+                    for d in agg.dims),
+                "aggregator_state_usd": 0.0 if agg is None else agg.state_usd,
             })
     df = pd.DataFrame(rows)
     ref = df[df.dp_mode == "zero3"].set_index("fabric").step_time_s
@@ -148,7 +168,7 @@ def plot(df: pd.DataFrame, path: Path) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, (a, b, c) = plt.subplots(1, 3, figsize=(15, 4.5))
+    fig, (a, b, c) = plt.subplots(1, 3, figsize=(17, 4.8))
     fabrics = list(dict.fromkeys(df.fabric))
     modes = list(MODES)
     w = 0.8 / len(modes)
@@ -162,11 +182,17 @@ def plot(df: pd.DataFrame, path: Path) -> None:
     a.set_ylabel("step time (s)")
     a.set_yscale("log")
     a.set_title(f"GPT-3 175B, 128 H100 (TP8 PP2 DP8); LuWu: {CLAIM_SPEEDUP}x")
-    a.legend(fontsize=8)
+    a.legend(fontsize=7)
     mem = df.drop_duplicates("dp_mode").set_index("dp_mode").loc[modes]
-    b.bar(modes, mem.memory_per_gpu_gb - mem.optimizer_state_gb, label="weights+grads+activations")
-    b.bar(modes, mem.optimizer_state_gb, bottom=mem.memory_per_gpu_gb - mem.optimizer_state_gb,
+    short = [m.replace("in_network_optimizer", "in-net opt").replace("_host_paging", "\n+paging")
+             for m in modes]
+    b.bar(short, mem.memory_per_gpu_gb - mem.optimizer_state_gb, label="weights+grads+activations")
+    b.bar(short, mem.optimizer_state_gb, bottom=mem.memory_per_gpu_gb - mem.optimizer_state_gb,
           label="optimizer state")
+    b.bar(short, mem.host_memory_per_gpu_gb, bottom=mem.memory_per_gpu_gb, hatch="//",
+          color="none", edgecolor="gray", label="optimizer state in host memory")
+    b.tick_params(axis="x", labelsize=7)
+    b.set_ylim(0, 1.08 * float((mem.memory_per_gpu_gb + mem.host_memory_per_gpu_gb).max()))
     b.axhline(80, color="k", ls="--", lw=1, label="HBM 80 GB")
     b.set_ylabel("memory per GPU (GB)")
     b.set_title("memory of the most loaded GPU")
@@ -191,8 +217,9 @@ def main(argv=None) -> int:
     plot(df, out / "luwu.png")
     cols = ["dp_mode", "fabric", "bw_hb_gbps", "bw_scaleout_gbps", "step_time_s",
             "speedup_vs_zero3", "memory_per_gpu_gb", "optimizer_state_gb", "fits_80gb",
-            "traffic_hb_gb",
-            "traffic_scaleout_gb", "dp_traffic_scaleout_gb"]
+            "host_memory_per_gpu_gb", "optimizer_step_s", "traffic_scaleout_gb",
+            "dp_traffic_scaleout_gb", "network_cost_usd", "aggregator_port_usd",
+            "aggregator_state_usd"]
     print(df[cols].to_string(index=False, float_format=lambda v: f"{v:,.4g}"))
     inopt = df[df.dp_mode == "in_network_optimizer"].set_index("fabric").speedup_vs_zero3
     print(f"\nin-network optimizer vs ZeRO-3: {inopt['100 Gb/s']:.2f}x at 100 Gb/s, "
@@ -206,6 +233,13 @@ def main(argv=None) -> int:
           f"{io['100 Gb/s'] / z1['100 Gb/s']:.3f}x the step time at 100 Gb/s (G + P bytes "
           f"instead of (G + P)(k-1)/k) and needs {mem['zero1'] - mem['in_network_optimizer']:.1f}"
           f" GB less per GPU; ZeRO-0 would need {mem['zero0']:.0f} GB per GPU.\n")
+    pg = df[df.dp_mode == "in_network_optimizer_host_paging"].set_index("fabric")
+    print(f"out-of-core paging variant: {pg.speedup_vs_zero3['100 Gb/s']:.2f}x vs ZeRO-3 at "
+          f"100 Gb/s; a GPU of the most loaded stage keeps "
+          f"{pg.host_memory_per_gpu_gb.iloc[0]:.1f} GB of optimizer state in host memory, "
+          f"paged in and out every step ({pg.optimizer_step_s.iloc[0]:.2f} s of its step), "
+          f"with the same {mem['in_network_optimizer_host_paging']:.1f} GB of HBM as with "
+          "the state on the aggregators.\n")
     print(NOTE)
     print(f"wrote luwu.csv and luwu.png to {out} in {time.perf_counter() - t0:.1f} s")
     return 0

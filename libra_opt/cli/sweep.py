@@ -2,7 +2,8 @@
 
 Register it in the main CLI with ``cli_sweep.register(sub)``. Two forms:
 
-* ``--axis NAME=LO:HI:N[:log]`` or ``--axis NAME=v1,v2,...`` (repeatable; ``--zip`` pairs the
+* ``--axis NAME=LO:HI:N[:log]`` or ``--axis NAME=v1,v2,...`` (list values as YAML flow
+  lists split at the commas outside brackets: ``NAME=[],[pod],[pod,node]``; repeatable; ``--zip`` pairs the
   axes instead of taking their product), with ``--out DIR`` writing ``DIR/results.csv``
   (and, with ``--plots``, ``DIR/sweep.png`` and, where the report module has them,
   ``DIR/pareto.png`` and, for a budget axis, ``DIR/bandwidth.png``). ``NAME`` is any path of :mod:`libra_opt.explore.overrides`: ``budget_usd``
@@ -45,7 +46,9 @@ def register(subparsers) -> argparse.ArgumentParser:
         "(the paths of --set).")
     p.add_argument("scenario", help="scenario YAML file, or the name of a shipped example")
     p.add_argument("--axis", action="append", default=[], metavar="NAME=VALUES",
-                   help="NAME=start:stop:count[:log] or NAME=v1,v2,... (repeatable)")
+                   help="NAME=start:stop:count[:log] or NAME=v1,v2,... (repeatable); "
+                   "list values are YAML flow lists, split at the commas outside brackets: "
+                   "'in_network_reduction=[],[pod],[pod,node]' is three points")
     p.add_argument("--zip", action="store_true",
                    help="pair the axes' values (one length) instead of their product")
     p.add_argument("--out", metavar="DIR", help="write DIR/results.csv (created if missing)")
@@ -77,12 +80,20 @@ def parse_values(text: str, name: str, flag: str = "--values") -> list[Any]:
     is made). Numbers for ranges; a list may hold text (``pipelined,sequential``). Budgets
     and power caps must be > 0.
 
+    List- or mapping-valued points (an axis over sets of dimensions, say): when ``text``
+    holds a ``[`` or ``{``, it is read as YAML flow values separated by the commas *outside*
+    brackets, so ``[],[pod],[pod,node]`` is three points and ``[pod,node]`` alone is one
+    point (a two-element list). A range never holds brackets, so the two readings cannot
+    be confused.
+
     Examples
     --------
     >>> parse_values("1:3:3", "x"), parse_values("1e7:1e9:3:log", "budget_usd")
     ([1.0, 2.0, 3.0], [10000000.0, 100000000.0, 1000000000.0])
     >>> parse_values("pipelined, sequential", "collective_model")
     ['pipelined', 'sequential']
+    >>> parse_values("[],[pod],[pod, node]", "in_network_reduction")
+    [[], ['pod'], ['pod', 'node']]
     """
     from libra_opt.explore.overrides import parse_value
 
@@ -90,7 +101,12 @@ def parse_values(text: str, name: str, flag: str = "--values") -> list[Any]:
         return InputError(message, source="<cli>", field=flag)
 
     vals: list[Any]
-    if ":" not in text:
+    if "[" in text or "{" in text:
+        vals = _flow_values(text, flag)
+        if name in POSITIVE and not all(isinstance(v, int | float) and not isinstance(v, bool)
+                                        for v in vals):
+            raise bad(f"{name} takes numbers, got {short_repr(text)}")
+    elif ":" not in text:
         if text.count(",") >= MAX_GRID_POINTS:
             raise bad(f"more than {MAX_GRID_POINTS:,} values; a sweep solves at most "
                       f"{MAX_GRID_POINTS:,} points")
@@ -124,6 +140,54 @@ def parse_values(text: str, name: str, flag: str = "--values") -> list[Any]:
         neg = [v for v in vals if v <= 0]
         if neg:
             raise bad(f"{name} values must be > 0, got {neg[0]:g}")
+    return vals
+
+
+def _split_top_level(text: str, flag: str) -> list[str]:
+    """``text`` split at the commas outside ``[...]`` and ``{...}`` (brackets must balance)."""
+    closing = {"]": "[", "}": "{"}
+    items: list[str] = []
+    stack: list[str] = []
+    start = 0
+    for i, ch in enumerate(text):
+        if ch in "[{":
+            stack.append(ch)
+        elif ch in "]}":
+            if not stack or stack.pop() != closing[ch]:
+                stack = ["?"]
+                break
+        elif ch == "," and not stack:
+            items.append(text[start:i])
+            start = i + 1
+    if stack:
+        raise InputError(f"unbalanced brackets in {short_repr(text)}; expected YAML flow "
+                         "values separated by commas, e.g. [],[a],[a,b]", source="<cli>",
+                         field=flag)
+    items.append(text[start:])
+    return items
+
+
+def _flow_values(text: str, flag: str) -> list[Any]:
+    """Values written as YAML flow items separated by the commas outside brackets:
+    ``[],[pod],[pod,node]`` is three values (an empty list, ``[pod]`` and ``[pod, node]``);
+    ``[pod,node]`` alone is one value; ``none,[pod]`` mixes a scalar and a list."""
+    from libra_opt.explore.overrides import parse_value
+
+    items = _split_top_level(text, flag)
+    if len(items) > MAX_GRID_POINTS:
+        raise InputError(f"more than {MAX_GRID_POINTS:,} values; a sweep solves at most "
+                         f"{MAX_GRID_POINTS:,} points", source="<cli>", field=flag)
+    vals: list[Any] = []
+    for item in items:
+        if not item.strip():
+            raise InputError(f"empty value in {short_repr(text)} (two commas in a row, or a "
+                             "comma at an end)", source="<cli>", field=flag)
+        try:
+            vals.append(parse_value(item))
+        except InputError:
+            raise InputError(f"malformed list or mapping {short_repr(item.strip())}: expected "
+                             "a YAML flow value such as [a, b] or {k: v}", source="<cli>",
+                             field=flag) from None
     return vals
 
 

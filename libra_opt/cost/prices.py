@@ -28,6 +28,7 @@ from types import MappingProxyType
 
 import numpy as np
 
+from libra_opt.cost.aggregators import Aggregators
 from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Fabric
 from libra_opt.fabric.heterogeneous import member_cost_factors
@@ -107,9 +108,14 @@ class CostModel:
     >>> cm = CostModel.from_tables({"T": {"link": 2.0}}, {"T": {"link": 0.01}})
     >>> cm.tiers["T"].usd_per_gbps["link"], cm.has_power
     (2.0, True)
+
+    ``aggregators`` (optional) prices the in-network optimizer's aggregation nodes
+    (:mod:`libra_opt.cost.aggregators`): the dimensions they attach to buy their ingress
+    ports, and their state memory is a fixed cost.
     """
 
     tiers: Mapping[str, TierPrices] = field(default_factory=dict)
+    aggregators: Aggregators | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tiers", MappingProxyType(dict(self.tiers)))
@@ -158,10 +164,16 @@ class CostCoefficients:
         Shape ``(D, 3)``: $ per GB/s of ``B_d`` for link, switch, nic.
     w_by_component : numpy.ndarray or None
         Shape ``(D, 3)`` in W per GB/s, ``None`` when power is not modelled.
+    fixed_usd, fixed_w : float
+        $ and W that do not depend on ``B`` (the in-network optimizer's state memory,
+        :mod:`libra_opt.cost.aggregators`); 0 otherwise. They enter the TCO's constant
+        rate, not ``kappa . B`` (nor the network budget).
     """
 
     usd_by_component: np.ndarray
     w_by_component: np.ndarray | None
+    fixed_usd: float = 0.0
+    fixed_w: float = 0.0
 
     @property
     def usd_per_gbps(self) -> np.ndarray:
@@ -229,7 +241,9 @@ def cost_coefficients(fabric: Fabric, cost_model: CostModel,
     with ``l_d``, ``u_d``, ``s_d``, ``c_d``, ``o_d`` the optical link, copper link, switch-port
     (bought under ``whole_switch`` pricing, in use under ``used_ports``), NIC-port and
     transceiver GB/s per GB/s of ``B_d`` (:func:`dimension_inventory`); the same with W for
-    ``pi_d``; an in-network dimension adds ``s_d p_in_network_reduction``. A heterogeneous
+    ``pi_d``; an in-network dimension adds ``s_d p_in_network_reduction``; a dimension the
+    in-network optimizer's aggregators attach to (``cost_model.aggregators``) adds
+    ``N p_port`` to its ``nic`` column (:mod:`libra_opt.cost.aggregators`). A heterogeneous
     dimension (:mod:`libra_opt.fabric.heterogeneous`) multiplies its row by
     ``sum_g share_g fraction_g price_factor_g`` ($) and ``... power_factor_g`` (W). ``transceiver`` is optional (absent = the ``link`` part is a passive cable, no
     optics); ``copper`` is needed only by dimensions with ``copper_levels``; both are
@@ -300,11 +314,23 @@ def cost_coefficients(fabric: Fabric, cost_model: CostModel,
                            f"dimension {dim.name!r} has copper cables")
         if d in in_network:
             _add_in_network(usd, power, d, float(inv.switch_ports_priced), prices, dim.name)
+    agg = cost_model.aggregators
+    fixed_usd = fixed_w = 0.0
+    if agg is not None:
+        for name in agg.dims:
+            if name not in fabric.names:
+                raise InputError(f"no dimension named {name!r}; names: "
+                                 f"{', '.join(fabric.names)}", field="in_network_optimizer.dims")
+            d = fabric.index(name)
+            usd[d, 2] += fabric.n_npus * agg.usd_per_port_gbps
+            if power is not None:
+                power[d, 2] += fabric.n_npus * agg.w_per_port_gbps
+        fixed_usd, fixed_w = agg.state_usd, agg.state_w if power is not None else 0.0
     usd_factor, w_factor = member_cost_factors(fabric)  # 1 on a homogeneous dimension
     usd *= usd_factor[:, None]
     if power is not None:
         power *= w_factor[:, None]
-    return CostCoefficients(usd, power)
+    return CostCoefficients(usd, power, fixed_usd, fixed_w)
 
 
 @dataclass(frozen=True)

@@ -15,11 +15,14 @@ Notes
 With ``N`` NPUs, ``H = 8760 lifetime_years`` hours, ``kappa`` and ``pi`` the network's $ and
 W per GB/s, ``m`` the yearly maintenance fraction of capex and ``Y`` the lifetime in years:
 
-* capex ``= N (accelerator_usd + host_usd_per_npu) + kappa . B``;
-* IT power ``= N (npu_power_w + host_power_w_per_npu) + pi . B`` (W);
+* capex ``= N (accelerator_usd + host_usd_per_npu) + kappa . B + F_usd``;
+* IT power ``= N (npu_power_w + host_power_w_per_npu) + pi . B + F_w`` (W);
+
+(``F_usd``, ``F_w``: network parts that do not depend on ``B``, the in-network optimizer's
+state memory, :attr:`~libra_opt.cost.prices.CostCoefficients.fixed_usd`; 0 otherwise)
 * energy cost ``= IT power / 1000 x PUE x usd_per_kwh x H``;
 * lifetime TCO ``= capex (1 + m Y) + energy cost``; amortized rate ``= TCO / (3600 H)``;
-* hence ``r0 = [N (a + h)(1 + m Y) + N (p_a + p_h) PUE c H / 1000] / (3600 H)`` and
+* hence ``r0 = [(N (a + h) + F_usd)(1 + m Y) + (N (p_a + p_h) + F_w) PUE c H / 1000] / (3600 H)`` and
   ``r_d = [kappa_d (1 + m Y) + pi_d PUE c H / 1000] / (3600 H)``;
 * run cost ``= steps x step_time_s x rate``.
 
@@ -225,8 +228,9 @@ def cluster_rate_coefficients(
     capex_factor = 1.0 + tco.maintenance_fraction_per_year * tco.lifetime_years
     energy_usd_per_w = tco.pue * tco.electricity_usd_per_kwh * hours / 1000.0
     n = fabric.n_npus
-    fixed_usd = n * (tco.accelerator_usd + tco.host_usd_per_npu) * capex_factor
-    fixed_usd += n * (tco.npu_power_w + tco.host_power_w_per_npu) * energy_usd_per_w
+    fixed_usd = (n * (tco.accelerator_usd + tco.host_usd_per_npu) + coeffs.fixed_usd) * capex_factor
+    fixed_usd += (n * (tco.npu_power_w + tco.host_power_w_per_npu) + coeffs.fixed_w) \
+        * energy_usd_per_w
     kappa = np.asarray(coeffs.usd_per_gbps, dtype=float)
     pi = _network_power(coeffs, fabric.n_dims, allow_missing_power)
     seconds = 3600.0 * hours
@@ -291,11 +295,11 @@ def tco_breakdown(
     """
     bw = np.asarray(bw_gbps, dtype=float)
     n = fabric.n_npus
-    network_usd = float(np.asarray(coeffs.usd_per_gbps) @ bw)
+    network_usd = float(np.asarray(coeffs.usd_per_gbps) @ bw) + coeffs.fixed_usd
     pi = _network_power(coeffs, fabric.n_dims, allow_missing_power)
     capex = n * (tco.accelerator_usd + tco.host_usd_per_npu) + network_usd
     maintenance = capex * tco.maintenance_fraction_per_year * tco.lifetime_years
-    power = n * (tco.npu_power_w + tco.host_power_w_per_npu) + float(pi @ bw)
+    power = n * (tco.npu_power_w + tco.host_power_w_per_npu) + float(pi @ bw) + coeffs.fixed_w
     energy = power / 1000.0 * tco.pue * tco.electricity_usd_per_kwh * tco.lifetime_h
     total = capex + maintenance + energy
     per_hour = total / tco.lifetime_h

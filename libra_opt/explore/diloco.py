@@ -1,4 +1,4 @@
-"""DiLoCo across sites as a scenario the optimizer solves exactly (blocking outer sync).
+"""DiLoCo across sites as a scenario the optimizer solves exactly (blocking or overlapped sync).
 
 :func:`diloco_scenario` turns a scenario whose data-parallel group spans a *site*
 dimension (the datacenter interconnect, a dimension of the fabric with its own tier,
@@ -8,14 +8,18 @@ price, power and latency) into one where
   site dimension becomes 1), and
 * a second workload, ``<name>_outer``, is one fragment's outer all-reduce of
   ``P_npu b / (8 F)`` bytes over the whole data-parallel group, weighted ``F / H`` times
-  the workload's weight.
+  the workload's weight, with the hidden window ``tau C`` when the sync overlaps ``tau``
+  inner steps of compute (``C``: the workload's compute per step,
+  :attr:`~libra_opt.traffic.workload.Workload.compute_s`).
 
 The weighted step time the optimizer minimizes is then the amortized step time
-``T_inner(B) + (F / H) T_f(B)`` exactly (bandwidth and latency terms alike), under every
-collective and traffic model, so budgets, power caps, sweeps of ``H``, ``F`` and ``b``
-and the fast conic path all apply. Overlap of the outer sync with compute
-(``overlap_steps > 0``) is modelled by :func:`libra_opt.traffic.diloco.amortized_exposed_s`
-and not here.
+``T_inner(B) + (F / H) max(T_f(B) - tau C, 0)`` exactly (bandwidth and latency terms
+alike; ``tau = 0`` is the blocking sync), under every collective and traffic model, so
+budgets, power caps, sweeps of ``H``, ``F``, ``b`` and ``tau`` and the fast conic path all
+apply; the numpy re-check evaluates the same formula
+(:func:`libra_opt.traffic.diloco.amortized_exposed_s` in closed form). With ``tau > 0``,
+``perf_per_cost`` and ``tco`` need ``training_loop: no_overlap`` (otherwise the program
+is not convex: :class:`~libra_opt.errors.InputError` when it is built).
 
 References
 ----------
@@ -47,7 +51,7 @@ def diloco_scenario(
     site_dim : str
         The dimension joining the sites.
     settings : DiLoCoSettings
-        ``overlap_steps`` must be 0 (blocking sync).
+        ``H``, ``F``, ``b`` and ``tau`` (``overlap_steps``; 0: blocking sync).
     params_per_npu : float
         ``P_npu``: parameters each NPU holds (the model over its tensor and pipeline
         parallel degrees).
@@ -57,7 +61,8 @@ def diloco_scenario(
     Returns
     -------
     Scenario
-        Workloads ``<name>`` (inner) and ``<name>_outer``, weights ``w`` and ``w F / H``.
+        Workloads ``<name>`` (inner) and ``<name>_outer`` (hidden window ``tau C``),
+        weights ``w`` and ``w F / H``.
 
     Examples
     --------
@@ -73,6 +78,9 @@ def diloco_scenario(
     (['w', 'w_outer'], (1.0, 0.01))
     >>> dict(d.workloads[0].groups)["dp"], d.workloads[1].layers[0].weight_grad.collectives
     ((4, 1), (Collective(kind='all_reduce', size_bytes=2000000000.0, group='dp'),))
+    >>> s = DiLoCoSettings(100, fragments=10, delta_bits=4, overlap_steps=2)
+    >>> round(diloco_scenario(Scenario(f, cm, (w,)), "site", s, 1e9).workloads[1].hidden_window_s, 12)
+    0.6
     """
     assert scenario.weights is not None
     workloads, weights = diloco_workloads(scenario.workloads, scenario.weights, scenario.fabric,

@@ -28,6 +28,7 @@ from typing import Any
 
 from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Dim, Fabric
+from libra_opt.fabric.heterogeneous import attach_members
 from libra_opt.fabric.inventory import clos_tiers
 from libra_opt.options import FABRIC_FAMILIES as FAMILIES
 from libra_opt.options import TOPOLOGIES
@@ -334,7 +335,9 @@ def fabric_from_spec(spec: Mapping[str, Any], source: str | None = None) -> Fabr
     """Build a fabric from a mapping such as a scenario's ``fabric:`` section.
 
     ``builder`` is ``multi_dim``, ``fat_tree`` (or ``rail_optimized_fat_tree``) or
-    ``rail_only``; the other keys are the builder's parameters.
+    ``rail_only``; the other keys are the builder's parameters, plus ``members``: member
+    groups of the built dimensions by name (heterogeneous dimensions,
+    :func:`~libra_opt.fabric.heterogeneous.attach_members`).
 
     Raises
     ------
@@ -345,7 +348,17 @@ def fabric_from_spec(spec: Mapping[str, Any], source: str | None = None) -> Fabr
     --------
     >>> fabric_from_spec({"builder": "rail_only", "n_npus": 2048, "hb_domain": 8}).sizes
     (8, 256)
+    >>> f = fabric_from_spec({"builder": "fat_tree", "n_npus": 64, "hb_domain": 8,
+    ...                       "members": {"scaleout": {"fraction": [1, 0.5], "share": [0.5, 0.5]}}})
+    >>> f.dims[1].members.slowest_fraction
+    0.5
     """
+    if isinstance(spec, Mapping) and "members" in spec:
+        rest = {k: v for k, v in spec.items() if k != "members"}
+        try:
+            return attach_members(fabric_from_spec(rest, source), spec["members"])
+        except InputError as exc:
+            raise InputError(exc.message, source=source, field=exc.field) from None
     if not isinstance(spec, Mapping):
         raise InputError("expected a mapping", source=source, field="fabric")
     builder = spec.get("builder")
@@ -361,7 +374,7 @@ def fabric_from_spec(spec: Mapping[str, Any], source: str | None = None) -> Fabr
     if unknown:
         raise InputError(
             f"unknown key(s) {', '.join(map(str, unknown))} for builder {builder!r}; expected "
-            f"{', '.join(sorted(_SPEC_KEYS[builder] - {'builder'}))}",
+            f"{', '.join(sorted((_SPEC_KEYS[builder] - {'builder'}) | {'members'}))}",
             source=source,
             field="fabric",
         )

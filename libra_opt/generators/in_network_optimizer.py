@@ -23,11 +23,34 @@ With ``Psi`` the parameters one NPU holds (after tensor / pipeline / expert shar
 Both transfers are ordinary ``p2p`` collectives of the workload, so the optimizer, the
 evaluator and both backends see ordinary constant and ``c / B_d`` terms.
 
+**Out-of-core variant** (``optimizer_state: host_paging``): the optimizer state lives in
+each GPU's *host* memory and is paged over the GPU's host link (PCIe) every step, the GPU
+running the update itself; the aggregators only sum the pushed gradients and return the
+sum. Per NPU and step:
+
+* network: push ``G``, pull the summed gradient ``G`` (instead of ``P``);
+* host link: the update reads the state, ``S = Psi k_o`` bytes (host -> GPU), and writes it
+  back, ``S`` bytes (GPU -> host): ``2 S`` bytes per step, ``S`` in each direction of the
+  full-duplex link, so paging takes ``t_page = S / B_host`` (``host_link_gbps`` per
+  direction). Streamed in chunks with double buffering, the update of one chunk overlaps
+  the transfer of the next: the optimizer step takes ``max(t_update, t_page)``;
+* memory: HBM holds weights ``P`` and gradients ``G`` (the staging buffers of the stream
+  are not counted); host memory holds ``S`` per GPU (every data-parallel replica keeps its
+  own copy, as its GPU updates it).
+
+The host link is a fixed-bandwidth parameter of the workload (not a fabric dimension:
+it joins no NPUs), so the paging time is a constant term of the step: the optimizer
+accounts for it but does not size it.
+
+**Aggregators' price**: their ingress ports and state memory are priced by
+:mod:`libra_opt.cost.aggregators` (the scenario attaches them to the outermost dimension
+the data-parallel group spans); with ``host_paging`` they hold no state.
+
 Assumptions (what is *not* modelled):
 
 * the aggregation nodes have enough bandwidth and memory to absorb every replica's push
-  and hold ``Psi k_o`` per model shard; their ports are not priced (they are outside the
-  per-NPU fabric of this model);
+  and hold ``Psi k_o`` per model shard; they are priced per GB/s of ingress port and per GB
+  of state (:mod:`libra_opt.cost.aggregators`), not counted as NPUs of the fabric;
 * the optimizer update on the aggregators is pipelined with the push (LuWu streams it
   layer by layer [1]_) and adds no time to the step; the GPU's own optimizer step is gone;
 * when the data-parallel group spans several dimensions, every byte crosses each of them
@@ -63,14 +86,22 @@ from libra_opt.traffic.workload import Collective
 __all__ = [
     "DP_MODES",
     "IN_NETWORK_OPTIMIZER",
+    "HOST_PAGING",
+    "OPTIMIZER_STATES",
     "in_network_optimizer_collectives",
     "in_network_optimizer_state_bytes",
     "dp_sync_bytes_per_npu",
+    "host_paging_bytes",
+    "host_paging_time_s",
+    "aggregator_state_bytes",
 ]
 
 #: Values of ``Parallelism.dp_mode``.
 IN_NETWORK_OPTIMIZER = "in_network_optimizer"
 DP_MODES: tuple[str, ...] = ("collective", IN_NETWORK_OPTIMIZER)
+#: Values of ``Parallelism.optimizer_state``: held by the aggregators, or paged from host memory.
+HOST_PAGING = "host_paging"
+OPTIMIZER_STATES: tuple[str, ...] = ("aggregator", HOST_PAGING)
 
 
 def in_network_optimizer_collectives(
@@ -90,13 +121,14 @@ def in_network_optimizer_collectives(
     Returns
     -------
     push, pull : tuple of Collective
-        ``p2p`` of ``Psi k_g`` bytes and ``p2p`` of ``Psi k_p`` bytes per group.
+        ``p2p`` of ``Psi k_g`` bytes and ``p2p`` of ``Psi k_p`` bytes per group (with
+        ``optimizer_state: host_paging`` the pull is the summed gradient, ``Psi k_g``).
 
     Notes
     -----
-    ``G = Psi k_g`` (push), ``P = Psi k_p`` (pull); under the hierarchical traffic model a
-    ``p2p`` of ``m`` bytes puts ``m`` on every spanned dimension, so each dimension of the
-    group carries ``G + P`` per NPU and step.
+    ``G = Psi k_g`` (push), ``P = Psi k_p`` (pull; ``G`` with host paging); under the
+    hierarchical traffic model a ``p2p`` of ``m`` bytes puts ``m`` on every spanned
+    dimension, so each dimension of the group carries ``G + P`` (``2 G``) per NPU and step.
 
     References
     ----------
@@ -111,7 +143,8 @@ def in_network_optimizer_collectives(
     >>> [(c.kind, c.size_bytes, c.group) for c in push + pull]
     [('p2p', 2000000000.0, 'dp'), ('p2p', 2000000000.0, 'dp')]
     """
-    pb, gb = par.precision.param_bytes, par.precision.grad_bytes
+    gb = par.precision.grad_bytes
+    pb = gb if par.optimizer_state == HOST_PAGING else par.precision.param_bytes
     push: list[Collective] = []
     pull: list[Collective] = []
     for params, group, ranks in groups:
@@ -127,7 +160,8 @@ def in_network_optimizer_state_bytes(params: float, precision: Precision) -> tup
 
     Notes
     -----
-    ``weights = Psi k_p``, ``grads = Psi k_g``, ``optimizer = 0`` (held by the aggregators).
+    ``weights = Psi k_p``, ``grads = Psi k_g``, ``optimizer = 0`` (held by the aggregators,
+    or with ``host_paging`` in host memory: ``Psi k_o`` there, see :func:`host_paging_bytes`).
     Compared with ZeRO-0 the NPU frees ``Psi k_o`` (12 bytes per parameter for Adam [1]_);
     compared with ZeRO-3 on ``N_d`` ranks it holds ``Psi (k_p + k_g)`` instead of
     ``Psi (k_p + k_g + k_o) / N_d`` -- more, but without ZeRO-3's per-micro-batch gathers.
@@ -145,14 +179,14 @@ def in_network_optimizer_state_bytes(params: float, precision: Precision) -> tup
 
 
 def dp_sync_bytes_per_npu(params: float, precision: Precision, ranks: int, dp_mode: str,
-                          zero: int = 0) -> float:
+                          zero: int = 0, optimizer_state: str = "aggregator") -> float:
     """Bytes one NPU sends per step for the data-parallel sync on one dimension of ``ranks``.
 
     Notes
     -----
     * ``collective``, ZeRO-0: ring all-reduce ``2 G (k - 1) / k``;
     * ``collective``, ZeRO-1/2: reduce-scatter + all-gather ``(G + P) (k - 1) / k``;
-    * ``in_network_optimizer``: push + pull ``G + P``.
+    * ``in_network_optimizer``: push + pull ``G + P`` (``2 G`` with ``host_paging``).
 
     (ZeRO-3's per-micro-batch gathers are not a once-per-step sync; see
     :func:`libra_opt.generators.transformer_comm.zero3_collectives`.)
@@ -171,6 +205,75 @@ def dp_sync_bytes_per_npu(params: float, precision: Precision, ranks: int, dp_mo
     if ranks <= 1:
         return 0.0
     if dp_mode == IN_NETWORK_OPTIMIZER:
-        return g + p
+        return 2.0 * g if optimizer_state == HOST_PAGING else g + p
     frac = (ranks - 1) / ranks
     return 2.0 * g * frac if zero == 0 else (g + p) * frac
+
+
+def host_paging_bytes(params: float, precision: Precision) -> tuple[float, float]:
+    """Bytes one GPU reads from and writes to its host memory per step (``host_paging``).
+
+    Notes
+    -----
+    ``read = write = S = Psi k_o``: the update streams in the fp32 master weights, momentum
+    and variance of the ``Psi`` parameters the GPU holds and streams them back (the bf16
+    working weights it produces stay on the GPU); ``2 Psi k_o`` in all, 24 bytes per
+    parameter for mixed-precision Adam [1]_.
+
+    References
+    ----------
+    .. [1] Rajbhandari et al., arXiv:1910.02054, Sec. 3.1 (12 bytes of Adam state per
+       parameter).
+
+    Examples
+    --------
+    1e9 parameters, Adam: 12 GB each way.
+
+    >>> host_paging_bytes(1e9, Precision())
+    (12000000000.0, 12000000000.0)
+    """
+    s = params * precision.optimizer_bytes
+    return s, s
+
+
+def host_paging_time_s(params: float, precision: Precision, host_link_gbps: float) -> float:
+    """Seconds the host link needs per step to page the optimizer state in and out.
+
+    Notes
+    -----
+    ``t_page = Psi k_o / B_host``: reads and writes use the two directions of the
+    full-duplex link at once (``host_link_gbps`` each).
+
+    Examples
+    --------
+    1e9 parameters over PCIe Gen5 x16 (64 GB/s per direction): 12 GB / 64 GB/s.
+
+    >>> host_paging_time_s(1e9, Precision(), 64.0)
+    0.1875
+    """
+    read, write = host_paging_bytes(params, precision)
+    return max(read, write) / (host_link_gbps * 1e9)
+
+
+def aggregator_state_bytes(total_params: float, precision: Precision,
+                           optimizer_state: str = "aggregator") -> float:
+    """Optimizer state the aggregators hold for the whole model (bytes).
+
+    Notes
+    -----
+    ``Psi_total k_o`` once per model (the data-parallel replicas push into the same state;
+    tensor / pipeline shards each have their own part of it); 0 with ``host_paging`` (the
+    state is in the GPU hosts' memory).
+
+    Examples
+    --------
+    GPT-3 175B (174.6e9 parameters), Adam: 2.1 TB.
+
+    >>> round(aggregator_state_bytes(174.6e9, Precision()) / 1e12, 2)
+    2.1
+    >>> aggregator_state_bytes(174.6e9, Precision(), "host_paging")
+    0.0
+    """
+    if optimizer_state == HOST_PAGING:
+        return 0.0
+    return float(total_params) * precision.optimizer_bytes

@@ -51,6 +51,9 @@ class MemoryBreakdown:
         HBM of the device.
     where : str
         Which NPU this is (e.g. ``"pipeline stage 0"``).
+    host_bytes : float
+        Optimizer state this NPU keeps in its host's memory (the in-network optimizer's
+        ``host_paging`` variant); not part of :attr:`total_bytes` (HBM).
     """
 
     weights_bytes: float
@@ -59,6 +62,7 @@ class MemoryBreakdown:
     activations_bytes: float
     capacity_bytes: float
     where: str = ""
+    host_bytes: float = 0.0
 
     @property
     def total_bytes(self) -> float:
@@ -76,7 +80,9 @@ class MemoryBreakdown:
             f"{self.total_bytes / 1e9:.1f} GB of {self.capacity_bytes / 1e9:.0f} GB "
             f"(weights {self.weights_bytes / 1e9:.1f}, grads {self.grads_bytes / 1e9:.1f}, "
             f"optimizer {self.optimizer_bytes / 1e9:.1f}, activations "
-            f"{self.activations_bytes / 1e9:.1f}){' at ' + self.where if self.where else ''}"
+            f"{self.activations_bytes / 1e9:.1f}"
+            f"{f'; host {self.host_bytes / 1e9:.1f}' if self.host_bytes else ''})"
+            f"{' at ' + self.where if self.where else ''}"
         )
 
 

@@ -91,6 +91,14 @@ class Parallelism(StrictModel):
         ``in_network_optimizer``: each NPU pushes its gradients and pulls the updated
         parameters once per step through in-network aggregators that hold the optimizer
         state (needs ``zero: 0``; :mod:`libra_opt.generators.in_network_optimizer`).
+    optimizer_state : {'aggregator', 'host_paging'}
+        With ``dp_mode: in_network_optimizer``, where the optimizer state lives:
+        ``aggregator`` (default; the aggregators hold it and run the update) or
+        ``host_paging`` (out-of-core: in each GPU's host memory, paged over its host/PCIe
+        link every step while the GPU runs the update; the aggregators only sum gradients).
+    host_link_gbps : float
+        GB/s per direction of each GPU's host link for ``host_paging`` (default 64: PCIe
+        Gen5 x16, 128 GB/s bidirectional on the NVIDIA H100 SXM datasheet).
     micro_batch_size : int
         Sequences (samples) per micro-batch.
     global_batch_size : int
@@ -123,6 +131,8 @@ class Parallelism(StrictModel):
     dp: int = Field(default=1, gt=0, strict=True)
     zero: Literal[0, 1, 2, 3] = 0
     dp_mode: Literal["collective", "in_network_optimizer"] = "collective"
+    optimizer_state: Literal["aggregator", "host_paging"] = "aggregator"
+    host_link_gbps: float = Field(default=64.0, gt=0, allow_inf_nan=False)
     ep: int = Field(default=1, gt=0, strict=True)
     cp: int = Field(default=1, gt=0, strict=True)
     micro_batch_size: int = Field(default=1, gt=0, strict=True)
@@ -152,6 +162,11 @@ class Parallelism(StrictModel):
             raise ValueError(
                 f"dp_mode in_network_optimizer needs zero 0, not {self.zero} (the optimizer "
                 "state lives in the network, there is nothing for ZeRO to shard)"
+            )
+        if self.optimizer_state != "aggregator" and self.dp_mode != "in_network_optimizer":
+            raise ValueError(
+                f"optimizer_state {self.optimizer_state} is a variant of dp_mode "
+                "in_network_optimizer (set dp_mode: in_network_optimizer)"
             )
         return self
 

@@ -10,6 +10,8 @@ Example::
            members: {fraction: [1.0, 0.5], share: [0.75, 0.25]}}   # optional: NPUs with
                                                     # slower NICs (fabric.heterogeneous)
       # or: libra_network: path/to/network.yml      (paths relative to this file)
+      # members: {package: {fraction: [1.0, 0.5], share: [0.5, 0.5], size: [8, 6]}}
+      #   (members by dimension name: beside libra_network or a builder as well)
     cost_model: path/to/cost_model.yml              # LIBRA format, or an inline mapping
     power_model: {InterChiplet: {Link: 0.01}}       # optional, W per GB/s, same shape
     workloads:
@@ -42,12 +44,18 @@ Example::
     fine_grained_overlap:                            # needs training_loop: overlap
       presets: [dp_backward, tp_layer, moe_all_to_all]
       groups: {tp: 0.3, ep: {forward: 0.6}}          # fraction of a collective hidden
+    in_network_optimizer:                            # aggregators of dp_mode in_network_optimizer
+      dims: [pod]                                    # where their ports attach (default: the
+                                                     # outermost dim the DP group spans)
+      usd_per_port_gbps: 119                         # estimates by default (cost.aggregators)
+      usd_per_state_gb: 4.6875
     diloco:                                          # DiLoCo across the sites of a dim
       site_dim: site                                 # the datacenter interconnect dimension
       params_per_npu: 1.4e9                          # parameters each NPU holds
       sync_every_steps: 100                          # H
       fragments: 1                                   # F (streaming)
       delta_bits: 4                                  # b
+      overlap_steps: 0                               # tau (<= H / F; 0: blocking sync)
       dp_group: dp
 """
 
@@ -61,13 +69,27 @@ from typing import Any
 
 from pydantic import Field, StrictInt, ValidationError, field_validator
 
+from libra_opt.cost.aggregators import (
+    USD_PER_PORT_GBPS,
+    USD_PER_STATE_GB,
+    W_PER_PORT_GBPS,
+    W_PER_STATE_GB,
+    Aggregators,
+)
 from libra_opt.cost.prices import CostModel
 from libra_opt.cost.tco import TcoModel
 from libra_opt.errors import InputError, short_repr
 from libra_opt.fabric.builders import fabric_from_spec
 from libra_opt.fabric.dims import Dim, Fabric
-from libra_opt.fabric.heterogeneous import members_from_mapping
+from libra_opt.fabric.heterogeneous import attach_members, members_from_mapping
+from libra_opt.generators.descriptors import TransformerSpec
 from libra_opt.generators.generated import GeneratedWorkload
+from libra_opt.generators.in_network_optimizer import (
+    IN_NETWORK_OPTIMIZER,
+    aggregator_state_bytes,
+)
+from libra_opt.generators.parallelism import parallelism_from_dict
+from libra_opt.generators.transformer_counts import total_params
 from libra_opt.io.astra_sim import read_astra_sim
 from libra_opt.io.astra_sim_network import read_astra_sim_system
 from libra_opt.io.example_files import example_names, example_path, is_example_name
@@ -79,7 +101,7 @@ from libra_opt.io.libra import (
     read_libra_network,
 )
 from libra_opt.io.model_entry import generated_from_entry
-from libra_opt.io.presets import load_catalog
+from libra_opt.io.presets import load_catalog, load_model
 from libra_opt.io.yaml_util import ParseCache, load_yaml
 from libra_opt.options import (
     AllReduceVariant,
@@ -112,6 +134,7 @@ class MembersSpec(StrictModel):
     share: list[float]
     price_factor: list[float] | None = None
     power_factor: list[float] | None = None
+    size: list[StrictInt] | None = None
 
 
 class DimSpec(StrictModel):
@@ -233,7 +256,19 @@ class DiLoCoSpec(StrictModel):
     sync_every_steps: StrictInt = Field(ge=1)
     fragments: StrictInt = Field(default=1, ge=1)
     delta_bits: float = Field(default=16.0, gt=0, le=32)
+    overlap_steps: float = Field(default=0.0, ge=0)
     dp_group: str = "dp"
+
+
+class InNetworkOptimizerSpec(StrictModel):
+    """``in_network_optimizer:`` (aggregators of ``dp_mode: in_network_optimizer``; see
+    :class:`~libra_opt.cost.aggregators.Aggregators`, whose defaults are estimates)."""
+
+    dims: list[str] | None = None
+    usd_per_port_gbps: float = Field(default=USD_PER_PORT_GBPS, ge=0, allow_inf_nan=False)
+    w_per_port_gbps: float = Field(default=W_PER_PORT_GBPS, ge=0, allow_inf_nan=False)
+    usd_per_state_gb: float = Field(default=USD_PER_STATE_GB, ge=0, allow_inf_nan=False)
+    w_per_state_gb: float = Field(default=W_PER_STATE_GB, ge=0, allow_inf_nan=False)
 
 
 class ScenarioFile(StrictModel):
@@ -254,6 +289,7 @@ class ScenarioFile(StrictModel):
     compression: CompressionSpec | None = None
     fine_grained_overlap: OverlapSpec | None = None
     diloco: DiLoCoSpec | None = None
+    in_network_optimizer: InNetworkOptimizerSpec | None = None
     tco: dict[str, Any] | None = None
 
 
@@ -306,7 +342,14 @@ def _reraise(exc: InputError, source: str, field: str) -> InputError:
 def _fabric(
     data: dict[str, Any], source: str, base: Path, cache: ParseCache | None = None
 ) -> Fabric:
-    """``fabric:``: inline ``dims``, a LIBRA ``libra_network`` file, or a ``builder``."""
+    """``fabric:``: inline ``dims``, a LIBRA ``libra_network`` file, or a ``builder``;
+    ``members:`` (by dimension name) beside any of them."""
+    if "members" in data:
+        rest = {k: v for k, v in data.items() if k != "members"}
+        try:
+            return attach_members(_fabric(rest, source, base, cache), data["members"])
+        except InputError as exc:
+            raise InputError(exc.message, source=source, field=exc.field) from None
     if "builder" in data:
         return fabric_from_spec(data, source)
     try:
@@ -450,6 +493,57 @@ def _workload(
         raise InputError(exc.message, source=str(astra_path), field=exc.field) from None
 
 
+def _with_aggregators(
+    spec: ScenarioFile, built: list[tuple[Workload, GeneratedWorkload | None]],
+    cost_model: CostModel, fabric: Fabric, source: str, base: Path,
+) -> CostModel:
+    """``cost_model`` with the in-network optimizer's aggregators priced
+    (:mod:`libra_opt.cost.aggregators`) when a model-based workload uses
+    ``dp_mode: in_network_optimizer``; unchanged otherwise.
+
+    Ports on the ``in_network_optimizer.dims`` (default: the outermost dimension each such
+    workload's data-parallel group spans); state: the largest of the workloads' optimizer
+    state (one cluster runs one workload at a time).
+    """
+    opts = spec.in_network_optimizer or InNetworkOptimizerSpec()
+    dims: list[str] = []
+    state = 0.0
+    used = False
+    for w, (wl, g) in zip(spec.workloads, built, strict=True):
+        if g is None or w.parallelism is None or w.model is None:
+            continue
+        par = parallelism_from_dict(w.parallelism, source, "parallelism")
+        if par.dp_mode != IN_NETWORK_OPTIMIZER:
+            continue
+        spanned = [d for group in ("dp", "edp") if group in wl.groups
+                   for d, k in enumerate(wl.groups[group]) if k > 1]
+        if not spanned:
+            continue  # one replica: nothing pushed, no aggregator
+        used = True
+        if opts.dims is None:
+            name = fabric.names[max(spanned)]
+            dims += [] if name in dims else [name]
+        model = load_model(w.model, base_dir=base)
+        assert isinstance(model, TransformerSpec)  # the generator refuses other models
+        state = max(state, aggregator_state_bytes(total_params(model), par.precision,
+                                                  par.optimizer_state))
+    if not used:
+        return cost_model
+    if opts.dims is not None:
+        for name in opts.dims:
+            if name not in fabric.names:
+                raise InputError(f"no dimension named {short_repr(name, 80)}; names: "
+                                 f"{', '.join(fabric.names)}", source=source,
+                                 field="in_network_optimizer.dims")
+        dims = list(dict.fromkeys(opts.dims))
+    try:
+        agg = Aggregators(tuple(dims), state, opts.usd_per_port_gbps, opts.w_per_port_gbps,
+                          opts.usd_per_state_gb, opts.w_per_state_gb)
+    except InputError as exc:
+        raise InputError(exc.message, source=source, field=exc.field) from None
+    return dataclasses.replace(cost_model, aggregators=agg)
+
+
 def _check_communicator(groups: Mapping[str, tuple[int, ...]], fabric: Fabric, src: str) -> None:
     """Every phase group of a LIBRA communicator fits ``fabric``: one entry per dimension,
     each a divisor of the dimension's size. Errors name the communicator file and its key
@@ -497,6 +591,7 @@ def _build(
     fabric = _fabric(spec.fabric, source, base, cache)
     cost_model = _cost_model(spec, source, base, cache)
     built = [_workload(w, i, fabric, source, base, cache) for i, w in enumerate(spec.workloads)]
+    cost_model = _with_aggregators(spec, built, cost_model, fabric, source, base)
     workloads = [wl for wl, _ in built]
     compression = _compression(spec.compression, source)
     if compression is not None:
@@ -511,7 +606,8 @@ def _build(
     if spec.diloco is not None:
         d = spec.diloco
         try:
-            settings = DiLoCoSettings(d.sync_every_steps, d.fragments, d.delta_bits)
+            settings = DiLoCoSettings(d.sync_every_steps, d.fragments, d.delta_bits,
+                                      d.overlap_steps)
             ws, wts = diloco_workloads(workloads, weights, fabric, d.site_dim, settings,
                                        d.params_per_npu, d.dp_group)
         except InputError as exc:

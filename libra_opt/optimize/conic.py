@@ -12,8 +12,10 @@ with ``K`` a product of a zero cone (equalities), a nonnegative cone (inequaliti
 ``b_ref``, or ``y = u B`` in the perspective form), ``inv`` (one per used dimension,
 ``inv_j >= 1 / x_j``), ``t`` (collective times, pipelined model), ``z`` (the max part of a
 chunked collective, ``topology_aware`` model: ``T_k = s_k . inv + s0_k + w_k z_k`` with
-``z_k >= p_r . inv + p0_r``), ``s`` (phase times, overlapped loop), and in the perspective
-form ``u`` and ``inv_u >= 1 / u``.
+``z_k >= p_r . inv + p0_r``), ``s`` (phase times, overlapped loop), ``e`` (the exposed step
+time ``e_w >= T_w - W_w``, ``e_w >= 0`` of each workload with a hidden window ``W_w``, e.g.
+DiLoCo's overlapped outer sync; none without one), and in the perspective form ``u`` and
+``inv_u >= 1 / u``.
 
 ``inv_j x_j >= 1`` with ``inv_j, x_j >= 0`` is the second-order cone
 ``(inv_j + x_j, inv_j - x_j, 2)``: ``(inv + x)^2 >= (inv - x)^2 + 4``.
@@ -251,7 +253,12 @@ def build_conic_program(
     col_z = col_t + n_t
     col_s = col_z + n_z
     n_s = n_p if overlap else 0
-    col_u = col_s + n_s
+    # Hidden windows: e_w >= T_w - W_w, e_w >= 0 for each workload with one (terms.py).
+    win = terms.windowed
+    if win.size:
+        terms.check_windows(weights, loop, product is not None)
+    col_e = col_s + n_s
+    col_u = col_e + win.size
     n_var = col_u + (2 if product is not None else 0)
     col_inv_u = col_u + 1
     bld = _Builder(n_var)
@@ -322,14 +329,18 @@ def build_conic_program(
 
     q_step = np.zeros(n_var)
     const_step = 0.0
+    w_step = weights  # the weights of workloads whose step time is T_w itself
+    if win.size:
+        w_step = weights.copy()
+        w_step[win] = 0.0
     if not overlap:
-        compute = float(weights @ terms.compute_s) / t_ref
+        compute = float(w_step @ terms.compute_s) / t_ref
         if product is not None:
             q_step[col_inv_u] += compute
         else:
             const_step += compute
         if n_k:
-            wk = weights @ terms.collective_counts
+            wk = w_step @ terms.collective_counts
             q_step += wk @ coll_forms
             const_step += float(wk @ coll_const)
     else:
@@ -342,7 +353,27 @@ def build_conic_program(
                 r = terms.phase_members[p] @ coll_forms
                 r[col_s + p] -= 1.0
                 bld.add_le(r, -float(terms.phase_members[p] @ coll_const))
-        q_step[col_s : col_s + n_p] = weights @ terms.phase_counts
+        q_step[col_s : col_s + n_p] = w_step @ terms.phase_counts
+    if win.size:
+        assert terms.hidden_window_s is not None
+        compute_w = terms.compute_s
+        counts_w = terms.collective_counts
+        for i, w in enumerate(win.tolist()):
+            # T_w as a linear form (plus a constant in the perf form), less W_w: e_w >= it.
+            if not overlap:
+                r = counts_w[w] @ coll_forms
+                const = float(counts_w[w] @ coll_const)
+                const += inv_u_term(r, (compute_w[w] - terms.hidden_window_s[w]) / t_ref)
+            else:
+                r = bld.row()
+                r[col_s : col_s + n_p] = terms.phase_counts[w]
+                const = inv_u_term(r, -terms.hidden_window_s[w] / t_ref)
+            r[col_e + i] = -1.0
+            bld.add_le(r, -const)
+            r = bld.row()
+            r[col_e + i] = -1.0
+            bld.add_le(r)
+            q_step[col_e + i] = weights[w]
     q = q_step.copy()
     unused = np.setdiff1d(np.arange(n_dims), used)
     q[col_x + unused] += UNUSED_REG

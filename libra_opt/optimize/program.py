@@ -2,7 +2,8 @@
 
 ``perf`` (weighted step time) is a DCP program: every step time is built from constants and
 terms ``c / B_d`` by sums and maxes, so with ``t >= c * inv_pos(B)`` it is convex and the
-solver returns the global optimum.
+solver returns the global optimum. A workload with a hidden window ``W`` (DiLoCo's outer
+sync overlapped with compute) adds ``cp.pos(T_w - W)``, convex too.
 
 ``perf_per_cost`` (step time x network cost) and ``tco`` (steps x step time x cluster $/s,
 with cluster $/s = ``r0 + r . B``) look non-convex, but with ``u = 1 / K(B)`` (``K`` the
@@ -184,17 +185,32 @@ def build_program(
     elif n_k:
         c_scaled = terms.traffic_gb / (b_ref[None, :] * t_ref)
         t = time_terms(c_scaled, terms.latency_s / t_ref, terms.used_dims, x, inv_u, mode, cons)
+    win = terms.windowed
+    w_step = weights
+    if win.size:  # hidden windows: those workloads weigh max(T_w - W_w, 0) (terms.py)
+        terms.check_windows(weights, loop, product is not None)
+        w_step = np.array(weights, dtype=float)
+        w_step[win] = 0.0
+        assert terms.hidden_window_s is not None
+        window = terms.hidden_window_s[win] / t_ref
     if loop == "no_overlap":
-        step = cp.Constant(float(weights @ terms.compute_s) / t_ref) * inv_u
+        step = cp.Constant(float(w_step @ terms.compute_s) / t_ref) * inv_u
         if n_k:
-            step = step + (weights @ terms.collective_counts) @ t
+            step = step + (w_step @ terms.collective_counts) @ t
+        if win.size:
+            t_win = (terms.compute_s[win] / t_ref - window) * inv_u
+            if n_k:
+                t_win = t_win + terms.collective_counts[win] @ t
+            step = step + weights[win] @ cp.pos(t_win)
     else:
         n_p = terms.phase_compute_s.size
         s = cp.Variable(n_p, name="phase_time")
         cons.append(s >= terms.phase_compute_s / t_ref * inv_u)
         if n_k:
             cons.append(s >= terms.phase_members @ t)
-        step = (weights @ terms.phase_counts) @ s
+        step = (w_step @ terms.phase_counts) @ s
+        if win.size:
+            step = step + weights[win] @ cp.pos(terms.phase_counts[win] @ s - window * inv_u)
     unused = np.setdiff1d(np.arange(n_dims), terms.used_dims)
     reg = UNUSED_REG * cp.sum(x[unused]) if unused.size else 0.0
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Fabric
 from libra_opt.fabric.heterogeneous import slowest_fractions
 from libra_opt.traffic.in_network import in_network_dims
@@ -104,6 +105,14 @@ class AggregatedTerms:
         Under the ``topology_aware`` model, the collective times (then ``traffic_gb`` holds
         ``S`` times the sum part, a scale for the solver and for ``used_dims``, and
         ``latency_s`` its constants).
+    hidden_window_s : numpy.ndarray, optional
+        ``(W,)`` hidden window ``W_w`` of each workload
+        (:attr:`~libra_opt.traffic.workload.Workload.hidden_window_s`), ``None`` when no
+        workload has one (then the programs are built exactly as without this feature).
+        Workload ``w``'s step time is then ``max(T_w - W_w, 0)``, with ``T_w`` its usual
+        step time (a linear form in the program's variables); both backends add one
+        epigraph variable ``e_w >= T_w - W_w``, ``e_w >= 0`` per such workload and
+        weigh ``e_w`` instead of ``T_w``.
     """
 
     traffic_gb: np.ndarray
@@ -112,6 +121,7 @@ class AggregatedTerms:
     phase_members: np.ndarray
     phase_counts: np.ndarray
     chunked: ChunkedTerms | None = None
+    hidden_window_s: np.ndarray | None = None
 
     @property
     def compute_s(self) -> np.ndarray:
@@ -134,6 +144,60 @@ class AggregatedTerms:
     def has_latency(self) -> bool:
         """True when any collective pays a latency term."""
         return bool((self.latency_s > 0).any())
+
+    @property
+    def windowed(self) -> np.ndarray:
+        """Indices of the workloads with a hidden window (empty when none has one)."""
+        if self.hidden_window_s is None:
+            return np.zeros(0, dtype=int)
+        return np.flatnonzero(self.hidden_window_s > 0)
+
+    def check_windows(self, weights: np.ndarray, loop: str, perspective: bool) -> None:
+        r"""Refuse hidden windows where the program would not be exact.
+
+        Under ``perf`` every window is exact. Under ``perf_per_cost`` and ``tco`` (the
+        perspective form, :mod:`libra_opt.optimize.program`), the step time is written
+        ``Phi(1/u, 1/y)`` with ``Phi(s, v)`` positively homogeneous, and the program is
+        convex (and the epigraph ``inv_u >= 1 / u`` tight) when ``Phi`` does not decrease in
+        ``s``, the slot of every constant. A window enters as ``max(T_w - W_w s, 0)``, which
+        decreases in ``s`` by up to ``a_w W_w``; under ``no_overlap`` the other workloads'
+        compute enters as ``a_w C_w s`` and offsets it when
+
+        .. math:: \sum_{w: W_w = 0} a_w C_w \ge \sum_{w: W_w > 0} a_w W_w
+
+        (DiLoCo: ``tau F / H <= 1``, which :class:`~libra_opt.traffic.diloco.DiLoCoSettings`
+        enforces). Under ``overlap`` a phase's compute may be hidden by its communication, so
+        nothing offsets the window and the combination is refused.
+
+        Raises
+        ------
+        InputError
+            Naming ``diloco.overlap_steps`` (the option that creates windows).
+        """
+        win = self.windowed
+        if not perspective or win.size == 0:
+            return
+        if loop != "no_overlap":
+            raise InputError(
+                "a hidden window (Workload.hidden_window_s, from DiLoCo's overlap_steps > 0) "
+                "under objective perf_per_cost or tco needs training_loop: no_overlap (with "
+                "overlapped phases the program is not convex); use objective perf, "
+                "training_loop no_overlap or overlap_steps 0",
+                field="diloco.overlap_steps",
+            )
+        assert self.hidden_window_s is not None
+        plain = np.ones(weights.size, dtype=bool)
+        plain[win] = False
+        cover = float(weights[plain] @ self.compute_s[plain])
+        need = float(weights[win] @ self.hidden_window_s[win])
+        if need > cover * (1.0 + 1e-12):
+            raise InputError(
+                f"the weighted hidden windows ({need:.6g} s per step, Workload.hidden_window_s) "
+                f"exceed the weighted compute of the other workloads ({cover:.6g} s): under "
+                "objective perf_per_cost or tco the program is then not convex (DiLoCo: "
+                "overlap_steps x fragments / sync_every_steps must be <= 1)",
+                field="diloco.overlap_steps",
+            )
 
 
 def aggregate_terms(
@@ -237,8 +301,10 @@ def aggregate_terms(
             piece_gb=np.array([r for r, _ in pieces]).reshape(len(pieces), n_d),
             piece_const_s=np.array([k for _, k in pieces], dtype=float),
         )
+    windows = [wl.hidden_window_s for wl in workloads]
+    hidden = np.array(windows, dtype=float) if any(windows) else None
     return AggregatedTerms(traffic_gb, latency_s, distinct[:, 0].copy(),
-                           distinct[:, 1:].copy(), phase_counts, chunked)
+                           distinct[:, 1:].copy(), phase_counts, chunked, hidden)
 
 
 def _distinct_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -2,8 +2,9 @@
 
 Step times come from :func:`libra_opt.traffic.step_time.step_time`, which walks every
 workload layer by layer and phase by phase, exactly as written, with no aggregation and no
-solver; cost, power, the objective and every constraint's residual are computed here with
-plain numpy. On a heterogeneous dimension (:mod:`libra_opt.fabric.heterogeneous`) the
+solver (a workload with a hidden window ``W``, such as DiLoCo's overlapped outer sync,
+takes ``max(T - W, 0)``); cost, power, the objective and every constraint's residual are
+computed here with plain numpy. On a heterogeneous dimension (:mod:`libra_opt.fabric.heterogeneous`) the
 collectives are timed at the slowest member's bandwidth ``f_min B_d``. This is the reference every optimizer answer is checked against.
 """
 

@@ -10,6 +10,7 @@ from libra_opt.cost.prices import CostCoefficients, CostModel, cost_coefficients
 from libra_opt.cost.tco import TcoModel, cluster_rate_coefficients
 from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Fabric
+from libra_opt.fabric.heterogeneous import check_uneven_sizes
 from libra_opt.options import (
     COLLECTIVE_MODELS,
     OBJECTIVE_MEANING,
@@ -183,6 +184,11 @@ class Scenario:
                 self.collectives.check(self.fabric)
             except InputError as exc:
                 raise InputError(exc.message, source=src, field=exc.field) from None
+        try:  # asymmetric block sizes (members.size) are exact only where they are checked
+            check_uneven_sizes(self.fabric, self.workloads, self.collective_model,
+                               self.traffic_model, self.in_network_dims)
+        except InputError as exc:
+            raise InputError(exc.message, source=src, field=exc.field) from None
         if self.collective_model == "topology_aware":
             if self.traffic_model != "hierarchical":
                 raise InputError(
@@ -215,7 +221,7 @@ class Scenario:
                 raise InputError(exc.message, source=src, field=exc.field) from None
 
         try:  # every tier priced, every power constraint backed by a power model
-            scenario_rows(self, self.coefficients)
+            self.rows  # noqa: B018 - builds (and keeps) the rows, raising on a bad one
             if self.tco is not None:  # TCO counts the network's energy: it needs its power
                 cluster_rate_coefficients(self.tco, self.fabric, self.coefficients)
         except InputError as exc:
@@ -240,6 +246,15 @@ class Scenario:
         return tuple(sorted(set(self.in_network_reduction) | set(extra)))
 
     @cached_property
+    def rows(self) -> tuple[Row, ...]:
+        """All constraints as labelled rows (:func:`scenario_rows`), built once: their
+        arrays are read-only."""
+        rows = _scenario_rows(self, self.coefficients)
+        for row in rows:
+            row.a.setflags(write=False)
+        return rows
+
+    @cached_property
     def coefficients(self) -> CostCoefficients:
         """Linear cost and power coefficients of the fabric under the cost model."""
         return cost_coefficients(self.fabric, self.cost_model,
@@ -260,7 +275,7 @@ class Scenario:
             items.append(f"power cap {self.power_w:,.0f} W")
         if self.in_network_dims:
             items.append("in-network reduction on " + ", ".join(self.in_network_dims))
-        slow = [f"{d.name} (slowest member at {d.members.slowest_fraction:g} B)"
+        slow = [f"{d.name} (slowest member at {d.members.effective_fraction(d.size):g} B)"
                 for d in self.fabric.dims if d.members is not None]
         if slow:
             items.append("heterogeneous " + ", ".join(slow))
@@ -352,9 +367,16 @@ def _truncated(items: list[str], limit: int) -> list[str]:
 def scenario_rows(scenario: Scenario, coeffs: CostCoefficients | None = None) -> tuple[Row, ...]:
     """All constraints of ``scenario`` as labelled rows ``a . B (sense) rhs`` in GB/s.
 
-    The budget and power caps become rows labelled ``budget_usd`` and ``power_w``.
+    The budget and power caps become rows labelled ``budget_usd`` and ``power_w``. With
+    the scenario's own coefficients (the default) these are :attr:`Scenario.rows`, built
+    once per scenario.
     """
-    coeffs = coeffs if coeffs is not None else scenario.coefficients
+    if coeffs is None or coeffs is scenario.__dict__.get("coefficients"):
+        return scenario.rows
+    return _scenario_rows(scenario, coeffs)
+
+
+def _scenario_rows(scenario: Scenario, coeffs: CostCoefficients) -> tuple[Row, ...]:
     rows = list(constraint_rows(scenario.constraints, coeffs))
     if scenario.budget_usd is not None:
         rows.append(Row("budget_usd", coeffs.usd_per_gbps.copy(), "<=", float(scenario.budget_usd)))

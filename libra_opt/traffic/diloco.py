@@ -14,6 +14,22 @@ the site dimension; :func:`~libra_opt.traffic.collectives.hierarchical_traffic_b
 Its time is ``T_f(B) = max_d (c_d / B_d + l_d)`` (or any collective model), a convex
 function of ``1 / B``.
 
+Overlapped with ``tau`` inner steps of compute, a fragment's sync is exposed only beyond
+that window, so per inner step the outer sync costs
+
+.. math:: E(B) = \\frac{F}{H} \\max(T_f(B) - \\tau C, 0)
+
+with ``C`` the *compute* time of one inner step: :attr:`Workload.compute_s
+<libra_opt.traffic.workload.Workload.compute_s>` of the workload (every phase's compute,
+summed; not the inner step time, whose exposed communication is not compute and, since it
+depends on ``B``, would make ``E`` a difference of convex functions). ``E`` is convex (a
+max of ``T_f - tau C`` and 0). :func:`diloco_workloads` gives the outer-sync workload the
+hidden window ``tau C`` (:attr:`Workload.hidden_window_s
+<libra_opt.traffic.workload.Workload.hidden_window_s>`), so the optimizer (both backends)
+and the numpy re-check use ``E`` exactly; :func:`amortized_exposed_s` is the same formula
+in closed form. The model charges each fragment's sync on its own, so a sync must end
+within the ``H / F`` steps before the next fragment's starts: ``tau <= H / F``.
+
 References
 ----------
 .. [1] A. Douillard et al., "DiLoCo: Distributed Low-Communication Training of Language
@@ -54,7 +70,9 @@ class DiLoCoSettings:
     delta_bits : float
         ``b``: bits per parameter of the transmitted delta (16: bf16; 4: 4-bit).
     overlap_steps : float
-        ``tau``: inner steps of compute a fragment's sync may overlap (0: blocking).
+        ``tau``: inner steps of compute a fragment's sync may overlap (0: blocking), at most
+        ``H / F`` (the steps between two fragments' syncs: syncs in flight together would
+        share the site link, which the model does not charge).
 
     Examples
     --------
@@ -80,9 +98,14 @@ class DiLoCoSettings:
         if isinstance(b, bool) or not isinstance(b, int | float) or not 0 < b <= 32:
             raise InputError(f"delta_bits {b!r} must be in (0, 32]", field="diloco.delta_bits")
         t = self.overlap_steps
-        if not (isinstance(t, int | float) and math.isfinite(t) and t >= 0):
+        if isinstance(t, bool) or not (isinstance(t, int | float) and math.isfinite(t)
+                                       and t >= 0):
             raise InputError(f"overlap_steps {t!r} must be a finite number >= 0",
                              field="diloco.overlap_steps")
+        if t * f > h:
+            raise InputError(f"overlap_steps {t!r} exceed sync_every_steps / fragments = "
+                             f"{h / f:g} (a fragment's sync must end before the next one "
+                             "starts)", field="diloco.overlap_steps")
 
     @property
     def syncs_per_step(self) -> float:
@@ -103,16 +126,17 @@ def amortized_exposed_s(fragment_time_s: float, inner_compute_s: float,
     fragment_time_s : float
         ``T_f``: time of one fragment's outer all-reduce.
     inner_compute_s : float
-        ``C``: compute time of one inner step (the window a fragment hides behind).
+        ``C``: compute time of one inner step (the window a fragment hides behind is
+        ``tau C``): the workload's :attr:`~libra_opt.traffic.workload.Workload.compute_s`.
     settings : DiLoCoSettings
 
     Notes
     -----
     .. math:: E = \\frac{F}{H} \\max(T_f - \\tau C, 0)
 
-    Convex in ``1/B`` (a max of affine functions of ``T_f``, itself convex), so it can be
-    added to the step time of the optimizer's program. With ``tau = 0`` it is the plain
-    amortization ``T_f F / H``.
+    Convex in ``1/B`` (a max of affine functions of ``T_f``, itself convex); the optimizer
+    minimizes it exactly through the outer workload's hidden window
+    (:func:`diloco_workloads`). With ``tau = 0`` it is the plain amortization ``T_f F / H``.
 
     Examples
     --------
@@ -180,8 +204,12 @@ def diloco_workloads(
     -----
     Workload ``w`` (weight ``a``) becomes ``w`` with ``dp_group``'s span on the site
     dimension set to 1 (weight ``a``) and ``w_outer``: one all-reduce of
-    ``P_npu b / (8 F)`` bytes over the whole ``dp_group`` (weight ``a F / H``). The
-    weighted step time is then ``T_inner + (F / H) T_f`` per inner step.
+    ``P_npu b / (8 F)`` bytes over the whole ``dp_group`` (weight ``a F / H``), no
+    compute, and the hidden window ``tau C`` with ``C = w.compute_s``
+    (:attr:`Workload.hidden_window_s <libra_opt.traffic.workload.Workload.hidden_window_s>`;
+    0 for a blocking sync). The weighted step time is then
+    ``T_inner + (F / H) max(T_f - tau C, 0)`` per inner step, exactly, in the optimizer
+    and in the numpy re-check.
 
     Examples
     --------
@@ -192,11 +220,10 @@ def diloco_workloads(
     >>> ws, wts = diloco_workloads([w], [1.0], f, "site", DiLoCoSettings(10, 2, 4), 1e9)
     >>> [x.name for x in ws], wts, ws[1].layers[0].weight_grad.collectives[0].size_bytes
     (['w', 'w_outer'], (1.0, 0.2), 250000000.0)
+    >>> s = DiLoCoSettings(10, 2, 4, overlap_steps=2.5)   # hides behind 2.5 x 0.2 s
+    >>> diloco_workloads([w], [1.0], f, "site", s, 1e9)[0][1].hidden_window_s
+    0.5
     """
-    if settings.overlap_steps:
-        raise InputError("overlap_steps > 0 is not modelled by the optimizer (use "
-                         "libra_opt.traffic.diloco.amortized_exposed_s)",
-                         field="diloco.overlap_steps")
     if site_dim not in fabric.names:
         raise InputError(f"no dimension named {site_dim!r}; names: {', '.join(fabric.names)}",
                          field="diloco.site_dim")
@@ -221,6 +248,7 @@ def diloco_workloads(
         sync = Collective("all_reduce", settings.fragment_bytes(params_per_npu), dp_group)
         out_w.append(Workload(f"{wl.name}_outer",
                               (Layer("outer_sync", weight_grad=Phase(0.0, (sync,))),),
-                              {dp_group: wl.groups[dp_group]}))
+                              {dp_group: wl.groups[dp_group]},
+                              hidden_window_s=settings.overlap_steps * wl.compute_s))
         out_wt += [float(wt), float(wt) * settings.syncs_per_step]
     return tuple(out_w), tuple(out_wt)

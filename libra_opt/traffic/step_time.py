@@ -45,7 +45,7 @@ class WorkloadTimes:
     ----------
     name : str
     step_time_s : float
-        Time of one training step.
+        Time of one training step (less a hidden window, if the workload has one).
     compute_s : float
         Sum of compute times.
     comm_s : float
@@ -186,6 +186,9 @@ class WalkArrays:
     phases : PhaseArrays, optional
         The distinct collectives as chunk phases (built when the walk is for the
         ``topology_aware`` model).
+    hidden_window_s : float
+        The workload's :attr:`~libra_opt.traffic.workload.Workload.hidden_window_s` ``W``:
+        its step time is ``max(T - W, 0)``.
     """
 
     name: str
@@ -199,6 +202,7 @@ class WalkArrays:
     traffic_bytes: np.ndarray
     latency_s: np.ndarray
     phases: PhaseArrays | None = None
+    hidden_window_s: float = 0.0
 
 
 def walk_arrays(
@@ -251,6 +255,7 @@ def walk_arrays(
         traffic_bytes=traffic,
         latency_s=lat,
         phases=phases,
+        hidden_window_s=workload.hidden_window_s,
     )
 
 
@@ -276,6 +281,10 @@ def step_time(
 
     * ``no_overlap``: ``T = sum_l count_l sum_p (compute_lp + sum_c t_c)``;
     * ``overlap``: ``T = sum_l count_l sum_p max(compute_lp, sum_c t_c)``.
+
+    A workload with a hidden window ``W`` (:attr:`Workload.hidden_window_s
+    <libra_opt.traffic.workload.Workload.hidden_window_s>`, e.g. DiLoCo's overlapped outer
+    sync) takes ``max(T - W, 0)``.
 
     On a heterogeneous dimension (:mod:`libra_opt.fabric.heterogeneous`) the collectives
     run at the slowest member's bandwidth ``f_min B_d``.
@@ -334,7 +343,7 @@ def step_time_from_walk(
     ``topology_aware`` it takes its chunk-pipeline time from its phases
     (:meth:`PhaseArrays.times_s`; the walk must be built with the model's settings). A phase
     step's communication is the sum over its collectives, combined with its compute as in
-    :func:`step_time`.
+    :func:`step_time`, and a hidden window ``W`` gives ``max(T - W, 0)``.
     """
     _check_models(collective_model, training_loop)
     bw = np.asarray(bw_gbps, dtype=float)
@@ -366,6 +375,8 @@ def step_time_from_walk(
         total = float(count @ (compute_p + phase_comm))
     else:
         total = float(count @ np.maximum(compute_p, phase_comm))
+    if walk.hidden_window_s:
+        total = max(total - walk.hidden_window_s, 0.0)
     compute = float(count @ compute_p)
     comm = float(count @ phase_comm)
     c_count = count[walk.coll_phase]

@@ -190,6 +190,16 @@ class Workload:
     metrics : StepMetrics, optional
         Tokens and FLOPs per step (set by the model-config generators), for throughput and
         MFU in reports.
+    hidden_window_s : float
+        ``W``: seconds of compute *elsewhere* in the step (in other workloads) behind which
+        this workload's communication runs, so its step time is ``max(T - W, 0)`` with ``T``
+        its usual step time (0: none, the default). A workload with a window has no compute
+        of its own. DiLoCo's outer sync overlapped with ``tau`` inner steps is one
+        (:func:`libra_opt.traffic.diloco.diloco_workloads`). Convex in ``1 / B`` (a max of
+        ``T`` and a constant, less a constant); every backend and the numpy re-check model
+        it exactly. Under ``perf_per_cost`` and ``tco`` it needs ``training_loop:
+        no_overlap`` and enough compute in the other workloads (see
+        :meth:`libra_opt.optimize.terms.AggregatedTerms.check_windows`).
 
     Examples
     --------
@@ -203,15 +213,27 @@ class Workload:
     layers: tuple[Layer, ...]
     groups: Mapping[str, tuple[int, ...]]
     metrics: StepMetrics | None = None
+    hidden_window_s: float = 0.0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "layers", tuple(self.layers))
         if not self.layers:
             raise InputError(f"workload {self.name!r} has no layers", field="workload.layers")
+        if self.hidden_window_s != 0.0 or not isinstance(self.hidden_window_s, float):
+            window = _finite_nonneg(self.hidden_window_s, f"workload {self.name!r}: hidden "
+                                    "window", "workload.hidden_window_s", MAX_COMPUTE_S, "s")
+            object.__setattr__(self, "hidden_window_s", window)
+            if window > 0 and self.compute_s > 0:
+                raise InputError(
+                    f"workload {self.name!r} has a hidden window ({window:g} s of other "
+                    f"workloads' compute) and compute of its own ({self.compute_s:g} s): a "
+                    "window hides communication only, so such a workload has no compute",
+                    field="workload.hidden_window_s",
+                )
         groups = {str(k): tuple(int(x) for x in v) for k, v in dict(self.groups).items()}
         object.__setattr__(self, "groups", MappingProxyType(groups))
         checked: set[int] = set()  # repeated layers share their phases: check each once
-        for layer in self.layers:
+        for layer in dict(zip(map(id, self.layers), self.layers, strict=True)).values():
             for pname in PHASES:
                 phase = getattr(layer, pname)
                 if id(phase) in checked:
@@ -228,9 +250,11 @@ class Workload:
 
     def __repr__(self) -> str:
         kinds = sorted({c.kind for c in walk_collectives(self)} - {None})
+        window = f", hidden window {self.hidden_window_s:g} s" if self.hidden_window_s else ""
         return (
             f"Workload({self.name!r}: {len(self.layers)} distinct layers, {self.n_layers} in "
-            f"all, groups {dict(self.groups)}, collectives {', '.join(kinds) or 'none'})"
+            f"all, groups {dict(self.groups)}, collectives {', '.join(kinds) or 'none'}"
+            f"{window})"
         )
 
     @functools.cached_property
@@ -375,17 +399,24 @@ def flat_walk(workload: Workload) -> FlatWalk:
             key = by_phase[id(phase)] = table.setdefault((phase.compute_s, members), len(table))
         return key
 
-    by_layer: dict[tuple[int, int, int], tuple[int, int, int]] = {}
-    keys: list[tuple[int, int, int]] = []
+    # each layer object (a repeated line is one object) -> the row of its phase keys
+    by_phases: dict[tuple[int, int, int], int] = {}
+    by_object: dict[int, int] = {}
+    rows: list[tuple[int, int, int]] = []
+    kinds: list[int] = []
     for layer in workload.layers:
-        ident = (id(layer.forward), id(layer.input_grad), id(layer.weight_grad))
-        lk = by_layer.get(ident)
-        if lk is None:
-            lk = by_layer[ident] = (key_of(layer.forward), key_of(layer.input_grad),
-                                    key_of(layer.weight_grad))
-        keys.append(lk)
+        kind = by_object.get(id(layer))
+        if kind is None:
+            ident = (id(layer.forward), id(layer.input_grad), id(layer.weight_grad))
+            kind = by_phases.get(ident)
+            if kind is None:
+                kind = by_phases[ident] = len(rows)
+                rows.append((key_of(layer.forward), key_of(layer.input_grad),
+                             key_of(layer.weight_grad)))
+            by_object[id(layer)] = kind
+        kinds.append(kind)
     n_phases = len(PHASES)
-    p_key = np.array(keys, dtype=int).reshape(-1)
+    p_key = np.array(rows, dtype=int)[np.array(kinds, dtype=int)].reshape(-1)
     entries = tuple(table)
     table_compute = np.array([c for c, _ in entries], dtype=float)
     lengths = np.array([len(m) for _, m in entries], dtype=int)

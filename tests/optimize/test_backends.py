@@ -3,7 +3,8 @@
 ``backend="clarabel"`` (the default, :mod:`libra_opt.optimize.conic`) assembles Clarabel's conic
 data by hand; ``backend="cvxpy"`` (:mod:`libra_opt.optimize.program`) is the reference
 formulation. Hypothesis draws random well-posed scenarios (2-8 dimensions, every objective,
-collective model, training loop and constraint kind, latency on or off) and both backends must
+collective model, training loop and constraint kind, latency on or off, sometimes a workload
+with a hidden window such as DiLoCo's overlapped outer sync) and both backends must
 reach the same optimum and the same shadow prices (or, where the optimal value has a kink in a
 right-hand side and the multiplier is not unique, two valid ones), and pass the numpy re-check.
 
@@ -187,13 +188,42 @@ def scenarios(draw) -> Scenario:
             endpoint_delay_s=draw(st.sampled_from((0.0, 1e-6)), label="endpoint delay"),
             local_memory_gbps=draw(st.sampled_from((None, 500.0)), label="memory"),
         )
+    loop = draw(st.sampled_from(("no_overlap", "overlap")), label="loop")
+    if rng.random() < 0.25:  # numpy, not hypothesis: the drawn structure stays as before
+        workloads, weights = _with_window(rng, dims, workloads, weights, b_star, objective,
+                                          loop)
     return Scenario(
         fabric, cost_model, tuple(workloads), weights=weights, constraints=constraints,
         budget_usd=budget, power_w=power, objective=objective,
-        collective_model=model, collectives=settings,
-        training_loop=draw(st.sampled_from(("no_overlap", "overlap")), label="loop"),
+        collective_model=model, collectives=settings, training_loop=loop,
         tco=tco, name="random",
     )
+
+
+def _with_window(rng, dims, workloads, weights, b_star, objective, loop):
+    """The workloads plus one with a hidden window (DiLoCo's overlapped outer sync): no
+    compute, one or two collectives, and a window between 0.2 and 1.5 times its
+    communication at ``B*`` (so both branches of ``max(T - W, 0)`` occur). Under
+    ``perf_per_cost`` and ``tco`` only where the program is exact (``no_overlap``, the
+    window covered by the other workloads' compute; terms.AggregatedTerms.check_windows).
+    Drawn from the numpy generator only, so the hypothesis examples are those without it."""
+    from libra_opt.traffic.step_time import step_time
+
+    span = tuple(int(rng.choice(_divisors(dim.size))) for dim in dims)
+    colls = tuple(Collective(str(rng.choice(KINDS)), _loguniform(rng, 1e7, 2e9), "s")
+                  for _ in range(int(rng.integers(1, 3))))
+    sync = Workload("sync", (Layer("sync", weight_grad=Phase(0.0, colls)),), {"s": span})
+    t = step_time(sync, Fabric(tuple(dims)), b_star).step_time_s
+    weight = _loguniform(rng, 0.03, 1.0)
+    window = t * rng.uniform(0.2, 1.5)
+    if objective != "perf":
+        cover = sum(a * w.compute_s for a, w in zip(weights, workloads, strict=True))
+        if loop != "no_overlap" or window <= 0 or cover <= 0:
+            return workloads, weights
+        weight = min(weight, 0.9 * cover / window)
+    event("hidden window")
+    return (workloads + [dataclasses.replace(sync, hidden_window_s=window)],
+            (*weights, weight))
 
 
 def _solve_or_error(scen: Scenario, backend: str):

@@ -35,3 +35,31 @@ def test_step_time_native_by_hand():
     assert_allclose(step_time(w, ft, [50, 50], "sequential", traffic_model="native").step_time_s,
                     1.24)
     assert_allclose(step_time(w, ft, [50, 50], "sequential").step_time_s, 2.08)
+
+
+def test_hidden_window_by_hand():
+    """A workload with a hidden window W (no compute of its own) takes max(T - W, 0):
+    an all-reduce of 4 GB over a ring of 4 at 100 GB/s is 2 x 4 x 3/4 / 100 = 60 ms,
+    0.1 ms latency per step x 2 x 3 steps on top; W = 50 ms leaves 10.6 ms, W = 1 s none."""
+    import pytest
+
+    from libra_opt.errors import InputError
+    from libra_opt.fabric.dims import Dim, Fabric
+
+    f = Fabric((Dim("a", "ring", 4, "T", 1e-4),))
+    ar = Collective("all_reduce", 4e9, "g")
+    for loop in ("no_overlap", "overlap"):
+        for window, want in ((0.0, 0.0606), (0.05, 0.0106), (1.0, 0.0)):
+            w = Workload("w", (Layer("l", weight_grad=Phase(0.0, (ar,))),), {"g": (4,)},
+                         hidden_window_s=window)
+            t = step_time(w, f, [100.0], training_loop=loop)
+            assert_allclose(t.step_time_s, want, rtol=1e-12, atol=1e-15)
+            assert_allclose(t.exposed_comm_s, want, rtol=1e-12, atol=1e-15)
+            assert_allclose(t.comm_s, 0.0606, rtol=1e-12)  # hidden or not
+    with pytest.raises(InputError, match="no compute") as err:
+        Workload("w", (Layer("l", Phase(1e-3, (ar,))),), {"g": (4,)}, hidden_window_s=0.1)
+    assert err.value.field == "workload.hidden_window_s"
+    for bad in (-1.0, float("nan"), "soon"):
+        with pytest.raises(InputError) as err:
+            Workload("w", (Layer("l", Phase(0.0, (ar,))),), {"g": (4,)}, hidden_window_s=bad)
+        assert err.value.field == "workload.hidden_window_s"
