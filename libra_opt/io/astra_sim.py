@@ -39,14 +39,56 @@ _COMM_OUT = {v: k.upper() for k, v in _COMM_IN.items()}
 _PHASE_FIELDS = (("forward", 2), ("input_grad", 5), ("weight_grad", 8))
 
 
-def _number(tok: str, source: str, line_no: int, what: str) -> float:
+def _number(tok: str, source: str, what: str) -> float:
     try:
         v = float(tok)
     except ValueError:
-        raise InputError(f"{what} {short_repr(tok, 80)} is not a number", source=source, field=f"line {line_no}") from None
+        raise InputError(f"{what} {short_repr(tok, 80)} is not a number", source=source) from None
     if v != v or v in (float("inf"), float("-inf")) or v < 0:
-        raise InputError(f"{what} {short_repr(tok, 80)} must be finite and >= 0", source=source, field=f"line {line_no}")
+        raise InputError(f"{what} {short_repr(tok, 80)} must be finite and >= 0", source=source)
     return v
+
+
+def _lines(text: str) -> list[str]:
+    """``text.splitlines()``; for ASCII text broken by ``\\n`` alone (ASTRA-sim files), by
+    a search for ``\\n`` (faster: splitlines tests every character for eight breaks)."""
+    if text.isascii() and not any(ch in text for ch in "\r\x0b\x0c\x1c\x1d\x1e"):
+        raw = text.split("\n")
+        if raw[-1] == "":
+            raw.pop()
+        return raw
+    return text.splitlines()
+
+
+def _parse_fields(
+    f: list[str], groups: Mapping[str, tuple[int, ...]], source: str
+) -> tuple[dict[str, Phase], float]:
+    """The phases and update time (ns) of one layer line split into fields (its errors are
+    given the line's position by the caller)."""
+    if len(f) != 12:
+        raise InputError(
+            f"a layer line has 12 fields (name, reserved, then compute/comm/size for forward, "
+            f"input-gradient, weight-gradient, then update time); found {len(f)}",
+            source=source,
+        )
+    phases = {}
+    for pname, at in _PHASE_FIELDS:
+        compute_ns = _number(f[at], source, f"{pname} compute time")
+        kind_tok = f[at + 1].lower()
+        size = _number(f[at + 2], source, f"{pname} size")
+        colls: tuple[Collective, ...] = ()
+        if kind_tok != "none":
+            if kind_tok not in _COMM_IN:
+                raise InputError(
+                    f"{pname} communication {short_repr(f[at + 1], 80)} is not NONE, ALLREDUCE, "
+                    "ALLGATHER, REDUCESCATTER or ALLTOALL",
+                    source=source,
+                )
+            if pname not in groups:
+                raise InputError(f"no communicator group for phase {pname}", source=source)
+            colls = (Collective(_COMM_IN[kind_tok], size, pname),)
+        phases[pname] = Phase(compute_ns * 1e-9, colls)
+    return phases, _number(f[11], source, "update time")
 
 
 def parse_astra_sim(
@@ -54,14 +96,24 @@ def parse_astra_sim(
 ) -> Workload:
     """Parse ASTRA-sim 1.0 text. Collectives of each phase use the group of that phase
     (``forward``, ``input_grad``, ``weight_grad`` keys of ``groups``)."""
-    lines = [(i + 1, ln.split()) for i, ln in enumerate(text.splitlines()) if ln.strip()]
-    lines = [(i, f) for i, f in lines if not f[0].startswith("#")]
+    # Repeated layers repeat their line: each distinct line is stripped, split, parsed and
+    # validated once, and its layer (immutable) is shared by the lines that repeat it.
+    raw = _lines(text)
+    content = {r: s if (s := r.strip()) and s[0] != "#" else "" for r in dict.fromkeys(raw)}
+    head: list[tuple[int, str]] = []  # (line number, text) of the first two content lines
+    for i, r in enumerate(raw):
+        if content[r]:
+            head.append((i + 1, content[r]))
+            if len(head) == 2:
+                break
     declared = None
-    if lines and len(lines[0][1]) != 12:
+    body_from = head[0][0] - 1 if head else len(raw)
+    if head and len(head[0][1].split()) != 12:
         # A header is a parallelism-policy line followed by the layer count; anything else
         # is a malformed layer line, never silently skipped.
-        first_no, first = lines[0]
-        count_tok = lines[1][1][0] if len(lines) > 1 and len(lines[1][1]) == 1 else ""
+        first_no, first = head[0][0], head[0][1].split()
+        second = head[1][1].split() if len(head) > 1 else []
+        count_tok = second[0] if len(second) == 1 else ""
         count_ok = count_tok.isascii() and count_tok.isdigit() and len(count_tok) <= 12
         if not (first[0][:1].isalpha() and first[0].upper() == first[0] and count_ok):
             raise InputError(
@@ -72,62 +124,37 @@ def parse_astra_sim(
                 source=source,
                 field=f"line {first_no}",
             )
-        declared = int(lines[1][1][0])
-        lines = lines[2:]
-    if not lines:
+        declared = int(count_tok)
+        body_from = head[1][0]
+    body = raw[body_from:]
+    texts = [t for t in [content[r] for r in body] if t]
+    if not texts:
         raise InputError("no layer lines", source=source)
-    layers = []
-    # Repeated layers repeat their line: parse and validate each distinct line once and
-    # share its (immutable) phases.
+
+    def line_of(t: str) -> int:  # the first line holding ``t``, for an error's position
+        return body_from + 1 + next(j for j, r in enumerate(body) if content[r] == t)
+
+    layer_of: dict[str, Layer] = {}
     seen: dict[tuple[str, ...], tuple[dict[str, Phase], float]] = {}
-    same_line: dict[tuple[str, ...], Layer] = {}  # an identical line is the same layer
-    for line_no, f in lines:
+    same_line: dict[tuple[str, ...], Layer] = {}  # the same fields: the same layer
+    for line in dict.fromkeys(texts):
+        f = line.split()
         whole = tuple(f)
         layer = same_line.get(whole)
-        if layer is not None:
-            layers.append(layer)
-            continue
-        known = seen.get(whole[1:])
-        if known is not None:
+        if layer is None:
+            known = seen.get(whole[1:])
+            if known is None:
+                try:
+                    known = seen[whole[1:]] = _parse_fields(f, groups, source)
+                except InputError as exc:
+                    raise InputError(exc.message, source=source,
+                                     field=f"line {line_of(line)}") from None
             phases, update = known
-            layers.append(Layer(name=f[0], forward=phases["forward"],
-                                input_grad=phases["input_grad"],
-                                weight_grad=phases["weight_grad"], count=1,
-                                update_s=update * 1e-9))
-            same_line[whole] = layers[-1]
-            continue
-        if len(f) != 12:
-            raise InputError(
-                f"a layer line has 12 fields (name, reserved, then compute/comm/size for forward, "
-                f"input-gradient, weight-gradient, then update time); found {len(f)}",
-                source=source,
-                field=f"line {line_no}",
-            )
-        phases = {}
-        for pname, at in _PHASE_FIELDS:
-            compute_ns = _number(f[at], source, line_no, f"{pname} compute time")
-            kind_tok = f[at + 1].lower()
-            size = _number(f[at + 2], source, line_no, f"{pname} size")
-            colls: tuple[Collective, ...] = ()
-            if kind_tok != "none":
-                if kind_tok not in _COMM_IN:
-                    raise InputError(
-                        f"{pname} communication {short_repr(f[at + 1], 80)} is not NONE, ALLREDUCE, "
-                        "ALLGATHER, REDUCESCATTER or ALLTOALL",
-                        source=source,
-                        field=f"line {line_no}",
-                    )
-                if pname not in groups:
-                    raise InputError(
-                        f"no communicator group for phase {pname}", source=source, field=f"line {line_no}"
-                    )
-                colls = (Collective(_COMM_IN[kind_tok], size, pname),)
-            phases[pname] = Phase(compute_ns * 1e-9, colls)
-        update = _number(f[11], source, line_no, "update time")
-        seen[tuple(f[1:])] = (phases, update)
-        layers.append(Layer(name=f[0], forward=phases["forward"], input_grad=phases["input_grad"],
-                            weight_grad=phases["weight_grad"], count=1, update_s=update * 1e-9))
-        same_line[whole] = layers[-1]
+            layer = same_line[whole] = Layer(
+                name=f[0], forward=phases["forward"], input_grad=phases["input_grad"],
+                weight_grad=phases["weight_grad"], count=1, update_s=update * 1e-9)
+        layer_of[line] = layer
+    layers = [layer_of[t] for t in texts]
     if declared is not None and declared != len(layers):
         raise InputError(
             f"header declares {declared} layers, the file has {len(layers)}", source=source

@@ -18,7 +18,6 @@
 
 from __future__ import annotations
 
-import copy
 import logging
 import os
 import re
@@ -30,6 +29,13 @@ from typing import Any, TypeVar
 import yaml
 
 from libra_opt.errors import InputError, short_repr
+from libra_opt.io.yaml_simple import (
+    MAX_INT_DIGITS,
+    NOT_SIMPLE,
+    PLAIN_FLOAT,
+    PLAIN_INT,
+    parse_simple,
+)
 
 __all__ = [
     "MAX_INPUT_BYTES",
@@ -53,8 +59,6 @@ MAX_YAML_BYTES = 4 * 1024 * 1024
 MAX_YAML_DEPTH = 100
 #: Most nodes a YAML document may hold once every alias is expanded.
 MAX_YAML_NODES = 1_000_000
-#: Longest integer literal (digits) read from YAML.
-_MAX_INT_DIGITS = 1000
 #: Deepest nesting libyaml's (recursive, C) composer is given: it recurses on the C stack
 #: (a 512 KiB thread stack holds about 1000 levels), so deeper documents are first measured
 #: from the event stream and, if deeper than this, left to the pure-Python loader.
@@ -70,6 +74,9 @@ _C_UNSAFE = re.compile(
     r"|(?<![^\s\[{,\ufeff])!(?![^\s\]},])"
     r"|[|>][-+0-9]*#"  # a block scalar header running into a comment: libyaml takes "|#"
 )
+#: Characters without which :data:`_C_UNSAFE` cannot match, bar its last alternative
+#: (which needs a ``#`` and a ``|`` or ``>``).
+_C_UNSAFE_CHARS = "\t\x85\u2028\u2029\ufeff!"
 
 _log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -91,12 +98,14 @@ def _mib(n: int) -> str:
     return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n} bytes"
 
 
-def _check_path(path: str | Path) -> Path:
+def _check_path(path: str | Path) -> str:
+    """``path`` as a string, once it is known not to be empty nor to hold a NUL byte."""
     if path is None or (isinstance(path, str) and not path.strip()):
         raise InputError("empty path; expected the name of a file")
-    if "\0" in str(path):
-        raise InputError(f"path {short_repr(str(path))} contains a NUL byte; expected a file name")
-    return Path(path)
+    text = os.fspath(path)
+    if "\0" in text:
+        raise InputError(f"path {short_repr(text)} contains a NUL byte; expected a file name")
+    return text
 
 
 def read_bytes(path: str | Path, *, max_bytes: int | None = None) -> bytes:
@@ -108,8 +117,7 @@ def read_bytes(path: str | Path, *, max_bytes: int | None = None) -> bytes:
         Naming the file: empty path, missing, not a regular file, too large or unreadable.
     """
     limit = MAX_INPUT_BYTES if max_bytes is None else int(max_bytes)
-    p = _check_path(path)
-    src = str(p)
+    p = src = _check_path(path)
     try:
         st = os.stat(p)  # follows symlinks: a link to /dev/zero is a device
     except FileNotFoundError:
@@ -129,17 +137,22 @@ def read_bytes(path: str | Path, *, max_bytes: int | None = None) -> bytes:
     except OSError as exc:
         raise InputError(f"cannot read file: {exc.strerror or exc}", source=src) from None
     try:
-        with os.fdopen(fd, "rb") as f:
-            st = os.fstat(f.fileno())
-            if not stat.S_ISREG(st.st_mode):
-                raise InputError(f"is {_kind(st.st_mode)}; expected a regular file", source=src)
-            # ask for the size known now (a read of limit + 1 bytes allocates that much),
-            # then for the rest should the file have grown since
-            data = f.read(min(st.st_size, limit) + 1)
-            if len(data) > st.st_size:
-                data += f.read(limit + 1 - len(data))
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise InputError(f"is {_kind(st.st_mode)}; expected a regular file", source=src)
+        # ask for the size known now (a read of limit + 1 bytes allocates that much), then
+        # for the rest should the file have grown since; a short read asks again
+        want = min(st.st_size, limit) + 1
+        chunks = [os.read(fd, want)]
+        got = len(chunks[0])
+        while chunks[-1] and got <= limit:
+            chunks.append(os.read(fd, limit + 1 - got if got >= st.st_size else want - got))
+            got += len(chunks[-1])
+        data = b"".join(chunks)
     except OSError as exc:
         raise InputError(f"cannot read file: {exc.strerror or exc}", source=src) from None
+    finally:
+        os.close(fd)
     if len(data) > limit:
         raise InputError(f"file is larger than the limit of {_mib(limit)}", source=src)
     return data
@@ -172,8 +185,9 @@ class ParseCache:
     pass it down to the readers (their ``cache`` keyword). It lives only as long as that
     load, so a file changed between two loads is read afresh. A file is known by its device,
     inode, size and modification time, so two paths to one file (``a/../b.yml``, a symlink)
-    are one entry. The cache keeps its own deep copy of what :func:`load_yaml` returned and
-    hands out copies of it, so a reader changing what it got cannot change what another gets.
+    are one entry. For YAML it keeps the parsed node graph, never handed out, and
+    :func:`load_yaml` builds new data from it for every reader (without parsing again), so
+    a reader changing what it got cannot change what another gets.
 
     Examples
     --------
@@ -181,7 +195,8 @@ class ParseCache:
     >>> cache = ParseCache()
     >>> p = example_path("gpt3_175b_4d")
     >>> first = load_yaml(p, cache=cache)      # read and parsed
-    >>> load_yaml(p, cache=cache) == first     # neither read nor parsed: a copy
+    >>> again = load_yaml(p, cache=cache)      # neither read nor parsed: built anew
+    >>> again == first and again is not first
     True
     """
 
@@ -194,7 +209,6 @@ class ParseCache:
         path: str | Path | None,
         make: Callable[[], _T],
         *extra: Hashable,
-        copy_hits: bool = False,
     ) -> _T:
         """``make()`` the first time ``(kind, file of path, *extra)`` is asked for; then its value.
 
@@ -209,19 +223,15 @@ class ParseCache:
             Reads and parses the file; an exception it raises is not memoised.
         *extra : hashable
             Further parts of the key (limits, the groups a workload is read with...).
-        copy_hits : bool, default False
-            Keep a private deep copy and hand out copies of it (for mutable values: what
-            one reader does to its value never reaches another).
         """
         ident = _file_key(path)
         if ident is None:
             return make()
         key = (kind, ident, *extra)
         if key in self._memo:
-            value = self._memo[key]
-            return copy.deepcopy(value) if copy_hits else value
+            return self._memo[key]  # type: ignore[no-any-return]
         value = make()
-        self._memo[key] = copy.deepcopy(value) if copy_hits else value
+        self._memo[key] = value
         return value
 
 
@@ -264,7 +274,7 @@ def _construct_mapping(loader: Any, node: yaml.MappingNode, deep: bool = False) 
 
 def _construct_int(loader: Any, node: yaml.ScalarNode) -> int:
     digits = sum(ch.isdigit() for ch in str(node.value))
-    if digits > _MAX_INT_DIGITS:
+    if digits > MAX_INT_DIGITS:
         raise yaml.constructor.ConstructorError(
             None, None, f"an integer of {digits} digits is too long", node.start_mark
         )
@@ -400,15 +410,26 @@ class _StrictLoader(yaml.SafeLoader):
 
 
 _add_rules(_StrictLoader)
+#: The reference loader's implicit resolvers by first character, for the plain block reader.
+_SIMPLE_RESOLVERS: dict[str, tuple[tuple[str, re.Pattern[str]], ...]] = {
+    first: tuple(pairs) for first, pairs in _StrictLoader.yaml_implicit_resolvers.items()
+}
 
 
 def _parse_pure(text: str, max_depth: int, max_nodes: int) -> Any:
     """The document in ``text`` by the reference loader; raises ``yaml.YAMLError``."""
+    return _compose_pure(text, max_depth, max_nodes)[1]
+
+
+def _compose_pure(text: str, max_depth: int, max_nodes: int) -> tuple[_Composed, Any]:
+    """The composed document in ``text`` and its data, by the reference loader."""
     loader = _StrictLoader(text)  # the reader rejects control characters here
     try:
         loader.max_depth = max_depth
         loader.max_nodes = max_nodes
-        return loader.get_single_data()
+        node = loader.get_single_node()
+        data = None if node is None else loader.construct_document(node)
+        return _Composed(node, True, _StrictLoader), data
     finally:
         loader.dispose()
 
@@ -420,7 +441,7 @@ class _Refused(yaml.YAMLError):
     """The composed document breaks a limit (the reference loader words the error)."""
 
 
-def _check_graph(root: yaml.Node, max_depth: int, max_nodes: int) -> None:
+def _check_graph(root: yaml.Node, max_depth: int, max_nodes: int) -> bool:
     """Refuse a composed document that nests or expands beyond the limits, without expanding it.
 
     libyaml's composer makes every alias a second reference to its anchor's node, so the
@@ -428,6 +449,11 @@ def _check_graph(root: yaml.Node, max_depth: int, max_nodes: int) -> None:
     it is written (its nesting level is counted there, as the reference loader does); a
     later visit is an alias, which adds the memoised expanded size of that node; a visit to
     a node still open is an alias inside its own anchor.
+
+    Returns
+    -------
+    bool
+        Whether some node is reached twice (the document holds an alias).
 
     Raises
     ------
@@ -441,8 +467,9 @@ def _check_graph(root: yaml.Node, max_depth: int, max_nodes: int) -> None:
     open_ids: set[int] = set()
     scalar = yaml.ScalarNode
     mapping = yaml.MappingNode
+    shared = False
     if type(root) is scalar:
-        return
+        return shared
     # frames: [node id, iterator over children, expanded size so far]
     stack: list[list[Any]] = [[id(root), iter(_children(root, mapping)), 1]]
     open_ids.add(id(root))
@@ -462,6 +489,7 @@ def _check_graph(root: yaml.Node, max_depth: int, max_nodes: int) -> None:
         ident = id(child)
         if ident in size:  # an alias: counted expanded, not walked again
             frame[2] += size[ident]
+            shared = True
         elif ident in open_ids:
             raise _Refused("recursive alias")
         elif len(stack) >= max_depth:
@@ -475,6 +503,81 @@ def _check_graph(root: yaml.Node, max_depth: int, max_nodes: int) -> None:
             continue
         if frame[2] > max_nodes:
             raise _Refused("too many nodes")
+    return shared
+
+
+_TAG = "tag:yaml.org,2002:"
+_STR, _INT, _FLOAT, _BOOL, _NULL = (_TAG + t for t in ("str", "int", "float", "bool", "null"))
+_MAP, _SEQ, _MERGE, _VALUE = (_TAG + t for t in ("map", "seq", "merge", "value"))
+
+
+def _construct_fast(loader: Any, root: yaml.Node, shared: bool) -> Any:
+    """The data of a composed, checked document: what ``loader.construct_document(root)``
+    gives, built without PyYAML's per-node dispatch for the common tags.
+
+    Maps, sequences, strings, plain decimal numbers, booleans and nulls are built here with
+    the same rules (duplicate keys refused, keys hashable); any other node (another tag, a
+    number in another notation, a mapping with merge keys) is handed to the loader's own
+    constructors. ``shared`` (an alias somewhere): a node reached twice gives one object,
+    as PyYAML gives.
+    """
+    memo: dict[int, Any] | None = {} if shared else None
+    scalar, mapping, sequence = yaml.ScalarNode, yaml.MappingNode, yaml.SequenceNode
+    bools = loader.bool_values
+    int_match, float_match = PLAIN_INT.fullmatch, PLAIN_FLOAT.fullmatch
+    error = yaml.constructor.ConstructorError
+
+    def build(node: Any) -> Any:
+        if memo is not None and id(node) in memo:
+            return memo[id(node)]
+        kind, tag = type(node), node.tag
+        if kind is scalar:
+            value = node.value
+            if tag == _STR:
+                return value
+            if tag == _INT and int_match(value):
+                return int(value)
+            if tag == _FLOAT and float_match(value):
+                return float(value)
+            if tag == _BOOL and value.lower() in bools:
+                return bools[value.lower()]
+            if tag == _NULL:
+                return None
+        elif kind is mapping and tag == _MAP and not any(
+            k.tag == _MERGE or k.tag == _VALUE for k, _ in node.value
+        ):
+            out: dict[Any, Any] = {}
+            if memo is not None:
+                memo[id(node)] = out
+            for key_node, value_node in node.value:
+                key = build(key_node)
+                mark = key_node.start_mark
+                try:
+                    hash(key)
+                except TypeError:
+                    raise error(None, None, "a mapping key must be a scalar, not a list or "
+                                "mapping", mark) from None
+                if key in out:
+                    raise error(None, None, f"duplicate key {_short(key)} (line "
+                                f"{mark.line + 1})", mark)
+                out[key] = build(value_node)
+            return out
+        elif kind is sequence and tag == _SEQ:
+            items: list[Any] = []
+            if memo is not None:
+                memo[id(node)] = items
+            items.extend(build(child) for child in node.value)
+            return items
+        made = loader.construct_object(node, deep=True)
+        if memo is not None:
+            memo[id(node)] = made
+        return made
+
+    try:
+        return build(root)
+    finally:
+        loader.constructed_objects = {}
+        loader.recursive_objects = {}
 
 
 def _children(node: Any, mapping: type) -> list[Any]:
@@ -502,19 +605,31 @@ _CSafeLoader: Any = getattr(yaml, "CSafeLoader", None) if getattr(yaml, "__with_
 if _CSafeLoader is not None:
 
     class _CStrictLoader(_CSafeLoader):  # type: ignore[misc,valid-type]
-        """libyaml's parser and composer, PyYAML's safe constructor with our rules."""
+        """libyaml's parser and composer, PyYAML's safe constructors with our rules (the
+        limits are checked on the composed graph, :func:`_check_graph`; the common nodes
+        are built by :func:`_construct_fast`)."""
 
-        max_depth = MAX_YAML_DEPTH
-        max_nodes = MAX_YAML_NODES
-
-        def get_single_data(self) -> Any:
-            node = self.get_single_node()
-            if node is None:
-                return None
-            _check_graph(node, self.max_depth, self.max_nodes)
-            return self.construct_document(node)
+        def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+            """PyYAML's tag resolution (the same resolvers, in the same order), without its
+            per-node list building: libyaml's composer calls this once per node."""
+            if kind is yaml.ScalarNode:
+                if implicit[0]:
+                    for tag, regexp in _C_IMPLICIT.get(value[:1], ()):
+                        if regexp.match(value):
+                            return tag
+                return self.DEFAULT_SCALAR_TAG
+            if kind is yaml.SequenceNode:
+                return self.DEFAULT_SEQUENCE_TAG
+            return self.DEFAULT_MAPPING_TAG
 
     _add_rules(_CStrictLoader)
+    # the shortcut above holds while there are no path or wildcard resolvers
+    assert not _CStrictLoader.yaml_path_resolvers
+    assert None not in _CStrictLoader.yaml_implicit_resolvers
+    #: First character -> the implicit resolvers tried, as tuples (read-only).
+    _C_IMPLICIT: dict[str, tuple[tuple[str, re.Pattern[str]], ...]] = {
+        first: tuple(pairs) for first, pairs in _CStrictLoader.yaml_implicit_resolvers.items()
+    }
     _C_LOADER: Any = _CStrictLoader
 else:  # pragma: no cover - PyYAML built without libyaml
     _C_LOADER = None
@@ -543,10 +658,18 @@ def _c_nesting(text: str, stop: int) -> int:
         loader.dispose()
 
 
+def _c_unsafe(text: str) -> bool:
+    """Whether :data:`_C_UNSAFE` finds something in ``text`` (the pattern is searched only
+    when ``text`` holds a character it needs: most documents hold none)."""
+    if "#" in text and ("|" in text or ">" in text):
+        return _C_UNSAFE.search(text) is not None
+    return any(ch in text for ch in _C_UNSAFE_CHARS) and _C_UNSAFE.search(text) is not None
+
+
 def _c_eligible(text: str) -> bool:
     """Whether libyaml may read ``text``: it holds none of the characters on which libyaml
     and the reference loader disagree, and libyaml's recursive composer can take its depth."""
-    if _C_LOADER is None or _C_UNSAFE.search(text):
+    if _C_LOADER is None or _c_unsafe(text):
         return False
     if _c_depth_bound(text) <= _C_SAFE_DEPTH:
         return True
@@ -557,24 +680,72 @@ def _parse_c(text: str, max_depth: int, max_nodes: int) -> Any:
     """The document in ``text`` by libyaml with our rules; raises ``yaml.YAMLError`` (or
     :class:`_Refused`) on anything the reference loader would refuse. Call only on text
     :func:`_c_eligible` accepts."""
+    return _compose_c(text, max_depth, max_nodes)[1]
+
+
+def _compose_c(text: str, max_depth: int, max_nodes: int) -> tuple[_Composed, Any]:
+    """The composed document in ``text`` and its data, by libyaml (see :func:`_parse_c`)."""
     loader = _C_LOADER(text)
     try:
-        loader.max_depth = max_depth
-        loader.max_nodes = max_nodes
-        return loader.get_single_data()
+        node = loader.get_single_node()
+        if node is None:
+            return _Composed(None, False, _C_LOADER), None
+        shared = _check_graph(node, max_depth, max_nodes)
+        return _Composed(node, shared, _C_LOADER), _construct_fast(loader, node, shared)
     finally:
         loader.dispose()
 
 
-def _parse(text: str, max_depth: int, max_nodes: int) -> Any:
-    """libyaml where it may read ``text``; the reference loader otherwise, and for the
-    wording of every error (it refuses what libyaml refused, with today's message)."""
+def _compose(text: str, max_depth: int, max_nodes: int) -> tuple[_Composed, Any]:
+    """The plain block reader (:func:`~libra_opt.io.yaml_simple.parse_simple`) where the
+    document is in its subset; else libyaml where it may read ``text``; the reference
+    loader otherwise, and for the wording of every error (it refuses what libyaml
+    refused, with today's message)."""
+    data = parse_simple(text, _SIMPLE_RESOLVERS, _StrictLoader.bool_values, max_depth,
+                        max_nodes)
+    if data is not NOT_SIMPLE:
+        return _Composed(None, False, None, text=text, limits=(max_depth, max_nodes)), data
     try:
         if _c_eligible(text):
-            return _parse_c(text, max_depth, max_nodes)
+            return _compose_c(text, max_depth, max_nodes)
     except (yaml.YAMLError, RecursionError) as exc:
         _log.debug("libyaml refused the document (%s); the reference loader reports it", exc)
-    return _parse_pure(text, max_depth, max_nodes)
+    return _compose_pure(text, max_depth, max_nodes)
+
+
+def _parse(text: str, max_depth: int, max_nodes: int) -> Any:
+    """The data of the document in ``text`` (see :func:`_compose`)."""
+    return _compose(text, max_depth, max_nodes)[1]
+
+
+class _Composed:
+    """What a :class:`ParseCache` keeps of a YAML file, from which fresh data is built for
+    each reader: the document's node graph (never handed out, so no reader can change what
+    the next one gets), or for a document the plain block reader took, its text (read
+    again from memory: cheaper than composing nodes, or copying the data)."""
+
+    __slots__ = ("root", "shared", "loader_cls", "text", "limits")
+
+    def __init__(self, root: yaml.Node | None, shared: bool, loader_cls: Any,
+                 text: str | None = None, limits: tuple[int, int] = (0, 0)) -> None:
+        self.root = root
+        self.shared = shared
+        self.loader_cls = loader_cls
+        self.text = text
+        self.limits = limits
+
+    def construct(self) -> Any:
+        """New data of the document (the same as its first construction)."""
+        if self.text is not None:
+            return parse_simple(self.text, _SIMPLE_RESOLVERS, _StrictLoader.bool_values,
+                                *self.limits)
+        if self.root is None:
+            return None
+        loader = self.loader_cls("")
+        try:
+            return _construct_fast(loader, self.root, self.shared)
+        finally:
+            loader.dispose()
 
 
 def load_yaml(
@@ -601,22 +772,28 @@ def load_yaml(
         If the file is missing, not a regular file, too large, malformed, has duplicate
         keys, nests too deep or expands to too many nodes -- naming the file and line.
     """
-    if cache is not None:
-        return cache.get(
-            "yaml",
-            path,
-            lambda: load_yaml(path, max_bytes=max_bytes, max_depth=max_depth, max_nodes=max_nodes),
-            max_bytes,
-            max_depth,
-            max_nodes,
-            copy_hits=True,
-        )
+    if cache is None:
+        return _load_composed(path, max_bytes, max_depth, max_nodes)[1]
+    fresh: list[Any] = []
+
+    def make() -> _Composed:
+        doc, data = _load_composed(path, max_bytes, max_depth, max_nodes)
+        fresh.append(data)
+        return doc
+
+    doc = cache.get("yaml", path, make, max_bytes, max_depth, max_nodes)
+    return fresh[0] if fresh else doc.construct()
+
+
+def _load_composed(
+    path: str | Path, max_bytes: int | None, max_depth: int | None, max_nodes: int | None
+) -> tuple[_Composed, Any]:
     p = _check_path(path)
     text = read_text(p, max_bytes=MAX_YAML_BYTES if max_bytes is None else max_bytes)
     depth = MAX_YAML_DEPTH if max_depth is None else int(max_depth)
     nodes = MAX_YAML_NODES if max_nodes is None else int(max_nodes)
     try:
-        return _parse(text, depth, nodes)
+        return _compose(text, depth, nodes)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else None

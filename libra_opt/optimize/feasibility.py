@@ -233,7 +233,12 @@ def snap_to_rows(rows: tuple[Row, ...], bw_gbps: np.ndarray) -> np.ndarray:
     """
     bw = bw_gbps.copy()
     eq = [r for r in rows if r.sense == "=="]
-    if eq:
+    if len(eq) == 1:  # the usual total-bandwidth row: the projection in closed form
+        a1 = eq[0].a
+        resid1 = float(a1 @ bw) - eq[0].rhs
+        if resid1 != 0:
+            bw = bw - a1 * (resid1 / float(a1 @ a1))
+    elif eq:
         a = np.array([r.a for r in eq])
         resid = a @ bw - np.array([r.rhs for r in eq])
         if np.any(resid != 0):

@@ -38,7 +38,7 @@ from libra_opt.optimize.feasibility import (
     unbounded_dims,
 )
 from libra_opt.optimize.scaling import ProgramRun, RowScaling, reference_bw, reference_scales
-from libra_opt.optimize.solution import Solution, SolverInfo, baselines, constraint_reports
+from libra_opt.optimize.solution import Solution, SolverInfo, constraint_reports
 from libra_opt.optimize.terms import AggregatedTerms, aggregate_terms
 from libra_opt.scenario.constraints import Row
 from libra_opt.scenario.evaluate import Evaluation, evaluate, scenario_walks
@@ -554,7 +554,8 @@ def solve(
     rhs : mapping, optional
         Constraint label -> new right-hand side.
     with_baselines : bool
-        Evaluate the equal-split and traffic-proportional baselines.
+        Whether the solution reports the equal-split and traffic-proportional baselines
+        (evaluated when :attr:`Solution.baselines` is first read).
     backend : {'clarabel', 'cvxpy'}
         Used when ``problem`` is a scenario (see :func:`build_problem`).
 
@@ -619,7 +620,6 @@ def solve(
     run = _idle_minimum(problem, scen, rows, run, free)
     _check_magnitudes(scen, run)
     reports = constraint_reports(rows, run.bw, run.prog, run.run, run.factor)
-    bl = baselines(scen, run.ev, problem.walks) if with_baselines else ()
     info = SolverInfo(
         solver="CLARABEL" if problem.backend == "clarabel" else "CLARABEL via cvxpy",
         method="convex" if run.prog.product is None else "convex-perspective",
@@ -638,8 +638,9 @@ def solve(
         objective_value=run.ev.objective_value,
         evaluation=run.ev,
         constraints=reports,
-        baselines=bl,
         solver=info,
+        with_baselines=with_baselines,
+        walks=problem.walks,
     )
 
 

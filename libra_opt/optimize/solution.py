@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -128,8 +129,11 @@ class Solution:
     evaluation : Evaluation
         Step times, breakdowns, cost and power at ``bw_gbps``.
     constraints : tuple of ConstraintReport
-    baselines : tuple of Baseline
     solver : SolverInfo
+    with_baselines : bool
+        Whether :attr:`baselines` are evaluated (``False``: it is empty).
+    walks : tuple of WalkArrays, optional
+        The scenario's walks, kept to evaluate the baselines.
     """
 
     scenario: Scenario
@@ -138,8 +142,18 @@ class Solution:
     objective_value: float
     evaluation: Evaluation
     constraints: tuple[ConstraintReport, ...]
-    baselines: tuple[Baseline, ...]
     solver: SolverInfo
+    with_baselines: bool = True
+    walks: tuple[WalkArrays, ...] | None = field(default=None, repr=False, compare=False)
+
+    @cached_property
+    def baselines(self) -> tuple[Baseline, ...]:
+        """The equal-split and traffic-proportional baselines (:func:`baselines`), evaluated
+        when first read: a solve that never reports them (a sweep point, a benchmark) does
+        not pay for them."""
+        if not self.with_baselines:
+            return ()
+        return baselines(self.scenario, self.evaluation, self.walks)
 
     @property
     def step_time_s(self) -> dict[str, float]:

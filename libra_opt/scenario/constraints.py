@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal, NoReturn
 
@@ -68,6 +68,36 @@ class LinearConstraint:
     rhs: float
 
 
+_Vec = tuple[float, ...] | None
+
+
+def _unit(size: int, ones: Iterable[int]) -> tuple[float, ...]:
+    v = [0.0] * size
+    for i in ones:
+        v[i] = 1.0
+    return tuple(v)
+
+
+def _axpy(a: _Vec, b: _Vec, s: float) -> _Vec:
+    """``a + s b``."""
+    if b is None:
+        return a
+    if a is None:
+        a = (0.0,) * len(b)
+    return tuple(x + s * y for x, y in zip(a, b, strict=True))
+
+
+def _scale(a: _Vec, k: float, d: float = 1.0) -> _Vec:
+    """``a k`` (or ``a / d``)."""
+    if a is None:
+        return None
+    return tuple(x * k for x in a) if d == 1.0 else tuple(x / d for x in a)
+
+
+def _nonzero(a: _Vec) -> bool:
+    return a is not None and any(a)
+
+
 class _Parser:
     def __init__(self, text: str, fabric: Fabric, field: str, source: str | None):
         self.text, self.fabric, self.field, self.source = text, fabric, field, source
@@ -114,36 +144,38 @@ class _Parser:
         self.i += 1
 
     # A linear expression: coefficient vector over [bw_0..bw_{D-1}, cost, power] + constant.
-    def expr(self) -> tuple[np.ndarray, float]:
+    # Vectors are tuples of floats (IEEE arithmetic, as numpy's), or None for all zeros:
+    # the few operations a constraint needs cost less on tuples than on small arrays.
+    def expr(self) -> tuple[_Vec, float]:
         coef, const = self.term()
         while (tok := self.peek()) is not None and tok[1] in "+-" and tok[0] == "op":
             self.i += 1
             c2, k2 = self.term()
             sign = 1.0 if tok[1] == "+" else -1.0
-            coef, const = coef + sign * c2, const + sign * k2
+            coef, const = _axpy(coef, c2, sign), const + sign * k2
         return coef, const
 
-    def term(self) -> tuple[np.ndarray, float]:
+    def term(self) -> tuple[_Vec, float]:
         coef, const = self.factor()
         while (tok := self.peek()) is not None and tok[1] in ("*", "/"):
             self.i += 1
             c2, k2 = self.factor()
             if tok[1] == "*":
-                if coef.any() and c2.any():
+                if _nonzero(coef) and _nonzero(c2):
                     self.fail("product of two variables is not linear", tok[2])
-                if coef.any():
-                    coef, const = coef * k2, const * k2
+                if _nonzero(coef):
+                    coef, const = _scale(coef, k2), const * k2
                 else:
-                    coef, const = c2 * const, const * k2
+                    coef, const = _scale(c2, const), const * k2
             else:
-                if c2.any():
+                if _nonzero(c2):
                     self.fail("division by a variable is not linear", tok[2])
                 if k2 == 0:
                     self.fail("division by zero", tok[2])
-                coef, const = coef / k2, const / k2
+                coef, const = _scale(coef, 1.0, k2), const / k2
         return coef, const
 
-    def factor(self) -> tuple[np.ndarray, float]:
+    def factor(self) -> tuple[_Vec, float]:
         # Each nested parenthesis or unary sign recurses: bound the depth, never RecursionError.
         self.depth += 1
         try:
@@ -151,7 +183,7 @@ class _Parser:
         finally:
             self.depth -= 1
 
-    def _factor(self) -> tuple[np.ndarray, float]:
+    def _factor(self) -> tuple[_Vec, float]:
         if self.depth > MAX_CONSTRAINT_DEPTH:
             tok = self.peek()
             self.fail(
@@ -159,36 +191,29 @@ class _Parser:
                 tok[2] if tok else None,
             )
         n = self.fabric.n_dims
-        zero = np.zeros(n + 2)
         tok = self.take()
         kind, val, col = tok
         if kind == "op" and val in "+-":
             c, k = self.factor()
-            return (c, k) if val == "+" else (-c, -k)
+            return (c, k) if val == "+" else (_scale(c, -1.0), -k)
         if kind == "num":
-            return zero, float(val)
+            return None, float(val)
         if kind == "op" and val == "(":
             c, k = self.expr()
             self.expect(")")
             return c, k
         if kind == "name":
             if val == "cost":
-                v = zero.copy()
-                v[n] = 1.0
-                return v, 0.0
+                return _unit(n + 2, [n]), 0.0
             if val == "power":
-                v = zero.copy()
-                v[n + 1] = 1.0
-                return v, 0.0
+                return _unit(n + 2, [n + 1]), 0.0
             if val == "sum":
                 self.expect("(")
                 inner = self.take()
                 if inner[1] != "bw":
                     self.fail("sum(...) takes only bw, as in sum(bw)", inner[2])
                 self.expect(")")
-                v = zero.copy()
-                v[:n] = 1.0
-                return v, 0.0
+                return _unit(n + 2, range(n)), 0.0
             if val == "bw":
                 nxt = self.take()
                 if nxt[1] == "[":
@@ -214,9 +239,7 @@ class _Parser:
                 else:
                     self.fail("expected bw[i] or bw.<dimension name>", nxt[2])
                     raise AssertionError
-                v = zero.copy()
-                v[idx] = 1.0
-                return v, 0.0
+                return _unit(n + 2, [idx]), 0.0
             self.fail(
                 f"unknown name {val!r}; use bw[i], bw.<dimension>, sum(bw), cost or power", col
             )
@@ -277,11 +300,11 @@ def parse_constraint(
         extra = p.peek()
         assert extra is not None
         p.fail(f"unexpected {extra[1]!r}", extra[2])
-    coef = lhs_c - rhs_c
+    coef = _axpy(lhs_c, rhs_c, -1.0)
     rhs = rhs_k - lhs_k
-    if not np.any(coef):
+    if coef is None or not _nonzero(coef):
         p.fail("no variable left after simplification (it is always true or always false)")
-    if not math.isfinite(rhs) or not np.all(np.isfinite(coef)):
+    if not math.isfinite(rhs) or not all(map(math.isfinite, coef)):
         p.fail("coefficients must be finite")
     n = fabric.n_dims
     sense = _SENSE_OF_OP[op[1]]

@@ -12,6 +12,7 @@ all-to-all it is the whole vector; for all-gather it is the shard each NPU contr
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -33,7 +34,7 @@ def _check(kind: str, size_bytes: float, span: Sequence[int]) -> None:
             f"collective kind {kind!r} is not one of {', '.join(COLLECTIVE_KINDS)}",
             field="collective.kind",
         )
-    if not np.isfinite(size_bytes) or size_bytes < 0:
+    if not math.isfinite(size_bytes) or size_bytes < 0:
         raise InputError(
             f"collective size {size_bytes!r} must be a finite number of bytes >= 0",
             field="collective.size_bytes",
@@ -98,7 +99,7 @@ def hierarchical_traffic_bytes(
     """
     _check(kind, size_bytes, span)
     ks = [int(k) for k in span]
-    out = np.zeros(len(ks))
+    out = [0.0] * len(ks)  # a list, made an array at the end (cheaper per item)
     m = float(size_bytes)
     if kind in ("reduce_scatter", "all_reduce"):
         factor = 2.0 if kind == "all_reduce" else 1.0
@@ -120,7 +121,7 @@ def hierarchical_traffic_bytes(
         for d, k in enumerate(ks):
             if k > 1:
                 out[d] = m
-    return out
+    return np.array(out)
 
 
 def latency_steps(kind: str, span: Sequence[int], topologies: Sequence[str]) -> np.ndarray:

@@ -113,6 +113,8 @@ def native_latency_s(kind: str, span: Sequence[int], fabric: Fabric, traffic: np
     A forwarded byte pays one more hop (the HB-domain step) than on a fat-tree, where a
     point-to-point transfer crosses only the outermost spanned dimension.
     """
+    if not any(d.latency_s for d in fabric.dims):
+        return np.zeros(fabric.n_dims)
     topologies = [d.topology for d in fabric.dims]
     alpha = np.array([d.latency_s for d in fabric.dims])
     steps = latency_steps(kind, span, topologies)
