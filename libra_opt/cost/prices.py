@@ -314,9 +314,15 @@ def cost_coefficients(fabric: Fabric, cost_model: CostModel,
                            f"dimension {dim.name!r} has copper cables")
         if d in in_network:
             _add_in_network(usd, power, d, float(inv.switch_ports_priced), prices, dim.name)
+    usd_factor, w_factor = member_cost_factors(fabric)  # 1 on a homogeneous dimension
+    usd *= usd_factor[:, None]
+    if power is not None:
+        power *= w_factor[:, None]
     agg = cost_model.aggregators
     fixed_usd = fixed_w = 0.0
     if agg is not None:
+        # added after the member factors: a cheaper NIC on the NPU side does not make the
+        # aggregator's port cheaper
         for name in agg.dims:
             if name not in fabric.names:
                 raise InputError(f"no dimension named {name!r}; names: "
@@ -326,10 +332,6 @@ def cost_coefficients(fabric: Fabric, cost_model: CostModel,
             if power is not None:
                 power[d, 2] += fabric.n_npus * agg.w_per_port_gbps
         fixed_usd, fixed_w = agg.state_usd, agg.state_w if power is not None else 0.0
-    usd_factor, w_factor = member_cost_factors(fabric)  # 1 on a homogeneous dimension
-    usd *= usd_factor[:, None]
-    if power is not None:
-        power *= w_factor[:, None]
     return CostCoefficients(usd, power, fixed_usd, fixed_w)
 
 
@@ -343,21 +345,26 @@ class CostBreakdown:
 
     usd_by_dim_component: np.ndarray
     w_by_dim_component: np.ndarray | None
+    fixed_usd: float = 0.0
+    fixed_w: float = 0.0
 
     @property
     def network_cost_usd(self) -> float:
-        """Total network cost in $."""
-        return float(self.usd_by_dim_component.sum())
+        """Total network cost in $: the per-dimension parts and the fixed part
+        (:attr:`CostCoefficients.fixed_usd`, e.g. in-network aggregators' state memory)."""
+        return float(self.usd_by_dim_component.sum()) + self.fixed_usd
 
     @property
     def network_power_w(self) -> float | None:
-        """Total network power in W, or ``None`` when not modelled."""
-        return None if self.w_by_dim_component is None else float(self.w_by_dim_component.sum())
+        """Total network power in W (with the fixed part), or ``None`` when not modelled."""
+        if self.w_by_dim_component is None:
+            return None
+        return float(self.w_by_dim_component.sum()) + self.fixed_w
 
 
 def network_cost_breakdown(coeffs: CostCoefficients, bw_gbps: np.ndarray) -> CostBreakdown:
-    """Cost and power per dimension and component at ``bw_gbps``."""
+    """Cost and power per dimension and component at ``bw_gbps``, and the fixed part."""
     bw = np.asarray(bw_gbps, dtype=float)[:, None]
     usd = coeffs.usd_by_component * bw
     w = None if coeffs.w_by_component is None else coeffs.w_by_component * bw
-    return CostBreakdown(usd, w)
+    return CostBreakdown(usd, w, coeffs.fixed_usd, coeffs.fixed_w)

@@ -17,9 +17,10 @@ The weighted step time the optimizer minimizes is then the amortized step time
 alike; ``tau = 0`` is the blocking sync), under every collective and traffic model, so
 budgets, power caps, sweeps of ``H``, ``F``, ``b`` and ``tau`` and the fast conic path all
 apply; the numpy re-check evaluates the same formula
-(:func:`libra_opt.traffic.diloco.amortized_exposed_s` in closed form). With ``tau > 0``,
-``perf_per_cost`` and ``tco`` need ``training_loop: no_overlap`` (otherwise the program
-is not convex: :class:`~libra_opt.errors.InputError` when it is built).
+(:func:`libra_opt.traffic.diloco.amortized_exposed_s` in closed form). With ``tau > 0``
+the scenario needs ``training_loop: no_overlap``: the sync hides behind compute on links
+that are idle then (under an overlapped loop the step's own collectives would use them,
+which the window does not charge; :class:`~libra_opt.errors.InputError` otherwise).
 
 References
 ----------

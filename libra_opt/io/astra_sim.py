@@ -63,8 +63,8 @@ def _lines(text: str) -> list[str]:
 def _parse_fields(
     f: list[str], groups: Mapping[str, tuple[int, ...]], source: str
 ) -> tuple[dict[str, Phase], float]:
-    """The phases and update time (ns) of one layer line split into fields (its errors are
-    given the line's position by the caller)."""
+    """The phases and the update time in ns (as written) of one layer line split into
+    fields; its errors are given the line's position by the caller."""
     if len(f) != 12:
         raise InputError(
             f"a layer line has 12 fields (name, reserved, then compute/comm/size for forward, "
@@ -149,10 +149,10 @@ def parse_astra_sim(
                 except InputError as exc:
                     raise InputError(exc.message, source=source,
                                      field=f"line {line_of(line)}") from None
-            phases, update = known
+            phases, update_ns = known
             layer = same_line[whole] = Layer(
                 name=f[0], forward=phases["forward"], input_grad=phases["input_grad"],
-                weight_grad=phases["weight_grad"], count=1, update_s=update * 1e-9)
+                weight_grad=phases["weight_grad"], count=1, update_s=update_ns * 1e-9)
         layer_of[line] = layer
     layers = [layer_of[t] for t in texts]
     if declared is not None and declared != len(layers):

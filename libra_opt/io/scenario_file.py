@@ -527,8 +527,6 @@ def _with_aggregators(
         assert isinstance(model, TransformerSpec)  # the generator refuses other models
         state = max(state, aggregator_state_bytes(total_params(model), par.precision,
                                                   par.optimizer_state))
-    if not used:
-        return cost_model
     if opts.dims is not None:
         for name in opts.dims:
             if name not in fabric.names:
@@ -536,6 +534,14 @@ def _with_aggregators(
                                  f"{', '.join(fabric.names)}", source=source,
                                  field="in_network_optimizer.dims")
         dims = list(dict.fromkeys(opts.dims))
+    if not used:
+        if spec.in_network_optimizer is not None:
+            raise InputError(
+                "the in_network_optimizer section prices aggregators, but no model-based "
+                "workload uses parallelism.dp_mode: in_network_optimizer with data "
+                "parallelism (remove the section, or set dp_mode)",
+                source=source, field="in_network_optimizer")
+        return cost_model
     try:
         agg = Aggregators(tuple(dims), state, opts.usd_per_port_gbps, opts.w_per_port_gbps,
                           opts.usd_per_state_gb, opts.w_per_state_gb)

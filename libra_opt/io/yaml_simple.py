@@ -38,15 +38,16 @@ class _Outside(Exception):
 
 
 _TAG = "tag:yaml.org,2002:"
+_INT, _FLOAT, _BOOL, _NULL = (_TAG + t for t in ("int", "float", "bool", "null"))
 #: A key: a plain word (resolved like any plain scalar, so ``on:`` is ``True`` as in YAML 1.1).
-_KEY = r"[A-Za-z_][A-Za-z0-9_.\-]*"
+_KEY = r"[A-Za-z_][A-Za-z0-9_.\-]{0,1023}"  # YAML's simple keys: at most 1024 characters
 #: ``key:`` or ``key: value`` (the value after at least one space).
 _ENTRY = re.compile(r"(" + _KEY + r"):(?: +(.*))?")
 #: A flat flow-mapping item.
 _FLOW_ITEM = re.compile(r"(" + _KEY + r"): +(.+)")
 #: Characters a plain scalar may not start with, and flow-collection characters.
 _INDICATORS = frozenset("-?:,[]{}#&*!|>'\"%@`")
-_FLOW_CHARS = frozenset("[]{}#'\"")
+_FLOW_CHARS = re.compile("[][{}#]")
 #: Longest integer literal (digits) read from YAML.
 MAX_INT_DIGITS = 1000
 #: Plain decimal numbers, which PyYAML's constructors turn into exactly ``int(v)`` /
@@ -59,6 +60,21 @@ PLAIN_FLOAT = re.compile(r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9
 _NON_PRINTABLE = re.compile(
     "[^\x0a\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"
 )
+
+
+#: A line whose last bracket or brace opens (a flow collection running over several lines,
+#: most often): such documents are declined before any line is read. (Each character is
+#: scanned from one bracket at most: linear in the text.)
+_UNCLOSED = re.compile(r"[\[{][^\[{\]}\n]*$", re.MULTILINE)
+
+
+def _open_flow(text: str) -> bool:
+    """Whether ``text`` opens a flow collection it does not close on its line."""
+    if text[0] != "[" and text[0] != "{":
+        return False
+    cut = text.find(" #")
+    end = (text if cut < 0 else text[:cut]).rstrip(" ")
+    return end[-1] != ("]" if text[0] == "[" else "}")
 
 
 def _bad_start(text: str) -> bool:
@@ -101,7 +117,7 @@ def parse_simple(
     >>> parse_simple("a: &x 1\\nb: *x\\n", res, yaml.SafeLoader.bool_values)
     NOT_SIMPLE
     """
-    if "\r" in text or "\ufeff" in text or _NON_PRINTABLE.search(text):
+    if "\r" in text or "\ufeff" in text or _UNCLOSED.search(text) or _NON_PRINTABLE.search(text):
         return NOT_SIMPLE
     try:
         return _Reader(text, resolvers, bool_values, max_depth, max_nodes).document()
@@ -145,6 +161,8 @@ class _Reader:
                 raise _Outside  # "- - x": a sequence in a sequence on one line
             m = _ENTRY.fullmatch(body)
             if m is None:
+                if _open_flow(body):
+                    raise _Outside
                 self.tokens.append((col, "s", body, None))
                 return
             break
@@ -152,7 +170,11 @@ class _Reader:
         if m is None:
             raise _Outside  # a line that is neither an entry nor a dash (e.g. a continuation)
         value = m.group(2)
-        self.tokens.append((col, "k", m.group(1), value if value and value.strip(" ") else None))
+        if not (value and value.strip(" ")):
+            value = None
+        elif _open_flow(value):
+            raise _Outside  # known at once: not worth tokenizing the rest
+        self.tokens.append((col, "k", m.group(1), value))
 
     def _count(self, nodes: int, collection: bool = False) -> None:
         """Count nodes against the limits (a collection also opens a nesting level)."""
@@ -274,7 +296,7 @@ class _Reader:
         return self.plain(text)
 
     def flow(self, text: str, close: str, item: Callable[[str], Any]) -> list[Any]:
-        if text[-1] != close or any(ch in _FLOW_CHARS for ch in text[1:-1]):
+        if text[-1] != close or _FLOW_CHARS.search(text, 1, len(text) - 1):
             raise _Outside
         inner = text[1:-1].strip(" ")
         if not inner:
@@ -285,6 +307,13 @@ class _Reader:
         return [item(part.strip(" ")) for part in parts]
 
     def flow_item(self, text: str) -> Any:
+        if text and (text[0] == "'" or text[0] == '"'):  # a quoted item without escapes
+            inner = text[1:-1]
+            if len(text) < 2 or text[-1] != text[0] or "'" in inner or '"' in inner or (
+                "\\" in inner
+            ):
+                raise _Outside
+            return inner
         if not text or _bad_start(text) or ":" in text or "?" in text:
             raise _Outside
         return self.plain(text)
@@ -306,19 +335,19 @@ class _Reader:
     def plain(self, text: str) -> Any:  # noqa: PLR0911 - one return per tag
         """A plain scalar, typed by the loader's implicit resolvers and built as PyYAML's
         safe constructors build it (other tags or notations: outside the subset)."""
-        tag = _TAG + "str"
+        tag = None
         for candidate, pattern in self.resolvers.get(text[:1], ()):
             if pattern.match(text):
                 tag = candidate
                 break
-        if tag == _TAG + "str":
-            return text
-        if tag == _TAG + "int" and PLAIN_INT.fullmatch(text):
+        if tag is None:
+            return text  # no resolver matches: a string
+        if tag == _INT and PLAIN_INT.fullmatch(text):
             return int(text)
-        if tag == _TAG + "float" and PLAIN_FLOAT.fullmatch(text):
+        if tag == _FLOAT and PLAIN_FLOAT.fullmatch(text):
             return float(text)
-        if tag == _TAG + "bool":
+        if tag == _BOOL:
             return self.bool_values[text.lower()]
-        if tag == _TAG + "null":
+        if tag == _NULL:
             return None
         raise _Outside  # timestamps, merge keys, 0x1F, 1_000, .inf, 1:30 ...

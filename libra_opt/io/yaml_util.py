@@ -22,8 +22,9 @@ import logging
 import os
 import re
 import stat
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, TypeVar
 
 import yaml
@@ -146,7 +147,10 @@ def read_bytes(path: str | Path, *, max_bytes: int | None = None) -> bytes:
         chunks = [os.read(fd, want)]
         got = len(chunks[0])
         while chunks[-1] and got <= limit:
-            chunks.append(os.read(fd, limit + 1 - got if got >= st.st_size else want - got))
+            # past the size known at the start, ask in pieces of at most 64 KiB (the end of
+            # the file is usually there: a read of the whole limit would allocate it)
+            ask = want - got if got < st.st_size else min(limit + 1 - got, 65536)
+            chunks.append(os.read(fd, ask))
             got += len(chunks[-1])
         data = b"".join(chunks)
     except OSError as exc:
@@ -411,9 +415,9 @@ class _StrictLoader(yaml.SafeLoader):
 
 _add_rules(_StrictLoader)
 #: The reference loader's implicit resolvers by first character, for the plain block reader.
-_SIMPLE_RESOLVERS: dict[str, tuple[tuple[str, re.Pattern[str]], ...]] = {
+_SIMPLE_RESOLVERS: Mapping[str, tuple[tuple[str, re.Pattern[str]], ...]] = MappingProxyType({
     first: tuple(pairs) for first, pairs in _StrictLoader.yaml_implicit_resolvers.items()
-}
+})
 
 
 def _parse_pure(text: str, max_depth: int, max_nodes: int) -> Any:
@@ -516,10 +520,13 @@ def _construct_fast(loader: Any, root: yaml.Node, shared: bool) -> Any:
     gives, built without PyYAML's per-node dispatch for the common tags.
 
     Maps, sequences, strings, plain decimal numbers, booleans and nulls are built here with
-    the same rules (duplicate keys refused, keys hashable); any other node (another tag, a
-    number in another notation, a mapping with merge keys) is handed to the loader's own
-    constructors. ``shared`` (an alias somewhere): a node reached twice gives one object,
-    as PyYAML gives.
+    the same rules (duplicate keys refused, keys hashable); another scalar (another tag, a
+    number in another notation) is handed to the loader's own constructor. A document with
+    any other collection (a mapping with merge keys, ``!!set``, ``!!omap``...) is built by
+    ``loader.construct_document`` whole, so that objects shared through aliases and merges
+    are shared exactly as PyYAML shares them (it flattens merge keys into the graph, which
+    later constructions then read as plain mappings). ``shared`` (an alias somewhere): a
+    node reached twice gives one object, as PyYAML gives.
     """
     memo: dict[int, Any] | None = {} if shared else None
     scalar, mapping, sequence = yaml.ScalarNode, yaml.MappingNode, yaml.SequenceNode
@@ -568,6 +575,8 @@ def _construct_fast(loader: Any, root: yaml.Node, shared: bool) -> Any:
                 memo[id(node)] = items
             items.extend(build(child) for child in node.value)
             return items
+        if kind is not scalar:
+            raise _Generic
         made = loader.construct_object(node, deep=True)
         if memo is not None:
             memo[id(node)] = made
@@ -575,9 +584,17 @@ def _construct_fast(loader: Any, root: yaml.Node, shared: bool) -> Any:
 
     try:
         return build(root)
+    except _Generic:
+        loader.constructed_objects = {}
+        loader.recursive_objects = {}
+        return loader.construct_document(root)
     finally:
         loader.constructed_objects = {}
         loader.recursive_objects = {}
+
+
+class _Generic(Exception):
+    """A collection :func:`_construct_fast` leaves to PyYAML's constructors."""
 
 
 def _children(node: Any, mapping: type) -> list[Any]:
@@ -627,9 +644,9 @@ if _CSafeLoader is not None:
     assert not _CStrictLoader.yaml_path_resolvers
     assert None not in _CStrictLoader.yaml_implicit_resolvers
     #: First character -> the implicit resolvers tried, as tuples (read-only).
-    _C_IMPLICIT: dict[str, tuple[tuple[str, re.Pattern[str]], ...]] = {
+    _C_IMPLICIT: Mapping[str, tuple[tuple[str, re.Pattern[str]], ...]] = MappingProxyType({
         first: tuple(pairs) for first, pairs in _CStrictLoader.yaml_implicit_resolvers.items()
-    }
+    })
     _C_LOADER: Any = _CStrictLoader
 else:  # pragma: no cover - PyYAML built without libyaml
     _C_LOADER = None
@@ -721,8 +738,9 @@ def _parse(text: str, max_depth: int, max_nodes: int) -> Any:
 class _Composed:
     """What a :class:`ParseCache` keeps of a YAML file, from which fresh data is built for
     each reader: the document's node graph (never handed out, so no reader can change what
-    the next one gets), or for a document the plain block reader took, its text (read
-    again from memory: cheaper than composing nodes, or copying the data)."""
+    the next one gets; merge keys are flattened into it by the first construction), or for
+    a document the plain block reader took, its text (read again from memory: cheaper than
+    composing nodes, or copying the data)."""
 
     __slots__ = ("root", "shared", "loader_cls", "text", "limits")
 

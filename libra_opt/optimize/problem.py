@@ -37,7 +37,13 @@ from libra_opt.optimize.feasibility import (
     snap_to_rows,
     unbounded_dims,
 )
-from libra_opt.optimize.scaling import ProgramRun, RowScaling, reference_bw, reference_scales
+from libra_opt.optimize.scaling import (
+    ProgramRun,
+    RowScaling,
+    reference_bw,
+    reference_scales,
+    time_reference,
+)
 from libra_opt.optimize.solution import Solution, SolverInfo, constraint_reports
 from libra_opt.optimize.terms import AggregatedTerms, aggregate_terms
 from libra_opt.scenario.constraints import Row
@@ -157,7 +163,7 @@ def build_problem(scenario: Scenario, *, backend: str = "clarabel") -> Bandwidth
         ref_cost = k0 + (float(rate @ bw_ref) if bw_ref is not None else 0.0)
         obj_scale = scenario.tco.n_steps
     elif scenario.objective == "perf_per_cost":
-        rate = coeffs.usd_per_gbps
+        rate, k0 = coeffs.usd_per_gbps, coeffs.fixed_usd  # cost = k0 + rate . B
         if not (rate > 0).any():
             raise InputError(
                 "perf_per_cost needs a cost model with nonzero prices",
@@ -170,6 +176,7 @@ def build_problem(scenario: Scenario, *, backend: str = "clarabel") -> Bandwidth
         if not ref_cost > 0:
             st, c_min, _ = lp_extreme(rows, n, rate, used)
             ref_cost = c_min if st == "optimal" and c_min > 0 else float(rate.sum())
+        ref_cost += k0
     if rate is not None:
         product = (k0 / ref_cost, rate / ref_cost)
     b_ref, t_ref = reference_scales(terms, weights, n, bw_ref)
@@ -219,11 +226,7 @@ def _override(problem: BandwidthProblem, overrides: Mapping[str, float]) -> tupl
         changes["constraints"] = tuple(new_cons)
     if not changes:
         return scen, problem.rows
-    new = dataclasses.replace(scen, **changes)
-    # Only caps and right-hand sides changed: the cost and power coefficients (fabric, prices,
-    # in-network choices) are the same, so the new scenario takes them instead of pricing the
-    # fabric again at every sweep point.
-    new.__dict__["coefficients"] = scen.coefficients
+    new = dataclasses.replace(scen, **changes)  # validated (and priced) like any scenario
     return new, scenario_rows(new)
 
 
@@ -240,7 +243,8 @@ def _free_dims(problem: BandwidthProblem, scen: Scenario, rows: tuple[Row, ...])
         status, _, _ = lp_extreme(rows, n, np.zeros(n))
         if status == "infeasible":
             raise_infeasible(rows, n, used)
-    if scen.objective == "perf_per_cost" and cost_can_vanish(rows, n, problem.rate):
+    if (scen.objective == "perf_per_cost" and not scen.coefficients.fixed_usd > 0
+            and cost_can_vanish(rows, n, problem.rate)):
         raise UnboundedDesignError(
             "objective 'perf_per_cost' has no attained optimum: the constraints let the "
             "network cost go to zero (add a total-bandwidth or per-dimension minimum)"
@@ -380,6 +384,29 @@ def _fresh_program(problem: BandwidthProblem, scen: Scenario, rows: tuple[Row, .
     return prog
 
 
+def _boxed_program(problem: BandwidthProblem, scen: Scenario, rows: tuple[Row, ...]) -> Any:
+    """A program scaled per dimension to the most bandwidth the rows allow that dimension
+    (one LP each): for designs whose dimensions differ by orders of magnitude (a site link
+    capped at a few MB/s beside a fixed 17 GB/s), where a uniform scale can leave the
+    interior-point method without progress and there is no answer to polish from."""
+    n, used = scen.fabric.n_dims, problem.terms.used_dims
+    weights = np.array(scen.weights)
+    b_ref, _ = reference_scales(problem.terms, weights, n, reference_bw(rows, n, used))
+    for d in used:
+        c = np.zeros(n)
+        c[d] = -1.0
+        status, _, bw = lp_extreme(rows, n, c, used)
+        if status == "optimal" and bw is not None and bw[d] > 0:
+            b_ref[d] = float(bw[d])
+    prog = _build_program(
+        problem.backend, problem.terms, weights, rows, n, scen.collective_model,
+        scen.training_loop, problem.program.product, b_ref,
+        time_reference(problem.terms, weights, b_ref),
+    )
+    prog.ref_cost = problem.program.ref_cost
+    return prog
+
+
 def _polished_program(
     problem: BandwidthProblem, scen: Scenario, rows: tuple[Row, ...], run: _SolveAttempt
 ) -> Any:
@@ -452,6 +479,10 @@ def _solve_with_retries(
     if best is None or not _passes_verification(best):
         logger.info("re-solving with scales fresh for these right-hand sides")
         attempt(_fresh_program(problem, scen, rows))
+        polish()
+    if best is None or not _passes_verification(best):
+        logger.info("re-solving scaled per dimension to the rows' largest bandwidths")
+        attempt(_boxed_program(problem, scen, rows))
         polish()
     if best is None:
         assert last_failure is not None

@@ -24,6 +24,7 @@ __all__ = [
     "scale_rows",
     "reference_bw",
     "reference_scales",
+    "time_reference",
 ]
 
 #: Objective weight (scaled units per unit of x) pulling dimensions without traffic down.
@@ -163,12 +164,18 @@ def reference_scales(
     b_ref = np.ones(n_dims)
     if bw_lp is not None and used.size and np.max(bw_lp[used]) > 0:
         b_ref[:] = float(np.max(bw_lp[used]))
+    return b_ref, time_reference(terms, weights, b_ref)
+
+
+def time_reference(terms: AggregatedTerms, weights: np.ndarray, b_ref: np.ndarray) -> float:
+    """The weighted step time at bandwidths ``b_ref`` (1 when it is not positive): the
+    program's time unit."""
     if terms.traffic_gb.size:
         comm = (terms.traffic_gb / b_ref[None, :] + terms.latency_s).max(axis=1)
         t_ref = float(weights @ (terms.compute_s + terms.collective_counts @ comm))
     else:
         t_ref = float(weights @ terms.compute_s)
-    return b_ref, (t_ref if t_ref > 0 else 1.0)
+    return t_ref if t_ref > 0 else 1.0
 
 
 def reference_bw(rows: tuple[Row, ...], n_dims: int, used: np.ndarray) -> np.ndarray | None:

@@ -129,6 +129,9 @@ class Solution:
     evaluation : Evaluation
         Step times, breakdowns, cost and power at ``bw_gbps``.
     constraints : tuple of ConstraintReport
+    baselines : tuple of Baseline
+        Equal split and traffic-proportional split at the optimum's total bandwidth,
+        evaluated when first read (empty when ``with_baselines`` is false).
     solver : SolverInfo
     with_baselines : bool
         Whether :attr:`baselines` are evaluated (``False``: it is empty).

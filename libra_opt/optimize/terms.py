@@ -166,8 +166,10 @@ class AggregatedTerms:
         .. math:: \sum_{w: W_w = 0} a_w C_w \ge \sum_{w: W_w > 0} a_w W_w
 
         (DiLoCo: ``tau F / H <= 1``, which :class:`~libra_opt.traffic.diloco.DiLoCoSettings`
-        enforces). Under ``overlap`` a phase's compute may be hidden by its communication, so
-        nothing offsets the window and the combination is refused.
+        enforces). Windows under ``overlap`` are refused for every objective when the scenario
+        is made (:class:`~libra_opt.scenario.scenario.Scenario`: the links would be busy with
+        the step's own collectives during the compute that hides the window); this check
+        refuses them again for programs built from terms directly.
 
         Raises
         ------

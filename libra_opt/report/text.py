@@ -94,6 +94,8 @@ def _workload_table(scen: Scenario, ev: Evaluation) -> str:
 def _cost_lines(ev: Evaluation) -> list[str]:
     by_comp = ev.cost.usd_by_dim_component.sum(axis=0)
     parts = ", ".join(f"{c} {format_usd(v)}" for c, v in zip(COMPONENTS, by_comp, strict=True) if v > 0)
+    if ev.cost.fixed_usd:
+        parts += f", aggregator state memory {format_usd(ev.cost.fixed_usd)}"
     lines = [f"Network cost: {format_usd(ev.cost.network_cost_usd)} ({parts or 'no priced components'})"]
     if ev.cost.network_power_w is None:
         lines.append("Network power: not modelled (no power_model given)")
@@ -101,6 +103,8 @@ def _cost_lines(ev: Evaluation) -> list[str]:
         assert ev.cost.w_by_dim_component is not None
         pw = ev.cost.w_by_dim_component.sum(axis=0)
         pparts = ", ".join(f"{c} {v:,.0f} W" for c, v in zip(COMPONENTS, pw, strict=True) if v > 0)
+        if ev.cost.fixed_w:
+            pparts += f", aggregator state memory {ev.cost.fixed_w:,.0f} W"
         lines.append(f"Network power: {ev.cost.network_power_w:,.0f} W ({pparts or 'none'})")
     return lines
 

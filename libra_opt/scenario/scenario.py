@@ -220,6 +220,16 @@ class Scenario:
             except InputError as exc:
                 raise InputError(exc.message, source=src, field=exc.field) from None
 
+        if self.training_loop != "no_overlap" and any(w.hidden_window_s > 0
+                                                       for w in self.workloads):
+            # a window hides a sync behind compute on links idle during compute; under an
+            # overlapped loop the step's own collectives use those links then
+            raise InputError(
+                "a hidden window (Workload.hidden_window_s, from DiLoCo's overlap_steps > 0) "
+                "needs training_loop: no_overlap: under an overlapped loop the links are "
+                "busy with the step's own collectives while it computes, which the window "
+                "does not charge (use training_loop no_overlap or overlap_steps 0)",
+                source=src, field="diloco.overlap_steps")
         try:  # every tier priced, every power constraint backed by a power model
             self.rows  # noqa: B018 - builds (and keeps) the rows, raising on a bad one
             if self.tco is not None:  # TCO counts the network's energy: it needs its power
@@ -244,6 +254,13 @@ class Scenario:
         ``collectives.in_network_reduction`` together (sorted)."""
         extra = () if self.collectives is None else self.collectives.in_network_reduction
         return tuple(sorted(set(self.in_network_reduction) | set(extra)))
+
+    def __getstate__(self) -> dict[str, object]:
+        """Fields and cached values, without the rows (rebuilt on first use after unpickling
+        or copying: a copy does not keep their arrays read-only)."""
+        state = dict(self.__dict__)
+        state.pop("rows", None)
+        return state
 
     @cached_property
     def rows(self) -> tuple[Row, ...]:
@@ -378,12 +395,15 @@ def scenario_rows(scenario: Scenario, coeffs: CostCoefficients | None = None) ->
 
 def _scenario_rows(scenario: Scenario, coeffs: CostCoefficients) -> tuple[Row, ...]:
     rows = list(constraint_rows(scenario.constraints, coeffs))
+    # a fixed part of the network's cost and power (in-network aggregators' state memory)
+    # comes off the caps: kappa . B + fixed <= budget
     if scenario.budget_usd is not None:
-        rows.append(Row("budget_usd", coeffs.usd_per_gbps.copy(), "<=", float(scenario.budget_usd)))
+        rows.append(Row("budget_usd", coeffs.usd_per_gbps.copy(), "<=",
+                        float(scenario.budget_usd) - coeffs.fixed_usd))
     if scenario.power_w is not None:
         pi = coeffs.w_per_gbps
         assert pi is not None
-        rows.append(Row("power_w", pi.copy(), "<=", float(scenario.power_w)))
+        rows.append(Row("power_w", pi.copy(), "<=", float(scenario.power_w) - coeffs.fixed_w))
     labels = unique_labels([r.label for r in rows])
     return tuple(Row(lab, r.a, r.sense, r.rhs) for lab, r in zip(labels, rows, strict=True))
 

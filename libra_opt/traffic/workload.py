@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -197,8 +198,9 @@ class Workload:
         of its own. DiLoCo's outer sync overlapped with ``tau`` inner steps is one
         (:func:`libra_opt.traffic.diloco.diloco_workloads`). Convex in ``1 / B`` (a max of
         ``T`` and a constant, less a constant); every backend and the numpy re-check model
-        it exactly. Under ``perf_per_cost`` and ``tco`` it needs ``training_loop:
-        no_overlap`` and enough compute in the other workloads (see
+        it exactly. A scenario with a window needs ``training_loop: no_overlap`` (the
+        links are then idle during the compute that hides it), and under ``perf_per_cost``
+        and ``tco`` enough compute in the other workloads (see
         :meth:`libra_opt.optimize.terms.AggregatedTerms.check_windows`).
 
     Examples
@@ -372,6 +374,9 @@ class FlatWalk:
     phase_table: tuple[tuple[float, tuple[int, ...]], ...]
 
 
+_count_of = operator.attrgetter("count")
+
+
 def flat_walk(workload: Workload) -> FlatWalk:
     """Walk ``workload`` once (in :func:`walk_phases` order) into a :class:`FlatWalk`.
 
@@ -399,22 +404,22 @@ def flat_walk(workload: Workload) -> FlatWalk:
             key = by_phase[id(phase)] = table.setdefault((phase.compute_s, members), len(table))
         return key
 
-    # each layer object (a repeated line is one object) -> the row of its phase keys
+    # each distinct layer object (a repeated line is one object) -> the row of its phase
+    # keys; the per-layer passes run in C (map / dict), the Python loop over distinct ones
+    layers = workload.layers
+    object_ids = list(map(id, layers))
     by_phases: dict[tuple[int, int, int], int] = {}
-    by_object: dict[int, int] = {}
+    kind_of: dict[int, int] = {}
     rows: list[tuple[int, int, int]] = []
-    kinds: list[int] = []
-    for layer in workload.layers:
-        kind = by_object.get(id(layer))
+    for layer in dict(zip(object_ids, layers, strict=True)).values():
+        ident = (id(layer.forward), id(layer.input_grad), id(layer.weight_grad))
+        kind = by_phases.get(ident)
         if kind is None:
-            ident = (id(layer.forward), id(layer.input_grad), id(layer.weight_grad))
-            kind = by_phases.get(ident)
-            if kind is None:
-                kind = by_phases[ident] = len(rows)
-                rows.append((key_of(layer.forward), key_of(layer.input_grad),
-                             key_of(layer.weight_grad)))
-            by_object[id(layer)] = kind
-        kinds.append(kind)
+            kind = by_phases[ident] = len(rows)
+            rows.append((key_of(layer.forward), key_of(layer.input_grad),
+                         key_of(layer.weight_grad)))
+        kind_of[id(layer)] = kind
+    kinds = list(map(kind_of.__getitem__, object_ids))
     n_phases = len(PHASES)
     p_key = np.array(rows, dtype=int)[np.array(kinds, dtype=int)].reshape(-1)
     entries = tuple(table)
@@ -429,9 +434,8 @@ def flat_walk(workload: Workload) -> FlatWalk:
     coll_id = members_flat[np.repeat(starts[p_key], per_step) + offset]
     return FlatWalk(
         phase_compute_s=table_compute[p_key],
-        phase_count=np.repeat(np.array([ly.count for ly in workload.layers], dtype=float),
-                              n_phases),
-        phase_kind=np.tile(np.arange(n_phases), len(workload.layers)),
+        phase_count=np.repeat(np.array(list(map(_count_of, layers)), dtype=float), n_phases),
+        phase_kind=np.tile(np.arange(n_phases), len(layers)),
         coll_phase=coll_phase,
         coll_id=coll_id,
         collectives=tuple(ids),

@@ -165,18 +165,22 @@ def test_scenario_prices_the_aggregators(tmp_path):
     # + 8 NPUs x 100 $ of aggregator port per GB/s of B_pod
     assert_allclose(s.coefficients.usd_per_gbps, [16.0, 272.0 + 800.0])
     assert s.coefficients.fixed_usd == pytest.approx(12 * TOTAL / 1e9 * 1e6, rel=1e-12)
+    fixed = 12 * TOTAL / 1e9 * 1e6  # the state memory: 12 B x 7,248 parameters at 1e6 $/GB
     sol = solve(s, with_baselines=False)
-    # the budget binds on kappa . B, ports included
-    assert float(s.coefficients.usd_per_gbps @ sol.bw_gbps) == pytest.approx(5000.0, rel=1e-6)
+    # the budget binds on kappa . B (ports included) plus the state memory
+    assert float(s.coefficients.usd_per_gbps @ sol.bw_gbps) + fixed == pytest.approx(5000.0, rel=1e-6)
+    assert sol.network_cost_usd == pytest.approx(5000.0, rel=1e-6)
     ev = evaluate(s, sol.bw_gbps)
-    plain = load_scenario(write(tmp_path, {**SCENARIO, "workloads": [
+    no_opt = {k: v for k, v in SCENARIO.items() if k != "in_network_optimizer"}
+    plain = load_scenario(write(tmp_path, {**no_opt, "workloads": [
         {**SCENARIO["workloads"][0], "parallelism": {"tp": 2, "dp": 4,
                                                      "global_batch_size": 8}}]}))
     assert plain.cost_model.aggregators is None
     assert plain.coefficients.fixed_usd == 0.0
-    # same bandwidth, no aggregators: the difference is 800 $ per GB/s of B_pod
+    # same bandwidth, no aggregators: the difference is 800 $ per GB/s of B_pod and the
+    # state memory
     diff = ev.cost.network_cost_usd - evaluate(plain, sol.bw_gbps).cost.network_cost_usd
-    assert diff == pytest.approx(800.0 * sol.bw_gbps[1], rel=1e-12)
+    assert diff == pytest.approx(800.0 * sol.bw_gbps[1] + fixed, rel=1e-12)
 
 
 def test_host_paging_scenario_buys_no_state_memory(tmp_path):
@@ -212,3 +216,12 @@ def test_bad_section_names_file_and_field(tmp_path):
     with pytest.raises(InputError) as e:
         load_scenario(write(tmp_path, doc))
     assert "in_network_optimizer.usd_per_port_gbps" in e.value.field
+
+
+def test_an_unused_aggregator_section_is_an_error(tmp_path):
+    # prices for aggregators no workload has: never dropped in silence
+    doc = {**SCENARIO, "workloads": [
+        {**SCENARIO["workloads"][0], "parallelism": {"tp": 2, "dp": 4, "global_batch_size": 8}}]}
+    with pytest.raises(InputError, match="no model-based workload uses") as info:
+        load_scenario(write(tmp_path, doc))
+    assert info.value.field == "in_network_optimizer"

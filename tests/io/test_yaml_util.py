@@ -472,3 +472,19 @@ def test_cache_rebuilds_what_the_first_read_gave(tmp_path, monkeypatch, c_loader
         assert got["base"] is got["copy"]  # an alias is one object, as PyYAML gives
         assert got["merged"] == {"x": 1000, "y": 31, "z": float("inf"), "w": 2}
     assert again is not first and again["base"] is not first["base"]
+
+
+@pytest.mark.parametrize("c_loader", [True, False], ids=["libyaml", "reference"])
+def test_merged_collections_are_shared_as_pyyaml_shares_them(tmp_path, monkeypatch, c_loader):
+    # a list reached through an alias and through a merge key is one object in PyYAML's
+    # data; the first read and the cache's later reads give the same sharing
+    p = tmp_path / "a.yaml"
+    p.write_text("base: &b {x: [1]}\nm: {<<: *b, y: 2}\n")
+    if not c_loader:
+        monkeypatch.setattr(yu, "_C_LOADER", None)
+    want = yaml.load(p.read_text(), Loader=yaml.SafeLoader)
+    assert want["m"]["x"] is want["base"]["x"]
+    cache = ParseCache()
+    for got in (load_yaml(p, cache=cache), load_yaml(p, cache=cache), load_yaml(p)):
+        assert same(got, want)
+        assert got["m"]["x"] is got["base"]["x"]

@@ -157,11 +157,10 @@ def step_overlapped(b0, b1, tau, loop="no_overlap"):
     return inner + 0.04 * np.maximum(outer - tau * COMPUTE, 0.0)
 
 
-@pytest.mark.parametrize("loop", ["no_overlap", "overlap"])
-def test_overlapped_step_time_by_hand(loop):
+def test_overlapped_step_time_by_hand(loop="no_overlap"):
     """Both branches: at (10, 1) the sync (72.5 ms) hides behind 0.6 s of compute, at
-    (200, 0.05) it takes 1.26 s and 0.66 s are exposed, under both training loops (the
-    outer workload has no compute)."""
+    (200, 0.05) it takes 1.26 s and 0.66 s are exposed (the outer workload has no
+    compute)."""
     tau = 2.0
     d = overlapped(tau, training_loop=loop)
     outer = d.workloads[1]
@@ -226,8 +225,8 @@ def test_overlapped_perf_hidden_branch_closed_form():
 
 
 CASES = [
-    ("perf", "no_overlap", "pipelined"), ("perf", "overlap", "pipelined"),
-    ("perf", "no_overlap", "sequential"), ("perf", "overlap", "topology_aware"),
+    ("perf", "no_overlap", "pipelined"), ("perf", "no_overlap", "topology_aware"),
+    ("perf", "no_overlap", "sequential"),
     ("perf_per_cost", "no_overlap", "pipelined"), ("perf_per_cost", "no_overlap", "sequential"),
     ("perf_per_cost", "no_overlap", "topology_aware"), ("tco", "no_overlap", "pipelined"),
     ("tco", "no_overlap", "sequential"),
@@ -301,13 +300,12 @@ def test_overlap_errors():
         DiLoCoSettings(50, fragments=2, overlap_steps=26)
     assert err.value.field == "diloco.overlap_steps"
     DiLoCoSettings(50, fragments=2, overlap_steps=25)  # the boundary is allowed
-    for objective in ("perf_per_cost", "tco"):
-        d = overlapped(1.0, objective, training_loop="overlap")
-        for backend in ("clarabel", "cvxpy"):
-            with pytest.raises(InputError, match="training_loop: no_overlap") as err:
-                build_problem(d, backend=backend)
-            assert err.value.field == "diloco.overlap_steps"
-    solve(overlapped(1.0, "perf", training_loop="overlap"))  # perf: fine
+    for objective in ("perf", "perf_per_cost", "tco"):
+        # the window would hide the sync behind compute while the step's own collectives
+        # use the links: refused when the scenario is made, whatever the objective
+        with pytest.raises(InputError, match="training_loop: no_overlap") as err:
+            overlapped(1.0, objective, training_loop="overlap")
+        assert err.value.field == "diloco.overlap_steps"
     d = overlapped(1.0, "perf_per_cost")
     big = dataclasses.replace(d.workloads[1], hidden_window_s=0.3 * 60)  # 60 x 0.04 > 1
     d = dataclasses.replace(d, workloads=(d.workloads[0], big))

@@ -431,3 +431,29 @@ def test_resolve_far_from_build_point():
         a = problem.solve(budget_usd=budget, with_baselines=False)
         b = solve(scenario_2d([], budget_usd=budget), with_baselines=False)
         assert_allclose(a.objective_value, b.objective_value, rtol=1e-7)
+
+
+def test_dimensions_orders_of_magnitude_apart_are_scaled_per_dimension():
+    # A DiLoCo outer sync on a site link capped at 5.8 MB/s beside a 17.4 GB/s local
+    # dimension held fixed: under one uniform scale the interior point stalls
+    # ("InsufficientProgress") and there is no answer to polish from; the retry scaled per
+    # dimension to the rows' largest bandwidths solves it. The cvxpy formulation is the
+    # independent reference.
+    from libra_opt.explore.diloco import diloco_scenario
+    from libra_opt.traffic.diloco import DiLoCoSettings
+
+    t0, c, local = 24.683, 23.452, 17.441153830571647
+    f = Fabric((Dim("local", "switch", 4, "L"), Dim("site", "switch", 2, "W", 2.5e-3)))
+    prices = {"link": 1.0, "switch": 1.0, "nic": 1.0}
+    cm = CostModel.from_tables({"L": prices, "W": prices})
+    ar = Collective("all_reduce", (t0 - c) * local * 1e9 / 1.5, "dp")
+    w = Workload("gpt3", (Layer("step", forward=Phase(c), weight_grad=Phase(0.0, (ar,))),),
+                 {"dp": (4, 2)})
+    cons = tuple(parse_constraint(x, f) for x in (f"bw.local == {local!r}", "bw.site <= 1"))
+    scen = diloco_scenario(Scenario(f, cm, (w,), constraints=cons), "site",
+                           DiLoCoSettings(100, 1, 16.0), 2.87e9 / 2)
+    rhs = {"bw.site <= 1": 0.00581394920852625}
+    fast = build_problem(scen).solve(rhs=rhs, with_baselines=False)
+    ref = build_problem(scen, backend="cvxpy").solve(rhs=rhs, with_baselines=False)
+    assert_allclose(fast.objective_value, ref.objective_value, rtol=1e-7)
+    assert_allclose(fast.bw_gbps, [local, rhs["bw.site <= 1"]], rtol=1e-6)
