@@ -7,15 +7,19 @@ model. Two things are bought for them:
 
 * **ingress ports**, linear in the bandwidth: every NPU pushes at its line rate ``B_d`` on
   the dimension the aggregators attach to, so absorbing all pushes at once takes
-  ``N B_d`` GB/s of aggregator port (``N`` NPUs). Cost ``N p_port B_d`` and power
-  ``N w_port B_d`` join that dimension's ``kappa_d`` and ``pi_d`` (reported in the ``nic``
-  column), so budgets, power caps, ``perf_per_cost`` and ``tco`` see them exactly;
+  ``N B_d`` GB/s of aggregator port (``N`` NPUs; ``N B_d sum_g share_g fraction_g`` when
+  the dimension has slower member groups, :mod:`libra_opt.fabric.heterogeneous`). Cost
+  ``N p_port B_d`` and power ``N w_port B_d`` join that dimension's ``kappa_d`` and ``pi_d``
+  (reported in the ``nic`` column, not discounted by the members' price factors), so
+  budgets, power caps, ``perf_per_cost`` and ``tco`` see them exactly;
 * **state memory**, a constant: ``S`` bytes of optimizer state (``Psi_total k_o``, 12 bytes
   per parameter for mixed-precision Adam, once per model: the data-parallel replicas share
   it) at ``p_mem`` $ and ``w_mem`` W per GB. It does not depend on ``B``; it is carried as
-  :attr:`~libra_opt.cost.prices.CostCoefficients.fixed_usd` / ``fixed_w`` into the TCO's
-  constant rate ``r0`` (:func:`libra_opt.cost.tco.cluster_rate_coefficients`), and is
-  outside ``budget_usd`` (a cap on the bandwidth-dependent network cost).
+  :attr:`~libra_opt.cost.prices.CostCoefficients.fixed_usd` / ``fixed_w``: it is part of the
+  reported network cost and power, it comes off ``budget_usd``, ``power_w`` and ``cost`` /
+  ``power`` rows (``kappa . B + F <= cap``), it is the constant of the cost in
+  ``perf_per_cost`` (``T(B) (F + kappa . B)``) and it enters the TCO's constant rate ``r0``
+  (:func:`libra_opt.cost.tco.cluster_rate_coefficients`).
 
 With the out-of-core variant (``optimizer_state: host_paging``) the state lives in the
 GPU servers' host memory (priced with the hosts, ``tco.host_usd_per_npu``) and the

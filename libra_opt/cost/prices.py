@@ -166,8 +166,9 @@ class CostCoefficients:
         Shape ``(D, 3)`` in W per GB/s, ``None`` when power is not modelled.
     fixed_usd, fixed_w : float
         $ and W that do not depend on ``B`` (the in-network optimizer's state memory,
-        :mod:`libra_opt.cost.aggregators`); 0 otherwise. They enter the TCO's constant
-        rate, not ``kappa . B`` (nor the network budget).
+        :mod:`libra_opt.cost.aggregators`); 0 otherwise. Not part of ``kappa . B``: they
+        are added to the network cost and power, come off the caps, and are the constant of
+        the cost in ``perf_per_cost`` and of the TCO rate.
     """
 
     usd_by_component: np.ndarray
@@ -322,15 +323,19 @@ def cost_coefficients(fabric: Fabric, cost_model: CostModel,
     fixed_usd = fixed_w = 0.0
     if agg is not None:
         # added after the member factors: a cheaper NIC on the NPU side does not make the
-        # aggregator's port cheaper
+        # aggregator's port cheaper, but a slower member group pushes (and needs) less
+        # ingress: sum_g share_g fraction_g GB/s per GB/s of B_d
         for name in agg.dims:
             if name not in fabric.names:
                 raise InputError(f"no dimension named {name!r}; names: "
                                  f"{', '.join(fabric.names)}", field="in_network_optimizer.dims")
             d = fabric.index(name)
-            usd[d, 2] += fabric.n_npus * agg.usd_per_port_gbps
+            members = fabric.dims[d].members
+            ingress = 1.0 if members is None else sum(
+                sh * fr for sh, fr in zip(members.share, members.fraction, strict=True))
+            usd[d, 2] += fabric.n_npus * ingress * agg.usd_per_port_gbps
             if power is not None:
-                power[d, 2] += fabric.n_npus * agg.w_per_port_gbps
+                power[d, 2] += fabric.n_npus * ingress * agg.w_per_port_gbps
         fixed_usd, fixed_w = agg.state_usd, agg.state_w if power is not None else 0.0
     return CostCoefficients(usd, power, fixed_usd, fixed_w)
 

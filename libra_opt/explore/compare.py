@@ -429,16 +429,17 @@ def compare_fabrics(
                                          float(scaleout_budget_usd), bws[n], constraints,
                                          power_w, traffic_model, n)
             else:
-                bw = budget_optimum(wls, f, k.usd_per_gbps, float(budget_usd),
+                # the fixed part (aggregators' state memory) comes off the total budget
+                bw = budget_optimum(wls, f, k.usd_per_gbps, float(budget_usd) - k.fixed_usd,
                                     **budget_kw)  # type: ignore[arg-type]
             st = _step_time(wls, wts, f, bw, mode, loop, traffic_model)
-            power = None if k.w_per_gbps is None else float(k.w_per_gbps @ bw)
+            power = None if k.w_per_gbps is None else float(k.w_per_gbps @ bw) + k.fixed_w
             invs = [dimension_inventory(f, d) for d in range(f.n_dims)]
             row = {
                 "mode": m, "fabric": n, "family": fabric_family(f),
                 "bw_gbps": tuple(round(float(x), 6) for x in bw),
                 "step_time_s": st,
-                "network_cost_usd": float(k.usd_per_gbps @ bw),
+                "network_cost_usd": float(k.usd_per_gbps @ bw) + k.fixed_usd,
                 "scaleout_cost_usd": float(k.usd_per_gbps[so] * bw[so]),
                 "network_power_w": power,
                 "scaleout_tiers": invs[so].tiers if f.dims[so].topology == "switch" else 0,

@@ -508,13 +508,14 @@ def _with_aggregators(
     opts = spec.in_network_optimizer or InNetworkOptimizerSpec()
     dims: list[str] = []
     state = 0.0
-    used = False
+    used = named = False
     for w, (wl, g) in zip(spec.workloads, built, strict=True):
         if g is None or w.parallelism is None or w.model is None:
             continue
         par = parallelism_from_dict(w.parallelism, source, "parallelism")
         if par.dp_mode != IN_NETWORK_OPTIMIZER:
             continue
+        named = True
         spanned = [d for group in ("dp", "edp") if group in wl.groups
                    for d, k in enumerate(wl.groups[group]) if k > 1]
         if not spanned:
@@ -535,7 +536,7 @@ def _with_aggregators(
                                  field="in_network_optimizer.dims")
         dims = list(dict.fromkeys(opts.dims))
     if not used:
-        if spec.in_network_optimizer is not None:
+        if spec.in_network_optimizer is not None and not named:
             raise InputError(
                 "the in_network_optimizer section prices aggregators, but no model-based "
                 "workload uses parallelism.dp_mode: in_network_optimizer with data "

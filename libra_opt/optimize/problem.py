@@ -263,8 +263,18 @@ def _free_dims(problem: BandwidthProblem, scen: Scenario, rows: tuple[Row, ...])
         raise_infeasible(rows, n, used)
     if status != "unbounded":
         return np.array([], dtype=int)
-    # A priced dimension is bounded by the objective itself under perf_per_cost and tco.
-    candidates = used if problem.rate is None else used[problem.rate[used] <= 0]
+    # A priced dimension is bounded by the objective itself under perf_per_cost and tco:
+    # along a ray B = s B0, T(s B0) (cost) grows without end when the step has a floor
+    # (compute or latency), or stays flat (no floor, no fixed cost). With a fixed cost
+    # (perf_per_cost's aggregator memory, tco's cluster) and no floor it falls toward its
+    # infimum without reaching it: every used dimension may then be unbounded.
+    terms = problem.terms
+    floor = float(np.asarray(scen.weights) @ terms.compute_s) > 0 or bool(terms.latency_s.any())
+    fixed = scen.objective == "tco" or scen.coefficients.fixed_usd > 0
+    if problem.rate is None or (fixed and not floor):
+        candidates = used
+    else:
+        candidates = used[problem.rate[used] <= 0]
     free = unbounded_dims(rows, n, candidates, used)
     if free.size and scen.collective_model == "sequential":
         raise UnboundedDesignError(

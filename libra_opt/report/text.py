@@ -93,18 +93,20 @@ def _workload_table(scen: Scenario, ev: Evaluation) -> str:
 
 def _cost_lines(ev: Evaluation) -> list[str]:
     by_comp = ev.cost.usd_by_dim_component.sum(axis=0)
-    parts = ", ".join(f"{c} {format_usd(v)}" for c, v in zip(COMPONENTS, by_comp, strict=True) if v > 0)
+    items = [f"{c} {format_usd(v)}" for c, v in zip(COMPONENTS, by_comp, strict=True) if v > 0]
     if ev.cost.fixed_usd:
-        parts += f", aggregator state memory {format_usd(ev.cost.fixed_usd)}"
+        items.append(f"aggregator state memory {format_usd(ev.cost.fixed_usd)}")
+    parts = ", ".join(items)
     lines = [f"Network cost: {format_usd(ev.cost.network_cost_usd)} ({parts or 'no priced components'})"]
     if ev.cost.network_power_w is None:
         lines.append("Network power: not modelled (no power_model given)")
     else:
         assert ev.cost.w_by_dim_component is not None
         pw = ev.cost.w_by_dim_component.sum(axis=0)
-        pparts = ", ".join(f"{c} {v:,.0f} W" for c, v in zip(COMPONENTS, pw, strict=True) if v > 0)
+        pitems = [f"{c} {v:,.0f} W" for c, v in zip(COMPONENTS, pw, strict=True) if v > 0]
         if ev.cost.fixed_w:
-            pparts += f", aggregator state memory {ev.cost.fixed_w:,.0f} W"
+            pitems.append(f"aggregator state memory {ev.cost.fixed_w:,.0f} W")
+        pparts = ", ".join(pitems)
         lines.append(f"Network power: {ev.cost.network_power_w:,.0f} W ({pparts or 'none'})")
     return lines
 
@@ -274,6 +276,11 @@ def format_solution(sol: Solution) -> str:
             rows,
             "lrlrrlr",
         )]
+        if ev.cost.fixed_usd or ev.cost.fixed_w:
+            fixed = format_usd(ev.cost.fixed_usd)
+            watts = f" and {ev.cost.fixed_w:,.0f} W" if ev.cost.fixed_w else ""
+            lines.append(f"(rows on cost and power bound the per-dimension part: their caps less "
+                         f"the fixed {fixed}{watts} of aggregator state memory)")
     if sol.baselines:
         total = float(np.sum(sol.bw_gbps))
         rows = [[
@@ -329,6 +336,8 @@ def evaluation_to_dict(scen: Scenario, ev: Evaluation) -> dict[str, Any]:
             zip(COMPONENTS, (float(x) for x in ev.cost.usd_by_dim_component.sum(axis=0)), strict=True)
         ),
         "network_power_w": ev.cost.network_power_w,
+        "network_fixed_usd": ev.cost.fixed_usd,
+        "network_fixed_w": None if ev.cost.network_power_w is None else ev.cost.fixed_w,
         "throughput": {
             t.name: {
                 "tokens_per_s": wl.metrics.throughput_tokens_per_s(t.step_time_s),

@@ -331,7 +331,9 @@ class Row:
 def constraint_rows(
     constraints: Sequence[LinearConstraint], coeffs: CostCoefficients
 ) -> tuple[Row, ...]:
-    """Substitute ``cost = kappa . B`` and ``power = pi . B`` into each constraint.
+    """Substitute ``cost = kappa . B + F`` and ``power = pi . B + F_w`` into each constraint
+    (``F``, ``F_w``: the fixed parts, :attr:`~libra_opt.cost.prices.CostCoefficients.fixed_usd`
+    and ``fixed_w``, moved to the right-hand side).
 
     Raises
     ------
@@ -343,6 +345,7 @@ def constraint_rows(
     pi = coeffs.w_per_gbps
     for c in constraints:
         a = np.array(c.bw_coef, dtype=float) + c.cost_coef * kappa
+        rhs = c.rhs - c.cost_coef * coeffs.fixed_usd
         if c.power_coef:
             if pi is None:
                 raise InputError(
@@ -350,5 +353,6 @@ def constraint_rows(
                     field="power_model",
                 )
             a = a + c.power_coef * pi
-        rows.append(Row(c.label, a, c.sense, c.rhs))
+            rhs -= c.power_coef * coeffs.fixed_w
+        rows.append(Row(c.label, a, c.sense, rhs))
     return tuple(rows)

@@ -236,6 +236,16 @@ class Scenario:
                 cluster_rate_coefficients(self.tco, self.fabric, self.coefficients)
         except InputError as exc:
             raise InputError(exc.message, source=src, field=exc.field) from None
+        coeffs = self.coefficients
+        for cap, fixed, what in ((self.budget_usd, coeffs.fixed_usd, "budget_usd"),
+                                 (self.power_w, coeffs.fixed_w, "power_w")):
+            if cap is not None and fixed > 0 and not cap > fixed:
+                unit = format_usd(fixed) if what == "budget_usd" else f"{fixed:,.0f} W"
+                raise InputError(
+                    f"{what} {cap:g} does not cover the network's fixed part ({unit} of "
+                    "in-network aggregator state memory): raise it, or move the state to "
+                    "host memory (parallelism.optimizer_state: host_paging)",
+                    source=src, field=f"constraints.{what}")
 
     @property
     def collective_settings(self) -> CollectiveSettings | None:

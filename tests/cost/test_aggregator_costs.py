@@ -10,6 +10,7 @@ from numpy.testing import assert_allclose
 
 from libra_opt.cost.aggregators import Aggregators
 from libra_opt.cost.prices import CostModel, cost_coefficients
+from libra_opt.errors import InputError, UnboundedDesignError
 from libra_opt.fabric.dims import Dim, Fabric
 from libra_opt.fabric.heterogeneous import DimMembers
 from libra_opt.optimize.problem import build_problem, solve
@@ -37,6 +38,17 @@ def test_member_factors_do_not_discount_aggregator_ports():
     k = cost_coefficients(_fabric(members), _prices(agg)).usd_per_gbps
     assert plain[1] > 0
     assert_allclose(k, [plain[0], 0.25 * plain[1] + 32 * 100.0], rtol=1e-12)
+
+
+def test_slower_members_need_fewer_aggregator_ports():
+    # half the NPUs at half speed push 0.5 x 1 + 0.5 x 0.5 = 0.75 GB/s per GB/s of B_pod:
+    # ports 32 x 0.75 x 100 = 2,400 $ per GB/s, on top of the NPU side (factor 0.75 too,
+    # price factors 1)
+    agg = Aggregators(("pod",), usd_per_port_gbps=100.0)
+    members = DimMembers(fraction=(1.0, 0.5), share=(0.5, 0.5))
+    plain = cost_coefficients(_fabric(), _prices(None)).usd_per_gbps
+    k = cost_coefficients(_fabric(members), _prices(agg)).usd_per_gbps
+    assert_allclose(k, [plain[0], 0.75 * plain[1] + 2400.0], rtol=1e-12)
 
 
 def _scenario(objective: str, state_bytes: float, **kw: object) -> Scenario:
@@ -75,3 +87,37 @@ def test_perf_per_cost_counts_the_state_memory(state_bytes):
     assert fast.bw_gbps[0] == pytest.approx(best, abs=0.05)
     assert fast.network_cost_usd == pytest.approx(
         float(s.coefficients.usd_per_gbps @ fast.bw_gbps) + state_bytes / 1e9, rel=1e-12)
+
+
+def test_budget_below_the_fixed_part_is_named():
+    with pytest.raises(InputError, match="does not cover the network's fixed part") as info:
+        _scenario("perf", 1e12, budget_usd=500.0)  # 1,000 $ of state memory
+    assert info.value.field == "constraints.budget_usd"
+
+
+def test_cost_rows_count_the_fixed_part_as_the_budget_does():
+    # "cost <= 10000" and budget_usd 10,000 are the same cap: kappa . B <= 9,000
+    cons = (parse_constraint("cost <= 10000", _fabric()),)
+    a = _scenario("perf", 1e12, constraints=cons)
+    b = _scenario("perf", 1e12, budget_usd=10_000.0)
+    assert a.rows[0].rhs == pytest.approx(9_000.0, rel=1e-12) == b.rows[0].rhs
+    assert solve(a, with_baselines=False).network_cost_usd == pytest.approx(10_000.0, rel=1e-6)
+
+
+@pytest.mark.parametrize(("compute_s", "bounded"), [(0.0, False), (0.01, True)])
+def test_fixed_cost_without_a_time_floor_has_no_optimum(compute_s, bounded):
+    # T(B) (kappa . B + F): with no compute and no latency, T = t / B and along B = s B0 the
+    # objective t F / s + t kappa . B0 falls toward its infimum without reaching it; with
+    # compute it grows again (both backends must say the same)
+    agg = Aggregators(("pod",), state_bytes=1e12, usd_per_port_gbps=0.0, usd_per_state_gb=1.0)
+    w = Workload("w", (Layer("l", Phase(compute_s, (Collective("all_reduce", 4e9, "g"),))),),
+                 {"g": (4, 8)})
+    s = Scenario(_fabric(), _prices(agg), (w,), objective="perf_per_cost")
+    if not bounded:
+        for backend in ("clarabel", "cvxpy"):
+            with pytest.raises(UnboundedDesignError):
+                solve(build_problem(s, backend=backend), with_baselines=False)
+        return
+    fast = solve(build_problem(s), with_baselines=False)
+    ref = solve(build_problem(s, backend="cvxpy"), with_baselines=False)
+    assert fast.objective_value == pytest.approx(ref.objective_value, rel=1e-7)

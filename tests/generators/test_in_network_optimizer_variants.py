@@ -225,3 +225,14 @@ def test_an_unused_aggregator_section_is_an_error(tmp_path):
     with pytest.raises(InputError, match="no model-based workload uses") as info:
         load_scenario(write(tmp_path, doc))
     assert info.value.field == "in_network_optimizer"
+
+
+def test_one_replica_keeps_the_section_without_aggregators(tmp_path):
+    # dp_mode named but DP 1: nothing is pushed, no aggregator is priced, and the section
+    # (a sweep over dp may pass through 1) is not an error
+    doc = {**SCENARIO, "workloads": [
+        {**SCENARIO["workloads"][0], "parallelism": {**SCENARIO["workloads"][0]["parallelism"],
+                                                     "dp": 1, "pp": 4}}]}
+    doc = {**doc, "constraints": {"linear": ["sum(bw) <= 100"]}}
+    s = load_scenario(write(tmp_path, doc))
+    assert s.cost_model.aggregators is None and s.coefficients.fixed_usd == 0.0

@@ -16,6 +16,7 @@ from libra_opt.errors import (
 from libra_opt.fabric.dims import Dim, Fabric
 from libra_opt.optimize import problem as opt
 from libra_opt.optimize.problem import build_problem, solve
+from libra_opt.optimize.scaling import CLARABEL_RETRY_PROFILES
 from libra_opt.scenario.constraints import parse_constraint
 from libra_opt.scenario.evaluate import Evaluation
 from libra_opt.scenario.scenario import Scenario
@@ -453,7 +454,34 @@ def test_dimensions_orders_of_magnitude_apart_are_scaled_per_dimension():
     scen = diloco_scenario(Scenario(f, cm, (w,), constraints=cons), "site",
                            DiLoCoSettings(100, 1, 16.0), 2.87e9 / 2)
     rhs = {"bw.site <= 1": 0.00581394920852625}
-    fast = build_problem(scen).solve(rhs=rhs, with_baselines=False)
+    problem = build_problem(scen)
+    fast = problem.solve(rhs=rhs, with_baselines=False)
     ref = build_problem(scen, backend="cvxpy").solve(rhs=rhs, with_baselines=False)
     assert_allclose(fast.objective_value, ref.objective_value, rtol=1e-7)
     assert_allclose(fast.bw_gbps, [local, rhs["bw.site <= 1"]], rtol=1e-6)
+    # the scale is what matters: under the same settings profile the uniformly scaled
+    # program stalls (three of the four profiles) and the one scaled per dimension solves
+    new, rows = opt._override(problem, rhs)
+    stalled = 0
+    for profile in range(len(CLARABEL_RETRY_PROFILES)):
+        try:
+            opt._solve_once(problem, opt._fresh_program(problem, new, rows), new, rows, profile)
+        except opt._SolverAttemptFailed:
+            stalled += 1
+        run = opt._solve_once(problem, opt._boxed_program(problem, new, rows), new, rows, profile)
+        assert_allclose(run.ev.objective_value, ref.objective_value, rtol=1e-7)
+    assert stalled >= 2
+
+
+def test_pickled_scenario_rebuilds_read_only_rows():
+    import pickle
+
+    import libra_opt.explore.grid  # noqa: F401 - registers pickling of read-only mappings
+
+    scen = scenario_2d(["sum(bw) <= 300"])
+    a = scen.rows[0].a
+    assert not a.flags.writeable
+    copy = pickle.loads(pickle.dumps(scen))
+    assert "rows" not in copy.__dict__  # left out, built again on first use
+    assert not copy.rows[0].a.flags.writeable
+    assert_allclose(copy.rows[0].a, a, rtol=0)
