@@ -1,5 +1,7 @@
 """Small fabrics and workloads whose traffic is derived by hand, shared by the tests."""
 
+import math
+
 from libra_opt.cost.prices import CostModel
 from libra_opt.fabric.dims import Dim, Fabric
 from libra_opt.scenario.constraints import parse_constraint
@@ -51,3 +53,17 @@ def write_scenario_files(directory, scenario_yaml, workload_txt, communicator_ym
     path = directory / "s.yaml"
     path.write_text(scenario_yaml)
     return path
+
+
+def same(a, b) -> bool:
+    """Equal with identical types all the way down (1, 1.0 and True differ; NaN == NaN):
+    how two YAML readers' data are compared."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float) and math.isnan(a):
+        return math.isnan(b)
+    return bool(a == b)

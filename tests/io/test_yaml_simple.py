@@ -3,7 +3,6 @@ document, and a refusal (the loaders take over) everywhere else."""
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +14,7 @@ from hypothesis import strategies as st
 from libra_opt.io import yaml_util as yu
 from libra_opt.io.yaml_simple import NOT_SIMPLE, parse_simple
 from libra_opt.io.yaml_util import MAX_YAML_DEPTH, load_yaml
+from tests.fixtures import same
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "libra_opt" / "data"
@@ -24,19 +24,6 @@ LIMITS = (MAX_YAML_DEPTH, yu.MAX_YAML_NODES)
 
 def simple(text: str, limits: tuple[int, int] = LIMITS) -> Any:
     return parse_simple(text, yu._SIMPLE_RESOLVERS, yu._StrictLoader.bool_values, *limits)
-
-
-def same(a: Any, b: Any) -> bool:
-    """Equal with identical types all the way down (1, 1.0 and True differ)."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, float) and math.isnan(a):
-        return math.isnan(b)
-    return bool(a == b)
 
 
 def reference(text: str, limits: tuple[int, int] = LIMITS) -> tuple[str, Any]:

@@ -7,7 +7,6 @@ and parsed once per load.
 
 from __future__ import annotations
 
-import math
 import shutil
 import time
 from pathlib import Path
@@ -23,6 +22,7 @@ from libra_opt.io import yaml_util as yu
 from libra_opt.io.scenario_file import load_scenario
 from libra_opt.io.yaml_simple import NOT_SIMPLE, parse_simple
 from libra_opt.io.yaml_util import MAX_YAML_DEPTH, ParseCache, load_yaml
+from tests.fixtures import same
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "libra_opt" / "data" / "examples"
@@ -33,19 +33,6 @@ SHIPPED = sorted(
 HAVE_C = yu._C_LOADER is not None
 needs_c = pytest.mark.skipif(not HAVE_C, reason="PyYAML built without libyaml")
 LIMITS = (MAX_YAML_DEPTH, yu.MAX_YAML_NODES)
-
-
-def same(a: Any, b: Any) -> bool:
-    """Equal with identical types all the way down (1, 1.0 and True differ; NaN == NaN)."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, float) and math.isnan(a):
-        return math.isnan(b)
-    return bool(a == b)
 
 
 def outcome(fn, text: str) -> tuple[str, Any]:
