@@ -76,7 +76,7 @@ from libra_opt.generators.pipeline import (
     StagePlan,
     bubble_fraction,
     inflight_microbatches,
-    partition_layers,
+    stage_plan,
 )
 from libra_opt.generators.roofline import operator_time_s
 from libra_opt.generators.transformer_comm import (
@@ -98,7 +98,6 @@ __all__ = [
     "transformer_workload",
     "layer_params_local",
     "check_transformer_parallelism",
-    "stage_plan",
 ]
 
 log = logging.getLogger(__name__)
@@ -171,48 +170,6 @@ def layer_params_local(model: TransformerSpec, par: Parallelism, c: LayerCounts)
     if c.n_experts:
         expert = (c.n_experts / par.ep) * c.expert_params / tp
     return dense, expert
-
-
-def stage_plan(model: TransformerSpec, pp: int, interleave: int = 1) -> tuple[StagePlan, ...]:
-    """Layers per pipeline device: :func:`~libra_opt.generators.pipeline.partition_layers`,
-    and the Llama 3 recipe when the virtual stages outnumber the layers by one or two.
-
-    With ``pp x interleave = layers + r`` (``r`` = 1 or 2) every virtual stage holds one
-    layer, except that the last one holds only the output layer and the loss and (``r = 2``)
-    the first one only the embedding -- "the first model chunk on the first stage has only
-    the embedding, and the last model chunk on the last stage has only output projection and
-    loss calculation" (Dubey et al. 2024, Sec. 3.3.2).
-
-    References
-    ----------
-    .. [1] A. Dubey et al., "The Llama 3 Herd of Models", arXiv:2407.21783, Sec. 3.3.2.
-
-    Examples
-    --------
-    Llama 3 405B (126 layers) on 16 devices with 8 virtual stages each:
-
-    >>> from libra_opt.io.presets import load_model
-    >>> plan = stage_plan(load_model("llama3_405b"), 16, 8)
-    >>> [s.n_layers for s in plan][:3], plan[-1].n_layers, sum(s.n_layers for s in plan)
-    ([7, 8, 8], 7, 126)
-    """
-    n_virtual = pp * interleave
-    spare = n_virtual - model.n_layers
-    if pp == 1 or not 0 < spare <= 2:
-        return partition_layers(model, pp, interleave)
-    first = 1 if spare == 2 else 0  # virtual stage of the first layer
-    dense = [0] * pp
-    moe = [0] * pp
-    for layer in range(model.n_layers):
-        dev = (first + layer) % pp
-        if model.is_moe_layer(layer):
-            moe[dev] += 1
-        else:
-            dense[dev] += 1
-    return tuple(
-        StagePlan(i, dense[i], moe[i], has_embedding=(i == 0), has_head=(i == pp - 1))
-        for i in range(pp)
-    )
 
 
 def _phases(

@@ -18,8 +18,8 @@ from numpy.testing import assert_allclose
 from libra_opt.errors import InputError
 from libra_opt.generators.operators import Operator, transformer_layer_operators
 from libra_opt.generators.parallelism import Parallelism
+from libra_opt.generators.pipeline import stage_plan
 from libra_opt.generators.roofline import operator_time_s
-from libra_opt.generators.transformer_workload import stage_plan
 from libra_opt.io.presets import load_device, load_model
 from libra_opt.io.validation import load_validation_table, validation_table_names
 
