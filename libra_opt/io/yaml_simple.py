@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["MAX_INT_DIGITS", "NOT_SIMPLE", "PLAIN_FLOAT", "PLAIN_INT", "parse_simple"]
+__all__ = ["MAX_INT_DIGITS", "NOT_SIMPLE", "PLAIN_FLOAT", "PLAIN_INT", "TAG_PREFIX", "parse_simple", "plain_value"]
 
 
 class _NotSimple:
@@ -37,8 +37,8 @@ class _Outside(Exception):
     """Raised inside the reader when the text leaves the subset."""
 
 
-_TAG = "tag:yaml.org,2002:"
-_INT, _FLOAT, _BOOL, _NULL = (_TAG + t for t in ("int", "float", "bool", "null"))
+TAG_PREFIX = "tag:yaml.org,2002:"
+_STR, _INT, _FLOAT, _BOOL, _NULL = (TAG_PREFIX + t for t in ("str", "int", "float", "bool", "null"))
 #: A key: a plain word (resolved like any plain scalar, so ``on:`` is ``True`` as in YAML 1.1).
 _KEY = r"[A-Za-z_][A-Za-z0-9_.\-]{0,1023}"  # YAML's simple keys: at most 1024 characters
 #: ``key:`` or ``key: value`` (the value after at least one space).
@@ -66,6 +66,30 @@ _NON_PRINTABLE = re.compile(
 #: most often): such documents are declined before any line is read. (Each character is
 #: scanned from one bracket at most: linear in the text.)
 _UNCLOSED = re.compile(r"[\[{][^\[{\]}\n]*$", re.MULTILINE)
+
+
+def plain_value(tag: str, text: str, bool_values: Mapping[str, bool]) -> Any:  # noqa: PLR0911
+    """What PyYAML's safe constructors make of a scalar ``text`` tagged ``tag``, for the
+    common forms: a string, a decimal integer or number (``int(text)`` / ``float(text)``
+    exactly), a boolean word, a null; :data:`NOT_SIMPLE` for anything else (another tag,
+    ``0x1F``, ``1_000``, ``.inf``, ``1:30``...), which the loaders' own constructors build.
+
+    Examples
+    --------
+    >>> plain_value("tag:yaml.org,2002:float", "1e3", {}), plain_value("tag:yaml.org,2002:int", "0x1F", {})
+    (1000.0, NOT_SIMPLE)
+    """
+    if tag == _STR:
+        return text
+    if tag == _INT:
+        return int(text) if PLAIN_INT.fullmatch(text) else NOT_SIMPLE
+    if tag == _FLOAT:
+        return float(text) if PLAIN_FLOAT.fullmatch(text) else NOT_SIMPLE
+    if tag == _BOOL:
+        return bool_values.get(text.lower(), NOT_SIMPLE)
+    if tag == _NULL:
+        return None
+    return NOT_SIMPLE
 
 
 def _open_flow(text: str) -> bool:
@@ -332,7 +356,7 @@ class _Reader:
             raise _Outside
         return self.plain(m.group(1)), self.flow_item(m.group(2).strip(" "))
 
-    def plain(self, text: str) -> Any:  # noqa: PLR0911 - one return per tag
+    def plain(self, text: str) -> Any:
         """A plain scalar, typed by the loader's implicit resolvers and built as PyYAML's
         safe constructors build it (other tags or notations: outside the subset)."""
         tag = None
@@ -342,12 +366,7 @@ class _Reader:
                 break
         if tag is None:
             return text  # no resolver matches: a string
-        if tag == _INT and PLAIN_INT.fullmatch(text):
-            return int(text)
-        if tag == _FLOAT and PLAIN_FLOAT.fullmatch(text):
-            return float(text)
-        if tag == _BOOL:
-            return self.bool_values[text.lower()]
-        if tag == _NULL:
-            return None
+        value = plain_value(tag, text, self.bool_values)
+        if value is not NOT_SIMPLE:
+            return value
         raise _Outside  # timestamps, merge keys, 0x1F, 1_000, .inf, 1:30 ...

@@ -33,9 +33,9 @@ from libra_opt.errors import InputError, short_repr
 from libra_opt.io.yaml_simple import (
     MAX_INT_DIGITS,
     NOT_SIMPLE,
-    PLAIN_FLOAT,
-    PLAIN_INT,
+    TAG_PREFIX,
     parse_simple,
+    plain_value,
 )
 
 __all__ = [
@@ -414,8 +414,9 @@ class _StrictLoader(yaml.SafeLoader):
 
 
 _add_rules(_StrictLoader)
-#: The reference loader's implicit resolvers by first character, for the plain block reader.
-_SIMPLE_RESOLVERS: Mapping[str, tuple[tuple[str, re.Pattern[str]], ...]] = MappingProxyType({
+#: The implicit resolvers by first character (the same for both loaders, :func:`_add_rules`):
+#: the plain block reader's and libyaml's tag resolution.
+_IMPLICIT: Mapping[str, tuple[tuple[str, re.Pattern[str]], ...]] = MappingProxyType({
     first: tuple(pairs) for first, pairs in _StrictLoader.yaml_implicit_resolvers.items()
 })
 
@@ -510,9 +511,7 @@ def _check_graph(root: yaml.Node, max_depth: int, max_nodes: int) -> bool:
     return shared
 
 
-_TAG = "tag:yaml.org,2002:"
-_STR, _INT, _FLOAT, _BOOL, _NULL = (_TAG + t for t in ("str", "int", "float", "bool", "null"))
-_MAP, _SEQ, _MERGE, _VALUE = (_TAG + t for t in ("map", "seq", "merge", "value"))
+_MAP, _SEQ, _MERGE, _VALUE = (TAG_PREFIX + t for t in ("map", "seq", "merge", "value"))
 
 
 def _construct_fast(loader: Any, root: yaml.Node, shared: bool) -> Any:
@@ -531,7 +530,6 @@ def _construct_fast(loader: Any, root: yaml.Node, shared: bool) -> Any:
     memo: dict[int, Any] | None = {} if shared else None
     scalar, mapping, sequence = yaml.ScalarNode, yaml.MappingNode, yaml.SequenceNode
     bools = loader.bool_values
-    int_match, float_match = PLAIN_INT.fullmatch, PLAIN_FLOAT.fullmatch
     error = yaml.constructor.ConstructorError
 
     def build(node: Any) -> Any:
@@ -539,17 +537,9 @@ def _construct_fast(loader: Any, root: yaml.Node, shared: bool) -> Any:
             return memo[id(node)]
         kind, tag = type(node), node.tag
         if kind is scalar:
-            value = node.value
-            if tag == _STR:
+            value = plain_value(tag, node.value, bools)
+            if value is not NOT_SIMPLE:
                 return value
-            if tag == _INT and int_match(value):
-                return int(value)
-            if tag == _FLOAT and float_match(value):
-                return float(value)
-            if tag == _BOOL and value.lower() in bools:
-                return bools[value.lower()]
-            if tag == _NULL:
-                return None
         elif kind is mapping and tag == _MAP and not any(
             k.tag == _MERGE or k.tag == _VALUE for k, _ in node.value
         ):
@@ -631,7 +621,7 @@ if _CSafeLoader is not None:
             per-node list building: libyaml's composer calls this once per node."""
             if kind is yaml.ScalarNode:
                 if implicit[0]:
-                    for tag, regexp in _C_IMPLICIT.get(value[:1], ()):
+                    for tag, regexp in _IMPLICIT.get(value[:1], ()):
                         if regexp.match(value):
                             return tag
                 return self.DEFAULT_SCALAR_TAG
@@ -640,13 +630,10 @@ if _CSafeLoader is not None:
             return self.DEFAULT_MAPPING_TAG
 
     _add_rules(_CStrictLoader)
-    # the shortcut above holds while there are no path or wildcard resolvers
+    # the shortcut above holds while there are no path or wildcard resolvers, and the two
+    # loaders resolve alike
     assert not _CStrictLoader.yaml_path_resolvers
-    assert None not in _CStrictLoader.yaml_implicit_resolvers
-    #: First character -> the implicit resolvers tried, as tuples (read-only).
-    _C_IMPLICIT: Mapping[str, tuple[tuple[str, re.Pattern[str]], ...]] = MappingProxyType({
-        first: tuple(pairs) for first, pairs in _CStrictLoader.yaml_implicit_resolvers.items()
-    })
+    assert {k: tuple(v) for k, v in _CStrictLoader.yaml_implicit_resolvers.items()} == _IMPLICIT
     _C_LOADER: Any = _CStrictLoader
 else:  # pragma: no cover - PyYAML built without libyaml
     _C_LOADER = None
@@ -718,7 +705,7 @@ def _compose(text: str, max_depth: int, max_nodes: int) -> tuple[_Composed, Any]
     document is in its subset; else libyaml where it may read ``text``; the reference
     loader otherwise, and for the wording of every error (it refuses what libyaml
     refused, with today's message)."""
-    data = parse_simple(text, _SIMPLE_RESOLVERS, _StrictLoader.bool_values, max_depth,
+    data = parse_simple(text, _IMPLICIT, _StrictLoader.bool_values, max_depth,
                         max_nodes)
     if data is not NOT_SIMPLE:
         return _Composed(None, False, None, text=text, limits=(max_depth, max_nodes)), data
@@ -755,7 +742,7 @@ class _Composed:
     def construct(self) -> Any:
         """New data of the document (the same as its first construction)."""
         if self.text is not None:
-            return parse_simple(self.text, _SIMPLE_RESOLVERS, _StrictLoader.bool_values,
+            return parse_simple(self.text, _IMPLICIT, _StrictLoader.bool_values,
                                 *self.limits)
         if self.root is None:
             return None

@@ -23,7 +23,7 @@ LIMITS = (MAX_YAML_DEPTH, yu.MAX_YAML_NODES)
 
 
 def simple(text: str, limits: tuple[int, int] = LIMITS) -> Any:
-    return parse_simple(text, yu._SIMPLE_RESOLVERS, yu._StrictLoader.bool_values, *limits)
+    return parse_simple(text, yu._IMPLICIT, yu._StrictLoader.bool_values, *limits)
 
 
 def reference(text: str, limits: tuple[int, int] = LIMITS) -> tuple[str, Any]:

@@ -89,7 +89,7 @@ def test_without_libyaml_the_reference_loader_reads_the_rest(monkeypatch):
     # what the plain block reader does not take goes to the reference loader
     want = {p: load_yaml(p) for p in SHIPPED}
     not_simple = [p for p in SHIPPED if parse_simple(
-        p.read_text(encoding="utf-8"), yu._SIMPLE_RESOLVERS, yu._StrictLoader.bool_values
+        p.read_text(encoding="utf-8"), yu._IMPLICIT, yu._StrictLoader.bool_values
     ) is NOT_SIMPLE]
     monkeypatch.setattr(yu, "_C_LOADER", None)
     calls = []
