@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from libra_opt.io import yaml_util  # noqa: E402
+from libra_opt.io import files, yaml_util  # noqa: E402
 from libra_opt.io.example_files import example_names  # noqa: E402
 from libra_opt.io.scenario_file import load_scenario  # noqa: E402
 from libra_opt.io.yaml_simple import NOT_SIMPLE  # noqa: E402
@@ -95,18 +95,18 @@ def fmt(t: tuple[float, ...]) -> str:
 def reads_per_load(name: str) -> dict[str, int]:
     """How often each file is read by one ``load_scenario(name)``."""
     counts: dict[str, int] = {}
-    real = yaml_util.read_bytes
+    real = files.read_bytes
 
     def counting(path, **kw):  # type: ignore[no-untyped-def]
         key = str(Path(path).resolve().relative_to(ROOT / "libra_opt" / "data"))
         counts[key] = counts.get(key, 0) + 1
         return real(path, **kw)
 
-    yaml_util.read_bytes = counting  # type: ignore[assignment]
+    files.read_bytes = counting  # type: ignore[assignment]
     try:
         load_scenario(name)
     finally:
-        yaml_util.read_bytes = real
+        files.read_bytes = real
     return counts
 
 

@@ -15,9 +15,9 @@ from typing import TypedDict
 
 from libra_opt.errors import InputError, short_repr
 from libra_opt.generators.generated import GeneratedWorkload
+from libra_opt.io.files import ParseCache, read_text
 from libra_opt.io.libra import write_libra_communicator
 from libra_opt.io.output import write_text_atomic
-from libra_opt.io.yaml_util import ParseCache, read_text
 from libra_opt.options import PHASES, CollectiveKind
 from libra_opt.traffic.workload import Collective, Layer, Phase, Workload, walk_phases
 
@@ -171,7 +171,7 @@ def read_astra_sim(
 ) -> Workload:
     """Read an ASTRA-sim 1.0 workload file (see :func:`parse_astra_sim`).
 
-    With ``cache`` (the current load's :class:`~libra_opt.io.yaml_util.ParseCache`) a file
+    With ``cache`` (the current load's :class:`~libra_opt.io.files.ParseCache`) a file
     already read with the same groups is neither read nor parsed again: the workload read
     then is returned under ``name``.
     """

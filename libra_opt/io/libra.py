@@ -18,8 +18,9 @@ import yaml
 
 from libra_opt.errors import InputError, short_repr
 from libra_opt.fabric.dims import Dim, Fabric
+from libra_opt.io.files import ParseCache
 from libra_opt.io.output import write_text_atomic
-from libra_opt.io.yaml_util import ParseCache, load_yaml
+from libra_opt.io.yaml_util import load_yaml
 from libra_opt.options import COMPONENTS, Topology
 
 __all__ = [
@@ -61,7 +62,7 @@ def read_libra_network(path: str | Path, *, cache: ParseCache | None = None) -> 
 
     Dimension names are derived from the cost tiers (``InterPod`` -> ``pod``; a repeated
     tier gets its index appended). ``cache``: the current load's
-    :class:`~libra_opt.io.yaml_util.ParseCache` (a file it holds is not parsed again).
+    :class:`~libra_opt.io.files.ParseCache` (a file it holds is not parsed again).
     """
     src = str(path)
     data = _mapping(load_yaml(path, cache=cache), src, "network")
@@ -165,7 +166,7 @@ def read_libra_cost_model(
 ) -> dict[str, dict[str, float]]:
     """Read a LIBRA cost-model YAML: tier -> component (``link``/``switch``/``nic``) -> $/GB/s.
 
-    ``cache``: the current load's :class:`~libra_opt.io.yaml_util.ParseCache`.
+    ``cache``: the current load's :class:`~libra_opt.io.files.ParseCache`.
     """
     src = str(path)
     return parse_libra_prices(load_yaml(path, cache=cache), src, "cost_model")
@@ -198,7 +199,7 @@ def read_libra_communicator(
     ----------
     path : str or pathlib.Path
     cache : ParseCache, optional
-        The current load's :class:`~libra_opt.io.yaml_util.ParseCache`.
+        The current load's :class:`~libra_opt.io.files.ParseCache`.
 
     Returns
     -------

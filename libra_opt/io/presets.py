@@ -21,7 +21,8 @@ from libra_opt.cost.prices import CostModel
 from libra_opt.errors import InputError, short_repr
 from libra_opt.generators.descriptors import DLRMSpec, ResNetSpec, TransformerSpec, model_from_dict
 from libra_opt.generators.devices import Device, device_from_dict
-from libra_opt.io.yaml_util import ParseCache, load_yaml
+from libra_opt.io.files import ParseCache
+from libra_opt.io.yaml_util import load_yaml
 
 __all__ = [
     "model_presets",
@@ -68,7 +69,7 @@ def load_model(
     base_dir : str or pathlib.Path, optional
         Directory relative paths are resolved against (default: the working directory).
     cache : ParseCache, optional
-        The current load's :class:`~libra_opt.io.yaml_util.ParseCache` (a descriptor it
+        The current load's :class:`~libra_opt.io.files.ParseCache` (a descriptor it
         holds is not parsed again).
 
     Raises
@@ -165,7 +166,7 @@ def load_catalog(
     overrides : mapping, optional
         Dotted path -> value (see :func:`libra_opt.cost.catalog.catalog_from_dict`).
     cache : ParseCache, optional
-        The current load's :class:`~libra_opt.io.yaml_util.ParseCache`.
+        The current load's :class:`~libra_opt.io.files.ParseCache`.
 
     Returns
     -------

@@ -93,6 +93,7 @@ from libra_opt.generators.transformer_counts import total_params
 from libra_opt.io.astra_sim import read_astra_sim
 from libra_opt.io.astra_sim_network import read_astra_sim_system
 from libra_opt.io.example_files import example_names, example_path, is_example_name
+from libra_opt.io.files import ParseCache
 from libra_opt.io.libra import (
     LIBRA_PHASE_GROUPS,
     parse_libra_prices,
@@ -102,7 +103,7 @@ from libra_opt.io.libra import (
 )
 from libra_opt.io.model_entry import generated_from_entry
 from libra_opt.io.presets import load_catalog, load_model
-from libra_opt.io.yaml_util import ParseCache, load_yaml
+from libra_opt.io.yaml_util import load_yaml
 from libra_opt.options import (
     AllReduceVariant,
     CollectiveAlgorithm,

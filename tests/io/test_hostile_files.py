@@ -18,8 +18,9 @@ from libra_opt.cli import main
 from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Dim, Fabric
 from libra_opt.io.astra_sim import read_astra_sim
+from libra_opt.io.files import MAX_INPUT_BYTES, read_text
 from libra_opt.io.scenario_file import load_scenario
-from libra_opt.io.yaml_util import MAX_INPUT_BYTES, load_yaml, read_text
+from libra_opt.io.yaml_util import load_yaml
 from libra_opt.scenario.constraints import parse_constraint
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "libra_opt" / "data" / "examples"

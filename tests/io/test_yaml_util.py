@@ -19,9 +19,10 @@ from hypothesis import strategies as st
 
 from libra_opt.errors import InputError
 from libra_opt.io import yaml_util as yu
+from libra_opt.io.files import ParseCache
 from libra_opt.io.scenario_file import load_scenario
 from libra_opt.io.yaml_simple import NOT_SIMPLE, parse_simple
-from libra_opt.io.yaml_util import MAX_YAML_DEPTH, ParseCache, load_yaml
+from libra_opt.io.yaml_util import MAX_YAML_DEPTH, load_yaml
 from tests.fixtures import same
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -357,7 +358,9 @@ def shared_dir(tmp_path: Path) -> Path:
 def _count(monkeypatch) -> tuple[dict[str, int], dict[str, int]]:
     reads: dict[str, int] = {}
     parses = {"yaml": 0, "astra_sim": 0}
-    read_bytes, parse = yu.read_bytes, yu._compose
+    import libra_opt.io.files as files
+
+    read_bytes, parse = files.read_bytes, yu._compose
 
     def counting_read(path, **kw):
         name = str(Path(path).resolve())
@@ -376,7 +379,7 @@ def _count(monkeypatch) -> tuple[dict[str, int], dict[str, int]]:
         parses["astra_sim"] += 1
         return parse_astra(*args, **kw)
 
-    monkeypatch.setattr(yu, "read_bytes", counting_read)
+    monkeypatch.setattr(files, "read_bytes", counting_read)
     monkeypatch.setattr(yu, "_compose", counting_parse)
     monkeypatch.setattr(astra, "parse_astra_sim", counting_astra)
     return reads, parses

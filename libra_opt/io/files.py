@@ -1,0 +1,191 @@
+"""Bounded reading of input files: every error is one :class:`InputError` naming the file.
+
+* a path must be non-empty and name a regular file (not a directory, FIFO or device, nor a
+  symlink to one) of at most :data:`MAX_INPUT_BYTES`; at most that many bytes (+1) are
+  ever read, so a huge or endless file is never read whole;
+* a :class:`ParseCache`, made for one top-level load and passed down, reads and parses
+  each file once however often the load refers to it.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Callable, Hashable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from libra_opt.errors import InputError, short_repr
+
+__all__ = ["MAX_INPUT_BYTES", "ParseCache", "read_bytes", "read_text"]
+
+#: Largest input file read (bytes); the ``max_bytes`` keyword of the readers overrides it.
+MAX_INPUT_BYTES = 64 * 1024 * 1024
+_T = TypeVar("_T")
+
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _kind(mode: int) -> str:
+    return next((what for test, what in _KINDS if test(mode)), "not a regular file")
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n} bytes"
+
+
+def _check_path(path: str | Path) -> str:
+    """``path`` as a string, once it is known not to be empty nor to hold a NUL byte."""
+    if path is None or (isinstance(path, str) and not path.strip()):
+        raise InputError("empty path; expected the name of a file")
+    text = os.fspath(path)
+    if "\0" in text:
+        raise InputError(f"path {short_repr(text)} contains a NUL byte; expected a file name")
+    return text
+
+
+def read_bytes(path: str | Path, *, max_bytes: int | None = None) -> bytes:
+    """The bytes of a regular file of at most ``max_bytes`` (default :data:`MAX_INPUT_BYTES`).
+
+    Raises
+    ------
+    InputError
+        Naming the file: empty path, missing, not a regular file, too large or unreadable.
+    """
+    limit = MAX_INPUT_BYTES if max_bytes is None else int(max_bytes)
+    p = src = _check_path(path)
+    try:
+        st = os.stat(p)  # follows symlinks: a link to /dev/zero is a device
+    except FileNotFoundError:
+        raise InputError("file not found", source=src) from None
+    except OSError as exc:
+        raise InputError(f"cannot read file: {exc.strerror or exc}", source=src) from None
+    if not stat.S_ISREG(st.st_mode):
+        raise InputError(f"is {_kind(st.st_mode)}; expected a regular file", source=src)
+    if st.st_size > limit:
+        raise InputError(
+            f"file is {_mib(st.st_size)}; the limit is {_mib(limit)}", source=src
+        )
+    try:
+        # O_NONBLOCK: should the path have been swapped for a FIFO since stat, open does
+        # not wait for a writer; fstat below then refuses it.
+        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise InputError(f"cannot read file: {exc.strerror or exc}", source=src) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise InputError(f"is {_kind(st.st_mode)}; expected a regular file", source=src)
+        # ask for the size known now (a read of limit + 1 bytes allocates that much), then
+        # for the rest should the file have grown since; a short read asks again
+        want = min(st.st_size, limit) + 1
+        chunks = [os.read(fd, want)]
+        got = len(chunks[0])
+        while chunks[-1] and got <= limit:
+            # past the size known at the start, ask in pieces of at most 64 KiB (the end of
+            # the file is usually there: a read of the whole limit would allocate it)
+            ask = want - got if got < st.st_size else min(limit + 1 - got, 65536)
+            chunks.append(os.read(fd, ask))
+            got += len(chunks[-1])
+        data = b"".join(chunks)
+    except OSError as exc:
+        raise InputError(f"cannot read file: {exc.strerror or exc}", source=src) from None
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise InputError(f"file is larger than the limit of {_mib(limit)}", source=src)
+    return data
+
+
+def read_text(
+    path: str | Path, *, max_bytes: int | None = None, cache: ParseCache | None = None
+) -> str:
+    """The UTF-8 text of a file (bounded as :func:`read_bytes`); an :class:`InputError`
+    naming it when it cannot be read. With ``cache`` (the current load's
+    :class:`ParseCache`) a file already read is not read again."""
+    if cache is not None:
+        return cache.get("text", path, lambda: read_text(path, max_bytes=max_bytes), max_bytes)
+    data = read_bytes(path, max_bytes=max_bytes)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InputError(
+            f"not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})",
+            source=str(path),
+            field=f"line {line}",
+        ) from None
+
+
+class ParseCache:
+    """Each file read, and parsed, once within one top-level load.
+
+    Make one per load (one :func:`~libra_opt.io.scenario_file.load_scenario` call, say) and
+    pass it down to the readers (their ``cache`` keyword). It lives only as long as that
+    load, so a file changed between two loads is read afresh. A file is known by its device,
+    inode, size and modification time, so two paths to one file (``a/../b.yml``, a symlink)
+    are one entry. For YAML it keeps the parsed node graph, never handed out, and
+    :func:`load_yaml` builds new data from it for every reader (without parsing again), so
+    a reader changing what it got cannot change what another gets.
+
+    Examples
+    --------
+    >>> from libra_opt.io.example_files import example_path
+    >>> cache = ParseCache()
+    >>> p = example_path("gpt3_175b_4d")
+    >>> from libra_opt.io.yaml_util import load_yaml
+    >>> first = load_yaml(p, cache=cache)      # read and parsed
+    >>> again = load_yaml(p, cache=cache)      # neither read nor parsed: built anew
+    >>> again == first and again is not first
+    True
+    """
+
+    def __init__(self) -> None:
+        self._memo: dict[Hashable, Any] = {}
+
+    def get(
+        self,
+        kind: str,
+        path: str | Path | None,
+        make: Callable[[], _T],
+        *extra: Hashable,
+    ) -> _T:
+        """``make()`` the first time ``(kind, file of path, *extra)`` is asked for; then its value.
+
+        Parameters
+        ----------
+        kind : str
+            What is made from the file (``"yaml"``, ``"text"``, a reader's name).
+        path : str or pathlib.Path or None
+            The file; ``None``, or a path that cannot be looked up, is never memoised
+            (``make`` then reports the problem).
+        make : callable
+            Reads and parses the file; an exception it raises is not memoised.
+        *extra : hashable
+            Further parts of the key (limits, the groups a workload is read with...).
+        """
+        ident = _file_key(path)
+        if ident is None:
+            return make()
+        key = (kind, ident, *extra)
+        if key in self._memo:
+            return self._memo[key]  # type: ignore[no-any-return]
+        value = make()
+        self._memo[key] = value
+        return value
+
+
+def _file_key(path: str | Path | None) -> Hashable | None:
+    if path is None:
+        return None
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):  # missing, unreadable, NUL byte: the reader reports it
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
