@@ -46,6 +46,14 @@ from libra_opt.optimize.scaling import (
 )
 from libra_opt.optimize.solution import Solution, SolverInfo, constraint_reports
 from libra_opt.optimize.terms import AggregatedTerms, aggregate_terms
+from libra_opt.optimize.verify import (
+    CONSTRAINT_REL_TOL,
+    MAX_BW_GBPS,
+    MAX_STEP_S,
+    OBJECTIVE_REL_TOL,
+    check_magnitudes,
+    verification_failure,
+)
 from libra_opt.scenario.constraints import Row
 from libra_opt.scenario.evaluate import Evaluation, evaluate, scenario_walks
 from libra_opt.scenario.scenario import Scenario, scenario_rows, unique_labels
@@ -56,19 +64,6 @@ __all__ = ["BandwidthProblem", "build_problem", "solve", "OBJECTIVE_REL_TOL", "M
 
 logger = logging.getLogger(__name__)
 
-#: Relative agreement required between the solver's objective and the numpy evaluator's.
-OBJECTIVE_REL_TOL = 1e-6
-#: Relative constraint violation tolerated in the returned allocation.
-CONSTRAINT_REL_TOL = 1e-6
-#: Longest optimal step time accepted, in seconds (about 32 years). An optimum beyond it comes
-#: from absurd inputs (tiny bandwidth, huge collectives or compute): :func:`solve` raises
-#: :class:`~libra_opt.errors.InputError` instead of reporting it.
-MAX_STEP_S = 1e9
-#: Largest optimal bandwidth accepted on one dimension, in GB/s per NPU (1 EB/s): beyond it
-#: communication vanishes below double precision next to compute, and an answer is an
-#: artefact of the constraints' magnitudes; :func:`solve` raises
-#: :class:`~libra_opt.errors.InputError`.
-MAX_BW_GBPS = 1e9
 # A bandwidth nothing bounds is capped at this multiple of the problem's bandwidth scale
 # while solving; the answer is then probed for further improvement.
 _CAP_FACTOR = 1e4
@@ -373,25 +368,31 @@ def _solve_once(
 
 
 def _passes_verification(run: _SolveAttempt) -> bool:
-    """Whether the numpy evaluator confirms ``run``: a finite objective within
-    ``OBJECTIVE_REL_TOL`` of the solver's and every constraint met (``CONSTRAINT_REL_TOL``)."""
-    return (
-        np.isfinite(run.ev.objective_value)
-        and run.gap <= OBJECTIVE_REL_TOL
-        and run.ev.feasible(CONSTRAINT_REL_TOL)
+    """Whether the numpy evaluator confirms ``run`` (:func:`verification_failure`)."""
+    return verification_failure(run.ev, run.gap, run.solver_obj) is None
+
+
+def _program_at(
+    problem: BandwidthProblem, scen: Scenario, rows: tuple[Row, ...], b_ref: np.ndarray,
+    t_ref: float, product: tuple[float, np.ndarray] | None = None, ref_cost: float | None = None,
+) -> Any:
+    """``problem``'s program for ``rows`` in units ``b_ref`` (GB/s per dimension) and ``t_ref``
+    (s); the perspective form's cost unit (``product``, ``ref_cost``) is the first build's
+    unless given."""
+    prog = _build_program(
+        problem.backend, problem.terms, np.array(scen.weights), rows, scen.fabric.n_dims,
+        scen.collective_model, scen.training_loop,
+        problem.program.product if product is None else product, b_ref, t_ref,
     )
+    prog.ref_cost = problem.program.ref_cost if ref_cost is None else ref_cost
+    return prog
 
 
 def _fresh_program(problem: BandwidthProblem, scen: Scenario, rows: tuple[Row, ...]) -> Any:
     """A program scaled for these right-hand sides (a uniform scale from an LP vertex)."""
     n, used = scen.fabric.n_dims, problem.terms.used_dims
     b_ref, t_ref = reference_scales(problem.terms, np.array(scen.weights), n, reference_bw(rows, n, used))
-    prog = _build_program(
-        problem.backend, problem.terms, np.array(scen.weights), rows, n, scen.collective_model,
-        scen.training_loop, problem.program.product, b_ref, t_ref,
-    )
-    prog.ref_cost = problem.program.ref_cost
-    return prog
+    return _program_at(problem, scen, rows, b_ref, t_ref)
 
 
 def _boxed_program(problem: BandwidthProblem, scen: Scenario, rows: tuple[Row, ...]) -> Any:
@@ -408,13 +409,7 @@ def _boxed_program(problem: BandwidthProblem, scen: Scenario, rows: tuple[Row, .
         status, _, bw = lp_extreme(rows, n, c, used)
         if status == "optimal" and bw is not None and bw[d] > 0:
             b_ref[d] = float(bw[d])
-    prog = _build_program(
-        problem.backend, problem.terms, weights, rows, n, scen.collective_model,
-        scen.training_loop, problem.program.product, b_ref,
-        time_reference(problem.terms, weights, b_ref),
-    )
-    prog.ref_cost = problem.program.ref_cost
-    return prog
+    return _program_at(problem, scen, rows, b_ref, time_reference(problem.terms, weights, b_ref))
 
 
 def _polished_program(
@@ -433,12 +428,7 @@ def _polished_program(
         if np.isfinite(cost) and cost > 0:
             ref_cost = cost
             product = (k0 / ref_cost, problem.rate / ref_cost)
-    prog = _build_program(
-        problem.backend, problem.terms, np.array(scen.weights), rows, scen.fabric.n_dims,
-        scen.collective_model, scen.training_loop, product, b_ref, t_ref,
-    )
-    prog.ref_cost = ref_cost
-    return prog
+    return _program_at(problem, scen, rows, b_ref, t_ref, product, ref_cost)
 
 
 def _rank(run: _SolveAttempt) -> tuple[bool, bool, float]:
@@ -649,17 +639,12 @@ def solve(
             f"of {names}, and more of it keeps shortening the step (add budget_usd, a "
             "total-bandwidth or a per-dimension cap)"
         )
-    ev, gap = run.ev, run.gap
-    if not np.isfinite(ev.objective_value) or gap > OBJECTIVE_REL_TOL:
-        raise VerificationError(
-            f"numpy evaluation {ev.objective_value!r} disagrees with the solver's "
-            f"objective {run.solver_obj!r} (relative gap {gap:.2e})"
-        )
-    if not ev.feasible(CONSTRAINT_REL_TOL):
-        bad = [k for k, r in ev.residuals.items() if r > CONSTRAINT_REL_TOL * ev.residual_scales[k]]
-        raise VerificationError(f"solver answer violates constraints: {', '.join(bad)}")
+    gap = run.gap
+    failure = verification_failure(run.ev, gap, run.solver_obj)
+    if failure is not None:
+        raise VerificationError(failure)
     run = _idle_minimum(problem, scen, rows, run, free)
-    _check_magnitudes(scen, run)
+    check_magnitudes(scen, run.bw, run.ev)
     reports = constraint_reports(rows, run.bw, run.prog, run.run, run.factor)
     info = SolverInfo(
         solver="CLARABEL" if problem.backend == "clarabel" else "CLARABEL via cvxpy",
@@ -683,27 +668,3 @@ def solve(
         with_baselines=with_baselines,
         walks=problem.walks,
     )
-
-
-def _check_magnitudes(scen: Scenario, run: _SolveAttempt) -> None:
-    """Raise :class:`InputError` when the optimum has a bandwidth above :data:`MAX_BW_GBPS`
-    or a step time above :data:`MAX_STEP_S` (absurd inputs, not a design)."""
-    big = [d for d in range(scen.fabric.n_dims) if not run.bw[d] <= MAX_BW_GBPS]
-    if big:
-        d = big[0]
-        raise InputError(
-            f"the optimum gives dimension {scen.fabric.names[d]!r} {run.bw[d]:.3g} GB/s per NPU, "
-            f"beyond the sane limit of {MAX_BW_GBPS:g} GB/s: check the constraints' "
-            "right-hand sides (total bandwidth, budget, bounds)",
-            source=scen.source,
-            field="constraints",
-        )
-    for t in run.ev.workloads:
-        if not t.step_time_s <= MAX_STEP_S:
-            raise InputError(
-                f"the optimal step time of workload {t.name!r} is {t.step_time_s:.3g} s, beyond "
-                f"the sane limit of {MAX_STEP_S:g} s: check its collective sizes and compute "
-                "times and the bandwidth the constraints allow",
-                source=scen.source,
-                field=f"workloads[{t.name}]",
-            )
