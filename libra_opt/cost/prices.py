@@ -187,45 +187,29 @@ class CostCoefficients:
         return None if self.w_by_component is None else self.w_by_component.sum(axis=1)
 
 
-def _add_link_part(
-    usd: np.ndarray, power: np.ndarray | None, d: int, gbps_per_gbps: float, part: str,
-    prices: TierPrices, why: str,
+def _add_part(
+    usd: np.ndarray, power: np.ndarray | None, d: int, col: int, amount: float, key: str,
+    prices: TierPrices, why: str, of: str = "",
 ) -> None:
-    """Add a per-GB/s cable part (transceivers, copper cables) to the ``link`` column of
-    dimension ``d``: ``gbps_per_gbps`` GB/s of it are bought per GB/s of ``B_d``."""
-    usd[d, 0] += gbps_per_gbps * prices.usd_per_gbps[part]
-    if power is None:
-        return
-    assert prices.w_per_gbps is not None
-    if part not in prices.w_per_gbps:
-        raise InputError(
-            f"{why} but tier {prices.tier!r} has no {part} power entry (W per GB/s; write 0 "
-            "if it draws none)",
-            field=f"power_model.{prices.tier}",
-        )
-    power[d, 0] += gbps_per_gbps * prices.w_per_gbps[part]
-
-
-def _add_in_network(usd: np.ndarray, power: np.ndarray | None, d: int, ports: float,
-                    prices: TierPrices, name: str) -> None:
-    """Add the in-network reduction premium of ``ports`` GB/s of switch port per GB/s of
-    ``B_d`` to the ``switch`` column of dimension ``d``."""
-    key = "in_network_reduction"
+    """Add ``amount`` GB/s of the priced part ``key`` per GB/s of ``B_d`` to column ``col``
+    (0 link, 1 switch) of dimension ``d``: transceivers and copper cables (link), the
+    in-network reduction premium of switch ports (switch). ``why`` starts the error raised
+    when the tier has no price (``of``: what the price is per) or no power entry for it."""
     if key not in prices.usd_per_gbps:
         raise InputError(
-            f"dimension {name!r} reduces in the network but tier {prices.tier!r} has no "
-            f"{key} price ($ per GB/s of switch port; write 0 if it is free)",
+            f"{why} but tier {prices.tier!r} has no {key} price ($ per GB/s{of}; write 0 if "
+            "it is free)",
             field=f"cost_model.{prices.tier}")
-    usd[d, 1] += ports * prices.usd_per_gbps[key]
+    usd[d, col] += amount * prices.usd_per_gbps[key]
     if power is None:
         return
     assert prices.w_per_gbps is not None
     if key not in prices.w_per_gbps:
         raise InputError(
-            f"dimension {name!r} reduces in the network but tier {prices.tier!r} has no "
-            f"{key} power entry (W per GB/s; write 0 if it draws none)",
+            f"{why} but tier {prices.tier!r} has no {key} power entry (W per GB/s; write 0 "
+            "if it draws none)",
             field=f"power_model.{prices.tier}")
-    power[d, 1] += ports * prices.w_per_gbps[key]
+    power[d, col] += amount * prices.w_per_gbps[key]
 
 
 def cost_coefficients(fabric: Fabric, cost_model: CostModel,
@@ -302,8 +286,8 @@ def cost_coefficients(fabric: Fabric, cost_model: CostModel,
                     )
                 power[d, c] = amounts[comp] * prices.w_per_gbps[comp]
         if "transceiver" in prices.usd_per_gbps:
-            _add_link_part(usd, power, d, inv.transceiver_gbps_per_gbps, "transceiver",
-                           prices, f"dimension {dim.name!r} buys transceivers")
+            _add_part(usd, power, d, 0, inv.transceiver_gbps_per_gbps, "transceiver", prices,
+                      f"dimension {dim.name!r} buys transceivers")
         if inv.copper_cables:
             if "copper" not in prices.usd_per_gbps:
                 raise InputError(
@@ -311,10 +295,11 @@ def cost_coefficients(fabric: Fabric, cost_model: CostModel,
                     f"tier {dim.tier!r} has no copper price ($ per GB/s of a copper cable)",
                     field=f"cost_model.{dim.tier}",
                 )
-            _add_link_part(usd, power, d, inv.copper_gbps_per_gbps, "copper", prices,
-                           f"dimension {dim.name!r} has copper cables")
+            _add_part(usd, power, d, 0, inv.copper_gbps_per_gbps, "copper", prices,
+                      f"dimension {dim.name!r} has copper cables")
         if d in in_network:
-            _add_in_network(usd, power, d, float(inv.switch_ports_priced), prices, dim.name)
+            _add_part(usd, power, d, 1, float(inv.switch_ports_priced), "in_network_reduction",
+                      prices, f"dimension {dim.name!r} reduces in the network", " of switch port")
     usd_factor, w_factor = member_cost_factors(fabric)  # 1 on a homogeneous dimension
     usd *= usd_factor[:, None]
     if power is not None:
