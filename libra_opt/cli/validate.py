@@ -7,8 +7,11 @@ Register it in the main CLI with ``cli_validate.register(sub)``; errors surface 
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 
 __all__ = ["register", "run"]
+
+_DEVICES_FILE = "calibrated_devices.yaml"
 
 
 def register(subparsers) -> argparse.ArgumentParser:
@@ -18,34 +21,88 @@ def register(subparsers) -> argparse.ArgumentParser:
         help="compare the step-time model with published training runs",
         description="Predict every row of the packaged validation tables (or --table) and "
         "print published vs predicted values, the error per row and the average and worst "
-        "error per table (calibration rows excluded).",
+        "error per table (calibration rows excluded). With --calibrate, first fit one or two "
+        "device constants on the rows marked 'calibrate: true' (per device) and predict with "
+        "them: the way to see how far to trust the model on your own hardware.",
     )
     p.add_argument("--table", action="append", metavar="NAME",
                    help="a packaged table name or a YAML file of your own runs (repeatable; "
                    "default: every packaged table)")
+    p.add_argument("--calibrate", metavar="CONSTANTS",
+                   help="comma-separated device constants to fit before predicting, one or "
+                   "two of default_efficiency, mem_efficiency, gemm_k_overhead, "
+                   "kernel_overhead_s")
+    p.add_argument("--calibrate-rows", choices=("marked", "all"), default="marked",
+                   help="rows the constants are fitted on: 'marked' (calibrate: true; the "
+                   "others validate) or 'all' (an in-sample least-squares fit on every row: how "
+                   "close these constants can bring the model to all the rows at once, not a "
+                   "validation)")
     p.add_argument("--out", metavar="DIR",
-                   help="write validation.png (predicted vs published) into DIR")
+                   help="write validation.png (predicted vs published) into DIR, and with "
+                   f"--calibrate {_DEVICES_FILE} (device entries for scenario files)")
     p.set_defaults(func=run)
     return p
 
 
+def _constants(text: str) -> list[str]:
+    from libra_opt.errors import InputError
+    from libra_opt.generators.validation import CALIBRABLE
+
+    names = [n.strip() for n in text.split(",")]
+    bad = [n for n in names if n not in CALIBRABLE]
+    if bad or not 1 <= len(names) <= 2 or len(set(names)) != len(names):
+        raise InputError(
+            f"expected one or two distinct names of {', '.join(CALIBRABLE)} separated by a "
+            f"comma, got {text[:80]!r}", source="<cli>", field="--calibrate")
+    return names
+
+
 def run(args: argparse.Namespace) -> int:
     """Execute ``validate`` for parsed ``args``; prints the table and returns 0."""
-    from libra_opt.generators.validation import validate
+    from libra_opt.errors import InputError
+    from libra_opt.generators.devices import Device
+    from libra_opt.generators.validation import DeviceCalibration, calibrate_tables, validate
     from libra_opt.io.output import check_output_dir, confined_path, save_figure_atomic
     from libra_opt.io.validation import load_validation_table, validation_table_names
     from libra_opt.report.validation import validation_report
 
+    constants = _constants(args.calibrate) if args.calibrate is not None else None
+    if constants is None and args.calibrate_rows != "marked":
+        raise InputError("--calibrate-rows needs --calibrate", source="<cli>",
+                         field="--calibrate-rows")
     if args.out is not None:
         check_output_dir(args.out, "--out")
     names = args.table or list(validation_table_names())
     tables = [load_validation_table(n) for n in names]
-    results = [validate(t) for t in tables]
-    print(validation_report(results))
+    devices: dict[str, Device] = {}
+    calibrations: tuple[DeviceCalibration, ...] = ()
+    if constants is not None:
+        try:
+            calibrations = calibrate_tables(tables, constants, rows=args.calibrate_rows)
+        except InputError as exc:
+            raise InputError(exc.message, source="<cli>", field="--calibrate") from None
+        devices = {c.device.key: c.device for c in calibrations}
+        for c in calibrations:
+            print(c.describe())
+        if args.calibrate_rows == "all":
+            print("in-sample fit on every row (least squares in log error): how close these "
+                  "constants can bring the model to all the rows at once, not a validation")
+    results = [validate(t, devices) for t in tables]
+    if args.calibrate_rows == "all":  # every row was fitted: report all of them
+        results = [replace(r, rows=tuple(replace(x, calibrate=False) for x in r.rows))
+                   for r in results]
+    print(validation_report(results, in_sample=args.calibrate_rows == "all"))
     if args.out is not None:
         from libra_opt.cli.backend import pyplot
         from libra_opt.report.validation import plot_validation
 
+        if calibrations:
+            from libra_opt.io.output import write_text_atomic
+            from libra_opt.io.presets import calibrated_devices_yaml
+
+            path = confined_path(args.out, _DEVICES_FILE, flag="--out")
+            write_text_atomic(path, calibrated_devices_yaml(calibrations, names), flag="--out")
+            print(f"wrote {path}")
         plt = pyplot()
         fig = plot_validation(results)
         path = confined_path(args.out, "validation.png", flag="--out")

@@ -142,8 +142,11 @@ class _DeviceEntry(StrictModel):
     flops_efficiency: float = Field(default=0.0, ge=0, le=1)
 
 
-def device_from_dict(key: str, value: Any, source: str) -> Device:
+def device_from_dict(key: str, value: Any, source: str, field: str | None = None) -> Device:
     """Validate one device entry (as in ``libra_opt/data/devices.yaml``) into a :class:`Device`.
+
+    Errors name ``source`` and ``field`` (default: ``key``, the entry's name in the presets
+    file).
 
     Examples
     --------
@@ -153,7 +156,7 @@ def device_from_dict(key: str, value: Any, source: str) -> Device:
     >>> d.peak_flops_for("bf16")
     1000000000000000.0
     """
-    e: _DeviceEntry = validate_as(_DeviceEntry, value, source, str(key))
+    e: _DeviceEntry = validate_as(_DeviceEntry, value, source, field or str(key))
     return Device(
         key=str(key),
         name=e.name,

@@ -38,6 +38,9 @@ __all__ = [
     "predict_row",
     "validate",
     "calibrate_device",
+    "DeviceCalibration",
+    "calibrate_tables",
+    "CALIBRABLE",
 ]
 
 Metric = Literal["step_time_s", "hardware_tflops_per_gpu", "model_tflops_per_gpu", "mfu"]
@@ -298,6 +301,126 @@ def calibrate_device(
     return at(x)
 
 
+@dataclass(frozen=True)
+class DeviceCalibration:
+    """Constants of one device fitted on validation rows (:func:`calibrate_tables`).
+
+    Attributes
+    ----------
+    device : Device
+        The device with the fitted constants (its ``efficiency_source`` names the rows).
+    constants : tuple of str
+        The fitted fields.
+    before, after : tuple of float
+        Their values before and after the fit.
+    rows : tuple of str
+        ``table: row`` of every row used.
+    errors : tuple of float
+        Relative error of each of those rows with the fitted device.
+    """
+
+    device: Device
+    constants: tuple[str, ...]
+    before: tuple[float, ...]
+    after: tuple[float, ...]
+    rows: tuple[str, ...]
+    errors: tuple[float, ...]
+
+    def describe(self) -> str:
+        """One line: the fit and how closely it reproduces its rows."""
+        parts = []
+        for n, b, a in zip(self.constants, self.before, self.after, strict=True):
+            lo, hi, _ = _BOUNDS[n]
+            edge = " (at its bound: the rows pull it further)" if a in (lo, hi) else ""
+            parts.append(f"{n} {_fmt(b)} -> {_fmt(a)}{edge}")
+        worst = max(abs(e) for e in self.errors)
+        return (f"calibrated {self.device.key} on {len(self.rows)} row(s): {', '.join(parts)}; "
+                f"those rows reproduced within {100 * worst:.2f} %")
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.4g}"
+
+
+def calibrate_tables(
+    tables: Sequence[ValidationTable],
+    constants: Sequence[str],
+    rows: Literal["marked", "all"] = "marked",
+) -> tuple[DeviceCalibration, ...]:
+    """Fit ``constants`` of each device on the rows of ``tables`` that run on it.
+
+    Parameters
+    ----------
+    tables : sequence of ValidationTable
+    constants : sequence of str
+        One or two of :data:`CALIBRABLE`.
+    rows : {'marked', 'all'}
+        ``marked``: the rows with ``calibrate: true`` (then validate the others with
+        ``validate(table, {c.device.key: c.device for c in result})``). ``all``: every row --
+        an in-sample least-squares fit, how close these constants can bring the model to all
+        the rows at once, not a validation.
+
+    Returns
+    -------
+    tuple of DeviceCalibration
+        One per device key with rows to fit, in order of first appearance. Exactly as many
+        rows as constants are reproduced exactly; more are fitted by least squares in log
+        error (:func:`calibrate_device`).
+
+    Raises
+    ------
+    InputError
+        No row to fit, or a device with fewer rows than constants (naming it).
+
+    Examples
+    --------
+    Re-deriving the packaged H100 constant from its calibration row:
+
+    >>> from libra_opt.io.validation import load_validation_table
+    >>> (cal,) = calibrate_tables([load_validation_table("llama3_h100")], ["default_efficiency"])
+    >>> cal.rows, round(cal.after[0], 3), abs(cal.errors[0]) < 1e-6
+    (('llama3_h100: Llama 3 405B, 8192 GPUs, seq 8K',), 0.65, True)
+    """
+    names = tuple(constants)
+    if not 1 <= len(names) <= 2 or len(set(names)) != len(names):
+        raise InputError(f"calibrate one or two distinct constants of {', '.join(CALIBRABLE)}",
+                         field="calibrate")
+    unknown = [n for n in names if n not in _BOUNDS]
+    if unknown:
+        raise InputError(f"cannot calibrate {', '.join(unknown)}; calibrable: "
+                         f"{', '.join(CALIBRABLE)}", field="calibrate")
+    groups: dict[str, list[tuple[str, ValidationRow]]] = {}
+    for t in tables:
+        for r in t.rows:
+            if rows == "all" or r.calibrate:
+                groups.setdefault(r.cluster.device.key, []).append((t.name, r))
+    if not groups:
+        raise InputError("no row is marked 'calibrate: true' in "
+                         f"{', '.join(t.name for t in tables)}", field="rows")
+    out = []
+    for key, members in groups.items():
+        if len(members) < len(names):
+            raise InputError(
+                f"device {key} has {len(members)} row(s) to fit and {len(names)} constants "
+                f"({', '.join(names)}); mark more rows 'calibrate: true' or fit fewer constants",
+                field="calibrate")
+        start = members[0][1].cluster.device
+        fitted = calibrate_device([r for _, r in members], start, names)
+        used = tuple(f"{t}: {r.name}" for t, r in members)
+        note = (f"calibrated ({', '.join(names)}) by libra_opt on "
+                f"{'; '.join(used[:6])}{' ...' if len(used) > 6 else ''}")
+        fitted = replace(fitted, efficiency_source=note)
+        out.append(DeviceCalibration(
+            device=fitted,
+            constants=names,
+            before=tuple(float(getattr(start, n)) for n in names),
+            after=tuple(float(getattr(fitted, n)) for n in names),
+            rows=used,
+            errors=tuple(predict_row(r, fitted).error for _, r in members),
+        ))
+    return tuple(out)
+
+
 #: Calibrable device constants: (lower bound, upper bound, scale of a finite-difference step).
 _BOUNDS = {
     "default_efficiency": (0.05, 1.0, 1.0),
@@ -305,6 +428,10 @@ _BOUNDS = {
     "gemm_k_overhead": (0.0, 1e4, 100.0),
     "kernel_overhead_s": (0.0, 1e-3, 1e-6),
 }
+
+
+#: Names of the device constants :func:`calibrate_device` can fit.
+CALIBRABLE: tuple[str, ...] = tuple(_BOUNDS)
 
 
 def _clip(name: str, value: float) -> float:

@@ -5,7 +5,9 @@ A model-based entry looks like::
     workloads:
       - name: llama3_70b
         model: llama3_70b                # preset name, or a path relative to the scenario
-        device: h100_sxm                 # preset from libra_opt/data/devices.yaml
+        device: h100_sxm                 # preset from libra_opt/data/devices.yaml, or
+                                         # {preset: h100_sxm, default_efficiency: 0.6} (fields
+                                         # replaced, e.g. from `libra-opt validate --calibrate`)
         parallelism:
           tp: 8
           sequence_parallel: true
@@ -38,7 +40,7 @@ from libra_opt.generators.generated import GeneratedWorkload
 from libra_opt.generators.generator import generate_workload
 from libra_opt.generators.mapping import place_groups
 from libra_opt.generators.parallelism import parallelism_from_dict
-from libra_opt.io.presets import load_device, load_model
+from libra_opt.io.presets import device_from_value, load_model
 from libra_opt.schema import StrictModel, validate_as
 from libra_opt.traffic.workload import Workload
 
@@ -63,7 +65,7 @@ class ModelWorkloadEntry(StrictModel):
     name: str = Field(min_length=1)
     model: str = Field(min_length=1)
     parallelism: dict[str, Any]
-    device: str
+    device: str | dict[str, Any]
     mapping: dict[str, Any] | None = None
     efficiency: float | dict[str, Any] | None = None
     check_memory: bool = True
@@ -110,10 +112,7 @@ def generated_from_entry(
     except InputError as exc:
         raise _rewrap(exc, source, prefix) from None
     par = parallelism_from_dict(spec.parallelism, source, f"{prefix}.parallelism")
-    try:
-        device = load_device(spec.device)
-    except InputError as exc:
-        raise _rewrap(exc, source, prefix) from None
+    device = device_from_value(spec.device, source, f"{prefix}.device")
     eff = None
     if spec.efficiency is not None:
         eff = efficiency_from_value(spec.efficiency, source, f"{prefix}.efficiency")

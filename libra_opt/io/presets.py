@@ -9,12 +9,16 @@ YAML) and validated by the parser of the layer that owns it:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import copy
+import dataclasses
+from collections.abc import Mapping, Sequence
 from functools import cache
 from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import yaml
 
 from libra_opt.cost.catalog import Catalog, catalog_from_dict
 from libra_opt.cost.prices import CostModel
@@ -24,11 +28,17 @@ from libra_opt.generators.devices import Device, device_from_dict
 from libra_opt.io.files import ParseCache
 from libra_opt.io.yaml_util import load_yaml
 
+if TYPE_CHECKING:
+    from libra_opt.generators.validation import DeviceCalibration
+
 __all__ = [
     "model_presets",
     "load_model",
     "device_names",
     "load_device",
+    "device_from_value",
+    "device_entry",
+    "calibrated_devices_yaml",
     "available_catalogs",
     "load_catalog",
     "catalog_cost_model",
@@ -101,14 +111,21 @@ def load_model(
     return model_from_dict(load_yaml(path, cache=cache), source=str(path))
 
 
+_DEVICES_SOURCE = "libra_opt/data/devices.yaml"
+
+
+@cache
+def _raw_devices() -> Mapping[str, Any]:
+    raw = _read_packaged("devices.yaml")
+    if not isinstance(raw, dict):
+        raise InputError("expected a mapping of device presets", source=_DEVICES_SOURCE)
+    return MappingProxyType({str(k): v for k, v in raw.items()})
+
+
 @cache
 def _devices() -> Mapping[str, Device]:
-    raw = _read_packaged("devices.yaml")
-    source = "libra_opt/data/devices.yaml"
-    if not isinstance(raw, dict):
-        raise InputError("expected a mapping of device presets", source=source)
     return MappingProxyType(
-        {str(k): device_from_dict(str(k), v, source) for k, v in raw.items()}
+        {k: device_from_dict(k, v, _DEVICES_SOURCE) for k, v in _raw_devices().items()}
     )
 
 
@@ -137,6 +154,164 @@ def load_device(name: str) -> Device:
             f"unknown device {short_repr(name, 80)}; presets: {', '.join(presets)}", field="device"
         )
     return presets[name]
+
+
+#: Fields of a device entry that describe where its numbers come from (not overrides).
+_PROVENANCE = frozenset({"source", "date", "efficiency_source", "roofline_source", "name"})
+_KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
+
+
+def device_from_value(value: Any, source: str, field: str = "device") -> Device:
+    """The device a scenario or validation file names: a preset, a preset with overrides,
+    or a whole device entry.
+
+    Parameters
+    ----------
+    value : str or mapping
+        * ``"a100_80gb"``: the preset (:func:`device_names`);
+        * ``{preset: a100_80gb, default_efficiency: 0.88, ...}``: the preset with the given
+          fields replaced (any field of an entry of ``libra_opt/data/devices.yaml``; the
+          result keeps the preset's key unless ``key:`` is given). Unless the mapping sets
+          ``efficiency_source``, it records which fields were overridden and where, so a
+          report never credits the preset's calibration for numbers it did not produce;
+        * ``{key: my_npu, name: ..., peak_flops: {...}, ...}``: a whole entry, validated
+          like the packaged presets.
+    source : str
+        The file, for error messages.
+    field : str
+        The field holding ``value``, for error messages.
+
+    Raises
+    ------
+    InputError
+        Naming ``source`` and the field: an unknown preset, an unknown or out-of-range
+        field (the packaged presets' schema), a missing ``preset`` / ``key``.
+
+    Examples
+    --------
+    >>> d = device_from_value({"preset": "a100_80gb", "default_efficiency": 0.8}, "s.yaml")
+    >>> d.key, d.default_efficiency, d.hbm_gbps
+    ('a100_80gb', 0.8, 2039.0)
+    >>> d.efficiency_source
+    'a100_80gb preset with default_efficiency = 0.8 from s.yaml'
+    """
+    if isinstance(value, str):
+        try:
+            return load_device(value)
+        except InputError as exc:
+            raise InputError(exc.message, source=source, field=field) from None
+    if not isinstance(value, Mapping):
+        raise InputError(
+            f"expected a device preset name or a mapping, got {short_repr(value, 60)}",
+            source=source, field=field,
+        )
+    entry = {str(k): v for k, v in value.items()}
+    preset = entry.pop("preset", None)
+    key = entry.pop("key", None)
+    if key is not None and not (
+        isinstance(key, str) and 0 < len(key) <= 64 and set(key) <= _KEY_CHARS
+    ):
+        raise InputError(
+            f"expected a name of 1-64 letters, digits, '_', '-' or '.', got {short_repr(key, 60)}",
+            source=source, field=f"{field}.key",
+        )
+    if preset is None:
+        if key is None:
+            raise InputError(
+                "a device mapping needs 'preset: <name>' (a preset with fields replaced) or "
+                "'key: <name>' with every field of a device entry",
+                source=source, field=field,
+            )
+        return device_from_dict(key, entry, source, field=field)
+    presets = _raw_devices()
+    if not isinstance(preset, str) or preset not in presets:
+        raise InputError(
+            f"unknown device preset {short_repr(preset, 60)}; presets: {', '.join(presets)}",
+            source=source, field=f"{field}.preset",
+        )
+    merged = dict(copy.deepcopy(presets[preset]))
+    merged.update(entry)
+    changed = sorted(k for k in entry if k not in _PROVENANCE)
+    if changed and "efficiency_source" not in entry:
+        parts = ", ".join(f"{k} = {short_repr(entry[k], 40)}" for k in changed)
+        merged["efficiency_source"] = f"{preset} preset with {parts} from {source}"
+    return device_from_dict(key or preset, merged, source, field=field)
+
+
+def _entry_fields(device: Device) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(device):
+        if f.name == "key":
+            continue
+        v = getattr(device, f.name)
+        if f.name == "peak_flops":
+            v = {str(k): float(x) for k, x in v.items()}
+        elif f.name == "gemm_tiles":
+            v = [[int(a), int(b)] for a, b in v]
+        out[f.name] = v
+    return out
+
+
+def device_entry(device: Device) -> dict[str, Any]:
+    """The mapping :func:`device_from_value` reads back as ``device``.
+
+    For a device whose key is a preset: ``{preset: key}`` plus every field that differs
+    from the preset (with ``efficiency_source``); otherwise the whole entry with ``key``.
+
+    Examples
+    --------
+    >>> import dataclasses
+    >>> d = dataclasses.replace(load_device("a100_80gb"), default_efficiency=0.8,
+    ...                         efficiency_source="my runs")
+    >>> device_entry(d)
+    {'preset': 'a100_80gb', 'default_efficiency': 0.8, 'efficiency_source': 'my runs'}
+    >>> device_from_value(device_entry(d), "x") == d
+    True
+    """
+    fields = _entry_fields(device)
+    presets = _devices()
+    if device.key in presets:
+        base = _entry_fields(presets[device.key])
+        return {"preset": device.key, **{k: v for k, v in fields.items() if base[k] != v}}
+    return {"key": device.key, **fields}
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("libra-opt")
+    except PackageNotFoundError:  # running from a source tree that is not installed
+        return "(not installed)"
+
+
+def calibrated_devices_yaml(calibrations: Sequence[DeviceCalibration], tables: Sequence[str]) -> str:
+    """YAML text of fitted devices (``libra-opt validate --calibrate --out``), one entry per
+    device key, each a value :func:`device_from_value` reads (paste it under ``device:``).
+
+    Examples
+    --------
+    >>> from libra_opt.generators.validation import calibrate_tables
+    >>> from libra_opt.io.validation import load_validation_table
+    >>> cals = calibrate_tables([load_validation_table("llama3_h100")], ["default_efficiency"])
+    >>> text = calibrated_devices_yaml(cals, ["llama3_h100"])
+    >>> import yaml
+    >>> entry = yaml.safe_load(text)["h100_sxm"]
+    >>> device_from_value(entry, "<doc>") == cals[0].device
+    True
+    """
+    head = [
+        f"# Devices calibrated by libra-opt {_version()} (validate --calibrate) on "
+        f"{', '.join(str(t) for t in tables)}.",
+        "# Each entry is a device value: paste it under `device:` in a scenario workload or a",
+        "# validation table's cluster.",
+    ]
+    for c in calibrations:
+        head.append(f"# {c.device.key}: " + "; ".join(
+            f"{n} {b:.6g} -> {a:.6g}" for n, b, a in zip(c.constants, c.before, c.after,
+                                                          strict=True)))
+    body = {c.device.key: device_entry(c.device) for c in calibrations}
+    return "\n".join(head) + "\n" + yaml.safe_dump(body, sort_keys=False, width=100)
 
 
 def available_catalogs() -> tuple[str, ...]:

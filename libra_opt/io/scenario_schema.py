@@ -82,7 +82,7 @@ class WorkloadSpec(StrictModel):
     communicator: str | None = None
     model: str | None = None
     parallelism: dict[str, Any] | None = None
-    device: str | None = None
+    device: str | dict[str, Any] | None = None
     mapping: dict[str, Any] | None = None
     efficiency: float | dict[str, Any] | None = None
     check_memory: bool | None = None

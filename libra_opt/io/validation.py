@@ -16,6 +16,8 @@ A table file::
       - {name: "8B, 64 GPUs", source: R1, metric: step_time_s, published: 5.1,
          model: llama3_8b, parallelism: {dp: 8, global_batch_size: 512}}
 
+A cluster's ``device`` is a preset name or a mapping such as
+``{preset: h100_sxm, default_efficiency: 0.6}`` (:func:`~libra_opt.io.presets.device_from_value`).
 ``metric`` is one of ``step_time_s``, ``hardware_tflops_per_gpu``, ``model_tflops_per_gpu``
 or ``mfu``; ``model`` a preset name (with an optional row-level ``seq_len``) or a descriptor
 mapping (merged over ``defaults.model``); ``calibrate: true`` marks calibration rows. The
@@ -36,7 +38,7 @@ from libra_opt.errors import InputError, short_repr
 from libra_opt.generators.descriptors import TransformerSpec, model_from_dict
 from libra_opt.generators.parallelism import parallelism_from_dict
 from libra_opt.generators.validation import Cluster, ValidationRow, ValidationTable
-from libra_opt.io.presets import load_device, load_model
+from libra_opt.io.presets import device_from_value, load_model
 from libra_opt.io.yaml_util import load_yaml
 from libra_opt.schema import StrictModel, validate_as
 
@@ -49,7 +51,7 @@ class _Link(StrictModel):
 
 
 class _Cluster(StrictModel):
-    device: str
+    device: str | dict[str, Any]
     gpus_per_node: int = Field(gt=0, strict=True)
     node: _Link
     pod: _Link
@@ -133,10 +135,7 @@ def validation_table_from_dict(data: Any, source: str) -> ValidationTable:
     table: _Table = validate_as(_Table, data, source)
     clusters: dict[str, Cluster] = {}
     for key, c in table.clusters.items():
-        try:
-            dev = load_device(c.device)
-        except InputError as exc:
-            raise InputError(exc.message, source=source, field=f"clusters.{key}.device") from None
+        dev = device_from_value(c.device, source, f"clusters.{key}.device")
         clusters[key] = Cluster(key, dev, c.gpus_per_node, c.node.bw_gbps, c.pod.bw_gbps,
                                 c.node.tier, c.pod.tier)
     rows = []

@@ -11,10 +11,12 @@ from libra_opt.generators.validation import TableResult
 __all__ = ["validation_report", "plot_validation"]
 
 
-def validation_report(results: Sequence[TableResult]) -> str:
+def validation_report(results: Sequence[TableResult], in_sample: bool = False) -> str:
     """Per row: published, predicted and error; then the average and worst per table.
 
-    Calibration rows are marked ``cal`` and left out of the statistics.
+    Calibration rows are marked ``cal`` and left out of the statistics; with ``in_sample``
+    (every row was fitted, ``libra-opt validate --calibrate-rows all``) the statistics are
+    labelled as fitted rows, not validation rows.
 
     Examples
     --------
@@ -23,6 +25,7 @@ def validation_report(results: Sequence[TableResult]) -> str:
     >>> print(validation_report([r]).splitlines()[-1])
       t: 1 validation rows, average |error| 5.00 %, worst 5.00 %
     """
+    kind = "fitted rows (in-sample)" if in_sample else "validation rows"
     lines: list[str] = []
     for res in results:
         lines.append(f"{res.name}: {res.title}")
@@ -34,10 +37,14 @@ def validation_report(results: Sequence[TableResult]) -> str:
                          f"{r.published:>11.4g}{r.predicted:>11.4g}{100 * r.error:>+8.1f}%{mark}")
         n = len(res.validation_rows)
         if n:
-            lines.append(f"  {res.name}: {n} validation rows, average |error| "
+            lines.append(f"  {res.name}: {n} {kind}, average |error| "
                          f"{100 * res.mean_abs_error:.2f} %, worst {100 * res.worst_abs_error:.2f} %")
         else:
             lines.append(f"  {res.name}: no validation rows (all rows calibrate)")
+    pooled = [abs(r.error) for res in results for r in res.validation_rows]
+    if len(results) > 1 and pooled:
+        lines.append(f"all {len(results)} tables: {len(pooled)} {kind}, average |error| "
+                     f"{100 * sum(pooled) / len(pooled):.2f} %, worst {100 * max(pooled):.2f} %")
     return "\n".join(lines)
 
 

@@ -1,5 +1,7 @@
 """``libra-opt validate``."""
 
+import pytest
+
 from libra_opt.cli.main import main
 
 
@@ -39,3 +41,47 @@ def test_bad_table_is_one_line_exit_2(tmp_path, capsys):
     assert "bad.yaml" in err and "rows[0].published" in err
     assert main(["validate", "--table", "nope"]) == 2
     assert "unknown validation table 'nope'" in capsys.readouterr().err
+
+
+def test_calibrate_fits_prints_and_writes_device_entries_that_read_back(tmp_path, capsys):
+    import yaml
+
+    from libra_opt.generators.validation import calibrate_tables
+    from libra_opt.io.presets import device_from_value
+    from libra_opt.io.validation import load_validation_table
+
+    out = tmp_path / "out"
+    assert main(["validate", "--table", "llama3_h100", "--calibrate", "default_efficiency",
+                 "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("calibrated h100_sxm on 1 row(s): default_efficiency 0.6503 -> 0.65")
+    assert "those rows reproduced within 0.00 %" in text
+    assert "llama3_h100: 2 validation rows" in text
+    written = yaml.safe_load((out / "calibrated_devices.yaml").read_text())
+    (expected,) = calibrate_tables([load_validation_table("llama3_h100")], ["default_efficiency"])
+    assert device_from_value(written["h100_sxm"], "f.yaml") == expected.device
+    assert (out / "validation.png").stat().st_size > 1000
+
+
+def test_calibrate_all_rows_reports_an_in_sample_fit(capsys):
+    assert main(["validate", "--table", "llama3_h100", "--calibrate", "default_efficiency",
+                 "--calibrate-rows", "all"]) == 0
+    text = capsys.readouterr().out
+    assert "calibrated h100_sxm on 3 row(s)" in text
+    assert "in-sample fit on every row" in text
+    assert "llama3_h100: 3 fitted rows (in-sample)" in text
+
+
+@pytest.mark.parametrize("argv, flag, words", [
+    (["--calibrate", "peak_flops"], "--calibrate", "expected one or two distinct names"),
+    (["--calibrate", "default_efficiency,default_efficiency"], "--calibrate", "distinct"),
+    (["--calibrate-rows", "all"], "--calibrate-rows", "needs --calibrate"),
+    (["--calibrate", "default_efficiency,gemm_k_overhead"], "--calibrate",
+     "device h100_sxm has 1 row(s) to fit and 2 constants"),
+])
+def test_calibrate_errors_are_one_line_exit_2(argv, flag, words, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["validate", "--table", "llama3_h100", "--out", str(out), *argv]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and flag in err and words in err
+    assert not list(out.glob("*")) if out.exists() else True

@@ -31,3 +31,13 @@ def test_plot_returns_a_figure_with_one_point_per_row():
     assert ax.get_ylabel() == "predicted / published step time"
     assert_allclose(sorted(ax.lines[i].get_ydata()[0] for i in range(3)), [1.0, 1.05, 150 / 141])
     plt.close(fig)
+
+
+def test_report_pools_the_validation_rows_of_several_tables():
+    other = TableResult("u", "Other", (
+        RowResult("row c", "S3", "h100_sxm", "step_time_s", 10.0, 8.0, 8.0, False),))
+    last = validation_report([RES, other]).splitlines()[-1]
+    # |+5 %|, |-6 %| and |-20 %| over three rows: 31 / 3 = 10.33 %
+    assert last == "all 2 tables: 3 validation rows, average |error| 10.33 %, worst 20.00 %"
+    fitted = validation_report([RES, other], in_sample=True).splitlines()
+    assert fitted[-1].startswith("all 2 tables: 3 fitted rows (in-sample), average")
