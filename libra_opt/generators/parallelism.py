@@ -114,6 +114,15 @@ class Parallelism(StrictModel):
         Weight-gradient GEMMs accumulate straight into the fp32 gradient buffer (default;
         Megatron-LM ``--gradient-accumulation-fusion``); ``False`` adds a separate
         accumulation kernel per weight and micro-batch.
+    tp_comm_overlap : bool
+        Megatron-LM's asynchronous tensor-parallel backward collectives (default off): in
+        each column-parallel linear (QKV, FC1, the output layer) the input-gradient
+        all-reduce -- with sequence parallelism, the reduce-scatter -- runs while the
+        weight-gradient GEMM computes, and with sequence parallelism the all-gather of the
+        linear's input for that GEMM runs while the input-gradient GEMM computes. Each such
+        collective costs ``max(0, t_comm - t_gemm)`` instead of ``t_comm``. The generated
+        workload then needs ``training_loop: overlap`` (it states exactly what hides; see
+        :mod:`libra_opt.generators.tp_overlap`). Needs ``tp > 1``.
     precision : Precision
 
     Examples
@@ -141,6 +150,7 @@ class Parallelism(StrictModel):
     capacity_factor: float | None = Field(default=None, gt=0)
     flash_attention: bool = True
     gradient_accumulation_fusion: bool = True
+    tp_comm_overlap: bool = False
     precision: Precision = Field(default_factory=Precision)
 
     @model_validator(mode="after")
@@ -156,6 +166,9 @@ class Parallelism(StrictModel):
                 f"global_batch_size {self.global_batch_size} is not a multiple of dp x "
                 f"micro_batch_size = {self.dp} x {self.micro_batch_size} = {per_step}"
             )
+        if self.tp_comm_overlap and self.tp == 1:
+            raise ValueError("tp_comm_overlap needs tp > 1 (there is no tensor-parallel "
+                             "collective to overlap)")
         if self.interleave > 1 and self.pp == 1:
             raise ValueError("interleave > 1 needs pp > 1")
         if self.dp_mode == "in_network_optimizer" and self.zero != 0:

@@ -79,6 +79,12 @@ from libra_opt.generators.pipeline import (
     stage_plan,
 )
 from libra_opt.generators.roofline import operator_time_s
+from libra_opt.generators.tp_overlap import (
+    TpBlock,
+    attention_block_linears,
+    overlap_form,
+    split_overlapped,
+)
 from libra_opt.generators.transformer_comm import (
     PhaseCollectives,
     layer_collectives,
@@ -242,6 +248,21 @@ def _bubble(layer: Layer, per_microbatch: int, pp: int, v: int) -> list[Layer]:
     return out
 
 
+def _tp_blocks(model: TransformerSpec, par: Parallelism, moe: bool, act: float) -> tuple[TpBlock, ...]:
+    """The tensor-parallel blocks of a layer, as :func:`layer_collectives` builds them."""
+    blocks = [TpBlock("attention", act, attention_block_linears())]
+    if moe and model.moe is not None:
+        spec = model.moe
+        cf = par.capacity_factor if par.capacity_factor is not None else spec.capacity_factor
+        blocks.append(TpBlock("experts", act * spec.top_k * (1.0 if cf is None else cf),
+                              ("experts_fc1",)))
+        if spec.n_shared_experts:
+            blocks.append(TpBlock("shared_experts", act, ("shared_experts_fc1",)))
+    else:
+        blocks.append(TpBlock("mlp", act, ("mlp_fc1",)))
+    return tuple(blocks)
+
+
 def _stage_layers(
     model: TransformerSpec,
     par: Parallelism,
@@ -301,7 +322,12 @@ def _stage_layers(
             phases = _op_phases(ops, colls, device, dtype, eff, bd, n)
         else:
             phases = _phases((lin + att, ig, lin), colls, device, dtype, eff)
-        out.append((Layer(name, *phases), n))
+        if par.tp_comm_overlap and roof:
+            blocks = _tp_blocks(model, par, is_moe, act)
+            out.extend((x, n) for x in split_overlapped(
+                Layer(name, *phases), ops, blocks, par, device, dtype, eff.value))
+        else:
+            out.append((Layer(name, *phases), n))
     if stage.has_head:
         norm = (2 if model.norm == "layernorm" else 1) * model.hidden_size
         shares_embedding = model.tied_embeddings and stage.has_embedding
@@ -321,10 +347,16 @@ def _stage_layers(
         if par.zero == 3:
             colls = colls + zero3_collectives(par, p_head, 0.0)
         if roof:
-            phases = _op_phases(head_operators(model, par), colls, device, dtype, eff, bd, 1)
+            head_ops = head_operators(model, par)
+            phases = _op_phases(head_ops, colls, device, dtype, eff, bd, 1)
         else:
             phases = _phases((f, f, f), colls, device, dtype, eff)
-        out.append((Layer("output_layer", *phases), 1))
+        if par.tp_comm_overlap and roof:
+            out.extend((x, 1) for x in split_overlapped(
+                Layer("output_layer", *phases), head_ops,
+                (TpBlock("output", act, ("logits",)),), par, device, dtype, eff.value))
+        else:
+            out.append((Layer("output_layer", *phases), 1))
     return out, dense_p, expert_p, bd
 
 
@@ -392,6 +424,11 @@ def transformer_workload(
     GeneratedWorkload
     """
     check_transformer_parallelism(model, par)
+    if par.tp_comm_overlap and efficiency.kind != "roofline":
+        raise InputError(
+            f"tp_comm_overlap needs the roofline compute model (it overlaps collectives with "
+            f"individual GEMMs); a {efficiency.kind} efficiency prices whole phases",
+            field="parallelism.tp_comm_overlap")
     if par.n_npus != fabric.n_npus:
         raise InputError(
             f"tp x cp x dp x pp = {par.n_npus} NPUs, the fabric has {fabric.n_npus}",
@@ -455,7 +492,10 @@ def transformer_workload(
         opt_s = max(opt_s, host_paging_time_s(shard, par.precision, par.host_link_gbps))
     layers.append(Layer("optimizer_step", Phase(opt_s, tuple(gather))))
 
-    workload = Workload(name or model.name, tuple(layers), placement.groups())
+    if par.tp_comm_overlap:
+        layers = [x for layer in layers for x in overlap_form(layer)]
+    workload = Workload(name or model.name, tuple(layers), placement.groups(),
+                        overlap_form=par.tp_comm_overlap)
     mems = [
         _stage_memory(model, par, s, d, e, device)
         for s, (_, d, e, _) in zip(stages, per_stage, strict=True)

@@ -274,7 +274,7 @@ def merge_phase_collectives(workload: Workload) -> Workload:
         colls = tuple(Collective(k, s, g) for (k, g), s in merged.items())
         phases.setdefault(str(id(step.layer)), {})[step.name] = Phase(step.phase.compute_s, colls)
     layers = tuple(replace(layer, **phases[str(id(layer))]) for layer in workload.layers)
-    return Workload(workload.name, layers, workload.groups)
+    return replace(workload, layers=layers)
 
 
 def export_astra_sim(
@@ -310,6 +310,11 @@ def export_astra_sim(
         or tensor- and data-parallel collectives in the same phase cannot be written).
     """
     w = workload.workload if isinstance(workload, GeneratedWorkload) else workload
+    if w.overlap_form:
+        raise InputError(
+            f"workload {w.name!r} is in overlap form (tp_comm_overlap): ASTRA-sim 1.0 text "
+            "cannot say which collectives hide behind which GEMMs; generate it without "
+            "tp_comm_overlap to export it", field="workload")
     if merge:
         w = merge_phase_collectives(w)
     used: dict[str, tuple[str, str]] = {}

@@ -465,7 +465,10 @@ def _build(
             raise InputError(exc.message, source=source, field=exc.field) from None
     policy = _overlap(spec.fine_grained_overlap, spec.training_loop, source)
     if policy is not None:
-        workloads = [overlap_workload(wl, policy) for wl in workloads]
+        try:
+            workloads = [overlap_workload(wl, policy) for wl in workloads]
+        except InputError as exc:
+            raise InputError(exc.message, source=source, field=exc.field) from None
     weights = [w.weight for w in spec.workloads]
     if spec.diloco is not None:
         d = spec.diloco

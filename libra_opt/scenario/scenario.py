@@ -230,6 +230,14 @@ class Scenario:
                 "busy with the step's own collectives while it computes, which the window "
                 "does not charge (use training_loop no_overlap or overlap_steps 0)",
                 source=src, field="diloco.overlap_steps")
+        formed = [w.name for w in self.workloads if w.overlap_form]
+        if formed and self.training_loop != "overlap":
+            raise InputError(
+                f"workload {formed[0]!r} is in overlap form (generated with "
+                "parallelism.tp_comm_overlap: its phases say exactly which collectives hide "
+                "behind which GEMMs) and is timed only by training_loop: overlap; set "
+                "training_loop: overlap, or tp_comm_overlap: false",
+                source=src, field="training_loop")
         try:  # every tier priced, every power constraint backed by a power model
             self.rows  # noqa: B018 - builds (and keeps) the rows, raising on a bad one
             if self.tco is not None:  # TCO counts the network's energy: it needs its power

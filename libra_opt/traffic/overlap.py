@@ -127,6 +127,12 @@ def overlap_workload(workload: Workload, policy: OverlapPolicy) -> Workload:
     >>> round(step_time(o, f, [100.0], training_loop="overlap").step_time_s, 9)
     0.02
     """
+    if workload.overlap_form:
+        raise InputError(
+            f"workload {workload.name!r} is in overlap form (generated with "
+            "tp_comm_overlap): it already states which collectives hide behind which "
+            "compute; drop fine_grained_overlap or tp_comm_overlap",
+            field="fine_grained_overlap")
     out: list[Layer] = []
     for layer in workload.layers:
         hidden, exposed = {}, {}

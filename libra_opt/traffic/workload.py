@@ -202,6 +202,14 @@ class Workload:
         links are then idle during the compute that hides it), and under ``perf_per_cost``
         and ``tco`` enough compute in the other workloads (see
         :meth:`libra_opt.optimize.terms.AggregatedTerms.check_windows`).
+    overlap_form : bool
+        The phases say exactly what overlaps: each phase's collectives run behind that
+        phase's compute and nothing else hides, so the workload is timed by the
+        ``overlap`` training loop (``max(compute, collectives)`` per phase); a phase that
+        must be paid in full is split into a compute-only and a collectives-only phase.
+        Generated with ``tp_comm_overlap`` (:mod:`libra_opt.generators.tp_overlap`). A
+        scenario with such a workload needs ``training_loop: overlap`` and takes no
+        fine-grained overlap policy.
 
     Examples
     --------
@@ -216,9 +224,13 @@ class Workload:
     groups: Mapping[str, tuple[int, ...]]
     metrics: StepMetrics | None = None
     hidden_window_s: float = 0.0
+    overlap_form: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "layers", tuple(self.layers))
+        if not isinstance(self.overlap_form, bool):
+            raise InputError(f"workload {self.name!r}: overlap_form {self.overlap_form!r} is "
+                             "not true or false", field="workload.overlap_form")
         if not self.layers:
             raise InputError(f"workload {self.name!r} has no layers", field="workload.layers")
         if self.hidden_window_s != 0.0 or not isinstance(self.hidden_window_s, float):
@@ -253,10 +265,11 @@ class Workload:
     def __repr__(self) -> str:
         kinds = sorted({c.kind for c in walk_collectives(self)} - {None})
         window = f", hidden window {self.hidden_window_s:g} s" if self.hidden_window_s else ""
+        form = ", overlap form" if self.overlap_form else ""
         return (
             f"Workload({self.name!r}: {len(self.layers)} distinct layers, {self.n_layers} in "
             f"all, groups {dict(self.groups)}, collectives {', '.join(kinds) or 'none'}"
-            f"{window})"
+            f"{window}{form})"
         )
 
     @functools.cached_property

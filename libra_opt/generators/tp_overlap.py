@@ -1,0 +1,186 @@
+"""Tensor-parallel backward collectives overlapped with their GEMMs (``tp_comm_overlap``).
+
+Megatron-LM runs the backward collectives of every column-parallel linear (the QKV
+projection, the first MLP or expert GEMM, the output layer) asynchronously [1]_:
+
+* without sequence parallelism, the all-reduce of the linear's input gradient runs while
+  its weight-gradient GEMM computes;
+* with sequence parallelism, the reduce-scatter of the input gradient runs while the
+  weight-gradient GEMM computes, and the all-gather of the linear's (sharded) input, which
+  that GEMM needs, runs while the input-gradient GEMM computes.
+
+Each such collective then costs ``max(t_gemm, t_comm)`` together with its GEMM instead of
+``t_gemm + t_comm``. Every other collective stays exposed.
+
+The generated workload says exactly that in *overlap form* (``Workload.overlap_form``),
+timed by the ``overlap`` training loop, under which every phase costs
+``max(compute, collectives)``:
+
+* ``<layer>``: the layer's compute less the overlapping GEMMs, no collectives;
+* ``<layer>~comm``: no compute, the exposed collectives;
+* ``<layer>~tp_overlap_<block>``: for each block, the weight-gradient GEMM with the
+  collective it hides (weight-gradient phase) and, with sequence parallelism, the
+  input-gradient GEMM with the all-gather (input-gradient phase).
+
+Every other layer of the step is split into its compute and its collectives the same way,
+so the step time is ``compute + exposed collectives + sum max(0, t_comm - t_gemm)``
+exactly, and stays convex in ``1 / B`` for the optimizer.
+
+References
+----------
+.. [1] NVIDIA Megatron-LM, ``megatron/mpu/layers.py``,
+   ``LinearWithGradAccumulationAndAsyncCommunication`` (commit cf7efd4, 2021-08-30,
+   "allreduce overlap with wgrad gemm"; the sequence-parallel all-gather and
+   reduce-scatter overlap, 2022). On by default since then
+   (``--no-async-tensor-model-parallel-allreduce`` turns it off).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from libra_opt.generators.devices import Device
+from libra_opt.generators.operators import LayerOperators
+from libra_opt.generators.parallelism import Parallelism
+from libra_opt.generators.roofline import operator_time_s
+from libra_opt.traffic.workload import Collective, Layer, Phase
+
+__all__ = ["TpBlock", "attention_block_linears", "hidden_collectives", "split_overlapped",
+           "overlap_form"]
+
+#: Column-parallel linears that read the attention block's input (non-MLA and MLA).
+_ATTENTION_LINEARS = ("qkv_proj", "q_proj", "q_down_proj", "kv_down_proj")
+
+
+@dataclass(frozen=True)
+class TpBlock:
+    """One tensor-parallel block of a layer: its name, the bytes of its activation (the
+    size of its all-reduce) and the column-parallel linears whose GEMMs hide its
+    collectives."""
+
+    name: str
+    activation_bytes: float
+    linears: tuple[str, ...]
+
+
+def attention_block_linears() -> tuple[str, ...]:
+    """Operator names of the column-parallel linears of the attention block."""
+    return _ATTENTION_LINEARS
+
+
+def hidden_collectives(block: TpBlock, par: Parallelism) -> tuple[Collective | None, Collective]:
+    """``(behind the input-gradient GEMM, behind the weight-gradient GEMM)`` of ``block``.
+
+    Examples
+    --------
+    >>> b = TpBlock("mlp", 8e6, ("mlp_fc1",))
+    >>> hidden_collectives(b, Parallelism(tp=4, global_batch_size=1))
+    (None, Collective(kind='all_reduce', size_bytes=8000000.0, group='tp'))
+    >>> d, w = hidden_collectives(b, Parallelism(tp=4, sequence_parallel=True, global_batch_size=1))
+    >>> (d.kind, d.size_bytes), (w.kind, w.size_bytes)
+    (('all_gather', 2000000.0), ('reduce_scatter', 8000000.0))
+    """
+    a = float(block.activation_bytes)
+    if par.sequence_parallel:
+        return Collective("all_gather", a / par.tp, "tp"), Collective("reduce_scatter", a, "tp")
+    return None, Collective("all_reduce", a, "tp")
+
+
+def _without(collectives: tuple[Collective, ...], c: Collective | None, where: str) -> tuple[Collective, ...]:
+    if c is None:
+        return collectives
+    for i, x in enumerate(collectives):
+        if x == c:
+            return collectives[:i] + collectives[i + 1:]
+    raise ValueError(f"{where}: {c} is not among the layer's collectives")  # a generator bug
+
+
+def _gemm_s(ops: Sequence, names: set[str], device: Device, dtype: str, eff: float) -> float:
+    return sum(operator_time_s(o, device, dtype, eff) for o in ops if o.name in names)
+
+
+def split_overlapped(
+    layer: Layer,
+    ops: LayerOperators,
+    blocks: Sequence[TpBlock],
+    par: Parallelism,
+    device: Device,
+    dtype: str,
+    gemm_efficiency: float,
+) -> list[Layer]:
+    """``layer`` (one micro-batch, priced from ``ops``) in overlap form (module notes).
+
+    Parameters
+    ----------
+    layer : Layer
+        Phases with the layer's whole compute and collectives (count 1).
+    ops : LayerOperators
+        The operators it was priced from.
+    blocks : sequence of TpBlock
+        Its tensor-parallel blocks, whose collectives are part of ``layer``'s.
+    par, device, dtype, gemm_efficiency :
+        As for :func:`~libra_opt.generators.roofline.operator_time_s`.
+
+    Returns
+    -------
+    list of Layer
+        The compute layer, the exposed-collectives layer and one overlap layer per block
+        (empty ones left out).
+    """
+    ig = layer.input_grad.collectives
+    wg = layer.weight_grad.collectives
+    windows: list[Layer] = []
+    dgrad_total = wgrad_total = 0.0
+    for b in blocks:
+        behind_dgrad, behind_wgrad = hidden_collectives(b, par)
+        if behind_dgrad is not None:  # the sequence-parallel re-gather, in the wgrad phase
+            wg = _without(wg, behind_dgrad, f"{layer.name}.{b.name}")
+        ig = _without(ig, behind_wgrad, f"{layer.name}.{b.name}")
+        t_dgrad = _gemm_s(ops.input_grad, {f"{n}_dgrad" for n in b.linears}, device, dtype,
+                          gemm_efficiency) if behind_dgrad is not None else 0.0
+        t_wgrad = _gemm_s(ops.weight_grad, {f"{n}_wgrad" for n in b.linears}, device, dtype,
+                          gemm_efficiency)
+        dgrad_total += t_dgrad
+        wgrad_total += t_wgrad
+        gather: tuple[Collective, ...] = () if behind_dgrad is None else (behind_dgrad,)
+        windows.append(Layer(
+            f"{layer.name}~tp_overlap_{b.name}",
+            input_grad=Phase(t_dgrad, gather),
+            weight_grad=Phase(t_wgrad, (behind_wgrad,)),
+        ))
+    compute = Layer(
+        layer.name,
+        Phase(layer.forward.compute_s),
+        Phase(max(layer.input_grad.compute_s - dgrad_total, 0.0)),
+        Phase(max(layer.weight_grad.compute_s - wgrad_total, 0.0)),
+    )
+    comm = Layer(f"{layer.name}~comm", Phase(0.0, layer.forward.collectives), Phase(0.0, ig),
+                 Phase(0.0, wg))
+    return [x for x in (compute, comm, *windows) if not _empty(x)]
+
+
+def overlap_form(layer: Layer) -> list[Layer]:
+    """A layer timed as compute + collectives under the ``overlap`` loop: its compute and
+    its collectives as two layers (``<name>`` and ``<name>~comm``, the same count).
+
+    Examples
+    --------
+    >>> l = Layer("x", weight_grad=Phase(0.5, (Collective("all_reduce", 1e6, "dp"),)), count=3)
+    >>> [(y.name, y.count, y.weight_grad.compute_s, len(y.weight_grad.collectives))
+    ...  for y in overlap_form(l)]
+    [('x', 3, 0.5, 0), ('x~comm', 3, 0.0, 1)]
+    """
+    if "~tp_overlap_" in layer.name or not any(p.compute_s and p.collectives
+                                                for _, p in layer.phases()):
+        return [layer]  # already exact under the overlap loop
+    f, i, w = layer.forward, layer.input_grad, layer.weight_grad
+    compute = Layer(layer.name, Phase(f.compute_s), Phase(i.compute_s), Phase(w.compute_s),
+                    count=layer.count, update_s=layer.update_s)
+    comm = Layer(f"{layer.name}~comm", Phase(0.0, f.collectives), Phase(0.0, i.collectives),
+                 Phase(0.0, w.collectives), count=layer.count)
+    return [x for x in (compute, comm) if not _empty(x)]
+
+
+def _empty(layer: Layer) -> bool:
+    return all(p.compute_s == 0 and not p.collectives for _, p in layer.phases())
