@@ -433,9 +433,13 @@ class ScenarioBase:
             return "field"
         return "document"
 
-    def check(self, path: str, value: Any) -> Any:
+    def check(self, path: str, value: Any, fields: Mapping[str, Any] | None = None) -> Any:
         """Check that ``path`` exists and ``value`` fits its kind before anything is built;
         returns the value as it will be set (text parsed, integral floats as integers).
+
+        ``fields``: scenario-field overrides made together with this one (checked values);
+        a new document key is tried with them (``tp_comm_overlap`` needs
+        ``training_loop: overlap`` in the same call, say).
 
         Raises
         ------
@@ -470,7 +474,7 @@ class ScenarioBase:
             return _compatible(getattr(dim, field), value, path)
         probe = copy.deepcopy(self.document)
         if _set_in_document(probe, path, value):  # a new key: the schema must take it
-            self._rebuilt({path: value})
+            self._rebuilt({**_in_document(fields or {}), path: value})
         node: Any = probe
         for seg in _segments(path):  # read back what was set (type-adjusted)
             container, k = _child(node, seg, path, "")
@@ -503,21 +507,22 @@ class ScenarioBase:
         doc_changes: dict[str, Any] = {}
         fields: dict[str, Any] = {}
         rhs: dict[str, Any] = {}
-        for path, value in overrides.items():
+        for path in overrides:
             if not isinstance(path, str) or not path.strip():
                 raise InputError(f"expected a path, got {short_repr(path)}", source=_API,
                                  field="overrides")
-            kind = self.classify(path)
-            value = self.check(path, value)
-            if kind == "document":
-                doc_changes[path] = value
-            elif kind == "field" or path in CAP_PATHS:
-                fields[path] = value
-            else:
-                rhs[path] = value
+        kinds = {path: self.classify(path) for path in overrides}
+        for path, value in overrides.items():  # fields first: document checks see them
+            if kinds[path] == "field" or (kinds[path] == "rhs" and path in CAP_PATHS):
+                fields[path] = self.check(path, value)
+        for path, value in overrides.items():
+            if kinds[path] == "document":
+                doc_changes[path] = self.check(path, value, fields)
+            elif kinds[path] == "rhs" and path not in CAP_PATHS:
+                rhs[path] = self.check(path, value)
         scen = self.scenario
         if doc_changes:
-            scen = self._rebuilt(doc_changes)
+            scen = self._rebuilt({**_in_document(fields), **doc_changes})
         if fields:
             scen = _scenario_fields(scen, fields)
         for label, value in rhs.items():
@@ -543,9 +548,13 @@ class ScenarioBase:
         if self.document is None:
             return replace_base(self, scen, None, ())
         doc = copy.deepcopy(self.document)
-        for path, value in overrides.items():
-            if self.classify(path) == "document":
-                _set_in_document(doc, path, self.check(path, value))
+        fields = {p: getattr(scen, p) for p in overrides if p in SCENARIO_FIELDS}
+        documented = {p for p in overrides if self.classify(p) == "document"}
+        if documented:  # the document alone must build: scenario fields go into it too
+            for path, value in _in_document(fields).items():
+                _set_in_document(doc, path, value)
+        for path in documented:
+            _set_in_document(doc, path, self.check(path, overrides[path], fields))
         fresh = scenario_from_dict(copy.deepcopy(doc), scen.source or _API, self.base_dir)
         carried = tuple((k, getattr(scen, k)) for k in _CARRIED
                         if getattr(scen, k) != getattr(fresh, k))
@@ -572,6 +581,13 @@ class ScenarioBase:
             except InputError as exc:
                 raise _rewrap(exc, ", ".join(changes)) from None
         return scen
+
+
+def _in_document(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """The scenario-field overrides that are also top-level keys of the YAML document, as
+    document values."""
+    return {k: (list(v) if k == "in_network_reduction" else v)
+            for k, v in fields.items() if k in SCENARIO_FIELDS}
 
 
 def replace_base(

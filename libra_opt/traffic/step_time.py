@@ -282,6 +282,9 @@ def step_time(
     * ``no_overlap``: ``T = sum_l count_l sum_p (compute_lp + sum_c t_c)``;
     * ``overlap``: ``T = sum_l count_l sum_p max(compute_lp, sum_c t_c)``.
 
+    A workload in overlap form (:attr:`Workload.overlap_form
+    <libra_opt.traffic.workload.Workload.overlap_form>`) needs ``overlap``.
+
     A workload with a hidden window ``W`` (:attr:`Workload.hidden_window_s
     <libra_opt.traffic.workload.Workload.hidden_window_s>`, e.g. DiLoCo's overlapped outer
     sync) takes ``max(T - W, 0)``.
@@ -301,6 +304,10 @@ def step_time(
     """
     bw = check_bandwidth(fabric, bw_gbps)
     _check_models(collective_model, training_loop)
+    if workload.overlap_form and training_loop != "overlap":
+        raise InputError(
+            f"workload {workload.name!r} is in overlap form (tp_comm_overlap): it is timed "
+            "only by training_loop 'overlap'", field="training_loop")
     if collective_model == "topology_aware" and collectives is None:
         collectives = CollectiveSettings()
     if collective_model != "topology_aware":

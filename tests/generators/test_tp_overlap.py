@@ -126,6 +126,8 @@ def test_bad_uses_are_refused():
     over = generate_workload(MODEL, _par(tp_comm_overlap=True), DEVICE, FABRIC)
     with pytest.raises(InputError, match="overlap form"):
         export_astra_sim(over, Path("/nonexistent/never_written.txt"))
+    with pytest.raises(InputError, match="timed only by training_loop 'overlap'"):
+        step_time(over.workload, FABRIC, [100.0])
 
 
 EXAMPLE = Path(__file__).parents[2] / "libra_opt/data/examples/gpt3_175b_a100_cluster.yaml"
@@ -164,3 +166,20 @@ def test_optimizer_matches_a_brute_force_search_on_the_overlap_form():
         best = min(best, step_time(wl, scen.fabric, [hb, so], training_loop="overlap").step_time_s)
     assert sol.objective_value <= best * (1 + 1e-9)
     assert sol.objective_value >= best * (1 - 1e-4)  # grid spacing 0.25 GB/s
+
+
+def test_cli_set_turns_it_on_together_with_the_overlap_loop(capsys):
+    import json
+
+    from libra_opt.cli.main import main
+
+    on = ["--set", "workloads[gpt3_175b].parallelism.tp_comm_overlap=true"]
+    loop = ["--set", "training_loop=overlap"]
+    assert main(["solve", "gpt3_175b_a100_cluster", "--json"]) == 0
+    plain = json.loads(capsys.readouterr().out)["objective_value"]
+    for argv in (on + loop, loop + on):
+        assert main(["solve", "gpt3_175b_a100_cluster", "--json", *argv]) == 0
+        assert json.loads(capsys.readouterr().out)["objective_value"] < plain
+    assert main(["solve", "gpt3_175b_a100_cluster", *on]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "training_loop: overlap" in err
