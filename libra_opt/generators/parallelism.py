@@ -122,7 +122,15 @@ class Parallelism(StrictModel):
         linear's input for that GEMM runs while the input-gradient GEMM computes. Each such
         collective costs ``max(0, t_comm - t_gemm)`` instead of ``t_comm``. The generated
         workload then needs ``training_loop: overlap`` (it states exactly what hides; see
-        :mod:`libra_opt.generators.tp_overlap`). Needs ``tp > 1``.
+        :mod:`libra_opt.generators.comm_overlap`). Needs ``tp > 1``.
+    dp_comm_overlap : bool
+        The data-parallel gradient reduction (ZeRO-0 all-reduce, ZeRO-1/2 reduce-scatter)
+        runs during the backward pass of the last micro-batch (PyTorch DDP, Megatron-LM
+        ``--overlap-grad-reduce``; default off): it costs ``max(0, t_comm - t_backward)``
+        with ``t_backward`` that micro-batch's backward compute on the stage. The ZeRO-1/2
+        parameter all-gather stays exposed. Also an overlap-form workload (needs
+        ``training_loop: overlap``). Needs a data-parallel reduction: ``dp x cp > 1``,
+        ZeRO 0-2, ``dp_mode: collective``.
     precision : Precision
 
     Examples
@@ -151,6 +159,7 @@ class Parallelism(StrictModel):
     flash_attention: bool = True
     gradient_accumulation_fusion: bool = True
     tp_comm_overlap: bool = False
+    dp_comm_overlap: bool = False
     precision: Precision = Field(default_factory=Precision)
 
     @model_validator(mode="after")
@@ -169,6 +178,10 @@ class Parallelism(StrictModel):
         if self.tp_comm_overlap and self.tp == 1:
             raise ValueError("tp_comm_overlap needs tp > 1 (there is no tensor-parallel "
                              "collective to overlap)")
+        if self.dp_comm_overlap and (self.dp * self.cp == 1 or self.zero == 3
+                                     or self.dp_mode != "collective"):
+            raise ValueError("dp_comm_overlap needs a data-parallel gradient reduction to "
+                             "overlap: dp x cp > 1, zero 0, 1 or 2 and dp_mode collective")
         if self.interleave > 1 and self.pp == 1:
             raise ValueError("interleave > 1 needs pp > 1")
         if self.dp_mode == "in_network_optimizer" and self.zero != 0:

@@ -99,6 +99,12 @@ def check_data_parallel_only(par: Parallelism, what: str) -> None:
                 f"{what} workloads are data-parallel only; {key} must be 1 (got {getattr(par, key)})",
                 field=f"parallelism.{key}",
             )
+    if par.dp_comm_overlap:
+        raise InputError(
+            f"dp_comm_overlap is modelled for transformer steps; a {what} step puts each "
+            "layer's gradient all-reduce in that layer's weight-gradient phase (one "
+            "micro-batch), which training_loop: overlap or fine_grained_overlap can hide",
+            field="parallelism.dp_comm_overlap")
 
 
 def resnet_workload(

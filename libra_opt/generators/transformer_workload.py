@@ -47,6 +47,14 @@ from types import MappingProxyType
 
 from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Fabric
+from libra_opt.generators.comm_overlap import (
+    DP_WINDOW,
+    TpBlock,
+    attention_block_linears,
+    dp_overlapped,
+    overlap_form,
+    split_overlapped,
+)
 from libra_opt.generators.descriptors import TransformerSpec
 from libra_opt.generators.devices import ComputeEfficiency, Device, compute_time_s, memory_time_s
 from libra_opt.generators.generated import GeneratedWorkload
@@ -79,12 +87,6 @@ from libra_opt.generators.pipeline import (
     stage_plan,
 )
 from libra_opt.generators.roofline import operator_time_s
-from libra_opt.generators.tp_overlap import (
-    TpBlock,
-    attention_block_linears,
-    overlap_form,
-    split_overlapped,
-)
 from libra_opt.generators.transformer_comm import (
     PhaseCollectives,
     layer_collectives,
@@ -444,9 +446,13 @@ def transformer_workload(
     act = tokens * model.hidden_size * par.precision.activation_bytes
 
     layers: list[Layer] = []
-    for layer, n in layers_mb:
-        if not _empty(layer):
-            layers.append(replace(layer, count=m * n))
+    dp_window_s = 0.0
+    if par.dp_comm_overlap:
+        layers, dp_window_s = dp_overlapped([(x, n) for x, n in layers_mb if not _empty(x)], m)
+    else:
+        for layer, n in layers_mb:
+            if not _empty(layer):
+                layers.append(replace(layer, count=m * n))
     if pp > 1:
         for layer, n in layers_mb:
             layers.extend(b for b in _bubble(layer, n, pp, v) if not _empty(b))
@@ -479,7 +485,9 @@ def transformer_workload(
             else:
                 sync.append(Collective("reduce_scatter", params * gb, group))
                 gather.append(Collective("all_gather", params * pb / ranks, group))
-    if sync:
+    if sync and par.dp_comm_overlap:
+        layers.append(Layer(DP_WINDOW, weight_grad=Phase(dp_window_s, tuple(sync))))
+    elif sync:
         layers.append(Layer("dp_grad_sync", weight_grad=Phase(0.0, tuple(sync))))
     shard = (dense_p / dp_ranks + expert_p / edp_ranks) if par.zero >= 1 else dense_p + expert_p
     if inopt and par.optimizer_state != HOST_PAGING:
@@ -492,10 +500,11 @@ def transformer_workload(
         opt_s = max(opt_s, host_paging_time_s(shard, par.precision, par.host_link_gbps))
     layers.append(Layer("optimizer_step", Phase(opt_s, tuple(gather))))
 
-    if par.tp_comm_overlap:
+    formed = par.tp_comm_overlap or par.dp_comm_overlap
+    if formed:
         layers = [x for layer in layers for x in overlap_form(layer)]
     workload = Workload(name or model.name, tuple(layers), placement.groups(),
-                        overlap_form=par.tp_comm_overlap)
+                        overlap_form=formed)
     mems = [
         _stage_memory(model, par, s, d, e, device)
         for s, (_, d, e, _) in zip(stages, per_stage, strict=True)

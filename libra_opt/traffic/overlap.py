@@ -134,6 +134,8 @@ def overlap_workload(workload: Workload, policy: OverlapPolicy) -> Workload:
             "compute; drop fine_grained_overlap or tp_comm_overlap",
             field="fine_grained_overlap")
     out: list[Layer] = []
+    behind: dict[str, bool] = {}  # group -> some overlappable collective shares a phase with compute
+    where: dict[str, str] = {}
     for layer in workload.layers:
         hidden, exposed = {}, {}
         for name in PHASES:
@@ -142,6 +144,8 @@ def overlap_workload(workload: Workload, policy: OverlapPolicy) -> Workload:
             for c in phase.collectives:
                 f = policy.fraction(c.group, name)
                 if f > 0:
+                    behind[c.group] = behind.get(c.group, False) or phase.compute_s > 0
+                    where.setdefault(c.group, f"layer {layer.name!r}, {name}")
                     h.append(dataclasses.replace(c, size_bytes=c.size_bytes * f))
                 if f < 1:
                     e.append(dataclasses.replace(c, size_bytes=c.size_bytes * (1 - f)))
@@ -153,4 +157,13 @@ def overlap_workload(workload: Workload, policy: OverlapPolicy) -> Workload:
         if any(p.collectives for p in exposed.values()):
             out.append(Layer(f"{layer.name}~exposed", exposed["forward"],
                              exposed["input_grad"], exposed["weight_grad"], count=layer.count))
+    idle = sorted(g for g, ok in behind.items() if not ok)
+    if idle:
+        g = idle[0]
+        raise InputError(
+            f"fine_grained_overlap would hide {g!r} collectives behind their phase's compute, "
+            f"but in workload {workload.name!r} every one of them is in a phase without "
+            f"compute ({where[g]}): nothing can hide them there. A generated transformer step "
+            "reduces gradients after its backward pass: use parallelism.dp_comm_overlap "
+            "(and tp_comm_overlap) instead", field="fine_grained_overlap")
     return dataclasses.replace(workload, layers=tuple(out))

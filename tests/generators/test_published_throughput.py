@@ -30,7 +30,7 @@ TARGET = (0.035, 0.08)
 #: rounded up by a few tenths of a percent).
 REACHED = {
     "korthikanti22_a100": (0.018, 0.027),
-    "megatron_sc21_a100": (0.048, 0.099),
+    "megatron_sc21_a100": (0.046, 0.099),
     "llama3_h100": (0.080, 0.150),
     "mtnlg_a100": (0.199, 0.216),
 }

@@ -183,3 +183,98 @@ def test_cli_set_turns_it_on_together_with_the_overlap_loop(capsys):
     assert main(["solve", "gpt3_175b_a100_cluster", *on]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "training_loop: overlap" in err
+
+
+# --- data-parallel gradient reduction behind the last micro-batch's backward pass -------
+
+DP_FABRIC = Fabric((Dim("pod", "switch", 2, "IB"),))
+
+
+def _dp_par(**kw):
+    base = dict(dp=2, micro_batch_size=1, global_batch_size=2 * M, precision={"compute_dtype": "bf16"})
+    base.update(kw)
+    return Parallelism(**base)
+
+
+def _backward_s(ops):
+    _, ig, wg = ops.passes()
+    return sum(operator_time_s(o, DEVICE, "bf16", DEVICE.default_efficiency) for o in ig + wg)
+
+
+@pytest.mark.parametrize("bw", [0.05, 1.0, 400.0])
+def test_gradient_all_reduce_behind_last_backward_by_hand(bw):
+    from libra_opt.generators.operators import embedding_operators
+
+    par = _dp_par()
+    plain = generate_workload(MODEL, par, DEVICE, DP_FABRIC)
+    over = generate_workload(MODEL, par.model_copy(update={"dp_comm_overlap": True}), DEVICE,
+                             DP_FABRIC)
+    (sync,) = [x for x in plain.workload.layers if x.name == "dp_grad_sync"]
+    (ar,) = sync.weight_grad.collectives
+    t_ar = 2 * (2 - 1) / 2 * ar.size_bytes / (bw * 1e9)
+    window = (MODEL.n_layers * _backward_s(transformer_layer_operators(MODEL, par, moe=False))
+              + _backward_s(head_operators(MODEL, par)) + _backward_s(embedding_operators(MODEL, par)))
+    t_plain = step_time(plain.workload, DP_FABRIC, [bw]).step_time_s
+    t_over = step_time(over.workload, DP_FABRIC, [bw], training_loop="overlap").step_time_s
+    np.testing.assert_allclose(t_plain - t_over, min(window, t_ar), rtol=1e-9)
+    np.testing.assert_allclose(over.workload.compute_s, plain.workload.compute_s, rtol=1e-12)
+
+
+def test_both_overlaps_together_never_count_a_gemm_twice():
+    fabric = Fabric((Dim("node", "switch", 2, "NVLink"), Dim("pod", "switch", 2, "IB")))
+    par = Parallelism(tp=2, dp=2, micro_batch_size=1, global_batch_size=2 * M,
+                      sequence_parallel=True, precision={"compute_dtype": "bf16"})
+    gen = {flags: generate_workload(MODEL, par.model_copy(update=dict(zip(
+        ("tp_comm_overlap", "dp_comm_overlap"), flags, strict=True))), DEVICE, fabric)
+        for flags in ((False, False), (True, False), (False, True), (True, True))}
+    for g in gen.values():
+        np.testing.assert_allclose(g.workload.compute_s, gen[(False, False)].workload.compute_s,
+                                   rtol=1e-12)
+    layer = transformer_layer_operators(MODEL, par, moe=False)
+    head = head_operators(MODEL, par)
+    from libra_opt.generators.operators import embedding_operators
+
+    backward = (MODEL.n_layers * _backward_s(layer) + _backward_s(head)
+                + _backward_s(embedding_operators(MODEL, par)))
+    tp_gemms = sum(n * (_gemm_s(ops.input_grad, f"{lin}_dgrad") + _gemm_s(ops.weight_grad, f"{lin}_wgrad"))
+                   for ops, lin, n in ((layer, "qkv_proj", MODEL.n_layers),
+                                       (layer, "mlp_fc1", MODEL.n_layers), (head, "logits", 1)))
+    (sync,) = [x for x in gen[(False, False)].workload.layers if x.name == "dp_grad_sync"]
+    (ar,) = sync.weight_grad.collectives
+    for bw in ([1000.0, 0.01], [0.5, 1000.0], [20.0, 2.0], [20.0, 0.2]):
+        t = {k: step_time(g.workload, fabric, bw, training_loop="overlap" if any(k) else
+                          "no_overlap").step_time_s for k, g in gen.items()}
+        t_dp = ar.size_bytes / (bw[1] * 1e9)  # all-reduce over 2: 2 (1/2) size / B
+        s_tp = t[(False, False)] - t[(True, False)]
+        s_dp = t[(False, False)] - t[(False, True)]
+        s_both = t[(False, False)] - t[(True, True)]
+        np.testing.assert_allclose(s_dp, min(backward, t_dp), rtol=1e-9)
+        # with both, the DP window is the backward compute not already hiding a TP
+        # collective: no GEMM hides two collectives
+        np.testing.assert_allclose(s_both - s_tp, min(backward - tp_gemms, t_dp), rtol=1e-9,
+                                   atol=1e-15)
+
+
+def test_dp_overlap_needs_a_reduction():
+    with pytest.raises(ValueError, match="dp_comm_overlap needs a data-parallel"):
+        Parallelism(dp=1, dp_comm_overlap=True, global_batch_size=1)
+    with pytest.raises(ValueError, match="dp_comm_overlap needs a data-parallel"):
+        Parallelism(dp=2, zero=3, dp_comm_overlap=True, global_batch_size=2)
+    from libra_opt.generators.resnet import check_data_parallel_only
+
+    with pytest.raises(InputError, match="modelled for transformer steps"):
+        check_data_parallel_only(Parallelism(dp=2, dp_comm_overlap=True, global_batch_size=2),
+                                 "ResNet")
+
+
+def test_fine_grained_dp_preset_is_refused_where_it_could_hide_nothing():
+    data = yaml.safe_load(EXAMPLE.read_text())
+    data["training_loop"] = "overlap"
+    data["fine_grained_overlap"] = {"presets": ["dp_backward"]}
+    with pytest.raises(InputError) as e:
+        scenario_from_dict(data, "s.yaml", EXAMPLE.parent)
+    assert e.value.source == "s.yaml" and e.value.field == "fine_grained_overlap"
+    assert "'dp' collectives" in e.value.message and "dp_grad_sync" in e.value.message
+    assert "parallelism.dp_comm_overlap" in e.value.message
+    data["fine_grained_overlap"] = {"presets": ["tp_layer"]}  # TP shares phases with GEMMs
+    assert scenario_from_dict(data, "s.yaml", EXAMPLE.parent).training_loop == "overlap"

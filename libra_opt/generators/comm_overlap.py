@@ -1,4 +1,14 @@
-"""Tensor-parallel backward collectives overlapped with their GEMMs (``tp_comm_overlap``).
+"""Collectives overlapped with the compute that runs beside them, in *overlap form*.
+
+Two documented overlaps of real training stacks, each exact under the ``overlap`` loop:
+
+* ``tp_comm_overlap``: the tensor-parallel backward collectives of each column-parallel
+  linear behind its own GEMMs (below);
+* ``dp_comm_overlap``: the data-parallel gradient reduction behind the backward pass of the
+  last micro-batch (PyTorch DDP's bucketed all-reduce [2]_, Megatron-LM's
+  ``--overlap-grad-reduce``): :func:`dp_overlapped`.
+
+**Tensor parallelism.**
 
 Megatron-LM runs the backward collectives of every column-parallel linear (the QKV
 projection, the first MLP or expert GEMM, the output layer) asynchronously [1]_:
@@ -33,10 +43,14 @@ References
    "allreduce overlap with wgrad gemm"; the sequence-parallel all-gather and
    reduce-scatter overlap, 2022). On by default since then
    (``--no-async-tensor-model-parallel-allreduce`` turns it off).
+.. [2] S. Li et al., "PyTorch Distributed: Experiences on Accelerating Data Parallel
+   Training", VLDB 2020, arXiv:2006.15704 (gradient buckets all-reduced during the
+   backward pass; ``no_sync`` for all but the last micro-batch).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -47,7 +61,10 @@ from libra_opt.generators.roofline import operator_time_s
 from libra_opt.traffic.workload import Collective, Layer, Phase
 
 __all__ = ["TpBlock", "attention_block_linears", "hidden_collectives", "split_overlapped",
-           "overlap_form"]
+           "overlap_form", "dp_overlapped", "is_window", "DP_WINDOW"]
+
+#: Name of the layer that carries the data-parallel gradient reduction with its window.
+DP_WINDOW = "dp_grad_sync~dp_overlap"
 
 #: Column-parallel linears that read the attention block's input (non-MLA and MLA).
 _ATTENTION_LINEARS = ("qkv_proj", "q_proj", "q_down_proj", "kv_down_proj")
@@ -160,6 +177,57 @@ def split_overlapped(
     return [x for x in (compute, comm, *windows) if not _empty(x)]
 
 
+def is_window(layer: Layer) -> bool:
+    """A layer whose phases pair collectives with the compute they hide behind."""
+    return "~tp_overlap_" in layer.name or layer.name == DP_WINDOW
+
+
+def dp_overlapped(layers_mb: Sequence[tuple[Layer, int]], micro_batches: int) -> tuple[list[Layer], float]:
+    """The step's layers with the last micro-batch's backward compute set aside as the
+    window of the data-parallel gradient reduction.
+
+    Parameters
+    ----------
+    layers_mb : sequence of (Layer, int)
+        The stage's layers for one micro-batch and their repeats (count 1 each).
+    micro_batches : int
+        ``m``.
+
+    Returns
+    -------
+    (list of Layer, float)
+        The layers in overlap form, every one repeated ``m x n`` times except the compute
+        layers, which run ``(m - 1) n`` times in full plus ``n`` forward passes
+        (``<name>~last_forward``); and the window: the backward (input- and weight-gradient)
+        compute of one micro-batch not already paired with a tensor-parallel collective.
+        The caller puts the reduction and the window in one layer (:data:`DP_WINDOW`).
+
+    Examples
+    --------
+    Two micro-batches of a layer with 1 s forward, 2 s backward and a collective:
+
+    >>> l = Layer("x", Phase(1.0), Phase(1.5, (Collective("all_reduce", 1e6, "tp"),)), Phase(0.5))
+    >>> layers, window = dp_overlapped([(l, 1)], 2)
+    >>> [(y.name, y.count) for y in layers], window
+    ([('x', 1), ('x~last_forward', 1), ('x~comm', 2)], 2.0)
+    """
+    out: list[Layer] = []
+    window = 0.0
+    m = int(micro_batches)
+    for layer, n in layers_mb:
+        for x in overlap_form(layer):
+            back = x.input_grad.compute_s + x.weight_grad.compute_s
+            if is_window(x) or any(p.collectives for _, p in x.phases()) or back == 0:
+                out.append(dataclasses.replace(x, count=m * n))
+                continue
+            window += n * back
+            if m > 1:
+                out.append(dataclasses.replace(x, count=(m - 1) * n))
+            if x.forward.compute_s:
+                out.append(Layer(f"{x.name}~last_forward", forward=x.forward, count=n))
+    return out, window
+
+
 def overlap_form(layer: Layer) -> list[Layer]:
     """A layer timed as compute + collectives under the ``overlap`` loop: its compute and
     its collectives as two layers (``<name>`` and ``<name>~comm``, the same count).
@@ -171,8 +239,7 @@ def overlap_form(layer: Layer) -> list[Layer]:
     ...  for y in overlap_form(l)]
     [('x', 3, 0.5, 0), ('x~comm', 3, 0.0, 1)]
     """
-    if "~tp_overlap_" in layer.name or not any(p.compute_s and p.collectives
-                                                for _, p in layer.phases()):
+    if is_window(layer) or not any(p.compute_s and p.collectives for _, p in layer.phases()):
         return [layer]  # already exact under the overlap loop
     f, i, w = layer.forward, layer.input_grad, layer.weight_grad
     compute = Layer(layer.name, Phase(f.compute_s), Phase(i.compute_s), Phase(w.compute_s),
