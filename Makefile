@@ -40,6 +40,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/diloco.py --out out/bench
 	$(BIN)/python benchmarks/in_network.py --out out/bench
 	$(BIN)/python benchmarks/luwu.py --out out/bench
+	$(BIN)/python benchmarks/comm_overlap.py --out out/bench
 	$(BIN)/python benchmarks/small_messages.py --out out/bench
 	$(BIN)/python benchmarks/yaml_load.py
 
