@@ -112,6 +112,16 @@ def _cmd_evaluate(args) -> int:
     return 0
 
 
+def _check_exportable(workloads, source: str | None) -> None:
+    formed = [wl.name for wl in workloads if wl.metrics is not None and wl.overlap_form]
+    if formed:
+        raise InputError(
+            f"workload {formed[0]!r} is in overlap form (tp_comm_overlap or dp_comm_overlap): "
+            "ASTRA-sim 1.0 text cannot say which collectives hide behind which compute; "
+            "export it without those options", source=source,
+            field=f"workloads[{formed[0][:60]}].parallelism")
+
+
 def _export_workloads(workloads, directory: str) -> None:
     """Each workload as ASTRA-sim text + communicator, named by its slug, inside ``directory``."""
     from libra_opt.io.astra_sim import export_astra_sim
@@ -143,6 +153,8 @@ def _cmd_workload(args) -> int:
     if args.export is not None:
         check_output_dir(args.export, "--export")
     scen, generated = load_scenario_with_models(args.scenario)
+    if args.export is not None:  # refuse before anything is printed or written
+        _check_exportable(scen.workloads, scen.source)
     bw = None
     if args.bw:
         try:

@@ -80,6 +80,8 @@ def run(args: argparse.Namespace) -> int:
         try:
             calibrations = calibrate_tables(tables, constants, rows=args.calibrate_rows)
         except InputError as exc:
+            if exc.field not in ("calibrate", "rows"):
+                raise  # a row or table problem, already naming its file and row
             raise InputError(exc.message, source="<cli>", field="--calibrate") from None
         devices = {c.device.key: c.device for c in calibrations}
         for c in calibrations:

@@ -183,6 +183,8 @@ def _compatible(old: Any, new: Any, path: str) -> Any:
     """``new`` checked against the kind of ``old`` (numbers stay numbers, text stays text)."""
     if old is None or new is None:
         return new
+    if path.endswith(".device") and isinstance(old, str | dict) and isinstance(new, str | dict):
+        return new  # a preset name or a {preset: ..., field: value} mapping, either way
     if isinstance(old, bool):
         if not isinstance(new, bool):
             raise InputError(f"expected true or false, got {short_repr(new)}", source=_API,
@@ -465,9 +467,10 @@ class ScenarioBase:
                 raise InputError(f"expected text, got {short_repr(value)}", source=_API,
                                  field=path)
             return value
-        if isinstance(value, str) and not path.endswith(("name", "topology", "tier", "model",
-                                                         "device", "builder")):
-            value = parse_value(value)
+        if isinstance(value, str) and (
+                not path.endswith(("name", "topology", "tier", "model", "device", "builder"))
+                or (path.endswith("device") and value.lstrip().startswith("{"))):
+            value = parse_value(value)  # a device may be {preset: ..., field: value}
         if self.document is None:
             self._no_document(path)
             dim, field = _dim_of(self.scenario.fabric, path)
@@ -566,7 +569,10 @@ class ScenarioBase:
                 self._no_document(path)
             return _dims_in_place(self.scenario, changes)
         doc = copy.deepcopy(self.document)
-        for path, value in changes.items():
+        carried = {k: v for k, v in self.carried if k != "__differs__"}
+        # carried scenario fields that are document keys go in first (a new document key
+        # may need them, e.g. tp_comm_overlap needs training_loop: overlap)
+        for path, value in {**_in_document(carried), **changes}.items():
             _set_in_document(doc, path, value)
         src = self.scenario.source or _API
         try:
@@ -574,7 +580,6 @@ class ScenarioBase:
         except InputError as exc:
             raise _rewrap(exc, next(iter(changes)) if len(changes) == 1
                           else ", ".join(changes)) from None
-        carried = {k: v for k, v in self.carried if k != "__differs__"}
         if carried:
             try:
                 scen = dataclasses.replace(scen, **carried)

@@ -6,7 +6,9 @@ Two documented overlaps of real training stacks, each exact under the ``overlap`
   linear behind its own GEMMs (below);
 * ``dp_comm_overlap``: the data-parallel gradient reduction behind the backward pass of the
   last micro-batch (PyTorch DDP's bucketed all-reduce [2]_, Megatron-LM's
-  ``--overlap-grad-reduce``): :func:`dp_overlapped`.
+  ``--overlap-grad-reduce``): :func:`dp_overlapped`. Optimistic: ``max(t_backward,
+  t_comm)`` is a lower bound, since DDP cannot hide its last bucket (the first layers'
+  gradients) and a pipeline chunk's reduction waits for that chunk's last backward.
 
 **Tensor parallelism.**
 

@@ -127,8 +127,10 @@ class Parallelism(StrictModel):
         The data-parallel gradient reduction (ZeRO-0 all-reduce, ZeRO-1/2 reduce-scatter)
         runs during the backward pass of the last micro-batch (PyTorch DDP, Megatron-LM
         ``--overlap-grad-reduce``; default off): it costs ``max(0, t_comm - t_backward)``
-        with ``t_backward`` that micro-batch's backward compute on the stage. The ZeRO-1/2
-        parameter all-gather stays exposed. Also an overlap-form workload (needs
+        with ``t_backward`` that micro-batch's backward compute on the stage -- a lower bound
+        on the exposed time: bucketed DDP cannot hide its last bucket, and with pipelining a
+        chunk's reduction waits for that chunk's last backward. The ZeRO-1/2 parameter
+        all-gather stays exposed. Also an overlap-form workload (needs
         ``training_loop: overlap``). Needs a data-parallel reduction: ``dp x cp > 1``,
         ZeRO 0-2, ``dp_mode: collective``.
     precision : Precision

@@ -101,9 +101,11 @@ def check_data_parallel_only(par: Parallelism, what: str) -> None:
             )
     if par.dp_comm_overlap:
         raise InputError(
-            f"dp_comm_overlap is modelled for transformer steps; a {what} step puts each "
-            "layer's gradient all-reduce in that layer's weight-gradient phase (one "
-            "micro-batch), which training_loop: overlap or fine_grained_overlap can hide",
+            f"dp_comm_overlap is modelled for transformer steps only; a {what} step with one "
+            "micro-batch puts each layer's gradient all-reduce in that layer's "
+            "weight-gradient phase, where training_loop: overlap or fine_grained_overlap "
+            "hides it; with several micro-batches its reduction follows the backward "
+            "passes and is not overlapped",
             field="parallelism.dp_comm_overlap")
 
 

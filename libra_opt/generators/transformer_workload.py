@@ -17,7 +17,10 @@ virtual stages per device is modelled as:
   activation (forward) and its gradient (input gradient) on group ``pp`` -- ``v`` per
   micro-batch and ``p - 1`` on the fill/drain critical path;
 * ``dp_grad_sync``: gradient all-reduce (ZeRO-0) or reduce-scatter (ZeRO-1/2) on ``dp``
-  (dense parameters) and ``edp`` (experts), once per step, not overlapped;
+  (dense parameters) and ``edp`` (experts), once per step, not overlapped (with
+  ``dp_comm_overlap``, behind the last micro-batch's backward compute, and with
+  ``tp_comm_overlap`` the tensor-parallel backward collectives behind their GEMMs:
+  :mod:`~libra_opt.generators.comm_overlap`);
 * ``optimizer_step``: the (memory-bound) optimizer update as compute time, and with
   ZeRO-1/2 the all-gather of updated parameters.
 
@@ -522,7 +525,11 @@ def transformer_workload(
         f"{', embedding' if stages[rep].has_embedding else ''}"
         f"{', output layer' if stages[rep].has_head else ''})",
         "bubble = (p-1)/v extra passes through the stage (compute and collectives)" if pp > 1 else "",
+        "data-parallel gradient sync behind the last micro-batch's backward compute "
+        "(dp_comm_overlap); the optimizer step is not overlapped" if par.dp_comm_overlap else
         "data-parallel gradient sync and optimizer step are not overlapped",
+        "tensor-parallel backward collectives behind their column-parallel GEMMs "
+        "(tp_comm_overlap)" if par.tp_comm_overlap else "",
         "in-network optimizer: gradients pushed / parameters pulled once per step, optimizer "
         "state off-GPU" if inopt else "",
     ]

@@ -40,6 +40,7 @@ __all__ = [
     "calibrate_device",
     "DeviceCalibration",
     "calibrate_tables",
+    "check_device_keys",
     "CALIBRABLE",
 ]
 
@@ -118,6 +119,8 @@ class ValidationTable:
     title: str
     rows: tuple[ValidationRow, ...]
     sources: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    source: str = ""
+    """The file the table was read from (for error messages)."""
 
 
 @dataclass(frozen=True)
@@ -226,8 +229,39 @@ def validate(table: ValidationTable, devices: Mapping[str, Device] | None = None
     ([True, False, False], True)
     """
     devs = devices or {}
-    rows = tuple(predict_row(r, devs.get(r.cluster.device.key)) for r in table.rows)
+    rows = tuple(_predict_in(table, i, devs.get(r.cluster.device.key))
+                 for i, r in enumerate(table.rows))
     return TableResult(table.name, table.title, rows)
+
+
+def _predict_in(table: ValidationTable, i: int, device: Device | None) -> RowResult:
+    """:func:`predict_row` of row ``i``, its errors naming the table file and the row."""
+    row = table.rows[i]
+    try:
+        return predict_row(row, device)
+    except InputError as exc:
+        where = f"rows[{i}] ({row.name[:40]})"
+        raise InputError(exc.message, source=table.source or table.name,
+                         field=f"{where}.{exc.field}" if exc.field else where) from None
+
+
+def check_device_keys(tables: Sequence[ValidationTable]) -> None:
+    """Raise :class:`InputError` when two clusters give different devices the same key
+    (results and fitted devices are looked up by key).
+
+    A preset with fields replaced keeps the preset's key unless the mapping sets ``key:``.
+    """
+    seen: dict[str, tuple[Device, str]] = {}
+    for t in tables:
+        for r in t.rows:
+            d = r.cluster.device
+            where = f"{t.name}: cluster {r.cluster.name}"
+            if d.key in seen and seen[d.key][0] != d:
+                raise InputError(
+                    f"{seen[d.key][1]} and {where} use different devices with the same key "
+                    f"{d.key!r}; give one its own name (device: {{preset: {d.key}, key: "
+                    f"<name>, ...}})", source=t.source or t.name, field="clusters")
+            seen.setdefault(d.key, (d, where))
 
 
 def _log_errors(rows: Sequence[ValidationRow], device: Device) -> list[float]:
@@ -340,7 +374,7 @@ class DeviceCalibration:
 
 
 def _fmt(x: float) -> str:
-    return f"{x:.4g}"
+    return f"{x:.5g}"
 
 
 def calibrate_tables(
@@ -393,11 +427,12 @@ def calibrate_tables(
     if unknown:
         raise InputError(f"cannot calibrate {', '.join(unknown)}; calibrable: "
                          f"{', '.join(CALIBRABLE)}", field="calibrate")
-    groups: dict[str, list[tuple[str, ValidationRow]]] = {}
+    check_device_keys(tables)
+    groups: dict[str, list[tuple[ValidationTable, int]]] = {}
     for t in tables:
-        for r in t.rows:
+        for i, r in enumerate(t.rows):
             if rows == "all" or r.calibrate:
-                groups.setdefault(r.cluster.device.key, []).append((t.name, r))
+                groups.setdefault(r.cluster.device.key, []).append((t, i))
     if not groups:
         raise InputError("no row is marked 'calibrate: true' in "
                          f"{', '.join(t.name for t in tables)}", field="rows")
@@ -408,9 +443,11 @@ def calibrate_tables(
                 f"device {key} has {len(members)} row(s) to fit and {len(names)} constants "
                 f"({', '.join(names)}); mark more rows 'calibrate: true' or fit fewer constants",
                 field="calibrate")
-        start = members[0][1].cluster.device
-        fitted = calibrate_device([r for _, r in members], start, names)
-        used = tuple(f"{t}: {r.name}" for t, r in members)
+        start = members[0][0].rows[members[0][1]].cluster.device
+        for t, i in members:  # a row the model cannot predict: name it before fitting
+            _predict_in(t, i, None)
+        fitted = calibrate_device([t.rows[i] for t, i in members], start, names)
+        used = tuple(f"{t.name}: {t.rows[i].name}" for t, i in members)
         note = (f"calibrated ({', '.join(names)}) by libra_opt on "
                 f"{'; '.join(used[:6])}{' ...' if len(used) > 6 else ''}")
         fitted = replace(fitted, efficiency_source=note)
@@ -420,7 +457,7 @@ def calibrate_tables(
             before=tuple(float(getattr(start, n)) for n in names),
             after=tuple(float(getattr(fitted, n)) for n in names),
             rows=used,
-            errors=tuple(predict_row(r, fitted).error for _, r in members),
+            errors=tuple(_predict_in(t, i, fitted).error for t, i in members),
         ))
     return tuple(out)
 

@@ -312,9 +312,9 @@ def export_astra_sim(
     w = workload.workload if isinstance(workload, GeneratedWorkload) else workload
     if w.overlap_form:
         raise InputError(
-            f"workload {w.name!r} is in overlap form (tp_comm_overlap): ASTRA-sim 1.0 text "
-            "cannot say which collectives hide behind which GEMMs; generate it without "
-            "tp_comm_overlap to export it", field="workload")
+            f"workload {w.name!r} is in overlap form (tp_comm_overlap or dp_comm_overlap): "
+            "ASTRA-sim 1.0 text cannot say which collectives hide behind which compute; "
+            "generate it without those options to export it", field="workload")
     if merge:
         w = merge_phase_collectives(w)
     used: dict[str, tuple[str, str]] = {}

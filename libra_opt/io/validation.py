@@ -157,7 +157,7 @@ def validation_table_from_dict(data: Any, source: str) -> ValidationTable:
             parallelism=par, calibrate=row.calibrate, check_memory=check, notes=row.notes,
         ))
     return ValidationTable(table.name, table.title or table.name, tuple(rows),
-                           MappingProxyType(dict(table.sources)))
+                           MappingProxyType(dict(table.sources)), source=source)
 
 
 def _data():

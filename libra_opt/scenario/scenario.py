@@ -228,15 +228,16 @@ class Scenario:
                 "a hidden window (Workload.hidden_window_s, from DiLoCo's overlap_steps > 0) "
                 "needs training_loop: no_overlap: under an overlapped loop the links are "
                 "busy with the step's own collectives while it computes, which the window "
-                "does not charge (use training_loop no_overlap or overlap_steps 0)",
+                "does not charge (use training_loop no_overlap, or overlap_steps 0 when a "
+                "workload is in overlap form from tp_comm_overlap or dp_comm_overlap)",
                 source=src, field="diloco.overlap_steps")
         formed = [w.name for w in self.workloads if w.overlap_form]
         if formed and self.training_loop != "overlap":
             raise InputError(
                 f"workload {formed[0]!r} is in overlap form (generated with "
-                "parallelism.tp_comm_overlap: its phases say exactly which collectives hide "
-                "behind which GEMMs) and is timed only by training_loop: overlap; set "
-                "training_loop: overlap, or tp_comm_overlap: false",
+                "parallelism.tp_comm_overlap or dp_comm_overlap: its phases say exactly which "
+                "collectives hide behind which compute) and is timed only by training_loop: "
+                "overlap; set training_loop: overlap, or turn those options off",
                 source=src, field="training_loop")
         try:  # every tier priced, every power constraint backed by a power model
             self.rows  # noqa: B018 - builds (and keeps) the rows, raising on a bad one

@@ -130,8 +130,8 @@ def overlap_workload(workload: Workload, policy: OverlapPolicy) -> Workload:
     if workload.overlap_form:
         raise InputError(
             f"workload {workload.name!r} is in overlap form (generated with "
-            "tp_comm_overlap): it already states which collectives hide behind which "
-            "compute; drop fine_grained_overlap or tp_comm_overlap",
+            "tp_comm_overlap or dp_comm_overlap): it already states which collectives hide "
+            "behind which compute; drop fine_grained_overlap or those options",
             field="fine_grained_overlap")
     out: list[Layer] = []
     behind: dict[str, bool] = {}  # group -> some overlappable collective shares a phase with compute
@@ -163,7 +163,8 @@ def overlap_workload(workload: Workload, policy: OverlapPolicy) -> Workload:
         raise InputError(
             f"fine_grained_overlap would hide {g!r} collectives behind their phase's compute, "
             f"but in workload {workload.name!r} every one of them is in a phase without "
-            f"compute ({where[g]}): nothing can hide them there. A generated transformer step "
-            "reduces gradients after its backward pass: use parallelism.dp_comm_overlap "
-            "(and tp_comm_overlap) instead", field="fine_grained_overlap")
+            f"compute ({where[g]}): nothing can hide them there. A generated step with "
+            "several micro-batches reduces gradients after its backward passes; for a "
+            "transformer step use parallelism.dp_comm_overlap (and tp_comm_overlap) instead",
+            field="fine_grained_overlap")
     return dataclasses.replace(workload, layers=tuple(out))

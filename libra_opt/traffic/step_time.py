@@ -306,8 +306,9 @@ def step_time(
     _check_models(collective_model, training_loop)
     if workload.overlap_form and training_loop != "overlap":
         raise InputError(
-            f"workload {workload.name!r} is in overlap form (tp_comm_overlap): it is timed "
-            "only by training_loop 'overlap'", field="training_loop")
+            f"workload {workload.name!r} is in overlap form (tp_comm_overlap or "
+            "dp_comm_overlap): it is timed only by training_loop 'overlap'",
+            field="training_loop")
     if collective_model == "topology_aware" and collectives is None:
         collectives = CollectiveSettings()
     if collective_model != "topology_aware":

@@ -207,7 +207,8 @@ class Workload:
         phase's compute and nothing else hides, so the workload is timed by the
         ``overlap`` training loop (``max(compute, collectives)`` per phase); a phase that
         must be paid in full is split into a compute-only and a collectives-only phase.
-        Generated with ``tp_comm_overlap`` (:mod:`libra_opt.generators.comm_overlap`). A
+        Generated with ``tp_comm_overlap`` or ``dp_comm_overlap``
+        (:mod:`libra_opt.generators.comm_overlap`). A
         scenario with such a workload needs ``training_loop: overlap`` and takes no
         fine-grained overlap policy.
 

@@ -55,9 +55,11 @@ def test_calibrate_fits_prints_and_writes_device_entries_that_read_back(tmp_path
                  "--out", str(out)]) == 0
     text = capsys.readouterr().out
     preset = load_device("h100_sxm").default_efficiency
+    head = f"calibrated h100_sxm on 1 row(s): default_efficiency {preset:.5g} -> "
+    assert text.startswith(head)
     # the packaged constant is the fit on this row, rounded to 4 digits
-    assert text.startswith(f"calibrated h100_sxm on 1 row(s): default_efficiency {preset:.4g} -> "
-                           f"{preset:.4g}; ")
+    fitted = float(text[len(head):].split(";")[0])
+    assert abs(fitted - preset) < 1e-4
     assert "those rows reproduced within 0.00 %" in text
     assert "llama3_h100: 2 validation rows" in text
     written = yaml.safe_load((out / "calibrated_devices.yaml").read_text())

@@ -88,3 +88,40 @@ def test_packaged_tables_give_the_packaged_constants():
     (cal,) = calibrate_tables([K22], ["default_efficiency", "gemm_k_overhead"])
     dev = K22.rows[0].cluster.device
     assert_allclose(cal.after, [dev.default_efficiency, dev.gemm_k_overhead], rtol=2e-4)
+
+
+def test_two_devices_with_one_key_are_refused_not_merged():
+    from libra_opt.io.validation import validation_table_from_dict
+
+    def table(device_b):
+        link = {"node": {"bw_gbps": 230}, "pod": {"bw_gbps": 25}, "gpus_per_node": 8}
+        row = {"source": "s", "metric": "step_time_s", "published": 1.0, "model": "llama3_8b",
+               "parallelism": {"tp": 8, "global_batch_size": 8}}
+        return validation_table_from_dict({
+            "name": "two", "clusters": {"a": {"device": "a100_80gb", **link},
+                                        "b": {"device": device_b, **link}},
+            "rows": [{"name": "ra", "cluster": "a", "calibrate": True, **row},
+                     {"name": "rb", "cluster": "b", **row}]}, "two.yaml")
+
+    with pytest.raises(InputError) as e:
+        calibrate_tables([table({"preset": "a100_80gb", "hbm_gbps": 1555})], ["default_efficiency"])
+    assert e.value.source == "two.yaml" and "same key 'a100_80gb'" in e.value.message
+    # with its own key the overridden device is kept apart: only cluster a is fitted
+    t = table({"preset": "a100_80gb", "key": "a100_40gb", "hbm_gbps": 1555})
+    (cal,) = calibrate_tables([t], ["default_efficiency"])
+    assert cal.device.key == "a100_80gb" and cal.rows == ("two: ra",)
+
+
+def test_a_row_the_model_refuses_is_named_with_its_table_file():
+    from libra_opt.generators.validation import validate
+
+    row = dataclasses.replace(SMALL[0], check_memory=True, parallelism=SMALL[0].parallelism.model_copy(
+        update={"tp": 1, "tp_comm_overlap": False, "dp": 8, "global_batch_size": 32}))
+    table = ValidationTable("t", "t", (row,), source="mine.yaml")
+    for call in (lambda: validate(table), lambda: calibrate_tables([table], ["default_efficiency"],
+                                                                     rows="all")):
+        with pytest.raises(InputError) as e:
+            call()
+        assert e.value.source == "mine.yaml"
+        assert e.value.field.startswith("rows[0] (K22 22B full recompute)")
+        assert "does not fit" in e.value.message
