@@ -113,13 +113,18 @@ def _cmd_evaluate(args) -> int:
 
 
 def _check_exportable(workloads, source: str | None) -> None:
-    formed = [wl.name for wl in workloads if wl.metrics is not None and wl.overlap_form]
-    if formed:
-        raise InputError(
-            f"workload {formed[0]!r} is in overlap form (tp_comm_overlap or dp_comm_overlap): "
-            "ASTRA-sim 1.0 text cannot say which collectives hide behind which compute; "
-            "export it without those options", source=source,
-            field=f"workloads[{formed[0][:60]}].parallelism")
+    """Refuse before anything is printed or written: the export's own check, blamed on the
+    workload's entry in the scenario file."""
+    from libra_opt.io.astra_sim import check_exportable
+
+    for wl in workloads:
+        if wl.metrics is None:
+            continue
+        try:
+            check_exportable(wl)
+        except InputError as exc:
+            raise InputError(exc.message, source=source,
+                             field=f"workloads[{wl.name[:60]}].parallelism") from None
 
 
 def _export_workloads(workloads, directory: str) -> None:

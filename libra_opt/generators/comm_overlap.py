@@ -176,7 +176,7 @@ def split_overlapped(
     )
     comm = Layer(f"{layer.name}~comm", Phase(0.0, layer.forward.collectives), Phase(0.0, ig),
                  Phase(0.0, wg))
-    return [x for x in (compute, comm, *windows) if not _empty(x)]
+    return [x for x in (compute, comm, *windows) if not x.empty]
 
 
 def is_window(layer: Layer) -> bool:
@@ -248,8 +248,4 @@ def overlap_form(layer: Layer) -> list[Layer]:
                     count=layer.count, update_s=layer.update_s)
     comm = Layer(f"{layer.name}~comm", Phase(0.0, f.collectives), Phase(0.0, i.collectives),
                  Phase(0.0, w.collectives), count=layer.count)
-    return [x for x in (compute, comm) if not _empty(x)]
-
-
-def _empty(layer: Layer) -> bool:
-    return all(p.compute_s == 0 and not p.collectives for _, p in layer.phases())
+    return [x for x in (compute, comm) if not x.empty]

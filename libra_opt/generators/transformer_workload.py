@@ -223,8 +223,6 @@ def _op_phases(
     )
 
 
-def _empty(layer: Layer) -> bool:
-    return all(p.compute_s == 0 and not p.collectives for _, p in layer.phases())
 
 
 def _scaled(phase: Phase, factor: float) -> Phase:
@@ -451,14 +449,14 @@ def transformer_workload(
     layers: list[Layer] = []
     dp_window_s = 0.0
     if par.dp_comm_overlap:
-        layers, dp_window_s = dp_overlapped([(x, n) for x, n in layers_mb if not _empty(x)], m)
+        layers, dp_window_s = dp_overlapped([(x, n) for x, n in layers_mb if not x.empty], m)
     else:
         for layer, n in layers_mb:
-            if not _empty(layer):
+            if not layer.empty:
                 layers.append(replace(layer, count=m * n))
     if pp > 1:
         for layer, n in layers_mb:
-            layers.extend(b for b in _bubble(layer, n, pp, v) if not _empty(b))
+            layers.extend(b for b in _bubble(layer, n, pp, v) if not b.empty)
         sharded = par.sequence_parallel or (par.pp_scatter_gather and par.tp > 1)
         msg = act / par.tp if sharded else act
         fwd: tuple[Collective, ...] = (Collective("p2p", msg, "pp"),)

@@ -22,6 +22,7 @@ from libra_opt.options import PHASES, CollectiveKind
 from libra_opt.traffic.workload import Collective, Layer, Phase, Workload, walk_phases
 
 __all__ = [
+    "check_exportable",
     "read_astra_sim",
     "write_astra_sim",
     "parse_astra_sim",
@@ -277,6 +278,16 @@ def merge_phase_collectives(workload: Workload) -> Workload:
     return replace(workload, layers=layers)
 
 
+def check_exportable(workload: Workload) -> None:
+    """Raise :class:`InputError` for a workload the ASTRA-sim 1.0 text cannot hold because
+    of its form: one in overlap form (``tp_comm_overlap`` / ``dp_comm_overlap``)."""
+    if workload.overlap_form:
+        raise InputError(
+            f"workload {workload.name!r} is in overlap form (tp_comm_overlap or "
+            "dp_comm_overlap): ASTRA-sim 1.0 text cannot say which collectives hide behind "
+            "which compute; generate it without those options to export it", field="workload")
+
+
 def export_astra_sim(
     workload: Workload | GeneratedWorkload,
     path: str | Path,
@@ -310,11 +321,7 @@ def export_astra_sim(
         or tensor- and data-parallel collectives in the same phase cannot be written).
     """
     w = workload.workload if isinstance(workload, GeneratedWorkload) else workload
-    if w.overlap_form:
-        raise InputError(
-            f"workload {w.name!r} is in overlap form (tp_comm_overlap or dp_comm_overlap): "
-            "ASTRA-sim 1.0 text cannot say which collectives hide behind which compute; "
-            "generate it without those options to export it", field="workload")
+    check_exportable(w)
     if merge:
         w = merge_phase_collectives(w)
     used: dict[str, tuple[str, str]] = {}

@@ -137,6 +137,11 @@ class Layer:
         """``(phase name, Phase)`` pairs in :data:`~libra_opt.options.PHASES` order."""
         return tuple((name, getattr(self, name)) for name in PHASES)
 
+    @property
+    def empty(self) -> bool:
+        """No compute and no collective in any phase (the layer adds nothing to a step)."""
+        return all(p.compute_s == 0 and not p.collectives for _, p in self.phases())
+
 
 @dataclass(frozen=True)
 class StepMetrics:
