@@ -35,8 +35,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from libra_opt import apply_overrides
 from libra_opt.explore.in_network import choose_in_network
-from libra_opt.explore.overrides import apply_overrides
 from libra_opt.fabric.dims import Dim
 from libra_opt.io import load_scenario
 from libra_opt.traffic.topology_aware import LINE_RATE_PRESETS, phase_time_terms

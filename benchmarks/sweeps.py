@@ -39,9 +39,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from libra_case_studies import FABRICS, LABELS, scenario, workload  # noqa: E402
 
+from libra_opt import apply_overrides  # noqa: E402
 from libra_opt.errors import InputError  # noqa: E402
 from libra_opt.explore.compare import compare_fabrics  # noqa: E402
-from libra_opt.explore.overrides import apply_overrides  # noqa: E402
 from libra_opt.explore.sweep import sweep  # noqa: E402
 from libra_opt.fabric.builders import as_family, fabric_family  # noqa: E402
 from libra_opt.io.examples import load  # noqa: E402

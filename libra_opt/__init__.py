@@ -5,7 +5,8 @@ only packages below it, siblings on one line are independent)::
 
     fabric                       what is built
     traffic | cost               what moves and how long it takes | what it costs
-    generators | scenario        model configs -> workloads | the question
+    generators                   model configs -> workloads
+    scenario                     the question: ScenarioSpec (the recipe), compile -> Scenario
     optimize | io                the answer | every file read or written
     explore                      many answers (sweeps, fabric comparison)
     report                       text, JSON and plots
@@ -65,6 +66,7 @@ _LAZY: dict[str, str] = {
     "generate_workload": "libra_opt.generators.generator",
     # scenario
     "Scenario": "libra_opt.scenario.scenario",
+    "ScenarioSpec": "libra_opt.scenario.spec",
     "LinearConstraint": "libra_opt.scenario.constraints",
     "parse_constraint": "libra_opt.scenario.constraints",
     "Evaluation": "libra_opt.scenario.evaluate",
@@ -76,15 +78,16 @@ _LAZY: dict[str, str] = {
     "Solution": "libra_opt.optimize.solution",
     # io
     "load_scenario": "libra_opt.io.scenario_file",
+    "load_spec": "libra_opt.io.scenario_file",
+    "save_spec": "libra_opt.io.scenario_file",
+    "spec_to_yaml": "libra_opt.io.scenario_file",
     "load_model": "libra_opt.io.presets",
     "load_device": "libra_opt.io.presets",
     "catalog_cost_model": "libra_opt.io.presets",
     # explore
-    "sweep": "libra_opt.explore.sweep",
     "compare_fabrics": "libra_opt.explore.compare",
     "pareto_front": "libra_opt.explore.pareto",
     "sensitivity": "libra_opt.explore.sensitivity",
-    "apply_overrides": "libra_opt.explore.overrides",
     # report
     "format_solution": "libra_opt.report.text",
     "plot_allocation": "libra_opt.report.plots",
@@ -101,6 +104,9 @@ _LAZY_MODULES: dict[str, str] = {
 }
 
 __all__ = [
+    "apply_overrides",
+    "compile",
+    "sweep",
     "InfeasibleDesignError",
     "InputError",
     "LibraOptError",
@@ -110,6 +116,71 @@ __all__ = [
     *sorted(_LAZY),
     *sorted(_LAZY_MODULES),
 ]
+
+
+def _scenario_or_spec(scenario: Any) -> Any:
+    """A scenario or spec as given; a file or example name read (:func:`load_scenario`)."""
+    from pathlib import Path
+
+    if isinstance(scenario, str | Path):
+        from libra_opt.io.scenario_file import load_scenario, load_spec, save_spec, spec_to_yaml
+
+        return load_scenario(scenario)
+    return scenario
+
+
+def compile(spec: Any) -> Any:  # noqa: A001 - the documented name
+    """The :class:`Scenario` of a :class:`ScenarioSpec`: entries still given by name or path
+    (a model or device preset, a LIBRA or ASTRA-sim file) are read first
+    (:func:`libra_opt.io.resolve_spec`), then :func:`libra_opt.scenario.compile.compile`
+    builds the scenario without touching a file. The scenario keeps its spec.
+
+    Examples
+    --------
+    >>> import libra_opt as lo
+    >>> spec = lo.load_spec("deepseek_v3_rail_only").replace("fabric.hb_domain", 16)
+    >>> lo.compile(spec).fabric.sizes
+    (16, 256)
+    """
+    from libra_opt.io.scenario_file import resolve_spec
+    from libra_opt.scenario.compile import compile as compile_spec
+
+    return compile_spec(resolve_spec(spec))
+
+
+def apply_overrides(scenario: Any, overrides: Any) -> Any:
+    """:func:`libra_opt.explore.overrides.apply_overrides` that also takes a scenario file or
+    an example name, and reads a model, device or file an override names.
+
+    Examples
+    --------
+    >>> import libra_opt as lo
+    >>> lo.apply_overrides("deepseek_v3_rail_only", {"fabric.hb_domain": 16}).fabric.sizes
+    (16, 256)
+    """
+    from libra_opt.explore.overrides import apply_overrides as apply
+    from libra_opt.io.scenario_file import resolve_spec
+
+    return apply(_scenario_or_spec(scenario), overrides, resolve=resolve_spec)
+
+
+def sweep(problem: Any, axes: Any, values: Any = None, progress: Any = None, **kwargs: Any
+          ) -> Any:
+    """:func:`libra_opt.explore.sweep.sweep` that also takes a scenario file or an example
+    name, and reads a model, device or file an axis names (``resolve``).
+
+    Examples
+    --------
+    >>> import libra_opt as lo
+    >>> df = lo.sweep("deepseek_v3_rail_only", {"fabric.hb_domain": [8, 16]}, progress=False)
+    >>> df["status"].tolist()
+    ['optimal', 'optimal']
+    """
+    from libra_opt.explore.sweep import sweep as run
+    from libra_opt.io.scenario_file import resolve_spec
+
+    kwargs.setdefault("resolve", resolve_spec)
+    return run(_scenario_or_spec(problem), axes, values, progress, **kwargs)
 
 
 def __getattr__(name: str) -> Any:
@@ -132,16 +203,14 @@ if TYPE_CHECKING:  # static analysers see the lazy names
     from libra_opt.cost.prices import CostModel, cost_coefficients
     from libra_opt.cost.tco import TcoModel
     from libra_opt.explore.compare import compare_fabrics
-    from libra_opt.explore.overrides import apply_overrides
     from libra_opt.explore.pareto import pareto_front
     from libra_opt.explore.sensitivity import sensitivity
-    from libra_opt.explore.sweep import sweep
     from libra_opt.fabric.builders import as_family, multi_dim, rail_only, rail_optimized_fat_tree
     from libra_opt.fabric.dims import Dim, Fabric
     from libra_opt.generators.generator import generate_workload
     from libra_opt.io import examples
     from libra_opt.io.presets import catalog_cost_model, load_device, load_model
-    from libra_opt.io.scenario_file import load_scenario
+    from libra_opt.io.scenario_file import load_scenario, load_spec, save_spec, spec_to_yaml
     from libra_opt.optimize.problem import BandwidthProblem, build_problem, solve
     from libra_opt.optimize.solution import Solution
     from libra_opt.report.plots import (
@@ -155,5 +224,6 @@ if TYPE_CHECKING:  # static analysers see the lazy names
     from libra_opt.scenario.constraints import LinearConstraint, parse_constraint
     from libra_opt.scenario.evaluate import Evaluation, evaluate
     from libra_opt.scenario.scenario import Scenario
+    from libra_opt.scenario.spec import ScenarioSpec
     from libra_opt.traffic.step_time import step_time
     from libra_opt.traffic.workload import Collective, Layer, Phase, Workload

@@ -40,13 +40,13 @@ def run(args) -> int:
     from libra_opt.explore.in_network import choose_in_network
     from libra_opt.explore.overrides import apply_overrides
     from libra_opt.io import load_scenario
+    from libra_opt.io.scenario_file import resolve_spec
 
     sets = parse_sets(args.set)
+    scen = load_scenario(args.scenario)  # an error here is the scenario file's
     try:
-        scen = apply_overrides(args.scenario, sets) if sets else load_scenario(args.scenario)
-    except InputError as exc:
-        if exc.source != "<api>":
-            raise
+        scen = apply_overrides(scen, sets, resolve=resolve_spec) if sets else scen
+    except InputError as exc:  # the edit's: blamed on the flag and its path
         raise InputError(f"{exc.field}: {exc.message}" if exc.field else exc.message,
                          source="<cli>", field="--set") from None
     dims = None if not args.dims else [d.strip() for d in args.dims.split(",") if d.strip()]

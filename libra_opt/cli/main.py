@@ -38,18 +38,16 @@ def _load(args):
     from libra_opt.io import load_scenario
 
     sets = parse_sets(getattr(args, "set", None))
+    scen = load_scenario(args.scenario)  # an error here is the scenario file's
     if sets:
         from libra_opt.explore.overrides import apply_overrides
+        from libra_opt.io.scenario_file import resolve_spec
 
         try:
-            scen = apply_overrides(args.scenario, sets)
-        except InputError as exc:
-            if exc.source != "<api>":
-                raise  # the scenario file itself is bad
+            scen = apply_overrides(scen, sets, resolve=resolve_spec)
+        except InputError as exc:  # the edit's: blamed on the flag and its path
             raise InputError(f"{exc.field}: {exc.message}" if exc.field else exc.message,
                              source="<cli>", field="--set") from None
-    else:
-        scen = load_scenario(args.scenario)
     if getattr(args, "objective", None):
         scen = dataclasses.replace(scen, objective=args.objective)
     return scen

@@ -330,7 +330,10 @@ def run(args: argparse.Namespace) -> int:
     sets = parse_sets(args.set)
     if args.objective:
         sets["objective"] = args.objective
-    base = ScenarioBase.of(args.scenario)
+    from libra_opt.io import load_scenario
+    from libra_opt.io.scenario_file import resolve_spec
+
+    base = ScenarioBase.of(load_scenario(args.scenario), resolve_spec)
     if sets:
         try:
             base = base.derive(sets)

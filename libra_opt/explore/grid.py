@@ -31,7 +31,6 @@ import time
 import types
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -43,9 +42,10 @@ from libra_opt.errors import (
     UnboundedDesignError,
     short_repr,
 )
-from libra_opt.explore.overrides import ScenarioBase, canonical_path
+from libra_opt.explore.overrides import Resolver, ScenarioBase, canonical_path
 from libra_opt.optimize.problem import BandwidthProblem, build_problem, solve
 from libra_opt.scenario.scenario import MAX_RHS, Scenario
+from libra_opt.scenario.spec import ScenarioSpec
 
 if TYPE_CHECKING:  # pandas is imported on first use: a fifth of a second
     import pandas as pd
@@ -239,18 +239,19 @@ def _points(axes: list[_Axis], zipped: bool) -> list[tuple[Any, ...]]:
     return list(itertools.product(*(a.values for a in axes)))
 
 
-def _with_caps(scen: Scenario, axes: list[_Axis]) -> Scenario:
+def _with_caps(base: ScenarioBase, axes: list[_Axis]) -> ScenarioBase:
     """Add the budget / power cap rows a sweep of them needs (at a middle value)."""
     caps = {}
     for a in axes:
-        if a.path in ("budget_usd", "power_w") and getattr(scen, a.path) is None:
+        if a.path in ("budget_usd", "power_w") and getattr(base.scenario, a.path) is None:
             caps[a.path] = sorted(a.values)[len(a.values) // 2]
     if not caps:
-        return scen
+        return base
     try:
-        return replace(scen, **caps)
+        return base.derive(caps)
     except InputError as exc:
-        name = next(a.name for a in axes if a.path in caps and a.path in (exc.field or ""))
+        name = next((a.name for a in axes if a.path in caps and a.path in (exc.field or "")),
+                    next(a.name for a in axes if a.path in caps))
         raise InputError(exc.message, field=name) from None
 
 
@@ -483,22 +484,23 @@ def _frame(
 
 
 def sweep_grid(
-    problem: Scenario | BandwidthProblem | ScenarioBase | str | Path,
+    problem: Scenario | BandwidthProblem | ScenarioBase | ScenarioSpec,
     axes: Mapping[str, Sequence[Any]],
     *,
     zip: bool = False,  # noqa: A002 - the documented keyword
     executor: Any = "serial",
     progress: bool | Progress | None = None,
     max_workers: int | None = None,
+    resolve: Resolver | None = None,
 ) -> pd.DataFrame:
     """Solve ``problem`` at every point of a grid of axes (see the module notes).
 
     Parameters
     ----------
-    problem : Scenario, BandwidthProblem, ScenarioBase, str or pathlib.Path
-        What to sweep; a file or example name keeps its YAML document for document paths
-        (a ``ScenarioBase`` from :meth:`~libra_opt.explore.overrides.ScenarioBase.derive`
-        keeps an edited one).
+    problem : Scenario, BandwidthProblem, ScenarioBase or ScenarioSpec
+        What to sweep; structural axes edit its spec (a scenario compiled from one, or a
+        ``ScenarioBase`` from :meth:`~libra_opt.explore.overrides.ScenarioBase.derive`).
+        :func:`libra_opt.sweep` also takes a file or example name.
     axes : mapping of str to sequence
         Path (:mod:`libra_opt.explore.overrides`) -> values.
     zip : bool
@@ -512,6 +514,9 @@ def sweep_grid(
         A callable is called as ``progress(done, total, point)``.
     max_workers : int, optional
         Workers of the ``processes`` pool and of the ``dask`` cluster.
+    resolve : callable, optional
+        Reads the files an axis names (a model or device by name,
+        :func:`libra_opt.io.resolve_spec`); structural axes that name none read nothing.
 
     Returns
     -------
@@ -541,17 +546,13 @@ def sweep_grid(
                          field="max_workers")
     given = problem if isinstance(problem, BandwidthProblem) else None
     if isinstance(problem, ScenarioBase):
-        base = problem
+        base = problem if resolve is None else replace(problem, resolve=resolve)
     else:
         base = ScenarioBase.of(problem.scenario if isinstance(problem, BandwidthProblem)
-                               else problem)
+                               else problem, resolve)
     ax = _axes(base, axes)
-    scen = _with_caps(base.scenario, ax)
-    if scen is not base.scenario:
-        base = replace(base, scenario=scen, carried=(
-            *((k, v) for k, v in base.carried if k not in ("budget_usd", "power_w")),
-            *((k, getattr(scen, k)) for k in ("budget_usd", "power_w")
-              if getattr(scen, k) is not None)))
+    base = _with_caps(base, ax)
+    scen = base.scenario
     points = _points(ax, zip)
     structural = any(a.kind == "structural" for a in ax)
     if given is not None and scen is given.scenario and not structural:

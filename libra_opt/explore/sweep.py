@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from libra_opt.errors import InputError
-from libra_opt.explore.overrides import ScenarioBase
-from libra_opt.io.scenario_file import load_scenario
+from libra_opt.explore.overrides import Resolver, ScenarioBase
 from libra_opt.optimize.problem import BandwidthProblem, build_problem
+from libra_opt.scenario.compile import compile
 from libra_opt.scenario.scenario import Scenario
+from libra_opt.scenario.spec import ScenarioSpec
 
 if TYPE_CHECKING:  # pandas is imported on first use: a fifth of a second
     import pandas as pd
@@ -85,7 +85,7 @@ def check_sweep(problem: BandwidthProblem, label: str, values: Sequence[float]) 
 
 
 def sweep(
-    problem: Scenario | BandwidthProblem | ScenarioBase | str | Path,
+    problem: Scenario | BandwidthProblem | ScenarioBase | ScenarioSpec,
     axes: Mapping[str, Sequence[Any]] | str,
     values: Sequence[float] | None = None,
     progress: Any = None,
@@ -93,6 +93,7 @@ def sweep(
     zip: bool = False,  # noqa: A002 - the documented keyword
     executor: Any = "serial",
     max_workers: int | None = None,
+    resolve: Resolver | None = None,
 ) -> pd.DataFrame:
     """Solve a problem over a grid of axes (or, the older form, one constraint's bound).
 
@@ -109,13 +110,14 @@ def sweep(
 
     Parameters
     ----------
-    problem : Scenario, BandwidthProblem, ScenarioBase, str or pathlib.Path
+    problem : Scenario, BandwidthProblem, ScenarioBase or ScenarioSpec
+        (:func:`libra_opt.sweep` also takes a file or example name.)
     axes : mapping of str to sequence, or str
         The grid, or (older form) one label.
     values : sequence of float, optional
         Older form only: the label's right-hand sides (checked by :func:`check_sweep`).
     progress : bool or callable, optional
-    zip, executor, max_workers
+    zip, executor, max_workers, resolve
         See :func:`libra_opt.explore.grid.sweep_grid`.
 
     Returns
@@ -139,14 +141,20 @@ def sweep(
         if values is not None:
             raise InputError("give the values inside the axes mapping", field="values")
         return sweep_grid(problem, axes, zip=zip, executor=executor, progress=progress,
-                          max_workers=max_workers)
+                          max_workers=max_workers, resolve=resolve)
     label = axes
     if isinstance(problem, BandwidthProblem):
         built = problem
     elif isinstance(problem, ScenarioBase):
         built = build_problem(problem.scenario)
+    elif isinstance(problem, ScenarioSpec):
+        built = build_problem(compile(resolve(problem) if resolve is not None else problem))
+    elif isinstance(problem, Scenario):
+        built = build_problem(problem)
     else:
-        built = build_problem(problem if isinstance(problem, Scenario) else load_scenario(problem))
+        raise InputError(f"expected a Scenario, ScenarioSpec or BandwidthProblem, got "
+                         f"{type(problem).__name__} (libra_opt.sweep reads a file or example "
+                         "name)", field="problem")
     vals = check_sweep(built, label, values if values is not None else [])
     legacy = progress
 

@@ -1,4 +1,7 @@
-"""The scenario YAML: schema (pydantic, strict) and loader into a frozen :class:`Scenario`.
+"""The scenario YAML: read into a :class:`~libra_opt.scenario.spec.ScenarioSpec` in one
+validation pass (schema: :mod:`libra_opt.io.scenario_schema`), its files and presets read
+(:func:`resolve_spec`), compiled into a :class:`Scenario` (:func:`load_scenario`), and a spec
+written back (:func:`spec_to_yaml`, :func:`save_spec`).
 
 Example::
 
@@ -62,155 +65,103 @@ Example::
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Mapping
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any
 
+import yaml
 from pydantic import ValidationError
 
-from libra_opt.cost.aggregators import Aggregators
-from libra_opt.cost.prices import CostModel
-from libra_opt.cost.tco import TcoModel
 from libra_opt.errors import InputError, short_repr
-from libra_opt.fabric.builders import fabric_from_spec
-from libra_opt.fabric.dims import Dim, Fabric
-from libra_opt.fabric.heterogeneous import attach_members, members_from_mapping
-from libra_opt.generators.descriptors import TransformerSpec
 from libra_opt.generators.generated import GeneratedWorkload
-from libra_opt.generators.in_network_optimizer import (
-    IN_NETWORK_OPTIMIZER,
-    aggregator_state_bytes,
-)
-from libra_opt.generators.parallelism import parallelism_from_dict
-from libra_opt.generators.transformer_counts import total_params
 from libra_opt.io.astra_sim import read_astra_sim
 from libra_opt.io.astra_sim_network import read_astra_sim_system
 from libra_opt.io.example_files import example_names, example_path, is_example_name
 from libra_opt.io.files import ParseCache
 from libra_opt.io.libra import (
-    LIBRA_PHASE_GROUPS,
     parse_libra_prices,
     read_libra_communicator,
     read_libra_cost_model,
     read_libra_network,
 )
-from libra_opt.io.model_entry import generated_from_entry
-from libra_opt.io.presets import load_catalog, load_model
-from libra_opt.io.scenario_schema import (
+from libra_opt.io.model_entry import ModelWorkloadEntry
+from libra_opt.io.presets import _read_packaged, available_catalogs, device_from_value, load_model
+from libra_opt.io.scenario_schema import FabricSpec as FabricSchema
+from libra_opt.io.scenario_schema import ScenarioFile
+from libra_opt.io.scenario_schema import WorkloadSpec as WorkloadSchema
+from libra_opt.io.yaml_util import load_yaml
+from libra_opt.scenario.compile import compile, compile_fabric, compile_with_models
+from libra_opt.scenario.scenario import Scenario
+from libra_opt.scenario.spec import (
+    API_SOURCE,
+    CatalogSpec,
     CollectivesSpec,
     CompressionSpec,
+    ConstraintsSpec,
+    DiLoCoSpec,
+    DimSpec,
     FabricSpec,
+    FrozenMap,
     InNetworkOptimizerSpec,
     OverlapSpec,
-    ScenarioFile,
+    Ref,
+    ScenarioSpec,
     WorkloadSpec,
+    thaw,
 )
-from libra_opt.io.yaml_util import load_yaml
-from libra_opt.scenario.constraints import LinearConstraint, parse_constraint
-from libra_opt.scenario.scenario import Scenario
-from libra_opt.schema import input_error_from_pydantic
-from libra_opt.traffic.compression import Compression, compress_workload
-from libra_opt.traffic.diloco import DiLoCoSettings, diloco_workloads
-from libra_opt.traffic.overlap import OverlapPolicy, overlap_workload
-from libra_opt.traffic.topology_aware import CollectiveSettings
-from libra_opt.traffic.workload import StepMetrics, Workload
+from libra_opt.schema import input_error_from_pydantic, validate_as
 
-__all__ = ["ScenarioFile", "load_scenario", "load_scenario_with_models", "scenario_from_dict"]
-
-
-def _compression(spec: CompressionSpec | None, source: str) -> Compression | None:
-    """``compression:`` as :class:`Compression` (``None`` when absent or empty)."""
-    if spec is None or not spec.groups:
-        return None
-    rules = []
-    for group, value in spec.groups.items():
-        items = value.items() if isinstance(value, dict) else [("all", value)]
-        rules += [(group, phase, dtype) for phase, dtype in items]
-    try:
-        return Compression(tuple(rules), spec.baseline)
-    except InputError as exc:
-        raise InputError(exc.message, source=source, field=exc.field) from None
-
-
-def _overlap(spec: OverlapSpec | None, training_loop: str, source: str) -> OverlapPolicy | None:
-    """``fine_grained_overlap:`` as :class:`OverlapPolicy` (``None`` when absent)."""
-    if spec is None:
-        return None
-    if training_loop != "overlap":
-        raise InputError("fine_grained_overlap needs training_loop: overlap", source=source,
-                         field="fine_grained_overlap")
-    rules = []
-    for group, value in spec.groups.items():
-        items = value.items() if isinstance(value, dict) else [("all", value)]
-        rules += [(group, phase, frac) for phase, frac in items]
-    try:
-        return OverlapPolicy.from_presets(spec.presets, tuple(rules))
-    except InputError as exc:
-        raise InputError(exc.message, source=source, field=exc.field) from None
-
-
-def _collectives(
-    spec: CollectivesSpec | None, fabric: Fabric, source: str, base: Path
-) -> CollectiveSettings | None:
-    """``collectives:`` as :class:`CollectiveSettings` (an ASTRA-sim system file, or keys)."""
-    if spec is None:
-        return None
-    if spec.astra_sim_system is not None:
-        given = sorted(k for k in spec.model_fields_set if k != "astra_sim_system")
-        if given:
-            raise InputError(
-                f"give either astra_sim_system or the settings ({', '.join(given)}), not both",
-                source=source,
-                field="collectives",
-            )
-        path = _resolve(base, spec.astra_sim_system, source, "collectives.astra_sim_system")
-        return read_astra_sim_system(path, fabric.names)
-    try:
-        return CollectiveSettings(
-            algorithm=tuple(spec.algorithm.items()),
-            chunks=spec.chunks,
-            active_chunks=spec.active_chunks,
-            endpoint_delay_s=spec.endpoint_delay_s,
-            local_memory_gbps=spec.local_memory_gbps,
-            all_reduce=spec.all_reduce,
-            efficiency=tuple(spec.efficiency.items()),
-            link_latency_s=tuple(spec.link_latency_s.items()),
-        )
-    except InputError as exc:
-        raise InputError(exc.message, source=source, field=exc.field) from None
+__all__ = [
+    "ScenarioFile",
+    "load_scenario",
+    "load_scenario_with_models",
+    "load_spec",
+    "resolve_spec",
+    "save_spec",
+    "scenario_from_dict",
+    "spec_from_dict",
+    "spec_to_document",
+    "spec_to_yaml",
+]
 
 
 def _resolve(base: Path, rel: str, source: str, field: str) -> Path:
     """``rel`` relative to the scenario's directory; an empty path is an error of ``field``
     (``Path("")`` would silently be the directory itself)."""
-    if not rel.strip():
+    if not str(rel).strip():
         raise InputError("empty path; expected the name of a file", source=source, field=field)
     p = Path(rel)
     return p if p.is_absolute() else base / p
 
 
 def _reraise(exc: InputError, source: str, field: str) -> InputError:
-    if exc.source:
+    if exc.source and exc.source != API_SOURCE:
         return exc
     return InputError(exc.message, source=source, field=f"{field}.{exc.field}" if exc.field else field)
 
 
-def _fabric(
-    data: dict[str, Any], source: str, base: Path, cache: ParseCache | None = None
-) -> Fabric:
+# --------------------------------------------------------------------------- reading
+
+
+def _fabric_spec(data: dict[str, Any], source: str) -> FabricSpec:
     """``fabric:``: inline ``dims``, a LIBRA ``libra_network`` file, or a ``builder``;
     ``members:`` (by dimension name) beside any of them."""
-    if "members" in data:
-        rest = {k: v for k, v in data.items() if k != "members"}
-        try:
-            return attach_members(_fabric(rest, source, base, cache), data["members"])
-        except InputError as exc:
-            raise InputError(exc.message, source=source, field=exc.field) from None
-    if "builder" in data:
-        return fabric_from_spec(data, source)
+    members = data.get("members")
+    rest = {k: v for k, v in data.items() if k != "members"}
+    if members is not None and not isinstance(members, Mapping):
+        raise InputError("expected a mapping of dimension name -> members", source=source,
+                         field="fabric.members")
+    if "builder" in rest:
+        builder = rest["builder"]
+        if not isinstance(builder, str):
+            raise InputError(f"builder {builder!r} is not one of multi_dim, fat_tree, "
+                             "rail_only", source=source, field="fabric.builder")
+        args = {k: v for k, v in rest.items() if k != "builder"}
+        return _made(lambda: FabricSpec(builder=builder, args=FrozenMap(args),
+                                        members=members), source, "fabric")
     try:
-        spec = FabricSpec.model_validate(data)
+        spec = FabricSchema.model_validate(rest)
     except ValidationError as exc:
         err = input_error_from_pydantic(exc, source)
         raise InputError(
@@ -224,212 +175,257 @@ def _fabric(
             field="fabric",
         )
     if spec.libra_network is not None:
-        return read_libra_network(
-            _resolve(base, spec.libra_network, source, "fabric.libra_network"), cache=cache
-        )
+        return _made(lambda: FabricSpec(libra_network=Ref(spec.libra_network),
+                                        members=members), source, "fabric")
     assert spec.dims is not None
-    dims = []
-    for i, d in enumerate(spec.dims):
-        try:
-            dims.append(Dim(name=d.name, topology=d.topology, size=d.size, tier=d.tier,
-                            latency_s=d.latency_s, switch_radix=d.switch_radix,
-                            switch_scope=d.switch_scope, switch_pricing=d.switch_pricing,
-                            copper_levels=d.copper_levels,
-                            members=members_from_mapping(
-                                None if d.members is None else d.members.model_dump())))
-        except InputError as exc:
-            prefix = f"dim '{d.name}'."
-            fld = exc.field or ""
-            leaf = (fld[len(prefix):] if fld.startswith(prefix) else fld
-                    if fld.startswith("members") else fld.rsplit(".", 1)[-1])
-            raise InputError(exc.message, source=source, field=f"fabric.dims[{i}].{leaf}") from None
+    dims = tuple(DimSpec(**{**d.model_dump(exclude={"members"}),
+                            "members": None if d.members is None else d.members.model_dump()})
+                 for d in spec.dims)
+    return _made(lambda: FabricSpec(dims=dims, members=members), source, "fabric")
+
+
+def _made(build: Any, source: str, field: str) -> Any:
+    """``build()``, its errors (about values given in Python) blamed on ``source``."""
     try:
-        return Fabric(tuple(dims))
+        return build()
     except InputError as exc:
-        raise InputError(exc.message, source=source, field="fabric.dims") from None
+        raise _reraise(exc, source, field) from None
 
 
-def _cost_model(spec: ScenarioFile, source: str, base: Path, cache: ParseCache) -> CostModel:
-    """``cost_model:`` (LIBRA file, inline tiers or ``{catalog, overrides}``) + ``power_model:``."""
-    data = spec.cost_model
+def _cost_spec(f: ScenarioFile, source: str) -> tuple[Any, Any]:
+    """``cost_model:`` (a LIBRA file, inline tiers or ``{catalog, overrides}``) and
+    ``power_model:``, unresolved where they name files."""
+    data = f.cost_model
     if isinstance(data, dict) and "catalog" in data:
         unknown = sorted(set(data) - {"catalog", "overrides"})
         if unknown:
-            raise InputError(
-                f"unknown key(s) {', '.join(unknown)}; expected catalog, overrides",
-                source=source,
-                field="cost_model",
-            )
+            raise InputError(f"unknown key(s) {', '.join(unknown)}; expected catalog, overrides",
+                             source=source, field="cost_model")
         ref = data["catalog"]
         if not isinstance(ref, str):
-            raise InputError(
-                f"expected a catalog name or path, got {type(ref).__name__}",
-                source=source,
-                field="cost_model.catalog",
-            )
-        path = _resolve(base, ref, source, "cost_model.catalog")
-        try:
-            cm = load_catalog(path if path.suffix in (".yaml", ".yml") else ref,
-                              data.get("overrides") or {}, cache=cache).cost_model()
-        except InputError as exc:
-            raise _reraise(exc, source, "cost_model") from None
-        if spec.power_model is not None:
-            if cm.has_power:
-                raise InputError(
-                    "the catalog already gives power; override its parts instead of power_model",
-                    source=source,
-                    field="power_model",
-                )
-            prices = {t: dict(v.usd_per_gbps) for t, v in cm.tiers.items()}
-            return CostModel.from_tables(prices, _power_tables(spec, source, base, cache))
-        return cm
-    if isinstance(data, str):
-        prices = read_libra_cost_model(_resolve(base, data, source, "cost_model"), cache=cache)
+            raise InputError(f"expected a catalog name or path, got {type(ref).__name__}",
+                             source=source, field="cost_model.catalog")
+        if not ref.strip():
+            raise InputError("empty path; expected the name of a file", source=source,
+                             field="cost_model.catalog")
+        overrides = data.get("overrides") or {}
+        if not isinstance(overrides, Mapping):
+            raise InputError("expected a mapping of dotted path -> value", source=source,
+                             field="cost_model.overrides")
+        cost: Any = CatalogSpec(Ref(ref), FrozenMap(overrides))
+    elif isinstance(data, str):
+        cost = Ref(data)
     else:
-        prices = parse_libra_prices(data, source, "cost_model")
-    try:
-        return CostModel.from_tables(prices, _power_tables(spec, source, base, cache))
-    except InputError as exc:
-        raise _reraise(exc, source, "cost_model") from None
+        cost = FrozenMap(parse_libra_prices(data, source, "cost_model"))
+    pm = f.power_model
+    power: Any = None
+    if isinstance(pm, str):
+        power = Ref(pm)
+    elif pm is not None:
+        power = FrozenMap(parse_libra_prices(pm, source, "power_model"))
+    return cost, power
 
 
-def _power_tables(
-    spec: ScenarioFile, source: str, base: Path, cache: ParseCache
-) -> dict[str, dict[str, float]] | None:
-    if isinstance(spec.power_model, str):
-        path = _resolve(base, spec.power_model, source, "power_model")
-        return parse_libra_prices(load_yaml(path, cache=cache), str(path), "power_model")
-    if spec.power_model is not None:
-        return parse_libra_prices(spec.power_model, source, "power_model")
-    return None
-
-
-def _workload(
-    w: WorkloadSpec, i: int, fabric: Fabric, source: str, base: Path, cache: ParseCache
-) -> tuple[Workload, GeneratedWorkload | None]:
-    """One ``workloads:`` entry: ASTRA-sim files or a model-based description."""
-    # the given fields, shallow (no model_dump: never copy or format a whole user value)
-    given = {k: getattr(w, k) for k in WorkloadSpec.model_fields if getattr(w, k) is not None}
-    model_keys = {"model", "parallelism", "device", "mapping", "efficiency", "check_memory"}
+def _workload_spec(w: WorkloadSchema, i: int, source: str) -> WorkloadSpec:
+    """One ``workloads:`` entry (files and presets unresolved)."""
     if w.model is not None:
-        stray = sorted(set(given) & {"astra_sim", "communicator"})
+        stray = [k for k in ("astra_sim", "communicator") if getattr(w, k) is not None]
         if stray:
-            raise InputError(
-                f"a model-based workload takes no {', '.join(stray)}",
-                source=source,
-                field=f"workloads[{i}]",
-            )
-        g = generated_from_entry(given, fabric, base, source)
-        metrics = StepMetrics(
-            tokens_per_step=g.tokens_per_step,
-            samples_per_step=g.samples_per_step,
-            model_flops_per_step=g.model_flops_per_step,
-            n_npus=g.n_npus,
-            peak_flops_per_npu=g.device.peak_flops_for(g.compute_dtype),
-            memory_per_npu_bytes=g.memory.total_bytes,
-            memory_capacity_bytes=g.memory.capacity_bytes,
-        )
-        return dataclasses.replace(g.workload, name=w.name, metrics=metrics), g
-    stray = sorted(set(given) & model_keys)
-    if stray or w.astra_sim is None or w.communicator is None:
-        raise InputError(
-            "give either astra_sim + communicator files, or model + parallelism + device"
-            + (f" (found {', '.join(stray)} without model)" if stray else ""),
-            source=source,
-            field=f"workloads[{i}]",
-        )
-    comm_path = _resolve(base, w.communicator, source, f"workloads[{i}].communicator")
-    astra_path = _resolve(base, w.astra_sim, source, f"workloads[{i}].astra_sim")
-    groups = read_libra_communicator(comm_path, cache=cache)
-    _check_communicator(groups, fabric, str(comm_path))
-    try:
-        return read_astra_sim(astra_path, groups, name=w.name, cache=cache), None
-    except InputError as exc:  # e.g. a Workload check: blame the workload file
-        if exc.source:
-            raise
-        raise InputError(exc.message, source=str(astra_path), field=exc.field) from None
+            raise InputError(f"a model-based workload takes no {', '.join(stray)}",
+                             source=source, field=f"workloads[{i}]")
+        given = {k: getattr(w, k) for k in WorkloadSchema.model_fields
+                 if getattr(w, k) is not None and k not in ("astra_sim", "communicator")}
+        prefix = f"workloads[{w.name[:60] or '?'}]"
+        entry = validate_as(ModelWorkloadEntry, given, source, prefix)
+        return _made(lambda: WorkloadSpec(
+            name=w.name, weight=w.weight, astra_sim=None if w.astra_sim is None else
+            Ref(w.astra_sim), communicator=None if w.communicator is None else
+            Ref(w.communicator), model=Ref(entry.model), parallelism=entry.parallelism,
+            device=Ref(entry.device), mapping=entry.mapping, efficiency=entry.efficiency,
+            check_memory=w.check_memory), source, prefix)
+    return _made(lambda: WorkloadSpec(
+        name=w.name, weight=w.weight,
+        astra_sim=None if w.astra_sim is None else Ref(w.astra_sim),
+        communicator=None if w.communicator is None else Ref(w.communicator),
+        parallelism=w.parallelism, device=None if w.device is None else Ref(w.device),
+        mapping=w.mapping, efficiency=w.efficiency, check_memory=w.check_memory),
+        source, "workloads")
 
 
-def _with_aggregators(
-    spec: ScenarioFile, built: list[tuple[Workload, GeneratedWorkload | None]],
-    cost_model: CostModel, fabric: Fabric, source: str, base: Path,
-) -> CostModel:
-    """``cost_model`` with the in-network optimizer's aggregators priced
-    (:mod:`libra_opt.cost.aggregators`) when a model-based workload uses
-    ``dp_mode: in_network_optimizer``; unchanged otherwise.
+def spec_from_dict(data: Any, source: str = "<dict>", base_dir: str | Path = ".",
+                   *, resolve: bool = True, cache: ParseCache | None = None) -> ScenarioSpec:
+    """Validate a scenario mapping (as read from YAML) into a :class:`ScenarioSpec`, its
+    files and presets read (relative paths against ``base_dir``) unless ``resolve=False``.
 
-    Ports on the ``in_network_optimizer.dims`` (default: the outermost dimension each such
-    workload's data-parallel group spans); state: the largest of the workloads' optimizer
-    state (one cluster runs one workload at a time).
+    Raises
+    ------
+    InputError
+        Naming ``source``, the field and what was expected.
     """
-    opts = spec.in_network_optimizer or InNetworkOptimizerSpec()
-    dims: list[str] = []
-    state = 0.0
-    used = named = False
-    for w, (wl, g) in zip(spec.workloads, built, strict=True):
-        if g is None or w.parallelism is None or w.model is None:
-            continue
-        par = parallelism_from_dict(w.parallelism, source, "parallelism")
-        if par.dp_mode != IN_NETWORK_OPTIMIZER:
-            continue
-        named = True
-        spanned = [d for group in ("dp", "edp") if group in wl.groups
-                   for d, k in enumerate(wl.groups[group]) if k > 1]
-        if not spanned:
-            continue  # one replica: nothing pushed, no aggregator
-        used = True
-        if opts.dims is None:
-            name = fabric.names[max(spanned)]
-            dims += [] if name in dims else [name]
-        model = load_model(w.model, base_dir=base)
-        assert isinstance(model, TransformerSpec)  # the generator refuses other models
-        state = max(state, aggregator_state_bytes(total_params(model), par.precision,
-                                                  par.optimizer_state))
-    if opts.dims is not None:
-        for name in opts.dims:
-            if name not in fabric.names:
-                raise InputError(f"no dimension named {short_repr(name, 80)}; names: "
-                                 f"{', '.join(fabric.names)}", source=source,
-                                 field="in_network_optimizer.dims")
-        dims = list(dict.fromkeys(opts.dims))
-    if not used:
-        if spec.in_network_optimizer is not None and not named:
-            raise InputError(
-                "the in_network_optimizer section prices aggregators, but no model-based "
-                "workload uses parallelism.dp_mode: in_network_optimizer with data "
-                "parallelism (remove the section, or set dp_mode)",
-                source=source, field="in_network_optimizer")
-        return cost_model
+    if not isinstance(data, dict):
+        raise InputError("expected a mapping at the top of the scenario", source=source)
     try:
-        agg = Aggregators(tuple(dims), state, opts.usd_per_port_gbps, opts.w_per_port_gbps,
-                          opts.usd_per_state_gb, opts.w_per_state_gb)
-    except InputError as exc:
-        raise InputError(exc.message, source=source, field=exc.field) from None
-    return dataclasses.replace(cost_model, aggregators=agg)
-
-
-def _check_communicator(groups: Mapping[str, tuple[int, ...]], fabric: Fabric, src: str) -> None:
-    """Every phase group of a LIBRA communicator fits ``fabric``: one entry per dimension,
-    each a divisor of the dimension's size. Errors name the communicator file and its key
-    (``Forward``, ``InputGrad``, ``WeightGrad``), not the scenario."""
-    key_of = {g: k for k, g in LIBRA_PHASE_GROUPS.items()}
-    for g_name, span in groups.items():
-        key = key_of.get(g_name, g_name)
-        if len(span) != fabric.n_dims:
-            raise InputError(
-                f"the {g_name} group lists {len(span)} dimensions, the fabric has {fabric.n_dims} "
-                f"({', '.join(fabric.names)})",
-                source=src,
-                field=key,
-            )
-        for d, (k, dim) in enumerate(zip(span, fabric.dims, strict=True)):
-            if k > dim.size or dim.size % k:
+        f = ScenarioFile.model_validate(data)
+    except ValidationError as exc:
+        raise input_error_from_pydantic(exc, source) from None
+    fabric = _fabric_spec(f.fabric, source)
+    cost, power = _cost_spec(f, source)
+    c = f.constraints
+    coll = None
+    if f.collectives is not None:
+        cs = f.collectives
+        if cs.astra_sim_system is not None:
+            given = sorted(k for k in cs.model_fields_set if k != "astra_sim_system")
+            if given:
                 raise InputError(
-                    f"the {g_name} group takes {k} NPUs of dimension {dim.name!r} (size "
-                    f"{dim.size}); expected -1 or a divisor of {dim.size}",
-                    source=src,
-                    field=f"{key}[{d}]",
-                )
+                    f"give either astra_sim_system or the settings ({', '.join(given)}), "
+                    "not both", source=source, field="collectives")
+            coll = CollectivesSpec(astra_sim_system=Ref(cs.astra_sim_system))
+        else:
+            coll = _made(lambda: CollectivesSpec(**cs.model_dump(exclude={"astra_sim_system"})),
+                         source, "collectives")
+
+    def section(cls: Any, value: Any, key: str) -> Any:
+        return None if value is None else _made(lambda: cls(**value.model_dump()), source, key)
+
+    spec = _made(lambda: ScenarioSpec(
+        fabric=fabric,
+        cost_model=cost,
+        power_model=power,
+        workloads=tuple(_workload_spec(w, i, source) for i, w in enumerate(f.workloads)),
+        constraints=ConstraintsSpec(linear=tuple(c.linear), bounds=FrozenMap(c.bounds),
+                                    budget_usd=c.budget_usd, power_w=c.power_w,
+                                    rhs=FrozenMap(c.rhs)),
+        objective=f.objective,
+        collective_model=f.collective_model,
+        training_loop=f.training_loop,
+        traffic_model=f.traffic_model,
+        collectives=coll,
+        in_network_reduction=tuple(f.in_network_reduction),
+        compression=section(CompressionSpec, f.compression, "compression"),
+        fine_grained_overlap=section(OverlapSpec, f.fine_grained_overlap,
+                                     "fine_grained_overlap"),
+        diloco=section(DiLoCoSpec, f.diloco, "diloco"),
+        in_network_optimizer=section(InNetworkOptimizerSpec, f.in_network_optimizer,
+                                     "in_network_optimizer"),
+        tco=None if f.tco is None else FrozenMap(f.tco),
+        name=f.name,
+        source=source,
+        base_dir=str(base_dir),
+    ), source, "scenario")
+    return resolve_spec(spec, cache=cache) if resolve else spec
+
+
+def _catalog(ref: str, base: Path, source: str, cache: ParseCache) -> Ref:
+    """A catalog by name or path: its document (validated when compiled)."""
+    path = _resolve(base, ref, source, "cost_model.catalog")
+    p = path if path.suffix in (".yaml", ".yml") else Path(ref)
+    try:
+        exists = p.exists()
+    except OSError:  # e.g. a name too long for the file system: a preset name
+        exists = False
+    if p.suffix in (".yaml", ".yml") or exists:
+        return Ref(ref, FrozenMap(_mapping(load_yaml(p, cache=cache), str(p))), str(p))
+    names = available_catalogs()
+    if ref not in names:
+        raise InputError(f"no catalog {short_repr(ref, 80)}; presets: {', '.join(names)} "
+                         "(or a path)", source=source, field="cost_model.catalog")
+    doc = _read_packaged("catalog", f"{ref}.yaml", cache=cache)
+    return Ref(ref, FrozenMap(_mapping(doc, f"libra_opt/data/catalog/{ref}.yaml")))
+
+
+def _mapping(doc: Any, source: str) -> Any:
+    if not isinstance(doc, Mapping):
+        raise InputError("expected a mapping (a parts catalog)", source=source)
+    return doc
+
+
+def resolve_spec(spec: ScenarioSpec, *, cache: ParseCache | None = None) -> ScenarioSpec:
+    """``spec`` with every unresolved file or preset entry read (relative paths against
+    ``spec.base_dir``); resolved entries are kept as they are, so an edit that touches no
+    file-backed entry reads nothing.
+
+    Raises
+    ------
+    InputError
+        Naming the file (or the spec's source) and the field.
+    """
+    if not spec.unresolved:
+        return spec
+    cache = cache if cache is not None else ParseCache()
+    source = spec.source or API_SOURCE
+    base = Path(spec.base_dir or ".")
+    changes: dict[str, Any] = {}
+    fabric = spec.fabric
+    if fabric.libra_network is not None and not fabric.libra_network.resolved:
+        ref = fabric.libra_network.ref
+        path = _resolve(base, ref, source, "fabric.libra_network")
+        fabric = dataclasses.replace(fabric, libra_network=Ref(
+            ref, read_libra_network(path, cache=cache), str(path)))
+        changes["fabric"] = fabric
+    cm = spec.cost_model
+    if isinstance(cm, CatalogSpec) and not cm.catalog.resolved:
+        changes["cost_model"] = dataclasses.replace(
+            cm, catalog=_catalog(str(cm.catalog.ref), base, source, cache))
+    elif isinstance(cm, Ref) and not cm.resolved:
+        path = _resolve(base, cm.ref, source, "cost_model")
+        changes["cost_model"] = Ref(cm.ref, FrozenMap(read_libra_cost_model(path, cache=cache)),
+                                    str(path))
+    pm = spec.power_model
+    if isinstance(pm, Ref) and not pm.resolved:
+        path = _resolve(base, pm.ref, source, "power_model")
+        tables = parse_libra_prices(load_yaml(path, cache=cache), str(path), "power_model")
+        changes["power_model"] = Ref(pm.ref, FrozenMap(tables), str(path))
+    workloads = tuple(_resolve_workload(w, i, base, source, cache)
+                      for i, w in enumerate(spec.workloads))
+    if any(a is not b for a, b in zip(workloads, spec.workloads, strict=True)):
+        changes["workloads"] = workloads
+    coll = spec.collectives
+    if coll is not None and coll.astra_sim_system is not None \
+            and not coll.astra_sim_system.resolved:
+        names = compile_fabric(fabric, source).names
+        ref = coll.astra_sim_system.ref
+        path = _resolve(base, ref, source, "collectives.astra_sim_system")
+        changes["collectives"] = dataclasses.replace(coll, astra_sim_system=Ref(
+            ref, read_astra_sim_system(path, names), str(path)))
+    return dataclasses.replace(spec, **changes) if changes else spec
+
+
+def _resolve_workload(w: WorkloadSpec, i: int, base: Path, source: str,
+                      cache: ParseCache) -> WorkloadSpec:
+    changes: dict[str, Any] = {}
+    prefix = f"workloads[{w.name[:60]}]"
+    if w.model is not None and not w.model.resolved:
+        try:
+            model = load_model(str(w.model.ref), base_dir=base, cache=cache)
+        except InputError as exc:
+            raise _reraise(exc, source, prefix) from None
+        text = str(w.model.ref)
+        is_path = text.endswith((".yaml", ".yml")) or "/" in text
+        path = None
+        if is_path:
+            path = str(Path(text) if Path(text).is_absolute() else base / text)
+        changes["model"] = Ref(w.model.ref, model, path)
+    if w.device is not None and not w.device.resolved:
+        changes["device"] = Ref(w.device.ref, device_from_value(thaw(w.device.ref), source,
+                                                                f"{prefix}.device"))
+    comm = w.communicator
+    if comm is not None and not comm.resolved:
+        path = _resolve(base, comm.ref, source, f"workloads[{i}].communicator")
+        comm = Ref(comm.ref, read_libra_communicator(path, cache=cache), str(path))
+        changes["communicator"] = comm
+    astra = w.astra_sim
+    if astra is not None and comm is not None and (not astra.resolved or "communicator"
+                                                   in changes):
+        path = _resolve(base, astra.ref, source, f"workloads[{i}].astra_sim")
+        try:
+            wl = read_astra_sim(path, comm.value, name=w.name, cache=cache)
+        except InputError as exc:  # e.g. a Workload check: blame the workload file
+            if exc.source:
+                raise
+            raise InputError(exc.message, source=str(path), field=exc.field) from None
+        changes["astra_sim"] = Ref(astra.ref, wl, str(path))
+    return dataclasses.replace(w, **changes) if changes else w
 
 
 def scenario_from_dict(data: Any, source: str = "<dict>", base_dir: str | Path = ".") -> Scenario:
@@ -437,91 +433,7 @@ def scenario_from_dict(data: Any, source: str = "<dict>", base_dir: str | Path =
 
     Paths inside are resolved relative to ``base_dir``; each file they name is read once.
     """
-    return _build(data, source, base_dir, ParseCache())[0]
-
-
-def _build(
-    data: Any, source: str, base_dir: str | Path, cache: ParseCache
-) -> tuple[Scenario, Mapping[str, GeneratedWorkload]]:
-    """The scenario of ``data``; ``cache`` is this load's (every file read and parsed once)."""
-    if not isinstance(data, dict):
-        raise InputError("expected a mapping at the top of the scenario", source=source)
-    try:
-        spec = ScenarioFile.model_validate(data)
-    except ValidationError as exc:
-        raise input_error_from_pydantic(exc, source) from None
-    base = Path(base_dir)
-
-    fabric = _fabric(spec.fabric, source, base, cache)
-    cost_model = _cost_model(spec, source, base, cache)
-    built = [_workload(w, i, fabric, source, base, cache) for i, w in enumerate(spec.workloads)]
-    cost_model = _with_aggregators(spec, built, cost_model, fabric, source, base)
-    workloads = [wl for wl, _ in built]
-    compression = _compression(spec.compression, source)
-    if compression is not None:
-        try:
-            workloads = [compress_workload(wl, compression) for wl in workloads]
-        except InputError as exc:
-            raise InputError(exc.message, source=source, field=exc.field) from None
-    policy = _overlap(spec.fine_grained_overlap, spec.training_loop, source)
-    if policy is not None:
-        try:
-            workloads = [overlap_workload(wl, policy) for wl in workloads]
-        except InputError as exc:
-            raise InputError(exc.message, source=source, field=exc.field) from None
-    weights = [w.weight for w in spec.workloads]
-    if spec.diloco is not None:
-        d = spec.diloco
-        try:
-            settings = DiLoCoSettings(d.sync_every_steps, d.fragments, d.delta_bits,
-                                      d.overlap_steps)
-            ws, wts = diloco_workloads(workloads, weights, fabric, d.site_dim, settings,
-                                       d.params_per_npu, d.dp_group)
-        except InputError as exc:
-            raise InputError(exc.message, source=source, field=exc.field) from None
-        workloads, weights = list(ws), list(wts)
-    generated = MappingProxyType({wl.name: g for wl, g in built if g is not None})
-
-    # Constraints
-    cons: list[LinearConstraint] = []
-    for i, text in enumerate(spec.constraints.linear):
-        cons.append(parse_constraint(text, fabric, field=f"constraints.linear[{i}]", source=source))
-    for key, (lo, hi) in spec.constraints.bounds.items():
-        fld = f"constraints.bounds.{key}"
-        if key not in fabric.names:
-            raise InputError(
-                f"no dimension named {short_repr(key, 80)}; names: {', '.join(fabric.names)}",
-                source=source,
-                field=fld,
-            )
-        if lo is not None and hi is not None and lo > hi:
-            raise InputError(f"min {lo} exceeds max {hi}", source=source, field=fld)
-        if lo is not None:
-            cons.append(parse_constraint(f"bw.{key} >= {lo!r}", fabric, field=fld, source=source))
-        if hi is not None:
-            cons.append(parse_constraint(f"bw.{key} <= {hi!r}", fabric, field=fld, source=source))
-    try:
-        scenario = Scenario(
-            fabric=fabric,
-            cost_model=cost_model,
-            workloads=tuple(workloads),
-            weights=tuple(weights),
-            constraints=tuple(cons),
-            budget_usd=spec.constraints.budget_usd,
-            power_w=spec.constraints.power_w,
-            objective=spec.objective,
-            collective_model=spec.collective_model,
-            training_loop=spec.training_loop,
-            traffic_model=spec.traffic_model,
-            collectives=_collectives(spec.collectives, fabric, source, base),
-            in_network_reduction=tuple(spec.in_network_reduction),
-            tco=None if spec.tco is None else TcoModel.from_mapping(spec.tco, source),
-            name=spec.name or Path(source).stem,
-            source=source,
-        )
-    except InputError as exc:
-        raise _reraise(exc, source, "scenario") from None
-    return scenario, generated
+    return compile(spec_from_dict(data, source, base_dir))
 
 
 def _scenario_file(ref: str | Path) -> Path:
@@ -549,6 +461,21 @@ def _scenario_file(ref: str | Path) -> Path:
     return p
 
 
+def load_spec(path: str | Path) -> ScenarioSpec:
+    """Read and validate a scenario YAML file (or a shipped example by name) into a
+    :class:`ScenarioSpec`, every file it names read once.
+
+    Examples
+    --------
+    >>> spec = load_spec("gpt3_175b_4d")
+    >>> spec.fabric.dims[3].name, spec.replace("fabric.dims.pod.size", 16).fabric.dims[3].size
+    ('pod', 16)
+    """
+    p = _scenario_file(path)
+    cache = ParseCache()  # this load's: each file it refers to is read and parsed once
+    return spec_from_dict(load_yaml(p, cache=cache), str(p), p.parent, cache=cache)
+
+
 def load_scenario(path: str | Path) -> Scenario:
     """Read and validate a scenario YAML file, or a shipped example by name.
 
@@ -558,6 +485,11 @@ def load_scenario(path: str | Path) -> Scenario:
         A scenario file, or the name of an example (:mod:`libra_opt.io.examples`), e.g.
         ``"gpt3_175b_4d"``.
 
+    Returns
+    -------
+    Scenario
+        Compiled from its spec, which it keeps (``scenario.spec``).
+
     Raises
     ------
     InputError
@@ -565,10 +497,11 @@ def load_scenario(path: str | Path) -> Scenario:
 
     Examples
     --------
-    >>> load_scenario("gpt3_175b_4d").objective
-    'perf'
+    >>> s = load_scenario("gpt3_175b_4d")
+    >>> s.objective, s.spec.objective
+    ('perf', 'perf')
     """
-    return load_scenario_with_models(path)[0]
+    return compile(load_spec(path))
 
 
 def load_scenario_with_models(
@@ -584,6 +517,115 @@ def load_scenario_with_models(
         workloads described by ``model``/``parallelism``/``device`` (memory, FLOPs,
         placement: what ``libra-opt workload`` reports); ASTRA-sim workloads are absent.
     """
-    p = _scenario_file(path)
-    cache = ParseCache()  # this load's: each file it refers to is read and parsed once
-    return _build(load_yaml(p, cache=cache), str(p), p.parent, cache)
+    return compile_with_models(load_spec(path))
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def _ref_text(ref: Ref, relocate: Path | None) -> Any:
+    """What a file-backed entry writes: its reference, relative to ``relocate`` (the
+    directory the document is written to) when it was read from a file."""
+    if relocate is not None and ref.path is not None:
+        return os.path.relpath(os.path.abspath(ref.path), os.path.abspath(relocate))
+    return thaw(ref.ref)
+
+
+def _fields(node: Any, relocate: Path | None, skip: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A section's fields that differ from their defaults, as document values."""
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(node):
+        if not f.init or f.name in skip:
+            continue
+        v = getattr(node, f.name)
+        if f.default is not dataclasses.MISSING and v == f.default:
+            continue
+        out[f.name] = _value(v, relocate)
+    return out
+
+
+def _value(v: Any, relocate: Path | None) -> Any:
+    if isinstance(v, Ref):
+        return _ref_text(v, relocate)
+    if dataclasses.is_dataclass(v):
+        return _fields(v, relocate)
+    return thaw(v)
+
+
+def spec_to_document(spec: ScenarioSpec, relocate: str | Path | None = None) -> dict[str, Any]:
+    """The scenario YAML document of ``spec`` (plain dicts and lists).
+
+    ``relocate``: the directory the document will be read from, when it differs from the
+    spec's own (paths of files the spec read are rewritten relative to it).
+    """
+    rel = None if relocate is None else Path(relocate)
+    doc: dict[str, Any] = {}
+    if spec.name is not None:
+        doc["name"] = spec.name
+    f = spec.fabric
+    fab: dict[str, Any]
+    if f.builder is not None:
+        fab = {"builder": f.builder, **thaw(f.args)}
+    elif f.libra_network is not None:
+        fab = {"libra_network": _ref_text(f.libra_network, rel)}
+    else:
+        assert f.dims is not None
+        fab = {"dims": [{k: _value(getattr(d, k), rel) for k in ("name", "topology", "size",
+                                                                   "tier")}
+                        | _fields(d, rel, skip=("name", "topology", "size", "tier"))
+                        for d in f.dims]}
+    if f.members is not None:
+        fab["members"] = thaw(f.members)
+    doc["fabric"] = fab
+    cm = spec.cost_model
+    if isinstance(cm, CatalogSpec):
+        doc["cost_model"] = {"catalog": _ref_text(cm.catalog, rel)}
+        if cm.overrides:
+            doc["cost_model"]["overrides"] = thaw(cm.overrides)
+    else:
+        doc["cost_model"] = _value(cm, rel)
+    if spec.power_model is not None:
+        doc["power_model"] = _value(spec.power_model, rel)
+    doc["workloads"] = [{"name": w.name} | _fields(w, rel, skip=("name",))
+                        for w in spec.workloads]
+    constraints = _fields(spec.constraints, rel)
+    if "bounds" in constraints:
+        constraints["bounds"] = {k: list(v) for k, v in constraints["bounds"].items()}
+    if constraints:
+        doc["constraints"] = constraints
+    for key in ("objective", "collective_model", "training_loop", "traffic_model"):
+        doc[key] = getattr(spec, key)
+    if spec.in_network_reduction:
+        doc["in_network_reduction"] = list(spec.in_network_reduction)
+    for key in ("collectives", "compression", "fine_grained_overlap", "diloco",
+                "in_network_optimizer"):
+        v = getattr(spec, key)
+        if v is not None:
+            doc[key] = _value(v, rel)
+    if spec.tco is not None:
+        doc["tco"] = thaw(spec.tco)
+    return doc
+
+
+def spec_to_yaml(spec: ScenarioSpec, relocate: str | Path | None = None) -> str:
+    """``spec`` as scenario YAML text (see :func:`spec_to_document`).
+
+    Examples
+    --------
+    >>> spec = load_spec("gpt3_175b_4d")
+    >>> again = spec_from_dict(yaml.safe_load(spec_to_yaml(spec)), spec.source, spec.base_dir)
+    >>> again == spec
+    True
+    """
+    return yaml.safe_dump(spec_to_document(spec, relocate), sort_keys=False,
+                          default_flow_style=None, width=100)
+
+
+def save_spec(spec: ScenarioSpec, path: str | Path) -> Path:
+    """Write ``spec`` as a scenario YAML file at ``path`` (paths of the files it read are
+    rewritten relative to the new file's directory); returns the path."""
+    from libra_opt.io.output import write_text_atomic
+
+    p = Path(path)
+    write_text_atomic(p, spec_to_yaml(spec, relocate=p.parent))
+    return p

@@ -93,6 +93,7 @@ class ConstraintsSpec(StrictModel):
     bounds: dict[str, list[float | None]] = Field(default_factory=dict)
     budget_usd: float | None = Field(default=None, gt=0)
     power_w: float | None = Field(default=None, gt=0)
+    rhs: dict[str, float] = Field(default_factory=dict)
 
     @field_validator("bounds")
     @classmethod

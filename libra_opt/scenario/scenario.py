@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from libra_opt.cost.prices import CostCoefficients, CostModel, cost_coefficients
 from libra_opt.cost.tco import TcoModel, cluster_rate_coefficients
@@ -24,9 +25,13 @@ from libra_opt.options import (
 )
 from libra_opt.scenario.constraints import LinearConstraint, Row, constraint_rows
 from libra_opt.scenario.display import format_usd, html_table
+from libra_opt.scenario.values import unique_labels
 from libra_opt.traffic.in_network import in_network_dims
 from libra_opt.traffic.topology_aware import CollectiveSettings, collective_phases
 from libra_opt.traffic.workload import Workload, check_on_fabric
+
+if TYPE_CHECKING:
+    from libra_opt.scenario.spec import ScenarioSpec
 
 __all__ = ["Scenario", "scenario_rows", "unique_labels", "MAX_RHS", "COEF_RANGE"]
 
@@ -86,6 +91,13 @@ class Scenario:
     name : str
     source : str, optional
         File the scenario was read from (for messages).
+
+    Attributes
+    ----------
+    spec : ScenarioSpec or None
+        The recipe this scenario was compiled from (:func:`libra_opt.scenario.compile.compile`
+        sets it); ``None`` for a scenario built from objects. Not an argument: a copy made
+        by :func:`dataclasses.replace` no longer follows its recipe and has none.
     """
 
     fabric: Fabric
@@ -104,6 +116,7 @@ class Scenario:
     in_network_reduction: tuple[str, ...] = ()
     name: str = "scenario"
     source: str | None = field(default=None, compare=False)
+    spec: ScenarioSpec | None = field(default=None, init=False, compare=False)
 
     def __post_init__(self) -> None:
         src = self.source
@@ -425,19 +438,3 @@ def _scenario_rows(scenario: Scenario, coeffs: CostCoefficients) -> tuple[Row, .
         rows.append(Row("power_w", pi.copy(), "<=", float(scenario.power_w) - coeffs.fixed_w))
     labels = unique_labels([r.label for r in rows])
     return tuple(Row(lab, r.a, r.sense, r.rhs) for lab, r in zip(labels, rows, strict=True))
-
-
-def unique_labels(labels: list[str]) -> list[str]:
-    """Labels with repeats numbered: ``["a", "a"]`` -> ``["a", "a (#2)"]``.
-
-    Examples
-    --------
-    >>> unique_labels(["x <= 1", "y", "x <= 1"])
-    ['x <= 1', 'y', 'x <= 1 (#2)']
-    """
-    seen: dict[str, int] = {}
-    out = []
-    for label in labels:
-        seen[label] = seen.get(label, 0) + 1
-        out.append(label if seen[label] == 1 else f"{label} (#{seen[label]})")
-    return out

@@ -172,7 +172,7 @@ def test_workload_report_uses_the_scenario_traffic_model(tmp_path, capsys):
 
 def test_workload_generates_each_model_once(monkeypatch, capsys):
     """Regression: ``workload`` generated every model-based workload twice."""
-    import libra_opt.io.model_entry as model_entry
+    import libra_opt.scenario.compile as model_entry
 
     calls = []
     real = model_entry.generate_workload
@@ -277,7 +277,7 @@ def test_sweep_axis_errors_name_the_flag(capsys, args, flag, needle):
 
 
 def test_solve_and_evaluate_with_set(capsys):
-    from libra_opt.explore.overrides import apply_overrides
+    from libra_opt import apply_overrides
     from libra_opt.optimize.problem import solve
 
     assert main(["solve", "deepseek_v3_rail_only", "--set", "fabric.hb_domain=16",

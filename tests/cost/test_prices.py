@@ -180,21 +180,23 @@ def test_whole_switch_solve_is_exact_brute_force(pricing, kappa_pod):
 
 
 def test_scenario_dims_carry_pricing_and_copper():
-    from pathlib import Path
+    from libra_opt.io.scenario_file import _fabric_spec
+    from libra_opt.scenario.compile import compile_fabric
 
-    from libra_opt.io.scenario_file import _fabric
+    def _fabric(data, source, base):  # the file's fabric section, read then compiled
+        return compile_fabric(_fabric_spec(data, source), source)
 
     dims = [{"name": "hb", "topology": "switch", "size": 8, "tier": "ScaleUp"},
             {"name": "so", "topology": "switch", "size": 100, "tier": "ScaleOut",
              "switch_radix": 16, "switch_pricing": "used_ports", "copper_levels": 1}]
-    f = _fabric({"dims": dims}, "<test>", Path("."))
+    f = _fabric({"dims": dims}, "<test>", None)
     assert (f.dims[1].switch_pricing, f.dims[1].copper_levels) == ("used_ports", 1)
     assert (f.dims[0].switch_pricing, f.dims[0].copper_levels) == ("whole_switch", 0)
     dims[1]["copper_levels"] = 3  # a block of 800 NPUs on radix 16 has 3 tiers: fine
-    assert _fabric({"dims": dims}, "<test>", Path(".")).dims[1].copper_levels == 3
+    assert _fabric({"dims": dims}, "<test>", None).dims[1].copper_levels == 3
     dims[1]["size"] = 2  # 16 NPUs: one switch, one cable level
     with pytest.raises(InputError, match=r"fabric\.dims.*use 0\.\.1"):
-        _fabric({"dims": dims}, "<test>", Path("."))
+        _fabric({"dims": dims}, "<test>", None)
     dims[1]["switch_pricing"] = "per_port"
     with pytest.raises(InputError, match="switch_pricing"):
-        _fabric({"dims": dims}, "<test>", Path("."))
+        _fabric({"dims": dims}, "<test>", None)

@@ -1,6 +1,5 @@
 """Grid sweeps: columns, hand-derived points, structural axes, executors, progress, errors."""
 
-import dataclasses
 import math
 
 import numpy as np
@@ -8,9 +7,9 @@ import pandas as pd
 import pytest
 from numpy.testing import assert_allclose
 
+import libra_opt as lo
+from libra_opt import apply_overrides, sweep
 from libra_opt.errors import InputError
-from libra_opt.explore.overrides import apply_overrides
-from libra_opt.explore.sweep import sweep
 from libra_opt.io import load_scenario
 from libra_opt.optimize.problem import build_problem, solve
 from libra_opt.scenario.evaluate import evaluate
@@ -108,7 +107,7 @@ def test_an_axis_named_like_a_result_column_gets_a_suffix():
         ({"fabric.dims.nope.size": [4]}, "fabric.dims.nope.size", "no dimension named 'nope'"),
         ({"fabric.dims.pod.size": ["big"]}, "fabric.dims.pod.size", "expected a number"),
         ({"workloads.toy.weight": [-2]}, "workloads.toy.weight", "must be > 0"),
-        ({"fabric.hb_domain": [8]}, "fabric.hb_domain", "needs the scenario's YAML document"),
+        ({"fabric.hb_domain": [8]}, "fabric.hb_domain", "needs the scenario's spec"),
         ({"budget_usd": []}, "budget_usd", "no values"),
         ({"budget_usd": 5.0}, "budget_usd", "expected a sequence"),
     ],
@@ -261,8 +260,10 @@ def test_older_one_label_form():
 
 
 def test_scenario_object_from_a_file_keeps_its_in_memory_changes():
-    scen = dataclasses.replace(load_scenario("deepseek_v3_rail_only"), budget_usd=5e7,
-                               collective_model="sequential")
+    # changes made on the scenario's spec (a dataclasses.replace copy has none)
+    spec = load_scenario("deepseek_v3_rail_only").spec.edit(
+        {"budget_usd": 5e7, "collective_model": "sequential"})
+    scen = lo.compile(spec)
     df = sweep(scen, {"fabric.hb_domain": [16]}, progress=False)
     want = solve(apply_overrides(scen, {"fabric.hb_domain": 16}), with_baselines=False)
     assert want.scenario.collective_model == "sequential" and want.scenario.budget_usd == 5e7

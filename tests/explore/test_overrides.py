@@ -4,10 +4,10 @@ import dataclasses
 
 import pytest
 
+from libra_opt import apply_overrides
 from libra_opt.errors import InputError
 from libra_opt.explore.overrides import (
     ScenarioBase,
-    apply_overrides,
     parse_assignment,
     parse_value,
 )
@@ -77,29 +77,32 @@ def test_errors_name_the_path(scenario, path, value, needle):
     assert exc.value.field == path and needle in exc.value.one_line(), exc.value.one_line()
 
 
-def test_document_paths_on_a_changed_scenario():
-    # changed scenario fields are carried over a rebuild
+def test_a_changed_scenario_has_no_spec():
+    # a copy made by dataclasses.replace no longer follows its recipe: it has none, so
+    # spec paths are refused (edit the spec instead), scenario fields still apply
     scen = dataclasses.replace(load_scenario("deepseek_v3_rail_only"), objective="perf_per_cost",
                                budget_usd=None)
-    s = apply_overrides(scen, {"fabric.hb_domain": 16})
-    assert s.objective == "perf_per_cost" and s.budget_usd is None and s.fabric.sizes == (16, 256)
-    # a changed fabric cannot be: the file would silently undo it
-    other = dataclasses.replace(scen, fabric=load_scenario("deepseek_v3_rail_only").fabric.__class__(
-        tuple(dataclasses.replace(d, latency_s=1e-6) for d in scen.fabric.dims)))
+    assert scen.spec is None
     with pytest.raises(InputError) as exc:
-        apply_overrides(other, {"fabric.hb_domain": 16})
-    assert exc.value.field == "fabric.hb_domain" and "differs in fabric" in exc.value.message
-    # without a file, only in-place paths
-    with pytest.raises(InputError, match="needs the scenario's YAML document"):
+        apply_overrides(scen, {"fabric.hb_domain": 16})
+    assert exc.value.field == "fabric.hb_domain" and "needs the scenario's spec" in exc.value.message
+    assert apply_overrides(scen, {"training_loop": "overlap"}).training_loop == "overlap"
+    # the same change made on the spec carries through any edit
+    spec = load_scenario("deepseek_v3_rail_only").spec.edit(
+        {"objective": "perf_per_cost", "budget_usd": None})
+    s = apply_overrides(spec, {"fabric.hb_domain": 16})
+    assert s.objective == "perf_per_cost" and s.budget_usd is None and s.fabric.sizes == (16, 256)
+    # without a spec, only in-place paths
+    with pytest.raises(InputError, match="needs the scenario's spec"):
         apply_overrides(toy_scenario(), {"tco.pue": 1.2})
 
 
 def test_check_parses_and_adjusts_values():
-    base = ScenarioBase.of("deepseek_v3_rail_only")
+    base = ScenarioBase.of(load_scenario("deepseek_v3_rail_only"))
     assert base.check("fabric.hb_domain", 16.0) == 16 and isinstance(base.check("fabric.hb_domain", 16.0), int)
     assert base.check("fabric.hb_domain", "16") == 16
     assert base.classify("budget_usd") == "rhs" and base.classify("bw.hb >= 100.0") == "rhs"
-    assert base.classify("objective") == "field" and base.classify("fabric.n_npus") == "document"
+    assert base.classify("objective") == "field" and base.classify("fabric.n_npus") == "structural"
 
 
 def test_parsers():

@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 import yaml
 
+from libra_opt import apply_overrides
 from libra_opt.errors import InputError
-from libra_opt.explore.overrides import apply_overrides
 from libra_opt.fabric.dims import Dim, Fabric
 from libra_opt.fabric.heterogeneous import DimMembers, member_cost_factors, slowest_fractions
 from libra_opt.io.scenario_file import load_scenario

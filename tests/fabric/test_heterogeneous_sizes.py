@@ -14,9 +14,9 @@ import itertools
 import numpy as np
 import pytest
 
+from libra_opt import apply_overrides
+from libra_opt import sweep as sweep_grid
 from libra_opt.errors import InputError
-from libra_opt.explore.grid import sweep_grid
-from libra_opt.explore.overrides import apply_overrides
 from libra_opt.fabric.builders import fabric_from_spec
 from libra_opt.fabric.dims import Fabric
 from libra_opt.fabric.heterogeneous import DimMembers, check_uneven_sizes, slowest_fractions

@@ -194,7 +194,7 @@ def test_default_unchanged():
 
 
 def test_set_override_and_sweep_axis_path():
-    from libra_opt.explore.overrides import apply_overrides
+    from libra_opt import apply_overrides
     from libra_opt.io import load_scenario
 
     s = load_scenario("gpt3_175b_a100_cluster")

@@ -10,12 +10,12 @@ import pytest
 import yaml
 from numpy.testing import assert_allclose
 
+from libra_opt import apply_overrides
+from libra_opt import sweep as sweep_grid
 from libra_opt.cost.aggregators import Aggregators
 from libra_opt.cost.prices import cost_coefficients
 from libra_opt.cost.tco import TcoModel, cluster_rate_coefficients, tco_breakdown
 from libra_opt.errors import InputError
-from libra_opt.explore.grid import sweep_grid
-from libra_opt.explore.overrides import apply_overrides
 from libra_opt.generators.generator import generate_workload
 from libra_opt.generators.in_network_optimizer import (
     aggregator_state_bytes,

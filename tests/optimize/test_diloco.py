@@ -349,8 +349,8 @@ def write(tmp_path, text=YAML):
 
 
 def test_yaml_block_matches_hand_derivation_and_sweeps(tmp_path):
-    from libra_opt.explore.grid import sweep_grid
-    from libra_opt.explore.overrides import apply_overrides
+    from libra_opt import apply_overrides
+    from libra_opt import sweep as sweep_grid
     from libra_opt.io import load_scenario
 
     p = write(tmp_path)
@@ -385,8 +385,8 @@ def test_yaml_errors_name_file_and_field(tmp_path):
 def test_yaml_overlap_steps_set_and_sweep(tmp_path):
     """``diloco.overlap_steps`` in the file, through ``--set`` (apply_overrides) and as a sweep
     axis: the evaluation is the hand formula, and more overlap never slows the optimum."""
-    from libra_opt.explore.grid import sweep_grid
-    from libra_opt.explore.overrides import apply_overrides
+    from libra_opt import apply_overrides
+    from libra_opt import sweep as sweep_grid
     from libra_opt.io import load_scenario
 
     p = write(tmp_path, YAML.replace("delta_bits: 4,", "delta_bits: 4, overlap_steps: 2,"))

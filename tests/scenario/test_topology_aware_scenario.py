@@ -147,7 +147,7 @@ def test_evaluate_under_topology_aware_sums_collective_times():
 def test_selectable_in_sweeps(scen_dir):
     """The model is a scenario field (``--set collective_model=topology_aware``) and every
     setting a document path (``collectives.chunks``) for the sweep axes."""
-    from libra_opt.explore.overrides import apply_overrides
+    from libra_opt import apply_overrides
 
     ta = apply_overrides(toy_scenario(), {"collective_model": "topology_aware"})
     assert ta.collective_settings == CollectiveSettings()

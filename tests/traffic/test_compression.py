@@ -4,8 +4,8 @@ the ``compression:`` block of the scenario YAML (errors name the file and the fi
 import pytest
 from numpy.testing import assert_allclose
 
+from libra_opt import apply_overrides
 from libra_opt.errors import InputError
-from libra_opt.explore.overrides import apply_overrides
 from libra_opt.fabric.dims import Dim, Fabric
 from libra_opt.io import load_scenario
 from libra_opt.scenario.evaluate import evaluate
@@ -114,7 +114,7 @@ def test_bad_yaml_names_file_and_field(tmp_path, block, field):
 
 
 def test_set_adds_the_block_and_sweeps(tmp_path):
-    from libra_opt.explore.grid import sweep_grid
+    from libra_opt import sweep as sweep_grid
 
     p = write(tmp_path, "constraints: {linear: ['sum(bw) == 150']}")
     s = apply_overrides(p, {"compression": "{groups: {weight_grad: fp8}}"})

@@ -1,0 +1,487 @@
+"""Compile a :class:`~libra_opt.scenario.spec.ScenarioSpec` into a
+:class:`~libra_opt.scenario.scenario.Scenario`: pure, no file access.
+
+Every file-backed entry of the spec already holds its parsed value
+(:class:`~libra_opt.scenario.spec.Ref`); an unresolved one is refused (resolve it with
+:func:`libra_opt.compile`, which reads it through :mod:`libra_opt.io`). Errors name the
+spec's ``source`` (the scenario file, or ``<api>``) and the field, as the file loader did.
+
+The steps, in order: the fabric (inline dimensions, a builder call or a LIBRA network, then
+members), the cost model (tables, a catalog with overrides, the power model), the workloads
+(generated from model + parallelism + device, or ASTRA-sim), the in-network optimizer's
+aggregators, compression, fine-grained overlap, DiLoCo, the constraints and bounds with
+right-hand sides replaced by label, then the scenario's own checks.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from pathlib import PurePath
+from types import MappingProxyType
+from typing import Any
+
+from libra_opt.cost.aggregators import Aggregators
+from libra_opt.cost.catalog import catalog_from_dict
+from libra_opt.cost.prices import CostModel
+from libra_opt.cost.tco import TcoModel
+from libra_opt.errors import InputError, short_repr
+from libra_opt.fabric.builders import fabric_from_spec
+from libra_opt.fabric.dims import Dim, Fabric
+from libra_opt.fabric.heterogeneous import attach_members, members_from_mapping
+from libra_opt.generators.descriptors import TransformerSpec
+from libra_opt.generators.devices import efficiency_from_value
+from libra_opt.generators.generated import GeneratedWorkload
+from libra_opt.generators.generator import generate_workload
+from libra_opt.generators.in_network_optimizer import (
+    IN_NETWORK_OPTIMIZER,
+    aggregator_state_bytes,
+)
+from libra_opt.generators.mapping import place_groups
+from libra_opt.generators.parallelism import parallelism_from_dict
+from libra_opt.generators.transformer_counts import total_params
+from libra_opt.scenario.constraints import LinearConstraint, parse_constraint
+from libra_opt.scenario.scenario import Scenario, unique_labels
+from libra_opt.scenario.spec import (
+    API_SOURCE,
+    CatalogSpec,
+    CollectivesSpec,
+    CompressionSpec,
+    FabricSpec,
+    InNetworkOptimizerSpec,
+    OverlapSpec,
+    Ref,
+    ScenarioSpec,
+    WorkloadSpec,
+    thaw,
+)
+from libra_opt.traffic.compression import Compression, compress_workload
+from libra_opt.traffic.diloco import DiLoCoSettings, diloco_workloads
+from libra_opt.traffic.overlap import OverlapPolicy, overlap_workload
+from libra_opt.traffic.topology_aware import CollectiveSettings
+from libra_opt.traffic.workload import StepMetrics, Workload
+
+__all__ = ["compile", "compile_fabric", "compile_with_models"]
+
+#: LIBRA communicator keys of the phase groups (for messages).
+_COMMUNICATOR_KEYS = {"forward": "Forward", "input_grad": "InputGrad",
+                      "weight_grad": "WeightGrad"}
+
+
+def compile(spec: ScenarioSpec) -> Scenario:  # noqa: A001 - the documented name
+    """The :class:`Scenario` of ``spec`` (pure: reads no file); it keeps ``spec``.
+
+    Raises
+    ------
+    InputError
+        Naming the spec's source and the field; an unresolved file-backed entry is named
+        with what reads it.
+
+    Examples
+    --------
+    >>> from libra_opt.scenario.spec import DimSpec, FabricSpec, ScenarioSpec, WorkloadSpec
+    >>> from libra_opt.scenario.examples import toy_scenario
+    >>> spec = ScenarioSpec(
+    ...     fabric=FabricSpec(dims=(DimSpec("node", "ring", 4, "NVLink"),)),
+    ...     cost_model={"NVLink": {"link": 1.0}},
+    ...     workloads=(WorkloadSpec("w", model=Ref("gpt3_175b"), parallelism={"tp": 4},
+    ...                             device=Ref("h100_sxm")),))
+    >>> compile(spec)
+    Traceback (most recent call last):
+    ...
+    libra_opt.errors.InputError: <api>: workloads[0].model: 'gpt3_175b' is not read yet: compile with libra_opt.compile, which reads files and presets
+    """
+    return compile_with_models(spec)[0]
+
+
+def compile_with_models(
+    spec: ScenarioSpec,
+) -> tuple[Scenario, Mapping[str, GeneratedWorkload]]:
+    """:func:`compile`, and the generator output of each model-based workload (name ->
+    :class:`~libra_opt.generators.generated.GeneratedWorkload`)."""
+    from libra_opt.scenario.spec import iter_refs
+
+    source = spec.source or API_SOURCE
+    for path, ref in iter_refs(spec):
+        if not ref.resolved:
+            raise InputError(f"{short_repr(ref.ref, 80)} is not read yet: compile with "
+                             "libra_opt.compile, which reads files and presets",
+                             source=source, field=path)
+    fabric = compile_fabric(spec.fabric, source)
+    cost_model = _cost_model(spec, source)
+    built = [_workload(w, i, fabric, source) for i, w in enumerate(spec.workloads)]
+    cost_model = _with_aggregators(spec, built, cost_model, fabric, source)
+    workloads = [wl for wl, _ in built]
+    compression = _compression(spec.compression, source)
+    if compression is not None:
+        try:
+            workloads = [compress_workload(wl, compression) for wl in workloads]
+        except InputError as exc:
+            raise InputError(exc.message, source=source, field=exc.field) from None
+    policy = _overlap(spec.fine_grained_overlap, spec.training_loop, source)
+    if policy is not None:
+        try:
+            workloads = [overlap_workload(wl, policy) for wl in workloads]
+        except InputError as exc:
+            raise InputError(exc.message, source=source, field=exc.field) from None
+    weights = [w.weight for w in spec.workloads]
+    if spec.diloco is not None:
+        d = spec.diloco
+        try:
+            settings = DiLoCoSettings(d.sync_every_steps, d.fragments, d.delta_bits,
+                                      d.overlap_steps)
+            ws, wts = diloco_workloads(workloads, weights, fabric, d.site_dim, settings,
+                                       d.params_per_npu, d.dp_group)
+        except InputError as exc:
+            raise InputError(exc.message, source=source, field=exc.field) from None
+        workloads, weights = list(ws), list(wts)
+    generated = MappingProxyType({wl.name: g for wl, g in built if g is not None})
+    cons = _constraints(spec, fabric, source)
+    c = spec.constraints
+    try:
+        scenario = Scenario(
+            fabric=fabric,
+            cost_model=cost_model,
+            workloads=tuple(workloads),
+            weights=tuple(weights),
+            constraints=tuple(cons),
+            budget_usd=c.budget_usd,
+            power_w=c.power_w,
+            objective=spec.objective,
+            collective_model=spec.collective_model,
+            training_loop=spec.training_loop,
+            traffic_model=spec.traffic_model,
+            collectives=_collectives(spec.collectives, source),
+            in_network_reduction=spec.in_network_reduction,
+            tco=None if spec.tco is None else TcoModel.from_mapping(thaw(spec.tco), source),
+            name=spec.name or (PurePath(spec.source).stem if spec.source else "scenario"),
+            source=spec.source,
+        )
+    except InputError as exc:
+        if exc.source:
+            raise
+        fld = f"scenario.{exc.field}" if exc.field else "scenario"
+        raise InputError(exc.message, source=source, field=fld) from None
+    object.__setattr__(scenario, "spec", spec)
+    return scenario, generated
+
+
+def compile_fabric(f: FabricSpec, source: str = API_SOURCE) -> Fabric:
+    """The :class:`Fabric` of a ``fabric:`` spec: inline ``dims``, a LIBRA network (read
+    already), or a ``builder`` call; then ``members``."""
+    if f.builder is not None:
+        fabric = fabric_from_spec({"builder": f.builder, **thaw(f.args)}, source)
+    elif f.libra_network is not None:
+        fabric = f.libra_network.value
+    else:
+        assert f.dims is not None
+        dims = []
+        for i, d in enumerate(f.dims):
+            try:
+                dims.append(Dim(name=d.name, topology=d.topology, size=d.size, tier=d.tier,
+                                latency_s=d.latency_s, switch_radix=d.switch_radix,
+                                switch_scope=d.switch_scope, switch_pricing=d.switch_pricing,
+                                copper_levels=d.copper_levels,
+                                members=members_from_mapping(
+                                    None if d.members is None else thaw(d.members))))
+            except InputError as exc:
+                prefix = f"dim '{d.name}'."
+                fld = exc.field or ""
+                leaf = (fld[len(prefix):] if fld.startswith(prefix) else fld
+                        if fld.startswith("members") else fld.rsplit(".", 1)[-1])
+                raise InputError(exc.message, source=source,
+                                 field=f"fabric.dims[{i}].{leaf}") from None
+        try:
+            fabric = Fabric(tuple(dims))
+        except InputError as exc:
+            raise InputError(exc.message, source=source, field="fabric.dims") from None
+    if f.members is not None:
+        try:
+            fabric = attach_members(fabric, thaw(f.members))
+        except InputError as exc:
+            raise InputError(exc.message, source=source, field=exc.field) from None
+    return fabric
+
+
+def _reraise(exc: InputError, source: str, field: str) -> InputError:
+    if exc.source:
+        return exc
+    return InputError(exc.message, source=source,
+                      field=f"{field}.{exc.field}" if exc.field else field)
+
+
+def _tables(value: Any) -> dict[str, dict[str, float]]:
+    return {str(t): {str(k): v for k, v in comps.items()} for t, comps in thaw(value).items()}
+
+
+def _cost_model(spec: ScenarioSpec, source: str) -> CostModel:
+    """``cost_model:`` (price tables, a LIBRA file or a catalog) + ``power_model:``."""
+    data = spec.cost_model
+    pm = spec.power_model
+    power = None if pm is None else _tables(pm.value if isinstance(pm, Ref) else pm)
+    if isinstance(data, CatalogSpec):
+        cat = data.catalog
+        where = cat.path or f"libra_opt/data/catalog/{cat.ref}.yaml"  # a file, or a preset
+        try:
+            cm = catalog_from_dict(thaw(cat.value), where, thaw(data.overrides) or {},
+                                   name=PurePath(str(cat.ref)).stem).cost_model()
+        except InputError as exc:
+            raise _reraise(exc, source, "cost_model") from None
+        if power is not None:
+            if cm.has_power:
+                raise InputError(
+                    "the catalog already gives power; override its parts instead of power_model",
+                    source=source,
+                    field="power_model",
+                )
+            prices = {t: dict(v.usd_per_gbps) for t, v in cm.tiers.items()}
+            return CostModel.from_tables(prices, power)
+        return cm
+    prices = _tables(data.value if isinstance(data, Ref) else data)
+    try:
+        return CostModel.from_tables(prices, power)
+    except InputError as exc:
+        raise _reraise(exc, source, "cost_model") from None
+
+
+def _generated(w: WorkloadSpec, fabric: Fabric, source: str) -> GeneratedWorkload:
+    """A model-based workload entry, generated on ``fabric``."""
+    prefix = f"workloads[{w.name[:60]}]"
+    missing = [k for k in ("parallelism", "device") if getattr(w, k) is None]
+    if missing:
+        raise InputError(f"missing {', '.join(missing)}", source=source, field=prefix)
+    assert w.model is not None and w.parallelism is not None and w.device is not None
+    par = parallelism_from_dict(thaw(w.parallelism), source, f"{prefix}.parallelism")
+    eff = None
+    if w.efficiency is not None:
+        eff = efficiency_from_value(thaw(w.efficiency), source, f"{prefix}.efficiency")
+    mapping = None if w.mapping is None else thaw(w.mapping)
+    # validate the mapping here so its errors carry the scenario file and field
+    place_groups(fabric, par.degrees(), mapping, source, f"{prefix}.mapping")
+    try:
+        return generate_workload(
+            w.model.value,
+            par,
+            w.device.value,
+            fabric,
+            mapping=mapping,
+            efficiency=eff,
+            name=w.name,
+            check_memory=True if w.check_memory is None else w.check_memory,
+        )
+    except InputError as exc:
+        raise _reraise(exc, source, prefix) from None
+
+
+def _workload(
+    w: WorkloadSpec, i: int, fabric: Fabric, source: str
+) -> tuple[Workload, GeneratedWorkload | None]:
+    """One ``workloads:`` entry: ASTRA-sim files or a model-based description."""
+    given = [k for k in ("astra_sim", "communicator", "model", "parallelism", "device",
+                         "mapping", "efficiency", "check_memory") if getattr(w, k) is not None]
+    model_keys = {"model", "parallelism", "device", "mapping", "efficiency", "check_memory"}
+    if w.model is not None:
+        stray = sorted(set(given) & {"astra_sim", "communicator"})
+        if stray:
+            raise InputError(f"a model-based workload takes no {', '.join(stray)}",
+                             source=source, field=f"workloads[{i}]")
+        g = _generated(w, fabric, source)
+        metrics = StepMetrics(
+            tokens_per_step=g.tokens_per_step,
+            samples_per_step=g.samples_per_step,
+            model_flops_per_step=g.model_flops_per_step,
+            n_npus=g.n_npus,
+            peak_flops_per_npu=g.device.peak_flops_for(g.compute_dtype),
+            memory_per_npu_bytes=g.memory.total_bytes,
+            memory_capacity_bytes=g.memory.capacity_bytes,
+        )
+        return dataclasses.replace(g.workload, name=w.name, metrics=metrics), g
+    stray = sorted(set(given) & model_keys)
+    if stray or w.astra_sim is None or w.communicator is None:
+        raise InputError(
+            "give either astra_sim + communicator files, or model + parallelism + device"
+            + (f" (found {', '.join(stray)} without model)" if stray else ""),
+            source=source,
+            field=f"workloads[{i}]",
+        )
+    _check_communicator(w.communicator.value, fabric, w.communicator.path or source)
+    wl = w.astra_sim.value
+    return (wl if wl.name == w.name else dataclasses.replace(wl, name=w.name)), None
+
+
+def _check_communicator(groups: Mapping[str, tuple[int, ...]], fabric: Fabric, src: str) -> None:
+    """Every phase group of a LIBRA communicator fits ``fabric``: one entry per dimension,
+    each a divisor of the dimension's size. Errors name the communicator file and its key
+    (``Forward``, ``InputGrad``, ``WeightGrad``), not the scenario."""
+    for g_name, span in groups.items():
+        key = _COMMUNICATOR_KEYS.get(g_name, g_name)
+        if len(span) != fabric.n_dims:
+            raise InputError(
+                f"the {g_name} group lists {len(span)} dimensions, the fabric has "
+                f"{fabric.n_dims} ({', '.join(fabric.names)})",
+                source=src,
+                field=key,
+            )
+        for d, (k, dim) in enumerate(zip(span, fabric.dims, strict=True)):
+            if k > dim.size or dim.size % k:
+                raise InputError(
+                    f"the {g_name} group takes {k} NPUs of dimension {dim.name!r} (size "
+                    f"{dim.size}); expected -1 or a divisor of {dim.size}",
+                    source=src,
+                    field=f"{key}[{d}]",
+                )
+
+
+def _with_aggregators(
+    spec: ScenarioSpec, built: list[tuple[Workload, GeneratedWorkload | None]],
+    cost_model: CostModel, fabric: Fabric, source: str,
+) -> CostModel:
+    """``cost_model`` with the in-network optimizer's aggregators priced
+    (:mod:`libra_opt.cost.aggregators`) when a model-based workload uses
+    ``dp_mode: in_network_optimizer``; unchanged otherwise.
+
+    Ports on the ``in_network_optimizer.dims`` (default: the outermost dimension each such
+    workload's data-parallel group spans); state: the largest of the workloads' optimizer
+    state (one cluster runs one workload at a time).
+    """
+    opts = spec.in_network_optimizer or InNetworkOptimizerSpec()
+    dims: list[str] = []
+    state = 0.0
+    used = named = False
+    for w, (wl, g) in zip(spec.workloads, built, strict=True):
+        if g is None or w.parallelism is None or w.model is None:
+            continue
+        par = parallelism_from_dict(thaw(w.parallelism), source, "parallelism")
+        if par.dp_mode != IN_NETWORK_OPTIMIZER:
+            continue
+        named = True
+        spanned = [d for group in ("dp", "edp") if group in wl.groups
+                   for d, k in enumerate(wl.groups[group]) if k > 1]
+        if not spanned:
+            continue  # one replica: nothing pushed, no aggregator
+        used = True
+        if opts.dims is None:
+            name = fabric.names[max(spanned)]
+            dims += [] if name in dims else [name]
+        model = w.model.value
+        assert isinstance(model, TransformerSpec)  # the generator refuses other models
+        state = max(state, aggregator_state_bytes(total_params(model), par.precision,
+                                                  par.optimizer_state))
+    if opts.dims is not None:
+        for name in opts.dims:
+            if name not in fabric.names:
+                raise InputError(f"no dimension named {short_repr(name, 80)}; names: "
+                                 f"{', '.join(fabric.names)}", source=source,
+                                 field="in_network_optimizer.dims")
+        dims = list(dict.fromkeys(opts.dims))
+    if not used:
+        if spec.in_network_optimizer is not None and not named:
+            raise InputError(
+                "the in_network_optimizer section prices aggregators, but no model-based "
+                "workload uses parallelism.dp_mode: in_network_optimizer with data "
+                "parallelism (remove the section, or set dp_mode)",
+                source=source, field="in_network_optimizer")
+        return cost_model
+    try:
+        agg = Aggregators(tuple(dims), state, opts.usd_per_port_gbps, opts.w_per_port_gbps,
+                          opts.usd_per_state_gb, opts.w_per_state_gb)
+    except InputError as exc:
+        raise InputError(exc.message, source=source, field=exc.field) from None
+    return dataclasses.replace(cost_model, aggregators=agg)
+
+
+def _compression(spec: CompressionSpec | None, source: str) -> Compression | None:
+    """``compression:`` as :class:`Compression` (``None`` when absent or empty)."""
+    if spec is None or not spec.groups:
+        return None
+    rules = []
+    for group, value in spec.groups.items():
+        items = value.items() if isinstance(value, Mapping) else [("all", value)]
+        rules += [(group, phase, dtype) for phase, dtype in items]
+    try:
+        return Compression(tuple(rules), spec.baseline)
+    except InputError as exc:
+        raise InputError(exc.message, source=source, field=exc.field) from None
+
+
+def _overlap(spec: OverlapSpec | None, training_loop: str, source: str) -> OverlapPolicy | None:
+    """``fine_grained_overlap:`` as :class:`OverlapPolicy` (``None`` when absent)."""
+    if spec is None:
+        return None
+    if training_loop != "overlap":
+        raise InputError("fine_grained_overlap needs training_loop: overlap", source=source,
+                         field="fine_grained_overlap")
+    rules = []
+    for group, value in spec.groups.items():
+        items = value.items() if isinstance(value, Mapping) else [("all", value)]
+        rules += [(group, phase, frac) for phase, frac in items]
+    try:
+        return OverlapPolicy.from_presets(list(spec.presets), tuple(rules))
+    except InputError as exc:
+        raise InputError(exc.message, source=source, field=exc.field) from None
+
+
+def _collectives(spec: CollectivesSpec | None, source: str) -> CollectiveSettings | None:
+    """``collectives:`` as :class:`CollectiveSettings` (an ASTRA-sim system file's, or
+    the keys')."""
+    if spec is None:
+        return None
+    if spec.astra_sim_system is not None:
+        given = sorted(f.name for f in dataclasses.fields(spec) if f.name != "astra_sim_system"
+                       and getattr(spec, f.name) != f.default)
+        if given:
+            raise InputError(
+                f"give either astra_sim_system or the settings ({', '.join(given)}), not both",
+                source=source,
+                field="collectives",
+            )
+        return spec.astra_sim_system.value
+    try:
+        return CollectiveSettings(
+            algorithm=tuple(spec.algorithm.items()),
+            chunks=spec.chunks,
+            active_chunks=spec.active_chunks,
+            endpoint_delay_s=spec.endpoint_delay_s,
+            local_memory_gbps=spec.local_memory_gbps,
+            all_reduce=spec.all_reduce,
+            efficiency=tuple(spec.efficiency.items()),
+            link_latency_s=tuple(spec.link_latency_s.items()),
+        )
+    except InputError as exc:
+        raise InputError(exc.message, source=source, field=exc.field) from None
+
+
+def _constraints(spec: ScenarioSpec, fabric: Fabric, source: str) -> list[LinearConstraint]:
+    """Linear constraints and bounds, with right-hand sides replaced by label."""
+    c = spec.constraints
+    cons: list[LinearConstraint] = []
+    for i, text in enumerate(c.linear):
+        cons.append(parse_constraint(text, fabric, field=f"constraints.linear[{i}]",
+                                     source=source))
+    for key, (lo, hi) in c.bounds.items():
+        fld = f"constraints.bounds.{key}"
+        if key not in fabric.names:
+            raise InputError(
+                f"no dimension named {short_repr(key, 80)}; names: {', '.join(fabric.names)}",
+                source=source,
+                field=fld,
+            )
+        lo = None if lo is None else float(lo)
+        hi = None if hi is None else float(hi)
+        if lo is not None and hi is not None and lo > hi:
+            raise InputError(f"min {lo} exceeds max {hi}", source=source, field=fld)
+        if lo is not None:
+            cons.append(parse_constraint(f"bw.{key} >= {lo!r}", fabric, field=fld,
+                                         source=source))
+        if hi is not None:
+            cons.append(parse_constraint(f"bw.{key} <= {hi!r}", fabric, field=fld,
+                                         source=source))
+    if c.rhs:
+        labels = unique_labels([x.label for x in cons])
+        for label, value in c.rhs.items():
+            if label not in labels:
+                raise InputError(f"no constraint labelled {short_repr(label, 80)}",
+                                 source=source, field=f"constraints.rhs.{label}")
+            j = labels.index(label)
+            cons[j] = dataclasses.replace(cons[j], rhs=float(value))
+    return cons

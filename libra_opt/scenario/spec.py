@@ -1,0 +1,408 @@
+"""The design as a value: :class:`ScenarioSpec`, the recipe a scenario is compiled from.
+
+A spec holds everything a scenario file can say, as a frozen tree of dataclasses whose field
+names are the file's keys: the fabric (inline dimensions, a builder call or a LIBRA network),
+prices (inline tables, a LIBRA cost file or a catalog with overrides), the power model, the
+workloads (model + parallelism + device + mapping, or ASTRA-sim + LIBRA communicator files),
+the timing options, compression, fine-grained overlap, DiLoCo, in-network reduction and the
+in-network optimizer's aggregators, the constraints, caps, TCO and the objective.
+
+:func:`libra_opt.scenario.compile.compile` turns a spec into a
+:class:`~libra_opt.scenario.scenario.Scenario` without touching a file. An entry that comes
+from a file or a packaged preset (a model descriptor, a device preset, a LIBRA file, an
+ASTRA-sim workload or system file, a catalog) is a :class:`Ref`: what the scenario wrote
+(``ref``: the name, the path text or the mapping) and the value :mod:`libra_opt.io` parsed
+from it (``value``), with the file it came from (``path``, for messages). A ``Ref`` whose
+value is still ``None`` is *unresolved*: :func:`libra_opt.compile` (and
+:func:`libra_opt.load_spec`) resolve it through :mod:`libra_opt.io`; the pure compiler
+refuses it.
+
+Open parts whose checks live with the model that reads them (parallelism, device fields, a
+mapping, builder parameters, members, TCO, catalog overrides) are :class:`FrozenMap` values:
+read-only, hashable mappings whose lists are tuples.
+
+A spec is edited by dotted path with :meth:`ScenarioSpec.replace` (the grammar of
+:mod:`libra_opt.scenario.edit`), which returns a new spec and checks the value against the
+field's type.
+
+Examples
+--------
+>>> spec = ScenarioSpec(
+...     fabric=FabricSpec(dims=(DimSpec("node", "ring", 4, "NVLink"),
+...                             DimSpec("pod", "switch", 8, "IB"))),
+...     cost_model={"NVLink": {"link": 1.0}, "IB": {"link": 2.0, "switch": 1.0, "nic": 1.0}},
+...     workloads=(WorkloadSpec("w", astra_sim=Ref("w.txt"), communicator=Ref("c.yml")),),
+...     constraints=ConstraintsSpec(linear=("sum(bw) == 300",)))
+>>> spec.replace("fabric.dims.pod.size", 16.0).fabric.dims[1].size
+16
+>>> spec.replace("objective", "fast")
+Traceback (most recent call last):
+...
+libra_opt.errors.InputError: <api>: objective: 'fast' is not one of perf, perf_per_cost, tco
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from libra_opt.cost.aggregators import (
+    USD_PER_PORT_GBPS,
+    USD_PER_STATE_GB,
+    W_PER_PORT_GBPS,
+    W_PER_STATE_GB,
+)
+from libra_opt.errors import InputError, short_repr
+from libra_opt.options import (
+    AllReduceVariant,
+    CollectiveModel,
+    Objective,
+    SwitchPricing,
+    SwitchScope,
+    Topology,
+    TrafficModel,
+    TrainingLoop,
+)
+from libra_opt.scenario.edit import set_path
+from libra_opt.scenario.values import (
+    API_SOURCE,
+    FrozenMap,
+    Ref,
+    _bad,
+    _is_number,
+    _Node,
+    freeze,
+    thaw,
+    unique_labels,
+)
+
+__all__ = [
+    "API_SOURCE",
+    "CatalogSpec",
+    "CollectivesSpec",
+    "CompressionSpec",
+    "ConstraintsSpec",
+    "DiLoCoSpec",
+    "DimSpec",
+    "FabricSpec",
+    "FrozenMap",
+    "InNetworkOptimizerSpec",
+    "OverlapSpec",
+    "Ref",
+    "ScenarioSpec",
+    "WorkloadSpec",
+    "freeze",
+    "thaw",
+]
+
+_EMPTY = FrozenMap()
+
+
+@dataclass(frozen=True)
+class DimSpec(_Node):
+    """One inline fabric dimension (the fields of :class:`~libra_opt.fabric.dims.Dim`;
+    ``members`` as the mapping :func:`~libra_opt.fabric.heterogeneous.members_from_mapping`
+    reads)."""
+
+    name: str
+    topology: Topology
+    size: int
+    tier: str
+    latency_s: float = 0.0
+    switch_radix: int | None = None
+    switch_scope: SwitchScope = "block"
+    switch_pricing: SwitchPricing = "whole_switch"
+    copper_levels: int = 0
+    members: FrozenMap | None = None
+
+
+@dataclass(frozen=True)
+class FabricSpec(_Node):
+    """``fabric:``: exactly one of inline ``dims``, a ``builder`` call (its parameters in
+    ``args``; paths ``fabric.<parameter>`` reach them) or a LIBRA ``libra_network`` file;
+    ``members`` (by dimension name) beside any of them."""
+
+    dims: tuple[DimSpec, ...] | None = None
+    builder: str | None = None
+    args: FrozenMap = _EMPTY
+    libra_network: Ref | None = None
+    members: FrozenMap | None = None
+    _REFS: ClassVar[dict[str, str]] = {"libra_network": "libra_network"}
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        given = [k for k in ("dims", "builder", "libra_network") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise InputError("give exactly one of 'dims' (inline), 'libra_network' (path) or "
+                             "'builder' (multi_dim, fat_tree, rail_only)", source=API_SOURCE,
+                             field="fabric")
+        if self.args and self.builder is None:
+            raise InputError("builder parameters without a builder", source=API_SOURCE,
+                             field="fabric")
+
+
+@dataclass(frozen=True)
+class CatalogSpec(_Node):
+    """``cost_model: {catalog: ..., overrides: ...}``: a parts catalog (its document in
+    ``catalog.value``) with dotted-path overrides (:mod:`libra_opt.cost.catalog`)."""
+
+    catalog: Ref
+    overrides: FrozenMap = _EMPTY
+    _REFS: ClassVar[dict[str, str]] = {"catalog": "catalog"}
+
+
+@dataclass(frozen=True)
+class WorkloadSpec(_Node):
+    """One ``workloads:`` entry: ``model`` + ``parallelism`` + ``device`` (generated,
+    :func:`~libra_opt.generators.generator.generate_workload`) or ``astra_sim`` +
+    ``communicator`` files."""
+
+    name: str
+    weight: float = 1.0
+    astra_sim: Ref | None = None
+    communicator: Ref | None = None
+    model: Ref | None = None
+    parallelism: FrozenMap | None = None
+    device: Ref | None = None
+    mapping: FrozenMap | None = None
+    efficiency: float | FrozenMap | None = None
+    check_memory: bool | None = None
+    _REFS: ClassVar[dict[str, str]] = {"astra_sim": "astra_sim", "communicator": "communicator",
+                                       "model": "model", "device": "device"}
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not self.name:
+            raise InputError("a workload needs a name", source=API_SOURCE, field="name")
+        if not self.weight > 0:
+            raise InputError(f"weight must be > 0, got {self.weight:g}", source=API_SOURCE,
+                             field="weight")
+
+
+@dataclass(frozen=True)
+class ConstraintsSpec(_Node):
+    """``constraints:``: linear constraints as text, per-dimension ``bounds`` ``[min, max]``
+    in GB/s, the caps, and ``rhs``: right-hand sides replaced by constraint label (what
+    ``--set "<label>=<value>"`` and right-hand-side sweeps change)."""
+
+    linear: tuple[str, ...] = ()
+    bounds: FrozenMap = _EMPTY
+    budget_usd: float | None = None
+    power_w: float | None = None
+    rhs: FrozenMap = _EMPTY
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for key, pair in self.bounds.items():
+            if not isinstance(pair, tuple) or len(pair) != 2 or not all(
+                    v is None or _is_number(v) for v in pair):
+                raise InputError(f"bounds of {short_repr(key, 80)} must be [min, max] (null "
+                                 "for none)", source=API_SOURCE, field=f"bounds.{key}")
+        for key in ("budget_usd", "power_w"):
+            v = getattr(self, key)
+            if v is not None and not v > 0:
+                raise InputError(f"{key} {v!r} is out of range: expected a number > 0",
+                                 source=API_SOURCE, field=key)
+        for label, v in self.rhs.items():
+            if not _is_number(v):
+                raise _bad(f"rhs.{label}", "a number", v)
+
+    def labels(self) -> list[str]:
+        """The labels of the constraints' rows, in order, before repeats are numbered
+        (linear constraints, then ``bw.<dim> >= min`` and ``bw.<dim> <= max`` of each bound).
+        """
+        out = [" ".join(t.split()) for t in self.linear]
+        for key, (lo, hi) in self.bounds.items():
+            if lo is not None:
+                out.append(f"bw.{key} >= {float(lo)!r}")
+            if hi is not None:
+                out.append(f"bw.{key} <= {float(hi)!r}")
+        return out
+
+
+@dataclass(frozen=True)
+class CollectivesSpec(_Node):
+    """``collectives:`` (the ``topology_aware`` model's settings,
+    :class:`~libra_opt.traffic.topology_aware.CollectiveSettings`), or an ASTRA-sim system
+    file (``astra_sim_system``, whose value is the settings it gives)."""
+
+    algorithm: FrozenMap = _EMPTY
+    chunks: int = 1
+    active_chunks: int | None = None
+    endpoint_delay_s: float = 0.0
+    local_memory_gbps: float | None = None
+    all_reduce: AllReduceVariant = "hierarchical"
+    efficiency: FrozenMap = _EMPTY
+    link_latency_s: FrozenMap = _EMPTY
+    astra_sim_system: Ref | None = None
+    _REFS: ClassVar[dict[str, str]] = {"astra_sim_system": "astra_sim_system"}
+
+
+@dataclass(frozen=True)
+class CompressionSpec(_Node):
+    """``compression:`` (:class:`~libra_opt.traffic.compression.Compression`): bytes per
+    element by group and phase, against the ``baseline`` the workload's sizes assume."""
+
+    baseline: str = "bf16"
+    groups: FrozenMap = _EMPTY
+
+
+@dataclass(frozen=True)
+class OverlapSpec(_Node):
+    """``fine_grained_overlap:`` (:class:`~libra_opt.traffic.overlap.OverlapPolicy`)."""
+
+    presets: tuple[str, ...] = ()
+    groups: FrozenMap = _EMPTY
+
+
+@dataclass(frozen=True)
+class DiLoCoSpec(_Node):
+    """``diloco:`` (:func:`~libra_opt.traffic.diloco.diloco_workloads`)."""
+
+    site_dim: str
+    params_per_npu: float
+    sync_every_steps: int
+    fragments: int = 1
+    delta_bits: float = 16.0
+    overlap_steps: float = 0.0
+    dp_group: str = "dp"
+
+
+@dataclass(frozen=True)
+class InNetworkOptimizerSpec(_Node):
+    """``in_network_optimizer:`` (aggregators of ``dp_mode: in_network_optimizer``,
+    :class:`~libra_opt.cost.aggregators.Aggregators`)."""
+
+    dims: tuple[str, ...] | None = None
+    usd_per_port_gbps: float = USD_PER_PORT_GBPS
+    w_per_port_gbps: float = W_PER_PORT_GBPS
+    usd_per_state_gb: float = USD_PER_STATE_GB
+    w_per_state_gb: float = W_PER_STATE_GB
+
+
+@dataclass(frozen=True)
+class ScenarioSpec(_Node):
+    """Everything a scenario says, as one frozen value (see the module notes).
+
+    ``source`` (the file it was read from) and ``base_dir`` (the directory relative paths
+    are resolved against) serve messages and resolving only; they are not compared.
+    """
+
+    fabric: FabricSpec
+    cost_model: CatalogSpec | Ref | FrozenMap
+    workloads: tuple[WorkloadSpec, ...]
+    power_model: Ref | FrozenMap | None = None
+    constraints: ConstraintsSpec = ConstraintsSpec()
+    objective: Objective = "perf"
+    collective_model: CollectiveModel = "pipelined"
+    training_loop: TrainingLoop = "no_overlap"
+    traffic_model: TrafficModel = "hierarchical"
+    collectives: CollectivesSpec | None = None
+    in_network_reduction: tuple[str, ...] = ()
+    compression: CompressionSpec | None = None
+    fine_grained_overlap: OverlapSpec | None = None
+    diloco: DiLoCoSpec | None = None
+    in_network_optimizer: InNetworkOptimizerSpec | None = None
+    tco: FrozenMap | None = None
+    name: str | None = None
+    source: str | None = field(default=None, compare=False)
+    base_dir: str | None = field(default=None, compare=False)
+    _REFS: ClassVar[dict[str, str]] = {"cost_model": "cost_model",
+                                       "power_model": "power_model"}
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not self.workloads:
+            raise InputError("a scenario needs at least one workload", source=API_SOURCE,
+                             field="workloads")
+        object.__setattr__(self, "in_network_reduction",
+                           tuple(sorted(set(self.in_network_reduction))))
+
+    def replace(self, path: str, value: Any) -> ScenarioSpec:
+        """A new spec with the field at dotted ``path`` set to ``value``.
+
+        The grammar is :mod:`libra_opt.scenario.edit`'s: keys joined by dots, list items
+        by ``[i]`` or by name, ``budget_usd`` / ``power_w`` for the caps, a constraint's
+        label for its right-hand side, ``fabric.<parameter>`` for a builder's parameters.
+        A name or path given for a file-backed entry (``workloads.<w>.model``) is left
+        unresolved for :func:`libra_opt.compile` to read.
+
+        Raises
+        ------
+        InputError
+            Naming ``path`` and what was expected.
+        """
+        return set_path(self, path, value)
+
+    def edit(self, changes: Mapping[str, Any]) -> ScenarioSpec:
+        """:meth:`replace` for each ``path -> value`` of ``changes``, in order."""
+        spec = self
+        for path, value in changes.items():
+            spec = spec.replace(path, value)
+        return spec
+
+    def rhs_labels(self) -> list[str]:
+        """Labels of the linear constraints' rows (repeats numbered, as in the scenario)."""
+        return unique_labels(self.constraints.labels())
+
+    @property
+    def unresolved(self) -> tuple[str, ...]:
+        """Paths of the file-backed entries not read yet (see :class:`Ref`)."""
+        return tuple(p for p, r in iter_refs(self) if not r.resolved)
+
+    def to_yaml(self) -> str:
+        """The spec as scenario YAML text (:func:`libra_opt.io.spec_to_yaml`)."""
+        # io writes files and sits above this layer: reached at run time through the
+        # public face, never imported here
+        return importlib.import_module("libra_opt").spec_to_yaml(self)
+
+
+def iter_refs(spec: ScenarioSpec) -> Iterator[tuple[str, Ref]]:
+    """Every :class:`Ref` of ``spec`` with its path (``workloads[0].model``)."""
+    for key in ("cost_model", "power_model"):
+        v = getattr(spec, key)
+        if isinstance(v, Ref):
+            yield key, v
+    if isinstance(spec.cost_model, CatalogSpec):
+        yield "cost_model.catalog", spec.cost_model.catalog
+    if spec.fabric.libra_network is not None:
+        yield "fabric.libra_network", spec.fabric.libra_network
+    for i, w in enumerate(spec.workloads):
+        for key in WorkloadSpec._REFS:
+            v = getattr(w, key)
+            if v is not None:
+                yield f"workloads[{i}].{key}", v
+    if spec.collectives is not None and spec.collectives.astra_sim_system is not None:
+        yield "collectives.astra_sim_system", spec.collectives.astra_sim_system
+
+
+def map_refs(spec: ScenarioSpec, fn: Callable[[str, str, Ref], Ref]) -> ScenarioSpec:
+    """``spec`` with each :class:`Ref` replaced by ``fn(kind, path, ref)`` (kinds: the
+    ``_REFS`` names, ``catalog`` for a catalog)."""
+    changes: dict[str, Any] = {}
+    for key in ("cost_model", "power_model"):
+        v = getattr(spec, key)
+        if isinstance(v, Ref):
+            changes[key] = fn(key, key, v)
+    if isinstance(spec.cost_model, CatalogSpec):
+        cat = fn("catalog", "cost_model.catalog", spec.cost_model.catalog)
+        changes["cost_model"] = dataclasses.replace(spec.cost_model, catalog=cat)
+    fabric = spec.fabric
+    if fabric.libra_network is not None:
+        fabric = dataclasses.replace(
+            fabric, libra_network=fn("libra_network", "fabric.libra_network",
+                                     fabric.libra_network))
+    workloads = []
+    for i, w in enumerate(spec.workloads):
+        repl = {k: fn(k, f"workloads[{i}].{k}", getattr(w, k)) for k in WorkloadSpec._REFS
+                if getattr(w, k) is not None}
+        workloads.append(dataclasses.replace(w, **repl) if repl else w)
+    coll = spec.collectives
+    if coll is not None and coll.astra_sim_system is not None:
+        coll = dataclasses.replace(coll, astra_sim_system=fn(
+            "astra_sim_system", "collectives.astra_sim_system", coll.astra_sim_system))
+    return dataclasses.replace(spec, fabric=fabric, workloads=tuple(workloads),
+                               collectives=coll, **changes)
