@@ -257,7 +257,13 @@ def _set_field(node: _Node, key: str | int, rest: list[str | int], value: Any, p
         raise InputError(f"no field {short_repr(key, 60)} under {where or 'the spec'!r} "
                          f"(fields: {shown})", source=API_SOURCE, field=path)
     tp = _hints(type(node))[key]
-    new = _set(getattr(node, key), rest, value, path, _where(where, key), tp)
+    typed = getattr(node, "_OPEN", {}).get(key)
+    current = getattr(node, key)
+    if typed is not None and len(rest) == 1 and isinstance(rest[0], str) \
+            and isinstance(current, FrozenMap) and typed(rest[0]) is not None:
+        new: Any = current.set(rest[0], coerce(typed(rest[0]), value, path))
+    else:
+        new = _set(current, rest, value, path, _where(where, key), tp)
     try:
         return dataclasses.replace(node, **{key: new})
     except InputError as exc:

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import typing
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -154,6 +155,22 @@ class CatalogSpec(_Node):
     _REFS: ClassVar[dict[str, str]] = {"catalog": "catalog"}
 
 
+def _parallelism_key_type(key: str) -> Any:
+    """The annotated type of a ``parallelism`` key (:class:`~libra_opt.generators.parallelism.
+    Parallelism`) when it is a plain one (numbers, text, flags, choices); else ``None``."""
+    from libra_opt.generators.parallelism import Parallelism
+
+    f = Parallelism.model_fields.get(key)
+    if f is None:
+        return None
+    tp = f.annotation
+    members = typing.get_args(tp) if typing.get_origin(tp) in (typing.Union, type(int | None)) \
+        else (tp,)
+    plain = all(m in (int, float, bool, str, type(None)) or typing.get_origin(m) is typing.Literal
+                for m in members)
+    return tp if plain else None
+
+
 @dataclass(frozen=True)
 class WorkloadSpec(_Node):
     """One ``workloads:`` entry: ``model`` + ``parallelism`` + ``device`` (generated,
@@ -172,6 +189,8 @@ class WorkloadSpec(_Node):
     check_memory: bool | None = None
     _REFS: ClassVar[dict[str, str]] = {"astra_sim": "astra_sim", "communicator": "communicator",
                                        "model": "model", "device": "device"}
+    #: Open mappings whose keys have types (checked by :meth:`ScenarioSpec.replace`).
+    _OPEN: ClassVar[dict[str, Callable[[str], Any]]] = {"parallelism": _parallelism_key_type}
 
     def __post_init__(self) -> None:
         super().__post_init__()
