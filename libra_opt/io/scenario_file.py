@@ -85,8 +85,8 @@ from libra_opt.io.libra import (
     read_libra_cost_model,
     read_libra_network,
 )
-from libra_opt.io.model_entry import ModelWorkloadEntry
-from libra_opt.io.presets import _read_packaged, available_catalogs, device_from_value, load_model
+from libra_opt.io.model_entry import ModelWorkloadEntry, model_workload_spec, resolve_model_refs
+from libra_opt.io.presets import _read_packaged, available_catalogs
 from libra_opt.io.scenario_schema import FabricSpec as FabricSchema
 from libra_opt.io.scenario_schema import ScenarioFile
 from libra_opt.io.scenario_schema import WorkloadSpec as WorkloadSchema
@@ -237,12 +237,7 @@ def _workload_spec(w: WorkloadSchema, i: int, source: str) -> WorkloadSpec:
                  if getattr(w, k) is not None and k not in ("astra_sim", "communicator")}
         prefix = f"workloads[{w.name[:60] or '?'}]"
         entry = validate_as(ModelWorkloadEntry, given, source, prefix)
-        return _made(lambda: WorkloadSpec(
-            name=w.name, weight=w.weight, astra_sim=None if w.astra_sim is None else
-            Ref(w.astra_sim), communicator=None if w.communicator is None else
-            Ref(w.communicator), model=Ref(entry.model), parallelism=entry.parallelism,
-            device=Ref(entry.device), mapping=entry.mapping, efficiency=entry.efficiency,
-            check_memory=w.check_memory), source, prefix)
+        return model_workload_spec(entry, source, prefix)
     return _made(lambda: WorkloadSpec(
         name=w.name, weight=w.weight,
         astra_sim=None if w.astra_sim is None else Ref(w.astra_sim),
@@ -393,22 +388,8 @@ def resolve_spec(spec: ScenarioSpec, *, cache: ParseCache | None = None) -> Scen
 
 def _resolve_workload(w: WorkloadSpec, i: int, base: Path, source: str,
                       cache: ParseCache) -> WorkloadSpec:
+    w = resolve_model_refs(w, base, source, cache)
     changes: dict[str, Any] = {}
-    prefix = f"workloads[{w.name[:60]}]"
-    if w.model is not None and not w.model.resolved:
-        try:
-            model = load_model(str(w.model.ref), base_dir=base, cache=cache)
-        except InputError as exc:
-            raise _reraise(exc, source, prefix) from None
-        text = str(w.model.ref)
-        is_path = text.endswith((".yaml", ".yml")) or "/" in text
-        path = None
-        if is_path:
-            path = str(Path(text) if Path(text).is_absolute() else base / text)
-        changes["model"] = Ref(w.model.ref, model, path)
-    if w.device is not None and not w.device.resolved:
-        changes["device"] = Ref(w.device.ref, device_from_value(thaw(w.device.ref), source,
-                                                                f"{prefix}.device"))
     comm = w.communicator
     if comm is not None and not comm.resolved:
         path = _resolve(base, comm.ref, source, f"workloads[{i}].communicator")

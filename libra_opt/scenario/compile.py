@@ -61,7 +61,7 @@ from libra_opt.traffic.overlap import OverlapPolicy, overlap_workload
 from libra_opt.traffic.topology_aware import CollectiveSettings
 from libra_opt.traffic.workload import StepMetrics, Workload
 
-__all__ = ["compile", "compile_fabric", "compile_with_models"]
+__all__ = ["compile", "compile_fabric", "compile_with_models", "generate_entry"]
 
 #: LIBRA communicator keys of the phase groups (for messages).
 _COMMUNICATOR_KEYS = {"forward": "Forward", "input_grad": "InputGrad",
@@ -244,8 +244,10 @@ def _cost_model(spec: ScenarioSpec, source: str) -> CostModel:
         raise _reraise(exc, source, "cost_model") from None
 
 
-def _generated(w: WorkloadSpec, fabric: Fabric, source: str) -> GeneratedWorkload:
-    """A model-based workload entry, generated on ``fabric``."""
+def generate_entry(w: WorkloadSpec, fabric: Fabric, source: str = API_SOURCE
+                   ) -> GeneratedWorkload:
+    """A model-based workload entry (model and device resolved), generated on ``fabric``;
+    errors name ``source`` and ``workloads[<name>].<field>``."""
     prefix = f"workloads[{w.name[:60]}]"
     missing = [k for k in ("parallelism", "device") if getattr(w, k) is None]
     if missing:
@@ -285,7 +287,7 @@ def _workload(
         if stray:
             raise InputError(f"a model-based workload takes no {', '.join(stray)}",
                              source=source, field=f"workloads[{i}]")
-        g = _generated(w, fabric, source)
+        g = generate_entry(w, fabric, source)
         metrics = StepMetrics(
             tokens_per_step=g.tokens_per_step,
             samples_per_step=g.samples_per_step,
