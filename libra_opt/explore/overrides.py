@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from libra_opt.errors import InputError, short_repr
@@ -76,6 +76,9 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "training_loop": TRAINING_LOOPS, "traffic_model": TRAFFIC_MODELS,
 }
 _API = API_SOURCE
+#: Most scenarios a base keeps compiled (a sweep's structural values beyond it are compiled
+#: again when their points run).
+_MEMO_SIZE = 256
 
 
 def parse_assignment(text: str, flag: str = "--set") -> tuple[str, str]:
@@ -234,6 +237,15 @@ class ScenarioBase:
     scenario: Scenario
     spec: ScenarioSpec | None = None
     resolve: Resolver | None = None
+    # scenarios already compiled from this base, by edit (checking a sweep's axis compiles
+    # each value once and its points reuse them); bounded, never pickled
+    _built: dict[Any, Scenario] = field(default_factory=dict, init=False, repr=False,
+                                        compare=False)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_built"] = {}
+        return state
 
     @classmethod
     def of(cls, scenario: Scenario | ScenarioSpec, resolve: Resolver | None = None
@@ -316,11 +328,17 @@ class ScenarioBase:
         if not overrides:
             return self.scenario
         if self.spec is not None:
+            key = _hashable(overrides)
+            if key in self._built:
+                return self._built[key]
             spec = self._edited_spec(overrides)
             try:
-                return compile(spec)
+                scen = compile(spec, previous=self.scenario)
             except InputError as exc:
                 raise _rewrap(exc, _blame(overrides)) from None
+            if len(self._built) < _MEMO_SIZE:
+                self._built[key] = scen
+            return scen
         checked = {p: self.check(p, v) for p, v in overrides.items()}
         kinds = {p: self.classify(p) for p in checked}
         scen = self.scenario
@@ -350,6 +368,19 @@ class ScenarioBase:
         """
         scen = self.apply(overrides)
         return ScenarioBase(scen, scen.spec, self.resolve)
+
+
+def _hashable(value: Any) -> Any:
+    """A hashable stand-in for overrides (their values may be lists or mappings)."""
+    if isinstance(value, Mapping):
+        return tuple((k, _hashable(v)) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return ("__seq__", *(_hashable(v) for v in value))
+    try:
+        hash(value)
+    except TypeError:
+        return ("__id__", id(value))
+    return (type(value).__name__, value)
 
 
 def _blame(overrides: Mapping[str, Any]) -> str:

@@ -68,8 +68,14 @@ _COMMUNICATOR_KEYS = {"forward": "Forward", "input_grad": "InputGrad",
                       "weight_grad": "WeightGrad"}
 
 
-def compile(spec: ScenarioSpec) -> Scenario:  # noqa: A001 - the documented name
+def compile(spec: ScenarioSpec, previous: Scenario | None = None  # noqa: A001
+            ) -> Scenario:
     """The :class:`Scenario` of ``spec`` (pure: reads no file); it keeps ``spec``.
+
+    ``previous``: a scenario compiled earlier (an edit's base); the parts of ``spec`` equal
+    to its spec's (the fabric, the prices, a workload entry on the same fabric) are taken
+    from it instead of built again, so an edit of one field rebuilds only what depends on it.
+    The result is the same either way.
 
     Raises
     ------
@@ -91,11 +97,28 @@ def compile(spec: ScenarioSpec) -> Scenario:  # noqa: A001 - the documented name
     ...
     libra_opt.errors.InputError: <api>: workloads[0].model: 'gpt3_175b' is not read yet: compile with libra_opt.compile, which reads files and presets
     """
-    return compile_with_models(spec)[0]
+    return compile_with_models(spec, previous)[0]
+
+
+def _reusable(spec: ScenarioSpec, previous: Scenario | None) -> tuple[Any, ...] | None:
+    """The compiled parts of ``previous`` (fabric, prices, workloads) and its spec."""
+    if previous is None or previous.spec is None:
+        return None
+    parts = previous.__dict__.get("_compiled_parts")
+    return None if parts is None else (previous.spec, *parts)
+
+
+def _reused(w: WorkloadSpec, i: int, old: tuple[Any, ...] | None) -> Any:
+    """The compiled workload of an equal entry of the previous spec (same fabric), if any."""
+    assert old is not None
+    entries, built = old[0].workloads, old[3]
+    if i < len(entries) and entries[i] == w:
+        return built[i]
+    return next((b for e, b in zip(entries, built, strict=True) if e == w), None)
 
 
 def compile_with_models(
-    spec: ScenarioSpec,
+    spec: ScenarioSpec, previous: Scenario | None = None,
 ) -> tuple[Scenario, Mapping[str, GeneratedWorkload]]:
     """:func:`compile`, and the generator output of each model-based workload (name ->
     :class:`~libra_opt.generators.generated.GeneratedWorkload`)."""
@@ -107,10 +130,18 @@ def compile_with_models(
             raise InputError(f"{short_repr(ref.ref, 80)} is not read yet: compile with "
                              "libra_opt.compile, which reads files and presets",
                              source=source, field=path)
-    fabric = compile_fabric(spec.fabric, source)
-    cost_model = _cost_model(spec, source)
-    built = [_workload(w, i, fabric, source) for i, w in enumerate(spec.workloads)]
-    cost_model = _with_aggregators(spec, built, cost_model, fabric, source)
+    old = _reusable(spec, previous)
+    same_fabric = old is not None and old[0].fabric == spec.fabric
+    fabric = old[1] if same_fabric else compile_fabric(spec.fabric, source)
+    if same_fabric and (old[0].cost_model, old[0].power_model) == (spec.cost_model,
+                                                                     spec.power_model):
+        priced = old[2]
+    else:
+        priced = _cost_model(spec, source)
+    built = [_reused(w, i, old) if same_fabric else None for i, w in enumerate(spec.workloads)]
+    built = [b if b is not None else _workload(w, i, fabric, source)
+             for i, (w, b) in enumerate(zip(spec.workloads, built, strict=True))]
+    cost_model = _with_aggregators(spec, built, priced, fabric, source)
     workloads = [wl for wl, _ in built]
     compression = _compression(spec.compression, source)
     if compression is not None:
@@ -163,6 +194,8 @@ def compile_with_models(
         fld = f"scenario.{exc.field}" if exc.field else "scenario"
         raise InputError(exc.message, source=source, field=fld) from None
     object.__setattr__(scenario, "spec", spec)
+    # what a later compile from an edit of ``spec`` may take over (not pickled)
+    scenario.__dict__["_compiled_parts"] = (fabric, priced, tuple(built))
     return scenario, generated
 
 

@@ -292,6 +292,7 @@ class Scenario:
         or copying: a copy does not keep their arrays read-only)."""
         state = dict(self.__dict__)
         state.pop("rows", None)
+        state.pop("_compiled_parts", None)  # a compile's reusable parts (a cache)
         return state
 
     @cached_property

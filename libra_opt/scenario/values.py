@@ -224,7 +224,14 @@ def coerce(tp: Any, value: Any, path: str, *, kind: str | None = None) -> Any:
         raise _bad(path, " or ".join(_describe(a) for a in members), value)
     if origin is typing.Literal:
         options = typing.get_args(tp)
-        if value not in options:
+        if isinstance(value, str) and value not in options:
+            value = parse_value(value)  # a number given as text
+        if isinstance(value, np.generic):
+            value = value.item()
+        if isinstance(value, float) and value.is_integer() and int(value) in options:
+            value = int(value)
+        if value not in options or isinstance(value, bool) != any(
+                isinstance(o, bool) for o in options if o == value):
             raise InputError(f"{short_repr(value, 60)} is not one of "
                              f"{', '.join(map(str, options))}", source=API_SOURCE, field=path)
         return value

@@ -68,7 +68,9 @@ def test_in_place_dims_without_a_file():
         ("gpt3_175b_4d", "fabric..size", 1, "malformed path"),
         ("deepseek_v3_rail_only", "fabric.hb_domain", 3, "not a multiple of hb_domain 3"),
         ("deepseek_v3_rail_only", "workloads.deepseek_v3.parallelism.zero", "x",
-         "expected a number"),
+         "is not one of 0, 1, 2, 3"),  # the parallelism's own types
+        ("deepseek_v3_rail_only", "workloads.deepseek_v3.parallelism.tp", 2.5,
+         "expected a number (an integer)"),
     ],
 )
 def test_errors_name_the_path(scenario, path, value, needle):

@@ -214,3 +214,23 @@ def test_spec_from_python_equals_the_file():
         compile(built)
     assert lo.compile(built) == compile(from_file)
     assert isinstance(built.workloads[0].model, Ref)
+
+
+@pytest.mark.parametrize("path,value", [
+    ("workloads.gpt3_175b.parallelism.global_batch_size", 768),  # the workload again
+    ("objective", "perf_per_cost"),  # nothing regenerated
+    ("fabric.hb_domain", 4),  # everything again
+    ("cost_model.overrides", {"parts.ib_ndr_switch_64x400g.price_usd": 32000}),
+])
+def test_compile_from_a_previous_scenario_equals_a_fresh_compile(path, value):
+    base = lo.load_scenario("gpt3_175b_a100_cluster")
+    edited = base.spec.replace(path, value)
+    if path == "fabric.hb_domain":  # tp 8 no longer fits a domain of 4
+        edited = edited.replace("workloads.gpt3_175b.parallelism.tp", 4).replace(
+            "workloads.gpt3_175b.parallelism.pp", 32).replace(
+            "workloads.gpt3_175b.mapping", None)
+    again = compile(edited, previous=base)
+    assert again == compile(edited) and again.spec == edited
+    same = [a is b for a, b in zip(again.workloads, base.workloads, strict=True)]
+    # a workload is reused where nothing it depends on changed (not the prices)
+    assert all(same) == (path in ("objective", "cost_model.overrides"))
