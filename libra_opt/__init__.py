@@ -103,10 +103,12 @@ _LAZY_MODULES: dict[str, str] = {
     "options": "libra_opt.options",
 }
 
+#: Functions defined here: the explore and scenario functions that also take a file or an
+#: example name, or read the files a spec names (io sits beside, not below, them).
+_OWN = ("apply_overrides", "compile", "sweep")
+
 __all__ = [
-    "apply_overrides",
-    "compile",
-    "sweep",
+    *_OWN,
     "InfeasibleDesignError",
     "InputError",
     "LibraOptError",
