@@ -236,7 +236,7 @@ def _workload_spec(w: WorkloadSchema, i: int, source: str) -> WorkloadSpec:
         given = {k: getattr(w, k) for k in WorkloadSchema.model_fields
                  if getattr(w, k) is not None and k not in ("astra_sim", "communicator")}
         prefix = f"workloads[{w.name[:60] or '?'}]"
-        entry = validate_as(ModelWorkloadEntry, given, source, prefix)
+        entry: ModelWorkloadEntry = validate_as(ModelWorkloadEntry, given, source, prefix)
         return model_workload_spec(entry, source, prefix)
     return _made(lambda: WorkloadSpec(
         name=w.name, weight=w.weight,

@@ -108,9 +108,8 @@ def _reusable(spec: ScenarioSpec, previous: Scenario | None) -> tuple[Any, ...] 
     return None if parts is None else (previous.spec, *parts)
 
 
-def _reused(w: WorkloadSpec, i: int, old: tuple[Any, ...] | None) -> Any:
+def _reused(w: WorkloadSpec, i: int, old: tuple[Any, ...]) -> Any:
     """The compiled workload of an equal entry of the previous spec (same fabric), if any."""
-    assert old is not None
     entries, built = old[0].workloads, old[3]
     if i < len(entries) and entries[i] == w:
         return built[i]
@@ -131,16 +130,19 @@ def compile_with_models(
                              "libra_opt.compile, which reads files and presets",
                              source=source, field=path)
     old = _reusable(spec, previous)
-    same_fabric = old is not None and old[0].fabric == spec.fabric
-    fabric = old[1] if same_fabric else compile_fabric(spec.fabric, source)
-    if same_fabric and (old[0].cost_model, old[0].power_model) == (spec.cost_model,
-                                                                     spec.power_model):
-        priced = old[2]
+    built: list[tuple[Workload, GeneratedWorkload | None]]
+    if old is not None and old[0].fabric == spec.fabric:
+        fabric = old[1]
+        if (old[0].cost_model, old[0].power_model) == (spec.cost_model, spec.power_model):
+            priced = old[2]
+        else:
+            priced = _cost_model(spec, source)
+        built = [_reused(w, i, old) or _workload(w, i, fabric, source)
+                 for i, w in enumerate(spec.workloads)]
     else:
+        fabric = compile_fabric(spec.fabric, source)
         priced = _cost_model(spec, source)
-    built = [_reused(w, i, old) if same_fabric else None for i, w in enumerate(spec.workloads)]
-    built = [b if b is not None else _workload(w, i, fabric, source)
-             for i, (w, b) in enumerate(zip(spec.workloads, built, strict=True))]
+        built = [_workload(w, i, fabric, source) for i, w in enumerate(spec.workloads)]
     cost_model = _with_aggregators(spec, built, priced, fabric, source)
     workloads = [wl for wl, _ in built]
     compression = _compression(spec.compression, source)

@@ -244,7 +244,7 @@ def _set(node: Any, segs: list[str | int], value: Any, path: str, where: str,
                      source=API_SOURCE, field=path)
 
 
-def _set_field(node: _Node, key: str | int, rest: list[str | int], value: Any, path: str,
+def _set_field(node: Any, key: str | int, rest: list[str | int], value: Any, path: str,
                where: str) -> Any:
     names = [f.name for f in dataclasses.fields(node) if f.init]  # type: ignore[arg-type]
     if isinstance(key, str) and key not in names and _is_builder(node) \
@@ -256,7 +256,7 @@ def _set_field(node: _Node, key: str | int, rest: list[str | int], value: Any, p
         shown = ", ".join(n for n in names if n not in ("source", "base_dir"))
         raise InputError(f"no field {short_repr(key, 60)} under {where or 'the spec'!r} "
                          f"(fields: {shown})", source=API_SOURCE, field=path)
-    tp = _hints(type(node))[key]
+    tp = _hints(typing.cast(Any, type(node)))[key]
     typed = getattr(node, "_OPEN", {}).get(key)
     current = getattr(node, key)
     if typed is not None and len(rest) == 1 and isinstance(rest[0], str) \

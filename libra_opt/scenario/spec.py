@@ -117,7 +117,7 @@ class DimSpec(_Node):
     switch_scope: SwitchScope = "block"
     switch_pricing: SwitchPricing = "whole_switch"
     copper_levels: int = 0
-    members: FrozenMap | None = None
+    members: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -128,9 +128,9 @@ class FabricSpec(_Node):
 
     dims: tuple[DimSpec, ...] | None = None
     builder: str | None = None
-    args: FrozenMap = _EMPTY
+    args: Mapping[str, Any] = _EMPTY
     libra_network: Ref | None = None
-    members: FrozenMap | None = None
+    members: Mapping[str, Any] | None = None
     _REFS: ClassVar[dict[str, str]] = {"libra_network": "libra_network"}
 
     def __post_init__(self) -> None:
@@ -151,7 +151,7 @@ class CatalogSpec(_Node):
     ``catalog.value``) with dotted-path overrides (:mod:`libra_opt.cost.catalog`)."""
 
     catalog: Ref
-    overrides: FrozenMap = _EMPTY
+    overrides: Mapping[str, Any] = _EMPTY
     _REFS: ClassVar[dict[str, str]] = {"catalog": "catalog"}
 
 
@@ -182,10 +182,10 @@ class WorkloadSpec(_Node):
     astra_sim: Ref | None = None
     communicator: Ref | None = None
     model: Ref | None = None
-    parallelism: FrozenMap | None = None
+    parallelism: Mapping[str, Any] | None = None
     device: Ref | None = None
-    mapping: FrozenMap | None = None
-    efficiency: float | FrozenMap | None = None
+    mapping: Mapping[str, Any] | None = None
+    efficiency: float | Mapping[str, Any] | None = None
     check_memory: bool | None = None
     _REFS: ClassVar[dict[str, str]] = {"astra_sim": "astra_sim", "communicator": "communicator",
                                        "model": "model", "device": "device"}
@@ -208,10 +208,10 @@ class ConstraintsSpec(_Node):
     ``--set "<label>=<value>"`` and right-hand-side sweeps change)."""
 
     linear: tuple[str, ...] = ()
-    bounds: FrozenMap = _EMPTY
+    bounds: Mapping[str, Any] = _EMPTY
     budget_usd: float | None = None
     power_w: float | None = None
-    rhs: FrozenMap = _EMPTY
+    rhs: Mapping[str, Any] = _EMPTY
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -248,14 +248,14 @@ class CollectivesSpec(_Node):
     :class:`~libra_opt.traffic.topology_aware.CollectiveSettings`), or an ASTRA-sim system
     file (``astra_sim_system``, whose value is the settings it gives)."""
 
-    algorithm: FrozenMap = _EMPTY
+    algorithm: Mapping[str, Any] = _EMPTY
     chunks: int = 1
     active_chunks: int | None = None
     endpoint_delay_s: float = 0.0
     local_memory_gbps: float | None = None
     all_reduce: AllReduceVariant = "hierarchical"
-    efficiency: FrozenMap = _EMPTY
-    link_latency_s: FrozenMap = _EMPTY
+    efficiency: Mapping[str, Any] = _EMPTY
+    link_latency_s: Mapping[str, Any] = _EMPTY
     astra_sim_system: Ref | None = None
     _REFS: ClassVar[dict[str, str]] = {"astra_sim_system": "astra_sim_system"}
 
@@ -266,7 +266,7 @@ class CompressionSpec(_Node):
     element by group and phase, against the ``baseline`` the workload's sizes assume."""
 
     baseline: str = "bf16"
-    groups: FrozenMap = _EMPTY
+    groups: Mapping[str, Any] = _EMPTY
 
 
 @dataclass(frozen=True)
@@ -274,7 +274,7 @@ class OverlapSpec(_Node):
     """``fine_grained_overlap:`` (:class:`~libra_opt.traffic.overlap.OverlapPolicy`)."""
 
     presets: tuple[str, ...] = ()
-    groups: FrozenMap = _EMPTY
+    groups: Mapping[str, Any] = _EMPTY
 
 
 @dataclass(frozen=True)
@@ -311,9 +311,9 @@ class ScenarioSpec(_Node):
     """
 
     fabric: FabricSpec
-    cost_model: CatalogSpec | Ref | FrozenMap
+    cost_model: CatalogSpec | Ref | Mapping[str, Any]
     workloads: tuple[WorkloadSpec, ...]
-    power_model: Ref | FrozenMap | None = None
+    power_model: Ref | Mapping[str, Any] | None = None
     constraints: ConstraintsSpec = ConstraintsSpec()
     objective: Objective = "perf"
     collective_model: CollectiveModel = "pipelined"
@@ -325,7 +325,7 @@ class ScenarioSpec(_Node):
     fine_grained_overlap: OverlapSpec | None = None
     diloco: DiLoCoSpec | None = None
     in_network_optimizer: InNetworkOptimizerSpec | None = None
-    tco: FrozenMap | None = None
+    tco: Mapping[str, Any] | None = None
     name: str | None = None
     source: str | None = field(default=None, compare=False)
     base_dir: str | None = field(default=None, compare=False)
@@ -416,8 +416,8 @@ def map_refs(spec: ScenarioSpec, fn: Callable[[str, str, Ref], Ref]) -> Scenario
                                      fabric.libra_network))
     workloads = []
     for i, w in enumerate(spec.workloads):
-        repl = {k: fn(k, f"workloads[{i}].{k}", getattr(w, k)) for k in WorkloadSpec._REFS
-                if getattr(w, k) is not None}
+        repl: dict[str, Any] = {k: fn(k, f"workloads[{i}].{k}", getattr(w, k))
+                                for k in WorkloadSpec._REFS if getattr(w, k) is not None}
         workloads.append(dataclasses.replace(w, **repl) if repl else w)
     coll = spec.collectives
     if coll is not None and coll.astra_sim_system is not None:

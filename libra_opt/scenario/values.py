@@ -49,6 +49,8 @@ class FrozenMap(Mapping[str, Any]):
     """
 
     __slots__ = ("_d", "_h")
+    _d: dict[Any, Any]
+    _h: int | None
 
     def __init__(self, data: Mapping[Any, Any] | None = None) -> None:
         d = {} if data is None else {k: freeze(v) for k, v in dict(data).items()}
@@ -150,7 +152,7 @@ class _Node:
     _REFS: ClassVar[dict[str, str]] = {}
 
     def __post_init__(self) -> None:
-        hints = _hints(type(self))
+        hints = _hints(typing.cast(Any, type(self)))
         for f in dataclasses.fields(self):  # type: ignore[arg-type]
             if not f.init:
                 continue
@@ -161,7 +163,7 @@ class _Node:
 
 
 @cache
-def _hints(cls: type) -> dict[str, Any]:
+def _hints(cls: Any) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
 
@@ -264,7 +266,7 @@ def coerce(tp: Any, value: Any, path: str, *, kind: str | None = None) -> Any:
         if not isinstance(value, str):
             raise _bad(path, "text", value)
         return value
-    if tp is FrozenMap:
+    if tp is FrozenMap or origin is Mapping:  # an open mapping, frozen
         if isinstance(value, FrozenMap):
             return value
         value = _parse_text(value)
