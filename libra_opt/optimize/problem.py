@@ -152,12 +152,13 @@ def build_problem(scenario: Scenario, *, backend: str = "clarabel") -> Bandwidth
         bw_ref = reference_bw(rows, n, used) if status != "optimal" else bw_max
     product = None
     ref_cost, k0, obj_scale, rate = 1.0, 0.0, 1.0, None
-    if scenario.objective == "tco":
+    objective = scenario.objective_model
+    if objective.needs_tco:
         assert scenario.tco is not None
         k0, rate = cluster_rate_coefficients(scenario.tco, scenario.fabric, coeffs)
         ref_cost = k0 + (float(rate @ bw_ref) if bw_ref is not None else 0.0)
         obj_scale = scenario.tco.n_steps
-    elif scenario.objective == "perf_per_cost":
+    elif objective.prices_network:
         rate, k0 = coeffs.usd_per_gbps, coeffs.fixed_usd  # cost = k0 + rate . B
         if not (rate > 0).any():
             raise InputError(
@@ -238,7 +239,7 @@ def _free_dims(problem: BandwidthProblem, scen: Scenario, rows: tuple[Row, ...])
         status, _, _ = lp_extreme(rows, n, np.zeros(n))
         if status == "infeasible":
             raise_infeasible(rows, n, used)
-    if (scen.objective == "perf_per_cost" and not scen.coefficients.fixed_usd > 0
+    if (scen.objective_model.prices_network and not scen.coefficients.fixed_usd > 0
             and cost_can_vanish(rows, n, problem.rate)):
         raise UnboundedDesignError(
             "objective 'perf_per_cost' has no attained optimum: the constraints let the "
@@ -265,7 +266,7 @@ def _free_dims(problem: BandwidthProblem, scen: Scenario, rows: tuple[Row, ...])
     # infimum without reaching it: every used dimension may then be unbounded.
     terms = problem.terms
     floor = float(np.asarray(scen.weights) @ terms.compute_s) > 0 or bool(terms.latency_s.any())
-    fixed = scen.objective == "tco" or scen.coefficients.fixed_usd > 0
+    fixed = scen.objective_model.fixed_cost or scen.coefficients.fixed_usd > 0
     if problem.rate is None or (fixed and not floor):
         candidates = used
     else:

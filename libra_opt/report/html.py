@@ -32,6 +32,7 @@ from libra_opt.errors import InputError, LibraOptError
 from libra_opt.optimize.problem import solve
 from libra_opt.optimize.solution import Solution
 from libra_opt.options import OBJECTIVE_MEANING
+from libra_opt.scenario.objective import PerfObjective
 from libra_opt.scenario.scenario import Scenario
 
 __all__ = ["ReportSection", "Report", "build_report", "render_html", "render_markdown",
@@ -280,8 +281,8 @@ def _sweep_section(sol: Solution, n_points: int, progress) -> tuple[ReportSectio
         sec.text.append("No budget sweep: the optimum's network cost is zero.")
         return sec, None
     scen = sol.scenario
-    if scen.objective != "perf":
-        scen = dataclasses.replace(scen, objective="perf")
+    if scen.objective_model != PerfObjective():
+        scen = dataclasses.replace(scen, objective=PerfObjective.name)
         sec.text.append(f"The sweep minimizes step time (objective perf) under each budget; "
                         f"the scenario's own objective is {sol.objective}.")
     df = _run_sweep(scen, values, progress)

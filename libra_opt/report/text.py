@@ -12,6 +12,7 @@ from libra_opt.optimize.solution import Solution
 from libra_opt.options import COMPONENTS, OBJECTIVE_MEANING, Objective
 from libra_opt.scenario.display import format_usd
 from libra_opt.scenario.evaluate import Evaluation
+from libra_opt.scenario.objective import objective_of
 from libra_opt.scenario.scenario import Scenario
 
 __all__ = ["table", "format_evaluation", "format_solution", "solution_to_dict", "evaluation_to_dict",
@@ -237,12 +238,12 @@ def format_evaluation(scen: Scenario, ev: Evaluation) -> str:
 
 
 def _objective_str(objective: Objective, value: float) -> str:
-    what, unit = OBJECTIVE_MEANING[objective]
-    if objective == "perf":
-        return f"{what} {_si_time(value)}"
-    if objective == "tco":
-        return f"{what} {format_usd(value)}"
-    return f"{what} {value:,.6g} {unit}"
+    obj = objective_of(objective)
+    if obj.unit == "s":
+        return f"{obj.what} {_si_time(value)}"
+    if obj.unit == "$":
+        return f"{obj.what} {format_usd(value)}"
+    return f"{obj.what} {value:,.6g} {obj.unit}"
 
 
 def format_solution(sol: Solution) -> str:

@@ -18,7 +18,6 @@ import numpy as np
 import numpy.typing as npt
 
 from libra_opt.cost.prices import CostBreakdown, network_cost_breakdown
-from libra_opt.cost.tco import cluster_rate_coefficients
 from libra_opt.fabric.heterogeneous import slowest_fractions
 from libra_opt.scenario.display import format_usd, html_table
 from libra_opt.scenario.scenario import Scenario, scenario_rows
@@ -181,14 +180,7 @@ def evaluate(
     weighted = float(sum(wt * t.step_time_s for wt, t in zip(scenario.weights, times, strict=True)))
     coeffs = scenario.coefficients
     cost = network_cost_breakdown(coeffs, bw)
-    if scenario.objective == "perf":
-        objective = weighted
-    elif scenario.objective == "perf_per_cost":
-        objective = weighted * cost.network_cost_usd
-    else:
-        assert scenario.tco is not None
-        r0, r = cluster_rate_coefficients(scenario.tco, fabric, coeffs)
-        objective = scenario.tco.n_steps * weighted * (r0 + float(r @ bw))
+    objective = scenario.objective_model.value(scenario, weighted, cost.network_cost_usd, bw)
     residuals, scales = {}, {}
     for row in scenario_rows(scenario, coeffs):
         lhs = float(row.a @ bw)

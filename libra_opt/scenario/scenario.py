@@ -14,7 +14,6 @@ from libra_opt.fabric.dims import Fabric
 from libra_opt.fabric.heterogeneous import check_uneven_sizes
 from libra_opt.options import (
     COLLECTIVE_MODELS,
-    OBJECTIVE_MEANING,
     OBJECTIVES,
     TRAFFIC_MODELS,
     TRAINING_LOOPS,
@@ -25,6 +24,8 @@ from libra_opt.options import (
 )
 from libra_opt.scenario.constraints import LinearConstraint, Row, constraint_rows
 from libra_opt.scenario.display import format_usd, html_table
+from libra_opt.scenario.objective import Objective as ObjectiveModel
+from libra_opt.scenario.objective import objective_of
 from libra_opt.scenario.values import unique_labels
 from libra_opt.traffic.in_network import in_network_dims
 from libra_opt.traffic.topology_aware import CollectiveSettings, collective_phases
@@ -219,14 +220,14 @@ class Scenario:
             except InputError as exc:
                 raise InputError(exc.message, source=src, field=exc.field) from None
 
-        if self.objective == "tco" and self.tco is None:
+        if self.objective_model.needs_tco and self.tco is None:
             raise InputError(
                 "objective 'tco' needs a tco section (accelerator, host, energy, lifetime, "
                 "run length)",
                 source=src,
                 field="tco",
             )
-        if self.objective == "tco":
+        if self.objective_model.needs_tco:
             assert self.tco is not None
             try:
                 self.tco.n_steps  # noqa: B018 - raises InputError when the run length is missing
@@ -268,6 +269,12 @@ class Scenario:
                     "in-network aggregator state memory): raise it, or move the state to "
                     "host memory (parallelism.optimizer_state: host_paging)",
                     source=src, field=f"constraints.{what}")
+
+    @property
+    def objective_model(self) -> ObjectiveModel:
+        """The :class:`~libra_opt.scenario.objective.Objective` of :attr:`objective` (its
+        label, unit and numpy evaluation)."""
+        return objective_of(self.objective)
 
     @property
     def collective_settings(self) -> CollectiveSettings | None:
@@ -312,7 +319,8 @@ class Scenario:
 
     def _summary(self) -> list[str]:
         """Objective, model choices and caps, one item each (shared by both reprs)."""
-        what, unit = OBJECTIVE_MEANING[self.objective]
+        obj = self.objective_model
+        what, unit = obj.what, obj.unit
         items = [
             f"objective {self.objective} ({what}, {unit})",
             f"{self.collective_model} collectives, {self.training_loop} loop, "

@@ -234,3 +234,41 @@ def test_compile_from_a_previous_scenario_equals_a_fresh_compile(path, value):
     same = [a is b for a, b in zip(again.workloads, base.workloads, strict=True)]
     # a workload is reused where nothing it depends on changed (not the prices)
     assert all(same) == (path in ("objective", "cost_model.overrides"))
+
+
+def test_no_objective_name_is_compared_outside_its_resolving_modules():
+    """Code asks the objective (``scenario.objective_model``: label, unit, evaluation,
+    flags) instead of comparing its name; only the vocabulary (``options``), the objective
+    types and the file schema spell the names."""
+    import re
+
+    root = pathlib.Path(lo.__file__).parent
+    allowed = {"options.py", "scenario/objective.py"}
+    pattern = re.compile(r"""(==|!=)\s*["'](perf|perf_per_cost|tco)["']|"""
+                         r"""["'](perf|perf_per_cost|tco)["']\s*(==|!=)""")
+    found = [f"{p.relative_to(root)}:{i}" for p in root.rglob("*.py")
+             if str(p.relative_to(root)) not in allowed
+             for i, line in enumerate(p.read_text().splitlines(), 1)
+             if pattern.search(line.split("#")[0])]
+    assert found == []
+    # the pattern sees one
+    assert pattern.search('if scen.objective == "tco":') and pattern.search("'perf' != x")
+
+
+@pytest.mark.parametrize("name,unit", [("perf", "s"), ("perf_per_cost", "s*$"), ("tco", "$")])
+def test_each_objective_owns_its_label_unit_and_value(name, unit):
+    from libra_opt.scenario.objective import objective_of
+
+    scen = lo.load_scenario("llama3_405b_h100_tco")  # has a tco section
+    scen = lo.compile(scen.spec.replace("objective", name))
+    obj = scen.objective_model
+    assert (obj.name, obj.unit) == (name, unit) and obj is objective_of(name)
+    bw = np.array([400.0, 50.0])[: scen.fabric.n_dims]
+    ev = lo.evaluate(scen, bw)
+    # hand formulas of the module table, from the evaluation's own parts
+    from libra_opt.cost.tco import cluster_rate_coefficients
+
+    T, C = ev.weighted_step_time_s, ev.cost.network_cost_usd
+    r0, r = cluster_rate_coefficients(scen.tco, scen.fabric, scen.coefficients)
+    want = {"perf": T, "perf_per_cost": T * C, "tco": scen.tco.n_steps * T * (r0 + r @ bw)}
+    assert_allclose(ev.objective_value, want[name], rtol=1e-12)
