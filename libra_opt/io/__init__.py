@@ -34,7 +34,14 @@ from libra_opt.io.presets import (
     load_model,
     model_presets,
 )
-from libra_opt.io.scenario_file import load_scenario, load_scenario_with_models
+from libra_opt.io.scenario_file import (
+    load_scenario,
+    load_scenario_with_models,
+    load_spec,
+    resolve_spec,
+    save_spec,
+    spec_to_yaml,
+)
 
 __all__ = [
     "CSV_SUFFIXES",
@@ -57,6 +64,10 @@ __all__ = [
     "load_model",
     "load_scenario",
     "load_scenario_with_models",
+    "load_spec",
+    "resolve_spec",
+    "save_spec",
+    "spec_to_yaml",
     "model_presets",
     "read_astra_sim",
     "read_libra_communicator",
