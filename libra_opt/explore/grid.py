@@ -256,7 +256,7 @@ def _with_caps(base: ScenarioBase, axes: list[_Axis]) -> ScenarioBase:
 
 
 def _key(value: Any) -> Any:
-    """A hashable stand-in for a structural value (lists and mappings from the document)."""
+    """A hashable stand-in for a structural value (lists and mappings given as values)."""
     if isinstance(value, Mapping):
         return tuple(sorted((k, _key(v)) for k, v in value.items()))
     if isinstance(value, list | tuple):

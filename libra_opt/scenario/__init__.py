@@ -1,7 +1,9 @@
 """The question: the recipe (ScenarioSpec), compiled without file access into a Scenario
-(fabric, prices, workloads, constraints, objective), and its evaluation."""
+(fabric, prices, workloads, constraints, objective), and its evaluation.
 
-from libra_opt.scenario.compile import compile, compile_with_models
+The compiler is :func:`libra_opt.scenario.compile.compile` (not re-exported here: the name is
+its module's)."""
+
 from libra_opt.scenario.constraints import LinearConstraint, parse_constraint
 from libra_opt.scenario.evaluate import Evaluation, evaluate
 from libra_opt.scenario.examples import toy_scenario
@@ -15,8 +17,6 @@ __all__ = [
     "Objective",
     "Scenario",
     "ScenarioSpec",
-    "compile",
-    "compile_with_models",
     "evaluate",
     "objective_of",
     "parse_constraint",
