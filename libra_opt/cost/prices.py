@@ -24,7 +24,6 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType
 
 import numpy as np
 
@@ -33,6 +32,7 @@ from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Fabric
 from libra_opt.fabric.heterogeneous import member_cost_factors
 from libra_opt.fabric.inventory import dimension_inventory
+from libra_opt.frozen import FrozenMap
 from libra_opt.options import COMPONENTS, PRICED_COMPONENTS
 
 __all__ = [
@@ -69,7 +69,7 @@ def _price_map(values: Mapping[str, float] | None, what: str, tier: str) -> Mapp
                 field=f"{what}.{tier}.{comp}",
             )
         out[comp] = x
-    return MappingProxyType(out)
+    return FrozenMap(out)
 
 
 @dataclass(frozen=True)
@@ -118,7 +118,7 @@ class CostModel:
     aggregators: Aggregators | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "tiers", MappingProxyType(dict(self.tiers)))
+        object.__setattr__(self, "tiers", FrozenMap(dict(self.tiers)))
 
     @property
     def has_power(self) -> bool:

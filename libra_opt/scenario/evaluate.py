@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
 
 import numpy as np
 import numpy.typing as npt
@@ -20,6 +19,7 @@ import numpy.typing as npt
 from libra_opt.cost.prices import CostBreakdown, network_cost_breakdown
 from libra_opt.cost.tco import cluster_rate_coefficients
 from libra_opt.fabric.heterogeneous import slowest_fractions
+from libra_opt.frozen import FrozenMap
 from libra_opt.scenario.display import format_usd, html_table
 from libra_opt.scenario.scenario import Scenario, scenario_rows
 from libra_opt.traffic.step_time import (
@@ -205,6 +205,6 @@ def evaluate(
         weighted_step_time_s=weighted,
         cost=cost,
         objective_value=objective,
-        residuals=MappingProxyType(residuals),
-        residual_scales=MappingProxyType(scales),
+        residuals=FrozenMap(residuals),
+        residual_scales=FrozenMap(scales),
     )

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from types import MappingProxyType
 
 import numpy as np
 import numpy.typing as npt
@@ -19,6 +18,7 @@ import numpy.typing as npt
 from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Fabric
 from libra_opt.fabric.heterogeneous import slowest_fractions
+from libra_opt.frozen import FrozenMap
 from libra_opt.options import COLLECTIVE_MODELS, PHASES, TRAINING_LOOPS, TrafficModel
 from libra_opt.traffic.in_network import in_network_dims
 from libra_opt.traffic.routing import collective_traffic
@@ -399,9 +399,9 @@ def step_time_from_walk(
         compute_s=compute,
         comm_s=comm,
         exposed_comm_s=total - compute,
-        comm_by_phase_s=MappingProxyType(
+        comm_by_phase_s=FrozenMap(
             {name: float(by_phase_arr[i]) for i, name in enumerate(PHASES)}),
-        comm_by_group_s=MappingProxyType(
+        comm_by_group_s=FrozenMap(
             {g: float(by_group_arr[i]) for i, g in enumerate(walk.group_names)}),
         busy_by_dim_s=per_distinct @ t_kd,
         traffic_by_dim_bytes=per_distinct @ traffic,
