@@ -32,7 +32,7 @@ from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Fabric
 from libra_opt.fabric.heterogeneous import member_cost_factors
 from libra_opt.fabric.inventory import dimension_inventory
-from libra_opt.frozen import FrozenMap
+from libra_opt.frozen import FrozenMap, freeze_arrays
 from libra_opt.options import COMPONENTS, PRICED_COMPONENTS
 
 __all__ = [
@@ -175,6 +175,9 @@ class CostCoefficients:
     w_by_component: np.ndarray | None
     fixed_usd: float = 0.0
     fixed_w: float = 0.0
+
+    def __post_init__(self) -> None:
+        freeze_arrays(self)  # results and walks are shared: never writable
 
     @property
     def usd_per_gbps(self) -> np.ndarray:
@@ -337,6 +340,9 @@ class CostBreakdown:
     w_by_dim_component: np.ndarray | None
     fixed_usd: float = 0.0
     fixed_w: float = 0.0
+
+    def __post_init__(self) -> None:
+        freeze_arrays(self)  # results and walks are shared: never writable
 
     @property
     def network_cost_usd(self) -> float:

@@ -7,6 +7,7 @@ from functools import cached_property
 
 import numpy as np
 
+from libra_opt.frozen import freeze_arrays, readonly_array
 from libra_opt.optimize.scaling import ProgramRun, RowScaling
 from libra_opt.options import OBJECTIVE_MEANING, Objective
 from libra_opt.scenario.constraints import Row
@@ -148,6 +149,12 @@ class Solution:
     solver: SolverInfo
     with_baselines: bool = True
     walks: tuple[WalkArrays, ...] | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # Read-only and owned: writing into a result must not reach the scenario's walks
+        # nor any later evaluation.
+        object.__setattr__(self, "bw_gbps", readonly_array(self.bw_gbps))
+        freeze_arrays((self.evaluation, self.walks))
 
     @cached_property
     def baselines(self) -> tuple[Baseline, ...]:

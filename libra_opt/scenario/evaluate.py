@@ -19,7 +19,7 @@ import numpy.typing as npt
 from libra_opt.cost.prices import CostBreakdown, network_cost_breakdown
 from libra_opt.cost.tco import cluster_rate_coefficients
 from libra_opt.fabric.heterogeneous import slowest_fractions
-from libra_opt.frozen import FrozenMap
+from libra_opt.frozen import FrozenMap, freeze_arrays, readonly_array
 from libra_opt.scenario.display import format_usd, html_table
 from libra_opt.scenario.scenario import Scenario, scenario_rows
 from libra_opt.traffic.step_time import (
@@ -62,6 +62,13 @@ class Evaluation:
     objective_value: float
     residuals: Mapping[str, float]
     residual_scales: Mapping[str, float]
+
+    def __post_init__(self) -> None:
+        # Read-only and owned: never a view of the caller's bandwidth array.
+        object.__setattr__(self, "bw_gbps", readonly_array(self.bw_gbps))
+        object.__setattr__(self, "residuals", FrozenMap(self.residuals))
+        object.__setattr__(self, "residual_scales", FrozenMap(self.residual_scales))
+        freeze_arrays(self)
 
     def feasible(self, rel_tol: float = 1e-6) -> bool:
         """True when every constraint holds within ``rel_tol`` of its scale."""

@@ -18,7 +18,7 @@ import numpy.typing as npt
 from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Fabric
 from libra_opt.fabric.heterogeneous import slowest_fractions
-from libra_opt.frozen import FrozenMap
+from libra_opt.frozen import FrozenMap, freeze_arrays
 from libra_opt.options import COLLECTIVE_MODELS, PHASES, TRAINING_LOOPS, TrafficModel
 from libra_opt.traffic.in_network import in_network_dims
 from libra_opt.traffic.routing import collective_traffic
@@ -73,6 +73,9 @@ class WorkloadTimes:
     busy_by_dim_s: np.ndarray
     traffic_by_dim_bytes: np.ndarray
 
+    def __post_init__(self) -> None:
+        freeze_arrays(self)  # results and walks are shared: never writable
+
 
 def check_bandwidth(fabric: Fabric, bw_gbps: npt.ArrayLike, field: str = "bw") -> np.ndarray:
     """Validate a bandwidth vector: one finite value >= 0 per dimension, in GB/s."""
@@ -110,6 +113,9 @@ class PhaseArrays:
     const_s: np.ndarray
     chunks: np.ndarray
     active_chunks: np.ndarray
+
+    def __post_init__(self) -> None:
+        freeze_arrays(self)  # results and walks are shared: never writable
 
     def times_s(self, bw_gbps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(J,)`` collective times and ``(J, D)`` busy time per dimension.
@@ -203,6 +209,9 @@ class WalkArrays:
     latency_s: np.ndarray
     phases: PhaseArrays | None = None
     hidden_window_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        freeze_arrays(self)  # results and walks are shared: never writable
 
 
 def walk_arrays(

@@ -19,7 +19,7 @@ import numpy as np
 
 from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Fabric
-from libra_opt.frozen import FrozenMap
+from libra_opt.frozen import FrozenMap, freeze_arrays
 from libra_opt.options import COLLECTIVE_KINDS, PHASES, CollectiveKind, PhaseName
 
 __all__ = [
@@ -391,6 +391,9 @@ class FlatWalk:
     collectives: tuple[tuple[str, float, str], ...]
     phase_key: np.ndarray
     phase_table: tuple[tuple[float, tuple[int, ...]], ...]
+
+    def __post_init__(self) -> None:
+        freeze_arrays(self)  # results and walks are shared: never writable
 
 
 _count_of = operator.attrgetter("count")
