@@ -100,9 +100,11 @@ def _cmd_evaluate(args) -> int:
     scen = _load(args)
     try:
         bw = check_bandwidth(scen.fabric, parse_floats(args.bw, "--bw"), field="--bw")
+        ev = evaluate(scen, bw)
     except InputError as exc:
+        if exc.field not in ("bw", "--bw"):
+            raise
         raise InputError(exc.message, source="<cli>", field="--bw") from None
-    ev = evaluate(scen, bw)
     if args.json:
         print(_json(evaluation_to_dict(scen, ev)))
     else:

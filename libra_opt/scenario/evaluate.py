@@ -10,6 +10,7 @@ collectives are timed at the slowest member's bandwidth ``f_min B_d``. This is t
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -18,6 +19,8 @@ import numpy.typing as npt
 
 from libra_opt.cost.prices import CostBreakdown, network_cost_breakdown
 from libra_opt.cost.tco import cluster_rate_coefficients
+from libra_opt.errors import InputError, short_repr
+from libra_opt.fabric.dims import Fabric
 from libra_opt.fabric.heterogeneous import slowest_fractions
 from libra_opt.frozen import FrozenMap, freeze_arrays, readonly_array
 from libra_opt.scenario.display import format_usd, html_table
@@ -30,7 +33,7 @@ from libra_opt.traffic.step_time import (
     walk_arrays,
 )
 
-__all__ = ["Evaluation", "evaluate", "scenario_walks"]
+__all__ = ["Evaluation", "bandwidth_vector", "evaluate", "scenario_walks"]
 
 
 @dataclass(frozen=True, repr=False)
@@ -154,6 +157,74 @@ def scenario_walks(scenario: Scenario) -> tuple[WalkArrays, ...]:
     )
 
 
+def _is_labelled_series(values: object) -> bool:
+    """A pandas Series whose index is not the default ``0..n-1`` (its labels mean names)."""
+    if type(values).__name__ != "Series" or not type(values).__module__.startswith("pandas"):
+        return False
+    index = list(values.index)  # type: ignore[attr-defined]
+    return index != list(range(len(index)))
+
+
+def bandwidth_vector(fabric: Fabric, bw_gbps: object, field: str = "bw") -> np.ndarray:
+    """The bandwidths (GB/s per NPU) as a vector in fabric order, validated.
+
+    A mapping or a labelled ``pandas.Series`` is read by dimension name (every dimension
+    once, no other key); any other sequence is read by position.
+
+    Examples
+    --------
+    >>> from libra_opt.scenario.examples import toy_scenario
+    >>> f = toy_scenario().fabric
+    >>> f.names
+    ('node', 'pod')
+    >>> bandwidth_vector(f, {"pod": 100.0, "node": 200.0}).tolist()
+    [200.0, 100.0]
+    >>> bandwidth_vector(f, {"node": 200.0, "rack": 1.0})
+    Traceback (most recent call last):
+    ...
+    libra_opt.errors.InputError: bw: bandwidths by dimension name need exactly node, pod: unknown 'rack'; missing 'pod'
+    """
+    if isinstance(bw_gbps, Mapping) or _is_labelled_series(bw_gbps):
+        items = dict(bw_gbps.items())  # type: ignore[attr-defined]
+        names = fabric.names
+        unknown = [k for k in items if k not in names]
+        missing = [n for n in names if n not in items]
+        if unknown or missing:
+            parts = ([f"unknown {', '.join(short_repr(k) for k in unknown[:8])}"] if unknown
+                     else []) + ([f"missing {', '.join(map(repr, missing))}"] if missing else [])
+            raise InputError(f"bandwidths by dimension name need exactly {', '.join(names)}: "
+                             + "; ".join(parts), field=field)
+        bw_gbps = [items[n] for n in names]
+    return check_bandwidth(fabric, bw_gbps, field)  # type: ignore[arg-type]
+
+
+def _check_finite(
+    fabric: Fabric, bw: np.ndarray, times: tuple[WorkloadTimes, ...], weighted: float,
+    cost: CostBreakdown, objective: float, residuals: dict[str, float],
+    scales: dict[str, float],
+) -> None:
+    """Refuse an evaluation with a non-finite figure (an infinite step time at 0 GB/s on a
+    dimension that carries traffic, or a bandwidth so large or small that a time, a cost
+    or a constraint overflows double precision): its feasibility and objective mean nothing."""
+    figures = [(f"step time of {t.name!r}", t.step_time_s) for t in times]
+    figures += [("weighted step time", weighted), ("network cost", cost.network_cost_usd)]
+    if cost.network_power_w is not None:
+        figures.append(("network power", cost.network_power_w))
+    figures.append(("objective", objective))
+    figures += [(f"constraint {k!r}", v) for k, v in residuals.items()]
+    figures += [(f"constraint {k!r}", v) for k, v in scales.items()]
+    bad = next(((what, v) for what, v in figures if not math.isfinite(v)), None)
+    if bad is None:
+        return
+    traffic = sum((t.traffic_by_dim_bytes for t in times), np.zeros(fabric.n_dims))
+    starved = [n for n, b, m in zip(fabric.names, bw, traffic, strict=True) if b == 0 and m > 0]
+    why = (f"dimension {starved[0]!r} carries traffic at 0 GB/s" if starved else
+           "the bandwidths are outside the range the model computes in double precision")
+    raise InputError(
+        f"at bandwidths {short_repr([float(b) for b in bw])} GB/s the {bad[0]} is "
+        f"{bad[1]}: {why}", field="bw")
+
+
 def evaluate(
     scenario: Scenario, bw_gbps: npt.ArrayLike, walks: tuple[WalkArrays, ...] | None = None
 ) -> Evaluation:
@@ -176,36 +247,39 @@ def evaluate(
     (0.56, 800.0)
     """
     fabric = scenario.fabric
-    bw = check_bandwidth(fabric, bw_gbps)
+    bw = bandwidth_vector(fabric, bw_gbps)
     if walks is None:
         walks = scenario_walks(scenario)
-    slowest_bw = bw * slowest_fractions(fabric)  # the slowest member bounds a collective
-    times = tuple(
-        step_time_from_walk(walk, slowest_bw, scenario.collective_model, scenario.training_loop)
-        for walk in walks
-    )
-    assert scenario.weights is not None
-    weighted = float(sum(wt * t.step_time_s for wt, t in zip(scenario.weights, times, strict=True)))
-    coeffs = scenario.coefficients
-    cost = network_cost_breakdown(coeffs, bw)
-    if scenario.objective == "perf":
-        objective = weighted
-    elif scenario.objective == "perf_per_cost":
-        objective = weighted * cost.network_cost_usd
-    else:
-        assert scenario.tco is not None
-        r0, r = cluster_rate_coefficients(scenario.tco, fabric, coeffs)
-        objective = scenario.tco.n_steps * weighted * (r0 + float(r @ bw))
-    residuals, scales = {}, {}
-    for row in scenario_rows(scenario, coeffs):
-        lhs = float(row.a @ bw)
-        scales[row.label] = max(1.0, abs(row.rhs), float(np.abs(row.a) @ bw))
-        if row.sense == "<=":
-            residuals[row.label] = lhs - row.rhs
-        elif row.sense == ">=":
-            residuals[row.label] = row.rhs - lhs
+    # Overflow and 1/0 are caught below as non-finite results, not warned about.
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        slowest_bw = bw * slowest_fractions(fabric)  # the slowest member bounds a collective
+        times = tuple(
+            step_time_from_walk(walk, slowest_bw, scenario.collective_model, scenario.training_loop)
+            for walk in walks
+        )
+        assert scenario.weights is not None
+        weighted = float(sum(wt * t.step_time_s for wt, t in zip(scenario.weights, times, strict=True)))
+        coeffs = scenario.coefficients
+        cost = network_cost_breakdown(coeffs, bw)
+        if scenario.objective == "perf":
+            objective = weighted
+        elif scenario.objective == "perf_per_cost":
+            objective = weighted * cost.network_cost_usd
         else:
-            residuals[row.label] = abs(lhs - row.rhs)
+            assert scenario.tco is not None
+            r0, r = cluster_rate_coefficients(scenario.tco, fabric, coeffs)
+            objective = scenario.tco.n_steps * weighted * (r0 + float(r @ bw))
+        residuals, scales = {}, {}
+        for row in scenario_rows(scenario, coeffs):
+            lhs = float(row.a @ bw)
+            scales[row.label] = max(1.0, abs(row.rhs), float(np.abs(row.a) @ bw))
+            if row.sense == "<=":
+                residuals[row.label] = lhs - row.rhs
+            elif row.sense == ">=":
+                residuals[row.label] = row.rhs - lhs
+            else:
+                residuals[row.label] = abs(lhs - row.rhs)
+    _check_finite(fabric, bw, times, weighted, cost, objective, residuals, scales)
     return Evaluation(
         bw_gbps=bw,
         workloads=times,
