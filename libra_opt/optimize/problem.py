@@ -25,7 +25,13 @@ from typing import Any
 import numpy as np
 
 from libra_opt.cost.tco import cluster_rate_coefficients
-from libra_opt.errors import InputError, SolverError, UnboundedDesignError, VerificationError
+from libra_opt.errors import (
+    InfeasibleDesignError,
+    InputError,
+    SolverError,
+    UnboundedDesignError,
+    VerificationError,
+)
 from libra_opt.optimize.conic import build_conic_program
 from libra_opt.optimize.feasibility import (
     cost_can_vanish,
@@ -367,6 +373,82 @@ def _solve_once(
     )
 
 
+#: A feasible set no wider than this (relative, per dimension) is a point to the solver.
+_PINNED_REL = 1e-6
+
+
+def _in_trouble(run: _SolveAttempt, rows: tuple[Row, ...]) -> bool:
+    """Whether an answer is uncertified or breaks an inequality row beyond round-off
+    (1e-9 of the row's scale): then the feasible set may be a sliver."""
+    if run.status != "optimal":
+        return True
+    for r in rows:
+        if r.sense != "==":
+            v = run.ev.residuals.get(r.label, 0.0)
+            if v > 1e-9 * run.ev.residual_scales.get(r.label, 1.0):
+                return True
+    return False
+
+
+def _pinned_answer(
+    problem: BandwidthProblem, scen: Scenario, rows: tuple[Row, ...]
+) -> _SolveAttempt | None:
+    """The answer when the rows pin every used bandwidth to within :data:`_PINNED_REL`
+    (a budget or power cap at its floor, bounds that meet), decided exactly; ``None`` when
+    the feasible set is wider (the solver's own answer or failure stands).
+
+    Two linear programs per used dimension give its least and greatest feasible bandwidth.
+    When every range is that narrow, the least-cost vertex is moved exactly onto its bound
+    rows (:func:`~libra_opt.optimize.feasibility.snap_to_rows`) and every row is checked in
+    numpy: a row still broken beyond round-off (1e-12 of its scale) means the rows cannot
+    hold together (a budget below its floor), reported with the rows that meet there;
+    otherwise the point is the optimum to within the range.
+
+    Raises
+    ------
+    InfeasibleDesignError
+    """
+    n, used = scen.fabric.n_dims, problem.terms.used_dims
+    if used.size == 0:
+        return None
+    point = None
+    for d in used:
+        e = np.zeros(n)
+        e[d] = 1.0
+        lo_status, lo, lo_bw = lp_extreme(rows, n, e, used)
+        hi_status, hi, _ = lp_extreme(rows, n, -e, used)
+        if lo_status == "infeasible" or hi_status == "infeasible":
+            raise_infeasible(rows, n, used)
+        if lo_status != "optimal" or hi_status != "optimal" or lo_bw is None:
+            return None
+        if -hi - lo > _PINNED_REL * max(abs(hi), 1e-300):
+            return None
+        point = lo_bw if point is None else point
+    assert point is not None
+    bw = snap_to_rows(rows, np.where(point < 0, 0.0, point))
+    ev = evaluate(scen, bw, problem.walks)
+    broken = [r.label for r in rows
+              if ev.residuals[r.label] > 1e-12 * ev.residual_scales[r.label]]
+    if broken:
+        tight = [r.label for r in rows
+                 if ev.residuals[r.label] >= -_PINNED_REL * ev.residual_scales[r.label]]
+        listing = "; ".join(f"'{c}'" for c in dict.fromkeys(tight + broken))
+        by = ", ".join(f"'{b}' by {ev.residuals[b]:.6g}" for b in broken)
+        raise InfeasibleDesignError(
+            f"infeasible design: these constraints cannot hold together: {listing} (at the "
+            f"least bandwidths the other rows allow, {by} in its own units is still broken)",
+            tuple(dict.fromkeys(tight + broken)),
+        )
+    return _SolveAttempt(
+        # No conic solve, so no duals: the rows' shadow prices are reported as 0.
+        prog=problem.program,
+        run=ProgramRun("pinned", bw, None, ev.weighted_step_time_s, np.zeros(0), np.zeros(0),
+                       0.0, 0.0),
+        status="optimal", bw=bw, ev=ev, solver_obj=ev.objective_value, gap=0.0, factor=0.0,
+        compile_s=0.0, solve_s=0.0, needs_polish=False,
+    )
+
+
 def _passes_verification(run: _SolveAttempt) -> bool:
     """Whether the numpy evaluator confirms ``run`` (:func:`verification_failure`)."""
     return verification_failure(run.ev, run.gap, run.solver_obj) is None
@@ -630,7 +712,21 @@ def solve(
         first_build = 0.0  # counted by the attempt itself
     else:
         first = problem.program
-    run, compile_s, solve_s, attempts = _solve_with_retries(problem, scen, solve_rows, first)
+    try:
+        run, compile_s, solve_s, attempts = _solve_with_retries(problem, scen, solve_rows, first)
+        failure = verification_failure(run.ev, run.gap, run.solver_obj)
+        if failure is not None:
+            raise VerificationError(failure)
+    except (InfeasibleDesignError, SolverError, VerificationError):
+        # A sliver of a feasible set (a budget at its floor) defeats the interior point:
+        # decide it exactly, or report the original failure.
+        if free.size or (pinned := _pinned_answer(problem, scen, rows)) is None:
+            raise
+        run, compile_s, solve_s, attempts = pinned, 0.0, 0.0, problem.n_solves
+    else:
+        if (not free.size and _in_trouble(run, rows)
+                and (pinned := _pinned_answer(problem, scen, rows)) is not None):
+            run = pinned
     compile_s += first_build
     if free.size and _keeps_improving(problem, scen, run, free):
         names = ", ".join(scen.fabric.names[d] for d in free)
@@ -640,15 +736,13 @@ def solve(
             "total-bandwidth or a per-dimension cap)"
         )
     gap = run.gap
-    failure = verification_failure(run.ev, gap, run.solver_obj)
-    if failure is not None:
-        raise VerificationError(failure)
     run = _idle_minimum(problem, scen, rows, run, free)
     check_magnitudes(scen, run.bw, run.ev)
     reports = constraint_reports(rows, run.bw, run.prog, run.run, run.factor)
     info = SolverInfo(
         solver="CLARABEL" if problem.backend == "clarabel" else "CLARABEL via cvxpy",
-        method="convex" if run.prog.product is None else "convex-perspective",
+        method=("pinned" if run.run.status == "pinned"
+                else "convex" if run.prog.product is None else "convex-perspective"),
         status=run.status,
         compile_s=float(compile_s),
         solve_s=float(solve_s),

@@ -64,8 +64,10 @@ class SolverInfo:
     solver : str
         Numerical solver (``CLARABEL``).
     method : str
-        ``convex`` (perf), ``convex-homogeneous`` (exact perf-per-cost transform) or
-        ``1d-search`` (certified search over the cost level with convex solves inside).
+        ``convex`` (perf), ``convex-perspective`` (the exact perf-per-cost and TCO
+        transform) or ``pinned``: the rows pin every used bandwidth to within 1e-6 relative
+        (a budget at its floor), so linear programs decide the point and no conic solve
+        does (shadow prices are then reported as 0).
     status : str
     compile_s, solve_s : float
         Problem construction/canonicalisation time and numerical solve time, seconds.
