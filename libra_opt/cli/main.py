@@ -9,6 +9,7 @@ import argparse
 import dataclasses
 import json
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -264,6 +265,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _reader_gone() -> int:
+    """The reader of stdout went away (``libra-opt solve ... | head -1``): stop quietly with
+    the status of a Unix tool ended by SIGPIPE (128 + 13), writing nothing more."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # the final flush must not fail again
+    except (OSError, ValueError):
+        pass  # stdout is not a file descriptor (captured): nothing to flush
+    return 141
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``libra-opt``; returns the exit code."""
     args = build_parser().parse_args(argv)
@@ -272,7 +284,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(levelname)s %(name)s: %(message)s",
     )
     try:
-        return int(args.func(args))
+        code = int(args.func(args))
+        sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
+        return code
+    except BrokenPipeError:
+        return _reader_gone()
     except InputError as exc:
         print(f"libra-opt: error: {exc.one_line()}", file=sys.stderr)
         return 2

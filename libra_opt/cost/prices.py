@@ -30,9 +30,9 @@ import numpy as np
 from libra_opt.cost.aggregators import Aggregators
 from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Fabric
+from libra_opt.fabric.frozen import FrozenMap, freeze_arrays
 from libra_opt.fabric.heterogeneous import member_cost_factors
 from libra_opt.fabric.inventory import dimension_inventory
-from libra_opt.frozen import FrozenMap, freeze_arrays
 from libra_opt.options import COMPONENTS, PRICED_COMPONENTS
 
 __all__ = [

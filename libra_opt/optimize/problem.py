@@ -31,6 +31,7 @@ from libra_opt.errors import (
     SolverError,
     UnboundedDesignError,
     VerificationError,
+    short_repr,
 )
 from libra_opt.optimize.conic import build_conic_program
 from libra_opt.optimize.feasibility import (
@@ -208,7 +209,15 @@ def _override(problem: BandwidthProblem, overrides: Mapping[str, float]) -> tupl
     changes: dict[str, Any] = {}
     new_cons = list(scen.constraints)
     for label, value in overrides.items():
-        v = float(value)
+        if value is None:
+            continue  # no override: the built right-hand side stands
+        try:
+            if isinstance(value, (bool, np.bool_)):
+                raise TypeError
+            v = float(value)
+        except (TypeError, ValueError):
+            raise InputError(f"override {label}={short_repr(value)} must be a number",
+                             field=label) from None
         if not np.isfinite(v):
             raise InputError(f"override {label}={value!r} must be finite", field=label)
         if label not in labels:
@@ -665,7 +674,8 @@ def solve(
     budget_usd, power_w : float, optional
         New network budget / power cap (the problem must have been built with one).
     rhs : mapping, optional
-        Constraint label -> new right-hand side.
+        Constraint label -> new right-hand side; a value of ``None`` keeps the built one
+        (as ``budget_usd=None`` does).
     with_baselines : bool
         Whether the solution reports the equal-split and traffic-proportional baselines
         (evaluated when :attr:`Solution.baselines` is first read).
@@ -697,6 +707,14 @@ def solve(
     """
     if isinstance(problem, Scenario):
         problem = build_problem(problem, backend=backend)
+    elif not isinstance(problem, BandwidthProblem):
+        raise InputError(
+            f"expected a Scenario or a BandwidthProblem, got {type(problem).__name__} "
+            "(libra_opt.solve also takes an example's name or a scenario file's path)",
+            field="problem")
+    if rhs is not None and not isinstance(rhs, Mapping):
+        raise InputError(f"rhs must map constraint labels to numbers, got {short_repr(rhs)}",
+                         field="rhs")
     overrides = dict(rhs or {})
     if budget_usd is not None:
         overrides["budget_usd"] = budget_usd

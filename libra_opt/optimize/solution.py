@@ -7,7 +7,7 @@ from functools import cached_property
 
 import numpy as np
 
-from libra_opt.frozen import freeze_arrays, readonly_array
+from libra_opt.fabric.frozen import freeze_arrays, readonly_array
 from libra_opt.optimize.scaling import ProgramRun, RowScaling
 from libra_opt.options import OBJECTIVE_MEANING, Objective
 from libra_opt.scenario.constraints import Row

@@ -21,8 +21,8 @@ from libra_opt.cost.prices import CostBreakdown, network_cost_breakdown
 from libra_opt.cost.tco import cluster_rate_coefficients
 from libra_opt.errors import InputError, short_repr
 from libra_opt.fabric.dims import Fabric
+from libra_opt.fabric.frozen import FrozenMap, freeze_arrays, readonly_array
 from libra_opt.fabric.heterogeneous import slowest_fractions
-from libra_opt.frozen import FrozenMap, freeze_arrays, readonly_array
 from libra_opt.scenario.display import format_usd, html_table
 from libra_opt.scenario.scenario import Scenario, scenario_rows
 from libra_opt.traffic.step_time import (
@@ -56,6 +56,8 @@ class Evaluation:
         Constraint label -> signed violation (> 0 means violated) in the row's units.
     residual_scales : mapping
         Constraint label -> ``max(1, |rhs|, |a| . B)``, the scale violations are judged by.
+    dim_names : tuple of str
+        The fabric's dimension names, in the order of ``bw_gbps``.
     """
 
     bw_gbps: np.ndarray
@@ -65,6 +67,7 @@ class Evaluation:
     objective_value: float
     residuals: Mapping[str, float]
     residual_scales: Mapping[str, float]
+    dim_names: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         # Read-only and owned: never a view of the caller's bandwidth array.
@@ -116,7 +119,7 @@ class Evaluation:
         return f"Evaluation(bw GB/s [{bw}], " + ", ".join(self._summary()) + ")"
 
     def _repr_html_(self) -> str:
-        """HTML for notebooks: a table per dimension (by index) and one per workload.
+        """HTML for notebooks: a table of the dimensions (by name) and one of the workloads.
 
         Examples
         --------
@@ -124,14 +127,17 @@ class Evaluation:
         >>> h = evaluate(toy_scenario(), [200.0, 100.0])._repr_html_()
         >>> h.count("<table>"), h.count("<tr>")   # 2 dims + header, 1 workload + header
         (2, 5)
+        >>> "<td>node</td><td>200.0</td>" in h and "dim #" not in h
+        True
         """
         usd = self.cost.usd_by_dim_component.sum(axis=1)
         w = self.cost.w_by_dim_component
         power = None if w is None else w.sum(axis=1)
         dims = html_table(
-            ["dim #", "bandwidth GB/s", "cost $"] + ([] if power is None else ["power W"]),
+            ["dim", "bandwidth GB/s", "cost $"] + ([] if power is None else ["power W"]),
             [
-                [str(d), f"{b:.1f}", f"{usd[d]:,.0f}"]
+                [self.dim_names[d] if d < len(self.dim_names) else f"#{d}", f"{b:.1f}",
+                 f"{usd[d]:,.0f}"]
                 + ([] if power is None else [f"{power[d]:,.0f}"])
                 for d, b in enumerate(self.bw_gbps)
             ],
@@ -288,4 +294,5 @@ def evaluate(
         objective_value=objective,
         residuals=FrozenMap(residuals),
         residual_scales=FrozenMap(scales),
+        dim_names=fabric.names,
     )

@@ -17,8 +17,8 @@ import numpy.typing as npt
 
 from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Fabric
+from libra_opt.fabric.frozen import FrozenMap, freeze_arrays
 from libra_opt.fabric.heterogeneous import slowest_fractions
-from libra_opt.frozen import FrozenMap, freeze_arrays
 from libra_opt.options import COLLECTIVE_MODELS, PHASES, TRAINING_LOOPS, TrafficModel
 from libra_opt.traffic.in_network import in_network_dims
 from libra_opt.traffic.routing import collective_traffic

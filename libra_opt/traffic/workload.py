@@ -19,7 +19,7 @@ import numpy as np
 
 from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Fabric
-from libra_opt.frozen import FrozenMap, freeze_arrays
+from libra_opt.fabric.frozen import FrozenMap, freeze_arrays
 from libra_opt.options import COLLECTIVE_KINDS, PHASES, CollectiveKind, PhaseName
 
 __all__ = [
