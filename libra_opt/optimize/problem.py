@@ -116,6 +116,23 @@ class BandwidthProblem:
         return solve(self, **kwargs)
 
 
+def _check_step_floor(scenario: Scenario, terms: AggregatedTerms, weights: np.ndarray) -> None:
+    """Refuse a scenario whose step cannot be timed: traffic or latency terms that overflow,
+    or compute and latency alone (the step at unlimited bandwidth, bounded above by every
+    collective paying its largest latency) beyond :data:`MAX_STEP_S`."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        floor = float(weights @ (terms.compute_s + terms.collective_counts
+                                 @ terms.latency_s.max(axis=1, initial=0.0)))
+        finite = bool(np.isfinite(terms.traffic_gb).all() and np.isfinite(terms.latency_s).all())
+    if finite and floor <= MAX_STEP_S:
+        return
+    raise InputError(
+        f"compute and collective latency alone take {floor:.6g} s per step (at unlimited "
+        f"bandwidth), beyond {MAX_STEP_S:g} s, or a collective's traffic overflows: check "
+        "the fabric's latency_s and the workloads' compute times and sizes",
+        source=scenario.source, field="fabric.dims.latency_s")
+
+
 def build_problem(scenario: Scenario, *, backend: str = "clarabel") -> BandwidthProblem:
     """Compile ``scenario`` into a :class:`BandwidthProblem`.
 
@@ -140,10 +157,12 @@ def build_problem(scenario: Scenario, *, backend: str = "clarabel") -> Bandwidth
                          field="backend")
     coeffs = scenario.coefficients
     rows = scenario_rows(scenario, coeffs)
-    terms = aggregate_terms(scenario.workloads, scenario.fabric, scenario.traffic_model,
-                            scenario.collective_settings, scenario.in_network_dims)
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow is refused just below
+        terms = aggregate_terms(scenario.workloads, scenario.fabric, scenario.traffic_model,
+                                scenario.collective_settings, scenario.in_network_dims)
     assert scenario.weights is not None
     weights = np.array(scenario.weights)
+    _check_step_floor(scenario, terms, weights)
     n = scenario.fabric.n_dims
     used = terms.used_dims
     ub = row_bounds(rows, n)

@@ -156,11 +156,12 @@ class Evaluation:
 def scenario_walks(scenario: Scenario) -> tuple[WalkArrays, ...]:
     """Every workload's walk (:func:`~libra_opt.traffic.step_time.walk_arrays`) on the
     scenario's fabric: build once, then pass to :func:`evaluate` as many times as needed."""
-    return tuple(
-        walk_arrays(w, scenario.fabric, scenario.traffic_model, scenario.collective_settings,
-                    scenario.in_network_dims)
-        for w in scenario.workloads
-    )
+    with np.errstate(over="ignore", invalid="ignore"):  # :func:`evaluate` refuses overflow
+        return tuple(
+            walk_arrays(w, scenario.fabric, scenario.traffic_model,
+                        scenario.collective_settings, scenario.in_network_dims)
+            for w in scenario.workloads
+        )
 
 
 def _is_labelled_series(values: object) -> bool:
@@ -207,7 +208,7 @@ def bandwidth_vector(fabric: Fabric, bw_gbps: object, field: str = "bw") -> np.n
 def _check_finite(
     fabric: Fabric, bw: np.ndarray, times: tuple[WorkloadTimes, ...], weighted: float,
     cost: CostBreakdown, objective: float, residuals: dict[str, float],
-    scales: dict[str, float],
+    scales: dict[str, float], walks: tuple[WalkArrays, ...] = (), source: str | None = None,
 ) -> None:
     """Refuse an evaluation with a non-finite figure (an infinite step time at 0 GB/s on a
     dimension that carries traffic, or a bandwidth so large or small that a time, a cost
@@ -224,6 +225,11 @@ def _check_finite(
         return
     traffic = sum((t.traffic_by_dim_bytes for t in times), np.zeros(fabric.n_dims))
     starved = [n for n, b, m in zip(fabric.names, bw, traffic, strict=True) if b == 0 and m > 0]
+    if not np.isfinite(traffic).all() or not all(np.isfinite(w.latency_s).all() for w in walks):
+        raise InputError(
+            f"the {bad[0]} is {bad[1]}: a collective's traffic or latency overflows double "
+            "precision (check the fabric's latency_s and the workloads' sizes)",
+            source=source, field="fabric.dims.latency_s")
     why = (f"dimension {starved[0]!r} carries traffic at 0 GB/s" if starved else
            "the bandwidths are outside the range the model computes in double precision")
     raise InputError(
@@ -285,7 +291,8 @@ def evaluate(
                 residuals[row.label] = row.rhs - lhs
             else:
                 residuals[row.label] = abs(lhs - row.rhs)
-    _check_finite(fabric, bw, times, weighted, cost, objective, residuals, scales)
+        _check_finite(fabric, bw, times, weighted, cost, objective, residuals, scales, walks,
+                      scenario.source)
     return Evaluation(
         bw_gbps=bw,
         workloads=times,
