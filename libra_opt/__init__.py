@@ -128,7 +128,7 @@ def _taking_names(func: Any) -> Any:
         if isinstance(scenario, (str, os.PathLike)):
             from libra_opt.io.scenario_file import load_scenario
 
-            scenario = load_scenario(scenario)
+            scenario = load_scenario(os.fspath(scenario))
         return func(scenario, *args, **kwargs)
 
     return call

@@ -177,7 +177,7 @@ class CostCoefficients:
     fixed_w: float = 0.0
 
     def __post_init__(self) -> None:
-        freeze_arrays(self)  # results and walks are shared: never writable
+        freeze_arrays(self)  # shared by every evaluation: read-only
 
     @property
     def usd_per_gbps(self) -> np.ndarray:
@@ -342,7 +342,9 @@ class CostBreakdown:
     fixed_w: float = 0.0
 
     def __post_init__(self) -> None:
-        freeze_arrays(self)  # results and walks are shared: never writable
+        self.usd_by_dim_component.setflags(write=False)  # a result: never writable
+        if self.w_by_dim_component is not None:
+            self.w_by_dim_component.setflags(write=False)
 
     @property
     def network_cost_usd(self) -> float:

@@ -42,6 +42,7 @@ class FrozenMap(Mapping[K, V]):
     """
 
     __slots__ = ("_items",)
+    _items: dict[K, V]
 
     def __init__(self, items: Mapping[K, V] | Any = ()) -> None:
         object.__setattr__(self, "_items", dict(items))

@@ -21,7 +21,7 @@ from libra_opt.cost.prices import CostBreakdown, network_cost_breakdown
 from libra_opt.cost.tco import cluster_rate_coefficients
 from libra_opt.errors import InputError, short_repr
 from libra_opt.fabric.dims import Fabric
-from libra_opt.fabric.frozen import FrozenMap, freeze_arrays, readonly_array
+from libra_opt.fabric.frozen import FrozenMap, readonly_array
 from libra_opt.fabric.heterogeneous import slowest_fractions
 from libra_opt.scenario.display import format_usd, html_table
 from libra_opt.scenario.scenario import Scenario, scenario_rows
@@ -74,7 +74,7 @@ class Evaluation:
         object.__setattr__(self, "bw_gbps", readonly_array(self.bw_gbps))
         object.__setattr__(self, "residuals", FrozenMap(self.residuals))
         object.__setattr__(self, "residual_scales", FrozenMap(self.residual_scales))
-        freeze_arrays(self)
+        # (the workloads' times and the cost freeze their own arrays)
 
     def feasible(self, rel_tol: float = 1e-6) -> bool:
         """True when every constraint holds within ``rel_tol`` of its scale."""

@@ -74,7 +74,8 @@ class WorkloadTimes:
     traffic_by_dim_bytes: np.ndarray
 
     def __post_init__(self) -> None:
-        freeze_arrays(self)  # results and walks are shared: never writable
+        self.busy_by_dim_s.setflags(write=False)  # a result: never writable
+        self.traffic_by_dim_bytes.setflags(write=False)
 
 
 def check_bandwidth(fabric: Fabric, bw_gbps: npt.ArrayLike, field: str = "bw") -> np.ndarray:
@@ -115,7 +116,7 @@ class PhaseArrays:
     active_chunks: np.ndarray
 
     def __post_init__(self) -> None:
-        freeze_arrays(self)  # results and walks are shared: never writable
+        freeze_arrays(self)  # shared by every evaluation: read-only
 
     def times_s(self, bw_gbps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(J,)`` collective times and ``(J, D)`` busy time per dimension.
@@ -211,7 +212,7 @@ class WalkArrays:
     hidden_window_s: float = 0.0
 
     def __post_init__(self) -> None:
-        freeze_arrays(self)  # results and walks are shared: never writable
+        freeze_arrays(self)  # shared by every evaluation: read-only
 
 
 def walk_arrays(

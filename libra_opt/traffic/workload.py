@@ -393,7 +393,7 @@ class FlatWalk:
     phase_table: tuple[tuple[float, tuple[int, ...]], ...]
 
     def __post_init__(self) -> None:
-        freeze_arrays(self)  # results and walks are shared: never writable
+        freeze_arrays(self)  # shared by every evaluation: read-only
 
 
 _count_of = operator.attrgetter("count")
