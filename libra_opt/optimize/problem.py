@@ -406,14 +406,15 @@ _PINNED_REL = 1e-6
 
 
 def _in_trouble(run: _SolveAttempt, rows: tuple[Row, ...]) -> bool:
-    """Whether an answer is uncertified or breaks an inequality row beyond round-off
-    (1e-9 of the row's scale): then the feasible set may be a sliver."""
+    """Whether an answer is uncertified or breaks an inequality row by more than 1e-11 of
+    the row's scale (an interior-point answer on a binding budget breaks it by about 1e-12):
+    then the feasible set may be a sliver."""
     if run.status != "optimal":
         return True
     for r in rows:
         if r.sense != "==":
             v = run.ev.residuals.get(r.label, 0.0)
-            if v > 1e-9 * run.ev.residual_scales.get(r.label, 1.0):
+            if v > 1e-11 * run.ev.residual_scales.get(r.label, 1.0):
                 return True
     return False
 
