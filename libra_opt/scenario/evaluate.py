@@ -33,7 +33,7 @@ from libra_opt.traffic.step_time import (
     walk_arrays,
 )
 
-__all__ = ["Evaluation", "bandwidth_vector", "evaluate", "scenario_walks"]
+__all__ = ["Evaluation", "evaluate", "scenario_walks"]
 
 
 @dataclass(frozen=True, repr=False)
@@ -164,47 +164,6 @@ def scenario_walks(scenario: Scenario) -> tuple[WalkArrays, ...]:
         )
 
 
-def _is_labelled_series(values: object) -> bool:
-    """A pandas Series whose index is not the default ``0..n-1`` (its labels mean names)."""
-    if type(values).__name__ != "Series" or not type(values).__module__.startswith("pandas"):
-        return False
-    index = list(values.index)  # type: ignore[attr-defined]
-    return index != list(range(len(index)))
-
-
-def bandwidth_vector(fabric: Fabric, bw_gbps: object, field: str = "bw") -> np.ndarray:
-    """The bandwidths (GB/s per NPU) as a vector in fabric order, validated.
-
-    A mapping or a labelled ``pandas.Series`` is read by dimension name (every dimension
-    once, no other key); any other sequence is read by position.
-
-    Examples
-    --------
-    >>> from libra_opt.scenario.examples import toy_scenario
-    >>> f = toy_scenario().fabric
-    >>> f.names
-    ('node', 'pod')
-    >>> bandwidth_vector(f, {"pod": 100.0, "node": 200.0}).tolist()
-    [200.0, 100.0]
-    >>> bandwidth_vector(f, {"node": 200.0, "rack": 1.0})
-    Traceback (most recent call last):
-    ...
-    libra_opt.errors.InputError: bw: bandwidths by dimension name need exactly node, pod: unknown 'rack'; missing 'pod'
-    """
-    if isinstance(bw_gbps, Mapping) or _is_labelled_series(bw_gbps):
-        items = dict(bw_gbps.items())  # type: ignore[attr-defined]
-        names = fabric.names
-        unknown = [k for k in items if k not in names]
-        missing = [n for n in names if n not in items]
-        if unknown or missing:
-            parts = ([f"unknown {', '.join(short_repr(k) for k in unknown[:8])}"] if unknown
-                     else []) + ([f"missing {', '.join(map(repr, missing))}"] if missing else [])
-            raise InputError(f"bandwidths by dimension name need exactly {', '.join(names)}: "
-                             + "; ".join(parts), field=field)
-        bw_gbps = [items[n] for n in names]
-    return check_bandwidth(fabric, bw_gbps, field)  # type: ignore[arg-type]
-
-
 def _check_finite(
     fabric: Fabric, bw: np.ndarray, times: tuple[WorkloadTimes, ...], weighted: float,
     cost: CostBreakdown, objective: float, residuals: dict[str, float],
@@ -259,7 +218,7 @@ def evaluate(
     (0.56, 800.0)
     """
     fabric = scenario.fabric
-    bw = bandwidth_vector(fabric, bw_gbps)
+    bw = check_bandwidth(fabric, bw_gbps)  # by position, or by name from a mapping
     if walks is None:
         walks = scenario_walks(scenario)
     # Overflow and 1/0 are caught below as non-finite results, not warned about.

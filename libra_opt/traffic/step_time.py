@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from libra_opt.errors import InputError
+from libra_opt.errors import InputError, short_repr
 from libra_opt.fabric.dims import Fabric
 from libra_opt.fabric.frozen import FrozenMap, freeze_arrays
 from libra_opt.fabric.heterogeneous import slowest_fractions
@@ -78,12 +78,50 @@ class WorkloadTimes:
         self.traffic_by_dim_bytes.setflags(write=False)
 
 
-def check_bandwidth(fabric: Fabric, bw_gbps: npt.ArrayLike, field: str = "bw") -> np.ndarray:
-    """Validate a bandwidth vector: one finite value >= 0 per dimension, in GB/s."""
+def _is_labelled_series(values: object) -> bool:
+    """A pandas Series whose index is not the default ``0..n-1`` (its labels mean names)."""
+    if type(values).__name__ != "Series" or not type(values).__module__.startswith("pandas"):
+        return False
+    index = list(values.index)  # type: ignore[attr-defined]
+    return index != list(range(len(index)))
+
+
+def check_bandwidth(fabric: Fabric, bw_gbps: object, field: str = "bw") -> np.ndarray:
+    """Validate a bandwidth vector: one finite value >= 0 per dimension, in GB/s per NPU,
+    returned in fabric order.
+
+    A mapping or a labelled ``pandas.Series`` is read by dimension name (every dimension
+    once, no other key); any other sequence is read by position.
+
+    Examples
+    --------
+    >>> from libra_opt.fabric.dims import Dim
+    >>> f = Fabric((Dim("node", "ring", 4, "A"), Dim("pod", "switch", 8, "B")))
+    >>> check_bandwidth(f, [200.0, 100.0]).tolist()
+    [200.0, 100.0]
+    >>> check_bandwidth(f, {"pod": 100.0, "node": 200.0}).tolist()
+    [200.0, 100.0]
+    >>> check_bandwidth(f, {"node": 200.0, "rack": 1.0})
+    Traceback (most recent call last):
+    ...
+    libra_opt.errors.InputError: bw: bandwidths by dimension name need exactly node, pod: unknown 'rack'; missing 'pod'
+    """
+    if isinstance(bw_gbps, Mapping) or _is_labelled_series(bw_gbps):
+        items = dict(bw_gbps.items())  # type: ignore[attr-defined]
+        names = fabric.names
+        unknown = [k for k in items if k not in names]
+        missing = [n for n in names if n not in items]
+        if unknown or missing:
+            parts = ([f"unknown {', '.join(short_repr(k) for k in unknown[:8])}"] if unknown
+                     else []) + ([f"missing {', '.join(map(repr, missing))}"] if missing else [])
+            raise InputError(f"bandwidths by dimension name need exactly {', '.join(names)}: "
+                             + "; ".join(parts), field=field)
+        bw_gbps = [items[n] for n in names]
     try:
         bw = np.asarray(bw_gbps, dtype=float).ravel()
     except (TypeError, ValueError):
-        raise InputError(f"bandwidths {bw_gbps!r} must be numbers (GB/s)", field=field) from None
+        raise InputError(f"bandwidths {short_repr(bw_gbps)} must be numbers (GB/s)",
+                         field=field) from None
     if bw.shape != (fabric.n_dims,):
         raise InputError(
             f"expected {fabric.n_dims} bandwidths ({', '.join(fabric.names)}), got {bw.size}",
