@@ -202,7 +202,16 @@ def evaluate(
     """Evaluate ``scenario`` at ``bw_gbps`` with plain numpy.
 
     ``walks`` (from :func:`scenario_walks` on this scenario's workloads and fabric) saves
-    re-walking the workloads when one scenario is evaluated many times.
+    re-walking the workloads when one scenario is evaluated many times. ``bw_gbps`` is read
+    by position, or by dimension name from a mapping or a labelled ``pandas.Series``.
+
+    Raises
+    ------
+    InputError
+        ``field="bw"`` for bandwidths that are not one finite number >= 0 per dimension, or
+        at which a figure is not finite (an infinite step time at 0 GB/s on a dimension that
+        carries traffic; a cost, a time or a constraint that overflows double precision):
+        such an evaluation has no meaningful objective nor feasibility.
 
     Examples
     --------
