@@ -25,11 +25,15 @@ Examples
 >>> sol = lo.solve(lo.examples.toy_scenario())
 >>> sol.bw_gbps.round(3).tolist()
 [200.0, 100.0]
+>>> lo.solve("gpt3_175b_4d").bw_gbps.round(1).tolist()   # an example's name, or a path
+[449.5, 276.3, 207.2, 66.9]
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
+import os
 from typing import TYPE_CHECKING, Any
 
 from libra_opt.errors import (
@@ -125,7 +129,7 @@ def _scenario_or_spec(scenario: Any) -> Any:
     from pathlib import Path
 
     if isinstance(scenario, str | Path):
-        from libra_opt.io.scenario_file import load_scenario, load_spec, save_spec, spec_to_yaml
+        from libra_opt.io.scenario_file import load_scenario
 
         return load_scenario(scenario)
     return scenario
@@ -185,9 +189,29 @@ def sweep(problem: Any, axes: Any, values: Any = None, progress: Any = None, **k
     return run(_scenario_or_spec(problem), axes, values, progress, **kwargs)
 
 
+#: Names whose first argument may also be a shipped example's name or a scenario file's path.
+_TAKES_NAMES = ("solve", "evaluate")
+
+
+def _taking_names(func: Any) -> Any:
+    """``func`` with a first argument that may name an example or a file (as ``sweep``)."""
+
+    @functools.wraps(func)
+    def call(scenario: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(scenario, (str, os.PathLike)):
+            from libra_opt.io.scenario_file import load_scenario
+
+            scenario = load_scenario(os.fspath(scenario))
+        return func(scenario, *args, **kwargs)
+
+    return call
+
+
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
         value = getattr(importlib.import_module(_LAZY[name]), name)
+        if name in _TAKES_NAMES:
+            value = _taking_names(value)
     elif name in _LAZY_MODULES:
         value = importlib.import_module(_LAZY_MODULES[name])
     else:

@@ -9,6 +9,7 @@ import argparse
 import dataclasses
 import json
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -98,9 +99,11 @@ def _cmd_evaluate(args) -> int:
     scen = _load(args)
     try:
         bw = check_bandwidth(scen.fabric, parse_floats(args.bw, "--bw"), field="--bw")
+        ev = evaluate(scen, bw)
     except InputError as exc:
+        if exc.field not in ("bw", "--bw"):
+            raise
         raise InputError(exc.message, source="<cli>", field="--bw") from None
-    ev = evaluate(scen, bw)
     if args.json:
         print(_json(evaluation_to_dict(scen, ev)))
     else:
@@ -260,6 +263,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _reader_gone() -> int:
+    """The reader of stdout went away (``libra-opt solve ... | head -1``): stop quietly with
+    the status of a Unix tool ended by SIGPIPE (128 + 13), writing nothing more."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # the final flush must not fail again
+    except (OSError, ValueError):
+        pass  # stdout is not a file descriptor (captured): nothing to flush
+    return 141
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``libra-opt``; returns the exit code."""
     args = build_parser().parse_args(argv)
@@ -268,7 +282,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(levelname)s %(name)s: %(message)s",
     )
     try:
-        return int(args.func(args))
+        code = int(args.func(args))
+        sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
+        return code
+    except BrokenPipeError:
+        return _reader_gone()
     except InputError as exc:
         print(f"libra-opt: error: {exc.one_line()}", file=sys.stderr)
         return 2

@@ -24,13 +24,13 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType
 
 import numpy as np
 
 from libra_opt.cost.aggregators import Aggregators
 from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Fabric
+from libra_opt.fabric.frozen import FrozenMap, freeze_arrays
 from libra_opt.fabric.heterogeneous import member_cost_factors
 from libra_opt.fabric.inventory import dimension_inventory
 from libra_opt.options import COMPONENTS, PRICED_COMPONENTS
@@ -69,7 +69,7 @@ def _price_map(values: Mapping[str, float] | None, what: str, tier: str) -> Mapp
                 field=f"{what}.{tier}.{comp}",
             )
         out[comp] = x
-    return MappingProxyType(out)
+    return FrozenMap(out)
 
 
 @dataclass(frozen=True)
@@ -118,7 +118,7 @@ class CostModel:
     aggregators: Aggregators | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "tiers", MappingProxyType(dict(self.tiers)))
+        object.__setattr__(self, "tiers", FrozenMap(dict(self.tiers)))
 
     @property
     def has_power(self) -> bool:
@@ -175,6 +175,9 @@ class CostCoefficients:
     w_by_component: np.ndarray | None
     fixed_usd: float = 0.0
     fixed_w: float = 0.0
+
+    def __post_init__(self) -> None:
+        freeze_arrays(self)  # shared by every evaluation: read-only
 
     @property
     def usd_per_gbps(self) -> np.ndarray:
@@ -337,6 +340,11 @@ class CostBreakdown:
     w_by_dim_component: np.ndarray | None
     fixed_usd: float = 0.0
     fixed_w: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.usd_by_dim_component.setflags(write=False)  # a result: never writable
+        if self.w_by_dim_component is not None:
+            self.w_by_dim_component.setflags(write=False)
 
     @property
     def network_cost_usd(self) -> float:

@@ -36,7 +36,7 @@ import numpy.typing as npt
 
 from libra_opt.cost.prices import CostModel, cost_coefficients
 from libra_opt.cost.tco import TcoModel, cluster_rate_coefficients
-from libra_opt.errors import InfeasibleDesignError, InputError
+from libra_opt.errors import InfeasibleDesignError, InputError, short_repr
 from libra_opt.fabric.builders import fabric_family
 from libra_opt.fabric.dims import Fabric
 from libra_opt.fabric.inventory import dimension_inventory
@@ -264,6 +264,17 @@ def _inputs(scenario_or_workloads, cost_model, weights, collective_model, traini
             training_loop or "no_overlap", None)
 
 
+def _is_number(value: object) -> bool:
+    """A real number (Python, numpy or pandas scalar), not a bool nor a string."""
+    if isinstance(value, (bool, np.bool_, str, bytes)):
+        return False
+    try:
+        float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
 def compare_fabrics(
     scenario_or_workloads: Scenario | Workload | Sequence[Workload],
     fabrics: Mapping[str, Fabric],
@@ -356,6 +367,12 @@ def compare_fabrics(
     if traffic_model not in TRAFFIC_MODELS:
         raise InputError(f"traffic_model {traffic_model!r} is not one of "
                          f"{', '.join(TRAFFIC_MODELS)}", field="traffic_model")
+    if not isinstance(fabrics, Mapping) or not all(
+            isinstance(k, str) and isinstance(f, Fabric) for k, f in fabrics.items()):
+        raise InputError(
+            f"fabrics must map a label to a Fabric, e.g. {{'fat_tree': "
+            f"rail_optimized_fat_tree(4096, 8, 64), 'rail_only': rail_only(4096, 8, 64)}}; "
+            f"got {short_repr(fabrics)}", field="fabrics")
     if not fabrics:
         raise InputError("give at least one fabric", field="fabrics")
     bad_modes = [m for m in modes if m not in MODES]
@@ -396,8 +413,10 @@ def compare_fabrics(
         given = {n: bw_gbps for n in names}
     bws = {n: check_bandwidth(fabrics[n], given[n], field=f"bw_gbps[{n}]") for n in names}
     for what, value in (("budget_usd", budget_usd), ("scaleout_budget_usd", scaleout_budget_usd)):
-        if value is not None and not (math.isfinite(float(value)) and float(value) > 0):
-            raise InputError(f"{what} {value!r} must be a finite number > 0", field=what)
+        if value is not None and not (_is_number(value) and math.isfinite(float(value))
+                                      and float(value) > 0):
+            raise InputError(f"{what} {short_repr(value)} must be a finite number > 0",
+                             field=what)
     k_base, bw_base = coeffs[baseline].usd_per_gbps, bws[baseline]
     so_base = fabrics[baseline].n_dims - 1
     base_so_cost = float(k_base[so_base] * bw_base[so_base])

@@ -20,7 +20,6 @@ like a result column (``objective``) is stored as ``<name>_axis``.
 
 from __future__ import annotations
 
-import copyreg
 import itertools
 import logging
 import math
@@ -28,7 +27,6 @@ import os
 import sys
 import tempfile
 import time
-import types
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -66,14 +64,6 @@ Progress = Callable[[int, int, Mapping[str, Any]], None]
 
 
 _zip = zip  # ``sweep_grid`` takes a keyword named ``zip``
-
-
-def _mappingproxy(d: dict) -> types.MappingProxyType:
-    return types.MappingProxyType(d)
-
-
-# Workload group spans are read-only mappings; pickle them (processes, Dask) as dicts.
-copyreg.pickle(types.MappingProxyType, lambda m: (_mappingproxy, (dict(m),)))
 
 
 @dataclass(frozen=True)

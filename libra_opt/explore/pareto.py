@@ -68,7 +68,8 @@ def pareto_front(
     Raises
     ------
     InputError
-        If ``x`` or ``y`` is not a column of ``df``.
+        If ``x`` or ``y`` is not a column of ``df``, or has no finite number in the rows
+        that take part (all NaN: a front of such a column would be silently empty).
 
     Examples
     --------
@@ -90,6 +91,11 @@ def pareto_front(
 
     xs = pd.to_numeric(ok[x], errors="coerce").to_numpy(dtype=float)
     ys = pd.to_numeric(ok[y], errors="coerce").to_numpy(dtype=float)
+    for col, what, vals in ((x, "x", xs), (y, "y", ys)):
+        if len(vals) and not np.isfinite(vals).any():
+            raise InputError(
+                f"column {col!r} has no finite number in the {len(vals)} rows that take part "
+                "(network_power_w is NaN when the scenario has no power model)", field=what)
     finite = np.isfinite(xs) & np.isfinite(ys)
     ok, xs, ys = ok[finite], xs[finite], ys[finite]
     keep = ~dominated(xs, ys)

@@ -278,14 +278,60 @@ def merge_phase_collectives(workload: Workload) -> Workload:
     return replace(workload, layers=layers)
 
 
-def check_exportable(workload: Workload) -> None:
-    """Raise :class:`InputError` for a workload the ASTRA-sim 1.0 text cannot hold because
-    of its form: one in overlap form (``tp_comm_overlap`` / ``dp_comm_overlap``)."""
-    if workload.overlap_form:
+def check_exportable(workload: Workload | GeneratedWorkload, merge: bool = True) -> Workload:
+    """The workload as ASTRA-sim 1.0 text will hold it (same-kind, same-group collectives of
+    a phase merged when ``merge``), or :class:`InputError` saying why the format cannot,
+    before anything is written.
+
+    The format has one collective per phase, one communicator group per phase for the
+    whole file, and no point-to-point transfers; a workload in overlap form
+    (``tp_comm_overlap`` / ``dp_comm_overlap``) cannot say which collectives hide behind
+    which compute.
+
+    Examples
+    --------
+    >>> from libra_opt.traffic.workload import Collective, Layer, Phase
+    >>> pp = Workload("w", (Layer("l", Phase(1.0, (Collective("p2p", 1e6, "pp"),))),),
+    ...               {"pp": (2,)})
+    >>> check_exportable(pp)
+    Traceback (most recent call last):
+    ...
+    libra_opt.errors.InputError: workload: layer 'l', forward: point-to-point transfers (pipeline parallelism) have no ASTRA-sim 1.0 text form
+    """
+    w = workload.workload if isinstance(workload, GeneratedWorkload) else workload
+    if w.overlap_form:
         raise InputError(
-            f"workload {workload.name!r} is in overlap form (tp_comm_overlap or "
+            f"workload {w.name!r} is in overlap form (tp_comm_overlap or "
             "dp_comm_overlap): ASTRA-sim 1.0 text cannot say which collectives hide behind "
             "which compute; generate it without those options to export it", field="workload")
+    if merge:
+        w = merge_phase_collectives(w)
+    used: dict[str, tuple[str, str]] = {}
+    for step in walk_phases(w):
+        layer, pname, phase = step.layer, step.name, step.phase
+        kinds = [f"{c.kind} on {c.group}" for c in phase.collectives]
+        if len(kinds) > 1:
+            raise InputError(
+                f"layer {layer.name!r}, {pname}: {', '.join(kinds)}; ASTRA-sim 1.0 text "
+                "holds one collective per phase",
+                field="workload",
+            )
+        for c in phase.collectives:
+            if c.kind == "p2p":
+                raise InputError(
+                    f"layer {layer.name!r}, {pname}: point-to-point transfers (pipeline "
+                    "parallelism) have no ASTRA-sim 1.0 text form",
+                    field="workload",
+                )
+            first = used.setdefault(pname, (layer.name, c.group))
+            if first[1] != c.group:
+                raise InputError(
+                    f"{pname} uses group {first[1]!r} (layer {first[0]!r}) and {c.group!r} "
+                    f"(layer {layer.name!r}); ASTRA-sim 1.0 has one communicator group "
+                    "per phase",
+                    field="workload",
+                )
+    return w
 
 
 def export_astra_sim(
@@ -320,35 +366,7 @@ def export_astra_sim(
         (so pipeline parallelism, sequence parallelism's all-gather + reduce-scatter pairs,
         or tensor- and data-parallel collectives in the same phase cannot be written).
     """
-    w = workload.workload if isinstance(workload, GeneratedWorkload) else workload
-    check_exportable(w)
-    if merge:
-        w = merge_phase_collectives(w)
-    used: dict[str, tuple[str, str]] = {}
-    for step in walk_phases(w):
-        layer, pname, phase = step.layer, step.name, step.phase
-        kinds = [f"{c.kind} on {c.group}" for c in phase.collectives]
-        if len(kinds) > 1:
-            raise InputError(
-                f"layer {layer.name!r}, {pname}: {', '.join(kinds)}; ASTRA-sim 1.0 text "
-                "holds one collective per phase",
-                field="workload",
-            )
-        for c in phase.collectives:
-            if c.kind == "p2p":
-                raise InputError(
-                    f"layer {layer.name!r}, {pname}: point-to-point transfers (pipeline "
-                    "parallelism) have no ASTRA-sim 1.0 text form",
-                    field="workload",
-                )
-            first = used.setdefault(pname, (layer.name, c.group))
-            if first[1] != c.group:
-                raise InputError(
-                    f"{pname} uses group {first[1]!r} (layer {first[0]!r}) and {c.group!r} "
-                    f"(layer {layer.name!r}); ASTRA-sim 1.0 has one communicator group "
-                    "per phase",
-                    field="workload",
-                )
+    w = check_exportable(workload, merge)  # refuses before anything is written
     spans = write_astra_sim(w, path, header=True)
     if communicator_path is not None:
         ones = (1,) * len(next(iter(w.groups.values())))

@@ -25,7 +25,14 @@ from typing import Any
 import numpy as np
 
 from libra_opt.cost.tco import cluster_rate_coefficients
-from libra_opt.errors import InputError, SolverError, UnboundedDesignError, VerificationError
+from libra_opt.errors import (
+    InfeasibleDesignError,
+    InputError,
+    SolverError,
+    UnboundedDesignError,
+    VerificationError,
+    short_repr,
+)
 from libra_opt.optimize.conic import build_conic_program
 from libra_opt.optimize.feasibility import (
     cost_can_vanish,
@@ -109,6 +116,23 @@ class BandwidthProblem:
         return solve(self, **kwargs)
 
 
+def _check_step_floor(scenario: Scenario, terms: AggregatedTerms, weights: np.ndarray) -> None:
+    """Refuse a scenario whose step cannot be timed: traffic or latency terms that overflow,
+    or compute and latency alone (the step at unlimited bandwidth, bounded above by every
+    collective paying its largest latency) beyond :data:`MAX_STEP_S`."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        floor = float(weights @ (terms.compute_s + terms.collective_counts
+                                 @ terms.latency_s.max(axis=1, initial=0.0)))
+        finite = bool(np.isfinite(terms.traffic_gb).all() and np.isfinite(terms.latency_s).all())
+    if finite and floor <= MAX_STEP_S:
+        return
+    raise InputError(
+        f"compute and collective latency alone take {floor:.6g} s per step (at unlimited "
+        f"bandwidth), beyond {MAX_STEP_S:g} s, or a collective's traffic overflows: check "
+        "the fabric's latency_s and the workloads' compute times and sizes",
+        source=scenario.source, field="fabric.dims.latency_s")
+
+
 def build_problem(scenario: Scenario, *, backend: str = "clarabel") -> BandwidthProblem:
     """Compile ``scenario`` into a :class:`BandwidthProblem`.
 
@@ -133,10 +157,12 @@ def build_problem(scenario: Scenario, *, backend: str = "clarabel") -> Bandwidth
                          field="backend")
     coeffs = scenario.coefficients
     rows = scenario_rows(scenario, coeffs)
-    terms = aggregate_terms(scenario.workloads, scenario.fabric, scenario.traffic_model,
-                            scenario.collective_settings, scenario.in_network_dims)
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow is refused just below
+        terms = aggregate_terms(scenario.workloads, scenario.fabric, scenario.traffic_model,
+                                scenario.collective_settings, scenario.in_network_dims)
     assert scenario.weights is not None
     weights = np.array(scenario.weights)
+    _check_step_floor(scenario, terms, weights)
     n = scenario.fabric.n_dims
     used = terms.used_dims
     ub = row_bounds(rows, n)
@@ -203,7 +229,15 @@ def _override(problem: BandwidthProblem, overrides: Mapping[str, float]) -> tupl
     changes: dict[str, Any] = {}
     new_cons = list(scen.constraints)
     for label, value in overrides.items():
-        v = float(value)
+        if value is None:
+            continue  # no override: the built right-hand side stands
+        try:
+            if isinstance(value, (bool, np.bool_)):
+                raise TypeError
+            v = float(value)
+        except (TypeError, ValueError):
+            raise InputError(f"override {label}={short_repr(value)} must be a number",
+                             field=label) from None
         if not np.isfinite(v):
             raise InputError(f"override {label}={value!r} must be finite", field=label)
         if label not in labels:
@@ -365,6 +399,83 @@ def _solve_once(
         compile_s=run.compile_s,
         solve_s=run.solve_s,
         needs_polish=needs_polish,
+    )
+
+
+#: A feasible set no wider than this (relative, per dimension) is a point to the solver.
+_PINNED_REL = 1e-6
+
+
+def _in_trouble(run: _SolveAttempt, rows: tuple[Row, ...]) -> bool:
+    """Whether an answer is uncertified or breaks an inequality row by more than 1e-11 of
+    the row's scale (an interior-point answer on a binding budget breaks it by about 1e-12):
+    then the feasible set may be a sliver."""
+    if run.status != "optimal":
+        return True
+    for r in rows:
+        if r.sense != "==":
+            v = run.ev.residuals.get(r.label, 0.0)
+            if v > 1e-11 * run.ev.residual_scales.get(r.label, 1.0):
+                return True
+    return False
+
+
+def _pinned_answer(
+    problem: BandwidthProblem, scen: Scenario, rows: tuple[Row, ...]
+) -> _SolveAttempt | None:
+    """The answer when the rows pin every used bandwidth to within :data:`_PINNED_REL`
+    (a budget or power cap at its floor, bounds that meet), decided exactly; ``None`` when
+    the feasible set is wider (the solver's own answer or failure stands).
+
+    Two linear programs per used dimension give its least and greatest feasible bandwidth.
+    When every range is that narrow, the least-cost vertex is moved exactly onto its bound
+    rows (:func:`~libra_opt.optimize.feasibility.snap_to_rows`) and every row is checked in
+    numpy: a row still broken beyond round-off (1e-12 of its scale) means the rows cannot
+    hold together (a budget below its floor), reported with the rows that meet there;
+    otherwise the point is the optimum to within the range.
+
+    Raises
+    ------
+    InfeasibleDesignError
+    """
+    n, used = scen.fabric.n_dims, problem.terms.used_dims
+    if used.size == 0:
+        return None
+    point = None
+    for d in used:
+        e = np.zeros(n)
+        e[d] = 1.0
+        lo_status, lo, lo_bw = lp_extreme(rows, n, e, used)
+        hi_status, hi, _ = lp_extreme(rows, n, -e, used)
+        if lo_status == "infeasible" or hi_status == "infeasible":
+            raise_infeasible(rows, n, used)
+        if lo_status != "optimal" or hi_status != "optimal" or lo_bw is None:
+            return None
+        if -hi - lo > _PINNED_REL * max(abs(hi), 1e-300):
+            return None
+        point = lo_bw if point is None else point
+    assert point is not None
+    bw = snap_to_rows(rows, np.where(point < 0, 0.0, point))
+    ev = evaluate(scen, bw, problem.walks)
+    broken = [r.label for r in rows
+              if ev.residuals[r.label] > 1e-12 * ev.residual_scales[r.label]]
+    if broken:
+        tight = [r.label for r in rows
+                 if ev.residuals[r.label] >= -_PINNED_REL * ev.residual_scales[r.label]]
+        listing = "; ".join(f"'{c}'" for c in dict.fromkeys(tight + broken))
+        by = ", ".join(f"'{b}' by {ev.residuals[b]:.6g}" for b in broken)
+        raise InfeasibleDesignError(
+            f"infeasible design: these constraints cannot hold together: {listing} (at the "
+            f"least bandwidths the other rows allow, {by} in its own units is still broken)",
+            tuple(dict.fromkeys(tight + broken)),
+        )
+    return _SolveAttempt(
+        # No conic solve, so no duals: the rows' shadow prices are reported as 0.
+        prog=problem.program,
+        run=ProgramRun("pinned", bw, None, ev.weighted_step_time_s, np.zeros(0), np.zeros(0),
+                       0.0, 0.0),
+        status="optimal", bw=bw, ev=ev, solver_obj=ev.objective_value, gap=0.0, factor=0.0,
+        compile_s=0.0, solve_s=0.0, needs_polish=False,
     )
 
 
@@ -584,7 +695,8 @@ def solve(
     budget_usd, power_w : float, optional
         New network budget / power cap (the problem must have been built with one).
     rhs : mapping, optional
-        Constraint label -> new right-hand side.
+        Constraint label -> new right-hand side; a value of ``None`` keeps the built one
+        (as ``budget_usd=None`` does).
     with_baselines : bool
         Whether the solution reports the equal-split and traffic-proportional baselines
         (evaluated when :attr:`Solution.baselines` is first read).
@@ -616,6 +728,14 @@ def solve(
     """
     if isinstance(problem, Scenario):
         problem = build_problem(problem, backend=backend)
+    elif not isinstance(problem, BandwidthProblem):
+        raise InputError(
+            f"expected a Scenario or a BandwidthProblem, got {type(problem).__name__} "
+            "(libra_opt.solve also takes an example's name or a scenario file's path)",
+            field="problem")
+    if rhs is not None and not isinstance(rhs, Mapping):
+        raise InputError(f"rhs must map constraint labels to numbers, got {short_repr(rhs)}",
+                         field="rhs")
     overrides = dict(rhs or {})
     if budget_usd is not None:
         overrides["budget_usd"] = budget_usd
@@ -631,7 +751,21 @@ def solve(
         first_build = 0.0  # counted by the attempt itself
     else:
         first = problem.program
-    run, compile_s, solve_s, attempts = _solve_with_retries(problem, scen, solve_rows, first)
+    try:
+        run, compile_s, solve_s, attempts = _solve_with_retries(problem, scen, solve_rows, first)
+        failure = verification_failure(run.ev, run.gap, run.solver_obj)
+        if failure is not None:
+            raise VerificationError(failure)
+    except (InfeasibleDesignError, SolverError, VerificationError):
+        # A sliver of a feasible set (a budget at its floor) defeats the interior point:
+        # decide it exactly, or report the original failure.
+        if free.size or (pinned := _pinned_answer(problem, scen, rows)) is None:
+            raise
+        run, compile_s, solve_s, attempts = pinned, 0.0, 0.0, problem.n_solves
+    else:
+        if (not free.size and _in_trouble(run, rows)
+                and (pinned := _pinned_answer(problem, scen, rows)) is not None):
+            run = pinned
     compile_s += first_build
     if free.size and _keeps_improving(problem, scen, run, free):
         names = ", ".join(scen.fabric.names[d] for d in free)
@@ -641,15 +775,13 @@ def solve(
             "total-bandwidth or a per-dimension cap)"
         )
     gap = run.gap
-    failure = verification_failure(run.ev, gap, run.solver_obj)
-    if failure is not None:
-        raise VerificationError(failure)
     run = _idle_minimum(problem, scen, rows, run, free)
     check_magnitudes(scen, run.bw, run.ev)
     reports = constraint_reports(rows, run.bw, run.prog, run.run, run.factor)
     info = SolverInfo(
         solver="CLARABEL" if problem.backend == "clarabel" else "CLARABEL via cvxpy",
-        method="convex" if run.prog.product is None else "convex-perspective",
+        method=("pinned" if run.run.status == "pinned"
+                else "convex" if run.prog.product is None else "convex-perspective"),
         status=run.status,
         compile_s=float(compile_s),
         solve_s=float(solve_s),

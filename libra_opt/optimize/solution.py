@@ -7,6 +7,7 @@ from functools import cached_property
 
 import numpy as np
 
+from libra_opt.fabric.frozen import freeze_arrays, readonly_array
 from libra_opt.optimize.scaling import ProgramRun, RowScaling
 from libra_opt.options import OBJECTIVE_MEANING, Objective
 from libra_opt.scenario.constraints import Row
@@ -63,8 +64,10 @@ class SolverInfo:
     solver : str
         Numerical solver (``CLARABEL``).
     method : str
-        ``convex`` (perf), ``convex-homogeneous`` (exact perf-per-cost transform) or
-        ``1d-search`` (certified search over the cost level with convex solves inside).
+        ``convex`` (perf), ``convex-perspective`` (the exact perf-per-cost and TCO
+        transform) or ``pinned``: the rows pin every used bandwidth to within 1e-6 relative
+        (a budget at its floor), so linear programs decide the point and no conic solve
+        does (shadow prices are then reported as 0).
     status : str
     compile_s, solve_s : float
         Problem construction/canonicalisation time and numerical solve time, seconds.
@@ -148,6 +151,12 @@ class Solution:
     solver: SolverInfo
     with_baselines: bool = True
     walks: tuple[WalkArrays, ...] | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # Read-only and owned: writing into a result must not reach the scenario's walks
+        # nor any later evaluation.
+        object.__setattr__(self, "bw_gbps", readonly_array(self.bw_gbps))
+        freeze_arrays((self.evaluation, self.walks))
 
     @cached_property
     def baselines(self) -> tuple[Baseline, ...]:

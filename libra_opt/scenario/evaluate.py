@@ -10,14 +10,18 @@ collectives are timed at the slowest member's bandwidth ``f_min B_d``. This is t
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
 
 import numpy as np
 import numpy.typing as npt
 
 from libra_opt.cost.prices import CostBreakdown, network_cost_breakdown
+from libra_opt.cost.tco import cluster_rate_coefficients
+from libra_opt.errors import InputError, short_repr
+from libra_opt.fabric.dims import Fabric
+from libra_opt.fabric.frozen import FrozenMap, readonly_array
 from libra_opt.fabric.heterogeneous import slowest_fractions
 from libra_opt.scenario.display import format_usd, html_table
 from libra_opt.scenario.scenario import Scenario, scenario_rows
@@ -52,6 +56,8 @@ class Evaluation:
         Constraint label -> signed violation (> 0 means violated) in the row's units.
     residual_scales : mapping
         Constraint label -> ``max(1, |rhs|, |a| . B)``, the scale violations are judged by.
+    dim_names : tuple of str
+        The fabric's dimension names, in the order of ``bw_gbps``.
     """
 
     bw_gbps: np.ndarray
@@ -61,6 +67,14 @@ class Evaluation:
     objective_value: float
     residuals: Mapping[str, float]
     residual_scales: Mapping[str, float]
+    dim_names: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        # Read-only and owned: never a view of the caller's bandwidth array.
+        object.__setattr__(self, "bw_gbps", readonly_array(self.bw_gbps))
+        object.__setattr__(self, "residuals", FrozenMap(self.residuals))
+        object.__setattr__(self, "residual_scales", FrozenMap(self.residual_scales))
+        # (the workloads' times and the cost freeze their own arrays)
 
     def feasible(self, rel_tol: float = 1e-6) -> bool:
         """True when every constraint holds within ``rel_tol`` of its scale."""
@@ -105,7 +119,7 @@ class Evaluation:
         return f"Evaluation(bw GB/s [{bw}], " + ", ".join(self._summary()) + ")"
 
     def _repr_html_(self) -> str:
-        """HTML for notebooks: a table per dimension (by index) and one per workload.
+        """HTML for notebooks: a table of the dimensions (by name) and one of the workloads.
 
         Examples
         --------
@@ -113,14 +127,17 @@ class Evaluation:
         >>> h = evaluate(toy_scenario(), [200.0, 100.0])._repr_html_()
         >>> h.count("<table>"), h.count("<tr>")   # 2 dims + header, 1 workload + header
         (2, 5)
+        >>> "<td>node</td><td>200.0</td>" in h and "dim #" not in h
+        True
         """
         usd = self.cost.usd_by_dim_component.sum(axis=1)
         w = self.cost.w_by_dim_component
         power = None if w is None else w.sum(axis=1)
         dims = html_table(
-            ["dim #", "bandwidth GB/s", "cost $"] + ([] if power is None else ["power W"]),
+            ["dim", "bandwidth GB/s", "cost $"] + ([] if power is None else ["power W"]),
             [
-                [str(d), f"{b:.1f}", f"{usd[d]:,.0f}"]
+                [self.dim_names[d] if d < len(self.dim_names) else f"#{d}", f"{b:.1f}",
+                 f"{usd[d]:,.0f}"]
                 + ([] if power is None else [f"{power[d]:,.0f}"])
                 for d, b in enumerate(self.bw_gbps)
             ],
@@ -139,11 +156,44 @@ class Evaluation:
 def scenario_walks(scenario: Scenario) -> tuple[WalkArrays, ...]:
     """Every workload's walk (:func:`~libra_opt.traffic.step_time.walk_arrays`) on the
     scenario's fabric: build once, then pass to :func:`evaluate` as many times as needed."""
-    return tuple(
-        walk_arrays(w, scenario.fabric, scenario.traffic_model, scenario.collective_settings,
-                    scenario.in_network_dims)
-        for w in scenario.workloads
-    )
+    with np.errstate(over="ignore", invalid="ignore"):  # :func:`evaluate` refuses overflow
+        return tuple(
+            walk_arrays(w, scenario.fabric, scenario.traffic_model,
+                        scenario.collective_settings, scenario.in_network_dims)
+            for w in scenario.workloads
+        )
+
+
+def _check_finite(
+    fabric: Fabric, bw: np.ndarray, times: tuple[WorkloadTimes, ...], weighted: float,
+    cost: CostBreakdown, objective: float, residuals: dict[str, float],
+    scales: dict[str, float], walks: tuple[WalkArrays, ...] = (), source: str | None = None,
+) -> None:
+    """Refuse an evaluation with a non-finite figure (an infinite step time at 0 GB/s on a
+    dimension that carries traffic, or a bandwidth so large or small that a time, a cost
+    or a constraint overflows double precision): its feasibility and objective mean nothing."""
+    figures = [(f"step time of {t.name!r}", t.step_time_s) for t in times]
+    figures += [("weighted step time", weighted), ("network cost", cost.network_cost_usd)]
+    if cost.network_power_w is not None:
+        figures.append(("network power", cost.network_power_w))
+    figures.append(("objective", objective))
+    figures += [(f"constraint {k!r}", v) for k, v in residuals.items()]
+    figures += [(f"constraint {k!r}", v) for k, v in scales.items()]
+    bad = next(((what, v) for what, v in figures if not math.isfinite(v)), None)
+    if bad is None:
+        return
+    traffic = sum((t.traffic_by_dim_bytes for t in times), np.zeros(fabric.n_dims))
+    starved = [n for n, b, m in zip(fabric.names, bw, traffic, strict=True) if b == 0 and m > 0]
+    if not np.isfinite(traffic).all() or not all(np.isfinite(w.latency_s).all() for w in walks):
+        raise InputError(
+            f"the {bad[0]} is {bad[1]}: a collective's traffic or latency overflows double "
+            "precision (check the fabric's latency_s and the workloads' sizes)",
+            source=source, field="fabric.dims.latency_s")
+    why = (f"dimension {starved[0]!r} carries traffic at 0 GB/s" if starved else
+           "the bandwidths are outside the range the model computes in double precision")
+    raise InputError(
+        f"at bandwidths {short_repr([float(b) for b in bw])} GB/s the {bad[0]} is "
+        f"{bad[1]}: {why}", field="bw")
 
 
 def evaluate(
@@ -152,7 +202,16 @@ def evaluate(
     """Evaluate ``scenario`` at ``bw_gbps`` with plain numpy.
 
     ``walks`` (from :func:`scenario_walks` on this scenario's workloads and fabric) saves
-    re-walking the workloads when one scenario is evaluated many times.
+    re-walking the workloads when one scenario is evaluated many times. ``bw_gbps`` is read
+    by position, or by dimension name from a mapping or a labelled ``pandas.Series``.
+
+    Raises
+    ------
+    InputError
+        ``field="bw"`` for bandwidths that are not one finite number >= 0 per dimension, or
+        at which a figure is not finite (an infinite step time at 0 GB/s on a dimension that
+        carries traffic; a cost, a time or a constraint that overflows double precision):
+        such an evaluation has no meaningful objective nor feasibility.
 
     Examples
     --------
@@ -168,35 +227,40 @@ def evaluate(
     (0.56, 800.0)
     """
     fabric = scenario.fabric
-    bw = check_bandwidth(fabric, bw_gbps)
+    bw = check_bandwidth(fabric, bw_gbps)  # by position, or by name from a mapping
     if walks is None:
         walks = scenario_walks(scenario)
-    slowest_bw = bw * slowest_fractions(fabric)  # the slowest member bounds a collective
-    times = tuple(
-        step_time_from_walk(walk, slowest_bw, scenario.collective_model, scenario.training_loop)
-        for walk in walks
-    )
-    assert scenario.weights is not None
-    weighted = float(sum(wt * t.step_time_s for wt, t in zip(scenario.weights, times, strict=True)))
-    coeffs = scenario.coefficients
-    cost = network_cost_breakdown(coeffs, bw)
-    objective = scenario.objective_model.value(scenario, weighted, cost.network_cost_usd, bw)
-    residuals, scales = {}, {}
-    for row in scenario_rows(scenario, coeffs):
-        lhs = float(row.a @ bw)
-        scales[row.label] = max(1.0, abs(row.rhs), float(np.abs(row.a) @ bw))
-        if row.sense == "<=":
-            residuals[row.label] = lhs - row.rhs
-        elif row.sense == ">=":
-            residuals[row.label] = row.rhs - lhs
-        else:
-            residuals[row.label] = abs(lhs - row.rhs)
+    # Overflow and 1/0 are caught below as non-finite results, not warned about.
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        slowest_bw = bw * slowest_fractions(fabric)  # the slowest member bounds a collective
+        times = tuple(
+            step_time_from_walk(walk, slowest_bw, scenario.collective_model, scenario.training_loop)
+            for walk in walks
+        )
+        assert scenario.weights is not None
+        weighted = float(sum(wt * t.step_time_s for wt, t in zip(scenario.weights, times, strict=True)))
+        coeffs = scenario.coefficients
+        cost = network_cost_breakdown(coeffs, bw)
+        objective = scenario.objective_model.value(scenario, weighted, cost.network_cost_usd, bw)
+        residuals, scales = {}, {}
+        for row in scenario_rows(scenario, coeffs):
+            lhs = float(row.a @ bw)
+            scales[row.label] = max(1.0, abs(row.rhs), float(np.abs(row.a) @ bw))
+            if row.sense == "<=":
+                residuals[row.label] = lhs - row.rhs
+            elif row.sense == ">=":
+                residuals[row.label] = row.rhs - lhs
+            else:
+                residuals[row.label] = abs(lhs - row.rhs)
+        _check_finite(fabric, bw, times, weighted, cost, objective, residuals, scales, walks,
+                      scenario.source)
     return Evaluation(
         bw_gbps=bw,
         workloads=times,
         weighted_step_time_s=weighted,
         cost=cost,
         objective_value=objective,
-        residuals=MappingProxyType(residuals),
-        residual_scales=MappingProxyType(scales),
+        residuals=FrozenMap(residuals),
+        residual_scales=FrozenMap(scales),
+        dim_names=fabric.names,
     )

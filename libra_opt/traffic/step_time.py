@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from types import MappingProxyType
 
 import numpy as np
 import numpy.typing as npt
 
-from libra_opt.errors import InputError
+from libra_opt.errors import InputError, short_repr
 from libra_opt.fabric.dims import Fabric
+from libra_opt.fabric.frozen import FrozenMap, freeze_arrays
 from libra_opt.fabric.heterogeneous import slowest_fractions
 from libra_opt.options import COLLECTIVE_MODELS, PHASES, TRAINING_LOOPS, TrafficModel
 from libra_opt.traffic.in_network import in_network_dims
@@ -73,13 +73,55 @@ class WorkloadTimes:
     busy_by_dim_s: np.ndarray
     traffic_by_dim_bytes: np.ndarray
 
+    def __post_init__(self) -> None:
+        self.busy_by_dim_s.setflags(write=False)  # a result: never writable
+        self.traffic_by_dim_bytes.setflags(write=False)
 
-def check_bandwidth(fabric: Fabric, bw_gbps: npt.ArrayLike, field: str = "bw") -> np.ndarray:
-    """Validate a bandwidth vector: one finite value >= 0 per dimension, in GB/s."""
+
+def _is_labelled_series(values: object) -> bool:
+    """A pandas Series whose index is not the default ``0..n-1`` (its labels mean names)."""
+    if type(values).__name__ != "Series" or not type(values).__module__.startswith("pandas"):
+        return False
+    index = list(values.index)  # type: ignore[attr-defined]
+    return index != list(range(len(index)))
+
+
+def check_bandwidth(fabric: Fabric, bw_gbps: object, field: str = "bw") -> np.ndarray:
+    """Validate a bandwidth vector: one finite value >= 0 per dimension, in GB/s per NPU,
+    returned in fabric order.
+
+    A mapping or a labelled ``pandas.Series`` is read by dimension name (every dimension
+    once, no other key); any other sequence is read by position.
+
+    Examples
+    --------
+    >>> from libra_opt.fabric.dims import Dim
+    >>> f = Fabric((Dim("node", "ring", 4, "A"), Dim("pod", "switch", 8, "B")))
+    >>> check_bandwidth(f, [200.0, 100.0]).tolist()
+    [200.0, 100.0]
+    >>> check_bandwidth(f, {"pod": 100.0, "node": 200.0}).tolist()
+    [200.0, 100.0]
+    >>> check_bandwidth(f, {"node": 200.0, "rack": 1.0})
+    Traceback (most recent call last):
+    ...
+    libra_opt.errors.InputError: bw: bandwidths by dimension name need exactly node, pod: unknown 'rack'; missing 'pod'
+    """
+    if isinstance(bw_gbps, Mapping) or _is_labelled_series(bw_gbps):
+        items = dict(bw_gbps.items())  # type: ignore[attr-defined]
+        names = fabric.names
+        unknown = [k for k in items if k not in names]
+        missing = [n for n in names if n not in items]
+        if unknown or missing:
+            parts = ([f"unknown {', '.join(short_repr(k) for k in unknown[:8])}"] if unknown
+                     else []) + ([f"missing {', '.join(map(repr, missing))}"] if missing else [])
+            raise InputError(f"bandwidths by dimension name need exactly {', '.join(names)}: "
+                             + "; ".join(parts), field=field)
+        bw_gbps = [items[n] for n in names]
     try:
         bw = np.asarray(bw_gbps, dtype=float).ravel()
     except (TypeError, ValueError):
-        raise InputError(f"bandwidths {bw_gbps!r} must be numbers (GB/s)", field=field) from None
+        raise InputError(f"bandwidths {short_repr(bw_gbps)} must be numbers (GB/s)",
+                         field=field) from None
     if bw.shape != (fabric.n_dims,):
         raise InputError(
             f"expected {fabric.n_dims} bandwidths ({', '.join(fabric.names)}), got {bw.size}",
@@ -110,6 +152,9 @@ class PhaseArrays:
     const_s: np.ndarray
     chunks: np.ndarray
     active_chunks: np.ndarray
+
+    def __post_init__(self) -> None:
+        freeze_arrays(self)  # shared by every evaluation: read-only
 
     def times_s(self, bw_gbps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(J,)`` collective times and ``(J, D)`` busy time per dimension.
@@ -203,6 +248,9 @@ class WalkArrays:
     latency_s: np.ndarray
     phases: PhaseArrays | None = None
     hidden_window_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        freeze_arrays(self)  # shared by every evaluation: read-only
 
 
 def walk_arrays(
@@ -399,9 +447,9 @@ def step_time_from_walk(
         compute_s=compute,
         comm_s=comm,
         exposed_comm_s=total - compute,
-        comm_by_phase_s=MappingProxyType(
+        comm_by_phase_s=FrozenMap(
             {name: float(by_phase_arr[i]) for i, name in enumerate(PHASES)}),
-        comm_by_group_s=MappingProxyType(
+        comm_by_group_s=FrozenMap(
             {g: float(by_group_arr[i]) for i, g in enumerate(walk.group_names)}),
         busy_by_dim_s=per_distinct @ t_kd,
         traffic_by_dim_bytes=per_distinct @ traffic,

@@ -14,12 +14,12 @@ import math
 import operator
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType
 
 import numpy as np
 
 from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Fabric
+from libra_opt.fabric.frozen import FrozenMap, freeze_arrays
 from libra_opt.options import COLLECTIVE_KINDS, PHASES, CollectiveKind, PhaseName
 
 __all__ = [
@@ -251,7 +251,7 @@ class Workload:
                     field="workload.hidden_window_s",
                 )
         groups = {str(k): tuple(int(x) for x in v) for k, v in dict(self.groups).items()}
-        object.__setattr__(self, "groups", MappingProxyType(groups))
+        object.__setattr__(self, "groups", FrozenMap(groups))
         checked: set[int] = set()  # repeated layers share their phases: check each once
         for layer in dict(zip(map(id, self.layers), self.layers, strict=True)).values():
             for pname in PHASES:
@@ -391,6 +391,9 @@ class FlatWalk:
     collectives: tuple[tuple[str, float, str], ...]
     phase_key: np.ndarray
     phase_table: tuple[tuple[float, tuple[int, ...]], ...]
+
+    def __post_init__(self) -> None:
+        freeze_arrays(self)  # shared by every evaluation: read-only
 
 
 _count_of = operator.attrgetter("count")

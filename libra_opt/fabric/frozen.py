@@ -1,0 +1,121 @@
+"""Immutable containers for results and inputs: a read-only mapping that pickles, and
+read-only numpy arrays.
+
+Frozen dataclasses stop attribute assignment, not writes into the arrays or mappings they
+hold. Every mapping a scenario, an evaluation or a solution exposes is a :class:`FrozenMap`
+(read-only, picklable by value, so processes and Dask workers receive it without any
+process-wide pickle registration), and every array is read-only and owned by the object
+(:func:`readonly_array` copies what a caller passed in; :func:`freeze_arrays` locks arrays the
+library built itself).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator, Mapping
+from typing import Any, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["FrozenMap", "readonly_array", "freeze_arrays"]
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class FrozenMap(Mapping[K, V]):
+    """A read-only mapping over a private copy of its items; pickles as its items.
+
+    Examples
+    --------
+    >>> import pickle
+    >>> m = FrozenMap({"tp": (4, 1)})
+    >>> m["tp"], len(m), dict(m)
+    ((4, 1), 1, {'tp': (4, 1)})
+    >>> pickle.loads(pickle.dumps(m)) == m
+    True
+    >>> m["dp"] = (2, 8)
+    Traceback (most recent call last):
+    ...
+    TypeError: 'FrozenMap' object does not support item assignment
+    """
+
+    __slots__ = ("_items",)
+    _items: dict[K, V]
+
+    def __init__(self, items: Mapping[K, V] | Any = ()) -> None:
+        object.__setattr__(self, "_items", dict(items))
+
+    def __getitem__(self, key: K) -> V:
+        return self._items[key]
+
+    def __iter__(self) -> Iterator[K]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._items
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"{type(self).__name__} is read-only")
+
+    def __reduce__(self) -> tuple[type, tuple[dict[K, V]]]:
+        return (type(self), (dict(self._items),))
+
+    def __or__(self, other: Mapping[K, V]) -> dict[K, V]:
+        return {**self._items, **other}
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._items!r})"
+
+    def copy(self) -> dict[K, V]:
+        """A plain, writable ``dict`` of the items."""
+        return dict(self._items)
+
+
+def readonly_array(values: npt.ArrayLike, dtype: Any = float) -> np.ndarray:
+    """A read-only copy of ``values`` (never a view of the caller's array).
+
+    Examples
+    --------
+    >>> a = np.array([1.0, 2.0])
+    >>> b = readonly_array(a)
+    >>> a[0] = 5.0; b.tolist(), b.flags.writeable
+    ([1.0, 2.0], False)
+    """
+    out = np.array(values, dtype=dtype, copy=True)
+    out.setflags(write=False)
+    return out
+
+
+def freeze_arrays(obj: Any, _depth: int = 0) -> Any:
+    """Make every numpy array reachable from ``obj`` read-only, in place, and return ``obj``.
+
+    Walks dataclass fields, tuples, lists and mappings (a few levels deep); meant for arrays
+    the library built itself and hands out inside a frozen result.
+
+    Examples
+    --------
+    >>> a = np.zeros(2)
+    >>> _ = freeze_arrays(({"x": a},))
+    >>> a.flags.writeable
+    False
+    """
+    if _depth > 6:
+        return obj
+    if isinstance(obj, np.ndarray):
+        if obj.dtype != object:
+            obj.setflags(write=False)
+    elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        for f in dataclasses.fields(obj):
+            freeze_arrays(getattr(obj, f.name, None), _depth + 1)
+    elif isinstance(obj, (tuple, list)):
+        for v in obj:
+            freeze_arrays(v, _depth + 1)
+    elif isinstance(obj, Mapping):
+        for v in obj.values():
+            freeze_arrays(v, _depth + 1)
+    return obj
