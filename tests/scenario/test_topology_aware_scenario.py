@@ -82,7 +82,8 @@ def test_default_settings_without_block(scen_dir):
         ("collectives: {chunks: 2.5}\n", "collectives.chunks"),
         ("collectives: {bogus: 1}\n", "collectives"),  # the message names 'bogus'
         ("collectives: {algorithm: {pod: tree}}\n", "collectives.algorithm.pod"),
-        ("collectives: {algorithm: {chiplet: direct}}\n", "collectives.algorithm.chiplet"),
+        ("collectives: {algorithm: {chiplet: halving_doubling}}\n",
+         "collectives.algorithm.chiplet"),
         ("collectives: {algorithm: {nosuch: ring}}\n", "collectives.algorithm.nosuch"),
         ("collectives: {efficiency: {pod: 1.2}}\n", "collectives.efficiency.pod"),
         ("collectives: {efficiency: {pod: fast}}\n", "collectives.efficiency.pod"),
