@@ -46,12 +46,15 @@ What the simulator does (read from its public source, see References):
 The pipeline time of ``S`` chunks (:class:`~libra_opt.traffic.topology_aware.
 ChunkedCollective`) is ``sum_p t_p + max_r piece_r`` with, per dimension ``d``:
 
-* per queue group ``g`` running ``C_g`` chunks at once, ``(ceil(S / C_g) - 1) u_g`` with
-  ``u_g`` the group's phase times of one chunk (chunks come in waves of ``C_g``);
-* congestion-aware only: ``(S - 1) beta_d - a_d + l_d``: the busiest link of the dimension
-  busy ``beta_d`` per chunk (the two ring directions counted apart), the dimension's
-  latency ``a_d`` of one chunk hidden behind the other chunks' serialization but its last
-  step's ``l_d``.
+* ``0``, and per queue group ``g`` running ``C_g`` chunks at once, with ``W_g = ceil(S /
+  C_g) - 1`` further waves: ``W_g t_p`` for each of its phases (a stage of the
+  pipeline), and ``W_g u_g - m_g`` with ``u_g`` the group's phase times of one chunk and
+  ``m_g`` the other dimensions' phases between its first and last (hidden while the
+  group's queue is backlogged: it works through the later chunks' first phases before
+  the first chunk comes back);
+* congestion-aware only: ``S beta_d + l_d - u_d - m_d``: the busiest link of the dimension
+  busy ``beta_d`` per chunk (the two ring directions counted apart) the whole time, the
+  dimension's own latency hidden but its last step's ``l_d``.
 
 References
 ----------
@@ -78,7 +81,7 @@ from dataclasses import dataclass
 from typing import Literal, get_args
 
 from libra_opt.errors import InputError
-from libra_opt.fabric.dims import Dim, Fabric
+from libra_opt.fabric.dims import Dim
 
 __all__ = [
     "Backend",
@@ -108,6 +111,9 @@ class SimPhase:
         links of both directions (``shared``).
     tail_s : float
         Latency of the phase's last step (endpoint, hops, reduction).
+    tail_gb : float
+        Serialization of its last message after it leaves the busiest link (a stored and
+        forwarded hop), times ``B_d``.
     """
 
     coef_gb: float
@@ -115,6 +121,7 @@ class SimPhase:
     load_gb: float
     channel: str
     tail_s: float
+    tail_gb: float = 0.0
 
 
 def _hd_steps(op: str, k: int, x: float) -> list[tuple[float, int]]:
@@ -221,16 +228,18 @@ def sim_phase(
     x = float(buffer_bytes)
     n = x / k
     if op == "p2p":
-        return SimPhase(fwd * x * u, 2 * e + hop * a, x * u, "shared", e + hop * a)
+        return SimPhase(fwd * x * u, 2 * e + hop * a, x * u, "shared", e + hop * a,
+                        (fwd - 1) * x * u)
     if algorithm == "ring":
         steps = {"reduce_scatter": k - 1, "all_gather": k - 1, "all_reduce": 2 * (k - 1),
                  "all_to_all": k * (k - 1) // 2}[op]
         passes = steps + 1
         reds = (k - 1) * red(n) if op in ("reduce_scatter", "all_reduce") else 0.0
         tail = e + hop * a + (red(n) if op == "reduce_scatter" else 0.0)
-        channel = "shared" if topo == "switch" else "dir"
+        # both ways round a ring (or clique) of 3 or more use different links
+        channel = "shared" if topo == "switch" or k < 3 else "dir"
         return SimPhase(steps * fwd * n * u, passes * e + steps * hop * a + reds,
-                        steps * n * u, channel, tail)
+                        steps * n * u, channel, tail, (fwd - 1) * n * u)
     if algorithm == "direct":
         if topo == "fully_connected":
             coef, lat, load = n * u, a, n * u
@@ -240,10 +249,12 @@ def sim_phase(
             far = k // 2
             on_link = far * (far + 1) // 2
             coef, lat, load = (on_link if aware else 1) * n * u, far * a, on_link * n * u
+        last = (fwd - 1) * n * u
         if op == "all_reduce":
-            return SimPhase(2 * coef, 3 * e + 2 * lat + red(n), 2 * load, "shared", e + lat)
+            return SimPhase(2 * coef, 3 * e + 2 * lat + red(n), 2 * load, "shared", e + lat,
+                            last)
         r = red(n) if op == "reduce_scatter" else 0.0
-        return SimPhase(coef, 2 * e + lat + r, load, "shared", e + lat + r)
+        return SimPhase(coef, 2 * e + lat + r, load, "shared", e + lat + r, last)
     if algorithm == "halving_doubling":
         if op == "all_to_all":
             raise InputError("ASTRA-sim's halving-doubling has no all-to-all; use ring or "
@@ -254,7 +265,7 @@ def sim_phase(
                 field=f"collectives.algorithm.{dim.name}")
         q = k.bit_length() - 1
         coef = const = load = 0.0
-        hops = 0
+        hops, m = 0, 0.0
         for m, dist in _hd_steps(op, k, x):
             hops = dist if topo == "ring" else hop
             if topo == "fully_connected" or not aware:
@@ -267,7 +278,8 @@ def sim_phase(
         reds = 0.0
         if op in ("reduce_scatter", "all_reduce"):
             reds = sum(red(x / 2**i) for i in range(2, q + 1))
-        return SimPhase(coef, passes * e + const + reds, load, "shared", e + hops * a)
+        last = (hops - 1) * m * u if aware and topo != "fully_connected" else 0.0
+        return SimPhase(coef, passes * e + const + reds, load, "shared", e + hops * a, last)
     raise InputError(f"no {algorithm!r} phase time for {op!r}", field="collectives.algorithm")
 
 
@@ -309,39 +321,64 @@ def sim_pipeline_pieces(
     >>> p = SimPhase(1.0, 1e-6, 1.0, "dir", 1e-7)
     >>> sim_pipeline_pieces([(0, "all", p)], 4, backend="congestion_unaware",
     ...                     queues_per_dim=1, active_chunks_per_dim=1,
-    ...                     hierarchical_all_reduce=False)
-    [({0: 3.0}, 3e-06)]
+    ...                     hierarchical_all_reduce=False)[-1]
+    ({0: 3.0}, 3e-06)
     >>> sim_pipeline_pieces([(0, "all", p)], 4, backend="congestion_unaware",
     ...                     queues_per_dim=1, active_chunks_per_dim=2,
-    ...                     hierarchical_all_reduce=False)
-    [({0: 1.0}, 1e-06)]
+    ...                     hierarchical_all_reduce=False)[-1]
+    ({0: 1.0}, 1e-06)
     """
     q = queues_per_dim
     per_queue = -(-active_chunks_per_dim // q)
-    if hierarchical_all_reduce and q >= 2:
-        slots = {"first": (q // 2) * per_queue, "last": (q - q // 2) * per_queue}
-    else:
-        slots = {"first": q * per_queue, "last": q * per_queue, "all": q * per_queue}
-    merge = not (hierarchical_all_reduce and q >= 2)
+    split = hierarchical_all_reduce and q >= 2
+    slots = ({"first": (q // 2) * per_queue, "last": (q - q // 2) * per_queue} if split
+             else {"all": q * per_queue})
     cw_share = (q // 2) / q if q >= 2 else 1.0
-    pieces: list[tuple[dict[int, float], float]] = []
+    pieces: list[tuple[dict[int, float], float]] = [({}, 0.0)]
+    if chunks < 2:
+        return []
+
+    def add(acc: dict[int, float], d: int, c: float) -> None:
+        acc[d] = acc.get(d, 0.0) + c
+
+    def between(members: list[int]) -> tuple[dict[int, float], float]:
+        """Phase times of other dimensions between the first and last of ``members``."""
+        coef: dict[int, float] = {}
+        const = 0.0
+        for i in range(members[0] + 1, members[-1]):
+            if i not in members:
+                add(coef, phases[i][0], phases[i][2].coef_gb)
+                const += phases[i][2].const_s
+        return coef, const
+
     for d in sorted({p[0] for p in phases}):
-        on_d = [(g, ph) for dd, g, ph in phases if dd == d]
-        groups: dict[str, list[SimPhase]] = {}
-        for g, ph in on_d:
-            groups.setdefault("all" if merge else g, []).append(ph)
+        on_d = [i for i, p in enumerate(phases) if p[0] == d]
+        groups: dict[str, list[int]] = {}
+        for i in on_d:
+            groups.setdefault(phases[i][1] if split else "all", []).append(i)
         for g, members in groups.items():
             waves = math.ceil(chunks / slots[g]) - 1
-            pieces.append(({d: waves * sum(p.coef_gb for p in members)},
-                           waves * sum(p.const_s for p in members)))
-        if backend != "congestion_aware" or chunks < 2:
+            if waves == 0:
+                continue
+            mid_coef, mid_const = between(members)
+            coef = {d: waves * sum(phases[i][2].coef_gb for i in members)}
+            for dd, c in mid_coef.items():
+                add(coef, dd, -c)
+            pieces.append((coef, waves * sum(phases[i][2].const_s for i in members)
+                           - mid_const))
+            for i in members:
+                pieces.append(({d: waves * phases[i][2].coef_gb}, waves * phases[i][2].const_s))
+        if backend != "congestion_aware":
             continue
         shared = cw = acw = 0.0
-        for g, ph in on_d:
+        for i in on_d:
+            ph = phases[i][2]
             if ph.channel == "shared":
                 shared += ph.load_gb
+            elif hierarchical_all_reduce and not split:
+                shared += ph.load_gb  # one queue: all reduce-scatters, then all-gathers
             elif hierarchical_all_reduce:
-                if g == "last":
+                if phases[i][1] == "last":
                     acw += ph.load_gb
                 else:
                     cw += ph.load_gb
@@ -349,6 +386,11 @@ def sim_pipeline_pieces(
                 cw += cw_share * ph.load_gb
                 acw += (1.0 - cw_share) * ph.load_gb
         busiest = shared + max(cw, acw)
-        latency = sum(ph.const_s for _, ph in on_d)
-        pieces.append(({d: (chunks - 1) * busiest}, on_d[-1][1].tail_s - latency))
+        own = sum(phases[i][2].coef_gb for i in on_d)
+        latency = sum(phases[i][2].const_s for i in on_d)
+        mid_coef, mid_const = between(on_d)
+        coef = {d: max(chunks * busiest + phases[on_d[-1]][2].tail_gb - own, 0.0)}
+        for dd, c in mid_coef.items():
+            add(coef, dd, -c)
+        pieces.append((coef, phases[on_d[-1]][2].tail_s - latency - mid_const))
     return pieces
