@@ -153,7 +153,7 @@ def replay(case: dict) -> float:
     assign = []
     for _ in range(splits):
         row = []
-        for op, d, _, group in plan:
+        for _op, d, _, group in plan:
             st = alloc[d]
             if group == "all":
                 qi = st[0]

@@ -114,6 +114,8 @@ class SimPhase:
     tail_gb : float
         Serialization of its last message after it leaves the busiest link (a stored and
         forwarded hop), times ``B_d``.
+    step_gb : float
+        Time the busiest link is busy with the phase's largest step, times ``B_d``.
     """
 
     coef_gb: float
@@ -122,6 +124,7 @@ class SimPhase:
     channel: str
     tail_s: float
     tail_gb: float = 0.0
+    step_gb: float = 0.0
 
 
 def _hd_steps(op: str, k: int, x: float) -> list[tuple[float, int]]:
@@ -229,7 +232,7 @@ def sim_phase(
     n = x / k
     if op == "p2p":
         return SimPhase(fwd * x * u, 2 * e + hop * a, x * u, "shared", e + hop * a,
-                        (fwd - 1) * x * u)
+                        (fwd - 1) * x * u, x * u)
     if algorithm == "ring":
         steps = {"reduce_scatter": k - 1, "all_gather": k - 1, "all_reduce": 2 * (k - 1),
                  "all_to_all": k * (k - 1) // 2}[op]
@@ -239,7 +242,7 @@ def sim_phase(
         # both ways round a ring (or clique) of 3 or more use different links
         channel = "shared" if topo == "switch" or k < 3 else "dir"
         return SimPhase(steps * fwd * n * u, passes * e + steps * hop * a + reds,
-                        steps * n * u, channel, tail, (fwd - 1) * n * u)
+                        steps * n * u, channel, tail, (fwd - 1) * n * u, n * u)
     if algorithm == "direct":
         if topo == "fully_connected":
             coef, lat, load = n * u, a, n * u
@@ -252,9 +255,9 @@ def sim_phase(
         last = (fwd - 1) * n * u
         if op == "all_reduce":
             return SimPhase(2 * coef, 3 * e + 2 * lat + red(n), 2 * load, "shared", e + lat,
-                            last)
+                            last, load)
         r = red(n) if op == "reduce_scatter" else 0.0
-        return SimPhase(coef, 2 * e + lat + r, load, "shared", e + lat + r, last)
+        return SimPhase(coef, 2 * e + lat + r, load, "shared", e + lat + r, last, load)
     if algorithm == "halving_doubling":
         if op == "all_to_all":
             raise InputError("ASTRA-sim's halving-doubling has no all-to-all; use ring or "
@@ -264,9 +267,10 @@ def sim_phase(
                 f"halving_doubling needs a power-of-two group on {dim.name!r}, got {k} NPUs",
                 field=f"collectives.algorithm.{dim.name}")
         q = k.bit_length() - 1
-        coef = const = load = 0.0
+        coef = const = load = biggest = 0.0
         hops, m = 0, 0.0
         for m, dist in _hd_steps(op, k, x):
+            biggest = max(biggest, (dist if topo == "ring" else 1) * m * u)
             hops = dist if topo == "ring" else hop
             if topo == "fully_connected" or not aware:
                 coef += m * u
@@ -279,7 +283,8 @@ def sim_phase(
         if op in ("reduce_scatter", "all_reduce"):
             reds = sum(red(x / 2**i) for i in range(2, q + 1))
         last = (hops - 1) * m * u if aware and topo != "fully_connected" else 0.0
-        return SimPhase(coef, passes * e + const + reds, load, "shared", e + hops * a, last)
+        return SimPhase(coef, passes * e + const + reds, load, "shared", e + hops * a, last,
+                        biggest)
     raise InputError(f"no {algorithm!r} phase time for {op!r}", field="collectives.algorithm")
 
 
@@ -358,10 +363,15 @@ def sim_pipeline_pieces(
             groups.setdefault(phases[i][1] if split else "all", []).append(i)
         for g, members in groups.items():
             waves = math.ceil(chunks / slots[g]) - 1
-            if waves == 0:
+            if waves == 0 and (backend != "congestion_aware" or slots[g] < 2):
                 continue
             mid_coef, mid_const = between(members)
             coef = {d: waves * sum(phases[i][2].coef_gb for i in members)}
+            if backend == "congestion_aware":  # the wave's chunks queue for the link once
+                directional = [phases[i][2].channel == "dir" for i in members]
+                share = 1.0 if split or not all(directional) else max(cw_share, 1 - cw_share)
+                rivals = min(chunks, math.ceil(slots[g] * share)) - 1
+                add(coef, d, rivals * max(phases[i][2].step_gb for i in members))
             for dd, c in mid_coef.items():
                 add(coef, dd, -c)
             pieces.append((coef, waves * sum(phases[i][2].const_s for i in members)

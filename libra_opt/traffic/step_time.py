@@ -137,7 +137,7 @@ class PhaseArrays:
         extra = np.zeros(n_j)
         if self.piece_owner.size:
             with np.errstate(divide="ignore", invalid="ignore"):
-                per = np.where(self.piece_gb > 0, self.piece_gb / bw_gbps[None, :],
+                per = np.where(self.piece_gb != 0, self.piece_gb / bw_gbps[None, :],
                                0.0).sum(axis=1) + self.piece_const_s
             extra = np.full(n_j, -np.inf)
             np.maximum.at(extra, self.piece_owner, per)

@@ -650,7 +650,7 @@ class ChunkedCollective:
             return total
         coef, const = self.piece_arrays(bw.size)
         with np.errstate(divide="ignore", invalid="ignore"):
-            per = np.where(coef > 0, coef / bw[None, :], 0.0).sum(axis=1) + const
+            per = np.where(coef != 0, coef / bw[None, :], 0.0).sum(axis=1) + const
         return total + float(per.max())
 
 
