@@ -77,7 +77,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal, get_args
 
 from libra_opt.errors import InputError
@@ -116,6 +116,8 @@ class SimPhase:
         forwarded hop), times ``B_d``.
     step_gb : float
         Time the busiest link is busy with the phase's largest step, times ``B_d``.
+    head_s : float
+        Time before the phase's first send (one endpoint pass).
     """
 
     coef_gb: float
@@ -125,6 +127,7 @@ class SimPhase:
     tail_s: float
     tail_gb: float = 0.0
     step_gb: float = 0.0
+    head_s: float = 0.0
 
 
 def _hd_steps(op: str, k: int, x: float) -> list[tuple[float, int]]:
@@ -218,6 +221,15 @@ def sim_phase(
     """
     if k < 2:
         return SimPhase(0.0, 0.0, 0.0, "shared", 0.0)
+    return replace(_sim_phase(op, algorithm, dim, k, buffer_bytes, backend, link_latency_s,
+                              endpoint_delay_s, local_memory_gbps, efficiency, links),
+                   head_s=endpoint_delay_s)
+
+
+def _sim_phase(op: str, algorithm: str, dim: Dim, k: int, buffer_bytes: float,
+               backend: Backend, link_latency_s: float, endpoint_delay_s: float,
+               local_memory_gbps: float | None, efficiency: float, links: int) -> SimPhase:
+    """:func:`sim_phase` without the head."""
     aware = backend == "congestion_aware"
     topo = dim.topology
     a, e = link_latency_s, endpoint_delay_s
@@ -282,7 +294,7 @@ def sim_phase(
         reds = 0.0
         if op in ("reduce_scatter", "all_reduce"):
             reds = sum(red(x / 2**i) for i in range(2, q + 1))
-        last = (hops - 1) * m * u if aware and topo != "fully_connected" else 0.0
+        last = m * u if aware and topo == "switch" else 0.0  # a ring's hops are all loaded
         return SimPhase(coef, passes * e + const + reds, load, "shared", e + hops * a, last,
                         biggest)
     raise InputError(f"no {algorithm!r} phase time for {op!r}", field="collectives.algorithm")
@@ -402,5 +414,6 @@ def sim_pipeline_pieces(
         coef = {d: max(chunks * busiest + phases[on_d[-1]][2].tail_gb - own, 0.0)}
         for dd, c in mid_coef.items():
             add(coef, dd, -c)
-        pieces.append((coef, phases[on_d[-1]][2].tail_s - latency - mid_const))
+        pieces.append((coef, phases[on_d[0]][2].head_s + phases[on_d[-1]][2].tail_s
+                       - latency - mid_const))
     return pieces
