@@ -36,6 +36,8 @@ Example::
       efficiency: {chiplet: 0.9, package: h100_nvlink}   # fraction of line rate or preset
       link_latency_s: {chiplet: 5.0e-7}              # per hop (default: the dim's latency_s)
       # or: astra_sim_system: path/to/system.json    (ASTRA-sim 2.0 system configuration)
+      #     with backend: congestion_aware           (or congestion_unaware, the default)
+      #     and queues_per_dim: 1                     (ASTRA-sim's --num-queues-per-dim)
     training_loop: no_overlap                        # or overlap
     in_network_reduction: [package]                  # switch dims reducing in the network
     compression:                                     # bytes per element of collectives
@@ -110,6 +112,7 @@ from libra_opt.io.yaml_util import load_yaml
 from libra_opt.scenario.constraints import LinearConstraint, parse_constraint
 from libra_opt.scenario.scenario import Scenario
 from libra_opt.schema import input_error_from_pydantic
+from libra_opt.traffic.astra_sim_model import BACKENDS
 from libra_opt.traffic.compression import Compression, compress_workload
 from libra_opt.traffic.diloco import DiLoCoSettings, diloco_workloads
 from libra_opt.traffic.overlap import OverlapPolicy, overlap_workload
@@ -157,7 +160,9 @@ def _collectives(
     if spec is None:
         return None
     if spec.astra_sim_system is not None:
-        given = sorted(k for k in spec.model_fields_set if k != "astra_sim_system")
+        # the backend and the queues are not in ASTRA-sim's system file
+        outside = {"astra_sim_system", "backend", "queues_per_dim"}
+        given = sorted(k for k in spec.model_fields_set if k not in outside)
         if given:
             raise InputError(
                 f"give either astra_sim_system or the settings ({', '.join(given)}), not both",
@@ -165,7 +170,12 @@ def _collectives(
                 field="collectives",
             )
         path = _resolve(base, spec.astra_sim_system, source, "collectives.astra_sim_system")
-        return read_astra_sim_system(path, fabric.names)
+        backend = spec.backend or "congestion_unaware"
+        if backend not in BACKENDS:
+            raise InputError(f"{backend!r} is not one of {', '.join(BACKENDS)}",
+                             source=source, field="collectives.backend")
+        return read_astra_sim_system(path, fabric.names, backend=backend,
+                                     queues_per_dim=spec.queues_per_dim)
     try:
         return CollectiveSettings(
             algorithm=tuple(spec.algorithm.items()),
@@ -176,6 +186,12 @@ def _collectives(
             all_reduce=spec.all_reduce,
             efficiency=tuple(spec.efficiency.items()),
             link_latency_s=tuple(spec.link_latency_s.items()),
+            backend=spec.backend,  # type: ignore[arg-type]  # checked by CollectiveSettings
+            queues_per_dim=spec.queues_per_dim,
+            active_chunks_per_dim=spec.active_chunks_per_dim,
+            collective_algorithm=tuple(((kind, dim), a) for kind, per in
+                                       spec.collective_algorithm.items()
+                                       for dim, a in per.items()),
         )
     except InputError as exc:
         raise InputError(exc.message, source=source, field=exc.field) from None

@@ -117,10 +117,33 @@ def test_astra_sim_system_in_block(scen_dir):
     s = load_scenario(write(scen_dir, BODY + "collectives: {astra_sim_system: sys.json}\n"))
     c = s.collective_settings
     assert c is not None and c.chunks == 8 and dict(c.algorithm)["pod"] == "ring"
+    assert c.backend == "congestion_unaware" and c.queues_per_dim == 1
     p = write(scen_dir, BODY + "collectives: {astra_sim_system: sys.json, chunks: 2}\n")
     with pytest.raises(InputError) as exc:
         load_scenario(p)
     assert exc.value.field == "collectives"
+    # the backend and the queues are not in the system file: given beside it
+    s = load_scenario(write(scen_dir, BODY + "collectives: {astra_sim_system: sys.json, "
+                            "backend: congestion_aware, queues_per_dim: 2}\n"))
+    c = s.collective_settings
+    assert c is not None and (c.backend, c.queues_per_dim) == ("congestion_aware", 2)
+    p = write(scen_dir, BODY + "collectives: {astra_sim_system: sys.json, backend: garnet}\n")
+    with pytest.raises(InputError) as exc:
+        load_scenario(p)
+    assert exc.value.field == "collectives.backend"
+
+
+def test_astra_sim_settings_in_block(scen_dir):
+    block = ("collectives: {backend: congestion_aware, queues_per_dim: 2, "
+             "active_chunks_per_dim: 2, chunks: 4, "
+             "collective_algorithm: {all_to_all: {pod: ring}}}\n")
+    scen = load_scenario(write(scen_dir, BODY + block))
+    c = scen.collective_settings
+    assert c is not None and c.active_chunks_per_dim == 2
+    assert dict(c.collective_algorithm) == {("all_to_all", "pod"): "ring"}
+    pod = scen.fabric.dims[3]
+    assert (c.algorithm_of(pod, "all_to_all"), c.algorithm_of(pod, "all_reduce")) == (
+        "ring", "direct")
 
 
 def test_defaults_unchanged_and_settings_ignored_by_libra_models():
