@@ -73,9 +73,9 @@ def _chunked_rows(
     total = np.sum([r for r, _ in rows], axis=0) if rows else np.zeros(n_d)
     total_const = float(sum(k for _, k in rows))
     # the chunk pipeline's pieces (ChunkedCollective.pieces), already weighted: w = 1
-    coef, const = c.piece_arrays(n_d)
+    piece_gb, piece_s = c.piece_arrays(n_d)
     pieces: list[tuple[np.ndarray, float]] = [
-        (coef[r], float(const[r])) for r in range(const.size)] if rows else []
+        (piece_gb[r], float(piece_s[r])) for r in range(piece_s.size)] if rows else []
     weight = 1.0 if pieces else 0.0
     return total, total_const, weight, pieces
 

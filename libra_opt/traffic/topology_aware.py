@@ -60,6 +60,14 @@ from libra_opt.options import (
 from libra_opt.traffic.astra_sim_model import BACKENDS, Backend, sim_phase, sim_pipeline_pieces
 from libra_opt.traffic.collectives import hierarchical_traffic_bytes
 from libra_opt.traffic.in_network import in_network_dims
+from libra_opt.traffic.links import (
+    HOPS,
+    LINE_RATE_PRESETS,
+    LineRatePreset,
+    bw_from_link_gbps,
+    links_per_npu,
+    message_time_s,
+)
 
 __all__ = [
     "HOPS",
@@ -73,46 +81,6 @@ __all__ = [
     "phase_time_terms",
     "collective_phases",
 ]
-
-#: Hops of one algorithm step on each topology: a ring neighbour 1, a clique peer 1,
-#: NPU -> switch -> NPU 2.
-HOPS: Mapping[str, int] = MappingProxyType({"ring": 1, "fully_connected": 1, "switch": 2})
-
-
-@dataclass(frozen=True)
-class LineRatePreset:
-    """Achievable fraction of line rate measured by a published collective benchmark.
-
-    Attributes
-    ----------
-    fraction : float
-        Measured bus bandwidth over line rate.
-    source : str
-        Where the figure comes from.
-    """
-
-    fraction: float
-    source: str
-
-
-#: Efficiency presets (``collectives.efficiency`` may name one instead of a number).
-LINE_RATE_PRESETS: Mapping[str, LineRatePreset] = MappingProxyType({
-    "a100_nvlink": LineRatePreset(
-        204.0 / 300.0,
-        "nccl-tests all_reduce_perf on DGX A100: about 200-208 GB/s bus bandwidth of 300 GB/s "
-        "NVLink3 (NVIDIA nccl-tests PERFORMANCE.md; DGX A100 reference results)",
-    ),
-    "h100_nvlink": LineRatePreset(
-        370.0 / 450.0,
-        "nccl-tests all_reduce_perf on DGX H100: about 370 GB/s bus bandwidth of 450 GB/s "
-        "NVLink4 (NVIDIA DGX H100 reference results)",
-    ),
-    "nic_400g": LineRatePreset(
-        47.0 / 50.0,
-        "nccl-tests across nodes on 400 Gb/s InfiniBand NDR: 46-48 GB/s bus bandwidth of "
-        "50 GB/s per NIC (NVIDIA nccl-tests reference results)",
-    ),
-})
 
 _KINDS = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "p2p")
 
@@ -215,19 +183,19 @@ class CollectiveSettings:
             raise InputError("ASTRA-sim's analytical backends have no in-network reduction; "
                              "give backend or in_network_reduction, not both",
                              field="collectives.in_network_reduction")
-        per_kind = []
+        per_kind: list[tuple[tuple[str, str], CollectiveAlgorithm]] = []
         items = (self.collective_algorithm.items()
                  if isinstance(self.collective_algorithm, Mapping)
                  else self.collective_algorithm)
-        for key, a in items:
-            if (not isinstance(key, tuple) or len(key) != 2
-                    or key[0] not in _KINDS or not isinstance(key[1], str)):
-                raise InputError(f"expected (collective kind, dim name) keys, got {key!r}",
+        for pair, a in items:
+            if (not isinstance(pair, tuple) or len(pair) != 2
+                    or pair[0] not in _KINDS or not isinstance(pair[1], str)):
+                raise InputError(f"expected (collective kind, dim name) keys, got {pair!r}",
                                  field="collectives.collective_algorithm")
             if a not in COLLECTIVE_ALGORITHMS:
                 raise InputError(f"{a!r} is not one of {', '.join(COLLECTIVE_ALGORITHMS)}",
-                                 field=f"collectives.collective_algorithm.{key[0]}.{key[1]}")
-            per_kind.append(((str(key[0]), str(key[1])), a))
+                                 field=f"collectives.collective_algorithm.{pair[0]}.{pair[1]}")
+            per_kind.append(((str(pair[0]), str(pair[1])), a))
         object.__setattr__(self, "collective_algorithm", tuple(sorted(per_kind)))
         inr = self.in_network_reduction
         if isinstance(inr, str) or not all(isinstance(n, str) for n in inr):
@@ -325,74 +293,6 @@ class CollectiveSettings:
         """Latency per link hop on ``dim`` (s)."""
         return dict(self.link_latency_s).get(dim.name, dim.latency_s)
 
-
-def links_per_npu(dim: Dim) -> int:
-    """Links one NPU's ``B_d`` is split over: 2 on a ring, ``size - 1`` in a clique, 1 on a
-    switch (see the module notes).
-
-    Examples
-    --------
-    >>> [links_per_npu(Dim("d", t, 8, "T")) for t in ("ring", "fully_connected", "switch")]
-    [2, 7, 1]
-    """
-    if dim.topology == "ring":
-        return 2
-    if dim.topology == "fully_connected":
-        return max(dim.size - 1, 1)
-    return 1
-
-
-def bw_from_link_gbps(dim: Dim, link_gbps: float) -> float:
-    """``B_d`` (GB/s per NPU) of a dimension whose every link carries ``link_gbps``.
-
-    Examples
-    --------
-    >>> bw_from_link_gbps(Dim("d", "fully_connected", 8, "T"), 50.0)
-    350.0
-    """
-    return links_per_npu(dim) * float(link_gbps)
-
-
-def message_time_s(
-    size_bytes: float,
-    dim: Dim,
-    bw_gbps: float,
-    hops: int | None = None,
-    link_latency_s: float | None = None,
-    endpoint_delay_s: float = 0.0,
-) -> float:
-    """Time of one message between two NPUs of ``dim``: serialization on one link plus
-    ``hops`` link latencies plus the endpoint delay.
-
-    Parameters
-    ----------
-    size_bytes : float
-    dim : Dim
-    bw_gbps : float
-        ``B_d`` (GB/s per NPU; a link carries ``B_d / links_per_npu``).
-    hops : int, optional
-        Links crossed (default :data:`HOPS` of the topology).
-    link_latency_s : float, optional
-        Latency per hop (default ``dim.latency_s``).
-    endpoint_delay_s : float
-
-    Notes
-    -----
-    ``t = size x links_per_npu / (1e9 B_d) + hops x alpha + e``.
-
-    Examples
-    --------
-    ASTRA-sim's analytical-backend reference: 1 MiB between NPUs 0 and 3 of a 16-NPU ring
-    at 50 GB/s per link (GB = 2^30 B) with 500 ns links takes 19,531 ns + 3 x 500 ns:
-
-    >>> ring = Dim("r", "ring", 16, "T", latency_s=500e-9)
-    >>> bw = bw_from_link_gbps(ring, 50 * 2**30 / 1e9)
-    >>> round(message_time_s(2**20, ring, bw, hops=3) * 1e9, 2)
-    21031.25
-    """
-    h = HOPS[dim.topology] if hops is None else hops
-    alpha = dim.latency_s if link_latency_s is None else link_latency_s
-    return size_bytes * links_per_npu(dim) / (1e9 * bw_gbps) + h * alpha + endpoint_delay_s
 
 
 def _is_power_of_two(k: int) -> bool:
