@@ -5,7 +5,10 @@ Usage::
 
     python benchmarks/astra_sim_parity.py --out out/bench [--quick]
 
-writes ``astra_sim_parity.csv`` and ``astra_sim_parity.png`` and prints the agreement.
+writes ``astra_sim_parity.csv`` and ``astra_sim_parity.png`` and prints the agreement; then
+``nccl_curves.csv`` and ``nccl_curves.png``: the measured nccl-tests curves
+(:mod:`libra_opt.traffic.nccl_curves`) against the ``topology_aware`` model of each measured
+system with its curve preset.
 
 Each case is an ASTRA-sim-style configuration (a network YAML and a system JSON as
 mappings, a backend, ``num-queues-per-dim``) and one collective. The model's time comes the
@@ -445,6 +448,51 @@ def plot(df: pd.DataFrame, ax=None):
     return ax.figure
 
 
+# ------------------------------------------------------------------------ NCCL curves ---
+NCCL_SYSTEMS = {  # curve -> (GPUs on the switch, B_d GB/s, settings): its configuration
+    "a100_nvlink_nccl": (8, 300.0, {"algorithm": {"nvl": "ring"}}),
+    "h100_nvlink_nccl": (8, 450.0, {"in_network_reduction": ("nvl",)}),
+    "ndr400_ib_nccl": (2, 50.0, {"algorithm": {"nvl": "ring"}}),
+}
+
+
+def nccl_table() -> pd.DataFrame:
+    """Model bus bandwidth of every published point of every NCCL curve preset
+    (:mod:`libra_opt.traffic.nccl_curves`): ``busbw = (M / T) 2 (k - 1) / k``."""
+    from libra_opt.fabric.dims import Dim, Fabric
+    from libra_opt.traffic.nccl_curves import NCCL_CURVES
+    from libra_opt.traffic.topology_aware import CollectiveSettings
+
+    rows = []
+    for name, curve in NCCL_CURVES.items():
+        k, bw, extra = NCCL_SYSTEMS[name]
+        fabric = Fabric((Dim("nvl", "switch", k, "T"),))
+        s = CollectiveSettings(efficiency={"nvl": name}, **extra)
+        for m, pub in zip(curve.sizes_bytes, curve.busbw_gbps, strict=True):
+            t = collective_phases("all_reduce", m, (k,), fabric, s).time_s([bw])
+            rows.append({"curve": name, "size_bytes": m, "published_busbw_gbps": pub,
+                         "model_busbw_gbps": m / t / 1e9 * 2 * (k - 1) / k,
+                         "claimed": m >= curve.valid_from_bytes})
+    df = pd.DataFrame(rows)
+    df["rel_err"] = df.model_busbw_gbps / df.published_busbw_gbps - 1
+    return df
+
+
+def plot_nccl(df: pd.DataFrame, ax=None):
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 4.5))
+    for name, g in df.groupby("curve"):
+        line, = ax.plot(g.size_bytes, g.model_busbw_gbps, "-", label=f"{name} (model)")
+        ax.plot(g.size_bytes, g.published_busbw_gbps, "o", color=line.get_color(), ms=4,
+                label=f"{name} (published)")
+    ax.set(xscale="log", xlabel="all-reduce size (bytes)", ylabel="bus bandwidth (GB/s)",
+           title="nccl-tests all-reduce: published vs topology_aware with the curve preset")
+    ax.legend(fontsize=7)
+    return ax.figure
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=Path("out/bench"))
@@ -461,7 +509,15 @@ def main(argv=None) -> None:
         print(bad[["case", "replay_s", "model_s", "ratio"]].to_string(index=False))
     fig = plot(df)
     fig.savefig(args.out / "astra_sim_parity.png", dpi=120, bbox_inches="tight")
-    print(f"wrote {args.out / 'astra_sim_parity.csv'} and astra_sim_parity.png")
+    nccl = nccl_table()
+    nccl.to_csv(args.out / "nccl_curves.csv", index=False)
+    claimed = nccl[nccl.claimed]
+    print("\nNCCL curve presets, |model / published - 1| from the first claimed size up:")
+    print(claimed.groupby("curve").rel_err.agg(lambda e: float(np.abs(e).max()))
+          .rename("worst").to_string())
+    plot_nccl(nccl).savefig(args.out / "nccl_curves.png", dpi=120, bbox_inches="tight")
+    print(f"wrote {args.out / 'astra_sim_parity.csv'}, astra_sim_parity.png, nccl_curves.csv "
+          "and nccl_curves.png")
 
 
 if __name__ == "__main__":

@@ -68,6 +68,7 @@ from libra_opt.traffic.links import (
     links_per_npu,
     message_time_s,
 )
+from libra_opt.traffic.nccl_curves import NCCL_CURVES
 
 __all__ = [
     "HOPS",
@@ -126,7 +127,9 @@ class CollectiveSettings:
         Multi-dimensional all-reduce variant.
     efficiency : mapping dim name -> float or preset name
         Achievable fraction of line rate, in (0, 1] (default 1); a name of
-        :data:`LINE_RATE_PRESETS` stands for its fraction.
+        :data:`LINE_RATE_PRESETS` stands for its fraction, a name of
+        :data:`~libra_opt.traffic.nccl_curves.NCCL_CURVES` for a measured bus-bandwidth
+        curve (the fraction at each collective's size on the dimension).
     link_latency_s : mapping dim name -> float
         Latency per link hop (s); a dimension not named uses its ``Dim.latency_s``.
     in_network_reduction : tuple of str
@@ -208,13 +211,16 @@ class CollectiveSettings:
                 raise InputError(f"{a!r} is not one of {', '.join(COLLECTIVE_ALGORITHMS)}",
                                  field=f"collectives.algorithm.{name}")
         object.__setattr__(self, "algorithm", algo)
-        eff = []
+        eff: list[tuple[str, float | str]] = []
         for name, v in _pairs(self.efficiency, "collectives.efficiency"):  # type: ignore[arg-type]
+            if isinstance(v, str) and v in NCCL_CURVES:
+                eff.append((name, v))  # a measured curve: the fraction depends on the size
+                continue
             if isinstance(v, str):
                 if v not in LINE_RATE_PRESETS:
                     raise InputError(
                         f"{v!r} is neither a fraction in (0, 1] nor a preset "
-                        f"({', '.join(LINE_RATE_PRESETS)})",
+                        f"({', '.join([*LINE_RATE_PRESETS, *NCCL_CURVES])})",
                         field=f"collectives.efficiency.{name}")
                 v = LINE_RATE_PRESETS[v].fraction
             if isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v <= 1:
@@ -285,9 +291,18 @@ class CollectiveSettings:
                 return per_kind
         return dict(self.algorithm).get(dim.name, _DEFAULT_ALGORITHM[dim.topology])
 
-    def efficiency_of(self, dim: Dim) -> float:
-        """The achievable fraction of ``dim``'s line rate."""
-        return float(dict(self.efficiency).get(dim.name, 1.0))
+    def efficiency_of(self, dim: Dim, size_bytes: float | None = None) -> float:
+        """The achievable fraction of ``dim``'s line rate (for a collective of
+        ``size_bytes`` when the dimension is priced with a measured curve,
+        :mod:`libra_opt.traffic.nccl_curves`)."""
+        v = dict(self.efficiency).get(dim.name, 1.0)
+        if isinstance(v, str):
+            if size_bytes is None:
+                raise InputError(f"the efficiency of {dim.name!r} is the curve {v!r}: it "
+                                 "depends on the collective's size",
+                                 field=f"collectives.efficiency.{dim.name}")
+            return NCCL_CURVES[v].efficiency_at(size_bytes)
+        return float(v)
 
     def latency_of(self, dim: Dim) -> float:
         """Latency per link hop on ``dim`` (s)."""
@@ -644,7 +659,8 @@ def collective_phases(
                            backend=s.backend, link_latency_s=s.latency_of(dim),
                            endpoint_delay_s=s.endpoint_delay_s,
                            local_memory_gbps=s.local_memory_gbps,
-                           efficiency=s.efficiency_of(dim), links=links_per_npu(dim))
+                           efficiency=s.efficiency_of(dim, buf * s.chunks),
+                           links=links_per_npu(dim))
             sim.append((d, group, ph))
             dims.append(d)
             coef.append(ph.coef_gb)
@@ -660,7 +676,7 @@ def collective_phases(
         dim = fabric.dims[d]
         c, l_s = phase_time_terms(
             op, s.algorithm_of(dim, kind), dim, int(span[d]), buf, s.latency_of(dim),
-            s.endpoint_delay_s, s.local_memory_gbps, s.efficiency_of(dim),
+            s.endpoint_delay_s, s.local_memory_gbps, s.efficiency_of(dim, buf * s.chunks),
             dim.name in s.in_network_reduction)
         dims.append(d)
         coef.append(c)
