@@ -368,6 +368,21 @@ def sim_pipeline_pieces(
                 const += phases[i][2].const_s
         return coef, const
 
+    # congestion-aware: a chunk sharing its links with ``r`` others on a saturated link
+    # finishes its phase once the link has carried all of them (``(r + 1) load`` and its
+    # last step) instead of ``t_p``: the delay it brings to the next dimension
+    late: list[tuple[dict[int, float], float] | None] = []
+    for d_i, g_i, ph in phases:
+        group = g_i if split else "all"
+        shared_link = ph.channel != "dir" or split or hierarchical_all_reduce
+        share = 1.0 if shared_link else max(cw_share, 1 - cw_share)
+        rivals = min(chunks, math.ceil(slots[group] * share)) - 1
+        if backend != "congestion_aware" or rivals < 1:
+            late.append(None)
+            continue
+        late.append(({d_i: (rivals + 1) * ph.load_gb + ph.tail_gb - ph.coef_gb},
+                     ph.head_s + ph.tail_s - ph.const_s))
+
     for d in sorted({p[0] for p in phases}):
         on_d = [i for i, p in enumerate(phases) if p[0] == d]
         groups: dict[str, list[int]] = {}
@@ -386,8 +401,17 @@ def sim_pipeline_pieces(
                 add(coef, d, rivals * max(phases[i][2].step_gb for i in members))
             for dd, c in mid_coef.items():
                 add(coef, dd, -c)
-            pieces.append((coef, waves * sum(phases[i][2].const_s for i in members)
-                           - mid_const))
+            const = waves * sum(phases[i][2].const_s for i in members) - mid_const
+            pieces.append((coef, const))
+            upstream = [late[i] for i in range(members[0])
+                        if phases[i][0] != d and late[i] is not None]
+            if upstream:  # the first chunk arrives late from contended dimensions
+                delayed = dict(coef)
+                for lc, lk in upstream:  # type: ignore[misc]
+                    for dd, c in lc.items():
+                        add(delayed, dd, c)
+                    const += lk
+                pieces.append((delayed, const))
             for i in members:
                 pieces.append(({d: waves * phases[i][2].coef_gb}, waves * phases[i][2].const_s))
         if backend != "congestion_aware":
