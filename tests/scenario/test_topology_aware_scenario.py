@@ -180,3 +180,14 @@ def test_selectable_in_sweeps(scen_dir):
     s8 = apply_overrides(s, {"collectives.chunks": 8})
     assert s8.collective_settings is not None and s8.collective_settings.chunks == 8
     assert solve(s8).objective_value != solve(s).objective_value  # the setting reaches the solve
+
+
+def test_nccl_curve_efficiency_in_block(scen_dir):
+    """A measured curve names the efficiency of a dimension; the solve's numpy re-check
+    passes (the fraction is a constant per collective: the program stays exact)."""
+    block = "collectives: {efficiency: {pod: ndr400_ib_nccl, package: h100_nvlink_nccl}}\n"
+    s = load_scenario(write(scen_dir, BODY + block))
+    c = s.collective_settings
+    assert c is not None and dict(c.efficiency) == {"pod": "ndr400_ib_nccl",
+                                                    "package": "h100_nvlink_nccl"}
+    assert solve(s).solver.objective_rel_gap < 1e-6
