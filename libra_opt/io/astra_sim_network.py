@@ -3,29 +3,58 @@
 * Network YAML (``topology``, ``npus_count``, ``bandwidth`` in GB/s per link, ``latency`` in
   ns per link, one entry per dimension, innermost first) -> a :class:`Fabric` and the
   bandwidth ``B_d`` of every dimension (:func:`read_astra_sim_network`).
-* System JSON (``preferred-dataset-splits``, ``*-implementation`` per dimension,
-  ``endpoint-delay`` in ns, ``local-mem-bw`` in GB/s)
-  -> :class:`~libra_opt.traffic.topology_aware.CollectiveSettings`
-  (:func:`read_astra_sim_system`).
+* System JSON -> :class:`~libra_opt.traffic.topology_aware.CollectiveSettings` with
+  ``backend`` set (:func:`read_astra_sim_system`), so the ``topology_aware`` model gives the
+  times of ASTRA-sim's analytical backend (:mod:`libra_opt.traffic.astra_sim_model`).
+  The backend (which simulator binary) and ``num-queues-per-dim`` (a command-line option,
+  default 1) are not in the file; they are arguments.
 
-Units: ASTRA-sim's GB/s is 2^30 bytes/s (:data:`ASTRA_SIM_GB_BYTES`), ours 1e9; its
+Every key of the system file, and what it becomes:
+
+=================================  ========================================================
+``preferred-dataset-splits``       ``chunks`` (required: the simulator divides by it)
+``active-chunks-per-dimension``    ``active_chunks_per_dim`` (default 1)
+``endpoint-delay`` (ns)            ``endpoint_delay_s`` (default 10 ns, the simulator's)
+``local-mem-bw`` (GB/s = 1e9 B/s)  ``local_memory_gbps`` (the simulator multiplies by 1e9)
+``all-reduce-implementation``      ``algorithm`` per dimension (``ring``, ``direct``,
+                                   ``halvingDoubling``)
+``reduce-scatter-``, ``all-gather-``, ``all-to-all-implementation``
+                                   ``collective_algorithm`` where they differ
+``collective-optimization``        ``all_reduce``: ``localBWAware`` -> ``hierarchical``,
+                                   ``baseline`` -> ``full``
+``scheduling-policy``              LIFO / FIFO / EXPLICIT order collectives against each
+                                   other; one collective's time does not depend on it
+``intra-``, ``inter-dimension-scheduling``
+                                   not read by ASTRA-sim 2.0 (FIFO, ascending always)
+``local-reduction-delay``, ``L``, ``o``, ``g``, ``G``
+                                   used only by the shared-bus model (``model-shared-bus``
+                                   1, refused); accepted
+``boost-mode``, ``roofline-enabled``, ``peak-perf``, ``trace-enabled``, ``replay-only``,
+``track-local-mem``, ``local-mem-trace-filename``, ``model-shared-bus: 0``
+                                   no effect on collective times; accepted
+=================================  ========================================================
+
+Refused, naming the key: ``doubleBinaryTree`` and the ``one*`` (whole-system) and windowed
+``directN`` implementations, custom (Chakra) collective implementations, a shared memory
+bus, halving-doubling all-to-all (the simulator has none), any other key.
+
+Units: ASTRA-sim's network GB/s is 2^30 bytes/s (:data:`ASTRA_SIM_GB_BYTES`), ours 1e9; its
 ``bandwidth`` is per link, our ``B_d`` per NPU (``links_per_npu`` links: 2 on a ring,
 ``n - 1`` fully connected, 1 on a switch; see :mod:`libra_opt.traffic.topology_aware`), so
-``B_d = links_per_npu x bandwidth x 2^30 / 1e9``. Times in ns ("cycles") become seconds.
-
-Keys of the system file that the analytical model does not represent (scheduling policies,
-collective optimization, boost mode, roofline and tracing switches) are accepted and
-ignored; any other key is an error, as is an implementation with no counterpart.
-``active-chunks-per-dimension`` is accepted and not mapped: the chunk pipeline already
-lets each dimension work on one chunk at a time (more chunks per dimension share its
-bandwidth and do not raise its throughput); ``CollectiveSettings.active_chunks`` is a
-different limit (chunks in flight over the whole pipeline).
+``B_d = links_per_npu x bandwidth x 2^30 / 1e9``. ``local-mem-bw`` is 1e9 bytes/s
+(``Sys.cc`` multiplies it by 1e9). Times in ns become seconds.
 
 References
 ----------
 .. [1] W. Won et al., "ASTRA-sim2.0: Modeling Hierarchical Networks and Disaggregated
    Systems for Large-model Training at Scale", ISPASS 2023; the ASTRA-sim documentation,
    https://astra-sim.github.io/astra-sim-docs/.
+.. [2] ASTRA-sim source, https://github.com/astra-sim/astra-sim:
+   ``astra-sim/system/Sys.cc`` (``initialize_sys``: the system-file keys and units),
+   ``astra-sim/system/astraccl/CollectiveImplLookup.cc`` (implementation names),
+   ``astra-sim/network_frontend/analytical/common/CmdLineParser.cc`` (``num-queues-per-dim``);
+   https://github.com/astra-sim/astra-network-analytical ``common/NetworkFunction.cpp``
+   (GB = 2^30 bytes).
 """
 
 from __future__ import annotations
@@ -39,10 +68,12 @@ from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Dim, Fabric
 from libra_opt.io.yaml_util import load_yaml
 from libra_opt.options import CollectiveAlgorithm, Topology
+from libra_opt.traffic.astra_sim_model import Backend
 from libra_opt.traffic.topology_aware import CollectiveSettings, bw_from_link_gbps
 
 __all__ = [
     "ASTRA_SIM_GB_BYTES",
+    "DEFAULT_ENDPOINT_DELAY_NS",
     "AstraSimNetwork",
     "astra_gbps_to_gbps",
     "read_astra_sim_network",
@@ -60,18 +91,25 @@ _TOPOLOGY: dict[str, Topology] = {
 _ALGORITHM: dict[str, CollectiveAlgorithm] = {
     "ring": "ring", "direct": "direct", "halvingDoubling": "halving_doubling",
 }
-_IMPLEMENTATIONS = ("reduce-scatter-implementation", "all-gather-implementation",
-                    "all-reduce-implementation")
-_IGNORED = frozenset({
-    "scheduling-policy", "intra-dimension-scheduling", "inter-dimension-scheduling",
-    "collective-optimization", "boost-mode", "roofline-enabled", "peak-perf",
-    "trace-enabled", "replay-only", "track-local-mem", "local-mem-size", "sync_mode",
-    "enable_network_logger", "mixed-percision", "active-chunks-per-dimension",
+_IMPLEMENTATIONS = {
+    "all-reduce-implementation": "all_reduce",
+    "reduce-scatter-implementation": "reduce_scatter",
+    "all-gather-implementation": "all_gather",
+    "all-to-all-implementation": "all_to_all",
+}
+_NO_EFFECT = frozenset({
+    "boost-mode", "roofline-enabled", "peak-perf", "trace-enabled", "replay-only",
+    "track-local-mem", "local-mem-trace-filename", "local-mem-size",
+    "intra-dimension-scheduling", "inter-dimension-scheduling",
+    "local-reduction-delay", "L", "o", "g", "G",
 })
 _USED = frozenset({
-    "preferred-dataset-splits", "endpoint-delay",
-    "local-mem-bw", "all-to-all-implementation", *_IMPLEMENTATIONS,
+    "preferred-dataset-splits", "active-chunks-per-dimension", "endpoint-delay",
+    "local-mem-bw", "collective-optimization", "scheduling-policy", "model-shared-bus",
+    *_IMPLEMENTATIONS,
 })
+#: ASTRA-sim's endpoint delay when the system file has no ``endpoint-delay`` (ns).
+DEFAULT_ENDPOINT_DELAY_NS = 10.0
 
 
 def astra_gbps_to_gbps(astra_gbps: float) -> float:
@@ -180,35 +218,54 @@ def read_astra_sim_network(path: str | Path) -> AstraSimNetwork:
 
 
 def settings_from_mapping(
-    data: Any, dim_names: Sequence[str], source: str = "<system>"
+    data: Any, dim_names: Sequence[str], source: str = "<system>", *,
+    backend: Backend = "congestion_unaware", queues_per_dim: int = 1,
 ) -> CollectiveSettings:
     """:class:`CollectiveSettings` of a parsed system JSON for dimensions ``dim_names``.
 
+    Parameters
+    ----------
+    data : mapping
+        The parsed system file.
+    dim_names : sequence of str
+        Dimension names, innermost first (one entry per dimension of each list).
+    source : str
+        File name for error messages.
+    backend : {'congestion_unaware', 'congestion_aware'}
+        The analytical backend the configuration runs on.
+    queues_per_dim : int
+        ASTRA-sim's ``--num-queues-per-dim`` (default 1, the simulator's).
+
     Notes
     -----
-    ``preferred-dataset-splits`` -> ``chunks``; ``endpoint-delay`` (ns) -> ``endpoint_delay_s``; ``local-mem-bw``
-    (2^30 bytes/s) -> ``local_memory_gbps`` (1e9 bytes/s); the reduce-scatter, all-gather
-    and all-reduce implementations (which must agree per dimension) -> ``algorithm``; the
-    all-to-all implementation must be the same, or ``direct`` where the others are
-    ``halvingDoubling`` (the model's rule).
+    The mapping of every key is in the module notes.
 
     Examples
     --------
     >>> s = settings_from_mapping({"preferred-dataset-splits": 4, "endpoint-delay": 10,
+    ...     "local-mem-bw": 1600, "active-chunks-per-dimension": 2,
     ...     "all-reduce-implementation": ["ring", "direct"],
-    ...     "all-to-all-implementation": ["ring", "direct"]}, ["a", "b"])
-    >>> s.chunks, s.endpoint_delay_s, s.algorithm
-    (4, 1e-08, (('a', 'ring'), ('b', 'direct')))
+    ...     "all-to-all-implementation": ["direct", "direct"]}, ["a", "b"],
+    ...     backend="congestion_aware")
+    >>> s.chunks, s.endpoint_delay_s, s.local_memory_gbps, s.active_chunks_per_dim
+    (4, 1e-08, 1600.0, 2)
+    >>> s.algorithm, s.collective_algorithm
+    ((('a', 'ring'), ('b', 'direct')), ((('all_to_all', 'a'), 'direct'),))
     """
     if not isinstance(data, dict):
         raise InputError("expected a mapping (the system configuration)", source=source)
-    unknown = sorted(str(k) for k in set(data) - _USED - _IGNORED)
+    unknown = sorted(str(k) for k in set(data) - _USED - _NO_EFFECT)
     if unknown:
-        raise InputError(f"unknown key(s) {', '.join(unknown)}", source=source, field=unknown[0])
+        raise InputError(f"unknown key(s) {', '.join(unknown)}; custom collective "
+                         "implementations and other keys cannot be expressed",
+                         source=source, field=unknown[0])
 
-    def integer(key: str, default: int | None) -> int | None:
+    def integer(key: str, default: int | None) -> int:
         v = data.get(key, default)
-        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+        if v is None:
+            raise InputError("missing; expected an integer >= 1 (ASTRA-sim divides each "
+                             "collective into this many chunks)", source=source, field=key)
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise InputError(f"expected an integer >= 1, got {v!r}", source=source, field=key)
         return v
 
@@ -218,10 +275,23 @@ def settings_from_mapping(
             raise InputError(f"expected a number >= 0, got {v!r}", source=source, field=key)
         return None if v is None else float(v)
 
+    def choice(key: str, allowed: tuple[str, ...]) -> str | None:
+        v = data.get(key)
+        if v is not None and v not in allowed:
+            raise InputError(f"{v!r} is not one of {', '.join(allowed)}", source=source,
+                             field=key)
+        return v
+
+    for key in ("local-reduction-delay", "L", "o", "g", "G", "peak-perf"):
+        number(key)
+    choice("scheduling-policy", ("LIFO", "FIFO", "EXPLICIT"))
+    optimization = choice("collective-optimization", ("localBWAware", "baseline"))
+    if data.get("model-shared-bus", 0) not in (0, False):
+        raise InputError("the shared-bus (LogGP) memory model cannot be expressed; "
+                         "expected 0", source=source, field="model-shared-bus")
     n = len(dim_names)
-    algo: dict[str, CollectiveAlgorithm] = {}
-    given = {}
-    for key in (*_IMPLEMENTATIONS, "all-to-all-implementation"):
+    given: dict[str, list[CollectiveAlgorithm]] = {}
+    for key in _IMPLEMENTATIONS:
         if key not in data:
             continue
         v = data[key]
@@ -230,47 +300,56 @@ def settings_from_mapping(
                              f"got {v!r}", source=source, field=key)
         for i, a in enumerate(v):
             if a not in _ALGORITHM:
-                raise InputError(f"{a!r} is not one of {', '.join(_ALGORITHM)}",
-                                 source=source, field=f"{key}[{i}]")
+                raise InputError(
+                    f"{a!r} cannot be expressed; expected one of {', '.join(_ALGORITHM)}",
+                    source=source, field=f"{key}[{i}]")
         given[key] = [_ALGORITHM[a] for a in v]
+    if "halving_doubling" in given.get("all-to-all-implementation", []):
+        i = given["all-to-all-implementation"].index("halving_doubling")
+        raise InputError("ASTRA-sim's halvingDoubling has no all-to-all (the simulator "
+                         "stops); use ring or direct", source=source,
+                         field=f"all-to-all-implementation[{i}]")
+    algo: dict[str, CollectiveAlgorithm] = {}
+    per_kind: dict[tuple[str, str], CollectiveAlgorithm] = {}
+    order = [k for k in _IMPLEMENTATIONS if k in given]
     for i, name in enumerate(dim_names):
-        seen = {given[k][i] for k in _IMPLEMENTATIONS if k in given}
-        integer("active-chunks-per-dimension", None)  # checked, not mapped (module notes)
-        if len(seen) > 1:
-            raise InputError(
-                f"dimension {i} uses {', '.join(sorted(seen))} for reduce-scatter, "
-                "all-gather and all-reduce; the model takes one algorithm per dimension",
-                source=source, field=f"all-reduce-implementation[{i}]")
-        a2a = given.get("all-to-all-implementation", [None] * n)[i]
-        base = next(iter(seen)) if seen else a2a
-        if a2a is not None and a2a != base and not (a2a == "direct"
-                                                     and base == "halving_doubling"):
-            raise InputError(
-                f"all-to-all runs {a2a} on dimension {i}, the other collectives {base}; the "
-                "model takes one algorithm per dimension (all-to-all on halvingDoubling "
-                "runs direct)", source=source, field=f"all-to-all-implementation[{i}]")
-        if base is not None:
-            algo[name] = base
+        if not order:
+            break
+        base = given[order[0]][i]
+        algo[name] = base
+        for key in order[1:]:
+            if given[key][i] != base:
+                per_kind[(_IMPLEMENTATIONS[key], name)] = given[key][i]
     mem = number("local-mem-bw")
     delay_ns = number("endpoint-delay")
     try:
         return CollectiveSettings(
             algorithm=tuple(algo.items()),
-            chunks=integer("preferred-dataset-splits", 1) or 1,
-            endpoint_delay_s=0.0 if delay_ns is None else delay_ns / 1e9,
-            local_memory_gbps=None if not mem else astra_gbps_to_gbps(mem),
+            collective_algorithm=tuple(per_kind.items()),
+            chunks=integer("preferred-dataset-splits", None),
+            endpoint_delay_s=(DEFAULT_ENDPOINT_DELAY_NS if delay_ns is None else delay_ns) / 1e9,
+            local_memory_gbps=mem if mem else None,
+            all_reduce="full" if optimization == "baseline" else "hierarchical",
+            backend=backend,
+            queues_per_dim=queues_per_dim,
+            active_chunks_per_dim=integer("active-chunks-per-dimension", 1),
         )
     except InputError as exc:
         raise InputError(exc.message, source=source, field=exc.field) from None
 
 
-def read_astra_sim_system(path: str | Path, dim_names: Sequence[str]) -> CollectiveSettings:
+def read_astra_sim_system(
+    path: str | Path, dim_names: Sequence[str], *, backend: Backend = "congestion_unaware",
+    queues_per_dim: int = 1,
+) -> CollectiveSettings:
     """Read an ASTRA-sim 2.0 system JSON as :class:`CollectiveSettings` for the dimensions
-    ``dim_names`` (innermost first; the per-dimension lists must have one entry each).
+    ``dim_names`` (innermost first; the per-dimension lists must have one entry each), run
+    on ``backend`` with ``queues_per_dim`` queues (see :func:`settings_from_mapping`).
 
     Raises
     ------
     InputError
         Naming the file and the key.
     """
-    return settings_from_mapping(load_yaml(path), dim_names, str(path))
+    return settings_from_mapping(load_yaml(path), dim_names, str(path), backend=backend,
+                                 queues_per_dim=queues_per_dim)

@@ -38,7 +38,15 @@ Example::
       all_reduce: hierarchical                       # or full
       efficiency: {chiplet: 0.9, package: h100_nvlink}   # fraction of line rate or preset
       link_latency_s: {chiplet: 5.0e-7}              # per hop (default: the dim's latency_s)
+      collective_algorithm: {all_to_all: {package: ring}}   # one kind's algorithm on a dim
+      # backend: congestion_aware                    (ASTRA-sim 2.0 analytical backend's
+      #                                               times; or congestion_unaware; not with
+      #                                               in_network_reduction)
+      # queues_per_dim: 2, active_chunks_per_dim: 2  (with backend: its queues per dim and
+      #                                               chunks in flight per dim; default 1)
       # or: astra_sim_system: path/to/system.json    (ASTRA-sim 2.0 system configuration)
+      #     with backend: congestion_aware           (or congestion_unaware, the default)
+      #     and queues_per_dim: 1                     (ASTRA-sim's --num-queues-per-dim)
     training_loop: no_overlap                        # or overlap
     in_network_reduction: [package]                  # switch dims reducing in the network
     compression:                                     # bytes per element of collectives
@@ -270,12 +278,17 @@ def spec_from_dict(data: Any, source: str = "<dict>", base_dir: str | Path = "."
     if f.collectives is not None:
         cs = f.collectives
         if cs.astra_sim_system is not None:
-            given = sorted(k for k in cs.model_fields_set if k != "astra_sim_system")
+            # the backend and the queues are not in ASTRA-sim's system file
+            beside = CollectivesSpec.BESIDE_SYSTEM
+            given = sorted(k for k in cs.model_fields_set
+                           if k != "astra_sim_system" and k not in beside)
             if given:
                 raise InputError(
                     f"give either astra_sim_system or the settings ({', '.join(given)}), "
                     "not both", source=source, field="collectives")
-            coll = CollectivesSpec(astra_sim_system=Ref(cs.astra_sim_system))
+            coll = _made(lambda: CollectivesSpec(
+                astra_sim_system=Ref(cs.astra_sim_system),
+                **{k: getattr(cs, k) for k in beside}), source, "collectives")
         else:
             coll = _made(lambda: CollectivesSpec(**cs.model_dump(exclude={"astra_sim_system"})),
                          source, "collectives")
@@ -381,6 +394,8 @@ def resolve_spec(spec: ScenarioSpec, *, cache: ParseCache | None = None) -> Scen
         names = compile_fabric(fabric, source).names
         ref = coll.astra_sim_system.ref
         path = _resolve(base, ref, source, "collectives.astra_sim_system")
+        # the file's settings; the compiler runs them on the spec's backend and queues, so
+        # an edit of those takes effect without reading the file again
         changes["collectives"] = dataclasses.replace(coll, astra_sim_system=Ref(
             ref, read_astra_sim_system(path, names), str(path)))
     return dataclasses.replace(spec, **changes) if changes else spec

@@ -118,6 +118,10 @@ class CollectivesSpec(StrictModel):
     all_reduce: AllReduceVariant = "hierarchical"
     efficiency: dict[str, float | str] = Field(default_factory=dict)
     link_latency_s: dict[str, float] = Field(default_factory=dict)
+    backend: str | None = None
+    queues_per_dim: StrictInt = Field(default=1, ge=1)
+    active_chunks_per_dim: StrictInt = Field(default=1, ge=1)
+    collective_algorithm: dict[str, dict[str, CollectiveAlgorithm]] = Field(default_factory=dict)
     astra_sim_system: str | None = None
 
 

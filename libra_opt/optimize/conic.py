@@ -317,7 +317,7 @@ def build_conic_program(
             r[col_inv : col_inv + m] = w_k * piece_c[i]
             r[col_z + z_of[owner]] = -1.0
             p0 = w_k * chunked.piece_const_s[i] / t_ref
-            const = inv_u_term(r, p0) if p0 > 0 else 0.0
+            const = inv_u_term(r, p0) if p0 != 0 else 0.0  # pieces may subtract
             bld.add_le(r, -const)
     elif n_k:
         coll_forms[:, col_inv : col_inv + m] = c

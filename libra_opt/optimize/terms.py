@@ -32,8 +32,7 @@ class ChunkedTerms:
     .. math:: T_k = s_k \cdot inv + s^0_k + w_k \max_{r: o_r = k} (p_r \cdot inv + p^0_r)
 
     (:class:`~libra_opt.traffic.topology_aware.ChunkedCollective`: ``s`` the sum of one
-    chunk's phases, ``w = S - 1``, the pieces each dimension's busy time per chunk and, with
-    ``A`` chunks in flight, the sum over ``A``). Convex in ``inv``: both backends compile it with one epigraph
+    chunk's phases, ``w = 1`` and the pieces its pipeline pieces, already weighted). Convex in ``inv``: both backends compile it with one epigraph
     variable per collective.
 
     Attributes
@@ -73,15 +72,11 @@ def _chunked_rows(
         rows.append((r, const))
     total = np.sum([r for r, _ in rows], axis=0) if rows else np.zeros(n_d)
     total_const = float(sum(k for _, k in rows))
-    weight = float(c.chunks - 1) if rows else 0.0
-    pieces: list[tuple[np.ndarray, float]] = []
-    if weight > 0:  # one piece per dimension: its phases of one chunk, summed
-        for d in sorted(set(c.dims)):
-            on_d = [(r, k) for (r, k), dd in zip(rows, c.dims, strict=True) if dd == d]
-            pieces.append((np.sum([r for r, _ in on_d], axis=0), float(sum(k for _, k in on_d))))
-        a = c.active_chunks
-        if a is not None and a < len(rows):
-            pieces.append((total / a, total_const / a))
+    # the chunk pipeline's pieces (ChunkedCollective.pieces), already weighted: w = 1
+    piece_gb, piece_s = c.piece_arrays(n_d)
+    pieces: list[tuple[np.ndarray, float]] = [
+        (piece_gb[r], float(piece_s[r])) for r in range(piece_s.size)] if rows else []
+    weight = 1.0 if pieces else 0.0
     return total, total_const, weight, pieces
 
 
@@ -254,7 +249,7 @@ def aggregate_terms(
                 row = _chunked_rows(kind, size, wl.groups[group], fabric, collectives)
                 if hetero:
                     row = (row[0] / slow, row[1], row[2], [(r / slow, k) for r, k in row[3]])
-                chunks = row[2] + 1.0
+                chunks = float(collectives.chunks) if row[3] else 1.0
                 traffic = chunks * row[0]
                 lat = np.where(row[0] > 0, chunks * row[1], 0.0)
                 key = b"".join([row[0].tobytes(), np.float64(row[1]).tobytes(),

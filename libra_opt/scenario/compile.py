@@ -459,12 +459,14 @@ def _overlap(spec: OverlapSpec | None, training_loop: str, source: str) -> Overl
 
 
 def _collectives(spec: CollectivesSpec | None, source: str) -> CollectiveSettings | None:
-    """``collectives:`` as :class:`CollectiveSettings` (an ASTRA-sim system file's, or
-    the keys')."""
+    """``collectives:`` as :class:`CollectiveSettings`: an ASTRA-sim system file's, run on
+    the ``backend`` (default ``congestion_unaware``) and ``queues_per_dim`` given beside it
+    (they are not in the file), or the keys'."""
     if spec is None:
         return None
     if spec.astra_sim_system is not None:
-        given = sorted(f.name for f in dataclasses.fields(spec) if f.name != "astra_sim_system"
+        outside = {"astra_sim_system", *spec.BESIDE_SYSTEM}
+        given = sorted(f.name for f in dataclasses.fields(spec) if f.name not in outside
                        and getattr(spec, f.name) != f.default)
         if given:
             raise InputError(
@@ -472,7 +474,12 @@ def _collectives(spec: CollectivesSpec | None, source: str) -> CollectiveSetting
                 source=source,
                 field="collectives",
             )
-        return spec.astra_sim_system.value
+        system: CollectiveSettings = spec.astra_sim_system.value
+        try:
+            return dataclasses.replace(system, backend=spec.backend or "congestion_unaware",
+                                       queues_per_dim=spec.queues_per_dim)
+        except InputError as exc:
+            raise InputError(exc.message, source=source, field=exc.field) from None
     try:
         return CollectiveSettings(
             algorithm=tuple(spec.algorithm.items()),
@@ -483,9 +490,24 @@ def _collectives(spec: CollectivesSpec | None, source: str) -> CollectiveSetting
             all_reduce=spec.all_reduce,
             efficiency=tuple(spec.efficiency.items()),
             link_latency_s=tuple(spec.link_latency_s.items()),
+            backend=spec.backend,
+            queues_per_dim=spec.queues_per_dim,
+            active_chunks_per_dim=spec.active_chunks_per_dim,
+            collective_algorithm=_per_kind(spec.collective_algorithm),
         )
     except InputError as exc:
         raise InputError(exc.message, source=source, field=exc.field) from None
+
+
+def _per_kind(table: Mapping[str, Any]) -> tuple[tuple[tuple[str, str], Any], ...]:
+    """``{kind: {dim: algorithm}}`` as ``((kind, dim), algorithm)`` pairs."""
+    out = []
+    for kind, per in table.items():
+        if not isinstance(per, Mapping):
+            raise InputError(f"expected a mapping dim name -> algorithm, got "
+                             f"{short_repr(per, 60)}", field=f"collectives.collective_algorithm.{kind}")
+        out += [((kind, dim), a) for dim, a in per.items()]
+    return tuple(out)
 
 
 def _constraints(spec: ScenarioSpec, fabric: Fabric, source: str) -> list[LinearConstraint]:

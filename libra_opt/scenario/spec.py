@@ -79,6 +79,7 @@ from libra_opt.scenario.values import (
     thaw,
     unique_labels,
 )
+from libra_opt.traffic.astra_sim_model import Backend
 
 __all__ = [
     "API_SOURCE",
@@ -246,7 +247,14 @@ class ConstraintsSpec(_Node):
 class CollectivesSpec(_Node):
     """``collectives:`` (the ``topology_aware`` model's settings,
     :class:`~libra_opt.traffic.topology_aware.CollectiveSettings`), or an ASTRA-sim system
-    file (``astra_sim_system``, whose value is the settings it gives)."""
+    file (``astra_sim_system``, whose value is the settings it gives).
+
+    ``backend`` (ASTRA-sim's analytical network backend, ``None``: the physical model) and
+    ``queues_per_dim`` (its ``--num-queues-per-dim``) are not in a system file: they may be
+    given beside ``astra_sim_system``, whose settings the compiler runs on them (backend
+    ``congestion_unaware`` when none is given). ``collective_algorithm`` maps a collective
+    kind to ``{dim name: algorithm}``.
+    """
 
     algorithm: Mapping[str, Any] = _EMPTY
     chunks: int = 1
@@ -256,7 +264,13 @@ class CollectivesSpec(_Node):
     all_reduce: AllReduceVariant = "hierarchical"
     efficiency: Mapping[str, Any] = _EMPTY
     link_latency_s: Mapping[str, Any] = _EMPTY
+    backend: Backend | None = None
+    queues_per_dim: int = 1
+    active_chunks_per_dim: int = 1
+    collective_algorithm: Mapping[str, Any] = _EMPTY
     astra_sim_system: Ref | None = None
+    #: Keys that may be given beside ``astra_sim_system`` (not in ASTRA-sim's system file).
+    BESIDE_SYSTEM: ClassVar[tuple[str, ...]] = ("backend", "queues_per_dim")
     _REFS: ClassVar[dict[str, str]] = {"astra_sim_system": "astra_sim_system"}
 
 

@@ -142,8 +142,13 @@ class PhaseArrays:
         ``(Q,)`` distinct collective and dimension of each phase.
     coef_gb, const_s : numpy.ndarray
         ``(Q,)`` phase time of one chunk ``coef_gb / B_dim + const_s``.
-    chunks, active_chunks : numpy.ndarray
-        ``(J,)`` chunks ``S`` and chunks in flight ``A`` (``inf``: unlimited) per collective.
+    chunks : numpy.ndarray
+        ``(J,)`` chunks ``S`` per collective.
+    piece_owner : numpy.ndarray
+        ``(R,)`` collective of each pipeline piece.
+    piece_gb, piece_const_s : numpy.ndarray
+        ``(R, D)`` and ``(R,)``: the pieces ``piece_gb / B + piece_const_s``
+        (:attr:`~libra_opt.traffic.topology_aware.ChunkedCollective.pieces`).
     """
 
     owner: np.ndarray
@@ -151,7 +156,9 @@ class PhaseArrays:
     coef_gb: np.ndarray
     const_s: np.ndarray
     chunks: np.ndarray
-    active_chunks: np.ndarray
+    piece_owner: np.ndarray
+    piece_gb: np.ndarray
+    piece_const_s: np.ndarray
 
     def __post_init__(self) -> None:
         freeze_arrays(self)  # shared by every evaluation: read-only
@@ -161,11 +168,10 @@ class PhaseArrays:
 
         Notes
         -----
-        ``t_q = coef_q / B_{dim_q} + const_q``; per chunk dimension ``d`` is busy
-        ``u_d = sum_{q on d} t_q``; per collective
-        ``T = sum_q t_q + (S - 1) max(max_d u_d, sum_q t_q / A)``
+        ``t_q = coef_q / B_{dim_q} + const_q``; per collective
+        ``T = sum_q t_q + max_r piece_r`` over its pipeline pieces
         (:class:`~libra_opt.traffic.topology_aware.ChunkedCollective`); over all chunks a
-        dimension is busy ``S u_d``.
+        dimension is busy ``S u_d`` with ``u_d = sum_{q on d} t_q``.
         """
         n_j, n_d = self.chunks.size, bw_gbps.size
         with np.errstate(divide="ignore"):
@@ -173,8 +179,14 @@ class PhaseArrays:
         total = np.bincount(self.owner, weights=t_q, minlength=n_j)
         busy = np.bincount(self.owner * n_d + self.dim, weights=t_q,
                            minlength=n_j * n_d).reshape(n_j, n_d)
-        cycle = np.maximum(busy.max(axis=1, initial=0.0), total / self.active_chunks)
-        extra = np.where(self.chunks > 1, (self.chunks - 1) * cycle, 0.0)
+        extra = np.zeros(n_j)
+        if self.piece_owner.size:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                per = np.where(self.piece_gb != 0, self.piece_gb / bw_gbps[None, :],
+                               0.0).sum(axis=1) + self.piece_const_s
+            extra = np.full(n_j, -np.inf)
+            np.maximum.at(extra, self.piece_owner, per)
+            extra = np.where(np.isfinite(extra) | (extra > 0), extra, 0.0)
         return total + extra, busy * self.chunks[:, None]
 
 
@@ -188,18 +200,29 @@ def phase_arrays(
     dim: list[int] = []
     coef: list[float] = []
     const: list[float] = []
+    p_owner: list[int] = []
+    p_gb: list[np.ndarray] = []
+    p_const: list[float] = []
+    n_d = fabric.n_dims
     for j, (kind, size, span) in enumerate(collectives):
         c = collective_phases(kind, size, span, fabric, settings)
         owner += [j] * len(c.dims)
         dim += c.dims
         coef += c.coef_gb
         const += c.const_s
+        if c.dims:
+            pc, pk = c.piece_arrays(n_d)
+            p_owner += [j] * pk.size
+            p_gb += list(pc)
+            p_const += pk.tolist()
     n_j = len(collectives)
-    active = np.inf if settings.active_chunks is None else float(settings.active_chunks)
     return PhaseArrays(
         owner=np.array(owner, dtype=int), dim=np.array(dim, dtype=int),
         coef_gb=np.array(coef, dtype=float), const_s=np.array(const, dtype=float),
-        chunks=np.full(n_j, float(settings.chunks)), active_chunks=np.full(n_j, active),
+        chunks=np.full(n_j, float(settings.chunks)),
+        piece_owner=np.array(p_owner, dtype=int),
+        piece_gb=np.array(p_gb, dtype=float).reshape(len(p_owner), n_d),
+        piece_const_s=np.array(p_const, dtype=float),
     )
 
 

@@ -57,8 +57,18 @@ from libra_opt.options import (
     AllReduceVariant,
     CollectiveAlgorithm,
 )
+from libra_opt.traffic.astra_sim_model import BACKENDS, Backend, sim_phase, sim_pipeline_pieces
 from libra_opt.traffic.collectives import hierarchical_traffic_bytes
 from libra_opt.traffic.in_network import in_network_dims
+from libra_opt.traffic.links import (
+    HOPS,
+    LINE_RATE_PRESETS,
+    LineRatePreset,
+    bw_from_link_gbps,
+    links_per_npu,
+    message_time_s,
+)
+from libra_opt.traffic.nccl_curves import NCCL_CURVES
 
 __all__ = [
     "HOPS",
@@ -73,45 +83,7 @@ __all__ = [
     "collective_phases",
 ]
 
-#: Hops of one algorithm step on each topology: a ring neighbour 1, a clique peer 1,
-#: NPU -> switch -> NPU 2.
-HOPS: Mapping[str, int] = MappingProxyType({"ring": 1, "fully_connected": 1, "switch": 2})
-
-
-@dataclass(frozen=True)
-class LineRatePreset:
-    """Achievable fraction of line rate measured by a published collective benchmark.
-
-    Attributes
-    ----------
-    fraction : float
-        Measured bus bandwidth over line rate.
-    source : str
-        Where the figure comes from.
-    """
-
-    fraction: float
-    source: str
-
-
-#: Efficiency presets (``collectives.efficiency`` may name one instead of a number).
-LINE_RATE_PRESETS: Mapping[str, LineRatePreset] = MappingProxyType({
-    "a100_nvlink": LineRatePreset(
-        204.0 / 300.0,
-        "nccl-tests all_reduce_perf on DGX A100: about 200-208 GB/s bus bandwidth of 300 GB/s "
-        "NVLink3 (NVIDIA nccl-tests PERFORMANCE.md; DGX A100 reference results)",
-    ),
-    "h100_nvlink": LineRatePreset(
-        370.0 / 450.0,
-        "nccl-tests all_reduce_perf on DGX H100: about 370 GB/s bus bandwidth of 450 GB/s "
-        "NVLink4 (NVIDIA DGX H100 reference results)",
-    ),
-    "nic_400g": LineRatePreset(
-        47.0 / 50.0,
-        "nccl-tests across nodes on 400 Gb/s InfiniBand NDR: 46-48 GB/s bus bandwidth of "
-        "50 GB/s per NIC (NVIDIA nccl-tests reference results)",
-    ),
-})
+_KINDS = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "p2p")
 
 _DEFAULT_ALGORITHM: Mapping[str, CollectiveAlgorithm] = MappingProxyType(
     {"ring": "ring", "fully_connected": "direct", "switch": "direct"}
@@ -155,12 +127,30 @@ class CollectiveSettings:
         Multi-dimensional all-reduce variant.
     efficiency : mapping dim name -> float or preset name
         Achievable fraction of line rate, in (0, 1] (default 1); a name of
-        :data:`LINE_RATE_PRESETS` stands for its fraction.
+        :data:`LINE_RATE_PRESETS` stands for its fraction, a name of
+        :data:`~libra_opt.traffic.nccl_curves.NCCL_CURVES` for a measured bus-bandwidth
+        curve (the fraction at each collective's size on the dimension).
     link_latency_s : mapping dim name -> float
         Latency per link hop (s); a dimension not named uses its ``Dim.latency_s``.
     in_network_reduction : tuple of str
         Switch dimensions that reduce and multicast in the network (SHARP class; see
         :func:`phase_time_terms` and :mod:`libra_opt.traffic.in_network`).
+    backend : {None, 'congestion_unaware', 'congestion_aware'}
+        ``None``: this module's physical model (cut-through switches, two counter-rotating
+        rings on a ring, chunks on a dimension one after another). Otherwise the times
+        ASTRA-sim 2.0 gives on that analytical network backend
+        (:mod:`libra_opt.traffic.astra_sim_model`), with the three settings below.
+    queues_per_dim : int
+        ASTRA-sim's ``num-queues-per-dim`` ``Q`` (with ``backend``): chunks are dealt
+        round-robin to a dimension's queues; a ring runs one way, clockwise on the first
+        half of the queues and anticlockwise on the second (one queue: clockwise).
+    active_chunks_per_dim : int
+        ASTRA-sim's ``active-chunks-per-dimension`` ``A`` (with ``backend``): a queue runs
+        ``ceil(A / Q)`` chunks at once.
+    collective_algorithm : mapping (collective kind, dim name) -> algorithm
+        Algorithm of one collective kind on one dimension, over ``algorithm`` (ASTRA-sim's
+        per-collective ``*-implementation`` lists; an all-reduce's phases all run the
+        all-reduce's algorithm).
 
     Examples
     --------
@@ -178,8 +168,38 @@ class CollectiveSettings:
     efficiency: tuple[tuple[str, float | str], ...] = ()
     link_latency_s: tuple[tuple[str, float], ...] = ()
     in_network_reduction: tuple[str, ...] = ()
+    backend: Backend | None = None
+    queues_per_dim: int = 1
+    active_chunks_per_dim: int = 1
+    collective_algorithm: tuple[tuple[tuple[str, str], CollectiveAlgorithm], ...] = ()
 
     def __post_init__(self) -> None:
+        if self.backend is not None and self.backend not in BACKENDS:
+            raise InputError(f"{self.backend!r} is not one of {', '.join(BACKENDS)} (or null)",
+                             field="collectives.backend")
+        for key in ("queues_per_dim", "active_chunks_per_dim"):
+            v = getattr(self, key)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise InputError(f"{key} {v!r} must be an integer >= 1",
+                                 field=f"collectives.{key}")
+        if self.backend is not None and self.in_network_reduction:
+            raise InputError("ASTRA-sim's analytical backends have no in-network reduction; "
+                             "give backend or in_network_reduction, not both",
+                             field="collectives.in_network_reduction")
+        per_kind: list[tuple[tuple[str, str], CollectiveAlgorithm]] = []
+        items = (self.collective_algorithm.items()
+                 if isinstance(self.collective_algorithm, Mapping)
+                 else self.collective_algorithm)
+        for pair, a in items:
+            if (not isinstance(pair, tuple) or len(pair) != 2
+                    or pair[0] not in _KINDS or not isinstance(pair[1], str)):
+                raise InputError(f"expected (collective kind, dim name) keys, got {pair!r}",
+                                 field="collectives.collective_algorithm")
+            if a not in COLLECTIVE_ALGORITHMS:
+                raise InputError(f"{a!r} is not one of {', '.join(COLLECTIVE_ALGORITHMS)}",
+                                 field=f"collectives.collective_algorithm.{pair[0]}.{pair[1]}")
+            per_kind.append(((str(pair[0]), str(pair[1])), a))
+        object.__setattr__(self, "collective_algorithm", tuple(sorted(per_kind)))
         inr = self.in_network_reduction
         if isinstance(inr, str) or not all(isinstance(n, str) for n in inr):
             raise InputError(f"expected a list of dimension names, got {inr!r}",
@@ -191,13 +211,16 @@ class CollectiveSettings:
                 raise InputError(f"{a!r} is not one of {', '.join(COLLECTIVE_ALGORITHMS)}",
                                  field=f"collectives.algorithm.{name}")
         object.__setattr__(self, "algorithm", algo)
-        eff = []
+        eff: list[tuple[str, float | str]] = []
         for name, v in _pairs(self.efficiency, "collectives.efficiency"):  # type: ignore[arg-type]
+            if isinstance(v, str) and v in NCCL_CURVES:
+                eff.append((name, v))  # a measured curve: the fraction depends on the size
+                continue
             if isinstance(v, str):
                 if v not in LINE_RATE_PRESETS:
                     raise InputError(
                         f"{v!r} is neither a fraction in (0, 1] nor a preset "
-                        f"({', '.join(LINE_RATE_PRESETS)})",
+                        f"({', '.join([*LINE_RATE_PRESETS, *NCCL_CURVES])})",
                         field=f"collectives.efficiency.{name}")
                 v = LINE_RATE_PRESETS[v].fraction
             if isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v <= 1:
@@ -243,96 +266,48 @@ class CollectiveSettings:
                     raise InputError(
                         f"no dimension named {name!r}; names: {', '.join(fabric.names)}",
                         field=f"collectives.{key}.{name}")
-        for name, a in self.algorithm:
+        for (kind, name), _ in self.collective_algorithm:
+            if name not in names:
+                raise InputError(
+                    f"no dimension named {name!r}; names: {', '.join(fabric.names)}",
+                    field=f"collectives.collective_algorithm.{kind}.{name}")
+        pairs = [(name, a, f"collectives.algorithm.{name}") for name, a in self.algorithm]
+        pairs += [(name, a, f"collectives.collective_algorithm.{kind}.{name}")
+                  for (kind, name), a in self.collective_algorithm]
+        for name, a, field in pairs:
             dim = fabric.dims[fabric.index(name)]
-            if a != "ring" and dim.topology == "ring":
+            if self.backend is None and a == "halving_doubling" and dim.topology == "ring":
                 raise InputError(
                     f"algorithm {a!r} needs a fully_connected or switch dimension; "
-                    f"{name!r} is a ring (use 'ring')",
-                    field=f"collectives.algorithm.{name}")
+                    f"{name!r} is a ring (use 'ring' or 'direct')", field=field)
         in_network_dims(self.in_network_reduction, fabric,
                         field="collectives.in_network_reduction")
 
-    def algorithm_of(self, dim: Dim) -> CollectiveAlgorithm:
-        """The algorithm ``dim`` runs."""
+    def algorithm_of(self, dim: Dim, kind: str | None = None) -> CollectiveAlgorithm:
+        """The algorithm ``dim`` runs (for collectives of ``kind`` when given)."""
+        if kind is not None:
+            per_kind = dict(self.collective_algorithm).get((kind, dim.name))
+            if per_kind is not None:
+                return per_kind
         return dict(self.algorithm).get(dim.name, _DEFAULT_ALGORITHM[dim.topology])
 
-    def efficiency_of(self, dim: Dim) -> float:
-        """The achievable fraction of ``dim``'s line rate."""
-        return float(dict(self.efficiency).get(dim.name, 1.0))
+    def efficiency_of(self, dim: Dim, size_bytes: float | None = None) -> float:
+        """The achievable fraction of ``dim``'s line rate (for a collective of
+        ``size_bytes`` when the dimension is priced with a measured curve,
+        :mod:`libra_opt.traffic.nccl_curves`)."""
+        v = dict(self.efficiency).get(dim.name, 1.0)
+        if isinstance(v, str):
+            if size_bytes is None:
+                raise InputError(f"the efficiency of {dim.name!r} is the curve {v!r}: it "
+                                 "depends on the collective's size",
+                                 field=f"collectives.efficiency.{dim.name}")
+            return NCCL_CURVES[v].efficiency_at(size_bytes)
+        return float(v)
 
     def latency_of(self, dim: Dim) -> float:
         """Latency per link hop on ``dim`` (s)."""
         return dict(self.link_latency_s).get(dim.name, dim.latency_s)
 
-
-def links_per_npu(dim: Dim) -> int:
-    """Links one NPU's ``B_d`` is split over: 2 on a ring, ``size - 1`` in a clique, 1 on a
-    switch (see the module notes).
-
-    Examples
-    --------
-    >>> [links_per_npu(Dim("d", t, 8, "T")) for t in ("ring", "fully_connected", "switch")]
-    [2, 7, 1]
-    """
-    if dim.topology == "ring":
-        return 2
-    if dim.topology == "fully_connected":
-        return max(dim.size - 1, 1)
-    return 1
-
-
-def bw_from_link_gbps(dim: Dim, link_gbps: float) -> float:
-    """``B_d`` (GB/s per NPU) of a dimension whose every link carries ``link_gbps``.
-
-    Examples
-    --------
-    >>> bw_from_link_gbps(Dim("d", "fully_connected", 8, "T"), 50.0)
-    350.0
-    """
-    return links_per_npu(dim) * float(link_gbps)
-
-
-def message_time_s(
-    size_bytes: float,
-    dim: Dim,
-    bw_gbps: float,
-    hops: int | None = None,
-    link_latency_s: float | None = None,
-    endpoint_delay_s: float = 0.0,
-) -> float:
-    """Time of one message between two NPUs of ``dim``: serialization on one link plus
-    ``hops`` link latencies plus the endpoint delay.
-
-    Parameters
-    ----------
-    size_bytes : float
-    dim : Dim
-    bw_gbps : float
-        ``B_d`` (GB/s per NPU; a link carries ``B_d / links_per_npu``).
-    hops : int, optional
-        Links crossed (default :data:`HOPS` of the topology).
-    link_latency_s : float, optional
-        Latency per hop (default ``dim.latency_s``).
-    endpoint_delay_s : float
-
-    Notes
-    -----
-    ``t = size x links_per_npu / (1e9 B_d) + hops x alpha + e``.
-
-    Examples
-    --------
-    ASTRA-sim's analytical-backend reference: 1 MiB between NPUs 0 and 3 of a 16-NPU ring
-    at 50 GB/s per link (GB = 2^30 B) with 500 ns links takes 19,531 ns + 3 x 500 ns:
-
-    >>> ring = Dim("r", "ring", 16, "T", latency_s=500e-9)
-    >>> bw = bw_from_link_gbps(ring, 50 * 2**30 / 1e9)
-    >>> round(message_time_s(2**20, ring, bw, hops=3) * 1e9, 2)
-    21031.25
-    """
-    h = HOPS[dim.topology] if hops is None else hops
-    alpha = dim.latency_s if link_latency_s is None else link_latency_s
-    return size_bytes * links_per_npu(dim) / (1e9 * bw_gbps) + h * alpha + endpoint_delay_s
 
 
 def _is_power_of_two(k: int) -> bool:
@@ -393,7 +368,8 @@ def phase_time_terms(
       bytes per NPU);
     * direct (one step, ``k - 1`` messages at once): serialization ``(k-1) n / (eta B_d)``
       through a switch port, ``(s-1) n / (eta B_d)`` on a clique (each message on its own
-      link); reduce-scatter ``ser + l + (k-1) rho``; all-gather and all-to-all
+      link), ``sum_j min(j, k-j) n / (eta B_d)`` on a ring (each message the shorter way,
+      the link-hops spread over both links; latency ``floor(k/2) alpha + e``); reduce-scatter ``ser + l + (k-1) rho``; all-gather and all-to-all
       ``ser + l``; all-reduce ``2 ser + 2 l + (k-1) rho``;
     * halving-doubling [1]_ (``k = 2^q``, recursive halving then doubling, one peer per
       step): serialization ``(k-1) n phi_1 / (eta B_d)`` with ``phi_1`` the links of one
@@ -436,7 +412,7 @@ def phase_time_terms(
             return (k - 1) * n * scale, lat
     if algorithm == "halving_doubling" and op == "all_to_all":
         algorithm = "direct"
-    if algorithm != "ring" and dim.topology == "ring":
+    if algorithm == "halving_doubling" and dim.topology == "ring":
         raise InputError(f"algorithm {algorithm!r} needs a fully_connected or switch dimension",
                          field=f"collectives.algorithm.{dim.name}")
     if algorithm == "ring":
@@ -452,6 +428,17 @@ def phase_time_terms(
         if op == "all_to_all":
             pairs = k * (k - 1) / 2
             return pairs * tau, pairs * lat
+    elif algorithm == "direct" and dim.topology == "ring":
+        # every peer at once by the shorter way: sum_j min(j, k-j) link-hops per NPU,
+        # spread evenly over its two links of B_d / 2
+        ser = sum(min(j, k - j) for j in range(1, k)) * n * scale
+        far = (k // 2) * link_latency_s + endpoint_delay_s
+        if op == "reduce_scatter":
+            return ser, far + (k - 1) * red
+        if op in ("all_gather", "all_to_all"):
+            return ser, far
+        if op == "all_reduce":
+            return 2 * ser, 2 * far + (k - 1) * red
     elif algorithm == "direct":
         ser = (links if dim.topology == "fully_connected" else k - 1) * n * scale
         if op == "reduce_scatter":
@@ -490,6 +477,12 @@ class ChunkedCollective:
         ``S``.
     active_chunks : int or None
         ``A`` (``None``: unlimited).
+    pieces : tuple, optional
+        The pipeline's affine pieces, each ``((dim, coef_gb), ...), const_s``: the
+        collective time is ``sum_p t_p + max_r piece_r`` (some piece is ``>= 0``). Default:
+        the pieces of the Notes, ``(S - 1) u_d`` per dimension and ``(S - 1) sum_p t_p / A``.
+        ASTRA-sim backends give their own
+        (:func:`~libra_opt.traffic.astra_sim_model.sim_pipeline_pieces`).
 
     Notes
     -----
@@ -504,8 +497,8 @@ class ChunkedCollective:
 
     ``S = 1`` is the sequential sum; ``S -> infinity`` approaches ``S max_d u_d`` (without
     latency: LIBRA's pipelined max over dimensions of the whole buffer's time); ``A = 1``
-    runs chunks one after another. Every ``t_p`` is affine in ``1 / B``, so ``T`` is convex
-    in ``1 / B`` and decreasing in ``B``.
+    runs chunks one after another. Every ``t_p`` and piece is affine in ``1 / B``, so ``T``
+    is convex in ``1 / B``.
     """
 
     dims: tuple[int, ...]
@@ -513,6 +506,34 @@ class ChunkedCollective:
     const_s: tuple[float, ...]
     chunks: int = 1
     active_chunks: int | None = None
+    pieces: tuple[tuple[tuple[tuple[int, float], ...], float], ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.pieces is not None:
+            return
+        pieces: list[tuple[tuple[tuple[int, float], ...], float]] = []
+        w = self.chunks - 1
+        if self.dims and w > 0:
+            for d in sorted(set(self.dims)):
+                on_d = [i for i, dd in enumerate(self.dims) if dd == d]
+                pieces.append((((d, w * sum(self.coef_gb[i] for i in on_d)),),
+                               w * sum(self.const_s[i] for i in on_d)))
+            a = self.active_chunks
+            if a is not None and a < len(self.dims):
+                per_dim: dict[int, float] = {}
+                for d, c in zip(self.dims, self.coef_gb, strict=True):
+                    per_dim[d] = per_dim.get(d, 0.0) + w * c / a
+                pieces.append((tuple(sorted(per_dim.items())), w * sum(self.const_s) / a))
+        object.__setattr__(self, "pieces", tuple(pieces))
+
+    def piece_arrays(self, n_dims: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(R, n_dims)`` coefficients (GB) and ``(R,)`` constants (s) of the pieces."""
+        pieces = self.pieces or ()
+        coef = np.zeros((len(pieces), n_dims))
+        for r, (terms, _) in enumerate(pieces):
+            for d, c in terms:
+                coef[r, d] += c
+        return coef, np.array([c for _, c in pieces], dtype=float)
 
     def phase_times_s(self, bw_gbps: npt.ArrayLike) -> np.ndarray:
         """``t_p`` of one chunk at bandwidth ``bw_gbps`` (one value per dimension)."""
@@ -538,13 +559,42 @@ class ChunkedCollective:
         """
         if not self.dims:
             return 0.0
-        t = self.phase_times_s(bw_gbps)
-        total = float(t.sum())
-        dims = np.array(self.dims)
-        cycle = float(np.bincount(dims, weights=t).max())
-        if self.active_chunks is not None:
-            cycle = max(cycle, total / self.active_chunks)
-        return total + (self.chunks - 1) * cycle
+        bw = np.asarray(bw_gbps, dtype=float)
+        total = float(self.phase_times_s(bw).sum())
+        if not self.pieces:
+            return total
+        coef, const = self.piece_arrays(bw.size)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            per = np.where(coef != 0, coef / bw[None, :], 0.0).sum(axis=1) + const
+        return total + float(per.max())
+
+
+def _plan(kind: str, chunk: float, span: Sequence[int], spanned: list[int],
+          full: bool) -> list[tuple[str, int, float, str]]:
+    """``(phase op, dim, buffer bytes, queue group)`` of one chunk (see collective_phases)."""
+    plan: list[tuple[str, int, float, str]] = []
+    if kind in ("reduce_scatter", "all_reduce"):
+        if full:
+            return [("all_reduce", d, chunk, "all") for d in spanned]
+        hier = kind == "all_reduce"
+        up = spanned if kind == "reduce_scatter" else spanned[:-1]
+        m = chunk
+        for d in up:
+            plan.append(("reduce_scatter", d, m, "first" if hier else "all"))
+            m /= int(span[d])
+        if hier:
+            plan.append(("all_reduce", spanned[-1], m, "first"))
+            for d in reversed(up):
+                plan.append(("all_gather", d, m * int(span[d]), "last"))
+                m *= int(span[d])
+    elif kind == "all_gather":
+        m = chunk
+        for d in reversed(spanned):
+            plan.append(("all_gather", d, m * int(span[d]), "all"))
+            m *= int(span[d])
+    else:  # all_to_all, p2p
+        plan = [(kind, d, chunk, "all") for d in spanned]
+    return plan
 
 
 def collective_phases(
@@ -575,7 +625,10 @@ def collective_phases(
     * all-to-all: a phase with buffer ``x`` on every spanned dimension;
     * point-to-point: a message of ``x`` on every spanned dimension.
 
-    A collective of 0 bytes has no phases (it is not issued).
+    With ``settings.backend`` set, the phase times and pipeline pieces are ASTRA-sim's
+    (:mod:`libra_opt.traffic.astra_sim_model`); otherwise :func:`phase_time_terms` and the
+    pipeline of :class:`ChunkedCollective`. A collective of 0 bytes has no phases (it is not
+    issued).
 
     Examples
     --------
@@ -594,36 +647,36 @@ def collective_phases(
     chunk = float(size_bytes) / s.chunks
     spanned = [d for d, k in enumerate(span) if int(k) > 1]
     if chunk <= 0 or not spanned:
-        return ChunkedCollective((), (), (), s.chunks, s.active_chunks)
-    plan: list[tuple[str, int, float]] = []
-    if kind in ("reduce_scatter", "all_reduce"):
-        full = kind == "all_reduce" and s.all_reduce == "full"
-        if full:
-            plan = [("all_reduce", d, chunk) for d in spanned]
-        else:
-            up = spanned if kind == "reduce_scatter" else spanned[:-1]
-            m = chunk
-            for d in up:
-                plan.append(("reduce_scatter", d, m))
-                m /= int(span[d])
-            if kind == "all_reduce":
-                plan.append(("all_reduce", spanned[-1], m))
-                for d in reversed(up):
-                    plan.append(("all_gather", d, m * int(span[d])))
-                    m *= int(span[d])
-    elif kind == "all_gather":
-        m = chunk
-        for d in reversed(spanned):
-            plan.append(("all_gather", d, m * int(span[d])))
-            m *= int(span[d])
-    else:  # all_to_all, p2p
-        plan = [(kind, d, chunk) for d in spanned]
+        return ChunkedCollective((), (), (), s.chunks, s.active_chunks, pieces=())
+    full = kind == "all_reduce" and s.all_reduce == "full"
+    plan = _plan(kind, chunk, span, spanned, full)
     dims, coef, const = [], [], []
-    for op, d, buf in plan:
+    if s.backend is not None:
+        sim = []
+        for op, d, buf, group in plan:
+            dim = fabric.dims[d]
+            ph = sim_phase(op, s.algorithm_of(dim, kind), dim, int(span[d]), buf,
+                           backend=s.backend, link_latency_s=s.latency_of(dim),
+                           endpoint_delay_s=s.endpoint_delay_s,
+                           local_memory_gbps=s.local_memory_gbps,
+                           efficiency=s.efficiency_of(dim, buf * s.chunks),
+                           links=links_per_npu(dim))
+            sim.append((d, group, ph))
+            dims.append(d)
+            coef.append(ph.coef_gb)
+            const.append(ph.const_s)
+        pieces = sim_pipeline_pieces(
+            sim, s.chunks, backend=s.backend, queues_per_dim=s.queues_per_dim,
+            active_chunks_per_dim=s.active_chunks_per_dim,
+            hierarchical_all_reduce=kind == "all_reduce" and not full)
+        return ChunkedCollective(
+            tuple(dims), tuple(coef), tuple(const), s.chunks, s.active_chunks,
+            pieces=tuple((tuple(sorted(t.items())), c) for t, c in pieces))
+    for op, d, buf, _ in plan:
         dim = fabric.dims[d]
         c, l_s = phase_time_terms(
-            op, s.algorithm_of(dim), dim, int(span[d]), buf, s.latency_of(dim),
-            s.endpoint_delay_s, s.local_memory_gbps, s.efficiency_of(dim),
+            op, s.algorithm_of(dim, kind), dim, int(span[d]), buf, s.latency_of(dim),
+            s.endpoint_delay_s, s.local_memory_gbps, s.efficiency_of(dim, buf * s.chunks),
             dim.name in s.in_network_reduction)
         dims.append(d)
         coef.append(c)

@@ -62,12 +62,29 @@ def test_network_import_reproduces_point_to_point_reference(tmp_path):
 
 def test_system_import(tmp_path):
     p = write(tmp_path, "sys.json", json.dumps(SYSTEM))
-    s = read_astra_sim_system(p, ["a", "b", "c"])
+    s = read_astra_sim_system(p, ["a", "b", "c"], backend="congestion_aware", queues_per_dim=2)
     assert s.chunks == 4
     assert s.endpoint_delay_s == 10e-9
-    assert s.local_memory_gbps == pytest.approx(1600 * 2**30 / 1e9, rel=1e-15)
+    # Sys.cc: local_mem_bw = local-mem-bw x 1e9 bytes/s, our GB/s exactly
+    assert s.local_memory_gbps == 1600.0
     assert dict(s.algorithm) == {"a": "ring", "b": "direct", "c": "halving_doubling"}
-    assert s.active_chunks is None  # per-dimension chunks are the pipeline's own stages
+    # all-to-all runs direct on dimension c, the others halving-doubling
+    assert dict(s.collective_algorithm) == {("all_to_all", "c"): "direct"}
+    assert s.active_chunks_per_dim == 1 and s.active_chunks is None
+    assert (s.backend, s.queues_per_dim) == ("congestion_aware", 2)
+    assert s.all_reduce == "hierarchical"  # localBWAware
+
+
+def test_system_defaults_and_baseline(tmp_path):
+    """No endpoint-delay: the simulator's 10 ns; baseline: an all-reduce on every dimension;
+    the scheduling keys ASTRA-sim 2.0 does not read are accepted."""
+    data = {k: v for k, v in SYSTEM.items() if k != "endpoint-delay"}
+    data.update({"collective-optimization": "baseline", "intra-dimension-scheduling": "RG",
+                 "inter-dimension-scheduling": "roundRobin", "local-reduction-delay": 1})
+    s = read_astra_sim_system(write(tmp_path, "sys.json", json.dumps(data)), ["a", "b", "c"])
+    assert s.endpoint_delay_s == 10e-9
+    assert s.all_reduce == "full"
+    assert s.backend == "congestion_unaware" and s.queues_per_dim == 1
 
 
 @pytest.mark.parametrize(
@@ -95,13 +112,21 @@ def test_network_errors_name_file_and_field(tmp_path, text, field):
     [
         ({"bogus-key": 1}, "bogus-key"),
         ({"preferred-dataset-splits": 0}, "preferred-dataset-splits"),
+        ({"preferred-dataset-splits": None}, "preferred-dataset-splits"),
         ({"all-reduce-implementation": ["ring", "direct"]}, "all-reduce-implementation"),
         ({"all-reduce-implementation": ["ring", "doubleBinaryTree", "direct"]},
          "all-reduce-implementation[1]"),
-        ({"all-gather-implementation": ["ring", "ring", "halvingDoubling"]},
+        ({"all-reduce-implementation": ["ring", "oneRing", "direct"]},
          "all-reduce-implementation[1]"),
-        ({"all-to-all-implementation": ["direct", "direct", "direct"]},
-         "all-to-all-implementation[0]"),
+        ({"all-gather-implementation": ["ring", "direct4", "direct"]},
+         "all-gather-implementation[1]"),
+        ({"all-to-all-implementation": ["ring", "direct", "halvingDoubling"]},
+         "all-to-all-implementation[2]"),
+        ({"all-reduce-implementation-custom": ["x.et"]}, "all-reduce-implementation-custom"),
+        ({"model-shared-bus": 1}, "model-shared-bus"),
+        ({"scheduling-policy": "RANDOM"}, "scheduling-policy"),
+        ({"collective-optimization": "fast"}, "collective-optimization"),
+        ({"active-chunks-per-dimension": 0}, "active-chunks-per-dimension"),
         ({"local-mem-bw": -1}, "local-mem-bw"),
     ],
 )

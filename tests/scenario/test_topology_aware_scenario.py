@@ -6,11 +6,13 @@ import json
 import textwrap
 
 import pytest
+import yaml
 from numpy.testing import assert_allclose
 
 from libra_opt.errors import InputError
-from libra_opt.io.scenario_file import load_scenario
+from libra_opt.io.scenario_file import load_scenario, load_spec, spec_from_dict, spec_to_yaml
 from libra_opt.optimize.problem import solve
+from libra_opt.scenario.compile import compile
 from libra_opt.scenario.evaluate import evaluate
 from libra_opt.scenario.examples import toy_scenario
 from libra_opt.traffic.topology_aware import CollectiveSettings, collective_phases
@@ -82,7 +84,8 @@ def test_default_settings_without_block(scen_dir):
         ("collectives: {chunks: 2.5}\n", "collectives.chunks"),
         ("collectives: {bogus: 1}\n", "collectives"),  # the message names 'bogus'
         ("collectives: {algorithm: {pod: tree}}\n", "collectives.algorithm.pod"),
-        ("collectives: {algorithm: {chiplet: direct}}\n", "collectives.algorithm.chiplet"),
+        ("collectives: {algorithm: {chiplet: halving_doubling}}\n",
+         "collectives.algorithm.chiplet"),
         ("collectives: {algorithm: {nosuch: ring}}\n", "collectives.algorithm.nosuch"),
         ("collectives: {efficiency: {pod: 1.2}}\n", "collectives.efficiency.pod"),
         ("collectives: {efficiency: {pod: fast}}\n", "collectives.efficiency.pod"),
@@ -116,10 +119,33 @@ def test_astra_sim_system_in_block(scen_dir):
     s = load_scenario(write(scen_dir, BODY + "collectives: {astra_sim_system: sys.json}\n"))
     c = s.collective_settings
     assert c is not None and c.chunks == 8 and dict(c.algorithm)["pod"] == "ring"
+    assert c.backend == "congestion_unaware" and c.queues_per_dim == 1
     p = write(scen_dir, BODY + "collectives: {astra_sim_system: sys.json, chunks: 2}\n")
     with pytest.raises(InputError) as exc:
         load_scenario(p)
     assert exc.value.field == "collectives"
+    # the backend and the queues are not in the system file: given beside it
+    s = load_scenario(write(scen_dir, BODY + "collectives: {astra_sim_system: sys.json, "
+                            "backend: congestion_aware, queues_per_dim: 2}\n"))
+    c = s.collective_settings
+    assert c is not None and (c.backend, c.queues_per_dim) == ("congestion_aware", 2)
+    p = write(scen_dir, BODY + "collectives: {astra_sim_system: sys.json, backend: garnet}\n")
+    with pytest.raises(InputError) as exc:
+        load_scenario(p)
+    assert exc.value.field == "collectives.backend"
+
+
+def test_astra_sim_settings_in_block(scen_dir):
+    block = ("collectives: {backend: congestion_aware, queues_per_dim: 2, "
+             "active_chunks_per_dim: 2, chunks: 4, "
+             "collective_algorithm: {all_to_all: {pod: ring}}}\n")
+    scen = load_scenario(write(scen_dir, BODY + block))
+    c = scen.collective_settings
+    assert c is not None and c.active_chunks_per_dim == 2
+    assert dict(c.collective_algorithm) == {("all_to_all", "pod"): "ring"}
+    pod = scen.fabric.dims[3]
+    assert (c.algorithm_of(pod, "all_to_all"), c.algorithm_of(pod, "all_reduce")) == (
+        "ring", "direct")
 
 
 def test_defaults_unchanged_and_settings_ignored_by_libra_models():
@@ -156,3 +182,85 @@ def test_selectable_in_sweeps(scen_dir):
     s8 = apply_overrides(s, {"collectives.chunks": 8})
     assert s8.collective_settings is not None and s8.collective_settings.chunks == 8
     assert solve(s8).objective_value != solve(s).objective_value  # the setting reaches the solve
+
+
+def test_nccl_curve_efficiency_in_block(scen_dir):
+    """A measured curve names the efficiency of a dimension; the solve's numpy re-check
+    passes (the fraction is a constant per collective: the program stays exact)."""
+    block = "collectives: {efficiency: {pod: ndr400_ib_nccl, package: h100_nvlink_nccl}}\n"
+    s = load_scenario(write(scen_dir, BODY + block))
+    c = s.collective_settings
+    assert c is not None and dict(c.efficiency) == {"pod": "ndr400_ib_nccl",
+                                                    "package": "h100_nvlink_nccl"}
+    assert solve(s).solver.objective_rel_gap < 1e-6
+
+
+SYSTEM = {"preferred-dataset-splits": 4, "endpoint-delay": 10, "local-mem-bw": 1600,
+          "active-chunks-per-dimension": 2,
+          "all-reduce-implementation": ["ring", "direct", "ring", "ring"],
+          "all-to-all-implementation": ["ring", "direct", "ring", "direct"]}
+
+
+def _round_trip(spec):
+    text = spec_to_yaml(spec)
+    return text, spec_from_dict(yaml.safe_load(text), spec.source, spec.base_dir)
+
+
+@pytest.mark.parametrize("block", [
+    "collectives: {astra_sim_system: sys.json, backend: congestion_aware, queues_per_dim: 2}\n",
+    "collectives: {backend: congestion_aware, queues_per_dim: 2, active_chunks_per_dim: 3, "
+    "chunks: 4, collective_algorithm: {all_to_all: {pod: ring}, all_gather: {package: ring}}}\n",
+], ids=["system", "settings"])
+def test_astra_keys_round_trip_through_the_spec(scen_dir, block):
+    (scen_dir / "sys.json").write_text(json.dumps(SYSTEM))
+    path = write(scen_dir, BODY + block)
+    spec = load_spec(path)
+    text, again = _round_trip(spec)
+    assert again == spec, text
+    assert spec_to_yaml(again) == text
+    given = yaml.safe_load(block)["collectives"]
+    assert yaml.safe_load(text)["collectives"] == given  # every key written back, no other
+    assert compile(again).collective_settings == load_scenario(path).collective_settings
+
+
+def test_an_edit_of_the_backend_beside_a_system_file_takes_effect(scen_dir):
+    """The spec keeps the system file's settings; the backend and the queues given beside it
+    are applied when compiling, so an edit of them needs no file: the edited spec equals,
+    and compiles to, a scenario whose file gives them."""
+    (scen_dir / "sys.json").write_text(json.dumps(SYSTEM))
+    spec = load_spec(write(scen_dir, BODY + "collectives: {astra_sim_system: sys.json}\n"))
+    (scen_dir / "sys.json").unlink()  # compiling the edit reads no file
+    edited = spec.edit({"collectives.backend": "congestion_aware",
+                        "collectives.queues_per_dim": 2})
+    c = compile(edited).collective_settings
+    assert c is not None and (c.backend, c.queues_per_dim) == ("congestion_aware", 2)
+    assert (c.chunks, c.active_chunks_per_dim) == (4, 2)  # the file's
+    assert dict(c.collective_algorithm) == {("all_to_all", "pod"): "direct"}
+    (scen_dir / "sys.json").write_text(json.dumps(SYSTEM))
+    direct = load_spec(write(scen_dir, BODY + "collectives: {astra_sim_system: sys.json, "
+                             "backend: congestion_aware, queues_per_dim: 2}\n", "b.yaml"))
+    assert direct == edited
+    bw = [400.0, 300.0, 200.0, 100.0]
+    # the backends give different times on this fabric (congestion-aware store-and-forward
+    # on the multi-hop ring and switch dimensions), so an ignored edit would show
+    before, after = evaluate(compile(spec), bw), evaluate(compile(edited), bw)
+    assert before.weighted_step_time_s != after.weighted_step_time_s
+    assert_allclose(after.weighted_step_time_s,
+                    evaluate(compile(direct), bw).weighted_step_time_s, rtol=1e-12)
+    with pytest.raises(InputError) as exc:
+        compile(spec.replace("collectives.backend", "garnet"))
+    assert exc.value.field == "collectives.backend"
+
+
+def test_settings_the_system_file_gives_are_refused_beside_it(scen_dir):
+    (scen_dir / "sys.json").write_text(json.dumps(SYSTEM))
+    p = write(scen_dir, BODY + "collectives: {astra_sim_system: sys.json, "
+              "active_chunks_per_dim: 2}\n")
+    with pytest.raises(InputError) as exc:
+        load_scenario(p)
+    assert exc.value.field == "collectives" and "active_chunks_per_dim" in exc.value.message
+    spec = load_spec(write(scen_dir, BODY + "collectives: {astra_sim_system: sys.json}\n"))
+    with pytest.raises(InputError) as exc:
+        compile(spec.replace("collectives.collective_algorithm.all_to_all.pod", "ring"))
+    assert exc.value.field == "collectives"
+    assert "collective_algorithm" in exc.value.message

@@ -95,12 +95,23 @@ def test_halving_doubling_needs_power_of_two():
         phase_time_terms("all_reduce", "halving_doubling", SWITCH, 6, 6e6, ALPHA)
 
 
-def test_direct_on_a_ring_is_rejected():
+def test_direct_on_a_ring_by_hand():
+    """Every peer at once, each the shorter way round the ring of 8: sum_j min(j, 8-j) =
+    1+2+3+4+3+2+1 = 16 link-hops of 1 MB per NPU over its two 50 GB/s links: 16 MB / 100
+    GB/s = 160 us; the farthest peer is 4 hops: 4 x 1 us + 0.2 us."""
+    assert_allclose(phase_s("all_gather", "direct", RING, 8, 8e6) / US, 160 + 4.2,
+                    rtol=1e-12)
+    assert_allclose(phase_s("reduce_scatter", "direct", RING, 8, 8e6) / US,
+                    160 + 4.2 + 7 * 7.5, rtol=1e-12)
+    CollectiveSettings(algorithm={"r": "direct"}).check(Fabric((RING,)))
+
+
+def test_halving_doubling_on_a_ring_is_rejected():
     with pytest.raises(InputError, match="fully_connected or switch"):
-        phase_time_terms("all_reduce", "direct", RING, 8, 8e6, ALPHA)
+        phase_time_terms("all_reduce", "halving_doubling", RING, 8, 8e6, ALPHA)
     f = Fabric((RING,))
     with pytest.raises(InputError) as exc:
-        CollectiveSettings(algorithm={"r": "direct"}).check(f)
+        CollectiveSettings(algorithm={"r": "halving_doubling"}).check(f)
     assert exc.value.field == "collectives.algorithm.r"
 
 

@@ -1,0 +1,137 @@
+"""Measured nccl-tests bus bandwidth against message size, as size-dependent efficiency
+presets of the ``topology_aware`` model.
+
+A fixed achievable fraction of line rate (:data:`~libra_opt.traffic.links.LINE_RATE_PRESETS`)
+describes large collectives. Smaller ones reach less: NCCL's protocols, channel counts and
+launch latency make the bus bandwidth climb over three decades of message size. A
+:class:`BusBandwidthCurve` holds a published all-reduce curve and the algorithm it was
+measured with; ``collectives.efficiency: {dim: <curve name>}`` then gives every phase on that
+dimension the measured fraction at its collective's size (a constant per collective, so the
+phase time stays ``coef / B_d + const`` and the solver exact). Latencies are part of the
+measurement: a dimension priced with a curve should have no link latency or endpoint delay
+of its own.
+
+The fraction at size ``M`` is ``busbw(M) / busbw_ideal``, with ``busbw_ideal`` the bus
+bandwidth this model gives the measured configuration at full line rate and no latency:
+the line rate for a ring or direct all-reduce, ``2 (k - 1) / k`` times it for an in-network
+(NVLink SHARP) all-reduce, whose bus bandwidth exceeds the line rate. Between published
+sizes the curve is interpolated linearly in log size and log bandwidth; outside, it is held
+at its end values.
+
+References
+----------
+.. [1] Microsoft Azure, "AI benchmarking guide", ND A100 v4 and ND H100 v5 results (NCCL
+   2.18.5 all_reduce_perf, 8 GPUs, in-place bus bandwidth, 1 KB to 8 GB),
+   https://github.com/Azure/AI-benchmarking-guide (``Azure_Results/ND_A100_v4_results.md``,
+   ``Azure Results/ND_H100_v5_results.md``).
+.. [2] NVIDIA/nccl-tests issue #232, "NCCL Tree allreduce test cannot reach the theoretical
+   bus bandwidth on 2 nodes" (two H100 nodes, one GPU each, 400 Gb/s ConnectX-7,
+   all_reduce_perf 2 MB to 32 MB, in-place), https://github.com/NVIDIA/nccl-tests/issues/232;
+   NVIDIA's guidance there and in issue #290: 46-48 GB/s per NDR 400 Gb/s NIC.
+.. [3] NVIDIA, nccl-tests "Performance" (bus bandwidth),
+   https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+__all__ = ["BusBandwidthCurve", "NCCL_CURVES"]
+
+_MIB = 2**20
+
+
+@dataclass(frozen=True)
+class BusBandwidthCurve:
+    """A published nccl-tests all-reduce bus-bandwidth curve.
+
+    Attributes
+    ----------
+    sizes_bytes : tuple of float
+        Message sizes (nccl-tests ``size``, the all-reduce buffer), increasing.
+    busbw_gbps : tuple of float
+        Measured bus bandwidth at each size, GB/s (1e9 bytes/s).
+    ideal_busbw_gbps : float
+        Bus bandwidth of the measured configuration at full line rate (module notes).
+    configuration : str
+        How to model the measured system (dimension, bandwidth, algorithm).
+    valid_from_bytes : float
+        Smallest size the curve is claimed for.
+    source : str
+        Where the figures come from.
+    """
+
+    sizes_bytes: tuple[float, ...]
+    busbw_gbps: tuple[float, ...]
+    ideal_busbw_gbps: float
+    configuration: str
+    valid_from_bytes: float
+    source: str
+
+    def busbw_at(self, size_bytes: float) -> float:
+        """Measured bus bandwidth (GB/s) at ``size_bytes``, log-log interpolated.
+
+        Examples
+        --------
+        >>> c = NCCL_CURVES["h100_nvlink_nccl"]
+        >>> c.busbw_at(2**20), round(c.busbw_at(2**21.5), 1)
+        (43.7, 102.7)
+        """
+        xs, ys = self.sizes_bytes, self.busbw_gbps
+        if size_bytes <= xs[0]:
+            return ys[0]
+        if size_bytes >= xs[-1]:
+            return ys[-1]
+        i = next(j for j in range(1, len(xs)) if xs[j] >= size_bytes)
+        f = (math.log(size_bytes) - math.log(xs[i - 1])) / (math.log(xs[i]) - math.log(xs[i - 1]))
+        return math.exp(math.log(ys[i - 1]) + f * (math.log(ys[i]) - math.log(ys[i - 1])))
+
+    def efficiency_at(self, size_bytes: float) -> float:
+        """Fraction of the ideal bus bandwidth reached at ``size_bytes`` (in (0, 1])."""
+        return min(self.busbw_at(size_bytes) / self.ideal_busbw_gbps, 1.0)
+
+
+def _sizes(first_mib: float, n: int) -> tuple[float, ...]:
+    """nccl-tests ``-f 2`` sizes: ``first_mib`` MiB doubling ``n`` times."""
+    return tuple(first_mib * _MIB * 2**i for i in range(n))
+
+
+#: Published curves, by preset name (``collectives.efficiency`` may name one).
+NCCL_CURVES: Mapping[str, BusBandwidthCurve] = MappingProxyType({
+    "a100_nvlink_nccl": BusBandwidthCurve(
+        sizes_bytes=_sizes(1, 14),  # 1 MiB .. 8 GiB
+        busbw_gbps=(36.22, 53.54, 71.43, 89.99, 109.22, 132.77, 166.63, 174.18, 213.87,
+                    221.58, 228.10, 230.22, 230.48, 231.58),
+        ideal_busbw_gbps=300.0,
+        configuration="one switch dimension of 8 (NVSwitch), B_d = 300 GB/s (NVLink 3, 12 "
+                      "links x 25 GB/s), ring all-reduce, no latency",
+        valid_from_bytes=_MIB,
+        source="Azure ND A100 v4 (8x A100-SXM4-80GB, NCCL 2.18.5), all_reduce_perf in-place "
+               "busbw, Azure/AI-benchmarking-guide Azure_Results/ND_A100_v4_results.md",
+    ),
+    "h100_nvlink_nccl": BusBandwidthCurve(
+        sizes_bytes=_sizes(1, 14),
+        busbw_gbps=(43.70, 81.93, 128.73, 172.13, 234.45, 295.53, 361.78, 400.61, 423.38,
+                    438.46, 466.35, 472.36, 475.54, 478.87),
+        ideal_busbw_gbps=450.0 * 2 * 7 / 8,
+        configuration="one switch dimension of 8 (NVSwitch), B_d = 450 GB/s (NVLink 4), "
+                      "in-network all-reduce (NVLink SHARP), no latency",
+        valid_from_bytes=_MIB,
+        source="Azure ND H100 v5 (8x H100 80GB HBM3, NCCL 2.18.5, NVLS), all_reduce_perf "
+               "in-place busbw, Azure/AI-benchmarking-guide Azure Results/ND_H100_v5_results.md",
+    ),
+    "ndr400_ib_nccl": BusBandwidthCurve(
+        sizes_bytes=(*_sizes(2, 5), 1024 * _MIB),  # 2 MiB .. 32 MiB, then 1 GiB
+        busbw_gbps=(22.46, 27.37, 36.83, 39.95, 41.52, 47.0),
+        ideal_busbw_gbps=50.0,
+        configuration="one switch dimension of 2 (two nodes, one GPU each), B_d = 50 GB/s "
+                      "(400 Gb/s NDR NIC), ring all-reduce, no latency",
+        valid_from_bytes=2 * _MIB,
+        source="NVIDIA/nccl-tests issue #232 (2x H100 over ConnectX-7 400 Gb/s, in-place "
+               "busbw 2-32 MB); 1 GiB: 47 GB/s, the middle of NVIDIA's 46-48 GB/s per NDR "
+               "NIC for large messages (issue #290)",
+    ),
+})
