@@ -18,7 +18,6 @@ import numpy as np
 import numpy.typing as npt
 
 from libra_opt.cost.prices import CostBreakdown, network_cost_breakdown
-from libra_opt.cost.tco import cluster_rate_coefficients
 from libra_opt.errors import InputError, short_repr
 from libra_opt.fabric.dims import Fabric
 from libra_opt.fabric.frozen import FrozenMap, readonly_array
