@@ -19,12 +19,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
 from libra_opt.errors import InputError
+from libra_opt.fabric.frozen import FrozenMap
 from libra_opt.schema import StrictModel, validate_as
 
 __all__ = [
@@ -160,7 +160,7 @@ def device_from_dict(key: str, value: Any, source: str, field: str | None = None
     return Device(
         key=str(key),
         name=e.name,
-        peak_flops=MappingProxyType({str(k): float(v) for k, v in e.peak_flops.items()}),
+        peak_flops=FrozenMap({str(k): float(v) for k, v in e.peak_flops.items()}),
         hbm_bytes=e.hbm_bytes,
         hbm_gbps=e.hbm_gbps,
         default_efficiency=e.default_efficiency,
