@@ -93,19 +93,21 @@ def knees(df):
     return out
 
 
-def plot(df, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
+def figure(df):
+    """Step time against each bandwidth, one curve per overlap variant; curves that coincide
+    stay visible (a marker and a line style each)."""
     import matplotlib.pyplot as plt
     import matplotlib.ticker
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.4))
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.6), layout="constrained")
+    styles = (dict(ls="-", marker="o", ms=6), dict(ls="--", marker="s", ms=5),
+              dict(ls=":", marker="^", ms=5), dict(ls="-.", marker="x", ms=6))
     for ax, which, fixed in zip(axes, ("scale-up", "scale-out"),
                                 ("scale-out 100 GB/s", "scale-up 600 GB/s"), strict=True):
-        for label in VARIANTS:
+        for i, label in enumerate(VARIANTS):
             g = df[(df.variant == label) & (df.sweep == which)]
-            ax.plot(g.bw_gbps, g.step_s, label=label)
+            ax.plot(g.bw_gbps, g.step_s, label=label, markevery=max(len(g) // 12, 1),
+                    lw=1.4, mfc="none", **styles[i % len(styles)])
         ax.set_xscale("log")
         ticks = [25, 50, 100, 200, 400, 600] if which == "scale-up" else [1, 3, 10, 30, 100]
         ax.set_xticks(ticks, [str(t) for t in ticks])
@@ -115,7 +117,16 @@ def plot(df, path: Path) -> None:
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
     fig.suptitle("GPT-3 175B, 1,024 A100 (TP 8, PP 16, DP 8): step time vs bandwidth")
-    fig.tight_layout()
+    return fig
+
+
+def plot(df, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig = figure(df)
     fig.savefig(path, dpi=130)
     plt.close(fig)
 

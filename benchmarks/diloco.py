@@ -170,13 +170,12 @@ def rows(t0: float, compute: float, grad_bytes: float, lat_s: float, slowdown: f
     return pd.DataFrame(out)
 
 
-def plot(df: pd.DataFrame, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
+def figure(df: pd.DataFrame):
+    """Site link needed per method over the inner steps H (log-log, plain tick labels)."""
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
 
-    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    fig, ax = plt.subplots(figsize=(7.5, 4.8), layout="constrained")
     dp = df[df.method == "data_parallel"].site_link_per_site_gbit_s.iloc[0]
     ax.axhline(dp, color="k", ls="--", label=f"data parallel across sites ({dp:,.0f} Gb/s)")
     ax.axhline(dp / 100, color="grey", ls=":", label="DP / 100 (Streaming DiLoCo's claim)")
@@ -187,12 +186,24 @@ def plot(df: pd.DataFrame, path: Path) -> None:
             "F = H/10, 4-bit, 1-step overlap (optimizer)")
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("inner steps between outer syncs H")
+    plain = FuncFormatter(lambda v, _pos: f"{v:,.10g}")
+    ax.xaxis.set_major_formatter(plain)
+    ax.yaxis.set_major_formatter(plain)
+    ax.set_xlabel("inner steps between outer syncs H (steps)")
     ax.set_ylabel("site link per site (Gb/s) for < 5% slowdown")
     ax.set_title("GPT-3 175B on 2 x 512 A100s: inter-site bandwidth needed")
     ax.legend(fontsize=8)
     ax.grid(True, which="both", alpha=0.3)
-    fig.tight_layout()
+    return fig
+
+
+def plot(df: pd.DataFrame, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig = figure(df)
     fig.savefig(path, dpi=130)
     plt.close(fig)
 

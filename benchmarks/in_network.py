@@ -77,29 +77,47 @@ def choice_table(budgets) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def plot(ar: pd.DataFrame, ch: pd.DataFrame, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
+def figure(ar: pd.DataFrame, ch: pd.DataFrame):
+    """Left: all-reduce bus bandwidth, model vs published; right: step time over the budget
+    for each in-network choice, its axis from zero (the choices differ by a few per cent:
+    the legend says by how much)."""
     import matplotlib.pyplot as plt
 
-    fig, (a, b) = plt.subplots(1, 2, figsize=(12, 4.5))
+    fig, (a, b) = plt.subplots(1, 2, figsize=(12, 4.5), layout="constrained")
     x = range(2)
     a.bar([i - 0.2 for i in x], ar.model_busbw_gbps, 0.4, label="model (ring efficiency)")
     a.bar([i + 0.2 for i in x], ar.published_busbw_gbps, 0.4, label="published (NVIDIA)")
     a.set_xticks(list(x), ["NVLink, no SHARP", "NVLink SHARP"])
     a.set_ylabel("all-reduce bus bandwidth (GB/s)")
     a.set_title("8 x H100 all-reduce")
-    a.legend()
-    for name, g in ch[ch.feasible].groupby("in_network"):
-        b.plot(g.budget_usd / 1e6, g.step_time_s, "o-", label=f"in-network: {name}")
+    a.set_ylim(bottom=0)
+    a.legend(loc="upper left", fontsize=8)
+    feasible = ch[ch.feasible]
+    none = feasible[feasible.in_network == "none"].set_index("budget_usd").step_time_s
+    markers = ("o", "s", "^", "D")
+    for i, (name, g) in enumerate(feasible.groupby("in_network")):
+        gain = 100 * (1 - g.set_index("budget_usd").step_time_s / none).dropna()
+        what = (f", {gain.min():.1f}-{gain.max():.1f} % faster than none"
+                if name != "none" and len(gain) else "")
+        b.plot(g.budget_usd / 1e6, g.step_time_s, marker=markers[i % len(markers)],
+               ls=("-", "--", ":", "-.")[i % 4], label=f"in-network: {name}{what}")
     best = ch[ch.bought]
     b.plot(best.budget_usd / 1e6, best.step_time_s, "k*", ms=12, label="optimizer buys")
-    b.set_xlabel("network budget (M$)")
+    b.set_ylim(0, 1.15 * float(feasible.step_time_s.max()))
+    b.set_xlabel("network budget ($M)")
     b.set_ylabel("step time (s)")
     b.set_title("GPT-3 175B, 1,024 A100s: per-dimension choice")
-    b.legend(fontsize=8)
-    fig.tight_layout()
+    b.legend(fontsize=8, loc="lower left")
+    return fig
+
+
+def plot(ar: pd.DataFrame, ch: pd.DataFrame, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig = figure(ar, ch)
     fig.savefig(path, dpi=130)
     plt.close(fig)
 

@@ -245,7 +245,7 @@ def plot(df: pd.DataFrame):
             ax.set_ylabel("network cost change (%)")
         else:
             ax.axhline(1, color="0.3", lw=0.8, ls="--")
-            ax.set_ylabel("x equal split (1 = no gain)")
+            ax.set_ylabel("gain over the equal split (x; 1 = none)")
         ax.margins(y=0.15)
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncols=2, frameon=False)

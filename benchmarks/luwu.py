@@ -164,11 +164,11 @@ def _dp_only(wl: Workload) -> Workload:
     return dataclasses.replace(wl, layers=layers)
 
 
-def plot(df: pd.DataFrame, path: Path) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
+def figure(df: pd.DataFrame):
+    """Step time, memory per GPU and data-parallel traffic of each option (bars from zero,
+    linear axes, plain tick labels, a legend on every panel)."""
     import matplotlib.pyplot as plt
-    fig, (a, b, c) = plt.subplots(1, 3, figsize=(17, 4.8))
+    fig, (a, b, c) = plt.subplots(1, 3, figsize=(17, 5.2), layout="constrained")
     fabrics = list(dict.fromkeys(df.fabric))
     modes = list(MODES)
     w = 0.8 / len(modes)
@@ -180,9 +180,11 @@ def plot(df: pd.DataFrame, path: Path) -> None:
     a.set_xticks(range(len(fabrics)), fabrics)
     a.set_xlabel("scale-out bandwidth per GPU")
     a.set_ylabel("step time (s)")
-    a.set_yscale("log")
     a.set_title(f"GPT-3 175B, 128 H100 (TP8 PP2 DP8); LuWu: {CLAIM_SPEEDUP}x")
-    a.legend(fontsize=7)
+    handles, labels = a.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=len(modes), fontsize=8,
+               frameon=False, title="data-parallel mode (step time and traffic panels)",
+               title_fontsize=8)
     mem = df.drop_duplicates("dp_mode").set_index("dp_mode").loc[modes]
     short = [m.replace("in_network_optimizer", "in-net opt").replace("_host_paging", "\n+paging")
              for m in modes]
@@ -198,9 +200,17 @@ def plot(df: pd.DataFrame, path: Path) -> None:
     b.set_title("memory of the most loaded GPU")
     b.legend(fontsize=8)
     c.set_xticks(range(len(fabrics)), fabrics)
+    c.set_xlabel("scale-out bandwidth per GPU")
     c.set_ylabel("DP bytes per GPU per step on scale-out (GB)")
     c.set_title("data-parallel traffic per step")
-    fig.tight_layout()
+    return fig
+
+
+def plot(df: pd.DataFrame, path: Path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig = figure(df)
     fig.savefig(path, dpi=130)
     plt.close(fig)
 

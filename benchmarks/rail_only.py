@@ -177,16 +177,14 @@ SAVINGS_METRICS = (("cost_reduction_pct", "network cost reduction (%)"),
                    ("step_time_change_pct", "MoE step-time change (%)"))
 
 
-def plot_savings(sav: pd.DataFrame, path: Path) -> None:
-    """Heatmaps: one row per metric, one column per radix; HB domain x GPUs."""
-    import matplotlib
-
-    matplotlib.use("Agg")
+def savings_figure(sav: pd.DataFrame):
+    """Heatmaps: one row per metric, one column per radix; HB domain x GPUs; every colour
+    bar labelled with its quantity and unit."""
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(len(SAVINGS_METRICS), len(SAVINGS_RADIX),
                              figsize=(4.6 * len(SAVINGS_RADIX), 3.6 * len(SAVINGS_METRICS)),
-                             squeeze=False)
+                             squeeze=False, layout="constrained")
     for i, (col, title) in enumerate(SAVINGS_METRICS):
         lim = max(float(np.nanmax(sav[col].abs().to_numpy())), 1e-9)
         for j, radix in enumerate(SAVINGS_RADIX):
@@ -203,13 +201,22 @@ def plot_savings(sav: pd.DataFrame, path: Path) -> None:
                         color="white" if abs(v) > 0.6 * lim else "black")
             ax.set_xticks(range(table.shape[1]), [f"{c // 1024}k" for c in table.columns])
             ax.set_yticks(range(table.shape[0]), table.index)
-            ax.set_xlabel("GPUs")
+            ax.set_xlabel("cluster size (GPUs)")
             ax.set_ylabel("HB domain (GPUs)")
             ax.set_title(f"{title}, radix {radix}", fontsize=9)
-            fig.colorbar(im, ax=ax, shrink=0.8)
+            fig.colorbar(im, ax=ax, shrink=0.8).set_label(title, fontsize=8)
     fig.suptitle("Rail-only vs rail-optimized fat-tree at equal bandwidth "
                  "(cost/power: > 0 saves; step time: > 0 slower)", fontsize=10)
-    fig.tight_layout()
+    return fig
+
+
+def plot_savings(sav: pd.DataFrame, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig = savings_figure(sav)
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
@@ -243,13 +250,11 @@ def print_savings(sav: pd.DataFrame) -> None:
           "(a tier step not crossed)")
 
 
-def plot(grid: pd.DataFrame, moe: pd.DataFrame, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
+def figure(grid: pd.DataFrame, moe: pd.DataFrame):
+    """Scale-out cost and power reduction maps (labelled colour bars) and the MoE overhead."""
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.4))
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.6), layout="constrained")
     for ax, col, title, paper in (
         (axes[0], "reduction_fabric_usd_pct", "Scale-out cost reduction vs fat-tree (%)",
          PAPER["cost_pct"]),
@@ -264,10 +269,10 @@ def plot(grid: pd.DataFrame, moe: pd.DataFrame, path: Path) -> None:
                     color="white" if v < 50 else "black")
         ax.set_xticks(range(table.shape[1]), [f"{c:,}" for c in table.columns])
         ax.set_yticks(range(table.shape[0]), table.index)
-        ax.set_xlabel("GPUs")
+        ax.set_xlabel("cluster size (GPUs)")
         ax.set_ylabel("HB domain size (GPUs)")
         ax.set_title(f"{title}\npaper: {paper[0]:.0f}-{paper[1]:.0f} %", fontsize=10)
-        fig.colorbar(im, ax=ax, shrink=0.8)
+        fig.colorbar(im, ax=ax, shrink=0.8).set_label(title, fontsize=8)
     ax = axes[2]
     for model, sub in moe.groupby("model"):
         ax.plot(sub.hb_domain, sub.overhead_pct, marker="o", label=f"{model} collective model")
@@ -277,7 +282,16 @@ def plot(grid: pd.DataFrame, moe: pd.DataFrame, path: Path) -> None:
     ax.set_ylabel("all-to-all time overhead (%)")
     ax.set_title("MoE all-to-all forwarded through the HB domain", fontsize=10)
     ax.legend(fontsize=7, frameon=False)
-    fig.tight_layout()
+    return fig
+
+
+def plot(grid: pd.DataFrame, moe: pd.DataFrame, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig = figure(grid, moe)
     fig.savefig(path, dpi=130)
     plt.close(fig)
 

@@ -5,7 +5,7 @@
 - a numeric axis without a label, or whose label names no unit (``'step time (ms)'``,
   ``'saving (%)'``; a label made of a count noun such as ``'GPUs'`` is accepted when it is
   given as the unit in parentheses);
-- several series in one axes and no legend (on the axes or the figure);
+- several series in one axes and no legend (on the axes or the figure); a legend over bars;
 - a bar chart whose value axis does not include zero, or is logarithmic (bars encode
   length: an axis starting at 24 s makes 2 % look several-fold);
 - a colour bar without a label;
@@ -165,6 +165,13 @@ def figure_problems(fig: Figure) -> list[str]:
                 out.append(f"{tag}: bar chart whose value axis does not include zero "
                            f"({lo:.4g} to {hi:.4g})")
             break
+        legend = ax.get_legend()
+        if legend is not None and legend.get_visible():
+            lbox = legend.get_window_extent(renderer)
+            bars = [p for c in ax.containers if isinstance(c, BarContainer) for p in c
+                    if p.get_height() and p.get_width()]
+            if any(p.get_window_extent(renderer).overlaps(lbox) for p in bars):
+                out.append(f"{tag}: the legend covers bars")
         for im in ax.images:
             cb = getattr(im, "colorbar", None)
             if cb is not None and not (cb.ax.get_ylabel() or cb.ax.get_xlabel()):
