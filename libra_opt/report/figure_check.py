@@ -3,7 +3,7 @@
 :func:`figure_problems` lists what would mislead or confuse a reader of a matplotlib figure:
 
 - a numeric axis without a label, or whose label names no unit (``'step time (ms)'``,
-  ``'saving (%)'``; a label made of a count noun such as ``'GPUs'`` is accepted when it is
+  ``'saving (%)'``; a ratio ``'predicted / published step time'`` has none; a label made of a count noun such as ``'GPUs'`` is accepted when it is
   given as the unit in parentheses);
 - several series in one axes and no legend (on the axes or the figure); a legend over bars;
 - a bar chart whose value axis does not include zero, or is logarithmic (bars encode
@@ -27,7 +27,7 @@ from matplotlib.figure import Figure
 
 __all__ = ["figure_problems"]
 
-_UNIT = re.compile(r"\(([^()]+)\)\s*$|\(([^()]+)\)[;,]|%|\[[^\]]+\]")
+_UNIT = re.compile(r"\(([^()]+)\)\s*$|\(([^()]+)\)[;,]|%|\[[^\]]+\]|\w / \w")
 _SCI = re.compile(r"[0-9.]\s*[×x]\s*10|10\^|\$.*\^|[0-9]e[+-]?[0-9]")
 
 
@@ -113,6 +113,10 @@ def figure_problems(fig: Figure) -> list[str]:
     ['axes 0: bar chart whose value axis does not include zero (24 to 25.5)']
     >>> plt.close(fig)
     """
+    if not hasattr(fig.canvas, "get_renderer"):   # a closed figure: draw it with Agg
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        FigureCanvasAgg(fig)
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     fbox = fig.bbox

@@ -157,3 +157,18 @@ def test_package_plots_pass(sol):
     }
     for name, fig in figs.items():
         assert figure_problems(fig) == [], name
+
+
+def test_validation_figure_tick_labels_are_whole_row_names():
+    """Row names were cut to 28 characters ("Llama 3 405B, 16384 GPUs, se")."""
+    from libra_opt.generators.validation import RowResult, TableResult
+    from libra_opt.report.validation import plot_validation
+
+    long = "Llama 3 405B, 16384 GPUs, seq 8192, TP 8 CP 1 PP 16"
+    res = TableResult("t", "T", (RowResult(long, "S", "dev", "step_time_s", 2.0, 2.1, 2.1, False),
+                                 RowResult("short", "S", "dev", "step_time_s", 2.0, 1.9, 1.9,
+                                           False)))
+    fig = plot_validation([res])
+    ticks = [t.get_text().replace("\n", " ") for t in fig.axes[0].get_xticklabels()]
+    assert ticks == [long, "short"]
+    assert figure_problems(fig) == []
