@@ -58,6 +58,7 @@ import math
 import time
 from pathlib import Path
 
+import bench_results as results
 import pandas as pd
 
 from libra_opt.cost.prices import CostModel
@@ -208,11 +209,32 @@ def plot(df: pd.DataFrame, path: Path) -> None:
     plt.close(fig)
 
 
+def figures(df: pd.DataFrame) -> dict[str, str]:
+    """The figures the README quotes, formatted as it quotes them."""
+    def one(method: str, h: int, bits: float, col: str = "site_link_per_site_gbit_s") -> float:
+        sel = df[(df.method == method) & (df.H == h) & (df.delta_bits == bits)]
+        return float(sel[col].iloc[0])
+
+    dp = float(df[df.method == "data_parallel"].site_link_per_site_gbit_s.iloc[0])
+    h100 = one("diloco", 100, 16)
+    return {
+        "diloco.dp_site_gbit_s": f"{dp:,.0f}",
+        "diloco.h100_bf16_site_gbit_s": f"{h100:.1f}",
+        "diloco.h100_reduction": f"{dp / h100:.0f}x",
+        "diloco.h100_4bit_site_gbit_s": f"{one('diloco', 100, 4):.2f}",
+        "diloco.streaming_h100_site_gbit_s":
+            f"{one('streaming_diloco', 100, 4, 'site_link_per_site_gbit_s_optimizer'):.2f}",
+        "diloco.optimizer_vs_closed_form":
+            f"{float((df.optimizer_over_closed_form - 1).abs().max()):.1e}",
+    }
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", default="out", help="output directory (default out/)")
     p.add_argument("--site-latency-s", type=float, default=2.5e-3)
     p.add_argument("--slowdown", type=float, default=0.05)
+    results.add_arguments(p)
     args = p.parse_args(argv)
     t_start = time.perf_counter()
     out = Path(args.out)
@@ -232,6 +254,7 @@ def main(argv=None) -> int:
     print(CLAIM)
     print(f"wrote {out / 'diloco_site_bandwidth.csv'} and .png in "
           f"{time.perf_counter() - t_start:.1f} s")
+    results.record_from_args(args, "diloco", figures(df))
     return 0
 
 

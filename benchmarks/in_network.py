@@ -33,6 +33,7 @@ import argparse
 import time
 from pathlib import Path
 
+import bench_results as results
 import pandas as pd
 
 from libra_opt.explore.in_network import choose_in_network
@@ -122,9 +123,26 @@ def plot(ar: pd.DataFrame, ch: pd.DataFrame, path: Path) -> None:
     plt.close(fig)
 
 
+def figures(ar: pd.DataFrame, ch: pd.DataFrame) -> dict[str, str]:
+    """The figures the README quotes, formatted as it quotes them."""
+    lo_budget = ch.budget_usd.min()
+    at = ch[ch.budget_usd == lo_budget]
+    none = float(at[at.in_network == "none"].step_time_s.iloc[0])
+    best = at[at.bought].iloc[0]
+    return {
+        "in_network.model_gain": f"{ar.model_gain.iloc[1]:.2f}x",
+        "in_network.published_gain": f"{ar.published_gain.iloc[1]:.2f}x",
+        "in_network.implied_efficiency": f"{ar.implied_nvls_efficiency.iloc[1]:.2f}",
+        "in_network.bought_dims": str(best.in_network).replace(";", " and "),
+        "in_network.bought_step_change_pct": f"{100 * (best.step_time_s / none - 1):+.1f}",
+        "in_network.bought_budget_musd": f"{lo_budget / 1e6:g}",
+    }
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", default="out", help="output directory (default out/)")
+    results.add_arguments(p)
     args = p.parse_args(argv)
     t0 = time.perf_counter()
     out = Path(args.out)
@@ -136,6 +154,7 @@ def main(argv=None) -> int:
     plot(ar, ch, out / "in_network.png")
     print(ar.to_string(index=False, float_format=lambda v: f"{v:,.3f}"))
     print(ch.to_string(index=False, float_format=lambda v: f"{v:,.4g}"))
+    results.record_from_args(args, "in_network", figures(ar, ch))
     print(f"wrote in_network_*.csv and in_network.png to {out} in "
           f"{time.perf_counter() - t0:.1f} s")
     return 0

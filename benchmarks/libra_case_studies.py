@@ -85,6 +85,7 @@ import sys
 import time
 from pathlib import Path
 
+import bench_results as results
 import numpy as np
 import pandas as pd
 
@@ -297,6 +298,32 @@ def libra_default_example(inputs: Path) -> pd.DataFrame | None:
     return pd.DataFrame([row])
 
 
+def _speedup(df: pd.DataFrame, workload: str, fabric: str) -> str:
+    r = df[(df.workload == workload) & (df.fabric == fabric) & (df.objective == "perf")]
+    return f"{float(r.speedup.iloc[0]):.3f}"
+
+
+def libra_figures(lib: pd.DataFrame, default: pd.DataFrame | None) -> dict[str, str]:
+    """Figures on LIBRA's inputs the README quotes (perf speed-ups, the default optimum)."""
+    out = {f"libra_inputs.speedup_{w.lower()}_{f}": _speedup(lib, w, f)
+           for w, f in lib[["workload", "fabric"]].drop_duplicates().itertuples(index=False)}
+    if default is not None:
+        d = default.iloc[0]
+        out["libra_inputs.default_bw_gbps"] = " / ".join(
+            f"{d[c]:.1f}".removesuffix(".0") for c in default.columns if c.startswith("bw"))
+    return out
+
+
+def derived_figures(df: pd.DataFrame, default: pd.DataFrame) -> dict[str, str]:
+    """Figures on the derived workloads the README quotes."""
+    out = {f"libra_case_studies.speedup_{w}_{f[0]}d": _speedup(df, w, f)
+           for w, f in df[["workload", "fabric"]].drop_duplicates().itertuples(index=False)}
+    d = default.iloc[0]
+    out["libra_case_studies.default_bw_gbps"] = " / ".join(
+        f"{d[c]:.1f}".removesuffix(".0") for c in default.columns if c.startswith("bw_"))
+    return out
+
+
 def markdown(df: pd.DataFrame, default: pd.DataFrame) -> str:
     lines = [
         "# LIBRA case studies: optimal vs equal-split bandwidth (500 GB/s per NPU)", "",
@@ -382,6 +409,7 @@ def main(argv=None) -> int:
     ap.add_argument("--libra-dir", metavar="PATH",
                     help="a checkout of github.com/astra-sim/libra (or its inputs/ directory): "
                     "run the case studies on LIBRA's own input files too")
+    results.add_arguments(ap)
     args = ap.parse_args(argv)
     out = Path(args.out)
     import matplotlib
@@ -413,6 +441,7 @@ def main(argv=None) -> int:
                   f"perf): {bw} GB/s; step time {d.step_time_s:.6g} s "
                   f"(LIBRA's inputs give compute in ns)")
         print(f"{len(lib)} solves in {time.perf_counter() - t0:.2f} s\n")
+        results.record_from_args(args, "libra_inputs", libra_figures(lib, lib_default))
     print("== derived workloads (libra_opt's own ASTRA-sim files and a generated Turing-NLG "
           "on LIBRA's fabrics and prices; not LIBRA's inputs)")
     t0 = time.perf_counter()
@@ -430,6 +459,7 @@ def main(argv=None) -> int:
     print(shown.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     print(default.T.to_string(header=False))
     print(f"{len(df)} solves + the default example in {elapsed:.2f} s; wrote {out}/libra_case_studies.*")
+    results.record_from_args(args, "libra_case_studies", derived_figures(df, default))
     return 0
 
 

@@ -28,6 +28,7 @@ import sys
 import time
 from pathlib import Path
 
+import bench_results as results
 import numpy as np
 import pandas as pd
 
@@ -296,6 +297,32 @@ def plot(grid: pd.DataFrame, moe: pd.DataFrame, path: Path) -> None:
     plt.close(fig)
 
 
+def _span(series, fmt: str = "{:.1f}") -> str:
+    """``'27.5-55.0'``: the smallest and largest value."""
+    lo, hi = float(min(series)), float(max(series))
+    return fmt.format(lo) if fmt.format(lo) == fmt.format(hi) else \
+        f"{fmt.format(lo)}-{fmt.format(hi)}"
+
+
+def figures(grid: pd.DataFrame, sav: pd.DataFrame) -> dict[str, str]:
+    """The figures the README quotes, formatted as it quotes them: the saving without and
+    with NICs where rail-only removes a tier, and where it is a loss."""
+    fewer = grid[grid.rail_tiers < grid.fat_tiers]
+    loss = sav[sav.cost_reduction_pct < 0]
+    return {
+        "rail_only.fabric_cost_saving_pct": _span(fewer.reduction_fabric_usd_pct),
+        "rail_only.fabric_power_saving_pct": _span(fewer.reduction_fabric_w_pct),
+        "rail_only.scaleout_cost_saving_pct": _span(fewer.reduction_scaleout_usd_pct),
+        "rail_only.scaleout_power_saving_pct": _span(fewer.reduction_scaleout_w_pct),
+        "rail_only.loss_pct": _span(-loss.cost_reduction_pct, "{:.0f}"),
+        "rail_only.loss_power_pct": _span(-loss.power_reduction_pct, "{:.0f}"),
+        "rail_only.loss_gpus": _span(loss.n_npus, "{:,.0f}"),
+        "rail_only.loss_hb_domain": _span(loss.hb_domain, "{:.0f}"),
+        "rail_only.loss_radix": _span(loss.radix, "{:.0f}"),
+        "rail_only.moe_step_overhead_pct": _span(sav.step_time_change_pct.dropna()),
+    }
+
+
 def _range(series: pd.Series) -> str:
     return f"{series.min():5.1f} .. {series.max():5.1f}"
 
@@ -309,6 +336,7 @@ def main(argv=None) -> int:
     p.add_argument("--radix", type=int, default=64)
     p.add_argument("--bw-scaleout-gbps", type=float, default=50.0, help="per GPU (400 Gb/s)")
     p.add_argument("--bw-hb-gbps", type=float, default=450.0, help="per GPU (NVLink 4)")
+    results.add_arguments(p)
     args = p.parse_args(argv)
     overrides: dict[str, object] = {}
     for item in args.override:
@@ -369,6 +397,17 @@ def main(argv=None) -> int:
     with pd.option_context("display.width", 200, "display.float_format", "{:.3g}".format):
         print(sub.to_string(index=False))
     print_savings(sav)
+    figs = figures(grid, sav)
+    print("\nHeadline, both ways: rail-only's scale-out switches, optics and cables cost "
+          f"{figs['rail_only.fabric_cost_saving_pct']}% less than the rail-optimized fat-tree "
+          "where a Clos tier is removed, but that leaves out the NICs; counting the whole "
+          f"scale-out network (NICs included) the saving is "
+          f"{figs['rail_only.scaleout_cost_saving_pct']}%. And it is a loss of "
+          f"{figs['rail_only.loss_pct']}% of network cost at {figs['rail_only.loss_gpus']} GPUs "
+          f"with {figs['rail_only.loss_hb_domain']}-GPU HB domains (radix "
+          f"{figs['rail_only.loss_radix']}): tiny rails each buy a whole switch.")
+    if args.radix == 64 and not args.override and args.catalog == "current_2025":
+        results.record_from_args(args, "rail_only", figs)
     print(f"\nwrote {out}/rail_only_*.csv, rail_only.png and rail_only_savings.png in {time.perf_counter() - t0:.1f} s")
     assert np.isfinite(grid.select_dtypes("number").to_numpy()).all()
     return 0

@@ -31,6 +31,7 @@ import argparse
 import sys
 from pathlib import Path
 
+import bench_results as results
 import numpy as np
 import pandas as pd
 
@@ -175,9 +176,27 @@ def plot(table: pd.DataFrame, sw: pd.DataFrame, path: Path) -> None:
     plt.close(fig)
 
 
+def figures(table: pd.DataFrame) -> dict[str, str]:
+    """The figures the README quotes: the loss of the LIBRA-model split on the small-message
+    workloads and on the large all-reduce, and how far LIBRA's model underestimates."""
+    small = table[table.workload != "large_dp"]
+    large = table[table.workload == "large_dp"]
+
+    def span(s, fmt):
+        lo, hi = fmt.format(float(s.min())), fmt.format(float(s.max()))
+        return lo if lo == hi else f"{lo}-{hi}"
+
+    return {
+        "small_messages.loss_pct": span(small.loss_pct, "{:.1f}"),
+        "small_messages.large_loss_pct": span(large.loss_pct, "{:.2f}"),
+        "small_messages.underestimate_pct": span(table.libra_underestimate_pct, "{:.0f}"),
+    }
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", default="out", help="output directory (default out/)")
+    results.add_arguments(p)
     args = p.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -198,6 +217,7 @@ def main(argv=None) -> int:
         print()
         print(sw[["tp_bytes", "libra_bw_chiplet_gbps", "ta_bw_chiplet_gbps",
                   "libra_bw_pod_gbps", "ta_bw_pod_gbps", "loss_pct"]].to_string(index=False))
+    results.record_from_args(args, "small_messages", figures(table))
     print(f"\nwrote {out / 'small_messages.csv'}, {out / 'small_messages_sweep.csv'}, "
           f"{out / 'small_messages.png'}")
     return 0
