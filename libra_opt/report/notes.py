@@ -133,6 +133,7 @@ def family_notes(df: pd.DataFrame, scen: Scenario | None = None) -> list[str]:
     fabrics = [str(f) for f in df["fabric"]]
     if any(f == "multi_dim" or "(multi_dim)" in f for f in fabrics):
         out.append(MULTI_DIM_NOTE)
+    same_tiers: dict[tuple[str, str, int], list[str]] = {}
     for mode, g in df.groupby("mode", sort=False):
         rows = list(g.itertuples(index=False))
         for i, a in enumerate(rows):
@@ -140,13 +141,15 @@ def family_notes(df: pd.DataFrame, scen: Scenario | None = None) -> list[str]:
                 if not _close(float(a.network_cost_usd), float(b.network_cost_usd)):
                     continue
                 if "scaleout_tiers" in g and a.scaleout_tiers == b.scaleout_tiers:
-                    out.append(
-                        f"{mode}: {a.fabric} and {b.fabric} cost the same because both need "
-                        f"{int(a.scaleout_tiers)} scale-out tier"
-                        f"{'s' if int(a.scaleout_tiers) != 1 else ''} at "
-                        "this size and radix: a rail-only network saves only where its "
-                        "per-rail Clos needs fewer tiers than the full one.")
+                    key = (str(a.fabric), str(b.fabric), int(a.scaleout_tiers))
+                    same_tiers.setdefault(key, []).append(str(mode))
+    for (a_fab, b_fab, tiers), modes in same_tiers.items():
+        out.append(f"{', '.join(modes)}: {a_fab} and {b_fab} cost the same because both need "
+                   f"{tiers} scale-out tier{'s' if tiers != 1 else ''} at this size and radix: "
+                   "a rail-only network saves only where its per-rail Clos needs fewer tiers "
+                   "than the full one.")
     if scen is not None and "bw_gbps" in df:
+        repeats: dict[str, list[str]] = {}
         base = df[df["mode"] == "equal_bw"]
         for mode, g in df.groupby("mode", sort=False):
             if mode == "equal_bw" or len(g) != len(base):
@@ -157,6 +160,8 @@ def family_notes(df: pd.DataFrame, scen: Scenario | None = None) -> list[str]:
                 binding = binding_constraints(scen, list(g["bw_gbps"].iloc[0]))
                 why = (f"the bandwidth is pinned by {', '.join(binding)}" if binding else
                        "the per-dimension bounds hold the bandwidth")
-                out.append(f"{mode} rows repeat the equal_bw rows: {why}, so a budget "
-                           "changes nothing.")
+                repeats.setdefault(why, []).append(str(mode))
+        for why, modes in repeats.items():
+            out.append(f"{' and '.join(modes)} rows repeat the equal_bw rows: {why}, so a "
+                       "budget changes nothing.")
     return list(dict.fromkeys(out))
