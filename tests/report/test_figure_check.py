@@ -172,3 +172,4 @@ def test_validation_figure_tick_labels_are_whole_row_names():
     ticks = [t.get_text().replace("\n", " ") for t in fig.axes[0].get_xticklabels()]
     assert ticks == [long, "short"]
     assert figure_problems(fig) == []
+

@@ -25,11 +25,40 @@ from libra_opt.scenario.examples import toy_scenario
 
 
 @pytest.fixture(scope="module")
-def gpt_report():
-    """The shipped GPT-3 example: 1,000 GB/s pinned by ``sum(bw) == 1000``."""
-    scen = lo.examples.load("gpt3_175b_4d")
-    return build_report(scen, budget_points=8, families=("fat_tree", "multi_dim"),
-                        progress=False, provenance=Provenance(command="libra-opt report x"))
+def built():
+    """The shipped GPT-3 example (1,000 GB/s pinned by ``sum(bw) == 1000``) and every figure
+    of its report, caught as it is rendered."""
+    from libra_opt.report import html
+
+    figs, real = [], html._png
+
+    def keep(fig):
+        figs.append(fig)
+        return real(fig)
+
+    html._png = keep
+    try:
+        report = build_report(lo.examples.load("gpt3_175b_4d"), budget_points=8,
+                              families=("fat_tree", "multi_dim"), progress=False,
+                              provenance=Provenance(command="libra-opt report x"))
+    finally:
+        html._png = real
+    return report, figs
+
+
+@pytest.fixture(scope="module")
+def gpt_report(built):
+    return built[0]
+
+
+def test_every_report_figure_passes_the_figure_check(built):
+    from libra_opt.report.figure_check import figure_problems
+
+    figs = built[1]
+    assert len(figs) >= 7
+    for fig in figs:
+        title = next((a.get_title() for a in fig.axes if a.get_title()), "")
+        assert figure_problems(fig) == [], title
 
 
 def _section(report, title):
