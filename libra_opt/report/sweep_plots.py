@@ -213,8 +213,9 @@ def _plot_sweep_groups(df, x, name, series, ax):
         handles.append(ax.plot(bad[x], np.zeros(len(bad)), "x", color="tab:red", ms=7,
                                clip_on=False, label=f"no design ({len(bad)} points)")[0])
     _axis(ax, "x", df[x], name)
-    if axb.get_shared_x_axes().joined(ax, axb):
+    if axb.get_shared_x_axes().joined(ax, axb):   # two panels: the x label once, below
         _axis(axb, "x", df[x], name)
+        ax.set_xlabel("")
     _axis(ax, "y", ok_all["weighted_step_time_s"], "weighted_step_time_s")
     axb.set_ylabel("bandwidth per NPU (GB/s)")
     axb.set_ylim(bottom=0)
