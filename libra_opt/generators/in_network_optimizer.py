@@ -365,10 +365,13 @@ def zero3_prefetched(workload: Workload) -> Workload:
         found = True
         rest = {n: tuple(c for c in p.collectives if not _is_zero3(c, n))
                 for n, p in layer.phases()}
-        paired = Layer(f"{layer.name}~zero3_prefetch",
-                       *(Phase(p.compute_s, hidden[n]) for n, p in layer.phases()),
+        f, i, w = layer.forward, layer.input_grad, layer.weight_grad
+        paired = Layer(f"{layer.name}~zero3_prefetch", Phase(f.compute_s, hidden["forward"]),
+                       Phase(i.compute_s, hidden["input_grad"]),
+                       Phase(w.compute_s, hidden["weight_grad"]),
                        count=layer.count, update_s=layer.update_s)
-        comm = Layer(f"{layer.name}~comm", *(Phase(0.0, rest[n]) for n, _ in layer.phases()),
+        comm = Layer(f"{layer.name}~comm", Phase(0.0, rest["forward"]),
+                     Phase(0.0, rest["input_grad"]), Phase(0.0, rest["weight_grad"]),
                      count=layer.count)
         layers += [x for x in (paired, comm) if not x.empty]
     if not found:

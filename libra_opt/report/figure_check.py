@@ -20,7 +20,9 @@ with it (``tests/report/test_figure_check.py``); a benchmark can call it before 
 from __future__ import annotations
 
 import re
+from typing import Any
 
+import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.container import BarContainer
 from matplotlib.figure import Figure
@@ -76,13 +78,14 @@ def _series(ax: Axes) -> int:
     lines (``axhline``/``axvline``), bar groups and filled areas."""
     n = 0
     for line in ax.lines:
-        x = line.get_xdata()
-        if len(x) < 2 and line.get_marker() in (None, "None", "", " "):
+        npts = len(np.atleast_1d(np.asarray(line.get_xdata(), dtype=object)))
+        label = str(line.get_label())
+        if npts < 2 and line.get_marker() in (None, "None", "", " "):
             continue
-        if line.get_label().startswith("_child") and len(x) == 2 and (
+        if label.startswith("_child") and npts == 2 and (
                 line.get_transform() is not ax.transData):
             continue  # axhline / axvline
-        if line.get_label().startswith("_child") and len(x) < 2:
+        if label.startswith("_child") and npts < 2:
             continue  # a single unlabelled point is an annotation
         n += 1
     bars = [c for c in ax.containers if isinstance(c, BarContainer)]
@@ -117,8 +120,9 @@ def figure_problems(fig: Figure) -> list[str]:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
 
         FigureCanvasAgg(fig)
-    fig.canvas.draw()
-    renderer = fig.canvas.get_renderer()
+    canvas: Any = fig.canvas
+    canvas.draw()
+    renderer = canvas.get_renderer()
     fbox = fig.bbox
     out: list[str] = []
     for i, ax in enumerate(fig.axes):
@@ -189,8 +193,9 @@ def figure_problems(fig: Figure) -> list[str]:
         if ax.get_legend() is not None:
             texts.append(ax.get_legend())
     texts += list(fig.legends)
-    if fig._suptitle is not None:
-        texts.append(fig._suptitle)
+    suptitle = getattr(fig, "_suptitle", None)
+    if suptitle is not None:
+        texts.append(suptitle)
     for t in texts:
         if hasattr(t, "get_text") and not t.get_text():
             continue
