@@ -14,7 +14,7 @@ The file format (Markdown, one section per script)::
 
     <!-- section:diloco -->
     ## diloco
-    `python benchmarks/diloco.py`, 2026-11-26 02:30 UTC
+    `python benchmarks/diloco.py`, libra_opt 0.1.0, 2026-11-26 02:30 UTC
 
     | key | value |
     | --- | --- |
@@ -46,8 +46,11 @@ _SPAN = re.compile(r"<!-- results:([\w.-]+) -->(.*?)<!-- /results -->", re.S)
 
 
 def _section(name: str, values: Mapping[str, str], command: str) -> str:
+    from importlib.metadata import version
+
     when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    lines = [f"<!-- section:{name} -->", f"## {name}", "", f"`{command}`, {when}", "",
+    lines = [f"<!-- section:{name} -->", f"## {name}", "",
+             f"`{command}`, libra_opt {version('libra_opt')}, {when}", "",
              "| key | value |", "| --- | --- |"]
     for key, value in values.items():
         if not key.startswith(f"{name}."):

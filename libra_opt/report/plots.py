@@ -17,6 +17,7 @@ from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Fabric
 from libra_opt.fabric.graphs import fabric_graph
 from libra_opt.optimize.solution import Solution
+from libra_opt.report.notes import family_label
 from libra_opt.report.style import (
     _OWN,
     _axes,
@@ -268,6 +269,8 @@ def plot_comparison(df, ax=None, *, mode: str = "equal_bw",
     >>> fig = plot_comparison(df)
     >>> [t.get_text() for t in fig.axes[0].get_xticklabels()]
     ['network cost', 'step time']
+
+    A ``multi_dim`` row is labelled as LIBRA's ideal switch (no radix limit).
     """
     sub = df[df["mode"] == mode]
     if sub.empty:
@@ -285,7 +288,7 @@ def plot_comparison(df, ax=None, *, mode: str = "equal_bw",
         tiers = row.get("scaleout_tiers")
         extra = f", {int(tiers)}-tier scale-out" if tiers is not None and pd.notna(tiers) and tiers else ""
         bars = ax.bar(x + (i - (len(sub) - 1) / 2) * width, vals, width,
-                      label=f"{row['fabric']}{extra}")
+                      label=f"{family_label(str(row['fabric']))}{extra}")
         for b, v in zip(bars, vals, strict=True):
             ax.annotate(f"{v:.2f}", (b.get_x() + b.get_width() / 2, v), ha="center",
                         va="bottom", fontsize=7)

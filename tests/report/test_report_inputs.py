@@ -105,7 +105,13 @@ def test_budget_rows_pinned_by_the_total_bandwidth_are_explained(gpt_report):
     assert note.startswith(f"{same + 1} of {len(df)} rows")
 
 
-def test_multi_dim_is_called_ideal_wherever_it_appears(gpt_report):
+def test_multi_dim_is_called_ideal_wherever_it_appears(gpt_report, built):
+    fam = [f for f in built[1] if any("Fabric comparison" in a.get_title() for a in f.axes)]
+    texts = [t.get_text() for f in fam for a in f.axes if a.get_legend()
+             for t in a.get_legend().get_texts()]
+    texts += [t.get_text() for f in fam for lg in f.legends for t in lg.get_texts()]
+    assert any("multi_dim" in t for t in texts)
+    assert all("ideal, no radix limit" in t for t in texts if "multi_dim" in t)
     sec = _section(gpt_report, "Fabric families")
     assert MULTI_DIM_NOTE in sec.text
     fabrics = [r[1] for r in sec.tables[0][2]]
