@@ -173,3 +173,14 @@ def test_validation_figure_tick_labels_are_whole_row_names():
     assert ticks == [long, "short"]
     assert figure_problems(fig) == []
 
+
+
+def test_sweeps_figures():
+    """Every budget panel has its own step-time scale, so each names it."""
+    import sweeps
+
+    df, _ = sweeps.budget_sweeps(3)
+    fig = sweeps.plot_budget(df)
+    assert figure_problems(fig) == []
+    assert all(a.get_ylabel() == "step time (ms)" for a in fig.axes)
+    assert figure_problems(sweeps.plot_families(sweeps.families())) == []
