@@ -184,3 +184,16 @@ def test_sweeps_figures():
     assert figure_problems(fig) == []
     assert all(a.get_ylabel() == "step time (ms)" for a in fig.axes)
     assert figure_problems(sweeps.plot_families(sweeps.families())) == []
+
+
+def test_rail_only_headline_states_both_savings_and_the_loss():
+    """The headline with and without NICs, and the loss, as the issue's reviewer computed
+    them from the same grid: 35.9-71.7 % without NICs, 27.5-55.0 % with them, a loss of
+    13-60 % at 2,048-4,096 GPUs with 128-256-GPU HB domains."""
+    import rail_only
+
+    f = rail_only.figures(_csv("rail_only_cost_power.csv"), _csv("rail_only_savings.csv"))
+    assert f["rail_only.fabric_cost_saving_pct"] == "35.9-71.7"
+    assert f["rail_only.scaleout_cost_saving_pct"] == "27.5-55.0"
+    assert (f["rail_only.loss_pct"], f["rail_only.loss_gpus"], f["rail_only.loss_hb_domain"]) \
+        == ("13-60", "2,048-4,096", "128-256")
