@@ -59,6 +59,14 @@ _LINESTYLES = ("--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 3)), (0, (8, 2)
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 
 
+def _value_ticks(ax, values) -> None:
+    """Ticks at the swept values when there are few of them (no 9, 10, ... 15 between an
+    HB domain of 8 and one of 16)."""
+    v = pd.to_numeric(pd.Series(values), errors="coerce").dropna().unique()
+    if 2 <= len(v) <= 8:
+        ax.set_xticks(sorted(float(x) for x in v))
+
+
 def _proxy(label: str, **style):
     from matplotlib.lines import Line2D
 
@@ -213,6 +221,7 @@ def _plot_sweep_groups(df, x, name, series, ax):
         handles.append(ax.plot(bad[x], np.zeros(len(bad)), "x", color="tab:red", ms=7,
                                clip_on=False, label=f"no design ({len(bad)} points)")[0])
     _axis(ax, "x", df[x], name)
+    _value_ticks(ax, df[x])
     if axb.get_shared_x_axes().joined(ax, axb):   # two panels: the x label once, below
         _axis(axb, "x", df[x], name)
         ax.set_xlabel("")

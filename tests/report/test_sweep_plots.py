@@ -108,3 +108,11 @@ def test_one_axis_sweep_unchanged():
                        "weighted_step_time_s": [0.02, 0.01], "bw_a_gbps": [1.0, 2.0]})
     fig = P.plot_sweep(df)
     assert len(fig.axes) == 2 and fig.axes[1].get_ylabel() == "bandwidth per NPU (GB/s)"
+
+
+def test_few_swept_values_are_the_ticks(grid):
+    """Two pod sizes on the x axis: ticks at 4 and 8, not 4.5, 5, ... in between."""
+    fig = P.plot_sweep(grid, x="fabric.dims.pod.size")
+    fig.canvas.draw()
+    ticks = fig.axes[1].get_xticks()
+    np.testing.assert_allclose(ticks, [4.0, 8.0])
