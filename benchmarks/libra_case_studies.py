@@ -61,7 +61,9 @@ Two tables, labelled
   constraint; each case's speed-up over the equal split. LIBRA ships no communicator for
   DLRM, so DLRM is skipped (and says so). Then LIBRA's default example
   (``inputs/libra_configs.py``: GPT_3 on the 4-D network, ``multiple_constraints``, perf),
-  whose optimum LIBRA's README gives as 500 / 300 / 151.2 / 48.8 GB/s. LIBRA's files are
+  whose optimum is 500 / 300 / 151.2 / 48.8 GB/s (``bw[0] == 500``, the total and
+  ``bw[2] + bw[3] == 200`` fix the first two; the split of the last 200 GB/s is the
+  optimization, checked by a one-dimensional brute-force search in the tests). LIBRA's files are
   its data: they are not shipped with libra_opt; without ``--libra-dir`` the script says how
   to get them and runs the second table only.
 * **derived workloads**: the setup above -- libra_opt's own ASTRA-sim files and a generated
@@ -326,8 +328,11 @@ def derived_figures(df: pd.DataFrame, default: pd.DataFrame) -> dict[str, str]:
 
 def markdown(df: pd.DataFrame, default: pd.DataFrame) -> str:
     lines = [
-        "# LIBRA case studies: optimal vs equal-split bandwidth (500 GB/s per NPU)", "",
-        "Prices: LIBRA's example cost model. Speed-up = equal-split step time / step time; "
+        "# LIBRA's case studies on derived workloads: optimal vs equal-split bandwidth "
+        "(500 GB/s per NPU)", "",
+        "Derived workloads: libra_opt's own ASTRA-sim files and a generated Turing-NLG on "
+        "LIBRA's fabrics, not LIBRA's input files (run with --libra-dir for those; "
+        "libra_case_studies_libra_inputs.csv). Prices: LIBRA's example cost model. Speed-up = equal-split step time / step time; "
         "perf-per-cost gain = (t C) of the equal split / (t C); cost change vs the equal split.",
         "",
         "| workload | fabric | objective | bandwidth (GB/s per dim) | step time (ms) | speed-up | "
@@ -399,7 +404,8 @@ def plot(df: pd.DataFrame):
         ax.margins(y=0.15)
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncols=2, frameon=False)
-    fig.suptitle("LIBRA case studies: 500 GB/s per NPU, LIBRA's example prices")
+    fig.suptitle("LIBRA's case studies on derived workloads (not LIBRA's input files): "
+                 "500 GB/s per NPU, LIBRA's example prices")
     return fig
 
 
