@@ -320,6 +320,9 @@ def figures(grid: pd.DataFrame, sav: pd.DataFrame) -> dict[str, str]:
         "rail_only.loss_hb_domain": _span(loss.hb_domain, "{:.0f}"),
         "rail_only.loss_radix": _span(loss.radix, "{:.0f}"),
         "rail_only.moe_step_overhead_pct": _span(sav.step_time_change_pct.dropna()),
+        **{f"rail_only.loss_r{r}_{what}_pct": f"{-float(g[col].min()):.0f}"
+           for r, g in loss.groupby("radix")
+           for what, col in (("cost", "cost_reduction_pct"), ("power", "power_reduction_pct"))},
     }
 
 
