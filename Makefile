@@ -32,10 +32,12 @@ lint: $(STAMP)
 	$(BIN)/mypy libra_opt
 	$(BIN)/lint-imports --no-cache
 
+# `make bench` rewrites benchmarks/RESULTS.md (the README quotes it); LIBRA_DIR=<a checkout of
+# github.com/astra-sim/libra> also runs LIBRA's case studies on LIBRA's own input files.
 bench: $(STAMP)
 	$(BIN)/python benchmarks/solver_speed.py --out out/bench
 	$(BIN)/python benchmarks/rail_only.py --out out/bench
-	$(BIN)/python benchmarks/libra_case_studies.py --out out/bench
+	$(BIN)/python benchmarks/libra_case_studies.py --out out/bench $(if $(LIBRA_DIR),--libra-dir $(LIBRA_DIR))
 	$(BIN)/python benchmarks/sweeps.py --out out/bench
 	$(BIN)/python benchmarks/diloco.py --out out/bench
 	$(BIN)/python benchmarks/in_network.py --out out/bench

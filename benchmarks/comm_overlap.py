@@ -40,6 +40,7 @@ import argparse
 import time
 from pathlib import Path
 
+import bench_results as results
 import numpy as np
 
 from libra_opt.io.examples import example_path
@@ -93,19 +94,21 @@ def knees(df):
     return out
 
 
-def plot(df, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
+def figure(df):
+    """Step time against each bandwidth, one curve per overlap variant; curves that coincide
+    stay visible (a marker and a line style each)."""
     import matplotlib.pyplot as plt
     import matplotlib.ticker
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.4))
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.6), layout="constrained")
+    styles = (dict(ls="-", marker="o", ms=6), dict(ls="--", marker="s", ms=5),
+              dict(ls=":", marker="^", ms=5), dict(ls="-.", marker="x", ms=6))
     for ax, which, fixed in zip(axes, ("scale-up", "scale-out"),
                                 ("scale-out 100 GB/s", "scale-up 600 GB/s"), strict=True):
-        for label in VARIANTS:
+        for i, label in enumerate(VARIANTS):
             g = df[(df.variant == label) & (df.sweep == which)]
-            ax.plot(g.bw_gbps, g.step_s, label=label)
+            ax.plot(g.bw_gbps, g.step_s, label=label, markevery=max(len(g) // 12, 1),
+                    lw=1.4, mfc="none", **styles[i % len(styles)])
         ax.set_xscale("log")
         ticks = [25, 50, 100, 200, 400, 600] if which == "scale-up" else [1, 3, 10, 30, 100]
         ax.set_xticks(ticks, [str(t) for t in ticks])
@@ -115,14 +118,51 @@ def plot(df, path: Path) -> None:
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
     fig.suptitle("GPT-3 175B, 1,024 A100 (TP 8, PP 16, DP 8): step time vs bandwidth")
-    fig.tight_layout()
+    return fig
+
+
+def plot(df, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig = figure(df)
     fig.savefig(path, dpi=130)
     plt.close(fig)
+
+
+JOINT_CAP = "bw.hb + 8 * bw.scaleout <= 700"
+
+
+def figures() -> dict[str, str]:
+    """The figures the README quotes: the tensor-parallel overlap's step saving at 600 and
+    100 GB/s NVLink (scale-out 100 GB/s), and the optimum without and with it under the
+    joint cap ``hb + 8 scaleout <= 700`` GB/s."""
+    import dataclasses
+
+    from libra_opt.scenario.constraints import parse_constraint
+
+    out: dict[str, str] = {}
+    base, tp = scenario(False, False), scenario(True, False)
+    for hb in (600.0, 100.0):
+        t0, t1 = (step_time(s.workloads[0], s.fabric, [hb, 100.0],
+                            training_loop=s.training_loop).step_time_s for s in (base, tp))
+        out[f"comm_overlap.tp_saving_at_{hb:.0f}_pct"] = f"{100 * (1 - t1 / t0):.1f}"
+    for tag, s in (("no_overlap", base), ("tp", tp)):
+        capped = dataclasses.replace(
+            s, constraints=s.constraints + (parse_constraint(JOINT_CAP, s.fabric),))
+        sol = solve(capped)
+        out[f"comm_overlap.cap_{tag}_hb_gbps"] = f"{sol.bw_gbps[0]:.1f}"
+        out[f"comm_overlap.cap_{tag}_scaleout_gbps"] = f"{sol.bw_gbps[1]:.1f}"
+        out[f"comm_overlap.cap_{tag}_step_s"] = f"{sol.objective_value:.2f}"
+    return out
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", default="out", help="output directory (default out/)")
+    results.add_arguments(p)
     args = p.parse_args(argv)
     t_start = time.perf_counter()
     out = Path(args.out)
@@ -140,6 +180,15 @@ def main(argv=None) -> int:
         bw = ", ".join(f"{x:.1f}" for x in sol.bw_gbps)
         print(f"  {label:<22} step {sol.objective_value:.3f} s at [{bw}] GB/s, "
               f"network ${sol.network_cost_usd:,.0f}")
+    figs = figures()
+    print(f"tensor-parallel overlap saves {figs['comm_overlap.tp_saving_at_600_pct']} % of the "
+          f"step at 600 GB/s NVLink and {figs['comm_overlap.tp_saving_at_100_pct']} % at 100 GB/s;"
+          f" under {JOINT_CAP} the optimum moves from {figs['comm_overlap.cap_no_overlap_hb_gbps']}"
+          f" / {figs['comm_overlap.cap_no_overlap_scaleout_gbps']} to "
+          f"{figs['comm_overlap.cap_tp_hb_gbps']} / {figs['comm_overlap.cap_tp_scaleout_gbps']} "
+          f"GB/s and the step from {figs['comm_overlap.cap_no_overlap_step_s']} s to "
+          f"{figs['comm_overlap.cap_tp_step_s']} s")
+    results.record_from_args(args, "comm_overlap", figs)
     print(f"wrote {out / 'comm_overlap.csv'} and .png in {time.perf_counter() - t_start:.1f} s")
     return 0
 

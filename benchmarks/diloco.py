@@ -58,6 +58,7 @@ import math
 import time
 from pathlib import Path
 
+import bench_results as results
 import pandas as pd
 
 from libra_opt.cost.prices import CostModel
@@ -170,13 +171,12 @@ def rows(t0: float, compute: float, grad_bytes: float, lat_s: float, slowdown: f
     return pd.DataFrame(out)
 
 
-def plot(df: pd.DataFrame, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
+def figure(df: pd.DataFrame):
+    """Site link needed per method over the inner steps H (log-log, plain tick labels)."""
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
 
-    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    fig, ax = plt.subplots(figsize=(7.5, 4.8), layout="constrained")
     dp = df[df.method == "data_parallel"].site_link_per_site_gbit_s.iloc[0]
     ax.axhline(dp, color="k", ls="--", label=f"data parallel across sites ({dp:,.0f} Gb/s)")
     ax.axhline(dp / 100, color="grey", ls=":", label="DP / 100 (Streaming DiLoCo's claim)")
@@ -187,14 +187,46 @@ def plot(df: pd.DataFrame, path: Path) -> None:
             "F = H/10, 4-bit, 1-step overlap (optimizer)")
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("inner steps between outer syncs H")
+    plain = FuncFormatter(lambda v, _pos: f"{v:,.10g}")
+    ax.xaxis.set_major_formatter(plain)
+    ax.yaxis.set_major_formatter(plain)
+    ax.set_xlabel("inner steps between outer syncs H (steps)")
     ax.set_ylabel("site link per site (Gb/s) for < 5% slowdown")
     ax.set_title("GPT-3 175B on 2 x 512 A100s: inter-site bandwidth needed")
     ax.legend(fontsize=8)
     ax.grid(True, which="both", alpha=0.3)
-    fig.tight_layout()
+    return fig
+
+
+def plot(df: pd.DataFrame, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig = figure(df)
     fig.savefig(path, dpi=130)
     plt.close(fig)
+
+
+def figures(df: pd.DataFrame) -> dict[str, str]:
+    """The figures the README quotes, formatted as it quotes them."""
+    def one(method: str, h: int, bits: float, col: str = "site_link_per_site_gbit_s") -> float:
+        sel = df[(df.method == method) & (df.H == h) & (df.delta_bits == bits)]
+        return float(sel[col].iloc[0])
+
+    dp = float(df[df.method == "data_parallel"].site_link_per_site_gbit_s.iloc[0])
+    h100 = one("diloco", 100, 16)
+    return {
+        "diloco.dp_site_gbit_s": f"{dp:,.0f}",
+        "diloco.h100_bf16_site_gbit_s": f"{h100:.1f}",
+        "diloco.h100_reduction": f"{dp / h100:.0f}x",
+        "diloco.h100_4bit_site_gbit_s": f"{one('diloco', 100, 4):.2f}",
+        "diloco.streaming_h100_site_gbit_s":
+            f"{one('streaming_diloco', 100, 4, 'site_link_per_site_gbit_s_optimizer'):.2f}",
+        "diloco.optimizer_vs_closed_form":
+            f"{float((df.optimizer_over_closed_form - 1).abs().max()):.1e}",
+    }
 
 
 def main(argv=None) -> int:
@@ -202,6 +234,7 @@ def main(argv=None) -> int:
     p.add_argument("--out", default="out", help="output directory (default out/)")
     p.add_argument("--site-latency-s", type=float, default=2.5e-3)
     p.add_argument("--slowdown", type=float, default=0.05)
+    results.add_arguments(p)
     args = p.parse_args(argv)
     t_start = time.perf_counter()
     out = Path(args.out)
@@ -221,6 +254,7 @@ def main(argv=None) -> int:
     print(CLAIM)
     print(f"wrote {out / 'diloco_site_bandwidth.csv'} and .png in "
           f"{time.perf_counter() - t_start:.1f} s")
+    results.record_from_args(args, "diloco", figures(df))
     return 0
 
 

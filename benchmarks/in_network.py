@@ -33,6 +33,7 @@ import argparse
 import time
 from pathlib import Path
 
+import bench_results as results
 import pandas as pd
 
 from libra_opt import apply_overrides
@@ -77,36 +78,71 @@ def choice_table(budgets) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def plot(ar: pd.DataFrame, ch: pd.DataFrame, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
+def figure(ar: pd.DataFrame, ch: pd.DataFrame):
+    """Left: all-reduce bus bandwidth, model vs published; right: step time over the budget
+    for each in-network choice, its axis from zero (the choices differ by a few per cent:
+    the legend says by how much)."""
     import matplotlib.pyplot as plt
 
-    fig, (a, b) = plt.subplots(1, 2, figsize=(12, 4.5))
+    fig, (a, b) = plt.subplots(1, 2, figsize=(12, 4.5), layout="constrained")
     x = range(2)
     a.bar([i - 0.2 for i in x], ar.model_busbw_gbps, 0.4, label="model (ring efficiency)")
     a.bar([i + 0.2 for i in x], ar.published_busbw_gbps, 0.4, label="published (NVIDIA)")
     a.set_xticks(list(x), ["NVLink, no SHARP", "NVLink SHARP"])
     a.set_ylabel("all-reduce bus bandwidth (GB/s)")
     a.set_title("8 x H100 all-reduce")
-    a.legend()
-    for name, g in ch[ch.feasible].groupby("in_network"):
-        b.plot(g.budget_usd / 1e6, g.step_time_s, "o-", label=f"in-network: {name}")
+    a.set_ylim(bottom=0)
+    a.legend(loc="upper left", fontsize=8)
+    feasible = ch[ch.feasible]
+    none = feasible[feasible.in_network == "none"].set_index("budget_usd").step_time_s
+    markers = ("o", "s", "^", "D")
+    for i, (name, g) in enumerate(feasible.groupby("in_network")):
+        gain = 100 * (1 - g.set_index("budget_usd").step_time_s / none).dropna()
+        what = (f", {gain.min():.1f}-{gain.max():.1f} % faster than none"
+                if name != "none" and len(gain) else "")
+        b.plot(g.budget_usd / 1e6, g.step_time_s, marker=markers[i % len(markers)],
+               ls=("-", "--", ":", "-.")[i % 4], label=f"in-network: {name}{what}")
     best = ch[ch.bought]
     b.plot(best.budget_usd / 1e6, best.step_time_s, "k*", ms=12, label="optimizer buys")
-    b.set_xlabel("network budget (M$)")
+    b.set_ylim(0, 1.15 * float(feasible.step_time_s.max()))
+    b.set_xlabel("network budget ($M)")
     b.set_ylabel("step time (s)")
     b.set_title("GPT-3 175B, 1,024 A100s: per-dimension choice")
-    b.legend(fontsize=8)
-    fig.tight_layout()
+    b.legend(fontsize=8, loc="lower left")
+    return fig
+
+
+def plot(ar: pd.DataFrame, ch: pd.DataFrame, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig = figure(ar, ch)
     fig.savefig(path, dpi=130)
     plt.close(fig)
+
+
+def figures(ar: pd.DataFrame, ch: pd.DataFrame) -> dict[str, str]:
+    """The figures the README quotes, formatted as it quotes them."""
+    lo_budget = ch.budget_usd.min()
+    at = ch[ch.budget_usd == lo_budget]
+    none = float(at[at.in_network == "none"].step_time_s.iloc[0])
+    best = at[at.bought].iloc[0]
+    return {
+        "in_network.model_gain": f"{ar.model_gain.iloc[1]:.2f}x",
+        "in_network.published_gain": f"{ar.published_gain.iloc[1]:.2f}x",
+        "in_network.implied_efficiency": f"{ar.implied_nvls_efficiency.iloc[1]:.2f}",
+        "in_network.bought_dims": str(best.in_network).replace(";", " and "),
+        "in_network.bought_step_change_pct": f"{100 * (best.step_time_s / none - 1):+.1f}",
+        "in_network.bought_budget_musd": f"{lo_budget / 1e6:g}",
+    }
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", default="out", help="output directory (default out/)")
+    results.add_arguments(p)
     args = p.parse_args(argv)
     t0 = time.perf_counter()
     out = Path(args.out)
@@ -118,6 +154,7 @@ def main(argv=None) -> int:
     plot(ar, ch, out / "in_network.png")
     print(ar.to_string(index=False, float_format=lambda v: f"{v:,.3f}"))
     print(ch.to_string(index=False, float_format=lambda v: f"{v:,.4g}"))
+    results.record_from_args(args, "in_network", figures(ar, ch))
     print(f"wrote in_network_*.csv and in_network.png to {out} in "
           f"{time.perf_counter() - t0:.1f} s")
     return 0

@@ -28,6 +28,7 @@ import sys
 import time
 from pathlib import Path
 
+import bench_results as results
 import numpy as np
 import pandas as pd
 
@@ -177,16 +178,14 @@ SAVINGS_METRICS = (("cost_reduction_pct", "network cost reduction (%)"),
                    ("step_time_change_pct", "MoE step-time change (%)"))
 
 
-def plot_savings(sav: pd.DataFrame, path: Path) -> None:
-    """Heatmaps: one row per metric, one column per radix; HB domain x GPUs."""
-    import matplotlib
-
-    matplotlib.use("Agg")
+def savings_figure(sav: pd.DataFrame):
+    """Heatmaps: one row per metric, one column per radix; HB domain x GPUs; every colour
+    bar labelled with its quantity and unit."""
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(len(SAVINGS_METRICS), len(SAVINGS_RADIX),
                              figsize=(4.6 * len(SAVINGS_RADIX), 3.6 * len(SAVINGS_METRICS)),
-                             squeeze=False)
+                             squeeze=False, layout="constrained")
     for i, (col, title) in enumerate(SAVINGS_METRICS):
         lim = max(float(np.nanmax(sav[col].abs().to_numpy())), 1e-9)
         for j, radix in enumerate(SAVINGS_RADIX):
@@ -203,13 +202,22 @@ def plot_savings(sav: pd.DataFrame, path: Path) -> None:
                         color="white" if abs(v) > 0.6 * lim else "black")
             ax.set_xticks(range(table.shape[1]), [f"{c // 1024}k" for c in table.columns])
             ax.set_yticks(range(table.shape[0]), table.index)
-            ax.set_xlabel("GPUs")
+            ax.set_xlabel("cluster size (GPUs)")
             ax.set_ylabel("HB domain (GPUs)")
             ax.set_title(f"{title}, radix {radix}", fontsize=9)
-            fig.colorbar(im, ax=ax, shrink=0.8)
+            fig.colorbar(im, ax=ax, shrink=0.8).set_label(title, fontsize=8)
     fig.suptitle("Rail-only vs rail-optimized fat-tree at equal bandwidth "
                  "(cost/power: > 0 saves; step time: > 0 slower)", fontsize=10)
-    fig.tight_layout()
+    return fig
+
+
+def plot_savings(sav: pd.DataFrame, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig = savings_figure(sav)
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
@@ -243,13 +251,11 @@ def print_savings(sav: pd.DataFrame) -> None:
           "(a tier step not crossed)")
 
 
-def plot(grid: pd.DataFrame, moe: pd.DataFrame, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
+def figure(grid: pd.DataFrame, moe: pd.DataFrame):
+    """Scale-out cost and power reduction maps (labelled colour bars) and the MoE overhead."""
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.4))
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.6), layout="constrained")
     for ax, col, title, paper in (
         (axes[0], "reduction_fabric_usd_pct", "Scale-out cost reduction vs fat-tree (%)",
          PAPER["cost_pct"]),
@@ -264,10 +270,10 @@ def plot(grid: pd.DataFrame, moe: pd.DataFrame, path: Path) -> None:
                     color="white" if v < 50 else "black")
         ax.set_xticks(range(table.shape[1]), [f"{c:,}" for c in table.columns])
         ax.set_yticks(range(table.shape[0]), table.index)
-        ax.set_xlabel("GPUs")
+        ax.set_xlabel("cluster size (GPUs)")
         ax.set_ylabel("HB domain size (GPUs)")
         ax.set_title(f"{title}\npaper: {paper[0]:.0f}-{paper[1]:.0f} %", fontsize=10)
-        fig.colorbar(im, ax=ax, shrink=0.8)
+        fig.colorbar(im, ax=ax, shrink=0.8).set_label(title, fontsize=8)
     ax = axes[2]
     for model, sub in moe.groupby("model"):
         ax.plot(sub.hb_domain, sub.overhead_pct, marker="o", label=f"{model} collective model")
@@ -277,9 +283,47 @@ def plot(grid: pd.DataFrame, moe: pd.DataFrame, path: Path) -> None:
     ax.set_ylabel("all-to-all time overhead (%)")
     ax.set_title("MoE all-to-all forwarded through the HB domain", fontsize=10)
     ax.legend(fontsize=7, frameon=False)
-    fig.tight_layout()
+    return fig
+
+
+def plot(grid: pd.DataFrame, moe: pd.DataFrame, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig = figure(grid, moe)
     fig.savefig(path, dpi=130)
     plt.close(fig)
+
+
+def _span(series, fmt: str = "{:.1f}") -> str:
+    """``'27.5-55.0'``: the smallest and largest value."""
+    lo, hi = float(min(series)), float(max(series))
+    return fmt.format(lo) if fmt.format(lo) == fmt.format(hi) else \
+        f"{fmt.format(lo)}-{fmt.format(hi)}"
+
+
+def figures(grid: pd.DataFrame, sav: pd.DataFrame) -> dict[str, str]:
+    """The figures the README quotes, formatted as it quotes them: the saving without and
+    with NICs where rail-only removes a tier, and where it is a loss."""
+    fewer = grid[grid.rail_tiers < grid.fat_tiers]
+    loss = sav[sav.cost_reduction_pct < 0]
+    return {
+        "rail_only.fabric_cost_saving_pct": _span(fewer.reduction_fabric_usd_pct),
+        "rail_only.fabric_power_saving_pct": _span(fewer.reduction_fabric_w_pct),
+        "rail_only.scaleout_cost_saving_pct": _span(fewer.reduction_scaleout_usd_pct),
+        "rail_only.scaleout_power_saving_pct": _span(fewer.reduction_scaleout_w_pct),
+        "rail_only.loss_pct": _span(-loss.cost_reduction_pct, "{:.0f}"),
+        "rail_only.loss_power_pct": _span(-loss.power_reduction_pct, "{:.0f}"),
+        "rail_only.loss_gpus": _span(loss.n_npus, "{:,.0f}"),
+        "rail_only.loss_hb_domain": _span(loss.hb_domain, "{:.0f}"),
+        "rail_only.loss_radix": _span(loss.radix, "{:.0f}"),
+        "rail_only.moe_step_overhead_pct": _span(sav.step_time_change_pct.dropna()),
+        **{f"rail_only.loss_r{r}_{what}_pct": f"{-float(g[col].min()):.0f}"
+           for r, g in loss.groupby("radix")
+           for what, col in (("cost", "cost_reduction_pct"), ("power", "power_reduction_pct"))},
+    }
 
 
 def _range(series: pd.Series) -> str:
@@ -295,6 +339,7 @@ def main(argv=None) -> int:
     p.add_argument("--radix", type=int, default=64)
     p.add_argument("--bw-scaleout-gbps", type=float, default=50.0, help="per GPU (400 Gb/s)")
     p.add_argument("--bw-hb-gbps", type=float, default=450.0, help="per GPU (NVLink 4)")
+    results.add_arguments(p)
     args = p.parse_args(argv)
     overrides: dict[str, object] = {}
     for item in args.override:
@@ -355,6 +400,17 @@ def main(argv=None) -> int:
     with pd.option_context("display.width", 200, "display.float_format", "{:.3g}".format):
         print(sub.to_string(index=False))
     print_savings(sav)
+    figs = figures(grid, sav)
+    print("\nHeadline, both ways: rail-only's scale-out switches, optics and cables cost "
+          f"{figs['rail_only.fabric_cost_saving_pct']}% less than the rail-optimized fat-tree "
+          "where a Clos tier is removed, but that leaves out the NICs; counting the whole "
+          f"scale-out network (NICs included) the saving is "
+          f"{figs['rail_only.scaleout_cost_saving_pct']}%. And it is a loss of "
+          f"{figs['rail_only.loss_pct']}% of network cost at {figs['rail_only.loss_gpus']} GPUs "
+          f"with {figs['rail_only.loss_hb_domain']}-GPU HB domains (radix "
+          f"{figs['rail_only.loss_radix']}): tiny rails each buy a whole switch.")
+    if args.radix == 64 and not args.override and args.catalog == "current_2025":
+        results.record_from_args(args, "rail_only", figs)
     print(f"\nwrote {out}/rail_only_*.csv, rail_only.png and rail_only_savings.png in {time.perf_counter() - t0:.1f} s")
     assert np.isfinite(grid.select_dtypes("number").to_numpy()).all()
     return 0

@@ -31,6 +31,7 @@ import argparse
 import sys
 from pathlib import Path
 
+import bench_results as results
 import numpy as np
 import pandas as pd
 
@@ -133,15 +134,14 @@ def sweep(sizes_bytes) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def plot(table: pd.DataFrame, sw: pd.DataFrame, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
+def figure(table: pd.DataFrame, sw: pd.DataFrame):
+    """Left: the optimal split per workload under both collective models (stacked bars, the
+    legend above them, never over a bar); right: the loss of the LIBRA-model split."""
     import matplotlib.pyplot as plt
 
     names = [c.removeprefix("libra_bw_").removesuffix("_gbps") for c in table.columns
              if c.startswith("libra_bw_")]
-    fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(12, 4.5))
+    fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(12, 4.8), layout="constrained")
     x = np.arange(len(table))
     width = 0.4
     for j, (model, off) in enumerate((("libra", -width / 2), ("ta", width / 2))):
@@ -154,20 +154,49 @@ def plot(table: pd.DataFrame, sw: pd.DataFrame, path: Path) -> None:
     ax0.set_xticks(x, list(table.workload), fontsize=8)
     ax0.set_ylabel("bandwidth per NPU (GB/s)")
     ax0.set_title("Optimal split of 1000 GB/s per NPU\n(light: LIBRA model, dark: topology-aware)")
-    ax0.legend(title="dimension", loc="lower right", fontsize=8)
+    top = float(sum(table[f"ta_bw_{n}_gbps"].max() for n in names))
+    ax0.set_ylim(0, 1.3 * max(top, float(sum(table[f"libra_bw_{n}_gbps"].max() for n in names))))
+    ax0.legend(title="dimension", loc="upper center", ncols=len(names), fontsize=8)
     ax1.semilogx(sw.tp_bytes / 1024, sw.loss_pct, "o-")
     ax1.set_xlabel("tensor-parallel all-reduce per layer (KiB)")
     ax1.set_ylabel("step time lost by the LIBRA-optimal split (%)")
     ax1.set_title("LIBRA-model allocation judged by the topology-aware model")
     ax1.grid(True, which="both", alpha=0.3)
-    fig.tight_layout()
+    return fig
+
+
+def plot(table: pd.DataFrame, sw: pd.DataFrame, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig = figure(table, sw)
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def figures(table: pd.DataFrame) -> dict[str, str]:
+    """The figures the README quotes: the loss of the LIBRA-model split on the small-message
+    workloads and on the large all-reduce, and how far LIBRA's model underestimates."""
+    small = table[table.workload != "large_dp"]
+    large = table[table.workload == "large_dp"]
+
+    def span(s, fmt):
+        lo, hi = fmt.format(float(s.min())), fmt.format(float(s.max()))
+        return lo if lo == hi else f"{lo}-{hi}"
+
+    return {
+        "small_messages.loss_pct": span(small.loss_pct, "{:.1f}"),
+        "small_messages.large_loss_pct": span(large.loss_pct, "{:.2f}"),
+        "small_messages.underestimate_pct": span(table.libra_underestimate_pct, "{:.0f}"),
+    }
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", default="out", help="output directory (default out/)")
+    results.add_arguments(p)
     args = p.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -188,6 +217,7 @@ def main(argv=None) -> int:
         print()
         print(sw[["tp_bytes", "libra_bw_chiplet_gbps", "ta_bw_chiplet_gbps",
                   "libra_bw_pod_gbps", "ta_bw_pod_gbps", "loss_pct"]].to_string(index=False))
+    results.record_from_args(args, "small_messages", figures(table))
     print(f"\nwrote {out / 'small_messages.csv'}, {out / 'small_messages_sweep.csv'}, "
           f"{out / 'small_messages.png'}")
     return 0

@@ -89,9 +89,9 @@ def plot_budget(df: pd.DataFrame):
         ax.set_xticks([2, 10, 50, 200], ["2", "10", "50", "200"])
         ax.minorticks_off()
         ax.set_xlabel("network budget ($M)")
+        ax.set_ylabel("step time (ms)")   # each panel has its own scale
         ax.set_title(LABELS[name], fontsize=10)
         ax.grid(alpha=0.3)
-    axes[0].set_ylabel("step time (ms)")
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncols=2, frameon=False)
     fig.suptitle("Step time vs network budget (each curve is a Pareto front), LIBRA prices")

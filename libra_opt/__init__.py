@@ -96,7 +96,7 @@ _LAZY: dict[str, str] = {
     "format_solution": "libra_opt.report.text",
     "plot_allocation": "libra_opt.report.plots",
     "plot_step_breakdown": "libra_opt.report.plots",
-    "plot_sweep": "libra_opt.report.plots",
+    "plot_sweep": "libra_opt.report.sweep_plots",
     "plot_comparison": "libra_opt.report.plots",
     "plot_fabric": "libra_opt.report.plots",
 }
@@ -244,8 +244,8 @@ if TYPE_CHECKING:  # static analysers see the lazy names
         plot_comparison,
         plot_fabric,
         plot_step_breakdown,
-        plot_sweep,
     )
+    from libra_opt.report.sweep_plots import plot_sweep
     from libra_opt.report.text import format_solution
     from libra_opt.scenario.constraints import LinearConstraint, parse_constraint
     from libra_opt.scenario.evaluate import Evaluation, evaluate

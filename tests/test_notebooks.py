@@ -25,8 +25,12 @@ NAMES = ["01_first_design.ipynb", "02_budget_sweep_and_pareto.ipynb",
 BUDGET_S = 60.0   # all notebooks together
 
 
-def run_notebook(path: Path, kernel_dir: Path, timeout_s: float = 120.0):
-    """Execute the notebook at ``path`` in memory; returns it with its fresh outputs."""
+def run_notebook(path: Path, kernel_dir: Path, timeout_s: float = 120.0, *,
+                 check_figures: bool = False):
+    """Execute the notebook at ``path`` in memory; returns it with its fresh outputs.
+
+    With ``check_figures``, a last cell prints ``FIGURE-PROBLEMS {figure number: problems}``
+    (:func:`libra_opt.report.figure_check.figure_problems` of every figure drawn)."""
     from jupyter_client.kernelspec import KernelSpecManager
     from jupyter_client.manager import KernelManager
 
@@ -38,6 +42,14 @@ def run_notebook(path: Path, kernel_dir: Path, timeout_s: float = 120.0):
     km = KernelManager(kernel_name="libra-opt-test",
                        kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(kernel_dir)]))
     nb = nbformat.read(path, as_version=4)
+    if check_figures:
+        # keep every figure open, then list what figure_problems finds in each
+        nb.cells.insert(0, nbformat.v4.new_code_cell(
+            "%config InlineBackend.close_figures = False"))
+        nb.cells.append(nbformat.v4.new_code_cell(
+            "import matplotlib.pyplot as _plt\n"
+            "from libra_opt.report.figure_check import figure_problems as _fp\n"
+            "print('FIGURE-PROBLEMS', repr({n: _fp(_plt.figure(n)) for n in _plt.get_fignums()}))"))
     client = nbclient.NotebookClient(nb, km=km, timeout=timeout_s, allow_errors=False,
                                      resources={"metadata": {"path": str(path.parent)}})
     client.execute()
@@ -50,7 +62,7 @@ def executed(tmp_path_factory):
     out, times = {}, {}
     for name in NAMES:
         t0 = time.perf_counter()
-        out[name] = run_notebook(NOTEBOOKS / name, kdir)
+        out[name] = run_notebook(NOTEBOOKS / name, kdir, check_figures=True)
         times[name] = time.perf_counter() - t0
     return out, times
 
@@ -63,6 +75,17 @@ def test_notebooks_run_top_to_bottom_within_a_minute(executed):
         errors = [o for c in codes for o in c.outputs if o.output_type == "error"]
         assert not errors, name
     assert sum(times.values()) < BUDGET_S, times
+
+
+def test_every_notebook_figure_passes_the_figure_check(executed):
+    """Axis labels with units, legends, bars from zero, nothing cut off (figure_check)."""
+    import ast
+
+    for name, nb in executed[0].items():
+        text = "".join(o.get("text", "") for o in nb.cells[-1].outputs)
+        assert text.startswith("FIGURE-PROBLEMS "), name
+        found = ast.literal_eval(text.removeprefix("FIGURE-PROBLEMS ").strip())
+        assert found and not any(found.values()), (name, found)
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -122,6 +122,7 @@ def run(args: argparse.Namespace) -> int:
     from libra_opt.io import load_scenario
     from libra_opt.io.output import save_figure_atomic, write_csv_atomic
     from libra_opt.io.presets import catalog_cost_model
+    from libra_opt.report.notes import family_label, family_notes
     from libra_opt.report.plots import plot_comparison
     from libra_opt.traffic.step_time import check_bandwidth
 
@@ -156,6 +157,7 @@ def run(args: argparse.Namespace) -> int:
             "cost_reduction_pct", "power_reduction_pct", "step_time_change_pct"]
     cols = [c for c in cols if c in df and df[c].notna().any()]
     shown = df[cols].copy()
+    shown["fabric"] = [family_label(str(f)) for f in shown["fabric"]]
     if "bw_gbps" in shown:  # GB/s per NPU, one decimal, in fabric order
         shown["bw_gbps"] = [" / ".join(f"{b:.1f}" for b in bw) for bw in shown["bw_gbps"]]
     with pd.option_context("display.width", 250, "display.max_columns", 20,
@@ -168,6 +170,8 @@ def run(args: argparse.Namespace) -> int:
           f"equal_budget_joint: {df.attrs['budget_usd']:.6g} $ total; budget rows keep the "
           f"scenario's constraints; traffic model: {df.attrs['traffic_model']}")
     print(f"scale-out switch radix {radix} ({radix_note})")
+    for note in family_notes(df, scen):
+        print(f"note: {note}")
     if args.csv is not None:
         write_csv_atomic(df, args.csv, index=False, flag="--csv")
     if args.plot is not None:

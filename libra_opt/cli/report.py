@@ -12,6 +12,8 @@ outside ``DIR``.
 from __future__ import annotations
 
 import argparse
+import shlex
+import sys
 
 from libra_opt.cli.backend import pyplot
 from libra_opt.errors import InputError
@@ -45,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     """Execute ``report`` for parsed ``args``; prints the written paths and returns 0."""
     from libra_opt.io import load_scenario
     from libra_opt.io.output import check_output_dir
-    from libra_opt.report.html import write_report
+    from libra_opt.report.html import Provenance, write_report
 
     check_output_dir(args.out, "--out")   # the command line first, then the work
     if not 2 <= args.budget_points <= MAX_REPORT_POINTS:
@@ -54,8 +56,9 @@ def run(args: argparse.Namespace) -> int:
     pyplot()   # draw with Agg: the command only writes files
     scen = load_scenario(args.scenario)
     progress = False if args.no_progress else None
+    command = " ".join(["libra-opt", *(shlex.quote(a) for a in sys.argv[1:])])
     written = write_report(scen, args.out, budget_points=args.budget_points, progress=progress,
-                           flag="--out")
+                           flag="--out", provenance=Provenance(command=command))
     print(f"wrote {written['html']}")
     print(f"wrote {written['markdown']} and {sum(k.startswith('png:') for k in written)} PNGs")
     return 0

@@ -67,6 +67,19 @@ weights and gradients stay resident (it applies when ``Psi (k_p + k_g)`` plus th
 activations fit in HBM): each byte of the model crosses the network once per step each
 way, not once per micro-batch.
 
+**The ZeRO-3 baseline as published systems run it** (:func:`zero3_prefetched`): a generated
+ZeRO-3 workload gathers each layer's parameters before its forward and its backward pass and
+reduce-scatters its gradients after the backward pass, every micro-batch, with no overlap
+(LIBRA's ``no_overlap`` loop). DeepSpeed ZeRO-3 and PyTorch FSDP do not run it that way:
+they prefetch the next layer's all-gather while the current layer computes (FSDP's forward
+and backward prefetch, DeepSpeed's parameter prefetch bucket) and reduce-scatter a layer's
+gradients while the previous layer's backward runs (FSDP; DeepSpeed's ``overlap_comm``) [3]_
+[4]_. :func:`zero3_prefetched` turns the workload into overlap form with each layer's ZeRO-3
+collectives paired with that layer's compute, so a phase costs ``max(compute, gathers)``
+and every other collective (tensor, pipeline, context parallel) stays exposed. For layers
+of equal size this is the time of the prefetched schedule, less the one gather per pass
+that nothing precedes (a lower bound by at most one layer's gather per pass and stage).
+
 References
 ----------
 .. [1] "LuWu: An End-to-End In-Network Out-of-Core Optimizer for 100B-Scale
@@ -74,14 +87,24 @@ References
 .. [2] S. Rajbhandari, J. Rasley, O. Ruwase, Y. He, "ZeRO: Memory Optimizations Toward
    Training Trillion Parameter Models", SC 2020, arXiv:1910.02054 (the 16 bytes per
    parameter of mixed-precision Adam).
+.. [3] Y. Zhao et al., "PyTorch FSDP: Experiences on Scaling Fully Sharded Data Parallel",
+   VLDB 2023, arXiv:2304.11277 (backward and forward prefetching of the next unit's
+   all-gather; gradient reduce-scatter on a separate stream, overlapped with backward).
+.. [4] S. Rajbhandari et al., "ZeRO-Infinity: Breaking the GPU Memory Wall for Extreme Scale
+   Deep Learning", SC 2021, arXiv:2104.07857 (overlap-centric design: parameters of upcoming
+   layers prefetched during the current layer's compute); DeepSpeed configuration
+   ``stage3_prefetch_bucket_size`` and ``overlap_comm``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
+from libra_opt.errors import InputError
+from libra_opt.generators.comm_overlap import overlap_form
 from libra_opt.generators.parallelism import Parallelism, Precision
-from libra_opt.traffic.workload import Collective
+from libra_opt.traffic.workload import Collective, Layer, Phase, Workload
 
 __all__ = [
     "DP_MODES",
@@ -94,7 +117,12 @@ __all__ = [
     "host_paging_bytes",
     "host_paging_time_s",
     "aggregator_state_bytes",
+    "zero3_prefetched",
+    "ZERO3_GROUPS",
 ]
+
+#: Groups whose per-layer collectives are ZeRO-3's (dense and expert data parallelism).
+ZERO3_GROUPS: tuple[str, ...] = ("dp", "edp")
 
 #: Values of ``Parallelism.dp_mode``.
 IN_NETWORK_OPTIMIZER = "in_network_optimizer"
@@ -277,3 +305,77 @@ def aggregator_state_bytes(total_params: float, precision: Precision,
     if optimizer_state == HOST_PAGING:
         return 0.0
     return float(total_params) * precision.optimizer_bytes
+
+
+def _is_zero3(c: Collective, phase: str) -> bool:
+    """A ZeRO-3 collective of a layer: a parameter all-gather of its forward or input-gradient
+    phase, or the gradient reduce-scatter of its weight-gradient phase, on a data-parallel
+    group."""
+    if c.group not in ZERO3_GROUPS:
+        return False
+    return c.kind == ("reduce_scatter" if phase == "weight_grad" else "all_gather")
+
+
+def zero3_prefetched(workload: Workload) -> Workload:
+    """A ZeRO-3 workload as DeepSpeed ZeRO-3 and FSDP run it: each layer's parameter gathers
+    and gradient reduce-scatter behind its compute (overlap form, ``overlap`` loop).
+
+    Every layer with ZeRO-3 collectives becomes ``<name>~zero3_prefetch`` (its compute with
+    those collectives: ``max(compute, collectives)`` per phase) and ``<name>~comm`` (its other
+    collectives, exposed); every other layer is split into compute and collectives
+    (:func:`libra_opt.generators.comm_overlap.overlap_form`). The bytes are unchanged: the
+    parameters are still gathered every micro-batch; only when they move changes.
+
+    Parameters
+    ----------
+    workload : Workload
+        A generated workload with ``zero: 3`` (not yet in overlap form).
+
+    Returns
+    -------
+    Workload
+        In overlap form: time it with ``training_loop: overlap``.
+
+    Raises
+    ------
+    InputError
+        When the workload is already in overlap form or has no ZeRO-3 collective.
+
+    Examples
+    --------
+    A layer of 3 s forward compute, a 1 GB parameter gather on ``dp`` and a tensor-parallel
+    all-reduce:
+
+    >>> ag, ar = Collective("all_gather", 1e9, "dp"), Collective("all_reduce", 1e8, "tp")
+    >>> w = Workload("w", (Layer("l", Phase(3.0, (ag, ar))),), {"dp": (1, 8), "tp": (8, 1)})
+    >>> [(x.name, x.forward.compute_s, [c.group for c in x.forward.collectives])
+    ...  for x in zero3_prefetched(w).layers]
+    [('l~zero3_prefetch', 3.0, ['dp']), ('l~comm', 0.0, ['tp'])]
+    """
+    if workload.overlap_form:
+        raise InputError(f"workload {workload.name!r} is already in overlap form",
+                         field="workload.overlap_form")
+    layers: list[Layer] = []
+    found = False
+    for layer in workload.layers:
+        hidden = {n: tuple(c for c in p.collectives if _is_zero3(c, n)) for n, p in layer.phases()}
+        if not any(hidden.values()):
+            layers += overlap_form(layer)
+            continue
+        found = True
+        rest = {n: tuple(c for c in p.collectives if not _is_zero3(c, n))
+                for n, p in layer.phases()}
+        f, i, w = layer.forward, layer.input_grad, layer.weight_grad
+        paired = Layer(f"{layer.name}~zero3_prefetch", Phase(f.compute_s, hidden["forward"]),
+                       Phase(i.compute_s, hidden["input_grad"]),
+                       Phase(w.compute_s, hidden["weight_grad"]),
+                       count=layer.count, update_s=layer.update_s)
+        comm = Layer(f"{layer.name}~comm", Phase(0.0, rest["forward"]),
+                     Phase(0.0, rest["input_grad"]), Phase(0.0, rest["weight_grad"]),
+                     count=layer.count)
+        layers += [x for x in (paired, comm) if not x.empty]
+    if not found:
+        raise InputError(f"workload {workload.name!r} has no ZeRO-3 collective (parameter "
+                         "all-gathers and gradient reduce-scatters on dp or edp)",
+                         field="parallelism.zero")
+    return dataclasses.replace(workload, layers=tuple(layers), overlap_form=True)

@@ -7,26 +7,42 @@ hatched, and say so in the legend. No function here chooses a matplotlib backend
 
 from __future__ import annotations
 
-import math
-import weakref
 from collections.abc import Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from matplotlib.ticker import FuncFormatter
 
 from libra_opt.errors import InputError
-from libra_opt.explore.pareto import dominated
 from libra_opt.fabric.dims import Fabric
 from libra_opt.fabric.graphs import fabric_graph
 from libra_opt.optimize.solution import Solution
+from libra_opt.report.notes import family_label
+from libra_opt.report.style import (
+    _OWN,
+    _axes,
+    _axis,
+    _legend_below,
+    _num,
+    _unit,
+    format_value,
+    quantity,
+)
+from libra_opt.report.sweep_plots import (
+    _allocations,
+    _series_label,
+    plot_bandwidth_vs_budget,
+    plot_pareto,
+    plot_sweep,
+    sweep_axes,
+)
 
 __all__ = [
     "plot_allocation",
     "plot_step_breakdown",
     "plot_dim_time",
     "plot_sweep",
+    "sweep_axes",
     "plot_pareto",
     "plot_bandwidth_vs_budget",
     "plot_sensitivity",
@@ -35,142 +51,6 @@ __all__ = [
     "quantity",
     "format_value",
 ]
-
-_UNITS = {
-    "s": ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")),
-    "usd": ((1e9, "$B"), (1e6, "$M"), (1e3, "$k"), (1.0, "$")),
-    "w": ((1e6, "MW"), (1e3, "kW"), (1.0, "W")),
-    "gbps": ((1.0, "GB/s"),),
-    "bytes": ((1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "kB"), (1.0, "B")),
-    "": ((1.0, ""),),
-}
-_NAMES = {
-    "value": ("swept value", ""),
-    "budget_usd": ("network budget", "usd"),
-    "power_w": ("network power cap", "w"),
-    "network_cost_usd": ("network cost", "usd"),
-    "network_power_w": ("network power", "w"),
-    "weighted_step_time_s": ("weighted step time", "s"),
-    "step_time_s": ("step time", "s"),
-    "objective": ("objective", ""),
-}
-_SUFFIX_KIND = (("_usd", "usd"), ("_gbps", "gbps"), ("_bytes", "bytes"), ("_w", "w"), ("_s", "s"))
-_OWN: weakref.WeakSet = weakref.WeakSet()   # figures made here (constrained layout)
-_BASELINE_MARKERS = {"equal split": "s", "traffic-proportional": "^"}
-
-
-def quantity(name: str) -> tuple[str, str]:
-    """Human label and unit kind (``s``, ``usd``, ``w``, ``gbps``, ``bytes`` or ``''``) of a column.
-
-    Examples
-    --------
-    >>> quantity("budget_usd")
-    ('network budget', 'usd')
-    >>> quantity("step_time_gpt3_s"), quantity("bw_pod_gbps")
-    (('step time of gpt3', 's'), ('bandwidth of pod', 'gbps'))
-    >>> quantity("sum(bw) == 1000")
-    ("right-hand side of 'sum(bw) == 1000'", 'gbps')
-    >>> quantity("fabric.dims.3.size")
-    ('fabric.dims.3.size', '')
-    """
-    if name in _NAMES:
-        return _NAMES[name]
-    if name.startswith("step_time_") and name.endswith("_s"):
-        return f"step time of {name[10:-2]}", "s"
-    if name.startswith("bw_") and name.endswith("_gbps"):
-        return f"bandwidth of {name[3:-5]}", "gbps"
-    if any(op in name for op in ("==", "<=", ">=")):   # a linear constraint's text
-        unit = "usd" if "cost" in name else "w" if "power" in name else "gbps"
-        return f"right-hand side of {name!r}", unit
-    for suffix, kind in _SUFFIX_KIND:
-        if name.endswith(suffix):
-            return name[: -len(suffix)].replace("_", " "), kind
-    return name, ""
-
-
-def _unit(values, kind: str) -> tuple[float, str]:
-    """The largest engineering unit of ``kind`` not above the largest finite |value|."""
-    arr = np.abs(np.asarray(pd.to_numeric(pd.Series(np.ravel(values)), errors="coerce"),
-                            dtype=float))
-    arr = arr[np.isfinite(arr)]
-    top = float(arr.max()) if arr.size else 0.0
-    steps = _UNITS.get(kind, _UNITS[""])
-    for scale, unit in steps:
-        if top >= scale:
-            return scale, unit
-    return steps[-1] if top > 0 else steps[0]
-
-
-def _num(x: float) -> str:
-    if abs(x) < 1e-12:
-        return "0"
-    return f"{x:,.4g}"
-
-
-def format_value(x: float, kind: str) -> str:
-    """``x`` in its engineering unit: ``'6.5 ms'``, ``'$12.3M'``, ``'450 GB/s'``.
-
-    Examples
-    --------
-    >>> format_value(0.0065, "s"), format_value(1.23e7, "usd"), format_value(450.0, "gbps")
-    ('6.5 ms', '$12.3M', '450 GB/s')
-    >>> format_value(float("nan"), "w")
-    'n/a'
-    """
-    if x is None or not math.isfinite(float(x)):
-        return "n/a"
-    scale, unit = _unit([x], kind)
-    if unit.startswith("$"):
-        return f"${_num(x / scale)}{unit[1:]}"
-    return f"{_num(x / scale)} {unit}".strip()
-
-
-def _axis(ax, which: str, values, name_or_label: str, kind: str | None = None) -> float:
-    """Label an axis ``'label (unit)'`` and format its ticks in that unit; returns the scale."""
-    label, k = quantity(name_or_label) if kind is None else (name_or_label, kind)
-    scale, unit = _unit(values, k)
-    axis = ax.xaxis if which == "x" else ax.yaxis
-    axis.set_major_formatter(FuncFormatter(lambda x, _pos: _num(x / scale)))
-    text = f"{label} ({unit})" if unit else label
-    (ax.set_xlabel if which == "x" else ax.set_ylabel)(text)
-    return scale
-
-
-def _axes(ax, figsize=(7.0, 4.0)):
-    if ax is None:
-        fig, ax = plt.subplots(figsize=figsize, layout="constrained")
-        _OWN.add(fig)   # ours to lay out: legends go below the axes
-        return fig, ax
-    return ax.figure, ax
-
-
-def _legend_below(ax, handles=None, labels=None, ncols: int | None = None):
-    """A frameless legend under the plot, never over the data.
-
-    In a figure of our own (constrained layout) it is a figure legend below everything,
-    x label included; in the caller's axes it goes where it covers the least data.
-    """
-    if handles is None:
-        handles, labels = ax.get_legend_handles_labels()
-    if not handles:
-        return None
-    n = ncols or min(len(handles), 4)
-    fig = ax.figure
-    if fig in _OWN:
-        return fig.legend(handles, labels, loc="outside lower center", ncols=n, frameon=False,
-                          fontsize=8)
-    return ax.legend(handles, labels, loc="best", frameon=False, fontsize=8)
-
-
-def _allocations(sol: Solution):
-    """``(label, evaluation, feasible)`` of the optimum and each baseline."""
-    out = [("optimum", sol.evaluation, True)]
-    out += [(b.name, b.evaluation, b.feasible) for b in sol.baselines]
-    return out
-
-
-def _series_label(name: str, feasible: bool) -> str:
-    return name if feasible else f"{name} (infeasible)"
 
 
 def plot_allocation(sol: Solution, ax=None):
@@ -300,180 +180,6 @@ def plot_dim_time(sol: Solution, ax=None):
     return fig
 
 
-def _sweep_x(df: pd.DataFrame, x: str | None) -> str:
-    """The swept column: ``x``, else the first column (the axis of a sweep's DataFrame)."""
-    if x is None:
-        x = "value" if "value" in df.columns else str(df.columns[0])
-    if x not in df.columns:
-        raise InputError(f"no column {x!r} in the sweep (columns: {', '.join(map(str, df.columns))})",
-                         field="x")
-    return x
-
-
-def _bw_cols(df: pd.DataFrame) -> list[str]:
-    return [c for c in df.columns if c.startswith("bw_") and c.endswith("_gbps")]
-
-
-def plot_sweep(df: pd.DataFrame, x_label: str | None = None, ax=None, *, x: str | None = None):
-    """Step time (left axis) and bandwidth per dimension (right axis) over a sweep.
-
-    Parameters
-    ----------
-    df : pandas.DataFrame
-        A sweep's rows (:func:`libra_opt.explore.sweep.sweep` or a grid sweep).
-    x_label : str, optional
-        What was swept — a column or axis name (``budget_usd``, a constraint's text) whose
-        label and unit are then used, or free text; default from ``x``.
-    ax : matplotlib.axes.Axes, optional
-    x : str, optional
-        Column on the x axis; default ``value`` if present, else the first column.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-
-    Examples
-    --------
-    >>> import pandas as pd
-    >>> df = pd.DataFrame({"budget_usd": [2e7, 4e7], "status": ["optimal"] * 2,
-    ...                    "weighted_step_time_s": [0.0065, 0.005], "bw_pod_gbps": [50, 90]})
-    >>> ax = plot_sweep(df).axes[0]
-    >>> ax.get_xlabel(), ax.get_ylabel()
-    ('network budget ($M)', 'weighted step time (ms)')
-    """
-    x = _sweep_x(df, x)
-    fig, ax = _axes(ax, (7.5, 4.4))
-    ok = df[df["status"] == "optimal"].sort_values(x)
-    bad = df[df["status"] != "optimal"]
-    name = x_label or x
-    if name == "value" and x_label is None:
-        name = "swept value"
-    _axis(ax, "x", df[x], name)
-    _axis(ax, "y", ok["weighted_step_time_s"], "weighted_step_time_s")
-    ax.plot(ok[x], ok["weighted_step_time_s"], "k-o", ms=3, label="weighted step time")
-    ax2 = ax.twinx()
-    for col in _bw_cols(ok):
-        ax2.plot(ok[x], ok[col], "--", label=f"bw {col[3:-5]}")
-    ax2.set_ylabel("bandwidth per NPU (GB/s)")
-    ax2.set_ylim(bottom=0)
-    if not bad.empty:
-        ax.plot(bad[x], np.zeros(len(bad)), "x", color="tab:red", ms=7, clip_on=False,
-                label=f"no design ({len(bad)} points)")
-    if not ok.empty:
-        ax.set_ylim(0, 1.08 * float(ok["weighted_step_time_s"].max()))
-    h1, l1 = ax.get_legend_handles_labels()
-    h2, l2 = ax2.get_legend_handles_labels()
-    _legend_below(ax, h1 + h2, l1 + l2, ncols=min(len(h1) + len(h2), 5))
-    ax.set_title(f"Optimal allocation over the {quantity(name)[0]} sweep")
-    return fig
-
-
-def plot_pareto(df: pd.DataFrame, x: str = "network_cost_usd", y: str = "weighted_step_time_s",
-                *, solution: Solution | None = None, ax=None, label: str = "sweep"):
-    """Step time against network cost (or power): every design of a sweep and its front.
-
-    Parameters
-    ----------
-    df : pandas.DataFrame
-        Sweep rows with columns ``x``, ``y`` and ``status``.
-    x, y : str
-        Columns; ``x="network_power_w"`` draws the power/step-time front.
-    solution : Solution, optional
-        Marks its optimum (star) and its baselines at the same total bandwidth (equal split:
-        square, traffic-proportional: triangle); an infeasible baseline is hollow and its
-        legend entry says so.
-    ax : matplotlib.axes.Axes, optional
-    label : str
-        Legend text of the sweep's points.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-
-    Examples
-    --------
-    >>> import pandas as pd
-    >>> df = pd.DataFrame({"status": ["optimal"] * 3, "network_cost_usd": [1e7, 2e7, 3e7],
-    ...                    "weighted_step_time_s": [0.02, 0.012, 0.013]})
-    >>> ax = plot_pareto(df).axes[0]
-    >>> ax.get_xlabel(), ax.get_ylabel()
-    ('network cost ($M)', 'weighted step time (ms)')
-    """
-    for col in (x, y):
-        if col not in df.columns:
-            raise InputError(f"no column {col!r} in the sweep", field="x" if col == x else "y")
-    ok = df[df["status"] == "optimal"] if "status" in df.columns else df
-    ok = ok[pd.to_numeric(ok[x], errors="coerce").notna()
-            & pd.to_numeric(ok[y], errors="coerce").notna()]
-    if ok.empty:
-        raise InputError(f"no optimal row with a value of {x!r} to plot", field="df")
-    fig, ax = _axes(ax, (7.0, 4.6))
-    xs, ys = ok[x].astype(float).to_numpy(), ok[y].astype(float).to_numpy()
-    front = ~dominated(xs, ys)
-    order = np.argsort(xs[front])
-    fx, fy = xs[front][order], ys[front][order]
-    points = [(xs, ys)]
-    if (~front).any():
-        ax.scatter(xs[~front], ys[~front], s=10, color="0.7", label=f"{label}: dominated")
-    ax.step(fx, fy, where="post", color="tab:blue", lw=1.2, alpha=0.6)
-    ax.plot(fx, fy, "o", color="tab:blue", ms=3.5, label=f"{label}: Pareto front")
-    if solution is not None:
-        power = x == "network_power_w"
-        for name, ev, ok_ in _allocations(solution):
-            px = ev.cost.network_power_w if power else ev.cost.network_cost_usd
-            if px is None:
-                continue
-            py = ev.weighted_step_time_s
-            points.append((np.array([px]), np.array([py])))
-            if name == "optimum":
-                ax.plot(px, py, "*", color="tab:orange", ms=14, mec="black", mew=0.6,
-                        label="scenario optimum", zorder=4)
-                continue
-            m = _BASELINE_MARKERS.get(name, "D")
-            style = (dict(color="tab:red") if ok_ else
-                     dict(mfc="none", mec="tab:red", mew=1.5))
-            ax.plot(px, py, m, ms=9, zorder=4, label=_series_label(name, ok_), **style)
-    allx = np.concatenate([p[0] for p in points])
-    ally = np.concatenate([p[1] for p in points])
-    _axis(ax, "x", allx, x)
-    _axis(ax, "y", ally, y)
-    ax.grid(alpha=0.3)
-    what = "power" if x == "network_power_w" else "cost"
-    ax.set_title(f"Step time vs network {what}: the Pareto front")
-    _legend_below(ax, ncols=3)
-    return fig
-
-
-def plot_bandwidth_vs_budget(df: pd.DataFrame, x: str | None = None, ax=None):
-    """Stacked areas: the optimal bandwidth of each dimension over a budget (or any) sweep.
-
-    Examples
-    --------
-    >>> import pandas as pd
-    >>> df = pd.DataFrame({"budget_usd": [1e7, 2e7], "status": ["optimal"] * 2,
-    ...                    "bw_hb_gbps": [300, 450], "bw_so_gbps": [20, 50]})
-    >>> ax = plot_bandwidth_vs_budget(df).axes[0]
-    >>> ax.get_xlabel(), ax.get_ylabel()
-    ('network budget ($M)', 'bandwidth per NPU (GB/s)')
-    """
-    x = _sweep_x(df, x)
-    cols = _bw_cols(df)
-    if not cols:
-        raise InputError("no bw_<dim>_gbps columns in the sweep", field="df")
-    ok = df[df["status"] == "optimal"].sort_values(x)
-    fig, ax = _axes(ax, (7.0, 4.4))
-    ax.stackplot(ok[x].astype(float), *[ok[c].astype(float) for c in cols],
-                 labels=[c[3:-5] for c in cols], alpha=0.85)
-    _axis(ax, "x", df[x], x)
-    ax.set_ylabel("bandwidth per NPU (GB/s)")
-    ax.set_ylim(bottom=0)
-    ax.margins(x=0)
-    ax.set_title("Optimal bandwidth per dimension (stacked)")
-    handles, labels = ax.get_legend_handles_labels()
-    _legend_below(ax, handles[::-1], labels[::-1], ncols=len(cols))
-    return fig
-
-
 def _sens_col(df: pd.DataFrame, unit: str) -> str | None:
     return next((c for c in df.columns if unit in c and "step" in c), None) or next(
         (c for c in df.columns if unit in c), None)
@@ -563,6 +269,8 @@ def plot_comparison(df, ax=None, *, mode: str = "equal_bw",
     >>> fig = plot_comparison(df)
     >>> [t.get_text() for t in fig.axes[0].get_xticklabels()]
     ['network cost', 'step time']
+
+    A ``multi_dim`` row is labelled as LIBRA's ideal switch (no radix limit).
     """
     sub = df[df["mode"] == mode]
     if sub.empty:
@@ -580,7 +288,7 @@ def plot_comparison(df, ax=None, *, mode: str = "equal_bw",
         tiers = row.get("scaleout_tiers")
         extra = f", {int(tiers)}-tier scale-out" if tiers is not None and pd.notna(tiers) and tiers else ""
         bars = ax.bar(x + (i - (len(sub) - 1) / 2) * width, vals, width,
-                      label=f"{row['fabric']}{extra}")
+                      label=f"{family_label(str(row['fabric']))}{extra}")
         for b, v in zip(bars, vals, strict=True):
             ax.annotate(f"{v:.2f}", (b.get_x() + b.get_width() / 2, v), ha="center",
                         va="bottom", fontsize=7)

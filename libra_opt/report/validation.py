@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 
 import matplotlib.pyplot as plt
@@ -82,7 +83,7 @@ def plot_validation(results: Sequence[TableResult], ax=None):
             ax.plot([x], [ratio], "o", color="C0" if not r.calibrate else "none",
                     markeredgecolor="C0")
             ticks.append(x)
-            labels.append(r.name[:28])
+            labels.append("\n".join(textwrap.wrap(r.name, 26)))   # whole, never cut
         if xs:
             ax.text(xs[0], 1.0, res.name, fontsize=8, va="bottom",
                     transform=ax.get_xaxis_transform())

@@ -165,4 +165,4 @@ def test_scenario_without_radix_says_64_is_the_default(scenario, capsys):
     assert main([str(scenario), "--fabrics", "rail_only"]) == 0
     out = capsys.readouterr().out
     assert "scale-out switch radix 64 (the default: the scenario's scale-out has no switch_radix)" in out
-    assert "scenario (multi_dim)" in out
+    assert "scenario (multi_dim, ideal, no radix limit)" in out   # LIBRA's ideal switch, said so

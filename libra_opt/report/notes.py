@@ -1,0 +1,167 @@
+"""Sentences that explain a table before a reader misreads it.
+
+- :func:`family_notes`: what the ``multi_dim`` row of a fabric comparison is (LIBRA's ideal
+  switch: one logical switch per dimension, no radix limit -- a bound, not a buildable
+  network), and why two fabrics cost the same (the same number of scale-out tiers).
+- :func:`identical_rows_note` / :func:`binding_constraints`: why rows of a budget sweep or a
+  comparison give the same design (a constraint other than the budget pins the bandwidth,
+  ``sum(bw) == 1000`` for instance) -- named, not left for the reader to guess.
+
+Pure functions of the results handed to them; the report and the ``compare`` command print
+them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from libra_opt.report.style import format_value, quantity
+from libra_opt.scenario.evaluate import evaluate
+from libra_opt.scenario.scenario import Scenario
+
+__all__ = ["MULTI_DIM_NOTE", "binding_constraints", "family_label", "family_notes",
+           "identical_rows_note"]
+
+MULTI_DIM_NOTE = (
+    "multi_dim is LIBRA's ideal fabric: every dimension is one logical switch with no radix "
+    "limit (1 tier, a single scale-out switch however many NPUs it joins). No real switch has "
+    "that many ports at this size, so its cost and power are a lower bound for the network, "
+    "not a design that can be bought; compare the buildable fabrics (fat_tree, rail_only) "
+    "with each other.")
+
+
+def family_label(fabric: str) -> str:
+    """A comparison row's fabric as a table shows it: ``multi_dim`` says it is ideal.
+
+    Examples
+    --------
+    >>> family_label("multi_dim"), family_label("scenario (multi_dim)"), family_label("fat_tree")
+    ('multi_dim (ideal, no radix limit)', 'scenario (multi_dim, ideal, no radix limit)', 'fat_tree')
+    """
+    if fabric == "multi_dim":
+        return "multi_dim (ideal, no radix limit)"
+    return fabric.replace("(multi_dim)", "(multi_dim, ideal, no radix limit)")
+
+
+def _close(a: float, b: float, rel: float = 1e-6) -> bool:
+    return abs(a - b) <= rel * max(abs(a), abs(b), 1e-12)
+
+
+def binding_constraints(scen: Scenario, bw_gbps: Sequence[float], *, tol: float = 1e-6,
+                        exclude: Sequence[str] = ("budget_usd", "power_w")) -> list[str]:
+    """Labels of the scenario's constraints that hold with equality at ``bw_gbps``.
+
+    Equality constraints always bind; an inequality binds when its two sides agree to a
+    relative ``tol``. The budget and power cap are left out (``exclude``): the question this
+    answers is what *else* fixes the design.
+
+    Examples
+    --------
+    >>> from libra_opt.scenario.examples import toy_scenario
+    >>> binding_constraints(toy_scenario(), [200.0, 100.0])
+    ['sum(bw) == 300']
+    """
+    ev = evaluate(scen, bw_gbps)
+    bw = np.asarray(ev.bw_gbps, dtype=float)
+    cost = float(ev.cost.network_cost_usd)
+    power = float(ev.cost.network_power_w or 0.0)
+    out = []
+    for c in scen.constraints:
+        if c.label in exclude:
+            continue
+        lhs = float(np.dot(c.bw_coef, bw)) + c.cost_coef * cost + c.power_coef * power
+        if c.sense == "==" or abs(lhs - c.rhs) <= tol * max(abs(c.rhs), abs(lhs), 1.0):
+            out.append(c.label)
+    return out
+
+
+def identical_rows_note(df: pd.DataFrame, scen: Scenario, *, x: str = "budget_usd") -> str | None:
+    """Why consecutive rows of a sweep over ``x`` give the same design, or ``None``.
+
+    Rows are the same design when every ``bw_<dim>_gbps`` agrees to 1e-6. The note counts
+    them, says over which range of ``x`` and names the constraints binding there.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from libra_opt.scenario.examples import toy_scenario
+    >>> df = pd.DataFrame({"budget_usd": [1e5, 2e5, 3e5], "status": ["optimal"] * 3,
+    ...                    "bw_node_gbps": [100.0, 200.0, 200.0],
+    ...                    "bw_pod_gbps": [50.0, 100.0, 100.0],
+    ...                    "network_cost_usd": [5e4, 1e5, 1e5]})
+    >>> print(identical_rows_note(df, toy_scenario()))  # doctest: +NORMALIZE_WHITESPACE
+    2 of 3 rows give the same design (network budget $200k to $300k): the network budget
+    does not bind there (the design costs $100,000), the bandwidth is pinned by
+    sum(bw) == 300.
+    """
+    cols = [c for c in df.columns if str(c).startswith("bw_") and str(c).endswith("_gbps")]
+    ok = df[df["status"] == "optimal"].sort_values(x)
+    if len(ok) < 2 or not cols:
+        return None
+    bws = ok[cols].to_numpy(dtype=float)
+    same = [i for i in range(1, len(ok))
+            if np.allclose(bws[i], bws[i - 1], rtol=1e-6, atol=1e-9)]
+    if not same:
+        return None
+    rows = sorted({i for i in same} | {i - 1 for i in same})
+    first, last = ok.iloc[rows[0]], ok.iloc[rows[-1]]
+    binding = binding_constraints(scen, bws[rows[-1]])
+    what = ", ".join(binding) if binding else "the per-dimension bounds"
+    cost = ""
+    if "network_cost_usd" in ok:
+        cost = f" (the design costs ${float(last['network_cost_usd']):,.0f})"
+    label, kind = quantity(x)
+    lo, hi = format_value(float(first[x]), kind), format_value(float(last[x]), kind)
+    return (f"{len(rows)} of {len(df)} rows give the same design ({label} {lo} to {hi}): "
+            f"the {label} does not bind there{cost}, the bandwidth is pinned by {what}.")
+
+
+def family_notes(df: pd.DataFrame, scen: Scenario | None = None) -> list[str]:
+    """Notes on a fabric comparison (:func:`libra_opt.explore.compare.compare_fabrics`).
+
+    - the ``multi_dim`` row (its own or the scenario's): :data:`MULTI_DIM_NOTE`;
+    - two fabrics of one mode with the same network cost and the same number of scale-out
+      tiers: the saving of one over the other needs a tier fewer, which this size does not
+      give;
+    - a budget mode whose rows repeat the equal-bandwidth rows: the binding constraints
+      (with ``scen``).
+    """
+    out = []
+    fabrics = [str(f) for f in df["fabric"]]
+    if any(f == "multi_dim" or "(multi_dim)" in f for f in fabrics):
+        out.append(MULTI_DIM_NOTE)
+    same_tiers: dict[tuple[str, str, int], list[str]] = {}
+    for mode, g in df.groupby("mode", sort=False):
+        rows = list(g.itertuples(index=False))
+        for i, a in enumerate(rows):
+            for b in rows[i + 1:]:
+                if not _close(float(a.network_cost_usd), float(b.network_cost_usd)):
+                    continue
+                if "scaleout_tiers" in g and a.scaleout_tiers == b.scaleout_tiers:
+                    key = (str(a.fabric), str(b.fabric), int(a.scaleout_tiers))
+                    same_tiers.setdefault(key, []).append(str(mode))
+    for (a_fab, b_fab, tiers), modes in same_tiers.items():
+        out.append(f"{', '.join(modes)}: {a_fab} and {b_fab} cost the same because both need "
+                   f"{tiers} scale-out tier{'s' if tiers != 1 else ''} at this size and radix: "
+                   "a rail-only network saves only where its per-rail Clos needs fewer tiers "
+                   "than the full one.")
+    if scen is not None and "bw_gbps" in df:
+        repeats: dict[str, list[str]] = {}
+        base = df[df["mode"] == "equal_bw"]
+        for mode, g in df.groupby("mode", sort=False):
+            if mode == "equal_bw" or len(g) != len(base):
+                continue
+            same = all(np.allclose(np.asarray(a, float), np.asarray(b, float), rtol=1e-6)
+                       for a, b in zip(g["bw_gbps"], base["bw_gbps"], strict=True))
+            if same:
+                binding = binding_constraints(scen, list(g["bw_gbps"].iloc[0]))
+                why = (f"the bandwidth is pinned by {', '.join(binding)}" if binding else
+                       "the per-dimension bounds hold the bandwidth")
+                repeats.setdefault(why, []).append(str(mode))
+        for why, modes in repeats.items():
+            out.append(f"{' and '.join(modes)} rows repeat the equal_bw rows: {why}, so a "
+                       "budget changes nothing.")
+    return list(dict.fromkeys(out))

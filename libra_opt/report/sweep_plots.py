@@ -1,0 +1,406 @@
+"""Plots of sweeps: step time and bandwidth over a swept quantity, the Pareto front and the
+bandwidth stack. A sweep over several axes draws one series (or panel) per combination of the
+other axes' values, never one line through every point.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from libra_opt.errors import InputError
+from libra_opt.explore.pareto import dominated
+from libra_opt.optimize.solution import Solution
+from libra_opt.report.style import (
+    _OWN,
+    _axes,
+    _axis,
+    _legend_below,
+    _num,
+    format_value,
+    quantity,
+)
+
+__all__ = ["plot_sweep", "plot_pareto", "plot_bandwidth_vs_budget", "sweep_axes"]
+
+_BASELINE_MARKERS = {"equal split": "s", "traffic-proportional": "^"}
+
+
+def _allocations(sol: Solution):
+    """``(label, evaluation, feasible)`` of the optimum and each baseline."""
+    out = [("optimum", sol.evaluation, True)]
+    out += [(b.name, b.evaluation, b.feasible) for b in sol.baselines]
+    return out
+
+
+def _series_label(name: str, feasible: bool) -> str:
+    return name if feasible else f"{name} (infeasible)"
+
+
+def _sweep_x(df: pd.DataFrame, x: str | None) -> str:
+    """The swept column: ``x``, else the first column (the axis of a sweep's DataFrame)."""
+    if x is None:
+        x = "value" if "value" in df.columns else str(df.columns[0])
+    if x not in df.columns:
+        raise InputError(f"no column {x!r} in the sweep (columns: {', '.join(map(str, df.columns))})",
+                         field="x")
+    return x
+
+
+def _bw_cols(df: pd.DataFrame) -> list[str]:
+    return [c for c in df.columns if c.startswith("bw_") and c.endswith("_gbps")]
+
+
+_LINESTYLES = ("--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 3)), (0, (8, 2)))
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+
+
+def _value_ticks(ax, values) -> None:
+    """Ticks at the swept values when there are few of them (no 9, 10, ... 15 between an
+    HB domain of 8 and one of 16)."""
+    v = pd.to_numeric(pd.Series(values), errors="coerce").dropna().unique()
+    if 2 <= len(v) <= 8:
+        ax.set_xticks(sorted(float(x) for x in v))
+
+
+def _proxy(label: str, **style):
+    from matplotlib.lines import Line2D
+
+    return Line2D([], [], label=label, **style)
+
+
+def sweep_axes(df: pd.DataFrame) -> list[str]:
+    """The axis columns of a sweep's DataFrame.
+
+    A sweep's frame puts its axes first, before ``status``
+    (:func:`libra_opt.explore.grid.result_columns`); a one-axis sweep names its axis ``value``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> sweep_axes(pd.DataFrame(columns=["budget_usd", "fabric.hb_domain", "status", "bw_a_gbps"]))
+    ['budget_usd', 'fabric.hb_domain']
+    >>> sweep_axes(pd.DataFrame(columns=["status", "value"]))
+    ['value']
+    """
+    cols = [str(c) for c in df.columns]
+    head = cols[: cols.index("status")] if "status" in cols else []
+    if "value" in cols and "value" not in head:
+        head.insert(0, "value")
+    return head
+
+
+def _same(a: pd.Series, b: pd.Series) -> bool:
+    return bool((a.astype(str).to_numpy() == b.astype(str).to_numpy()).all())
+
+
+def _other_axes(df: pd.DataFrame, x: str) -> list[str]:
+    """Axes besides ``x`` that take more than one value in ``df`` (a copy of ``x`` excluded)."""
+    return [c for c in sweep_axes(df)
+            if c != x and df[c].nunique(dropna=False) > 1 and not _same(df[c], df[x])]
+
+
+def _group_label(names: Sequence[str], key) -> str:
+    """``'hb_domain = 16, network budget = $100M'``: one value of each other axis."""
+    key = key if isinstance(key, tuple) else (key,)
+    parts = []
+    for name, v in zip(names, key, strict=False):
+        label, kind = quantity(name)
+        short = label if kind else name.rsplit(".", 1)[-1]
+        try:
+            text = format_value(float(v), kind) if kind else _num(float(v))
+        except (TypeError, ValueError):
+            text = str(v)
+        parts.append(f"{short} = {text}")
+    return ", ".join(parts)
+
+
+def _series(df: pd.DataFrame, x: str) -> list[tuple[str, pd.DataFrame]]:
+    """One ``(label, rows)`` per combination of the other axes' values (one unlabelled series
+    when ``x`` is the only axis), rows sorted by ``x``."""
+    others = _other_axes(df, x)
+    if not others:
+        return [("", df.sort_values(x))]
+    groups = df.groupby(others if len(others) > 1 else others[0], sort=True, dropna=False)
+    return [(_group_label(others, k), g.sort_values(x)) for k, g in groups]
+
+
+def plot_sweep(df: pd.DataFrame, x_label: str | None = None, ax=None, *, x: str | None = None):
+    """Step time (left axis) and bandwidth per dimension (right axis) over a sweep.
+
+    A sweep over several axes draws one series per combination of the other axes' values
+    (one colour each) — never one line through every point. Without ``ax`` such a figure has
+    two panels: step time above, bandwidth per dimension below (one line style per
+    dimension).
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        A sweep's rows (:func:`libra_opt.explore.sweep.sweep` or a grid sweep).
+    x_label : str, optional
+        What was swept — a column or axis name (``budget_usd``, a constraint's text) whose
+        label and unit are then used, or free text; default from ``x``.
+    ax : matplotlib.axes.Axes, optional
+    x : str, optional
+        Column on the x axis; default ``value`` if present, else the first column.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"budget_usd": [2e7, 4e7], "status": ["optimal"] * 2,
+    ...                    "weighted_step_time_s": [0.0065, 0.005], "bw_pod_gbps": [50, 90]})
+    >>> ax = plot_sweep(df).axes[0]
+    >>> ax.get_xlabel(), ax.get_ylabel()
+    ('network budget ($M)', 'weighted step time (ms)')
+    """
+    x = _sweep_x(df, x)
+    name = x_label or x
+    if name == "value" and x_label is None:
+        name = "swept value"
+    if x == "value" and name in df.columns and _same(df[name], df[x]):
+        x = name   # the copy of an axis the command line makes: group by the others
+    series = _series(df, x)
+    if len(series) > 1:
+        return _plot_sweep_groups(df, x, name, series, ax)
+    fig, ax = _axes(ax, (7.5, 4.4))
+    ok = df[df["status"] == "optimal"].sort_values(x)
+    bad = df[df["status"] != "optimal"]
+    _axis(ax, "x", df[x], name)
+    _axis(ax, "y", ok["weighted_step_time_s"], "weighted_step_time_s")
+    ax.plot(ok[x], ok["weighted_step_time_s"], "k-o", ms=3, label="weighted step time")
+    ax2 = ax.twinx()
+    for col in _bw_cols(ok):
+        ax2.plot(ok[x], ok[col], "--", label=f"bw {col[3:-5]}")
+    ax2.set_ylabel("bandwidth per NPU (GB/s)")
+    ax2.set_ylim(bottom=0)
+    if not bad.empty:
+        ax.plot(bad[x], np.zeros(len(bad)), "x", color="tab:red", ms=7, clip_on=False,
+                label=f"no design ({len(bad)} points)")
+    if not ok.empty:
+        ax.set_ylim(0, 1.08 * float(ok["weighted_step_time_s"].max()))
+    h1, l1 = ax.get_legend_handles_labels()
+    h2, l2 = ax2.get_legend_handles_labels()
+    _legend_below(ax, h1 + h2, l1 + l2, ncols=min(len(h1) + len(h2), 5))
+    ax.set_title(f"Optimal allocation over the {quantity(name)[0]} sweep")
+    return fig
+
+
+def _plot_sweep_groups(df, x, name, series, ax):
+    """:func:`plot_sweep` of a multi-axis sweep: one colour per value of the other axes."""
+    if ax is None:
+        fig, (ax, axb) = plt.subplots(2, 1, figsize=(7.5, 6.6), sharex=True,
+                                      layout="constrained")
+        _OWN.add(fig)
+    else:
+        fig, axb = ax.figure, ax.twinx()
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    ok_all = df[df["status"] == "optimal"]
+    cols = _bw_cols(df)
+    handles = []
+    for i, (label, g) in enumerate(series):
+        c = colors[i % len(colors)]
+        ok = g[g["status"] == "optimal"]
+        ax.plot(ok[x], ok["weighted_step_time_s"], "-", marker=_MARKERS[i % len(_MARKERS)],
+                color=c, ms=4, label=label)
+        for j, col in enumerate(cols):
+            axb.plot(ok[x], ok[col], linestyle=_LINESTYLES[j % len(_LINESTYLES)],
+                     marker=_MARKERS[i % len(_MARKERS)], ms=3, color=c)
+        handles.append(_proxy(label, color=c, marker=_MARKERS[i % len(_MARKERS)]))
+    handles += [_proxy(f"bw {col[3:-5]}", color="0.3", linestyle=_LINESTYLES[j % len(_LINESTYLES)])
+                for j, col in enumerate(cols)]
+    bad = df[df["status"] != "optimal"]
+    if not bad.empty:
+        handles.append(ax.plot(bad[x], np.zeros(len(bad)), "x", color="tab:red", ms=7,
+                               clip_on=False, label=f"no design ({len(bad)} points)")[0])
+    _axis(ax, "x", df[x], name)
+    _value_ticks(ax, df[x])
+    if axb.get_shared_x_axes().joined(ax, axb):   # two panels: the x label once, below
+        _axis(axb, "x", df[x], name)
+        ax.set_xlabel("")
+    _axis(ax, "y", ok_all["weighted_step_time_s"], "weighted_step_time_s")
+    axb.set_ylabel("bandwidth per NPU (GB/s)")
+    axb.set_ylim(bottom=0)
+    if not ok_all.empty:
+        ax.set_ylim(0, 1.08 * float(ok_all["weighted_step_time_s"].max()))
+    _legend_below(ax, handles, [h.get_label() for h in handles], ncols=3)
+    ax.set_title(f"Optimal allocation over the {quantity(name)[0]} sweep\n"
+                 f"one colour per {', '.join(_short(c) for c in _other_axes(df, x))}",
+                 fontsize=10)
+    return fig
+
+
+def _short(name: str) -> str:
+    label, kind = quantity(name)
+    return label if kind else name.rsplit(".", 1)[-1]
+
+
+def plot_pareto(df: pd.DataFrame, x: str = "network_cost_usd", y: str = "weighted_step_time_s",
+                *, solution: Solution | None = None, ax=None, label: str = "sweep"):
+    """Step time against network cost (or power): every design of a sweep and its front.
+
+    In a sweep over several axes the points of each combination of the axes' values have
+    their own colour and marker (axes that only move along the front, a budget or a
+    power cap, are not split); the front is taken over all of them.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        Sweep rows with columns ``x``, ``y`` and ``status``.
+    x, y : str
+        Columns; ``x="network_power_w"`` draws the power/step-time front.
+    solution : Solution, optional
+        Marks its optimum (star) and its baselines at the same total bandwidth (equal split:
+        square, traffic-proportional: triangle); an infeasible baseline is hollow and its
+        legend entry says so.
+    ax : matplotlib.axes.Axes, optional
+    label : str
+        Legend text of the sweep's points.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"status": ["optimal"] * 3, "network_cost_usd": [1e7, 2e7, 3e7],
+    ...                    "weighted_step_time_s": [0.02, 0.012, 0.013]})
+    >>> ax = plot_pareto(df).axes[0]
+    >>> ax.get_xlabel(), ax.get_ylabel()
+    ('network cost ($M)', 'weighted step time (ms)')
+    """
+    for col in (x, y):
+        if col not in df.columns:
+            raise InputError(f"no column {col!r} in the sweep", field="x" if col == x else "y")
+    ok = df[df["status"] == "optimal"] if "status" in df.columns else df
+    ok = ok[pd.to_numeric(ok[x], errors="coerce").notna()
+            & pd.to_numeric(ok[y], errors="coerce").notna()]
+    if ok.empty:
+        raise InputError(f"no optimal row with a value of {x!r} to plot", field="df")
+    fig, ax = _axes(ax, (7.0, 4.6))
+    xs, ys = ok[x].astype(float).to_numpy(), ok[y].astype(float).to_numpy()
+    front = ~dominated(xs, ys)
+    order = np.argsort(xs[front])
+    fx, fy = xs[front][order], ys[front][order]
+    points = [(xs, ys)]
+    # axes along which a design moves on its own front (a budget, a cap) are not split
+    split = [c for c in sweep_axes(ok) if c in ok.columns and ok[c].nunique(dropna=False) > 1
+             and c not in ("budget_usd", "power_w", "value") and quantity(c)[1] not in
+             ("usd", "w")]
+    if split:
+        colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+        on_front = pd.Series(front, index=ok.index)
+        keys = ok.groupby(split if len(split) > 1 else split[0], sort=True, dropna=False)
+        for i, (key, g) in enumerate(keys):
+            c, m = colors[i % len(colors)], _MARKERS[i % len(_MARKERS)]
+            f = on_front[g.index].to_numpy()
+            gx, gy = g[x].astype(float).to_numpy(), g[y].astype(float).to_numpy()
+            ax.plot(gx[f], gy[f], m, color=c, ms=5, linestyle="none",
+                    label=_group_label(split, key))
+            ax.plot(gx[~f], gy[~f], m, mfc="none", mec=c, ms=5, alpha=0.6, linestyle="none")
+        ax.step(fx, fy, where="post", color="0.2", lw=1.2, alpha=0.7,
+                label=f"{label}: Pareto front (filled: on it)")
+    else:
+        if (~front).any():
+            ax.scatter(xs[~front], ys[~front], s=10, color="0.7", label=f"{label}: dominated")
+        ax.step(fx, fy, where="post", color="tab:blue", lw=1.2, alpha=0.6)
+        ax.plot(fx, fy, "o", color="tab:blue", ms=3.5, label=f"{label}: Pareto front")
+    if solution is not None:
+        power = x == "network_power_w"
+        for name, ev, ok_ in _allocations(solution):
+            px = ev.cost.network_power_w if power else ev.cost.network_cost_usd
+            if px is None:
+                continue
+            py = ev.weighted_step_time_s
+            points.append((np.array([px]), np.array([py])))
+            if name == "optimum":
+                ax.plot(px, py, "*", color="tab:orange", ms=14, mec="black", mew=0.6,
+                        label="scenario optimum", zorder=4)
+                continue
+            m = _BASELINE_MARKERS.get(name, "D")
+            style = (dict(color="tab:red") if ok_ else
+                     dict(mfc="none", mec="tab:red", mew=1.5))
+            ax.plot(px, py, m, ms=9, zorder=4, label=_series_label(name, ok_), **style)
+    allx = np.concatenate([p[0] for p in points])
+    ally = np.concatenate([p[1] for p in points])
+    _axis(ax, "x", allx, x)
+    _axis(ax, "y", ally, y)
+    ax.grid(alpha=0.3)
+    what = "power" if x == "network_power_w" else "cost"
+    ax.set_title(f"Step time vs network {what}: the Pareto front")
+    _legend_below(ax, ncols=3)
+    return fig
+
+
+def plot_bandwidth_vs_budget(df: pd.DataFrame, x: str | None = None, ax=None):
+    """Stacked areas: the optimal bandwidth of each dimension over a budget (or any) sweep.
+
+    A sweep over several axes gets one panel per combination of the other axes' values
+    (without ``ax``), or one line per dimension and combination (colour: dimension, line
+    style: combination) in the given ``ax`` — never one stack through every point.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"budget_usd": [1e7, 2e7], "status": ["optimal"] * 2,
+    ...                    "bw_hb_gbps": [300, 450], "bw_so_gbps": [20, 50]})
+    >>> ax = plot_bandwidth_vs_budget(df).axes[0]
+    >>> ax.get_xlabel(), ax.get_ylabel()
+    ('network budget ($M)', 'bandwidth per NPU (GB/s)')
+    """
+    x = _sweep_x(df, x)
+    cols = _bw_cols(df)
+    if not cols:
+        raise InputError("no bw_<dim>_gbps columns in the sweep", field="df")
+    series = _series(df, x)
+    if len(series) > 1 and ax is not None:
+        fig = ax.figure
+        colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+        for i, (label, g) in enumerate(series):
+            ok = g[g["status"] == "optimal"]
+            for j, c in enumerate(cols):
+                ax.plot(ok[x].astype(float), ok[c].astype(float), color=colors[j % len(colors)],
+                        linestyle=_LINESTYLES[i % len(_LINESTYLES)],
+                        marker=_MARKERS[i % len(_MARKERS)], ms=3, label=f"{c[3:-5]}, {label}")
+        _axis(ax, "x", df[x], x)
+        ax.set_ylabel("bandwidth per NPU (GB/s)")
+        ax.set_ylim(bottom=0)
+        ax.set_title("Optimal bandwidth per dimension")
+        _legend_below(ax, ncols=2)
+        return fig
+    if len(series) > 1:
+        n = len(series)
+        ncols = min(n, 3)
+        nrows = math.ceil(n / ncols)
+        fig, grid = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 3.4 * nrows + 0.6),
+                                 sharey=True, squeeze=False, layout="constrained")
+        _OWN.add(fig)
+        axes_ = list(grid.ravel())
+        for extra in axes_[n:]:
+            extra.remove()
+    else:
+        fig, a0 = _axes(ax, (7.0, 4.4))
+        axes_ = [a0]
+    for a, (label, g) in zip(axes_, series, strict=False):
+        ok = g[g["status"] == "optimal"]
+        a.stackplot(ok[x].astype(float), *[ok[c].astype(float) for c in cols],
+                    labels=[c[3:-5] for c in cols], alpha=0.85)
+        _axis(a, "x", df[x], x)
+        a.set_ylabel("bandwidth per NPU (GB/s)")
+        a.set_ylim(bottom=0)
+        a.margins(x=0)
+        a.set_title(label or "Optimal bandwidth per dimension (stacked)", fontsize=10)
+    if len(series) > 1:
+        fig.suptitle("Optimal bandwidth per dimension (stacked), one panel per "
+                     + ", ".join(_short(c) for c in _other_axes(df, x)))
+    handles, labels = axes_[0].get_legend_handles_labels()
+    _legend_below(axes_[0], handles[::-1], labels[::-1], ncols=len(cols))
+    return fig

@@ -1,0 +1,118 @@
+"""Plots of sweeps over several axes: one series (or panel) per value of the other axes."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import pytest
+
+from libra_opt.explore.sweep import sweep
+from libra_opt.report import plots as P
+from libra_opt.report.figure_check import figure_problems
+from libra_opt.scenario.examples import toy_scenario
+
+
+@pytest.fixture(autouse=True)
+def _close():
+    yield
+    plt.close("all")
+
+
+@pytest.fixture(scope="module")
+def grid():
+    """The toy over 3 budgets x 2 pod sizes: 6 designs, two per budget."""
+    return sweep(toy_scenario(), {"budget_usd": [2e5, 3e5, 4e5], "fabric.dims.pod.size": [4, 8]},
+                 progress=False)
+
+
+def _monotone_lines(fig):
+    """No line zig-zags: every data line's x values strictly increase (a polyline through
+    every point of a two-axis grid would go back and forth)."""
+    for ax in fig.axes:
+        for line in ax.get_lines():
+            x = np.asarray(line.get_xdata(), dtype=float)
+            if len(x) > 1 and line.get_linestyle() not in ("None", ""):
+                assert np.all(np.diff(x) > 0), (ax.get_title(), line.get_label(), x)
+
+
+def test_sweep_axes_are_the_columns_before_status(grid):
+    assert P.sweep_axes(grid) == ["budget_usd", "fabric.dims.pod.size"]
+
+
+def test_plot_sweep_two_axes_one_series_per_other_value(grid):
+    assert (grid.status == "optimal").all()
+    fig = P.plot_sweep(grid, x="budget_usd")
+    top, bottom = fig.axes[:2]
+    steps = [ln for ln in top.get_lines() if len(ln.get_xdata()) == 3]
+    assert len(steps) == 2   # one step-time series per pod size, 3 budgets each
+    # each series is its own rows: pod size 4 and 8 give different step times at equal budget
+    got = sorted(tuple(np.round(ln.get_ydata(), 12)) for ln in steps)
+    want = sorted(tuple(np.round(g.sort_values("budget_usd").weighted_step_time_s, 12))
+                  for _, g in grid.groupby("fabric.dims.pod.size"))
+    assert got == want
+    # bandwidth panel: 2 dimensions x 2 pod sizes
+    assert len([ln for ln in bottom.get_lines() if len(ln.get_xdata()) == 3]) == 4
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert "size = 4" in labels and "size = 8" in labels and "bw pod" in labels
+    _monotone_lines(fig)
+    assert figure_problems(fig) == []
+
+
+def test_plot_sweep_cli_value_copy_of_first_axis(grid):
+    """The command line passes ``value`` = its first axis: series still split by the rest."""
+    fig = P.plot_sweep(grid.assign(value=grid["budget_usd"]), x_label="budget_usd")
+    steps = [ln for ln in fig.axes[0].get_lines() if len(ln.get_xdata()) == 3]
+    assert len(steps) == 2
+    _monotone_lines(fig)
+
+
+def test_plot_sweep_two_axes_in_given_axes(grid):
+    fig, ax = plt.subplots(layout="constrained")
+    P.plot_sweep(grid, x="budget_usd", ax=ax)
+    assert len([ln for ln in ax.get_lines() if len(ln.get_xdata()) == 3]) == 2
+    _monotone_lines(fig)
+
+
+def test_bandwidth_two_axes_one_panel_per_other_value(grid):
+    fig = P.plot_bandwidth_vs_budget(grid, x="budget_usd")
+    panels = [a for a in fig.axes if a.collections]
+    assert len(panels) == 2 and all(len(a.collections) == 2 for a in panels)
+    assert sorted(a.get_title() for a in panels) == ["size = 4", "size = 8"]
+    # each panel's stack top is that pod size's total bandwidth
+    for a in panels:
+        size = int(a.get_title().split("= ")[1])
+        g = grid[grid["fabric.dims.pod.size"] == size].sort_values("budget_usd")
+        top = a.collections[-1].get_paths()[0].vertices[:, 1].max()
+        np.testing.assert_allclose(top, (g.bw_node_gbps + g.bw_pod_gbps).max(), rtol=1e-9)
+    assert figure_problems(fig) == []
+    fig, ax = plt.subplots(layout="constrained")
+    P.plot_bandwidth_vs_budget(grid, x="budget_usd", ax=ax)
+    assert len(ax.get_lines()) == 4 and not ax.collections
+    _monotone_lines(fig)
+
+
+def test_pareto_two_axes_distinguishes_the_structural_axis(grid):
+    fig = P.plot_pareto(grid)
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert "size = 4" in labels and "size = 8" in labels
+    # every design is drawn once: filled (on the front) or hollow, coloured by its pod size
+    pts = sum(len(ln.get_xdata()) for ln in ax.get_lines() if ln.get_linestyle() == "None")
+    assert pts == len(grid)
+    assert figure_problems(fig) == []
+
+
+def test_one_axis_sweep_unchanged():
+    df = pd.DataFrame({"budget_usd": [1e7, 2e7], "status": ["optimal"] * 2,
+                       "weighted_step_time_s": [0.02, 0.01], "bw_a_gbps": [1.0, 2.0]})
+    fig = P.plot_sweep(df)
+    assert len(fig.axes) == 2 and fig.axes[1].get_ylabel() == "bandwidth per NPU (GB/s)"
+
+
+def test_few_swept_values_are_the_ticks(grid):
+    """Two pod sizes on the x axis: ticks at 4 and 8, not 4.5, 5, ... in between."""
+    fig = P.plot_sweep(grid, x="fabric.dims.pod.size")
+    fig.canvas.draw()
+    ticks = fig.axes[1].get_xticks()
+    np.testing.assert_allclose(ticks, [4.0, 8.0])
