@@ -38,7 +38,8 @@ def register(subparsers) -> argparse.ArgumentParser:
                    "close these constants can bring the model to all the rows at once, not a "
                    "validation)")
     p.add_argument("--out", metavar="DIR",
-                   help="write validation.png (predicted vs published) into DIR, and with "
+                   help="write validation.png (predicted vs published), variants.png (predicted vs "
+                   "measured cost of each variant set) into DIR, and with "
                    f"--calibrate {_DEVICES_FILE} (device entries for scenario files)")
     p.set_defaults(func=run)
     return p
@@ -64,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     from libra_opt.generators.validation import DeviceCalibration, calibrate_tables, validate
     from libra_opt.io.output import check_output_dir, confined_path, save_figure_atomic
     from libra_opt.io.validation import load_validation_table, validation_table_names
-    from libra_opt.report.validation import validation_report
+    from libra_opt.report.validation import stack_report, validation_report, variant_report
 
     constants = _constants(args.calibrate) if args.calibrate is not None else None
     if constants is None and args.calibrate_rows != "marked":
@@ -94,9 +95,11 @@ def run(args: argparse.Namespace) -> int:
         results = [replace(r, rows=tuple(replace(x, calibrate=False) for x in r.rows))
                    for r in results]
     print(validation_report(results, in_sample=args.calibrate_rows == "all"))
+    print(stack_report(results))
+    print(variant_report(results))
     if args.out is not None:
         from libra_opt.cli.backend import pyplot
-        from libra_opt.report.validation import plot_validation
+        from libra_opt.report.validation import plot_validation, plot_variants
 
         if calibrations:
             from libra_opt.io.output import write_text_atomic
@@ -113,4 +116,12 @@ def run(args: argparse.Namespace) -> int:
         finally:
             plt.close(fig)
         print(f"wrote {path}")
+        if any(r.variant_set for t in results for r in t.rows):
+            fig = plot_variants(results)
+            path = confined_path(args.out, "variants.png", flag="--out")
+            try:
+                save_figure_atomic(fig, path, dpi=130, flag="--out")
+            finally:
+                plt.close(fig)
+            print(f"wrote {path}")
     return 0

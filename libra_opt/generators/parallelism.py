@@ -133,6 +133,11 @@ class Parallelism(StrictModel):
         all-gather stays exposed. Also an overlap-form workload (needs
         ``training_loop: overlap``). Needs a data-parallel reduction: ``dp x cp > 1``,
         ZeRO 0-2, ``dp_mode: collective``.
+    software_stack : str, optional
+        The training framework (and version) that runs the step, e.g. ``megatron_lm_2022``,
+        ``megatron_deepspeed``, ``nemo_megatron_core``: its one efficiency constant scales
+        the compute speed (:mod:`libra_opt.generators.stacks`). Default: the stack the
+        device constants were calibrated on (``Device.calibration_stack``).
     precision : Precision
 
     Examples
@@ -162,6 +167,7 @@ class Parallelism(StrictModel):
     gradient_accumulation_fusion: bool = True
     tp_comm_overlap: bool = False
     dp_comm_overlap: bool = False
+    software_stack: str | None = Field(default=None, min_length=1, max_length=64)
     precision: Precision = Field(default_factory=Precision)
 
     @model_validator(mode="after")

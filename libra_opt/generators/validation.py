@@ -44,9 +44,11 @@ __all__ = [
     "CALIBRABLE",
 ]
 
-Metric = Literal["step_time_s", "hardware_tflops_per_gpu", "model_tflops_per_gpu", "mfu"]
-#: Published quantities a row may give.
-METRICS: tuple[str, ...] = ("step_time_s", "hardware_tflops_per_gpu", "model_tflops_per_gpu", "mfu")
+Metric = Literal["step_time_s", "hardware_tflops_per_gpu", "model_tflops_per_gpu", "mfu",
+                 "tokens_per_s_per_gpu"]
+#: Published quantities a row may give (tokens/s per GPU depends on no FLOP convention).
+METRICS: tuple[str, ...] = ("step_time_s", "hardware_tflops_per_gpu", "model_tflops_per_gpu", "mfu",
+                            "tokens_per_s_per_gpu")
 
 
 @dataclass(frozen=True)
@@ -87,7 +89,7 @@ class ValidationRow:
     source : str
         Citation key (explained in the table's ``sources``).
     cluster : Cluster
-    metric : {'step_time_s', 'hardware_tflops_per_gpu', 'model_tflops_per_gpu', 'mfu'}
+    metric : {'step_time_s', 'hardware_tflops_per_gpu', 'model_tflops_per_gpu', 'mfu', 'tokens_per_s_per_gpu'}
     published : float
         The published value of ``metric``.
     model : TransformerSpec
@@ -97,6 +99,16 @@ class ValidationRow:
     check_memory : bool
     notes : str
         Assumptions specific to the row.
+    calibrate_stack : bool
+        Used to calibrate the constant of the row's software stack (excluded from the error
+        statistics).
+    convention : str
+        What the published metric depends on that its source does not state (empty: nothing);
+        such a row is reported, not judged.
+    convention_band : float
+        The fraction that convention can move the row by.
+    variant_set : str
+        Name of the set of parallelization variants of one model the row belongs to.
     """
 
     name: str
@@ -109,6 +121,15 @@ class ValidationRow:
     calibrate: bool = False
     check_memory: bool = True
     notes: str = ""
+    calibrate_stack: bool = False
+    convention: str = ""
+    convention_band: float = 0.0
+    variant_set: str = ""
+
+    @property
+    def software_stack(self) -> str:
+        """The stack the row ran (its parallelism's, else the device's calibration stack)."""
+        return self.parallelism.software_stack or self.cluster.device.calibration_stack
 
 
 @dataclass(frozen=True)
@@ -125,7 +146,12 @@ class ValidationTable:
 
 @dataclass(frozen=True)
 class RowResult:
-    """Published and predicted value of one row; ``error = predicted / published - 1``."""
+    """Published and predicted value of one row; ``error = predicted / published - 1``.
+
+    ``calibrate`` marks a row excluded from the error statistics: used to fit the device
+    constants or (``calibrate_stack``) the stack's constant, or convention-dependent
+    (``convention_band`` > 0 or ``convention`` set).
+    """
 
     name: str
     source: str
@@ -135,6 +161,28 @@ class RowResult:
     predicted: float
     step_time_s: float
     calibrate: bool
+    stack: str = ""
+    calibrate_stack: bool = False
+    convention: str = ""
+    convention_band: float = 0.0
+    variant_set: str = ""
+    n_npus: int = 0
+    samples_per_step: float = 0.0
+
+    @property
+    def role(self) -> str:
+        """``device`` / ``stack`` (calibration rows), ``convention`` (reported, not judged)
+        or ``validation``."""
+        if self.convention:
+            return "convention"
+        if self.calibrate_stack:
+            return "stack"
+        return "device" if self.calibrate else "validation"
+
+    @property
+    def measured_step_time_s(self) -> float:
+        """The step time the published figure implies at the row's configuration."""
+        return self.step_time_s / self.time_ratio
 
     @property
     def error(self) -> float:
@@ -192,6 +240,8 @@ def _generate(row: ValidationRow, device: Device) -> tuple[GeneratedWorkload, fl
 def _metric(g: GeneratedWorkload, t_s: float, metric: str) -> float:
     if metric == "step_time_s":
         return t_s
+    if metric == "tokens_per_s_per_gpu":
+        return g.tokens_per_step / (t_s * g.n_npus)
     if metric == "hardware_tflops_per_gpu":
         return achieved_flops_per_npu(g, t_s, hardware=True) / 1e12
     model_flops = achieved_flops_per_npu(g, t_s)
@@ -210,7 +260,12 @@ def predict_row(row: ValidationRow, device: Device | None = None) -> RowResult:
     dev = device if device is not None else row.cluster.device
     g, t = _generate(row, dev)
     return RowResult(row.name, row.source, dev.key, row.metric, row.published,
-                     _metric(g, t, row.metric), t, row.calibrate)
+                     _metric(g, t, row.metric), t,
+                     row.calibrate or row.calibrate_stack or bool(row.convention),
+                     stack=row.software_stack, calibrate_stack=row.calibrate_stack,
+                     convention=row.convention, convention_band=row.convention_band,
+                     variant_set=row.variant_set, n_npus=row.parallelism.n_npus,
+                     samples_per_step=float(row.parallelism.global_batch_size))
 
 
 def validate(table: ValidationTable, devices: Mapping[str, Device] | None = None) -> TableResult:
@@ -225,8 +280,8 @@ def validate(table: ValidationTable, devices: Mapping[str, Device] | None = None
     --------
     >>> from libra_opt.io.validation import load_validation_table
     >>> res = validate(load_validation_table("llama3_h100"))
-    >>> [r.calibrate for r in res.rows], abs(res.rows[0].error) < 1e-3
-    ([True, False, False], True)
+    >>> [r.role for r in res.rows], abs(res.rows[0].error) < 1e-3
+    (['device', 'validation', 'convention'], True)
     """
     devs = devices or {}
     rows = tuple(_predict_in(table, i, devs.get(r.cluster.device.key))

@@ -248,6 +248,8 @@ def _entry_fields(device: Device) -> dict[str, Any]:
             v = {str(k): float(x) for k, x in v.items()}
         elif f.name == "gemm_tiles":
             v = [[int(a), int(b)] for a, b in v]
+        elif f.name == "software_stacks":
+            v = {str(k): float(x) for k, x in v.items()}
         out[f.name] = v
     return out
 

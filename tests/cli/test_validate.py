@@ -9,7 +9,10 @@ def test_validate_prints_rows_statistics_and_writes_the_plot(tmp_path, capsys):
     assert main(["validate", "--table", "llama3_h100", "--out", str(tmp_path / "out")]) == 0
     out = capsys.readouterr().out
     assert "Llama 3 405B, 16384 GPUs, seq 8K" in out
-    assert "llama3_h100: 2 validation rows, average |error|" in out
+    assert "llama3_h100: 1 validation rows, average |error|" in out
+    assert "stack llama3_meta" in out and "conv +-16%" in out
+    assert "llama3_405b_8k_dp: 2 variants, Spearman +1.00, regret 0.00 %" in out
+    assert (tmp_path / "out" / "variants.png").stat().st_size > 0
     assert (tmp_path / "out" / "validation.png").stat().st_size > 1000
 
 
@@ -61,7 +64,7 @@ def test_calibrate_fits_prints_and_writes_device_entries_that_read_back(tmp_path
     fitted = float(text[len(head):].split(";")[0])
     assert abs(fitted - preset) < 1e-4
     assert "those rows reproduced within 0.00 %" in text
-    assert "llama3_h100: 2 validation rows" in text
+    assert "llama3_h100: 1 validation rows" in text
     written = yaml.safe_load((out / "calibrated_devices.yaml").read_text())
     (expected,) = calibrate_tables([load_validation_table("llama3_h100")], ["default_efficiency"])
     assert device_from_value(written["h100_sxm"], "f.yaml") == expected.device
