@@ -15,9 +15,10 @@ benchmark of that kernel (it does not run at GEMM speed: softmax, masking and th
 rescaling sit between its two matrix products).
 
 With ``fp8`` compute, attention (fused or not) runs at the ``bf16`` peak: FP8 training
-recipes quantize the linear layers' GEMMs and keep dot-product attention in BF16
-(Transformer Engine's ``fp8_dot_product_attention`` is off by default; NVIDIA Transformer
-Engine documentation, "Using FP8 with Transformer Engine").
+recipes quantize the linear layers' GEMMs and keep dot-product attention in BF16 -- DeepSeek-AI,
+"DeepSeek-V3 Technical Report", arXiv:2412.19437, Sec. 3.3.1 ("attention operators" keep
+their original BF16/FP32 precision); Transformer Engine's ``fp8_dot_product_attention`` is
+off by default, and the Megatron-Bridge FP8 performance recipes do not turn it on.
 """
 
 from __future__ import annotations

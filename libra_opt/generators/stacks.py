@@ -74,6 +74,11 @@ def stack_efficiency(device: Device, stack: str | None) -> float:
 def timing_device(device: Device, eta: float) -> Device:
     """``device`` with every kernel speed scaled by ``eta`` (for compute times only).
 
+    Raises
+    ------
+    InputError
+        When a scaled fraction of the peak would exceed 1.
+
     Notes
     -----
     ``default_efficiency``, ``attention_efficiency``, ``mem_efficiency`` and
@@ -89,6 +94,12 @@ def timing_device(device: Device, eta: float) -> Device:
     """
     if eta == 1.0:
         return device
+    over = [n for n in ("default_efficiency", "attention_efficiency", "mem_efficiency")
+            if getattr(device, n) * eta > 1.0]
+    if over:
+        raise InputError(
+            f"software stack efficiency {eta:g} on {device.key} puts {', '.join(over)} above 1 "
+            "(faster than the peak)", field="parallelism.software_stack")
     return replace(
         device,
         default_efficiency=device.default_efficiency * eta,

@@ -48,7 +48,7 @@ import logging
 from dataclasses import replace
 from types import MappingProxyType
 
-from libra_opt.errors import InputError
+from libra_opt.errors import InputError, LibraOptError
 from libra_opt.fabric.dims import Fabric
 from libra_opt.generators.comm_overlap import (
     DP_WINDOW,
@@ -363,6 +363,24 @@ def _stage_layers(
     return out, dense_p, expert_p, bd
 
 
+def _check_not_faster_than_peak(useful_flops: float, stage_s: float, n_npus: int,
+                                device: Device, dtype: str, name: str) -> None:
+    """Raise when the slowest stage computes its micro-batches faster than the useful FLOPs
+    per NPU allow at the peak: the step time (at least that compute) would give MFU > 1.
+
+    The slowest stage takes at least the average stage time, and that is at least the
+    average useful FLOPs per NPU over the peak when no kernel beats the peak; causal
+    attention is counted as useful (FlashAttention executes it), so this holds for every
+    operator the roofline prices at a fraction <= 1 of the peak.
+    """
+    ideal_s = useful_flops / (n_npus * device.peak_flops_for(dtype))
+    if stage_s < ideal_s * (1.0 - 1e-9):
+        raise LibraOptError(
+            f"model error: {name}: the compute model gives {stage_s:.6g} s per step for the "
+            f"slowest stage, less than the {ideal_s:.6g} s the useful FLOPs take at the "
+            f"{dtype} peak (MFU would exceed 100 %)")
+
+
 def _stage_compute_s(layers: list[tuple[Layer, int]]) -> float:
     return sum(n * sum(p.compute_s for _, p in layer.phases()) for layer, n in layers)
 
@@ -518,6 +536,9 @@ def transformer_workload(
             field="parallelism",
         )
     tokens_step = par.global_batch_size * model.seq_len
+    useful_flops = model_flops_per_token(model, "none", causal=True) * tokens_step
+    _check_not_faster_than_peak(useful_flops, m * times[rep], fabric.n_npus, device,
+                                par.precision.compute_dtype, model.name)
     notes = [
         f"workload of pipeline stage {rep} ({stages[rep].n_layers} layers"
         f"{', embedding' if stages[rep].has_embedding else ''}"
@@ -544,8 +565,12 @@ def transformer_workload(
         device=device,
         efficiency=efficiency,
         compute_dtype=par.precision.compute_dtype,
-        model_flops_per_step=model_flops_per_token(model, "none") * tokens_step,
-        hardware_flops_per_step=model_flops_per_token(model, par.recompute) * tokens_step,
+        model_flops_per_step=useful_flops,
+        hardware_flops_per_step=model_flops_per_token(model, par.recompute, causal=True)
+        * tokens_step,
+        published_model_flops_per_step=model_flops_per_token(model, "none") * tokens_step,
+        published_hardware_flops_per_step=model_flops_per_token(model, par.recompute)
+        * tokens_step,
         tokens_per_step=float(tokens_step),
         samples_per_step=float(par.global_batch_size),
         memory=memory,

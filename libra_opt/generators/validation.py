@@ -23,7 +23,7 @@ from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Dim, Fabric
 from libra_opt.generators.descriptors import TransformerSpec
 from libra_opt.generators.devices import Device
-from libra_opt.generators.generated import GeneratedWorkload, achieved_flops_per_npu
+from libra_opt.generators.generated import GeneratedWorkload
 from libra_opt.generators.generator import generate_workload
 from libra_opt.generators.parallelism import Parallelism
 from libra_opt.traffic.step_time import step_time
@@ -242,9 +242,11 @@ def _metric(g: GeneratedWorkload, t_s: float, metric: str) -> float:
         return t_s
     if metric == "tokens_per_s_per_gpu":
         return g.tokens_per_step / (t_s * g.n_npus)
+    # published figures count attention over the full s x s matrix (Narayanan et al. eq. (3))
     if metric == "hardware_tflops_per_gpu":
-        return achieved_flops_per_npu(g, t_s, hardware=True) / 1e12
-    model_flops = achieved_flops_per_npu(g, t_s)
+        hw = g.published_hardware_flops_per_step or g.hardware_flops_per_step
+        return hw / (t_s * g.n_npus) / 1e12
+    model_flops = (g.published_model_flops_per_step or g.model_flops_per_step) / (t_s * g.n_npus)
     if metric == "model_tflops_per_gpu":
         return model_flops / 1e12
     return model_flops / g.device.peak_flops_for(g.compute_dtype)
