@@ -57,6 +57,7 @@ from libra_opt.generators.comm_overlap import (
     dp_overlapped,
     overlap_form,
     split_overlapped,
+    zero3_overlapped,
 )
 from libra_opt.generators.descriptors import TransformerSpec
 from libra_opt.generators.devices import ComputeEfficiency, Device, compute_time_s, memory_time_s
@@ -360,7 +361,22 @@ def _stage_layers(
                 (TpBlock("output", act, ("logits",)),), par, device, dtype, eff.value))
         else:
             out.append((Layer("output_layer", *phases), 1))
+    if par.zero3_overlap:
+        out = _with_zero3_overlap(out)
     return out, dense_p, expert_p, bd
+
+
+def _with_zero3_overlap(out: list[tuple[Layer, int]]) -> list[tuple[Layer, int]]:
+    """Each layer's pieces (same base name, consecutive) with their ZeRO-3 collectives
+    behind their compute (:func:`zero3_overlapped`)."""
+    grouped: list[tuple[str, list[Layer], int]] = []
+    for layer, n in out:
+        base = layer.name.split("~", 1)[0]
+        if grouped and grouped[-1][0] == base and grouped[-1][2] == n:
+            grouped[-1][1].append(layer)
+        else:
+            grouped.append((base, [layer], n))
+    return [(x, n) for _, pieces, n in grouped for x in zero3_overlapped(pieces)]
 
 
 def _check_not_faster_than_peak(useful_flops: float, stage_s: float, n_npus: int,
@@ -445,6 +461,10 @@ def transformer_workload(
     GeneratedWorkload
     """
     check_transformer_parallelism(model, par)
+    if par.zero3_overlap and efficiency.kind != "roofline":
+        raise InputError(
+            f"zero3_overlap needs the roofline compute model; a {efficiency.kind} efficiency "
+            "prices whole phases", field="parallelism.zero3_overlap")
     if par.tp_comm_overlap and efficiency.kind != "roofline":
         raise InputError(
             f"tp_comm_overlap needs the roofline compute model (it overlaps collectives with "
@@ -519,7 +539,7 @@ def transformer_workload(
         opt_s = max(opt_s, host_paging_time_s(shard, par.precision, par.host_link_gbps))
     layers.append(Layer("optimizer_step", Phase(opt_s, tuple(gather))))
 
-    formed = par.tp_comm_overlap or par.dp_comm_overlap
+    formed = par.tp_comm_overlap or par.dp_comm_overlap or par.zero3_overlap
     if formed:
         layers = [x for layer in layers for x in overlap_form(layer)]
     workload = Workload(name or model.name, tuple(layers), placement.groups(),
@@ -549,6 +569,8 @@ def transformer_workload(
         "data-parallel gradient sync and optimizer step are not overlapped",
         "tensor-parallel backward collectives behind their column-parallel GEMMs "
         "(tp_comm_overlap)" if par.tp_comm_overlap else "",
+        "ZeRO-3 parameter gathers and gradient reduce-scatters behind each layer's compute "
+        "(zero3_overlap)" if par.zero3_overlap else "",
         "in-network optimizer: gradients pushed / parameters pulled once per step, optimizer "
         "state off-GPU" if inopt else "",
     ]

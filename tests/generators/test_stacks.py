@@ -30,6 +30,7 @@ from libra_opt.generators.validation import (
 from libra_opt.io.presets import device_from_value, load_device, load_model
 from libra_opt.io.validation import load_validation_table, validation_table_from_dict
 from libra_opt.traffic.step_time import step_time
+from libra_opt.traffic.workload import Layer, Phase, Workload
 
 FABRIC = Fabric((Dim("node", "switch", 8, "NVLink"), Dim("pod", "switch", 2, "IB")))
 PAR = {"tp": 8, "sequence_parallel": True, "dp": 2, "global_batch_size": 8,
@@ -187,3 +188,37 @@ def test_a_stack_constant_cannot_push_a_fraction_above_the_peak():
     with pytest.raises(InputError, match="parallelism.software_stack: software stack "
                        "efficiency 1.1 on a100_80gb puts default_efficiency above 1"):
         timing_device(a100, 1.1)
+
+
+def test_zero3_overlap_hides_each_layers_gathers_behind_its_compute_exactly():
+    """Per phase, max(compute, ZeRO-3 collectives) + other collectives: checked against the
+    plain workload's per-layer phase times computed by hand from the same walk."""
+    from libra_opt.traffic.step_time import step_time as st
+
+    f = Fabric((Dim("node", "switch", 8, "NVLink"),))
+    dev = load_device("h100_sxm")
+    base = {"tp": 1, "dp": 8, "zero": 3, "global_batch_size": 8, "recompute": "full"}
+    plain = generate_workload(load_model("llama3_8b"), base, dev, f)
+    hidden = generate_workload(load_model("llama3_8b"), {**base, "zero3_overlap": True}, dev, f)
+    assert hidden.workload.overlap_form and not plain.workload.overlap_form
+    for bw in (50.0, 400.0, 3000.0):
+        expect = 0.0
+        for layer in plain.workload.layers:
+            for _, p in layer.phases():
+                one = Workload("w", (Layer("x", Phase(0.0, p.collectives)),),
+                               plain.workload.groups)
+                comm = st(one, f, [bw]).step_time_s if p.collectives else 0.0
+                gathers = all(c.group == "dp" and c.kind in ("all_gather", "reduce_scatter")
+                              for c in p.collectives)
+                hide = gathers and layer.name not in ("optimizer_step", "dp_grad_sync")
+                expect += layer.count * (max(p.compute_s, comm) if hide else p.compute_s + comm)
+        got = st(hidden.workload, f, [bw], training_loop="overlap").step_time_s
+        assert_allclose(got, expect, rtol=1e-12)
+    slow = st(plain.workload, f, [50.0]).step_time_s
+    assert st(hidden.workload, f, [50.0], training_loop="overlap").step_time_s < slow
+
+
+def test_zero3_overlap_needs_zero3():
+    with pytest.raises(InputError, match="zero3_overlap needs zero 3"):
+        generate_workload(load_model("llama3_8b"), {"dp": 8, "zero": 1, "zero3_overlap": True,
+                          "global_batch_size": 8}, load_device("h100_sxm"), FABRIC)
