@@ -37,6 +37,10 @@ def register(subparsers) -> argparse.ArgumentParser:
                    "others validate) or 'all' (an in-sample least-squares fit on every row: how "
                    "close these constants can bring the model to all the rows at once, not a "
                    "validation)")
+    p.add_argument("--calibrate-stacks", action="store_true",
+                   help="first fit the one efficiency constant of each software stack on the "
+                   "rows marked 'calibrate: stack' (per stack and device) and predict with the "
+                   "fitted constants (the packaged constants are these fits)")
     p.add_argument("--out", metavar="DIR",
                    help="write validation.png (predicted vs published), variants.png (predicted vs "
                    "measured cost of each variant set) into DIR, and with "
@@ -56,6 +60,13 @@ def _constants(text: str) -> list[str]:
             f"expected one or two distinct names of {', '.join(CALIBRABLE)} separated by a "
             f"comma, got {text[:80]!r}", source="<cli>", field="--calibrate")
     return names
+
+
+def _with_devices(table, devices):
+    """``table`` with its clusters' devices replaced by ``devices`` (by key)."""
+    rows = tuple(replace(r, cluster=replace(r.cluster, device=devices[r.cluster.device.key]))
+                 if r.cluster.device.key in devices else r for r in table.rows)
+    return replace(table, rows=rows)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -90,6 +101,21 @@ def run(args: argparse.Namespace) -> int:
         if args.calibrate_rows == "all":
             print("in-sample fit on every row (least squares in log error): how close these "
                   "constants can bring the model to all the rows at once, not a validation")
+    if args.calibrate_stacks:
+        from libra_opt.generators.stack_fit import calibrate_stacks, with_stacks
+
+        if devices:  # fit the stacks on top of freshly fitted device constants
+            tables = [_with_devices(t, devices) for t in tables]
+        stacks = calibrate_stacks(tables)
+        if not stacks:
+            raise InputError("no row is marked 'calibrate: stack'", source="<cli>",
+                             field="--calibrate-stacks")
+        for st in stacks:
+            print(st.describe())
+            base = devices.get(st.device) or next(
+                r.cluster.device for t in tables for r in t.rows
+                if r.cluster.device.key == st.device)
+            devices[st.device] = with_stacks(base, {st.stack: st.after})
     results = [validate(t, devices) for t in tables]
     if args.calibrate_rows == "all":  # every row was fitted: report all of them
         results = [replace(r, rows=tuple(replace(x, calibrate=False) for x in r.rows))

@@ -93,3 +93,21 @@ def test_calibrate_errors_are_one_line_exit_2(argv, flag, words, tmp_path, capsy
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and flag in err and words in err
     assert not list(out.glob("*")) if out.exists() else True
+
+
+def test_calibrate_stacks_refits_the_packaged_stack_constant(capsys):
+    from libra_opt.io.presets import load_device
+
+    assert main(["validate", "--table", "mtnlg_a100", "--calibrate-stacks"]) == 0
+    out = capsys.readouterr().out
+    eta = load_device("a100_80gb").software_stacks["megatron_deepspeed"]
+    head = f"software stack megatron_deepspeed on a100_80gb: efficiency {eta:.5g} -> "
+    assert out.startswith(head)
+    assert abs(float(out[len(head):].split(" ")[0]) - eta) < 1e-4
+    assert "stack megatron_deepspeed" in out and "mtnlg_530b_dp: 3 variants" in out
+
+
+def test_calibrate_stacks_without_marked_rows_is_one_line_exit_2(capsys):
+    assert main(["validate", "--table", "korthikanti22_a100", "--calibrate-stacks"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--calibrate-stacks: no row is marked 'calibrate: stack'" in err[0]
