@@ -19,7 +19,8 @@ from libra_opt.generators.validation import ValidationRow, ValidationTable, pred
 
 __all__ = ["StackCalibration", "calibrate_stacks", "with_stacks"]
 
-#: Range a stack constant is fitted in.
+#: Range a stack constant is fitted in (further capped so that no scaled fraction of the
+#: peak exceeds 1).
 ETA_BOUNDS = (0.2, 2.0)
 
 
@@ -78,13 +79,15 @@ def _fit(rows: Sequence[ValidationRow], device: Device, stack: str, start: float
         r = [math.log(predict_row(row, dev).predicted / row.published) for row in rows]
         return sum(e * e for e in r), r
 
-    lo, hi = (math.log(b) for b in ETA_BOUNDS)
-    x = math.log(min(max(start, ETA_BOUNDS[0]), ETA_BOUNDS[1]))
+    top = max(device.default_efficiency, device.attention_efficiency, device.mem_efficiency)
+    upper = min(ETA_BOUNDS[1], 1.0 / top)  # no kernel faster than the peak
+    lo, hi = math.log(ETA_BOUNDS[0]), math.log(upper)
+    x = min(max(math.log(max(start, 1e-9)), lo), hi)
     c, r = cost(x)
     for _ in range(iterations):
         if max(abs(e) for e in r) < 1e-9:
             break
-        h = 1e-4
+        h = 1e-4 if x + 1e-4 <= hi else -1e-4
         _, rp = cost(x + h)
         jac = [(a - b) / h for a, b in zip(rp, r, strict=True)]
         jj = sum(j * j for j in jac)

@@ -186,7 +186,7 @@ def validation_table_names() -> tuple[str, ...]:
     Examples
     --------
     >>> validation_table_names()
-    ('korthikanti22_a100', 'llama3_h100', 'megatron_sc21_a100', 'mtnlg_a100', 'nemo_h100')
+    ('korthikanti22_a100', 'llama3_h100', 'megatron_sc21_a100', 'mtnlg_a100', 'nemo2407_h100', 'nemo_h100')
     """
     return tuple(sorted(p.name[:-5] for p in _data().iterdir() if p.name.endswith(".yaml")))
 

@@ -7,8 +7,8 @@ absolute error of at most 3.5 % and a worst of at most 8 % on the out-of-sample 
 software stack. The tolerances below are what the model reaches today, per table and per
 stack (printed by ``test_print_error_table``): the Megatron-LM 2022, Llama 3 (Meta) and
 Megatron-DeepSpeed stacks meet the target; Megatron-LM 2021 (SC21: small models too slow,
-interleaved pipelines too fast) does not, and NeMo Megatron-Core (H100, FP8) meets the worst
-but not the average.
+interleaved pipelines too fast) and NeMo 24.07 (its Llama 3 8B row, 12 % too fast) do not, and
+NeMo Megatron-Core (Megatron-Bridge, H100, FP8) meets the worst but not the average.
 """
 
 import dataclasses
@@ -38,6 +38,7 @@ REACHED = {
     "llama3_h100": (0.010, 0.010),
     "mtnlg_a100": (0.026, 0.040),
     "nemo_h100": (0.038, 0.050),
+    "nemo2407_h100": (0.048, 0.118),
 }
 #: Tables whose validation rows meet TARGET today.
 MEETS_TARGET = {"korthikanti22_a100", "llama3_h100", "mtnlg_a100"}
@@ -48,12 +49,13 @@ STACK_REACHED = {
     "megatron_deepspeed": (0.026, 0.040),
     "megatron_lm_2021": (0.054, 0.140),
     "nemo_megatron_core": (0.038, 0.050),
+    "nemo_24_07": (0.048, 0.118),
 }
 #: Stacks whose out-of-sample rows meet TARGET today.
 STACKS_MEETING_TARGET = {"megatron_lm_2022", "llama3_meta", "megatron_deepspeed"}
 #: Fitted stack constants (devices.yaml), per (device, stack).
 STACKS = {("a100_80gb", "megatron_lm_2021"), ("a100_80gb", "megatron_deepspeed"),
-          ("h100_sxm", "nemo_megatron_core")}
+          ("h100_sxm", "nemo_megatron_core"), ("h100_sxm", "nemo_24_07")}
 
 
 @pytest.fixture(scope="module")
@@ -117,7 +119,7 @@ def test_convention_dependent_row_reported_not_judged(results):
 def test_published_variant_sets_rank_right(results):
     """Every published variant set: Spearman >= 0.9 and regret <= 3 % (the target)."""
     sets = variant_rankings(list(results.values()))
-    assert len(sets) >= 8
+    assert len(sets) >= 9
     for v in sets:
         assert v.spearman >= 0.9 and v.regret <= 0.03, (v.name, v.spearman, v.regret)
 
@@ -145,7 +147,7 @@ def test_enough_validation_rows_and_sources(results):
     rows = [r for res in results.values() for r in res.validation_rows]
     sources = {s.strip() for r in rows for s in r.source.split(",")}
     assert len(rows) >= 12
-    assert {"N21", "K22", "D24", "S22", "MB"} <= sources
+    assert {"N21", "K22", "D24", "S22", "MB", "N2407"} <= sources
 
 
 @pytest.mark.parametrize("device", sorted(CALIBRATED))

@@ -222,3 +222,18 @@ def test_zero3_overlap_needs_zero3():
     with pytest.raises(InputError, match="zero3_overlap needs zero 3"):
         generate_workload(load_model("llama3_8b"), {"dp": 8, "zero": 1, "zero3_overlap": True,
                           "global_batch_size": 8}, load_device("h100_sxm"), FABRIC)
+
+
+def test_stack_fit_stops_where_a_kernel_would_beat_the_peak():
+    # rows "published" 3x faster than the model can go: the fit ends at the cap
+    # eta = 1 / max(default_efficiency, attention_efficiency, mem_efficiency), no error
+    r = SMALL[0]
+    dev = with_stacks(r.cluster.device, {"my_stack": 1.0})
+    r = dataclasses.replace(r, parallelism=r.parallelism.model_copy(
+        update={"software_stack": "my_stack"}), calibrate=False, calibrate_stack=True,
+        cluster=dataclasses.replace(r.cluster, device=dev))
+    r = dataclasses.replace(r, published=predict_row(r).predicted / 3.0)   # step_time_s
+    (cal,) = calibrate_stacks([ValidationTable("t", "t", (r,))])
+    cap = 1.0 / max(dev.default_efficiency, dev.attention_efficiency, dev.mem_efficiency)
+    assert_allclose(cal.after, cap, rtol=1e-9)
+    assert cal.errors[0] > 0.5   # still far from the row: reported, not forced
