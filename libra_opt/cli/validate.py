@@ -121,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
         results = [replace(r, rows=tuple(replace(x, calibrate=False) for x in r.rows))
                    for r in results]
     print(validation_report(results, in_sample=args.calibrate_rows == "all"))
-    print(stack_report(results))
+    print(stack_report(results, in_sample=args.calibrate_rows == "all"))
     print(variant_report(results))
     if args.out is not None:
         from libra_opt.cli.backend import pyplot

@@ -59,7 +59,7 @@ def validation_report(results: Sequence[TableResult], in_sample: bool = False) -
     return "\n".join(lines)
 
 
-def stack_report(results: Sequence[TableResult]) -> str:
+def stack_report(results: Sequence[TableResult], in_sample: bool = False) -> str:
     """One table per software stack: its rows (calibration rows marked ``cal`` for the device
     constants and ``cal-stack`` for the stack's constant, convention-dependent rows ``conv``
     with their band), the out-of-sample average and worst error, then the pooled figure.
@@ -73,7 +73,9 @@ def stack_report(results: Sequence[TableResult]) -> str:
     >>> print(stack_report([TableResult("t", "T", rows)]).splitlines()[-2])
       s: 1 out-of-sample rows, average |error| 5.00 %, worst 5.00 % (calibrated on: a)
     """
-    lines = ["per software stack (out-of-sample: rows neither calibrated on nor "
+    kind = "fitted rows (in-sample)" if in_sample else "out-of-sample rows"
+    lines = ["per software stack (device constants fitted on every row: in-sample)" if in_sample
+             else "per software stack (out-of-sample: rows neither calibrated on nor "
              "convention-dependent)"]
     for st in stack_summaries(results):
         lines.append(f"stack {st.stack}")
@@ -83,14 +85,14 @@ def stack_report(results: Sequence[TableResult]) -> str:
         n = len(st.judged)
         where = f" (calibrated on: {'; '.join(cal)})" if cal else ""
         if n:
-            lines.append(f"  {st.stack}: {n} out-of-sample rows, average |error| "
+            lines.append(f"  {st.stack}: {n} {kind}, average |error| "
                          f"{100 * st.mean_abs_error:.2f} %, worst {100 * st.worst_abs_error:.2f} %"
                          f"{where}")
         else:
-            lines.append(f"  {st.stack}: no out-of-sample rows{where}")
+            lines.append(f"  {st.stack}: no {kind}{where}")
     n, mean, worst = pooled(results)
     if n:
-        lines.append(f"pooled over all stacks: {n} out-of-sample rows, average |error| "
+        lines.append(f"pooled over all stacks: {n} {kind}, average |error| "
                      f"{100 * mean:.2f} %, worst {100 * worst:.2f} %")
     return "\n".join(lines)
 
