@@ -114,6 +114,11 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+#: Groups each run as one NCCL communicator: a flat ring over all members when the group
+#: spans dimensions (:attr:`libra_opt.traffic.workload.Workload.flat_ring_groups`). The
+#: data-parallel groups stay hierarchical (LIBRA's model).
+FLAT_RING_GROUPS: tuple[str, ...] = ("tp", "cp", "ep")
+
 
 def check_transformer_parallelism(model: TransformerSpec, par: Parallelism) -> None:
     """Raise :class:`InputError` when ``par`` cannot split ``model``.
@@ -542,8 +547,10 @@ def transformer_workload(
     formed = par.tp_comm_overlap or par.dp_comm_overlap or par.zero3_overlap
     if formed:
         layers = [x for layer in layers for x in overlap_form(layer)]
-    workload = Workload(name or model.name, tuple(layers), placement.groups(),
-                        overlap_form=formed)
+    groups = placement.groups()
+    # The TP / CP / EP communicators run NCCL's flat ring when they span dimensions.
+    workload = Workload(name or model.name, tuple(layers), groups, overlap_form=formed,
+                        flat_ring_groups=frozenset(FLAT_RING_GROUPS) & set(groups))
     mems = [
         _stage_memory(model, par, s, d, e, device)
         for s, (_, d, e, _) in zip(stages, per_stage, strict=True)

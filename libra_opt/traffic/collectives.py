@@ -22,6 +22,9 @@ from libra_opt.options import COLLECTIVE_KINDS
 
 __all__ = [
     "hierarchical_traffic_bytes",
+    "flat_ring_traffic_bytes",
+    "flat_ring_latency_s",
+    "spans_dimensions",
     "latency_steps",
     "collective_time_s",
 ]
@@ -122,6 +125,112 @@ def hierarchical_traffic_bytes(
             if k > 1:
                 out[d] = m
     return np.array(out)
+
+
+def spans_dimensions(span: Sequence[int]) -> bool:
+    """True when a group takes more than one NPU on at least two dimensions.
+
+    Examples
+    --------
+    >>> spans_dimensions((8, 2)), spans_dimensions((8, 1)), spans_dimensions((1, 1))
+    (True, False, False)
+    """
+    return sum(1 for k in span if k > 1) >= 2
+
+
+def flat_ring_traffic_bytes(
+    kind: str, size_bytes: float, span: Sequence[int]
+) -> np.ndarray:
+    """Bytes each NPU sends on every spanned dimension when one flat ring joins all members.
+
+    NCCL runs a collective over a communicator as rings through all ``k = prod(k_d)`` ranks
+    (one per channel), not dimension by dimension: every byte of a ring step goes to the
+    next rank, and on a ring that leaves the node the NIC link carries a whole ring step's
+    share, so each spanned dimension is loaded with the full per-NPU ring traffic [1]_, [2]_.
+    The collective then runs at the slowest spanned dimension's rate: with this traffic on
+    every spanned dimension, the ``pipelined`` collective time ``max_d traffic_d / B_d`` is
+    exactly that (terms ``c / B_d`` under a max, convex in ``1/B``).
+
+    Parameters
+    ----------
+    kind, size_bytes, span
+        As in :func:`hierarchical_traffic_bytes`.
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``(D,)``, bytes per NPU; zero where the group does not span the dimension.
+
+    Notes
+    -----
+    With ``k = prod_d k_d`` and ``m = size_bytes``, on every dimension with ``k_d > 1``:
+
+    * all-reduce (ring reduce-scatter then ring all-gather): ``2 m (k - 1) / k``;
+    * reduce-scatter: ``m (k - 1) / k``;
+    * all-gather (``m`` is the shard): ``m (k - 1)``;
+    * all-to-all and point-to-point: as in :func:`hierarchical_traffic_bytes` (they are
+      sent peer to peer, not around a ring).
+
+    References
+    ----------
+    .. [1] NVIDIA, "NCCL: Performance (nccl-tests)", PERFORMANCE.md: ring all-reduce moves
+       ``2 (n - 1) / n`` times the buffer per rank ("bus bandwidth"),
+       https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md
+    .. [2] P. Patarasuk, X. Yuan, "Bandwidth optimal all-reduce algorithms for clusters of
+       workstations", J. Parallel Distrib. Comput. 69(2), 2009.
+
+    Examples
+    --------
+    All-reduce of 1 MB by a TP group of 16 over two 8-GPU nodes (span ``(8, 2)``):
+    ``2 x 1e6 x 15/16 = 1.875e6`` bytes on NVLink and on the NIC.
+
+    >>> flat_ring_traffic_bytes("all_reduce", 1e6, (8, 2)).tolist()
+    [1875000.0, 1875000.0]
+    >>> flat_ring_traffic_bytes("all_gather", 1e6, (4, 2)).tolist()   # 1e6 x 7
+    [7000000.0, 7000000.0]
+    """
+    base = hierarchical_traffic_bytes(kind, size_bytes, span)  # validates the arguments
+    if kind in ("all_to_all", "p2p"):
+        return base
+    k = math.prod(int(x) for x in span)
+    m = float(size_bytes)
+    if kind == "all_reduce":
+        per_npu = 2.0 * m * (k - 1) / k
+    elif kind == "reduce_scatter":
+        per_npu = m * (k - 1) / k
+    else:  # all_gather
+        per_npu = m * (k - 1)
+    return np.array([per_npu if int(x) > 1 else 0.0 for x in span])
+
+
+def flat_ring_latency_s(
+    kind: str, span: Sequence[int], latency_per_step_s: Sequence[float]
+) -> np.ndarray:
+    """Constant latency of a flat ring, the same on every spanned dimension.
+
+    A ring over ``k`` ranks takes ``k - 1`` steps for a reduce-scatter or all-gather and
+    ``2 (k - 1)`` for an all-reduce; every step waits for the slowest link of the ring, so
+    each pays the largest per-step latency ``alpha_d`` of the spanned dimensions. Listing
+    that constant on every spanned dimension makes the pipelined time
+    ``max_d (traffic_d / B_d + L) = max_d traffic_d / B_d + L``.
+
+    Examples
+    --------
+    >>> (flat_ring_latency_s("all_reduce", (8, 2), (1e-6, 5e-6)) * 1e6).round(6).tolist()
+    [150.0, 150.0]
+    """
+    if kind in ("all_to_all", "p2p"):
+        raise InputError(f"a flat ring runs all-reduce, reduce-scatter or all-gather, not {kind!r}",
+                         field="collective.kind")
+    spanned = [d for d, x in enumerate(span) if int(x) > 1]
+    out = np.zeros(len(span))
+    if not spanned:
+        return out
+    k = math.prod(int(x) for x in span)
+    steps = (2.0 if kind == "all_reduce" else 1.0) * (k - 1)
+    alpha = max(float(latency_per_step_s[d]) for d in spanned)
+    out[spanned] = steps * alpha
+    return out
 
 
 def latency_steps(kind: str, span: Sequence[int], topologies: Sequence[str]) -> np.ndarray:

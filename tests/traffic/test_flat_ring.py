@@ -1,0 +1,130 @@
+"""Flat NCCL rings for groups that span dimensions (``Workload.flat_ring_groups``).
+
+Every expected number is derived by hand in the comments: a ring over ``k`` ranks moves
+``2 m (k - 1) / k`` bytes per rank for an all-reduce (``m (k - 1) / k`` for a reduce-scatter,
+``m (k - 1)`` of shard ``m`` for an all-gather), every spanned dimension carries all of it, the
+collective runs at the slowest spanned dimension's rate, and each of its ``2 (k - 1)`` (or
+``k - 1``) steps waits for the largest per-step latency of the spanned dimensions.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+
+from libra_opt.cost.prices import CostModel
+from libra_opt.errors import InputError
+from libra_opt.fabric.dims import Dim, Fabric
+from libra_opt.optimize.problem import build_problem, solve
+from libra_opt.optimize.terms import aggregate_terms
+from libra_opt.scenario.constraints import parse_constraint
+from libra_opt.scenario.evaluate import evaluate
+from libra_opt.scenario.scenario import Scenario
+from libra_opt.traffic.collectives import flat_ring_latency_s, flat_ring_traffic_bytes
+from libra_opt.traffic.routing import collective_traffic
+from libra_opt.traffic.step_time import step_time
+from libra_opt.traffic.workload import Collective, Layer, Phase, Workload
+
+NVLINK_LAT_S, NIC_LAT_S = 1e-6, 5e-6
+
+
+def two_nodes() -> Fabric:
+    """Two 8-GPU nodes: an NVLink switch inside, a NIC switch between them."""
+    return Fabric((Dim("node", "switch", 8, "NV", NVLINK_LAT_S),
+                   Dim("net", "switch", 2, "IB", NIC_LAT_S)))
+
+
+def tp16(flat: bool, kind: str = "all_reduce", size_bytes: float = 1e9) -> Workload:
+    coll = Collective(kind, size_bytes, "tp")
+    return Workload("tp16", (Layer("l", Phase(1e-3, (coll,)), count=10),),
+                    {"tp": (8, 2), "dp": (1, 1)},
+                    flat_ring_groups=frozenset({"tp"}) if flat else frozenset())
+
+
+def test_traffic_by_hand():
+    # k = 16, m = 1e9: all-reduce 2e9 x 15/16 = 1.875e9 on both dims; reduce-scatter half of
+    # it; all-gather of a 1e9 shard: 15e9; all-to-all as hierarchical (1e9 x 7/8, 1e9 x 1/2).
+    assert_allclose(flat_ring_traffic_bytes("all_reduce", 1e9, (8, 2)), [1.875e9, 1.875e9])
+    assert_allclose(flat_ring_traffic_bytes("reduce_scatter", 1e9, (8, 2)), [0.9375e9] * 2)
+    assert_allclose(flat_ring_traffic_bytes("all_gather", 1e9, (8, 2)), [15e9, 15e9])
+    assert_allclose(flat_ring_traffic_bytes("all_to_all", 1e9, (8, 2)), [0.875e9, 0.5e9])
+    # a dimension the group does not span carries nothing: (4, 1, 2) -> k = 8
+    assert_allclose(flat_ring_traffic_bytes("all_reduce", 8e6, (4, 1, 2)), [14e6, 0.0, 14e6])
+
+
+def test_latency_by_hand():
+    # all-reduce: 2 x 15 steps x max(1 us, 5 us) = 150 us on both spanned dims
+    assert_allclose(flat_ring_latency_s("all_reduce", (8, 2), (1e-6, 5e-6)), [150e-6] * 2,
+                    rtol=1e-12)
+    # all-gather over (4, 1, 2): 7 steps x 3 us (the middle dim is not spanned)
+    assert_allclose(flat_ring_latency_s("all_gather", (4, 1, 2), (1e-6, 9e-6, 3e-6)),
+                    [21e-6, 0.0, 21e-6], rtol=1e-12)
+    with pytest.raises(InputError):
+        flat_ring_latency_s("p2p", (8, 2), (1e-6, 5e-6))
+
+
+def test_routing_applies_only_across_dimensions():
+    f = two_nodes()
+    # within one node the flat ring is the hierarchical ring: same bytes, same latency
+    t_h, l_h = collective_traffic("all_reduce", 1e9, (8, 1), f)
+    t_f, l_f = collective_traffic("all_reduce", 1e9, (8, 1), f, flat_ring=True)
+    assert_allclose(t_f, t_h)
+    assert_allclose(l_f, l_h)
+    # all-to-all is not a ring: unchanged even when it spans both dims
+    t_h, _ = collective_traffic("all_to_all", 1e9, (8, 2), f)
+    t_f, _ = collective_traffic("all_to_all", 1e9, (8, 2), f, flat_ring=True)
+    assert_allclose(t_f, t_h)
+
+
+def test_step_time_tp_across_nodes_by_hand():
+    f = two_nodes()
+    bw = [300.0, 50.0]
+    # flat: per layer 1 ms + 1.875e9 / 50e9 (NIC bound) + 150 us = 38.65 ms; 10 layers
+    assert_allclose(step_time(tp16(True), f, bw).step_time_s, 10 * (1e-3 + 0.0375 + 150e-6),
+                    rtol=1e-12)
+    # hierarchical: NVLink 1.75e9 / 300e9 + 2 x 1 us, NIC 2 x 1.25e8 x 1/2 / 50e9 + 2 x 5 us
+    hier = 10 * (1e-3 + max(1.75e9 / 300e9 + 2e-6, 1.25e8 / 50e9 + 10e-6))
+    assert_allclose(step_time(tp16(False), f, bw).step_time_s, hier, rtol=1e-12)
+    # the NIC-crossing ring is the slower one by far (the issue's "TP across nodes")
+    assert step_time(tp16(True), f, bw).step_time_s > 5 * hier
+
+
+def test_unknown_flat_ring_group_is_refused():
+    with pytest.raises(InputError, match="flat_ring_groups"):
+        Workload("w", (Layer("l"),), {"tp": (2,)}, flat_ring_groups=frozenset({"cp"}))
+
+
+@pytest.mark.parametrize("backend", ["clarabel", "cvxpy"])
+def test_optimum_closed_form_and_backends_agree(backend):
+    # With bw.node + bw.net <= 400 GB/s the flat ring's time max(c / B0, c / B1) is least
+    # at B0 = B1 = 200: per layer 1 ms + 1.875e9 / 200e9 + 150 us = 10.65 ms, x 10 layers.
+    f = two_nodes()
+    scen = Scenario(f, CostModel.from_tables({t: {"link": 1.0, "switch": 0.0, "nic": 0.0} for t in ("NV", "IB")}),
+                    (tp16(True),), constraints=(parse_constraint("sum(bw) <= 400", f),))
+    sol = solve(build_problem(scen, backend=backend))
+    assert_allclose(sol.objective_value, 10 * (1e-3 + 1.875e9 / 200e9 + 150e-6), rtol=1e-6)
+    assert_allclose(sol.bw_gbps, [200.0, 200.0], rtol=1e-3)
+    # the independent numpy evaluator agrees at the returned bandwidths
+    assert_allclose(evaluate(scen, sol.bw_gbps).objective_value, sol.objective_value,
+                    rtol=1e-7)
+    # and the aggregated terms hold the flat-ring rows
+    terms = aggregate_terms([tp16(True)], f)
+    assert_allclose(terms.traffic_gb, [[1.875, 1.875]])
+    assert_allclose(terms.latency_s, [[150e-6, 150e-6]], rtol=1e-12)
+
+
+def test_generated_tp_group_is_a_flat_ring():
+    from libra_opt.generators import generate_workload
+    from libra_opt.io.presets import load_device, load_model
+
+    fabric = Fabric((Dim("node", "switch", 8, "NV", NVLINK_LAT_S),
+                     Dim("net", "switch", 4, "IB", NIC_LAT_S)))
+    g = generate_workload(load_model("llama3_8b"), {"tp": 16, "dp": 2, "global_batch_size": 8},
+                          load_device("a100_80gb"), fabric)
+    w = g.workload
+    assert w.groups["tp"] == (8, 2)
+    assert {"tp", "cp", "ep"} <= w.flat_ring_groups and "dp" not in w.flat_ring_groups
+    hier = Workload(w.name, w.layers, w.groups)
+    bw = np.array([300.0, 25.0])
+    assert step_time(w, fabric, bw).step_time_s > step_time(hier, fabric, bw).step_time_s
