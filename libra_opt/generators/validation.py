@@ -42,6 +42,8 @@ __all__ = [
     "calibrate_tables",
     "check_device_keys",
     "CALIBRABLE",
+    "NCCL_NVLINK_STEP_S",
+    "NCCL_NET_STEP_S",
 ]
 
 Metric = Literal["step_time_s", "hardware_tflops_per_gpu", "model_tflops_per_gpu", "mfu",
@@ -51,10 +53,23 @@ METRICS: tuple[str, ...] = ("step_time_s", "hardware_tflops_per_gpu", "model_tfl
                             "tokens_per_s_per_gpu")
 
 
+#: Per-step latency of an NCCL ring over NVLink, seconds: NCCL's tuning model, ring
+#: algorithm, Simple protocol (the protocol of large messages), ``hwLat`` for NVLink, 3.4 us
+#: (NVIDIA NCCL, src/graph/tuning.cc).
+NCCL_NVLINK_STEP_S = 3.4e-6
+#: Per-step latency of an NCCL ring step that crosses the network, seconds: the same table's
+#: ``hwLat`` for NET, ring, Simple protocol, 9.6 us.
+NCCL_NET_STEP_S = 9.6e-6
+
+
 @dataclass(frozen=True)
 class Cluster:
     """Hardware of a published run: ``gpus_per_node`` devices on a scale-up switch, nodes on
-    a scale-out switch, per-GPU bandwidth of each (GB/s, one direction)."""
+    a scale-out switch, per-GPU bandwidth of each (GB/s, one direction) and the latency of
+    one collective step on each (s; default NCCL's per-step ring latencies
+    :data:`NCCL_NVLINK_STEP_S` and :data:`NCCL_NET_STEP_S`). Ring-routed groups of generated
+    workloads (:attr:`~libra_opt.traffic.workload.Workload.flat_ring_groups`) pay
+    ``2 (k - 1)`` such steps per all-reduce."""
 
     name: str
     device: Device
@@ -63,6 +78,8 @@ class Cluster:
     pod_bw_gbps: float
     node_tier: str = "NVLink"
     pod_tier: str = "InfiniBand"
+    node_latency_s: float = NCCL_NVLINK_STEP_S
+    pod_latency_s: float = NCCL_NET_STEP_S
 
     def fabric(self, n_npus: int) -> tuple[Fabric, list[float]]:
         """Two-level switch fabric for ``n_npus`` devices and its bandwidth vector."""
@@ -71,10 +88,10 @@ class Cluster:
             raise InputError(
                 f"{n_npus} GPUs is not a multiple of gpus_per_node {per}", field="parallelism"
             )
-        dims = [Dim("node", "switch", per, self.node_tier)]
+        dims = [Dim("node", "switch", per, self.node_tier, self.node_latency_s)]
         bw = [self.node_bw_gbps]
         if n_npus // per > 1:
-            dims.append(Dim("pod", "switch", n_npus // per, self.pod_tier))
+            dims.append(Dim("pod", "switch", n_npus // per, self.pod_tier, self.pod_latency_s))
             bw.append(self.pod_bw_gbps)
         return Fabric(tuple(dims)), bw
 

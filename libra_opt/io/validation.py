@@ -26,7 +26,11 @@ constants are fitted on and ``calibrate: stack`` those the software stack's cons
 published metric depends on an unpublished convention states it (``convention``) and the
 fraction it can move the row by (``convention_band``): it is reported, not judged. Rows with
 the same ``variant_set`` are parallelization variants of one model, ranked against each other
-(:mod:`libra_opt.generators.ranking`). The packaged tables are in
+(:mod:`libra_opt.generators.ranking`). A link may give ``latency_s``, the latency of one
+collective step on it; without it the node link takes NCCL's per-step ring latency over NVLink
+and the pod link NCCL's over the network
+(:data:`~libra_opt.generators.validation.NCCL_NVLINK_STEP_S`,
+:data:`~libra_opt.generators.validation.NCCL_NET_STEP_S`). The packaged tables are in
 ``libra_opt/data/validation``.
 """
 
@@ -54,6 +58,7 @@ __all__ = ["validation_table_names", "load_validation_table", "validation_table_
 class _Link(StrictModel):
     tier: str = "link"
     bw_gbps: float = Field(gt=0)
+    latency_s: float | None = Field(default=None, ge=0, le=1e-2)  # None: NCCL's per-step value
 
 
 class _Cluster(StrictModel):
@@ -146,8 +151,11 @@ def validation_table_from_dict(data: Any, source: str) -> ValidationTable:
     clusters: dict[str, Cluster] = {}
     for key, c in table.clusters.items():
         dev = device_from_value(c.device, source, f"clusters.{key}.device")
+        latency = {f"{level}_latency_s": link.latency_s
+                   for level, link in (("node", c.node), ("pod", c.pod))
+                   if link.latency_s is not None}
         clusters[key] = Cluster(key, dev, c.gpus_per_node, c.node.bw_gbps, c.pod.bw_gbps,
-                                c.node.tier, c.pod.tier)
+                                c.node.tier, c.pod.tier, **latency)
     rows = []
     for i, raw in enumerate(table.rows):
         prefix = f"rows[{i}]"
@@ -185,8 +193,9 @@ def validation_table_names() -> tuple[str, ...]:
 
     Examples
     --------
-    >>> validation_table_names()
-    ('korthikanti22_a100', 'llama3_h100', 'megatron_sc21_a100', 'mtnlg_a100', 'nemo2407_h100', 'nemo_h100')
+    >>> validation_table_names()  # doctest: +NORMALIZE_WHITESPACE
+    ('bloom_prequel_a100', 'korthikanti22_a100', 'llama3_h100', 'megatron_sc21_a100',
+     'mtnlg_a100', 'nemo2407_h100', 'nemo_h100')
     """
     return tuple(sorted(p.name[:-5] for p in _data().iterdir() if p.name.endswith(".yaml")))
 

@@ -24,7 +24,6 @@ __all__ = [
     "hierarchical_traffic_bytes",
     "flat_ring_traffic_bytes",
     "flat_ring_latency_s",
-    "spans_dimensions",
     "latency_steps",
     "collective_time_s",
 ]
@@ -125,17 +124,6 @@ def hierarchical_traffic_bytes(
             if k > 1:
                 out[d] = m
     return np.array(out)
-
-
-def spans_dimensions(span: Sequence[int]) -> bool:
-    """True when a group takes more than one NPU on at least two dimensions.
-
-    Examples
-    --------
-    >>> spans_dimensions((8, 2)), spans_dimensions((8, 1)), spans_dimensions((1, 1))
-    (True, False, False)
-    """
-    return sum(1 for k in span if k > 1) >= 2
 
 
 def flat_ring_traffic_bytes(

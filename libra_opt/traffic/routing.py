@@ -30,7 +30,6 @@ from libra_opt.traffic.collectives import (
     flat_ring_traffic_bytes,
     hierarchical_traffic_bytes,
     latency_steps,
-    spans_dimensions,
 )
 from libra_opt.traffic.in_network import in_network_latency_steps, in_network_traffic_bytes
 
@@ -136,12 +135,12 @@ def collective_traffic(
 
     ``flat_ring`` (set for the groups a model-based workload runs as one NCCL
     communicator, :attr:`~libra_opt.traffic.workload.Workload.flat_ring_groups`): an
-    all-reduce, reduce-scatter or all-gather over a group that spans two or more dimensions
-    runs as one flat ring over all members
+    all-reduce, reduce-scatter or all-gather runs as one flat ring over all members
     (:func:`~libra_opt.traffic.collectives.flat_ring_traffic_bytes` and
-    :func:`~libra_opt.traffic.collectives.flat_ring_latency_s`) under both traffic models;
-    a group within one dimension, all-to-all, point-to-point and in-network reductions are
-    routed as without it.
+    :func:`~libra_opt.traffic.collectives.flat_ring_latency_s`) under both traffic models.
+    Within one dimension the ring's bytes are the hierarchical ones and only its latency
+    differs (``2 (k - 1)`` ring steps, as NCCL's ring, instead of the topology's step
+    count); all-to-all, point-to-point and in-network reductions are routed as without it.
 
     ``in_network`` holds the indices of switch dimensions that reduce in the network
     (:mod:`libra_opt.traffic.in_network`); their reduce-scatter, all-gather and all-reduce
@@ -171,7 +170,7 @@ def collective_traffic(
                                          in_network)
         return traffic, np.where(traffic > 0, alpha * steps, 0.0)
     if flat_ring and kind in ("all_reduce", "reduce_scatter", "all_gather") and \
-            spans_dimensions(span):
+            any(int(k) > 1 for k in span):
         return (flat_ring_traffic_bytes(kind, size_bytes, span),
                 flat_ring_latency_s(kind, span, [d.latency_s for d in fabric.dims]))
     return traffic, native_latency_s(kind, span, fabric, traffic)

@@ -218,11 +218,12 @@ class Workload:
         fine-grained overlap policy.
     flat_ring_groups : frozenset of str
         Groups whose all-reduce, reduce-scatter and all-gather run, as NCCL runs a
-        communicator, as one flat ring over all members when the group spans two or more
-        dimensions (:func:`libra_opt.traffic.collectives.flat_ring_traffic_bytes`): the
-        ring's whole per-NPU traffic on every spanned dimension, at the slowest one's rate,
-        and ``2 (k - 1)`` (all-reduce) or ``k - 1`` steps of the slowest dimension's
-        latency. Set by the model-config generators for the tensor-, context- and
+        communicator, as one flat ring over all members
+        (:func:`libra_opt.traffic.collectives.flat_ring_traffic_bytes`): when the group
+        spans two or more dimensions, the ring's whole per-NPU traffic on every spanned
+        dimension, at the slowest one's rate; in every case ``2 (k - 1)`` (all-reduce) or
+        ``k - 1`` ring steps of the slowest spanned dimension's per-step latency
+        (:attr:`Dim.latency_s <libra_opt.fabric.dims.Dim>`). Set by the model-config generators for the tensor-, context- and
         expert-parallel groups; empty (every group hierarchical, as LIBRA) for workloads
         read from files. The flat ring is one pipeline, timed by the ``pipelined``
         collective model as ``max_d`` over the spanned dimensions; ``sequential`` sums the

@@ -184,7 +184,7 @@ def test_tokens_per_second_metric_is_tokens_over_time_and_gpus():
 
 
 def test_a_stack_constant_cannot_push_a_fraction_above_the_peak():
-    a100 = load_device("a100_80gb")   # default_efficiency 0.9448: x 1.1 > 1
+    a100 = load_device("a100_80gb")   # default_efficiency 0.941: x 1.1 > 1
     with pytest.raises(InputError, match="parallelism.software_stack: software stack "
                        "efficiency 1.1 on a100_80gb puts default_efficiency above 1"):
         timing_device(a100, 1.1)
