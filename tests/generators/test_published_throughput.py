@@ -7,7 +7,8 @@ absolute error of at most 3.5 % and a worst of at most 8 % on the out-of-sample 
 software stack. The tolerances below are what the model reaches today, per table and per
 stack (printed by ``test_print_error_table``): the Megatron-LM 2022 and Llama 3 (Meta) stacks
 meet the target; Megatron-DeepSpeed meets it on MT-NLG but not on the BigScience topology
-search (bloom_prequel_a100: its PP 6 / micro-batch 1-2 rows 8-10 % too fast); Megatron-LM
+search (bloom_prequel_a100: shallow pipelines with wide data parallelism and micro-batches of
+1-2 too fast by up to 17 %, pipelines of 12-24 stages too slow by up to 17 %); Megatron-LM
 2021 (SC21: small models too slow, interleaved pipelines too fast) and NeMo 24.07 (its
 Llama 3 8B row, 12 % too fast) do not, and NeMo Megatron-Core (Megatron-Bridge, H100, FP8)
 meets the worst but not the average.
@@ -41,7 +42,7 @@ REACHED = {
     "mtnlg_a100": (0.026, 0.040),
     "nemo_h100": (0.040, 0.056),
     "nemo2407_h100": (0.050, 0.128),
-    "bloom_prequel_a100": (0.039, 0.105),
+    "bloom_prequel_a100": (0.065, 0.177),
 }
 #: Tables whose validation rows meet TARGET today.
 MEETS_TARGET = {"korthikanti22_a100", "llama3_h100", "mtnlg_a100"}
@@ -49,7 +50,7 @@ MEETS_TARGET = {"korthikanti22_a100", "llama3_h100", "mtnlg_a100"}
 STACK_REACHED = {
     "megatron_lm_2022": (0.017, 0.027),
     "llama3_meta": (0.010, 0.010),
-    "megatron_deepspeed": (0.037, 0.105),
+    "megatron_deepspeed": (0.063, 0.177),
     "megatron_lm_2021": (0.050, 0.130),
     "nemo_megatron_core": (0.040, 0.056),
     "nemo_24_07": (0.050, 0.128),
@@ -57,7 +58,8 @@ STACK_REACHED = {
 #: Stacks whose out-of-sample rows meet TARGET today.
 STACKS_MEETING_TARGET = {"megatron_lm_2022", "llama3_meta"}
 #: Variant sets that miss the ranking target today, with (Spearman at least, regret at most).
-VARIANTS_MISSING_TARGET = {"bloom_181b_384gpu": (0.71, 0.0), "bloom_182b_384gpu": (0.5, 0.0)}
+VARIANTS_MISSING_TARGET = {"bloom_181b_384gpu": (0.70, 0.0), "bloom_182b_384gpu": (0.49, 0.0),
+                           "bloom_181b_384gpu_tp": (0.36, 0.012)}
 #: Fitted stack constants (devices.yaml), per (device, stack).
 STACKS = {("a100_80gb", "megatron_lm_2021"), ("a100_80gb", "megatron_deepspeed"),
           ("h100_sxm", "nemo_megatron_core"), ("h100_sxm", "nemo_24_07")}
@@ -124,7 +126,7 @@ def test_published_variant_sets_rank_right(results):
     """Every published variant set: Spearman >= 0.9 and regret <= 3 % (the target), except
     the ones listed in VARIANTS_MISSING_TARGET, which must stay at least as good as today."""
     sets = variant_rankings(list(results.values()))
-    assert len(sets) >= 12
+    assert len(sets) >= 13
     assert set(VARIANTS_MISSING_TARGET) <= {v.name for v in sets}
     for v in sets:
         if v.name in VARIANTS_MISSING_TARGET:
