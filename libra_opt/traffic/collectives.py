@@ -131,13 +131,15 @@ def flat_ring_traffic_bytes(
 ) -> np.ndarray:
     """Bytes each NPU sends on every spanned dimension when one flat ring joins all members.
 
-    NCCL runs a collective over a communicator as rings through all ``k = prod(k_d)`` ranks
-    (one per channel), not dimension by dimension: every byte of a ring step goes to the
-    next rank, and on a ring that leaves the node the NIC link carries a whole ring step's
-    share, so each spanned dimension is loaded with the full per-NPU ring traffic [1]_, [2]_.
-    The collective then runs at the slowest spanned dimension's rate: with this traffic on
-    every spanned dimension, the ``pipelined`` collective time ``max_d traffic_d / B_d`` is
-    exactly that (terms ``c / B_d`` under a max, convex in ``1/B``).
+    NCCL runs a collective over a communicator as rings through all ``k = prod(k_d)`` ranks,
+    not dimension by dimension [1]_: a ring all-reduce moves ``T = 2 m (k - 1) / k`` bytes
+    over every hop of the ring (``m (k - 1) / k`` for a reduce-scatter, ``m (k - 1)`` of shard
+    ``m`` for an all-gather) [2]_. A hop crosses the outermost dimension in which its two
+    ranks differ, and the ring's channels are spread over all members' links (one ring per
+    NIC and NVLink lane), so dimension ``d`` carries the ``H_d`` hops that cross it, shared
+    by the ``k`` members: ``T H_d / k`` per NPU. The collective runs at the slowest spanned
+    dimension's rate: the ``pipelined`` collective time ``max_d traffic_d / B_d`` (terms
+    ``c / B_d`` under a max, convex in ``1 / B``).
 
     Parameters
     ----------
@@ -151,44 +153,52 @@ def flat_ring_traffic_bytes(
 
     Notes
     -----
-    With ``k = prod_d k_d`` and ``m = size_bytes``, on every dimension with ``k_d > 1``:
-
-    * all-reduce (ring reduce-scatter then ring all-gather): ``2 m (k - 1) / k``;
-    * reduce-scatter: ``m (k - 1) / k``;
-    * all-gather (``m`` is the shard): ``m (k - 1)``;
-    * all-to-all and point-to-point: as in :func:`hierarchical_traffic_bytes` (they are
-      sent peer to peer, not around a ring).
+    With the ranks in ring order innermost dimension first, the hops whose outermost
+    differing dimension is ``d`` number ``H_d = (k_d - 1) prod_{e > d} k_e``, plus the one
+    hop closing the ring on the outermost spanned dimension; ``sum_d H_d = k``. Within one
+    dimension this is the hierarchical ring (``H = k``: ``T`` per NPU); over two 8-GPU nodes
+    (span ``(8, 2)``) the NIC carries ``2 T / 16 = T / 8`` per GPU -- NCCL's bus bandwidth
+    of a two-node ring is the node's eight NICs together, not one. All-to-all and
+    point-to-point are sent peer to peer, not around a ring: as in
+    :func:`hierarchical_traffic_bytes`.
 
     References
     ----------
-    .. [1] NVIDIA, "NCCL: Performance (nccl-tests)", PERFORMANCE.md: ring all-reduce moves
-       ``2 (n - 1) / n`` times the buffer per rank ("bus bandwidth"),
-       https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md
+    .. [1] NVIDIA NCCL, src/graph/tuning.cc: a ring all-reduce takes ``2 (nRanks - 1)``
+       steps over all ranks of the communicator, of which ``2 (nNodes - 1)`` cross the network.
     .. [2] P. Patarasuk, X. Yuan, "Bandwidth optimal all-reduce algorithms for clusters of
        workstations", J. Parallel Distrib. Comput. 69(2), 2009.
 
     Examples
     --------
     All-reduce of 1 MB by a TP group of 16 over two 8-GPU nodes (span ``(8, 2)``):
-    ``2 x 1e6 x 15/16 = 1.875e6`` bytes on NVLink and on the NIC.
+    ``T = 2 x 1e6 x 15/16 = 1.875e6``; 14 of the 16 hops are on NVLink, 2 cross the NICs.
 
-    >>> flat_ring_traffic_bytes("all_reduce", 1e6, (8, 2)).tolist()
-    [1875000.0, 1875000.0]
-    >>> flat_ring_traffic_bytes("all_gather", 1e6, (4, 2)).tolist()   # 1e6 x 7
-    [7000000.0, 7000000.0]
+    >>> flat_ring_traffic_bytes("all_reduce", 1e6, (8, 2)).tolist()   # T x 14/16, T x 2/16
+    [1640625.0, 234375.0]
+    >>> flat_ring_traffic_bytes("all_gather", 1e6, (4, 2)).tolist()   # T = 7e6: x 6/8, x 2/8
+    [5250000.0, 1750000.0]
     """
     base = hierarchical_traffic_bytes(kind, size_bytes, span)  # validates the arguments
     if kind in ("all_to_all", "p2p"):
         return base
-    k = math.prod(int(x) for x in span)
+    ks = [int(x) for x in span]
+    k = math.prod(ks)
     m = float(size_bytes)
     if kind == "all_reduce":
-        per_npu = 2.0 * m * (k - 1) / k
+        hop_bytes = 2.0 * m * (k - 1) / k
     elif kind == "reduce_scatter":
-        per_npu = m * (k - 1) / k
+        hop_bytes = m * (k - 1) / k
     else:  # all_gather
-        per_npu = m * (k - 1)
-    return np.array([per_npu if int(x) > 1 else 0.0 for x in span])
+        hop_bytes = m * (k - 1)
+    spanned = [d for d, x in enumerate(ks) if x > 1]
+    out = np.zeros(len(ks))
+    outer = 1
+    for d in reversed(spanned):
+        hops = (ks[d] - 1) * outer + (1 if d == spanned[-1] else 0)
+        out[d] = hop_bytes * hops / k
+        outer *= ks[d]
+    return out
 
 
 def flat_ring_latency_s(

@@ -220,14 +220,15 @@ class Workload:
         Groups whose all-reduce, reduce-scatter and all-gather run, as NCCL runs a
         communicator, as one flat ring over all members
         (:func:`libra_opt.traffic.collectives.flat_ring_traffic_bytes`): when the group
-        spans two or more dimensions, the ring's whole per-NPU traffic on every spanned
-        dimension, at the slowest one's rate; in every case ``2 (k - 1)`` (all-reduce) or
-        ``k - 1`` ring steps of the slowest spanned dimension's per-step latency
-        (:attr:`Dim.latency_s <libra_opt.fabric.dims.Dim>`). Set by the model-config generators for the tensor-, context- and
-        expert-parallel groups; empty (every group hierarchical, as LIBRA) for workloads
-        read from files. The flat ring is one pipeline, timed by the ``pipelined``
-        collective model as ``max_d`` over the spanned dimensions; ``sequential`` sums the
-        dimensions' terms and so charges it once per spanned dimension (an upper bound);
+        spans two or more dimensions, each dimension carries the ring hops that cross it
+        (a ring over two 8-GPU nodes puts 2 of its 16 hops on the NICs) and the collective
+        runs at the slowest spanned dimension's rate; in every case it pays ``2 (k - 1)``
+        (all-reduce) or ``k - 1`` ring steps of the slowest spanned dimension's per-step
+        latency (:attr:`Dim.latency_s <libra_opt.fabric.dims.Dim>`). Set by the
+        model-config generators for the tensor-, context- and expert-parallel groups;
+        empty (every group hierarchical, as LIBRA) for workloads read from files. The flat
+        ring is one pipeline, timed by the ``pipelined`` collective model as ``max_d`` over
+        the spanned dimensions; ``sequential`` sums the dimensions' terms (an upper bound);
         the ``topology_aware`` collective model builds its own per-dimension phases and
         does not read this field.
 

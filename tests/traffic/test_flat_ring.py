@@ -21,7 +21,11 @@ from libra_opt.optimize.terms import aggregate_terms
 from libra_opt.scenario.constraints import parse_constraint
 from libra_opt.scenario.evaluate import evaluate
 from libra_opt.scenario.scenario import Scenario
-from libra_opt.traffic.collectives import flat_ring_latency_s, flat_ring_traffic_bytes
+from libra_opt.traffic.collectives import (
+    flat_ring_latency_s,
+    flat_ring_traffic_bytes,
+    hierarchical_traffic_bytes,
+)
 from libra_opt.traffic.routing import collective_traffic
 from libra_opt.traffic.step_time import step_time
 from libra_opt.traffic.workload import Collective, Layer, Phase, Workload
@@ -43,14 +47,39 @@ def tp16(flat: bool, kind: str = "all_reduce", size_bytes: float = 1e9) -> Workl
 
 
 def test_traffic_by_hand():
-    # k = 16, m = 1e9: all-reduce 2e9 x 15/16 = 1.875e9 on both dims; reduce-scatter half of
-    # it; all-gather of a 1e9 shard: 15e9; all-to-all as hierarchical (1e9 x 7/8, 1e9 x 1/2).
-    assert_allclose(flat_ring_traffic_bytes("all_reduce", 1e9, (8, 2)), [1.875e9, 1.875e9])
-    assert_allclose(flat_ring_traffic_bytes("reduce_scatter", 1e9, (8, 2)), [0.9375e9] * 2)
-    assert_allclose(flat_ring_traffic_bytes("all_gather", 1e9, (8, 2)), [15e9, 15e9])
+    # k = 16, m = 1e9, ring hops: 14 inside the nodes, 2 across (8 -> 8 and back).
+    # all-reduce T = 2e9 x 15/16 = 1.875e9 per hop: NVLink 1.875e9 x 14/16, NIC x 2/16
+    assert_allclose(flat_ring_traffic_bytes("all_reduce", 1e9, (8, 2)),
+                    [1.640625e9, 0.234375e9])
+    # reduce-scatter: half of it; all-gather of a 1e9 shard: T = 15e9
+    assert_allclose(flat_ring_traffic_bytes("reduce_scatter", 1e9, (8, 2)),
+                    [0.8203125e9, 0.1171875e9])
+    assert_allclose(flat_ring_traffic_bytes("all_gather", 1e9, (8, 2)), [13.125e9, 1.875e9])
+    # all-to-all: as hierarchical (1e9 x 7/8, 1e9 x 1/2)
     assert_allclose(flat_ring_traffic_bytes("all_to_all", 1e9, (8, 2)), [0.875e9, 0.5e9])
-    # a dimension the group does not span carries nothing: (4, 1, 2) -> k = 8
-    assert_allclose(flat_ring_traffic_bytes("all_reduce", 8e6, (4, 1, 2)), [14e6, 0.0, 14e6])
+    # (4, 1, 2), k = 8, T = 14e6: hops 3 x 2 = 6 on dim 0, (2 - 1) + 1 = 2 on dim 2
+    assert_allclose(flat_ring_traffic_bytes("all_reduce", 8e6, (4, 1, 2)),
+                    [10.5e6, 0.0, 3.5e6])
+    # one spanned dimension: the hierarchical ring (every hop on it)
+    for span in [(8, 1), (1, 8), (4, 1, 1)]:
+        for kind in ("all_reduce", "reduce_scatter", "all_gather"):
+            assert_allclose(flat_ring_traffic_bytes(kind, 3e6, span),
+                            hierarchical_traffic_bytes(kind, 3e6, span))
+
+
+def test_traffic_by_brute_force_ring_count():
+    # Count the hops of the ring 0 -> 1 -> ... -> k-1 -> 0 (ranks in mixed radix, innermost
+    # first) by their outermost differing coordinate; every hop carries T bytes, shared by
+    # the k members.
+    for span in [(8, 2), (4, 3, 2), (2, 1, 4), (3, 5)]:
+        k = int(np.prod(span))
+        coords = [np.unravel_index(r, span, order="F") for r in range(k)]
+        hops = np.zeros(len(span))
+        for r in range(k):
+            a, b = coords[r], coords[(r + 1) % k]
+            hops[max(d for d in range(len(span)) if a[d] != b[d])] += 1
+        t = 2 * 1e6 * (k - 1) / k
+        assert_allclose(flat_ring_traffic_bytes("all_reduce", 1e6, span), t * hops / k)
 
 
 def test_latency_by_hand():
@@ -83,14 +112,20 @@ def test_routing_within_one_dimension_changes_latency_only():
 def test_step_time_tp_across_nodes_by_hand():
     f = two_nodes()
     bw = [300.0, 50.0]
-    # flat: per layer 1 ms + 1.875e9 / 50e9 (NIC bound) + 150 us = 38.65 ms; 10 layers
-    assert_allclose(step_time(tp16(True), f, bw).step_time_s, 10 * (1e-3 + 0.0375 + 150e-6),
-                    rtol=1e-12)
+    # flat: per layer 1 ms + max(1.640625e9 / 300e9, 0.234375e9 / 50e9) + 150 us
+    #     = 1 ms + 5.46875 ms + 0.15 ms; 10 layers
+    assert_allclose(step_time(tp16(True), f, bw).step_time_s,
+                    10 * (1e-3 + 1.640625e9 / 300e9 + 150e-6), rtol=1e-12)
     # hierarchical: NVLink 1.75e9 / 300e9 + 2 x 1 us, NIC 2 x 1.25e8 x 1/2 / 50e9 + 2 x 5 us
     hier = 10 * (1e-3 + max(1.75e9 / 300e9 + 2e-6, 1.25e8 / 50e9 + 10e-6))
     assert_allclose(step_time(tp16(False), f, bw).step_time_s, hier, rtol=1e-12)
-    # the NIC-crossing ring is the slower one by far (the "TP across nodes")
-    assert step_time(tp16(True), f, bw).step_time_s > 5 * hier
+    # on a slow NIC the ring's 1.875x hierarchical NIC bytes set the time:
+    # flat 1 ms + 0.234375e9 / 10e9 + 150 us vs hierarchical 1 ms + 1.25e8 / 10e9 + 10 us
+    bw = [300.0, 10.0]
+    assert_allclose(step_time(tp16(True), f, bw).step_time_s,
+                    10 * (1e-3 + 0.234375e9 / 10e9 + 150e-6), rtol=1e-12)
+    assert_allclose(step_time(tp16(False), f, bw).step_time_s,
+                    10 * (1e-3 + 1.25e8 / 10e9 + 10e-6), rtol=1e-12)
 
 
 def test_unknown_flat_ring_group_is_refused():
@@ -100,20 +135,22 @@ def test_unknown_flat_ring_group_is_refused():
 
 @pytest.mark.parametrize("backend", ["clarabel", "cvxpy"])
 def test_optimum_closed_form_and_backends_agree(backend):
-    # With bw.node + bw.net <= 400 GB/s the flat ring's time max(c / B0, c / B1) is least
-    # at B0 = B1 = 200: per layer 1 ms + 1.875e9 / 200e9 + 150 us = 10.65 ms, x 10 layers.
+    # With bw.node + bw.net <= 400 GB/s the flat ring's time max(a / B0, b / B1), a = 1.640625
+    # GB, b = 0.234375 GB, is least where both are equal: B0 = 400 a / (a + b) = 350, B1 = 50,
+    # time (a + b) / 400 = 4.6875 ms; per layer 1 ms + 4.6875 ms + 150 us, x 10 layers.
     f = two_nodes()
-    scen = Scenario(f, CostModel.from_tables({t: {"link": 1.0, "switch": 0.0, "nic": 0.0} for t in ("NV", "IB")}),
+    scen = Scenario(f, CostModel.from_tables({t: {"link": 1.0, "switch": 0.0, "nic": 0.0}
+                                              for t in ("NV", "IB")}),
                     (tp16(True),), constraints=(parse_constraint("sum(bw) <= 400", f),))
     sol = solve(build_problem(scen, backend=backend))
-    assert_allclose(sol.objective_value, 10 * (1e-3 + 1.875e9 / 200e9 + 150e-6), rtol=1e-6)
-    assert_allclose(sol.bw_gbps, [200.0, 200.0], rtol=1e-3)
+    assert_allclose(sol.objective_value, 10 * (1e-3 + 1.875e9 / 400e9 + 150e-6), rtol=1e-6)
+    assert_allclose(sol.bw_gbps, [350.0, 50.0], rtol=1e-3)
     # the independent numpy evaluator agrees at the returned bandwidths
     assert_allclose(evaluate(scen, sol.bw_gbps).objective_value, sol.objective_value,
                     rtol=1e-7)
     # and the aggregated terms hold the flat-ring rows
     terms = aggregate_terms([tp16(True)], f)
-    assert_allclose(terms.traffic_gb, [[1.875, 1.875]])
+    assert_allclose(terms.traffic_gb, [[1.640625, 0.234375]])
     assert_allclose(terms.latency_s, [[150e-6, 150e-6]], rtol=1e-12)
 
 
@@ -129,5 +166,6 @@ def test_generated_tp_group_is_a_flat_ring():
     assert w.groups["tp"] == (8, 2)
     assert {"tp", "cp", "ep"} <= w.flat_ring_groups and "dp" not in w.flat_ring_groups
     hier = Workload(w.name, w.layers, w.groups)
-    bw = np.array([300.0, 25.0])
+    # NIC bytes per GPU: flat 2 m 15/16 x 2/16 = 0.234 m, hierarchical 2 (m / 8) / 2 = 0.125 m
+    bw = np.array([300.0, 10.0])
     assert step_time(w, fabric, bw).step_time_s > step_time(hier, fabric, bw).step_time_s
