@@ -107,10 +107,7 @@ def scenarios(draw) -> Scenario:
                 compute = _loguniform(rng, 1e-5, 1e-2) if rng.random() < 0.8 else 0.0
                 phases.append(Phase(compute, colls))
             layers.append(Layer(f"l{i}", *phases, count=draw(st.integers(1, 50))))
-        # some groups run as flat NCCL rings (Workload.flat_ring_groups)
-        flat = draw(st.sets(st.sampled_from(sorted(groups))), label="flat_ring_groups")
-        workloads.append(Workload(f"w{w}", tuple(layers), groups,
-                                  flat_ring_groups=frozenset(flat)))
+        workloads.append(Workload(f"w{w}", tuple(layers), groups))
     weights = tuple(_loguniform(rng, 0.3, 3.0) for _ in workloads)
 
     objective = draw(st.sampled_from(("perf", "perf_per_cost", "tco")), label="objective")
