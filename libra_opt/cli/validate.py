@@ -37,8 +37,13 @@ def register(subparsers) -> argparse.ArgumentParser:
                    "others validate) or 'all' (an in-sample least-squares fit on every row: how "
                    "close these constants can bring the model to all the rows at once, not a "
                    "validation)")
+    p.add_argument("--calibrate-stacks", action="store_true",
+                   help="first fit the one efficiency constant of each software stack on the "
+                   "rows marked 'calibrate: stack' (per stack and device) and predict with the "
+                   "fitted constants (the packaged constants are these fits)")
     p.add_argument("--out", metavar="DIR",
-                   help="write validation.png (predicted vs published) into DIR, and with "
+                   help="write validation.png (predicted vs published), variants.png (predicted vs "
+                   "measured cost of each variant set) into DIR, and with "
                    f"--calibrate {_DEVICES_FILE} (device entries for scenario files)")
     p.set_defaults(func=run)
     return p
@@ -57,6 +62,13 @@ def _constants(text: str) -> list[str]:
     return names
 
 
+def _with_devices(table, devices):
+    """``table`` with its clusters' devices replaced by ``devices`` (by key)."""
+    rows = tuple(replace(r, cluster=replace(r.cluster, device=devices[r.cluster.device.key]))
+                 if r.cluster.device.key in devices else r for r in table.rows)
+    return replace(table, rows=rows)
+
+
 def run(args: argparse.Namespace) -> int:
     """Execute ``validate`` for parsed ``args``; prints the table and returns 0."""
     from libra_opt.errors import InputError
@@ -64,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     from libra_opt.generators.validation import DeviceCalibration, calibrate_tables, validate
     from libra_opt.io.output import check_output_dir, confined_path, save_figure_atomic
     from libra_opt.io.validation import load_validation_table, validation_table_names
-    from libra_opt.report.validation import validation_report
+    from libra_opt.report.validation import stack_report, validation_report, variant_report
 
     constants = _constants(args.calibrate) if args.calibrate is not None else None
     if constants is None and args.calibrate_rows != "marked":
@@ -89,14 +101,31 @@ def run(args: argparse.Namespace) -> int:
         if args.calibrate_rows == "all":
             print("in-sample fit on every row (least squares in log error): how close these "
                   "constants can bring the model to all the rows at once, not a validation")
+    if args.calibrate_stacks:
+        from libra_opt.generators.stack_fit import calibrate_stacks, with_stacks
+
+        if devices:  # fit the stacks on top of freshly fitted device constants
+            tables = [_with_devices(t, devices) for t in tables]
+        stacks = calibrate_stacks(tables)
+        if not stacks:
+            raise InputError("no row is marked 'calibrate: stack'", source="<cli>",
+                             field="--calibrate-stacks")
+        for st in stacks:
+            print(st.describe())
+            base = devices.get(st.device) or next(
+                r.cluster.device for t in tables for r in t.rows
+                if r.cluster.device.key == st.device)
+            devices[st.device] = with_stacks(base, {st.stack: st.after})
     results = [validate(t, devices) for t in tables]
     if args.calibrate_rows == "all":  # every row was fitted: report all of them
         results = [replace(r, rows=tuple(replace(x, calibrate=False) for x in r.rows))
                    for r in results]
     print(validation_report(results, in_sample=args.calibrate_rows == "all"))
+    print(stack_report(results, in_sample=args.calibrate_rows == "all"))
+    print(variant_report(results))
     if args.out is not None:
         from libra_opt.cli.backend import pyplot
-        from libra_opt.report.validation import plot_validation
+        from libra_opt.report.validation import plot_validation, plot_variants
 
         if calibrations:
             from libra_opt.io.output import write_text_atomic
@@ -113,4 +142,12 @@ def run(args: argparse.Namespace) -> int:
         finally:
             plt.close(fig)
         print(f"wrote {path}")
+        if any(r.variant_set for t in results for r in t.rows):
+            fig = plot_variants(results)
+            path = confined_path(args.out, "variants.png", flag="--out")
+            try:
+                save_figure_atomic(fig, path, dpi=130, flag="--out")
+            finally:
+                plt.close(fig)
+            print(f"wrote {path}")
     return 0

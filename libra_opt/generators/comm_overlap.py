@@ -63,7 +63,7 @@ from libra_opt.generators.roofline import operator_time_s
 from libra_opt.traffic.workload import Collective, Layer, Phase
 
 __all__ = ["TpBlock", "attention_block_linears", "hidden_collectives", "split_overlapped",
-           "overlap_form", "dp_overlapped", "is_window", "DP_WINDOW"]
+           "overlap_form", "dp_overlapped", "is_window", "DP_WINDOW", "zero3_overlapped"]
 
 #: Name of the layer that carries the data-parallel gradient reduction with its window.
 DP_WINDOW = "dp_grad_sync~dp_overlap"
@@ -181,7 +181,58 @@ def split_overlapped(
 
 def is_window(layer: Layer) -> bool:
     """A layer whose phases pair collectives with the compute they hide behind."""
-    return "~tp_overlap_" in layer.name or layer.name == DP_WINDOW
+    return ("~tp_overlap_" in layer.name or layer.name == DP_WINDOW
+            or layer.name.endswith(ZERO3_WINDOW))
+
+
+#: Suffix of a layer whose phases pair the ZeRO-3 collectives with the layer's own compute.
+ZERO3_WINDOW = "~zero3_overlap"
+
+
+def _is_zero3(c: Collective) -> bool:
+    return c.group in ("dp", "edp") and c.kind in ("all_gather", "reduce_scatter")
+
+
+def zero3_overlapped(pieces: Sequence[Layer]) -> list[Layer]:
+    """One layer of the step (a plain layer, or the pieces :func:`split_overlapped` made of
+    it) in overlap form with its ZeRO-3 parameter gathers and gradient reduce-scatters
+    hidden behind its own compute, phase by phase.
+
+    PyTorch FSDP [3]_ (and Megatron-Core's FSDP) prefetch the next layer's parameters while
+    the current one computes and reduce-scatter a layer's gradients while the next backward
+    computes; here each phase of a layer pays ``max(compute, ZeRO-3 collectives)`` and its
+    other collectives in full -- exact for a stream of equal layers, optimistic by one
+    layer's gather at the start of each pass. Windows already paired with tensor-parallel
+    collectives keep them; the layer's remaining compute takes the ZeRO-3 collectives.
+
+    References
+    ----------
+    .. [3] Y. Zhao et al., "PyTorch FSDP: Experiences on Scaling Fully Sharded Data
+       Parallel", VLDB 2023, arXiv:2304.11277, Sec. 3.3 (backward and forward prefetching).
+
+    Examples
+    --------
+    >>> l = Layer("x", Phase(1.0, (Collective("all_gather", 1e6, "dp"),
+    ...                            Collective("all_reduce", 1e6, "tp"))))
+    >>> [(y.name, y.forward.compute_s, [c.group for c in y.forward.collectives])
+    ...  for y in zero3_overlapped([l])]
+    [('x~zero3_overlap', 1.0, ['dp']), ('x~comm', 0.0, ['tp'])]
+    """
+    parts = overlap_form(pieces[0]) if len(pieces) == 1 else list(pieces)
+    base = next((x for x in parts if "~" not in x.name), None)
+    comm = next((x for x in parts if x.name.endswith("~comm")), None)
+    if base is None or comm is None:
+        return parts  # no compute to hide behind, or no collective
+    phases = []
+    rest = []
+    for (_, b), (_, c) in zip(base.phases(), comm.phases(), strict=True):
+        phases.append(Phase(b.compute_s, tuple(x for x in c.collectives if _is_zero3(x))))
+        rest.append(Phase(0.0, tuple(x for x in c.collectives if not _is_zero3(x))))
+    window = Layer(f"{base.name}{ZERO3_WINDOW}", phases[0], phases[1], phases[2],
+                   count=base.count, update_s=base.update_s)
+    exposed = Layer(comm.name, rest[0], rest[1], rest[2], count=comm.count)
+    others = [x for x in parts if x is not base and x is not comm]
+    return [x for x in (window, exposed, *others) if not x.empty]
 
 
 def dp_overlapped(layers_mb: Sequence[tuple[Layer, int]], micro_batches: int) -> tuple[list[Layer], float]:

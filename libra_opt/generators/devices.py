@@ -82,6 +82,12 @@ class Device:
         Whole-model fraction of peak of the legacy ``FLOPs / (peak x eta)`` model, used for
         models without an operator model (DLRM, ResNet) when no efficiency is given;
         0 = ``default_efficiency``.
+    calibration_stack : str
+        The software stack (training framework and its version) of the runs the device
+        constants were calibrated on; a workload that names no ``software_stack`` runs it.
+    software_stacks : mapping of str to float
+        One efficiency constant per software stack (:mod:`libra_opt.generators.stacks`):
+        the stack's compute speed relative to ``calibration_stack`` (which is 1).
     """
 
     key: str
@@ -102,6 +108,8 @@ class Device:
     attention_efficiency: float = 0.0
     roofline_source: str = ""
     flops_efficiency: float = 0.0
+    calibration_stack: str = ""
+    software_stacks: Mapping[str, float] = field(default_factory=lambda: FrozenMap({}))
 
     def peak_flops_for(self, dtype: str) -> float:
         """Peak FLOP/s for ``dtype``.
@@ -140,6 +148,8 @@ class _DeviceEntry(StrictModel):
     attention_efficiency: float = Field(default=0.0, ge=0, le=1)
     roofline_source: str = ""
     flops_efficiency: float = Field(default=0.0, ge=0, le=1)
+    calibration_stack: str = ""
+    software_stacks: dict[str, Annotated[float, Field(gt=0, le=2)]] = Field(default_factory=dict)
 
 
 def device_from_dict(key: str, value: Any, source: str, field: str | None = None) -> Device:
@@ -176,7 +186,26 @@ def device_from_dict(key: str, value: Any, source: str, field: str | None = None
         attention_efficiency=e.attention_efficiency,
         flops_efficiency=e.flops_efficiency,
         roofline_source=e.roofline_source,
+        calibration_stack=e.calibration_stack,
+        software_stacks=FrozenMap(_stacks(e, source, field or str(key))),
     )
+
+
+def _stacks(e: _DeviceEntry, source: str, where: str) -> dict[str, float]:
+    """The entry's stack constants, the calibration stack at exactly 1."""
+    out = {str(k): float(v) for k, v in e.software_stacks.items()}
+    if e.calibration_stack:
+        if out.get(e.calibration_stack, 1.0) != 1.0:
+            raise InputError(
+                f"software_stacks.{e.calibration_stack} must be 1 (it is the calibration "
+                f"stack), got {out[e.calibration_stack]}", source=source,
+                field=f"{where}.software_stacks")
+        out[e.calibration_stack] = 1.0
+    elif out:
+        raise InputError("software_stacks needs calibration_stack (the stack the device "
+                         "constants were calibrated on)", source=source,
+                         field=f"{where}.calibration_stack")
+    return out
 
 
 @dataclass(frozen=True)

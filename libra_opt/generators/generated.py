@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from libra_opt.errors import LibraOptError
 from libra_opt.generators.devices import ComputeEfficiency, Device
 from libra_opt.generators.mapping import Placement
 from libra_opt.generators.memory import MemoryBreakdown
@@ -35,9 +36,14 @@ class GeneratedWorkload:
     compute_dtype : str
     model_flops_per_step : float
         Useful FLOPs of one step over the whole cluster (no recomputation, no padding):
-        the numerator of MFU (Chowdhery et al. 2022).
+        the numerator of MFU (Chowdhery et al. 2022). Transformers count attention over the
+        causal half of the score matrix -- the FLOPs a decoder needs and FlashAttention
+        executes (:func:`~libra_opt.generators.transformer_counts.model_flops_per_token` with
+        ``causal=True``), so that MFU and the step time use one convention and MFU cannot
+        exceed 1 unless the compute model is wrong.
     hardware_flops_per_step : float
-        FLOPs executed including activation recomputation (Narayanan et al.'s count).
+        FLOPs executed including activation recomputation (Narayanan et al.'s count), with
+        the same causal attention count.
     tokens_per_step : float
         Tokens per step (transformers); samples for DLRM and ResNet.
     samples_per_step : float
@@ -62,6 +68,10 @@ class GeneratedWorkload:
     bubble_compute_s : float
         Compute seconds of the pipeline bubble: ``(p - 1) / v`` micro-batches of the slowest
         stage.
+    published_model_flops_per_step, published_hardware_flops_per_step : float
+        The same counts with attention over the full ``s x s`` matrix, the convention of
+        published "model FLOPs" (Narayanan et al. eq. (3), PaLM's ``12 L H Q T``): used to
+        compare with published TFLOP/s figures only (0: equal to the causal counts).
     """
 
     workload: Workload
@@ -82,6 +92,8 @@ class GeneratedWorkload:
     stage_compute_s: tuple[float, ...] = ()
     compute_breakdown_s: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     bubble_compute_s: float = 0.0
+    published_model_flops_per_step: float = 0.0
+    published_hardware_flops_per_step: float = 0.0
 
 
 def throughput_tokens_per_s(generated: GeneratedWorkload, step_time_s: float) -> float:
@@ -123,6 +135,15 @@ def achieved_flops_per_npu(
 def model_flops_utilization(generated: GeneratedWorkload, step_time_s: float) -> float:
     """Model FLOPs utilization: model FLOP/s per NPU over the device's peak for the dtype.
 
+    Model FLOPs count causal attention (see :class:`GeneratedWorkload`), the FLOPs the step
+    time executes at most; an MFU above 1 is therefore an error of the model, raised, never
+    reported.
+
+    Raises
+    ------
+    LibraOptError
+        MFU above 1 (naming the workload and the step time).
+
     References
     ----------
     .. [1] A. Chowdhery et al., "PaLM: Scaling Language Modeling with Pathways",
@@ -133,9 +154,19 @@ def model_flops_utilization(generated: GeneratedWorkload, step_time_s: float) ->
     >>> from types import SimpleNamespace
     >>> from libra_opt.io.presets import load_device
     >>> g = SimpleNamespace(model_flops_per_step=989.4e12 * 8 * 0.4, n_npus=8,
-    ...                     device=load_device("h100_sxm"), compute_dtype="bf16")
+    ...                     device=load_device("h100_sxm"), compute_dtype="bf16", model_name="m")
     >>> round(model_flops_utilization(g, 1.0), 6)
     0.4
+    >>> model_flops_utilization(g, 0.3)
+    Traceback (most recent call last):
+    ...
+    libra_opt.errors.LibraOptError: model error: MFU 133.3 % > 100 % for m at a step time of 0.3 s (model FLOPs 3.166e+15 over 8 NPUs at 9.894e+14 FLOP/s): the step is faster than the peak
     """
     peak = generated.device.peak_flops_for(generated.compute_dtype)
-    return achieved_flops_per_npu(generated, step_time_s) / peak
+    mfu = achieved_flops_per_npu(generated, step_time_s) / peak
+    if mfu > 1.0 + 1e-9:
+        raise LibraOptError(
+            f"model error: MFU {100 * mfu:.1f} % > 100 % for {generated.model_name} at a step "
+            f"time of {step_time_s:.6g} s (model FLOPs {generated.model_flops_per_step:.4g} over "
+            f"{generated.n_npus} NPUs at {peak:.4g} FLOP/s): the step is faster than the peak")
+    return mfu

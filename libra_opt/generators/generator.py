@@ -7,6 +7,7 @@ places the parallelism groups on the fabric and resolves the device and the effi
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from libra_opt.errors import InputError
@@ -18,6 +19,7 @@ from libra_opt.generators.generated import GeneratedWorkload
 from libra_opt.generators.mapping import place_groups
 from libra_opt.generators.parallelism import Parallelism, parallelism_from_dict
 from libra_opt.generators.resnet import resnet_workload
+from libra_opt.generators.stacks import stack_efficiency, timing_device
 from libra_opt.generators.transformer_workload import transformer_workload
 
 __all__ = ["generate_workload"]
@@ -90,7 +92,8 @@ def generate_workload(
             "libra_opt.io.presets.load_device(name)",
             field="device",
         )
-    dev = device
+    eta = stack_efficiency(device, par.software_stack)
+    dev = timing_device(device, eta)
     eff = (
         efficiency_from_value(efficiency, device=dev)
         if efficiency is not None
@@ -100,7 +103,10 @@ def generate_workload(
         eff = ComputeEfficiency("roofline", dev.default_efficiency)
     if eff.kind == "roofline" and not isinstance(model, TransformerSpec):
         # no operator model: the legacy whole-model efficiency of the device
-        eff = ComputeEfficiency("constant", dev.flops_efficiency or dev.default_efficiency)
+        eff = ComputeEfficiency("constant", (device.flops_efficiency or device.default_efficiency)
+                                * eta)
+    elif eff.kind != "roofline" and eta != 1.0:
+        eff = replace(eff, value=eff.value * eta)
     if par.dp_mode != "collective" and not isinstance(model, TransformerSpec):
         raise InputError(
             f"dp_mode {par.dp_mode!r} is only modelled for transformer models",
@@ -109,7 +115,12 @@ def generate_workload(
     placement = place_groups(fabric, par.degrees(), mapping)
     args = (par, dev, fabric, placement, eff, name, check_memory)
     if isinstance(model, TransformerSpec):
-        return transformer_workload(model, *args)
-    if isinstance(model, DLRMSpec):
-        return dlrm_workload(model, *args)
-    return resnet_workload(model, *args)
+        g = transformer_workload(model, *args)
+    elif isinstance(model, DLRMSpec):
+        g = dlrm_workload(model, *args)
+    else:
+        g = resnet_workload(model, *args)
+    if eta == 1.0:
+        return g
+    note = f"software stack {par.software_stack}: kernels at {eta:.4g} of the device's speed"
+    return replace(g, device=device, notes=(*g.notes, note))

@@ -133,6 +133,16 @@ class Parallelism(StrictModel):
         all-gather stays exposed. Also an overlap-form workload (needs
         ``training_loop: overlap``). Needs a data-parallel reduction: ``dp x cp > 1``,
         ZeRO 0-2, ``dp_mode: collective``.
+    zero3_overlap : bool
+        With ``zero: 3``: every layer's parameter all-gathers and gradient reduce-scatters
+        run behind that layer's compute, phase by phase (PyTorch FSDP's and Megatron-Core
+        FSDP's prefetching; :func:`~libra_opt.generators.comm_overlap.zero3_overlapped`).
+        An overlap-form workload (needs ``training_loop: overlap``). Default off.
+    software_stack : str, optional
+        The training framework (and version) that runs the step, e.g. ``megatron_lm_2022``,
+        ``megatron_deepspeed``, ``nemo_megatron_core``: its one efficiency constant scales
+        the compute speed (:mod:`libra_opt.generators.stacks`). Default: the stack the
+        device constants were calibrated on (``Device.calibration_stack``).
     precision : Precision
 
     Examples
@@ -162,6 +172,8 @@ class Parallelism(StrictModel):
     gradient_accumulation_fusion: bool = True
     tp_comm_overlap: bool = False
     dp_comm_overlap: bool = False
+    zero3_overlap: bool = False
+    software_stack: str | None = Field(default=None, min_length=1, max_length=64)
     precision: Precision = Field(default_factory=Precision)
 
     @model_validator(mode="after")
@@ -184,6 +196,9 @@ class Parallelism(StrictModel):
                                      or self.dp_mode != "collective"):
             raise ValueError("dp_comm_overlap needs a data-parallel gradient reduction to "
                              "overlap: dp x cp > 1, zero 0, 1 or 2 and dp_mode collective")
+        if self.zero3_overlap and (self.zero != 3 or self.dp * self.cp == 1):
+            raise ValueError("zero3_overlap needs zero 3 and dp x cp > 1 (ZeRO-3 collectives "
+                             "to overlap)")
         if self.interleave > 1 and self.pp == 1:
             raise ValueError("interleave > 1 needs pp > 1")
         if self.dp_mode == "in_network_optimizer" and self.zero != 0:

@@ -13,6 +13,12 @@ A fused (FlashAttention-style) attention kernel takes ``eta_attn =
 Device.attention_efficiency`` instead of ``eta_gemm`` when the device has one: a published
 benchmark of that kernel (it does not run at GEMM speed: softmax, masking and the online
 rescaling sit between its two matrix products).
+
+With ``fp8`` compute, attention (fused or not) runs at the ``bf16`` peak: FP8 training
+recipes quantize the linear layers' GEMMs and keep dot-product attention in BF16 -- DeepSeek-AI,
+"DeepSeek-V3 Technical Report", arXiv:2412.19437, Sec. 3.3.1 ("attention operators" keep
+their original BF16/FP32 precision); Transformer Engine's ``fp8_dot_product_attention`` is
+off by default, and the Megatron-Bridge FP8 performance recipes do not turn it on.
 """
 
 from __future__ import annotations
@@ -93,6 +99,8 @@ def _times(op: Operator, device: Device, dtype: str, fraction: float | None) -> 
     mem_s = op.size_bytes / (device.hbm_gbps * 1e9 * device.mem_efficiency)
     if op.flops <= 0:
         return 0.0, mem_s
+    if dtype == "fp8" and op.op_class == "attention" and "bf16" in device.peak_flops:
+        dtype = "bf16"  # FP8 training recipes keep dot-product attention in BF16
     if op.fused_attention and device.attention_efficiency > 0:
         return op.flops / (device.peak_flops_for(dtype) * device.attention_efficiency), mem_s
     if op.gemm is not None:

@@ -244,7 +244,8 @@ def head_flops_per_token(model: TransformerSpec) -> float:
     return 2.0 * model.hidden_size * model.vocab_size
 
 
-def model_flops_per_token(model: TransformerSpec, recompute: str = "none") -> float:
+def model_flops_per_token(model: TransformerSpec, recompute: str = "none",
+                          causal: bool = False) -> float:
     """Training FLOPs per token of the whole model (forward + backward, optional recompute).
 
     Parameters
@@ -255,6 +256,12 @@ def model_flops_per_token(model: TransformerSpec, recompute: str = "none") -> fl
         runs twice (``4 x`` layer forward, ``3 x`` output layer), the "hardware FLOPs" of
         Narayanan et al. ``selective``: the attention products run twice
         (Korthikanti et al. 2022).
+    causal : bool
+        Count the attention products (``Q K^T``, ``P V``) over the causal half of the
+        ``s x s`` score matrix only -- the FLOPs a decoder needs, and what FlashAttention
+        executes (the convention of its benchmarks: ``4 b s^2 h d / 2`` forward FLOPs with a
+        causal mask, Dao 2023). Default: over the full matrix, the convention of
+        Narayanan et al.'s eq. (3) and of PaLM's ``12 L H Q T`` (published "model FLOPs").
 
     Notes
     -----
@@ -267,6 +274,7 @@ def model_flops_per_token(model: TransformerSpec, recompute: str = "none") -> fl
     .. [1] D. Narayanan et al., SC 2021, arXiv:2104.04473, eq. (3).
     .. [2] V. Korthikanti et al., "Reducing Activation Recomputation in Large Transformer
        Models", MLSys 2023, arXiv:2205.05198.
+    .. [3] T. Dao, "FlashAttention-2", arXiv:2307.08691, Sec. 4.1 (causal FLOPs: half).
 
     Examples
     --------
@@ -276,15 +284,23 @@ def model_flops_per_token(model: TransformerSpec, recompute: str = "none") -> fl
     >>> h, s, l, V = 64, 32, 2, 100
     >>> model_flops_per_token(m, "full") * s == 96 * s * l * h**2 * (1 + s / (6 * h) + V / (16 * l * h))
     True
+
+    The causal count removes half of the ``4 s h`` attention FLOPs per token and layer
+    (forward), three times (forward and backward):
+
+    >>> model_flops_per_token(m) - model_flops_per_token(m, causal=True) == 3 * l * 2 * s * h
+    True
     """
     if recompute not in ("none", "selective", "full"):
         raise ValueError(f"recompute {recompute!r} is not none, selective or full")
     total = 3.0 * head_flops_per_token(model)
+    half = 0.5 if causal else 1.0
     for i in range(model.n_layers):
         c = layer_counts(model, model.is_moe_layer(i), capacity_factor=1.0)
-        total += 3.0 * c.forward_flops_per_token
+        forward = c.linear_flops_per_token + half * c.attention_flops_per_token
+        total += 3.0 * forward
         if recompute == "full":
-            total += c.forward_flops_per_token
+            total += forward
         elif recompute == "selective":
-            total += c.attention_flops_per_token
+            total += half * c.attention_flops_per_token
     return total

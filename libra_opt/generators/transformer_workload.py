@@ -48,7 +48,7 @@ import logging
 from dataclasses import replace
 from types import MappingProxyType
 
-from libra_opt.errors import InputError
+from libra_opt.errors import InputError, LibraOptError
 from libra_opt.fabric.dims import Fabric
 from libra_opt.generators.comm_overlap import (
     DP_WINDOW,
@@ -57,6 +57,7 @@ from libra_opt.generators.comm_overlap import (
     dp_overlapped,
     overlap_form,
     split_overlapped,
+    zero3_overlapped,
 )
 from libra_opt.generators.descriptors import TransformerSpec
 from libra_opt.generators.devices import ComputeEfficiency, Device, compute_time_s, memory_time_s
@@ -112,6 +113,11 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+#: Groups each run as one NCCL communicator: a flat ring over all members when the group
+#: spans dimensions (:attr:`libra_opt.traffic.workload.Workload.flat_ring_groups`). The
+#: data-parallel groups stay hierarchical (LIBRA's model).
+FLAT_RING_GROUPS: tuple[str, ...] = ("tp", "cp", "ep")
 
 
 def check_transformer_parallelism(model: TransformerSpec, par: Parallelism) -> None:
@@ -360,7 +366,40 @@ def _stage_layers(
                 (TpBlock("output", act, ("logits",)),), par, device, dtype, eff.value))
         else:
             out.append((Layer("output_layer", *phases), 1))
+    if par.zero3_overlap:
+        out = _with_zero3_overlap(out)
     return out, dense_p, expert_p, bd
+
+
+def _with_zero3_overlap(out: list[tuple[Layer, int]]) -> list[tuple[Layer, int]]:
+    """Each layer's pieces (same base name, consecutive) with their ZeRO-3 collectives
+    behind their compute (:func:`zero3_overlapped`)."""
+    grouped: list[tuple[str, list[Layer], int]] = []
+    for layer, n in out:
+        base = layer.name.split("~", 1)[0]
+        if grouped and grouped[-1][0] == base and grouped[-1][2] == n:
+            grouped[-1][1].append(layer)
+        else:
+            grouped.append((base, [layer], n))
+    return [(x, n) for _, pieces, n in grouped for x in zero3_overlapped(pieces)]
+
+
+def _check_not_faster_than_peak(useful_flops: float, stage_s: float, n_npus: int,
+                                device: Device, dtype: str, name: str) -> None:
+    """Raise when the slowest stage computes its micro-batches faster than the useful FLOPs
+    per NPU allow at the peak: the step time (at least that compute) would give MFU > 1.
+
+    The slowest stage takes at least the average stage time, and that is at least the
+    average useful FLOPs per NPU over the peak when no kernel beats the peak; causal
+    attention is counted as useful (FlashAttention executes it), so this holds for every
+    operator the roofline prices at a fraction <= 1 of the peak.
+    """
+    ideal_s = useful_flops / (n_npus * device.peak_flops_for(dtype))
+    if stage_s < ideal_s * (1.0 - 1e-9):
+        raise LibraOptError(
+            f"model error: {name}: the compute model gives {stage_s:.6g} s per step for the "
+            f"slowest stage, less than the {ideal_s:.6g} s the useful FLOPs take at the "
+            f"{dtype} peak (MFU would exceed 100 %)")
 
 
 def _stage_compute_s(layers: list[tuple[Layer, int]]) -> float:
@@ -427,6 +466,10 @@ def transformer_workload(
     GeneratedWorkload
     """
     check_transformer_parallelism(model, par)
+    if par.zero3_overlap and efficiency.kind != "roofline":
+        raise InputError(
+            f"zero3_overlap needs the roofline compute model; a {efficiency.kind} efficiency "
+            "prices whole phases", field="parallelism.zero3_overlap")
     if par.tp_comm_overlap and efficiency.kind != "roofline":
         raise InputError(
             f"tp_comm_overlap needs the roofline compute model (it overlaps collectives with "
@@ -501,11 +544,13 @@ def transformer_workload(
         opt_s = max(opt_s, host_paging_time_s(shard, par.precision, par.host_link_gbps))
     layers.append(Layer("optimizer_step", Phase(opt_s, tuple(gather))))
 
-    formed = par.tp_comm_overlap or par.dp_comm_overlap
+    formed = par.tp_comm_overlap or par.dp_comm_overlap or par.zero3_overlap
     if formed:
         layers = [x for layer in layers for x in overlap_form(layer)]
-    workload = Workload(name or model.name, tuple(layers), placement.groups(),
-                        overlap_form=formed)
+    groups = placement.groups()
+    # The TP / CP / EP communicators run NCCL's flat ring when they span dimensions.
+    workload = Workload(name or model.name, tuple(layers), groups, overlap_form=formed,
+                        flat_ring_groups=frozenset(FLAT_RING_GROUPS) & set(groups))
     mems = [
         _stage_memory(model, par, s, d, e, device)
         for s, (_, d, e, _) in zip(stages, per_stage, strict=True)
@@ -518,6 +563,9 @@ def transformer_workload(
             field="parallelism",
         )
     tokens_step = par.global_batch_size * model.seq_len
+    useful_flops = model_flops_per_token(model, "none", causal=True) * tokens_step
+    _check_not_faster_than_peak(useful_flops, m * times[rep], fabric.n_npus, device,
+                                par.precision.compute_dtype, model.name)
     notes = [
         f"workload of pipeline stage {rep} ({stages[rep].n_layers} layers"
         f"{', embedding' if stages[rep].has_embedding else ''}"
@@ -528,6 +576,8 @@ def transformer_workload(
         "data-parallel gradient sync and optimizer step are not overlapped",
         "tensor-parallel backward collectives behind their column-parallel GEMMs "
         "(tp_comm_overlap)" if par.tp_comm_overlap else "",
+        "ZeRO-3 parameter gathers and gradient reduce-scatters behind each layer's compute "
+        "(zero3_overlap)" if par.zero3_overlap else "",
         "in-network optimizer: gradients pushed / parameters pulled once per step, optimizer "
         "state off-GPU" if inopt else "",
     ]
@@ -544,8 +594,12 @@ def transformer_workload(
         device=device,
         efficiency=efficiency,
         compute_dtype=par.precision.compute_dtype,
-        model_flops_per_step=model_flops_per_token(model, "none") * tokens_step,
-        hardware_flops_per_step=model_flops_per_token(model, par.recompute) * tokens_step,
+        model_flops_per_step=useful_flops,
+        hardware_flops_per_step=model_flops_per_token(model, par.recompute, causal=True)
+        * tokens_step,
+        published_model_flops_per_step=model_flops_per_token(model, "none") * tokens_step,
+        published_hardware_flops_per_step=model_flops_per_token(model, par.recompute)
+        * tokens_step,
         tokens_per_step=float(tokens_step),
         samples_per_step=float(par.global_batch_size),
         memory=memory,

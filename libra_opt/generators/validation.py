@@ -23,7 +23,7 @@ from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Dim, Fabric
 from libra_opt.generators.descriptors import TransformerSpec
 from libra_opt.generators.devices import Device
-from libra_opt.generators.generated import GeneratedWorkload, achieved_flops_per_npu
+from libra_opt.generators.generated import GeneratedWorkload
 from libra_opt.generators.generator import generate_workload
 from libra_opt.generators.parallelism import Parallelism
 from libra_opt.traffic.step_time import step_time
@@ -42,17 +42,34 @@ __all__ = [
     "calibrate_tables",
     "check_device_keys",
     "CALIBRABLE",
+    "NCCL_NVLINK_STEP_S",
+    "NCCL_NET_STEP_S",
 ]
 
-Metric = Literal["step_time_s", "hardware_tflops_per_gpu", "model_tflops_per_gpu", "mfu"]
-#: Published quantities a row may give.
-METRICS: tuple[str, ...] = ("step_time_s", "hardware_tflops_per_gpu", "model_tflops_per_gpu", "mfu")
+Metric = Literal["step_time_s", "hardware_tflops_per_gpu", "model_tflops_per_gpu", "mfu",
+                 "tokens_per_s_per_gpu"]
+#: Published quantities a row may give (tokens/s per GPU depends on no FLOP convention).
+METRICS: tuple[str, ...] = ("step_time_s", "hardware_tflops_per_gpu", "model_tflops_per_gpu", "mfu",
+                            "tokens_per_s_per_gpu")
+
+
+#: Per-step latency of an NCCL ring over NVLink, seconds: NCCL's tuning model, ring
+#: algorithm, Simple protocol (the protocol of large messages), ``hwLat`` for NVLink, 3.4 us
+#: (NVIDIA NCCL, src/graph/tuning.cc).
+NCCL_NVLINK_STEP_S = 3.4e-6
+#: Per-step latency of an NCCL ring step that crosses the network, seconds: the same table's
+#: ``hwLat`` for NET, ring, Simple protocol, 9.6 us.
+NCCL_NET_STEP_S = 9.6e-6
 
 
 @dataclass(frozen=True)
 class Cluster:
     """Hardware of a published run: ``gpus_per_node`` devices on a scale-up switch, nodes on
-    a scale-out switch, per-GPU bandwidth of each (GB/s, one direction)."""
+    a scale-out switch, per-GPU bandwidth of each (GB/s, one direction) and the latency of
+    one collective step on each (s; default NCCL's per-step ring latencies
+    :data:`NCCL_NVLINK_STEP_S` and :data:`NCCL_NET_STEP_S`). Ring-routed groups of generated
+    workloads (:attr:`~libra_opt.traffic.workload.Workload.flat_ring_groups`) pay
+    ``2 (k - 1)`` such steps per all-reduce."""
 
     name: str
     device: Device
@@ -61,6 +78,8 @@ class Cluster:
     pod_bw_gbps: float
     node_tier: str = "NVLink"
     pod_tier: str = "InfiniBand"
+    node_latency_s: float = NCCL_NVLINK_STEP_S
+    pod_latency_s: float = NCCL_NET_STEP_S
 
     def fabric(self, n_npus: int) -> tuple[Fabric, list[float]]:
         """Two-level switch fabric for ``n_npus`` devices and its bandwidth vector."""
@@ -69,10 +88,10 @@ class Cluster:
             raise InputError(
                 f"{n_npus} GPUs is not a multiple of gpus_per_node {per}", field="parallelism"
             )
-        dims = [Dim("node", "switch", per, self.node_tier)]
+        dims = [Dim("node", "switch", per, self.node_tier, self.node_latency_s)]
         bw = [self.node_bw_gbps]
         if n_npus // per > 1:
-            dims.append(Dim("pod", "switch", n_npus // per, self.pod_tier))
+            dims.append(Dim("pod", "switch", n_npus // per, self.pod_tier, self.pod_latency_s))
             bw.append(self.pod_bw_gbps)
         return Fabric(tuple(dims)), bw
 
@@ -87,7 +106,7 @@ class ValidationRow:
     source : str
         Citation key (explained in the table's ``sources``).
     cluster : Cluster
-    metric : {'step_time_s', 'hardware_tflops_per_gpu', 'model_tflops_per_gpu', 'mfu'}
+    metric : {'step_time_s', 'hardware_tflops_per_gpu', 'model_tflops_per_gpu', 'mfu', 'tokens_per_s_per_gpu'}
     published : float
         The published value of ``metric``.
     model : TransformerSpec
@@ -97,6 +116,16 @@ class ValidationRow:
     check_memory : bool
     notes : str
         Assumptions specific to the row.
+    calibrate_stack : bool
+        Used to calibrate the constant of the row's software stack (excluded from the error
+        statistics).
+    convention : str
+        What the published metric depends on that its source does not state (empty: nothing);
+        such a row is reported, not judged.
+    convention_band : float
+        The fraction that convention can move the row by.
+    variant_set : str
+        Name of the set of parallelization variants of one model the row belongs to.
     """
 
     name: str
@@ -109,6 +138,15 @@ class ValidationRow:
     calibrate: bool = False
     check_memory: bool = True
     notes: str = ""
+    calibrate_stack: bool = False
+    convention: str = ""
+    convention_band: float = 0.0
+    variant_set: str = ""
+
+    @property
+    def software_stack(self) -> str:
+        """The stack the row ran (its parallelism's, else the device's calibration stack)."""
+        return self.parallelism.software_stack or self.cluster.device.calibration_stack
 
 
 @dataclass(frozen=True)
@@ -125,7 +163,12 @@ class ValidationTable:
 
 @dataclass(frozen=True)
 class RowResult:
-    """Published and predicted value of one row; ``error = predicted / published - 1``."""
+    """Published and predicted value of one row; ``error = predicted / published - 1``.
+
+    ``calibrate`` marks a row excluded from the error statistics: used to fit the device
+    constants or (``calibrate_stack``) the stack's constant, or convention-dependent
+    (``convention_band`` > 0 or ``convention`` set).
+    """
 
     name: str
     source: str
@@ -135,6 +178,28 @@ class RowResult:
     predicted: float
     step_time_s: float
     calibrate: bool
+    stack: str = ""
+    calibrate_stack: bool = False
+    convention: str = ""
+    convention_band: float = 0.0
+    variant_set: str = ""
+    n_npus: int = 0
+    samples_per_step: float = 0.0
+
+    @property
+    def role(self) -> str:
+        """``device`` / ``stack`` (calibration rows), ``convention`` (reported, not judged)
+        or ``validation``."""
+        if self.convention:
+            return "convention"
+        if self.calibrate_stack:
+            return "stack"
+        return "device" if self.calibrate else "validation"
+
+    @property
+    def measured_step_time_s(self) -> float:
+        """The step time the published figure implies at the row's configuration."""
+        return self.step_time_s / self.time_ratio
 
     @property
     def error(self) -> float:
@@ -192,9 +257,13 @@ def _generate(row: ValidationRow, device: Device) -> tuple[GeneratedWorkload, fl
 def _metric(g: GeneratedWorkload, t_s: float, metric: str) -> float:
     if metric == "step_time_s":
         return t_s
+    if metric == "tokens_per_s_per_gpu":
+        return g.tokens_per_step / (t_s * g.n_npus)
+    # published figures count attention over the full s x s matrix (Narayanan et al. eq. (3))
     if metric == "hardware_tflops_per_gpu":
-        return achieved_flops_per_npu(g, t_s, hardware=True) / 1e12
-    model_flops = achieved_flops_per_npu(g, t_s)
+        hw = g.published_hardware_flops_per_step or g.hardware_flops_per_step
+        return hw / (t_s * g.n_npus) / 1e12
+    model_flops = (g.published_model_flops_per_step or g.model_flops_per_step) / (t_s * g.n_npus)
     if metric == "model_tflops_per_gpu":
         return model_flops / 1e12
     return model_flops / g.device.peak_flops_for(g.compute_dtype)
@@ -210,7 +279,12 @@ def predict_row(row: ValidationRow, device: Device | None = None) -> RowResult:
     dev = device if device is not None else row.cluster.device
     g, t = _generate(row, dev)
     return RowResult(row.name, row.source, dev.key, row.metric, row.published,
-                     _metric(g, t, row.metric), t, row.calibrate)
+                     _metric(g, t, row.metric), t,
+                     row.calibrate or row.calibrate_stack or bool(row.convention),
+                     stack=row.software_stack, calibrate_stack=row.calibrate_stack,
+                     convention=row.convention, convention_band=row.convention_band,
+                     variant_set=row.variant_set, n_npus=row.parallelism.n_npus,
+                     samples_per_step=float(row.parallelism.global_batch_size))
 
 
 def validate(table: ValidationTable, devices: Mapping[str, Device] | None = None) -> TableResult:
@@ -225,8 +299,8 @@ def validate(table: ValidationTable, devices: Mapping[str, Device] | None = None
     --------
     >>> from libra_opt.io.validation import load_validation_table
     >>> res = validate(load_validation_table("llama3_h100"))
-    >>> [r.calibrate for r in res.rows], abs(res.rows[0].error) < 1e-3
-    ([True, False, False], True)
+    >>> [r.role for r in res.rows], abs(res.rows[0].error) < 1e-3
+    (['device', 'validation', 'convention'], True)
     """
     devs = devices or {}
     rows = tuple(_predict_in(table, i, devs.get(r.cluster.device.key))

@@ -194,6 +194,12 @@ def device_from_value(value: Any, source: str, field: str = "device") -> Device:
     ('a100_80gb', 0.8, 2039.0)
     >>> d.efficiency_source
     'a100_80gb preset with default_efficiency = 0.8 from s.yaml'
+
+    ``software_stacks`` adds to (or replaces single constants of) the preset's stacks:
+
+    >>> d = device_from_value({"preset": "a100_80gb", "software_stacks": {"mine": 0.9}}, "s")
+    >>> sorted(d.software_stacks)
+    ['megatron_deepspeed', 'megatron_lm_2021', 'megatron_lm_2022', 'mine']
     """
     if isinstance(value, str):
         try:
@@ -230,6 +236,9 @@ def device_from_value(value: Any, source: str, field: str = "device") -> Device:
             source=source, field=f"{field}.preset",
         )
     merged = dict(copy.deepcopy(presets[preset]))
+    stacks = entry.get("software_stacks")
+    if isinstance(stacks, Mapping) and isinstance(merged.get("software_stacks"), Mapping):
+        entry["software_stacks"] = {**merged["software_stacks"], **stacks}  # add, keep others
     merged.update(entry)
     changed = sorted(k for k in entry if k not in _PROVENANCE)
     if changed and "efficiency_source" not in entry:
@@ -248,6 +257,8 @@ def _entry_fields(device: Device) -> dict[str, Any]:
             v = {str(k): float(x) for k, x in v.items()}
         elif f.name == "gemm_tiles":
             v = [[int(a), int(b)] for a, b in v]
+        elif f.name == "software_stacks":
+            v = {str(k): float(x) for k, x in v.items()}
         out[f.name] = v
     return out
 

@@ -18,10 +18,20 @@ A table file::
 
 A cluster's ``device`` is a preset name or a mapping such as
 ``{preset: h100_sxm, default_efficiency: 0.6}`` (:func:`~libra_opt.io.presets.device_from_value`).
-``metric`` is one of ``step_time_s``, ``hardware_tflops_per_gpu``, ``model_tflops_per_gpu``
-or ``mfu``; ``model`` a preset name (with an optional row-level ``seq_len``) or a descriptor
-mapping (merged over ``defaults.model``); ``calibrate: true`` marks calibration rows. The
-packaged tables are in ``libra_opt/data/validation``.
+``metric`` is one of ``step_time_s``, ``hardware_tflops_per_gpu``, ``model_tflops_per_gpu``,
+``mfu`` or ``tokens_per_s_per_gpu``; ``model`` a preset name (with an optional row-level ``seq_len``) or a descriptor
+mapping (merged over ``defaults.model``); ``calibrate: true`` marks the rows the device
+constants are fitted on and ``calibrate: stack`` those the software stack's constant
+(``parallelism.software_stack``, :mod:`libra_opt.generators.stacks`) is fitted on. A row whose
+published metric depends on an unpublished convention states it (``convention``) and the
+fraction it can move the row by (``convention_band``): it is reported, not judged. Rows with
+the same ``variant_set`` are parallelization variants of one model, ranked against each other
+(:mod:`libra_opt.generators.ranking`). A link may give ``latency_s``, the latency of one
+collective step on it; without it the node link takes NCCL's per-step ring latency over NVLink
+and the pod link NCCL's over the network
+(:data:`~libra_opt.generators.validation.NCCL_NVLINK_STEP_S`,
+:data:`~libra_opt.generators.validation.NCCL_NET_STEP_S`). The packaged tables are in
+``libra_opt/data/validation``.
 """
 
 from __future__ import annotations
@@ -48,6 +58,7 @@ __all__ = ["validation_table_names", "load_validation_table", "validation_table_
 class _Link(StrictModel):
     tier: str = "link"
     bw_gbps: float = Field(gt=0)
+    latency_s: float | None = Field(default=None, ge=0, le=1e-2)  # None: NCCL's per-step value
 
 
 class _Cluster(StrictModel):
@@ -67,15 +78,19 @@ class _Defaults(StrictModel):
 class _Row(StrictModel):
     name: str
     source: str
-    metric: Literal["step_time_s", "hardware_tflops_per_gpu", "model_tflops_per_gpu", "mfu"]
+    metric: Literal["step_time_s", "hardware_tflops_per_gpu", "model_tflops_per_gpu", "mfu",
+                    "tokens_per_s_per_gpu"]
     published: float = Field(gt=0)
     model: str | dict[str, Any]
     parallelism: dict[str, Any]
     cluster: str | None = None
     seq_len: int | None = Field(default=None, gt=0, strict=True)
-    calibrate: bool = False
+    calibrate: bool | Literal["stack"] = False
     check_memory: bool | None = None
     notes: str = ""
+    convention: str = ""
+    convention_band: float = Field(default=0.0, ge=0, le=1)
+    variant_set: str = ""
 
 
 class _Table(StrictModel):
@@ -136,8 +151,11 @@ def validation_table_from_dict(data: Any, source: str) -> ValidationTable:
     clusters: dict[str, Cluster] = {}
     for key, c in table.clusters.items():
         dev = device_from_value(c.device, source, f"clusters.{key}.device")
+        latency = {f"{level}_latency_s": link.latency_s
+                   for level, link in (("node", c.node), ("pod", c.pod))
+                   if link.latency_s is not None}
         clusters[key] = Cluster(key, dev, c.gpus_per_node, c.node.bw_gbps, c.pod.bw_gbps,
-                                c.node.tier, c.pod.tier)
+                                c.node.tier, c.pod.tier, **latency)
     rows = []
     for i, raw in enumerate(table.rows):
         prefix = f"rows[{i}]"
@@ -154,8 +172,14 @@ def validation_table_from_dict(data: Any, source: str) -> ValidationTable:
         rows.append(ValidationRow(
             name=row.name, source=row.source, cluster=clusters[cname], metric=row.metric,
             published=row.published, model=_model(row, table.defaults, source, prefix),
-            parallelism=par, calibrate=row.calibrate, check_memory=check, notes=row.notes,
+            parallelism=par, calibrate=row.calibrate is True, check_memory=check,
+            notes=row.notes, calibrate_stack=row.calibrate == "stack",
+            convention=row.convention, convention_band=row.convention_band,
+            variant_set=row.variant_set,
         ))
+        if row.convention_band and not row.convention:
+            raise InputError("convention_band needs convention (what the published metric "
+                             "depends on)", source=source, field=f"{prefix}.convention")
     return ValidationTable(table.name, table.title or table.name, tuple(rows),
                            MappingProxyType(dict(table.sources)), source=source)
 
@@ -169,8 +193,9 @@ def validation_table_names() -> tuple[str, ...]:
 
     Examples
     --------
-    >>> validation_table_names()
-    ('korthikanti22_a100', 'llama3_h100', 'megatron_sc21_a100', 'mtnlg_a100')
+    >>> validation_table_names()  # doctest: +NORMALIZE_WHITESPACE
+    ('bloom_prequel_a100', 'korthikanti22_a100', 'llama3_h100', 'megatron_sc21_a100',
+     'mtnlg_a100', 'nemo2407_h100', 'nemo_h100')
     """
     return tuple(sorted(p.name[:-5] for p in _data().iterdir() if p.name.endswith(".yaml")))
 

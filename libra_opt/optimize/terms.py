@@ -240,7 +240,8 @@ def aggregate_terms(
         for i, (kind, size, group) in enumerate(flat.collectives):
             if collectives is None:
                 traffic, lat = collective_traffic(kind, size, wl.groups[group], fabric,
-                                                  traffic_model, inr)
+                                                  traffic_model, inr,
+                                                  group in wl.flat_ring_groups)
                 traffic = traffic / 1e9
                 if hetero:
                     traffic = traffic / slow

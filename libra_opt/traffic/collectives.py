@@ -22,6 +22,8 @@ from libra_opt.options import COLLECTIVE_KINDS
 
 __all__ = [
     "hierarchical_traffic_bytes",
+    "flat_ring_traffic_bytes",
+    "flat_ring_latency_s",
     "latency_steps",
     "collective_time_s",
 ]
@@ -122,6 +124,111 @@ def hierarchical_traffic_bytes(
             if k > 1:
                 out[d] = m
     return np.array(out)
+
+
+def flat_ring_traffic_bytes(
+    kind: str, size_bytes: float, span: Sequence[int]
+) -> np.ndarray:
+    """Bytes each NPU sends on every spanned dimension when one flat ring joins all members.
+
+    NCCL runs a collective over a communicator as rings through all ``k = prod(k_d)`` ranks,
+    not dimension by dimension [1]_: a ring all-reduce moves ``T = 2 m (k - 1) / k`` bytes
+    over every hop of the ring (``m (k - 1) / k`` for a reduce-scatter, ``m (k - 1)`` of shard
+    ``m`` for an all-gather) [2]_. A hop crosses the outermost dimension in which its two
+    ranks differ, and the ring's channels are spread over all members' links (one ring per
+    NIC and NVLink lane), so dimension ``d`` carries the ``H_d`` hops that cross it, shared
+    by the ``k`` members: ``T H_d / k`` per NPU. The collective runs at the slowest spanned
+    dimension's rate: the ``pipelined`` collective time ``max_d traffic_d / B_d`` (terms
+    ``c / B_d`` under a max, convex in ``1 / B``).
+
+    Parameters
+    ----------
+    kind, size_bytes, span
+        As in :func:`hierarchical_traffic_bytes`.
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``(D,)``, bytes per NPU; zero where the group does not span the dimension.
+
+    Notes
+    -----
+    With the ranks in ring order innermost dimension first, the hops whose outermost
+    differing dimension is ``d`` number ``H_d = (k_d - 1) prod_{e > d} k_e``, plus the one
+    hop closing the ring on the outermost spanned dimension; ``sum_d H_d = k``. Within one
+    dimension this is the hierarchical ring (``H = k``: ``T`` per NPU); over two 8-GPU nodes
+    (span ``(8, 2)``) the NIC carries ``2 T / 16 = T / 8`` per GPU -- NCCL's bus bandwidth
+    of a two-node ring is the node's eight NICs together, not one. All-to-all and
+    point-to-point are sent peer to peer, not around a ring: as in
+    :func:`hierarchical_traffic_bytes`.
+
+    References
+    ----------
+    .. [1] NVIDIA NCCL, src/graph/tuning.cc: a ring all-reduce takes ``2 (nRanks - 1)``
+       steps over all ranks of the communicator, of which ``2 (nNodes - 1)`` cross the network.
+    .. [2] P. Patarasuk, X. Yuan, "Bandwidth optimal all-reduce algorithms for clusters of
+       workstations", J. Parallel Distrib. Comput. 69(2), 2009.
+
+    Examples
+    --------
+    All-reduce of 1 MB by a TP group of 16 over two 8-GPU nodes (span ``(8, 2)``):
+    ``T = 2 x 1e6 x 15/16 = 1.875e6``; 14 of the 16 hops are on NVLink, 2 cross the NICs.
+
+    >>> flat_ring_traffic_bytes("all_reduce", 1e6, (8, 2)).tolist()   # T x 14/16, T x 2/16
+    [1640625.0, 234375.0]
+    >>> flat_ring_traffic_bytes("all_gather", 1e6, (4, 2)).tolist()   # T = 7e6: x 6/8, x 2/8
+    [5250000.0, 1750000.0]
+    """
+    base = hierarchical_traffic_bytes(kind, size_bytes, span)  # validates the arguments
+    if kind in ("all_to_all", "p2p"):
+        return base
+    ks = [int(x) for x in span]
+    k = math.prod(ks)
+    m = float(size_bytes)
+    if kind == "all_reduce":
+        hop_bytes = 2.0 * m * (k - 1) / k
+    elif kind == "reduce_scatter":
+        hop_bytes = m * (k - 1) / k
+    else:  # all_gather
+        hop_bytes = m * (k - 1)
+    spanned = [d for d, x in enumerate(ks) if x > 1]
+    out = np.zeros(len(ks))
+    outer = 1
+    for d in reversed(spanned):
+        hops = (ks[d] - 1) * outer + (1 if d == spanned[-1] else 0)
+        out[d] = hop_bytes * hops / k
+        outer *= ks[d]
+    return out
+
+
+def flat_ring_latency_s(
+    kind: str, span: Sequence[int], latency_per_step_s: Sequence[float]
+) -> np.ndarray:
+    """Constant latency of a flat ring, the same on every spanned dimension.
+
+    A ring over ``k`` ranks takes ``k - 1`` steps for a reduce-scatter or all-gather and
+    ``2 (k - 1)`` for an all-reduce; every step waits for the slowest link of the ring, so
+    each pays the largest per-step latency ``alpha_d`` of the spanned dimensions. Listing
+    that constant on every spanned dimension makes the pipelined time
+    ``max_d (traffic_d / B_d + L) = max_d traffic_d / B_d + L``.
+
+    Examples
+    --------
+    >>> (flat_ring_latency_s("all_reduce", (8, 2), (1e-6, 5e-6)) * 1e6).round(6).tolist()
+    [150.0, 150.0]
+    """
+    if kind in ("all_to_all", "p2p"):
+        raise InputError(f"a flat ring runs all-reduce, reduce-scatter or all-gather, not {kind!r}",
+                         field="collective.kind")
+    spanned = [d for d, x in enumerate(span) if int(x) > 1]
+    out = np.zeros(len(span))
+    if not spanned:
+        return out
+    k = math.prod(int(x) for x in span)
+    steps = (2.0 if kind == "all_reduce" else 1.0) * (k - 1)
+    alpha = max(float(latency_per_step_s[d]) for d in spanned)
+    out[spanned] = steps * alpha
+    return out
 
 
 def latency_steps(kind: str, span: Sequence[int], topologies: Sequence[str]) -> np.ndarray:

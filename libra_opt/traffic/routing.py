@@ -25,7 +25,12 @@ import numpy as np
 from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Dim, Fabric
 from libra_opt.options import TRAFFIC_MODELS
-from libra_opt.traffic.collectives import hierarchical_traffic_bytes, latency_steps
+from libra_opt.traffic.collectives import (
+    flat_ring_latency_s,
+    flat_ring_traffic_bytes,
+    hierarchical_traffic_bytes,
+    latency_steps,
+)
 from libra_opt.traffic.in_network import in_network_latency_steps, in_network_traffic_bytes
 
 __all__ = [
@@ -124,8 +129,18 @@ def native_latency_s(kind: str, span: Sequence[int], fabric: Fabric, traffic: np
 def collective_traffic(
     kind: str, size_bytes: float, span: Sequence[int], fabric: Fabric,
     traffic_model: str = "hierarchical", in_network: Collection[int] = (),
+    flat_ring: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Bytes per NPU and constant latency (s) of one collective on every dimension.
+
+    ``flat_ring`` (set for the groups a model-based workload runs as one NCCL
+    communicator, :attr:`~libra_opt.traffic.workload.Workload.flat_ring_groups`): an
+    all-reduce, reduce-scatter or all-gather runs as one flat ring over all members
+    (:func:`~libra_opt.traffic.collectives.flat_ring_traffic_bytes` and
+    :func:`~libra_opt.traffic.collectives.flat_ring_latency_s`) under both traffic models.
+    Within one dimension the ring's bytes are the hierarchical ones and only its latency
+    differs (``2 (k - 1)`` ring steps, as NCCL's ring, instead of the topology's step
+    count); all-to-all, point-to-point and in-network reductions are routed as without it.
 
     ``in_network`` holds the indices of switch dimensions that reduce in the network
     (:mod:`libra_opt.traffic.in_network`); their reduce-scatter, all-gather and all-reduce
@@ -154,4 +169,8 @@ def collective_traffic(
         steps = in_network_latency_steps(kind, span, [d.topology for d in fabric.dims],
                                          in_network)
         return traffic, np.where(traffic > 0, alpha * steps, 0.0)
+    if flat_ring and kind in ("all_reduce", "reduce_scatter", "all_gather") and \
+            any(int(k) > 1 for k in span):
+        return (flat_ring_traffic_bytes(kind, size_bytes, span),
+                flat_ring_latency_s(kind, span, [d.latency_s for d in fabric.dims]))
     return traffic, native_latency_s(kind, span, fabric, traffic)

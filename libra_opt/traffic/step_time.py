@@ -308,7 +308,8 @@ def walk_arrays(
     inr = in_network_dims(in_network_reduction, fabric)
     for i, (kind, size, group) in enumerate(flat.collectives):
         traffic[i], lat[i] = collective_traffic(kind, size, workload.groups[group], fabric,
-                                                traffic_model, inr)
+                                                traffic_model, inr,
+                                                group in workload.flat_ring_groups)
     coll_group = np.array([group_index[g] for _, _, g in flat.collectives], dtype=int)
     phases = None
     if collectives is not None:
@@ -502,7 +503,8 @@ def traffic_by_group_bytes(
     inr = in_network_dims(in_network_reduction, fabric)
     for step in walk_collectives(workload):
         c = step.collective
-        t, _ = collective_traffic(c.kind, c.size_bytes, step.span, fabric, traffic_model, inr)
+        t, _ = collective_traffic(c.kind, c.size_bytes, step.span, fabric, traffic_model, inr,
+                                  c.group in workload.flat_ring_groups)
         n, acc = out.get(c.group, (0, np.zeros(fabric.n_dims)))
         out[c.group] = (n + step.count, acc + step.count * t)
     return out

@@ -216,6 +216,21 @@ class Workload:
         (:mod:`libra_opt.generators.comm_overlap`). A
         scenario with such a workload needs ``training_loop: overlap`` and takes no
         fine-grained overlap policy.
+    flat_ring_groups : frozenset of str
+        Groups whose all-reduce, reduce-scatter and all-gather run, as NCCL runs a
+        communicator, as one flat ring over all members
+        (:func:`libra_opt.traffic.collectives.flat_ring_traffic_bytes`): when the group
+        spans two or more dimensions, each dimension carries the ring hops that cross it
+        (a ring over two 8-GPU nodes puts 2 of its 16 hops on the NICs) and the collective
+        runs at the slowest spanned dimension's rate; in every case it pays ``2 (k - 1)``
+        (all-reduce) or ``k - 1`` ring steps of the slowest spanned dimension's per-step
+        latency (:attr:`Dim.latency_s <libra_opt.fabric.dims.Dim>`). Set by the
+        model-config generators for the tensor-, context- and expert-parallel groups;
+        empty (every group hierarchical, as LIBRA) for workloads read from files. The flat
+        ring is one pipeline, timed by the ``pipelined`` collective model as ``max_d`` over
+        the spanned dimensions; ``sequential`` sums the dimensions' terms (an upper bound);
+        the ``topology_aware`` collective model builds its own per-dimension phases and
+        does not read this field.
 
     Examples
     --------
@@ -231,9 +246,11 @@ class Workload:
     metrics: StepMetrics | None = None
     hidden_window_s: float = 0.0
     overlap_form: bool = False
+    flat_ring_groups: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "layers", tuple(self.layers))
+        object.__setattr__(self, "flat_ring_groups", frozenset(self.flat_ring_groups))
         if not isinstance(self.overlap_form, bool):
             raise InputError(f"workload {self.name!r}: overlap_form {self.overlap_form!r} is "
                              "not true or false", field="workload.overlap_form")
@@ -252,6 +269,13 @@ class Workload:
                 )
         groups = {str(k): tuple(int(x) for x in v) for k, v in dict(self.groups).items()}
         object.__setattr__(self, "groups", FrozenMap(groups))
+        unknown = sorted(self.flat_ring_groups - set(groups))
+        if unknown:
+            raise InputError(
+                f"workload {self.name!r}: flat_ring_groups {', '.join(unknown)} are not "
+                f"defined (groups: {', '.join(sorted(groups)) or 'none'})",
+                field="workload.flat_ring_groups",
+            )
         checked: set[int] = set()  # repeated layers share their phases: check each once
         for layer in dict(zip(map(id, self.layers), self.layers, strict=True)).values():
             for pname in PHASES:

@@ -9,7 +9,10 @@ def test_validate_prints_rows_statistics_and_writes_the_plot(tmp_path, capsys):
     assert main(["validate", "--table", "llama3_h100", "--out", str(tmp_path / "out")]) == 0
     out = capsys.readouterr().out
     assert "Llama 3 405B, 16384 GPUs, seq 8K" in out
-    assert "llama3_h100: 2 validation rows, average |error|" in out
+    assert "llama3_h100: 1 validation rows, average |error|" in out
+    assert "stack llama3_meta" in out and "conv +-16%" in out
+    assert "llama3_405b_8k_dp: 2 variants, Spearman +1.00, regret 0.00 %" in out
+    assert (tmp_path / "out" / "variants.png").stat().st_size > 0
     assert (tmp_path / "out" / "validation.png").stat().st_size > 1000
 
 
@@ -61,7 +64,7 @@ def test_calibrate_fits_prints_and_writes_device_entries_that_read_back(tmp_path
     fitted = float(text[len(head):].split(";")[0])
     assert abs(fitted - preset) < 1e-4
     assert "those rows reproduced within 0.00 %" in text
-    assert "llama3_h100: 2 validation rows" in text
+    assert "llama3_h100: 1 validation rows" in text
     written = yaml.safe_load((out / "calibrated_devices.yaml").read_text())
     (expected,) = calibrate_tables([load_validation_table("llama3_h100")], ["default_efficiency"])
     assert device_from_value(written["h100_sxm"], "f.yaml") == expected.device
@@ -90,3 +93,21 @@ def test_calibrate_errors_are_one_line_exit_2(argv, flag, words, tmp_path, capsy
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and flag in err and words in err
     assert not list(out.glob("*")) if out.exists() else True
+
+
+def test_calibrate_stacks_refits_the_packaged_stack_constant(capsys):
+    from libra_opt.io.presets import load_device
+
+    assert main(["validate", "--table", "mtnlg_a100", "--calibrate-stacks"]) == 0
+    out = capsys.readouterr().out
+    eta = load_device("a100_80gb").software_stacks["megatron_deepspeed"]
+    head = f"software stack megatron_deepspeed on a100_80gb: efficiency {eta:.5g} -> "
+    assert out.startswith(head)
+    assert abs(float(out[len(head):].split(" ")[0]) - eta) < 1e-4
+    assert "stack megatron_deepspeed" in out and "mtnlg_530b_dp: 3 variants" in out
+
+
+def test_calibrate_stacks_without_marked_rows_is_one_line_exit_2(capsys):
+    assert main(["validate", "--table", "korthikanti22_a100", "--calibrate-stacks"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--calibrate-stacks: no row is marked 'calibrate: stack'" in err[0]

@@ -1,12 +1,17 @@
 """The step-time model against published training runs (tables in libra_opt/data/validation).
 
-At most two constants per device are calibrated on the rows marked ``calibrate``; every other
-row is a prediction. The target (issue 11) is an average absolute error of at most 3.5 % and
-a worst of at most 8 % on the validation rows. The tolerances below are what the model
-reaches today, per table (the table and the per-table statistics are printed by
-``test_print_error_table``); only the calibration table's own other rows meet the target --
-the SC21 Megatron-LM runs (2021 software), the DeepSpeed MT-NLG runs and the Llama 3 128K
-context run are further off, see the table files' notes.
+At most two constants per device are calibrated on the rows marked ``calibrate: true`` and
+one constant per software stack on the rows marked ``calibrate: stack``; every other row is
+a prediction (convention-dependent rows are reported, not judged). The target is an average
+absolute error of at most 3.5 % and a worst of at most 8 % on the out-of-sample rows of each
+software stack. The tolerances below are what the model reaches today, per table and per
+stack (printed by ``test_print_error_table``): the Megatron-LM 2022 and Llama 3 (Meta) stacks
+meet the target; Megatron-DeepSpeed meets it on MT-NLG but not on the BigScience topology
+search (bloom_prequel_a100: shallow pipelines with wide data parallelism and micro-batches of
+1-2 too fast by up to 17 %, pipelines of 12-24 stages too slow by up to 17 %); Megatron-LM
+2021 (SC21: small models too slow, interleaved pipelines too fast) and NeMo 24.07 (its
+Llama 3 8B row, 12 % too fast) do not, and NeMo Megatron-Core (Megatron-Bridge, H100, FP8)
+meets the worst but not the average.
 """
 
 import dataclasses
@@ -14,6 +19,8 @@ import dataclasses
 import pytest
 from numpy.testing import assert_allclose
 
+from libra_opt.generators.ranking import stack_summaries, variant_rankings
+from libra_opt.generators.stack_fit import calibrate_stacks, with_stacks
 from libra_opt.generators.validation import calibrate_device, validate
 from libra_opt.io.presets import load_device
 from libra_opt.io.validation import load_validation_table, validation_table_names
@@ -29,13 +36,33 @@ TARGET = (0.035, 0.08)
 #: (average, worst) absolute error reached on the validation rows of each table (measured,
 #: rounded up by a few tenths of a percent).
 REACHED = {
-    "korthikanti22_a100": (0.018, 0.027),
-    "megatron_sc21_a100": (0.046, 0.099),
-    "llama3_h100": (0.080, 0.150),
-    "mtnlg_a100": (0.199, 0.216),
+    "korthikanti22_a100": (0.017, 0.027),
+    "megatron_sc21_a100": (0.050, 0.130),
+    "llama3_h100": (0.010, 0.010),
+    "mtnlg_a100": (0.026, 0.040),
+    "nemo_h100": (0.040, 0.056),
+    "nemo2407_h100": (0.050, 0.128),
+    "bloom_prequel_a100": (0.065, 0.177),
 }
 #: Tables whose validation rows meet TARGET today.
-MEETS_TARGET = {"korthikanti22_a100"}
+MEETS_TARGET = {"korthikanti22_a100", "llama3_h100", "mtnlg_a100"}
+#: (average, worst) out-of-sample error per software stack (measured, rounded up).
+STACK_REACHED = {
+    "megatron_lm_2022": (0.017, 0.027),
+    "llama3_meta": (0.010, 0.010),
+    "megatron_deepspeed": (0.063, 0.177),
+    "megatron_lm_2021": (0.050, 0.130),
+    "nemo_megatron_core": (0.040, 0.056),
+    "nemo_24_07": (0.050, 0.128),
+}
+#: Stacks whose out-of-sample rows meet TARGET today.
+STACKS_MEETING_TARGET = {"megatron_lm_2022", "llama3_meta"}
+#: Variant sets that miss the ranking target today, with (Spearman at least, regret at most).
+VARIANTS_MISSING_TARGET = {"bloom_181b_384gpu": (0.70, 0.0), "bloom_182b_384gpu": (0.49, 0.0),
+                           "bloom_181b_384gpu_tp": (0.36, 0.012)}
+#: Fitted stack constants (devices.yaml), per (device, stack).
+STACKS = {("a100_80gb", "megatron_lm_2021"), ("a100_80gb", "megatron_deepspeed"),
+          ("h100_sxm", "nemo_megatron_core"), ("h100_sxm", "nemo_24_07")}
 
 
 @pytest.fixture(scope="module")
@@ -71,15 +98,69 @@ def test_validation_error_within_what_the_model_reaches(results, name):
     assert res.mean_abs_error <= mean, validation_report([res])
     assert res.worst_abs_error <= worst, validation_report([res])
     for r in res.rows:
-        if r.calibrate:
+        if r.role in ("device", "stack"):
             assert abs(r.error) < 2e-3, r
+
+
+def test_stacks_meet_the_target_out_of_sample(results):
+    """Per software stack, on the rows neither calibrated on nor convention-dependent."""
+    summaries = {s.stack: s for s in stack_summaries(list(results.values()))}
+    assert set(summaries) == set(STACK_REACHED)
+    meets = {k for k, s in summaries.items()
+             if s.mean_abs_error <= TARGET[0] and s.worst_abs_error <= TARGET[1]}
+    assert meets == STACKS_MEETING_TARGET
+    for k, (mean, worst) in STACK_REACHED.items():
+        assert summaries[k].mean_abs_error <= mean, k
+        assert summaries[k].worst_abs_error <= worst, k
+        assert summaries[k].judged, k   # every stack has out-of-sample rows
+
+
+def test_convention_dependent_row_reported_not_judged(results):
+    (row,) = [r for r in results["llama3_h100"].rows if r.role == "convention"]
+    assert "128K" in row.name and row.convention_band == 0.16
+    assert row not in results["llama3_h100"].validation_rows
+    assert abs(row.error) <= row.convention_band   # inside the band the convention spans
+
+
+def test_published_variant_sets_rank_right(results):
+    """Every published variant set: Spearman >= 0.9 and regret <= 3 % (the target), except
+    the ones listed in VARIANTS_MISSING_TARGET, which must stay at least as good as today."""
+    sets = variant_rankings(list(results.values()))
+    assert len(sets) >= 13
+    assert set(VARIANTS_MISSING_TARGET) <= {v.name for v in sets}
+    for v in sets:
+        if v.name in VARIANTS_MISSING_TARGET:
+            rho, regret = VARIANTS_MISSING_TARGET[v.name]
+            assert v.spearman >= rho - 1e-9 and v.regret <= regret + 1e-9, (v.name, v.spearman)
+            assert not (v.spearman >= 0.9 and v.regret <= 0.03), f"{v.name} meets the target now"
+        else:
+            assert v.spearman >= 0.9 and v.regret <= 0.03, (v.name, v.spearman, v.regret)
+
+
+@pytest.mark.parametrize(("device", "stack"), sorted(STACKS))
+def test_stack_constants_are_the_calibrated_values(device, stack):
+    """devices.yaml holds what fitting on the calibrate: stack rows gives (from 0.8x)."""
+    preset = load_device(device)
+    tables = []
+    for name in validation_table_names():
+        t = load_validation_table(name)
+        rows = tuple(r for r in t.rows if r.calibrate_stack and r.software_stack == stack
+                     and r.cluster.device.key == device)
+        if rows:  # start the fit away from the packaged value
+            start = with_stacks(preset, {stack: 0.8 * preset.software_stacks[stack]})
+            rows = tuple(dataclasses.replace(
+                r, cluster=dataclasses.replace(r.cluster, device=start)) for r in rows)
+            tables.append(dataclasses.replace(t, rows=rows))
+    (cal,) = calibrate_stacks(tables)
+    assert cal.before != preset.software_stacks[stack]
+    assert_allclose(cal.after, preset.software_stacks[stack], rtol=2e-4)
 
 
 def test_enough_validation_rows_and_sources(results):
     rows = [r for res in results.values() for r in res.validation_rows]
     sources = {s.strip() for r in rows for s in r.source.split(",")}
     assert len(rows) >= 12
-    assert {"N21", "K22", "D24", "S22"} <= sources
+    assert {"N21", "K22", "D24", "S22", "MB", "N2407", "BP"} <= sources
 
 
 @pytest.mark.parametrize("device", sorted(CALIBRATED))
@@ -105,4 +186,4 @@ def test_megatron_tflops_use_eq3_hardware_flops():
     g, _ = _generate(row, row.cluster.device)
     B, s, n_l, h, V = 3072, 2048, 128, 25600, 51200
     eq3 = 96 * B * s * n_l * h**2 * (1 + s / (6 * h) + V / (16 * n_l * h))
-    assert_allclose(g.hardware_flops_per_step, eq3, rtol=1e-12)
+    assert_allclose(g.published_hardware_flops_per_step, eq3, rtol=1e-12)

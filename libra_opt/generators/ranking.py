@@ -1,0 +1,185 @@
+"""Validation statistics across tables: per software stack, and the ranking of published
+parallelization variants of one model.
+
+:func:`stack_summaries` pools the rows of every table by software stack: the out-of-sample
+average and worst absolute error over the rows that are neither calibration rows nor
+convention-dependent. :func:`variant_rankings` compares, within each ``variant_set``, the
+order of the predicted and the measured cost of the variants -- GPU-seconds per sample,
+``n_gpus x t_step / samples per step`` -- by Spearman's rank correlation and by the regret of
+the model's pick: the measured cost of the variant the model predicts cheapest over the
+measured cheapest, minus 1.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from libra_opt.generators.validation import RowResult, TableResult
+
+__all__ = [
+    "StackSummary",
+    "VariantRanking",
+    "stack_summaries",
+    "variant_rankings",
+    "spearman",
+    "pooled",
+]
+
+
+@dataclass(frozen=True)
+class StackSummary:
+    """The rows of one software stack and their out-of-sample error statistics."""
+
+    stack: str
+    rows: tuple[RowResult, ...]
+
+    @property
+    def judged(self) -> tuple[RowResult, ...]:
+        """Out-of-sample rows: not used for calibration, not convention-dependent."""
+        return tuple(r for r in self.rows if r.role == "validation")
+
+    @property
+    def mean_abs_error(self) -> float:
+        """Average absolute relative error over :attr:`judged` (NaN if none)."""
+        v = self.judged
+        return sum(abs(r.error) for r in v) / len(v) if v else math.nan
+
+    @property
+    def worst_abs_error(self) -> float:
+        """Largest absolute relative error over :attr:`judged` (NaN if none)."""
+        v = self.judged
+        return max(abs(r.error) for r in v) if v else math.nan
+
+
+def stack_summaries(results: Sequence[TableResult]) -> tuple[StackSummary, ...]:
+    """Rows of all ``results`` grouped by software stack, in order of first appearance."""
+    groups: dict[str, list[RowResult]] = {}
+    for t in results:
+        for r in t.rows:
+            groups.setdefault(r.stack or "(none)", []).append(r)
+    return tuple(StackSummary(k, tuple(v)) for k, v in groups.items())
+
+
+def pooled(results: Sequence[TableResult]) -> tuple[int, float, float]:
+    """(rows, average, worst absolute error) over the out-of-sample rows of all tables."""
+    v = [r for t in results for r in t.rows if r.role == "validation"]
+    if not v:
+        return 0, math.nan, math.nan
+    return len(v), sum(abs(r.error) for r in v) / len(v), max(abs(r.error) for r in v)
+
+
+def _ranks(x: Sequence[float]) -> list[float]:
+    """Ranks 1..n, ties sharing their average rank."""
+    order = sorted(range(len(x)), key=lambda i: x[i])
+    ranks = [0.0] * len(x)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and x[order[j + 1]] == x[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            ranks[order[k]] = (i + j) / 2 + 1
+        i = j + 1
+    return ranks
+
+
+def spearman(a: Sequence[float], b: Sequence[float]) -> float:
+    """Spearman's rank correlation: Pearson's correlation of the ranks (ties averaged).
+
+    NaN when either sequence is constant or has fewer than two values.
+
+    Examples
+    --------
+    >>> spearman([1, 2, 3, 4], [10, 20, 30, 40]), spearman([1, 2, 3], [3, 2, 1])
+    (1.0, -1.0)
+    >>> round(spearman([1, 2, 3, 4], [1, 3, 2, 4]), 6)   # 1 - 6 * 2 / (4 * 15)
+    0.8
+    """
+    if len(a) != len(b) or len(a) < 2:
+        return math.nan
+    ra, rb = _ranks(a), _ranks(b)
+    ma, mb = sum(ra) / len(ra), sum(rb) / len(rb)
+    cov = sum((x - ma) * (y - mb) for x, y in zip(ra, rb, strict=True))
+    va = sum((x - ma) ** 2 for x in ra)
+    vb = sum((y - mb) ** 2 for y in rb)
+    if va == 0 or vb == 0:
+        return math.nan
+    return cov / math.sqrt(va * vb)
+
+
+@dataclass(frozen=True)
+class VariantRanking:
+    """Predicted vs measured cost of the variants of one set.
+
+    Attributes
+    ----------
+    name : str
+    rows : tuple of RowResult
+    measured_cost, predicted_cost : tuple of float
+        GPU-seconds per sample of each row, measured (implied by the published figure) and
+        predicted.
+    """
+
+    name: str
+    rows: tuple[RowResult, ...]
+    measured_cost: tuple[float, ...]
+    predicted_cost: tuple[float, ...]
+
+    @property
+    def spearman(self) -> float:
+        """Rank correlation between predicted and measured cost."""
+        return spearman(self.predicted_cost, self.measured_cost)
+
+    @property
+    def regret(self) -> float:
+        """Measured cost of the predicted cheapest variant / measured cheapest - 1."""
+        pick = min(range(len(self.rows)), key=lambda i: self.predicted_cost[i])
+        return self.measured_cost[pick] / min(self.measured_cost) - 1.0
+
+    @property
+    def pick(self) -> str:
+        """Name of the variant the model predicts cheapest."""
+        return self.rows[min(range(len(self.rows)), key=lambda i: self.predicted_cost[i])].name
+
+    @property
+    def best(self) -> str:
+        """Name of the measured cheapest variant."""
+        return self.rows[min(range(len(self.rows)), key=lambda i: self.measured_cost[i])].name
+
+
+def _cost(r: RowResult, t_s: float) -> float:
+    return r.n_npus * t_s / r.samples_per_step
+
+
+def variant_rankings(results: Sequence[TableResult]) -> tuple[VariantRanking, ...]:
+    """One :class:`VariantRanking` per ``variant_set`` with at least two rows.
+
+    Examples
+    --------
+    Two variants, the model ordering them right but overestimating the faster one by 10 %:
+
+    >>> a = RowResult("a", "s", "d", "step_time_s", 1.0, 1.1, 1.1, False, variant_set="v",
+    ...               n_npus=8, samples_per_step=8.0)
+    >>> b = RowResult("b", "s", "d", "step_time_s", 2.0, 2.0, 2.0, False, variant_set="v",
+    ...               n_npus=8, samples_per_step=8.0)
+    >>> (v,) = variant_rankings([TableResult("t", "t", (a, b))])
+    >>> v.spearman, v.regret, v.pick
+    (1.0, 0.0, 'a')
+    """
+    groups: dict[str, list[RowResult]] = {}
+    for t in results:
+        for r in t.rows:
+            if r.variant_set:
+                groups.setdefault(r.variant_set, []).append(r)
+    out = []
+    for name, rows in groups.items():
+        if len(rows) < 2:
+            continue
+        out.append(VariantRanking(
+            name, tuple(rows),
+            tuple(_cost(r, r.measured_step_time_s) for r in rows),
+            tuple(_cost(r, r.step_time_s) for r in rows),
+        ))
+    return tuple(out)

@@ -1,0 +1,65 @@
+"""Per-collective latency of generated workloads on validation clusters.
+
+The clusters of the validation tables give every collective step NCCL's per-step ring latency
+(NCCL src/graph/tuning.cc, ring / Simple protocol: 3.4 us over NVLink, 9.6 us over the
+network), and the tensor-parallel groups of generated workloads run NCCL's ring: an
+all-reduce over ``k`` GPUs pays ``2 (k - 1)`` steps. Numbers below are derived by hand.
+"""
+
+from numpy.testing import assert_allclose
+
+from libra_opt.generators import generate_workload
+from libra_opt.generators.validation import NCCL_NET_STEP_S, NCCL_NVLINK_STEP_S
+from libra_opt.io.presets import load_device, load_model
+from libra_opt.io.validation import validation_table_from_dict
+from libra_opt.traffic.step_time import step_time, walk_arrays
+from libra_opt.traffic.workload import Workload
+
+
+def _table(node=None, pod=None):
+    node = {"tier": "NVLink", "bw_gbps": 230.0, **(node or {})}
+    pod = {"tier": "InfiniBand", "bw_gbps": 25.0, **(pod or {})}
+    return validation_table_from_dict({
+        "name": "t", "clusters": {"c": {"device": "a100_80gb", "gpus_per_node": 8,
+                                        "node": node, "pod": pod}},
+        "rows": [{"name": "r", "source": "x", "metric": "step_time_s", "published": 1.0,
+                  "cluster": "c", "model": "llama3_8b",
+                  "parallelism": {"tp": 8, "dp": 2, "global_batch_size": 8}}]}, "t.yaml")
+
+
+def test_nccl_step_latencies_are_the_published_constants():
+    assert (NCCL_NVLINK_STEP_S, NCCL_NET_STEP_S) == (3.4e-6, 9.6e-6)
+    row = _table().rows[0]
+    fabric, _ = row.cluster.fabric(16)
+    assert [d.latency_s for d in fabric.dims] == [3.4e-6, 9.6e-6]
+    # a table may state its own
+    row = _table(node={"latency_s": 1e-6}, pod={"latency_s": 2e-5}).rows[0]
+    fabric, _ = row.cluster.fabric(16)
+    assert [d.latency_s for d in fabric.dims] == [1e-6, 2e-5]
+
+
+def test_tp_all_reduce_pays_the_ring_steps():
+    row = _table().rows[0]
+    fabric, bw = row.cluster.fabric(16)
+    g = generate_workload(load_model("llama3_8b"), row.parallelism, load_device("a100_80gb"),
+                          fabric)
+    w = g.workload
+    walk = walk_arrays(w, fabric)
+    tp_ar = [i for i, (kind, _, group) in enumerate(w.flat.collectives)
+             if group == "tp" and kind == "all_reduce"]
+    assert tp_ar
+    # TP 8 within a node: 2 x 7 ring steps of 3.4 us = 47.6 us, on the NVLink dim only
+    for i in tp_ar:
+        assert_allclose(walk.latency_s[i], [47.6e-6, 0.0], rtol=1e-12)
+    # the same workload routed hierarchically pays the switch's 2 direct steps (6.8 us)
+    hier = Workload(w.name, w.layers, w.groups, overlap_form=w.overlap_form)
+    walk_h = walk_arrays(hier, fabric)
+    for i in tp_ar:
+        assert_allclose(walk_h.latency_s[i], [6.8e-6, 0.0], rtol=1e-12)
+    # and the difference in step time is (47.6 - 6.8) us per TP all-reduce occurrence
+    n_ar = sum(walk.phase_count[walk.coll_phase[j]]
+               for j in range(walk.coll_distinct.size) if walk.coll_distinct[j] in tp_ar)
+    loop = "overlap" if w.overlap_form else "no_overlap"
+    t_flat = step_time(w, fabric, bw, training_loop=loop).step_time_s
+    t_hier = step_time(hier, fabric, bw, training_loop=loop).step_time_s
+    assert_allclose(t_flat - t_hier, n_ar * 40.8e-6, rtol=1e-9)
