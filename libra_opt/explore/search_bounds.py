@@ -1,0 +1,147 @@
+"""Valid lower bounds of the co-design search: a candidate is skipped only when it cannot
+beat the incumbent.
+
+Everything here rests on two facts of the model:
+
+1. **Monotonicity.** A step time ``T(B)`` is a sum (``no_overlap``) or a sum of maxima
+   (``overlap``) of compute constants and collective times; every collective time is a
+   maximum (``pipelined``), a sum (``sequential``) or a chunk pipeline (``topology_aware``)
+   of terms ``c / B_d + alpha`` with ``c, alpha >= 0`` (on a heterogeneous dimension at the
+   slowest member's ``f B_d``). Each is non-increasing in every ``B_d``, so ``T`` is too:
+   ``B <= B'`` componentwise implies ``T(B) >= T(B')``.
+2. **The objective is increasing in the step time.** ``perf = T``; ``perf_per_cost =
+   T C(B)``; ``tco = S T (r0 + r . B)`` with ``C, r0 + r . B > 0``.
+
+:class:`ShapeBounds` holds, per fabric shape, ``B^max_d = max B_d`` over the feasible set
+``F`` (one LP per dimension; ``inf`` when unbounded) and ``R_min = min_{B in F} R(B)``,
+``R`` the factor that multiplies ``T`` in the objective (1, ``C(B)`` or ``S (r0 + r.B)``).
+Then for every feasible ``B``, ``B <= B^max`` and ``R(B) >= R_min``, so
+
+``objective(B) = T(B) R(B) >= T(B^max) R_min``                                 (bound 1)
+
+(:meth:`ShapeBounds.objective_lower_bound`). ``T(B^max)`` is the exact step time at the
+per-dimension best case of the budget and bounds ("communication at the budget's best
+case"). Before a workload is generated, ``T(B^max) >= T_c`` with ``T_c`` the compute and
+bubble of :func:`~libra_opt.explore.search_space.compute_lower_bound_s` (communication
+``>= 0``), so
+
+``objective(B) >= T_c min_shape R_min(shape)``                                 (bound 2)
+
+bounds every placement on every shape of one parallelization at once.
+
+With the bandwidth fixed at ``B0`` (a fixed-network search) ``F = {B0}``: ``B^max = B0``
+and ``R_min = R(B0)``, and bound 1 is the objective itself.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from libra_opt.cost.tco import cluster_rate_coefficients
+from libra_opt.fabric.heterogeneous import slowest_fractions
+from libra_opt.optimize.feasibility import lp_extreme
+from libra_opt.scenario.scenario import Scenario
+from libra_opt.traffic.step_time import WalkArrays, step_time_from_walk
+
+__all__ = ["ShapeBounds", "shape_bounds", "objective_factor"]
+
+
+def objective_factor(scenario: Scenario, bw_gbps: np.ndarray) -> float:
+    """``R(B)``: what multiplies the weighted step time in the objective at ``bw_gbps``.
+
+    Examples
+    --------
+    >>> from libra_opt.scenario.examples import toy_scenario
+    >>> objective_factor(toy_scenario(), np.array([200.0, 100.0]))
+    1.0
+    """
+    if scenario.objective == "perf":
+        return 1.0
+    coeffs = scenario.coefficients
+    if scenario.objective == "perf_per_cost":
+        return float(coeffs.fixed_usd + coeffs.usd_per_gbps @ bw_gbps)
+    assert scenario.tco is not None
+    r0, r = cluster_rate_coefficients(scenario.tco, scenario.fabric, coeffs)
+    return float(scenario.tco.n_steps * (r0 + r @ bw_gbps))
+
+
+@dataclass(frozen=True)
+class ShapeBounds:
+    """Per-shape quantities of the bounds (see the module docstring).
+
+    Attributes
+    ----------
+    bw_max_gbps : numpy.ndarray
+        ``B^max_d``, GB/s per NPU (``inf`` where nothing bounds the dimension).
+    factor_min : float
+        ``R_min`` (1 for ``perf``, $ for ``perf_per_cost``, $/s x steps for ``tco``).
+    feasible : bool
+        Whether the shape's constraints admit any bandwidth.
+    """
+
+    bw_max_gbps: np.ndarray
+    factor_min: float
+    feasible: bool = True
+
+    def step_time_lower_bound_s(self, walk: WalkArrays, scenario: Scenario) -> float:
+        """``T(B^max)``: the step time at every dimension's largest feasible bandwidth.
+
+        Where ``B^max_d`` is infinite the dimension's transfer terms vanish; under the
+        ``topology_aware`` model, whose chunk pipeline is not evaluated at infinity, the
+        compute alone (a weaker valid bound) is used then.
+        """
+        bw = self.bw_max_gbps * slowest_fractions(scenario.fabric)
+        if np.isinf(bw).any() and scenario.collective_model == "topology_aware":
+            return float(walk.phase_count @ walk.phase_compute_s)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = step_time_from_walk(walk, bw, scenario.collective_model,
+                                    scenario.training_loop).step_time_s
+        return t if math.isfinite(t) else float(walk.phase_count @ walk.phase_compute_s)
+
+    def objective_lower_bound(self, step_time_lb_s: float, weight: float = 1.0) -> float:
+        """Bound 1: ``weight x T(B^max) x R_min``."""
+        return weight * step_time_lb_s * self.factor_min
+
+
+def shape_bounds(scenario: Scenario, fixed_bw_gbps: np.ndarray | None = None) -> ShapeBounds:
+    """:class:`ShapeBounds` of ``scenario``'s fabric and constraints (LPs over its rows,
+    ``B >= 0``: the closure of the feasible set, so the extremes bound it), or of the
+    fixed allocation ``fixed_bw_gbps``.
+
+    Examples
+    --------
+    >>> from libra_opt.scenario.examples import toy_scenario
+    >>> b = shape_bounds(toy_scenario())
+    >>> b.bw_max_gbps.round(6).tolist(), b.factor_min
+    ([300.0, 300.0], 1.0)
+    """
+    n = scenario.fabric.n_dims
+    if fixed_bw_gbps is not None:
+        bw = np.asarray(fixed_bw_gbps, dtype=float)
+        return ShapeBounds(bw, objective_factor(scenario, bw))
+    rows = scenario.rows
+    bw_max = np.full(n, np.inf)
+    for d in range(n):
+        c = np.zeros(n)
+        c[d] = -1.0
+        status, value, _ = lp_extreme(rows, n, c)
+        if status == "infeasible":
+            return ShapeBounds(np.full(n, np.inf), 0.0, feasible=False)
+        if status == "optimal":
+            bw_max[d] = max(-value, 0.0) * (1.0 + 1e-7)  # the LP's optimum, rounded up
+    if scenario.objective == "perf":
+        return ShapeBounds(bw_max, 1.0)
+    coeffs = scenario.coefficients
+    if scenario.objective == "perf_per_cost":
+        rate, k0, scale = coeffs.usd_per_gbps, coeffs.fixed_usd, 1.0
+    else:
+        assert scenario.tco is not None
+        k0, rate = cluster_rate_coefficients(scenario.tco, scenario.fabric, coeffs)
+        scale = scenario.tco.n_steps
+    status, value, _ = lp_extreme(rows, n, np.asarray(rate, dtype=float))
+    low = value if status == "optimal" else 0.0
+    # a rounding margin: the LP's optimum can sit a hair above the exact minimum
+    return ShapeBounds(bw_max, scale * max(k0 + low * (1.0 - 1e-9), 0.0))
