@@ -185,6 +185,17 @@ def generate(entry: ModelEntry, par: Parallelism, fabric: Fabric) -> GeneratedWo
                                 name=entry.name, check_memory=False)
 
 
+def _placed(generated: GeneratedWorkload, placement: Placement, **changes: Any) -> Any:
+    """The generated workload with the placement's groups. Its flat walk (arrays of
+    phases and collectives by group *name*) does not depend on the spans, so the one
+    already built is kept instead of walking the layers again."""
+    wl = dataclasses.replace(generated.workload, groups=placement.groups(), **changes)
+    flat = generated.workload.__dict__.get("flat")
+    if flat is not None:
+        wl.__dict__["flat"] = flat  # functools.cached_property's own slot
+    return wl
+
+
 def candidate_scenario(base: SearchBase, fabric: Fabric, generated: GeneratedWorkload,
                        placement: Placement) -> Scenario:
     """The scenario of one candidate: the base scenario with the candidate's fabric and
@@ -203,8 +214,7 @@ def candidate_scenario(base: SearchBase, fabric: Fabric, generated: GeneratedWor
     >>> s.workloads == base.scenario.workloads
     True
     """
-    wl = dataclasses.replace(generated.workload, name=base.entry.name,
-                             groups=placement.groups(), metrics=_metrics(generated))
+    wl = _placed(generated, placement, name=base.entry.name, metrics=_metrics(generated))
     return dataclasses.replace(base.scenario, fabric=fabric, workloads=(wl,))
 
 
@@ -248,11 +258,19 @@ def _row(index: tuple[int, int, int], shape: FabricShape | None, par: Parallelis
     return row
 
 
-def _placements(ctx: _Context, shape: FabricShape, par: Parallelism) -> list[Placement]:
+def _placements(ctx: _Context, shape: FabricShape, par: Parallelism,
+                cache: dict | None = None) -> list[Placement]:
     assert shape.fabric is not None
+    key = (shape.label, tuple(par.degrees().values()))
+    if cache is not None and key in cache:
+        return cache[key]
     if ctx.all_placements:
-        return list(placements(shape.fabric, par.degrees()))
-    return [place_groups(shape.fabric, par.degrees())]
+        out = list(placements(shape.fabric, par.degrees()))
+    else:
+        out = [place_groups(shape.fabric, par.degrees())]
+    if cache is not None:
+        cache[key] = out
+    return out
 
 
 def _solved_values(ctx: _Context, scen: Scenario, g: GeneratedWorkload, bw: np.ndarray,
@@ -318,12 +336,13 @@ def run_chunk(ctx: _Context, items: Sequence[tuple[int, Parallelism, float]],
     """
     best = list(best)
     rows: list[dict] = []
+    cache: dict = {}
     weight = ctx.base.scenario.weights[0] if ctx.base.scenario.weights else 1.0
     for pi, par, lb_par in items:
         live = [(si, sc) for si, sc in enumerate(ctx.shapes) if sc.bounds is not None]
         if ctx.prune and lb_par > _kth(best, ctx.top) * (1 + PRUNE_RTOL):
             for si, sc in live:
-                n = len(_placements(ctx, sc.shape, par))
+                n = len(_placements(ctx, sc.shape, par, cache))
                 rows.append(_row((pi, si, -1), sc.shape, par, "*", "pruned",
                                  "compute + bubble bound exceeds the incumbent", n,
                                  lower_bound=lb_par))
@@ -333,11 +352,11 @@ def run_chunk(ctx: _Context, items: Sequence[tuple[int, Parallelism, float]],
         try:
             g = generate(ctx.base.entry, par, fabric0)
         except InputError as exc:
-            n = sum(len(_placements(ctx, sc.shape, par)) for _, sc in live)
+            n = sum(len(_placements(ctx, sc.shape, par, cache)) for _, sc in live)
             rows.append(_row((pi, -1, -1), None, par, "*", "error", exc.one_line(), n))
             continue
         if not g.memory.fits:
-            n = sum(len(_placements(ctx, sc.shape, par)) for _, sc in live)
+            n = sum(len(_placements(ctx, sc.shape, par, cache)) for _, sc in live)
             rows.append(_row((pi, -1, -1), None, par, "*", "memory", g.memory.describe(), n,
                              memory_per_npu_gb=g.memory.total_bytes / 1e9))
             continue
@@ -345,18 +364,20 @@ def run_chunk(ctx: _Context, items: Sequence[tuple[int, Parallelism, float]],
         for si, sc in live:
             fabric = sc.shape.fabric
             assert fabric is not None and sc.scenario is not None and sc.bounds is not None
-            for qi, pl in enumerate(_placements(ctx, sc.shape, par)):
-                wl = dataclasses.replace(g.workload, groups=pl.groups())
-                walk = walk_arrays(wl, fabric, sc.scenario.traffic_model,
+            g.workload.flat  # noqa: B018 - built once, shared by every placement
+            for qi, pl in enumerate(_placements(ctx, sc.shape, par, cache)):
+                walk = walk_arrays(_placed(g, pl), fabric, sc.scenario.traffic_model,
                                    sc.scenario.collective_settings, sc.scenario.in_network_dims)
                 t_lb = sc.bounds.step_time_lower_bound_s(walk, sc.scenario)
                 cands.append((sc.bounds.objective_lower_bound(t_lb, weight), (pi, si, qi),
-                              sc, pl))
+                              sc, pl, walk))
         cands.sort(key=lambda c: (c[0], c[1]))
-        for lb, index, sc, pl in cands:
+        for lb, index, sc, pl, walk in cands:
             shape = sc.shape
-            assert shape.fabric is not None
+            assert shape.fabric is not None and sc.bounds is not None
             desc = pl.describe()
+            if ctx.prune and lb <= _kth(best, ctx.top) * (1 + PRUNE_RTOL):
+                lb = max(lb, sc.bounds.level_lower_bound(walk, sc.scenario, weight))
             if ctx.prune and lb > _kth(best, ctx.top) * (1 + PRUNE_RTOL):
                 rows.append(_row(index, shape, par, desc, "pruned",
                                  "bandwidth best-case bound exceeds the incumbent",

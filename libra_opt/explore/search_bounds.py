@@ -29,6 +29,17 @@ bubble of :func:`~libra_opt.explore.search_space.compute_lower_bound_s` (communi
 
 bounds every placement on every shape of one parallelization at once.
 
+**Cost levels** (``perf_per_cost`` and ``tco``, bound 1'): with ``R(B) = s (k0 + rho . B)``
+and levels ``c_0 = min rho . B <= c_1 <= ... <= c_K = max rho . B`` over ``F``, every
+feasible ``B`` has ``rho . B`` in some ``[c_{j-1}, c_j]``; then ``B`` is feasible for
+``F_j = F and rho . B <= c_j``, so ``B <= B^max(c_j)`` (per-dimension maxima over ``F_j``)
+and ``R(B) >= s (k0 + c_{j-1})``:
+
+``objective(B) >= min_j T(B^max(c_j)) s (k0 + c_{j-1})``                      (bound 1')
+
+which is at least bound 1 when the levels include ``c_K`` (then ``B^max(c_K) = B^max``)
+and much tighter when the optimum buys far less than the most bandwidth allowed.
+
 With the bandwidth fixed at ``B0`` (a fixed-network search) ``F = {B0}``: ``B^max = B0``
 and ``R_min = R(B0)``, and bound 1 is the objective itself.
 """
@@ -43,10 +54,14 @@ import numpy as np
 from libra_opt.cost.tco import cluster_rate_coefficients
 from libra_opt.fabric.heterogeneous import slowest_fractions
 from libra_opt.optimize.feasibility import lp_extreme
+from libra_opt.scenario.constraints import Row
 from libra_opt.scenario.scenario import Scenario
 from libra_opt.traffic.step_time import WalkArrays, step_time_from_walk
 
-__all__ = ["ShapeBounds", "shape_bounds", "objective_factor"]
+__all__ = ["ShapeBounds", "shape_bounds", "objective_factor", "step_times_s", "LEVELS"]
+
+#: Cost levels of bound 1' (quadratically spaced: finer near the cheapest designs).
+LEVELS = 24
 
 
 def objective_factor(scenario: Scenario, bw_gbps: np.ndarray) -> float:
@@ -85,6 +100,16 @@ class ShapeBounds:
     bw_max_gbps: np.ndarray
     factor_min: float
     feasible: bool = True
+    level_bw_gbps: np.ndarray | None = None
+    level_factor: np.ndarray | None = None
+
+    def level_lower_bound(self, walk: WalkArrays, scenario: Scenario, weight: float = 1.0) -> float:
+        """Bound 1' (cost levels; see the module docstring), or bound 1 without levels."""
+        if self.level_bw_gbps is None or self.level_factor is None:
+            return self.objective_lower_bound(self.step_time_lower_bound_s(walk, scenario), weight)
+        times = step_times_s(walk, self.level_bw_gbps * slowest_fractions(scenario.fabric),
+                             scenario.collective_model, scenario.training_loop)
+        return weight * float(np.min(times * self.level_factor))
 
     def step_time_lower_bound_s(self, walk: WalkArrays, scenario: Scenario) -> float:
         """``T(B^max)``: the step time at every dimension's largest feasible bandwidth.
@@ -104,6 +129,41 @@ class ShapeBounds:
     def objective_lower_bound(self, step_time_lb_s: float, weight: float = 1.0) -> float:
         """Bound 1: ``weight x T(B^max) x R_min``."""
         return weight * step_time_lb_s * self.factor_min
+
+
+def step_times_s(walk: WalkArrays, bw_gbps: np.ndarray, collective_model: str,
+                 training_loop: str) -> np.ndarray:
+    """Step times at each row of ``bw_gbps`` (``(K, D)``): :func:`step_time_from_walk`
+    vectorized over the rows for the ``pipelined`` and ``sequential`` models (the same
+    formula; the tests compare the two), a loop otherwise. Infinite bandwidth makes a
+    transfer term vanish."""
+    if collective_model == "topology_aware" or walk.hidden_window_s:
+        compute = float(walk.phase_count @ walk.phase_compute_s)
+        out = []
+        for b in bw_gbps:
+            t = compute
+            if not (np.isinf(b).any() and collective_model == "topology_aware"):
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    t = step_time_from_walk(walk, b, collective_model, training_loop).step_time_s
+            out.append(t if math.isfinite(t) else compute)
+        return np.array(out)
+    traffic = walk.traffic_bytes  # (C, D)
+    used = traffic > 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t_kd = np.where(used[None], traffic[None] / (1e9 * bw_gbps[:, None, :])
+                        + walk.latency_s[None], 0.0)  # (K, C, D)
+    if collective_model == "pipelined":
+        t_k = np.where(used[None], t_kd, -np.inf).max(axis=2, initial=-np.inf)
+        t_k = np.where(used.any(axis=1)[None], t_k, 0.0)
+    else:
+        t_k = t_kd.sum(axis=2)
+    t_c = t_k[:, walk.coll_distinct]  # (K, occurrences)
+    n_p = walk.phase_compute_s.size
+    comm = np.zeros((bw_gbps.shape[0], n_p))
+    np.add.at(comm, (slice(None), walk.coll_phase), t_c)
+    if training_loop == "no_overlap":
+        return (walk.phase_compute_s[None] + comm) @ walk.phase_count
+    return np.maximum(walk.phase_compute_s[None], comm) @ walk.phase_count
 
 
 def shape_bounds(scenario: Scenario, fixed_bw_gbps: np.ndarray | None = None) -> ShapeBounds:
@@ -141,7 +201,26 @@ def shape_bounds(scenario: Scenario, fixed_bw_gbps: np.ndarray | None = None) ->
         assert scenario.tco is not None
         k0, rate = cluster_rate_coefficients(scenario.tco, scenario.fabric, coeffs)
         scale = scenario.tco.n_steps
-    status, value, _ = lp_extreme(rows, n, np.asarray(rate, dtype=float))
+    rate = np.asarray(rate, dtype=float)
+    status, value, _ = lp_extreme(rows, n, rate)
     low = value if status == "optimal" else 0.0
     # a rounding margin: the LP's optimum can sit a hair above the exact minimum
-    return ShapeBounds(bw_max, scale * max(k0 + low * (1.0 - 1e-9), 0.0))
+    factor_min = scale * max(k0 + low * (1.0 - 1e-9), 0.0)
+    status, value, _ = lp_extreme(rows, n, -rate)
+    if status != "optimal" or not -value > low:
+        return ShapeBounds(bw_max, factor_min)
+    high = -value
+    levels = low + (high - low) * np.linspace(0.0, 1.0, LEVELS + 1) ** 2
+    level_bw = np.empty((LEVELS, n))
+    for j in range(1, LEVELS + 1):
+        cap = (*rows, Row("cost level", rate, "<=", float(levels[j]) * (1 + 1e-9)))
+        for d in range(n):
+            c = np.zeros(n)
+            c[d] = -1.0
+            status, value, _ = lp_extreme(cap, n, c)
+            level_bw[j - 1, d] = (max(-value, 0.0) * (1.0 + 1e-7) if status == "optimal"
+                                  else bw_max[d])
+    level_bw[-1] = np.maximum(level_bw[-1], bw_max)
+    factor = scale * np.maximum(k0 + levels[:-1] * (1.0 - 1e-9), 0.0)
+    factor[0] = factor_min
+    return ShapeBounds(bw_max, factor_min, True, level_bw, factor)
