@@ -509,9 +509,10 @@ def run_search(
     ...                     sequence_parallel=(True,), zero=(1,), tp=(8,), cp=(1,))
     >>> res = run_search(base, space, top=1)
     >>> res.best(1)[["tp", "pp", "dp", "status"]].to_dict("records")
-    [{'tp': 8, 'pp': 8, 'dp': 16, 'status': 'optimal'}]
+    [{'tp': 8, 'pp': 2, 'dp': 64, 'status': 'optimal'}]
+    >>> bool(res.solutions[0].objective_value == res.best(1)["objective"].iloc[0])
+    True
     """
-    import pandas as pd
 
     t_start = time.perf_counter()
     space = space if space is not None else SearchSpace()

@@ -248,8 +248,8 @@ def parallelisms(
     >>> base = Parallelism(global_batch_size=16)
     >>> space = SearchSpace(micro_batch_sizes=(1,), recompute=("none",), zero=(1,),
     ...                     sequence_parallel=(True,), interleave=(1,), cp=(1,))
-    >>> [(p.tp, p.pp, p.dp) for p in parallelisms(m, 8, base, space)]
-    [(1, 8, 1), (2, 4, 1), (4, 2, 1), (8, 1, 1)]
+    >>> [(p.tp, p.pp, p.dp) for p in parallelisms(m, 8, base, space)]  # every tp x pp x dp = 8
+    [(1, 1, 8), (1, 2, 4), (1, 4, 2), (1, 8, 1), (2, 1, 4), (2, 2, 2), (2, 4, 1), (4, 1, 2), (4, 2, 1), (8, 1, 1)]
     """
     gbs = base.global_batch_size
     heads, kv = model.n_heads, model.kv_heads
@@ -330,7 +330,7 @@ def placements(fabric: Fabric, degrees: dict[str, int]) -> Iterator[Placement]:
     >>> from libra_opt.fabric.builders import multi_dim
     >>> f = multi_dim((4, 4), ("ring", "switch"))
     >>> [p.describe() for p in placements(f, {"tp": 4, "edp": 4})]
-    ['edp: chiplet 4 | tp: package 4', 'tp: chiplet 2, package 2 | edp: chiplet 2, package 2', 'tp: chiplet 4 | edp: package 4']
+    ['tp: package 4 | edp: chiplet 4', 'tp: chiplet 2, package 2 | edp: chiplet 2, package 2', 'tp: chiplet 4 | edp: package 4']
     """
     deg = {ax: int(degrees.get(ax, 1)) for ax in AXES}
     if math.prod(deg.values()) != fabric.n_npus:
