@@ -293,6 +293,8 @@ def _solved_values(ctx: _Context, scen: Scenario, g: GeneratedWorkload, bw: np.n
         except InputError:
             tco = math.nan  # no run length, or no power model for the energy
     out["tco_usd"] = tco
+    tokens = scen.tco.n_steps * g.tokens_per_step if scen.tco is not None and tco == tco else 0
+    out["tco_usd_per_mtoken"] = tco / tokens * 1e6 if tokens else math.nan
     return out
 
 
@@ -383,8 +385,10 @@ def run_chunk(ctx: _Context, items: Sequence[tuple[int, Parallelism, float]],
                                  "bandwidth best-case bound exceeds the incumbent",
                                  lower_bound=lb, memory_per_npu_gb=g.memory.total_bytes / 1e9))
                 continue
+            t0 = time.perf_counter()
             scen = candidate_scenario(ctx.base, shape.fabric, g, pl)
             status, reason, values = _inner(ctx, scen, g)
+            values["solve_s"] = time.perf_counter() - t0
             if status == "optimal":
                 best.append(values["objective"])
                 best = sorted(best)[: ctx.top]
@@ -409,8 +413,12 @@ class SearchResult:
         The candidates of ``solutions``.
     stats : mapping
         ``enumerated``, ``memory``, ``pruned``, ``solved``, ``infeasible``, ``errors``
-        (candidate counts), ``wall_s``, ``solve_s`` and ``solves_per_s``.
+        (candidate counts), ``wall_s``, ``solve_s`` (seconds building, solving and
+        checking candidates' problems, summed over workers) and ``solves_per_s``
+        (``solved / solve_s``).
     objective : str
+    gains : mapping, optional
+        :func:`codesign_gains`, when asked for.
     """
 
     table: pd.DataFrame
@@ -418,6 +426,7 @@ class SearchResult:
     candidates: tuple[Candidate, ...]
     stats: Mapping[str, float]
     objective: str
+    gains: Mapping[str, Any] | None = None
 
     def best(self, k: int = 5) -> pd.DataFrame:
         """The ``k`` best solved rows, best first."""
@@ -668,12 +677,13 @@ def _table(rows: list[dict], dim_names: Iterable[str]) -> pd.DataFrame:
     bw_cols = [f"bw_{n}_gbps" for n in dim_names]
     cols = ["index", *KNOB_COLUMNS, "n_candidates", "status", "reason", "lower_bound",
             "objective", "step_time_s", "tokens_per_s", "mfu", "memory_per_npu_gb", *bw_cols,
-            "network_cost_usd", "network_power_w", "tco_usd"]
+            "network_cost_usd", "network_power_w", "tco_usd", "tco_usd_per_mtoken", "solve_s"]
     extra = sorted({k for r in rows for k in r} - set(cols))
     df = pd.DataFrame.from_records(rows, columns=[*cols, *extra])
     df = df.sort_values("index", kind="stable").reset_index(drop=True)
     for c in ("lower_bound", "objective", "step_time_s", "tokens_per_s", "mfu",
-              "memory_per_npu_gb", *bw_cols, "network_cost_usd", "network_power_w", "tco_usd"):
+              "memory_per_npu_gb", *bw_cols, "network_cost_usd", "network_power_w", "tco_usd",
+              "tco_usd_per_mtoken", "solve_s"):
         df[c] = df[c].astype(float)
     df["hb_domain"] = df["hb_domain"].astype("Int64")
     solved = df["status"] == "optimal"
@@ -687,6 +697,7 @@ def _table(rows: list[dict], dim_names: Iterable[str]) -> pd.DataFrame:
 def _stats(table: pd.DataFrame, wall_s: float) -> dict[str, float]:
     n = table.groupby("status")["n_candidates"].sum()
     solved = float(n.get("optimal", 0))
+    solve_s = float(table["solve_s"].sum())
     return {
         "enumerated": float(table["n_candidates"].sum()),
         "memory": float(n.get("memory", 0)),
@@ -695,7 +706,8 @@ def _stats(table: pd.DataFrame, wall_s: float) -> dict[str, float]:
         "infeasible": float(n.get("infeasible", 0) + n.get("unbounded", 0)),
         "errors": float(n.get("error", 0)),
         "wall_s": wall_s,
-        "solves_per_s": solved / wall_s if wall_s > 0 else math.nan,
+        "solve_s": solve_s,
+        "solves_per_s": solved / solve_s if solve_s > 0 else math.nan,
     }
 
 

@@ -9,9 +9,20 @@ options. Candidates are then built in memory from these values
 from __future__ import annotations
 
 from pathlib import Path
-
 from libra_opt.errors import InputError
-from libra_opt.explore.search import ModelEntry, SearchBase, candidate_scenario, generate
+import dataclasses
+from typing import Any
+
+from libra_opt.explore.search import (
+    ModelEntry,
+    SearchBase,
+    SearchResult,
+    candidate_scenario,
+    codesign_gains,
+    generate,
+    run_search,
+)
+from libra_opt.explore.search_space import SearchSpace
 from libra_opt.generators.descriptors import TransformerSpec
 from libra_opt.generators.mapping import place_groups
 from libra_opt.generators.parallelism import parallelism_from_dict
@@ -20,7 +31,7 @@ from libra_opt.io.presets import device_from_value, load_model
 from libra_opt.io.scenario_file import load_scenario_with_models
 from libra_opt.io.yaml_util import load_yaml
 
-__all__ = ["load_search_base"]
+__all__ = ["load_search_base", "search"]
 
 
 def _resolve(ref: str | Path) -> Path:
@@ -81,3 +92,57 @@ def load_search_base(ref: str | Path) -> SearchBase:
             "model and cannot apply those: remove them for the search",
             source=source, field="workloads")
     return base
+
+
+def search(
+    scenario: str | Path | SearchBase,
+    *,
+    top: int = 5,
+    objective: str | None = None,
+    space: SearchSpace | None = None,
+    hb_domains: tuple[int, ...] | None = None,
+    executor: str = "serial",
+    workers: int | None = None,
+    progress: Any = False,
+    gains: bool = False,
+) -> SearchResult:
+    """Co-design search of a scenario: parallelization, placement, fabric shape and
+    bandwidth chosen together (:func:`libra_opt.explore.search.run_search`).
+
+    Parameters
+    ----------
+    scenario : str, pathlib.Path or SearchBase
+        A scenario file, a shipped example's name, or a base built in memory.
+    top : int
+        Best candidates kept exact and returned with full solutions.
+    objective : {'perf', 'perf_per_cost', 'tco'}, optional
+        Override the scenario's objective.
+    space : SearchSpace, optional
+        The knobs and their values (default: all).
+    hb_domains : tuple of int, optional
+        HB-domain sizes of the fabric family (replaces ``space.hb_domains``).
+    executor, workers, progress
+        See :func:`~libra_opt.explore.search.run_search`.
+    gains : bool
+        Also compute :func:`~libra_opt.explore.search.codesign_gains` (one more search with
+        an equal bandwidth split, and the conventional layout's optimum).
+
+    Examples
+    --------
+    >>> import libra_opt as lo
+    >>> space = lo.SearchSpace(micro_batch_sizes=(1,), interleave=(1,), recompute=("full",),
+    ...                        zero=(1,), sequence_parallel=(True,), tp=(8,), cp=(1,))
+    >>> res = lo.search("gpt3_175b_a100_cluster", top=2, space=space)
+    >>> int(res.stats["solved"]) >= 1, len(res.solutions)
+    (True, 2)
+    """
+    base = scenario if isinstance(scenario, SearchBase) else load_search_base(scenario)
+    space = space if space is not None else SearchSpace()
+    if hb_domains is not None:
+        space = dataclasses.replace(space, hb_domains=tuple(hb_domains))
+    res = run_search(base, space, top=top, objective=objective, executor=executor,
+                     workers=workers, progress=progress)
+    if gains:
+        g = codesign_gains(base, res, space, executor=executor, workers=workers)
+        res = dataclasses.replace(res, gains=g)
+    return res
