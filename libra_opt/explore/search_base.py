@@ -8,11 +8,11 @@ options. Candidates are then built in memory from these values
 
 from __future__ import annotations
 
-from pathlib import Path
-from libra_opt.errors import InputError
 import dataclasses
+from pathlib import Path
 from typing import Any
 
+from libra_opt.errors import InputError
 from libra_opt.explore.search import (
     ModelEntry,
     SearchBase,
