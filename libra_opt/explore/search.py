@@ -52,7 +52,7 @@ from libra_opt.errors import (
     LibraOptError,
     UnboundedDesignError,
 )
-from libra_opt.explore.search_bounds import ShapeBounds, shape_bounds
+from libra_opt.explore.search_bounds import GroupTimes, ShapeBounds, additive, shape_bounds
 from libra_opt.explore.search_space import (
     FabricShape,
     LayerTimeCache,
@@ -60,10 +60,15 @@ from libra_opt.explore.search_space import (
     SearchSpace,
     compute_lower_bound_s,
     fabric_shapes,
+    group_spans,
+    groups_of,
     parallelisms,
-    placements,
+    placement_key,
+    placement_of,
+    span_matrices,
 )
 from libra_opt.fabric.dims import Fabric
+from libra_opt.fabric.heterogeneous import slowest_fractions
 from libra_opt.generators.descriptors import TransformerSpec
 from libra_opt.generators.devices import ComputeEfficiency, Device
 from libra_opt.generators.generated import GeneratedWorkload, model_flops_utilization
@@ -76,6 +81,7 @@ from libra_opt.options import OBJECTIVES
 from libra_opt.scenario.constraints import LinearConstraint
 from libra_opt.scenario.evaluate import evaluate
 from libra_opt.scenario.scenario import Scenario
+from libra_opt.traffic.in_network import in_network_dims
 from libra_opt.traffic.step_time import walk_arrays
 from libra_opt.traffic.workload import StepMetrics
 
@@ -258,19 +264,26 @@ def _row(index: tuple[int, int, int], shape: FabricShape | None, par: Parallelis
     return row
 
 
-def _placements(ctx: _Context, shape: FabricShape, par: Parallelism,
-                cache: dict | None = None) -> list[Placement]:
+def _matrices(ctx: _Context, shape: FabricShape, par: Parallelism,
+              cache: dict | None = None) -> list[tuple[tuple[int, ...], ...]]:
+    """The placements of ``par`` on ``shape`` as span matrices, in enumeration order."""
     assert shape.fabric is not None
-    key = (shape.label, tuple(par.degrees().values()))
+    key = (shape.fabric.sizes, tuple(par.degrees().values()))
     if cache is not None and key in cache:
         return cache[key]
     if ctx.all_placements:
-        out = list(placements(shape.fabric, par.degrees()))
+        out = span_matrices(shape.fabric.sizes, par.degrees())
     else:
-        out = [place_groups(shape.fabric, par.degrees())]
+        out = [placement_key(place_groups(shape.fabric, par.degrees()))]
     if cache is not None:
         cache[key] = out
     return out
+
+
+def _placements(ctx: _Context, shape: FabricShape, par: Parallelism,
+                cache: dict | None = None) -> list[Placement]:
+    assert shape.fabric is not None
+    return [placement_of(shape.fabric, m) for m in _matrices(ctx, shape, par, cache)]
 
 
 def _solved_values(ctx: _Context, scen: Scenario, g: GeneratedWorkload, bw: np.ndarray,
@@ -340,50 +353,72 @@ def run_chunk(ctx: _Context, items: Sequence[tuple[int, Parallelism, float]],
     rows: list[dict] = []
     cache: dict = {}
     weight = ctx.base.scenario.weights[0] if ctx.base.scenario.weights else 1.0
+
+    def threshold() -> float:
+        return _kth(best, ctx.top) * (1 + PRUNE_RTOL) if ctx.prune else math.inf
+
+    live = [(si, sc) for si, sc in enumerate(ctx.shapes) if sc.bounds is not None]
     for pi, par, lb_par in items:
-        live = [(si, sc) for si, sc in enumerate(ctx.shapes) if sc.bounds is not None]
-        if ctx.prune and lb_par > _kth(best, ctx.top) * (1 + PRUNE_RTOL):
+        if lb_par > threshold():
             for si, sc in live:
-                n = len(_placements(ctx, sc.shape, par, cache))
                 rows.append(_row((pi, si, -1), sc.shape, par, "*", "pruned",
-                                 "compute + bubble bound exceeds the incumbent", n,
-                                 lower_bound=lb_par))
+                                 "compute + bubble bound exceeds the incumbent",
+                                 len(_matrices(ctx, sc.shape, par, cache)), lower_bound=lb_par))
             continue
         fabric0 = live[0][1].shape.fabric
         assert fabric0 is not None
+        n_all = sum(len(_matrices(ctx, sc.shape, par, cache)) for _, sc in live)
         try:
             g = generate(ctx.base.entry, par, fabric0)
         except InputError as exc:
-            n = sum(len(_placements(ctx, sc.shape, par, cache)) for _, sc in live)
-            rows.append(_row((pi, -1, -1), None, par, "*", "error", exc.one_line(), n))
+            rows.append(_row((pi, -1, -1), None, par, "*", "error", exc.one_line(), n_all))
             continue
+        mem_gb = g.memory.total_bytes / 1e9
         if not g.memory.fits:
-            n = sum(len(_placements(ctx, sc.shape, par, cache)) for _, sc in live)
-            rows.append(_row((pi, -1, -1), None, par, "*", "memory", g.memory.describe(), n,
-                             memory_per_npu_gb=g.memory.total_bytes / 1e9))
+            rows.append(_row((pi, -1, -1), None, par, "*", "memory", g.memory.describe(), n_all,
+                             memory_per_npu_gb=mem_gb))
             continue
+        flat = g.workload.flat
         cands = []
         for si, sc in live:
-            fabric = sc.shape.fabric
-            assert fabric is not None and sc.scenario is not None and sc.bounds is not None
-            g.workload.flat  # noqa: B018 - built once, shared by every placement
-            for qi, pl in enumerate(_placements(ctx, sc.shape, par, cache)):
-                walk = walk_arrays(_placed(g, pl), fabric, sc.scenario.traffic_model,
-                                   sc.scenario.collective_settings, sc.scenario.in_network_dims)
-                t_lb = sc.bounds.step_time_lower_bound_s(walk, sc.scenario)
-                cands.append((sc.bounds.objective_lower_bound(t_lb, weight), (pi, si, qi),
-                              sc, pl, walk))
+            shape, scen, bounds = sc.shape, sc.scenario, sc.bounds
+            assert shape.fabric is not None and scen is not None and bounds is not None
+            mats = _matrices(ctx, shape, par, cache)
+            if additive(scen) and not g.workload.hidden_window_s:
+                times = GroupTimes(
+                    flat, float(flat.phase_count @ flat.phase_compute_s),
+                    bounds.rows_gbps * slowest_fractions(shape.fabric), shape.fabric,
+                    scen.collective_model, scen.traffic_model,
+                    in_network_dims(scen.in_network_dims, shape.fabric))
+                floor = bounds.objective_bound(
+                    times.floor_s(group_spans(shape.fabric.sizes, par.degrees())), weight)
+                if floor > threshold():
+                    rows.append(_row((pi, si, -1), shape, par, "*", "pruned",
+                                     "bound over all placements exceeds the incumbent",
+                                     len(mats), lower_bound=floor, memory_per_npu_gb=mem_gb))
+                    continue
+                for qi, m in enumerate(mats):
+                    lb = bounds.objective_bound(times.step_times_s(groups_of(m)), weight)
+                    cands.append((lb, (pi, si, qi), sc, m))
+            else:
+                for qi, m in enumerate(mats):
+                    walk = walk_arrays(_placed(g, placement_of(shape.fabric, m)), shape.fabric,
+                                       scen.traffic_model, scen.collective_settings,
+                                       scen.in_network_dims)
+                    lb = bounds.objective_lower_bound(
+                        bounds.step_time_lower_bound_s(walk, scen), weight)
+                    if lb <= threshold():
+                        lb = max(lb, bounds.level_lower_bound(walk, scen, weight))
+                    cands.append((lb, (pi, si, qi), sc, m))
         cands.sort(key=lambda c: (c[0], c[1]))
-        for lb, index, sc, pl, walk in cands:
+        for lb, index, sc, m in cands:
             shape = sc.shape
-            assert shape.fabric is not None and sc.bounds is not None
-            desc = pl.describe()
-            if ctx.prune and lb <= _kth(best, ctx.top) * (1 + PRUNE_RTOL):
-                lb = max(lb, sc.bounds.level_lower_bound(walk, sc.scenario, weight))
-            if ctx.prune and lb > _kth(best, ctx.top) * (1 + PRUNE_RTOL):
-                rows.append(_row(index, shape, par, desc, "pruned",
+            assert shape.fabric is not None
+            pl = placement_of(shape.fabric, m)
+            if lb > threshold():
+                rows.append(_row(index, shape, par, pl.describe(), "pruned",
                                  "bandwidth best-case bound exceeds the incumbent",
-                                 lower_bound=lb, memory_per_npu_gb=g.memory.total_bytes / 1e9))
+                                 lower_bound=lb, memory_per_npu_gb=mem_gb))
                 continue
             t0 = time.perf_counter()
             scen = candidate_scenario(ctx.base, shape.fabric, g, pl)
@@ -392,8 +427,9 @@ def run_chunk(ctx: _Context, items: Sequence[tuple[int, Parallelism, float]],
             if status == "optimal":
                 best.append(values["objective"])
                 best = sorted(best)[: ctx.top]
-            values.setdefault("memory_per_npu_gb", g.memory.total_bytes / 1e9)
-            rows.append(_row(index, shape, par, desc, status, reason, lower_bound=lb, **values))
+            values.setdefault("memory_per_npu_gb", mem_gb)
+            rows.append(_row(index, shape, par, pl.describe(), status, reason, lower_bound=lb,
+                             **values))
     return rows
 
 
@@ -575,7 +611,7 @@ def run_search(
     def n_cands(par: Parallelism) -> int:
         key = tuple(par.degrees().values())
         if key not in count_cache:
-            count_cache[key] = sum(len(_placements(ctx, sc.shape, par)) for sc in live)
+            count_cache[key] = sum(len(_matrices(ctx, sc.shape, par)) for sc in live)
         return count_cache[key]
 
     work: list[tuple[float, int, Parallelism]] = []
@@ -647,7 +683,7 @@ def _resolve(ctx: _Context, row: Any) -> tuple[Candidate, Solution]:
     par = Parallelism.model_validate({**ctx.base.entry.parallelism.model_dump(), **{
         k: (v.item() if hasattr(v, "item") else v)
         for k, v in row.items() if k in _knobs(ctx.base.entry.parallelism)}})
-    pl = _placements(ctx, sc.shape, par)[qi]
+    pl = placement_of(sc.shape.fabric, _matrices(ctx, sc.shape, par)[qi])
     g = generate(ctx.base.entry, par, sc.shape.fabric)
     scen = candidate_scenario(ctx.base, sc.shape.fabric, g, pl)
     return Candidate(par, pl, sc.shape), solve(build_problem(scen))

@@ -47,7 +47,9 @@ and ``R_min = R(B0)``, and bound 1 is the objective itself.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -56,9 +58,11 @@ from libra_opt.fabric.heterogeneous import slowest_fractions
 from libra_opt.optimize.feasibility import lp_extreme
 from libra_opt.scenario.constraints import Row
 from libra_opt.scenario.scenario import Scenario
+from libra_opt.traffic.routing import collective_traffic
 from libra_opt.traffic.step_time import WalkArrays, step_time_from_walk
 
-__all__ = ["ShapeBounds", "shape_bounds", "objective_factor", "step_times_s", "LEVELS"]
+__all__ = ["ShapeBounds", "shape_bounds", "objective_factor", "step_times_s", "LEVELS",
+           "GroupTimes", "additive"]
 
 #: Cost levels of bound 1' (quadratically spaced: finer near the cheapest designs).
 LEVELS = 24
@@ -102,6 +106,20 @@ class ShapeBounds:
     feasible: bool = True
     level_bw_gbps: np.ndarray | None = None
     level_factor: np.ndarray | None = None
+
+    @property
+    def rows_gbps(self) -> np.ndarray:
+        """``B^max`` then the level maxima, ``(1 + K, D)``."""
+        if self.level_bw_gbps is None:
+            return self.bw_max_gbps[None, :]
+        return np.vstack([self.bw_max_gbps[None, :], self.level_bw_gbps])
+
+    def objective_bound(self, step_times: np.ndarray, weight: float = 1.0) -> float:
+        """``max(bound 1, bound 1')`` from the step times at :attr:`rows_gbps`."""
+        lb = step_times[0] * self.factor_min
+        if self.level_factor is not None:
+            lb = max(lb, float(np.min(step_times[1:] * self.level_factor)))
+        return weight * float(lb)
 
     def level_lower_bound(self, walk: WalkArrays, scenario: Scenario, weight: float = 1.0) -> float:
         """Bound 1' (cost levels; see the module docstring), or bound 1 without levels."""
@@ -224,3 +242,98 @@ def shape_bounds(scenario: Scenario, fixed_bw_gbps: np.ndarray | None = None) ->
     factor = scale * np.maximum(k0 + levels[:-1] * (1.0 - 1e-9), 0.0)
     factor[0] = factor_min
     return ShapeBounds(bw_max, factor_min, True, level_bw, factor)
+
+
+def additive(scenario: Scenario) -> bool:
+    """Whether the step time of ``scenario``'s workloads is compute plus a sum of
+    per-collective times (bound 3 applies): ``no_overlap`` loop, ``pipelined`` or
+    ``sequential`` collectives."""
+    return (scenario.training_loop == "no_overlap"
+            and scenario.collective_model in ("pipelined", "sequential"))
+
+
+@dataclass
+class GroupTimes:
+    """Step times of one generated workload at a few bandwidth vectors, by group span.
+
+    Under the ``no_overlap`` loop a step time is ``T(B) = T_comp + sum_k n_k t_k(B)`` over
+    the workload's distinct collectives ``k`` (``n_k`` occurrences per step), and ``t_k``
+    depends only on the span of ``k``'s group (:func:`libra_opt.traffic.routing.collective_traffic`).
+    So ``T = T_comp + sum_g C_g(span_g)`` with ``C_g`` the time of group ``g``'s collectives:
+    a placement's step time is a few table look-ups (:meth:`step_times_s`), and
+
+    ``min over placements T >= T_comp + sum_g min over spans C_g(span)``       (bound 3)
+
+    (the minimum of a sum is at least the sum of the minima), which bounds every placement
+    of a parallelization on a shape before any is enumerated (:meth:`floor_s`). The tests
+    check :meth:`step_times_s` against :func:`~libra_opt.traffic.step_time.step_time_from_walk`.
+
+    Parameters
+    ----------
+    flat : FlatWalk
+        The workload's flat walk (``Workload.flat``).
+    compute_s : float
+        ``T_comp``.
+    bw_gbps : numpy.ndarray
+        ``(L, D)`` bandwidth rows (already scaled by the slowest members' fractions).
+    """
+
+    flat: Any
+    compute_s: float
+    bw_gbps: np.ndarray
+    fabric: Any
+    collective_model: str
+    traffic_model: str
+    in_network: frozenset[int]
+    _counts: np.ndarray | None = None
+    _by_group: dict[str, list[int]] | None = None
+    _cache: dict[tuple[str, tuple[int, ...]], np.ndarray] | None = None
+
+    def __post_init__(self) -> None:
+        flat = self.flat
+        occ = flat.phase_count[flat.coll_phase]
+        self._counts = np.bincount(np.asarray(flat.coll_id, dtype=int).reshape(-1),
+                                   weights=occ, minlength=len(flat.collectives))
+        self._by_group = {}
+        for k, (_, _, group) in enumerate(flat.collectives):
+            self._by_group.setdefault(group, []).append(k)
+        self._cache = {}
+
+    def group_s(self, group: str, span: tuple[int, ...]) -> np.ndarray:
+        """``C_g(span)`` at every bandwidth row, seconds per step."""
+        assert self._cache is not None and self._by_group is not None
+        assert self._counts is not None
+        key = (group, span)
+        out = self._cache.get(key)
+        if out is not None:
+            return out
+        out = np.zeros(self.bw_gbps.shape[0])
+        for k in self._by_group.get(group, ()):
+            kind, size, _ = self.flat.collectives[k]
+            traffic, lat = collective_traffic(kind, size, span, self.fabric, self.traffic_model,
+                                              self.in_network)
+            used = traffic > 0
+            if not used.any() or self._counts[k] == 0:
+                continue
+            with np.errstate(divide="ignore", invalid="ignore"):
+                t_d = traffic[used][None, :] / (1e9 * self.bw_gbps[:, used]) + lat[used][None, :]
+            t = t_d.max(axis=1) if self.collective_model == "pipelined" else t_d.sum(axis=1)
+            out = out + self._counts[k] * t
+        self._cache[key] = out
+        return out
+
+    def step_times_s(self, groups: Mapping[str, tuple[int, ...]]) -> np.ndarray:
+        """``T`` at every bandwidth row for a placement's ``groups``."""
+        assert self._by_group is not None
+        total = np.full(self.bw_gbps.shape[0], self.compute_s)
+        for g in self._by_group:
+            total = total + self.group_s(g, tuple(groups[g]))
+        return total
+
+    def floor_s(self, spans: Mapping[str, Sequence[tuple[int, ...]]]) -> np.ndarray:
+        """Bound 3 at every bandwidth row: ``T_comp + sum_g min over spans[g] C_g``."""
+        assert self._by_group is not None
+        total = np.full(self.bw_gbps.shape[0], self.compute_s)
+        for g in self._by_group:
+            total = total + np.min([self.group_s(g, s) for s in spans[g]], axis=0)
+        return total

@@ -67,6 +67,10 @@ __all__ = [
     "parallelisms",
     "placements",
     "placement_key",
+    "span_matrices",
+    "groups_of",
+    "placement_of",
+    "group_spans",
     "MemoryModel",
     "compute_lower_bound_s",
     "LayerTimeCache",
@@ -314,13 +318,71 @@ def _split_vectors(degree: int, free: Sequence[int]) -> Iterator[tuple[int, ...]
             yield (k, *rest)
 
 
+def span_matrices(sizes: Sequence[int], degrees: dict[str, int]) -> list[tuple[tuple[int, ...], ...]]:
+    """Every span matrix ``k_{a,d}`` (rows: the axes ``tp, cp, ep, edp, pp``; columns: the
+    dimensions) with row products the degrees and column products the dimension sizes, in
+    lexicographic order (see :func:`placements`).
+
+    Examples
+    --------
+    >>> span_matrices((4, 4), {"tp": 4, "edp": 4})[0]
+    ((1, 4), (1, 1), (1, 1), (4, 1), (1, 1))
+    """
+    deg = [int(degrees.get(ax, 1)) for ax in AXES]
+    out: list[tuple[tuple[int, ...], ...]] = []
+
+    def rec(i: int, free: tuple[int, ...], rows: tuple[tuple[int, ...], ...]) -> None:
+        if i == len(AXES) - 1:  # the last axis takes what is left
+            if math.prod(free) == deg[i]:
+                out.append((*rows, free))
+            return
+        for k in _split_vectors(deg[i], free):
+            rec(i + 1, tuple(f // kk for f, kk in zip(free, k, strict=True)), (*rows, k))
+
+    if math.prod(deg) == math.prod(sizes):
+        rec(0, tuple(sizes), ())
+    return out
+
+
+def groups_of(matrix: tuple[tuple[int, ...], ...]) -> dict[str, tuple[int, ...]]:
+    """The workload groups of a span matrix, as :meth:`Placement.groups
+    <libra_opt.generators.mapping.Placement.groups>` derives them (``dp = ep x edp x cp``,
+    ``edp = edp x cp``).
+
+    Examples
+    --------
+    >>> groups_of(((2, 1), (1, 2), (1, 1), (2, 1), (1, 2)))["dp"]
+    (2, 2)
+    """
+    tp, cp, ep, edp, pp = matrix
+    return {
+        "tp": tp, "cp": cp, "pp": pp, "ep": ep,
+        "dp": tuple(a * b * c for a, b, c in zip(ep, edp, cp, strict=True)),
+        "edp": tuple(b * c for b, c in zip(edp, cp, strict=True)),
+    }
+
+
+def placement_of(fabric: Fabric, matrix: tuple[tuple[int, ...], ...]) -> Placement:
+    """The :class:`~libra_opt.generators.mapping.Placement` of a span matrix."""
+    return Placement(fabric.names, MappingProxyType(dict(zip(AXES, matrix, strict=True))))
+
+
+def group_spans(sizes: Sequence[int], degrees: dict[str, int]) -> dict[str, list[tuple[int, ...]]]:
+    """Every span each workload group can take on dimensions of ``sizes`` (a superset of
+    those the span matrices give: any ``k`` with ``k_d | n_d`` and the group's size)."""
+    deg = {ax: int(degrees.get(ax, 1)) for ax in AXES}
+    size = {"tp": deg["tp"], "cp": deg["cp"], "pp": deg["pp"], "ep": deg["ep"],
+            "dp": deg["ep"] * deg["edp"] * deg["cp"], "edp": deg["edp"] * deg["cp"]}
+    return {g: list(_split_vectors(n, tuple(sizes))) for g, n in size.items()}
+
+
 def placements(fabric: Fabric, degrees: dict[str, int]) -> Iterator[Placement]:
     """Every distinct placement of the axes ``tp, cp, ep, edp, pp`` on ``fabric``.
 
     Each axis ``a`` takes ``k_{a,d}`` NPUs of each dimension ``d`` (``prod_d k_{a,d}`` = its
     degree, ``prod_a k_{a,d}`` = the size of ``d``), in lexicographic order of the span
-    matrix, each matrix once (rank orders with the same spans are the same candidate; see
-    the module docstring).
+    matrix (:func:`span_matrices`), each matrix once (rank orders with the same spans are
+    the same candidate; see the module docstring).
 
     Examples
     --------
@@ -336,21 +398,8 @@ def placements(fabric: Fabric, degrees: dict[str, int]) -> Iterator[Placement]:
     if math.prod(deg.values()) != fabric.n_npus:
         raise InputError(f"degrees {deg} do not multiply to {fabric.n_npus} NPUs",
                          field="parallelism")
-
-    def rec(i: int, free: tuple[int, ...], spans: dict[str, tuple[int, ...]]) -> Iterator[Placement]:
-        if i == len(AXES):
-            yield Placement(fabric.names, MappingProxyType(dict(spans)))
-            return
-        ax = AXES[i]
-        if i == len(AXES) - 1:  # the last axis takes what is left
-            if math.prod(free) == deg[ax]:
-                yield from rec(i + 1, (1,) * len(free), {**spans, ax: free})
-            return
-        for k in _split_vectors(deg[ax], free):
-            left = tuple(f // kk for f, kk in zip(free, k, strict=True))
-            yield from rec(i + 1, left, {**spans, ax: k})
-
-    yield from rec(0, tuple(fabric.sizes), {})
+    for m in span_matrices(fabric.sizes, deg):
+        yield placement_of(fabric, m)
 
 
 def placement_key(placement: Placement) -> tuple[tuple[int, ...], ...]:
