@@ -9,12 +9,16 @@ numpy evaluator). The steps, cheapest first:
 
 1. **Memory** (exact, per parallelization): :class:`~libra_opt.explore.search_space.MemoryModel`;
    the generated workload's own memory is checked again before anything is solved.
-2. **Bound 2** (per parallelization, before its workload is generated): compute and bubble
-   at infinite bandwidth times the smallest objective factor of any shape
-   (:mod:`libra_opt.explore.search_bounds`).
-3. **Bound 1** (per candidate): the exact step time at the per-dimension best case of the
-   constraints, times the shape's smallest objective factor.
-4. **Solve** the rest.
+2. **Bound 2** (per parallelization, before its workload is generated): compute and bubble,
+   plus the least data-parallel gradient synchronisation any placement can have (bound
+   2'), at the shapes' best-case bandwidths, times the objective factor; the least over
+   the shapes (:mod:`libra_opt.explore.search_bounds`).
+3. **Bound 3** (per parallelization and shape, after generation): the sum over groups of
+   the least time of each group's collectives over its possible spans.
+4. **Bounds 1 and 1'** (per candidate): the exact step time at the per-dimension best case
+   of the constraints (and at the best case of each cost level), times the objective
+   factor.
+5. **Solve** the rest.
 
 A candidate is pruned when its bound exceeds the ``top``-th best objective found so far by
 more than :data:`PRUNE_RTOL` (relative): its optimum is then worse than ``top`` solved
@@ -52,7 +56,13 @@ from libra_opt.errors import (
     LibraOptError,
     UnboundedDesignError,
 )
-from libra_opt.explore.search_bounds import GroupTimes, ShapeBounds, additive, shape_bounds
+from libra_opt.explore.search_bounds import (
+    GroupTimes,
+    ShapeBounds,
+    SyncFloor,
+    additive,
+    shape_bounds,
+)
 from libra_opt.explore.search_space import (
     FabricShape,
     LayerTimeCache,
@@ -601,11 +611,11 @@ def run_search(
         if sc.bounds is None:
             rows.append(_row((-1, si, -1), sc.shape, entry.parallelism, "*", "invalid_shape",
                              sc.shape.reason, 0))
-    factor_min = min((sc.bounds.factor_min for sc in live if sc.bounds), default=math.inf)
     weight = scen.weights[0] if scen.weights else 1.0
 
     memory = MemoryModel(entry.model)
     layer_times = LayerTimeCache(entry.model, entry.device, entry.efficiency)
+    floors = [_sync_floor(sc) for sc in live]
     count_cache: dict[tuple, int] = {}
 
     def n_cands(par: Parallelism) -> int:
@@ -629,8 +639,8 @@ def run_search(
             continue
         if not live:
             continue
-        lb = weight * compute_lower_bound_s(entry.model, par, layer_times) * factor_min
-        work.append((lb, pi, par))
+        work.append((_bound_2(par, compute_lower_bound_s(entry.model, par, layer_times),
+                              memory, live, floors, weight), pi, par))
     work.sort(key=lambda w: (w[0], w[1]))
 
     bar = _progress_bar(progress, total)
@@ -673,6 +683,36 @@ def run_search(
             cands.append(cand)
             sols.append(sol)
     return SearchResult(table, tuple(sols), tuple(cands), stats, scen.objective)
+
+
+def _sync_floor(sc: _ShapeContext) -> SyncFloor | None:
+    """Bound 2' of a shape, where the step time is additive (see :class:`SyncFloor`)."""
+    scen, bounds, fabric = sc.scenario, sc.bounds, sc.shape.fabric
+    assert scen is not None and bounds is not None and fabric is not None
+    if not additive(scen):
+        return None
+    return SyncFloor(fabric, bounds.rows_gbps * slowest_fractions(fabric),
+                     scen.collective_model, scen.traffic_model,
+                     in_network_dims(scen.in_network_dims, fabric))
+
+
+def _bound_2(par: Parallelism, compute_s: float, memory: MemoryModel,
+             live: Sequence[_ShapeContext], floors: Sequence[SyncFloor | None],
+             weight: float) -> float:
+    """Bound 2 (and 2' where it applies) of a parallelization: the least over the shapes
+    of the objective bound of ``T_c + t_sync`` at the shape's bandwidth rows."""
+    syncs = (par.dp_mode == "collective" and par.zero < 3 and not par.dp_comm_overlap)
+    params = memory.min_dense_params(par) if syncs else 0.0
+    prec = par.precision
+    out = math.inf
+    for sc, floor in zip(live, floors, strict=True):
+        assert sc.bounds is not None
+        times = np.full(sc.bounds.rows_gbps.shape[0], compute_s)
+        if floor is not None and syncs:
+            times = times + floor.sync_s(par.zero, par.dp * par.cp, params, prec.grad_bytes,
+                                         prec.param_bytes)
+        out = min(out, sc.bounds.objective_bound(times, weight))
+    return out
 
 
 def _resolve(ctx: _Context, row: Any) -> tuple[Candidate, Solution]:

@@ -62,7 +62,7 @@ from libra_opt.traffic.routing import collective_traffic
 from libra_opt.traffic.step_time import WalkArrays, step_time_from_walk
 
 __all__ = ["ShapeBounds", "shape_bounds", "objective_factor", "step_times_s", "LEVELS",
-           "GroupTimes", "additive"]
+           "GroupTimes", "additive", "SyncFloor"]
 
 #: Cost levels of bound 1' (quadratically spaced: finer near the cheapest designs).
 LEVELS = 24
@@ -337,3 +337,72 @@ class GroupTimes:
         for g in self._by_group:
             total = total + np.min([self.group_s(g, s) for s in spans[g]], axis=0)
         return total
+
+
+@dataclass
+class SyncFloor:
+    """A lower bound on the data-parallel gradient synchronisation of any placement, before
+    the workload is generated (bound 2', added to bound 2).
+
+    With ZeRO 0-2, the ``collective`` data-parallel mode and no ``dp_comm_overlap``, the
+    generated step has, once per step and outside any compute (so additive under the
+    ``no_overlap`` loop), an all-reduce (ZeRO 0) or a reduce-scatter of ``P g`` bytes and,
+    in the optimizer step, an all-gather of ``P p / (dp cp)`` bytes (ZeRO 1/2) over the
+    group ``dp`` (``ep x edp x cp``), ``P`` the dense parameters of the described stage,
+    ``g``/``p`` bytes per gradient/parameter. Traffic is linear in the size
+    (:mod:`libra_opt.traffic.collectives`), so with ``P >= P_min`` (the fewest dense
+    parameters of any stage) and ``u_s`` the traffic of a one-byte collective on span ``s``,
+
+    ``t_sync(B) >= min over spans s of [ max_d (P_min g u_s,d / B_d + alpha_s,d) + ... ]``
+
+    and ``T(B) >= T_c + t_sync(B)`` (every other term is >= 0).
+    """
+
+    fabric: Any
+    bw_gbps: np.ndarray  # (L, D), slowest fractions applied
+    collective_model: str
+    traffic_model: str
+    in_network: frozenset[int]
+    _units: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] | None = None
+
+    def _unit(self, kind: str, group_size: int) -> tuple[np.ndarray, np.ndarray]:
+        if self._units is None:
+            self._units = {}
+        key = (kind, group_size)
+        if key not in self._units:
+            spans = [s for s in _spans(group_size, tuple(self.fabric.sizes))]
+            tr, lat = zip(*(collective_traffic(kind, 1.0, s, self.fabric, self.traffic_model,
+                                               self.in_network) for s in spans), strict=True)
+            self._units[key] = (np.array(tr), np.array(lat))
+        return self._units[key]
+
+    def _time(self, kind: str, size: float, group_size: int) -> np.ndarray:
+        """``(S, L)`` time of a ``size``-byte collective on every span, at every row."""
+        tu, lat = self._unit(kind, group_size)  # (S, D)
+        used = tu > 0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = np.where(used[:, None, :], size * tu[:, None, :] / (1e9 * self.bw_gbps[None])
+                         + lat[:, None, :], 0.0)  # (S, L, D)
+        return t.max(axis=2) if self.collective_model == "pipelined" else t.sum(axis=2)
+
+    def sync_s(self, zero: int, ranks: int, params: float, grad_bytes: float,
+               param_bytes: float) -> np.ndarray:
+        """``(L,)`` lower bound on the sync time at every row (0 when ``ranks`` is 1)."""
+        if ranks <= 1 or params <= 0:
+            return np.zeros(self.bw_gbps.shape[0])
+        if zero == 0:
+            t = self._time("all_reduce", params * grad_bytes, ranks)
+        else:
+            t = (self._time("reduce_scatter", params * grad_bytes, ranks)
+                 + self._time("all_gather", params * param_bytes / ranks, ranks))
+        return t.min(axis=0)
+
+
+def _spans(n: int, sizes: tuple[int, ...]) -> list[tuple[int, ...]]:
+    if not sizes:
+        return [()] if n == 1 else []
+    out = []
+    for k in range(1, sizes[0] + 1):
+        if sizes[0] % k == 0 and n % k == 0:
+            out += [(k, *rest) for rest in _spans(n // k, sizes[1:])]
+    return out

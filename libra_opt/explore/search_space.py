@@ -467,6 +467,21 @@ class MemoryModel:
             self._plans[(pp, v)] = stage_plan(self.model, pp, v)
         return self._plans[(pp, v)]
 
+    def min_dense_params(self, par: Parallelism) -> float:
+        """The fewest dense parameters any pipeline stage holds (before ZeRO sharding)."""
+        model = self.model
+        d_dense, _ = self._layer_params(par, False)
+        d_moe, _ = self._layer_params(par, True) if model.moe is not None else (0.0, 0.0)
+        out = math.inf
+        for s in self._plan(par.pp, par.interleave):
+            dense = s.n_dense * d_dense + s.n_moe * d_moe
+            if s.has_embedding:
+                dense += _embedding_local(model, par.tp)
+            if s.has_head:
+                dense += _head_local(model, par.tp, s.has_embedding)
+            out = min(out, dense)
+        return out
+
     def bytes_per_npu(self, par: Parallelism) -> float:
         """Peak HBM bytes over the pipeline stages (see the class docstring)."""
         model = self.model
@@ -476,7 +491,14 @@ class MemoryModel:
         act_moe = self._act(par, True) if model.moe is not None else 0.0
         head_act = head_activation_bytes(model, par)
         worst = 0.0
+        seen = set()
         for s in self._plan(par.pp, par.interleave):
+            # stages alike but for their index: the first holds the most micro-batches
+            # (inflight_microbatches does not increase with the index), so it is the peak
+            sig = (s.n_dense, s.n_moe, s.has_embedding, s.has_head)
+            if sig in seen:
+                continue
+            seen.add(sig)
             dense = s.n_dense * d_dense + s.n_moe * d_moe
             expert = s.n_dense * e_dense + s.n_moe * e_moe
             if s.has_embedding:
