@@ -36,6 +36,9 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
                    help="HB-domain sizes to search (two-level fat_tree / rail_only fabrics)")
     p.add_argument("--placements", choices=("all", "auto"), default="all",
                    help="every distinct placement (default) or the automatic one only")
+    p.add_argument("--space", action="append", default=[], metavar="KNOB=V1,V2",
+                   help="restrict a knob (repeatable): tp, cp, pp, ep, micro_batch_sizes, "
+                   "interleave, recompute, sequence_parallel, zero, max_cp; e.g. zero=1,3")
     p.add_argument("--out", metavar="DIR", help="write DIR/results.csv and DIR/search.png")
     p.add_argument("--executor", choices=EXECUTORS, default="serial",
                    help="serial (default) or processes (local pool)")
@@ -58,6 +61,43 @@ def _hb_domains(text: str | None) -> tuple[int, ...] | None:
     if not values or any(v < 1 for v in values):
         raise InputError(f"expected positive integers, got {text!r}", field="--hb-domain")
     return values
+
+
+_INT_KNOBS = ("tp", "cp", "pp", "ep", "micro_batch_sizes", "interleave", "zero")
+
+
+def parse_space(items: list[str]) -> dict[str, Any]:
+    """``--space KNOB=V1,V2`` items as :class:`~libra_opt.explore.search_space.SearchSpace`
+    fields.
+
+    Examples
+    --------
+    >>> parse_space(["zero=1,3", "recompute=full", "sequence_parallel=true", "max_cp=4"])
+    {'zero': (1, 3), 'recompute': ('full',), 'sequence_parallel': (True,), 'max_cp': 4}
+    """
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        values = [v.strip() for v in text.split(",") if v.strip()]
+        if not sep or not values:
+            raise InputError(f"expected KNOB=V1,V2, got {item!r}", field="--space")
+        try:
+            if key in _INT_KNOBS:
+                out[key] = tuple(int(v) for v in values)
+            elif key == "max_cp":
+                out[key] = int(values[0])
+            elif key == "recompute":
+                out[key] = tuple(values)
+            elif key == "sequence_parallel":
+                truth = {"true": True, "false": False}
+                out[key] = tuple(truth[v.lower()] for v in values)
+            else:
+                raise InputError(f"unknown knob {key!r}; expected one of "
+                                 f"{', '.join((*_INT_KNOBS, 'recompute', 'sequence_parallel', 'max_cp'))}",
+                                 field="--space")
+        except (ValueError, KeyError):
+            raise InputError(f"bad values in {item!r}", field="--space") from None
+    return out
 
 
 def format_top(result: Any, k: int) -> str:
@@ -90,8 +130,6 @@ def format_top(result: Any, k: int) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``libra-opt search``; returns the exit code."""
-    import dataclasses
-
     from libra_opt.explore.search import codesign_gains, run_search
     from libra_opt.explore.search_base import load_search_base
     from libra_opt.explore.search_space import SearchSpace
@@ -102,9 +140,10 @@ def run(args: argparse.Namespace) -> int:
     if args.workers is not None and args.workers < 1:
         raise InputError(f"--workers {args.workers} must be >= 1", field="--workers")
     hb = _hb_domains(args.hb_domain)
+    knobs = parse_space(args.space)
     out_dir = check_output_dir(args.out, "--out") if args.out else None  # before the work
     base = load_search_base(args.scenario)
-    space = dataclasses.replace(SearchSpace(), hb_domains=hb, placements=args.placements)
+    space = SearchSpace(hb_domains=hb, placements=args.placements, **knobs)
     res = run_search(base, space, top=args.top, objective=args.objective,
                      executor=args.executor, workers=args.workers,
                      progress=not args.no_progress)
