@@ -346,6 +346,28 @@ def _inner(ctx: _Context, scen: Scenario, g: GeneratedWorkload) -> tuple[str, st
         sol.network_cost_usd, sol.network_power_w)
 
 
+def _generate_shared(ctx: _Context, par: Parallelism, fabric: Fabric,
+                     shared: dict) -> GeneratedWorkload:
+    """:func:`generate`, sharing one generation between ZeRO 1 and ZeRO 2.
+
+    The two stages give the same step (a reduce-scatter of gradients and an all-gather of
+    parameters once per step; :mod:`libra_opt.generators.transformer_workload` tests only
+    ``zero == 0``, ``< 3`` and ``== 3`` for the step) and differ only in memory (ZeRO 2
+    shards the gradients), which :class:`MemoryModel` gives exactly; the test suite checks
+    the shared result equals a fresh generation.
+    """
+    if par.zero not in (1, 2):
+        return generate(ctx.base.entry, par, fabric)
+    key = par.model_copy(update={"zero": 1}).model_dump_json()
+    g = shared.get(key)
+    if g is None:
+        g = generate(ctx.base.entry, par, fabric)
+        shared[key] = g
+        return g
+    memory = MemoryModel(ctx.base.entry.model, ctx.base.entry.device.hbm_bytes)
+    return dataclasses.replace(g, memory=memory.breakdown(par))
+
+
 def run_chunk(ctx: _Context, items: Sequence[tuple[int, Parallelism, float]],
               best: Sequence[float]) -> list[dict]:
     """Rows of one chunk of parallelizations (a top-level function: the processes executor
@@ -362,6 +384,7 @@ def run_chunk(ctx: _Context, items: Sequence[tuple[int, Parallelism, float]],
     best = list(best)
     rows: list[dict] = []
     cache: dict = {}
+    shared: dict = {}
     weight = ctx.base.scenario.weights[0] if ctx.base.scenario.weights else 1.0
 
     def threshold() -> float:
@@ -379,7 +402,7 @@ def run_chunk(ctx: _Context, items: Sequence[tuple[int, Parallelism, float]],
         assert fabric0 is not None
         n_all = sum(len(_matrices(ctx, sc.shape, par, cache)) for _, sc in live)
         try:
-            g = generate(ctx.base.entry, par, fabric0)
+            g = _generate_shared(ctx, par, fabric0, shared)
         except InputError as exc:
             rows.append(_row((pi, -1, -1), None, par, "*", "error", exc.one_line(), n_all))
             continue
@@ -613,7 +636,7 @@ def run_search(
                              sc.shape.reason, 0))
     weight = scen.weights[0] if scen.weights else 1.0
 
-    memory = MemoryModel(entry.model)
+    memory = MemoryModel(entry.model, entry.device.hbm_bytes)
     layer_times = LayerTimeCache(entry.model, entry.device, entry.efficiency)
     floors = [_sync_floor(sc) for sc in live]
     count_cache: dict[tuple, int] = {}

@@ -44,9 +44,10 @@ from libra_opt.fabric.builders import fabric_family, rail_only, rail_optimized_f
 from libra_opt.fabric.dims import Fabric
 from libra_opt.generators.descriptors import TransformerSpec
 from libra_opt.generators.devices import ComputeEfficiency, Device, compute_time_s
-from libra_opt.generators.in_network_optimizer import IN_NETWORK_OPTIMIZER
+from libra_opt.generators.in_network_optimizer import HOST_PAGING, IN_NETWORK_OPTIMIZER
 from libra_opt.generators.mapping import AXES, Placement
 from libra_opt.generators.memory import (
+    MemoryBreakdown,
     head_activation_bytes,
     model_state_bytes,
     transformer_layer_activation_bytes,
@@ -424,6 +425,7 @@ class MemoryModel:
     """HBM bytes of the most loaded NPU: the generator's memory model
     (:mod:`libra_opt.generators.memory`, per pipeline stage), without generating the
     workload; per-layer quantities are cached by the knobs they depend on.
+    ``capacity_bytes`` is the device's HBM (reported in the breakdown).
 
     Weights, gradients and optimizer state of a stage's local parameters under ZeRO
     (:func:`~libra_opt.generators.memory.model_state_bytes`, sharded over ``dp x cp`` and
@@ -444,6 +446,7 @@ class MemoryModel:
     """
 
     model: TransformerSpec
+    capacity_bytes: float = 0.0
     _params: dict[tuple, tuple[float, float]] = field(default_factory=dict)
     _acts: dict[tuple, float] = field(default_factory=dict)
     _plans: dict[tuple[int, int], tuple] = field(default_factory=dict)
@@ -484,13 +487,18 @@ class MemoryModel:
 
     def bytes_per_npu(self, par: Parallelism) -> float:
         """Peak HBM bytes over the pipeline stages (see the class docstring)."""
+        return self.breakdown(par).total_bytes
+
+    def breakdown(self, par: Parallelism) -> MemoryBreakdown:
+        """The most loaded NPU's memory, as the generator reports it
+        (``GeneratedWorkload.memory``)."""
         model = self.model
         d_dense, e_dense = self._layer_params(par, False)
         d_moe, e_moe = self._layer_params(par, True) if model.moe is not None else (0.0, 0.0)
         act_dense = self._act(par, False)
         act_moe = self._act(par, True) if model.moe is not None else 0.0
         head_act = head_activation_bytes(model, par)
-        worst = 0.0
+        worst: MemoryBreakdown | None = None
         seen = set()
         for s in self._plan(par.pp, par.interleave):
             # stages alike but for their index: the first holds the most micro-batches
@@ -508,13 +516,22 @@ class MemoryModel:
             w1, g1, o1 = model_state_bytes(dense, par.precision, par.zero, par.dp * par.cp)
             w2, g2, o2 = model_state_bytes(expert, par.precision, par.zero,
                                            par.expert_dp * par.cp)
+            host = 0.0
             if par.dp_mode == IN_NETWORK_OPTIMIZER:
-                o1 = o2 = 0.0  # held by the aggregators or paged from host memory
+                # held by the aggregators, or paged from host memory
+                host = o1 + o2 if par.optimizer_state == HOST_PAGING else 0.0
+                o1 = o2 = 0.0
             inflight = inflight_microbatches(s.index, par.pp, par.micro_batches, par.interleave)
             act = inflight * (s.n_dense * act_dense + s.n_moe * act_moe)
             if s.has_head:
                 act += head_act
-            worst = max(worst, w1 + g1 + o1 + w2 + g2 + o2 + act)
+            mb = MemoryBreakdown(weights_bytes=w1 + w2, grads_bytes=g1 + g2,
+                                 optimizer_bytes=o1 + o2, activations_bytes=act,
+                                 capacity_bytes=self.capacity_bytes,
+                                 where=f"pipeline stage {s.index}", host_bytes=host)
+            if worst is None or mb.total_bytes > worst.total_bytes:
+                worst = mb
+        assert worst is not None
         return worst
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -139,6 +140,7 @@ def test_memory_model_and_compute_bound_match_the_generator(layers, heads, moe, 
         par = pars[int(i)]
         g = generate(entry, par, f)
         assert_allclose(mem.bytes_per_npu(par), g.memory.total_bytes, rtol=1e-12)
+        assert MemoryModel(m, dev.hbm_bytes).breakdown(par) == g.memory
         compute = g.workload.compute_s
         assert compute_lower_bound_s(m, par, cache) <= compute * (1 + 1e-12)
 
@@ -165,6 +167,24 @@ def test_bounds_never_exceed_the_optimum(template) -> None:
                                         scen.training_loop).step_time_s for b in bws]
             assert_allclose(step_times_s(walk, bws, scen.collective_model,
                                          scen.training_loop), want, rtol=1e-12)
+
+
+def test_zero_1_and_2_share_one_generation(template) -> None:
+    from libra_opt.explore.search import _generate_shared
+
+    base = _base(template, _model(4, 8, 2, True), 64, 8, "tco")
+    f = base.scenario.fabric
+    ctx = SimpleNamespace(base=base)
+    shared: dict = {}
+    p1 = Parallelism(tp=2, cp=2, pp=2, dp=8, ep=2, sequence_parallel=True, zero=1,
+                     global_batch_size=32, interleave=2)
+    p2 = p1.model_copy(update={"zero": 2})
+    g1 = _generate_shared(ctx, p1, f, shared)
+    g2 = _generate_shared(ctx, p2, f, shared)
+    assert len(shared) == 1
+    fresh = generate(base.entry, p2, f)
+    assert g2 == fresh and g1 != fresh  # the memory differs, everything else is shared
+    assert g2.workload == g1.workload
 
 
 def test_group_times_are_the_walks_step_times(template) -> None:
