@@ -630,10 +630,10 @@ def run_search(
                    space.placements == "all", top, prune)
     live = [sc for sc in shapes if sc.bounds is not None]
     rows: list[dict] = []
-    for si, sc in enumerate(shapes):
-        if sc.bounds is None:
-            rows.append(_row((-1, si, -1), sc.shape, entry.parallelism, "*", "invalid_shape",
-                             sc.shape.reason, 0))
+    for si, shape_ctx in enumerate(shapes):
+        if shape_ctx.bounds is None:
+            rows.append(_row((-1, si, -1), shape_ctx.shape, entry.parallelism, "*",
+                             "invalid_shape", shape_ctx.shape.reason, 0))
     weight = scen.weights[0] if scen.weights else 1.0
 
     memory = MemoryModel(entry.model, entry.device.hbm_bytes)
@@ -843,7 +843,7 @@ def codesign_gains(base: SearchBase, result: SearchResult, space: SearchSpace | 
     """
     scen = base.scenario
     if result.objective != scen.objective:
-        scen = dataclasses.replace(scen, objective=result.objective)
+        scen = dataclasses.replace(scen, objective=result.objective)  # type: ignore[arg-type]
         base = dataclasses.replace(base, scenario=scen)
     solved = result.table[result.table["rank"] == 1]
     if solved.empty:

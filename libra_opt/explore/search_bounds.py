@@ -166,19 +166,20 @@ def step_times_s(walk: WalkArrays, bw_gbps: np.ndarray, collective_model: str,
             out.append(t if math.isfinite(t) else compute)
         return np.array(out)
     traffic = walk.traffic_bytes  # (C, D)
-    used = traffic > 0
+    used: np.ndarray = np.asarray(traffic > 0)
     with np.errstate(divide="ignore", invalid="ignore"):
         t_kd = np.where(used[None], traffic[None] / (1e9 * bw_gbps[:, None, :])
                         + walk.latency_s[None], 0.0)  # (K, C, D)
     if collective_model == "pipelined":
         t_k = np.where(used[None], t_kd, -np.inf).max(axis=2, initial=-np.inf)
-        t_k = np.where(used.any(axis=1)[None], t_k, 0.0)
+        t_k = np.where(np.asarray(used.any(axis=1))[None], t_k, 0.0)
     else:
         t_k = t_kd.sum(axis=2)
     t_c = t_k[:, walk.coll_distinct]  # (K, occurrences)
     n_p = walk.phase_compute_s.size
     comm = np.zeros((bw_gbps.shape[0], n_p))
-    np.add.at(comm, (slice(None), walk.coll_phase), t_c)
+    for i, p in enumerate(walk.coll_phase.tolist()):  # occurrences in step order
+        comm[:, p] += t_c[:, i]
     if training_loop == "no_overlap":
         return (walk.phase_compute_s[None] + comm) @ walk.phase_count
     return np.maximum(walk.phase_compute_s[None], comm) @ walk.phase_count
