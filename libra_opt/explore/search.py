@@ -385,6 +385,7 @@ def run_chunk(ctx: _Context, items: Sequence[tuple[int, Parallelism, float]],
     rows: list[dict] = []
     cache: dict = {}
     shared: dict = {}
+    units: dict = {}
     weight = ctx.base.scenario.weights[0] if ctx.base.scenario.weights else 1.0
 
     def threshold() -> float:
@@ -422,7 +423,8 @@ def run_chunk(ctx: _Context, items: Sequence[tuple[int, Parallelism, float]],
                     flat, float(flat.phase_count @ flat.phase_compute_s),
                     bounds.rows_gbps * slowest_fractions(shape.fabric), shape.fabric,
                     scen.collective_model, scen.traffic_model,
-                    in_network_dims(scen.in_network_dims, shape.fabric))
+                    in_network_dims(scen.in_network_dims, shape.fabric),
+                    units.setdefault(si, {}))
                 floor = bounds.objective_bound(
                     times.floor_s(group_spans(shape.fabric.sizes, par.degrees())), weight)
                 if floor > threshold():

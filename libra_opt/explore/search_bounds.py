@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -277,6 +277,8 @@ class GroupTimes:
         ``T_comp``.
     bw_gbps : numpy.ndarray
         ``(L, D)`` bandwidth rows (already scaled by the slowest members' fractions).
+    units : dict
+        Unit-size traffic by (kind, span), shared by every workload on one fabric.
     """
 
     flat: Any
@@ -286,6 +288,7 @@ class GroupTimes:
     collective_model: str
     traffic_model: str
     in_network: frozenset[int]
+    units: dict = field(default_factory=dict)
     _counts: np.ndarray | None = None
     _by_group: dict[str, list[int]] | None = None
     _cache: dict[tuple[str, tuple[int, ...]], np.ndarray] | None = None
@@ -309,19 +312,33 @@ class GroupTimes:
         if out is not None:
             return out
         out = np.zeros(self.bw_gbps.shape[0])
-        for k in self._by_group.get(group, ()):
-            kind, size, _ = self.flat.collectives[k]
-            traffic, lat = collective_traffic(kind, size, span, self.fabric, self.traffic_model,
-                                              self.in_network)
-            used = traffic > 0
-            if not used.any() or self._counts[k] == 0:
-                continue
+        ks = [k for k in self._by_group.get(group, ()) if self._counts[k] > 0]
+        if ks:
+            units = [self.unit(self.flat.collectives[k][0], span) for k in ks]
+            size = np.array([self.flat.collectives[k][1] for k in ks])
+            tu = np.array([u[0] for u in units])  # (K, D) bytes per byte of collective
+            lat = np.array([u[1] for u in units])
+            used = tu > 0
             with np.errstate(divide="ignore", invalid="ignore"):
-                t_d = traffic[used][None, :] / (1e9 * self.bw_gbps[:, used]) + lat[used][None, :]
-            t = t_d.max(axis=1) if self.collective_model == "pipelined" else t_d.sum(axis=1)
-            out = out + self._counts[k] * t
+                t = np.where(used[None], size[None, :, None] * tu[None]
+                             / (1e9 * self.bw_gbps[:, None, :]) + lat[None], 0.0)  # (L, K, D)
+            if self.collective_model == "pipelined":
+                t_k = np.where(used[None], t, -np.inf).max(axis=2)
+                t_k = np.where(np.asarray(used.any(axis=1))[None], t_k, 0.0)
+            else:
+                t_k = t.sum(axis=2)
+            out = t_k @ self._counts[ks]
         self._cache[key] = out
         return out
+
+    def unit(self, kind: str, span: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+        """Bytes per NPU of a one-byte ``kind`` collective on ``span``, and its latency
+        (traffic is linear in the size; a test checks it), shared through ``units``."""
+        key = (kind, span)
+        if key not in self.units:
+            self.units[key] = collective_traffic(kind, 1.0, span, self.fabric,
+                                                 self.traffic_model, self.in_network)
+        return self.units[key]
 
     def step_times_s(self, groups: Mapping[str, tuple[int, ...]]) -> np.ndarray:
         """``T`` at every bandwidth row for a placement's ``groups``."""

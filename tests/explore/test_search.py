@@ -169,6 +169,22 @@ def test_bounds_never_exceed_the_optimum(template) -> None:
                                          scen.training_loop), want, rtol=1e-12)
 
 
+@pytest.mark.parametrize("traffic_model", ["hierarchical", "native"])
+def test_collective_traffic_is_linear_in_size(traffic_model) -> None:
+    # GroupTimes and SyncFloor scale one-byte traffic by the size
+    from libra_opt.fabric.builders import rail_only
+    from libra_opt.traffic.routing import collective_traffic
+
+    for f in (rail_optimized_fat_tree(256, 8, 64), rail_only(256, 8, 64),
+              multi_dim((4, 4, 4), ("ring", "fully_connected", "switch"))):
+        for kind in ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "p2p"):
+            for span in [(2,) + (1,) * (f.n_dims - 1), tuple(min(4, n) for n in f.sizes)]:
+                t1, l1 = collective_traffic(kind, 1.0, span, f, traffic_model)
+                t7, l7 = collective_traffic(kind, 7.3e8, span, f, traffic_model)
+                assert_allclose(t7, 7.3e8 * t1, rtol=1e-12)
+                assert_allclose(l7, l1, rtol=0, atol=0)
+
+
 def test_zero_1_and_2_share_one_generation(template) -> None:
     from libra_opt.explore.search import _generate_shared
 
