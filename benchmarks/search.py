@@ -45,7 +45,7 @@ def _published(base):
     return solve(scen, with_baselines=False), g
 
 
-def _report(name, res, base) -> None:
+def _report(name, res, base, space=None, executor="serial", workers=None) -> None:
     s = res.stats
     print(f"\n== {name}: {int(s['enumerated']):,} candidates enumerated, "
           f"{int(s['memory']):,} out of memory, {int(s['pruned']):,} pruned, "
@@ -60,6 +60,18 @@ def _report(name, res, base) -> None:
           f"{sol.evaluation.weighted_step_time_s:.3f} s, objective {sol.objective_value:.6g}, "
           f"bw {sol.bw_gbps.round(1).tolist()} GB/s, memory {g.memory.total_bytes / 1e9:.1f} GB;"
           f" search best / published = {best / sol.objective_value:.3f}")
+    if space is not None:  # the published degrees with the search's other knobs
+        pub = run_search(base, dataclasses.replace(space, tp=(p.tp,), cp=(p.cp,), pp=(p.pp,),
+                                                   hb_domains=None),
+                         top=1, executor=executor, workers=workers, solutions=False)
+        b = pub.best(1)
+        if not b.empty:
+            r = b.iloc[0]
+            print(f"published degrees, best knobs and placement: v {r['interleave']}, mb "
+                  f"{r['micro_batch_size']}, recompute {r['recompute']}, SP "
+                  f"{r['sequence_parallel']}, ZeRO {r['zero']}, {r['placement']}: step "
+                  f"{r['step_time_s']:.3f} s, MFU {r['mfu']:.3f}, objective "
+                  f"{r['objective']:.6g}; search best / this = {best / r['objective']:.3f}")
 
 
 def main() -> None:
@@ -94,12 +106,14 @@ def main() -> None:
           f"{t_joint / t_fixed:.2f}x (target <= 3x)")
     print("fixed-network best:")
     print(fixed.best(3)[COLS].to_string(index=False))
-    _report("Llama 3 405B on 16,384 H100 (joint)", joint, base)
+    _report("Llama 3 405B on 16,384 H100 (joint)", joint, base, space, args.executor,
+            args.workers)
 
     gpt = load_search_base("gpt3_175b_a100_cluster")
     res = run_search(gpt, dataclasses.replace(space, hb_domains=None), top=5,
                      executor=args.executor, workers=args.workers, solutions=False)
-    _report("GPT-3 175B on 1,024 A100 (perf, $40M budget)", res, gpt)
+    _report("GPT-3 175B on 1,024 A100 (perf, $40M budget)", res, gpt,
+            dataclasses.replace(space, hb_domains=None), args.executor, args.workers)
 
 
 if __name__ == "__main__":
