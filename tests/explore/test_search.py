@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
@@ -255,14 +255,21 @@ def test_candidate_workload_is_the_generators(template) -> None:
         assert ev.workloads[0].step_time_s > 0
 
 
-@settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=2, deadline=None, suppress_health_check=list(HealthCheck))
 @given(objective=st.sampled_from(["perf", "perf_per_cost", "tco"]), moe=st.booleans(),
-       layers=st.integers(2, 6), hb=st.sampled_from([4, 8]), n_npus=st.sampled_from([64, 128]))
+       layers=st.integers(2, 6), hb=st.sampled_from([4, 8]),
+       n_npus=st.sampled_from([64, 128, 256, 512]))
+@example(objective="perf", moe=False, layers=3, hb=8, n_npus=64)
+@example(objective="perf", moe=True, layers=4, hb=4, n_npus=128)
+@example(objective="perf_per_cost", moe=False, layers=4, hb=8, n_npus=256)
+@example(objective="perf_per_cost", moe=True, layers=2, hb=8, n_npus=64)
+@example(objective="tco", moe=False, layers=5, hb=4, n_npus=64)
+@example(objective="tco", moe=True, layers=3, hb=8, n_npus=512)
 def test_pruned_search_equals_exhaustive_enumeration(template, objective, moe, layers, hb,
                                                      n_npus) -> None:
     m = _model(layers, 8, 2, moe)
     budget = 3.0e6 * n_npus / 64 if objective == "perf" else None
-    base = _base(template, m, n_npus, hb, objective, budget=budget)
+    base = _base(template, m, n_npus, hb, objective, gbs=max(32, n_npus // 4), budget=budget)
     space = dataclasses.replace(SMALL_SPACE, micro_batch_sizes=(1,), zero=(1,),
                                 recompute=("full",), tp=(1, 2, 4), pp=(1, 2))
     pruned = run_search(base, space, top=2, solutions=False)
