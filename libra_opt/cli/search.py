@@ -18,7 +18,7 @@ from libra_opt.options import OBJECTIVES
 
 __all__ = ["register", "run", "format_top"]
 
-EXECUTORS = ("serial", "processes")
+EXECUTORS = ("serial", "processes", "dask")
 
 
 def register(subparsers: Any) -> argparse.ArgumentParser:
@@ -41,7 +41,7 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
                    "interleave, recompute, sequence_parallel, zero, max_cp; e.g. zero=1,3")
     p.add_argument("--out", metavar="DIR", help="write DIR/results.csv and DIR/search.png")
     p.add_argument("--executor", choices=EXECUTORS, default="serial",
-                   help="serial (default) or processes (local pool)")
+                   help="serial (default), processes (local pool) or dask (LocalCluster)")
     p.add_argument("--workers", type=int, help="processes of the processes executor")
     p.add_argument("--no-gains", action="store_true",
                    help="skip the equal-split and conventional-layout comparisons")

@@ -41,6 +41,8 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
+import os
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -117,7 +119,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 #: Executors the search runs on.
-EXECUTORS = ("serial", "processes")
+EXECUTORS = ("serial", "processes", "dask")
 #: A candidate is pruned when its lower bound exceeds the incumbent by this relative margin
 #: (above the solver's and the numpy check's tolerances, so no tie is dropped).
 PRUNE_RTOL = 1e-6
@@ -511,14 +513,43 @@ class SearchResult:
                 f"{int(s['memory']):,} out of memory; {s['wall_s']:.1f} s)")
 
 
-def _executor_map(executor: str, workers: int | None) -> tuple[Callable, Callable[[], None]]:
+def _executor_map(executor: Any, workers: int | None) -> tuple[Callable, Callable[[], None]]:
+    """``(map, shutdown)`` of an executor; ``map`` returns results in submission order."""
     if executor == "serial":
         return (lambda fn, *its: list(map(fn, *its))), (lambda: None)
     if executor == "processes":
         pool = ProcessPoolExecutor(max_workers=workers)
         return (lambda fn, *its: list(pool.map(fn, *its))), (lambda: pool.shutdown())
-    raise InputError(f"executor {executor!r} is not one of {', '.join(EXECUTORS)}",
-                     field="executor")
+    if executor == "dask" or (not isinstance(executor, str) and hasattr(executor, "gather")):
+        scratch = tempfile.TemporaryDirectory(prefix="libra-opt-dask-")
+        own = executor == "dask"
+        if own:
+            import dask
+            from distributed import Client, LocalCluster
+
+            with dask.config.set({"temporary-directory": scratch.name}):
+                cluster = LocalCluster(
+                    n_workers=workers or min(2, os.cpu_count() or 1), threads_per_worker=1,
+                    processes=False, protocol="tcp://", host="127.0.0.1",
+                    dashboard_address=None, local_directory=scratch.name)
+            client = Client(cluster)
+        else:
+            client = executor
+
+        def run(fn: Callable, *its: Any) -> list:
+            return list(client.gather(client.map(fn, *its, pure=False)))
+
+        def shutdown() -> None:
+            if own:
+                cluster = client.cluster
+                client.close()
+                if cluster is not None:
+                    cluster.close()
+            scratch.cleanup()
+
+        return run, shutdown
+    raise InputError(f"executor {executor!r} is not one of {', '.join(EXECUTORS)} or a "
+                     "dask.distributed.Client", field="executor")
 
 
 def _rounds(n: int, chunk: int) -> Iterator[tuple[int, int]]:
@@ -538,7 +569,7 @@ def run_search(
     objective: str | None = None,
     fixed_bw_gbps: Sequence[float] | None = None,
     prune: bool = True,
-    executor: str = "serial",
+    executor: Any = "serial",
     workers: int | None = None,
     progress: bool | Progress = False,
     extra_constraints: Sequence[LinearConstraint] = (),
@@ -561,9 +592,11 @@ def run_search(
         parallelism search: each candidate is evaluated, not solved).
     prune : bool
         ``False`` solves every candidate that fits (exhaustive enumeration).
-    executor : {'serial', 'processes'}
+    executor : {'serial', 'processes', 'dask'} or dask.distributed.Client
+        Where the chunks run: in this process, on a local process pool, on a local Dask
+        cluster (threads) or on the given Dask client. The rows are the same on all.
     workers : int, optional
-        Processes of the ``processes`` executor (default: the CPU count).
+        Workers of the ``processes`` pool (default: the CPU count) or the ``dask`` cluster.
     progress : bool or callable
         ``True``: a progress bar (``tqdm.auto``) on stderr moving per candidate; a callable
         gets ``(done, total)``.

@@ -325,6 +325,9 @@ def test_executors_give_identical_rows(template) -> None:
     cols = [c for c in a.table.columns if c != "solve_s"]  # all but the measured time
     assert a.table[cols].equals(b.table[cols])
     assert (a.table["status"] == "optimal").sum() >= 2
+    pytest.importorskip("distributed")
+    c = run_search(base, space, top=2, solutions=False, executor="dask", workers=1)
+    assert a.table[cols].equals(c.table[cols])
 
 
 def test_fabric_shapes_and_refusals(template) -> None:
