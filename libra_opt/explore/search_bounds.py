@@ -382,6 +382,7 @@ class SyncFloor:
     traffic_model: str
     in_network: frozenset[int]
     _units: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] | None = None
+    _memo: dict[tuple, np.ndarray] | None = None
 
     def _unit(self, kind: str, group_size: int) -> tuple[np.ndarray, np.ndarray]:
         if self._units is None:
@@ -408,12 +409,18 @@ class SyncFloor:
         """``(L,)`` lower bound on the sync time at every row (0 when ``ranks`` is 1)."""
         if ranks <= 1 or params <= 0:
             return np.zeros(self.bw_gbps.shape[0])
+        if self._memo is None:
+            self._memo = {}
+        key = (zero == 0, ranks, params, grad_bytes, param_bytes)
+        if key in self._memo:
+            return self._memo[key]
         if zero == 0:
             t = self._time("all_reduce", params * grad_bytes, ranks)
         else:
             t = (self._time("reduce_scatter", params * grad_bytes, ranks)
                  + self._time("all_gather", params * param_bytes / ranks, ranks))
-        return t.min(axis=0)
+        self._memo[key] = t.min(axis=0)
+        return self._memo[key]
 
 
 def _spans(n: int, sizes: tuple[int, ...]) -> list[tuple[int, ...]]:

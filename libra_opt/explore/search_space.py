@@ -34,6 +34,7 @@ picks automatically; it is one of them.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -329,7 +330,14 @@ def span_matrices(sizes: Sequence[int], degrees: dict[str, int]) -> list[tuple[t
     >>> span_matrices((4, 4), {"tp": 4, "edp": 4})[0]
     ((1, 4), (1, 1), (1, 1), (4, 1), (1, 1))
     """
-    deg = [int(degrees.get(ax, 1)) for ax in AXES]
+    return list(_span_matrices(tuple(sizes), tuple(int(degrees.get(ax, 1)) for ax in AXES)))
+
+
+@functools.lru_cache(maxsize=8192)
+def _span_matrices(sizes: tuple[int, ...], deg: tuple[int, ...]
+                   ) -> tuple[tuple[tuple[int, ...], ...], ...]:
+    """:func:`span_matrices` of integer tuples, memoized (a pure function of its arguments;
+    the search asks for the same shapes and degrees many times)."""
     out: list[tuple[tuple[int, ...], ...]] = []
 
     def rec(i: int, free: tuple[int, ...], rows: tuple[tuple[int, ...], ...]) -> None:
@@ -342,7 +350,7 @@ def span_matrices(sizes: Sequence[int], degrees: dict[str, int]) -> list[tuple[t
 
     if math.prod(deg) == math.prod(sizes):
         rec(0, tuple(sizes), ())
-    return out
+    return tuple(out)
 
 
 def groups_of(matrix: tuple[tuple[int, ...], ...]) -> dict[str, tuple[int, ...]]:
