@@ -92,6 +92,8 @@ _LAZY: dict[str, str] = {
     "compare_fabrics": "libra_opt.explore.compare",
     "pareto_front": "libra_opt.explore.pareto",
     "sensitivity": "libra_opt.explore.sensitivity",
+    "search": "libra_opt.explore.search_base",
+    "SearchSpace": "libra_opt.explore.search_space",
     # report
     "format_solution": "libra_opt.report.text",
     "plot_allocation": "libra_opt.report.plots",
@@ -230,6 +232,8 @@ if TYPE_CHECKING:  # static analysers see the lazy names
     from libra_opt.cost.tco import TcoModel
     from libra_opt.explore.compare import compare_fabrics
     from libra_opt.explore.pareto import pareto_front
+    from libra_opt.explore.search_base import search
+    from libra_opt.explore.search_space import SearchSpace
     from libra_opt.explore.sensitivity import sensitivity
     from libra_opt.fabric.builders import as_family, multi_dim, rail_only, rail_optimized_fat_tree
     from libra_opt.fabric.dims import Dim, Fabric

@@ -19,6 +19,7 @@ import numpy as np
 from libra_opt.cli import compare as cli_compare
 from libra_opt.cli import in_network as cli_in_network
 from libra_opt.cli import report as cli_report
+from libra_opt.cli import search as cli_search
 from libra_opt.cli import sweep as cli_sweep
 from libra_opt.cli import validate as cli_validate
 from libra_opt.cli.args import parse_floats, parse_sets
@@ -260,6 +261,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_in_network.register(sub)
     cli_validate.register(sub)
     cli_report.register(sub)
+    cli_search.register(sub)
     return parser
 
 

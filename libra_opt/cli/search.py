@@ -1,0 +1,189 @@
+"""``libra-opt search``: the co-design search of parallelization, placement, fabric shape and
+bandwidth (:mod:`libra_opt.explore.search`).
+
+Prints the top-k table, the candidate counts and the gain of co-design; with ``--out DIR``
+writes ``DIR/results.csv`` (``results.parquet`` too when pyarrow is installed) and
+``DIR/search.png``. Register it in the main CLI with ``cli_search.register(sub)``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from typing import Any
+
+from libra_opt.errors import InputError
+from libra_opt.options import OBJECTIVES
+
+__all__ = ["register", "run", "format_top"]
+
+EXECUTORS = ("serial", "processes", "dask")
+
+
+def register(subparsers: Any) -> argparse.ArgumentParser:
+    """Add the ``search`` sub-command to ``subparsers`` and return its parser."""
+    p = subparsers.add_parser(
+        "search", help="co-design search: parallelization, placement, fabric and bandwidth",
+        description="Search every parallelization (TP x CP x PP x DP, EP, micro-batch, "
+        "interleaving, recomputation, sequence parallelism, ZeRO) and placement of a "
+        "scenario's model workload, optionally over HB-domain sizes, each with its exact "
+        "optimal bandwidth per dimension.")
+    p.add_argument("scenario", help="scenario YAML file, or the name of a shipped example")
+    p.add_argument("--top", type=int, default=5, help="best candidates to show (default 5)")
+    p.add_argument("--objective", choices=OBJECTIVES, help="override the objective")
+    p.add_argument("--hb-domain", metavar="N,N,...",
+                   help="HB-domain sizes to search (two-level fat_tree / rail_only fabrics)")
+    p.add_argument("--placements", choices=("all", "auto"), default="all",
+                   help="every distinct placement (default) or the automatic one only")
+    p.add_argument("--space", action="append", default=[], metavar="KNOB=V1,V2",
+                   help="restrict a knob (repeatable): tp, cp, pp, ep, micro_batch_sizes, "
+                   "interleave, recompute, sequence_parallel, zero, max_cp; e.g. zero=1,3")
+    p.add_argument("--out", metavar="DIR", help="write DIR/results.csv and DIR/search.png")
+    p.add_argument("--executor", choices=EXECUTORS, default="serial",
+                   help="serial (default), processes (local pool) or dask (LocalCluster)")
+    p.add_argument("--workers", type=int, help="processes of the processes executor")
+    p.add_argument("--no-gains", action="store_true",
+                   help="skip the equal-split and conventional-layout comparisons")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.set_defaults(func=run)
+    return p
+
+
+def _hb_domains(text: str | None) -> tuple[int, ...] | None:
+    if text is None:
+        return None
+    try:
+        values = tuple(int(v) for v in text.split(","))
+    except ValueError:
+        raise InputError(f"expected comma-separated integers, got {text!r}",
+                         field="--hb-domain") from None
+    if not values or any(v < 1 for v in values):
+        raise InputError(f"expected positive integers, got {text!r}", field="--hb-domain")
+    return values
+
+
+_INT_KNOBS = ("tp", "cp", "pp", "ep", "micro_batch_sizes", "interleave", "zero")
+
+
+def parse_space(items: list[str]) -> dict[str, Any]:
+    """``--space KNOB=V1,V2`` items as :class:`~libra_opt.explore.search_space.SearchSpace`
+    fields.
+
+    Examples
+    --------
+    >>> parse_space(["zero=1,3", "recompute=full", "sequence_parallel=true", "max_cp=4"])
+    {'zero': (1, 3), 'recompute': ('full',), 'sequence_parallel': (True,), 'max_cp': 4}
+    """
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        values = [v.strip() for v in text.split(",") if v.strip()]
+        if not sep or not values:
+            raise InputError(f"expected KNOB=V1,V2, got {item!r}", field="--space")
+        try:
+            if key in _INT_KNOBS:
+                out[key] = tuple(int(v) for v in values)
+            elif key == "max_cp":
+                out[key] = int(values[0])
+            elif key == "recompute":
+                out[key] = tuple(values)
+            elif key == "sequence_parallel":
+                truth = {"true": True, "false": False}
+                out[key] = tuple(truth[v.lower()] for v in values)
+            else:
+                raise InputError(f"unknown knob {key!r}; expected one of "
+                                 f"{', '.join((*_INT_KNOBS, 'recompute', 'sequence_parallel', 'max_cp'))}",
+                                 field="--space")
+        except (ValueError, KeyError):
+            raise InputError(f"bad values in {item!r}", field="--space") from None
+    return out
+
+
+def format_top(result: Any, k: int) -> str:
+    """The ``k`` best candidates as a fixed-width table, with units in the headers."""
+    best = result.best(k)
+    dims = [c for c in result.table.columns if c.startswith("bw_")]
+    head = ["#", "fabric", "TP", "CP", "PP", "DP", "EP", "mb", "v", "recompute", "SP", "ZeRO",
+            "step s", "tok/s", "MFU", "mem GB",
+            *(c[3:-5] + " GB/s" for c in dims), "net M$", "objective", "placement"]
+    lines = []
+    for _, r in best.iterrows():
+        lines.append([
+            str(int(r["rank"])), str(r["fabric"]), *(str(r[c]) for c in ("tp", "cp", "pp", "dp",
+                                                                         "ep")),
+            str(r["micro_batch_size"]), str(r["interleave"]), str(r["recompute"]),
+            "y" if r["sequence_parallel"] else "n", str(r["zero"]),
+            f"{r['step_time_s']:.3f}", f"{r['tokens_per_s']:,.0f}", f"{r['mfu']:.3f}",
+            f"{r['memory_per_npu_gb']:.1f}", *(f"{r[c]:.1f}" for c in dims),
+            f"{r['network_cost_usd'] / 1e6:.2f}", f"{r['objective']:.6g}", str(r["placement"]),
+        ])
+    widths = [max(len(h), *(len(row[i]) for row in lines)) if lines else len(h)
+              for i, h in enumerate(head)]
+    out = ["  ".join(h.rjust(w) for h, w in zip(head[:-1], widths[:-1], strict=True))
+           + "  " + head[-1]]
+    for row in lines:
+        out.append("  ".join(v.rjust(w) for v, w in zip(row[:-1], widths[:-1], strict=True))
+                   + "  " + row[-1])
+    return "\n".join(out)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``libra-opt search``; returns the exit code."""
+    from libra_opt.explore.search import codesign_gains, run_search
+    from libra_opt.explore.search_base import load_search_base
+    from libra_opt.explore.search_space import SearchSpace
+    from libra_opt.io.output import check_output_dir
+
+    if args.top < 1:
+        raise InputError(f"--top {args.top} must be >= 1", field="--top")
+    if args.workers is not None and args.workers < 1:
+        raise InputError(f"--workers {args.workers} must be >= 1", field="--workers")
+    hb = _hb_domains(args.hb_domain)
+    knobs = parse_space(args.space)
+    out_dir = check_output_dir(args.out, "--out") if args.out else None  # before the work
+    base = load_search_base(args.scenario)
+    space = SearchSpace(hb_domains=hb, placements=args.placements, **knobs)
+    res = run_search(base, space, top=args.top, objective=args.objective,
+                     executor=args.executor, workers=args.workers,
+                     progress=not args.no_progress)
+    s = res.stats
+    print(f"{base.scenario.name}: {int(s['enumerated']):,} candidates, "
+          f"{int(s['memory']):,} out of memory, {int(s['pruned']):,} pruned by bounds, "
+          f"{int(s['solved']):,} solved exactly ({s['solves_per_s']:.0f}/s) in "
+          f"{s['wall_s']:.1f} s; objective {res.objective}")
+    if not res.solutions:
+        print("no candidate is feasible", file=sys.stderr)
+        return 1
+    print(format_top(res, args.top))
+    if not args.no_gains:
+        g = codesign_gains(base, res, space, executor=args.executor, workers=args.workers)
+        conv = g["conventional_parallelism"]
+        eq = "n/a" if math.isnan(g["equal_split"]) else f"{g['equal_split']:.3f}x"
+        cv = (f"{g['conventional']:.3f}x" if not math.isnan(g["conventional"])
+              else f"n/a ({g['conventional_reason']})")
+        print(f"gain of co-design: {eq} vs the best parallelization with an equal bandwidth "
+              f"split; {cv} vs the conventional layout (TP {conv['tp']} on the HB domain, "
+              f"PP {conv['pp']} over scale-out, DP {conv['dp']}) with its optimal bandwidth")
+    if out_dir is not None:
+        _write(res, out_dir)
+    return 0
+
+
+def _write(res: Any, out_dir: Any) -> None:
+    import importlib.util
+
+    from libra_opt.cli.backend import pyplot
+    from libra_opt.io.output import save_figure_atomic, write_bytes_atomic, write_csv_atomic
+    from libra_opt.report.search_plot import plot_search
+
+    table = res.table.assign(index=res.table["index"].astype(str))
+    write_csv_atomic(table, out_dir / "results.csv", flag="--out")
+    if importlib.util.find_spec("pyarrow") is not None:
+        write_bytes_atomic(out_dir / "results.parquet", table.to_parquet(None), flag="--out")
+    plt = pyplot()
+    fig = plot_search(res, top=len(res.solutions))
+    save_figure_atomic(fig, out_dir / "search.png", flag="--out", dpi=130,
+                       bbox_inches="tight")
+    plt.close(fig)
+    print(f"wrote {out_dir / 'results.csv'} and {out_dir / 'search.png'}")

@@ -1,0 +1,919 @@
+"""Co-design search: parallelization, placement, fabric shape and per-dimension bandwidth,
+chosen together, exactly.
+
+For one model-based workload the search enumerates the candidates of
+:mod:`libra_opt.explore.search_space` (parallelization x placement x fabric shape) and gives
+each surviving one the exact bandwidth optimum of the scenario's objective under its
+constraints (:func:`libra_opt.optimize.problem.solve`: the conic program, re-checked by the
+numpy evaluator). The steps, cheapest first:
+
+1. **Memory** (exact, per parallelization): :class:`~libra_opt.explore.search_space.MemoryModel`;
+   the generated workload's own memory is checked again before anything is solved.
+2. **Bound 2** (per parallelization, before its workload is generated): compute and bubble,
+   plus the least data-parallel gradient synchronisation any placement can have (bound
+   2'), at the shapes' best-case bandwidths, times the objective factor; the least over
+   the shapes (:mod:`libra_opt.explore.search_bounds`).
+3. **Bound 3** (per parallelization and shape, after generation): the sum over groups of
+   the least time of each group's collectives over its possible spans.
+4. **Bounds 1 and 1'** (per candidate): the exact step time at the per-dimension best case
+   of the constraints (and at the best case of each cost level), times the objective
+   factor.
+5. **Solve** the rest.
+
+A candidate is pruned when its bound exceeds the ``top``-th best objective found so far by
+more than :data:`PRUNE_RTOL` (relative): its optimum is then worse than ``top`` solved
+candidates, so the ``top`` best are those of exhaustive enumeration. Parallelizations are
+visited in increasing bound 2 in rounds of fixed size (1, 2, 4, ... chunks), each chunk
+pruning against the best values known when its round started and its own solves, so the
+rows are the same whatever executor runs the chunks.
+
+Every candidate is a row of :attr:`SearchResult.table` (pandas): the knobs, ``status``
+(``optimal``, ``pruned``, ``memory``, ``infeasible``, ``unbounded``, ``error``,
+``invalid_shape``) and ``reason``, the bound, objective, step time, tokens/s, MFU, memory
+per NPU, per-dimension bandwidth, network cost and power, training-run cost (TCO) and rank.
+Rows that stand for many candidates pruned together (a parallelization that does not fit,
+or whose bound 2 exceeds the incumbent) say how many in ``n_candidates`` and have
+``placement`` ``*`` (and ``fabric`` ``*`` for memory).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import os
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from libra_opt.cost.tco import cluster_rate_coefficients
+from libra_opt.errors import (
+    InfeasibleDesignError,
+    InputError,
+    LibraOptError,
+    UnboundedDesignError,
+)
+from libra_opt.explore.search_bounds import (
+    GroupTimes,
+    ShapeBounds,
+    SyncFloor,
+    additive,
+    shape_bounds,
+)
+from libra_opt.explore.search_space import (
+    FabricShape,
+    LayerTimeCache,
+    MemoryModel,
+    SearchSpace,
+    compute_lower_bound_s,
+    fabric_shapes,
+    group_spans,
+    groups_of,
+    parallelisms,
+    placement_key,
+    placement_of,
+    span_matrices,
+)
+from libra_opt.fabric.dims import Fabric
+from libra_opt.fabric.heterogeneous import slowest_fractions
+from libra_opt.generators.descriptors import TransformerSpec
+from libra_opt.generators.devices import ComputeEfficiency, Device
+from libra_opt.generators.generated import GeneratedWorkload, model_flops_utilization
+from libra_opt.generators.mapping import Placement, place_groups
+from libra_opt.generators.parallelism import Parallelism
+from libra_opt.generators.transformer_workload import transformer_workload
+from libra_opt.optimize.problem import build_problem, solve
+from libra_opt.optimize.solution import Solution
+from libra_opt.options import OBJECTIVES
+from libra_opt.scenario.constraints import LinearConstraint
+from libra_opt.scenario.evaluate import evaluate
+from libra_opt.scenario.scenario import Scenario
+from libra_opt.traffic.in_network import in_network_dims
+from libra_opt.traffic.step_time import walk_arrays
+from libra_opt.traffic.workload import StepMetrics
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = [
+    "ModelEntry",
+    "SearchBase",
+    "SearchResult",
+    "Candidate",
+    "candidate_scenario",
+    "run_search",
+    "codesign_gains",
+    "conventional_parallelism",
+    "EXECUTORS",
+    "PRUNE_RTOL",
+    "KNOB_COLUMNS",
+    "generate",
+    "run_chunk",
+]
+
+logger = logging.getLogger(__name__)
+
+#: Executors the search runs on.
+EXECUTORS = ("serial", "processes", "dask")
+#: A candidate is pruned when its lower bound exceeds the incumbent by this relative margin
+#: (above the solver's and the numpy check's tolerances, so no tie is dropped).
+PRUNE_RTOL = 1e-6
+#: Parallelizations per chunk of work (one task of an executor).
+CHUNK = 8
+#: Knob columns of the result table, in order.
+KNOB_COLUMNS = ("fabric", "hb_domain", "tp", "cp", "pp", "dp", "ep", "micro_batch_size",
+                "interleave", "recompute", "sequence_parallel", "zero", "placement")
+#: A progress callback: ``progress(done_candidates, total_candidates)``.
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    """What a model-based workload of the base scenario is made of (the search varies its
+    parallelization and placement, and keeps the rest).
+
+    Attributes
+    ----------
+    name : str
+        Workload name in the scenario.
+    model : TransformerSpec
+    device : Device
+    efficiency : ComputeEfficiency
+        The resolved compute model (``GeneratedWorkload.efficiency``).
+    parallelism : Parallelism
+        The base parallelization: its global batch, precision, data-parallel mode and
+        options are kept; degrees and knobs are the search's.
+    mapping : mapping, optional
+        The base placement (for the base candidate and the conventional baseline).
+    """
+
+    name: str
+    model: TransformerSpec
+    device: Device
+    efficiency: ComputeEfficiency
+    parallelism: Parallelism
+    mapping: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class SearchBase:
+    """The base scenario (fabric family, prices, constraints, objective, TCO) and its one
+    model-based workload."""
+
+    scenario: Scenario
+    entry: ModelEntry
+
+    def __post_init__(self) -> None:
+        if len(self.scenario.workloads) != 1:
+            raise InputError(
+                f"the co-design search takes a scenario with one workload, this one has "
+                f"{len(self.scenario.workloads)}", source=self.scenario.source,
+                field="workloads")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One point of the space: a parallelization, a placement and a fabric shape."""
+
+    parallelism: Parallelism
+    placement: Placement
+    shape: FabricShape
+
+
+def _metrics(g: GeneratedWorkload) -> StepMetrics:
+    return StepMetrics(
+        tokens_per_step=g.tokens_per_step, samples_per_step=g.samples_per_step,
+        model_flops_per_step=g.model_flops_per_step, n_npus=g.n_npus,
+        peak_flops_per_npu=g.device.peak_flops_for(g.compute_dtype),
+        memory_per_npu_bytes=g.memory.total_bytes,
+        memory_capacity_bytes=g.memory.capacity_bytes,
+    )
+
+
+def generate(entry: ModelEntry, par: Parallelism, fabric: Fabric) -> GeneratedWorkload:
+    """The generator's workload of ``par`` on ``fabric`` (automatic placement, memory not
+    checked); its layers do not depend on the placement, only its groups do."""
+    return transformer_workload(entry.model, par, entry.device, fabric,
+                                place_groups(fabric, par.degrees()), entry.efficiency,
+                                name=entry.name, check_memory=False)
+
+
+def _placed(generated: GeneratedWorkload, placement: Placement, **changes: Any) -> Any:
+    """The generated workload with the placement's groups. Its flat walk (arrays of
+    phases and collectives by group *name*) does not depend on the spans, so the one
+    already built is kept instead of walking the layers again."""
+    wl = dataclasses.replace(generated.workload, groups=placement.groups(), **changes)
+    flat = generated.workload.__dict__.get("flat")
+    if flat is not None:
+        wl.__dict__["flat"] = flat  # functools.cached_property's own slot
+    return wl
+
+
+def candidate_scenario(base: SearchBase, fabric: Fabric, generated: GeneratedWorkload,
+                       placement: Placement) -> Scenario:
+    """The scenario of one candidate: the base scenario with the candidate's fabric and
+    its workload (the generated layers, the placement's groups).
+
+    This is the one place a candidate becomes a scenario.
+
+    Examples
+    --------
+    >>> from libra_opt.explore.search_base import load_search_base
+    >>> base = load_search_base("gpt3_175b_a100_cluster")
+    >>> f = base.scenario.fabric
+    >>> par = base.entry.parallelism
+    >>> g = generate(base.entry, par, f)
+    >>> s = candidate_scenario(base, f, g, place_groups(f, par.degrees(), base.entry.mapping))
+    >>> s.workloads == base.scenario.workloads
+    True
+    """
+    wl = _placed(generated, placement, name=base.entry.name, metrics=_metrics(generated))
+    return dataclasses.replace(base.scenario, fabric=fabric, workloads=(wl,))
+
+
+@dataclass(frozen=True)
+class _ShapeContext:
+    shape: FabricShape
+    scenario: Scenario | None  # the base workload on this shape: rows, coefficients
+    bounds: ShapeBounds | None
+
+
+@dataclass(frozen=True)
+class _Context:
+    """Everything a worker needs (pickled once per chunk)."""
+
+    base: SearchBase
+    shapes: tuple[_ShapeContext, ...]
+    dim_names: tuple[str, ...]
+    fixed_bw_gbps: tuple[float, ...] | None
+    all_placements: bool
+    top: int
+    prune: bool
+
+
+def _kth(values: Sequence[float], k: int) -> float:
+    return sorted(values)[k - 1] if len(values) >= k else math.inf
+
+
+def _knobs(par: Parallelism) -> dict[str, Any]:
+    return {"tp": par.tp, "cp": par.cp, "pp": par.pp, "dp": par.dp, "ep": par.ep,
+            "micro_batch_size": par.micro_batch_size, "interleave": par.interleave,
+            "recompute": par.recompute, "sequence_parallel": par.sequence_parallel,
+            "zero": par.zero}
+
+
+def _row(index: tuple[int, int, int], shape: FabricShape | None, par: Parallelism,
+         placement: str, status: str, reason: str = "", n: int = 1, **values: Any) -> dict:
+    row = {"index": index, "fabric": "*" if shape is None else shape.label,
+           "hb_domain": None if shape is None else shape.hb_domain, **_knobs(par),
+           "placement": placement, "n_candidates": n, "status": status, "reason": reason}
+    row.update(values)
+    return row
+
+
+def _matrices(ctx: _Context, shape: FabricShape, par: Parallelism,
+              cache: dict | None = None) -> list[tuple[tuple[int, ...], ...]]:
+    """The placements of ``par`` on ``shape`` as span matrices, in enumeration order."""
+    assert shape.fabric is not None
+    key = (shape.fabric.sizes, tuple(par.degrees().values()))
+    if cache is not None and key in cache:
+        return cache[key]
+    if ctx.all_placements:
+        out = span_matrices(shape.fabric.sizes, par.degrees())
+    else:
+        out = [placement_key(place_groups(shape.fabric, par.degrees()))]
+    if cache is not None:
+        cache[key] = out
+    return out
+
+
+def _placements(ctx: _Context, shape: FabricShape, par: Parallelism,
+                cache: dict | None = None) -> list[Placement]:
+    assert shape.fabric is not None
+    return [placement_of(shape.fabric, m) for m in _matrices(ctx, shape, par, cache)]
+
+
+def _solved_values(ctx: _Context, scen: Scenario, g: GeneratedWorkload, bw: np.ndarray,
+                   step_s: float, objective: float, cost: float, power: float | None) -> dict:
+    out: dict[str, Any] = {
+        "objective": objective, "step_time_s": step_s,
+        "tokens_per_s": g.tokens_per_step / step_s,
+        "mfu": model_flops_utilization(g, step_s),
+        "memory_per_npu_gb": g.memory.total_bytes / 1e9,
+    }
+    for name, b in zip(scen.fabric.names, bw, strict=True):
+        out[f"bw_{name}_gbps"] = float(b)
+    out["network_cost_usd"] = cost
+    out["network_power_w"] = math.nan if power is None else power
+    tco = math.nan
+    if scen.tco is not None:
+        try:
+            r0, r = cluster_rate_coefficients(scen.tco, scen.fabric, scen.coefficients)
+            tco = scen.tco.n_steps * step_s * (r0 + float(r @ bw))
+        except InputError:
+            tco = math.nan  # no run length, or no power model for the energy
+    out["tco_usd"] = tco
+    tokens = scen.tco.n_steps * g.tokens_per_step if scen.tco is not None and tco == tco else 0
+    out["tco_usd_per_mtoken"] = tco / tokens * 1e6 if tokens else math.nan
+    return out
+
+
+def _inner(ctx: _Context, scen: Scenario, g: GeneratedWorkload) -> tuple[str, str, dict]:
+    """Status, reason and values of one candidate: its exact bandwidth optimum, or its
+    evaluation at the fixed bandwidth."""
+    try:
+        if ctx.fixed_bw_gbps is not None:
+            ev = evaluate(scen, np.asarray(ctx.fixed_bw_gbps))
+            bad = [k for k, v in ev.residuals.items()
+                   if v > 1e-9 * ev.residual_scales[k]]
+            if bad:
+                return "infeasible", "the fixed bandwidth violates " + ", ".join(bad), {}
+            return "optimal", "", _solved_values(
+                ctx, scen, g, ev.bw_gbps, ev.weighted_step_time_s, ev.objective_value,
+                ev.cost.network_cost_usd, ev.cost.network_power_w)
+        sol = solve(build_problem(scen), with_baselines=False)
+    except InfeasibleDesignError as exc:
+        return "infeasible", " ".join(str(exc).split()), {}
+    except UnboundedDesignError as exc:
+        return "unbounded", " ".join(str(exc).split()), {}
+    except LibraOptError as exc:
+        return "error", " ".join(str(exc).split()), {}
+    return "optimal", "", _solved_values(
+        ctx, scen, g, sol.bw_gbps, sol.evaluation.weighted_step_time_s, sol.objective_value,
+        sol.network_cost_usd, sol.network_power_w)
+
+
+def _generate_shared(ctx: _Context, par: Parallelism, fabric: Fabric,
+                     shared: dict) -> GeneratedWorkload:
+    """:func:`generate`, sharing one generation between ZeRO 1 and ZeRO 2.
+
+    The two stages give the same step (a reduce-scatter of gradients and an all-gather of
+    parameters once per step; :mod:`libra_opt.generators.transformer_workload` tests only
+    ``zero == 0``, ``< 3`` and ``== 3`` for the step) and differ only in memory (ZeRO 2
+    shards the gradients), which :class:`MemoryModel` gives exactly; the test suite checks
+    the shared result equals a fresh generation.
+    """
+    if par.zero not in (1, 2):
+        return generate(ctx.base.entry, par, fabric)
+    key = par.model_copy(update={"zero": 1}).model_dump_json()
+    g = shared.get(key)
+    if g is None:
+        g = generate(ctx.base.entry, par, fabric)
+        shared[key] = g
+        return g
+    memory = MemoryModel(ctx.base.entry.model, ctx.base.entry.device.hbm_bytes)
+    return dataclasses.replace(g, memory=memory.breakdown(par))
+
+
+def run_chunk(ctx: _Context, items: Sequence[tuple[int, Parallelism, float]],
+              best: Sequence[float]) -> list[dict]:
+    """Rows of one chunk of parallelizations (a top-level function: the processes executor
+    pickles it).
+
+    Parameters
+    ----------
+    ctx : _Context
+    items : sequence of (index, Parallelism, bound 2)
+        In increasing bound.
+    best : sequence of float
+        The best objective values known when the chunk's round started.
+    """
+    best = list(best)
+    rows: list[dict] = []
+    cache: dict = {}
+    shared: dict = {}
+    units: dict = {}
+    weight = ctx.base.scenario.weights[0] if ctx.base.scenario.weights else 1.0
+
+    def threshold() -> float:
+        return _kth(best, ctx.top) * (1 + PRUNE_RTOL) if ctx.prune else math.inf
+
+    live = [(si, sc) for si, sc in enumerate(ctx.shapes) if sc.bounds is not None]
+    for pi, par, lb_par in items:
+        if lb_par > threshold():
+            for si, sc in live:
+                rows.append(_row((pi, si, -1), sc.shape, par, "*", "pruned",
+                                 "compute + bubble bound exceeds the incumbent",
+                                 len(_matrices(ctx, sc.shape, par, cache)), lower_bound=lb_par))
+            continue
+        fabric0 = live[0][1].shape.fabric
+        assert fabric0 is not None
+        n_all = sum(len(_matrices(ctx, sc.shape, par, cache)) for _, sc in live)
+        try:
+            g = _generate_shared(ctx, par, fabric0, shared)
+        except InputError as exc:
+            rows.append(_row((pi, -1, -1), None, par, "*", "error", exc.one_line(), n_all))
+            continue
+        mem_gb = g.memory.total_bytes / 1e9
+        if not g.memory.fits:
+            rows.append(_row((pi, -1, -1), None, par, "*", "memory", g.memory.describe(), n_all,
+                             memory_per_npu_gb=mem_gb))
+            continue
+        flat = g.workload.flat
+        cands = []
+        for si, sc in live:
+            shape, scen, bounds = sc.shape, sc.scenario, sc.bounds
+            assert shape.fabric is not None and scen is not None and bounds is not None
+            mats = _matrices(ctx, shape, par, cache)
+            if additive(scen) and not g.workload.hidden_window_s:
+                times = GroupTimes(
+                    flat, float(flat.phase_count @ flat.phase_compute_s),
+                    bounds.rows_gbps * slowest_fractions(shape.fabric), shape.fabric,
+                    scen.collective_model, scen.traffic_model,
+                    in_network_dims(scen.in_network_dims, shape.fabric),
+                    units.setdefault(si, {}))
+                floor = bounds.objective_bound(
+                    times.floor_s(group_spans(shape.fabric.sizes, par.degrees())), weight)
+                if floor > threshold():
+                    rows.append(_row((pi, si, -1), shape, par, "*", "pruned",
+                                     "bound over all placements exceeds the incumbent",
+                                     len(mats), lower_bound=floor, memory_per_npu_gb=mem_gb))
+                    continue
+                for qi, m in enumerate(mats):
+                    lb = bounds.objective_bound(times.step_times_s(groups_of(m)), weight)
+                    cands.append((lb, (pi, si, qi), sc, m))
+            else:
+                for qi, m in enumerate(mats):
+                    walk = walk_arrays(_placed(g, placement_of(shape.fabric, m)), shape.fabric,
+                                       scen.traffic_model, scen.collective_settings,
+                                       scen.in_network_dims)
+                    lb = bounds.objective_lower_bound(
+                        bounds.step_time_lower_bound_s(walk, scen), weight)
+                    if lb <= threshold():
+                        lb = max(lb, bounds.level_lower_bound(walk, scen, weight))
+                    cands.append((lb, (pi, si, qi), sc, m))
+        cands.sort(key=lambda c: (c[0], c[1]))
+        for lb, index, sc, m in cands:
+            shape = sc.shape
+            assert shape.fabric is not None
+            pl = placement_of(shape.fabric, m)
+            if lb > threshold():
+                rows.append(_row(index, shape, par, pl.describe(), "pruned",
+                                 "bandwidth best-case bound exceeds the incumbent",
+                                 lower_bound=lb, memory_per_npu_gb=mem_gb))
+                continue
+            t0 = time.perf_counter()
+            scen = candidate_scenario(ctx.base, shape.fabric, g, pl)
+            status, reason, values = _inner(ctx, scen, g)
+            values["solve_s"] = time.perf_counter() - t0
+            if status == "optimal":
+                best.append(values["objective"])
+                best = sorted(best)[: ctx.top]
+            values.setdefault("memory_per_npu_gb", mem_gb)
+            rows.append(_row(index, shape, par, pl.describe(), status, reason, lower_bound=lb,
+                             **values))
+    return rows
+
+
+@dataclass(frozen=True, repr=False)
+class SearchResult:
+    """The outcome of :func:`run_search`.
+
+    Attributes
+    ----------
+    table : pandas.DataFrame
+        One row per candidate (or per group of candidates pruned together), in enumeration
+        order; see the module docstring.
+    solutions : tuple of Solution
+        The ``top`` best candidates' full solutions, best first (empty for a fixed-bandwidth
+        search).
+    candidates : tuple of Candidate
+        The candidates of ``solutions``.
+    stats : mapping
+        ``enumerated``, ``memory``, ``pruned``, ``solved``, ``infeasible``, ``errors``
+        (candidate counts), ``wall_s``, ``solve_s`` (seconds building, solving and
+        checking candidates' problems, summed over workers) and ``solves_per_s``
+        (``solved / solve_s``).
+    objective : str
+    gains : mapping, optional
+        :func:`codesign_gains`, when asked for.
+    """
+
+    table: pd.DataFrame
+    solutions: tuple[Solution, ...]
+    candidates: tuple[Candidate, ...]
+    stats: Mapping[str, float]
+    objective: str
+    gains: Mapping[str, Any] | None = None
+
+    def best(self, k: int = 5) -> pd.DataFrame:
+        """The ``k`` best solved rows, best first."""
+        t = self.table
+        return t[t["rank"] >= 1].sort_values("rank").head(k)
+
+    def __repr__(self) -> str:
+        s = self.stats
+        return (f"SearchResult({self.objective}: {int(s['enumerated']):,} candidates, "
+                f"{int(s['solved']):,} solved, {int(s['pruned']):,} pruned, "
+                f"{int(s['memory']):,} out of memory; {s['wall_s']:.1f} s)")
+
+
+def _executor_map(executor: Any, workers: int | None) -> tuple[Callable, Callable[[], None]]:
+    """``(map, shutdown)`` of an executor; ``map`` returns results in submission order."""
+    if executor == "serial":
+        return (lambda fn, *its: list(map(fn, *its))), (lambda: None)
+    if executor == "processes":
+        pool = ProcessPoolExecutor(max_workers=workers)
+        return (lambda fn, *its: list(pool.map(fn, *its))), (lambda: pool.shutdown())
+    if executor == "dask" or (not isinstance(executor, str) and hasattr(executor, "gather")):
+        scratch = tempfile.TemporaryDirectory(prefix="libra-opt-dask-")
+        own = executor == "dask"
+        if own:
+            import dask
+            from distributed import Client, LocalCluster
+
+            with dask.config.set({"temporary-directory": scratch.name}):
+                cluster = LocalCluster(
+                    n_workers=workers or min(2, os.cpu_count() or 1), threads_per_worker=1,
+                    processes=False, protocol="tcp://", host="127.0.0.1",
+                    dashboard_address=None, local_directory=scratch.name)
+            client = Client(cluster)
+        else:
+            client = executor
+
+        def run(fn: Callable, *its: Any) -> list:
+            return list(client.gather(client.map(fn, *its, pure=False)))
+
+        def shutdown() -> None:
+            if own:
+                cluster = client.cluster
+                client.close()
+                if cluster is not None:
+                    cluster.close()
+            scratch.cleanup()
+
+        return run, shutdown
+    raise InputError(f"executor {executor!r} is not one of {', '.join(EXECUTORS)} or a "
+                     "dask.distributed.Client", field="executor")
+
+
+def _rounds(n: int, chunk: int) -> Iterator[tuple[int, int]]:
+    """(start, stop) of rounds of 1, 2, 4, ... chunks over ``n`` items."""
+    start, size = 0, 1
+    while start < n:
+        stop = min(n, start + size * chunk if start else 1)
+        yield start, stop
+        start, size = stop, min(size * 2, 16)
+
+
+def run_search(
+    base: SearchBase,
+    space: SearchSpace | None = None,
+    *,
+    top: int = 5,
+    objective: str | None = None,
+    fixed_bw_gbps: Sequence[float] | None = None,
+    prune: bool = True,
+    executor: Any = "serial",
+    workers: int | None = None,
+    progress: bool | Progress = False,
+    extra_constraints: Sequence[LinearConstraint] = (),
+    solutions: bool = True,
+) -> SearchResult:
+    """Search parallelization, placement, fabric shape and bandwidth together.
+
+    Parameters
+    ----------
+    base : SearchBase
+        From :func:`libra_opt.explore.search_base.load_search_base`.
+    space : SearchSpace, optional
+        Default :class:`SearchSpace` (every knob, every placement, the base fabric).
+    top : int
+        How many best candidates are exact (pruning keeps them) and returned as solutions.
+    objective : {'perf', 'perf_per_cost', 'tco'}, optional
+        Override the scenario's objective.
+    fixed_bw_gbps : sequence of float, optional
+        Fix the bandwidth of every dimension instead of optimizing it (a fixed-network
+        parallelism search: each candidate is evaluated, not solved).
+    prune : bool
+        ``False`` solves every candidate that fits (exhaustive enumeration).
+    executor : {'serial', 'processes', 'dask'} or dask.distributed.Client
+        Where the chunks run: in this process, on a local process pool, on a local Dask
+        cluster (threads) or on the given Dask client. The rows are the same on all.
+    workers : int, optional
+        Workers of the ``processes`` pool (default: the CPU count) or the ``dask`` cluster.
+    progress : bool or callable
+        ``True``: a progress bar (``tqdm.auto``) on stderr moving per candidate; a callable
+        gets ``(done, total)``.
+    extra_constraints : sequence of LinearConstraint
+        Added to the scenario's constraints (e.g. an equal split).
+    solutions : bool
+        Re-solve the ``top`` candidates for their full :class:`Solution` (default).
+
+    Returns
+    -------
+    SearchResult
+
+    Raises
+    ------
+    InputError
+        Bad options.
+
+    Examples
+    --------
+    >>> from libra_opt.explore.search_base import load_search_base
+    >>> base = load_search_base("gpt3_175b_a100_cluster")
+    >>> space = SearchSpace(micro_batch_sizes=(1,), interleave=(1,), recompute=("full",),
+    ...                     sequence_parallel=(True,), zero=(1,), tp=(8,), cp=(1,))
+    >>> res = run_search(base, space, top=1)
+    >>> res.best(1)[["tp", "pp", "dp", "status"]].to_dict("records")
+    [{'tp': 8, 'pp': 2, 'dp': 64, 'status': 'optimal'}]
+    >>> bool(res.solutions[0].objective_value == res.best(1)["objective"].iloc[0])
+    True
+    """
+
+    t_start = time.perf_counter()
+    space = space if space is not None else SearchSpace()
+    if isinstance(top, bool) or not isinstance(top, int) or top < 1:
+        raise InputError(f"top {top!r} must be a positive integer", field="top")
+    scen = base.scenario
+    if objective is not None:
+        if objective not in OBJECTIVES:
+            raise InputError(f"objective {objective!r} is not one of {', '.join(OBJECTIVES)}",
+                             field="objective")
+        scen = dataclasses.replace(scen, objective=objective)
+    if extra_constraints:
+        scen = dataclasses.replace(scen, constraints=(*scen.constraints, *extra_constraints))
+    base = dataclasses.replace(base, scenario=scen)
+    entry = base.entry
+    fixed = None
+    if fixed_bw_gbps is not None:
+        fixed = tuple(float(b) for b in fixed_bw_gbps)
+        if len(fixed) != scen.fabric.n_dims or not all(math.isfinite(b) and b > 0 for b in fixed):
+            raise InputError(f"expected {scen.fabric.n_dims} positive bandwidths, got "
+                             f"{fixed_bw_gbps!r}", field="fixed_bw_gbps")
+    shapes = []
+    for shape in fabric_shapes(scen.fabric, space.hb_domains):
+        if shape.fabric is None:
+            shapes.append(_ShapeContext(shape, None, None))
+            continue
+        g0 = generate(entry, entry.parallelism, shape.fabric)
+        sc = candidate_scenario(base, shape.fabric, g0, place_groups(
+            shape.fabric, entry.parallelism.degrees()))
+        bounds = shape_bounds(sc, None if fixed is None else np.asarray(fixed))
+        if not bounds.feasible:
+            shapes.append(_ShapeContext(dataclasses.replace(
+                shape, reason="the constraints admit no bandwidth"), None, None))
+        else:
+            shapes.append(_ShapeContext(shape, sc, bounds))
+    ctx = _Context(base, tuple(shapes), scen.fabric.names, fixed,
+                   space.placements == "all", top, prune)
+    live = [sc for sc in shapes if sc.bounds is not None]
+    rows: list[dict] = []
+    for si, shape_ctx in enumerate(shapes):
+        if shape_ctx.bounds is None:
+            rows.append(_row((-1, si, -1), shape_ctx.shape, entry.parallelism, "*",
+                             "invalid_shape", shape_ctx.shape.reason, 0))
+    weight = scen.weights[0] if scen.weights else 1.0
+
+    memory = MemoryModel(entry.model, entry.device.hbm_bytes)
+    layer_times = LayerTimeCache(entry.model, entry.device, entry.efficiency)
+    floors = [_sync_floor(sc) for sc in live]
+    count_cache: dict[tuple, int] = {}
+
+    def n_cands(par: Parallelism) -> int:
+        key = tuple(par.degrees().values())
+        if key not in count_cache:
+            count_cache[key] = sum(len(_matrices(ctx, sc.shape, par)) for sc in live)
+        return count_cache[key]
+
+    work: list[tuple[float, int, Parallelism]] = []
+    total = 0
+    for pi, par in enumerate(parallelisms(entry.model, scen.fabric.n_npus,
+                                          entry.parallelism, space)):
+        n = n_cands(par) if live else 0
+        total += n
+        mem = memory.bytes_per_npu(par)
+        if mem > entry.device.hbm_bytes:
+            rows.append(_row((pi, -1, -1), None, par, "*", "memory",
+                             f"{mem / 1e9:.1f} GB per NPU, the device has "
+                             f"{entry.device.hbm_bytes / 1e9:.0f} GB", n,
+                             memory_per_npu_gb=mem / 1e9))
+            continue
+        if not live:
+            continue
+        work.append((_bound_2(par, compute_lower_bound_s(entry.model, par, layer_times),
+                              memory, live, floors, weight), pi, par))
+    work.sort(key=lambda w: (w[0], w[1]))
+
+    bar = _progress_bar(progress, total)
+    done = sum(r["n_candidates"] for r in rows)
+    bar(done, total)
+    best: list[float] = []
+    run_map, shutdown = _executor_map(executor, workers)
+    try:
+        for start, stop in _rounds(len(work), CHUNK):
+            thr = _kth(best, top)
+            batch = work[start:stop]
+            if prune and batch[0][0] > thr * (1 + PRUNE_RTOL):
+                rest = [(pi, par, lb) for lb, pi, par in work[start:]]
+                pruned = run_chunk(ctx, rest, best)  # rows only: every item is pruned
+                rows.extend(pruned)
+                done += sum(r["n_candidates"] for r in pruned)
+                bar(done, total)
+                break
+            chunks = [[(pi, par, lb) for lb, pi, par in batch[i:i + CHUNK]]
+                      for i in range(0, len(batch), CHUNK)]
+            snapshot = tuple(best)
+            for chunk_rows in run_map(run_chunk, [ctx] * len(chunks), chunks,
+                                      [snapshot] * len(chunks)):
+                rows.extend(chunk_rows)
+                best.extend(r["objective"] for r in chunk_rows if r["status"] == "optimal")
+                done += sum(r["n_candidates"] for r in chunk_rows)
+                bar(done, total)
+            best = sorted(best)[:top]
+    finally:
+        shutdown()
+        bar(-1, total)
+
+    table = _table(rows, scen.fabric.names)
+    stats = _stats(table, time.perf_counter() - t_start)
+    sols: list[Solution] = []
+    cands: list[Candidate] = []
+    if solutions and fixed is None:
+        for _, r in table[table["rank"] >= 1].sort_values("rank").head(top).iterrows():
+            cand, sol = _resolve(ctx, r)
+            cands.append(cand)
+            sols.append(sol)
+    return SearchResult(table, tuple(sols), tuple(cands), stats, scen.objective)
+
+
+def _sync_floor(sc: _ShapeContext) -> SyncFloor | None:
+    """Bound 2' of a shape, where the step time is additive (see :class:`SyncFloor`)."""
+    scen, bounds, fabric = sc.scenario, sc.bounds, sc.shape.fabric
+    assert scen is not None and bounds is not None and fabric is not None
+    if not additive(scen):
+        return None
+    return SyncFloor(fabric, bounds.rows_gbps * slowest_fractions(fabric),
+                     scen.collective_model, scen.traffic_model,
+                     in_network_dims(scen.in_network_dims, fabric))
+
+
+def _bound_2(par: Parallelism, compute_s: float, memory: MemoryModel,
+             live: Sequence[_ShapeContext], floors: Sequence[SyncFloor | None],
+             weight: float) -> float:
+    """Bound 2 (and 2' where it applies) of a parallelization: the least over the shapes
+    of the objective bound of ``T_c + t_sync`` at the shape's bandwidth rows."""
+    syncs = (par.dp_mode == "collective" and par.zero < 3 and not par.dp_comm_overlap)
+    params = memory.min_dense_params(par) if syncs else 0.0
+    prec = par.precision
+    out = math.inf
+    for sc, floor in zip(live, floors, strict=True):
+        assert sc.bounds is not None
+        times = np.full(sc.bounds.rows_gbps.shape[0], compute_s)
+        if floor is not None and syncs:
+            times = times + floor.sync_s(par.zero, par.dp * par.cp, params, prec.grad_bytes,
+                                         prec.param_bytes)
+        out = min(out, sc.bounds.objective_bound(times, weight))
+    return out
+
+
+def _resolve(ctx: _Context, row: Any) -> tuple[Candidate, Solution]:
+    """The full solution of a solved row (regenerated and re-solved, with baselines)."""
+    pi, si, qi = row["index"]
+    sc = ctx.shapes[si]
+    assert sc.shape.fabric is not None
+    par = Parallelism.model_validate({**ctx.base.entry.parallelism.model_dump(), **{
+        k: (v.item() if hasattr(v, "item") else v)
+        for k, v in row.items() if k in _knobs(ctx.base.entry.parallelism)}})
+    pl = placement_of(sc.shape.fabric, _matrices(ctx, sc.shape, par)[qi])
+    g = generate(ctx.base.entry, par, sc.shape.fabric)
+    scen = candidate_scenario(ctx.base, sc.shape.fabric, g, pl)
+    return Candidate(par, pl, sc.shape), solve(build_problem(scen))
+
+
+def _progress_bar(progress: bool | Progress, total: int) -> Callable[[int, int], None]:
+    if callable(progress):
+        return lambda done, n: progress(done, n) if done >= 0 else None
+    if not progress:
+        return lambda done, n: None
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=total, unit="cand", desc="search", leave=False)
+
+    def update(done: int, n: int) -> None:
+        if done < 0:
+            bar.close()
+            return
+        bar.update(done - bar.n)
+
+    return update
+
+
+def _table(rows: list[dict], dim_names: Iterable[str]) -> pd.DataFrame:
+    import pandas as pd
+
+    bw_cols = [f"bw_{n}_gbps" for n in dim_names]
+    cols = ["index", *KNOB_COLUMNS, "n_candidates", "status", "reason", "lower_bound",
+            "objective", "step_time_s", "tokens_per_s", "mfu", "memory_per_npu_gb", *bw_cols,
+            "network_cost_usd", "network_power_w", "tco_usd", "tco_usd_per_mtoken", "solve_s"]
+    extra = sorted({k for r in rows for k in r} - set(cols))
+    df = pd.DataFrame.from_records(rows, columns=[*cols, *extra])
+    df = df.sort_values("index", kind="stable").reset_index(drop=True)
+    for c in ("lower_bound", "objective", "step_time_s", "tokens_per_s", "mfu",
+              "memory_per_npu_gb", *bw_cols, "network_cost_usd", "network_power_w", "tco_usd",
+              "tco_usd_per_mtoken", "solve_s"):
+        df[c] = df[c].astype(float)
+    df["hb_domain"] = df["hb_domain"].astype("Int64")
+    solved = df["status"] == "optimal"
+    order = df[solved].sort_values(["objective", "index"], kind="stable").index
+    rank = np.zeros(len(df), dtype=int)
+    rank[order] = np.arange(1, len(order) + 1)
+    df["rank"] = rank
+    return df
+
+
+def _stats(table: pd.DataFrame, wall_s: float) -> dict[str, float]:
+    n = table.groupby("status")["n_candidates"].sum()
+    solved = float(n.get("optimal", 0))
+    solve_s = float(table["solve_s"].sum())
+    return {
+        "enumerated": float(table["n_candidates"].sum()),
+        "memory": float(n.get("memory", 0)),
+        "pruned": float(n.get("pruned", 0)),
+        "solved": solved,
+        "infeasible": float(n.get("infeasible", 0) + n.get("unbounded", 0)),
+        "errors": float(n.get("error", 0)),
+        "wall_s": wall_s,
+        "solve_s": solve_s,
+        "solves_per_s": solved / solve_s if solve_s > 0 else math.nan,
+    }
+
+
+def conventional_parallelism(base: SearchBase) -> tuple[Parallelism, dict[str, Any]]:
+    """The conventional layout: TP = the HB (innermost) dimension, the base's PP over the
+    scale-out (outermost) dimension, DP the rest; the base's other knobs.
+
+    Returns the parallelization and its mapping.
+    """
+    fabric = base.scenario.fabric
+    p0 = base.entry.parallelism
+    hb = fabric.dims[0]
+    tp = hb.size
+    pp = p0.pp
+    dp = fabric.n_npus // (tp * pp * p0.cp)
+    par = Parallelism.model_validate({**p0.model_dump(), "tp": tp, "pp": pp, "dp": dp,
+                                      "ep": math.gcd(p0.ep, dp)})
+    out = fabric.dims[-1].name
+    mapping = {"tp": [hb.name], "pp": {out: pp}}
+    return par, mapping
+
+
+def codesign_gains(base: SearchBase, result: SearchResult, space: SearchSpace | None = None,
+                   **kwargs: Any) -> dict[str, Any]:
+    """The gain of choosing everything together, as ratios of objective values (>= 1 means
+    the co-design is better).
+
+    * ``equal_split``: the best parallelization (same space) when every dimension gets the
+      same bandwidth (an added constraint ``B_0 = B_d``), over the co-design optimum;
+    * ``conventional``: the exact bandwidth optimum of the conventional layout
+      (:func:`conventional_parallelism`) on the base fabric, over the co-design optimum.
+
+    ``kwargs`` go to :func:`run_search` for the equal-split search.
+    """
+    scen = base.scenario
+    if result.objective != scen.objective:
+        scen = dataclasses.replace(scen, objective=result.objective)  # type: ignore[arg-type]
+        base = dataclasses.replace(base, scenario=scen)
+    solved = result.table[result.table["rank"] == 1]
+    if solved.empty:
+        return {"equal_split": math.nan, "conventional": math.nan, "best": math.nan}
+    best = float(solved["objective"].iloc[0])
+    names = scen.fabric.names
+    eq = tuple(
+        LinearConstraint(f"bw.{names[0]} == bw.{names[d]} (equal split)",
+                         tuple(1.0 if i == 0 else -1.0 if i == d else 0.0
+                               for i in range(len(names))), 0.0, 0.0, "==", 0.0)
+        for d in range(1, len(names)))
+    eq_res = run_search(base, space, top=1, extra_constraints=eq, solutions=False,
+                        **{k: v for k, v in kwargs.items() if k != "top"})
+    eq_best = eq_res.table[eq_res.table["rank"] == 1]
+    eq_value = float(eq_best["objective"].iloc[0]) if not eq_best.empty else math.nan
+    par, mapping = conventional_parallelism(base)
+    conv_value, conv_reason = math.nan, ""
+    try:
+        fabric = scen.fabric
+        g = generate(base.entry, par, fabric)
+        if not g.memory.fits:
+            conv_reason = "does not fit: " + g.memory.describe()
+        else:
+            pl = place_groups(fabric, par.degrees(), mapping)
+            conv_value = solve(build_problem(candidate_scenario(base, fabric, g, pl)),
+                               with_baselines=False).objective_value
+    except LibraOptError as exc:
+        conv_reason = " ".join(str(exc).split())
+    return {
+        "best": best,
+        "equal_split": eq_value / best,
+        "equal_split_best": eq_best.iloc[0].to_dict() if not eq_best.empty else {},
+        "conventional": conv_value / best,
+        "conventional_parallelism": {"tp": par.tp, "pp": par.pp, "dp": par.dp,
+                                     "cp": par.cp},
+        "conventional_reason": conv_reason,
+    }
+

@@ -1,0 +1,433 @@
+"""Valid lower bounds of the co-design search: a candidate is skipped only when it cannot
+beat the incumbent.
+
+Everything here rests on two facts of the model:
+
+1. **Monotonicity.** A step time ``T(B)`` is a sum (``no_overlap``) or a sum of maxima
+   (``overlap``) of compute constants and collective times; every collective time is a
+   maximum (``pipelined``), a sum (``sequential``) or a chunk pipeline (``topology_aware``)
+   of terms ``c / B_d + alpha`` with ``c, alpha >= 0`` (on a heterogeneous dimension at the
+   slowest member's ``f B_d``). Each is non-increasing in every ``B_d``, so ``T`` is too:
+   ``B <= B'`` componentwise implies ``T(B) >= T(B')``.
+2. **The objective is increasing in the step time.** ``perf = T``; ``perf_per_cost =
+   T C(B)``; ``tco = S T (r0 + r . B)`` with ``C, r0 + r . B > 0``.
+
+:class:`ShapeBounds` holds, per fabric shape, ``B^max_d = max B_d`` over the feasible set
+``F`` (one LP per dimension; ``inf`` when unbounded) and ``R_min = min_{B in F} R(B)``,
+``R`` the factor that multiplies ``T`` in the objective (1, ``C(B)`` or ``S (r0 + r.B)``).
+Then for every feasible ``B``, ``B <= B^max`` and ``R(B) >= R_min``, so
+
+``objective(B) = T(B) R(B) >= T(B^max) R_min``                                 (bound 1)
+
+(:meth:`ShapeBounds.objective_lower_bound`). ``T(B^max)`` is the exact step time at the
+per-dimension best case of the budget and bounds ("communication at the budget's best
+case"). Before a workload is generated, ``T(B^max) >= T_c`` with ``T_c`` the compute and
+bubble of :func:`~libra_opt.explore.search_space.compute_lower_bound_s` (communication
+``>= 0``), so
+
+``objective(B) >= T_c min_shape R_min(shape)``                                 (bound 2)
+
+bounds every placement on every shape of one parallelization at once.
+
+**Cost levels** (``perf_per_cost`` and ``tco``, bound 1'): with ``R(B) = s (k0 + rho . B)``
+and levels ``c_0 = min rho . B <= c_1 <= ... <= c_K = max rho . B`` over ``F``, every
+feasible ``B`` has ``rho . B`` in some ``[c_{j-1}, c_j]``; then ``B`` is feasible for
+``F_j = F and rho . B <= c_j``, so ``B <= B^max(c_j)`` (per-dimension maxima over ``F_j``)
+and ``R(B) >= s (k0 + c_{j-1})``:
+
+``objective(B) >= min_j T(B^max(c_j)) s (k0 + c_{j-1})``                      (bound 1')
+
+which is at least bound 1 when the levels include ``c_K`` (then ``B^max(c_K) = B^max``)
+and much tighter when the optimum buys far less than the most bandwidth allowed.
+
+With the bandwidth fixed at ``B0`` (a fixed-network search) ``F = {B0}``: ``B^max = B0``
+and ``R_min = R(B0)``, and bound 1 is the objective itself.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from libra_opt.cost.tco import cluster_rate_coefficients
+from libra_opt.fabric.heterogeneous import slowest_fractions
+from libra_opt.optimize.feasibility import lp_extreme
+from libra_opt.scenario.constraints import Row
+from libra_opt.scenario.scenario import Scenario
+from libra_opt.traffic.routing import collective_traffic
+from libra_opt.traffic.step_time import WalkArrays, step_time_from_walk
+
+__all__ = ["ShapeBounds", "shape_bounds", "objective_factor", "step_times_s", "LEVELS",
+           "GroupTimes", "additive", "SyncFloor"]
+
+#: Cost levels of bound 1' (quadratically spaced: finer near the cheapest designs).
+LEVELS = 24
+
+
+def objective_factor(scenario: Scenario, bw_gbps: np.ndarray) -> float:
+    """``R(B)``: what multiplies the weighted step time in the objective at ``bw_gbps``.
+
+    Examples
+    --------
+    >>> from libra_opt.scenario.examples import toy_scenario
+    >>> objective_factor(toy_scenario(), np.array([200.0, 100.0]))
+    1.0
+    """
+    if scenario.objective == "perf":
+        return 1.0
+    coeffs = scenario.coefficients
+    if scenario.objective == "perf_per_cost":
+        return float(coeffs.fixed_usd + coeffs.usd_per_gbps @ bw_gbps)
+    assert scenario.tco is not None
+    r0, r = cluster_rate_coefficients(scenario.tco, scenario.fabric, coeffs)
+    return float(scenario.tco.n_steps * (r0 + r @ bw_gbps))
+
+
+@dataclass(frozen=True)
+class ShapeBounds:
+    """Per-shape quantities of the bounds (see the module docstring).
+
+    Attributes
+    ----------
+    bw_max_gbps : numpy.ndarray
+        ``B^max_d``, GB/s per NPU (``inf`` where nothing bounds the dimension).
+    factor_min : float
+        ``R_min`` (1 for ``perf``, $ for ``perf_per_cost``, $/s x steps for ``tco``).
+    feasible : bool
+        Whether the shape's constraints admit any bandwidth.
+    """
+
+    bw_max_gbps: np.ndarray
+    factor_min: float
+    feasible: bool = True
+    level_bw_gbps: np.ndarray | None = None
+    level_factor: np.ndarray | None = None
+
+    @property
+    def rows_gbps(self) -> np.ndarray:
+        """``B^max`` then the level maxima, ``(1 + K, D)``."""
+        if self.level_bw_gbps is None:
+            return self.bw_max_gbps[None, :]
+        return np.vstack([self.bw_max_gbps[None, :], self.level_bw_gbps])
+
+    def objective_bound(self, step_times: np.ndarray, weight: float = 1.0) -> float:
+        """``max(bound 1, bound 1')`` from the step times at :attr:`rows_gbps`."""
+        lb = step_times[0] * self.factor_min
+        if self.level_factor is not None:
+            lb = max(lb, float(np.min(step_times[1:] * self.level_factor)))
+        return weight * float(lb)
+
+    def level_lower_bound(self, walk: WalkArrays, scenario: Scenario, weight: float = 1.0) -> float:
+        """Bound 1' (cost levels; see the module docstring), or bound 1 without levels."""
+        if self.level_bw_gbps is None or self.level_factor is None:
+            return self.objective_lower_bound(self.step_time_lower_bound_s(walk, scenario), weight)
+        times = step_times_s(walk, self.level_bw_gbps * slowest_fractions(scenario.fabric),
+                             scenario.collective_model, scenario.training_loop)
+        return weight * float(np.min(times * self.level_factor))
+
+    def step_time_lower_bound_s(self, walk: WalkArrays, scenario: Scenario) -> float:
+        """``T(B^max)``: the step time at every dimension's largest feasible bandwidth.
+
+        Where ``B^max_d`` is infinite the dimension's transfer terms vanish; under the
+        ``topology_aware`` model, whose chunk pipeline is not evaluated at infinity, the
+        compute alone (a weaker valid bound) is used then.
+        """
+        bw = self.bw_max_gbps * slowest_fractions(scenario.fabric)
+        if np.isinf(bw).any() and scenario.collective_model == "topology_aware":
+            return float(walk.phase_count @ walk.phase_compute_s)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = step_time_from_walk(walk, bw, scenario.collective_model,
+                                    scenario.training_loop).step_time_s
+        return t if math.isfinite(t) else float(walk.phase_count @ walk.phase_compute_s)
+
+    def objective_lower_bound(self, step_time_lb_s: float, weight: float = 1.0) -> float:
+        """Bound 1: ``weight x T(B^max) x R_min``."""
+        return weight * step_time_lb_s * self.factor_min
+
+
+def step_times_s(walk: WalkArrays, bw_gbps: np.ndarray, collective_model: str,
+                 training_loop: str) -> np.ndarray:
+    """Step times at each row of ``bw_gbps`` (``(K, D)``): :func:`step_time_from_walk`
+    vectorized over the rows for the ``pipelined`` and ``sequential`` models (the same
+    formula; the tests compare the two), a loop otherwise. Infinite bandwidth makes a
+    transfer term vanish."""
+    if collective_model == "topology_aware" or walk.hidden_window_s:
+        compute = float(walk.phase_count @ walk.phase_compute_s)
+        out = []
+        for b in bw_gbps:
+            t = compute
+            if not (np.isinf(b).any() and collective_model == "topology_aware"):
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    t = step_time_from_walk(walk, b, collective_model, training_loop).step_time_s
+            out.append(t if math.isfinite(t) else compute)
+        return np.array(out)
+    traffic = walk.traffic_bytes  # (C, D)
+    used: np.ndarray = np.asarray(traffic > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t_kd = np.where(used[None], traffic[None] / (1e9 * bw_gbps[:, None, :])
+                        + walk.latency_s[None], 0.0)  # (K, C, D)
+    if collective_model == "pipelined":
+        t_k = np.where(used[None], t_kd, -np.inf).max(axis=2, initial=-np.inf)
+        t_k = np.where(np.asarray(used.any(axis=1))[None], t_k, 0.0)
+    else:
+        t_k = t_kd.sum(axis=2)
+    t_c = t_k[:, walk.coll_distinct]  # (K, occurrences)
+    n_p = walk.phase_compute_s.size
+    comm = np.zeros((bw_gbps.shape[0], n_p))
+    for i, p in enumerate(walk.coll_phase.tolist()):  # occurrences in step order
+        comm[:, p] += t_c[:, i]
+    if training_loop == "no_overlap":
+        return (walk.phase_compute_s[None] + comm) @ walk.phase_count
+    return np.maximum(walk.phase_compute_s[None], comm) @ walk.phase_count
+
+
+def shape_bounds(scenario: Scenario, fixed_bw_gbps: np.ndarray | None = None) -> ShapeBounds:
+    """:class:`ShapeBounds` of ``scenario``'s fabric and constraints (LPs over its rows,
+    ``B >= 0``: the closure of the feasible set, so the extremes bound it), or of the
+    fixed allocation ``fixed_bw_gbps``.
+
+    Examples
+    --------
+    >>> from libra_opt.scenario.examples import toy_scenario
+    >>> b = shape_bounds(toy_scenario())
+    >>> b.bw_max_gbps.round(3).tolist(), b.factor_min   # LP maxima, rounded up by 1e-7
+    ([300.0, 300.0], 1.0)
+    """
+    n = scenario.fabric.n_dims
+    if fixed_bw_gbps is not None:
+        bw = np.asarray(fixed_bw_gbps, dtype=float)
+        return ShapeBounds(bw, objective_factor(scenario, bw))
+    rows = scenario.rows
+    bw_max = np.full(n, np.inf)
+    for d in range(n):
+        c = np.zeros(n)
+        c[d] = -1.0
+        status, value, _ = lp_extreme(rows, n, c)
+        if status == "infeasible":
+            return ShapeBounds(np.full(n, np.inf), 0.0, feasible=False)
+        if status == "optimal":
+            bw_max[d] = max(-value, 0.0) * (1.0 + 1e-7)  # the LP's optimum, rounded up
+    if scenario.objective == "perf":
+        return ShapeBounds(bw_max, 1.0)
+    coeffs = scenario.coefficients
+    if scenario.objective == "perf_per_cost":
+        rate, k0, scale = coeffs.usd_per_gbps, coeffs.fixed_usd, 1.0
+    else:
+        assert scenario.tco is not None
+        k0, rate = cluster_rate_coefficients(scenario.tco, scenario.fabric, coeffs)
+        scale = scenario.tco.n_steps
+    rate = np.asarray(rate, dtype=float)
+    status, value, _ = lp_extreme(rows, n, rate)
+    low = value if status == "optimal" else 0.0
+    # a rounding margin: the LP's optimum can sit a hair above the exact minimum
+    factor_min = scale * max(k0 + low * (1.0 - 1e-9), 0.0)
+    status, value, _ = lp_extreme(rows, n, -rate)
+    if status != "optimal" or not -value > low:
+        return ShapeBounds(bw_max, factor_min)
+    high = -value
+    levels = low + (high - low) * np.linspace(0.0, 1.0, LEVELS + 1) ** 2
+    level_bw = np.empty((LEVELS, n))
+    for j in range(1, LEVELS + 1):
+        cap = (*rows, Row("cost level", rate, "<=", float(levels[j]) * (1 + 1e-9)))
+        for d in range(n):
+            c = np.zeros(n)
+            c[d] = -1.0
+            status, value, _ = lp_extreme(cap, n, c)
+            level_bw[j - 1, d] = (max(-value, 0.0) * (1.0 + 1e-7) if status == "optimal"
+                                  else bw_max[d])
+    level_bw[-1] = np.maximum(level_bw[-1], bw_max)
+    factor = scale * np.maximum(k0 + levels[:-1] * (1.0 - 1e-9), 0.0)
+    factor[0] = factor_min
+    return ShapeBounds(bw_max, factor_min, True, level_bw, factor)
+
+
+def additive(scenario: Scenario) -> bool:
+    """Whether the step time of ``scenario``'s workloads is compute plus a sum of
+    per-collective times (bound 3 applies): ``no_overlap`` loop, ``pipelined`` or
+    ``sequential`` collectives."""
+    return (scenario.training_loop == "no_overlap"
+            and scenario.collective_model in ("pipelined", "sequential"))
+
+
+@dataclass
+class GroupTimes:
+    """Step times of one generated workload at a few bandwidth vectors, by group span.
+
+    Under the ``no_overlap`` loop a step time is ``T(B) = T_comp + sum_k n_k t_k(B)`` over
+    the workload's distinct collectives ``k`` (``n_k`` occurrences per step), and ``t_k``
+    depends only on the span of ``k``'s group (:func:`libra_opt.traffic.routing.collective_traffic`).
+    So ``T = T_comp + sum_g C_g(span_g)`` with ``C_g`` the time of group ``g``'s collectives:
+    a placement's step time is a few table look-ups (:meth:`step_times_s`), and
+
+    ``min over placements T >= T_comp + sum_g min over spans C_g(span)``       (bound 3)
+
+    (the minimum of a sum is at least the sum of the minima), which bounds every placement
+    of a parallelization on a shape before any is enumerated (:meth:`floor_s`). The tests
+    check :meth:`step_times_s` against :func:`~libra_opt.traffic.step_time.step_time_from_walk`.
+
+    Parameters
+    ----------
+    flat : FlatWalk
+        The workload's flat walk (``Workload.flat``).
+    compute_s : float
+        ``T_comp``.
+    bw_gbps : numpy.ndarray
+        ``(L, D)`` bandwidth rows (already scaled by the slowest members' fractions).
+    units : dict
+        Unit-size traffic by (kind, span), shared by every workload on one fabric.
+    """
+
+    flat: Any
+    compute_s: float
+    bw_gbps: np.ndarray
+    fabric: Any
+    collective_model: str
+    traffic_model: str
+    in_network: frozenset[int]
+    units: dict = field(default_factory=dict)
+    _counts: np.ndarray | None = None
+    _by_group: dict[str, list[int]] | None = None
+    _cache: dict[tuple[str, tuple[int, ...]], np.ndarray] | None = None
+
+    def __post_init__(self) -> None:
+        flat = self.flat
+        occ = flat.phase_count[flat.coll_phase]
+        self._counts = np.bincount(np.asarray(flat.coll_id, dtype=int).reshape(-1),
+                                   weights=occ, minlength=len(flat.collectives))
+        self._by_group = {}
+        for k, (_, _, group) in enumerate(flat.collectives):
+            self._by_group.setdefault(group, []).append(k)
+        self._cache = {}
+
+    def group_s(self, group: str, span: tuple[int, ...]) -> np.ndarray:
+        """``C_g(span)`` at every bandwidth row, seconds per step."""
+        assert self._cache is not None and self._by_group is not None
+        assert self._counts is not None
+        key = (group, span)
+        out = self._cache.get(key)
+        if out is not None:
+            return out
+        out = np.zeros(self.bw_gbps.shape[0])
+        ks = [k for k in self._by_group.get(group, ()) if self._counts[k] > 0]
+        if ks:
+            units = [self.unit(self.flat.collectives[k][0], span) for k in ks]
+            size = np.array([self.flat.collectives[k][1] for k in ks])
+            tu = np.array([u[0] for u in units])  # (K, D) bytes per byte of collective
+            lat = np.array([u[1] for u in units])
+            used = tu > 0
+            with np.errstate(divide="ignore", invalid="ignore"):
+                t = np.where(used[None], size[None, :, None] * tu[None]
+                             / (1e9 * self.bw_gbps[:, None, :]) + lat[None], 0.0)  # (L, K, D)
+            if self.collective_model == "pipelined":
+                t_k = np.where(used[None], t, -np.inf).max(axis=2)
+                t_k = np.where(np.asarray(used.any(axis=1))[None], t_k, 0.0)
+            else:
+                t_k = t.sum(axis=2)
+            out = t_k @ self._counts[ks]
+        self._cache[key] = out
+        return out
+
+    def unit(self, kind: str, span: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+        """Bytes per NPU of a one-byte ``kind`` collective on ``span``, and its latency
+        (traffic is linear in the size; a test checks it), shared through ``units``."""
+        key = (kind, span)
+        if key not in self.units:
+            self.units[key] = collective_traffic(kind, 1.0, span, self.fabric,
+                                                 self.traffic_model, self.in_network)
+        return self.units[key]
+
+    def step_times_s(self, groups: Mapping[str, tuple[int, ...]]) -> np.ndarray:
+        """``T`` at every bandwidth row for a placement's ``groups``."""
+        assert self._by_group is not None
+        total = np.full(self.bw_gbps.shape[0], self.compute_s)
+        for g in self._by_group:
+            total = total + self.group_s(g, tuple(groups[g]))
+        return total
+
+    def floor_s(self, spans: Mapping[str, Sequence[tuple[int, ...]]]) -> np.ndarray:
+        """Bound 3 at every bandwidth row: ``T_comp + sum_g min over spans[g] C_g``."""
+        assert self._by_group is not None
+        total = np.full(self.bw_gbps.shape[0], self.compute_s)
+        for g in self._by_group:
+            total = total + np.min([self.group_s(g, s) for s in spans[g]], axis=0)
+        return total
+
+
+@dataclass
+class SyncFloor:
+    """A lower bound on the data-parallel gradient synchronisation of any placement, before
+    the workload is generated (bound 2', added to bound 2).
+
+    With ZeRO 0-2, the ``collective`` data-parallel mode and no ``dp_comm_overlap``, the
+    generated step has, once per step and outside any compute (so additive under the
+    ``no_overlap`` loop), an all-reduce (ZeRO 0) or a reduce-scatter of ``P g`` bytes and,
+    in the optimizer step, an all-gather of ``P p / (dp cp)`` bytes (ZeRO 1/2) over the
+    group ``dp`` (``ep x edp x cp``), ``P`` the dense parameters of the described stage,
+    ``g``/``p`` bytes per gradient/parameter. Traffic is linear in the size
+    (:mod:`libra_opt.traffic.collectives`), so with ``P >= P_min`` (the fewest dense
+    parameters of any stage) and ``u_s`` the traffic of a one-byte collective on span ``s``,
+
+    ``t_sync(B) >= min over spans s of [ max_d (P_min g u_s,d / B_d + alpha_s,d) + ... ]``
+
+    and ``T(B) >= T_c + t_sync(B)`` (every other term is >= 0).
+    """
+
+    fabric: Any
+    bw_gbps: np.ndarray  # (L, D), slowest fractions applied
+    collective_model: str
+    traffic_model: str
+    in_network: frozenset[int]
+    _units: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] | None = None
+    _memo: dict[tuple, np.ndarray] | None = None
+
+    def _unit(self, kind: str, group_size: int) -> tuple[np.ndarray, np.ndarray]:
+        if self._units is None:
+            self._units = {}
+        key = (kind, group_size)
+        if key not in self._units:
+            spans = [s for s in _spans(group_size, tuple(self.fabric.sizes))]
+            tr, lat = zip(*(collective_traffic(kind, 1.0, s, self.fabric, self.traffic_model,
+                                               self.in_network) for s in spans), strict=True)
+            self._units[key] = (np.array(tr), np.array(lat))
+        return self._units[key]
+
+    def _time(self, kind: str, size: float, group_size: int) -> np.ndarray:
+        """``(S, L)`` time of a ``size``-byte collective on every span, at every row."""
+        tu, lat = self._unit(kind, group_size)  # (S, D)
+        used = tu > 0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = np.where(used[:, None, :], size * tu[:, None, :] / (1e9 * self.bw_gbps[None])
+                         + lat[:, None, :], 0.0)  # (S, L, D)
+        return t.max(axis=2) if self.collective_model == "pipelined" else t.sum(axis=2)
+
+    def sync_s(self, zero: int, ranks: int, params: float, grad_bytes: float,
+               param_bytes: float) -> np.ndarray:
+        """``(L,)`` lower bound on the sync time at every row (0 when ``ranks`` is 1)."""
+        if ranks <= 1 or params <= 0:
+            return np.zeros(self.bw_gbps.shape[0])
+        if self._memo is None:
+            self._memo = {}
+        key = (zero == 0, ranks, params, grad_bytes, param_bytes)
+        if key in self._memo:
+            return self._memo[key]
+        if zero == 0:
+            t = self._time("all_reduce", params * grad_bytes, ranks)
+        else:
+            t = (self._time("reduce_scatter", params * grad_bytes, ranks)
+                 + self._time("all_gather", params * param_bytes / ranks, ranks))
+        self._memo[key] = t.min(axis=0)
+        return self._memo[key]
+
+
+def _spans(n: int, sizes: tuple[int, ...]) -> list[tuple[int, ...]]:
+    if not sizes:
+        return [()] if n == 1 else []
+    out = []
+    for k in range(1, sizes[0] + 1):
+        if sizes[0] % k == 0 and n % k == 0:
+            out += [(k, *rest) for rest in _spans(n // k, sizes[1:])]
+    return out

@@ -1,0 +1,624 @@
+"""The co-design search space: parallelizations, placements and fabric shapes.
+
+A candidate of the co-design search (:mod:`libra_opt.explore.search`) is a triple
+
+* a :class:`~libra_opt.generators.parallelism.Parallelism`: degrees ``tp x cp x pp x dp``
+  (``ep`` inside ``dp`` for mixture-of-experts models) multiplying to the NPU count, micro-batch
+  size, pipeline interleaving, recomputation, sequence parallelism and ZeRO stage;
+* a placement of the five orthogonal axes ``tp, cp, ep, edp, pp`` on the fabric dimensions
+  (:class:`~libra_opt.generators.mapping.Placement`): ``k_{a,d}`` NPUs of dimension ``d``
+  for axis ``a``, a group may take part of a dimension;
+* a fabric shape: the base fabric, or one member of a named family (the scale-up HB domain
+  size of a two-level fat-tree or Rail-only fabric).
+
+Enumeration is deterministic: parallelisms in increasing ``tp``, ``cp``, ``pp``, ``ep``,
+then micro-batch, interleave, recomputation, sequence parallelism and ZeRO in the order the
+:class:`SearchSpace` lists them; placements in lexicographic order of their span matrices.
+
+**Which degrees the model allows** (:func:`parallelisms`): ``tp`` divides the heads and
+``tp``, ``n_kv_heads`` divide one another; ``cp`` divides the tokens of a micro-batch;
+``pp x interleave <= layers + 2`` (:func:`libra_opt.generators.pipeline.stage_plan`: uneven
+stages, and the Llama 3 plan with one or two spare virtual stages holding only the
+embedding or the output layer); ``ep`` divides the experts and ``dp``, and ``tp > 1`` with
+``ep > 1`` needs sequence parallelism (Megatron-Core); ``dp x micro_batch`` divides the
+global batch. Sequence parallelism is only a choice when ``tp > 1``.
+
+**Distinct placements** (:func:`placements`): in this model a collective over ``k_d`` NPUs
+of dimension ``d`` costs the same whichever ``k_d`` of them (any stride, any rank order:
+the traffic terms of :mod:`libra_opt.traffic.collectives` depend on ``k_d`` and the
+dimension only), so two rank orders with the same span matrix ``k_{a,d}`` are the same
+candidate; the search enumerates span matrices, each once. Megatron-Core's rank order
+``tp-cp-ep-dp-pp`` (TP innermost) is the one :func:`~libra_opt.generators.mapping.place_groups`
+picks automatically; it is one of them.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from libra_opt.errors import InputError
+from libra_opt.fabric.builders import fabric_family, rail_only, rail_optimized_fat_tree
+from libra_opt.fabric.dims import Fabric
+from libra_opt.generators.descriptors import TransformerSpec
+from libra_opt.generators.devices import ComputeEfficiency, Device, compute_time_s
+from libra_opt.generators.in_network_optimizer import HOST_PAGING, IN_NETWORK_OPTIMIZER
+from libra_opt.generators.mapping import AXES, Placement
+from libra_opt.generators.memory import (
+    MemoryBreakdown,
+    head_activation_bytes,
+    model_state_bytes,
+    transformer_layer_activation_bytes,
+)
+from libra_opt.generators.operators import transformer_layer_operators
+from libra_opt.generators.parallelism import Parallelism
+from libra_opt.generators.pipeline import inflight_microbatches, stage_plan
+from libra_opt.generators.roofline import operator_time_s
+from libra_opt.generators.transformer_counts import embedding_params, layer_counts
+from libra_opt.generators.transformer_workload import layer_params_local
+
+__all__ = [
+    "RECOMPUTE",
+    "SearchSpace",
+    "FabricShape",
+    "fabric_shapes",
+    "divisors",
+    "parallelisms",
+    "placements",
+    "placement_key",
+    "span_matrices",
+    "groups_of",
+    "placement_of",
+    "group_spans",
+    "MemoryModel",
+    "compute_lower_bound_s",
+    "LayerTimeCache",
+]
+
+RECOMPUTE = ("none", "selective", "full")
+
+
+@dataclass(frozen=True)
+class SearchSpace:
+    """Which knobs the search varies, and over which values.
+
+    Parameters
+    ----------
+    micro_batch_sizes : tuple of int
+        Sequences per micro-batch.
+    interleave : tuple of int
+        Virtual pipeline stages per device (only with ``pp > 1``).
+    recompute : tuple of str
+        Activation recomputation: ``none``, ``selective``, ``full``.
+    sequence_parallel : tuple of bool
+        Megatron sequence parallelism (only a choice when ``tp > 1``).
+    zero : tuple of int
+        ZeRO stages (``0`` only with the in-network optimizer).
+    tp, cp, pp, ep : tuple of int, optional
+        Restrict a degree to these values; ``None``: every value the model allows.
+    max_cp : int
+        Largest context-parallel degree when ``cp`` is ``None`` (the sequence is cut into
+        ``cp`` parts; Llama 3 used 16 for 128K tokens).
+    placements : {'all', 'auto'}
+        ``all``: every distinct span matrix (:func:`placements`); ``auto``: only the
+        automatic placement (:func:`~libra_opt.generators.mapping.place_groups`).
+    hb_domains : tuple of int, optional
+        Fabric family: HB (scale-up) domain sizes of the base two-level fabric
+        (:func:`fabric_shapes`); ``None``: the base fabric only.
+
+    Examples
+    --------
+    >>> SearchSpace().recompute
+    ('none', 'selective', 'full')
+    """
+
+    micro_batch_sizes: tuple[int, ...] = (1, 2, 4)
+    interleave: tuple[int, ...] = (1, 2, 4, 8)
+    recompute: tuple[str, ...] = RECOMPUTE
+    sequence_parallel: tuple[bool, ...] = (False, True)
+    zero: tuple[int, ...] = (0, 1, 2, 3)
+    tp: tuple[int, ...] | None = None
+    cp: tuple[int, ...] | None = None
+    pp: tuple[int, ...] | None = None
+    ep: tuple[int, ...] | None = None
+    max_cp: int = 16
+    placements: str = "all"
+    hb_domains: tuple[int, ...] | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("micro_batch_sizes", "interleave", "zero", "tp", "cp", "pp", "ep",
+                     "hb_domains"):
+            values = getattr(self, name)
+            if values is None:
+                continue
+            values = tuple(values)
+            object.__setattr__(self, name, values)
+            low = 0 if name == "zero" else 1
+            if not values or any(isinstance(v, bool) or not isinstance(v, int) or v < low
+                                 for v in values):
+                raise InputError(f"expected a non-empty list of integers >= {low}, got "
+                                 f"{values!r}", field=f"search.{name}")
+        object.__setattr__(self, "recompute", tuple(self.recompute))
+        object.__setattr__(self, "sequence_parallel", tuple(self.sequence_parallel))
+        bad = [r for r in self.recompute if r not in RECOMPUTE]
+        if bad or not self.recompute:
+            raise InputError(f"recompute values must be some of {', '.join(RECOMPUTE)}, got "
+                             f"{self.recompute!r}", field="search.recompute")
+        if any(z > 3 for z in self.zero):
+            raise InputError(f"ZeRO stages are 0..3, got {self.zero!r}", field="search.zero")
+        if self.placements not in ("all", "auto"):
+            raise InputError(f"placements must be 'all' or 'auto', got {self.placements!r}",
+                             field="search.placements")
+        if self.max_cp < 1:
+            raise InputError(f"max_cp {self.max_cp} must be >= 1", field="search.max_cp")
+
+
+@dataclass(frozen=True)
+class FabricShape:
+    """One fabric shape of the search: a label, its HB domain size (0 when the base fabric
+    is not a two-level family) and the fabric, or why it cannot be built."""
+
+    label: str
+    hb_domain: int
+    fabric: Fabric | None
+    reason: str = ""
+
+
+def _two_level_like(base: Fabric, hb_domain: int) -> Fabric:
+    """``base`` (a two-level fat-tree or Rail-only fabric) with another HB domain size."""
+    hb, so = base.dims
+    build = rail_only if fabric_family(base) == "rail_only" else rail_optimized_fat_tree
+    return build(
+        base.n_npus, hb_domain, so.switch_radix, hb_topology=hb.topology, hb_tier=hb.tier,
+        scale_out_tier=so.tier, hb_latency_s=hb.latency_s, scale_out_latency_s=so.latency_s,
+        switch_pricing=so.switch_pricing, copper_levels=so.copper_levels,
+    )
+
+
+def fabric_shapes(base: Fabric, hb_domains: Sequence[int] | None) -> tuple[FabricShape, ...]:
+    """The fabric shapes of a search: ``base`` alone, or ``base`` rebuilt with each HB size.
+
+    Only two-level builder fabrics (``hb`` + ``scaleout``, :func:`rail_optimized_fat_tree`
+    or :func:`rail_only`) have an HB-domain family; the rebuild keeps every other property
+    of the base (tiers, radix, latencies, pricing), so its prices come from the same cost
+    model. A size that does not divide the NPU count is kept as a shape with a reason.
+
+    Raises
+    ------
+    InputError
+        When ``hb_domains`` is given for a fabric that is not a two-level builder fabric.
+
+    Examples
+    --------
+    >>> f = rail_optimized_fat_tree(1024, 8, 64)
+    >>> [(s.label, s.fabric is not None) for s in fabric_shapes(f, (8, 72))]
+    [('hb 8', True), ('hb 72', False)]
+    """
+    if hb_domains is None:
+        hb = base.dims[0].size if base.n_dims == 2 else 0
+        return (FabricShape("base", hb, base),)
+    if base.n_dims != 2 or base.names != ("hb", "scaleout") or fabric_family(base) == "multi_dim":
+        raise InputError(
+            "an HB-domain family needs a two-level fat_tree or rail_only fabric (dimensions "
+            f"hb, scaleout); this one has {', '.join(base.names)}", field="search.hb_domains")
+    if _two_level_like(base, base.dims[0].size) != base:
+        raise InputError(
+            "the fabric differs from what its builder makes (edited dimensions?); the "
+            "HB-domain family can only rebuild builder fabrics", field="search.hb_domains")
+    out = []
+    for h in dict.fromkeys(hb_domains):
+        if base.n_npus % h:
+            out.append(FabricShape(f"hb {h}", h, None,
+                                   f"HB domain {h} does not divide {base.n_npus} NPUs"))
+            continue
+        try:
+            out.append(FabricShape(f"hb {h}", h, _two_level_like(base, h)))
+        except InputError as exc:
+            out.append(FabricShape(f"hb {h}", h, None, exc.message))
+    return tuple(out)
+
+
+def divisors(n: int) -> list[int]:
+    """Divisors of ``n`` in increasing order.
+
+    Examples
+    --------
+    >>> divisors(12)
+    [1, 2, 3, 4, 6, 12]
+    """
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return small + [n // d for d in reversed(small) if d * d != n]
+
+
+def _allowed(values: tuple[int, ...] | None, candidates: list[int]) -> list[int]:
+    return candidates if values is None else [c for c in candidates if c in values]
+
+
+def parallelisms(
+    model: TransformerSpec, n_npus: int, base: Parallelism, space: SearchSpace
+) -> Iterator[Parallelism]:
+    """Every parallelization of ``model`` on ``n_npus`` NPUs in ``space`` (see module docstring).
+
+    ``base`` gives what the search does not vary: the global batch, precision, data-parallel
+    mode, flash attention, capacity factor and the overlap options (dropped where a candidate
+    cannot have them: ``tp_comm_overlap`` needs ``tp > 1``, ``dp_comm_overlap`` a
+    data-parallel reduction).
+
+    Examples
+    --------
+    >>> from libra_opt.io.presets import load_model
+    >>> m = load_model("llama3_8b")
+    >>> base = Parallelism(global_batch_size=16)
+    >>> space = SearchSpace(micro_batch_sizes=(1,), recompute=("none",), zero=(1,),
+    ...                     sequence_parallel=(True,), interleave=(1,), cp=(1,))
+    >>> [(p.tp, p.pp, p.dp) for p in parallelisms(m, 8, base, space)]  # every tp x pp x dp = 8
+    [(1, 1, 8), (1, 2, 4), (1, 4, 2), (1, 8, 1), (2, 1, 4), (2, 2, 2), (2, 4, 1), (4, 1, 2), (4, 2, 1), (8, 1, 1)]
+    """
+    gbs = base.global_batch_size
+    heads, kv = model.n_heads, model.kv_heads
+    n_experts = model.moe.n_experts if model.moe is not None else 1
+    for tp in _allowed(space.tp, divisors(n_npus)):
+        if heads % tp or (kv % tp and tp % kv):
+            continue
+        rest_tp = n_npus // tp
+        for cp in _allowed(space.cp, divisors(rest_tp)):
+            if space.cp is None and cp > space.max_cp:
+                continue
+            for pp in _allowed(space.pp, divisors(rest_tp // cp)):
+                if pp > model.n_layers + 2:
+                    continue
+                dp = rest_tp // (cp * pp)
+                if gbs % dp:
+                    continue
+                eps = [e for e in divisors(dp) if n_experts % e == 0]
+                for ep in _allowed(space.ep, eps if model.moe is not None else [1]):
+                    yield from _knobs(model, base, space, tp, cp, pp, dp, ep)
+
+
+def _knobs(model: TransformerSpec, base: Parallelism, space: SearchSpace,
+           tp: int, cp: int, pp: int, dp: int, ep: int) -> Iterator[Parallelism]:
+    gbs = base.global_batch_size
+    for mb in space.micro_batch_sizes:
+        if gbs % (dp * mb) or (model.seq_len * mb) % cp:
+            continue
+        for v in space.interleave if pp > 1 else (1,):
+            if pp * v > model.n_layers + 2:  # stage_plan: at most two spare stages
+                continue
+            for rec in space.recompute:
+                sps = [sp for sp in space.sequence_parallel if tp > 1 or not sp] or [False]
+                if ep > 1 and tp > 1:
+                    sps = [sp for sp in sps if sp]
+                for sp in sps:
+                    for zero in space.zero:
+                        if base.dp_mode == IN_NETWORK_OPTIMIZER and zero != 0:
+                            continue
+                        dp_ovl = base.dp_comm_overlap and dp * cp > 1 and zero < 3
+                        yield _with(
+                            base, tp=tp, cp=cp, pp=pp, dp=dp, ep=ep, micro_batch_size=mb,
+                            interleave=v, recompute=rec, sequence_parallel=sp, zero=zero,
+                            tp_comm_overlap=base.tp_comm_overlap and tp > 1,
+                            dp_comm_overlap=dp_ovl,
+                        )
+
+
+def _with(base: Parallelism, **updates: object) -> Parallelism:
+    """``base`` with ``updates``, validated (the descriptor's own checks run)."""
+    return Parallelism.model_validate({**base.model_dump(), **updates})
+
+
+def _split_vectors(degree: int, free: Sequence[int]) -> Iterator[tuple[int, ...]]:
+    """Vectors ``k`` with ``k_d | free_d`` and ``prod k_d = degree``, lexicographic."""
+    if not free:
+        if degree == 1:
+            yield ()
+        return
+    for k in divisors(math.gcd(degree, free[0])):
+        for rest in _split_vectors(degree // k, free[1:]):
+            yield (k, *rest)
+
+
+def span_matrices(sizes: Sequence[int], degrees: dict[str, int]) -> list[tuple[tuple[int, ...], ...]]:
+    """Every span matrix ``k_{a,d}`` (rows: the axes ``tp, cp, ep, edp, pp``; columns: the
+    dimensions) with row products the degrees and column products the dimension sizes, in
+    lexicographic order (see :func:`placements`).
+
+    Examples
+    --------
+    >>> span_matrices((4, 4), {"tp": 4, "edp": 4})[0]
+    ((1, 4), (1, 1), (1, 1), (4, 1), (1, 1))
+    """
+    return list(_span_matrices(tuple(sizes), tuple(int(degrees.get(ax, 1)) for ax in AXES)))
+
+
+@functools.lru_cache(maxsize=8192)
+def _span_matrices(sizes: tuple[int, ...], deg: tuple[int, ...]
+                   ) -> tuple[tuple[tuple[int, ...], ...], ...]:
+    """:func:`span_matrices` of integer tuples, memoized (a pure function of its arguments;
+    the search asks for the same shapes and degrees many times)."""
+    out: list[tuple[tuple[int, ...], ...]] = []
+
+    def rec(i: int, free: tuple[int, ...], rows: tuple[tuple[int, ...], ...]) -> None:
+        if i == len(AXES) - 1:  # the last axis takes what is left
+            if math.prod(free) == deg[i]:
+                out.append((*rows, free))
+            return
+        for k in _split_vectors(deg[i], free):
+            rec(i + 1, tuple(f // kk for f, kk in zip(free, k, strict=True)), (*rows, k))
+
+    if math.prod(deg) == math.prod(sizes):
+        rec(0, tuple(sizes), ())
+    return tuple(out)
+
+
+def groups_of(matrix: tuple[tuple[int, ...], ...]) -> dict[str, tuple[int, ...]]:
+    """The workload groups of a span matrix, as :meth:`Placement.groups
+    <libra_opt.generators.mapping.Placement.groups>` derives them (``dp = ep x edp x cp``,
+    ``edp = edp x cp``).
+
+    Examples
+    --------
+    >>> groups_of(((2, 1), (1, 2), (1, 1), (2, 1), (1, 2)))["dp"]
+    (2, 2)
+    """
+    tp, cp, ep, edp, pp = matrix
+    return {
+        "tp": tp, "cp": cp, "pp": pp, "ep": ep,
+        "dp": tuple(a * b * c for a, b, c in zip(ep, edp, cp, strict=True)),
+        "edp": tuple(b * c for b, c in zip(edp, cp, strict=True)),
+    }
+
+
+def placement_of(fabric: Fabric, matrix: tuple[tuple[int, ...], ...]) -> Placement:
+    """The :class:`~libra_opt.generators.mapping.Placement` of a span matrix."""
+    return Placement(fabric.names, MappingProxyType(dict(zip(AXES, matrix, strict=True))))
+
+
+def group_spans(sizes: Sequence[int], degrees: dict[str, int]) -> dict[str, list[tuple[int, ...]]]:
+    """Every span each workload group can take on dimensions of ``sizes`` (a superset of
+    those the span matrices give: any ``k`` with ``k_d | n_d`` and the group's size)."""
+    deg = {ax: int(degrees.get(ax, 1)) for ax in AXES}
+    size = {"tp": deg["tp"], "cp": deg["cp"], "pp": deg["pp"], "ep": deg["ep"],
+            "dp": deg["ep"] * deg["edp"] * deg["cp"], "edp": deg["edp"] * deg["cp"]}
+    return {g: list(_split_vectors(n, tuple(sizes))) for g, n in size.items()}
+
+
+def placements(fabric: Fabric, degrees: dict[str, int]) -> Iterator[Placement]:
+    """Every distinct placement of the axes ``tp, cp, ep, edp, pp`` on ``fabric``.
+
+    Each axis ``a`` takes ``k_{a,d}`` NPUs of each dimension ``d`` (``prod_d k_{a,d}`` = its
+    degree, ``prod_a k_{a,d}`` = the size of ``d``), in lexicographic order of the span
+    matrix (:func:`span_matrices`), each matrix once (rank orders with the same spans are
+    the same candidate; see the module docstring).
+
+    Examples
+    --------
+    TP 4 and DP 4 on a 4 x 4 fabric: TP takes 4 of the first dimension, 2 + 2, or 4 of the
+    second, and DP the rest.
+
+    >>> from libra_opt.fabric.builders import multi_dim
+    >>> f = multi_dim((4, 4), ("ring", "switch"))
+    >>> [p.describe() for p in placements(f, {"tp": 4, "edp": 4})]
+    ['tp: package 4 | edp: chiplet 4', 'tp: chiplet 2, package 2 | edp: chiplet 2, package 2', 'tp: chiplet 4 | edp: package 4']
+    """
+    deg = {ax: int(degrees.get(ax, 1)) for ax in AXES}
+    if math.prod(deg.values()) != fabric.n_npus:
+        raise InputError(f"degrees {deg} do not multiply to {fabric.n_npus} NPUs",
+                         field="parallelism")
+    for m in span_matrices(fabric.sizes, deg):
+        yield placement_of(fabric, m)
+
+
+def placement_key(placement: Placement) -> tuple[tuple[int, ...], ...]:
+    """The span matrix of ``placement`` (axes in :data:`~libra_opt.generators.mapping.AXES`
+    order), a hashable identity."""
+    return tuple(tuple(placement.spans[ax]) for ax in AXES)
+
+
+def _embedding_local(model: TransformerSpec, tp: int) -> float:
+    return model.vocab_size * model.hidden_size / tp + (
+        embedding_params(model) - model.vocab_size * model.hidden_size)
+
+
+def _head_local(model: TransformerSpec, tp: int, has_emb: bool) -> float:
+    norm = (2 if model.norm == "layernorm" else 1) * model.hidden_size
+    shares = model.tied_embeddings and has_emb
+    return norm + (0.0 if shares else model.vocab_size * model.hidden_size / tp)
+
+
+@dataclass
+class MemoryModel:
+    """HBM bytes of the most loaded NPU: the generator's memory model
+    (:mod:`libra_opt.generators.memory`, per pipeline stage), without generating the
+    workload; per-layer quantities are cached by the knobs they depend on.
+    ``capacity_bytes`` is the device's HBM (reported in the breakdown).
+
+    Weights, gradients and optimizer state of a stage's local parameters under ZeRO
+    (:func:`~libra_opt.generators.memory.model_state_bytes`, sharded over ``dp x cp`` and
+    ``dp / ep x cp`` ranks), counted as the generator counts them (embedding split
+    ``1/tp`` over the vocabulary, output layer unless tied to an embedding on the same
+    stage), plus the activations of the micro-batches in flight at the 1F1B peak
+    (:func:`~libra_opt.generators.pipeline.inflight_microbatches`) and the output layer's
+    activations on the last stage. The test suite checks it equals
+    ``GeneratedWorkload.memory.total_bytes`` on random configurations.
+
+    Examples
+    --------
+    >>> from libra_opt.io.presets import load_model
+    >>> par = Parallelism(tp=8, sequence_parallel=True, pp=16, interleave=2, dp=128,
+    ...                   global_batch_size=2048, recompute="full", zero=1)
+    >>> round(MemoryModel(load_model("llama3_405b")).bytes_per_npu(par) / 1e9, 1)
+    19.0
+    """
+
+    model: TransformerSpec
+    capacity_bytes: float = 0.0
+    _params: dict[tuple, tuple[float, float]] = field(default_factory=dict)
+    _acts: dict[tuple, float] = field(default_factory=dict)
+    _plans: dict[tuple[int, int], tuple] = field(default_factory=dict)
+
+    def _layer_params(self, par: Parallelism, moe: bool) -> tuple[float, float]:
+        key = (par.tp, par.ep, par.capacity_factor, moe)
+        if key not in self._params:
+            self._params[key] = layer_params_local(self.model, par, layer_counts(
+                self.model, moe, capacity_factor=par.capacity_factor))
+        return self._params[key]
+
+    def _act(self, par: Parallelism, moe: bool) -> float:
+        key = (par.tp, par.cp, par.micro_batch_size, par.sequence_parallel, par.recompute,
+               par.capacity_factor, par.precision.activation_bytes, moe)
+        if key not in self._acts:
+            self._acts[key] = transformer_layer_activation_bytes(self.model, par, moe=moe)
+        return self._acts[key]
+
+    def _plan(self, pp: int, v: int) -> tuple:
+        if (pp, v) not in self._plans:
+            self._plans[(pp, v)] = stage_plan(self.model, pp, v)
+        return self._plans[(pp, v)]
+
+    def min_dense_params(self, par: Parallelism) -> float:
+        """The fewest dense parameters any pipeline stage holds (before ZeRO sharding)."""
+        model = self.model
+        d_dense, _ = self._layer_params(par, False)
+        d_moe, _ = self._layer_params(par, True) if model.moe is not None else (0.0, 0.0)
+        out = math.inf
+        for s in self._plan(par.pp, par.interleave):
+            dense = s.n_dense * d_dense + s.n_moe * d_moe
+            if s.has_embedding:
+                dense += _embedding_local(model, par.tp)
+            if s.has_head:
+                dense += _head_local(model, par.tp, s.has_embedding)
+            out = min(out, dense)
+        return out
+
+    def bytes_per_npu(self, par: Parallelism) -> float:
+        """Peak HBM bytes over the pipeline stages (see the class docstring)."""
+        return self.breakdown(par).total_bytes
+
+    def breakdown(self, par: Parallelism) -> MemoryBreakdown:
+        """The most loaded NPU's memory, as the generator reports it
+        (``GeneratedWorkload.memory``)."""
+        model = self.model
+        d_dense, e_dense = self._layer_params(par, False)
+        d_moe, e_moe = self._layer_params(par, True) if model.moe is not None else (0.0, 0.0)
+        act_dense = self._act(par, False)
+        act_moe = self._act(par, True) if model.moe is not None else 0.0
+        head_act = head_activation_bytes(model, par)
+        worst: MemoryBreakdown | None = None
+        seen = set()
+        for s in self._plan(par.pp, par.interleave):
+            # stages alike but for their index: the first holds the most micro-batches
+            # (inflight_microbatches does not increase with the index), so it is the peak
+            sig = (s.n_dense, s.n_moe, s.has_embedding, s.has_head)
+            if sig in seen:
+                continue
+            seen.add(sig)
+            dense = s.n_dense * d_dense + s.n_moe * d_moe
+            expert = s.n_dense * e_dense + s.n_moe * e_moe
+            if s.has_embedding:
+                dense += _embedding_local(model, par.tp)
+            if s.has_head:
+                dense += _head_local(model, par.tp, s.has_embedding)
+            w1, g1, o1 = model_state_bytes(dense, par.precision, par.zero, par.dp * par.cp)
+            w2, g2, o2 = model_state_bytes(expert, par.precision, par.zero,
+                                           par.expert_dp * par.cp)
+            host = 0.0
+            if par.dp_mode == IN_NETWORK_OPTIMIZER:
+                # held by the aggregators, or paged from host memory
+                host = o1 + o2 if par.optimizer_state == HOST_PAGING else 0.0
+                o1 = o2 = 0.0
+            inflight = inflight_microbatches(s.index, par.pp, par.micro_batches, par.interleave)
+            act = inflight * (s.n_dense * act_dense + s.n_moe * act_moe)
+            if s.has_head:
+                act += head_act
+            mb = MemoryBreakdown(weights_bytes=w1 + w2, grads_bytes=g1 + g2,
+                                 optimizer_bytes=o1 + o2, activations_bytes=act,
+                                 capacity_bytes=self.capacity_bytes,
+                                 where=f"pipeline stage {s.index}", host_bytes=host)
+            if worst is None or mb.total_bytes > worst.total_bytes:
+                worst = mb
+        assert worst is not None
+        return worst
+
+
+@dataclass
+class LayerTimeCache:
+    """Per-micro-batch compute seconds of one transformer layer, by the knobs they depend
+    on (``tp, cp, ep, micro-batch, sequence parallelism, recomputation``, dense or MoE)."""
+
+    model: TransformerSpec
+    device: Device
+    efficiency: ComputeEfficiency
+    times: dict[tuple, float] = field(default_factory=dict)
+    plans: dict[tuple[int, int], tuple] = field(default_factory=dict)
+
+    def plan(self, pp: int, v: int) -> tuple:
+        """:func:`~libra_opt.generators.pipeline.stage_plan`, cached."""
+        if (pp, v) not in self.plans:
+            self.plans[(pp, v)] = stage_plan(self.model, pp, v)
+        return self.plans[(pp, v)]
+
+    def layer_s(self, par: Parallelism, moe: bool) -> float:
+        """Forward + input-gradient (with recomputation) + weight-gradient seconds of one
+        layer for one micro-batch, priced exactly as the generator prices it."""
+        key = (par.tp, par.cp, par.ep, par.micro_batch_size, par.sequence_parallel,
+               par.recompute, par.capacity_factor, par.flash_attention,
+               par.gradient_accumulation_fusion, moe)
+        t = self.times.get(key)
+        if t is None:
+            t = _layer_compute_s(self.model, par, moe, self.device, self.efficiency)
+            self.times[key] = t
+        return t
+
+
+def _layer_compute_s(model: TransformerSpec, par: Parallelism, moe: bool, device: Device,
+                     eff: ComputeEfficiency) -> float:
+    dtype = par.precision.compute_dtype
+    if eff.kind == "roofline":
+        ops = transformer_layer_operators(model, par, moe)
+        return sum(operator_time_s(op, device, dtype, eff.value)
+                   for pass_ops in ops.passes() for op in pass_ops)
+    c = layer_counts(model, moe, capacity_factor=par.capacity_factor)
+    tokens = par.micro_batch_size * model.seq_len / par.cp
+    lin = c.linear_flops_per_token * tokens / par.tp
+    att = c.attention_flops_per_token * tokens / par.tp
+    ig = lin + 2.0 * att + (lin + att if par.recompute == "full" else
+                            att if par.recompute == "selective" else 0.0)
+    return sum(compute_time_s(x, device, dtype, eff) for x in (lin + att, ig, lin))
+
+
+def compute_lower_bound_s(model: TransformerSpec, par: Parallelism, cache: LayerTimeCache) -> float:
+    """A lower bound on the step time of ``par`` at any bandwidth: the transformer layers'
+    compute on the busiest pipeline stage, with the bubble.
+
+    Notes
+    -----
+    The generated step (:mod:`libra_opt.generators.transformer_workload`) charges the
+    slowest stage ``r`` for ``m`` micro-batches plus the bubble's ``(p - 1) / v`` extra
+    passes, each pass costing the stage's per-micro-batch compute
+    ``c_r = n_dense,r t_dense + n_moe,r t_moe + e_r`` (``e_r >= 0``: embedding and output
+    layer), plus the optimizer step (``>= 0``) and communication (``>= 0`` under every
+    collective model and training loop: a phase costs ``compute + comm`` or
+    ``max(compute, comm)``). ``r`` maximises ``c_r``, so
+
+    ``T(B) >= (m + (p - 1) / v) max_s (n_dense,s t_dense + n_moe,s t_moe) = LB``
+
+    for every bandwidth ``B``, with ``t_dense``, ``t_moe`` priced by the generator's own
+    operator model (:class:`LayerTimeCache`). The test suite checks ``LB <= T(B)`` against
+    generated workloads.
+
+    Examples
+    --------
+    >>> from libra_opt.io.presets import load_device, load_model
+    >>> m, d = load_model("llama3_8b"), load_device("h100_sxm")
+    >>> cache = LayerTimeCache(m, d, ComputeEfficiency("roofline", d.default_efficiency))
+    >>> par = Parallelism(tp=8, pp=2, dp=2, global_batch_size=16)
+    >>> compute_lower_bound_s(m, par, cache) > 0
+    True
+    """
+    t_dense = cache.layer_s(par, moe=False)
+    t_moe = cache.layer_s(par, moe=True) if model.moe is not None else 0.0
+    busiest = max(s.n_dense * t_dense + s.n_moe * t_moe for s in cache.plan(par.pp, par.interleave))
+    return (par.micro_batches + (par.pp - 1) / par.interleave) * busiest
