@@ -56,6 +56,11 @@ ChunkedCollective`) is ``sum_p t_p + max_r piece_r`` with, per dimension ``d``:
   busy ``beta_d`` per chunk (the two ring directions counted apart) the whole time, the
   dimension's own latency hidden but its last step's ``l_d``.
 
+A phase with two regimes (a congestion-aware direct phase on a ring: the larger of two
+affine times) is priced at its first; every choice of regimes adds its pieces shifted by
+the chosen phases' extra time, so the whole stays one max of affine pieces. Checked against
+ASTRA-sim 2.0 runs of both backends (``tests/traffic/astra_sim2_runs.csv``).
+
 References
 ----------
 .. [1] W. Won, T. Heo, S. Rashidi, S. Sridharan, S. Srinivasan, T. Krishna, "ASTRA-sim2.0:
@@ -75,6 +80,7 @@ References
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -118,6 +124,9 @@ class SimPhase:
         Time the busiest link is busy with the phase's largest step, times ``B_d``.
     head_s : float
         Time before the phase's first send (one endpoint pass).
+    alt : tuple of float, optional
+        ``(coef_gb, const_s)`` of a second regime: the phase takes the larger of the two
+        (:func:`sim_pipeline_pieces` keeps the pipeline a max of affine pieces).
     """
 
     coef_gb: float
@@ -128,6 +137,7 @@ class SimPhase:
     tail_gb: float = 0.0
     step_gb: float = 0.0
     head_s: float = 0.0
+    alt: tuple[float, float] | None = None
 
 
 def _hd_steps(op: str, k: int, x: float) -> list[tuple[float, int]]:
@@ -195,7 +205,9 @@ def sim_phase(
     * direct, the ``k - 1`` messages at once taking ``N = s(n) + alpha`` on a clique;
       ``s(n) + 2 alpha`` (unaware) or ``k s(n) + 2 alpha`` (aware: ``k - 1`` through the
       up-link, the last one forwarded) through a switch; ``s(n) + H alpha`` (unaware) or
-      ``L s(n) + H alpha`` (aware) on a ring, ``H = floor(k/2)`` the farthest peer and
+      ``max(L s(n) + 2 alpha, (2H - 1) s(n) + H alpha)`` (aware; the busiest link busy
+      throughout, or the farthest message's hops each behind the transmissions queued on
+      its way) on a ring, ``H = floor(k/2)`` the farthest peer and
       ``L = H (H + 1) / 2`` the messages on a clockwise link: reduce-scatter
       ``2 e + N + r(n)``; all-gather and all-to-all ``2 e + N``; all-reduce
       ``3 e + 2 N + r(n)``.
@@ -264,12 +276,21 @@ def _sim_phase(op: str, algorithm: str, dim: Dim, k: int, buffer_bytes: float,
             far = k // 2
             on_link = far * (far + 1) // 2
             coef, lat, load = (on_link if aware else 1) * n * u, far * a, on_link * n * u
+        alt = None
+        if aware and topo == "ring" and k > 4:
+            # serialization-bound: the busiest link busy the whole phase, two latencies
+            # exposed; latency-bound: the farthest message's far hops, each after the
+            # 2 far - 1 transmissions queued ahead of it on its way (congestion-aware runs)
+            alt, lat = ((2 * far - 1) * n * u, far * a), 2 * a
         last = (fwd - 1) * n * u
         if op == "all_reduce":
             return SimPhase(2 * coef, 3 * e + 2 * lat + red(n), 2 * load, "shared", e + lat,
-                            last, load)
+                            last, load,
+                            alt=None if alt is None else
+                            (2 * alt[0], 3 * e + 2 * alt[1] + red(n)))
         r = red(n) if op == "reduce_scatter" else 0.0
-        return SimPhase(coef, 2 * e + lat + r, load, "shared", e + lat + r, last, load)
+        return SimPhase(coef, 2 * e + lat + r, load, "shared", e + lat + r, last, load,
+                        alt=None if alt is None else (alt[0], 2 * e + alt[1] + r))
     if algorithm == "halving_doubling":
         if op == "all_to_all":
             raise InputError("ASTRA-sim's halving-doubling has no all-to-all; use ring or "
@@ -345,6 +366,12 @@ def sim_pipeline_pieces(
     ...                     hierarchical_all_reduce=False)[-1]
     ({0: 1.0}, 1e-06)
     """
+    regimes = [i for i, p in enumerate(phases) if p[2].alt is not None]
+    if regimes:
+        return _regime_pieces(phases, regimes, chunks, backend=backend,
+                              queues_per_dim=queues_per_dim,
+                              active_chunks_per_dim=active_chunks_per_dim,
+                              hierarchical_all_reduce=hierarchical_all_reduce)
     q = queues_per_dim
     per_queue = -(-active_chunks_per_dim // q)
     split = hierarchical_all_reduce and q >= 2
@@ -441,3 +468,39 @@ def sim_pipeline_pieces(
         pieces.append((coef, phases[on_d[0]][2].head_s + phases[on_d[-1]][2].tail_s
                        - latency - mid_const))
     return pieces
+
+
+def _regime_pieces(
+    phases: Sequence[tuple[int, str, SimPhase]],
+    regimes: list[int],
+    chunks: int,
+    **settings: object,
+) -> list[tuple[dict[int, float], float]]:
+    """Pieces of a pipeline whose phases ``regimes`` take the larger of two affine times.
+
+    The time is ``sum_p t_p + max_r piece_r`` for every choice of regime per phase; the
+    largest over the choices is the phases at their first regime plus the max, over choices
+    ``c`` and their pieces ``r``, of ``piece_r^c + sum_p (t_p^c - t_p)``: still one max of
+    affine pieces.
+    """
+    out: list[tuple[dict[int, float], float]] = []
+    for choice in itertools.product((False, True), repeat=len(regimes)):
+        chosen = list(phases)
+        shift: dict[int, float] = {}
+        shift_s = 0.0
+        for i, second in zip(regimes, choice, strict=True):
+            d, g, ph = phases[i]
+            if second:
+                assert ph.alt is not None
+                coef, const = ph.alt
+                shift[d] = shift.get(d, 0.0) + coef - ph.coef_gb
+                shift_s += const - ph.const_s
+                ph = replace(ph, coef_gb=coef, const_s=const)
+            chosen[i] = (d, g, replace(ph, alt=None))
+        pieces = sim_pipeline_pieces(chosen, chunks, **settings) or [({}, 0.0)]  # type: ignore[arg-type]
+        for coef_d, const_p in pieces:
+            total = dict(coef_d)
+            for d, c in shift.items():
+                total[d] = total.get(d, 0.0) + c
+            out.append((total, const_p + shift_s))
+    return out
