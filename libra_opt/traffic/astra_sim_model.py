@@ -93,6 +93,7 @@ __all__ = [
     "Backend",
     "BACKENDS",
     "SimPhase",
+    "sim_chunks",
     "sim_phase",
     "sim_pipeline_pieces",
 ]
@@ -138,6 +139,50 @@ class SimPhase:
     step_gb: float = 0.0
     head_s: float = 0.0
     alt: tuple[float, float] | None = None
+
+
+def sim_chunks(kind: str, size_bytes: float, splits: int, npus: int) -> tuple[float, int]:
+    """Chunk bytes and chunk count of a collective as the simulator splits it.
+
+    Parameters
+    ----------
+    kind : str
+        Collective kind (``'all_gather'`` has no minimum chunk).
+    size_bytes : float
+        Collective size ``D`` (bytes, as the workload's ``comm_size``).
+    splits : int
+        ``preferred-dataset-splits`` ``S``.
+    npus : int
+        NPUs of the whole network.
+
+    Returns
+    -------
+    chunk_bytes : float
+    chunks : int
+
+    Notes
+    -----
+    Every chunk carries ``c = floor(D / S)`` bytes (at least ``npus`` bytes, the collective
+    then growing to ``S c``, except for all-gather); chunks of ``c`` are issued until ``D``
+    is covered, so a remainder ``D - S c > 0`` costs one more full chunk:
+    ``ceil(D / c)`` chunks.
+
+    Examples
+    --------
+    64 MiB in 6 splits: 11,184,810 bytes a chunk, 4 bytes left over, 7 chunks:
+
+    >>> sim_chunks("all_to_all", 64 * 2**20, 6, 8)
+    (11184810.0, 7)
+    >>> sim_chunks("all_reduce", 64 * 2**20, 4, 8)
+    (16777216.0, 4)
+    """
+    size = int(size_bytes)
+    chunk = size // splits
+    if kind != "all_gather" and npus > chunk:
+        chunk, size = npus, splits * npus
+    if chunk <= 0:
+        return float(size_bytes) / splits, splits
+    return float(chunk), -(-size // chunk)
 
 
 def _hd_steps(op: str, k: int, x: float) -> list[tuple[float, int]]:
