@@ -361,6 +361,14 @@ def _sim_phase(op: str, algorithm: str, dim: Dim, k: int, buffer_bytes: float,
         if op in ("reduce_scatter", "all_reduce"):
             reds = sum(red(x / 2**i) for i in range(2, q + 1))
         last = m * u if aware and topo == "switch" else 0.0  # a ring's hops are all loaded
+        if topo == "fully_connected":
+            # each peer distance has its own link: the busiest carries its own steps, the
+            # other steps' transmissions pass on other links before or after it
+            per_link: dict[int, float] = {}
+            for m_i, dist in _hd_steps(op, k, x):
+                per_link[dist] = per_link.get(dist, 0.0) + m_i * u
+            load = max(per_link.values())
+            last = sum(per_link.values()) - load
         return SimPhase(coef, passes * e + const + reds, load, "shared", e + hops * a, last,
                         biggest)
     raise InputError(f"no {algorithm!r} phase time for {op!r}", field="collectives.algorithm")
