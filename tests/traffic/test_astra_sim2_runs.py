@@ -79,7 +79,7 @@ def test_table_covers_both_backends_and_every_collective():
     assert {r["size_mib"] for r in ROWS} == {"1", "64"}
     assert {r["algorithm"] for r in ROWS} == {"ring", "direct", "halvingDoubling"}
     assert {len(r["topology"].split("|")) for r in ROWS} == {1, 2, 3}
-    assert len(ROWS) == 1744
+    assert len(ROWS) == 1808
 
 
 # Runs the model does not yet follow: halving-doubling with two chunks at once on the
@@ -87,6 +87,7 @@ def test_table_covers_both_backends_and_every_collective():
 # chunk trailing the first, and the next wave waiting for the down-links) is neither the
 # model's shared-busiest-link bound nor its wave bound: 14-17 % slow on Ring[8], 10-11 % on
 # Ring[16], 15 % fast for a fully-connected all-reduce, 13 % fast for a switch all-gather.
+# (The event-by-event replay of benchmarks/astra_sim_parity.py reproduces these runs.)
 KNOWN_GAPS = {
     ("Ring8", "hd_local_q2_a2", "congestion_aware", "reduce_scatter", "64"),
     ("Ring8", "hd_local_q2_a2", "congestion_aware", "all_gather", "64"),
@@ -96,6 +97,7 @@ KNOWN_GAPS = {
     ("Ring16", "hd_q1_a2_s8", "congestion_aware", "all_gather", "64"),
     ("FC8", "hd_q1_a2_s8", "congestion_aware", "all_reduce", "64"),
     ("Switch8", "hd_q1_a2_s8", "congestion_aware", "all_gather", "64"),
+    ("HGX8", "hd_q1_a2_s8", "congestion_aware", "all_gather", "64"),
 }
 
 
@@ -150,6 +152,16 @@ def test_halving_doubling_on_fully_connected_pipelines_per_link():
     assert row["sim_ns"] == "2735915"
     assert_allclose(model_ns(row), 2_735_915, rtol=2e-3)
     assert_allclose(8 * 312_500 + 78_125 + 156_250, 2_734_375)
+
+
+def test_hgx_h100_validated_example():
+    """ASTRA-sim's own HGX-H100-validated example (Switch[8], 400 GB/s, 936.25 ns; ring,
+    2 active chunks, 4 splits, local-mem-bw 3350): every collective at 1 and 64 MiB on both
+    backends within 0.5 % of the simulator."""
+    rows = [r for r in ROWS if r["knobs"] == "hgx_validated"]
+    assert len(rows) == 16
+    sim = np.array([float(r["sim_ns"]) for r in rows])
+    assert_allclose([model_ns(r) for r in rows], sim, rtol=5e-3)
 
 
 def test_ring_runs_within_one_percent():
