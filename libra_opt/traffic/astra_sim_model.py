@@ -53,8 +53,10 @@ ChunkedCollective`) is ``sum_p t_p + max_r piece_r`` with, per dimension ``d``:
   group's queue is backlogged: it works through the later chunks' first phases before
   the first chunk comes back);
 * congestion-aware only: ``S beta_d + l_d - u_d - m_d``: the busiest link of the dimension
-  busy ``beta_d`` per chunk (the two ring directions counted apart) the whole time, the
-  dimension's own latency hidden but its last step's ``l_d``.
+  busy ``beta_d`` per chunk (the two ring directions counted apart; halving-doubling counted
+  link by link: one link per peer distance on a fully-connected dimension, every directed
+  ring link its messages cross) the whole time, the dimension's own latency hidden but its
+  last step's ``l_d``.
 
 A phase with two regimes (a congestion-aware direct phase on a ring: the larger of two
 affine times) is priced at its first; every choice of regimes adds its pieces shifted by
@@ -195,6 +197,25 @@ def _hd_steps(op: str, k: int, x: float) -> list[tuple[float, int]]:
         shard = x / k
         return [(shard * 2 ** (i - 1), k // 2**i) for i in range(1, q + 1)]
     return rs + rs[::-1]
+
+
+def _hd_ring_busiest_link(op: str, k: int, x: float) -> float:
+    """Bytes the busiest directed link of a ring of ``k`` carries in one halving-doubling
+    phase: at distance ``d`` an NPU ``i`` sends to ``i + d`` when ``floor(i / d)`` is even,
+    else to ``i - d``, each message on the shorter way round (ties clockwise), loading every
+    link it crosses."""
+    per_link: dict[tuple[int, int], float] = {}
+    for m, dist in _hd_steps(op, k, x):
+        for i in range(k):
+            peer = (i + dist) % k if (i // dist) % 2 == 0 else (i - dist) % k
+            cw = (peer - i) % k
+            step, hops = (-1, k - cw) if k - cw < cw else (1, cw)
+            node = i
+            for _ in range(hops):
+                link = (node, step)
+                per_link[link] = per_link.get(link, 0.0) + m
+                node = (node + step) % k
+    return max(per_link.values())
 
 
 def sim_phase(
@@ -369,6 +390,8 @@ def _sim_phase(op: str, algorithm: str, dim: Dim, k: int, buffer_bytes: float,
                 per_link[dist] = per_link.get(dist, 0.0) + m_i * u
             load = max(per_link.values())
             last = sum(per_link.values()) - load
+        elif topo == "ring":
+            load = _hd_ring_busiest_link(op, k, x) * u
         return SimPhase(coef, passes * e + const + reds, load, "shared", e + hops * a, last,
                         biggest)
     raise InputError(f"no {algorithm!r} phase time for {op!r}", field="collectives.algorithm")
