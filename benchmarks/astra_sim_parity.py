@@ -469,10 +469,13 @@ def sim_runs() -> pd.DataFrame:
                 "preferred-dataset-splits": int(r.splits),
                 "collective-optimization": r.collective_optimization,
                 "local-mem-bw": float(r.local_mem_bw)}
+        nd = len(topo)
         for key in ("all-reduce", "reduce-scatter", "all-gather"):
-            sysd[f"{key}-implementation"] = [algo] * len(topo)
+            sysd[f"{key}-implementation"] = (
+                ["ring", "direct", "ring"][:nd] if algo == "mixed" else [algo] * nd)
         sysd["all-to-all-implementation"] = (
-            ["direct" if algo == "halvingDoubling" else algo] * len(topo))
+            ["direct", "ring", "direct"][:nd] if algo == "mixed"
+            else ["direct" if algo == "halvingDoubling" else algo] * nd)
         case = {"network": {"topology": topo,
                             "npus_count": [int(v) for v in str(r.npus_count).split("|")],
                             "bandwidth": [float(v) for v in str(r.bandwidth_gbps).split("|")],
