@@ -6,6 +6,8 @@ Usage::
     python benchmarks/astra_sim_parity.py --out out/bench [--quick]
 
 writes ``astra_sim_parity.csv`` and ``astra_sim_parity.png`` and prints the agreement; then
+``astra_sim2_runs.csv``: the model against real ASTRA-sim 2.0 runs (the measured table
+``tests/traffic/astra_sim2_runs.csv``), printed as "ASTRA-sim 2.0 runs"; then
 ``nccl_curves.csv`` and ``nccl_curves.png``: the measured nccl-tests curves
 (:mod:`libra_opt.traffic.nccl_curves`) against the ``topology_aware`` model of each measured
 system with its curve preset.
@@ -448,6 +450,58 @@ def plot(df: pd.DataFrame, ax=None):
     return ax.figure
 
 
+# ------------------------------------------------------------------ ASTRA-sim 2.0 runs ---
+SIM_RUNS = Path(__file__).resolve().parents[1] / "tests" / "traffic" / "astra_sim2_runs.csv"
+
+
+def sim_runs() -> pd.DataFrame:
+    """The model against real ASTRA-sim 2.0 runs (both analytical backends): the measured
+    table ``tests/traffic/astra_sim2_runs.csv`` (its header says how it was made), each run's
+    network and system given to the model as in :func:`model`."""
+    df = pd.read_csv(SIM_RUNS, comment="#")
+    got = []
+    for r in df.itertuples():
+        topo = r.topology.split("|")
+        algo = r.algorithm
+        sysd = {"scheduling-policy": r.scheduling_policy,
+                "endpoint-delay": int(r.endpoint_delay_ns),
+                "active-chunks-per-dimension": int(r.active_chunks),
+                "preferred-dataset-splits": int(r.splits),
+                "collective-optimization": r.collective_optimization,
+                "local-mem-bw": float(r.local_mem_bw)}
+        nd = len(topo)
+        for key in ("all-reduce", "reduce-scatter", "all-gather"):
+            sysd[f"{key}-implementation"] = (
+                ["ring", "direct", "ring"][:nd] if algo == "mixed" else [algo] * nd)
+        sysd["all-to-all-implementation"] = (
+            ["direct", "ring", "direct"][:nd] if algo == "mixed"
+            else ["direct" if algo == "halvingDoubling" else algo] * nd)
+        case = {"network": {"topology": topo,
+                            "npus_count": [int(v) for v in str(r.npus_count).split("|")],
+                            "bandwidth": [float(v) for v in str(r.bandwidth_gbps).split("|")],
+                            "latency": [float(v) for v in str(r.latency_ns).split("|")]},
+                "system": sysd, "queues": int(r.queues), "backend": r.backend,
+                "kind": r.kind, "size_bytes": int(r.size_mib) * MIB}
+        got.append(model(case))
+    df["sim_s"] = df.sim_ns * 1e-9
+    df["model_s"] = got
+    df["ratio"] = df.model_s / df.sim_s
+    return df
+
+
+def sim_runs_summary(df: pd.DataFrame) -> pd.DataFrame:
+    """Share of runs within the band (10 % from 64 MiB, 25 % at 1 MiB) per backend and size,
+    and the worst ratio."""
+    out = []
+    for (backend, size), g in df.groupby(["backend", "size_mib"]):
+        tol = 0.10 if size >= 64 else 0.25
+        out.append({"backend": backend, "size_mib": size, "runs": len(g),
+                    "within_band": float((np.abs(g.ratio - 1) <= tol).mean()),
+                    "median_abs_err": float(np.median(np.abs(g.ratio - 1))),
+                    "worst_ratio": float(g.ratio.iloc[np.argmax(np.abs(np.log(g.ratio)))])})
+    return pd.DataFrame(out)
+
+
 # ------------------------------------------------------------------------ NCCL curves ---
 NCCL_SYSTEMS = {  # curve -> (GPUs on the switch, B_d GB/s, settings): its configuration
     "a100_nvlink_nccl": (8, 300.0, {"algorithm": {"nvl": "ring"}}),
@@ -509,6 +563,13 @@ def main(argv=None) -> None:
         print(bad[["case", "replay_s", "model_s", "ratio"]].to_string(index=False))
     fig = plot(df)
     fig.savefig(args.out / "astra_sim_parity.png", dpi=120, bbox_inches="tight")
+    runs = sim_runs()
+    runs.to_csv(args.out / "astra_sim2_runs.csv", index=False)
+    print(f"\nASTRA-sim 2.0 runs ({len(runs)} single collectives, both analytical backends):")
+    print(sim_runs_summary(runs).to_string(index=False))
+    worst = runs.assign(err=np.abs(runs.ratio - 1)).nlargest(5, "err")
+    print(worst[["network", "knobs", "kind", "size_mib", "backend", "sim_s", "model_s",
+                 "ratio"]].to_string(index=False))
     nccl = nccl_table()
     nccl.to_csv(args.out / "nccl_curves.csv", index=False)
     claimed = nccl[nccl.claimed]

@@ -53,8 +53,15 @@ ChunkedCollective`) is ``sum_p t_p + max_r piece_r`` with, per dimension ``d``:
   group's queue is backlogged: it works through the later chunks' first phases before
   the first chunk comes back);
 * congestion-aware only: ``S beta_d + l_d - u_d - m_d``: the busiest link of the dimension
-  busy ``beta_d`` per chunk (the two ring directions counted apart) the whole time, the
-  dimension's own latency hidden but its last step's ``l_d``.
+  busy ``beta_d`` per chunk (the two ring directions counted apart; halving-doubling counted
+  link by link: one link per peer distance on a fully-connected dimension, every directed
+  ring link its messages cross) the whole time, the dimension's own latency hidden but its
+  last step's ``l_d``.
+
+A phase with two regimes (a congestion-aware direct phase on a ring: the larger of two
+affine times) is priced at its first; every choice of regimes adds its pieces shifted by
+the chosen phases' extra time, so the whole stays one max of affine pieces. Checked against
+ASTRA-sim 2.0 runs of both backends (``tests/traffic/astra_sim2_runs.csv``).
 
 References
 ----------
@@ -75,6 +82,7 @@ References
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -87,6 +95,7 @@ __all__ = [
     "Backend",
     "BACKENDS",
     "SimPhase",
+    "sim_chunks",
     "sim_phase",
     "sim_pipeline_pieces",
 ]
@@ -118,6 +127,9 @@ class SimPhase:
         Time the busiest link is busy with the phase's largest step, times ``B_d``.
     head_s : float
         Time before the phase's first send (one endpoint pass).
+    alt : tuple of float, optional
+        ``(coef_gb, const_s)`` of a second regime: the phase takes the larger of the two
+        (:func:`sim_pipeline_pieces` keeps the pipeline a max of affine pieces).
     """
 
     coef_gb: float
@@ -128,6 +140,51 @@ class SimPhase:
     tail_gb: float = 0.0
     step_gb: float = 0.0
     head_s: float = 0.0
+    alt: tuple[float, float] | None = None
+
+
+def sim_chunks(kind: str, size_bytes: float, splits: int, npus: int) -> tuple[float, int]:
+    """Chunk bytes and chunk count of a collective as the simulator splits it.
+
+    Parameters
+    ----------
+    kind : str
+        Collective kind (``'all_gather'`` has no minimum chunk).
+    size_bytes : float
+        Collective size ``D`` (bytes, as the workload's ``comm_size``).
+    splits : int
+        ``preferred-dataset-splits`` ``S``.
+    npus : int
+        NPUs of the whole network.
+
+    Returns
+    -------
+    chunk_bytes : float
+    chunks : int
+
+    Notes
+    -----
+    Every chunk carries ``c = floor(D / S)`` bytes (at least ``npus`` bytes, the collective
+    then growing to ``S c``, except for all-gather); chunks of ``c`` are issued until ``D``
+    is covered, so a remainder ``D - S c > 0`` costs one more full chunk:
+    ``ceil(D / c)`` chunks.
+
+    Examples
+    --------
+    64 MiB in 6 splits: 11,184,810 bytes a chunk, 4 bytes left over, 7 chunks:
+
+    >>> sim_chunks("all_to_all", 64 * 2**20, 6, 8)
+    (11184810.0, 7)
+    >>> sim_chunks("all_reduce", 64 * 2**20, 4, 8)
+    (16777216.0, 4)
+    """
+    size = int(size_bytes)
+    chunk = size // splits
+    if kind != "all_gather" and npus > chunk:
+        chunk, size = npus, splits * npus
+    if chunk <= 0:
+        return float(size_bytes) / splits, splits
+    return float(chunk), -(-size // chunk)
 
 
 def _hd_steps(op: str, k: int, x: float) -> list[tuple[float, int]]:
@@ -140,6 +197,25 @@ def _hd_steps(op: str, k: int, x: float) -> list[tuple[float, int]]:
         shard = x / k
         return [(shard * 2 ** (i - 1), k // 2**i) for i in range(1, q + 1)]
     return rs + rs[::-1]
+
+
+def _hd_ring_busiest_link(op: str, k: int, x: float) -> float:
+    """Bytes the busiest directed link of a ring of ``k`` carries in one halving-doubling
+    phase: at distance ``d`` an NPU ``i`` sends to ``i + d`` when ``floor(i / d)`` is even,
+    else to ``i - d``, each message on the shorter way round (ties clockwise), loading every
+    link it crosses."""
+    per_link: dict[tuple[int, int], float] = {}
+    for m, dist in _hd_steps(op, k, x):
+        for i in range(k):
+            peer = (i + dist) % k if (i // dist) % 2 == 0 else (i - dist) % k
+            cw = (peer - i) % k
+            step, hops = (-1, k - cw) if k - cw < cw else (1, cw)
+            node = i
+            for _ in range(hops):
+                link = (node, step)
+                per_link[link] = per_link.get(link, 0.0) + m
+                node = (node + step) % k
+    return max(per_link.values())
 
 
 def sim_phase(
@@ -195,7 +271,9 @@ def sim_phase(
     * direct, the ``k - 1`` messages at once taking ``N = s(n) + alpha`` on a clique;
       ``s(n) + 2 alpha`` (unaware) or ``k s(n) + 2 alpha`` (aware: ``k - 1`` through the
       up-link, the last one forwarded) through a switch; ``s(n) + H alpha`` (unaware) or
-      ``L s(n) + H alpha`` (aware) on a ring, ``H = floor(k/2)`` the farthest peer and
+      ``max(L s(n) + 2 alpha, (2H - 1) s(n) + H alpha)`` (aware; the busiest link busy
+      throughout, or the farthest message's hops each behind the transmissions queued on
+      its way) on a ring, ``H = floor(k/2)`` the farthest peer and
       ``L = H (H + 1) / 2`` the messages on a clockwise link: reduce-scatter
       ``2 e + N + r(n)``; all-gather and all-to-all ``2 e + N``; all-reduce
       ``3 e + 2 N + r(n)``.
@@ -264,12 +342,21 @@ def _sim_phase(op: str, algorithm: str, dim: Dim, k: int, buffer_bytes: float,
             far = k // 2
             on_link = far * (far + 1) // 2
             coef, lat, load = (on_link if aware else 1) * n * u, far * a, on_link * n * u
+        alt = None
+        if aware and topo == "ring" and k > 4:
+            # serialization-bound: the busiest link busy the whole phase, two latencies
+            # exposed; latency-bound: the farthest message's far hops, each after the
+            # 2 far - 1 transmissions queued ahead of it on its way (congestion-aware runs)
+            alt, lat = ((2 * far - 1) * n * u, far * a), 2 * a
         last = (fwd - 1) * n * u
         if op == "all_reduce":
             return SimPhase(2 * coef, 3 * e + 2 * lat + red(n), 2 * load, "shared", e + lat,
-                            last, load)
+                            last, load,
+                            alt=None if alt is None else
+                            (2 * alt[0], 3 * e + 2 * alt[1] + red(n)))
         r = red(n) if op == "reduce_scatter" else 0.0
-        return SimPhase(coef, 2 * e + lat + r, load, "shared", e + lat + r, last, load)
+        return SimPhase(coef, 2 * e + lat + r, load, "shared", e + lat + r, last, load,
+                        alt=None if alt is None else (alt[0], 2 * e + alt[1] + r))
     if algorithm == "halving_doubling":
         if op == "all_to_all":
             raise InputError("ASTRA-sim's halving-doubling has no all-to-all; use ring or "
@@ -295,6 +382,16 @@ def _sim_phase(op: str, algorithm: str, dim: Dim, k: int, buffer_bytes: float,
         if op in ("reduce_scatter", "all_reduce"):
             reds = sum(red(x / 2**i) for i in range(2, q + 1))
         last = m * u if aware and topo == "switch" else 0.0  # a ring's hops are all loaded
+        if topo == "fully_connected":
+            # each peer distance has its own link: the busiest carries its own steps, the
+            # other steps' transmissions pass on other links before or after it
+            per_link: dict[int, float] = {}
+            for m_i, dist in _hd_steps(op, k, x):
+                per_link[dist] = per_link.get(dist, 0.0) + m_i * u
+            load = max(per_link.values())
+            last = sum(per_link.values()) - load
+        elif topo == "ring":
+            load = _hd_ring_busiest_link(op, k, x) * u
         return SimPhase(coef, passes * e + const + reds, load, "shared", e + hops * a, last,
                         biggest)
     raise InputError(f"no {algorithm!r} phase time for {op!r}", field="collectives.algorithm")
@@ -345,6 +442,12 @@ def sim_pipeline_pieces(
     ...                     hierarchical_all_reduce=False)[-1]
     ({0: 1.0}, 1e-06)
     """
+    regimes = [i for i, p in enumerate(phases) if p[2].alt is not None]
+    if regimes:
+        return _regime_pieces(phases, regimes, chunks, backend=backend,
+                              queues_per_dim=queues_per_dim,
+                              active_chunks_per_dim=active_chunks_per_dim,
+                              hierarchical_all_reduce=hierarchical_all_reduce)
     q = queues_per_dim
     per_queue = -(-active_chunks_per_dim // q)
     split = hierarchical_all_reduce and q >= 2
@@ -441,3 +544,39 @@ def sim_pipeline_pieces(
         pieces.append((coef, phases[on_d[0]][2].head_s + phases[on_d[-1]][2].tail_s
                        - latency - mid_const))
     return pieces
+
+
+def _regime_pieces(
+    phases: Sequence[tuple[int, str, SimPhase]],
+    regimes: list[int],
+    chunks: int,
+    **settings: object,
+) -> list[tuple[dict[int, float], float]]:
+    """Pieces of a pipeline whose phases ``regimes`` take the larger of two affine times.
+
+    The time is ``sum_p t_p + max_r piece_r`` for every choice of regime per phase; the
+    largest over the choices is the phases at their first regime plus the max, over choices
+    ``c`` and their pieces ``r``, of ``piece_r^c + sum_p (t_p^c - t_p)``: still one max of
+    affine pieces.
+    """
+    out: list[tuple[dict[int, float], float]] = []
+    for choice in itertools.product((False, True), repeat=len(regimes)):
+        chosen = list(phases)
+        shift: dict[int, float] = {}
+        shift_s = 0.0
+        for i, second in zip(regimes, choice, strict=True):
+            d, g, ph = phases[i]
+            if second:
+                assert ph.alt is not None
+                coef, const = ph.alt
+                shift[d] = shift.get(d, 0.0) + coef - ph.coef_gb
+                shift_s += const - ph.const_s
+                ph = replace(ph, coef_gb=coef, const_s=const)
+            chosen[i] = (d, g, replace(ph, alt=None))
+        pieces = sim_pipeline_pieces(chosen, chunks, **settings) or [({}, 0.0)]  # type: ignore[arg-type]
+        for coef_d, const_p in pieces:
+            total = dict(coef_d)
+            for d, c in shift.items():
+                total[d] = total.get(d, 0.0) + c
+            out.append((total, const_p + shift_s))
+    return out

@@ -57,7 +57,13 @@ from libra_opt.options import (
     AllReduceVariant,
     CollectiveAlgorithm,
 )
-from libra_opt.traffic.astra_sim_model import BACKENDS, Backend, sim_phase, sim_pipeline_pieces
+from libra_opt.traffic.astra_sim_model import (
+    BACKENDS,
+    Backend,
+    sim_chunks,
+    sim_phase,
+    sim_pipeline_pieces,
+)
 from libra_opt.traffic.collectives import hierarchical_traffic_bytes
 from libra_opt.traffic.in_network import in_network_dims
 from libra_opt.traffic.links import (
@@ -648,6 +654,10 @@ def collective_phases(
     spanned = [d for d, k in enumerate(span) if int(k) > 1]
     if chunk <= 0 or not spanned:
         return ChunkedCollective((), (), (), s.chunks, s.active_chunks, pieces=())
+    n_chunks = s.chunks
+    if s.backend is not None:
+        npus = math.prod(d.size for d in fabric.dims)
+        chunk, n_chunks = sim_chunks(kind, size_bytes, s.chunks, npus)
     full = kind == "all_reduce" and s.all_reduce == "full"
     plan = _plan(kind, chunk, span, spanned, full)
     dims, coef, const = [], [], []
@@ -666,11 +676,11 @@ def collective_phases(
             coef.append(ph.coef_gb)
             const.append(ph.const_s)
         pieces = sim_pipeline_pieces(
-            sim, s.chunks, backend=s.backend, queues_per_dim=s.queues_per_dim,
+            sim, n_chunks, backend=s.backend, queues_per_dim=s.queues_per_dim,
             active_chunks_per_dim=s.active_chunks_per_dim,
             hierarchical_all_reduce=kind == "all_reduce" and not full)
         return ChunkedCollective(
-            tuple(dims), tuple(coef), tuple(const), s.chunks, s.active_chunks,
+            tuple(dims), tuple(coef), tuple(const), n_chunks, s.active_chunks,
             pieces=tuple((tuple(sorted(t.items())), c) for t, c in pieces))
     for op, d, buf, _ in plan:
         dim = fabric.dims[d]

@@ -68,18 +68,24 @@ def test_switch_ring_all_reduce_store_and_forward(backend, per_step_ns):
     assert_allclose(got, expect, rtol=1e-12)
 
 
-@pytest.mark.parametrize(("backend", "expect_ns"), [
+@pytest.mark.parametrize(("backend", "latency_ns", "expect_ns"), [
     # every message at once, no sharing: one serialization, the farthest peer 4 hops
-    ("congestion_unaware", 2 * 10 + 19_531.25 + 4 * 500),
-    # shorter routes, ties clockwise: a clockwise link carries 1+2+3+4 = 10 messages
-    ("congestion_aware", 2 * 10 + 10 * 19_531.25 + 4 * 500),
+    ("congestion_unaware", 500.0, 2 * 10 + 19_531.25 + 4 * 500),
+    # shorter routes, ties clockwise: a clockwise link carries 1+2+3+4 = 10 messages and is
+    # busy throughout, two latencies exposed (ASTRA-sim 2.0 reports 196,330 ns)
+    ("congestion_aware", 500.0, 2 * 10 + 10 * 19_531.25 + 2 * 500),
+    # latency-bound: the farthest message's 4 hops, 7 transmissions queued on its way
+    # (ASTRA-sim 2.0 reports 296,737 ns)
+    ("congestion_aware", 40_000.0, 2 * 10 + 7 * 19_531.25 + 4 * 40_000),
 ])
-def test_direct_all_to_all_on_a_ring(backend, expect_ns):
-    """Ring[8], 50 GB/s, 500 ns, direct all-to-all of 8 MiB, one chunk: 7 messages of 1 MiB
-    (19,531.25 ns on a link) sent at once; 2 endpoint passes."""
+def test_direct_all_to_all_on_a_ring(backend, latency_ns, expect_ns):
+    """Ring[8], 50 GB/s, direct all-to-all of 8 MiB, one chunk: 7 messages of 1 MiB
+    (19,531.25 ns on a link) sent at once; 2 endpoint passes. Congestion-aware, the larger
+    of the two regimes: at 500 ns 10 x 19,531.25 + 2 x 500 beats 7 x 19,531.25 + 4 x 500;
+    at 40 us the other way round."""
     sys_ = {"preferred-dataset-splits": 1, "endpoint-delay": 10,
             "all-to-all-implementation": ["direct"]}
-    got = model_ns(["Ring"], [8], [50.0], [500.0], sys_, "all_to_all", 8 * MIB, backend)
+    got = model_ns(["Ring"], [8], [50.0], [latency_ns], sys_, "all_to_all", 8 * MIB, backend)
     assert_allclose(got, expect_ns, rtol=1e-12)
 
 

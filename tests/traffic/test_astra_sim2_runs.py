@@ -1,0 +1,212 @@
+"""The ``topology_aware`` model given an ASTRA-sim 2.0 configuration against the simulator
+itself: single collectives run on ASTRA-sim's two analytical network backends
+(``astra_sim2_runs.csv`` beside this file; the header names the simulator commit and how
+the runs were made). The expected times are the simulator's reported cycles (ns), measured,
+not derived from the model.
+
+Bands as the collective-model parity target: within 10 % from 64 MiB up, within 25 % at
+1 MiB. Every run is checked, including the congestion-unaware ones whose concurrent chunks
+share no bandwidth.
+"""
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+
+from libra_opt.io.astra_sim_network import (
+    network_from_mapping,
+    read_astra_sim_network,
+    read_astra_sim_system,
+    settings_from_mapping,
+)
+from libra_opt.traffic.topology_aware import collective_phases
+
+RUNS = Path(__file__).with_name("astra_sim2_runs.csv")
+MIB = 2**20
+
+
+def load_runs() -> list[dict]:
+    with RUNS.open() as fh:
+        return list(csv.DictReader(line for line in fh if not line.startswith("#")))
+
+
+def network_mapping(row: dict) -> dict:
+    return {"topology": row["topology"].split("|"),
+            "npus_count": [int(v) for v in row["npus_count"].split("|")],
+            "bandwidth": [float(v) for v in row["bandwidth_gbps"].split("|")],
+            "latency": [float(v) for v in row["latency_ns"].split("|")]}
+
+
+def system_mapping(row: dict) -> dict:
+    ndims = len(row["topology"].split("|"))
+    algo = row["algorithm"]
+    sysd = {"scheduling-policy": row["scheduling_policy"],
+            "endpoint-delay": int(row["endpoint_delay_ns"]),
+            "active-chunks-per-dimension": int(row["active_chunks"]),
+            "preferred-dataset-splits": int(row["splits"]),
+            "collective-optimization": row["collective_optimization"],
+            "local-mem-bw": float(row["local_mem_bw"]),
+            "boost-mode": 0, "roofline-enabled": 0, "peak-perf": 900}
+    for key in ("all-reduce", "reduce-scatter", "all-gather"):
+        sysd[f"{key}-implementation"] = (
+            ["ring", "direct", "ring"][:ndims] if algo == "mixed" else [algo] * ndims)
+    a2a = "direct" if algo == "halvingDoubling" else algo
+    sysd["all-to-all-implementation"] = (
+        ["direct", "ring", "direct"][:ndims] if algo == "mixed" else [a2a] * ndims)
+    return sysd
+
+
+def model_ns(row: dict) -> float:
+    net = network_from_mapping(network_mapping(row))
+    s = settings_from_mapping(system_mapping(row), net.fabric.names, backend=row["backend"],
+                              queues_per_dim=int(row["queues"]))
+    span = tuple(d.size for d in net.fabric.dims)
+    c = collective_phases(row["kind"], int(row["size_mib"]) * MIB, span, net.fabric, s)
+    return c.time_s(np.array(net.bw_gbps)) * 1e9
+
+
+ROWS = load_runs()
+
+
+def test_table_covers_both_backends_and_every_collective():
+    """The table holds what it claims: both backends, all four collectives at 1 and 64 MiB
+    (and some at 1 GiB), ring, direct and halving-doubling, one to three dimensions."""
+    assert {r["backend"] for r in ROWS} == {"congestion_unaware", "congestion_aware"}
+    assert {r["kind"] for r in ROWS} == {"all_reduce", "reduce_scatter", "all_gather",
+                                         "all_to_all"}
+    assert {r["size_mib"] for r in ROWS} == {"1", "64", "1024"}
+    assert {r["algorithm"] for r in ROWS} == {"ring", "direct", "halvingDoubling", "mixed"}
+    assert {len(r["topology"].split("|")) for r in ROWS} == {1, 2, 3}
+    assert len(ROWS) == 1952
+
+
+# Runs the model does not yet follow: halving-doubling with two chunks at once on the
+# congestion-aware backend. The two chunks' FIFO interleaving on the links (a wave's second
+# chunk trailing the first, the next wave waiting behind it) leaves the busiest link idle
+# part of the time, so the model's busiest-link bound is 10-15 % fast (Ring[16]
+# reduce-scatter and all-reduce, a fully-connected all-reduce, switch all-gathers). The
+# event-by-event replay of benchmarks/astra_sim_parity.py reproduces these runs.
+KNOWN_GAPS = {
+    ("Ring16", "hd_q1_a2_s8", "congestion_aware", "all_reduce", "64"),
+    ("Ring16", "hd_q1_a2_s8", "congestion_aware", "reduce_scatter", "64"),
+    ("FC8", "hd_q1_a2_s8", "congestion_aware", "all_reduce", "64"),
+    ("Switch8", "hd_q1_a2_s8", "congestion_aware", "all_gather", "64"),
+    ("HGX8", "hd_q1_a2_s8", "congestion_aware", "all_gather", "64"),
+}
+
+
+def _key(r: dict) -> tuple[str, str, str, str, str]:
+    return (r["network"], r["knobs"], r["backend"], r["kind"], r["size_mib"])
+
+
+@pytest.mark.parametrize("backend", ["congestion_unaware", "congestion_aware"])
+@pytest.mark.parametrize("size_mib", ["1", "64", "1024"])
+def test_model_within_band_of_the_simulator(backend, size_mib):
+    """Every run of this backend and size within its band (10 % at 64 MiB, 25 % at 1 MiB)."""
+    rows = [r for r in ROWS if r["backend"] == backend and r["size_mib"] == size_mib
+            and _key(r) not in KNOWN_GAPS]
+    sim = np.array([float(r["sim_ns"]) for r in rows])
+    got = np.array([model_ns(r) for r in rows])
+    tol = 0.10 if int(size_mib) >= 64 else 0.25
+    bad = [(r["network"], r["knobs"], r["kind"], g / s)
+           for r, g, s in zip(rows, got, sim, strict=True) if abs(g / s - 1) > tol]
+    assert not bad, f"outside ±{tol:.0%} of ASTRA-sim: {bad}"
+
+
+@pytest.mark.xfail(strict=True, reason="halving-doubling, two chunks at once, "
+                   "congestion-aware: 10-15 % fast")
+def test_known_gaps_within_band():
+    rows = [r for r in ROWS if _key(r) in KNOWN_GAPS]
+    assert len(rows) == len(KNOWN_GAPS)
+    got = np.array([model_ns(r) for r in rows])
+    assert_allclose(got, [float(r["sim_ns"]) for r in rows], rtol=0.10)
+
+
+def test_uneven_splits_add_a_full_chunk():
+    """``preferred-dataset-splits`` 6 of 64 MiB: 11,184,810-byte chunks and a 4-byte
+    remainder, which the simulator sends as a seventh full chunk; with 3 chunks at once,
+    ceil(7 / 3) = 3 waves, not 2 (the model 2/3 of the simulator without it). The
+    congestion-unaware times (direct, FIFO, five networks of one and two dimensions) are
+    matched within 0.5 %."""
+    rows = [r for r in ROWS if r["knobs"] == "direct_fifo_a3_s6"
+            and r["backend"] == "congestion_unaware"]
+    assert len(rows) == 40
+    sim = np.array([float(r["sim_ns"]) for r in rows])
+    assert_allclose([model_ns(r) for r in rows], sim, rtol=5e-3)
+
+
+def test_halving_doubling_on_fully_connected_pipelines_per_link():
+    """Fully-connected[8], 100 GB/s, halving-doubling all-gather of 64 MiB in 8 chunks, two
+    at once, congestion-aware: each step has its own link (peers at distance 1, 2, 4), so
+    the chunks pipeline behind the busiest one (the 32 MiB step, 312,500 ns at 107.37
+    B/ns): 8 x 312,500 + the first chunk's 8 and 16 MiB steps (78,125 + 156,250 ns) =
+    2,734,375 ns plus latencies; ASTRA-sim 2.0 reports 2,735,915 ns."""
+    row = next(r for r in ROWS if _key(r) == ("FC8", "hd_q1_a2_s8", "congestion_aware",
+                                              "all_gather", "64"))
+    assert row["sim_ns"] == "2735915"
+    assert_allclose(model_ns(row), 2_735_915, rtol=2e-3)
+    assert_allclose(8 * 312_500 + 78_125 + 156_250, 2_734_375)
+
+
+def test_hgx_h100_validated_example():
+    """ASTRA-sim's own HGX-H100-validated example (Switch[8], 400 GB/s, 936.25 ns; ring,
+    2 active chunks, 4 splits, local-mem-bw 3350): every collective at 1 and 64 MiB on both
+    backends within 0.5 % of the simulator."""
+    rows = [r for r in ROWS if r["knobs"] == "hgx_validated"]
+    assert len(rows) == 16
+    sim = np.array([float(r["sim_ns"]) for r in rows])
+    assert_allclose([model_ns(r) for r in rows], sim, rtol=5e-3)
+
+
+def test_halving_doubling_on_a_ring_loads_the_busiest_link():
+    """Ring[8], 50 GB/s, halving-doubling all-gather of 64 MiB in 8 chunks, two at once,
+    congestion-aware. Per chunk (shard c = 8 MiB): c at distance 4 (every NPU clockwise, the
+    tie, 4 hops: every clockwise link carries 4 c), 2c at distance 2 (NPUs 0, 1, 4, 5
+    clockwise: link 0->1 carries one of them), 4c at distance 1 (even NPUs clockwise: link
+    0->1 carries one). Link 0->1 carries 4c + 2c + 4c = 10 c = 80 MiB a chunk (not the
+    4c + 2 x 2c + 4c = 12 c of every hop of every message on one link): 8 chunks x 80 MiB /
+    53.687 B/ns = 12,500,000 ns; ASTRA-sim 2.0 reports 12,813,530 ns (the model 2.4 % fast:
+    the link is not busy every moment)."""
+    row = next(r for r in ROWS if _key(r) == ("Ring8", "hd_q1_a2_s8", "congestion_aware",
+                                              "all_gather", "64"))
+    assert row["sim_ns"] == "12813530"
+    assert_allclose(8 * 80 * MIB / (50 * 2**30 / 1e9), 12_500_000, rtol=1e-12)
+    assert_allclose(model_ns(row), 12_500_000, rtol=1e-4)
+    assert_allclose(model_ns(row), 12_813_530, rtol=0.03)
+
+
+def test_ring_runs_within_one_percent():
+    """Ring-algorithm runs (one to three dimensions, queues and active chunks 1 to 4, both
+    backends): the model follows the simulator's ring step by step, so within 1 % -- except
+    congestion-aware runs with more active chunks than queues, which share links in ways
+    the shared-link bound follows only to within the band (up to 9.5 % fast with 3 chunks
+    on 2 queues)."""
+    rows = [r for r in ROWS if r["algorithm"] == "ring"
+            and (r["backend"] == "congestion_unaware"
+                 or int(r["active_chunks"]) <= int(r["queues"]))]
+    assert len(rows) > 500
+    sim = np.array([float(r["sim_ns"]) for r in rows])
+    assert_allclose([model_ns(r) for r in rows], sim, rtol=1e-2)
+
+
+def test_files_read_the_documented_way(tmp_path):
+    """The network YAML and system JSON of one run, written as ASTRA-sim reads them and read
+    back with ``read_astra_sim_network`` / ``read_astra_sim_system``: the simulator's time.
+    Ring4xSwitch4, ring, one queue, 64 MiB all-reduce (congestion-unaware): 682,059 ns."""
+    row = next(r for r in ROWS if r["network"] == "Ring4xSwitch4"
+               and r["knobs"] == "ring_q1_a1" and r["kind"] == "all_reduce"
+               and r["size_mib"] == "64")
+    assert row["sim_ns"] == "682059"
+    net_map = network_mapping(row)
+    (tmp_path / "net.yml").write_text("".join(
+        f"{k}: [ {', '.join(str(v) for v in vals)} ]\n" for k, vals in net_map.items()))
+    (tmp_path / "sys.json").write_text(json.dumps(system_mapping(row)))
+    net = read_astra_sim_network(tmp_path / "net.yml")
+    s = read_astra_sim_system(tmp_path / "sys.json", net.fabric.names,
+                              backend="congestion_unaware", queues_per_dim=1)
+    c = collective_phases("all_reduce", 64 * MIB, (4, 4), net.fabric, s)
+    assert_allclose(c.time_s(np.array(net.bw_gbps)) * 1e9, 682_059, rtol=1e-3)
