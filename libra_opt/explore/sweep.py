@@ -93,6 +93,7 @@ def sweep(
     zip: bool = False,  # noqa: A002 - the documented keyword
     executor: Any = "serial",
     max_workers: int | None = None,
+    **options: Any,
 ) -> pd.DataFrame:
     """Solve a problem over a grid of axes (or, the older form, one constraint's bound).
 
@@ -115,8 +116,9 @@ def sweep(
     values : sequence of float, optional
         Older form only: the label's right-hand sides (checked by :func:`check_sweep`).
     progress : bool or callable, optional
-    zip, executor, max_workers
-        See :func:`libra_opt.explore.grid.sweep_grid`.
+    zip, executor, max_workers, **options
+        See :func:`libra_opt.explore.grid.sweep_grid` (``scheduler``, ``batch_size``,
+        ``out``, ``resume``, ``overwrite``).
 
     Returns
     -------
@@ -139,7 +141,7 @@ def sweep(
         if values is not None:
             raise InputError("give the values inside the axes mapping", field="values")
         return sweep_grid(problem, axes, zip=zip, executor=executor, progress=progress,
-                          max_workers=max_workers)
+                          max_workers=max_workers, **options)
     label = axes
     if isinstance(problem, BandwidthProblem):
         built = problem
@@ -154,5 +156,5 @@ def sweep(
         legacy(done, total, float(point[label]))
 
     df = sweep_grid(built, {label: vals}, executor=executor, max_workers=max_workers,
-                    progress=relay if callable(legacy) else False)
+                    progress=relay if callable(legacy) else False, **options)
     return df.rename(columns={label: "value", f"shadow_{label}": "shadow_price"})

@@ -232,11 +232,17 @@ def test_progress_callable_and_bar(capsys):
     assert "2/2" in capsys.readouterr().err  # the tqdm bar
 
 
-def test_progress_of_process_chunks_counts_every_point():
+def test_progress_of_process_batches_counts_every_point():
     calls = []
-    sweep(toy_scenario(), {"budget_usd": [1.1e5, 1.2e5, 1.5e5, 2e5]}, executor="processes",
-          max_workers=2, progress=lambda done, total, point: calls.append((done, total)))
-    assert calls[-1] == (4, 4) and len(calls) == 2  # one report per chunk
+    budgets = [1.1e5, 1.2e5, 1.5e5, 2e5]
+    sweep(toy_scenario(), {"budget_usd": budgets}, executor="processes", max_workers=2,
+          batch_size=2, progress=lambda done, total, point: calls.append((done, total, point)))
+    # two batches of two points: the count reaches 4, one step per report, and every
+    # report names a point of the grid
+    dones = [c[0] for c in calls]
+    assert dones == sorted(dones) and dones[-1] == 4 and len(set(dones)) == len(dones)
+    assert {c[1] for c in calls} == {4}
+    assert all(c[2]["budget_usd"] in budgets for c in calls)
 
 
 def test_a_built_problem_is_reused_for_right_hand_sides():

@@ -1,0 +1,379 @@
+"""Results on disk: a study's folder streamed point by point, its manifest, and resume.
+
+A results folder (``libra-opt sweep --out DIR``, ``sweep(..., out=DIR)``) holds:
+
+* ``results.csv``: one row per finished point, with a ``point`` column first (the point's
+  index in grid order). Rows are appended batch by batch as batches finish, each batch
+  written with one ``write``, flushed and ``fsync``-ed, so a run killed at any moment keeps
+  every batch written before it. When the run completes the file is rewritten (atomically)
+  in grid order.
+* ``manifest.json``: what the folder holds (the metadata sidecar of ``results.csv``):
+  ``kind``, ``scenario`` (name), ``spec_hash`` (SHA-256 of the scenario's canonical form),
+  ``axes`` (name -> values), ``zip``, ``points`` (total), ``study_hash`` (SHA-256 of the
+  kind, spec hash, axes and zip: the identity checked on resume), ``library_version``,
+  ``created_utc``, ``updated_utc``, ``complete``, ``kept`` (points on disk) and ``files``.
+  It is a sidecar rather than comment lines in the CSV so that ``pandas.read_csv`` reads the
+  table back with its defaults (a ``#`` cannot be used as a comment character: constraint
+  labels in column names hold it).
+
+:func:`open_results` checks the folder before any work: a new run needs an empty (or
+missing) folder, or ``overwrite`` (which deletes the earlier run's files first); ``resume``
+continues the run recorded by the manifest, refusing a folder that holds a different study.
+A batch torn by a kill (a last line without its newline) is dropped on resume and solved
+again. :func:`read_results` reads a results file back exactly (floats round-trip).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime as _dt
+import enum
+import hashlib
+import json
+import math
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from libra_opt.errors import InputError
+from libra_opt.io.output import confined_path, fsync_directory, prepare_output_dir
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = [
+    "MANIFEST",
+    "RESULTS_CSV",
+    "RESULTS_PARQUET",
+    "ResultsFolder",
+    "canonical",
+    "spec_hash",
+    "library_version",
+    "open_results",
+    "read_results",
+    "check_results_folder",
+]
+
+MANIFEST = "manifest.json"
+RESULTS_CSV = "results.csv"
+RESULTS_PARQUET = "results.parquet"
+#: Files an earlier run may have left in its folder (removed by ``overwrite``).
+RUN_FILES = (MANIFEST, RESULTS_CSV, RESULTS_PARQUET, "sweep.png", "pareto.png",
+             "bandwidth.png")
+FORMAT = "libra-opt results"
+FORMAT_VERSION = 1
+#: Values read as missing in a results CSV (``None``/``NA`` text stays text).
+_NA = ["", "NaN", "nan"]
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+def library_version() -> str:
+    """The installed ``libra_opt`` version (package metadata; ``"unknown"`` when the
+    package is not installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("libra_opt")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def _utc_now() -> str:
+    return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def canonical(obj: Any) -> Any:
+    """``obj`` as plain JSON values, the same in every process (sets sorted, arrays as
+    lists, dataclasses as ``{"__type__": name, field: value}``, memory addresses removed).
+
+    Examples
+    --------
+    >>> canonical({"b": {2, 1}, "a": (1.5, None)})
+    {'a': [1.5, None], 'b': [1, 2]}
+    """
+    import numpy as np
+
+    if obj is None or isinstance(obj, bool | int | str):
+        return obj
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else repr(obj)
+    if isinstance(obj, np.generic):
+        return canonical(obj.item())
+    if isinstance(obj, np.ndarray):
+        return canonical(obj.tolist())
+    if isinstance(obj, enum.Enum):
+        return canonical(obj.value)
+    if isinstance(obj, os.PathLike):
+        return os.fspath(obj)
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        out = {"__type__": type(obj).__qualname__}
+        for f in dataclasses.fields(obj):
+            out[f.name] = canonical(getattr(obj, f.name))
+        return out
+    if isinstance(obj, Mapping):
+        return {str(k): canonical(v) for k, v in sorted(obj.items(), key=lambda kv: str(kv[0]))}
+    if isinstance(obj, set | frozenset):
+        items = [canonical(v) for v in obj]
+        return sorted(items, key=lambda v: json.dumps(v, sort_keys=True))
+    if isinstance(obj, list | tuple):
+        return [canonical(v) for v in obj]
+    if callable(obj) and hasattr(obj, "__qualname__"):
+        return f"{getattr(obj, '__module__', '')}.{obj.__qualname__}"
+    return _ADDRESS.sub("", repr(obj))
+
+
+def spec_hash(obj: Any) -> str:
+    """SHA-256 (hex) of ``obj``'s :func:`canonical` JSON: equal for equal scenarios, in any
+    process.
+
+    Examples
+    --------
+    >>> spec_hash({"a": 1}) == spec_hash({"a": 1}), spec_hash({"a": 1}) == spec_hash({"a": 2})
+    (True, False)
+    """
+    text = json.dumps(canonical(obj), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _study_hash(study: Mapping[str, Any]) -> str:
+    return spec_hash({k: study.get(k) for k in ("kind", "spec_hash", "axes", "zip")})
+
+
+def _err(message: str, flag: str | None) -> InputError:
+    return InputError(message, source="<cli>" if flag else None, field=flag)
+
+
+def _exact() -> dict[str, str]:
+    """``read_csv`` options that read floats back exactly (pandas >= 3 does by default and
+    deprecates the option)."""
+    import pandas as pd
+
+    return {} if int(pd.__version__.split(".")[0]) >= 3 else {"float_precision": "round_trip"}
+
+
+def read_results(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """A results table written here (``.csv`` or ``.parquet``; a folder: its results file),
+    read back exactly: floats round-trip, empty messages are ``""``, text such as ``None``
+    stays text.
+
+    Raises
+    ------
+    InputError
+        When the file is missing or not a results table.
+    """
+    import pandas as pd
+
+    p = Path(path)
+    if p.is_dir():
+        p = p / (RESULTS_PARQUET if (p / RESULTS_PARQUET).is_file() and not
+                 (p / RESULTS_CSV).is_file() else RESULTS_CSV)
+    try:
+        if p.suffix.lower() == ".parquet":
+            df = pd.read_parquet(p)
+        else:
+            df = pd.read_csv(p, keep_default_na=False, na_values=_NA, **_exact())
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot read results: {exc}", source=str(p)) from None
+    for col in ("status", "message"):
+        if col in df.columns:
+            df[col] = ["" if isinstance(v, float) and math.isnan(v) else str(v)
+                       for v in df[col]]
+    return df
+
+
+def _fsync_write(path: Path, text: str, mode: str = "a") -> None:
+    with open(path, mode, encoding="utf-8", newline="") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _atomic_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` by a temporary file, fsync and rename (and fsync the
+    folder)."""
+    tmp = path.parent / f".{path.name}.{os.getpid()}.tmp"
+    try:
+        _fsync_write(tmp, text, "w")
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+    fsync_directory(path.parent)
+
+
+def _read_intact(path: Path) -> pd.DataFrame | None:
+    """The rows of a streamed CSV, dropping a batch torn by a kill (the file is truncated
+    to its last intact row); ``None`` when not even the header is intact."""
+    import pandas as pd
+
+    data = path.read_bytes()
+    end = data.rfind(b"\n") + 1
+    while end > 0:
+        try:
+            from io import BytesIO
+
+            df = pd.read_csv(BytesIO(data[:end]), keep_default_na=False, na_values=_NA,
+                             **_exact())
+        except (ValueError, pd.errors.ParserError):
+            end = data.rfind(b"\n", 0, end - 1) + 1
+            continue
+        if "point" not in df.columns:
+            break
+        if end < len(data):
+            with open(path, "r+b") as f:
+                f.truncate(end)
+                f.flush()
+                os.fsync(f.fileno())
+        return df
+    with open(path, "wb") as f:
+        os.fsync(f.fileno())
+    return None
+
+
+@dataclasses.dataclass
+class ResultsFolder:
+    """An open results folder (made by :func:`open_results`): append batches, then
+    :meth:`finish`."""
+
+    path: Path
+    manifest: dict[str, Any]
+    done: frozenset[int] = frozenset()
+    columns: list[str] | None = None
+    flag: str | None = None
+
+    @property
+    def csv(self) -> Path:
+        return self.path / RESULTS_CSV
+
+    def _write_manifest(self) -> None:
+        self.manifest["updated_utc"] = _utc_now()
+        self.manifest["kept"] = len(self.done)
+        _atomic_text(self.path / MANIFEST, json.dumps(self.manifest, indent=2,
+                                                      default=str) + "\n")
+
+    def append(self, frame: pd.DataFrame) -> None:
+        """Append ``frame``'s rows (it has a ``point`` column) to ``results.csv``, fsync-ed.
+
+        New columns (a later point's fabric has another dimension) rewrite the file with
+        the wider header first.
+        """
+        cols = ["point", *[c for c in frame.columns if c != "point"]]
+        try:
+            if self.columns is not None and cols != self.columns:
+                if set(self.columns) - set(cols):
+                    cols = [*cols, *[c for c in self.columns if c not in cols]]
+                old = read_results(self.csv)
+                _atomic_text(self.csv, old.reindex(columns=cols).to_csv(index=False))
+                self.columns = cols
+            header = self.columns is None
+            _fsync_write(self.csv, frame.to_csv(index=False, header=header, columns=cols))
+        except OSError as exc:
+            raise _err(f"cannot write {str(self.csv)!r}: {exc.strerror or exc}",
+                       self.flag) from None
+        self.columns = cols
+        self.done = self.done | {int(p) for p in frame["point"]}
+
+    def finish(self) -> pd.DataFrame:
+        """Rewrite ``results.csv`` in grid order (atomically), mark the manifest complete
+        and return the table as read back."""
+        df = read_results(self.csv)
+        df = df.drop_duplicates("point").sort_values("point", kind="stable")
+        df = df.reset_index(drop=True)
+        _atomic_text(self.csv, df.to_csv(index=False))
+        self.done = frozenset(int(p) for p in df["point"])
+        self.manifest["complete"] = len(self.done) == self.manifest.get("points")
+        self._write_manifest()
+        return read_results(self.csv)
+
+
+def check_results_folder(directory: str | os.PathLike[str], *, resume: bool = False,
+                         overwrite: bool = False, flag: str | None = "--out") -> None:
+    """The folder rules of :func:`open_results` that need no study (checked before the
+    scenario is loaded): ``resume`` and ``overwrite`` exclude each other; without either, an
+    existing folder must be empty; ``resume`` needs a manifest in a non-empty folder.
+
+    Raises
+    ------
+    InputError
+        ``field=flag``, saying what to do instead.
+    """
+    if resume and overwrite:
+        raise _err("--resume continues the run in the folder, --overwrite replaces it: "
+                   "give one", flag)
+    path = Path(directory)
+    entries = sorted(p.name for p in path.iterdir()) if path.is_dir() else []
+    if not entries:
+        return
+    if resume:
+        if MANIFEST not in entries:
+            raise _err(f"{str(directory)!r} holds no {MANIFEST}: nothing to resume there",
+                       flag)
+        _load_manifest(path / MANIFEST, flag)
+    elif not overwrite:
+        shown = ", ".join(entries[:4]) + (", ..." if len(entries) > 4 else "")
+        raise _err(f"{str(directory)!r} is not empty ({shown}): give --resume to continue "
+                   "its run, --overwrite to replace it, or another folder", flag)
+
+
+def open_results(directory: str | os.PathLike[str], study: Mapping[str, Any], *,
+                 resume: bool = False, overwrite: bool = False,
+                 flag: str | None = "--out") -> ResultsFolder:
+    """Check and open a results folder for ``study`` before any point is solved.
+
+    ``study`` holds ``kind``, ``scenario``, ``spec_hash``, ``axes``, ``zip`` and ``points``.
+
+    Raises
+    ------
+    InputError
+        ``field=flag``: the folder cannot be written; it is not empty and neither
+        ``resume`` nor ``overwrite`` is given; ``resume`` finds a different study (or
+        files that are not a run's); ``resume`` and ``overwrite`` together.
+    """
+    check_results_folder(directory, resume=resume, overwrite=overwrite, flag=flag)
+    path = prepare_output_dir(directory, (MANIFEST, RESULTS_CSV, RESULTS_PARQUET), flag)
+    manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, **dict(study),
+                "study_hash": _study_hash(study), "library_version": library_version(),
+                "created_utc": _utc_now(), "complete": False, "files": [RESULTS_CSV]}
+    entries = sorted(p.name for p in path.iterdir())
+    folder = ResultsFolder(path, manifest, flag=flag)
+    old = _load_manifest(path / MANIFEST, flag) if MANIFEST in entries else None
+    if resume and old is not None:
+        if old.get("study_hash") != manifest["study_hash"]:
+            raise _err(f"{str(directory)!r} holds a different study (scenario "
+                       f"{old.get('scenario')!r}, axes {', '.join(map(str, old.get('axes') or {}))}"
+                       "): resume it with its own scenario and axes, or use another folder",
+                       flag)
+        manifest["created_utc"] = old.get("created_utc", manifest["created_utc"])
+        if (path / RESULTS_CSV).is_file():
+            df = _read_intact(path / RESULTS_CSV)
+            if df is not None:
+                folder.columns = list(df.columns)
+                folder.done = frozenset(int(p) for p in df["point"]
+                                        if 0 <= int(p) < int(study["points"]))
+        folder._write_manifest()
+        return folder
+    if entries and overwrite:
+        names = set(RUN_FILES) | set((old or {}).get("files") or ())
+        for name in sorted(names):
+            target = confined_path(path, name, flag=flag) if "/" not in name else None
+            if target is not None and (target.is_symlink() or target.is_file()):
+                try:
+                    target.unlink()
+                except OSError as exc:
+                    raise _err(f"cannot remove {str(target)!r}: {exc.strerror}", flag) from None
+        fsync_directory(path)
+    folder._write_manifest()
+    return folder
+
+
+def _load_manifest(path: Path, flag: str | None) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise _err(f"cannot read {str(path)!r}: {exc}", flag) from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise _err(f"{str(path)!r} is not a {FORMAT} manifest", flag)
+    return data
