@@ -256,10 +256,12 @@ def _check_outputs(args: argparse.Namespace) -> None:
     if args.batch_size is not None and args.batch_size < 1:
         raise InputError(f"expected a batch size >= 1, got {args.batch_size}",
                          source="<cli>", field="--batch-size")
-    from libra_opt.explore.executors import resolve_executor
+    from libra_opt.explore.executors import check_scheduler, resolve_executor
 
     try:
         args.executor = resolve_executor(args.executor, args.scheduler)
+        if isinstance(args.executor, str) and "://" in args.executor:
+            check_scheduler(args.executor)
     except InputError as exc:
         raise InputError(exc.message, source="<cli>",
                          field="--executor" if exc.field == "executor" else

@@ -60,6 +60,7 @@ __all__ = [
     "make_batches",
     "run_batches",
     "default_workers",
+    "check_scheduler",
 ]
 
 logger = logging.getLogger(__name__)
@@ -157,6 +158,30 @@ def _check_address(address: str, field: str = "scheduler") -> str:
         raise InputError(f"expected a scheduler address protocol://host:port (e.g. "
                          f"tcp://127.0.0.1:8786), got {short_repr(address)}", field=field)
     return str(address)
+
+
+def check_scheduler(address: str, timeout_s: float = 5.0, field: str = "scheduler") -> None:
+    """Check that something listens at a ``tcp://`` scheduler address (a refused or
+    unroutable address fails here in a moment, not after the client's connect timeout).
+    Other protocols are left to the client.
+
+    Raises
+    ------
+    InputError
+        ``field``: nothing answers at the address.
+    """
+    import socket
+
+    proto, _, rest = address.partition("://")
+    if proto != "tcp":
+        return
+    host, _, port = rest.rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+            pass
+    except OSError as exc:
+        raise InputError(f"cannot reach the Dask scheduler at {address}: "
+                         f"{exc.strerror or exc}", field=field) from None
 
 
 def executor_label(executor: Any) -> str:
@@ -406,12 +431,12 @@ def _run_processes(fn: Callable, batches: Sequence[Any], workers: int,
         finished = True
     finally:
         if not finished:
-            for item in list(getattr(pool, "_pending_work_items", {}).values()):
-                item.future.cancel()
+            # Kill the workers: the pool's manager thread then fails every pending future
+            # (cancelling them first would make it trip over the cancelled ones).
             for proc in list((getattr(pool, "_processes", None) or {}).values()):
                 with contextlib.suppress(OSError, AttributeError):
                     proc.kill()
-        pool.shutdown(wait=True, cancel_futures=True)
+        pool.shutdown(wait=True)
         with contextlib.suppress(OSError):
             ticks.close()
 
@@ -478,6 +503,7 @@ def _dask_client(executor: Any, workers: int, scratch: str) -> tuple[Any, Any]:
     from distributed import Client, LocalCluster
 
     if "://" in executor:
+        check_scheduler(executor)
         try:
             return Client(executor, timeout="10s", set_as_default=False), None
         except OSError as exc:
