@@ -168,7 +168,36 @@ def check_output_dir(directory: str | os.PathLike[str], flag: str) -> Path:
                    "directory", flag)
     if existing.is_dir() and not os.access(existing, os.W_OK | os.X_OK):
         raise _err(f"cannot write in {str(existing)!r} (permission denied)", flag)
+    _check_lengths(path, (), flag)
+    _probe(existing if existing.is_dir() else existing.parent, flag)
     return path
+
+
+def _check_lengths(path: Path, names: Sequence[str], flag: str | None) -> None:
+    """Every component of ``path`` (and each of ``names``) fits in 255 bytes, the whole in
+    4095."""
+    full = os.path.abspath(path)
+    for part in [*Path(full).parts, *names]:
+        if len(part.encode("utf-8", "surrogateescape")) > NAME_MAX_BYTES:
+            raise _err(f"{short(part)!r} is longer than {NAME_MAX_BYTES} bytes, the longest "
+                       "file name the file system takes", flag)
+    longest = max((len(n.encode("utf-8")) for n in names), default=0)
+    if len(full.encode("utf-8", "surrogateescape")) + 1 + longest > PATH_MAX_BYTES:
+        raise _err(f"path of {len(full):,} characters is too long (at most "
+                   f"{PATH_MAX_BYTES} bytes with its file names)", flag)
+
+
+def _probe(where: Path, flag: str | None) -> None:
+    """Prove ``where`` writable by creating and removing a file in it (``os.access``
+    says yes to root on read-only and virtual file systems)."""
+    probe = where / f".libra-opt-probe-{secrets.token_hex(6)}"
+    try:
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except OSError as exc:
+        raise _err(f"cannot write in {str(where)!r} ({exc.strerror or exc})", flag) from None
+    os.close(fd)
+    with contextlib.suppress(OSError):
+        os.unlink(probe)
 
 
 def check_writable_output(path: str | os.PathLike[str], flag: str, suffixes: Sequence[str]) -> Path:
@@ -205,6 +234,7 @@ def check_writable_output(path: str | os.PathLike[str], flag: str, suffixes: Seq
         mode = p.stat().st_mode
         if not stat.S_ISREG(mode):
             raise _err(f"{text!r} exists and is not a regular file", flag)
+    _check_lengths(p, (), flag)
     check_output_dir(p.parent if str(p.parent) else ".", flag)
     return p
 
@@ -309,15 +339,7 @@ def prepare_output_dir(directory: str | os.PathLike[str], names: Sequence[str],
     libra_opt.errors.InputError: <cli>: --out: cannot write in '/proc' (...)
     """
     path = check_output_dir(directory, flag or "")
-    full = os.path.abspath(path)
-    for part in Path(full).parts:
-        if len(part.encode("utf-8", "surrogateescape")) > NAME_MAX_BYTES:
-            raise _err(f"{short(part)!r} is longer than {NAME_MAX_BYTES} bytes, the longest "
-                       "file name the file system takes", flag)
-    longest = max((len(n.encode("utf-8")) for n in names), default=0)
-    if len(full.encode("utf-8", "surrogateescape")) + 1 + longest > PATH_MAX_BYTES:
-        raise _err(f"path of {len(full):,} characters is too long (at most "
-                   f"{PATH_MAX_BYTES} bytes with its file names)", flag)
+    _check_lengths(path, names, flag)
     if create:
         try:
             path.mkdir(parents=True, exist_ok=True)
@@ -330,15 +352,8 @@ def prepare_output_dir(directory: str | os.PathLike[str], names: Sequence[str],
                        "there", flag)
         if target.exists() and not stat.S_ISREG(target.stat().st_mode):
             raise _err(f"{str(target)!r} exists and is not a regular file", flag)
-    where = path if path.is_dir() else _first_existing(path)
-    probe = where / f".libra-opt-probe-{secrets.token_hex(6)}"
-    try:
-        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except OSError as exc:
-        raise _err(f"cannot write in {str(where)!r} ({exc.strerror or exc})", flag) from None
-    os.close(fd)
-    with contextlib.suppress(OSError):
-        os.unlink(probe)
+    if create:
+        _probe(path, flag)
     return path
 
 
