@@ -74,6 +74,8 @@ _LAZY: dict[str, str] = {
     "build_problem": "libra_opt.optimize.problem",
     "solve": "libra_opt.optimize.problem",
     "Solution": "libra_opt.optimize.solution",
+    "save_solution": "libra_opt.explore.runs",
+    "load_solution": "libra_opt.explore.runs",
     # io
     "load_scenario": "libra_opt.io.scenario_file",
     "load_model": "libra_opt.io.presets",
@@ -134,6 +136,7 @@ if TYPE_CHECKING:  # static analysers see the lazy names
     from libra_opt.explore.compare import compare_fabrics
     from libra_opt.explore.overrides import apply_overrides
     from libra_opt.explore.pareto import pareto_front
+    from libra_opt.explore.runs import load_solution, save_solution
     from libra_opt.explore.sensitivity import sensitivity
     from libra_opt.explore.sweep import sweep
     from libra_opt.fabric.builders import as_family, multi_dim, rail_only, rail_optimized_fat_tree

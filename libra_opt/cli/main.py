@@ -91,7 +91,18 @@ def _cmd_solve(args) -> int:
     scen = _load(args)
     if args.plot_dir is not None:  # the files themselves, before the solve
         prepare_output_dir(args.plot_dir, _plot_names(scen), "--plot-dir", create=False)
-    sol = solve(scen)
+    try:
+        sol = solve(scen)
+    except (InfeasibleDesignError, UnboundedDesignError) as exc:
+        if args.json:  # --json prints one object whatever the outcome (exit 1 follows)
+            infeasible = isinstance(exc, InfeasibleDesignError)
+            print(_json({
+                "status": "infeasible" if infeasible else "unbounded",
+                "scenario": scen.name, "objective": scen.objective,
+                "message": " ".join(str(exc).split()),
+                "conflicting_constraints": list(getattr(exc, "constraints", ())),
+            }))
+        raise
     if args.json:
         print(_json(solution_to_dict(sol)))
     else:

@@ -59,6 +59,9 @@ def register(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="DIR", help="write DIR/results.csv (created if missing)")
     p.add_argument("--plots", action="store_true",
                    help="with --out: also write DIR/sweep.png (and DIR/pareto.png)")
+    p.add_argument("--parquet", action="store_true",
+                   help="with --out: also write DIR/results.parquet (its metadata in the "
+                   "Parquet schema) when the run completes")
     p.add_argument("--executor", choices=EXECUTORS, default="serial",
                    help="serial (default), processes (a local process pool) or dask (a local "
                    "cluster of worker processes, or the cluster at --scheduler)")
@@ -237,16 +240,23 @@ def _check_outputs(args: argparse.Namespace) -> None:
     )
 
     if args.csv is not None:
-        check_writable_output(args.csv, "--csv", CSV_SUFFIXES)
+        csv = check_writable_output(args.csv, "--csv", CSV_SUFFIXES)
+        prepare_output_dir(csv.parent, [csv.name + ".meta.json"], "--csv", create=False)
     if args.plot is not None:
         check_writable_output(args.plot, "--plot", PLOT_SUFFIXES)
     if args.out is not None:
-        from libra_opt.io.results import MANIFEST, RESULTS_CSV, check_results_folder
+        from libra_opt.io.results import (
+            MANIFEST,
+            RESULTS_CSV,
+            RESULTS_PARQUET,
+            check_results_folder,
+        )
 
-        names = [RESULTS_CSV, MANIFEST, *(PLOT_NAMES if args.plots else ())]
+        names = [RESULTS_CSV, MANIFEST, *(PLOT_NAMES if args.plots else ()),
+                 *((RESULTS_PARQUET,) if args.parquet else ())]
         prepare_output_dir(args.out, names, "--out", create=False)
         check_results_folder(args.out, resume=args.resume, overwrite=args.overwrite)
-    for flag in ("plots", "resume", "overwrite"):
+    for flag in ("plots", "resume", "overwrite", "parquet"):
         if getattr(args, flag) and args.out is None:
             raise InputError(f"--{flag} works on the --out directory: give --out DIR",
                              source="<cli>", field=f"--{flag}")
@@ -293,7 +303,6 @@ def _axes(args: argparse.Namespace) -> dict[str, list[Any]]:
 def _legacy(args: argparse.Namespace, base, axes: dict[str, list[Any]]) -> int:
     """``--param/--values``: the one-axis form, its checks and its printed table."""
     from libra_opt.explore.sweep import check_sweep
-    from libra_opt.io.output import write_csv_atomic
     from libra_opt.optimize.problem import build_problem
 
     problem = build_problem(base.scenario)
@@ -310,8 +319,7 @@ def _legacy(args: argparse.Namespace, base, axes: dict[str, list[Any]]) -> int:
     sweep = importlib.import_module("libra_opt.explore.sweep").sweep
     df = sweep(problem, args.param, values, progress=progress if show else None)
     if args.csv is not None:
-        write_csv_atomic(df, args.csv, index=False, flag="--csv")
-        print(f"wrote {args.csv}", file=sys.stderr)
+        _write_table(df, args.csv, base, axes, "--csv")
     cols = ["value", "status", "weighted_step_time_s", "network_cost_usd"] + [
         c for c in df.columns if c.startswith("bw_")]
     print(df[[c for c in cols if c in df.columns]].to_string(
@@ -320,6 +328,17 @@ def _legacy(args: argparse.Namespace, base, axes: dict[str, list[Any]]) -> int:
         _plot_sweep(df, args.param, args.plot, "--plot")
         print(f"wrote {args.plot}", file=sys.stderr)
     return 0
+
+
+def _write_table(df, path, base, axes: dict[str, list[Any]], flag: str) -> None:
+    """``df`` as CSV at ``path`` with its metadata sidecar (``<name>.meta.json``)."""
+    from libra_opt.explore.grid import spec_fingerprint
+    from libra_opt.io.results import results_metadata, write_results
+
+    write_results(df, path, results_metadata(
+        "sweep", base.scenario.name, spec_fingerprint(base), axes=axes, points=len(df)),
+        flag=flag)
+    print(f"wrote {path}", file=sys.stderr)
 
 
 def _plot_sweep(df, axis: str, path, flag: str) -> None:
@@ -415,15 +434,20 @@ def run(args: argparse.Namespace) -> int:
         cols += ["status", "weighted_step_time_s", "network_cost_usd"]
         cols += [c for c in df.columns if c.startswith("bw_")]
         print(df[cols].to_string(index=False, float_format=lambda x: f"{x:,.6g}"))
-    from libra_opt.io.output import confined_path, staged_outputs, write_csv_atomic
+    from libra_opt.io.output import confined_path, staged_outputs
 
     if args.csv is not None:
-        write_csv_atomic(df, args.csv, index=False, flag="--csv")
-        print(f"wrote {args.csv}", file=sys.stderr)
+        _write_table(df, args.csv, base, axes, "--csv")
     if args.out is not None:
         path = confined_path(args.out, "results.csv", flag="--out")
         print(f"wrote {path}: {n:,} points ({summary}) in {wall:.2f} s, "
               f"{1e3 * wall / max(n, 1):.2f} ms per point")
+        if args.parquet:
+            from libra_opt.io.results import read_metadata, write_results
+
+            pq = confined_path(args.out, "results.parquet", flag="--out")
+            write_results(df, pq, read_metadata(args.out), flag="--out")
+            print(f"wrote {pq}")
     first = next(iter(axes))
     if args.plot is not None:
         _plot_sweep(df, first, args.plot, "--plot")

@@ -481,6 +481,14 @@ def _frame(
     return df
 
 
+def spec_fingerprint(base: ScenarioBase) -> str:
+    """SHA-256 of what a sweep starts from (the scenario, its document and carried
+    fields): the ``spec_hash`` of its results' metadata."""
+    from libra_opt.io.results import spec_hash
+
+    return spec_hash((base.scenario, base.document, base.carried))
+
+
 def sweep_grid(
     problem: Scenario | BandwidthProblem | ScenarioBase | str | Path,
     axes: Mapping[str, Sequence[Any]],
@@ -592,11 +600,11 @@ def sweep_grid(
     names = [a.name for a in ax]
     store = None
     if out is not None:
-        from libra_opt.io.results import open_results, spec_hash
+        from libra_opt.io.results import open_results
 
         store = open_results(out, {
             "kind": "sweep", "scenario": scen.name,
-            "spec_hash": spec_hash((base.scenario, base.document, base.carried)),
+            "spec_hash": spec_fingerprint(base),
             "axes": {a.name: list(a.values) for a in ax}, "zip": bool(zip),
             "points": len(points)}, resume=resume, overwrite=overwrite)
     todo = [i for i in range(len(points)) if store is None or i not in store.done]

@@ -55,6 +55,10 @@ __all__ = [
     "open_results",
     "read_results",
     "check_results_folder",
+    "results_metadata",
+    "write_results",
+    "read_metadata",
+    "read_json_document",
 ]
 
 MANIFEST = "manifest.json"
@@ -182,6 +186,100 @@ def read_results(path: str | os.PathLike[str]) -> pd.DataFrame:
             df[col] = ["" if isinstance(v, float) and math.isnan(v) else str(v)
                        for v in df[col]]
     return df
+
+
+def results_metadata(kind: str, scenario: str, spec: str, **extra: Any) -> dict[str, Any]:
+    """The metadata every results file carries: ``kind``, ``scenario`` (name),
+    ``spec_hash``, ``library_version`` and ``created_utc`` (plus ``extra``)."""
+    return {"format": FORMAT, "format_version": FORMAT_VERSION, "kind": kind,
+            "scenario": scenario, "spec_hash": spec, "library_version": library_version(),
+            "created_utc": _utc_now(), **extra}
+
+
+#: Key of the metadata in a Parquet file's schema.
+PARQUET_KEY = b"libra_opt"
+
+
+def _sidecar(path: Path) -> Path:
+    return path.with_name(path.name + ".meta.json")
+
+
+def write_results(df: pd.DataFrame, path: str | os.PathLike[str], metadata: Mapping[str, Any],
+                  *, flag: str | None = None) -> Path:
+    """Write a results table with its metadata, atomically.
+
+    ``.parquet``: one Parquet file whose schema metadata holds ``metadata`` as JSON under
+    the key ``libra_opt`` (``pyarrow.parquet.read_schema(path).metadata``). ``.csv``: the
+    CSV (read back by :func:`read_results` or plain ``pandas.read_csv``) and a sidecar
+    ``<name>.meta.json`` beside it. :func:`read_metadata` reads either.
+
+    Raises
+    ------
+    InputError
+        ``field=flag``: an unsupported suffix or a file that cannot be written.
+    """
+    from libra_opt.io.output import atomic_outputs
+
+    p = Path(path)
+    text = json.dumps(dict(metadata), indent=2, default=str) + "\n"
+    suffix = p.suffix.lower()
+    if suffix == ".parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        table = pa.Table.from_pandas(df, preserve_index=False)
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}),
+                                               PARQUET_KEY: text.encode("utf-8")})
+        with atomic_outputs(p, flag=flag) as (tmp,):
+            pq.write_table(table, tmp)
+        return p
+    if suffix != ".csv":
+        raise _err(f"unsupported results file type {suffix or 'none'!r} in {str(p)!r}; "
+                   "expected .csv or .parquet", flag)
+    with atomic_outputs(p, _sidecar(p), flag=flag) as (tmp, tmp_meta):
+        df.to_csv(tmp, index=False)
+        tmp_meta.write_text(text, encoding="utf-8")
+    return p
+
+
+def read_metadata(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The metadata of a results file (Parquet schema, CSV sidecar, or a results folder's
+    manifest).
+
+    Raises
+    ------
+    InputError
+        When there is none.
+    """
+    p = Path(path)
+    try:
+        if p.is_dir():
+            return _load_manifest(p / MANIFEST, None)
+        if p.suffix.lower() == ".parquet":
+            import pyarrow.parquet as pq
+
+            meta = pq.read_schema(p).metadata or {}
+            return json.loads(meta[PARQUET_KEY].decode("utf-8"))
+        return json.loads(_sidecar(p).read_text(encoding="utf-8"))
+    except (OSError, KeyError, ValueError) as exc:
+        raise InputError(f"no results metadata: {exc}", source=str(p)) from None
+
+
+def read_json_document(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """A JSON object from ``path`` (a saved solution, say).
+
+    Raises
+    ------
+    InputError
+        When the file cannot be read or holds no JSON object.
+    """
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot read a JSON document: {exc}", source=str(path)) from None
+    if not isinstance(data, dict):
+        raise InputError("expected a JSON object", source=str(path))
+    return data
 
 
 def _fsync_write(path: Path, text: str, mode: str = "a") -> None:
