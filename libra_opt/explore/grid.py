@@ -151,7 +151,8 @@ def _solve_point(problem: BandwidthProblem, rhs: Mapping[str, float]) -> _Record
 def _problem_of(chunk: _Chunk, built: dict[Any, BandwidthProblem | LibraOptError] | None,
                 given: BandwidthProblem | None) -> BandwidthProblem | LibraOptError:
     """The chunk's problem: ``given`` (no structural axis), else built once per structural
-    combination (``built`` caches it in the caller; a failure is cached as the error)."""
+    combination. ``built`` keeps the last one (a failure as the error): the chunks of one
+    combination are consecutive, so a larger cache would only hold memory."""
     if chunk.base is None:
         assert given is not None
         return given
@@ -165,6 +166,7 @@ def _problem_of(chunk: _Chunk, built: dict[Any, BandwidthProblem | LibraOptError
     except LibraOptError as exc:
         problem = exc
     if built is not None:
+        built.clear()
         built[key] = problem
     return problem
 
