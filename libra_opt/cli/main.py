@@ -304,6 +304,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         print(f"libra-opt: error: {exc.filename or ''}: cannot write: {exc.strerror}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # outside a sweep's own handling: one line, no traceback
+        print("libra-opt: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":  # pragma: no cover
