@@ -611,8 +611,12 @@ def sweep_grid(
             "points": len(points)}, resume=resume, overwrite=overwrite)
     todo = [i for i in range(len(points)) if store is None or i not in store.done]
     workers = max_workers or default_workers()
-    size = batch_size or (len(todo) if executor == "serial" and store is None else
-                          default_batch_size(len(todo), 1 if executor == "serial" else workers))
+    if batch_size is not None:
+        size = batch_size
+    elif executor == "serial":  # no shipping to amortise: batches are writes to ``out``
+        size = len(todo) if store is None else default_batch_size(len(todo), 1, max_items=100)
+    else:
+        size = default_batch_size(len(todo), workers)
     chunks = _chunks(None if (prob is not None and executor == "serial") else base, ax,
                      points, size, todo)
     batches = make_batches(chunks, size, weight=lambda ch: len(ch.points))
