@@ -244,8 +244,10 @@ def _axes(base: ScenarioBase, axes: Mapping[str, Sequence[Any]]) -> list[_Axis]:
         # scenario rejects (a negative size, an objective without its model) is bad input,
         # refused before anything is solved, not a failed point.
         a = structural[0]
-        for v in dict.fromkeys(_key(x) for x in a.values):
-            value = next(x for x in a.values if _key(x) == v)
+        first: dict[Any, Any] = {}  # each distinct value once (one pass: not quadratic)
+        for x in a.values:
+            first.setdefault(_key(x), x)
+        for value in first.values():
             try:
                 base.apply({a.path: value})
             except InputError as exc:
