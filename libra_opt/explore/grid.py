@@ -640,7 +640,8 @@ def sweep_grid(
     try:
         _execute(batches, executor, max_workers, update, prob, point_of, on_batch, done0)
     except KeyboardInterrupt:
-        kept = done0 + len(results)
+        # on disk: the batches whose write completed (one cut short is redone on resume)
+        kept = done0 + len(results) if store is None else len(store.done)
         raise SweepInterrupted(kept, len(points), None if store is None else
                                str(store.path)) from None
     finally:
