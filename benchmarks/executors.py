@@ -15,7 +15,12 @@ Usage::
     python benchmarks/executors.py [--points 20000] [--workers 2] [--executors serial,processes,dask]
 
 Nothing is written to disk. On a shared machine the ratio depends on what else runs: the
-speed-up is bounded by the number of idle cores, not by the executor.
+speed-up is bounded by the CPU the kernel grants, not by the executor. The script therefore
+also measures that bound in the same run: the CPU time two busy processes get together,
+over what one gets alone, in the same wall time (with Linux's per-session autogroup
+scheduling and other sessions busy, a session gets about the same CPU however many
+processes it runs, and the bound is near 1). Each executor's CPU per point is printed too
+(the same on every executor when the executor adds no work of its own).
 """
 
 from __future__ import annotations
@@ -43,6 +48,26 @@ def run(executor: str, points: int, workers: int) -> tuple[float, pd.DataFrame]:
     return time.perf_counter() - t0, df
 
 
+def _spin(seconds: float) -> float:
+    """Busy-loop for ``seconds`` of wall time; the CPU seconds this process got."""
+    c0, t0 = time.process_time(), time.perf_counter()
+    x = 0
+    while time.perf_counter() - t0 < seconds:
+        x += 1
+    return time.process_time() - c0
+
+
+def cpu_bound(workers: int, seconds: float = 3.0) -> float:
+    """CPU granted to ``workers`` busy processes together over that granted to one, in the
+    same wall time: the speed-up this machine allows right now."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(workers) as pool:
+        one = pool.submit(_spin, seconds).result()
+        many = sum(pool.map(_spin, [seconds] * workers))
+    return many / one
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--points", type=int, default=20_000)
@@ -54,6 +79,9 @@ def main(argv: list[str] | None = None) -> int:
           f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
     times: dict[str, float] = {}
     frames: dict[str, pd.DataFrame] = {}
+    bound = cpu_bound(args.workers)
+    print(f"  CPU bound: {args.workers} busy processes get {bound:.2f}x the CPU of one "
+          "(the best speed-up possible now)")
     for name in names:
         wall, df = run(name, args.points, args.workers)
         times[name], frames[name] = wall, df
@@ -70,6 +98,9 @@ def main(argv: list[str] | None = None) -> int:
     for name in names:
         if name != "serial" and "serial" in times:
             print(f"  {name}/serial speed-up: {times['serial'] / times[name]:.2f}x")
+    bound = cpu_bound(args.workers)
+    print(f"  CPU bound: {args.workers} busy processes get {bound:.2f}x the CPU of one "
+          "(the best speed-up possible now)")
     print(f"load average after: {os.getloadavg()[0]:.2f}")
     return 0
 

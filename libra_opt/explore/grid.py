@@ -646,6 +646,8 @@ def sweep_grid(
                                str(store.path)) from None
     finally:
         close()
+        if store is not None and len(store.done) < len(points):
+            store.close()  # stopped: release the folder now (a traceback keeps this frame)
     logger.info("sweep of %d points in %.3f s (%s)", len(todo), time.perf_counter() - t0,
                 executor_label(executor))
     if store is not None:

@@ -34,6 +34,7 @@ import json
 import math
 import os
 import re
+import weakref
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -341,6 +342,12 @@ class ResultsFolder:
     done: frozenset[int] = frozenset()
     columns: list[str] | None = None
     flag: str | None = None
+    _release: Any = dataclasses.field(default=None, repr=False, compare=False)
+
+    def close(self) -> None:
+        """Release the folder (its lock); :meth:`finish` does too."""
+        if self._release is not None:
+            self._release()
 
     @property
     def csv(self) -> Path:
@@ -384,6 +391,7 @@ class ResultsFolder:
         self.done = frozenset(int(p) for p in df["point"])
         self.manifest["complete"] = len(self.done) == self.manifest.get("points")
         self._write_manifest()
+        self.close()
         return read_results(self.csv)
 
 
@@ -437,6 +445,7 @@ def open_results(directory: str | os.PathLike[str], study: Mapping[str, Any], *,
                 "created_utc": _utc_now(), "complete": False, "files": [RESULTS_CSV]}
     entries = sorted(p.name for p in path.iterdir())
     folder = ResultsFolder(path, manifest, flag=flag)
+    _lock(folder, directory, flag)
     old = _load_manifest(path / MANIFEST, flag) if MANIFEST in entries else None
     if resume and old is not None:
         if old.get("study_hash") != manifest["study_hash"]:
@@ -465,6 +474,24 @@ def open_results(directory: str | os.PathLike[str], study: Mapping[str, Any], *,
         fsync_directory(path)
     folder._write_manifest()
     return folder
+
+
+def _lock(folder: ResultsFolder, directory: Any, flag: str | None) -> None:
+    """Hold an exclusive lock on the folder while the run is open (released when the
+    folder object goes or the process ends, a kill included): a second run into the same
+    folder (a ``--resume`` started twice) is refused instead of mixing its rows in."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: no lock
+        return
+    fd = os.open(folder.path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise _err(f"another run is writing into {str(directory)!r}; wait for it or stop "
+                   "it first", flag) from None
+    folder._release = weakref.finalize(folder, os.close, fd)
 
 
 def _load_manifest(path: Path, flag: str | None) -> dict[str, Any]:

@@ -358,3 +358,20 @@ def test_a_results_folder_refuses_another_study_and_needs_overwrite(tmp_path, un
     assert manifest["scenario"] == "gpt3_175b_4d" and len(manifest["spec_hash"]) == 64
     assert manifest["axes"] == {"sum(bw) == 1000": [700.0]}
     assert manifest["library_version"] and manifest["created_utc"].endswith("Z")
+
+
+def test_two_runs_into_one_folder_at_once_are_refused(tmp_path):
+    """While one run holds its folder open, a second (a --resume started twice) is
+    refused; the lock goes with the first run."""
+    from libra_opt.io.results import open_results
+
+    study = {"kind": "sweep", "scenario": "s", "spec_hash": "0" * 64, "axes": {"a": [1]},
+             "zip": False, "points": 1}
+    first = open_results(tmp_path / "run", study)
+    with pytest.raises(InputError, match="another run is writing"):
+        open_results(tmp_path / "run", study, resume=True)
+    del first
+    import gc
+
+    gc.collect()
+    assert open_results(tmp_path / "run", study, resume=True).done == frozenset()
