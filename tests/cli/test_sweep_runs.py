@@ -96,13 +96,9 @@ def _wait_for_rows(csv: Path, proc: subprocess.Popen, timeout_s: float = 60.0) -
     raise AssertionError("no batch on disk in time")
 
 
-@pytest.mark.parametrize(("executor", "sig"), [
-    ("serial", signal.SIGINT),
-    ("processes", signal.SIGTERM),
-    ("processes", signal.SIGKILL),
-    ("processes", signal.SIGINT),
-    ("dask", signal.SIGKILL),
-])
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL, signal.SIGINT],
+                         ids=["SIGTERM", "SIGKILL", "SIGINT"])
+@pytest.mark.parametrize("executor", ["serial", "processes", "dask"])
 def test_killed_sweep_leaves_nothing_behind_and_resumes(tmp_path, capsys, reference, executor,
                                                         sig):
     out = tmp_path / "run"
