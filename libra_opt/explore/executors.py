@@ -387,6 +387,8 @@ def run_batches(
     [(0, [1, 4]), (1, [9])]
     """
     tick = on_items or (lambda i, n: None)
+    if not batches:  # nothing to do: start no worker
+        return
     if executor == "serial":
         for i, batch in enumerate(batches):
             yield i, _consume(fn, batch, functools.partial(tick, i), every_item=True)
