@@ -411,7 +411,8 @@ def run(args: argparse.Namespace) -> int:
     with _signals_interrupt(signals):
         try:
             df = sweep(base, axes, zip=args.zip, executor=args.executor, progress=progress,
-                       max_workers=args.workers, batch_size=args.batch_size, **stored)
+                       max_workers=args.workers, batch_size=args.batch_size,
+                       stop=lambda: bool(signals), **stored)
         except grid.SweepInterrupted as exc:
             kept = (f"kept {exc.kept:,} of {exc.total:,} points in "
                     f"{exc.path}/results.csv; continue with --resume" if exc.path else
@@ -473,7 +474,9 @@ def run(args: argparse.Namespace) -> int:
 @contextlib.contextmanager
 def _signals_interrupt(received: list[int]):
     """While the sweep runs, SIGTERM stops it like Ctrl-C (workers stopped, finished points
-    kept); ``received`` collects the signal numbers. An ignored signal stays ignored."""
+    kept); ``received`` collects the signal numbers (the sweep also polls it: a
+    ``KeyboardInterrupt`` raised inside C code that clears errors would be lost). An
+    ignored signal stays ignored."""
 
     def stop(signum, frame):
         received.append(signum)

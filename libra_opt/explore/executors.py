@@ -352,6 +352,7 @@ def run_batches(
     executor: Any = "serial",
     max_workers: int | None = None,
     on_items: Callable[[int, int], None] | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> Iterator[tuple[int, list[Any]]]:
     """Apply ``fn`` to every batch; yield ``(index, results)`` as batches finish.
 
@@ -370,6 +371,12 @@ def run_batches(
     on_items : callable, optional
         ``on_items(index, n)``: ``n`` more items of batch ``index`` finished, in item order
         (called in the caller's thread, before the batch is yielded).
+    stop : callable, optional
+        Polled in the caller's thread after every item (serial) or at least every 0.1 s;
+        when it returns true the run stops as on Ctrl-C (``KeyboardInterrupt``). A signal
+        handler that sets a flag read by ``stop`` stops the run even where a
+        ``KeyboardInterrupt`` raised by the handler itself would be lost (inside C code
+        that clears errors).
 
     Yields
     ------
@@ -386,7 +393,13 @@ def run_batches(
     >>> sorted(run_batches(lambda b: [x * x for x in b], [(1, 2), (3,)]))
     [(0, [1, 4]), (1, [9])]
     """
-    tick = on_items or (lambda i, n: None)
+    user_tick = on_items or (lambda i, n: None)
+    if stop is None:
+        tick = user_tick
+    else:
+        def tick(i: int, n: int) -> None:
+            _check(stop)
+            user_tick(i, n)
     if not batches:  # nothing to do: start no worker
         return
     if executor == "serial":
@@ -395,13 +408,19 @@ def run_batches(
         return
     workers = max_workers or default_workers()
     if executor == "processes":
-        yield from _run_processes(fn, batches, workers, tick)
+        yield from _run_processes(fn, batches, workers, tick, stop)
         return
-    yield from _run_dask(fn, batches, executor, workers, tick)
+    yield from _run_dask(fn, batches, executor, workers, tick, stop)
+
+
+def _check(stop: Callable[[], bool] | None) -> None:
+    if stop is not None and stop():
+        raise KeyboardInterrupt
 
 
 def _run_processes(fn: Callable, batches: Sequence[Any], workers: int,
-                   tick: Callable[[int, int], None]) -> Iterator[tuple[int, list[Any]]]:
+                   tick: Callable[[int, int], None], stop: Callable[[], bool] | None = None
+                   ) -> Iterator[tuple[int, list[Any]]]:
     ctx = _start_context(fn)
     ticks = ctx.SimpleQueue()
     pool = ProcessPoolExecutor(max_workers=min(workers, max(1, len(batches))), mp_context=ctx,
@@ -422,6 +441,7 @@ def _run_processes(fn: Callable, batches: Sequence[Any], workers: int,
 
         while pending:
             done, _ = wait(pending, timeout=_TICK_INTERVAL_S, return_when=FIRST_COMPLETED)
+            _check(stop)
             drain()
             for fut in done:
                 i = pending.pop(fut)
@@ -444,7 +464,8 @@ def _run_processes(fn: Callable, batches: Sequence[Any], workers: int,
 
 
 def _run_dask(fn: Callable, batches: Sequence[Any], executor: Any, workers: int,
-              tick: Callable[[int, int], None]) -> Iterator[tuple[int, list[Any]]]:
+              tick: Callable[[int, int], None], stop: Callable[[], bool] | None = None
+              ) -> Iterator[tuple[int, list[Any]]]:
     import secrets
 
     with tempfile.TemporaryDirectory(prefix="libra-opt-dask-") as scratch:
@@ -469,6 +490,7 @@ def _run_dask(fn: Callable, batches: Sequence[Any], executor: Any, workers: int,
 
             pending = dict(zip(range(len(futures)), futures, strict=True))
             while pending:
+                _check(stop)
                 ready = [i for i, f in pending.items() if f.done()]
                 if not ready:
                     time.sleep(_TICK_INTERVAL_S / 2)

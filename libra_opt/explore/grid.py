@@ -381,6 +381,7 @@ def _execute(
     update: Callable, given: BandwidthProblem | None,
     point_of: Callable[[int], Mapping[str, Any]],
     on_batch: Callable[[list[tuple[int, _Record]]], None], done0: int = 0,
+    stop: Callable[[], bool] | None = None,
 ) -> None:
     """Run ``batches`` on ``executor``, reporting every point to ``update`` and every
     finished batch to ``on_batch`` (in completion order)."""
@@ -399,7 +400,7 @@ def _execute(
     else:
         fn = _run_batch
     it = run_batches(fn, batches, executor=executor, max_workers=max_workers,
-                     on_items=on_items)
+                     on_items=on_items, stop=stop)
     try:
         for _, out in it:
             on_batch(out)
@@ -506,6 +507,7 @@ def sweep_grid(
     out: str | Path | None = None,
     resume: bool = False,
     overwrite: bool = False,
+    stop: Callable[[], bool] | None = None,
 ) -> pd.DataFrame:
     """Solve ``problem`` at every point of a grid of axes (see the module notes).
 
@@ -544,6 +546,9 @@ def sweep_grid(
     overwrite : bool
         With ``out``: remove an earlier run's files there first (else a non-empty folder
         is refused).
+    stop : callable, optional
+        Polled while points are solved; true stops the sweep as Ctrl-C does (see
+        :func:`~libra_opt.explore.executors.run_batches`).
 
     Returns
     -------
@@ -638,7 +643,8 @@ def sweep_grid(
     update, close = _progress(progress, len(points), done0)
     t0 = time.perf_counter()
     try:
-        _execute(batches, executor, max_workers, update, prob, point_of, on_batch, done0)
+        _execute(batches, executor, max_workers, update, prob, point_of, on_batch, done0,
+                 stop)
     except KeyboardInterrupt:
         # on disk: the batches whose write completed (one cut short is redone on resume)
         kept = done0 + len(results) if store is None else len(store.done)

@@ -155,7 +155,7 @@ def test_killed_sweep_leaves_nothing_behind_and_resumes(tmp_path, capsys, refere
     if sig == signal.SIGKILL:
         assert proc.returncode == -signal.SIGKILL
     else:
-        assert proc.returncode == 128 + sig
+        assert proc.returncode == 128 + sig, (stdout, stderr)
         err = stderr.decode()
         assert err.count("\n") == 1 and "Traceback" not in err, err
         assert "interrupted: kept" in err and "--resume" in err
