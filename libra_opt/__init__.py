@@ -111,7 +111,7 @@ _LAZY_MODULES: dict[str, str] = {
 
 #: Functions defined here: the explore and scenario functions that also take a file or an
 #: example name, or read the files a spec names (io sits beside, not below, them).
-_OWN = ("apply_overrides", "compile", "sweep")
+_OWN = ("apply_overrides", "compile", "load_solution", "save_solution", "sweep")
 
 __all__ = [
     *_OWN,
@@ -177,6 +177,11 @@ def sweep(problem: Any, axes: Any, values: Any = None, progress: Any = None, **k
     """:func:`libra_opt.explore.sweep.sweep` that also takes a scenario file or an example
     name, and reads a model, device or file an axis names (``resolve``).
 
+    ``out=DIR`` streams finished points into the results folder ``DIR``
+    (:func:`libra_opt.io.results.results_stream`): ``resume=True`` continues the run recorded
+    there, ``overwrite=True`` replaces an earlier run's files (else a non-empty folder is
+    refused); the table returned is the folder's, with a ``point`` column first.
+
     Examples
     --------
     >>> import libra_opt as lo
@@ -188,7 +193,75 @@ def sweep(problem: Any, axes: Any, values: Any = None, progress: Any = None, **k
     from libra_opt.io.scenario_file import resolve_spec
 
     kwargs.setdefault("resolve", resolve_spec)
+    resume, overwrite = kwargs.pop("resume", False), kwargs.pop("overwrite", False)
+    out = kwargs.get("out")
+    if isinstance(out, str | os.PathLike):
+        from libra_opt.io.results import results_stream
+
+        kwargs["out"] = results_stream(out, resume=resume, overwrite=overwrite)
+    elif resume or overwrite:
+        raise InputError("resume and overwrite work on a results folder: give out=DIR",
+                         field="resume" if resume else "overwrite")
     return run(_scenario_or_spec(problem), axes, values, progress, **kwargs)
+
+
+def save_solution(solution: Any, path: str | os.PathLike[str]) -> Any:
+    """Write ``solution`` as JSON to ``path`` (atomically) with its metadata: the
+    document of :meth:`Solution.to_json <libra_opt.optimize.solution.Solution.to_json>` with
+    the scenario's ``spec_hash``, the library version and the date. Returns the path.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> import libra_opt as lo
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     p = lo.save_solution(lo.solve(lo.examples.toy_scenario()), pathlib.Path(d) / "t.json")
+    ...     lo.load_solution(p, lo.examples.toy_scenario()).bw_gbps.round(3).tolist()
+    [200.0, 100.0]
+    """
+    from datetime import UTC, datetime
+
+    from libra_opt.io.output import write_text_atomic
+    from libra_opt.io.results import library_version
+    from libra_opt.scenario.fingerprint import fingerprint
+
+    text = solution.to_json(
+        spec_hash=fingerprint(solution.scenario), library_version=library_version(),
+        created_utc=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    return write_text_atomic(path, text)
+
+
+def load_solution(path: str | os.PathLike[str], scenario: Any = None) -> Any:
+    """The solution saved in ``path`` (by :func:`save_solution`), for ``scenario`` (a
+    Scenario, a scenario file or an example's name; default: the scenario file or example
+    the document names). The design is re-evaluated with the numpy evaluator against the
+    scenario, so a file paired with another scenario is refused.
+
+    Raises
+    ------
+    InputError
+        The file is not a saved solution, names no loadable scenario, or does not match the
+        scenario (:meth:`Solution.from_json
+        <libra_opt.optimize.solution.Solution.from_json>`).
+    """
+    from libra_opt.io.results import read_json_document
+    from libra_opt.optimize.solution import Solution
+    from libra_opt.scenario.scenario import Scenario
+
+    doc = read_json_document(path)
+    if scenario is None:
+        scenario = doc.get("scenario_source")
+        if not scenario:
+            raise InputError("the solution names no scenario file: pass the scenario",
+                             source=str(path), field="scenario_source")
+    scen = _scenario_or_spec(scenario)
+    if not isinstance(scen, Scenario):
+        raise InputError(f"expected a Scenario, a scenario file or an example name, got "
+                         f"{type(scenario).__name__}", field="scenario")
+    try:
+        return Solution.from_json(doc, scen)
+    except InputError as exc:
+        raise InputError(exc.message, source=str(path), field=exc.field) from None
 
 
 #: Names whose first argument may also be a shipped example's name or a scenario file's path.

@@ -55,33 +55,54 @@ def _load(args):
     return scen
 
 
+def _plot_names(scen) -> list[str]:
+    """The PNG names ``solve --plot-dir`` writes for ``scen``."""
+    from libra_opt.io.output import safe_slug
+
+    slug = safe_slug(scen.name)
+    return [f"{slug}_allocation.png", f"{slug}_step_breakdown.png"]
+
+
 def _write_plots(sol, plot_dir: str) -> list[str]:
-    """The allocation and breakdown PNGs, named after the scenario's slug, inside ``plot_dir``."""
+    """The allocation and breakdown PNGs, named after the scenario's slug, inside
+    ``plot_dir``: drawn into a hidden sibling folder, then moved in together."""
     plt = pyplot()
-    from libra_opt.io.output import confined_path, safe_slug, save_figure_atomic
+    from libra_opt.io.output import confined_path, staged_outputs
     from libra_opt.report.plots import plot_allocation, plot_step_breakdown
 
-    slug = safe_slug(sol.scenario.name)
-    written = []
-    for name, fn in (("allocation", plot_allocation), ("step_breakdown", plot_step_breakdown)):
-        path = confined_path(plot_dir, f"{slug}_{name}.png", flag="--plot-dir")
-        fig = fn(sol)
-        try:
-            save_figure_atomic(fig, path, dpi=130, flag="--plot-dir")
-        finally:
-            plt.close(fig)
-        written.append(str(path))
-    return written
+    names = _plot_names(sol.scenario)
+    with staged_outputs(plot_dir, names, flag="--plot-dir") as staged:
+        for name, fn in zip(names, (plot_allocation, plot_step_breakdown), strict=True):
+            fig = fn(sol)
+            try:
+                fig.savefig(staged[name], format="png", dpi=130)
+            finally:
+                plt.close(fig)
+    return [str(confined_path(plot_dir, n, flag="--plot-dir")) for n in names]
 
 
 def _cmd_solve(args) -> int:
-    from libra_opt.io.output import check_output_dir
+    from libra_opt.io.output import check_output_dir, prepare_output_dir
     from libra_opt.optimize.problem import solve
     from libra_opt.report.text import format_solution, solution_to_dict
 
     if args.plot_dir is not None:
         check_output_dir(args.plot_dir, "--plot-dir")
-    sol = solve(_load(args))
+    scen = _load(args)
+    if args.plot_dir is not None:  # the files themselves, before the solve
+        prepare_output_dir(args.plot_dir, _plot_names(scen), "--plot-dir", create=False)
+    try:
+        sol = solve(scen)
+    except (InfeasibleDesignError, UnboundedDesignError) as exc:
+        if args.json:  # --json prints one object whatever the outcome (exit 1 follows)
+            infeasible = isinstance(exc, InfeasibleDesignError)
+            print(_json({
+                "status": "infeasible" if infeasible else "unbounded",
+                "scenario": scen.name, "objective": scen.objective,
+                "message": " ".join(str(exc).split()),
+                "conflicting_constraints": list(getattr(exc, "constraints", ())),
+            }))
+        raise
     if args.json:
         print(_json(solution_to_dict(sol)))
     else:
@@ -301,6 +322,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         print(f"libra-opt: error: {exc.filename or ''}: cannot write: {exc.strerror}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # outside a sweep's own handling: one line, no traceback
+        print("libra-opt: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -46,10 +46,11 @@ def register(subparsers) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     """Execute ``report`` for parsed ``args``; prints the written paths and returns 0."""
     from libra_opt.io import load_scenario
-    from libra_opt.io.output import check_output_dir
+    from libra_opt.io.output import prepare_output_dir
     from libra_opt.report.html import Provenance, write_report
 
-    check_output_dir(args.out, "--out")   # the command line first, then the work
+    # the command line first (the folder and its two documents), then the work
+    prepare_output_dir(args.out, ["report.html", "report.md"], "--out", create=False)
     if not 2 <= args.budget_points <= MAX_REPORT_POINTS:
         raise InputError(f"expected 2 to {MAX_REPORT_POINTS} points, got {args.budget_points}",
                          source="<cli>", field="--budget-points")

@@ -19,8 +19,10 @@ Matplotlib is imported only when a plot is asked for.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import logging
+import signal
 import sys
 import time
 from typing import Any
@@ -29,12 +31,15 @@ import numpy as np
 
 from libra_opt.cli.args import parse_floats, parse_sets
 from libra_opt.errors import InputError, short_repr
-from libra_opt.explore.grid import EXECUTORS, MAX_GRID_POINTS
+from libra_opt.explore.executors import EXECUTORS, SCHEDULER_ENV
+from libra_opt.explore.grid import MAX_GRID_POINTS
 from libra_opt.options import OBJECTIVES
 
 __all__ = ["register", "run", "parse_values", "parse_axis"]
 
 POSITIVE = ("budget_usd", "power_w", "constraints.budget_usd", "constraints.power_w")
+#: Plots ``--plots`` may write into ``--out`` (each where the report module draws it).
+PLOT_NAMES = ("sweep.png", "pareto.png", "bandwidth.png")
 
 
 def register(subparsers) -> argparse.ArgumentParser:
@@ -54,9 +59,25 @@ def register(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="DIR", help="write DIR/results.csv (created if missing)")
     p.add_argument("--plots", action="store_true",
                    help="with --out: also write DIR/sweep.png (and DIR/pareto.png)")
+    p.add_argument("--parquet", action="store_true",
+                   help="with --out: also write DIR/results.parquet (its metadata in the "
+                   "Parquet schema) when the run completes")
     p.add_argument("--executor", choices=EXECUTORS, default="serial",
-                   help="serial (default), processes (local pool) or dask (LocalCluster)")
+                   help="serial (default), processes (a local process pool) or dask (a local "
+                   "cluster of worker processes, or the cluster at --scheduler)")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="run on the existing Dask cluster whose scheduler is at ADDRESS "
+                   f"(tcp://host:port); with --executor dask the default is ${SCHEDULER_ENV}")
     p.add_argument("--workers", type=int, help="workers of the processes/dask executors")
+    p.add_argument("--batch-size", type=int, metavar="N",
+                   help="points per task shipped to a worker and per write to --out "
+                   "(default: about four batches per worker, at most 1000)")
+    p.add_argument("--resume", action="store_true",
+                   help="with --out: continue the interrupted run in DIR, solving only the "
+                   "points missing from DIR/results.csv")
+    p.add_argument("--overwrite", action="store_true",
+                   help="with --out: remove the earlier run's files in DIR first (a "
+                   "non-empty DIR is refused otherwise)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
                    help="override a scenario field before sweeping (repeatable)")
@@ -214,22 +235,47 @@ def _check_outputs(args: argparse.Namespace) -> None:
     from libra_opt.io.output import (
         CSV_SUFFIXES,
         PLOT_SUFFIXES,
-        check_output_dir,
         check_writable_output,
+        prepare_output_dir,
     )
 
     if args.csv is not None:
-        check_writable_output(args.csv, "--csv", CSV_SUFFIXES)
+        csv = check_writable_output(args.csv, "--csv", CSV_SUFFIXES)
+        prepare_output_dir(csv.parent, [csv.name + ".meta.json"], "--csv", create=False)
     if args.plot is not None:
         check_writable_output(args.plot, "--plot", PLOT_SUFFIXES)
     if args.out is not None:
-        check_output_dir(args.out, "--out")
-    if args.plots and args.out is None:
-        raise InputError("--plots writes into the --out directory: give --out DIR",
-                         source="<cli>", field="--plots")
+        from libra_opt.io.results import (
+            MANIFEST,
+            RESULTS_CSV,
+            RESULTS_PARQUET,
+            check_results_folder,
+        )
+
+        names = [RESULTS_CSV, MANIFEST, *(PLOT_NAMES if args.plots else ()),
+                 *((RESULTS_PARQUET,) if args.parquet else ())]
+        prepare_output_dir(args.out, names, "--out", create=False)
+        check_results_folder(args.out, resume=args.resume, overwrite=args.overwrite)
+    for flag in ("plots", "resume", "overwrite", "parquet"):
+        if getattr(args, flag) and args.out is None:
+            raise InputError(f"--{flag} works on the --out directory: give --out DIR",
+                             source="<cli>", field=f"--{flag}")
     if args.workers is not None and args.workers < 1:
         raise InputError(f"expected a number of workers >= 1, got {args.workers}",
                          source="<cli>", field="--workers")
+    if args.batch_size is not None and args.batch_size < 1:
+        raise InputError(f"expected a batch size >= 1, got {args.batch_size}",
+                         source="<cli>", field="--batch-size")
+    from libra_opt.explore.executors import check_scheduler, resolve_executor
+
+    try:
+        args.executor = resolve_executor(args.executor, args.scheduler)
+        if isinstance(args.executor, str) and "://" in args.executor:
+            check_scheduler(args.executor)
+    except InputError as exc:
+        raise InputError(exc.message, source="<cli>",
+                         field="--executor" if exc.field == "executor" else
+                         ("--scheduler" if exc.field == "scheduler" else exc.field)) from None
 
 
 def _axes(args: argparse.Namespace) -> dict[str, list[Any]]:
@@ -257,7 +303,6 @@ def _axes(args: argparse.Namespace) -> dict[str, list[Any]]:
 def _legacy(args: argparse.Namespace, base, axes: dict[str, list[Any]]) -> int:
     """``--param/--values``: the one-axis form, its checks and its printed table."""
     from libra_opt.explore.sweep import check_sweep
-    from libra_opt.io.output import write_csv_atomic
     from libra_opt.optimize.problem import build_problem
 
     problem = build_problem(base.scenario)
@@ -274,8 +319,7 @@ def _legacy(args: argparse.Namespace, base, axes: dict[str, list[Any]]) -> int:
     sweep = importlib.import_module("libra_opt.explore.sweep").sweep
     df = sweep(problem, args.param, values, progress=progress if show else None)
     if args.csv is not None:
-        write_csv_atomic(df, args.csv, index=False, flag="--csv")
-        print(f"wrote {args.csv}", file=sys.stderr)
+        _write_table(df, args.csv, base, axes, "--csv")
     cols = ["value", "status", "weighted_step_time_s", "network_cost_usd"] + [
         c for c in df.columns if c.startswith("bw_")]
     print(df[[c for c in cols if c in df.columns]].to_string(
@@ -284,6 +328,17 @@ def _legacy(args: argparse.Namespace, base, axes: dict[str, list[Any]]) -> int:
         _plot_sweep(df, args.param, args.plot, "--plot")
         print(f"wrote {args.plot}", file=sys.stderr)
     return 0
+
+
+def _write_table(df, path, base, axes: dict[str, list[Any]], flag: str) -> None:
+    """``df`` as CSV at ``path`` with its metadata sidecar (``<name>.meta.json``)."""
+    from libra_opt.explore.sink import spec_fingerprint
+    from libra_opt.io.results import results_metadata, write_results
+
+    write_results(df, path, results_metadata(
+        "sweep", base.scenario.name, spec_fingerprint(base), axes=axes, points=len(df)),
+        flag=flag)
+    print(f"wrote {path}", file=sys.stderr)
 
 
 def _plot_sweep(df, axis: str, path, flag: str) -> None:
@@ -344,21 +399,39 @@ def run(args: argparse.Namespace) -> int:
         return _legacy(args, base, axes)  # with --out, the one axis runs as a grid below
     sweep = importlib.import_module("libra_opt.explore.sweep").sweep
     progress = False if args.no_progress else (True if args.progress else None)
-    if args.executor == "dask" and not getattr(args, "verbose", False):
-        # the scheduler and workers log at INFO: a script's stderr keeps errors only (set
-        # after importing distributed, which configures its loggers on import)
-        importlib.import_module("distributed")
-        for name in ("distributed", "tornado"):
-            logging.getLogger(name).setLevel(logging.WARNING)
+    if not isinstance(args.executor, str) or args.executor not in ("serial", "processes"):
+        if not getattr(args, "verbose", False):
+            # the scheduler and workers log at INFO: a script's stderr keeps errors only (set
+            # after importing distributed, which configures its loggers on import)
+            importlib.import_module("distributed")
+            for name in ("distributed", "tornado"):
+                logging.getLogger(name).setLevel(logging.WARNING)
+    grid = importlib.import_module("libra_opt.explore.grid")
+    stored = {}
+    if args.out is not None:
+        from libra_opt.io.results import results_stream
+
+        stored["out"] = results_stream(args.out, resume=args.resume, overwrite=args.overwrite)
     t0 = time.perf_counter()
-    try:
-        df = sweep(base, axes, zip=args.zip, executor=args.executor, progress=progress,
-                   max_workers=args.workers)
-    except InputError as exc:
-        if exc.field in axes:
-            raise InputError(f"{exc.field}: {exc.message}", source="<cli>",
-                             field="--param" if exc.field == args.param else "--axis") from None
-        raise
+    signals: list[int] = []
+    with _signals_interrupt(signals):
+        try:
+            df = sweep(base, axes, zip=args.zip, executor=args.executor, progress=progress,
+                       max_workers=args.workers, batch_size=args.batch_size,
+                       stop=lambda: bool(signals), **stored)
+        except grid.SweepInterrupted as exc:
+            kept = (f"kept {exc.kept:,} of {exc.total:,} points in "
+                    f"{exc.path}/results.csv; continue with --resume" if exc.path else
+                    f"stopped after {exc.kept:,} of {exc.total:,} points; nothing written "
+                    "(--out DIR keeps finished points)")
+            print(f"libra-opt: interrupted: {kept}", file=sys.stderr)
+            return 128 + (signals[-1] if signals else signal.SIGINT)
+        except InputError as exc:
+            if exc.field in axes:
+                raise InputError(f"{exc.field}: {exc.message}", source="<cli>",
+                                 field="--param" if exc.field == args.param else "--axis"
+                                 ) from None
+            raise
     wall = time.perf_counter() - t0
     counts = df["status"].value_counts().to_dict()
     summary = ", ".join(f"{n} {s}" for s, n in counts.items())
@@ -368,29 +441,63 @@ def run(args: argparse.Namespace) -> int:
         cols += ["status", "weighted_step_time_s", "network_cost_usd"]
         cols += [c for c in df.columns if c.startswith("bw_")]
         print(df[cols].to_string(index=False, float_format=lambda x: f"{x:,.6g}"))
-    from libra_opt.io.output import confined_path, write_csv_atomic
+    from libra_opt.io.output import confined_path, staged_outputs
 
     if args.csv is not None:
-        write_csv_atomic(df, args.csv, index=False, flag="--csv")
-        print(f"wrote {args.csv}", file=sys.stderr)
+        _write_table(df, args.csv, base, axes, "--csv")
     if args.out is not None:
         path = confined_path(args.out, "results.csv", flag="--out")
-        write_csv_atomic(df, path, index=False, flag="--out")
         print(f"wrote {path}: {n:,} points ({summary}) in {wall:.2f} s, "
               f"{1e3 * wall / max(n, 1):.2f} ms per point")
+        if args.parquet:
+            from libra_opt.io.results import read_metadata, write_results
+
+            pq = confined_path(args.out, "results.parquet", flag="--out")
+            write_results(df, pq, read_metadata(args.out), flag="--out")
+            print(f"wrote {pq}")
     first = next(iter(axes))
     if args.plot is not None:
         _plot_sweep(df, first, args.plot, "--plot")
         print(f"wrote {args.plot}", file=sys.stderr)
     if args.plots and args.out is not None:
-        path = confined_path(args.out, "sweep.png", flag="--out")
-        _plot_sweep(df, first, path, "--out")
-        print(f"wrote {path}")
-        extra: list[tuple[str, str, dict[str, Any]]] = [("plot_pareto", "pareto.png", {})]
-        if "budget_usd" in axes:
-            extra.append(("plot_bandwidth_vs_budget", "bandwidth.png", {"x": "budget_usd"}))
-        for fn, name, kw in extra:
-            path = confined_path(args.out, name, flag="--out")
-            if _plot_optional(fn, df, path, "--out", **kw):
-                print(f"wrote {path}")
+        # every plot is drawn into a hidden sibling folder, then all are moved in together
+        written = []
+        with staged_outputs(args.out, PLOT_NAMES, flag="--out") as staged:
+            _plot_sweep(df, first, staged["sweep.png"], "--out")
+            written.append("sweep.png")
+            extra: list[tuple[str, str, dict[str, Any]]] = [("plot_pareto", "pareto.png", {})]
+            if "budget_usd" in axes:
+                extra.append(("plot_bandwidth_vs_budget", "bandwidth.png",
+                              {"x": "budget_usd"}))
+            for fn, name, kw in extra:
+                if _plot_optional(fn, df, staged[name], "--out", **kw):
+                    written.append(name)
+        for name in written:
+            print(f"wrote {confined_path(args.out, name, flag='--out')}")
     return 0
+
+
+@contextlib.contextmanager
+def _signals_interrupt(received: list[int]):
+    """While the sweep runs, SIGTERM stops it like Ctrl-C (workers stopped, finished points
+    kept); ``received`` collects the signal numbers (the sweep also polls it: a
+    ``KeyboardInterrupt`` raised inside C code that clears errors would be lost). An
+    ignored signal stays ignored."""
+
+    def stop(signum, frame):
+        received.append(signum)
+        raise KeyboardInterrupt
+
+    old = {}
+    try:
+        for s in (signal.SIGINT, signal.SIGTERM):
+            if signal.getsignal(s) is not signal.SIG_IGN:
+                old[s] = signal.signal(s, stop)
+    except ValueError:  # not the main thread: leave the handlers alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)

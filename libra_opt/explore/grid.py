@@ -5,8 +5,11 @@ An axis is a path of :mod:`libra_opt.explore.overrides` with a sequence of value
 Right-hand-side axes (``budget_usd``, ``power_w``, a constraint's label) re-solve one built
 problem (:func:`libra_opt.optimize.problem.solve` with ``rhs=``); every other axis is
 structural and rebuilds the problem once per distinct combination of structural values.
-Points are grouped by those values and cut into contiguous chunks, one per worker and
-group, so each worker builds each problem it needs once.
+Points are grouped by those values, cut into chunks and packed into batches of a few hundred
+points (:mod:`libra_opt.explore.executors`), so a task builds each problem it needs once and
+ships enough work to amortise its overhead. With ``out=`` finished batches are streamed into
+a results sink as they finish (:mod:`libra_opt.explore.sink`; a results folder is
+:func:`libra_opt.io.results.results_stream`), and an interrupted sweep resumes there.
 
 The result always has the same columns in the same order (:func:`result_columns`): the axes,
 ``status`` (``optimal``/``infeasible``/``unbounded``/``error``), ``message`` (``""`` when
@@ -20,12 +23,11 @@ like a result column (``objective``) is stored as ``<name>_axis``.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import math
-import os
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -40,7 +42,17 @@ from libra_opt.errors import (
     UnboundedDesignError,
     short_repr,
 )
+from libra_opt.explore.executors import (
+    EXECUTORS,
+    default_workers,
+    executor_label,
+    make_batches,
+    resolve_executor,
+    run_batches,
+)
+from libra_opt.explore.executors import batch_size as default_batch_size
 from libra_opt.explore.overrides import Resolver, ScenarioBase, canonical_path
+from libra_opt.explore.sink import ResultsSink, spec_fingerprint
 from libra_opt.optimize.problem import BandwidthProblem, build_problem, solve
 from libra_opt.scenario.scenario import MAX_RHS, Scenario
 from libra_opt.scenario.spec import ScenarioSpec
@@ -48,14 +60,13 @@ from libra_opt.scenario.spec import ScenarioSpec
 if TYPE_CHECKING:  # pandas is imported on first use: a fifth of a second
     import pandas as pd
 
-__all__ = ["sweep_grid", "result_columns", "EXECUTORS", "MAX_GRID_POINTS", "Progress"]
+__all__ = ["sweep_grid", "result_columns", "EXECUTORS", "MAX_GRID_POINTS", "Progress",
+           "SweepInterrupted"]
 
 logger = logging.getLogger(__name__)
 
 #: Most points one sweep solves.
 MAX_GRID_POINTS = 100_000
-#: Executors :func:`sweep_grid` understands (or a ``dask.distributed.Client``).
-EXECUTORS = ("serial", "processes", "dask")
 #: Result columns besides the axes and the per-workload, per-dimension and shadow columns.
 _STATUS_COLS = ("status", "message", "objective", "weighted_step_time_s")
 _TIMING_COLS = ("compile_s", "solve_s", "wall_s")
@@ -128,24 +139,44 @@ def _solve_point(problem: BandwidthProblem, rhs: Mapping[str, float]) -> _Record
     return replace(rec, wall_s=time.perf_counter() - t0)
 
 
-def _run_chunk(chunk: _Chunk, problem: BandwidthProblem | None = None) -> list[tuple[int, _Record]]:
-    """Build the chunk's problem once (unless given) and solve its points in order."""
-    if problem is None:
+def _problem_of(chunk: _Chunk, built: dict[Any, BandwidthProblem | LibraOptError] | None,
+                given: BandwidthProblem | None) -> BandwidthProblem | LibraOptError:
+    """The chunk's problem: ``given`` (no structural axis), else built once per structural
+    combination. ``built`` keeps the last one (a failure as the error): the chunks of one
+    combination are consecutive, so a larger cache would only hold memory."""
+    if chunk.base is None:
+        assert given is not None
+        return given
+    key = _key(chunk.structural)
+    if built is not None and key in built:
+        return built[key]
+    try:
+        scen = chunk.base.apply(dict(chunk.structural)) if chunk.structural else \
+            chunk.base.scenario
+        problem: BandwidthProblem | LibraOptError = build_problem(scen)
+    except LibraOptError as exc:
+        problem = exc
+    if built is not None:
+        built.clear()
+        built[key] = problem
+    return problem
+
+
+def _run_batch(batch: Sequence[_Chunk], built: dict | None = None,
+               given: BandwidthProblem | None = None) -> Iterator[tuple[int, _Record]]:
+    """Solve a batch's points in order, building each chunk's problem once; yields
+    ``(point index, record)`` per point (the task function of every executor)."""
+    local: dict[Any, BandwidthProblem | LibraOptError] = {} if built is None else built
+    for chunk in batch:
         t0 = time.perf_counter()
-        try:
-            assert chunk.base is not None
-            scen = chunk.base.apply(dict(chunk.structural)) if chunk.structural else \
-                chunk.base.scenario
-            problem = build_problem(scen)
-        except LibraOptError as exc:
-            rec = _Record("error", str(exc), wall_s=time.perf_counter() - t0)
-            return [(i, rec) for i, _ in chunk.points]
-    return [(i, _solve_point(problem, dict(rhs))) for i, rhs in chunk.points]
-
-
-def _run_chunk_remote(chunk: _Chunk) -> list[tuple[int, _Record]]:
-    """Task entry point of the process and Dask executors (built in the worker)."""
-    return _run_chunk(chunk)
+        problem = _problem_of(chunk, local, given)
+        if isinstance(problem, LibraOptError):
+            rec = _Record("error", str(problem), wall_s=time.perf_counter() - t0)
+            for i, _ in chunk.points:
+                yield i, rec
+            continue
+        for i, rhs in chunk.points:
+            yield i, _solve_point(problem, dict(rhs))
 
 
 def _check_rhs(axis: str, path: str, values: Sequence[Any]) -> tuple[float, ...]:
@@ -204,8 +235,10 @@ def _axes(base: ScenarioBase, axes: Mapping[str, Sequence[Any]]) -> list[_Axis]:
         # scenario rejects (a negative size, an objective without its model) is bad input,
         # refused before anything is solved, not a failed point.
         a = structural[0]
-        for v in dict.fromkeys(_key(x) for x in a.values):
-            value = next(x for x in a.values if _key(x) == v)
+        first: dict[Any, Any] = {}  # each distinct value once (one pass: not quadratic)
+        for x in a.values:
+            first.setdefault(_key(x), x)
+        for value in first.values():
             try:
                 base.apply({a.path: value})
             except InputError as exc:
@@ -255,21 +288,23 @@ def _key(value: Any) -> Any:
 
 
 def _chunks(
-    base: ScenarioBase | None, axes: list[_Axis], points: list[tuple[Any, ...]], n_chunks: int
+    base: ScenarioBase | None, axes: list[_Axis], points: list[tuple[Any, ...]], size: int,
+    todo: Sequence[int] | None = None,
 ) -> list[_Chunk]:
+    """The points ``todo`` (default all) grouped by their structural values, in grid order,
+    each group cut into chunks of at most ``size`` points."""
     groups: dict[Any, tuple[tuple[tuple[str, Any], ...], list]] = {}
-    for i, p in enumerate(points):
+    for i in (range(len(points)) if todo is None else todo):
+        p = points[i]
         structural = tuple((a.path, v) for a, v in zip(axes, p, strict=True)
                            if a.kind == "structural")
         rhs = tuple((a.path, float(v)) for a, v in zip(axes, p, strict=True) if a.kind == "rhs")
         key = _key(structural)
         groups.setdefault(key, (structural, []))[1].append((i, rhs))
-    total = len(points)
-    per = max(1, math.ceil(total / max(1, n_chunks)))
     out = []
     for structural, pts in groups.values():
-        for j in range(0, len(pts), per):
-            out.append(_Chunk(base, structural, tuple(pts[j:j + per])))
+        for j in range(0, len(pts), size):
+            out.append(_Chunk(base, structural, tuple(pts[j:j + size])))
     return out
 
 
@@ -284,8 +319,27 @@ def _in_notebook() -> bool:
     return ip is not None and type(ip).__name__ == "ZMQInteractiveShell"
 
 
-def _progress(progress: bool | Progress | None, total: int) -> tuple[Callable, Callable]:
-    """(update(done, point), close()) for ``progress``."""
+def _bar_class() -> Any:
+    """tqdm's notebook bar in a notebook with ipywidgets, else the text bar (``tqdm.auto``
+    would warn in a notebook without ipywidgets)."""
+    if _in_notebook():
+        try:
+            import ipywidgets  # noqa: F401
+        except ImportError:
+            pass
+        else:
+            from tqdm.auto import tqdm as auto
+
+            return auto
+    from tqdm import tqdm
+
+    return tqdm
+
+
+def _progress(progress: bool | Progress | None, total: int,
+              initial: int = 0) -> tuple[Callable, Callable]:
+    """(update(done, n, point), close()) for ``progress``; ``initial`` points are done
+    before the run (a resumed sweep)."""
     if progress is None:
         progress = _in_notebook() or sys.stderr.isatty()
     if callable(progress) and not isinstance(progress, bool):
@@ -297,9 +351,7 @@ def _progress(progress: bool | Progress | None, total: int) -> tuple[Callable, C
         return update, lambda: None
     if not progress:
         return (lambda done, n, point: None), (lambda: None)
-    from tqdm.auto import tqdm
-
-    bar = tqdm(total=total, desc="sweep", unit="pt")
+    bar = _bar_class()(total=total, initial=initial, desc="sweep", unit="pt")
 
     def tick(done: int, n: int, point: Mapping[str, Any]) -> None:
         bar.update(n)
@@ -307,97 +359,45 @@ def _progress(progress: bool | Progress | None, total: int) -> tuple[Callable, C
     return tick, bar.close
 
 
-def _execute(
-    chunks: list[_Chunk], executor: Any, max_workers: int | None, update: Callable,
-    problem: BandwidthProblem | None, point_of: Callable[[int], Mapping[str, Any]],
-) -> dict[int, _Record]:
-    results: dict[int, _Record] = {}
+class SweepInterrupted(KeyboardInterrupt):
+    """A sweep stopped by Ctrl-C (or a signal turned into it) after ``kept`` of ``total``
+    points were solved (and, with ``out``, written to ``path``)."""
 
-    def collect(out: list[tuple[int, _Record]]) -> None:
-        for i, rec in out:
-            results[i] = rec
-        if out:
-            update(len(results), len(out), point_of(out[-1][0]))
+    def __init__(self, kept: int, total: int, path: str | None = None) -> None:
+        super().__init__(f"interrupted after {kept:,} of {total:,} points")
+        self.kept, self.total, self.path = kept, total, path
+
+
+def _execute(
+    batches: list[tuple[_Chunk, ...]], executor: Any, max_workers: int | None,
+    update: Callable, given: BandwidthProblem | None,
+    point_of: Callable[[int], Mapping[str, Any]],
+    on_batch: Callable[[list[tuple[int, _Record]]], None], done0: int = 0,
+    stop: Callable[[], bool] | None = None,
+) -> None:
+    """Run ``batches`` on ``executor``, reporting every point to ``update`` and every
+    finished batch to ``on_batch`` (in completion order)."""
+    done = [done0]
+    seen = [0] * len(batches)
+    flat = [[i for ch in b for i, _ in ch.points] for b in batches]
+
+    def on_items(index: int, n: int) -> None:
+        k = seen[index] = seen[index] + n
+        done[0] += n
+        update(done[0], n, point_of(flat[index][k - 1]))
 
     if executor == "serial":
-        built: dict[Any, BandwidthProblem] = {}
-        for ch in chunks:
-            if ch.base is None:
-                assert problem is not None
-                collect(_run_chunk_serial(ch, problem, update, point_of, results))
-                continue
-            key = _key(ch.structural)
-            if key not in built:
-                try:
-                    scen = ch.base.apply(dict(ch.structural)) if ch.structural else \
-                        ch.base.scenario
-                    built[key] = build_problem(scen)
-                except LibraOptError:
-                    collect(_run_chunk(ch))  # error rows
-                    continue
-            collect(_run_chunk_serial(ch, built[key], update, point_of, results))
-        return results
-    if executor == "processes":
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor, as_completed
-
-        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
-        ctx = multiprocessing.get_context(method)
-        with ProcessPoolExecutor(max_workers=max_workers, mp_context=ctx) as pool:
-            futures = [pool.submit(_run_chunk_remote, ch) for ch in chunks]
-            for fut in as_completed(futures):
-                collect(fut.result())
-        return results
-    # A cluster started here keeps its scratch files in a private temporary directory,
-    # removed afterwards (dask's default is ./dask-scratch-space or the system temp dir).
-    with tempfile.TemporaryDirectory(prefix="libra-opt-dask-") as scratch:
-        client, own = _dask_client(executor, max_workers, scratch)
-        try:
-            from distributed import as_completed as dask_completed
-
-            futures = client.map(_run_chunk_remote, chunks, pure=False)
-            for fut in dask_completed(futures):
-                collect(fut.result())
-        finally:
-            if own:
-                cluster = client.cluster
-                client.close()
-                if cluster is not None:
-                    cluster.close()
-    return results
-
-
-def _run_chunk_serial(
-    chunk: _Chunk, problem: BandwidthProblem, update: Callable,
-    point_of: Callable[[int], Mapping[str, Any]], results: dict[int, _Record],
-) -> list[tuple[int, _Record]]:
-    """Solve a chunk point by point on the caller's problem, reporting each point."""
-    for i, rhs in chunk.points:
-        results[i] = _solve_point(problem, dict(rhs))
-        update(len(results), 1, point_of(i))
-    return []
-
-
-def _dask_client(executor: Any, max_workers: int | None, scratch: str) -> tuple[Any, bool]:
-    """The given ``dask.distributed.Client``, or a new one on a loopback LocalCluster whose
-    scratch files go to ``scratch``."""
-    if executor != "dask":
-        return executor, False
-    import dask
-    from distributed import Client, LocalCluster
-
-    with dask.config.set({"temporary-directory": scratch}):
-        cluster = LocalCluster(n_workers=max_workers or min(2, os.cpu_count() or 1),
-                               threads_per_worker=1, processes=False, protocol="tcp://",
-                               host="127.0.0.1", dashboard_address=None,
-                               local_directory=scratch)
-    return Client(cluster), True
-
-
-def _executor_ok(executor: Any) -> bool:
-    if isinstance(executor, str):
-        return executor in EXECUTORS
-    return callable(getattr(executor, "map", None)) and hasattr(executor, "gather")
+        built: dict[Any, Any] = {}
+        fn: Callable = functools.partial(_run_batch, built=built, given=given)
+    else:
+        fn = _run_batch
+    it = run_batches(fn, batches, executor=executor, max_workers=max_workers,
+                     on_items=on_items, stop=stop)
+    try:
+        for _, out in it:
+            on_batch(out)
+    finally:
+        it.close()  # type: ignore[attr-defined]  # a generator: stops the workers now
 
 
 def result_columns(
@@ -439,7 +439,12 @@ def _shadow_labels(problem_rows: Sequence[Any], scen: Scenario, axes: list[_Axis
 def _frame(
     axes: list[_Axis], points: list[tuple[Any, ...]], results: Mapping[int, _Record],
     workloads: list[str], dims: list[str], shadows: list[str],
+    indices: Sequence[int] | None = None,
 ) -> pd.DataFrame:
+    """The rows of ``indices`` (default every point), in that order."""
+    if indices is not None:
+        points = [points[i] for i in indices]
+        results = {k: results[i] for k, i in enumerate(indices)}
     n = len(points)
     recs = [results[i] for i in range(n)]
     for r in recs:  # points of rebuilt problems may add names
@@ -482,6 +487,10 @@ def sweep_grid(
     progress: bool | Progress | None = None,
     max_workers: int | None = None,
     resolve: Resolver | None = None,
+    scheduler: str | None = None,
+    batch_size: int | None = None,
+    out: ResultsSink | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> pd.DataFrame:
     """Solve ``problem`` at every point of a grid of axes (see the module notes).
 
@@ -495,18 +504,35 @@ def sweep_grid(
         Path (:mod:`libra_opt.explore.overrides`) -> values.
     zip : bool
         Pair the axes' values (all of one length) instead of taking their product.
-    executor : {'serial', 'processes', 'dask'} or dask.distributed.Client
-        Where points are solved. ``processes``: a local process pool; ``dask``: a
-        ``LocalCluster`` on loopback (threads, started and closed here); a ``Client`` runs
-        on its cluster. Every executor gives the same rows.
+    executor : {'serial', 'processes', 'dask'}, a scheduler address or a Client
+        Where points are solved (:mod:`libra_opt.explore.executors`). ``processes``: a local
+        process pool; ``dask``: a ``LocalCluster`` of worker processes on loopback (started
+        and closed here), or the cluster named by ``DASK_SCHEDULER_ADDRESS`` when set;
+        ``tcp://host:port`` or a ``distributed.Client``: that cluster. Every executor gives
+        the same rows.
     progress : bool or callable, optional
         A tqdm bar (notebook-aware); default on when stderr is a terminal or in a notebook.
-        A callable is called as ``progress(done, total, point)``.
+        A callable is called as ``progress(done, total, point)`` as points finish.
     max_workers : int, optional
-        Workers of the ``processes`` pool and of the ``dask`` cluster.
+        Workers of the ``processes`` pool and of the local ``dask`` cluster.
     resolve : callable, optional
         Reads the files an axis names (a model or device by name,
         :func:`libra_opt.io.resolve_spec`); structural axes that name none read nothing.
+    scheduler : str, optional
+        Address of an existing Dask scheduler (instead of ``executor``'s cluster).
+    batch_size : int, optional
+        Points per task shipped to a worker (and per write to ``out``); default
+        :func:`~libra_opt.explore.executors.batch_size`.
+    out : ResultsSink, optional
+        Where finished points are streamed as batches finish
+        (:class:`~libra_opt.explore.sink.ResultsSink`; a results folder is
+        :func:`libra_opt.io.results.results_stream`, made by ``libra_opt.sweep(...,
+        out=DIR, resume=..., overwrite=...)``). The points it already holds (a resumed
+        run) are not solved again; the table returned is then the sink's, with a ``point``
+        column (the row's index in grid order) first.
+    stop : callable, optional
+        Polled while points are solved; true stops the sweep as Ctrl-C does (see
+        :func:`~libra_opt.explore.executors.run_batches`).
 
     Returns
     -------
@@ -516,7 +542,10 @@ def sweep_grid(
     Raises
     ------
     InputError
-        Naming the axis, for a bad axis name or value (before anything is solved).
+        Naming the axis, for a bad axis name or value (before anything is solved); naming
+        ``out`` for a folder that cannot be written or holds another run.
+    SweepInterrupted
+        On Ctrl-C, after stopping the workers; the points finished are kept in ``out``.
 
     Examples
     --------
@@ -527,13 +556,18 @@ def sweep_grid(
     >>> df[["bw_node_gbps", "bw_pod_gbps"]].iloc[1].round(3).tolist()
     [200.0, 100.0]
     """
-    if not _executor_ok(executor):
-        raise InputError(f"executor {short_repr(executor)} is not one of "
-                         f"{', '.join(EXECUTORS)} or a dask.distributed.Client", field="executor")
+    executor = resolve_executor(executor, scheduler)
     if max_workers is not None and (isinstance(max_workers, bool)
                                     or not isinstance(max_workers, int) or max_workers < 1):
         raise InputError(f"max_workers {short_repr(max_workers)} must be an integer >= 1",
                          field="max_workers")
+    if batch_size is not None and (isinstance(batch_size, bool)
+                                   or not isinstance(batch_size, int) or batch_size < 1):
+        raise InputError(f"batch_size {short_repr(batch_size)} must be an integer >= 1",
+                         field="batch_size")
+    if out is not None and not isinstance(out, ResultsSink):
+        raise InputError(f"expected a results sink, got {short_repr(out)} (libra_opt.sweep "
+                         "and libra_opt.io.results.results_stream open a folder)", field="out")
     given = problem if isinstance(problem, BandwidthProblem) else None
     if isinstance(problem, ScenarioBase):
         base = problem if resolve is None else replace(problem, resolve=resolve)
@@ -555,25 +589,56 @@ def sweep_grid(
     workloads = [w.name for w in scen.workloads]
     dims = list(scen.fabric.names)
     shadows = _shadow_labels(ref.rows, scen, ax)
-    if executor == "serial":
-        n_chunks = 1
-    else:
-        n_chunks = max_workers or (os.cpu_count() or 1)
-    chunks = _chunks(None if (prob is not None and executor == "serial") else base, ax, points,
-                     n_chunks)
     names = [a.name for a in ax]
+    store = out
+    kept0: frozenset[int] = frozenset()
+    if store is not None:
+        kept0 = store.open({
+            "kind": "sweep", "scenario": scen.name, "spec_hash": spec_fingerprint(base),
+            "axes": {a.name: list(a.values) for a in ax}, "zip": bool(zip),
+            "points": len(points)})
+    todo = [i for i in range(len(points)) if i not in kept0]
+    workers = max_workers or default_workers()
+    if batch_size is not None:
+        size = batch_size
+    elif executor == "serial":  # no shipping to amortise: batches are writes to ``out``
+        size = len(todo) if store is None else default_batch_size(len(todo), 1, max_items=100)
+    else:
+        size = default_batch_size(len(todo), workers)
+    chunks = _chunks(None if (prob is not None and executor == "serial") else base, ax,
+                     points, size, todo)
+    batches = make_batches(chunks, size, weight=lambda ch: len(ch.points))
+    results: dict[int, _Record] = {}
 
     def point_of(i: int) -> Mapping[str, Any]:
         return dict(_zip(names, points[i], strict=True))
 
-    update, close = _progress(progress, len(points))
+    def on_batch(out_: list[tuple[int, _Record]]) -> None:
+        results.update(out_)
+        if store is not None:
+            idx = [i for i, _ in out_]
+            store.append(_frame(ax, points, results, workloads, dims, shadows, idx)
+                         .assign(point=idx))
+
+    done0 = len(points) - len(todo)
+    update, close = _progress(progress, len(points), done0)
     t0 = time.perf_counter()
     try:
-        results = _execute(chunks, executor, max_workers, update, prob, point_of)
+        _execute(batches, executor, max_workers, update, prob, point_of, on_batch, done0,
+                 stop)
+    except KeyboardInterrupt:
+        # on disk: the batches whose write completed (one cut short is redone on resume)
+        kept = done0 + len(results) if store is None else len(store.done_points())
+        raise SweepInterrupted(kept, len(points), None if store is None else
+                               store.location) from None
     finally:
         close()
-    logger.info("sweep of %d points in %.3f s (%s)", len(points), time.perf_counter() - t0,
-                executor if isinstance(executor, str) else "dask client")
+        if store is not None and len(store.done_points()) < len(points):
+            store.close()  # stopped: release the folder now (a traceback keeps this frame)
+    logger.info("sweep of %d points in %.3f s (%s)", len(todo), time.perf_counter() - t0,
+                executor_label(executor))
+    if store is not None:
+        return store.finish()
     return _frame(ax, points, results, workloads, dims, shadows)
 
 

@@ -94,6 +94,7 @@ def sweep(
     executor: Any = "serial",
     max_workers: int | None = None,
     resolve: Resolver | None = None,
+    **options: Any,
 ) -> pd.DataFrame:
     """Solve a problem over a grid of axes (or, the older form, one constraint's bound).
 
@@ -117,8 +118,9 @@ def sweep(
     values : sequence of float, optional
         Older form only: the label's right-hand sides (checked by :func:`check_sweep`).
     progress : bool or callable, optional
-    zip, executor, max_workers, resolve
-        See :func:`libra_opt.explore.grid.sweep_grid`.
+    zip, executor, max_workers, resolve, **options
+        See :func:`libra_opt.explore.grid.sweep_grid` (``scheduler``, ``batch_size``,
+        ``out``, ``resume``, ``overwrite``).
 
     Returns
     -------
@@ -141,7 +143,7 @@ def sweep(
         if values is not None:
             raise InputError("give the values inside the axes mapping", field="values")
         return sweep_grid(problem, axes, zip=zip, executor=executor, progress=progress,
-                          max_workers=max_workers, resolve=resolve)
+                          max_workers=max_workers, resolve=resolve, **options)
     label = axes
     if isinstance(problem, BandwidthProblem):
         built = problem
@@ -162,5 +164,5 @@ def sweep(
         legacy(done, total, float(point[label]))
 
     df = sweep_grid(built, {label: vals}, executor=executor, max_workers=max_workers,
-                    progress=relay if callable(legacy) else False)
+                    progress=relay if callable(legacy) else False, **options)
     return df.rename(columns={label: "value", f"shadow_{label}": "shadow_price"})

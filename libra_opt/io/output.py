@@ -6,10 +6,16 @@
   inside the directory.
 * :func:`check_writable_output` and :func:`check_output_dir` validate an output flag
   *before* any work is done, naming the flag in the :class:`~libra_opt.errors.InputError`.
+* :func:`prepare_output_dir` checks a folder and the files a command will write in it
+  (inside the folder, no symlink escape, not a directory, name lengths, writable: a file is
+  created and removed in it, or in its nearest existing ancestor) before any work.
+* :func:`staged_outputs` writes several files (a set of plots) into a temporary sibling
+  folder and moves them into place together once all are written.
 * The writers (:func:`write_text_atomic`, :func:`write_bytes_atomic`,
   :func:`save_figure_atomic`, :func:`write_csv_atomic`, and :func:`atomic_outputs` for
   writers owned elsewhere) write a temporary file in the target's directory and
-  ``os.replace`` it onto the target, so a failure midway never leaves a truncated file.
+  ``os.replace`` it onto the target (after an ``fsync`` of the file, and of the folder
+  after the rename), so a failure or a crash midway never leaves a truncated file.
   An existing symlink at the target is replaced, never written through.
 
 No matplotlib or pandas here: figures and tables are duck-typed (``savefig``/``to_csv``).
@@ -41,6 +47,9 @@ __all__ = [
     "write_bytes_atomic",
     "save_figure_atomic",
     "write_csv_atomic",
+    "fsync_directory",
+    "prepare_output_dir",
+    "staged_outputs",
 ]
 
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
@@ -159,7 +168,36 @@ def check_output_dir(directory: str | os.PathLike[str], flag: str) -> Path:
                    "directory", flag)
     if existing.is_dir() and not os.access(existing, os.W_OK | os.X_OK):
         raise _err(f"cannot write in {str(existing)!r} (permission denied)", flag)
+    _check_lengths(path, (), flag)
+    _probe(existing if existing.is_dir() else existing.parent, flag)
     return path
+
+
+def _check_lengths(path: Path, names: Sequence[str], flag: str | None) -> None:
+    """Every component of ``path`` (and each of ``names``) fits in 255 bytes, the whole in
+    4095."""
+    full = os.path.abspath(path)
+    for part in [*Path(full).parts, *names]:
+        if len(part.encode("utf-8", "surrogateescape")) > NAME_MAX_BYTES:
+            raise _err(f"{short(part)!r} is longer than {NAME_MAX_BYTES} bytes, the longest "
+                       "file name the file system takes", flag)
+    longest = max((len(n.encode("utf-8")) for n in names), default=0)
+    if len(full.encode("utf-8", "surrogateescape")) + 1 + longest > PATH_MAX_BYTES:
+        raise _err(f"path of {len(full):,} characters is too long (at most "
+                   f"{PATH_MAX_BYTES} bytes with its file names)", flag)
+
+
+def _probe(where: Path, flag: str | None) -> None:
+    """Prove ``where`` writable by creating and removing a file in it (``os.access``
+    says yes to root on read-only and virtual file systems)."""
+    probe = where / f".libra-opt-probe-{secrets.token_hex(6)}"
+    try:
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except OSError as exc:
+        raise _err(f"cannot write in {str(where)!r} ({exc.strerror or exc})", flag) from None
+    os.close(fd)
+    with contextlib.suppress(OSError):
+        os.unlink(probe)
 
 
 def check_writable_output(path: str | os.PathLike[str], flag: str, suffixes: Sequence[str]) -> Path:
@@ -196,6 +234,7 @@ def check_writable_output(path: str | os.PathLike[str], flag: str, suffixes: Seq
         mode = p.stat().st_mode
         if not stat.S_ISREG(mode):
             raise _err(f"{text!r} exists and is not a regular file", flag)
+    _check_lengths(p, (), flag)
     check_output_dir(p.parent if str(p.parent) else ".", flag)
     return p
 
@@ -235,14 +274,130 @@ def atomic_outputs(*paths: str | os.PathLike[str], flag: str | None = None) -> I
             with contextlib.suppress(OSError):  # a replaced file keeps its permissions
                 if t.is_file() and not t.is_symlink():
                     os.chmod(tmp, stat.S_IMODE(t.stat().st_mode))
+            _fsync_file(tmp)
         for tmp, t in zip(temps, targets, strict=True):
             os.replace(tmp, t)
+        for parent in dict.fromkeys(t.parent for t in targets):
+            fsync_directory(parent)
     except OSError as exc:
         raise _err(f"cannot write {str(exc.filename or '')!r}: {exc.strerror or exc}", flag) from None
     finally:
         for tmp in temps:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
+
+
+def _fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_directory(directory: str | os.PathLike[str]) -> None:
+    """``fsync`` a folder, so that a rename or a new file in it survives a crash (a no-op
+    where folders cannot be opened, as on Windows)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        with contextlib.suppress(OSError):
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+#: Longest file name (bytes) and path (bytes) accepted (POSIX NAME_MAX and PATH_MAX - 1).
+NAME_MAX_BYTES = 255
+PATH_MAX_BYTES = 4095
+
+
+def prepare_output_dir(directory: str | os.PathLike[str], names: Sequence[str],
+                       flag: str | None, *, create: bool = True) -> Path:
+    """Check, before any work, that ``directory`` can hold the files ``names``; create it
+    when ``create``. Returns ``directory`` as a path.
+
+    Every name must stay inside ``directory`` (no ``..``, no symlink in the folder pointing
+    elsewhere), must not be a directory or another non-regular file, and every path
+    component must fit the file system (255 bytes, 4095 for the whole path). Writability is
+    proved by creating and removing a file in the folder (or, when it does not exist yet
+    and ``create`` is false, in its nearest existing ancestor), so read-only and virtual
+    file systems (``/sys``, ``/proc``) are refused here, not after the work.
+
+    Raises
+    ------
+    InputError
+        ``field=flag``, saying what is wrong.
+
+    Examples
+    --------
+    >>> prepare_output_dir("/proc/x", ["results.csv"], "--out", create=False)
+    Traceback (most recent call last):
+    ...
+    libra_opt.errors.InputError: <cli>: --out: cannot write in '/proc' (...)
+    """
+    path = check_output_dir(directory, flag or "")
+    _check_lengths(path, names, flag)
+    if create:
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise _err(f"cannot create {str(directory)!r}: {exc.strerror or exc}", flag) from None
+    for name in names:
+        target = confined_path(path, name, flag=flag)
+        if target.is_dir():
+            raise _err(f"{str(target)!r} is a directory; the file {name!r} would be written "
+                       "there", flag)
+        if target.exists() and not stat.S_ISREG(target.stat().st_mode):
+            raise _err(f"{str(target)!r} exists and is not a regular file", flag)
+    if create:
+        _probe(path, flag)
+    return path
+
+
+def short(text: str, n: int = 40) -> str:
+    """``text`` cut to ``n`` characters with an ellipsis (for messages)."""
+    return text if len(text) <= n else text[: n - 3] + "..."
+
+
+@contextlib.contextmanager
+def staged_outputs(directory: str | os.PathLike[str], names: Sequence[str], *,
+                   flag: str | None = None) -> Iterator[dict[str, Path]]:
+    """Yield ``{name: temporary path}`` in a hidden sibling folder inside ``directory``;
+    when the block succeeds every file is fsync-ed and moved onto ``directory/name``
+    together (renames only); when it fails nothing in ``directory`` changes. Files the
+    block did not write are not moved.
+
+    Raises
+    ------
+    InputError
+        ``field=flag`` when a file cannot be written or moved.
+    """
+    import shutil
+
+    base = Path(directory)
+    targets = {n: confined_path(base, n, flag=flag) for n in names}
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+        stage = base / f".libra-opt-stage-{secrets.token_hex(6)}"
+        stage.mkdir()
+    except OSError as exc:
+        raise _err(f"cannot write in {str(directory)!r}: {exc.strerror or exc}", flag) from None
+    try:
+        yield {n: stage / n for n in names}
+        written = [n for n in names if (stage / n).is_file()]
+        for n in written:
+            _fsync_file(stage / n)
+        for n in written:
+            os.replace(stage / n, targets[n])
+        fsync_directory(base)
+    except OSError as exc:
+        raise _err(f"cannot write {str(exc.filename or '')!r}: {exc.strerror or exc}",
+                   flag) from None
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
 
 
 def _write_with(path: str | os.PathLike[str], write: Callable[[Path], object],

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
@@ -17,6 +20,7 @@ from libra_opt.scenario.scenario import Scenario
 from libra_opt.traffic.step_time import WalkArrays
 
 __all__ = [
+    "SOLUTION_FORMAT",
     "ConstraintReport",
     "SolverInfo",
     "Baseline",
@@ -24,6 +28,10 @@ __all__ = [
     "baselines",
     "constraint_reports",
 ]
+
+
+SOLUTION_FORMAT = "libra-opt solution"
+"""The ``format`` of a :meth:`Solution.to_json` document."""
 
 
 @dataclass(frozen=True)
@@ -233,6 +241,133 @@ class Solution:
             f"  active constraints ({len(active)} of {len(self.constraints)}): {shown or 'none'}",
         ]
         return "\n".join(lines)
+
+    def to_json(self, **metadata: Any) -> str:
+        """This solution as one JSON document (``libra-opt solution``, format 1).
+
+        It holds the scenario's name and source, the objective and its value, the bandwidth
+        of each dimension by name (GB/s), the step times, cost and power, every constraint's
+        report, the solver's record and ``metadata`` (keyword arguments: JSON values, such as
+        a spec hash, a library version and a date). Non-finite numbers are written as
+        ``null``. :meth:`from_json` (or ``libra_opt.load_solution``) rebuilds the solution
+        from it and the scenario, re-evaluating the design.
+
+        Examples
+        --------
+        >>> import json
+        >>> from libra_opt.optimize.problem import solve
+        >>> from libra_opt.scenario.examples import toy_scenario
+        >>> doc = json.loads(solve(toy_scenario()).to_json())
+        >>> doc["format"], {k: round(v, 3) for k, v in doc["bw_gbps"].items()}
+        ('libra-opt solution', {'node': 200.0, 'pod': 100.0})
+        """
+        import json
+
+        def num(x: Any) -> float | None:
+            x = float(x)
+            return x if np.isfinite(x) else None
+
+        ev = self.evaluation
+        power = ev.cost.network_power_w
+        doc = {
+            "format": SOLUTION_FORMAT,
+            "format_version": 1,
+            "scenario": self.scenario.name,
+            "scenario_source": self.scenario.source,
+            "objective": self.objective,
+            "objective_value": num(self.objective_value),
+            "bw_gbps": {d: num(b) for d, b in zip(self.scenario.fabric.names, self.bw_gbps,
+                                                   strict=True)},
+            "weighted_step_time_s": num(ev.weighted_step_time_s),
+            "step_time_s": {k: num(v) for k, v in self.step_time_s.items()},
+            "network_cost_usd": num(ev.cost.network_cost_usd),
+            "network_power_w": None if power is None else num(power),
+            "constraints": [
+                {"label": c.label, "lhs": num(c.lhs), "sense": c.sense, "rhs": num(c.rhs),
+                 "slack": num(c.slack), "active": bool(c.active),
+                 "shadow_price": num(c.shadow_price)} for c in self.constraints],
+            "solver": {"solver": self.solver.solver, "method": self.solver.method,
+                       "status": self.solver.status, "compile_s": num(self.solver.compile_s),
+                       "solve_s": num(self.solver.solve_s),
+                       "n_solves": int(self.solver.n_solves),
+                       "objective_rel_gap": num(self.solver.objective_rel_gap)},
+            "with_baselines": bool(self.with_baselines),
+            "metadata": dict(metadata),
+        }
+        return json.dumps(doc, indent=2, allow_nan=False) + "\n"
+
+    @classmethod
+    def from_json(cls, document: str | Mapping[str, Any], scenario: Scenario, *,
+                  rtol: float = 1e-9) -> Solution:
+        """The solution a :meth:`to_json` document records, for ``scenario``.
+
+        The design is re-evaluated at the recorded bandwidths by the numpy evaluator; the
+        objective value and the step times must agree with the record (relative ``rtol``),
+        so a document paired with another scenario (or a changed one) is refused.
+
+        Raises
+        ------
+        InputError
+            ``field`` naming what is wrong: not a solution document, a dimension missing,
+            another objective, or values the scenario does not reproduce.
+
+        Examples
+        --------
+        >>> from libra_opt.optimize.problem import solve
+        >>> from libra_opt.scenario.examples import toy_scenario
+        >>> sol = solve(toy_scenario())
+        >>> again = Solution.from_json(sol.to_json(), toy_scenario())
+        >>> again.bw_gbps.tolist() == sol.bw_gbps.tolist(), again.objective_value == sol.objective_value
+        (True, True)
+        """
+        import json
+
+        from libra_opt.errors import InputError
+
+        try:
+            doc = json.loads(document) if isinstance(document, str) else dict(document)
+        except ValueError as exc:
+            raise InputError(f"not JSON: {exc}", field="document") from None
+        if not isinstance(doc, dict) or doc.get("format") != SOLUTION_FORMAT:
+            raise InputError(f"not a {SOLUTION_FORMAT} document", field="format")
+
+        def f(x: Any) -> float:
+            return math.nan if x is None else float(x)
+
+        try:
+            recorded = doc["bw_gbps"]
+            missing = [d for d in scenario.fabric.names if d not in recorded]
+            if missing or len(recorded) != len(scenario.fabric.names):
+                raise InputError(f"the document's dimensions {list(recorded)} are not the "
+                                 f"scenario's {list(scenario.fabric.names)}", field="bw_gbps")
+            bw = np.array([f(recorded[d]) for d in scenario.fabric.names])
+            if doc["objective"] != scenario.objective:
+                raise InputError(f"the document's objective is {doc['objective']!r}, the "
+                                 f"scenario's {scenario.objective!r}", field="objective")
+            ev = evaluate(scenario, bw)
+            value = f(doc["objective_value"])
+            got = {"objective_value": (float(ev.objective_value), value)}
+            got.update({f"step_time_s.{k}": (float(v), f(doc["step_time_s"].get(k)))
+                        for k, v in ((t.name, t.step_time_s) for t in ev.workloads)})
+            for key, (mine, theirs) in got.items():
+                if not np.isclose(mine, theirs, rtol=rtol, atol=0.0):
+                    raise InputError(f"the scenario gives {mine!r} at the recorded bandwidths, "
+                                     f"the document {theirs!r}: it was solved for another "
+                                     "scenario", field=key)
+            constraints = tuple(
+                ConstraintReport(str(c["label"]), f(c["lhs"]), str(c["sense"]), f(c["rhs"]),
+                                 f(c["slack"]), bool(c["active"]), f(c["shadow_price"]))
+                for c in doc["constraints"])
+            sv = doc["solver"]
+            solver = SolverInfo(str(sv["solver"]), str(sv["method"]), str(sv["status"]),
+                                f(sv["compile_s"]), f(sv["solve_s"]), int(sv["n_solves"]),
+                                f(sv["objective_rel_gap"]))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise InputError(f"malformed {SOLUTION_FORMAT} document ({exc!r})",
+                             field="document") from None
+        bw.flags.writeable = False
+        return cls(scenario, bw, scenario.objective, value, ev, constraints, solver,
+                   with_baselines=bool(doc.get("with_baselines", True)))
 
     def _repr_html_(self) -> str:
         """HTML for notebooks: one table row per dimension, the totals in the caption.

@@ -239,7 +239,8 @@ def test_sweep_writes_csv_and_plot_atomically(work, capsys):
     rc = main(["sweep", "resnet50_4d_budget", "--param", "budget_usd", "--values", "1e8,2e8",
                "--csv", "out/s.csv", "--plot", "out/s.svg"])
     assert rc == 0, capsys.readouterr().err
-    assert sorted(p.name for p in (work / "out").iterdir()) == ["s.csv", "s.svg"]
+    assert sorted(p.name for p in (work / "out").iterdir()) == ["s.csv", "s.csv.meta.json",
+                                                                "s.svg"]
     assert (work / "out" / "s.svg").read_text().lstrip().startswith("<?xml")
     assert len((work / "out" / "s.csv").read_text().splitlines()) == 3
 

@@ -213,8 +213,11 @@ def test_sweep_axis_budget_writes_results_matching_fresh_solves(capsys, tmp_path
     line = capsys.readouterr().out.strip()
     assert line.startswith(f"wrote {out / 'results.csv'}: 40 points (40 optimal)")
     df = _csv(out / "results.csv")
-    assert len(df) == 40 and df.columns[:3].tolist() == ["budget_usd", "status", "message"]
-    assert sorted(p.name for p in out.iterdir()) == ["results.csv"]  # no plots unless asked
+    assert len(df) == 40 and df.columns[:4].tolist() == ["point", "budget_usd", "status",
+                                                         "message"]
+    assert df["point"].tolist() == list(range(40))  # grid order
+    # the results and their metadata sidecar; no plots unless asked
+    assert sorted(p.name for p in out.iterdir()) == ["manifest.json", "results.csv"]
     for i in (0, 17, 39):
         budget = float(df.loc[i, "budget_usd"])
         assert main(["solve", "gpt3_175b_4d", "--set", f"budget_usd={budget!r}", "--json"]) == 0
@@ -233,7 +236,10 @@ def test_sweep_axes_grid_zip_and_plots(capsys, tmp_path):
         [8, 4e7], [8, 6e7], [16, 4e7], [16, 6e7]]
     assert (out / "sweep.png").exists()
     capsys.readouterr()
-    assert main([*args, "--zip"]) == 0
+    assert main([*args, "--zip"]) == 2  # the folder holds the earlier run
+    assert "--overwrite" in capsys.readouterr().err
+    assert main([*args, "--zip", "--overwrite"]) == 0
+    assert not (out / "sweep.png").exists()  # the earlier run's plot went with it
     assert _csv(out / "results.csv")[["fabric.hb_domain", "budget_usd"]].values.tolist() == [
         [8, 4e7], [16, 6e7]]
 

@@ -231,11 +231,17 @@ def test_progress_callable_and_bar(capsys):
     assert "2/2" in capsys.readouterr().err  # the tqdm bar
 
 
-def test_progress_of_process_chunks_counts_every_point():
+def test_progress_of_process_batches_counts_every_point():
     calls = []
-    sweep(toy_scenario(), {"budget_usd": [1.1e5, 1.2e5, 1.5e5, 2e5]}, executor="processes",
-          max_workers=2, progress=lambda done, total, point: calls.append((done, total)))
-    assert calls[-1] == (4, 4) and len(calls) == 2  # one report per chunk
+    budgets = [1.1e5, 1.2e5, 1.5e5, 2e5]
+    sweep(toy_scenario(), {"budget_usd": budgets}, executor="processes", max_workers=2,
+          batch_size=2, progress=lambda done, total, point: calls.append((done, total, point)))
+    # two batches of two points: the count reaches 4, one step per report, and every
+    # report names a point of the grid
+    dones = [c[0] for c in calls]
+    assert dones == sorted(dones) and dones[-1] == 4 and len(set(dones)) == len(dones)
+    assert {c[1] for c in calls} == {4}
+    assert all(c[2]["budget_usd"] in budgets for c in calls)
 
 
 def test_a_built_problem_is_reused_for_right_hand_sides():
@@ -268,3 +274,105 @@ def test_scenario_object_from_a_file_keeps_its_in_memory_changes():
     want = solve(apply_overrides(scen, {"fabric.hb_domain": 16}), with_baselines=False)
     assert want.scenario.collective_model == "sequential" and want.scenario.budget_usd == 5e7
     assert_allclose(df.loc[0, "objective"], want.objective_value, rtol=1e-6)
+
+
+# --------------------------------------------------------------------------- runs on disk
+
+RUN_AXES = {"collective_model": ["pipelined", "sequential"],
+            "sum(bw) == 1000": list(np.linspace(500.0, 2000.0, 15))}
+
+
+def _stop_after(n_points):
+    """A progress callback that presses Ctrl-C once ``n_points`` points are done."""
+    def progress(done, total, point):
+        if done >= n_points:
+            raise KeyboardInterrupt
+    return progress
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    out = tmp_path_factory.mktemp("ref") / "run"
+    return sweep("gpt3_175b_4d", RUN_AXES, progress=False, out=out)
+
+
+def test_results_are_identical_whatever_the_executor_batches_and_interruptions(
+        tmp_path, uninterrupted):
+    """30 points (2 structural groups x 15 right-hand sides): stopped twice, on two
+    executors with three batch sizes, then finished: the same rows as one serial run."""
+    from libra_opt.explore.grid import SweepInterrupted
+
+    assert uninterrupted["point"].tolist() == list(range(30))
+    out = tmp_path / "run"
+    with pytest.raises(SweepInterrupted) as first:
+        sweep("gpt3_175b_4d", RUN_AXES, out=out, batch_size=4, progress=_stop_after(9))
+    assert first.value.total == 30 and 8 <= first.value.kept < 30
+    assert len(pd.read_csv(out / "results.csv")) == first.value.kept  # whole batches only
+    with pytest.raises(SweepInterrupted) as second:
+        sweep("gpt3_175b_4d", RUN_AXES, out=out, resume=True, executor="processes",
+              max_workers=2, batch_size=3, progress=_stop_after(first.value.kept + 6))
+    assert first.value.kept < second.value.kept < 30
+    calls = []
+    df = sweep("gpt3_175b_4d", RUN_AXES, out=out, resume=True, executor="processes",
+               max_workers=2, batch_size=7, progress=lambda d, t, p: calls.append(d))
+    assert calls[0] > second.value.kept and calls[-1] == 30  # only the missing points
+    pd.testing.assert_frame_equal(_no_timing(df), _no_timing(uninterrupted), check_exact=True)
+
+
+def test_a_torn_last_batch_is_solved_again_on_resume(tmp_path, uninterrupted):
+    """A kill during a write leaves a partial last line: resume drops it and re-solves."""
+    from libra_opt.explore.grid import SweepInterrupted
+
+    out = tmp_path / "run"
+    with pytest.raises(SweepInterrupted):
+        sweep("gpt3_175b_4d", RUN_AXES, out=out, batch_size=5, progress=_stop_after(10))
+    csv = out / "results.csv"
+    lines = csv.read_bytes().splitlines(keepends=True)
+    csv.write_bytes(b"".join(lines[:-1]) + lines[-1][: len(lines[-1]) // 2])  # torn
+    df = sweep("gpt3_175b_4d", RUN_AXES, out=out, resume=True, progress=False)
+    pd.testing.assert_frame_equal(_no_timing(df), _no_timing(uninterrupted), check_exact=True)
+
+
+def test_a_results_folder_refuses_another_study_and_needs_overwrite(tmp_path, uninterrupted):
+    out = tmp_path / "run"
+    sweep("gpt3_175b_4d", {"sum(bw) == 1000": [500.0, 1000.0]}, out=out, progress=False)
+    (out / "notes.txt").write_text("mine")
+    (out / "sweep.png").write_bytes(b"stale")
+    with pytest.raises(InputError, match="not empty"):
+        sweep("gpt3_175b_4d", {"sum(bw) == 1000": [500.0, 1000.0]}, out=out, progress=False)
+    with pytest.raises(InputError, match="different study"):
+        sweep("gpt3_175b_4d", {"sum(bw) == 1000": [500.0, 700.0]}, out=out, resume=True,
+              progress=False)
+    with pytest.raises(InputError, match="different study"):  # zipped: another grid
+        sweep("gpt3_175b_4d", {"sum(bw) == 1000": [500.0, 1000.0]}, out=out, resume=True,
+              progress=False, zip=True)
+    df = sweep("gpt3_175b_4d", {"sum(bw) == 1000": [700.0]}, out=out, overwrite=True,
+               progress=False)
+    assert df["sum(bw) == 1000"].tolist() == [700.0]
+    # the earlier run's files are gone (its plot too); files that are not a run's stay
+    assert sorted(p.name for p in out.iterdir()) == ["manifest.json", "notes.txt",
+                                                     "results.csv"]
+    import json
+
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["complete"] and manifest["kept"] == 1 and manifest["points"] == 1
+    assert manifest["scenario"] == "gpt3_175b_4d" and len(manifest["spec_hash"]) == 64
+    assert manifest["axes"] == {"sum(bw) == 1000": [700.0]}
+    assert manifest["library_version"] and manifest["created_utc"].endswith("Z")
+
+
+def test_two_runs_into_one_folder_at_once_are_refused(tmp_path):
+    """While one run holds its folder open, a second (a --resume started twice) is
+    refused; the lock goes with the first run."""
+    from libra_opt.io.results import open_results
+
+    study = {"kind": "sweep", "scenario": "s", "spec_hash": "0" * 64, "axes": {"a": [1]},
+             "zip": False, "points": 1}
+    first = open_results(tmp_path / "run", study)
+    with pytest.raises(InputError, match="another run is writing"):
+        open_results(tmp_path / "run", study, resume=True)
+    del first
+    import gc
+
+    gc.collect()
+    assert open_results(tmp_path / "run", study, resume=True).done == frozenset()

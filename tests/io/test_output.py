@@ -216,3 +216,44 @@ def test_replacing_a_file_keeps_its_permissions(tmp_path):
     write_text_atomic(target, "new")
     assert target.read_text() == "new"
     assert stat.S_IMODE(target.stat().st_mode) == 0o640
+
+
+def test_staged_outputs_move_all_files_or_none(tmp_path):
+    from libra_opt.io.output import staged_outputs
+
+    out = tmp_path / "plots"
+    with pytest.raises(RuntimeError), staged_outputs(out, ["a.png", "b.png"]) as staged:
+        staged["a.png"].write_bytes(b"one")
+        raise RuntimeError("the second plot failed")
+    assert list(out.iterdir()) == []  # nothing moved, no staging folder left
+    (out / "a.png").write_bytes(b"stale")
+    with staged_outputs(out, ["a.png", "b.png"]) as staged:
+        staged["a.png"].write_bytes(b"one")
+        staged["b.png"].write_bytes(b"two")
+        assert not (out / "b.png").exists()  # not before the block succeeds
+    assert (out / "a.png").read_bytes() == b"one" and (out / "b.png").read_bytes() == b"two"
+    assert sorted(p.name for p in out.iterdir()) == ["a.png", "b.png"]
+
+
+def test_prepare_output_dir_checks_every_file_before_creating_anything(tmp_path):
+    from libra_opt.io.output import prepare_output_dir
+
+    out = tmp_path / "new" / "run"
+    assert prepare_output_dir(out, ["results.csv"], "--out", create=False) == out
+    assert not (tmp_path / "new").exists()  # checked, not created
+    with pytest.raises(InputError, match="longer than 255 bytes"):
+        prepare_output_dir(tmp_path, ["r" * 256 + ".csv"], "--out", create=False)
+    with pytest.raises(InputError, match="too long"):
+        prepare_output_dir(tmp_path / "/".join(["d" * 200] * 21), ["results.csv"], "--out",
+                           create=False)
+    (tmp_path / "results.csv").mkdir()
+    with pytest.raises(InputError, match="is a directory"):
+        prepare_output_dir(tmp_path, ["results.csv"], "--out")
+    link_dir = tmp_path / "l"
+    link_dir.mkdir()
+    (link_dir / "results.csv").symlink_to(tmp_path.parent / "outside.csv")
+    with pytest.raises(InputError, match="outside"):
+        prepare_output_dir(link_dir, ["results.csv"], "--out")
+    os.mkfifo(tmp_path / "fifo.csv")
+    with pytest.raises(InputError, match="not a regular file"):
+        prepare_output_dir(tmp_path, ["fifo.csv"], "--out")

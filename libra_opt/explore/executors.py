@@ -1,0 +1,548 @@
+"""Run one function over batches of work items: serially, on local processes or on Dask.
+
+:func:`run_batches` applies a top-level (picklable) function ``fn`` to each batch of a list
+of batches and yields ``(batch_index, results)`` as batches finish, in completion order.
+``fn(batch)`` returns (or yields) one result per item; the caller's ``on_items(index, n)``
+hears of finished items as they finish (``n`` more items of batch ``index``; a progress bar
+advances per item, not per batch).
+
+Executors (:func:`resolve_executor`):
+
+* ``serial``: in the caller, batch after batch (``fn`` need not be picklable).
+* ``processes``: a local process pool. Workers are started by a fork server (Linux; spawn
+  elsewhere) that imports ``fn``'s module once, so a worker starts in milliseconds and
+  inherits nothing of the caller but what it is sent.
+* ``dask``: a ``distributed.LocalCluster`` of worker *processes* (one thread each) on
+  loopback, started and closed here; or, with a scheduler address (``scheduler=`` or the
+  ``DASK_SCHEDULER_ADDRESS`` environment variable), the existing cluster behind it; or a
+  ``distributed.Client`` passed in.
+
+Workers started here never outlive the caller: each ignores SIGINT (the caller handles
+Ctrl-C and stops them), sets Linux's parent-death signal, and watches the caller's process
+id from a thread, exiting when it is gone (SIGKILL included). Their stdin, stdout and stderr
+are ``/dev/null``, so a caller reading this process's output sees end-of-file as soon as the
+caller itself exits. When the consumer stops iterating (an exception, Ctrl-C, ``close()``),
+unfinished batches are cancelled and the local workers are killed before the generator
+returns.
+
+Batch sizes (:func:`batch_size`) amortise the cost of shipping work (pickling the problem
+description, a round trip to a worker) over many items while leaving several batches per
+worker for load balance.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import functools
+import logging
+import math
+import multiprocessing
+import os
+import signal
+import sys
+import tempfile
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from typing import Any, TypeVar
+
+from libra_opt.errors import InputError, short_repr
+
+__all__ = [
+    "EXECUTORS",
+    "SCHEDULER_ENV",
+    "resolve_executor",
+    "executor_label",
+    "batch_size",
+    "make_batches",
+    "run_batches",
+    "default_workers",
+    "check_scheduler",
+]
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+#: Executor names (besides a scheduler address or a ``distributed.Client``).
+EXECUTORS = ("serial", "processes", "dask")
+#: Environment variable naming an existing Dask scheduler (``tcp://host:port``).
+SCHEDULER_ENV = "DASK_SCHEDULER_ADDRESS"
+#: Most items in one batch by default (a batch is also the unit streamed to disk).
+MAX_BATCH_ITEMS = 1000
+#: Batches per worker by default (load balance against shipping cost).
+BATCHES_PER_WORKER = 4
+#: Seconds between progress messages of one worker (items are counted, not each sent).
+_TICK_INTERVAL_S = 0.1
+#: Seconds between checks, in a worker, that the caller is still alive.
+_WATCH_INTERVAL_S = 0.25
+_PR_SET_PDEATHSIG = 1
+
+# Per-worker-process state, set only by the pool initializer inside worker processes (the
+# initializer protocol offers no other channel to the task function): the progress queue.
+_worker_ticks: list[Any] = []
+
+
+def default_workers() -> int:
+    """Local workers when none are asked for: the usable CPU cores (at least 1)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def resolve_executor(executor: Any = "serial", scheduler: str | None = None,
+                     environ: Mapping[str, str] | None = None) -> Any:
+    """The executor to run on: ``serial``, ``processes``, ``dask``, a scheduler address
+    (``tcp://...``) or a ``distributed.Client``.
+
+    A scheduler address (``scheduler``, or ``executor`` given as an address) means the
+    existing cluster behind it. With ``executor='dask'`` and no address, the environment
+    variable ``DASK_SCHEDULER_ADDRESS`` names the cluster when set; otherwise a local
+    cluster is started.
+
+    Raises
+    ------
+    InputError
+        ``field='executor'`` for an unknown executor; ``field='scheduler'`` for an address
+        that is not ``protocol://host:port`` or given with ``serial``/``processes``.
+
+    Examples
+    --------
+    >>> resolve_executor("processes")
+    'processes'
+    >>> resolve_executor("dask", environ={"DASK_SCHEDULER_ADDRESS": "tcp://10.0.0.5:8786"})
+    'tcp://10.0.0.5:8786'
+    >>> resolve_executor("dask", scheduler="tcp://127.0.0.1:8786", environ={})
+    'tcp://127.0.0.1:8786'
+    >>> resolve_executor("threads")
+    Traceback (most recent call last):
+    ...
+    libra_opt.errors.InputError: executor: executor 'threads' is not one of serial, processes, dask, a scheduler address (tcp://host:port) or a dask.distributed.Client
+    """
+    env = os.environ if environ is None else environ
+    if isinstance(executor, str) and "://" in executor:
+        scheduler, executor = executor, "dask"
+    if not isinstance(executor, str):
+        if callable(getattr(executor, "map", None)) and hasattr(executor, "gather"):
+            if scheduler is not None:
+                raise InputError("give a scheduler address or a Client, not both",
+                                 field="scheduler")
+            return executor
+        raise InputError(_bad_executor(executor), field="executor")
+    if executor not in EXECUTORS:
+        raise InputError(_bad_executor(executor), field="executor")
+    if scheduler is not None:
+        if executor != "dask" and executor != "serial":
+            raise InputError(f"a scheduler address runs on Dask; got --executor {executor}",
+                             field="scheduler")
+        return _check_address(scheduler)
+    if executor == "dask" and env.get(SCHEDULER_ENV, "").strip():
+        return _check_address(env[SCHEDULER_ENV].strip(), SCHEDULER_ENV)
+    return executor
+
+
+def _bad_executor(executor: Any) -> str:
+    return (f"executor {short_repr(executor)} is not one of {', '.join(EXECUTORS)}, a "
+            "scheduler address (tcp://host:port) or a dask.distributed.Client")
+
+
+def _check_address(address: str, field: str = "scheduler") -> str:
+    proto, sep, rest = str(address).partition("://")
+    host, colon, port = rest.rpartition(":")
+    if not sep or not proto.isalnum() or not colon or not host or not port.isdigit() \
+            or not 0 < int(port) < 65536:
+        raise InputError(f"expected a scheduler address protocol://host:port (e.g. "
+                         f"tcp://127.0.0.1:8786), got {short_repr(address)}", field=field)
+    return str(address)
+
+
+def check_scheduler(address: str, timeout_s: float = 5.0, field: str = "scheduler") -> None:
+    """Check that something listens at a ``tcp://`` scheduler address (a refused or
+    unroutable address fails here in a moment, not after the client's connect timeout).
+    Other protocols are left to the client.
+
+    Raises
+    ------
+    InputError
+        ``field``: nothing answers at the address.
+    """
+    import socket
+
+    proto, _, rest = address.partition("://")
+    if proto != "tcp":
+        return
+    host, _, port = rest.rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+            pass
+    except OSError as exc:
+        raise InputError(f"cannot reach the Dask scheduler at {address}: "
+                         f"{exc.strerror or exc}", field=field) from None
+
+
+def executor_label(executor: Any) -> str:
+    """A short name for logs and manifests: the executor's name, or ``dask <address>``.
+
+    Examples
+    --------
+    >>> executor_label("serial"), executor_label("tcp://127.0.0.1:8786")
+    ('serial', 'dask tcp://127.0.0.1:8786')
+    """
+    if isinstance(executor, str):
+        return f"dask {executor}" if "://" in executor else executor
+    return "dask client"
+
+
+def batch_size(n_items: int, n_workers: int, *, max_items: int = MAX_BATCH_ITEMS,
+               per_worker: int = BATCHES_PER_WORKER) -> int:
+    """Items per batch: ``ceil(n_items / (per_worker * n_workers))``, between 1 and
+    ``max_items``.
+
+    Examples
+    --------
+    >>> batch_size(20_000, 2), batch_size(10, 2), batch_size(0, 4)
+    (1000, 2, 1)
+    """
+    if n_items <= 0:
+        return 1
+    return max(1, min(max_items, math.ceil(n_items / (per_worker * max(1, n_workers)))))
+
+
+def make_batches(items: Sequence[T], size: int,
+                 weight: Callable[[T], int] | None = None) -> list[tuple[T, ...]]:
+    """Consecutive ``items`` packed into batches of total ``weight`` at most ``size`` (an
+    item heavier than ``size`` is a batch alone). ``weight`` defaults to 1 per item.
+
+    Examples
+    --------
+    >>> make_batches([1, 2, 3, 4, 5], 2)
+    [(1, 2), (3, 4), (5,)]
+    >>> make_batches(["aaa", "b", "cc", "d"], 3, weight=len)
+    [('aaa',), ('b', 'cc'), ('d',)]
+    """
+    if size < 1:
+        raise InputError(f"batch size must be >= 1, got {size}", field="batch_size")
+    out: list[tuple[T, ...]] = []
+    cur: list[T] = []
+    load = 0
+    for item in items:
+        w = 1 if weight is None else weight(item)
+        if cur and load + w > size:
+            out.append(tuple(cur))
+            cur, load = [], 0
+        cur.append(item)
+        load += w
+    if cur:
+        out.append(tuple(cur))
+    return out
+
+
+# --------------------------------------------------------------------------- workers
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` exists and is not a zombie."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            state = f.read().rsplit(b")", 1)[1].split()[0]
+        return state not in (b"Z", b"X")
+    except (OSError, IndexError):
+        return True
+
+
+def _watch_caller(caller_pid: int, parent_pid: int) -> None:
+    while True:
+        time.sleep(_WATCH_INTERVAL_S)
+        if os.getppid() != parent_pid or not _alive(caller_pid):
+            os._exit(1)
+
+
+def _detach_worker(caller_pid: int) -> None:
+    """Make this worker process die with the caller and release the caller's stdio."""
+    with contextlib.suppress(ValueError, OSError):  # not the main thread: keep the default
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    os.close(devnull)
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    threading.Thread(target=_watch_caller, args=(caller_pid, os.getppid()), daemon=True,
+                     name="libra-opt-parent-watch").start()
+
+
+def _init_pool_worker(caller_pid: int, ticks: Any) -> None:
+    """Initializer of the ``processes`` workers."""
+    _detach_worker(caller_pid)
+    _worker_ticks[:] = [ticks]
+
+
+def _detach_dask_worker(caller_pid: int) -> bool:
+    """Run on each worker of a cluster started here (``Client.run``)."""
+    _detach_worker(caller_pid)
+    return True
+
+
+def _consume(fn: Callable[[Any], Iterable[Any]], batch: Any,
+             send: Callable[[int], None] | None, every_item: bool = False) -> list[Any]:
+    """``list(fn(batch))``, sending the count of finished items at most every 0.1 s (or
+    after every item)."""
+    out: list[Any] = []
+    last = time.monotonic()
+    unsent = 0
+    for r in fn(batch):
+        out.append(r)
+        unsent += 1
+        if send is not None:
+            now = time.monotonic()
+            if every_item or now - last >= _TICK_INTERVAL_S:
+                send(unsent)
+                unsent, last = 0, now
+    return out
+
+
+def _call_in_pool(fn: Callable[[Any], Iterable[Any]], batch: Any, index: int) -> list[Any]:
+    """Task of the ``processes`` executor."""
+    ticks = _worker_ticks[0] if _worker_ticks else None
+    return _consume(fn, batch, None if ticks is None else lambda n: ticks.put((index, n)))
+
+
+def _call_in_dask(fn: Callable[[Any], Iterable[Any]], batch: Any, index: int,
+                  topic: str) -> list[Any]:
+    """Task of the Dask executors: progress goes to the client as worker events."""
+    from distributed import get_worker
+
+    try:
+        worker = get_worker()
+    except ValueError:
+        worker = None
+    send = None if worker is None else lambda n: worker.log_event(topic, (index, n))
+    return _consume(fn, batch, send)
+
+
+# --------------------------------------------------------------------------- the caller
+
+
+def _start_context(fn: Callable) -> Any:
+    """The fork-server context (preloading ``fn``'s module), or spawn where there is none."""
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        ctx = multiprocessing.get_context("forkserver")
+        module = getattr(fn, "__module__", None) or getattr(
+            getattr(fn, "func", None), "__module__", None)
+        ctx.set_forkserver_preload([m for m in ("__main__", module) if m])
+        return ctx
+    return multiprocessing.get_context("spawn")
+
+
+def run_batches(
+    fn: Callable[[Any], Iterable[Any]],
+    batches: Sequence[Any],
+    *,
+    executor: Any = "serial",
+    max_workers: int | None = None,
+    on_items: Callable[[int, int], None] | None = None,
+    stop: Callable[[], bool] | None = None,
+) -> Iterator[tuple[int, list[Any]]]:
+    """Apply ``fn`` to every batch; yield ``(index, results)`` as batches finish.
+
+    Parameters
+    ----------
+    fn : callable
+        ``fn(batch)`` returns or yields one result per item of ``batch`` (``len(batch)``
+        items). A module-level function (or a ``functools.partial`` of one) for the process
+        and Dask executors, which pickle it.
+    batches : sequence
+        The batches, each a sized sequence of items.
+    executor : str or distributed.Client
+        What :func:`resolve_executor` returns.
+    max_workers : int, optional
+        Workers of the local pool or cluster (default :func:`default_workers`).
+    on_items : callable, optional
+        ``on_items(index, n)``: ``n`` more items of batch ``index`` finished, in item order
+        (called in the caller's thread, before the batch is yielded).
+    stop : callable, optional
+        Polled in the caller's thread after every item (serial) or at least every 0.1 s;
+        when it returns true the run stops as on Ctrl-C (``KeyboardInterrupt``). A signal
+        handler that sets a flag read by ``stop`` stops the run even where a
+        ``KeyboardInterrupt`` raised by the handler itself would be lost (inside C code
+        that clears errors).
+
+    Yields
+    ------
+    tuple of (int, list)
+        A batch's index in ``batches`` and ``fn``'s results for it, in item order.
+
+    Notes
+    -----
+    Use it as ``with contextlib.closing(run_batches(...)) as it: for i, res in it: ...``
+    so that an exception in the loop body stops the workers at once.
+
+    Examples
+    --------
+    >>> sorted(run_batches(lambda b: [x * x for x in b], [(1, 2), (3,)]))
+    [(0, [1, 4]), (1, [9])]
+    """
+    user_tick = on_items or (lambda i, n: None)
+    if stop is None:
+        tick = user_tick
+    else:
+        def tick(i: int, n: int) -> None:
+            _check(stop)
+            user_tick(i, n)
+    if not batches:  # nothing to do: start no worker
+        return
+    if executor == "serial":
+        for i, batch in enumerate(batches):
+            yield i, _consume(fn, batch, functools.partial(tick, i), every_item=True)
+        return
+    workers = max_workers or default_workers()
+    if executor == "processes":
+        yield from _run_processes(fn, batches, workers, tick, stop)
+        return
+    yield from _run_dask(fn, batches, executor, workers, tick, stop)
+
+
+def _check(stop: Callable[[], bool] | None) -> None:
+    if stop is not None and stop():
+        raise KeyboardInterrupt
+
+
+def _run_processes(fn: Callable, batches: Sequence[Any], workers: int,
+                   tick: Callable[[int, int], None], stop: Callable[[], bool] | None = None
+                   ) -> Iterator[tuple[int, list[Any]]]:
+    ctx = _start_context(fn)
+    ticks = ctx.SimpleQueue()
+    pool = ProcessPoolExecutor(max_workers=min(workers, max(1, len(batches))), mp_context=ctx,
+                               initializer=_init_pool_worker, initargs=(os.getpid(), ticks))
+    finished = False
+    try:
+        pending: dict[Future, int] = {pool.submit(_call_in_pool, fn, b, i): i
+                                      for i, b in enumerate(batches)}
+        seen = [0] * len(batches)
+        done_batches: set[int] = set()
+
+        def drain() -> None:
+            while not ticks.empty():
+                i, n = ticks.get()
+                if i not in done_batches:
+                    seen[i] += n
+                    tick(i, n)
+
+        while pending:
+            done, _ = wait(pending, timeout=_TICK_INTERVAL_S, return_when=FIRST_COMPLETED)
+            _check(stop)
+            drain()
+            for fut in done:
+                i = pending.pop(fut)
+                res = fut.result()
+                done_batches.add(i)
+                if len(res) > seen[i]:
+                    tick(i, len(res) - seen[i])
+                yield i, res
+        finished = True
+    finally:
+        if not finished:
+            # Kill the workers: the pool's manager thread then fails every pending future
+            # (cancelling them first would make it trip over the cancelled ones).
+            for proc in list((getattr(pool, "_processes", None) or {}).values()):
+                with contextlib.suppress(OSError, AttributeError):
+                    proc.kill()
+        pool.shutdown(wait=True)
+        with contextlib.suppress(OSError):
+            ticks.close()
+
+
+def _run_dask(fn: Callable, batches: Sequence[Any], executor: Any, workers: int,
+              tick: Callable[[int, int], None], stop: Callable[[], bool] | None = None
+              ) -> Iterator[tuple[int, list[Any]]]:
+    import secrets
+
+    with tempfile.TemporaryDirectory(prefix="libra-opt-dask-") as scratch:
+        client, cluster = _dask_client(executor, workers, scratch)
+        topic = f"libra-opt-progress-{secrets.token_hex(6)}"
+        events: deque[tuple[int, int]] = deque()
+        futures: list[Any] = []
+        try:
+            with contextlib.suppress(AttributeError, TypeError):
+                client.subscribe_topic(topic, lambda event: events.append(event[1]))
+            futures = client.map(_call_in_dask, [fn] * len(batches), batches,
+                                 range(len(batches)), [topic] * len(batches), pure=False)
+            seen = [0] * len(batches)
+            done_batches: set[int] = set()
+
+            def drain() -> None:
+                while events:
+                    i, n = events.popleft()
+                    if i not in done_batches:
+                        seen[i] += n
+                        tick(i, n)
+
+            pending = dict(zip(range(len(futures)), futures, strict=True))
+            while pending:
+                _check(stop)
+                ready = [i for i, f in pending.items() if f.done()]
+                if not ready:
+                    time.sleep(_TICK_INTERVAL_S / 2)
+                    drain()
+                    continue
+                for i in ready:
+                    res = pending.pop(i).result()
+                    drain()
+                    done_batches.add(i)
+                    if len(res) > seen[i]:
+                        tick(i, len(res) - seen[i])
+                    yield i, res
+        finally:
+            with contextlib.suppress(Exception):
+                client.cancel(futures)
+            with contextlib.suppress(Exception):
+                client.unsubscribe_topic(topic)
+            if cluster is not None:
+                with contextlib.suppress(Exception):
+                    client.close(timeout=5)
+                with contextlib.suppress(Exception):
+                    cluster.close(timeout=5)
+            elif client is not executor:
+                with contextlib.suppress(Exception):
+                    client.close(timeout=5)
+
+
+def _dask_client(executor: Any, workers: int, scratch: str) -> tuple[Any, Any]:
+    """(client, cluster started here or None): the given client, a client of the scheduler
+    at an address, or a new loopback ``LocalCluster`` of worker processes."""
+    if not isinstance(executor, str):
+        return executor, None
+    import dask
+    from distributed import Client, LocalCluster
+
+    if "://" in executor:
+        check_scheduler(executor)
+        try:
+            return Client(executor, timeout="10s", set_as_default=False), None
+        except OSError as exc:
+            raise InputError(f"cannot reach the Dask scheduler at {executor}: {exc}",
+                             field="scheduler") from None
+    with dask.config.set({"temporary-directory": scratch,
+                          "distributed.worker.daemon": True,
+                          "distributed.worker.multiprocessing-method": "spawn"}):
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                               protocol="tcp://", host="127.0.0.1", dashboard_address=None,
+                               local_directory=scratch, silence_logs=logging.WARNING)
+    try:
+        client = Client(cluster, set_as_default=False)
+        client.run(_detach_dask_worker, os.getpid())
+    except BaseException:
+        cluster.close()
+        raise
+    return client, cluster

@@ -1,0 +1,122 @@
+"""Executors: the same results on every executor, per-item progress, workers detached from
+the caller's stdio and stopped when the consumer stops."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from libra_opt.errors import InputError
+from libra_opt.explore.executors import (
+    batch_size,
+    make_batches,
+    resolve_executor,
+    run_batches,
+)
+
+
+def squares(batch):
+    """Task: one result per item."""
+    return [x * x for x in batch]
+
+
+def slow_items(batch):
+    """Task: 0.15 s per item, yielded one by one."""
+    for x in batch:
+        time.sleep(0.15)
+        yield x
+
+
+def whoami(batch):
+    """Task: this worker's pid, its stdout target and the items."""
+    return [(os.getpid(), os.readlink("/proc/self/fd/1") if Path("/proc/self/fd/1").exists()
+             else None, x) for x in batch]
+
+
+def sleepy(batch):
+    for x in batch:
+        time.sleep(0.3)
+        yield os.getpid(), x
+
+
+@pytest.mark.parametrize("executor", ["serial", "processes"])
+def test_every_batch_once_in_item_order(executor):
+    items = list(range(23))
+    batches = make_batches(items, 4)
+    got = dict(run_batches(squares, batches, executor=executor, max_workers=2))
+    assert sorted(got) == list(range(len(batches)))
+    assert [r for i in sorted(got) for r in got[i]] == [x * x for x in items]
+
+
+def test_progress_reaches_the_caller_within_a_batch():
+    """One batch of four 0.15 s items on a worker: the caller hears of finished items
+    before the batch returns (ticks at most every 0.1 s), and of all four in the end."""
+    heard: list[tuple[int, int, bool]] = []
+    finished = []
+
+    def on_items(index, n):
+        heard.append((index, n, bool(finished)))
+
+    for i, res in run_batches(slow_items, [(1, 2, 3, 4)], executor="processes",
+                              max_workers=1, on_items=on_items):
+        finished.append(i)
+        assert res == [1, 2, 3, 4]
+    assert sum(n for _, n, _ in heard) == 4
+    assert any(not after for _, _, after in heard[:-1]) and len(heard) >= 2
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd/1").exists(), reason="reads /proc")
+def test_workers_write_to_devnull_and_die_when_the_consumer_stops():
+    it = run_batches(sleepy, [(i,) * 1 for i in range(20)], executor="processes",
+                     max_workers=2)
+    pid, _ = next(it)[1][0]
+    assert pid != os.getpid()
+    out = dict(run_batches(whoami, [(1,)], executor="processes", max_workers=1))
+    assert out[0][0][1] == os.devnull
+    it.close()  # stop early: the pool's processes are killed before close() returns
+    deadline = time.monotonic() + 5
+    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+        stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] \
+            if Path(f"/proc/{pid}/stat").exists() else "X"
+        if stat in ("Z", "X"):
+            break
+        time.sleep(0.05)
+    state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] \
+        if Path(f"/proc/{pid}/stat").exists() else "gone"
+    assert state in ("Z", "X", "gone")
+
+
+def test_batch_sizes():
+    # 20,000 points on two workers: four batches per worker would be 2,500 points; capped
+    assert batch_size(20_000, 2) == 1000
+    assert batch_size(100, 2) == 13  # ceil(100 / 8)
+    # weights 3, 1, 1, 1, 1, 1 packed into batches of at most 4
+    assert make_batches(list("abcdef"), 4, weight=lambda c: 3 if c == "a" else 1) == [
+        ("a", "b"), ("c", "d", "e", "f")]
+    with pytest.raises(InputError):
+        make_batches([1], 0)
+
+
+@pytest.mark.parametrize(("args", "field"), [
+    (("threads",), "executor"),
+    (("dask", "localhost"), "scheduler"),
+    (("dask", "tcp://host:port"), "scheduler"),
+    (("processes", "tcp://127.0.0.1:8786"), "scheduler"),
+])
+def test_bad_executor_or_address(args, field):
+    with pytest.raises(InputError) as exc:
+        resolve_executor(*args, environ={})
+    assert exc.value.field == field
+
+
+def test_scheduler_address_from_the_environment_only_for_dask():
+    env = {"DASK_SCHEDULER_ADDRESS": "tcp://127.0.0.1:8786"}
+    assert resolve_executor("dask", environ=env) == "tcp://127.0.0.1:8786"
+    assert resolve_executor("processes", environ=env) == "processes"
+    assert resolve_executor("tcp://10.1.2.3:9000", environ={}) == "tcp://10.1.2.3:9000"
+    with pytest.raises(InputError) as exc:
+        resolve_executor("dask", environ={"DASK_SCHEDULER_ADDRESS": "nope"})
+    assert exc.value.field == "DASK_SCHEDULER_ADDRESS"
