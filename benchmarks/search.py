@@ -23,8 +23,8 @@ import argparse
 import dataclasses
 import time
 
+from libra_opt import load_search_base
 from libra_opt.explore.search import run_search
-from libra_opt.explore.search_base import load_search_base
 from libra_opt.explore.search_space import SearchSpace
 from libra_opt.generators.mapping import place_groups
 from libra_opt.optimize.problem import solve

@@ -92,7 +92,6 @@ _LAZY: dict[str, str] = {
     "compare_fabrics": "libra_opt.explore.compare",
     "pareto_front": "libra_opt.explore.pareto",
     "sensitivity": "libra_opt.explore.sensitivity",
-    "search": "libra_opt.explore.search_base",
     "SearchSpace": "libra_opt.explore.search_space",
     # report
     "format_solution": "libra_opt.report.text",
@@ -111,7 +110,8 @@ _LAZY_MODULES: dict[str, str] = {
 
 #: Functions defined here: the explore and scenario functions that also take a file or an
 #: example name, or read the files a spec names (io sits beside, not below, them).
-_OWN = ("apply_overrides", "compile", "load_solution", "save_solution", "sweep")
+_OWN = ("apply_overrides", "compile", "load_search_base", "load_solution", "save_solution",
+        "search", "sweep")
 
 __all__ = [
     *_OWN,
@@ -203,6 +203,48 @@ def sweep(problem: Any, axes: Any, values: Any = None, progress: Any = None, **k
         raise InputError("resume and overwrite work on a results folder: give out=DIR",
                          field="resume" if resume else "overwrite")
     return run(_scenario_or_spec(problem), axes, values, progress, **kwargs)
+
+
+def load_search_base(scenario: Any) -> Any:
+    """The base of a co-design search (:class:`~libra_opt.explore.search.SearchBase`) of a
+    scenario file or a shipped example's name: read by
+    :func:`libra_opt.io.search_file.read_search_workload`, built by
+    :func:`libra_opt.explore.search_base.make_search_base`.
+
+    Examples
+    --------
+    >>> import libra_opt as lo
+    >>> base = lo.load_search_base("llama3_405b_h100_tco")
+    >>> base.entry.model.name, base.entry.parallelism.pp, base.scenario.fabric.n_npus
+    ('llama3_405b', 16, 16384)
+    """
+    from libra_opt.explore.search import ModelEntry
+    from libra_opt.explore.search_base import make_search_base
+    from libra_opt.io.search_file import read_search_workload
+
+    w = read_search_workload(scenario)
+    entry = ModelEntry(w.name, w.model, w.device, w.efficiency, w.parallelism, w.mapping)
+    return make_search_base(w.scenario, entry, w.source)
+
+
+def search(scenario: Any, **kwargs: Any) -> Any:
+    """:func:`libra_opt.explore.search_base.search` that also takes a scenario file or a
+    shipped example's name (:func:`load_search_base`).
+
+    Examples
+    --------
+    >>> import libra_opt as lo
+    >>> space = lo.SearchSpace(micro_batch_sizes=(1,), interleave=(1,), recompute=("full",),
+    ...                        zero=(1,), sequence_parallel=(True,), tp=(8,), cp=(1,))
+    >>> res = lo.search("gpt3_175b_a100_cluster", top=2, space=space)
+    >>> int(res.stats["solved"]) >= 1, len(res.solutions)
+    (True, 2)
+    """
+    from libra_opt.explore.search import SearchBase
+    from libra_opt.explore.search_base import search as run
+
+    base = scenario if isinstance(scenario, SearchBase) else load_search_base(scenario)
+    return run(base, **kwargs)
 
 
 def save_solution(solution: Any, path: str | os.PathLike[str]) -> Any:
@@ -305,7 +347,6 @@ if TYPE_CHECKING:  # static analysers see the lazy names
     from libra_opt.cost.tco import TcoModel
     from libra_opt.explore.compare import compare_fabrics
     from libra_opt.explore.pareto import pareto_front
-    from libra_opt.explore.search_base import search
     from libra_opt.explore.search_space import SearchSpace
     from libra_opt.explore.sensitivity import sensitivity
     from libra_opt.fabric.builders import as_family, multi_dim, rail_only, rail_optimized_fat_tree

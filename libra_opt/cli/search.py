@@ -130,8 +130,8 @@ def format_top(result: Any, k: int) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``libra-opt search``; returns the exit code."""
+    from libra_opt import load_search_base
     from libra_opt.explore.search import codesign_gains, run_search
-    from libra_opt.explore.search_base import load_search_base
     from libra_opt.explore.search_space import SearchSpace
     from libra_opt.io.output import check_output_dir
 

@@ -223,7 +223,7 @@ def candidate_scenario(base: SearchBase, fabric: Fabric, generated: GeneratedWor
 
     Examples
     --------
-    >>> from libra_opt.explore.search_base import load_search_base
+    >>> from libra_opt import load_search_base
     >>> base = load_search_base("gpt3_175b_a100_cluster")
     >>> f = base.scenario.fabric
     >>> par = base.entry.parallelism
@@ -580,7 +580,8 @@ def run_search(
     Parameters
     ----------
     base : SearchBase
-        From :func:`libra_opt.explore.search_base.load_search_base`.
+        From ``libra_opt.load_search_base`` or
+        :func:`libra_opt.explore.search_base.make_search_base`.
     space : SearchSpace, optional
         Default :class:`SearchSpace` (every knob, every placement, the base fabric).
     top : int
@@ -616,7 +617,7 @@ def run_search(
 
     Examples
     --------
-    >>> from libra_opt.explore.search_base import load_search_base
+    >>> from libra_opt import load_search_base
     >>> base = load_search_base("gpt3_175b_a100_cluster")
     >>> space = SearchSpace(micro_batch_sizes=(1,), interleave=(1,), recompute=("full",),
     ...                     sequence_parallel=(True,), zero=(1,), tp=(8,), cp=(1,))

@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
+from libra_opt import load_search_base
 from libra_opt.errors import InputError
 from libra_opt.explore.search import (
     ModelEntry,
@@ -21,7 +22,6 @@ from libra_opt.explore.search import (
     generate,
     run_search,
 )
-from libra_opt.explore.search_base import load_search_base
 from libra_opt.explore.search_bounds import shape_bounds, step_times_s
 from libra_opt.explore.search_space import (
     LayerTimeCache,
