@@ -8,7 +8,8 @@ A results folder (``libra-opt sweep --out DIR``, ``sweep(..., out=DIR)``) holds:
   every batch written before it. When the run completes the file is rewritten (atomically)
   in grid order.
 * ``manifest.json``: what the folder holds (the metadata sidecar of ``results.csv``):
-  ``kind``, ``scenario`` (name), ``spec_hash`` (SHA-256 of the scenario's canonical form),
+  ``kind``, ``scenario`` (name), ``spec_hash`` (SHA-256 of the canonical form of the
+  scenario's spec, :func:`libra_opt.explore.sink.spec_fingerprint`),
   ``axes`` (name -> values), ``zip``, ``points`` (total), ``study_hash`` (SHA-256 of the
   kind, spec hash, axes and zip: the identity checked on resume), ``library_version``,
   ``created_utc``, ``updated_utc``, ``complete``, ``kept`` (points on disk) and ``files``.
