@@ -376,3 +376,59 @@ def test_two_runs_into_one_folder_at_once_are_refused(tmp_path):
 
     gc.collect()
     assert open_results(tmp_path / "run", study, resume=True).done == frozenset()
+
+
+class _MemorySink:
+    """A results sink in memory: explore streams into any sink, not only a folder."""
+
+    def __init__(self, kept=()):
+        self.kept, self.frames, self.study, self.closed = frozenset(kept), [], None, False
+
+    @property
+    def location(self):
+        return "memory"
+
+    def open(self, study):
+        self.study = dict(study)
+        return self.kept
+
+    def append(self, frame):
+        self.frames.append(frame)
+
+    def done_points(self):
+        return self.kept | {int(p) for f in self.frames for p in f["point"]}
+
+    def finish(self):
+        return pd.concat(self.frames).sort_values("point").reset_index(drop=True)
+
+    def close(self):
+        self.closed = True
+
+
+def test_a_sweep_streams_into_any_sink_and_skips_the_points_it_holds():
+    """Point 0 already held: only points 1 and 2 are solved and appended. The toy's step
+    time is 0.01 s + 1.5 GB / total bandwidth (the module doctest): 300 -> 0.015,
+    600 -> 0.0125."""
+    from libra_opt.explore.grid import sweep_grid
+    from libra_opt.explore.overrides import ScenarioBase
+    from libra_opt.explore.sink import ResultsSink, spec_fingerprint
+
+    sink = _MemorySink(kept={0})
+    assert isinstance(sink, ResultsSink)
+    df = sweep_grid(toy_scenario(), {"sum(bw) == 300": [150, 300, 600]}, progress=False,
+                    out=sink)
+    assert df["point"].tolist() == [1, 2]
+    assert_allclose(df["weighted_step_time_s"], [0.015, 0.0125], rtol=1e-6)
+    assert sink.study["points"] == 3 and sink.study["axes"] == {
+        "sum(bw) == 300": [150.0, 300.0, 600.0]}
+    assert sink.study["spec_hash"] == spec_fingerprint(ScenarioBase.of(toy_scenario()))
+    with pytest.raises(InputError, match="results sink") as err:
+        sweep_grid(toy_scenario(), {"sum(bw) == 300": [150]}, progress=False, out="folder")
+    assert err.value.field == "out"
+
+
+def test_resume_and_overwrite_need_a_results_folder():
+    for flag in ("resume", "overwrite"):
+        with pytest.raises(InputError, match="give out=DIR") as err:
+            lo.sweep(toy_scenario(), {"sum(bw) == 300": [150]}, progress=False, **{flag: True})
+        assert err.value.field == flag
