@@ -24,9 +24,10 @@ import dataclasses
 import time
 
 from libra_opt.explore.search import run_search
-from libra_opt.explore.search_base import load_search_base
+from libra_opt.explore.search_base import search_base
 from libra_opt.explore.search_space import SearchSpace
 from libra_opt.generators.mapping import place_groups
+from libra_opt.io.scenario_file import load_scenario
 from libra_opt.optimize.problem import solve
 
 COLS = ["fabric", "tp", "cp", "pp", "dp", "ep", "micro_batch_size", "interleave", "recompute",
@@ -82,7 +83,7 @@ def main() -> None:
     args = ap.parse_args()
     hb = (8,) if args.quick else (8, 16, 32, 64, 72)
 
-    base = load_search_base("llama3_405b_h100_tco")
+    base = search_base(load_scenario("llama3_405b_h100_tco"))
     space = SearchSpace(hb_domains=hb)
     t0 = time.perf_counter()
     joint = run_search(base, space, top=5, executor=args.executor, workers=args.workers,
@@ -109,7 +110,7 @@ def main() -> None:
     _report("Llama 3 405B on 16,384 H100 (joint)", joint, base, space, args.executor,
             args.workers)
 
-    gpt = load_search_base("gpt3_175b_a100_cluster")
+    gpt = search_base(load_scenario("gpt3_175b_a100_cluster"))
     res = run_search(gpt, dataclasses.replace(space, hb_domains=None), top=5,
                      executor=args.executor, workers=args.workers, solutions=False)
     _report("GPT-3 175B on 1,024 A100 (perf, $40M budget)", res, gpt,

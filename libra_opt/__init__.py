@@ -92,7 +92,6 @@ _LAZY: dict[str, str] = {
     "compare_fabrics": "libra_opt.explore.compare",
     "pareto_front": "libra_opt.explore.pareto",
     "sensitivity": "libra_opt.explore.sensitivity",
-    "search": "libra_opt.explore.search_base",
     "SearchSpace": "libra_opt.explore.search_space",
     # report
     "format_solution": "libra_opt.report.text",
@@ -111,7 +110,7 @@ _LAZY_MODULES: dict[str, str] = {
 
 #: Functions defined here: the explore and scenario functions that also take a file or an
 #: example name, or read the files a spec names (io sits beside, not below, them).
-_OWN = ("apply_overrides", "compile", "sweep")
+_OWN = ("apply_overrides", "compile", "search", "sweep")
 
 __all__ = [
     *_OWN,
@@ -191,6 +190,30 @@ def sweep(problem: Any, axes: Any, values: Any = None, progress: Any = None, **k
     return run(_scenario_or_spec(problem), axes, values, progress, **kwargs)
 
 
+def search(scenario: Any, **kwargs: Any) -> Any:
+    """:func:`libra_opt.explore.search_base.search` (the co-design search) that also takes a
+    :class:`ScenarioSpec` (compiled with :func:`compile`), a scenario file or an example
+    name (read through :func:`load_scenario`); the search itself works on the compiled
+    scenario's spec and reads no file.
+
+    Examples
+    --------
+    >>> import libra_opt as lo
+    >>> space = lo.SearchSpace(micro_batch_sizes=(1,), interleave=(1,), recompute=("full",),
+    ...                        zero=(1,), sequence_parallel=(True,), tp=(8,), cp=(1,), pp=(2,))
+    >>> res = lo.search("gpt3_175b_a100_cluster", top=1, space=space)
+    >>> res.best(1)[["tp", "pp", "dp"]].to_dict("records")
+    [{'tp': 8, 'pp': 2, 'dp': 64}]
+    """
+    from libra_opt.explore.search_base import search as run
+    from libra_opt.scenario.spec import ScenarioSpec
+
+    scenario = _scenario_or_spec(scenario)
+    if isinstance(scenario, ScenarioSpec):
+        scenario = compile(scenario)
+    return run(scenario, **kwargs)
+
+
 #: Names whose first argument may also be a shipped example's name or a scenario file's path.
 _TAKES_NAMES = ("solve", "evaluate")
 
@@ -232,7 +255,6 @@ if TYPE_CHECKING:  # static analysers see the lazy names
     from libra_opt.cost.tco import TcoModel
     from libra_opt.explore.compare import compare_fabrics
     from libra_opt.explore.pareto import pareto_front
-    from libra_opt.explore.search_base import search
     from libra_opt.explore.search_space import SearchSpace
     from libra_opt.explore.sensitivity import sensitivity
     from libra_opt.fabric.builders import as_family, multi_dim, rail_only, rail_optimized_fat_tree
