@@ -77,10 +77,11 @@ def objective_factor(scenario: Scenario, bw_gbps: np.ndarray) -> float:
     >>> objective_factor(toy_scenario(), np.array([200.0, 100.0]))
     1.0
     """
-    if scenario.objective == "perf":
+    obj = scenario.objective_model
+    if not (obj.prices_network or obj.needs_tco):  # perf: the step time alone
         return 1.0
     coeffs = scenario.coefficients
-    if scenario.objective == "perf_per_cost":
+    if obj.prices_network:  # perf_per_cost: times the network's cost
         return float(coeffs.fixed_usd + coeffs.usd_per_gbps @ bw_gbps)
     assert scenario.tco is not None
     r0, r = cluster_rate_coefficients(scenario.tco, scenario.fabric, coeffs)
@@ -211,10 +212,11 @@ def shape_bounds(scenario: Scenario, fixed_bw_gbps: np.ndarray | None = None) ->
             return ShapeBounds(np.full(n, np.inf), 0.0, feasible=False)
         if status == "optimal":
             bw_max[d] = max(-value, 0.0) * (1.0 + 1e-7)  # the LP's optimum, rounded up
-    if scenario.objective == "perf":
+    obj = scenario.objective_model
+    if not (obj.prices_network or obj.needs_tco):  # perf
         return ShapeBounds(bw_max, 1.0)
     coeffs = scenario.coefficients
-    if scenario.objective == "perf_per_cost":
+    if obj.prices_network:  # perf_per_cost
         rate, k0, scale = coeffs.usd_per_gbps, coeffs.fixed_usd, 1.0
     else:
         assert scenario.tco is not None

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from libra_opt.explore.pareto import dominated
+from libra_opt.scenario.objective import objective_of
 
 __all__ = ["plot_search", "search_plot_columns"]
 
@@ -25,7 +26,7 @@ def search_plot_columns(table: Any, objective: str) -> tuple[str, str]:
     ('network_cost_usd', 'step_time_s')
     """
     col = "tco_usd_per_mtoken"
-    if objective == "tco" and col in table and np.isfinite(table[col].to_numpy(float)).any():
+    if objective_of(objective).needs_tco and col in table and np.isfinite(table[col].to_numpy(float)).any():
         return "network_cost_usd", col
     return "network_cost_usd", "step_time_s"
 
