@@ -9,6 +9,12 @@ then the same space with the bandwidth fixed at the base scenario's optimum (a
 fixed-network parallelism search: every candidate evaluated, none solved). Targets: the
 joint search under 60 s, and at most 3x the fixed-bandwidth one.
 
+Part 1b, the candidate path: for a sample of the joint search's solved candidates, the
+seconds to build the candidate's scenario by compiling its spec edit
+(:func:`libra_opt.explore.search_spec.candidate_spec`, the pure compiler) against the
+search's direct path (generation + the placement's groups; the search shares one generation
+among a parallelization's placements, so its real cost is lower still).
+
 Part 2, believability: the top choices for GPT-3 175B on 1,024 A100s
 (``gpt3_175b_a100_cluster``, Narayanan et al. SC21, Table 1: TP 8, PP 16, DP 8, batch 1536)
 and for Llama 3 405B on 16K H100s (Dubey et al. 2024, Table 4: TP 8, CP 1, PP 16, DP 128 at
@@ -23,10 +29,11 @@ import argparse
 import dataclasses
 import time
 
-from libra_opt import load_search_base
 from libra_opt.explore.search import run_search
+from libra_opt.explore.search_base import search_base
 from libra_opt.explore.search_space import SearchSpace
 from libra_opt.generators.mapping import place_groups
+from libra_opt.io.scenario_file import load_scenario
 from libra_opt.optimize.problem import solve
 
 COLS = ["fabric", "tp", "cp", "pp", "dp", "ep", "micro_batch_size", "interleave", "recompute",
@@ -74,6 +81,41 @@ def _report(name, res, base, space=None, executor="serial", workers=None) -> Non
                   f"{r['objective']:.6g}; search best / this = {best / r['objective']:.3f}")
 
 
+def _candidate_paths(base, joint, n: int = 40) -> None:
+    """Part 1b: compile(spec edit) against the direct path, per candidate."""
+    from libra_opt.explore.search import candidate_scenario, generate
+    from libra_opt.explore.search_space import fabric_shapes
+    from libra_opt.explore.search_spec import candidate_spec
+    from libra_opt.scenario.compile import compile as compile_spec
+
+    solved = joint.table[joint.table["status"] == "optimal"]
+    rows = solved.iloc[:: max(1, len(solved) // n)].head(n)
+    p0 = base.entry.parallelism
+    knobs = ("tp", "cp", "pp", "dp", "ep", "micro_batch_size", "interleave", "recompute",
+             "sequence_parallel", "zero")
+    t_compile = t_direct = 0.0
+    for _, r in rows.iterrows():
+        par = p0.model_copy(update={k: (r[k].item() if hasattr(r[k], "item") else r[k])
+                                    for k in knobs})
+        hb = int(r["hb_domain"])
+        fabric = fabric_shapes(base.scenario.fabric, (hb,), base.spec)[0].fabric
+        pl = place_groups(fabric, par.degrees())
+        t0 = time.perf_counter()
+        candidate_scenario(base, fabric, generate(base.entry, par, fabric), pl)
+        t_direct += time.perf_counter() - t0
+        t0 = time.perf_counter()
+        compile_spec(candidate_spec(base.spec, base.entry.name, p0, par, pl, hb),
+                     previous=base.scenario)
+        t_compile += time.perf_counter() - t0
+    k = len(rows)
+    n_solved = int(joint.stats["solved"])
+    print(f"candidate path ({k} solved candidates sampled): compile(spec edit) "
+          f"{t_compile / k * 1e3:.1f} ms, direct {t_direct / k * 1e3:.1f} ms per candidate "
+          f"(solver {1e3 / joint.stats['solves_per_s']:.1f} ms); compiling each of the "
+          f"{n_solved:,} solved candidates would add {(t_compile - t_direct) / k * n_solved:.1f}"
+          f" s of work")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--executor", choices=("serial", "processes"), default="processes")
@@ -82,7 +124,7 @@ def main() -> None:
     args = ap.parse_args()
     hb = (8,) if args.quick else (8, 16, 32, 64, 72)
 
-    base = load_search_base("llama3_405b_h100_tco")
+    base = search_base(load_scenario("llama3_405b_h100_tco"))
     space = SearchSpace(hb_domains=hb)
     t0 = time.perf_counter()
     joint = run_search(base, space, top=5, executor=args.executor, workers=args.workers,
@@ -104,12 +146,13 @@ def main() -> None:
     print(f"fixed bandwidth {fixed_bw.round(1).tolist()} GB/s: {int(f['solved']):,} evaluated, "
           f"{int(f['pruned']):,} pruned; {t_fixed:.1f} s; joint / fixed = "
           f"{t_joint / t_fixed:.2f}x (target <= 3x)")
+    _candidate_paths(base, joint)
     print("fixed-network best:")
     print(fixed.best(3)[COLS].to_string(index=False))
     _report("Llama 3 405B on 16,384 H100 (joint)", joint, base, space, args.executor,
             args.workers)
 
-    gpt = load_search_base("gpt3_175b_a100_cluster")
+    gpt = search_base(load_scenario("gpt3_175b_a100_cluster"))
     res = run_search(gpt, dataclasses.replace(space, hb_domains=None), top=5,
                      executor=args.executor, workers=args.workers, solutions=False)
     _report("GPT-3 175B on 1,024 A100 (perf, $40M budget)", res, gpt,

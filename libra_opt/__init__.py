@@ -110,8 +110,8 @@ _LAZY_MODULES: dict[str, str] = {
 
 #: Functions defined here: the explore and scenario functions that also take a file or an
 #: example name, or read the files a spec names (io sits beside, not below, them).
-_OWN = ("apply_overrides", "compile", "load_search_base", "load_solution", "save_solution",
-        "search", "sweep")
+_OWN = ("apply_overrides", "compile", "load_solution", "save_solution", "search",
+        "sweep")
 
 __all__ = [
     *_OWN,
@@ -205,46 +205,28 @@ def sweep(problem: Any, axes: Any, values: Any = None, progress: Any = None, **k
     return run(_scenario_or_spec(problem), axes, values, progress, **kwargs)
 
 
-def load_search_base(scenario: Any) -> Any:
-    """The base of a co-design search (:class:`~libra_opt.explore.search.SearchBase`) of a
-    scenario file or a shipped example's name: read by
-    :func:`libra_opt.io.search_file.read_search_workload`, built by
-    :func:`libra_opt.explore.search_base.make_search_base`.
-
-    Examples
-    --------
-    >>> import libra_opt as lo
-    >>> base = lo.load_search_base("llama3_405b_h100_tco")
-    >>> base.entry.model.name, base.entry.parallelism.pp, base.scenario.fabric.n_npus
-    ('llama3_405b', 16, 16384)
-    """
-    from libra_opt.explore.search import ModelEntry
-    from libra_opt.explore.search_base import make_search_base
-    from libra_opt.io.search_file import read_search_workload
-
-    w = read_search_workload(scenario)
-    entry = ModelEntry(w.name, w.model, w.device, w.efficiency, w.parallelism, w.mapping)
-    return make_search_base(w.scenario, entry, w.source)
-
-
 def search(scenario: Any, **kwargs: Any) -> Any:
-    """:func:`libra_opt.explore.search_base.search` that also takes a scenario file or a
-    shipped example's name (:func:`load_search_base`).
+    """:func:`libra_opt.explore.search_base.search` (the co-design search) that also takes a
+    :class:`ScenarioSpec` (compiled with :func:`compile`), a scenario file or an example
+    name (read through :func:`load_scenario`); the search itself works on the compiled
+    scenario's spec and reads no file.
 
     Examples
     --------
     >>> import libra_opt as lo
     >>> space = lo.SearchSpace(micro_batch_sizes=(1,), interleave=(1,), recompute=("full",),
-    ...                        zero=(1,), sequence_parallel=(True,), tp=(8,), cp=(1,))
-    >>> res = lo.search("gpt3_175b_a100_cluster", top=2, space=space)
-    >>> int(res.stats["solved"]) >= 1, len(res.solutions)
-    (True, 2)
+    ...                        zero=(1,), sequence_parallel=(True,), tp=(8,), cp=(1,), pp=(2,))
+    >>> res = lo.search("gpt3_175b_a100_cluster", top=1, space=space)
+    >>> res.best(1)[["tp", "pp", "dp"]].to_dict("records")
+    [{'tp': 8, 'pp': 2, 'dp': 64}]
     """
-    from libra_opt.explore.search import SearchBase
     from libra_opt.explore.search_base import search as run
+    from libra_opt.scenario.spec import ScenarioSpec
 
-    base = scenario if isinstance(scenario, SearchBase) else load_search_base(scenario)
-    return run(base, **kwargs)
+    scenario = _scenario_or_spec(scenario)
+    if isinstance(scenario, ScenarioSpec):
+        scenario = compile(scenario)
+    return run(scenario, **kwargs)
 
 
 def save_solution(solution: Any, path: str | os.PathLike[str]) -> Any:

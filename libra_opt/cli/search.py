@@ -130,10 +130,11 @@ def format_top(result: Any, k: int) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``libra-opt search``; returns the exit code."""
-    from libra_opt import load_search_base
     from libra_opt.explore.search import codesign_gains, run_search
+    from libra_opt.explore.search_base import search_base
     from libra_opt.explore.search_space import SearchSpace
     from libra_opt.io.output import check_output_dir
+    from libra_opt.io.scenario_file import load_scenario
 
     if args.top < 1:
         raise InputError(f"--top {args.top} must be >= 1", field="--top")
@@ -142,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
     hb = _hb_domains(args.hb_domain)
     knobs = parse_space(args.space)
     out_dir = check_output_dir(args.out, "--out") if args.out else None  # before the work
-    base = load_search_base(args.scenario)
+    base = search_base(load_scenario(args.scenario))
     space = SearchSpace(hb_domains=hb, placements=args.placements, **knobs)
     res = run_search(base, space, top=args.top, objective=args.objective,
                      executor=args.executor, workers=args.workers,

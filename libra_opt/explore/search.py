@@ -79,6 +79,7 @@ from libra_opt.explore.search_space import (
     placement_of,
     span_matrices,
 )
+from libra_opt.explore.search_spec import candidate_spec
 from libra_opt.fabric.dims import Fabric
 from libra_opt.fabric.heterogeneous import slowest_fractions
 from libra_opt.generators.descriptors import TransformerSpec
@@ -93,6 +94,7 @@ from libra_opt.options import OBJECTIVES
 from libra_opt.scenario.constraints import LinearConstraint
 from libra_opt.scenario.evaluate import evaluate
 from libra_opt.scenario.scenario import Scenario
+from libra_opt.scenario.spec import ScenarioSpec
 from libra_opt.traffic.in_network import in_network_dims
 from libra_opt.traffic.step_time import walk_arrays
 from libra_opt.traffic.workload import StepMetrics
@@ -162,11 +164,19 @@ class ModelEntry:
 
 @dataclass(frozen=True)
 class SearchBase:
-    """The base scenario (fabric family, prices, constraints, objective, TCO) and its one
-    model-based workload."""
+    """The base scenario (fabric family, prices, constraints, objective, TCO), its one
+    model-based workload and the spec both come from
+    (:func:`libra_opt.explore.search_base.search_base`).
+
+    ``spec`` (the recipe the scenario was compiled from) gives the HB-domain family of the
+    fabric (``fabric.hb_domain``) and each returned solution's candidate spec
+    (:func:`~libra_opt.explore.search_spec.candidate_spec`); without one, only the base
+    fabric is searched.
+    """
 
     scenario: Scenario
     entry: ModelEntry
+    spec: ScenarioSpec | None = None
 
     def __post_init__(self) -> None:
         if len(self.scenario.workloads) != 1:
@@ -223,8 +233,9 @@ def candidate_scenario(base: SearchBase, fabric: Fabric, generated: GeneratedWor
 
     Examples
     --------
-    >>> from libra_opt import load_search_base
-    >>> base = load_search_base("gpt3_175b_a100_cluster")
+    >>> import libra_opt as lo
+    >>> from libra_opt.explore.search_base import search_base
+    >>> base = search_base(lo.load_scenario("gpt3_175b_a100_cluster"))
     >>> f = base.scenario.fabric
     >>> par = base.entry.parallelism
     >>> g = generate(base.entry, par, f)
@@ -254,6 +265,7 @@ class _Context:
     all_placements: bool
     top: int
     prune: bool
+    spec: ScenarioSpec | None = None  # the solutions' base spec (None: not the spec's problem)
 
 
 def _kth(values: Sequence[float], k: int) -> float:
@@ -580,8 +592,7 @@ def run_search(
     Parameters
     ----------
     base : SearchBase
-        From ``libra_opt.load_search_base`` or
-        :func:`libra_opt.explore.search_base.make_search_base`.
+        From :func:`libra_opt.explore.search_base.search_base` (a compiled scenario's spec).
     space : SearchSpace, optional
         Default :class:`SearchSpace` (every knob, every placement, the base fabric).
     top : int
@@ -617,8 +628,9 @@ def run_search(
 
     Examples
     --------
-    >>> from libra_opt import load_search_base
-    >>> base = load_search_base("gpt3_175b_a100_cluster")
+    >>> import libra_opt as lo
+    >>> from libra_opt.explore.search_base import search_base
+    >>> base = search_base(lo.load_scenario("gpt3_175b_a100_cluster"))
     >>> space = SearchSpace(micro_batch_sizes=(1,), interleave=(1,), recompute=("full",),
     ...                     sequence_parallel=(True,), zero=(1,), tp=(8,), cp=(1,))
     >>> res = run_search(base, space, top=1)
@@ -632,15 +644,16 @@ def run_search(
     space = space if space is not None else SearchSpace()
     if isinstance(top, bool) or not isinstance(top, int) or top < 1:
         raise InputError(f"top {top!r} must be a positive integer", field="top")
-    scen = base.scenario
+    scen, spec = base.scenario, base.spec
     if objective is not None:
         if objective not in OBJECTIVES:
             raise InputError(f"objective {objective!r} is not one of {', '.join(OBJECTIVES)}",
                              field="objective")
         scen = dataclasses.replace(scen, objective=objective)
+        spec = None if spec is None else spec.replace("objective", objective)
     if extra_constraints:
         scen = dataclasses.replace(scen, constraints=(*scen.constraints, *extra_constraints))
-    base = dataclasses.replace(base, scenario=scen)
+    base = dataclasses.replace(base, scenario=scen, spec=spec)
     entry = base.entry
     fixed = None
     if fixed_bw_gbps is not None:
@@ -649,7 +662,7 @@ def run_search(
             raise InputError(f"expected {scen.fabric.n_dims} positive bandwidths, got "
                              f"{fixed_bw_gbps!r}", field="fixed_bw_gbps")
     shapes = []
-    for shape in fabric_shapes(scen.fabric, space.hb_domains):
+    for shape in fabric_shapes(scen.fabric, space.hb_domains, spec):
         if shape.fabric is None:
             shapes.append(_ShapeContext(shape, None, None))
             continue
@@ -663,7 +676,8 @@ def run_search(
         else:
             shapes.append(_ShapeContext(shape, sc, bounds))
     ctx = _Context(base, tuple(shapes), scen.fabric.names, fixed,
-                   space.placements == "all", top, prune)
+                   space.placements == "all", top, prune,
+                   None if extra_constraints else spec)
     live = [sc for sc in shapes if sc.bounds is not None]
     rows: list[dict] = []
     for si, shape_ctx in enumerate(shapes):
@@ -785,6 +799,11 @@ def _resolve(ctx: _Context, row: Any) -> tuple[Candidate, Solution]:
     pl = placement_of(sc.shape.fabric, _matrices(ctx, sc.shape, par)[qi])
     g = generate(ctx.base.entry, par, sc.shape.fabric)
     scen = candidate_scenario(ctx.base, sc.shape.fabric, g, pl)
+    if ctx.spec is not None:
+        # the scenario compile(spec) gives (the test suite checks the equivalence)
+        object.__setattr__(scen, "spec", candidate_spec(
+            ctx.spec, ctx.base.entry.name, ctx.base.entry.parallelism, par, pl,
+            sc.shape.hb_domain))
     return Candidate(par, pl, sc.shape), solve(build_problem(scen))
 
 
@@ -880,7 +899,8 @@ def codesign_gains(base: SearchBase, result: SearchResult, space: SearchSpace | 
     scen = base.scenario
     if result.objective != scen.objective:
         scen = dataclasses.replace(scen, objective=result.objective)  # type: ignore[arg-type]
-        base = dataclasses.replace(base, scenario=scen)
+        spec = None if base.spec is None else base.spec.replace("objective", result.objective)
+        base = dataclasses.replace(base, scenario=scen, spec=spec)
     solved = result.table[result.table["rank"] == 1]
     if solved.empty:
         return {"equal_split": math.nan, "conventional": math.nan, "best": math.nan}

@@ -78,10 +78,10 @@ def objective_factor(scenario: Scenario, bw_gbps: np.ndarray) -> float:
     1.0
     """
     obj = scenario.objective_model
-    if not (obj.prices_network or obj.needs_tco):  # time alone
+    if not (obj.prices_network or obj.needs_tco):  # perf: the step time alone
         return 1.0
     coeffs = scenario.coefficients
-    if not obj.needs_tco:  # time x network cost
+    if obj.prices_network:  # perf_per_cost: times the network's cost
         return float(coeffs.fixed_usd + coeffs.usd_per_gbps @ bw_gbps)
     assert scenario.tco is not None
     r0, r = cluster_rate_coefficients(scenario.tco, scenario.fabric, coeffs)
@@ -213,10 +213,10 @@ def shape_bounds(scenario: Scenario, fixed_bw_gbps: np.ndarray | None = None) ->
         if status == "optimal":
             bw_max[d] = max(-value, 0.0) * (1.0 + 1e-7)  # the LP's optimum, rounded up
     obj = scenario.objective_model
-    if not (obj.prices_network or obj.needs_tco):  # time alone
+    if not (obj.prices_network or obj.needs_tco):  # perf
         return ShapeBounds(bw_max, 1.0)
     coeffs = scenario.coefficients
-    if not obj.needs_tco:  # time x network cost
+    if obj.prices_network:  # perf_per_cost
         rate, k0, scale = coeffs.usd_per_gbps, coeffs.fixed_usd, 1.0
     else:
         assert scenario.tco is not None

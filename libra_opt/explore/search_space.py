@@ -9,7 +9,8 @@ A candidate of the co-design search (:mod:`libra_opt.explore.search`) is a tripl
   (:class:`~libra_opt.generators.mapping.Placement`): ``k_{a,d}`` NPUs of dimension ``d``
   for axis ``a``, a group may take part of a dimension;
 * a fabric shape: the base fabric, or one member of a named family (the scale-up HB domain
-  size of a two-level fat-tree or Rail-only fabric).
+  size of a two-level fat-tree or Rail-only fabric: the scenario's spec with
+  ``fabric.hb_domain`` replaced).
 
 Enumeration is deterministic: parallelisms in increasing ``tp``, ``cp``, ``pp``, ``ep``,
 then micro-batch, interleave, recomputation, sequence parallelism and ZeRO in the order the
@@ -41,7 +42,6 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from libra_opt.errors import InputError
-from libra_opt.fabric.builders import fabric_family, rail_only, rail_optimized_fat_tree
 from libra_opt.fabric.dims import Fabric
 from libra_opt.generators.descriptors import TransformerSpec
 from libra_opt.generators.devices import ComputeEfficiency, Device, compute_time_s
@@ -59,6 +59,8 @@ from libra_opt.generators.pipeline import inflight_microbatches, stage_plan
 from libra_opt.generators.roofline import operator_time_s
 from libra_opt.generators.transformer_counts import embedding_params, layer_counts
 from libra_opt.generators.transformer_workload import layer_params_local
+from libra_opt.scenario.compile import compile_fabric
+from libra_opt.scenario.spec import API_SOURCE, ScenarioSpec
 
 __all__ = [
     "RECOMPUTE",
@@ -167,47 +169,54 @@ class FabricShape:
     reason: str = ""
 
 
-def _two_level_like(base: Fabric, hb_domain: int) -> Fabric:
-    """``base`` (a two-level fat-tree or Rail-only fabric) with another HB domain size."""
-    hb, so = base.dims
-    build = rail_only if fabric_family(base) == "rail_only" else rail_optimized_fat_tree
-    return build(
-        base.n_npus, hb_domain, so.switch_radix, hb_topology=hb.topology, hb_tier=hb.tier,
-        scale_out_tier=so.tier, hb_latency_s=hb.latency_s, scale_out_latency_s=so.latency_s,
-        switch_pricing=so.switch_pricing, copper_levels=so.copper_levels,
-    )
+#: Builders whose fabrics form an HB-domain family (two levels: ``hb`` and ``scaleout``).
+_TWO_LEVEL_BUILDERS = ("fat_tree", "rail_optimized_fat_tree", "rail_only")
 
 
-def fabric_shapes(base: Fabric, hb_domains: Sequence[int] | None) -> tuple[FabricShape, ...]:
-    """The fabric shapes of a search: ``base`` alone, or ``base`` rebuilt with each HB size.
+def fabric_shapes(base: Fabric, hb_domains: Sequence[int] | None,
+                  spec: ScenarioSpec | None = None) -> tuple[FabricShape, ...]:
+    """The fabric shapes of a search: ``base`` alone, or the fabric of each HB size.
 
-    Only two-level builder fabrics (``hb`` + ``scaleout``, :func:`rail_optimized_fat_tree`
-    or :func:`rail_only`) have an HB-domain family; the rebuild keeps every other property
-    of the base (tiers, radix, latencies, pricing), so its prices come from the same cost
-    model. A size that does not divide the NPU count is kept as a shape with a reason.
+    A shape of the family is the scenario's spec with ``fabric.hb_domain`` replaced
+    (:meth:`~libra_opt.scenario.spec.ScenarioSpec.replace`), its fabric compiled
+    (:func:`~libra_opt.scenario.compile.compile_fabric`): the builder call keeps every
+    other parameter of the base (tiers, radix, latencies, pricing), so its prices come from
+    the same cost model. Only two-level builder fabrics (``fat_tree`` or ``rail_only``:
+    ``hb`` + ``scaleout``) have an HB-domain family. A size that does not divide the NPU
+    count is kept as a shape with a reason.
 
     Raises
     ------
     InputError
-        When ``hb_domains`` is given for a fabric that is not a two-level builder fabric.
+        When ``hb_domains`` is given without a spec, for a spec whose fabric is not a
+        two-level builder call, or for a ``base`` that is not the spec's fabric.
 
     Examples
     --------
-    >>> f = rail_optimized_fat_tree(1024, 8, 64)
-    >>> [(s.label, s.fabric is not None) for s in fabric_shapes(f, (8, 72))]
+    >>> import libra_opt as lo
+    >>> spec = lo.load_spec("llama3_405b_h100_tco")
+    >>> f = lo.compile(spec).fabric
+    >>> [(s.label, s.fabric is not None) for s in fabric_shapes(f, (8, 72), spec)]
     [('hb 8', True), ('hb 72', False)]
     """
     if hb_domains is None:
         hb = base.dims[0].size if base.n_dims == 2 else 0
         return (FabricShape("base", hb, base),)
-    if base.n_dims != 2 or base.names != ("hb", "scaleout") or fabric_family(base) == "multi_dim":
+    if spec is None:
+        raise InputError("an HB-domain family is rebuilt from the scenario's spec (its "
+                         "builder call); this scenario was built from objects",
+                         field="search.hb_domains")
+    source = spec.source or API_SOURCE
+    fs = spec.fabric
+    if fs.builder not in _TWO_LEVEL_BUILDERS or fs.members is not None \
+            or "hb_domain" not in fs.args:
         raise InputError(
             "an HB-domain family needs a two-level fat_tree or rail_only fabric (dimensions "
             f"hb, scaleout); this one has {', '.join(base.names)}", field="search.hb_domains")
-    if _two_level_like(base, base.dims[0].size) != base:
+    if compile_fabric(fs, source) != base:
         raise InputError(
-            "the fabric differs from what its builder makes (edited dimensions?); the "
-            "HB-domain family can only rebuild builder fabrics", field="search.hb_domains")
+            "the fabric differs from what its spec's builder call makes; the HB-domain "
+            "family can only rebuild the spec's fabric", field="search.hb_domains")
     out = []
     for h in dict.fromkeys(hb_domains):
         if base.n_npus % h:
@@ -215,7 +224,8 @@ def fabric_shapes(base: Fabric, hb_domains: Sequence[int] | None) -> tuple[Fabri
                                    f"HB domain {h} does not divide {base.n_npus} NPUs"))
             continue
         try:
-            out.append(FabricShape(f"hb {h}", h, _two_level_like(base, h)))
+            fabric = compile_fabric(spec.replace("fabric.hb_domain", h).fabric, source)
+            out.append(FabricShape(f"hb {h}", h, fabric))
         except InputError as exc:
             out.append(FabricShape(f"hb {h}", h, None, exc.message))
     return tuple(out)

@@ -13,7 +13,6 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
-from libra_opt import load_search_base
 from libra_opt.errors import InputError
 from libra_opt.explore.search import (
     ModelEntry,
@@ -22,6 +21,7 @@ from libra_opt.explore.search import (
     generate,
     run_search,
 )
+from libra_opt.explore.search_base import search_base
 from libra_opt.explore.search_bounds import shape_bounds, step_times_s
 from libra_opt.explore.search_space import (
     LayerTimeCache,
@@ -39,8 +39,11 @@ from libra_opt.generators.devices import ComputeEfficiency
 from libra_opt.generators.mapping import place_groups
 from libra_opt.generators.parallelism import Parallelism
 from libra_opt.io.presets import load_device
+from libra_opt.io.scenario_file import load_scenario
 from libra_opt.optimize.problem import solve
+from libra_opt.scenario.compile import compile
 from libra_opt.scenario.evaluate import evaluate, scenario_walks
+from libra_opt.scenario.spec import Ref, WorkloadSpec
 from libra_opt.traffic.step_time import step_time_from_walk
 
 SMALL_SPACE = SearchSpace(micro_batch_sizes=(1, 2), interleave=(1, 2),
@@ -51,7 +54,7 @@ SMALL_SPACE = SearchSpace(micro_batch_sizes=(1, 2), interleave=(1, 2),
 @pytest.fixture(scope="module")
 def template() -> SearchBase:
     """Prices, TCO and bounds of the Llama 3 example (two-level fat-tree dims hb, scaleout)."""
-    return load_search_base("llama3_405b_h100_tco")
+    return search_base(load_scenario("llama3_405b_h100_tco"))
 
 
 def _model(layers: int, heads: int, kv: int, moe: bool) -> TransformerSpec:
@@ -64,16 +67,20 @@ def _model(layers: int, heads: int, kv: int, moe: bool) -> TransformerSpec:
 
 def _base(template: SearchBase, model: TransformerSpec, n_npus: int, hb: int, objective: str,
           gbs: int = 32, budget: float | None = None) -> SearchBase:
+    """The template's spec (prices, TCO, bounds) with a tiny model on a smaller fabric,
+    built in memory and compiled (no file)."""
+    assert template.spec is not None
     device = load_device("h100_sxm")
-    entry = ModelEntry("tiny", model, device,
-                       ComputeEfficiency("roofline", device.default_efficiency),
-                       Parallelism(tp=hb, dp=n_npus // hb, global_batch_size=gbs))
-    fabric = rail_optimized_fat_tree(n_npus, hb, 64)
-    scen0 = dataclasses.replace(template.scenario, objective=objective, budget_usd=budget)
-    g = generate(entry, entry.parallelism, fabric)
-    stub = SearchBase(scen0, entry)
-    scen = candidate_scenario(stub, fabric, g, place_groups(fabric, entry.parallelism.degrees()))
-    return SearchBase(scen, entry)
+    w = WorkloadSpec("tiny", model=Ref("tiny", model), device=Ref("h100_sxm", device),
+                     parallelism={"tp": hb, "dp": n_npus // hb, "global_batch_size": gbs})
+    spec = dataclasses.replace(template.spec, workloads=(w,), objective=objective,
+                               constraints=dataclasses.replace(template.spec.constraints,
+                                                               budget_usd=budget))
+    spec = spec.replace("fabric.n_npus", n_npus).replace("fabric.hb_domain", hb)
+    base = search_base(compile(spec))
+    assert base.scenario.fabric == rail_optimized_fat_tree(n_npus, hb, 64)
+    assert base.entry.efficiency == ComputeEfficiency("roofline", device.default_efficiency)
+    return base
 
 
 def _best(res) -> float:
@@ -286,24 +293,23 @@ def test_pruned_search_equals_exhaustive_enumeration(template, objective, moe, l
 
 
 def test_three_dimensional_fabric_search_is_exact(template) -> None:
-    # a 4 x 4 x 4 fabric (ring, switch, switch) with a budget: perf objective
-    from libra_opt.cost.prices import CostModel
+    # a 4 x 4 x 4 fabric (ring, switch, switch) with a budget: perf objective, a spec
+    # built in Python
+    from libra_opt.scenario.spec import ConstraintsSpec, FabricSpec, ScenarioSpec
 
     m = _model(4, 8, 8, False)
     dev = load_device("h100_sxm")
-    entry = ModelEntry("tiny", m, dev, ComputeEfficiency("roofline", dev.default_efficiency),
-                       Parallelism(tp=4, dp=16, global_batch_size=32))
-    f = multi_dim((4, 4, 4), ("ring", "switch", "switch"))
-    from libra_opt.scenario.scenario import Scenario
-
-    cost = CostModel.from_tables({"InterChiplet": {"link": 1.0},
-                                  "InterPackage": {"link": 3.0, "switch": 2.0, "nic": 1.0},
-                                  "InterNode": {"link": 8.0, "switch": 4.0, "nic": 2.0}})
-    g = generate(entry, entry.parallelism, f)
-    stub = Scenario(f, cost, (g.workload,), budget_usd=64 * 2000.0)
-    base = SearchBase(stub, entry)
-    base = SearchBase(candidate_scenario(base, f, g, place_groups(f, entry.parallelism.degrees())),
-                      entry)
+    spec = ScenarioSpec(
+        fabric=FabricSpec(builder="multi_dim", args={"shape": [4, 4, 4],
+                                                     "topologies": ["ring", "switch", "switch"]}),
+        cost_model={"InterChiplet": {"link": 1.0},
+                    "InterPackage": {"link": 3.0, "switch": 2.0, "nic": 1.0},
+                    "InterNode": {"link": 8.0, "switch": 4.0, "nic": 2.0}},
+        workloads=(WorkloadSpec("tiny", model=Ref("tiny", m), device=Ref("h100_sxm", dev),
+                                parallelism={"tp": 4, "dp": 16, "global_batch_size": 32}),),
+        constraints=ConstraintsSpec(budget_usd=64 * 2000.0))
+    base = search_base(compile(spec))
+    assert base.scenario.fabric == multi_dim((4, 4, 4), ("ring", "switch", "switch"))
     space = dataclasses.replace(SMALL_SPACE, micro_batch_sizes=(1,), zero=(1,),
                                 recompute=("full",), interleave=(1,), pp=(1, 2))
     pruned = run_search(base, space, top=1, solutions=True)
@@ -331,12 +337,18 @@ def test_executors_give_identical_rows(template) -> None:
 
 
 def test_fabric_shapes_and_refusals(template) -> None:
-    shapes = fabric_shapes(template.scenario.fabric, (8, 16, 72))
+    shapes = fabric_shapes(template.scenario.fabric, (8, 16, 72), template.spec)
     assert [s.hb_domain for s in shapes] == [8, 16, 72]
-    assert shapes[1].fabric is not None and shapes[1].fabric.sizes == (16, 1024)
+    assert shapes[1].fabric == rail_optimized_fat_tree(16384, 16, 64)
     assert shapes[2].fabric is None and "does not divide" in shapes[2].reason
+    with pytest.raises(InputError, match="spec"):  # a family is rebuilt from the spec
+        fabric_shapes(template.scenario.fabric, (8, 16))
+    assert template.spec is not None
+    flat = dataclasses.replace(template.spec, fabric=dataclasses.replace(
+        template.spec.fabric, builder="multi_dim", args={"shape": [4, 4],
+                                                          "topologies": ["ring", "switch"]}))
     with pytest.raises(InputError, match="two-level"):
-        fabric_shapes(multi_dim((4, 4), ("ring", "switch")), (4,))
+        fabric_shapes(multi_dim((4, 4), ("ring", "switch")), (4,), flat)
     with pytest.raises(InputError, match="top"):
         run_search(template, top=0)
     with pytest.raises(InputError, match="recompute"):
@@ -346,7 +358,7 @@ def test_fabric_shapes_and_refusals(template) -> None:
 def test_memory_rows_and_invalid_shapes_are_rows_not_crashes(template) -> None:
     base = _base(template, _model(4, 8, 2, False), 64, 8, "tco")
     tiny = dataclasses.replace(base.entry.device, hbm_bytes=0.3e9)
-    base = SearchBase(base.scenario, dataclasses.replace(base.entry, device=tiny))
+    base = dataclasses.replace(base, entry=dataclasses.replace(base.entry, device=tiny))
     space = dataclasses.replace(SMALL_SPACE, micro_batch_sizes=(1,), zero=(1,),
                                 recompute=("full",), tp=(1, 8), pp=(1,), hb_domains=(8, 48))
     res = run_search(base, space, top=1, solutions=False)
