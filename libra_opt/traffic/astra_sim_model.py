@@ -56,7 +56,13 @@ ChunkedCollective`) is ``sum_p t_p + max_r piece_r`` with, per dimension ``d``:
   busy ``beta_d`` per chunk (the two ring directions counted apart; halving-doubling counted
   link by link: one link per peer distance on a fully-connected dimension, every directed
   ring link its messages cross) the whole time, the dimension's own latency hidden but its
-  last step's ``l_d``.
+  last step's ``l_d``;
+* congestion-aware halving-doubling on one dimension: ``sigma / B_d + W t_p^0 - u_d``
+  with ``sigma / B_d`` the span of the ``S`` chunks' messages on FIFO links at vanishing
+  latency (:func:`hd_link_schedule_span`; with several chunks at once their steps
+  interleave and the busiest link idles part of the time, so the bound above is 10-15 %
+  short), ``W`` further waves each paying the phase's latencies and reductions ``t_p^0``
+  once more.
 
 A phase with two regimes (a congestion-aware direct phase on a ring: the larger of two
 affine times) is priced at its first; every choice of regimes adds its pieces shifted by
@@ -82,9 +88,11 @@ References
 
 from __future__ import annotations
 
+import functools
+import heapq
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal, get_args
 
@@ -95,6 +103,7 @@ __all__ = [
     "Backend",
     "BACKENDS",
     "SimPhase",
+    "hd_link_schedule_span",
     "sim_chunks",
     "sim_phase",
     "sim_pipeline_pieces",
@@ -130,6 +139,10 @@ class SimPhase:
     alt : tuple of float, optional
         ``(coef_gb, const_s)`` of a second regime: the phase takes the larger of the two
         (:func:`sim_pipeline_pieces` keeps the pipeline a max of affine pieces).
+    schedule : tuple, optional
+        ``(op, topology, k, buffer_gb)`` of a congestion-aware halving-doubling phase (the
+        buffer times ``B_d``): :func:`hd_link_schedule_span` prices several chunks of it
+        interleaving on the dimension's links.
     """
 
     coef_gb: float
@@ -141,6 +154,7 @@ class SimPhase:
     step_gb: float = 0.0
     head_s: float = 0.0
     alt: tuple[float, float] | None = None
+    schedule: tuple[str, str, int, float] | None = None
 
 
 def sim_chunks(kind: str, size_bytes: float, splits: int, npus: int) -> tuple[float, int]:
@@ -216,6 +230,118 @@ def _hd_ring_busiest_link(op: str, k: int, x: float) -> float:
                 per_link[link] = per_link.get(link, 0.0) + m
                 node = (node + step) % k
     return max(per_link.values())
+
+
+def hd_link_schedule_span(op: str, topology: str, k: int, chunks: int, queues: int,
+                          per_queue: int) -> float:
+    """Span of ``chunks`` halving-doubling chunks on congestion-aware links, per buffer byte.
+
+    Parameters
+    ----------
+    op : {'reduce_scatter', 'all_gather', 'all_reduce'}
+    topology : {'ring', 'fully_connected', 'switch'}
+    k : int
+        NPUs of the dimension (a power of two).
+    chunks : int
+        Chunks ``S``; chunk ``s`` runs on queue ``s mod queues``.
+    queues, per_queue : int
+        Queues of the phase and chunks each runs at once.
+
+    Returns
+    -------
+    float
+        Time from the first send to the last reception with every serialization of ``m``
+        bytes taking ``m`` (a phase buffer of 1): multiplied by ``x / X`` it is the
+        bandwidth-bound span, a constant over ``B_d``.
+
+    Notes
+    -----
+    Every NPU runs the same chunks, so the links are loaded symmetrically but not evenly
+    in time: with two chunks at once their steps interleave on each link in FIFO order
+    (a chunk's next step waits for the peer's message, which may sit behind the other
+    chunk's larger step), and a new chunk starts only when one finishes, behind the
+    previous wave's last step. The span is that schedule followed message by message
+    (routes and FIFO links as in the module notes) with latencies and endpoint delays
+    vanishing (kept only as tie-breakers in the order of the simulator's events), so the
+    result is exact in the limit of latency small against serialization and linear in
+    ``x / X``.
+
+    Examples
+    --------
+    Switch of 8, all-gather (steps of 1, 2 and 4 shards ``m``), two chunks at once: the
+    up-link carries ``L = 7 m`` per chunk; the first wave takes ``2 L = 14 m``, every
+    later wave ``2 L - m_1 + m_3 = 17 m`` (its first step waits behind the previous
+    wave's last step on the down-link), and the last chunk's last step is forwarded
+    (``4 m``): four waves of 8 chunks ``14 + 3 x 17 + 4 = 69`` shards of ``1/8``:
+
+    >>> round(hd_link_schedule_span("all_gather", "switch", 8, 8, 1, 2), 6)
+    8.625
+    """
+    steps = _hd_steps(op, k, 1.0)
+    eps_link, eps_end = 1e-9, 1e-11  # tie-breakers: endpoint delay << link latency
+    Link = tuple[int, int | str]
+
+    def route(i: int, dist: int) -> tuple[int, list[Link]]:
+        peer = (i + dist) % k if (i // dist) % 2 == 0 else (i - dist) % k
+        if topology == "fully_connected":
+            return peer, [(i, peer)]
+        if topology == "switch":
+            return peer, [(i, "up"), (peer, "down")]
+        cw = (peer - i) % k
+        way, hops = (-1, k - cw) if k - cw < cw else (1, cw)
+        return peer, [((i + way * h) % k, way) for h in range(hops)]
+
+    heap: list[tuple[float, int, Callable[[float], None]]] = []
+    seq = itertools.count()
+    free: dict[Link, float] = {}
+    ready: dict[tuple[int, int, int], float] = {}  # first of (own send, reception) seen
+    running = [[0] * queues for _ in range(k)]
+    waiting = [[[s for s in range(chunks) if s % queues == qq] for qq in range(queues)]
+               for _ in range(k)]
+    finish = [0.0]
+
+    def push(t: float, fn: Callable[[float], None]) -> None:
+        heapq.heappush(heap, (t, next(seq), fn))
+
+    def kick(t: float, i: int, qq: int) -> None:
+        while waiting[i][qq] and running[i][qq] < per_queue:
+            running[i][qq] += 1
+            push(t + eps_end, functools.partial(send, i=i, s=waiting[i][qq].pop(0), st=0))
+
+    def meet(t: float, i: int, s: int, st: int) -> None:
+        """NPU ``i``'s step ``st`` of chunk ``s`` is done once sent and received."""
+        if (i, s, st) not in ready:
+            ready[(i, s, st)] = t
+            return
+        done = max(t, ready.pop((i, s, st))) + eps_end
+        if st + 1 < len(steps):
+            push(done, lambda t1: send(t1, i, s, st + 1))
+        else:
+            finish[0] = max(finish[0], done)
+            running[i][s % queues] -= 1
+            kick(done, i, s % queues)
+
+    def hop(t: float, links: list[Link], m: float, dest: int, s: int, st: int) -> None:
+        start = max(t, free.get(links[0], 0.0))
+        free[links[0]] = start + m
+        if len(links) > 1:
+            push(start + m + eps_link, lambda t1: hop(t1, links[1:], m, dest, s, st))
+        else:
+            push(start + m + eps_link, lambda t1: meet(t1, dest, s, st))
+
+    def send(t: float, i: int, s: int, st: int) -> None:
+        m, dist = steps[st]
+        peer, links = route(i, dist)
+        hop(t, links, m, peer, s, st)
+        meet(t, i, s, st)
+
+    for i in range(k):
+        for qq in range(queues):
+            kick(0.0, i, qq)
+    while heap:
+        t, _, fn = heapq.heappop(heap)
+        fn(t)
+    return finish[0]
 
 
 def sim_phase(
@@ -393,7 +519,7 @@ def _sim_phase(op: str, algorithm: str, dim: Dim, k: int, buffer_bytes: float,
         elif topo == "ring":
             load = _hd_ring_busiest_link(op, k, x) * u
         return SimPhase(coef, passes * e + const + reds, load, "shared", e + hops * a, last,
-                        biggest)
+                        biggest, schedule=(op, topo, k, x * u) if aware else None)
     raise InputError(f"no {algorithm!r} phase time for {op!r}", field="collectives.algorithm")
 
 
@@ -519,6 +645,16 @@ def sim_pipeline_pieces(
                 pieces.append(({d: waves * phases[i][2].coef_gb}, waves * phases[i][2].const_s))
         if backend != "congestion_aware":
             continue
+        sched = phases[on_d[0]][2].schedule
+        if len(phases) == 1 and sched is not None:
+            # halving-doubling chunks interleaving on the links (hd_link_schedule_span)
+            g = phases[0][1] if split else "all"
+            queues = {"first": q // 2, "last": q - q // 2}.get(g, q)
+            op, topo, k, x_gb = sched
+            span_gb = x_gb * hd_link_schedule_span(op, topo, k, chunks, queues, per_queue)
+            ph = phases[0][2]
+            waves = math.ceil(chunks / slots[g]) - 1
+            pieces.append(({d: span_gb - ph.coef_gb}, waves * ph.const_s))
         shared = cw = acw = 0.0
         for i in on_d:
             ph = phases[i][2]
