@@ -3,6 +3,7 @@
 Only this package reads or writes files.
 """
 
+from libra_opt.io._yaml import read_yaml
 from libra_opt.io.astra_sim import export_astra_sim, read_astra_sim, write_astra_sim
 from libra_opt.io.bundle import write_bundle
 from libra_opt.io.libra import (
@@ -71,6 +72,7 @@ __all__ = [
     "spec_to_yaml",
     "model_presets",
     "read_astra_sim",
+    "read_yaml",
     "read_libra_communicator",
     "read_libra_cost_model",
     "read_libra_network",

@@ -131,7 +131,7 @@ class ParseCache:
     load, so a file changed between two loads is read afresh. A file is known by its device,
     inode, size and modification time, so two paths to one file (``a/../b.yml``, a symlink)
     are one entry. For YAML it keeps the parsed node graph, never handed out, and
-    :func:`load_yaml` builds new data from it for every reader (without parsing again), so
+    :func:`read_yaml` builds new data from it for every reader (without parsing again), so
     a reader changing what it got cannot change what another gets.
 
     Examples
@@ -139,9 +139,9 @@ class ParseCache:
     >>> from libra_opt.io.example_files import example_path
     >>> cache = ParseCache()
     >>> p = example_path("gpt3_175b_4d")
-    >>> from libra_opt.io.yaml_util import load_yaml
-    >>> first = load_yaml(p, cache=cache)      # read and parsed
-    >>> again = load_yaml(p, cache=cache)      # neither read nor parsed: built anew
+    >>> from libra_opt.io._yaml import read_yaml
+    >>> first = read_yaml(p, cache=cache)      # read and parsed
+    >>> again = read_yaml(p, cache=cache)      # neither read nor parsed: built anew
     >>> again == first and again is not first
     True
     """

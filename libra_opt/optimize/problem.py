@@ -33,6 +33,14 @@ from libra_opt.errors import (
     VerificationError,
     short_repr,
 )
+from libra_opt.optimize._verify import (
+    CONSTRAINT_REL_TOL,
+    MAX_BW_GBPS,
+    MAX_STEP_S,
+    OBJECTIVE_REL_TOL,
+    check_magnitudes,
+    verification_failure,
+)
 from libra_opt.optimize.conic import build_conic_program
 from libra_opt.optimize.feasibility import (
     cost_can_vanish,
@@ -53,14 +61,6 @@ from libra_opt.optimize.scaling import (
 )
 from libra_opt.optimize.solution import Solution, SolverInfo, constraint_reports
 from libra_opt.optimize.terms import AggregatedTerms, aggregate_terms
-from libra_opt.optimize.verify import (
-    CONSTRAINT_REL_TOL,
-    MAX_BW_GBPS,
-    MAX_STEP_S,
-    OBJECTIVE_REL_TOL,
-    check_magnitudes,
-    verification_failure,
-)
 from libra_opt.scenario.constraints import Row
 from libra_opt.scenario.evaluate import Evaluation, evaluate, scenario_walks
 from libra_opt.scenario.scenario import Scenario, scenario_rows, unique_labels

@@ -22,11 +22,11 @@ from libra_opt.options import (
     TrafficModel,
     TrainingLoop,
 )
+from libra_opt.scenario._values import unique_labels
 from libra_opt.scenario.constraints import LinearConstraint, Row, constraint_rows
 from libra_opt.scenario.display import format_usd, html_table
 from libra_opt.scenario.objective import Objective as ObjectiveModel
 from libra_opt.scenario.objective import objective_of
-from libra_opt.scenario.values import unique_labels
 from libra_opt.traffic.in_network import in_network_dims
 from libra_opt.traffic.topology_aware import CollectiveSettings, collective_phases
 from libra_opt.traffic.workload import Workload, check_on_fabric
