@@ -62,6 +62,7 @@ _LAZY: dict[str, str] = {
     "Phase": "libra_opt.traffic.workload",
     "Workload": "libra_opt.traffic.workload",
     "step_time": "libra_opt.traffic.step_time",
+    "TimingModel": "libra_opt.traffic.timing",
     # cost
     "CostModel": "libra_opt.cost.prices",
     "cost_coefficients": "libra_opt.cost.prices",
@@ -300,4 +301,5 @@ if TYPE_CHECKING:  # static analysers see the lazy names
     from libra_opt.scenario.scenario import Scenario
     from libra_opt.scenario.spec import ScenarioSpec
     from libra_opt.traffic.step_time import step_time
+    from libra_opt.traffic.timing import TimingModel
     from libra_opt.traffic.workload import Collective, Layer, Phase, Workload
