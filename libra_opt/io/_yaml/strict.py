@@ -485,9 +485,37 @@ def _c_nesting(text: str, stop: int) -> int:
         loader.dispose()
 
 
+#: A ``?`` after a plain scalar's character (``[a?]``, ``[a ?]``), not one opening a flow
+#: entry's complex key (``[? a]``): libyaml reads ``[a?]`` as ``['a?']`` where the reference
+#: loader refuses it (found by the differential test).
+_PLAIN_QUESTION = re.compile(r"(?<![\[{,\s])\?|[^\s\[{,]\s+\?")
+#: A comment: ``#`` at a line's start or after white space, to the end of the line.
+_COMMENT = re.compile(r"(?:^|(?<=\s))#.*$", re.MULTILINE)
+
+
+def _question_in_plain(text: str) -> bool:
+    r"""Whether ``text`` may hold a ``?`` inside a plain scalar (:data:`_PLAIN_QUESTION`),
+    comments aside; a line with a quote keeps its comment (a ``#`` may be quoted), so the
+    answer errs towards yes.
+
+    Examples
+    --------
+    >>> _question_in_plain("[a?]"), _question_in_plain("[? a]")
+    (True, False)
+    >>> _question_in_plain("# worth buying?\nx: [1, 2]")
+    False
+    """
+    lines = [ln if ("'" in ln or '"' in ln) else _COMMENT.sub("", ln)
+             for ln in text.split("\n")]
+    return _PLAIN_QUESTION.search("\n".join(lines)) is not None
+
+
 def _c_unsafe(text: str) -> bool:
     """Whether :data:`_C_UNSAFE` finds something in ``text`` (the pattern is searched only
-    when ``text`` holds a character it needs: most documents hold none)."""
+    when ``text`` holds a character it needs: most documents hold none). So is a ``?``
+    inside a plain scalar of a document with a flow collection (:func:`_question_in_plain`)."""
+    if "?" in text and ("[" in text or "{" in text) and _question_in_plain(text):
+        return True
     if "#" in text and ("|" in text or ">" in text):
         return _C_UNSAFE.search(text) is not None
     return any(ch in text for ch in _C_UNSAFE_CHARS) and _C_UNSAFE.search(text) is not None
