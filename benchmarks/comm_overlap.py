@@ -43,9 +43,9 @@ from pathlib import Path
 import bench_results as results
 import numpy as np
 
+from libra_opt.io._yaml import read_yaml
 from libra_opt.io.examples import example_path
 from libra_opt.io.scenario_file import scenario_from_dict
-from libra_opt.io.yaml_util import load_yaml
 from libra_opt.optimize.problem import solve
 from libra_opt.traffic.step_time import step_time
 
@@ -59,7 +59,7 @@ KNEE = 0.02
 
 def scenario(tp: bool, dp: bool):
     path = example_path("gpt3_175b_a100_cluster")
-    data = load_yaml(path)
+    data = read_yaml(path)
     par = data["workloads"][0]["parallelism"]
     par["tp_comm_overlap"], par["dp_comm_overlap"] = tp, dp
     data["training_loop"] = "overlap" if (tp or dp) else "no_overlap"

@@ -2,9 +2,9 @@
 pure-Python reference loader.
 
 Prints, for each YAML file of the shipped examples (``libra_opt/data/examples``) and for
-all of them together, the median time of :func:`libra_opt.io.yaml_util.load_yaml` with
+all of them together, the median time of :func:`libra_opt.io.read_yaml` with
 p10-p90 spread in three set-ups, interleaved run by run so that load from other processes
-weighs on all alike: as shipped (the plain block reader of :mod:`libra_opt.io.yaml_simple`
+weighs on all alike: as shipped (the plain block reader of :mod:`libra_opt.io._yaml.simple`
 where a document is in its subset, else libyaml), libyaml alone (the plain reader off), and
 the reference loader alone (what every load used before either); then the same for
 ``load_scenario("gpt3_175b_4d")``; then how often each file is read per scenario load.
@@ -29,10 +29,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from libra_opt.io import files, yaml_util  # noqa: E402
+from libra_opt.io import files  # noqa: E402
+from libra_opt.io._yaml import strict as yaml_util  # noqa: E402
+from libra_opt.io._yaml.simple import NOT_SIMPLE  # noqa: E402
 from libra_opt.io.example_files import example_names  # noqa: E402
 from libra_opt.io.scenario_file import load_scenario  # noqa: E402
-from libra_opt.io.yaml_simple import NOT_SIMPLE  # noqa: E402
 
 EXAMPLES = ROOT / "libra_opt" / "data" / "examples"
 
@@ -116,17 +117,17 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     files = sorted([*EXAMPLES.rglob("*.yaml"), *EXAMPLES.rglob("*.yml")])
     for f in files:  # warm every path once before freezing
-        yaml_util.load_yaml(f)
+        yaml_util.read_yaml(f)
     load_scenario("gpt3_175b_4d")
     gc.collect()
     gc.freeze()
 
     print(f"libyaml: {yaml_util._C_LOADER is not None}; {args.repeats} runs per figure, "
           "median [p10-p90]\n")
-    print(f"{'load_yaml':44s}" + "".join(f"{name:>27s}" for name, _ in SETUPS)
+    print(f"{'read_yaml':44s}" + "".join(f"{name:>27s}" for name, _ in SETUPS)
           + "  speed-up vs libyaml / reference")
-    rows = [(str(f.relative_to(EXAMPLES)), (lambda f=f: yaml_util.load_yaml(f))) for f in files]
-    rows.append((f"all {len(files)} example files", lambda: [yaml_util.load_yaml(f) for f in files]))
+    rows = [(str(f.relative_to(EXAMPLES)), (lambda f=f: yaml_util.read_yaml(f))) for f in files]
+    rows.append((f"all {len(files)} example files", lambda: [yaml_util.read_yaml(f) for f in files]))
     rows.append(("load_scenario('gpt3_175b_4d')", lambda: load_scenario("gpt3_175b_4d")))
     sums = [0.0] * len(SETUPS)
     for i, (label, fn) in enumerate(rows):

@@ -62,6 +62,7 @@ _LAZY: dict[str, str] = {
     "Phase": "libra_opt.traffic.workload",
     "Workload": "libra_opt.traffic.workload",
     "step_time": "libra_opt.traffic.step_time",
+    "TimingModel": "libra_opt.traffic.timing",
     # cost
     "CostModel": "libra_opt.cost.prices",
     "cost_coefficients": "libra_opt.cost.prices",
@@ -111,7 +112,7 @@ _LAZY_MODULES: dict[str, str] = {
 #: Functions defined here: the explore and scenario functions that also take a file or an
 #: example name, or read the files a spec names (io sits beside, not below, them).
 _OWN = ("apply_overrides", "compile", "load_solution", "save_solution", "search",
-        "sweep")
+        "sweep", "write_report")
 
 __all__ = [
     *_OWN,
@@ -288,6 +289,54 @@ def load_solution(path: str | os.PathLike[str], scenario: Any = None) -> Any:
         raise InputError(exc.message, source=str(path), field=exc.field) from None
 
 
+def write_report(scenario: Any, out_dir: Any, *, budget_points: int = 25,
+                 families: Any = None, progress: Any = None, flag: str | None = None,
+                 provenance: Any = None) -> dict[str, Any]:
+    """Run a design study (:func:`libra_opt.explore.study.design_study`), render it
+    (:func:`libra_opt.report.html.build_report`) and write ``report.html``, ``report.md`` and
+    the Markdown's PNGs into ``out_dir`` and nowhere else (:func:`libra_opt.io.write_bundle`).
+
+    ``scenario`` is a Scenario, a Solution, a scenario file or an example's name. The
+    scenario file's text goes into the report's provenance when the scenario has a file and
+    ``provenance`` gives no text.
+
+    Returns
+    -------
+    dict of str to Path
+        ``html``, ``markdown`` and ``png:<name>`` per figure.
+    """
+    import dataclasses
+
+    from libra_opt.explore.study import REPORT_FAMILIES, design_study
+    from libra_opt.io.bundle import write_bundle
+    from libra_opt.io.files import read_text_if_any
+    from libra_opt.io.output import check_output_dir
+    from libra_opt.report.html import (
+        HTML_NAME,
+        MARKDOWN_NAME,
+        Provenance,
+        build_report,
+        figure_file_name,
+        report_files,
+    )
+
+    check_output_dir(out_dir, flag or "out_dir")   # before any work
+    study = design_study(_scenario_or_spec(scenario), budget_points=budget_points,
+                         families=REPORT_FAMILIES if families is None else families,
+                         progress=progress)
+    prov = provenance or Provenance()
+    if prov.scenario_text is None:
+        prov = dataclasses.replace(prov, scenario_text=read_text_if_any(study.scenario.source,
+                                                                     max_bytes=1_000_000))
+    report = build_report(study, provenance=prov)
+    paths = write_bundle(out_dir, report_files(report), flag=flag)
+    written = {f"png:{name}": paths[figure_file_name(name)]
+               for sec in report.sections for name, _c, _png in sec.figures}
+    written["markdown"] = paths[MARKDOWN_NAME]
+    written["html"] = paths[HTML_NAME]
+    return written
+
+
 #: Names whose first argument may also be a shipped example's name or a scenario file's path.
 _TAKES_NAMES = ("solve", "evaluate")
 
@@ -352,4 +401,5 @@ if TYPE_CHECKING:  # static analysers see the lazy names
     from libra_opt.scenario.scenario import Scenario
     from libra_opt.scenario.spec import ScenarioSpec
     from libra_opt.traffic.step_time import step_time
+    from libra_opt.traffic.timing import TimingModel
     from libra_opt.traffic.workload import Collective, Layer, Phase, Workload

@@ -196,16 +196,12 @@ def _cmd_workload(args) -> int:
             field="workloads",
         )
     if getattr(args, "json", False):
-        print(_json([workload_summary(g, scen.fabric, bw, scen.training_loop,
-                                      scen.collective_model, scen.traffic_model,
-                                      scen.collective_settings, scen.in_network_dims)
+        print(_json([workload_summary(g, scen.fabric, bw, scen.timing)
                      for g in generated.values()]))
     for i, g in enumerate(generated.values() if not getattr(args, "json", False) else ()):
         if i:
             print()
-        print(workload_report(g, scen.fabric, bw, scen.training_loop, scen.collective_model,
-                              scen.traffic_model, scen.collective_settings,
-                              scen.in_network_dims))
+        print(workload_report(g, scen.fabric, bw, scen.timing))
     if args.export is not None:
         _export_workloads(scen.workloads, args.export)
     return 0

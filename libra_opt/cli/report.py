@@ -5,8 +5,8 @@ other sub-commands, so the main ``try/except`` maps errors to one line and an ex
 
 ``libra-opt report SCENARIO --out DIR`` writes ``DIR/report.html`` (one self-contained file:
 plots embedded as data URIs, inline CSS, nothing loaded from elsewhere) and ``DIR/report.md``
-with its PNGs beside it (:func:`libra_opt.report.html.write_report`). Nothing is written
-outside ``DIR``.
+with its PNGs beside it: the studies run in ``libra_opt.explore.study``, ``libra_opt.report``
+renders them, and ``libra_opt.io`` writes the files. Nothing is written outside ``DIR``.
 """
 
 from __future__ import annotations
@@ -45,9 +45,17 @@ def register(subparsers) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Execute ``report`` for parsed ``args``; prints the written paths and returns 0."""
-    from libra_opt.io import load_scenario
+    from libra_opt.explore.study import design_study
+    from libra_opt.io import load_scenario, write_bundle
+    from libra_opt.io.files import read_text_if_any
     from libra_opt.io.output import prepare_output_dir
-    from libra_opt.report.html import Provenance, write_report
+    from libra_opt.report.html import (
+        HTML_NAME,
+        MARKDOWN_NAME,
+        Provenance,
+        build_report,
+        report_files,
+    )
 
     # the command line first (the folder and its two documents), then the work
     prepare_output_dir(args.out, ["report.html", "report.md"], "--out", create=False)
@@ -58,8 +66,10 @@ def run(args: argparse.Namespace) -> int:
     scen = load_scenario(args.scenario)
     progress = False if args.no_progress else None
     command = " ".join(["libra-opt", *(shlex.quote(a) for a in sys.argv[1:])])
-    written = write_report(scen, args.out, budget_points=args.budget_points, progress=progress,
-                           flag="--out", provenance=Provenance(command=command))
-    print(f"wrote {written['html']}")
-    print(f"wrote {written['markdown']} and {sum(k.startswith('png:') for k in written)} PNGs")
+    study = design_study(scen, budget_points=args.budget_points, progress=progress)
+    prov = Provenance(command=command, scenario_text=read_text_if_any(scen.source, max_bytes=1_000_000))
+    files = report_files(build_report(study, provenance=prov))
+    written = write_bundle(args.out, files, flag="--out")
+    print(f"wrote {written[HTML_NAME]}")
+    print(f"wrote {written[MARKDOWN_NAME]} and {sum(n.endswith('.png') for n in written)} PNGs")
     return 0

@@ -44,10 +44,11 @@ from libra_opt.optimize.feasibility import lp_extreme
 from libra_opt.optimize.problem import solve
 from libra_opt.optimize.terms import aggregate_terms, native_terms
 from libra_opt.options import COMPARE_MODES as MODES
-from libra_opt.options import TRAFFIC_MODELS, CollectiveModel, TrafficModel, TrainingLoop
+from libra_opt.options import CollectiveModel, TrafficModel, TrainingLoop
 from libra_opt.scenario.constraints import LinearConstraint, Row
 from libra_opt.scenario.scenario import Scenario, scenario_rows
 from libra_opt.traffic.step_time import check_bandwidth, step_time
+from libra_opt.traffic.timing import TimingModel, as_timing
 from libra_opt.traffic.workload import Workload, check_on_fabric
 
 __all__ = ["compare_fabrics", "budget_optimum"]
@@ -56,9 +57,9 @@ logger = logging.getLogger(__name__)
 
 
 
-def _step_time(workloads, weights, fabric, bw, mode, loop, traffic_model) -> float:
+def _step_time(workloads, weights, fabric, bw, timing: TimingModel) -> float:
     return sum(
-        wt * step_time(w, fabric, bw, mode, loop, traffic_model).step_time_s
+        wt * step_time(w, fabric, bw, timing).step_time_s
         for w, wt in zip(workloads, weights, strict=True)
     )
 
@@ -70,9 +71,10 @@ def budget_optimum(
     budget_usd: float,
     *,
     weights: Sequence[float] | None = None,
-    collective_model: CollectiveModel = "pipelined",
-    training_loop: TrainingLoop = "no_overlap",
-    traffic_model: TrafficModel = "native",
+    timing: TimingModel | None = None,
+    collective_model: CollectiveModel | None = None,
+    training_loop: TrainingLoop | None = None,
+    traffic_model: TrafficModel | None = None,
     cost_model: CostModel | None = None,
     constraints: Sequence[LinearConstraint] = (),
     power_w: float | None = None,
@@ -81,6 +83,10 @@ def budget_optimum(
 
     Parameters
     ----------
+    timing : TimingModel, optional
+        How steps are timed (its collective model, training loop and traffic model); default
+        pipelined, no_overlap and the ``native`` traffic model. Deprecated: the loose
+        ``collective_model``, ``training_loop`` and ``traffic_model`` instead.
     usd_per_gbps : array_like
         Prices of the budget row, $ per GB/s per dimension (0 leaves a dimension out of the
         budget, e.g. the HB domain of a scale-out budget).
@@ -120,13 +126,14 @@ def budget_optimum(
     >>> budget_optimum([w], f, np.array([1.0, 1.0]), 300.0).round(3).tolist()
     [200.0, 100.0]
     """
-    if traffic_model not in TRAFFIC_MODELS:
-        raise InputError(f"traffic_model {traffic_model!r} is not one of "
-                         f"{', '.join(TRAFFIC_MODELS)}", field="traffic_model")
+    if timing is None and traffic_model is None:
+        traffic_model = "native"
+    timing = as_timing(timing, collective_model=collective_model, training_loop=training_loop,
+                       traffic_model=traffic_model)
     wls = tuple(workloads)
     kappa = np.asarray(usd_per_gbps, dtype=float)
     n = fabric.n_dims
-    used = (native_terms(wls, fabric) if traffic_model == "native"
+    used = (native_terms(wls, fabric) if timing.native_traffic
             else aggregate_terms(wls, fabric)).used_dims
     free = [fabric.names[d] for d in used if kappa[d] <= 0]
     if free:
@@ -147,9 +154,9 @@ def budget_optimum(
         weights=None if weights is None else tuple(weights),
         constraints=(*constraints, *rows),
         power_w=power_w,
-        collective_model=collective_model,
-        training_loop=training_loop,
-        traffic_model=traffic_model,
+        collective_model=timing.collective_model,
+        training_loop=timing.training_loop,
+        traffic_model=timing.traffic_model,
     )
     return np.array(solve(scen, with_baselines=False).bw_gbps)
 
@@ -162,7 +169,7 @@ def _row(label: str, coef: npt.ArrayLike, sense, rhs: float) -> LinearConstraint
 def _scaleout_at_budget(
     workloads: Sequence[Workload], fabric: Fabric, cost_model: CostModel, so_price: float,
     budget_usd: float, hb_gbps: npt.ArrayLike, constraints: Sequence[LinearConstraint],
-    power_w: float | None, traffic_model: TrafficModel, label: str,
+    power_w: float | None, timing: TimingModel, label: str,
 ) -> np.ndarray:
     """The HB dimensions held at ``hb_gbps``, the scale-out (outermost) dimension at the
     largest bandwidth its budget, ``constraints`` and ``power_w`` allow (the least if it
@@ -171,7 +178,7 @@ def _scaleout_at_budget(
     n = fabric.n_dims
     so = n - 1
     hb = np.asarray(hb_gbps, dtype=float)
-    used = (native_terms(workloads, fabric) if traffic_model == "native"
+    used = (native_terms(workloads, fabric) if timing.native_traffic
             else aggregate_terms(workloads, fabric)).used_dims
     carries = so in set(int(d) for d in used)
     if carries and so_price <= 0:
@@ -179,11 +186,11 @@ def _scaleout_at_budget(
             f"fabric {label!r}: scale-out dimension {fabric.names[so]} carries traffic but costs "
             "nothing, so a budget does not bound it; give it a price", field="cost_model")
     eye = np.eye(n)
-    hb = _nearest_hold(fabric, cost_model, constraints, power_w, traffic_model, hb, label)
+    hb = _nearest_hold(fabric, cost_model, constraints, power_w, timing, hb, label)
     rows = (_row("scaleout_budget_usd", so_price * eye[so], "<=", budget_usd),
             *(_row(f"{fabric.names[d]} held", eye[d], "==", hb[d]) for d in range(so)))
     scen = Scenario(fabric, cost_model, tuple(workloads), constraints=(*constraints, *rows),
-                    power_w=power_w, traffic_model=traffic_model)
+                    power_w=power_w, traffic_model=timing.traffic_model)
     status, _, bw = lp_extreme(scenario_rows(scen), n, -eye[so] if carries else eye[so])
     if status != "optimal" or bw is None:
         raise InfeasibleDesignError(
@@ -197,7 +204,7 @@ def _scaleout_at_budget(
 
 def _nearest_hold(
     fabric: Fabric, cost_model: CostModel, constraints: Sequence[LinearConstraint],
-    power_w: float | None, traffic_model: TrafficModel, hb_gbps: np.ndarray, label: str,
+    power_w: float | None, timing: TimingModel, hb_gbps: np.ndarray, label: str,
 ) -> np.ndarray:
     """The HB bandwidth to hold in ``equal_budget``: ``hb_gbps`` when the scenario's
     constraints allow it (with some scale-out bandwidth), else the allowed HB bandwidth
@@ -207,7 +214,7 @@ def _nearest_hold(
     if so == 0:
         return hb_gbps
     scen = Scenario(fabric, cost_model, (_idle_workload(fabric),), constraints=tuple(constraints),
-                    power_w=power_w, traffic_model=traffic_model)
+                    power_w=power_w, traffic_model=timing.traffic_model)
     rows = scenario_rows(scen)
     # variables: B (n), then t (so) with t_d >= |B_d - hb_d|; minimise sum t
     pad = np.zeros(so)
@@ -246,11 +253,15 @@ def _held_hb(df, baseline: str, requested: np.ndarray) -> tuple[float, ...]:
     return tuple(float(x) for x in hb)
 
 
-def _inputs(scenario_or_workloads, cost_model, weights, collective_model, training_loop):
+def _inputs(scenario_or_workloads, cost_model, weights, collective_model, training_loop,
+            traffic_model):
+    """Workloads, cost model, weights, the timing (the scenario's collective model and loop
+    unless given; ``traffic_model`` as given) and the scenario (``None`` without one)."""
     if isinstance(scenario_or_workloads, Scenario):
         s = scenario_or_workloads
-        return (s.workloads, cost_model or s.cost_model, weights or s.weights,
-                collective_model or s.collective_model, training_loop or s.training_loop, s)
+        timing = TimingModel(collective_model or s.collective_model,
+                             training_loop or s.training_loop, traffic_model)
+        return (s.workloads, cost_model or s.cost_model, weights or s.weights, timing, s)
     if isinstance(scenario_or_workloads, Workload):
         wls: tuple[Workload, ...] = (scenario_or_workloads,)
     else:
@@ -260,8 +271,9 @@ def _inputs(scenario_or_workloads, cost_model, weights, collective_model, traini
                          field="scenario_or_workloads")
     if cost_model is None:
         raise InputError("cost_model is required when no scenario is given", field="cost_model")
-    return (wls, cost_model, weights or (1.0,) * len(wls), collective_model or "pipelined",
-            training_loop or "no_overlap", None)
+    timing = as_timing(collective_model=collective_model, training_loop=training_loop,
+                       traffic_model=traffic_model)
+    return (wls, cost_model, weights or (1.0,) * len(wls), timing, None)
 
 
 def _is_number(value: object) -> bool:
@@ -362,11 +374,8 @@ def compare_fabrics(
     """
     import pandas as pd
 
-    wls, cm, wts, mode, loop, scen = _inputs(scenario_or_workloads, cost_model, weights,
-                                             collective_model, training_loop)
-    if traffic_model not in TRAFFIC_MODELS:
-        raise InputError(f"traffic_model {traffic_model!r} is not one of "
-                         f"{', '.join(TRAFFIC_MODELS)}", field="traffic_model")
+    wls, cm, wts, timing, scen = _inputs(scenario_or_workloads, cost_model, weights,
+                                         collective_model, training_loop, traffic_model)
     if not isinstance(fabrics, Mapping) or not all(
             isinstance(k, str) and isinstance(f, Fabric) for k, f in fabrics.items()):
         raise InputError(
@@ -433,8 +442,7 @@ def compare_fabrics(
                     "left for the scale-out", field="budget_usd")
     if budget_usd is None:
         budget_usd = float(k_base @ bw_base)
-    budget_kw = dict(weights=wts, collective_model=mode, training_loop=loop,
-                     traffic_model=traffic_model, cost_model=cm, constraints=tuple(constraints),
+    budget_kw = dict(weights=wts, timing=timing, cost_model=cm, constraints=tuple(constraints),
                      power_w=power_w)
     rows = []
     for m in modes:
@@ -446,12 +454,12 @@ def compare_fabrics(
             elif m == "equal_budget":
                 bw = _scaleout_at_budget(wls, f, cm, float(k.usd_per_gbps[so]),
                                          float(scaleout_budget_usd), bws[n], constraints,
-                                         power_w, traffic_model, n)
+                                         power_w, timing, n)
             else:
                 # the fixed part (aggregators' state memory) comes off the total budget
                 bw = budget_optimum(wls, f, k.usd_per_gbps, float(budget_usd) - k.fixed_usd,
                                     **budget_kw)  # type: ignore[arg-type]
-            st = _step_time(wls, wts, f, bw, mode, loop, traffic_model)
+            st = _step_time(wls, wts, f, bw, timing)
             power = None if k.w_per_gbps is None else float(k.w_per_gbps @ bw) + k.fixed_w
             invs = [dimension_inventory(f, d) for d in range(f.n_dims)]
             row = {
@@ -486,5 +494,5 @@ def compare_fabrics(
     df.attrs.update(baseline=baseline, budget_usd=float(budget_usd),
                     scaleout_budget_usd=float(scaleout_budget_usd),
                     hb_gbps=_held_hb(df, baseline, bw_base[:so_base]),
-                    traffic_model=traffic_model)
+                    traffic_model=timing.traffic_model)
     return df

@@ -399,7 +399,7 @@ class _Workload(Protocol):
 
 
 def check_uneven_sizes(fabric: _Fabric, workloads: Sequence[_Workload],
-                       collective_model: str = "pipelined", traffic_model: str = "hierarchical",
+                       timing_refusal: str | None = None,
                        in_network: Sequence[str] = ()) -> None:
     """Refuse what the asymmetric-size model (``members.size``) does not time exactly.
 
@@ -410,6 +410,10 @@ def check_uneven_sizes(fabric: _Fabric, workloads: Sequence[_Workload],
     ``d`` for the three reductions / gathers, under the hierarchical traffic model and a
     collective model other than ``topology_aware``, and ``d`` not reducing in the network.
     Under these conditions :func:`slowest_fractions` is exact (module notes).
+
+    ``timing_refusal`` names the timing choice that rules the sizes out (``"collective_model
+    'topology_aware'"``, from ``TimingModel.uneven_sizes_refusal``), ``None`` when the
+    timing allows them; ``in_network`` names the dimensions that reduce in the network.
 
     Raises
     ------
@@ -437,13 +441,10 @@ def check_uneven_sizes(fabric: _Fabric, workloads: Sequence[_Workload],
         if max(sizes) != dim.size:
             raise InputError(f"the largest block ({max(sizes)} NPUs) must equal the "
                              f"dimension's size {dim.size}", field=field)
-        if collective_model == "topology_aware" or traffic_model != "hierarchical":
-            model = (f"collective_model {collective_model!r}"
-                     if collective_model == "topology_aware"
-                     else f"traffic_model {traffic_model!r}")
+        if timing_refusal is not None:
             raise InputError(f"asymmetric block sizes are modelled under the hierarchical "
                              f"traffic model with the pipelined or sequential collective "
-                             f"model, not {model}", field=field)
+                             f"model, not {timing_refusal}", field=field)
         if dim.name in in_network:
             raise InputError(f"asymmetric block sizes on {dim.name!r} are not modelled with "
                              "in-network reduction on it", field=field)

@@ -3,7 +3,9 @@
 Only this package reads or writes files.
 """
 
+from libra_opt.io._yaml import read_yaml
 from libra_opt.io.astra_sim import export_astra_sim, read_astra_sim, write_astra_sim
+from libra_opt.io.bundle import write_bundle
 from libra_opt.io.libra import (
     read_libra_communicator,
     read_libra_cost_model,
@@ -70,10 +72,12 @@ __all__ = [
     "spec_to_yaml",
     "model_presets",
     "read_astra_sim",
+    "read_yaml",
     "read_libra_communicator",
     "read_libra_cost_model",
     "read_libra_network",
     "write_astra_sim",
+    "write_bundle",
     "write_libra_communicator",
     "write_libra_cost_model",
     "write_libra_network",

@@ -66,7 +66,7 @@ from typing import Any
 
 from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Dim, Fabric
-from libra_opt.io.yaml_util import load_yaml
+from libra_opt.io._yaml import read_yaml
 from libra_opt.options import CollectiveAlgorithm, Topology
 from libra_opt.traffic.astra_sim_model import Backend
 from libra_opt.traffic.topology_aware import CollectiveSettings, bw_from_link_gbps
@@ -214,7 +214,7 @@ def read_astra_sim_network(path: str | Path) -> AstraSimNetwork:
         Naming the file and the key, for an unknown key, a topology other than ``Ring``,
         ``FullyConnected`` or ``Switch``, lists of different lengths or bad numbers.
     """
-    return network_from_mapping(load_yaml(path), str(path))
+    return network_from_mapping(read_yaml(path), str(path))
 
 
 def settings_from_mapping(
@@ -351,5 +351,5 @@ def read_astra_sim_system(
     InputError
         Naming the file and the key.
     """
-    return settings_from_mapping(load_yaml(path), dim_names, str(path), backend=backend,
+    return settings_from_mapping(read_yaml(path), dim_names, str(path), backend=backend,
                                  queues_per_dim=queues_per_dim)

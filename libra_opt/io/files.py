@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from libra_opt.errors import InputError, short_repr
 
-__all__ = ["MAX_INPUT_BYTES", "ParseCache", "read_bytes", "read_text"]
+__all__ = ["MAX_INPUT_BYTES", "ParseCache", "read_bytes", "read_text", "read_text_if_any"]
 
 #: Largest input file read (bytes); the ``max_bytes`` keyword of the readers overrides it.
 MAX_INPUT_BYTES = 64 * 1024 * 1024
@@ -131,7 +131,7 @@ class ParseCache:
     load, so a file changed between two loads is read afresh. A file is known by its device,
     inode, size and modification time, so two paths to one file (``a/../b.yml``, a symlink)
     are one entry. For YAML it keeps the parsed node graph, never handed out, and
-    :func:`load_yaml` builds new data from it for every reader (without parsing again), so
+    :func:`read_yaml` builds new data from it for every reader (without parsing again), so
     a reader changing what it got cannot change what another gets.
 
     Examples
@@ -139,9 +139,9 @@ class ParseCache:
     >>> from libra_opt.io.example_files import example_path
     >>> cache = ParseCache()
     >>> p = example_path("gpt3_175b_4d")
-    >>> from libra_opt.io.yaml_util import load_yaml
-    >>> first = load_yaml(p, cache=cache)      # read and parsed
-    >>> again = load_yaml(p, cache=cache)      # neither read nor parsed: built anew
+    >>> from libra_opt.io._yaml import read_yaml
+    >>> first = read_yaml(p, cache=cache)      # read and parsed
+    >>> again = read_yaml(p, cache=cache)      # neither read nor parsed: built anew
     >>> again == first and again is not first
     True
     """
@@ -189,3 +189,23 @@ def _file_key(path: str | Path | None) -> Hashable | None:
     except (OSError, ValueError):  # missing, unreadable, NUL byte: the reader reports it
         return None
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def read_text_if_any(path: str | Path | None, *, max_bytes: int | None = None) -> str | None:
+    """The UTF-8 text of a file, or ``None`` when there is no path or it cannot be read (the
+    reason logged): for text a result quotes if it can, such as a report's scenario file.
+
+    Examples
+    --------
+    >>> read_text_if_any(None) is None, read_text_if_any("/nonexistent/x.yaml") is None
+    (True, True)
+    """
+    import logging
+
+    if not path:
+        return None
+    try:
+        return read_text(path, max_bytes=max_bytes)
+    except InputError as exc:
+        logging.getLogger(__name__).info("text not read: %s", exc)
+        return None

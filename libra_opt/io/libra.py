@@ -18,9 +18,9 @@ import yaml
 
 from libra_opt.errors import InputError, short_repr
 from libra_opt.fabric.dims import Dim, Fabric
+from libra_opt.io._yaml import read_yaml
 from libra_opt.io.files import ParseCache
 from libra_opt.io.output import write_text_atomic
-from libra_opt.io.yaml_util import load_yaml
 from libra_opt.options import COMPONENTS, Topology
 
 __all__ = [
@@ -65,7 +65,7 @@ def read_libra_network(path: str | Path, *, cache: ParseCache | None = None) -> 
     :class:`~libra_opt.io.files.ParseCache` (a file it holds is not parsed again).
     """
     src = str(path)
-    data = _mapping(load_yaml(path, cache=cache), src, "network")
+    data = _mapping(read_yaml(path, cache=cache), src, "network")
     expected = {"Topology", "NpusCount", "CostDimension"}
     unknown = sorted(map(str, set(data) - expected))
     if unknown:
@@ -169,7 +169,7 @@ def read_libra_cost_model(
     ``cache``: the current load's :class:`~libra_opt.io.files.ParseCache`.
     """
     src = str(path)
-    return parse_libra_prices(load_yaml(path, cache=cache), src, "cost_model")
+    return parse_libra_prices(read_yaml(path, cache=cache), src, "cost_model")
 
 
 def write_libra_cost_model(tables: Mapping[str, Mapping[str, float]], path: str | Path) -> None:
@@ -208,7 +208,7 @@ def read_libra_communicator(
         into ``1`` (not spanned).
     """
     src = str(path)
-    data = _mapping(load_yaml(path, cache=cache), src, "communicator")
+    data = _mapping(read_yaml(path, cache=cache), src, "communicator")
     unknown = sorted(set(map(str, data)) - set(LIBRA_PHASE_GROUPS))
     if unknown:
         raise InputError(

@@ -1,6 +1,6 @@
 """Packaged presets read from ``libra_opt/data``: model descriptors, devices and catalogs.
 
-Every preset file is read here (through :func:`libra_opt.io.yaml_util.load_yaml`, strict
+Every preset file is read here (through :func:`libra_opt.io.read_yaml`, strict
 YAML) and validated by the parser of the layer that owns it:
 :func:`libra_opt.generators.descriptors.model_from_dict`,
 :func:`libra_opt.generators.devices.device_from_dict` and
@@ -25,8 +25,8 @@ from libra_opt.cost.prices import CostModel
 from libra_opt.errors import InputError, short_repr
 from libra_opt.generators.descriptors import DLRMSpec, ResNetSpec, TransformerSpec, model_from_dict
 from libra_opt.generators.devices import Device, device_from_dict
+from libra_opt.io._yaml import read_yaml
 from libra_opt.io.files import ParseCache
-from libra_opt.io.yaml_util import load_yaml
 
 if TYPE_CHECKING:
     from libra_opt.generators.validation import DeviceCalibration
@@ -51,7 +51,7 @@ def _data(*parts: str):
 
 def _read_packaged(*parts: str, cache: ParseCache | None = None) -> Any:
     with resources.as_file(_data(*parts)) as p:
-        return load_yaml(p, cache=cache)
+        return read_yaml(p, cache=cache)
 
 
 def model_presets() -> tuple[str, ...]:
@@ -108,7 +108,7 @@ def load_model(
     path = Path(text)
     if not path.is_absolute() and base_dir is not None:
         path = Path(base_dir) / path
-    return model_from_dict(load_yaml(path, cache=cache), source=str(path))
+    return model_from_dict(read_yaml(path, cache=cache), source=str(path))
 
 
 _DEVICES_SOURCE = "libra_opt/data/devices.yaml"
@@ -377,7 +377,7 @@ def load_catalog(
     except OSError:  # e.g. a name too long for the file system: not a file, so a preset name
         exists = False
     if p.suffix in (".yaml", ".yml") or exists:
-        return catalog_from_dict(load_yaml(p, cache=cache), str(p), overrides, name=p.stem)
+        return catalog_from_dict(read_yaml(p, cache=cache), str(p), overrides, name=p.stem)
     names = available_catalogs()
     if str(name_or_path) not in names:
         raise InputError(

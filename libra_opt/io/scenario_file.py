@@ -1,5 +1,5 @@
 """The scenario YAML: read into a :class:`~libra_opt.scenario.spec.ScenarioSpec` in one
-validation pass (schema: :mod:`libra_opt.io.scenario_schema`), its files and presets read
+validation pass (schema: :mod:`libra_opt.io._scenario_schema`), its files and presets read
 (:func:`resolve_spec`), compiled into a :class:`Scenario` (:func:`load_scenario`), and a spec
 written back (:func:`spec_to_yaml`, :func:`save_spec`).
 
@@ -83,6 +83,10 @@ from pydantic import ValidationError
 
 from libra_opt.errors import InputError, short_repr
 from libra_opt.generators.generated import GeneratedWorkload
+from libra_opt.io._scenario_schema import FabricSpec as FabricSchema
+from libra_opt.io._scenario_schema import ScenarioFile
+from libra_opt.io._scenario_schema import WorkloadSpec as WorkloadSchema
+from libra_opt.io._yaml import read_yaml
 from libra_opt.io.astra_sim import read_astra_sim
 from libra_opt.io.astra_sim_network import read_astra_sim_system
 from libra_opt.io.example_files import example_names, example_path, is_example_name
@@ -95,10 +99,6 @@ from libra_opt.io.libra import (
 )
 from libra_opt.io.model_entry import ModelWorkloadEntry, model_workload_spec, resolve_model_refs
 from libra_opt.io.presets import _read_packaged, available_catalogs
-from libra_opt.io.scenario_schema import FabricSpec as FabricSchema
-from libra_opt.io.scenario_schema import ScenarioFile
-from libra_opt.io.scenario_schema import WorkloadSpec as WorkloadSchema
-from libra_opt.io.yaml_util import load_yaml
 from libra_opt.scenario.compile import compile, compile_fabric, compile_with_models
 from libra_opt.scenario.scenario import Scenario
 from libra_opt.scenario.spec import (
@@ -333,7 +333,7 @@ def _catalog(ref: str, base: Path, source: str, cache: ParseCache) -> Ref:
     except OSError:  # e.g. a name too long for the file system: a preset name
         exists = False
     if p.suffix in (".yaml", ".yml") or exists:
-        return Ref(ref, FrozenMap(_mapping(load_yaml(p, cache=cache), str(p))), str(p))
+        return Ref(ref, FrozenMap(_mapping(read_yaml(p, cache=cache), str(p))), str(p))
     names = available_catalogs()
     if ref not in names:
         raise InputError(f"no catalog {short_repr(ref, 80)}; presets: {', '.join(names)} "
@@ -382,7 +382,7 @@ def resolve_spec(spec: ScenarioSpec, *, cache: ParseCache | None = None) -> Scen
     pm = spec.power_model
     if isinstance(pm, Ref) and not pm.resolved:
         path = _resolve(base, pm.ref, source, "power_model")
-        tables = parse_libra_prices(load_yaml(path, cache=cache), str(path), "power_model")
+        tables = parse_libra_prices(read_yaml(path, cache=cache), str(path), "power_model")
         changes["power_model"] = Ref(pm.ref, FrozenMap(tables), str(path))
     workloads = tuple(_resolve_workload(w, i, base, source, cache)
                       for i, w in enumerate(spec.workloads))
@@ -441,7 +441,7 @@ def _scenario_file(ref: str | Path) -> Path:
     p = Path(ref)
     try:
         exists, is_file = p.exists(), p.is_file()
-    except OSError:  # e.g. a name too long for the file system: load_yaml reports it
+    except OSError:  # e.g. a name too long for the file system: read_yaml reports it
         exists = is_file = False
     if is_file:
         return p
@@ -469,7 +469,7 @@ def load_spec(path: str | Path) -> ScenarioSpec:
     """
     p = _scenario_file(path)
     cache = ParseCache()  # this load's: each file it refers to is read and parsed once
-    return spec_from_dict(load_yaml(p, cache=cache), str(p), p.parent, cache=cache)
+    return spec_from_dict(read_yaml(p, cache=cache), str(p), p.parent, cache=cache)
 
 
 def load_scenario(path: str | Path) -> Scenario:

@@ -48,8 +48,8 @@ from libra_opt.errors import InputError, short_repr
 from libra_opt.generators.descriptors import TransformerSpec, model_from_dict
 from libra_opt.generators.parallelism import parallelism_from_dict
 from libra_opt.generators.validation import Cluster, ValidationRow, ValidationTable
+from libra_opt.io._yaml import read_yaml
 from libra_opt.io.presets import device_from_value, load_model
-from libra_opt.io.yaml_util import load_yaml
 from libra_opt.schema import StrictModel, validate_as
 
 __all__ = ["validation_table_names", "load_validation_table", "validation_table_from_dict"]
@@ -203,7 +203,7 @@ def validation_table_names() -> tuple[str, ...]:
 @cache
 def _packaged(name: str) -> ValidationTable:
     with resources.as_file(_data().joinpath(f"{name}.yaml")) as p:
-        return validation_table_from_dict(load_yaml(p), f"libra_opt/data/validation/{name}.yaml")
+        return validation_table_from_dict(read_yaml(p), f"libra_opt/data/validation/{name}.yaml")
 
 
 def load_validation_table(name_or_path: str | Path) -> ValidationTable:
@@ -222,7 +222,7 @@ def load_validation_table(name_or_path: str | Path) -> ValidationTable:
     """
     text = str(name_or_path)
     if isinstance(name_or_path, Path) or text.endswith((".yaml", ".yml")) or "/" in text:
-        return validation_table_from_dict(load_yaml(Path(text)), text)
+        return validation_table_from_dict(read_yaml(Path(text)), text)
     names = validation_table_names()
     if text not in names:
         raise InputError(

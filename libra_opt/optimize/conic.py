@@ -48,6 +48,7 @@ from libra_opt.optimize.scaling import (
 )
 from libra_opt.optimize.terms import AggregatedTerms
 from libra_opt.scenario.constraints import Row
+from libra_opt.traffic.timing import TimingModel
 
 __all__ = ["ConicProgram", "build_conic_program", "CscMatrix"]
 
@@ -211,8 +212,7 @@ def build_conic_program(
     weights: np.ndarray,
     rows: tuple[Row, ...],
     n_dims: int,
-    mode: str,
-    loop: str,
+    timing: TimingModel,
     product: tuple[float, np.ndarray] | None,
     b_ref: np.ndarray,
     t_ref: float,
@@ -238,8 +238,8 @@ def build_conic_program(
     n_p = terms.phase_compute_s.size
     m = used.size if n_k else 0
     chunked = terms.chunked if n_k else None
-    pipelined = mode == "pipelined" and n_k > 0 and chunked is None
-    overlap = loop != "no_overlap"
+    pipelined = timing.is_pipelined and n_k > 0 and chunked is None
+    overlap = timing.overlapped
     z_of = np.full(n_k, -1, dtype=int)
     if chunked is not None:  # one epigraph variable per collective with a max part
         with_max = np.flatnonzero(chunked.max_weight > 0)
@@ -256,7 +256,7 @@ def build_conic_program(
     # Hidden windows: e_w >= T_w - W_w, e_w >= 0 for each workload with one (terms.py).
     win = terms.windowed
     if win.size:
-        terms.check_windows(weights, loop, product is not None)
+        terms.check_windows(weights, timing, product is not None)
     col_e = col_s + n_s
     col_u = col_e + win.size
     n_var = col_u + (2 if product is not None else 0)

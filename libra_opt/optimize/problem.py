@@ -33,6 +33,14 @@ from libra_opt.errors import (
     VerificationError,
     short_repr,
 )
+from libra_opt.optimize._verify import (
+    CONSTRAINT_REL_TOL,
+    MAX_BW_GBPS,
+    MAX_STEP_S,
+    OBJECTIVE_REL_TOL,
+    check_magnitudes,
+    verification_failure,
+)
 from libra_opt.optimize.conic import build_conic_program
 from libra_opt.optimize.feasibility import (
     cost_can_vanish,
@@ -53,14 +61,6 @@ from libra_opt.optimize.scaling import (
 )
 from libra_opt.optimize.solution import Solution, SolverInfo, constraint_reports
 from libra_opt.optimize.terms import AggregatedTerms, aggregate_terms
-from libra_opt.optimize.verify import (
-    CONSTRAINT_REL_TOL,
-    MAX_BW_GBPS,
-    MAX_STEP_S,
-    OBJECTIVE_REL_TOL,
-    check_magnitudes,
-    verification_failure,
-)
 from libra_opt.scenario.constraints import Row
 from libra_opt.scenario.evaluate import Evaluation, evaluate, scenario_walks
 from libra_opt.scenario.scenario import Scenario, scenario_rows, unique_labels
@@ -158,8 +158,7 @@ def build_problem(scenario: Scenario, *, backend: str = "clarabel") -> Bandwidth
     coeffs = scenario.coefficients
     rows = scenario_rows(scenario, coeffs)
     with np.errstate(over="ignore", invalid="ignore"):  # overflow is refused just below
-        terms = aggregate_terms(scenario.workloads, scenario.fabric, scenario.traffic_model,
-                                scenario.collective_settings, scenario.in_network_dims)
+        terms = aggregate_terms(scenario.workloads, scenario.fabric, scenario.timing)
     assert scenario.weights is not None
     weights = np.array(scenario.weights)
     _check_step_floor(scenario, terms, weights)
@@ -203,8 +202,7 @@ def build_problem(scenario: Scenario, *, backend: str = "clarabel") -> Bandwidth
         product = (k0 / ref_cost, rate / ref_cost)
     b_ref, t_ref = reference_scales(terms, weights, n, bw_ref)
     program = _build_program(
-        backend, terms, weights, rows, n, scenario.collective_model, scenario.training_loop,
-        product, b_ref, t_ref,
+        backend, terms, weights, rows, n, scenario.timing, product, b_ref, t_ref,
     )
     program.ref_cost = ref_cost
     return BandwidthProblem(
@@ -306,7 +304,7 @@ def _free_dims(problem: BandwidthProblem, scen: Scenario, rows: tuple[Row, ...])
     else:
         candidates = used[problem.rate[used] <= 0]
     free = unbounded_dims(rows, n, candidates, used)
-    if free.size and scen.collective_model == "sequential":
+    if free.size and scen.timing.is_sequential:
         raise UnboundedDesignError(
             f"objective {scen.objective!r} has no finite optimum: nothing bounds the bandwidth "
             f"of {', '.join(scen.fabric.names[d] for d in free)}, and with sequential "
@@ -493,8 +491,7 @@ def _program_at(
     unless given."""
     prog = _build_program(
         problem.backend, problem.terms, np.array(scen.weights), rows, scen.fabric.n_dims,
-        scen.collective_model, scen.training_loop,
-        problem.program.product if product is None else product, b_ref, t_ref,
+        scen.timing, problem.program.product if product is None else product, b_ref, t_ref,
     )
     prog.ref_cost = problem.program.ref_cost if ref_cost is None else ref_cost
     return prog

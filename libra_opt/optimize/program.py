@@ -41,6 +41,7 @@ from libra_opt.optimize.scaling import (
 )
 from libra_opt.optimize.terms import AggregatedTerms, ChunkedTerms
 from libra_opt.scenario.constraints import Row
+from libra_opt.traffic.timing import TimingModel
 
 __all__ = [
     "CLARABEL_SETTINGS",
@@ -132,14 +133,15 @@ def chunked_time_terms(chunked: ChunkedTerms, scale: np.ndarray, t_ref: float, u
     return expr
 
 
-def time_terms(c, lat, used, x: cp.Variable, inv_u, mode: str, cons: list):
-    """Per-collective time expressions ``T_k`` (scaled units) in terms of ``x`` and ``1/u``."""
+def time_terms(c, lat, used, x: cp.Variable, inv_u, pipelined: bool, cons: list):
+    """Per-collective time expressions ``T_k`` (scaled units) in terms of ``x`` and ``1/u``:
+    the largest of the dimensions' times when ``pipelined``, else their sum."""
     inv = cp.Variable(len(used), name="inv_bw")
     cons.append(inv >= cp.inv_pos(x[used]))
     c = c[:, used]
     lat = lat[:, used]
     n_k = c.shape[0]
-    if mode == "pipelined":
+    if pipelined:
         t = cp.Variable(n_k, name="coll_time")
         k_idx, j_idx = np.nonzero(c > 0)
         rhs = cp.multiply(c[k_idx, j_idx], inv[j_idx])
@@ -158,8 +160,7 @@ def build_program(
     weights: np.ndarray,
     rows: tuple[Row, ...],
     n_dims: int,
-    mode: str,
-    loop: str,
+    timing: TimingModel,
     product: tuple[float, np.ndarray] | None,
     b_ref: np.ndarray,
     t_ref: float,
@@ -184,16 +185,17 @@ def build_program(
                                cons)
     elif n_k:
         c_scaled = terms.traffic_gb / (b_ref[None, :] * t_ref)
-        t = time_terms(c_scaled, terms.latency_s / t_ref, terms.used_dims, x, inv_u, mode, cons)
+        t = time_terms(c_scaled, terms.latency_s / t_ref, terms.used_dims, x, inv_u,
+                       timing.is_pipelined, cons)
     win = terms.windowed
     w_step = weights
     if win.size:  # hidden windows: those workloads weigh max(T_w - W_w, 0) (terms.py)
-        terms.check_windows(weights, loop, product is not None)
+        terms.check_windows(weights, timing, product is not None)
         w_step = np.array(weights, dtype=float)
         w_step[win] = 0.0
         assert terms.hidden_window_s is not None
         window = terms.hidden_window_s[win] / t_ref
-    if loop == "no_overlap":
+    if not timing.overlapped:
         step = cp.Constant(float(w_step @ terms.compute_s) / t_ref) * inv_u
         if n_k:
             step = step + (w_step @ terms.collective_counts) @ t

@@ -17,6 +17,7 @@ from libra_opt.fabric.dims import Fabric
 from libra_opt.fabric.heterogeneous import slowest_fractions
 from libra_opt.traffic.in_network import in_network_dims
 from libra_opt.traffic.routing import collective_traffic
+from libra_opt.traffic.timing import TimingModel, as_timing
 from libra_opt.traffic.topology_aware import CollectiveSettings, collective_phases
 from libra_opt.traffic.workload import Workload
 
@@ -147,7 +148,7 @@ class AggregatedTerms:
             return np.zeros(0, dtype=int)
         return np.flatnonzero(self.hidden_window_s > 0)
 
-    def check_windows(self, weights: np.ndarray, loop: str, perspective: bool) -> None:
+    def check_windows(self, weights: np.ndarray, timing: TimingModel, perspective: bool) -> None:
         r"""Refuse hidden windows where the program would not be exact.
 
         Under ``perf`` every window is exact. Under ``perf_per_cost`` and ``tco`` (the
@@ -174,7 +175,7 @@ class AggregatedTerms:
         win = self.windowed
         if not perspective or win.size == 0:
             return
-        if loop != "no_overlap":
+        if timing.overlapped:
             raise InputError(
                 "a hidden window (Workload.hidden_window_s, from DiLoCo's overlap_steps > 0) "
                 "under objective perf_per_cost or tco needs training_loop: no_overlap (with "
@@ -198,17 +199,19 @@ class AggregatedTerms:
 
 
 def aggregate_terms(
-    workloads: Sequence[Workload], fabric: Fabric, traffic_model: str = "hierarchical",
+    workloads: Sequence[Workload], fabric: Fabric, timing: TimingModel | str | None = None,
     collectives: CollectiveSettings | None = None,
-    in_network_reduction: Sequence[str] = (),
+    in_network_reduction: Sequence[str] | None = None,
 ) -> AggregatedTerms:
-    """Merge identical collectives and phases of ``workloads`` on ``fabric``.
+    """Merge identical collectives and phases of ``workloads`` on ``fabric`` under ``timing``.
 
-    ``traffic_model`` is ``hierarchical`` (LIBRA) or ``native`` (see :mod:`libra_opt.traffic.routing`).
-    ``collectives`` (the ``topology_aware`` model's settings) adds :class:`ChunkedTerms`;
-    collectives are then merged when their chunk phases are identical.
-    ``in_network_reduction`` names the switch dimensions that reduce in the network under
-    the other collective models (:mod:`libra_opt.traffic.in_network`).
+    ``timing``'s traffic model routes the bytes (:mod:`libra_opt.traffic.routing`); under
+    ``topology_aware`` its collective settings add :class:`ChunkedTerms` (collectives are
+    then merged when their chunk phases are identical); its ``in_network_dims`` name the
+    switch dimensions that reduce in the network under the other collective models
+    (:mod:`libra_opt.traffic.in_network`). Deprecated: a traffic model's name in
+    ``timing``'s place with ``collectives`` (chunked whenever given) and
+    ``in_network_reduction``.
 
     On a heterogeneous dimension (:mod:`libra_opt.fabric.heterogeneous`) the slowest member
     bounds every collective: its bytes over bandwidth are divided by ``f_min``
@@ -225,8 +228,15 @@ def aggregate_terms(
     >>> t.traffic_gb.tolist(), t.collective_counts.tolist()
     ([[6.0]], [[96.0]])
     """
+    if isinstance(timing, TimingModel):
+        timing = as_timing(timing, collectives=collectives,
+                           in_network_reduction=in_network_reduction)
+        collectives = timing.collectives
+    else:   # deprecated loose options: chunked terms whenever settings are given
+        timing = as_timing(traffic_model=timing, in_network_reduction=in_network_reduction)
+    traffic_model = timing.traffic_model
     n_d = fabric.n_dims
-    inr = in_network_dims(in_network_reduction, fabric)
+    inr = in_network_dims(timing.in_network_dims, fabric)
     slow = slowest_fractions(fabric)  # 1 on a homogeneous dimension
     hetero = bool((slow < 1.0).any())
     coll_index: dict[bytes, int] = {}
@@ -335,4 +345,4 @@ def native_terms(workloads: Sequence[Workload], fabric: Fabric) -> AggregatedTer
     >>> (t.traffic_gb * 1e9).tolist(), t.collective_counts.tolist()
     ([[56.0, 48.0]], [[10.0]])
     """
-    return aggregate_terms(workloads, fabric, traffic_model="native")
+    return aggregate_terms(workloads, fabric, TimingModel(traffic_model="native"))

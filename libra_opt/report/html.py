@@ -1,12 +1,14 @@
 """A design-review report of one scenario: ``report.html`` (one self-contained file) and
-``report.md`` (with its PNGs beside it).
+``report.md`` (with its PNGs beside it), rendered from a study already run.
 
-:func:`build_report` solves the scenario and gathers the sections — the solution table,
-workload times, constraints with their shadow prices, the baselines, the sensitivity of
-each dimension, a budget sweep with its Pareto front, and the fabric-family comparison.
-:func:`render_html` and :func:`render_markdown` turn them into text, and
-:func:`write_report` writes both files (and the PNGs of the Markdown file) into one
-directory and nowhere else.
+:func:`build_report` turns a :class:`~libra_opt.explore.study.DesignStudy` (the solution,
+its sensitivity, the budget sweep and the fabric-family comparison, run by
+:func:`libra_opt.explore.study.design_study`) into sections — the solution table, workload
+times, constraints with their shadow prices, the baselines, the sensitivity of each
+dimension, the budget sweep with its Pareto front, and the fabric-family comparison. It
+solves, sweeps and compares nothing. :func:`render_html` and :func:`render_markdown` turn
+the sections into text, and :func:`report_files` gives every file of the report (name and
+content) for ``libra_opt.io`` to write.
 
 The HTML file embeds its plots as ``data:image/png;base64`` URIs and its CSS inline; it
 loads no script, font, style sheet or image from anywhere. Every piece of user text
@@ -16,35 +18,27 @@ loads no script, font, style sheet or image from anywhere. Every piece of user t
 from __future__ import annotations
 
 import base64
-import dataclasses
 import html
 import io
 import logging
 import math
 import re
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
-from libra_opt.errors import InputError, LibraOptError
-from libra_opt.optimize.problem import solve
+from libra_opt.errors import InputError
+from libra_opt.explore.study_result import DesignStudy
 from libra_opt.optimize.solution import Solution
 from libra_opt.options import OBJECTIVE_MEANING
 from libra_opt.report.inputs import Provenance, inputs_section_parts, performance_section_parts
 from libra_opt.report.notes import family_label, family_notes, identical_rows_note
-from libra_opt.scenario.objective import PerfObjective
-from libra_opt.scenario.scenario import Scenario
 
 __all__ = ["ReportSection", "Report", "build_report", "render_html", "render_markdown",
-           "write_report", "REPORT_FAMILIES", "Provenance"]
+           "report_files", "Provenance"]
 
 logger = logging.getLogger(__name__)
-
-REPORT_FAMILIES = ("fat_tree", "rail_only", "multi_dim")
-"""Fabric families the report compares (each with the scenario's own dimensions)."""
 
 _CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif;
@@ -95,7 +89,7 @@ class Report:
     solution: Solution
     sweep: object = None
     comparison: object = None
-    timings_s: dict[str, float] = field(default_factory=dict)
+    timings_s: Mapping[str, float] = field(default_factory=dict)
     provenance: Provenance | None = None
 
     @property
@@ -232,19 +226,13 @@ def _baseline_section(sol: Solution) -> ReportSection:
                   "objective / optimum"], rows)])
 
 
-def _sensitivity_section(sol: Solution) -> ReportSection:
+def _sensitivity_section(study: DesignStudy) -> ReportSection:
     from libra_opt.report.plots import plot_sensitivity
 
+    sol, df = study.solution, study.sensitivity
     sec = ReportSection("Sensitivity")
-    try:
-        from libra_opt.explore.sensitivity import sensitivity
-    except ImportError:  # pragma: no cover - the explore layer without its sensitivity module
-        sec.text.append("Sensitivity analysis is not available in this installation.")
-        return sec
-    try:
-        df = sensitivity(sol)
-    except LibraOptError as exc:
-        sec.text.append(f"Sensitivity not computed: {exc}")
+    if df is None:
+        sec.text.append(f"Sensitivity not computed: {study.sensitivity_error}")
         return sec
     unit = OBJECTIVE_MEANING[sol.objective][1]
     names = {"dim": "dimension", "bw_gbps": "bandwidth (GB/s)",
@@ -273,42 +261,24 @@ def _sensitivity_section(sol: Solution) -> ReportSection:
     return sec
 
 
-def _budget_values(sol: Solution, n_points: int) -> list[float]:
-    cost = sol.network_cost_usd
-    if not (cost > 0):
-        return []
-    hi = 4.0 if sol.scenario.budget_usd is None else 2.0
-    return [float(v) for v in np.geomspace(0.25 * cost, hi * cost, n_points)]
-
-
-def _run_sweep(scen: Scenario, values: list[float], progress):
-    """Budget sweep rows (``budget_usd`` column first); adds the budget row if missing."""
-    from libra_opt.explore.sweep import sweep
-
-    return sweep(scen, {"budget_usd": values}, progress=progress)
-
-
-def _sweep_section(sol: Solution, n_points: int, progress) -> tuple[ReportSection, object]:
+def _sweep_section(study: DesignStudy) -> ReportSection:
     from libra_opt.report.plots import plot_bandwidth_vs_budget, plot_pareto, plot_sweep
 
+    sol, values, df, scen = study.solution, study.budget_usd, study.sweep, study.sweep_scenario
     sec = ReportSection("Budget sweep and Pareto front")
-    values = _budget_values(sol, n_points)
-    if not values:
+    if not values or df is None or scen is None:
         sec.text.append("No budget sweep: the optimum's network cost is zero.")
-        return sec, None
-    scen = sol.scenario
-    if scen.objective_model != PerfObjective():
-        scen = dataclasses.replace(scen, objective=PerfObjective.name)
+        return sec
+    if scen.objective_model != sol.scenario.objective_model:
         sec.text.append(f"The sweep minimizes step time (objective perf) under each budget; "
                         f"the scenario's own objective is {sol.objective}.")
-    df = _run_sweep(scen, values, progress)
     ok = df[df["status"] == "optimal"]
     sec.text.append(
         f"{len(df)} network budgets from ${values[0] / 1e6:,.3g}M to ${values[-1] / 1e6:,.3g}M "
         f"(log-spaced around the optimum's cost), the scenario's other constraints kept; "
         f"{len(ok)} points have a design, {len(df) - len(ok)} do not.")
     if ok.empty:
-        return sec, df
+        return sec
     note = identical_rows_note(df, scen)
     if note:
         sec.text.append(note)
@@ -332,29 +302,18 @@ def _sweep_section(sol: Solution, n_points: int, progress) -> tuple[ReportSectio
                         _png(plot_bandwidth_vs_budget(df, x="budget_usd"))))
     sec.figures.append(("sweep", "Step time and bandwidth per dimension over the budget",
                         _png(plot_sweep(df, x="budget_usd"))))
-    return sec, df
+    return sec
 
 
-def _comparison_section(sol: Solution, families: Sequence[str]) -> tuple[ReportSection, object]:
-    from libra_opt.explore.compare import compare_fabrics
-    from libra_opt.fabric.builders import as_family, fabric_family
+def _comparison_section(study: DesignStudy) -> ReportSection:
     from libra_opt.report.plots import plot_comparison
 
-    scen = sol.scenario
+    scen, df, radix = study.scenario, study.comparison, study.scaleout_radix
     sec = ReportSection("Fabric families")
-    radix = scen.fabric.dims[-1].switch_radix or 64
-    own = f"scenario ({fabric_family(scen.fabric)})"
-    fabrics = {}
-    try:
-        for fam in families:
-            f = as_family(scen.fabric, fam, radix)
-            fabrics[own if f == scen.fabric else fam] = f
-        fabrics.setdefault(own, scen.fabric)
-        df = compare_fabrics(scen, fabrics, bw_gbps=sol.bw_gbps.tolist(),
-                             modes=("equal_bw", "equal_budget"))
-    except LibraOptError as exc:
-        sec.text.append(f"Fabric comparison not possible for this scenario: {exc}")
-        return sec, None
+    if df is None:
+        sec.text.append(f"Fabric comparison not possible for this scenario: "
+                        f"{study.comparison_error}")
+        return sec
     sec.text.append(
         f"The scenario's dimensions re-wired as each family (scale-out switch radix {radix}). "
         "equal_bw: the optimum's bandwidth on every fabric. equal_budget: the HB domain held, "
@@ -381,32 +340,19 @@ def _comparison_section(sol: Solution, families: Sequence[str]) -> tuple[ReportS
         plot_comparison(df, a, mode=m)
     sec.figures.append(("fabric_families", "Each fabric relative to the baseline (1.0 = same)",
                         _png(fig)))
-    return sec, df
+    return sec
 
 
-def build_report(
-    scenario_or_solution: Scenario | Solution,
-    *,
-    budget_points: int = 25,
-    families: Sequence[str] = REPORT_FAMILIES,
-    progress: Callable | bool | None = None,
-    provenance: Provenance | None = None,
-) -> Report:
-    """Solve (if needed) and gather every section of the report.
+def build_report(study: DesignStudy, *, provenance: Provenance | None = None) -> Report:
+    """Every section of the report, rendered from a study already run.
 
     Parameters
     ----------
-    scenario_or_solution : Scenario or Solution
-    budget_points : int
-        Points of the budget sweep (log-spaced from 0.25x to 4x the optimum's network
-        cost; to 2x when the scenario already has a budget).
-    families : sequence of str
-        Fabric families to compare (:data:`REPORT_FAMILIES`).
-    progress : callable or bool, optional
-        Passed to the sweep.
+    study : DesignStudy
+        The solution and its studies (:func:`libra_opt.explore.study.design_study`).
     provenance : Provenance, optional
-        The command and the scenario text; default: no command (the Python API) and the
-        text of the scenario's file when it has one.
+        The command and the scenario file's text; default: no command (the Python API) and
+        no scenario text.
 
     Returns
     -------
@@ -414,10 +360,7 @@ def build_report(
     """
     from libra_opt.report.plots import format_value
 
-    t0 = time.perf_counter()
-    sol = (scenario_or_solution if isinstance(scenario_or_solution, Solution)
-           else solve(scenario_or_solution))
-    timings = {"solve_s": time.perf_counter() - t0}
+    sol = study.solution
     scen, ev = sol.scenario, sol.evaluation
     summary = [
         f"{scen.fabric.n_dims}-D fabric of {scen.fabric.n_npus:,} NPUs "
@@ -433,40 +376,20 @@ def build_report(
            f"; network power {format_value(ev.cost.network_power_w, 'w')}") + ".",
     ]
     prov = provenance or Provenance()
-    if prov.scenario_text is None and scen.source:
-        prov = dataclasses.replace(prov, scenario_text=_scenario_text(scen.source))
     sections = _solution_sections(sol)
     ptext, ptables = performance_section_parts(sol)
     sections.append(ReportSection("Throughput, MFU, memory" + (" and TCO" if scen.tco else ""),
                                   text=ptext, tables=ptables))
-    sections += [_constraint_section(sol), _baseline_section(sol), _sensitivity_section(sol)]
-    t1 = time.perf_counter()
-    sweep_sec, df = _sweep_section(sol, budget_points, progress)
-    timings["sweep_s"] = time.perf_counter() - t1
-    t1 = time.perf_counter()
-    cmp_sec, cmp_df = _comparison_section(sol, families)
-    timings["compare_s"] = time.perf_counter() - t1
-    sections += [sweep_sec, cmp_sec]
+    sections += [_constraint_section(sol), _baseline_section(sol), _sensitivity_section(study),
+                 _sweep_section(study), _comparison_section(study)]
     itext, itables, icode = inputs_section_parts(sol, prov)
     sections.append(ReportSection("Inputs and provenance", text=itext, tables=itables,
                                   code=icode))
     summary.append(f"libra_opt {prov.version}, {prov.created_utc}"
                    + (f", command `{prov.command}`" if prov.command else "")
                    + "; every input is listed under 'Inputs and provenance'.")
-    timings["total_s"] = time.perf_counter() - t0
-    return Report(f"libra_opt report: {scen.name}", summary, sections, sol, df, cmp_df, timings,
-                  prov)
-
-
-def _scenario_text(source: str) -> str | None:
-    """The scenario file's text, or ``None`` when it cannot be read (logged)."""
-    from libra_opt.io.files import read_text
-
-    try:
-        return read_text(source, max_bytes=1_000_000)
-    except InputError as exc:
-        logger.info("scenario text not included: %s", exc)
-        return None
+    return Report(f"libra_opt report: {scen.name}", summary, sections, sol, study.sweep,
+                  study.comparison, dict(study.timings_s), prov)
 
 
 def _html_table(caption: str, header: list[str], rows: list[list[str]]) -> str:
@@ -555,54 +478,37 @@ def render_markdown(report: Report, figure_names: dict[str, str] | None = None) 
     return "\n".join(lines)
 
 
-def write_report(
-    scenario_or_solution: Scenario | Solution,
-    out_dir: str | Path,
-    *,
-    budget_points: int = 25,
-    families: Sequence[str] = REPORT_FAMILIES,
-    progress: Callable | bool | None = None,
-    flag: str | None = None,
-    provenance: Provenance | None = None,
-) -> dict[str, Path]:
-    """Write ``report.html``, ``report.md`` and the Markdown's PNGs into ``out_dir``.
+HTML_NAME = "report.html"
+"""File name of the HTML report."""
 
-    Every file lands inside ``out_dir`` (created if missing), each written atomically.
+MARKDOWN_NAME = "report.md"
+"""File name of the Markdown report (its PNGs beside it)."""
 
-    Parameters
-    ----------
-    scenario_or_solution : Scenario or Solution
-    out_dir : str or Path
-    budget_points, families, progress, provenance
-        See :func:`build_report`.
-    flag : str, optional
-        Command-line flag named in errors (``--out``).
 
-    Returns
-    -------
-    dict of str to Path
-        ``html``, ``markdown`` and ``png:<name>`` per figure.
+def figure_file_name(name: str) -> str:
+    """File name of a figure beside the Markdown report: ``report_<name>.png``."""
+    return f"report_{name}.png"
+
+
+def report_files(report: Report) -> dict[str, str | bytes]:
+    """Every file of the report, name (relative) to content: the PNG of each figure (bytes),
+    ``report.md`` linking to them and ``report.html`` (text) — for ``libra_opt.io`` to write.
+
+    Examples
+    --------
+    >>> r = Report("t", [], [ReportSection("s", figures=[("a", "A", b"png")])], solution=None)
+    >>> files = report_files(r)
+    >>> sorted(files), files["report_a.png"]
+    (['report.html', 'report.md', 'report_a.png'], b'png')
+    >>> "![A](report_a.png)" in files["report.md"]
+    True
     """
-    from libra_opt.io.output import (
-        check_output_dir,
-        confined_path,
-        write_bytes_atomic,
-        write_text_atomic,
-    )
-
-    check_output_dir(out_dir, flag or "out_dir")
-    report = build_report(scenario_or_solution, budget_points=budget_points, families=families,
-                          progress=progress, provenance=provenance)
-    written: dict[str, Path] = {}
+    files: dict[str, str | bytes] = {}
     names: dict[str, str] = {}
     for sec in report.sections:
         for name, _caption, png in sec.figures:
-            fname = f"report_{name}.png"
-            path = confined_path(out_dir, fname, flag=flag)
-            written[f"png:{name}"] = write_bytes_atomic(path, png, flag=flag)
-            names[name] = fname
-    written["markdown"] = write_text_atomic(confined_path(out_dir, "report.md", flag=flag),
-                                            render_markdown(report, names), flag=flag)
-    written["html"] = write_text_atomic(confined_path(out_dir, "report.html", flag=flag),
-                                        render_html(report), flag=flag)
-    return written
+            names[name] = figure_file_name(name)
+            files[names[name]] = png
+    files[MARKDOWN_NAME] = render_markdown(report, names)
+    files[HTML_NAME] = render_html(report)
+    return files

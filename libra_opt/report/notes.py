@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from libra_opt.report.style import format_value, quantity
+from libra_opt.report._style import format_value, quantity
 from libra_opt.scenario.evaluate import evaluate
 from libra_opt.scenario.scenario import Scenario
 

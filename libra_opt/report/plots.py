@@ -17,8 +17,7 @@ from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Fabric
 from libra_opt.fabric.graphs import fabric_graph
 from libra_opt.optimize.solution import Solution
-from libra_opt.report.notes import family_label
-from libra_opt.report.style import (
+from libra_opt.report._style import (
     _OWN,
     _axes,
     _axis,
@@ -28,6 +27,7 @@ from libra_opt.report.style import (
     format_value,
     quantity,
 )
+from libra_opt.report.notes import family_label
 from libra_opt.report.sweep_plots import (
     _allocations,
     _series_label,

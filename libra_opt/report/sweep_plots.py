@@ -15,7 +15,7 @@ import pandas as pd
 from libra_opt.errors import InputError
 from libra_opt.explore.pareto import dominated
 from libra_opt.optimize.solution import Solution
-from libra_opt.report.style import (
+from libra_opt.report._style import (
     _OWN,
     _axes,
     _axis,

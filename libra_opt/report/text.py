@@ -176,19 +176,21 @@ def rail_forwarding(scen: Scenario, ev: Evaluation) -> list[dict[str, Any]]:
     from libra_opt.fabric.builders import fabric_family
     from libra_opt.traffic.rail import joined_rails, rail_report
     from libra_opt.traffic.step_time import step_time
+    from libra_opt.traffic.timing import TimingModel
 
     if fabric_family(scen.fabric) != "rail_only":
         return []
     joined = joined_rails(scen.fabric)
+    # the native routing with the scenario's collective model and loop (no topology_aware
+    # settings: rails are timed per dimension)
+    native = TimingModel(scen.collective_model, scen.training_loop, "native",
+                         in_network_dims=scen.in_network_dims)
     out = []
     for wl in scen.workloads:
-        rep = rail_report(wl, scen.fabric, ev.bw_gbps, scen.collective_model)
+        rep = rail_report(wl, scen.fabric, ev.bw_gbps, scen.timing)
         extra = float((rep["count"] * rep["extra_hb_bytes"]).sum()) if len(rep) else 0.0
-        args = (ev.bw_gbps, scen.collective_model, scen.training_loop, "native")
-        t_rail = step_time(wl, scen.fabric, *args,
-                           in_network_reduction=scen.in_network_dims).step_time_s
-        t_joined = step_time(wl, joined, *args,
-                             in_network_reduction=scen.in_network_dims).step_time_s
+        t_rail = step_time(wl, scen.fabric, ev.bw_gbps, native).step_time_s
+        t_joined = step_time(wl, joined, ev.bw_gbps, native).step_time_s
         out.append({
             "workload": wl.name,
             "forwarded_bytes_per_step": extra,

@@ -18,9 +18,8 @@ from libra_opt.generators.generated import (
     model_flops_utilization,
     throughput_tokens_per_s,
 )
-from libra_opt.options import CollectiveModel, TrafficModel, TrainingLoop
 from libra_opt.traffic.step_time import step_time, traffic_by_group_bytes
-from libra_opt.traffic.topology_aware import CollectiveSettings
+from libra_opt.traffic.timing import TimingModel
 
 __all__ = ["workload_report", "workload_summary"]
 
@@ -35,11 +34,7 @@ def workload_summary(
     generated: GeneratedWorkload,
     fabric: Fabric,
     bw_gbps: Sequence[float] | np.ndarray | None = None,
-    training_loop: TrainingLoop = "no_overlap",
-    collective_model: CollectiveModel = "pipelined",
-    traffic_model: TrafficModel = "hierarchical",
-    collectives: CollectiveSettings | None = None,
-    in_network_reduction: Sequence[str] = (),
+    timing: TimingModel | None = None,
 ) -> dict:
     """The numbers of :func:`workload_report` as a JSON-ready dict.
 
@@ -66,7 +61,8 @@ def workload_summary(
     """
     g = generated
     w = g.workload
-    traffic = traffic_by_group_bytes(w, fabric, traffic_model, in_network_reduction)
+    timing = timing if timing is not None else TimingModel()
+    traffic = traffic_by_group_bytes(w, fabric, timing)
     out: dict = {
         "workload": w.name,
         "model": g.model_name,
@@ -95,8 +91,7 @@ def workload_summary(
         },
     }
     if bw_gbps is not None:
-        t = step_time(w, fabric, bw_gbps, collective_model, training_loop, traffic_model,
-                      collectives, in_network_reduction)
+        t = step_time(w, fabric, bw_gbps, timing)
         out.update({
             "bw_gbps": [float(b) for b in bw_gbps],
             "step_time_s": t.step_time_s,
@@ -131,11 +126,7 @@ def workload_report(
     generated: GeneratedWorkload,
     fabric: Fabric,
     bw_gbps: Sequence[float] | np.ndarray | None = None,
-    training_loop: TrainingLoop = "no_overlap",
-    collective_model: CollectiveModel = "pipelined",
-    traffic_model: TrafficModel = "hierarchical",
-    collectives: CollectiveSettings | None = None,
-    in_network_reduction: Sequence[str] = (),
+    timing: TimingModel | None = None,
 ) -> str:
     """Human-readable summary of a generated workload.
 
@@ -145,13 +136,10 @@ def workload_report(
     fabric : Fabric
     bw_gbps : sequence of float or numpy.ndarray, optional
         Bandwidth per dimension (GB/s per NPU); adds step time, throughput and MFU.
-    training_loop, collective_model, traffic_model : str
-        The scenario's models, passed to :func:`libra_opt.traffic.step_time.step_time`
-        (traffic per dimension also follows ``traffic_model``).
-    collectives : CollectiveSettings, optional
-        The scenario's ``topology_aware`` settings (``Scenario.collective_settings``).
-    in_network_reduction : sequence of str
-        Dimensions that reduce in the network (``Scenario.in_network_dims``).
+    timing : TimingModel, optional
+        How steps are timed (``Scenario.timing``; default pipelined, no_overlap,
+        hierarchical), passed to :func:`libra_opt.traffic.step_time.step_time` (traffic per
+        dimension also follows its traffic model and in-network dimensions).
 
     Returns
     -------
@@ -189,7 +177,8 @@ def workload_report(
                      + " s per step (first stage first; bubble excluded)")
     for note in g.notes:
         lines.append(f"  note             {note}")
-    traffic = traffic_by_group_bytes(w, fabric, traffic_model, in_network_reduction)
+    timing = timing if timing is not None else TimingModel()
+    traffic = traffic_by_group_bytes(w, fabric, timing)
     header = f"  {'group':<8}{'colls/step':>11}" + "".join(f"{n[:10]:>11}" for n in fabric.names)
     lines += ["", "  traffic per NPU per step (GB)", header]
     total = np.zeros(fabric.n_dims)
@@ -200,8 +189,7 @@ def workload_report(
     if bw_gbps is None:
         lines += _breakdown_lines(g, None)
     if bw_gbps is not None:
-        t = step_time(w, fabric, bw_gbps, collective_model, training_loop, traffic_model,
-                      collectives, in_network_reduction)
+        t = step_time(w, fabric, bw_gbps, timing)
         lines += _breakdown_lines(g, t.exposed_comm_s)
         lines += [
             "",

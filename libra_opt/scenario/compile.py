@@ -58,6 +58,7 @@ from libra_opt.scenario.spec import (
 from libra_opt.traffic.compression import Compression, compress_workload
 from libra_opt.traffic.diloco import DiLoCoSettings, diloco_workloads
 from libra_opt.traffic.overlap import OverlapPolicy, overlap_workload
+from libra_opt.traffic.timing import TimingModel
 from libra_opt.traffic.topology_aware import CollectiveSettings
 from libra_opt.traffic.workload import StepMetrics, Workload
 
@@ -445,7 +446,11 @@ def _overlap(spec: OverlapSpec | None, training_loop: str, source: str) -> Overl
     """``fine_grained_overlap:`` as :class:`OverlapPolicy` (``None`` when absent)."""
     if spec is None:
         return None
-    if training_loop != "overlap":
+    try:
+        overlapped = TimingModel(training_loop=training_loop).overlapped  # type: ignore[arg-type]
+    except InputError as exc:
+        raise InputError(exc.message, source=source, field=exc.field) from None
+    if not overlapped:
         raise InputError("fine_grained_overlap needs training_loop: overlap", source=source,
                          field="fine_grained_overlap")
     rules = []

@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from libra_opt.errors import InputError, short_repr
-from libra_opt.scenario.values import (
+from libra_opt.scenario._values import (
     API_SOURCE,
     FrozenMap,
     Ref,

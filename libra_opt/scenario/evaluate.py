@@ -157,8 +157,7 @@ def scenario_walks(scenario: Scenario) -> tuple[WalkArrays, ...]:
     scenario's fabric: build once, then pass to :func:`evaluate` as many times as needed."""
     with np.errstate(over="ignore", invalid="ignore"):  # :func:`evaluate` refuses overflow
         return tuple(
-            walk_arrays(w, scenario.fabric, scenario.traffic_model,
-                        scenario.collective_settings, scenario.in_network_dims)
+            walk_arrays(w, scenario.fabric, scenario.timing)
             for w in scenario.workloads
         )
 
@@ -233,7 +232,7 @@ def evaluate(
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
         slowest_bw = bw * slowest_fractions(fabric)  # the slowest member bounds a collective
         times = tuple(
-            step_time_from_walk(walk, slowest_bw, scenario.collective_model, scenario.training_loop)
+            step_time_from_walk(walk, slowest_bw, scenario.timing)
             for walk in walks
         )
         assert scenario.weights is not None

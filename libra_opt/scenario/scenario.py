@@ -22,12 +22,13 @@ from libra_opt.options import (
     TrafficModel,
     TrainingLoop,
 )
+from libra_opt.scenario._values import unique_labels
 from libra_opt.scenario.constraints import LinearConstraint, Row, constraint_rows
 from libra_opt.scenario.display import format_usd, html_table
 from libra_opt.scenario.objective import Objective as ObjectiveModel
 from libra_opt.scenario.objective import objective_of
-from libra_opt.scenario.values import unique_labels
 from libra_opt.traffic.in_network import in_network_dims
+from libra_opt.traffic.timing import TimingModel
 from libra_opt.traffic.topology_aware import CollectiveSettings, collective_phases
 from libra_opt.traffic.workload import Workload, check_on_fabric
 
@@ -199,12 +200,12 @@ class Scenario:
             except InputError as exc:
                 raise InputError(exc.message, source=src, field=exc.field) from None
         try:  # asymmetric block sizes (members.size) are exact only where they are checked
-            check_uneven_sizes(self.fabric, self.workloads, self.collective_model,
-                               self.traffic_model, self.in_network_dims)
+            check_uneven_sizes(self.fabric, self.workloads, self.timing.uneven_sizes_refusal(),
+                               self.in_network_dims)
         except InputError as exc:
             raise InputError(exc.message, source=src, field=exc.field) from None
-        if self.collective_model == "topology_aware":
-            if self.traffic_model != "hierarchical":
+        if self.timing.uses_topology_aware:
+            if not self.timing.hierarchical_traffic:
                 raise InputError(
                     "collective_model 'topology_aware' runs collectives dimension by dimension "
                     "(traffic_model 'hierarchical'); it does not model 'native' routing",
@@ -234,7 +235,7 @@ class Scenario:
             except InputError as exc:
                 raise InputError(exc.message, source=src, field=exc.field) from None
 
-        if self.training_loop != "no_overlap" and any(w.hidden_window_s > 0
+        if self.timing.overlapped and any(w.hidden_window_s > 0
                                                        for w in self.workloads):
             # a window hides a sync behind compute on links idle during compute; under an
             # overlapped loop the step's own collectives use those links then
@@ -246,7 +247,7 @@ class Scenario:
                 "workload is in overlap form from tp_comm_overlap or dp_comm_overlap)",
                 source=src, field="diloco.overlap_steps")
         formed = [w.name for w in self.workloads if w.overlap_form]
-        if formed and self.training_loop != "overlap":
+        if formed and not self.timing.overlapped:
             raise InputError(
                 f"workload {formed[0]!r} is in overlap form (generated with "
                 "parallelism.tp_comm_overlap or dp_comm_overlap: its phases say exactly which "
@@ -280,12 +281,18 @@ class Scenario:
     def collective_settings(self) -> CollectiveSettings | None:
         """The ``topology_aware`` model's settings (defaults when none were given), or
         ``None`` under the other collective models."""
-        if self.collective_model != "topology_aware":
-            return None
+        return self.timing.collectives
+
+    @cached_property
+    def timing(self) -> TimingModel:
+        """The step-time model's choices resolved once (:class:`~libra_opt.traffic.timing.
+        TimingModel`): collective model, training loop, traffic model, the ``topology_aware``
+        settings (:attr:`collective_settings`) and :attr:`in_network_dims`."""
         settings = self.collectives if self.collectives is not None else CollectiveSettings()
         if set(self.in_network_dims) != set(settings.in_network_reduction):
             settings = replace(settings, in_network_reduction=self.in_network_dims)
-        return settings
+        return TimingModel(self.collective_model, self.training_loop, self.traffic_model,
+                           settings, self.in_network_dims)
 
     @property
     def in_network_dims(self) -> tuple[str, ...]:
@@ -323,8 +330,7 @@ class Scenario:
         what, unit = obj.what, obj.unit
         items = [
             f"objective {self.objective} ({what}, {unit})",
-            f"{self.collective_model} collectives, {self.training_loop} loop, "
-            f"{self.traffic_model} traffic",
+            self.timing.describe(),
             f"{len(self.constraints)} linear constraint{'s' if len(self.constraints) != 1 else ''}",
         ]
         if self.budget_usd is not None:

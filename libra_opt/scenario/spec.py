@@ -67,8 +67,7 @@ from libra_opt.options import (
     TrafficModel,
     TrainingLoop,
 )
-from libra_opt.scenario.edit import set_path
-from libra_opt.scenario.values import (
+from libra_opt.scenario._values import (
     API_SOURCE,
     FrozenMap,
     Ref,
@@ -79,6 +78,7 @@ from libra_opt.scenario.values import (
     thaw,
     unique_labels,
 )
+from libra_opt.scenario.edit import set_path
 from libra_opt.traffic.astra_sim_model import Backend
 
 __all__ = [

@@ -3,6 +3,7 @@
 from libra_opt.traffic.collectives import collective_time_s, hierarchical_traffic_bytes
 from libra_opt.traffic.routing import collective_traffic, native_traffic_bytes
 from libra_opt.traffic.step_time import WorkloadTimes, check_bandwidth, step_time
+from libra_opt.traffic.timing import TimingModel
 from libra_opt.traffic.topology_aware import CollectiveSettings, collective_phases
 from libra_opt.traffic.workload import (
     Collective,
@@ -20,6 +21,7 @@ __all__ = [
     "Layer",
     "Phase",
     "StepMetrics",
+    "TimingModel",
     "Workload",
     "WorkloadTimes",
     "check_bandwidth",

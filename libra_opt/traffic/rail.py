@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TypedDict
 
 import numpy as np
@@ -37,6 +37,7 @@ from libra_opt.fabric.dims import Fabric
 from libra_opt.traffic.collectives import collective_time_s
 from libra_opt.traffic.routing import native_latency_s, native_traffic_bytes
 from libra_opt.traffic.step_time import check_bandwidth, step_time
+from libra_opt.traffic.timing import TimingModel, as_timing
 from libra_opt.traffic.workload import Workload, walk_collectives
 
 __all__ = [
@@ -128,9 +129,10 @@ def forwarding_overhead(
     span: Sequence[int],
     fabric: Fabric,
     bw_gbps: npt.ArrayLike,
-    collective_model: str = "pipelined",
+    timing: TimingModel | str | None = None,
 ) -> ForwardingOverhead:
-    """Extra traffic and time of one collective on ``fabric`` against its rails joined.
+    """Extra traffic and time of one collective on ``fabric`` against its rails joined,
+    under ``timing``'s collective model (deprecated: the model's name instead).
 
     Returns
     -------
@@ -157,11 +159,12 @@ def forwarding_overhead(
     9.59
     """
     bw = check_bandwidth(fabric, bw_gbps)
+    mode = as_timing(timing).collective_model
     joined = joined_rails(fabric)
     t_r = native_traffic_bytes(kind, size_bytes, span, fabric)
     t_j = native_traffic_bytes(kind, size_bytes, span, joined)
-    time_r = collective_time_s(t_r, bw, native_latency_s(kind, span, fabric, t_r), collective_model)
-    time_j = collective_time_s(t_j, bw, native_latency_s(kind, span, joined, t_j), collective_model)
+    time_r = collective_time_s(t_r, bw, native_latency_s(kind, span, fabric, t_r), mode)
+    time_j = collective_time_s(t_j, bw, native_latency_s(kind, span, joined, t_j), mode)
     pct = 100.0 * (time_r / time_j - 1.0) if time_j > 0 else 0.0
     return {"extra_bytes": t_r - t_j, "time_s": time_r, "joined_time_s": time_j,
             "overhead_pct": pct}
@@ -171,9 +174,10 @@ def rail_report(
     workload: Workload,
     fabric: Fabric,
     bw_gbps: npt.ArrayLike,
-    collective_model: str = "pipelined",
+    timing: TimingModel | str | None = None,
 ):
-    """One row per distinct collective of ``workload``: rail use and forwarding overhead.
+    """One row per distinct collective of ``workload``: rail use and forwarding overhead
+    under ``timing`` (deprecated: a collective model's name instead).
 
     Returns
     -------
@@ -201,8 +205,7 @@ def rail_report(
         if key in rows:
             rows[key]["count"] += step.count
             continue
-        ov = forwarding_overhead(c.kind, c.size_bytes, step.span, fabric, bw_gbps,
-                                 collective_model)
+        ov = forwarding_overhead(c.kind, c.size_bytes, step.span, fabric, bw_gbps, timing)
         rows[key] = {
             "group": c.group, "kind": c.kind, "size_bytes": c.size_bytes,
             "count": step.count,
@@ -275,10 +278,12 @@ def native_step_time_s(
     workload: Workload,
     fabric: Fabric,
     bw_gbps: npt.ArrayLike,
-    collective_model: str = "pipelined",
-    training_loop: str = "no_overlap",
+    timing: TimingModel | str | None = None,
+    training_loop: str | None = None,
 ) -> float:
-    """Step time of ``workload`` under :func:`native_traffic_bytes`, layer by layer.
+    """Step time of ``workload`` under :func:`native_traffic_bytes`, layer by layer:
+    ``timing`` with the native traffic model (deprecated: a collective model's name and
+    ``training_loop`` instead).
 
     The same walk as :func:`libra_opt.traffic.step_time.step_time` with the native traffic model;
     it is the reference the comparisons re-check optimizer answers against.
@@ -294,6 +299,5 @@ def native_step_time_s(
     >>> native_step_time_s(w, rail_optimized_fat_tree(32, 8, 8), [50, 50], "sequential")
     1.24
     """
-    return step_time(
-        workload, fabric, bw_gbps, collective_model, training_loop, traffic_model="native"
-    ).step_time_s
+    native = replace(as_timing(timing, training_loop=training_loop), traffic_model="native")
+    return step_time(workload, fabric, bw_gbps, native).step_time_s

@@ -19,9 +19,10 @@ from libra_opt.errors import InputError, short_repr
 from libra_opt.fabric.dims import Fabric
 from libra_opt.fabric.frozen import FrozenMap, freeze_arrays
 from libra_opt.fabric.heterogeneous import slowest_fractions
-from libra_opt.options import COLLECTIVE_MODELS, PHASES, TRAINING_LOOPS, TrafficModel
+from libra_opt.options import PHASES, TrafficModel
 from libra_opt.traffic.in_network import in_network_dims
 from libra_opt.traffic.routing import collective_traffic
+from libra_opt.traffic.timing import TimingModel, as_timing
 from libra_opt.traffic.topology_aware import CollectiveSettings, collective_phases
 from libra_opt.traffic.workload import Workload, walk_collectives
 
@@ -277,16 +278,19 @@ class WalkArrays:
 
 
 def walk_arrays(
-    workload: Workload, fabric: Fabric, traffic_model: str = "hierarchical",
+    workload: Workload, fabric: Fabric, timing: TimingModel | str | None = None,
     collectives: CollectiveSettings | None = None,
-    in_network_reduction: Sequence[str] = (),
+    in_network_reduction: Sequence[str] | None = None,
 ) -> WalkArrays:
-    """The walk of ``workload`` on ``fabric`` as :class:`WalkArrays`.
+    """The walk of ``workload`` on ``fabric`` under ``timing`` as :class:`WalkArrays`.
 
-    ``collectives`` (the ``topology_aware`` model's settings) adds the collectives' chunk
-    phases, so the walk can also be timed under that model. ``in_network_reduction`` names
-    the switch dimensions that reduce in the network (:mod:`libra_opt.traffic.in_network`;
-    the ``topology_aware`` model reads its own ``collectives.in_network_reduction``).
+    ``timing``'s traffic model routes the bytes; under ``topology_aware`` its collective
+    settings add the collectives' chunk phases, so the walk can also be timed under that
+    model; its ``in_network_dims`` name the switch dimensions that reduce in the network
+    (:mod:`libra_opt.traffic.in_network`; the ``topology_aware`` model reads its own
+    ``collectives.in_network_reduction``). Deprecated: a traffic model's name in
+    ``timing``'s place with ``collectives`` (phases added whenever given) and
+    ``in_network_reduction``.
 
     Examples
     --------
@@ -299,16 +303,22 @@ def walk_arrays(
     >>> a.phase_count.tolist(), a.traffic_bytes.tolist()   # 2 * 4e9 * 3/4 bytes
     ([3.0, 3.0, 3.0], [[6000000000.0]])
     """
+    if isinstance(timing, TimingModel):
+        timing = as_timing(timing, collectives=collectives,
+                           in_network_reduction=in_network_reduction)
+        collectives = timing.collectives
+    else:   # deprecated loose options: phases whenever settings are given
+        timing = as_timing(traffic_model=timing, in_network_reduction=in_network_reduction)
     n_dims = fabric.n_dims
     flat = workload.flat
     groups = tuple(workload.groups)
     group_index = {g: i for i, g in enumerate(groups)}
     traffic = np.zeros((len(flat.collectives), n_dims))
     lat = np.zeros((len(flat.collectives), n_dims))
-    inr = in_network_dims(in_network_reduction, fabric)
+    inr = in_network_dims(timing.in_network_dims, fabric)
     for i, (kind, size, group) in enumerate(flat.collectives):
         traffic[i], lat[i] = collective_traffic(kind, size, workload.groups[group], fabric,
-                                                traffic_model, inr,
+                                                timing.traffic_model, inr,
                                                 group in workload.flat_ring_groups)
     coll_group = np.array([group_index[g] for _, _, g in flat.collectives], dtype=int)
     phases = None
@@ -335,16 +345,20 @@ def step_time(
     workload: Workload,
     fabric: Fabric,
     bw_gbps: npt.ArrayLike,
-    collective_model: str = "pipelined",
-    training_loop: str = "no_overlap",
-    traffic_model: str = "hierarchical",
+    timing: TimingModel | str | None = None,
+    training_loop: str | None = None,
+    traffic_model: str | None = None,
     collectives: CollectiveSettings | None = None,
-    in_network_reduction: Sequence[str] = (),
+    in_network_reduction: Sequence[str] | None = None,
+    *,
+    collective_model: str | None = None,
 ) -> WorkloadTimes:
-    """Step time of ``workload`` on ``fabric`` at bandwidth ``bw_gbps``.
+    """Step time of ``workload`` on ``fabric`` at bandwidth ``bw_gbps`` under ``timing``.
 
-    ``collectives`` are the ``topology_aware`` model's settings (default
-    :class:`~libra_opt.traffic.topology_aware.CollectiveSettings`); other models ignore them.
+    ``timing`` is a :class:`~libra_opt.traffic.timing.TimingModel` (default: its defaults,
+    pipelined, no_overlap, hierarchical). Deprecated: the loose options instead (a collective
+    model's name in ``timing``'s place, ``training_loop``, ``traffic_model``,
+    ``collectives``, ``in_network_reduction``, ``collective_model``).
 
     Notes
     -----
@@ -375,46 +389,28 @@ def step_time(
     0.56
     """
     bw = check_bandwidth(fabric, bw_gbps)
-    _check_models(collective_model, training_loop)
-    if workload.overlap_form and training_loop != "overlap":
+    timing = as_timing(timing, collective_model=collective_model, training_loop=training_loop,
+                       traffic_model=traffic_model, collectives=collectives,
+                       in_network_reduction=in_network_reduction)
+    if workload.overlap_form and not timing.overlapped:
         raise InputError(
             f"workload {workload.name!r} is in overlap form (tp_comm_overlap or "
             "dp_comm_overlap): it is timed only by training_loop 'overlap'",
             field="training_loop")
-    if collective_model == "topology_aware" and collectives is None:
-        collectives = CollectiveSettings()
-    if collective_model != "topology_aware":
-        collectives = None
     return step_time_from_walk(
-        walk_arrays(workload, fabric, traffic_model, collectives, in_network_reduction),
-        bw * slowest_fractions(fabric),
-        collective_model,
-        training_loop,
-    )
-
-
-def _check_models(collective_model: str, training_loop: str) -> None:
-    if training_loop not in TRAINING_LOOPS:
-        raise InputError(
-            f"training_loop {training_loop!r} is not one of {', '.join(TRAINING_LOOPS)}",
-            field="training_loop",
-        )
-    if collective_model not in COLLECTIVE_MODELS:
-        raise InputError(
-            f"collective_model {collective_model!r} is not one of {', '.join(COLLECTIVE_MODELS)}",
-            field="collective_model",
-        )
+        walk_arrays(workload, fabric, timing), bw * slowest_fractions(fabric), timing)
 
 
 def step_time_from_walk(
     walk: WalkArrays,
     bw_gbps: np.ndarray,
-    collective_model: str = "pipelined",
-    training_loop: str = "no_overlap",
+    timing: TimingModel | str | None = None,
+    training_loop: str | None = None,
 ) -> WorkloadTimes:
     """:func:`step_time` of a walk built once by :func:`walk_arrays` (vectorized over layers).
 
-    ``bw_gbps`` must already be checked (:func:`check_bandwidth`).
+    ``bw_gbps`` must already be checked (:func:`check_bandwidth`). Deprecated: a collective
+    model's name in ``timing``'s place and ``training_loop``.
 
     Notes
     -----
@@ -425,12 +421,12 @@ def step_time_from_walk(
     step's communication is the sum over its collectives, combined with its compute as in
     :func:`step_time`, and a hidden window ``W`` gives ``max(T - W, 0)``.
     """
-    _check_models(collective_model, training_loop)
+    timing = as_timing(timing, training_loop=training_loop)
     bw = np.asarray(bw_gbps, dtype=float)
     traffic = walk.traffic_bytes
     used = traffic > 0
     # Per distinct collective k: t_kd on each dimension and its time t_k.
-    if collective_model == "topology_aware":
+    if timing.uses_topology_aware:
         if walk.phases is None:
             raise InputError(
                 "the walk was built without topology_aware settings (walk_arrays(..., "
@@ -441,7 +437,7 @@ def step_time_from_walk(
     else:
         with np.errstate(divide="ignore", invalid="ignore"):
             t_kd = np.where(used, traffic / (1e9 * bw[None, :]) + walk.latency_s, 0.0)
-        if collective_model == "pipelined":
+        if timing.is_pipelined:
             t_k = np.where(used, t_kd, -np.inf).max(axis=1, initial=-np.inf)
             t_k = np.where(used.any(axis=1), t_k, 0.0)
         else:
@@ -451,7 +447,7 @@ def step_time_from_walk(
     phase_comm = np.bincount(walk.coll_phase, weights=t_c, minlength=n_p)
     count = walk.phase_count
     compute_p = walk.phase_compute_s
-    if training_loop == "no_overlap":
+    if not timing.overlapped:
         total = float(count @ (compute_p + phase_comm))
     else:
         total = float(count @ np.maximum(compute_p, phase_comm))
@@ -481,12 +477,14 @@ def step_time_from_walk(
 
 
 def traffic_by_group_bytes(
-    workload: Workload, fabric: Fabric, traffic_model: TrafficModel = "hierarchical",
-    in_network_reduction: Sequence[str] = (),
+    workload: Workload, fabric: Fabric, timing: TimingModel | TrafficModel | None = None,
+    in_network_reduction: Sequence[str] | None = None,
 ) -> dict[str, tuple[int, np.ndarray]]:
     """Per group: (collectives per step, bytes per NPU per dimension per step).
 
-    Bytes follow ``traffic_model`` (:func:`libra_opt.traffic.routing.collective_traffic`).
+    Bytes follow ``timing``'s traffic model and in-network dimensions
+    (:func:`libra_opt.traffic.routing.collective_traffic`). Deprecated: a traffic model's
+    name in ``timing``'s place and ``in_network_reduction``.
 
     Examples
     --------
@@ -499,12 +497,16 @@ def traffic_by_group_bytes(
     >>> n, b.tolist()
     (3, [4500000.0, 750000.0])
     """
+    if not isinstance(timing, TimingModel):
+        timing = as_timing(traffic_model=timing, in_network_reduction=in_network_reduction)
+    elif in_network_reduction is not None:
+        timing = as_timing(timing, in_network_reduction=in_network_reduction)  # refused
     out: dict[str, tuple[int, np.ndarray]] = {}
-    inr = in_network_dims(in_network_reduction, fabric)
+    inr = in_network_dims(timing.in_network_dims, fabric)
     for step in walk_collectives(workload):
         c = step.collective
-        t, _ = collective_traffic(c.kind, c.size_bytes, step.span, fabric, traffic_model, inr,
-                                  c.group in workload.flat_ring_groups)
+        t, _ = collective_traffic(c.kind, c.size_bytes, step.span, fabric, timing.traffic_model,
+                                  inr, c.group in workload.flat_ring_groups)
         n, acc = out.get(c.group, (0, np.zeros(fabric.n_dims)))
         out[c.group] = (n + step.count, acc + step.count * t)
     return out

@@ -19,6 +19,7 @@ from libra_opt.optimize.program import CLARABEL_SETTINGS as _CLARABEL_SETTINGS
 from libra_opt.optimize.program import build_program as _build_program
 from libra_opt.optimize.terms import aggregate_terms
 from libra_opt.traffic.step_time import step_time
+from libra_opt.traffic.timing import TimingModel
 from libra_opt.traffic.workload import Collective, Layer, Phase, Workload
 
 FABRIC = multi_dim((4, 8), ("ring", "switch"), tiers=("A", "B"))
@@ -116,8 +117,8 @@ def test_tco_objective_matches_brute_force():
     b_ref = 100.0
     t_ref = step_time(w, FABRIC, [b_ref, b_ref]).step_time_s
     ref = r0 + r @ np.array([b_ref, b_ref])
-    prog = _build_program(terms, np.array([1.0]), (), FABRIC.n_dims, "pipelined",
-                          "no_overlap", (r0 / ref, r / ref), b_ref, t_ref)
+    prog = _build_program(terms, np.array([1.0]), (), FABRIC.n_dims, TimingModel(),
+                          (r0 / ref, r / ref), b_ref, t_ref)
     prog.problem.solve(solver=cp.CLARABEL, **_CLARABEL_SETTINGS)
     assert prog.problem.status == cp.OPTIMAL
     u = float(prog.u.value)

@@ -17,10 +17,10 @@ import pytest
 from libra_opt.cli import main
 from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Dim, Fabric
+from libra_opt.io._yaml import read_yaml
 from libra_opt.io.astra_sim import read_astra_sim
 from libra_opt.io.files import MAX_INPUT_BYTES, read_text
 from libra_opt.io.scenario_file import load_scenario
-from libra_opt.io.yaml_util import load_yaml
 from libra_opt.scenario.constraints import parse_constraint
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "libra_opt" / "data" / "examples"
@@ -64,7 +64,7 @@ def _indent(text: str, n: int) -> str:
 def test_billion_laughs_file(tmp_path):
     p = tmp_path / "bomb.yaml"
     p.write_text(_bomb())
-    err, dt = _fails(load_yaml, p)
+    err, dt = _fails(read_yaml, p)
     assert err.source == str(p)
     assert "1000000 nodes" in err.message and "aliases" in err.message
     assert err.field and err.field.startswith("line ")
@@ -96,13 +96,13 @@ def test_billion_laughs_anywhere_in_a_scenario(scen_dir, where):
 def test_small_aliases_still_work(tmp_path):
     p = tmp_path / "ok.yaml"
     p.write_text("a: &x {Link: 1.0}\nb: *x\nc: 1e7\n")
-    assert load_yaml(p) == {"a": {"Link": 1.0}, "b": {"Link": 1.0}, "c": 1e7}
+    assert read_yaml(p) == {"a": {"Link": 1.0}, "b": {"Link": 1.0}, "c": 1e7}
 
 
 def test_recursive_alias(tmp_path):
     p = tmp_path / "rec.yaml"
     p.write_text("a: &x [1, *x]\n")
-    err, _ = _fails(load_yaml, p)
+    err, _ = _fails(read_yaml, p)
     assert err.source == str(p) and "*x" in err.message
 
 
@@ -123,7 +123,7 @@ def test_recursive_alias(tmp_path):
 def test_deep_nesting(tmp_path, body):
     p = tmp_path / "deep.yaml"
     p.write_text(body)
-    err, dt = _fails(load_yaml, p)
+    err, dt = _fails(read_yaml, p)
     assert err.source == str(p) and "levels deep" in err.message
     assert dt < FAST
 
@@ -131,27 +131,27 @@ def test_deep_nesting(tmp_path, body):
 def test_too_many_nodes(tmp_path):
     p = tmp_path / "wide.yaml"
     p.write_text("x: [" + ", ".join(["1"] * 1000) + "]\n")
-    assert len(load_yaml(p)["x"]) == 1000
-    err, _ = _fails(load_yaml, p, max_nodes=500)
+    assert len(read_yaml(p)["x"]) == 1000
+    err, _ = _fails(read_yaml, p, max_nodes=500)
     assert err.source == str(p) and "500 nodes" in err.message
 
 
 def test_yaml_corner_cases(tmp_path):
     p = tmp_path / "c.yaml"
     p.write_text("x: " + "9" * 5000 + "\n")  # beyond Python's int-from-text limit
-    err, _ = _fails(load_yaml, p)
+    err, _ = _fails(read_yaml, p)
     assert "digits" in err.message and err.source == str(p)
     p.write_text("{[1]: 2}\n")
-    err, _ = _fails(load_yaml, p)
+    err, _ = _fails(read_yaml, p)
     assert "mapping key" in err.message
     p.write_text("a: 1\na: 2\n")
-    err, _ = _fails(load_yaml, p)
+    err, _ = _fails(read_yaml, p)
     assert "duplicate key 'a'" in err.message
     p.write_text("a: !!python/object:os.system x\n")
-    err, _ = _fails(load_yaml, p)
+    err, _ = _fails(read_yaml, p)
     assert err.source == str(p)
     p.write_bytes(b"a: 1\nb: \xff\n")
-    err, _ = _fails(load_yaml, p)
+    err, _ = _fails(read_yaml, p)
     assert "UTF-8" in err.message and err.field == "line 2"
 
 
@@ -163,7 +163,7 @@ def test_symlink_to_dev_zero(tmp_path):
         pytest.skip("no /dev/zero")
     p = tmp_path / "zero.yaml"
     p.symlink_to("/dev/zero")
-    err, dt = _fails(load_yaml, p)
+    err, dt = _fails(read_yaml, p)
     assert err.source == str(p) and "character device" in err.message
     assert dt < FAST
 
@@ -178,9 +178,9 @@ def test_fifo(tmp_path):
 
 
 def test_directory_and_missing(tmp_path):
-    err, _ = _fails(load_yaml, tmp_path)
+    err, _ = _fails(read_yaml, tmp_path)
     assert err.source == str(tmp_path) and "directory" in err.message
-    err, _ = _fails(load_yaml, tmp_path / "nope.yaml")
+    err, _ = _fails(read_yaml, tmp_path / "nope.yaml")
     assert "not found" in err.message
 
 
@@ -192,17 +192,17 @@ def test_huge_sparse_file(tmp_path):
     assert err.source == str(p) and "70.0 MiB" in err.message and "64.0 MiB" in err.message
     assert dt < FAST
     assert MAX_INPUT_BYTES == 64 * 2**20
-    err, dt = _fails(load_yaml, p)   # YAML has a tighter bound (pure-Python parser)
+    err, dt = _fails(read_yaml, p)   # YAML has a tighter bound (pure-Python parser)
     assert err.source == str(p) and "70.0 MiB" in err.message and "4.0 MiB" in err.message
     assert dt < FAST
     small = tmp_path / "small.yaml"
     small.write_text("a: 1\n" * 100)
-    err, _ = _fails(load_yaml, small, max_bytes=100)
+    err, _ = _fails(read_yaml, small, max_bytes=100)
     assert "limit" in err.message
 
 
 def test_empty_path():
-    err, _ = _fails(load_yaml, "")
+    err, _ = _fails(read_yaml, "")
     assert "empty path" in err.message
 
 
@@ -380,14 +380,14 @@ def test_nul_byte_in_a_path_field(tmp_path, capsys):
     p.write_text('name: s\nfabric: {libra_network: "net\\0.yml"}\ncost_model: c.yml\n'
                  "workloads: [{name: w, astra_sim: w.txt, communicator: c.yml}]\n")
     with pytest.raises(InputError, match="NUL byte"):
-        load_yaml(str(tmp_path / "net\0.yml"))
+        read_yaml(str(tmp_path / "net\0.yml"))
     assert main(["solve", str(p)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "NUL byte" in err[0]
 
 
 def test_alias_bomb_still_rejected_with_the_larger_node_limit(tmp_path):
-    from libra_opt.io.yaml_util import MAX_YAML_NODES
+    from libra_opt.io._yaml.strict import MAX_YAML_NODES
 
     lines = ['a0: &a0 ["x", "x", "x", "x", "x", "x", "x", "x", "x", "x"]']
     for i in range(1, 9):
@@ -396,5 +396,5 @@ def test_alias_bomb_still_rejected_with_the_larger_node_limit(tmp_path):
     p.write_text("\n".join(lines) + "\n")
     t0 = time.perf_counter()
     with pytest.raises(InputError, match=f"more than {MAX_YAML_NODES} nodes"):
-        load_yaml(p)
+        read_yaml(p)
     assert time.perf_counter() - t0 < 1.0

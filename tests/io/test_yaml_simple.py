@@ -11,9 +11,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from libra_opt.io import yaml_util as yu
-from libra_opt.io.yaml_simple import NOT_SIMPLE, parse_simple
-from libra_opt.io.yaml_util import MAX_YAML_DEPTH, load_yaml
+from libra_opt.io._yaml import strict as yu
+from libra_opt.io._yaml.simple import NOT_SIMPLE, parse_simple
+from libra_opt.io._yaml.strict import MAX_YAML_DEPTH, read_yaml
 from tests.fixtures import same
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -144,7 +144,7 @@ def test_load_yaml_uses_it(monkeypatch, tmp_path):
 
     monkeypatch.setattr(yu, "_compose_pure", refuse)
     monkeypatch.setattr(yu, "_compose_c", refuse)
-    assert load_yaml(p) == {"Forward": [2, 4, 2, -1, -1]}
+    assert read_yaml(p) == {"Forward": [2, 4, 2, -1, -1]}
 
 
 # --- generated: block documents in (and near) the subset ----------------------------------------

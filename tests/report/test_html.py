@@ -9,8 +9,10 @@ from html.parser import HTMLParser
 
 import pytest
 
+from libra_opt import write_report
+from libra_opt.explore.study import design_study
 from libra_opt.optimize.problem import solve
-from libra_opt.report.html import build_report, render_html, render_markdown, write_report
+from libra_opt.report.html import build_report, render_html, render_markdown
 from libra_opt.scenario.examples import toy_scenario
 
 
@@ -145,7 +147,7 @@ def test_writes_only_inside_the_directory(tmp_path):
 
 def test_user_strings_are_escaped():
     scen = dataclasses.replace(toy_scenario(), name='<script>alert("x")</script>')
-    report = build_report(scen, budget_points=3, families=())
+    report = build_report(design_study(scen, budget_points=3, families=()))
     h = render_html(report)
     assert "<script>" not in h and "&lt;script&gt;" in h
     md = render_markdown(report)

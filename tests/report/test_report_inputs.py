@@ -12,6 +12,8 @@ import pandas as pd
 import pytest
 
 import libra_opt as lo
+from libra_opt.explore.study import design_study
+from libra_opt.io.files import read_text_if_any
 from libra_opt.optimize.problem import solve
 from libra_opt.report.html import Provenance, build_report, render_html, render_markdown
 from libra_opt.report.inputs import performance_section_parts
@@ -38,9 +40,11 @@ def built():
 
     html._png = keep
     try:
-        report = build_report(lo.examples.load("gpt3_175b_4d"), budget_points=8,
-                              families=("fat_tree", "multi_dim"), progress=False,
-                              provenance=Provenance(command="libra-opt report x"))
+        study = design_study(lo.examples.load("gpt3_175b_4d"), budget_points=8,
+                             families=("fat_tree", "multi_dim"), progress=False)
+        text = read_text_if_any(study.scenario.source)   # io reads; the report renders
+        report = build_report(study, provenance=Provenance(command="libra-opt report x",
+                                                           scenario_text=text))
     finally:
         html._png = real
     return report, figs

@@ -139,8 +139,8 @@ def test_replace_checks_types_and_names_the_path():
 
 def test_a_structural_sweep_reads_no_file(monkeypatch):
     """Parallelism and fabric-size points are compiled from the spec in memory."""
+    import libra_opt.io._yaml.strict as yaml_util
     import libra_opt.io.files as files
-    import libra_opt.io.yaml_util as yaml_util
 
     scen = lo.load_scenario("gpt3_175b_a100_cluster")
     w = scen.workloads[0].name
@@ -161,7 +161,7 @@ def test_a_structural_sweep_reads_no_file(monkeypatch):
     monkeypatch.setattr(builtins, "open", no_open)
     monkeypatch.setattr(pathlib.Path, "read_text", forbidden)
     monkeypatch.setattr(pathlib.Path, "read_bytes", forbidden)
-    monkeypatch.setattr(yaml_util, "load_yaml", forbidden)
+    monkeypatch.setattr(yaml_util, "read_yaml", forbidden)
     monkeypatch.setattr(files, "read_text", forbidden, raising=False)
     got = lo.sweep(scen, axes, progress=False)
     assert list(got["status"]) == ["optimal"] * 4

@@ -3,7 +3,7 @@
 Most input files are a few lines of block mappings and sequences whose leaves are plain or
 simply quoted scalars, with flat flow collections (``[4, 8, 4]``, ``{name: pod, size:
 32}``) and comments. :func:`parse_simple` reads exactly that subset, line by line, and
-gives the same data as the strict loaders of :mod:`libra_opt.io.yaml_util` (the same
+gives the same data as the strict loaders of :mod:`libra_opt.io._yaml.strict` (the same
 implicit tags, the same scalar constructors). Anything outside the subset -- anchors,
 aliases, tags, block scalars, multi-line scalars, nested flow collections, escapes,
 complex or quoted keys, duplicate keys, odd indentation, directives, several documents,
@@ -52,7 +52,7 @@ _FLOW_CHARS = re.compile("[][{}#]")
 MAX_INT_DIGITS = 1000
 #: Plain decimal numbers, which PyYAML's constructors turn into exactly ``int(v)`` /
 #: ``float(v)`` (no underscores, base prefixes, leading zeros, sexagesimal parts or .inf;
-#: also used by the fast constructor of ``yaml_util``).
+#: also used by the fast constructor of ``strict``).
 PLAIN_INT = re.compile(rf"[-+]?[1-9][0-9]{{0,{MAX_INT_DIGITS - 1}}}|0")
 PLAIN_FLOAT = re.compile(r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
 #: Characters outside the subset: what PyYAML's reader refuses, and the tab, carriage

@@ -5,7 +5,7 @@
   counted as copies of what they refer to) to at most :data:`MAX_YAML_NODES` nodes. Both
   are checked before anything is constructed (while composing, or on the composed node
   graph), so an alias bomb ("billion laughs") is rejected in microseconds wherever it sits;
-* plain block documents are read by :mod:`libra_opt.io.yaml_simple`; the rest by libyaml
+* plain block documents are read by :mod:`libra_opt.io._yaml.simple`; the rest by libyaml
   (PyYAML's C parser and composer, our Python constructors) when PyYAML was built with it,
   else by the pure-Python reference loader. All apply the same rules and give the same
   data; every error is worded by the reference loader, so messages do not depend on which
@@ -26,20 +26,20 @@ from typing import Any
 import yaml
 
 from libra_opt.errors import InputError
-from libra_opt.io.files import ParseCache, _check_path, read_text
-from libra_opt.io.yaml_simple import (
+from libra_opt.io._yaml.simple import (
     MAX_INT_DIGITS,
     NOT_SIMPLE,
     TAG_PREFIX,
     parse_simple,
     plain_value,
 )
+from libra_opt.io.files import ParseCache, _check_path, read_text
 
 __all__ = [
     "MAX_YAML_BYTES",
     "MAX_YAML_DEPTH",
     "MAX_YAML_NODES",
-    "load_yaml",
+    "read_yaml",
 ]
 
 #: Largest YAML file read (bytes). Without libyaml (and for the rare documents it does not
@@ -161,7 +161,7 @@ class _StrictLoader(yaml.SafeLoader):
 
     While composing, it keeps the expanded node count of every anchored node, so an alias
     adds the size of what it refers to without anything being copied. Its errors are the
-    ones :func:`load_yaml` reports, whichever loader read the document.
+    ones :func:`read_yaml` reports, whichever loader read the document.
     """
 
     max_depth = MAX_YAML_DEPTH
@@ -485,9 +485,37 @@ def _c_nesting(text: str, stop: int) -> int:
         loader.dispose()
 
 
+#: A ``?`` after a plain scalar's character (``[a?]``, ``[a ?]``), not one opening a flow
+#: entry's complex key (``[? a]``): libyaml reads ``[a?]`` as ``['a?']`` where the reference
+#: loader refuses it (found by the differential test).
+_PLAIN_QUESTION = re.compile(r"(?<![\[{,\s])\?|[^\s\[{,]\s+\?")
+#: A comment: ``#`` at a line's start or after white space, to the end of the line.
+_COMMENT = re.compile(r"(?:^|(?<=\s))#.*$", re.MULTILINE)
+
+
+def _question_in_plain(text: str) -> bool:
+    r"""Whether ``text`` may hold a ``?`` inside a plain scalar (:data:`_PLAIN_QUESTION`),
+    comments aside; a line with a quote keeps its comment (a ``#`` may be quoted), so the
+    answer errs towards yes.
+
+    Examples
+    --------
+    >>> _question_in_plain("[a?]"), _question_in_plain("[? a]")
+    (True, False)
+    >>> _question_in_plain("# worth buying?\nx: [1, 2]")
+    False
+    """
+    lines = [ln if ("'" in ln or '"' in ln) else _COMMENT.sub("", ln)
+             for ln in text.split("\n")]
+    return _PLAIN_QUESTION.search("\n".join(lines)) is not None
+
+
 def _c_unsafe(text: str) -> bool:
     """Whether :data:`_C_UNSAFE` finds something in ``text`` (the pattern is searched only
-    when ``text`` holds a character it needs: most documents hold none)."""
+    when ``text`` holds a character it needs: most documents hold none). So is a ``?``
+    inside a plain scalar of a document with a flow collection (:func:`_question_in_plain`)."""
+    if "?" in text and ("[" in text or "{" in text) and _question_in_plain(text):
+        return True
     if "#" in text and ("|" in text or ">" in text):
         return _C_UNSAFE.search(text) is not None
     return any(ch in text for ch in _C_UNSAFE_CHARS) and _C_UNSAFE.search(text) is not None
@@ -524,7 +552,7 @@ def _compose_c(text: str, max_depth: int, max_nodes: int) -> tuple[_Composed, An
 
 
 def _compose(text: str, max_depth: int, max_nodes: int) -> tuple[_Composed, Any]:
-    """The plain block reader (:func:`~libra_opt.io.yaml_simple.parse_simple`) where the
+    """The plain block reader (:func:`~libra_opt.io._yaml.simple.parse_simple`) where the
     document is in its subset; else libyaml where it may read ``text``; the reference
     loader otherwise, and for the wording of every error (it refuses what libyaml
     refused, with today's message)."""
@@ -576,7 +604,7 @@ class _Composed:
             loader.dispose()
 
 
-def load_yaml(
+def read_yaml(
     path: str | Path,
     *,
     max_bytes: int | None = None,

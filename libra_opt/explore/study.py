@@ -1,0 +1,139 @@
+"""The studies a design review rests on, run once and handed over as one frozen value.
+
+:func:`design_study` solves a scenario (unless handed a solution) and runs, around its
+optimum, the sensitivity of each dimension, a budget sweep (log-spaced network budgets, the
+objective perf) and the fabric-family comparison (the scenario's dimensions re-wired as each
+family, at the optimum's bandwidth and at equal scale-out budget). The answer,
+:class:`~libra_opt.explore.study_result.DesignStudy`, holds the solution and the three tables; ``libra_opt.report`` renders
+it and runs nothing itself.
+
+A study that cannot be run for this scenario (a comparison with no feasible fabric, a
+sensitivity the solver refuses) is recorded as the reason, not raised, so the review still
+shows every other part.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from libra_opt.errors import LibraOptError
+from libra_opt.explore.compare import compare_fabrics
+from libra_opt.explore.sensitivity import sensitivity
+from libra_opt.explore.study_result import DesignStudy
+from libra_opt.explore.sweep import sweep
+from libra_opt.fabric.builders import as_family, fabric_family
+from libra_opt.fabric.frozen import FrozenMap
+from libra_opt.optimize.problem import solve
+from libra_opt.optimize.solution import Solution
+from libra_opt.scenario.objective import PerfObjective
+from libra_opt.scenario.scenario import Scenario
+
+__all__ = ["design_study", "budget_values", "REPORT_FAMILIES",
+           "DEFAULT_SCALEOUT_RADIX"]
+
+logger = logging.getLogger(__name__)
+
+REPORT_FAMILIES = ("fat_tree", "rail_only", "multi_dim")
+"""Fabric families a design study compares (each with the scenario's own dimensions)."""
+
+DEFAULT_SCALEOUT_RADIX = 64
+"""Scale-out switch radix of the re-wired fabrics when the scenario's last dimension has none."""
+
+
+def budget_values(sol: Solution, n_points: int) -> list[float]:
+    """Network budgets around an optimum's cost, $: ``n_points`` log-spaced from 0.25x to
+    4x the optimum's network cost (to 2x when the scenario already has a budget); empty when
+    the optimum costs nothing.
+
+    Examples
+    --------
+    >>> from libra_opt.scenario.examples import toy_scenario
+    >>> sol = solve(toy_scenario())
+    >>> [round(v) for v in budget_values(sol, 3)]   # the optimum costs $121,600
+    [30400, 121600, 486400]
+    """
+    cost = sol.network_cost_usd
+    if not (cost > 0):
+        return []
+    hi = 4.0 if sol.scenario.budget_usd is None else 2.0
+    return [float(v) for v in np.geomspace(0.25 * cost, hi * cost, n_points)]
+
+
+def _compare(sol: Solution, families: Sequence[str], radix: int, own: str):
+    scen = sol.scenario
+    fabrics = {}
+    for fam in families:
+        f = as_family(scen.fabric, fam, radix)
+        fabrics[own if f == scen.fabric else fam] = f
+    fabrics.setdefault(own, scen.fabric)
+    return compare_fabrics(scen, fabrics, bw_gbps=sol.bw_gbps.tolist(),
+                           modes=("equal_bw", "equal_budget"))
+
+
+def design_study(
+    scenario_or_solution: Scenario | Solution,
+    *,
+    budget_points: int = 25,
+    families: Sequence[str] = REPORT_FAMILIES,
+    progress: Callable | bool | None = None,
+) -> DesignStudy:
+    """Solve (if needed) and run the sensitivity, the budget sweep and the fabric comparison.
+
+    Parameters
+    ----------
+    scenario_or_solution : Scenario or Solution
+    budget_points : int
+        Points of the budget sweep (:func:`budget_values`).
+    families : sequence of str
+        Fabric families to compare (:data:`REPORT_FAMILIES`); empty: the scenario's own.
+    progress : callable or bool, optional
+        Passed to the sweep.
+
+    Returns
+    -------
+    DesignStudy
+
+    Examples
+    --------
+    >>> from libra_opt.scenario.examples import toy_scenario
+    >>> st = design_study(toy_scenario(), budget_points=3, families=(), progress=False)
+    >>> st.sweep["status"].tolist(), st.solution.bw_gbps.round(3).tolist()
+    (['optimal', 'optimal', 'optimal'], [200.0, 100.0])
+    """
+    t0 = time.perf_counter()
+    sol = (scenario_or_solution if isinstance(scenario_or_solution, Solution)
+           else solve(scenario_or_solution))
+    timings = {"solve_s": time.perf_counter() - t0}
+    scen = sol.scenario
+    sens, sens_error = None, None
+    try:
+        sens = sensitivity(sol)
+    except LibraOptError as exc:
+        sens_error = str(exc)
+    t1 = time.perf_counter()
+    values = budget_values(sol, budget_points)
+    swept, df = None, None
+    if values:
+        swept = scen
+        if scen.objective_model != PerfObjective():
+            swept = dataclasses.replace(scen, objective=PerfObjective.name)
+        df = sweep(swept, {"budget_usd": values}, progress=progress)
+    timings["sweep_s"] = time.perf_counter() - t1
+    t1 = time.perf_counter()
+    radix = scen.fabric.dims[-1].switch_radix or DEFAULT_SCALEOUT_RADIX
+    own = f"scenario ({fabric_family(scen.fabric)})"
+    cmp_df, cmp_error = None, None
+    try:
+        cmp_df = _compare(sol, families, radix, own)
+    except LibraOptError as exc:
+        cmp_error = str(exc)
+        logger.info("fabric comparison not possible: %s", exc)
+    timings["compare_s"] = time.perf_counter() - t1
+    timings["total_s"] = time.perf_counter() - t0
+    return DesignStudy(sol, sens, sens_error, tuple(values), swept, df, tuple(families), radix,
+                       own, cmp_df, cmp_error, FrozenMap(timings))

@@ -1,0 +1,187 @@
+"""How a step is timed, as one frozen value: :class:`TimingModel`.
+
+The step-time model has four choices — the collective model (``pipelined``, ``sequential``
+or ``topology_aware``), the traffic model (``hierarchical`` or ``native``), the training
+loop (``no_overlap`` or ``overlap``), the ``topology_aware`` model's collective settings —
+and the dimensions that reduce in the network. A :class:`TimingModel` holds them, checked
+once, and answers the questions the code asks of them (:attr:`TimingModel.is_pipelined`,
+:attr:`TimingModel.uses_topology_aware`, :attr:`TimingModel.overlapped`, ...), so no other
+module compares an option's name. A scenario resolves its own once
+(``Scenario.timing``) and passes it on as one argument.
+
+Examples
+--------
+>>> t = TimingModel("topology_aware", "overlap")
+>>> t.uses_topology_aware, t.overlapped, t.is_pipelined, t.collectives is not None
+(True, True, False, True)
+>>> TimingModel("sequential").describe()
+'sequential collectives, no_overlap loop, hierarchical traffic'
+>>> TimingModel("chunked")
+Traceback (most recent call last):
+...
+libra_opt.errors.InputError: collective_model: collective_model 'chunked' is not one of pipelined, sequential, topology_aware
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from libra_opt.errors import InputError
+from libra_opt.options import (
+    COLLECTIVE_MODELS,
+    TRAFFIC_MODELS,
+    TRAINING_LOOPS,
+    CollectiveModel,
+    TrafficModel,
+    TrainingLoop,
+)
+from libra_opt.traffic.topology_aware import CollectiveSettings
+
+__all__ = ["TimingModel", "as_timing"]
+
+
+@dataclass(frozen=True)
+class TimingModel:
+    """The step-time model's choices, checked (see the module notes).
+
+    Attributes
+    ----------
+    collective_model : {"pipelined", "sequential", "topology_aware"}
+        How one collective's per-dimension times combine (max, sum) or the
+        ``topology_aware`` chunk-phase model.
+    training_loop : {"no_overlap", "overlap"}
+        Whether a phase's collectives add to its compute or hide behind it.
+    traffic_model : {"hierarchical", "native"}
+        Which bytes cross which dimension (LIBRA's hierarchical model or the fabric's
+        own routing).
+    collectives : CollectiveSettings or None
+        The ``topology_aware`` model's settings (its defaults when not given); ``None``
+        under the other collective models, whatever was given.
+    in_network_dims : tuple of str
+        Names of the dimensions that reduce in the network (sorted).
+    """
+
+    collective_model: CollectiveModel = "pipelined"
+    training_loop: TrainingLoop = "no_overlap"
+    traffic_model: TrafficModel = "hierarchical"
+    collectives: CollectiveSettings | None = None
+    in_network_dims: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        for field, value, allowed in (("collective_model", self.collective_model,
+                                       COLLECTIVE_MODELS),
+                                      ("training_loop", self.training_loop, TRAINING_LOOPS),
+                                      ("traffic_model", self.traffic_model, TRAFFIC_MODELS)):
+            if value not in allowed:
+                raise InputError(f"{field} {value!r} is not one of {', '.join(allowed)}",
+                                 field=field)
+        if self.collective_model == "topology_aware":
+            if self.collectives is None:
+                object.__setattr__(self, "collectives", CollectiveSettings())
+        elif self.collectives is not None:
+            object.__setattr__(self, "collectives", None)
+        object.__setattr__(self, "in_network_dims", tuple(sorted(set(self.in_network_dims))))
+
+    # --- the collective model -------------------------------------------------------------
+    @property
+    def is_pipelined(self) -> bool:
+        """A collective takes the longest of its dimensions' times (LIBRA's pipelined model)."""
+        return self.collective_model == "pipelined"
+
+    @property
+    def is_sequential(self) -> bool:
+        """A collective takes the sum of its dimensions' times."""
+        return self.collective_model == "sequential"
+
+    @property
+    def uses_topology_aware(self) -> bool:
+        """Collectives are timed by the ``topology_aware`` chunk-phase model."""
+        return self.collective_model == "topology_aware"
+
+    @property
+    def dims_at_once(self) -> str:
+        """The per-dimension combination rule of :func:`~libra_opt.traffic.collectives.
+        collective_time_s` (``pipelined``: max, ``sequential``: sum); under
+        ``topology_aware``, ``pipelined`` (its phases pipeline their chunks across dims)."""
+        return "sequential" if self.is_sequential else "pipelined"
+
+    # --- the training loop ----------------------------------------------------------------
+    @property
+    def overlapped(self) -> bool:
+        """A phase's collectives hide behind its compute (``training_loop: overlap``)."""
+        return self.training_loop == "overlap"
+
+    # --- the traffic model ----------------------------------------------------------------
+    @property
+    def native_traffic(self) -> bool:
+        """Bytes follow the fabric's own routing (``traffic_model: native``)."""
+        return self.traffic_model == "native"
+
+    @property
+    def hierarchical_traffic(self) -> bool:
+        """Bytes follow LIBRA's hierarchical per-dimension model."""
+        return self.traffic_model == "hierarchical"
+
+    # --- checks and text ------------------------------------------------------------------
+    def uneven_sizes_refusal(self) -> str | None:
+        """Why asymmetric block sizes (``members.size``) are not modelled under this timing,
+        or ``None`` when they are (hierarchical traffic, pipelined or sequential)."""
+        if self.uses_topology_aware:
+            return f"collective_model {self.collective_model!r}"
+        if not self.hierarchical_traffic:
+            return f"traffic_model {self.traffic_model!r}"
+        return None
+
+    def describe(self) -> str:
+        """``<collective model> collectives, <loop> loop, <traffic model> traffic``."""
+        return (f"{self.collective_model} collectives, {self.training_loop} loop, "
+                f"{self.traffic_model} traffic")
+
+
+def as_timing(
+    timing: TimingModel | str | None = None,
+    *,
+    collective_model: str | None = None,
+    training_loop: str | None = None,
+    traffic_model: str | None = None,
+    collectives: CollectiveSettings | None = None,
+    in_network_reduction: Iterable[str] | None = None,
+) -> TimingModel:
+    """A :class:`TimingModel` from one, or from the loose options functions took before it.
+
+    The loose keywords (and a collective model's name in ``timing``'s place) are
+    deprecated: kept so calls written against the loose options still run. Unset choices
+    take :class:`TimingModel`'s defaults.
+
+    Examples
+    --------
+    >>> as_timing("sequential", training_loop="overlap").describe()
+    'sequential collectives, overlap loop, hierarchical traffic'
+    >>> as_timing(TimingModel(), traffic_model="native")
+    Traceback (most recent call last):
+    ...
+    libra_opt.errors.InputError: timing: give a TimingModel or the loose options, not both (traffic_model)
+    """
+    loose = {"collective_model": collective_model, "training_loop": training_loop,
+             "traffic_model": traffic_model, "collectives": collectives,
+             "in_network_reduction": in_network_reduction}
+    if isinstance(timing, TimingModel):
+        given = [k for k, v in loose.items() if v is not None]
+        if given:
+            raise InputError(f"give a TimingModel or the loose options, not both "
+                             f"({', '.join(given)})", field="timing")
+        return timing
+    if timing is not None:
+        if collective_model is not None:
+            raise InputError("collective model given twice (positionally and by keyword)",
+                             field="collective_model")
+        collective_model = timing
+    base = TimingModel()
+    return TimingModel(
+        collective_model if collective_model is not None else base.collective_model,  # type: ignore[arg-type]
+        training_loop if training_loop is not None else base.training_loop,  # type: ignore[arg-type]
+        traffic_model if traffic_model is not None else base.traffic_model,  # type: ignore[arg-type]
+        collectives,
+        tuple(in_network_reduction or ()),
+    )
