@@ -51,7 +51,7 @@ def register(subparsers) -> argparse.ArgumentParser:
 
 def _constants(text: str) -> list[str]:
     from libra_opt.errors import InputError
-    from libra_opt.generators.validation import CALIBRABLE
+    from libra_opt.explore.calibration import CALIBRABLE
 
     names = [n.strip() for n in text.split(",")]
     bad = [n for n in names if n not in CALIBRABLE]
@@ -72,8 +72,10 @@ def _with_devices(table, devices):
 def run(args: argparse.Namespace) -> int:
     """Execute ``validate`` for parsed ``args``; prints the table and returns 0."""
     from libra_opt.errors import InputError
+    from libra_opt.explore.calibration import DeviceCalibration, calibrate_tables
+    from libra_opt.explore.ranking import stack_summaries, variant_rankings
+    from libra_opt.explore.validation import validate
     from libra_opt.generators.devices import Device
-    from libra_opt.generators.validation import DeviceCalibration, calibrate_tables, validate
     from libra_opt.io.output import check_output_dir, confined_path, save_figure_atomic
     from libra_opt.io.validation import load_validation_table, validation_table_names
     from libra_opt.report.validation import stack_report, validation_report, variant_report
@@ -102,7 +104,8 @@ def run(args: argparse.Namespace) -> int:
             print("in-sample fit on every row (least squares in log error): how close these "
                   "constants can bring the model to all the rows at once, not a validation")
     if args.calibrate_stacks:
-        from libra_opt.generators.stack_fit import calibrate_stacks, with_stacks
+        from libra_opt.explore.calibration import calibrate_stacks
+        from libra_opt.generators.stacks import with_stacks
 
         if devices:  # fit the stacks on top of freshly fitted device constants
             tables = [_with_devices(t, devices) for t in tables]
@@ -121,8 +124,9 @@ def run(args: argparse.Namespace) -> int:
         results = [replace(r, rows=tuple(replace(x, calibrate=False) for x in r.rows))
                    for r in results]
     print(validation_report(results, in_sample=args.calibrate_rows == "all"))
-    print(stack_report(results, in_sample=args.calibrate_rows == "all"))
-    print(variant_report(results))
+    variant_sets = variant_rankings(results)
+    print(stack_report(stack_summaries(results), in_sample=args.calibrate_rows == "all"))
+    print(variant_report(variant_sets))
     if args.out is not None:
         from libra_opt.cli.backend import pyplot
         from libra_opt.report.validation import plot_validation, plot_variants
@@ -143,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
             plt.close(fig)
         print(f"wrote {path}")
         if any(r.variant_set for t in results for r in t.rows):
-            fig = plot_variants(results)
+            fig = plot_variants(variant_sets)
             path = confined_path(args.out, "variants.png", flag="--out")
             try:
                 save_figure_atomic(fig, path, dpi=130, flag="--out")

@@ -1,4 +1,6 @@
-"""Many answers: grid sweeps, Pareto fronts, sensitivities, overrides and fabric comparisons."""
+"""Many answers: grid sweeps, Pareto fronts, sensitivities, overrides, fabric comparisons, and
+the model against published runs (:mod:`~libra_opt.explore.validation`,
+:mod:`~libra_opt.explore.calibration`, :mod:`~libra_opt.explore.ranking`)."""
 
 from libra_opt.explore.compare import budget_optimum, compare_fabrics
 from libra_opt.explore.grid import sweep_grid

@@ -15,7 +15,7 @@ Modules: :mod:`~libra_opt.generators.descriptors` (model YAML), :mod:`~libra_opt
 :mod:`~libra_opt.generators.pipeline`, :mod:`~libra_opt.generators.transformer_comm`,
 :mod:`~libra_opt.generators.operators` (per-operator FLOPs and bytes),
 :mod:`~libra_opt.generators.roofline` (operator times), :mod:`~libra_opt.generators.validation`
-(published runs), :mod:`~libra_opt.generators.transformer_workload`, :mod:`~libra_opt.generators.dlrm`,
+(published runs as values; predicted and fitted in :mod:`libra_opt.explore`), :mod:`~libra_opt.generators.transformer_workload`, :mod:`~libra_opt.generators.dlrm`,
 :mod:`~libra_opt.generators.resnet`, :mod:`~libra_opt.generators.generator`,
 (scenario entries are read by :mod:`libra_opt.io.model_entry`; reports in
 :mod:`libra_opt.report.workload`).

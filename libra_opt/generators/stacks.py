@@ -23,9 +23,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from libra_opt.errors import InputError
+from libra_opt.fabric.frozen import FrozenMap
 from libra_opt.generators.devices import Device
 
-__all__ = ["resolve_stack", "stack_efficiency", "timing_device"]
+__all__ = ["resolve_stack", "stack_efficiency", "timing_device", "with_stacks"]
 
 
 def resolve_stack(device: Device, stack: str | None) -> str:
@@ -107,3 +108,17 @@ def timing_device(device: Device, eta: float) -> Device:
         mem_efficiency=device.mem_efficiency * eta,
         vector_flops=device.vector_flops * eta,
     )
+
+
+def with_stacks(device: Device, constants: dict[str, float]) -> Device:
+    """``device`` with the stack ``constants`` set (others kept).
+
+    Examples
+    --------
+    >>> from libra_opt.io.presets import load_device
+    >>> d = with_stacks(load_device("a100_80gb"), {"x": 0.9})
+    >>> d.software_stacks["x"], d.software_stacks["megatron_lm_2022"]
+    (0.9, 1.0)
+    """
+    merged = {**device.software_stacks, **constants}
+    return replace(device, software_stacks=FrozenMap(merged))

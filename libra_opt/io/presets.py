@@ -16,7 +16,7 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import yaml
 
@@ -28,8 +28,23 @@ from libra_opt.generators.devices import Device, device_from_dict
 from libra_opt.io._yaml import read_yaml
 from libra_opt.io.files import ParseCache
 
-if TYPE_CHECKING:
-    from libra_opt.generators.validation import DeviceCalibration
+
+class FittedDevice(Protocol):
+    """What :func:`calibrated_devices_yaml` reads of a fit (e.g.
+    :class:`libra_opt.explore.calibration.DeviceCalibration`): the fitted device and, per
+    fitted constant, its value before and after."""
+
+    @property
+    def device(self) -> Device: ...
+
+    @property
+    def constants(self) -> tuple[str, ...]: ...
+
+    @property
+    def before(self) -> tuple[float, ...]: ...
+
+    @property
+    def after(self) -> tuple[float, ...]: ...
 
 __all__ = [
     "model_presets",
@@ -38,6 +53,7 @@ __all__ = [
     "load_device",
     "device_from_value",
     "device_entry",
+    "FittedDevice",
     "calibrated_devices_yaml",
     "available_catalogs",
     "load_catalog",
@@ -296,13 +312,13 @@ def _version() -> str:
         return "(not installed)"
 
 
-def calibrated_devices_yaml(calibrations: Sequence[DeviceCalibration], tables: Sequence[str]) -> str:
+def calibrated_devices_yaml(calibrations: Sequence[FittedDevice], tables: Sequence[str]) -> str:
     """YAML text of fitted devices (``libra-opt validate --calibrate --out``), one entry per
     device key, each a value :func:`device_from_value` reads (paste it under ``device:``).
 
     Examples
     --------
-    >>> from libra_opt.generators.validation import calibrate_tables
+    >>> from libra_opt.explore.calibration import calibrate_tables
     >>> from libra_opt.io.validation import load_validation_table
     >>> cals = calibrate_tables([load_validation_table("llama3_h100")], ["default_efficiency"])
     >>> text = calibrated_devices_yaml(cals, ["llama3_h100"])

@@ -26,7 +26,7 @@ constants are fitted on and ``calibrate: stack`` those the software stack's cons
 published metric depends on an unpublished convention states it (``convention``) and the
 fraction it can move the row by (``convention_band``): it is reported, not judged. Rows with
 the same ``variant_set`` are parallelization variants of one model, ranked against each other
-(:mod:`libra_opt.generators.ranking`). A link may give ``latency_s``, the latency of one
+(:mod:`libra_opt.explore.ranking`). A link may give ``latency_s``, the latency of one
 collective step on it; without it the node link takes NCCL's per-step ring latency over NVLink
 and the pod link NCCL's over the network
 (:data:`~libra_opt.generators.validation.NCCL_NVLINK_STEP_S`,

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 import matplotlib.pyplot as plt
 
-from libra_opt.generators.ranking import pooled, stack_summaries, variant_rankings
-from libra_opt.generators.validation import RowResult, TableResult
+from libra_opt.explore.ranking import StackSummary, VariantRanking
+from libra_opt.explore.validation import RowResult, TableResult
 
 __all__ = ["validation_report", "plot_validation", "stack_report", "variant_report",
            "plot_variants"]
@@ -32,7 +32,7 @@ def validation_report(results: Sequence[TableResult], in_sample: bool = False) -
 
     Examples
     --------
-    >>> from libra_opt.generators.validation import RowResult, TableResult
+    >>> from libra_opt.explore.validation import RowResult, TableResult
     >>> r = TableResult("t", "T", (RowResult("a", "S", "dev", "step_time_s", 2.0, 2.1, 2.1, False),))
     >>> print(validation_report([r]).splitlines()[-1])
       t: 1 validation rows, average |error| 5.00 %, worst 5.00 %
@@ -60,25 +60,28 @@ def validation_report(results: Sequence[TableResult], in_sample: bool = False) -
     return "\n".join(lines)
 
 
-def stack_report(results: Sequence[TableResult], in_sample: bool = False) -> str:
-    """One table per software stack: its rows (calibration rows marked ``cal`` for the device
-    constants and ``cal-stack`` for the stack's constant, convention-dependent rows ``conv``
-    with their band), the out-of-sample average and worst error, then the pooled figure.
+def stack_report(summaries: Sequence[StackSummary], in_sample: bool = False) -> str:
+    """One table per software stack (``summaries`` from
+    :func:`~libra_opt.explore.ranking.stack_summaries`): its rows (calibration rows marked
+    ``cal`` for the device constants and ``cal-stack`` for the stack's constant,
+    convention-dependent rows ``conv`` with their band), the out-of-sample average and worst
+    error, then the figure pooled over the stacks' out-of-sample rows.
 
     Examples
     --------
-    >>> from libra_opt.generators.validation import RowResult, TableResult
+    >>> from libra_opt.explore.validation import RowResult, TableResult
     >>> rows = (RowResult("a", "S", "d", "step_time_s", 2.0, 2.0, 2.0, True, stack="s",
     ...                   calibrate_stack=True),
     ...         RowResult("b", "S", "d", "step_time_s", 2.0, 2.1, 2.1, False, stack="s"))
-    >>> print(stack_report([TableResult("t", "T", rows)]).splitlines()[-2])
+    >>> from libra_opt.explore.ranking import stack_summaries
+    >>> print(stack_report(stack_summaries([TableResult("t", "T", rows)])).splitlines()[-2])
       s: 1 out-of-sample rows, average |error| 5.00 %, worst 5.00 % (calibrated on: a)
     """
     kind = "fitted rows (in-sample)" if in_sample else "out-of-sample rows"
     lines = ["per software stack (device constants fitted on every row: in-sample)" if in_sample
              else "per software stack (out-of-sample: rows neither calibrated on nor "
              "convention-dependent)"]
-    for st in stack_summaries(results):
+    for st in summaries:
         lines.append(f"stack {st.stack}")
         for r in st.rows:
             lines.append(f"  {r.name[:46]:<47}{r.device:<11}{100 * r.error:>+8.1f}%{_mark(r)}")
@@ -91,28 +94,29 @@ def stack_report(results: Sequence[TableResult], in_sample: bool = False) -> str
                          f"{where}")
         else:
             lines.append(f"  {st.stack}: no {kind}{where}")
-    n, mean, worst = pooled(results)
-    if n:
-        lines.append(f"pooled over all stacks: {n} {kind}, average |error| "
-                     f"{100 * mean:.2f} %, worst {100 * worst:.2f} %")
+    judged = [abs(r.error) for st in summaries for r in st.judged]
+    if judged:
+        lines.append(f"pooled over all stacks: {len(judged)} {kind}, average |error| "
+                     f"{100 * sum(judged) / len(judged):.2f} %, worst {100 * max(judged):.2f} %")
     return "\n".join(lines)
 
 
-def variant_report(results: Sequence[TableResult]) -> str:
-    """Per variant set: Spearman's rank correlation between predicted and measured cost
+def variant_report(sets: Sequence[VariantRanking]) -> str:
+    """Per variant set (``sets`` from :func:`~libra_opt.explore.ranking.variant_rankings`):
+    Spearman's rank correlation between predicted and measured cost
     (GPU-seconds per sample), the regret of the model's pick, and the two picks.
 
     Examples
     --------
-    >>> from libra_opt.generators.validation import RowResult, TableResult
+    >>> from libra_opt.explore.validation import RowResult, TableResult
     >>> rows = (RowResult("a", "S", "d", "step_time_s", 1.0, 1.1, 1.1, False, variant_set="v",
     ...                   n_npus=8, samples_per_step=8.0),
     ...         RowResult("b", "S", "d", "step_time_s", 2.0, 2.0, 2.0, False, variant_set="v",
     ...                   n_npus=8, samples_per_step=8.0))
-    >>> print(variant_report([TableResult("t", "T", rows)]).splitlines()[-1])
+    >>> from libra_opt.explore.ranking import variant_rankings
+    >>> print(variant_report(variant_rankings([TableResult("t", "T", rows)])).splitlines()[-1])
       v: 2 variants, Spearman +1.00, regret 0.00 % (model picks a; measured best a)
     """
-    sets = variant_rankings(results)
     if not sets:
         return "no variant sets"
     lines = ["published parallelization variants (cost = GPU-seconds per sample)"]
@@ -123,9 +127,10 @@ def variant_report(results: Sequence[TableResult]) -> str:
     return "\n".join(lines)
 
 
-def plot_variants(results: Sequence[TableResult], ax=None):
-    """Predicted vs measured cost (GPU-seconds per sample) of the variants of each set,
-    normalised by the set's measured best; one colour per set, the diagonal drawn.
+def plot_variants(sets: Sequence[VariantRanking], ax=None):
+    """Predicted vs measured cost (GPU-seconds per sample) of the variants of each set
+    (``sets`` from :func:`~libra_opt.explore.ranking.variant_rankings`), normalised by the
+    set's measured best; one colour per set, the diagonal drawn.
 
     Returns
     -------
@@ -133,12 +138,13 @@ def plot_variants(results: Sequence[TableResult], ax=None):
 
     Examples
     --------
-    >>> from libra_opt.generators.validation import RowResult, TableResult
+    >>> from libra_opt.explore.validation import RowResult, TableResult
     >>> rows = (RowResult("a", "S", "d", "step_time_s", 1.0, 1.1, 1.1, False, variant_set="v",
     ...                   n_npus=8, samples_per_step=8.0),
     ...         RowResult("b", "S", "d", "step_time_s", 2.0, 2.0, 2.0, False, variant_set="v",
     ...                   n_npus=8, samples_per_step=8.0))
-    >>> fig = plot_variants([TableResult("t", "T", rows)])
+    >>> from libra_opt.explore.ranking import variant_rankings
+    >>> fig = plot_variants(variant_rankings([TableResult("t", "T", rows)]))
     >>> fig.axes[0].get_xlabel()
     'measured cost / measured best'
     >>> plt.close(fig)
@@ -148,7 +154,7 @@ def plot_variants(results: Sequence[TableResult], ax=None):
     else:
         fig = ax.figure
     lo, hi = 1.0, 1.0
-    for i, v in enumerate(variant_rankings(results)):
+    for i, v in enumerate(sets):
         best = min(v.measured_cost)
         xs = [c / best for c in v.measured_cost]
         ys = [c / best for c in v.predicted_cost]
@@ -179,7 +185,7 @@ def plot_validation(results: Sequence[TableResult], ax=None):
 
     Examples
     --------
-    >>> from libra_opt.generators.validation import RowResult, TableResult
+    >>> from libra_opt.explore.validation import RowResult, TableResult
     >>> r = TableResult("t", "T", (RowResult("a", "S", "dev", "step_time_s", 2.0, 2.1, 2.1, False),))
     >>> fig = plot_validation([r])
     >>> fig.axes[0].get_ylabel()

@@ -49,7 +49,7 @@ def test_bad_table_is_one_line_exit_2(tmp_path, capsys):
 def test_calibrate_fits_prints_and_writes_device_entries_that_read_back(tmp_path, capsys):
     import yaml
 
-    from libra_opt.generators.validation import calibrate_tables
+    from libra_opt.explore.calibration import calibrate_tables
     from libra_opt.io.presets import device_from_value, load_device
     from libra_opt.io.validation import load_validation_table
 

@@ -161,7 +161,7 @@ def test_package_plots_pass(sol):
 
 def test_validation_figure_tick_labels_are_whole_row_names():
     """Row names were cut to 28 characters ("Llama 3 405B, 16384 GPUs, se")."""
-    from libra_opt.generators.validation import RowResult, TableResult
+    from libra_opt.explore.validation import RowResult, TableResult
     from libra_opt.report.validation import plot_validation
 
     long = "Llama 3 405B, 16384 GPUs, seq 8192, TP 8 CP 1 PP 16"

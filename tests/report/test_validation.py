@@ -7,7 +7,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from numpy.testing import assert_allclose  # noqa: E402
 
-from libra_opt.generators.validation import RowResult, TableResult  # noqa: E402
+from libra_opt.explore.validation import RowResult, TableResult  # noqa: E402
 from libra_opt.report.validation import plot_validation, validation_report  # noqa: E402
 
 RES = TableResult("t", "Test table", (

@@ -13,10 +13,13 @@ measured cheapest, minus 1.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from libra_opt.generators.validation import RowResult, TableResult
+from scipy.stats import spearmanr
+
+from libra_opt.explore.validation import RowResult, TableResult
 
 __all__ = [
     "StackSummary",
@@ -70,25 +73,20 @@ def pooled(results: Sequence[TableResult]) -> tuple[int, float, float]:
     return len(v), sum(abs(r.error) for r in v) / len(v), max(abs(r.error) for r in v)
 
 
-def _ranks(x: Sequence[float]) -> list[float]:
-    """Ranks 1..n, ties sharing their average rank."""
-    order = sorted(range(len(x)), key=lambda i: x[i])
-    ranks = [0.0] * len(x)
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and x[order[j + 1]] == x[order[i]]:
-            j += 1
-        for k in range(i, j + 1):
-            ranks[order[k]] = (i + j) / 2 + 1
-        i = j + 1
-    return ranks
-
-
 def spearman(a: Sequence[float], b: Sequence[float]) -> float:
     """Spearman's rank correlation: Pearson's correlation of the ranks (ties averaged).
 
     NaN when either sequence is constant or has fewer than two values.
+
+    Notes
+    -----
+    Without ties, :math:`\\rho = 1 - 6 \\sum_i d_i^2 / (n (n^2 - 1))` with :math:`d_i` the
+    difference of the ranks of item ``i``; computed by :func:`scipy.stats.spearmanr`.
+
+    References
+    ----------
+    .. [1] Spearman, "The proof and measurement of association between two things", Am. J.
+       Psychol. 15(1), 1904.
 
     Examples
     --------
@@ -99,14 +97,12 @@ def spearman(a: Sequence[float], b: Sequence[float]) -> float:
     """
     if len(a) != len(b) or len(a) < 2:
         return math.nan
-    ra, rb = _ranks(a), _ranks(b)
-    ma, mb = sum(ra) / len(ra), sum(rb) / len(rb)
-    cov = sum((x - ma) * (y - mb) for x, y in zip(ra, rb, strict=True))
-    va = sum((x - ma) ** 2 for x in ra)
-    vb = sum((y - mb) ** 2 for y in rb)
-    if va == 0 or vb == 0:
+    if min(a) == max(a) or min(b) == max(b):  # constant: no ranking to correlate
         return math.nan
-    return cov / math.sqrt(va * vb)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rho = spearmanr(a, b).statistic
+    return float(rho)
 
 
 @dataclass(frozen=True)
@@ -165,7 +161,7 @@ def variant_rankings(results: Sequence[TableResult]) -> tuple[VariantRanking, ..
     >>> b = RowResult("b", "s", "d", "step_time_s", 2.0, 2.0, 2.0, False, variant_set="v",
     ...               n_npus=8, samples_per_step=8.0)
     >>> (v,) = variant_rankings([TableResult("t", "t", (a, b))])
-    >>> v.spearman, v.regret, v.pick
+    >>> round(v.spearman, 12), v.regret, v.pick
     (1.0, 0.0, 'a')
     """
     groups: dict[str, list[RowResult]] = {}

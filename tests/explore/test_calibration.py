@@ -11,12 +11,9 @@ import pytest
 from numpy.testing import assert_allclose
 
 from libra_opt.errors import InputError
-from libra_opt.generators.validation import (
-    CALIBRABLE,
-    ValidationTable,
-    calibrate_tables,
-    predict_row,
-)
+from libra_opt.explore.calibration import CALIBRABLE, calibrate_tables
+from libra_opt.explore.validation import predict_row
+from libra_opt.generators.validation import ValidationTable
 from libra_opt.io.validation import load_validation_table
 
 K22 = load_validation_table("korthikanti22_a100")
@@ -113,7 +110,7 @@ def test_two_devices_with_one_key_are_refused_not_merged():
 
 
 def test_a_row_the_model_refuses_is_named_with_its_table_file():
-    from libra_opt.generators.validation import validate
+    from libra_opt.explore.validation import validate
 
     row = dataclasses.replace(SMALL[0], check_memory=True, parallelism=SMALL[0].parallelism.model_copy(
         update={"tp": 1, "tp_comm_overlap": False, "dp": 8, "global_batch_size": 32}))

@@ -19,9 +19,10 @@ import dataclasses
 import pytest
 from numpy.testing import assert_allclose
 
-from libra_opt.generators.ranking import stack_summaries, variant_rankings
-from libra_opt.generators.stack_fit import calibrate_stacks, with_stacks
-from libra_opt.generators.validation import calibrate_device, validate
+from libra_opt.explore.calibration import calibrate_device, calibrate_stacks
+from libra_opt.explore.ranking import stack_summaries, variant_rankings
+from libra_opt.explore.validation import validate
+from libra_opt.generators.stacks import with_stacks
 from libra_opt.io.presets import load_device
 from libra_opt.io.validation import load_validation_table, validation_table_names
 from libra_opt.report.validation import validation_report
@@ -179,7 +180,7 @@ def test_device_constants_are_the_calibrated_values(device):
 
 def test_megatron_tflops_use_eq3_hardware_flops():
     """Megatron's per-GPU figure uses eq. (3): 96 B s l h^2 (1 + s/(6h) + V/(16 l h))."""
-    from libra_opt.generators.validation import _generate
+    from libra_opt.explore.validation import _generate
 
     row = next(r for r in load_validation_table("megatron_sc21_a100").rows
                if r.name == "SC21 GPT 1008B")

@@ -1,0 +1,393 @@
+"""Fitting model constants on published runs: device constants and software-stack constants.
+
+:func:`calibrate_device` fits at most two device constants (e.g. ``default_efficiency`` and
+``gemm_k_overhead``) so that the calibration rows of a validation table are reproduced;
+:func:`calibrate_tables` does so per device on the rows marked ``calibrate: true``.
+:func:`calibrate_stacks` fits the one efficiency constant ``eta_s`` of each software stack on
+its rows marked ``calibrate: stack`` (:mod:`libra_opt.generators.stacks`); the stack's other
+rows are out-of-sample predictions (:func:`~libra_opt.explore.validation.validate`).
+
+Both fits are bounded least squares in log error (:func:`scipy.optimize.least_squares`,
+trust-region reflective, finite-difference Jacobian): with as many rows as constants the rows
+are reproduced exactly, with more the fit minimises
+
+.. math:: \\sum_i \\left(\\ln \\frac{\\hat y_i(x)}{y_i}\\right)^2
+
+over the constants ``x`` inside their bounds, where ``y_i`` is the published value of row
+``i`` and ``\\hat y_i`` its prediction.
+
+References
+----------
+.. [1] Branch, Coleman and Li, "A subspace, interior, and conjugate gradient method for
+   large-scale bound-constrained minimization problems", SIAM J. Sci. Comput. 21(1), 1999
+   (the trust-region reflective method of ``scipy.optimize.least_squares``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+import numpy as np
+from scipy.optimize import least_squares
+
+from libra_opt.errors import InputError
+from libra_opt.explore.validation import _predict_in, predict_row
+from libra_opt.generators.devices import Device
+from libra_opt.generators.stacks import with_stacks
+from libra_opt.generators.validation import ValidationRow, ValidationTable, check_device_keys
+
+__all__ = [
+    "CALIBRABLE",
+    "ETA_BOUNDS",
+    "DeviceCalibration",
+    "StackCalibration",
+    "calibrate_device",
+    "calibrate_stacks",
+    "calibrate_tables",
+]
+
+#: Calibrable device constants: (lower bound, upper bound, scale of the constant).
+_BOUNDS = {
+    "default_efficiency": (0.05, 1.0, 1.0),
+    "mem_efficiency": (0.05, 1.0, 1.0),
+    "gemm_k_overhead": (0.0, 1e4, 100.0),
+    "kernel_overhead_s": (0.0, 1e-3, 1e-6),
+}
+
+#: Names of the device constants :func:`calibrate_device` can fit.
+CALIBRABLE: tuple[str, ...] = tuple(_BOUNDS)
+
+#: Range a stack constant is fitted in (further capped so that no scaled fraction of the
+#: peak exceeds 1).
+ETA_BOUNDS = (0.2, 2.0)
+
+#: Tolerances of the least-squares fits (relative change of the cost, of the scaled
+#: constants and of the gradient): far below the printed precision of a constant (5
+#: significant digits).
+_TOL = 1e-12
+
+
+def _clip(name: str, value: float) -> float:
+    lo, hi, _ = _BOUNDS[name]
+    return min(max(value, lo), hi)
+
+
+def _bounded_least_squares(residual: Callable[[np.ndarray], list[float]], x0: Sequence[float],
+                           lower: Sequence[float], upper: Sequence[float]) -> np.ndarray:
+    """Minimise ``sum(residual(x) ** 2)`` with ``lower <= x <= upper``, from ``x0`` (clipped).
+
+    A constant the fit leaves against a bound (``active_mask``) is returned exactly at it.
+    """
+    lo, hi = np.asarray(lower, dtype=float), np.asarray(upper, dtype=float)
+    start = np.clip(np.asarray(x0, dtype=float), lo, hi)
+    res = least_squares(lambda x: np.asarray(residual(x), dtype=float), start, bounds=(lo, hi),
+                        method="trf", ftol=_TOL, xtol=_TOL, gtol=_TOL)
+    x = np.asarray(res.x, dtype=float)
+    x = np.where(res.active_mask < 0, lo, np.where(res.active_mask > 0, hi, x))
+    return x
+
+
+def _log_errors(rows: Sequence[ValidationRow], device: Device) -> list[float]:
+    return [math.log(predict_row(r, device).predicted / r.published) for r in rows]
+
+
+def calibrate_device(
+    rows: Sequence[ValidationRow],
+    device: Device,
+    constants: Sequence[str] = ("default_efficiency", "mem_efficiency"),
+) -> Device:
+    """Fit up to two device constants so the calibration ``rows`` are reproduced.
+
+    Parameters
+    ----------
+    rows : sequence of ValidationRow
+        As many rows as constants (exact fit) or more (least squares in log error).
+    device : Device
+        Starting values.
+    constants : sequence of str
+        Names of ``Device`` fields to fit (at most two): ``default_efficiency`` (GEMM
+        fraction), ``mem_efficiency``, ``gemm_k_overhead`` or ``kernel_overhead_s``.
+
+    Returns
+    -------
+    Device
+        A copy of ``device`` with the fitted constants.
+
+    Raises
+    ------
+    ValueError
+        More than two constants, or fewer rows than constants.
+
+    Notes
+    -----
+    Bounded least squares in log error, :math:`\\min_x \\sum_i \\ln^2(\\hat y_i(x) / y_i)`,
+    over the constants divided by their scale (1 for the efficiencies, 100 for
+    ``gemm_k_overhead``, 1 us for ``kernel_overhead_s``) so that the finite-difference steps
+    suit every constant; the efficiencies are kept in [0.05, 1], ``gemm_k_overhead`` in
+    [0, 1e4] and ``kernel_overhead_s`` in [0, 1 ms].
+
+    Examples
+    --------
+    One row, one constant: the fit reproduces the row the constant was taken from.
+
+    >>> import dataclasses
+    >>> from libra_opt.io.presets import load_device
+    >>> from libra_opt.io.validation import load_validation_table
+    >>> row = load_validation_table("llama3_h100").rows[0]
+    >>> dev = load_device("h100_sxm")
+    >>> start = dataclasses.replace(dev, default_efficiency=0.5)
+    >>> fitted = calibrate_device([row], start, ["default_efficiency"])
+    >>> abs(fitted.default_efficiency - dev.default_efficiency) < 1e-4
+    True
+    """
+    names = tuple(constants)
+    unknown = [n for n in names if n not in _BOUNDS]
+    if unknown:
+        raise ValueError(f"cannot calibrate {unknown}; calibrable: {', '.join(_BOUNDS)}")
+    if not 1 <= len(names) <= 2 or len(rows) < len(names):
+        raise ValueError("calibrate 1 or 2 constants on at least as many rows")
+    scale = [_BOUNDS[n][2] for n in names]
+
+    def at(z: np.ndarray) -> Device:
+        changes: dict[str, Any] = {n: _clip(n, float(v) * s)
+                                   for n, v, s in zip(names, z, scale, strict=True)}
+        return replace(device, **changes)
+
+    z = _bounded_least_squares(
+        lambda v: _log_errors(rows, at(v)),
+        [float(getattr(device, n)) / s for n, s in zip(names, scale, strict=True)],
+        [_BOUNDS[n][0] / s for n, s in zip(names, scale, strict=True)],
+        [_BOUNDS[n][1] / s for n, s in zip(names, scale, strict=True)],
+    )
+    return at(z)
+
+
+@dataclass(frozen=True)
+class DeviceCalibration:
+    """Constants of one device fitted on validation rows (:func:`calibrate_tables`).
+
+    Attributes
+    ----------
+    device : Device
+        The device with the fitted constants (its ``efficiency_source`` names the rows).
+    constants : tuple of str
+        The fitted fields.
+    before, after : tuple of float
+        Their values before and after the fit.
+    rows : tuple of str
+        ``table: row`` of every row used.
+    errors : tuple of float
+        Relative error of each of those rows with the fitted device.
+    """
+
+    device: Device
+    constants: tuple[str, ...]
+    before: tuple[float, ...]
+    after: tuple[float, ...]
+    rows: tuple[str, ...]
+    errors: tuple[float, ...]
+
+    def describe(self) -> str:
+        """One line: the fit and how closely it reproduces its rows."""
+        parts = []
+        for n, b, a in zip(self.constants, self.before, self.after, strict=True):
+            lo, hi, _ = _BOUNDS[n]
+            edge = " (at its bound: the rows pull it further)" if a in (lo, hi) else ""
+            parts.append(f"{n} {_fmt(b)} -> {_fmt(a)}{edge}")
+        worst = max(abs(e) for e in self.errors)
+        return (f"calibrated {self.device.key} on {len(self.rows)} row(s): {', '.join(parts)}; "
+                f"those rows reproduced within {100 * worst:.2f} %")
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.5g}"
+
+
+def calibrate_tables(
+    tables: Sequence[ValidationTable],
+    constants: Sequence[str],
+    rows: Literal["marked", "all"] = "marked",
+) -> tuple[DeviceCalibration, ...]:
+    """Fit ``constants`` of each device on the rows of ``tables`` that run on it.
+
+    Parameters
+    ----------
+    tables : sequence of ValidationTable
+    constants : sequence of str
+        One or two of :data:`CALIBRABLE`.
+    rows : {'marked', 'all'}
+        ``marked``: the rows with ``calibrate: true`` (then validate the others with
+        ``validate(table, {c.device.key: c.device for c in result})``). ``all``: every row --
+        an in-sample least-squares fit, how close these constants can bring the model to all
+        the rows at once, not a validation.
+
+    Returns
+    -------
+    tuple of DeviceCalibration
+        One per device key with rows to fit, in order of first appearance. Exactly as many
+        rows as constants are reproduced exactly; more are fitted by least squares in log
+        error (:func:`calibrate_device`).
+
+    Raises
+    ------
+    InputError
+        No row to fit, or a device with fewer rows than constants (naming it).
+
+    Examples
+    --------
+    Re-deriving the packaged H100 constant from its calibration row:
+
+    >>> from libra_opt.io.presets import load_device
+    >>> from libra_opt.io.validation import load_validation_table
+    >>> (cal,) = calibrate_tables([load_validation_table("llama3_h100")], ["default_efficiency"])
+    >>> cal.rows, abs(cal.errors[0]) < 1e-6
+    (('llama3_h100: Llama 3 405B, 8192 GPUs, seq 8K',), True)
+    >>> abs(cal.after[0] - load_device("h100_sxm").default_efficiency) < 1e-4
+    True
+    """
+    names = tuple(constants)
+    if not 1 <= len(names) <= 2 or len(set(names)) != len(names):
+        raise InputError(f"calibrate one or two distinct constants of {', '.join(CALIBRABLE)}",
+                         field="calibrate")
+    unknown = [n for n in names if n not in _BOUNDS]
+    if unknown:
+        raise InputError(f"cannot calibrate {', '.join(unknown)}; calibrable: "
+                         f"{', '.join(CALIBRABLE)}", field="calibrate")
+    check_device_keys(tables)
+    groups: dict[str, list[tuple[ValidationTable, int]]] = {}
+    for t in tables:
+        for i, r in enumerate(t.rows):
+            if rows == "all" or r.calibrate:
+                groups.setdefault(r.cluster.device.key, []).append((t, i))
+    if not groups:
+        raise InputError("no row is marked 'calibrate: true' in "
+                         f"{', '.join(t.name for t in tables)}", field="rows")
+    out = []
+    for key, members in groups.items():
+        if len(members) < len(names):
+            raise InputError(
+                f"device {key} has {len(members)} row(s) to fit and {len(names)} constants "
+                f"({', '.join(names)}); mark more rows 'calibrate: true' or fit fewer constants",
+                field="calibrate")
+        start = members[0][0].rows[members[0][1]].cluster.device
+        for t, i in members:  # a row the model cannot predict: name it before fitting
+            _predict_in(t, i, None)
+        fitted = calibrate_device([t.rows[i] for t, i in members], start, names)
+        used = tuple(f"{t.name}: {t.rows[i].name}" for t, i in members)
+        note = (f"calibrated ({', '.join(names)}) by libra_opt on "
+                f"{'; '.join(used[:6])}{' ...' if len(used) > 6 else ''}")
+        fitted = replace(fitted, efficiency_source=note)
+        out.append(DeviceCalibration(
+            device=fitted,
+            constants=names,
+            before=tuple(float(getattr(start, n)) for n in names),
+            after=tuple(float(getattr(fitted, n)) for n in names),
+            rows=used,
+            errors=tuple(_predict_in(t, i, fitted).error for t, i in members),
+        ))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class StackCalibration:
+    """The constant of one software stack on one device, fitted on its calibration rows.
+
+    Attributes
+    ----------
+    stack : str
+    device : str
+        Key of the device it was fitted on.
+    before, after : float
+        The constant before (the device's value, 1 if it had none) and after the fit.
+    rows : tuple of str
+        ``table: row`` of the rows used.
+    errors : tuple of float
+        Relative error of each of those rows with the fitted constant.
+    """
+
+    stack: str
+    device: str
+    before: float
+    after: float
+    rows: tuple[str, ...]
+    errors: tuple[float, ...]
+
+    def describe(self) -> str:
+        """One line: the fit and how closely it reproduces its rows."""
+        worst = max(abs(e) for e in self.errors)
+        return (f"software stack {self.stack} on {self.device}: efficiency {self.before:.5g} -> "
+                f"{self.after:.5g} on {len(self.rows)} row(s) ({'; '.join(self.rows)}); "
+                f"reproduced within {100 * worst:.2f} %")
+
+
+def _fit(rows: Sequence[ValidationRow], device: Device, stack: str, start: float) -> float:
+    """Least squares in log error over ``rows`` of the one constant of ``stack``, fitted as
+    ``log eta`` in [log 0.2, log min(2, 1 / (largest efficiency of the device))]."""
+    top = max(device.default_efficiency, device.attention_efficiency, device.mem_efficiency)
+    upper = min(ETA_BOUNDS[1], 1.0 / top)  # no kernel faster than the peak
+    lo, hi = math.log(ETA_BOUNDS[0]), math.log(upper)
+
+    def residual(x: np.ndarray) -> list[float]:
+        dev = with_stacks(device, {stack: math.exp(float(x[0]))})
+        return [math.log(predict_row(row, dev).predicted / row.published) for row in rows]
+
+    (x,) = _bounded_least_squares(residual, [math.log(max(start, 1e-9))], [lo], [hi])
+    return math.exp(float(x))
+
+
+def calibrate_stacks(tables: Sequence[ValidationTable]) -> tuple[StackCalibration, ...]:
+    """Fit each software stack's constant on its rows marked ``calibrate: stack``.
+
+    Rows are grouped by (stack, device key); each group fits one constant by least squares
+    in log error (one row: reproduced exactly). The calibration stack of a device cannot be
+    fitted (its constant is 1 by definition).
+
+    Returns
+    -------
+    tuple of StackCalibration
+        In order of first appearance.
+
+    Raises
+    ------
+    InputError
+        A calibration row that runs its device's calibration stack.
+
+    Examples
+    --------
+    Re-deriving the packaged Megatron-DeepSpeed constant from its calibration row:
+
+    >>> from libra_opt.io.presets import load_device
+    >>> from libra_opt.io.validation import load_validation_table
+    >>> (cal,) = calibrate_stacks([load_validation_table("mtnlg_a100")])
+    >>> cal.stack, abs(cal.errors[0]) < 1e-6
+    ('megatron_deepspeed', True)
+    >>> abs(cal.after - load_device("a100_80gb").software_stacks["megatron_deepspeed"]) < 1e-4
+    True
+    """
+    groups: dict[tuple[str, str], list[tuple[ValidationTable, int]]] = {}
+    for t in tables:
+        for i, r in enumerate(t.rows):
+            if r.calibrate_stack:
+                if r.software_stack == r.cluster.device.calibration_stack:
+                    raise InputError(
+                        f"stack {r.software_stack!r} is the calibration stack of "
+                        f"{r.cluster.device.key} (its constant is 1); mark the row "
+                        "'calibrate: true' to fit device constants instead",
+                        source=t.source or t.name, field=f"rows[{i}].calibrate")
+                groups.setdefault((r.software_stack, r.cluster.device.key), []).append((t, i))
+    out = []
+    for (stack, key), members in groups.items():
+        device = members[0][0].rows[members[0][1]].cluster.device
+        before = float(device.software_stacks.get(stack, 1.0))
+        rows = [t.rows[i] for t, i in members]
+        eta = _fit(rows, device, stack, before)
+        fitted = with_stacks(device, {stack: eta})
+        out.append(StackCalibration(
+            stack=stack, device=key, before=before, after=eta,
+            rows=tuple(f"{t.name}: {t.rows[i].name}" for t, i in members),
+            errors=tuple(predict_row(r, fitted).error for r in rows),
+        ))
+    return tuple(out)
