@@ -60,6 +60,7 @@ from libra_opt.scenario.constraints import Row
 from libra_opt.scenario.scenario import Scenario
 from libra_opt.traffic.routing import collective_traffic
 from libra_opt.traffic.step_time import WalkArrays, step_time_from_walk
+from libra_opt.traffic.timing import TimingModel
 
 __all__ = ["ShapeBounds", "shape_bounds", "objective_factor", "step_times_s", "LEVELS",
            "GroupTimes", "additive", "SyncFloor"]
@@ -127,7 +128,7 @@ class ShapeBounds:
         if self.level_bw_gbps is None or self.level_factor is None:
             return self.objective_lower_bound(self.step_time_lower_bound_s(walk, scenario), weight)
         times = step_times_s(walk, self.level_bw_gbps * slowest_fractions(scenario.fabric),
-                             scenario.collective_model, scenario.training_loop)
+                             scenario.timing)
         return weight * float(np.min(times * self.level_factor))
 
     def step_time_lower_bound_s(self, walk: WalkArrays, scenario: Scenario) -> float:
@@ -138,11 +139,10 @@ class ShapeBounds:
         compute alone (a weaker valid bound) is used then.
         """
         bw = self.bw_max_gbps * slowest_fractions(scenario.fabric)
-        if np.isinf(bw).any() and scenario.collective_model == "topology_aware":
+        if np.isinf(bw).any() and scenario.timing.uses_topology_aware:
             return float(walk.phase_count @ walk.phase_compute_s)
         with np.errstate(divide="ignore", invalid="ignore"):
-            t = step_time_from_walk(walk, bw, scenario.collective_model,
-                                    scenario.training_loop).step_time_s
+            t = step_time_from_walk(walk, bw, scenario.timing).step_time_s
         return t if math.isfinite(t) else float(walk.phase_count @ walk.phase_compute_s)
 
     def objective_lower_bound(self, step_time_lb_s: float, weight: float = 1.0) -> float:
@@ -150,20 +150,19 @@ class ShapeBounds:
         return weight * step_time_lb_s * self.factor_min
 
 
-def step_times_s(walk: WalkArrays, bw_gbps: np.ndarray, collective_model: str,
-                 training_loop: str) -> np.ndarray:
+def step_times_s(walk: WalkArrays, bw_gbps: np.ndarray, timing: TimingModel) -> np.ndarray:
     """Step times at each row of ``bw_gbps`` (``(K, D)``): :func:`step_time_from_walk`
     vectorized over the rows for the ``pipelined`` and ``sequential`` models (the same
     formula; the tests compare the two), a loop otherwise. Infinite bandwidth makes a
     transfer term vanish."""
-    if collective_model == "topology_aware" or walk.hidden_window_s:
+    if timing.uses_topology_aware or walk.hidden_window_s:
         compute = float(walk.phase_count @ walk.phase_compute_s)
         out = []
         for b in bw_gbps:
             t = compute
-            if not (np.isinf(b).any() and collective_model == "topology_aware"):
+            if not (np.isinf(b).any() and timing.uses_topology_aware):
                 with np.errstate(divide="ignore", invalid="ignore"):
-                    t = step_time_from_walk(walk, b, collective_model, training_loop).step_time_s
+                    t = step_time_from_walk(walk, b, timing).step_time_s
             out.append(t if math.isfinite(t) else compute)
         return np.array(out)
     traffic = walk.traffic_bytes  # (C, D)
@@ -171,7 +170,7 @@ def step_times_s(walk: WalkArrays, bw_gbps: np.ndarray, collective_model: str,
     with np.errstate(divide="ignore", invalid="ignore"):
         t_kd = np.where(used[None], traffic[None] / (1e9 * bw_gbps[:, None, :])
                         + walk.latency_s[None], 0.0)  # (K, C, D)
-    if collective_model == "pipelined":
+    if timing.is_pipelined:
         t_k = np.where(used[None], t_kd, -np.inf).max(axis=2, initial=-np.inf)
         t_k = np.where(np.asarray(used.any(axis=1))[None], t_k, 0.0)
     else:
@@ -181,7 +180,7 @@ def step_times_s(walk: WalkArrays, bw_gbps: np.ndarray, collective_model: str,
     comm = np.zeros((bw_gbps.shape[0], n_p))
     for i, p in enumerate(walk.coll_phase.tolist()):  # occurrences in step order
         comm[:, p] += t_c[:, i]
-    if training_loop == "no_overlap":
+    if not timing.overlapped:
         return (walk.phase_compute_s[None] + comm) @ walk.phase_count
     return np.maximum(walk.phase_compute_s[None], comm) @ walk.phase_count
 
@@ -251,8 +250,8 @@ def additive(scenario: Scenario) -> bool:
     """Whether the step time of ``scenario``'s workloads is compute plus a sum of
     per-collective times (bound 3 applies): ``no_overlap`` loop, ``pipelined`` or
     ``sequential`` collectives."""
-    return (scenario.training_loop == "no_overlap"
-            and scenario.collective_model in ("pipelined", "sequential"))
+    timing = scenario.timing
+    return not timing.overlapped and (timing.is_pipelined or timing.is_sequential)
 
 
 @dataclass
@@ -324,7 +323,7 @@ class GroupTimes:
             with np.errstate(divide="ignore", invalid="ignore"):
                 t = np.where(used[None], size[None, :, None] * tu[None]
                              / (1e9 * self.bw_gbps[:, None, :]) + lat[None], 0.0)  # (L, K, D)
-            if self.collective_model == "pipelined":
+            if TimingModel(self.collective_model).is_pipelined:  # type: ignore[arg-type]
                 t_k = np.where(used[None], t, -np.inf).max(axis=2)
                 t_k = np.where(np.asarray(used.any(axis=1))[None], t_k, 0.0)
             else:
@@ -404,7 +403,8 @@ class SyncFloor:
         with np.errstate(divide="ignore", invalid="ignore"):
             t = np.where(used[:, None, :], size * tu[:, None, :] / (1e9 * self.bw_gbps[None])
                          + lat[:, None, :], 0.0)  # (S, L, D)
-        return t.max(axis=2) if self.collective_model == "pipelined" else t.sum(axis=2)
+        pipelined = TimingModel(self.collective_model).is_pipelined  # type: ignore[arg-type]
+        return t.max(axis=2) if pipelined else t.sum(axis=2)
 
     def sync_s(self, zero: int, ranks: int, params: float, grad_bytes: float,
                param_bytes: float) -> np.ndarray:

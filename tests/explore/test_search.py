@@ -170,10 +170,8 @@ def test_bounds_never_exceed_the_optimum(template) -> None:
             assert lb1 * (1 - 1e-9) <= lb2 <= sol.objective_value * (1 + 1e-7)
             # the vectorized step times are step_time_from_walk's, row by row
             bws = np.array([[100.0, 12.5], [900.0, 200.0], [333.0, 50.0]])
-            want = [step_time_from_walk(walk, b, scen.collective_model,
-                                        scen.training_loop).step_time_s for b in bws]
-            assert_allclose(step_times_s(walk, bws, scen.collective_model,
-                                         scen.training_loop), want, rtol=1e-12)
+            want = [step_time_from_walk(walk, b, scen.timing).step_time_s for b in bws]
+            assert_allclose(step_times_s(walk, bws, scen.timing), want, rtol=1e-12)
 
 
 @pytest.mark.parametrize("traffic_model", ["hierarchical", "native"])
