@@ -41,7 +41,7 @@ def parse_floats(text: str, flag: str) -> list[float]:
     return vals
 
 
-def parse_sets(items: list[str] | None, flag: str = "--set") -> dict[str, str]:
+def parse_sets(items: Sequence[str] | None, flag: str = "--set") -> dict[str, str]:
     """``--set PATH=VALUE`` items as path -> value text (parsed against the path later).
 
     Examples

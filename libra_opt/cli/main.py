@@ -169,6 +169,7 @@ def _cmd_workload(args) -> int:
     if args.export is not None:
         check_output_dir(args.export, "--export")
     scen = load_with_sets(args.scenario, args.set)
+    assert scen.spec is not None  # a scenario read from a file keeps its spec
     scen, generated = compile_with_models(scen.spec, previous=scen)
     if args.export is not None:  # refuse before anything is printed or written
         _check_exportable(scen.workloads, scen.source)
