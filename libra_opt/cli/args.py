@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
 from libra_opt.errors import InputError, short_repr
 
-__all__ = ["parse_floats", "parse_sets"]
+if TYPE_CHECKING:
+    from libra_opt.scenario.scenario import Scenario
+
+__all__ = ["SET_HELP", "add_set_argument", "blamed_on_set", "load_with_sets", "parse_floats",
+           "parse_sets"]
+
+SET_HELP = ("override a scenario field by dotted path, e.g. budget_usd=3e7, "
+            "fabric.hb_domain=16, workloads.NAME.parallelism.tp=4, 'sum(bw) == 1000=1200' "
+            "(repeatable)")
 
 
 def parse_floats(text: str, flag: str) -> list[float]:
@@ -29,7 +41,7 @@ def parse_floats(text: str, flag: str) -> list[float]:
     return vals
 
 
-def parse_sets(items: list[str] | None, flag: str = "--set") -> dict[str, str]:
+def parse_sets(items: Sequence[str] | None, flag: str = "--set") -> dict[str, str]:
     """``--set PATH=VALUE`` items as path -> value text (parsed against the path later).
 
     Examples
@@ -50,3 +62,59 @@ def parse_sets(items: list[str] | None, flag: str = "--set") -> dict[str, str]:
             raise InputError(f"{short_repr(path, 80)} is set twice", source="<cli>", field=flag)
         out[path] = value
     return out
+
+
+def add_set_argument(parser) -> None:
+    """Add the repeatable ``--set PATH=VALUE`` option (read by :func:`load_with_sets`)."""
+    parser.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
+                        help=SET_HELP)
+
+
+@contextmanager
+def blamed_on_set(flag: str = "--set") -> Iterator[None]:
+    """Inside: an :class:`InputError` (raised by an edit) is blamed on ``flag`` and the path it
+    names, never on the scenario's file.
+
+    Examples
+    --------
+    >>> with blamed_on_set():
+    ...     raise InputError("expected a number > 0", source="ex.yaml", field="budget_usd")
+    Traceback (most recent call last):
+    ...
+    libra_opt.errors.InputError: <cli>: --set: budget_usd: expected a number > 0
+    """
+    try:
+        yield
+    except InputError as exc:
+        raise InputError(f"{exc.field}: {exc.message}" if exc.field else exc.message,
+                         source="<cli>", field=flag) from None
+
+
+def load_with_sets(scenario: str, items: Sequence[str] | None, flag: str = "--set"
+                   ) -> Scenario:
+    """The scenario named on the command line (a file or a shipped example) with the
+    ``--set PATH=VALUE`` items applied to its spec.
+
+    An error of the file is the file's; an error of an edit names ``flag`` and the path.
+    The items are checked (``PATH=VALUE``, each path once) before the file is read.
+
+    Examples
+    --------
+    >>> load_with_sets("gpt3_175b_a100_cluster", ["budget_usd=3e7"]).budget_usd
+    30000000.0
+    >>> load_with_sets("gpt3_175b_a100_cluster", ["budget_usd=-1"])
+    Traceback (most recent call last):
+    ...
+    libra_opt.errors.InputError: <cli>: --set: budget_usd: budget_usd -1.0 is out of range: expected a number > 0
+    """
+    from libra_opt.io import load_scenario
+
+    sets = parse_sets(items, flag)
+    scen = load_scenario(scenario)  # an error here is the scenario file's
+    if not sets:
+        return scen
+    from libra_opt.explore.overrides import apply_overrides
+    from libra_opt.io.scenario_file import resolve_spec
+
+    with blamed_on_set(flag):
+        return apply_overrides(scen, sets, resolve=resolve_spec)

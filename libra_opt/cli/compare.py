@@ -21,7 +21,7 @@ import argparse
 import dataclasses
 import math
 
-from libra_opt.cli.args import parse_floats
+from libra_opt.cli.args import add_set_argument, load_with_sets, parse_floats
 from libra_opt.cli.backend import pyplot
 from libra_opt.errors import InputError
 from libra_opt.options import FABRIC_FAMILIES, TRAFFIC_MODELS
@@ -37,7 +37,7 @@ def register(subparsers) -> argparse.ArgumentParser:
         description="Step time, network cost, power and reductions vs the fat-tree, at "
         "equal bandwidth and at equal network budget.",
     )
-    p.add_argument("scenario", help="scenario YAML file")
+    p.add_argument("scenario", help="scenario YAML file, or the name of a shipped example")
     p.add_argument("--fabrics", default="fat_tree,rail_only,multi_dim",
                    help="comma-separated subset of fat_tree, rail_only, multi_dim")
     p.add_argument("--radix", type=int, default=None,
@@ -57,6 +57,7 @@ def register(subparsers) -> argparse.ArgumentParser:
                    help="routing-aware traffic (default) or LIBRA's hierarchical model")
     p.add_argument("--csv", help="write the table as CSV (.csv)")
     p.add_argument("--plot", help="write a bar plot (.png, .svg or .pdf)")
+    add_set_argument(p)
     p.set_defaults(func=run)
     return p
 
@@ -119,7 +120,6 @@ def run(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from libra_opt.explore.compare import compare_fabrics
-    from libra_opt.io import load_scenario
     from libra_opt.io.output import save_figure_atomic, write_csv_atomic
     from libra_opt.io.presets import catalog_cost_model
     from libra_opt.report.notes import family_label, family_notes
@@ -134,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
     _check_budget(args.budget_usd)
     _check_budget(getattr(args, "scaleout_budget_usd", None), "--scaleout-budget-usd")
     bw = parse_floats(args.bw, "--bw") if args.bw is not None else None
-    scen = load_scenario(args.scenario)
+    scen = load_with_sets(args.scenario, args.set)
     if args.catalog:
         scen = dataclasses.replace(scen, cost_model=catalog_cost_model(args.catalog))
     if bw is not None:  # every family keeps the scenario's dimensions

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from libra_opt.cli.args import parse_sets
+from libra_opt.cli.args import add_set_argument, load_with_sets
 from libra_opt.errors import InputError
 
 __all__ = ["register", "run"]
@@ -27,8 +27,7 @@ def register(subparsers) -> argparse.ArgumentParser:
     p.add_argument("scenario", help="scenario YAML file or example name")
     p.add_argument("--dims", help="comma-separated candidate dimensions (default: every "
                    "switch dimension)")
-    p.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
-                   help="override a scenario field (as in solve)")
+    add_set_argument(p)
     p.add_argument("--backend", choices=("clarabel", "cvxpy"), default="clarabel")
     p.add_argument("--csv", help="write the choices as CSV (.csv)")
     p.set_defaults(func=run)
@@ -38,17 +37,8 @@ def register(subparsers) -> argparse.ArgumentParser:
 def run(args) -> int:
     """Run the sub-command; returns the exit code."""
     from libra_opt.explore.in_network import choose_in_network
-    from libra_opt.explore.overrides import apply_overrides
-    from libra_opt.io import load_scenario
-    from libra_opt.io.scenario_file import resolve_spec
 
-    sets = parse_sets(args.set)
-    scen = load_scenario(args.scenario)  # an error here is the scenario file's
-    try:
-        scen = apply_overrides(scen, sets, resolve=resolve_spec) if sets else scen
-    except InputError as exc:  # the edit's: blamed on the flag and its path
-        raise InputError(f"{exc.field}: {exc.message}" if exc.field else exc.message,
-                         source="<cli>", field="--set") from None
+    scen = load_with_sets(args.scenario, args.set)
     dims = None if not args.dims else [d.strip() for d in args.dims.split(",") if d.strip()]
     if dims is not None:
         bad = [d for d in dims if d not in scen.fabric.names]

@@ -22,7 +22,7 @@ from libra_opt.cli import report as cli_report
 from libra_opt.cli import search as cli_search
 from libra_opt.cli import sweep as cli_sweep
 from libra_opt.cli import validate as cli_validate
-from libra_opt.cli.args import parse_floats, parse_sets
+from libra_opt.cli.args import add_set_argument, load_with_sets, parse_floats
 from libra_opt.cli.backend import pyplot
 from libra_opt.errors import (
     InfeasibleDesignError,
@@ -37,19 +37,7 @@ __all__ = ["main", "build_parser"]
 
 def _load(args):
     """The scenario of ``args``, with ``--set PATH=VALUE`` and ``--objective`` applied."""
-    from libra_opt.io import load_scenario
-
-    sets = parse_sets(getattr(args, "set", None))
-    scen = load_scenario(args.scenario)  # an error here is the scenario file's
-    if sets:
-        from libra_opt.explore.overrides import apply_overrides
-        from libra_opt.io.scenario_file import resolve_spec
-
-        try:
-            scen = apply_overrides(scen, sets, resolve=resolve_spec)
-        except InputError as exc:  # the edit's: blamed on the flag and its path
-            raise InputError(f"{exc.field}: {exc.message}" if exc.field else exc.message,
-                             source="<cli>", field="--set") from None
+    scen = load_with_sets(args.scenario, getattr(args, "set", None))
     if getattr(args, "objective", None):
         scen = dataclasses.replace(scen, objective=args.objective)
     return scen
@@ -174,13 +162,15 @@ def _export_workloads(workloads, directory: str) -> None:
 
 def _cmd_workload(args) -> int:
     from libra_opt.io.output import check_output_dir
-    from libra_opt.io.scenario_file import load_scenario_with_models
     from libra_opt.report.workload import workload_report, workload_summary
+    from libra_opt.scenario.compile import compile_with_models
     from libra_opt.traffic.step_time import check_bandwidth
 
     if args.export is not None:
         check_output_dir(args.export, "--export")
-    scen, generated = load_scenario_with_models(args.scenario)
+    scen = load_with_sets(args.scenario, args.set)
+    assert scen.spec is not None  # a scenario read from a file keeps its spec
+    scen, generated = compile_with_models(scen.spec, previous=scen)
     if args.export is not None:  # refuse before anything is printed or written
         _check_exportable(scen.workloads, scen.source)
     bw = None
@@ -230,11 +220,6 @@ def _json(obj) -> str:
     return json.dumps(clean(obj), indent=2, allow_nan=False)
 
 
-_SET_HELP = ("override a scenario field by dotted path, e.g. budget_usd=3e7, "
-             "fabric.hb_domain=16, workloads.NAME.parallelism.tp=4, 'sum(bw) == 1000=1200' "
-             "(repeatable)")
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The ``libra-opt`` argument parser."""
     parser = _Parser(
@@ -250,7 +235,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--objective", choices=OBJECTIVES, help="override the objective")
     p.add_argument("--plot-dir", help="write allocation and breakdown PNGs here (file names "
                    "from the scenario name, made safe)")
-    p.add_argument("--set", action="append", default=[], metavar="PATH=VALUE", help=_SET_HELP)
+    add_set_argument(p)
     p.set_defaults(func=_cmd_solve)
 
     p = sub.add_parser("evaluate", help="evaluate a given bandwidth allocation")
@@ -258,7 +243,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bw", required=True, help="GB/s per NPU for each dimension, e.g. 500,300,150,50")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--objective", choices=OBJECTIVES, help="override the objective")
-    p.add_argument("--set", action="append", default=[], metavar="PATH=VALUE", help=_SET_HELP)
+    add_set_argument(p)
     p.set_defaults(func=_cmd_evaluate)
 
     cli_sweep.register(sub)
@@ -272,6 +257,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="write each workload as ASTRA-sim 1.0 text + LIBRA communicator in DIR")
     p.add_argument("--json", action="store_true",
                    help="print the numbers (breakdown, MFU, HFU, tokens/s...) as JSON")
+    add_set_argument(p)
     p.set_defaults(func=_cmd_workload)
 
     cli_compare.register(sub)
@@ -295,7 +281,9 @@ def _reader_gone() -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``libra-opt``; returns the exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
+    args.command_line = ["libra-opt", *argv]  # what a report records as its command
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",

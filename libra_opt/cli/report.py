@@ -15,6 +15,7 @@ import argparse
 import shlex
 import sys
 
+from libra_opt.cli.args import add_set_argument, load_with_sets, parse_sets
 from libra_opt.cli.backend import pyplot
 from libra_opt.errors import InputError
 
@@ -39,6 +40,7 @@ def register(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--budget-points", type=int, default=25,
                    help="points of the budget sweep (default 25)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    add_set_argument(p)
     p.set_defaults(func=run)
     return p
 
@@ -46,7 +48,7 @@ def register(subparsers) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     """Execute ``report`` for parsed ``args``; prints the written paths and returns 0."""
     from libra_opt.explore.study import design_study
-    from libra_opt.io import load_scenario, write_bundle
+    from libra_opt.io import write_bundle
     from libra_opt.io.files import read_text_if_any
     from libra_opt.io.output import prepare_output_dir
     from libra_opt.report.html import (
@@ -62,12 +64,15 @@ def run(args: argparse.Namespace) -> int:
     if not 2 <= args.budget_points <= MAX_REPORT_POINTS:
         raise InputError(f"expected 2 to {MAX_REPORT_POINTS} points, got {args.budget_points}",
                          source="<cli>", field="--budget-points")
+    sets = parse_sets(args.set)
     pyplot()   # draw with Agg: the command only writes files
-    scen = load_scenario(args.scenario)
+    scen = load_with_sets(args.scenario, args.set)
     progress = False if args.no_progress else None
-    command = " ".join(["libra-opt", *(shlex.quote(a) for a in sys.argv[1:])])
+    given = getattr(args, "command_line", None) or ["libra-opt", *sys.argv[1:]]
+    command = " ".join([given[0], *(shlex.quote(a) for a in given[1:])])
     study = design_study(scen, budget_points=args.budget_points, progress=progress)
-    prov = Provenance(command=command, scenario_text=read_text_if_any(scen.source, max_bytes=1_000_000))
+    prov = Provenance(command=command, overrides=tuple(f"{k}={v}" for k, v in sets.items()),
+                      scenario_text=read_text_if_any(scen.source, max_bytes=1_000_000))
     files = report_files(build_report(study, provenance=prov))
     written = write_bundle(args.out, files, flag="--out")
     print(f"wrote {written[HTML_NAME]}")

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from libra_opt.cli.args import parse_floats, parse_sets
+from libra_opt.cli.args import blamed_on_set, parse_floats, parse_sets
 from libra_opt.errors import InputError, short_repr
 from libra_opt.explore.executors import EXECUTORS, SCHEDULER_ENV
 from libra_opt.explore.grid import MAX_GRID_POINTS
@@ -390,11 +390,8 @@ def run(args: argparse.Namespace) -> int:
 
     base = ScenarioBase.of(load_scenario(args.scenario), resolve_spec)
     if sets:
-        try:
+        with blamed_on_set():
             base = base.derive(sets)
-        except InputError as exc:
-            raise InputError(f"{exc.field}: {exc.message}" if exc.field else exc.message,
-                             source="<cli>", field="--set") from None
     if args.param is not None and not args.axis and args.out is None:
         return _legacy(args, base, axes)  # with --out, the one axis runs as a grid below
     sweep = importlib.import_module("libra_opt.explore.sweep").sweep

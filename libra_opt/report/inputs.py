@@ -33,7 +33,10 @@ class Provenance:
     command : str, optional
         The command line that produced it (``libra-opt report gpt3_175b_4d --out r``).
     scenario_text : str, optional
-        The scenario file's text, as read.
+        The scenario file's text, as read (before ``overrides``).
+    overrides : tuple of str
+        The edits applied to the file's scenario, ``PATH=VALUE`` each (``--set``); the
+        report's numbers are those of the edited scenario.
     created_utc : str
         ISO 8601 time of creation, UTC (default: now).
     version : str
@@ -42,6 +45,7 @@ class Provenance:
 
     command: str | None = None
     scenario_text: str | None = None
+    overrides: tuple[str, ...] = ()
     created_utc: str = field(default_factory=lambda: datetime.datetime.now(
         datetime.UTC).strftime("%Y-%m-%d %H:%M:%S UTC"))
     version: str = field(default_factory=lambda: _version())
@@ -93,6 +97,7 @@ def inputs_section_parts(sol: Solution, prov: Provenance):
                  ["created", prov.created_utc],
                  ["command", prov.command or "(Python API)"],
                  ["scenario", f"{scen.name}" + (f" ({scen.source})" if scen.source else "")],
+                 ["overrides (--set)", "; ".join(prov.overrides) or "none"],
                  ["Python", platform.python_version()],
                  ["solver", f"{sol.solver.solver} ({sol.solver.method}), status "
                             f"{sol.solver.status}"]]
@@ -140,7 +145,8 @@ def inputs_section_parts(sol: Solution, prov: Provenance):
             "workloads' communicators as mapped onto the fabric's dimensions."]
     code = []
     if prov.scenario_text:
-        code.append((f"Scenario file{f' ({scen.source})' if scen.source else ''}",
+        code.append((f"Scenario file{f' ({scen.source})' if scen.source else ''}"
+                     + (", before the overrides above" if prov.overrides else ""),
                      prov.scenario_text))
     else:
         text.append("The scenario was built in Python (no scenario file): its inputs are the "

@@ -116,6 +116,7 @@ def test_workload_export_into_a_file_fails_before_work(work, capsys, monkeypatch
 
     (work / "exp").write_text("not a directory")
     monkeypatch.setattr(scenario_file, "load_scenario_with_models", _boom)
+    monkeypatch.setattr("libra_opt.io.load_scenario", _boom)
     assert main(["workload", "gpt3_175b_a100_cluster", "--export", "exp/sub"]) == 2
     line = one_error_line(capsys)
     assert "--export" in line and "not a directory" in line

@@ -94,7 +94,7 @@ def test_solve_plot_dir_with_a_symlinked_plot(tmp_path, capsys, no_points):
 def test_report_with_a_symlinked_markdown(tmp_path, capsys, monkeypatch):
     import libra_opt.explore.study as study
 
-    monkeypatch.setattr(study, "design_study", _boom)   # the work must not start
+    monkeypatch.setattr(study, "design_study", _boom)  # refused before any work
     out = tmp_path / "report"
     out.mkdir()
     (out / "report.md").symlink_to(tmp_path / "outside.md")
