@@ -126,7 +126,7 @@ def test_placement_mapping_round_trips_every_span_matrix(moe_base) -> None:
 
 
 def test_the_search_reads_no_file_and_returns_candidate_specs(moe_base, monkeypatch) -> None:
-    import libra_opt.io.yaml_util as yaml_util
+    import libra_opt.io._yaml as yaml_reader
 
     def forbidden(*args, **kwargs):
         raise AssertionError(f"file access during the search: {args[:1]}")
@@ -144,7 +144,7 @@ def test_the_search_reads_no_file_and_returns_candidate_specs(moe_base, monkeypa
     monkeypatch.setattr(builtins, "open", no_open)
     monkeypatch.setattr(pathlib.Path, "read_text", forbidden)
     monkeypatch.setattr(pathlib.Path, "read_bytes", forbidden)
-    monkeypatch.setattr(yaml_util, "load_yaml", forbidden)
+    monkeypatch.setattr(yaml_reader, "read_yaml", forbidden)
     res = run_search(moe_base, space, top=2)
     monkeypatch.undo()
     assert len(res.solutions) == 2
