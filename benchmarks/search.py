@@ -52,7 +52,7 @@ def _published(base):
     return solve(scen, with_baselines=False), g
 
 
-def _report(name, res, base, space=None, executor="serial", workers=None) -> None:
+def _report(name, res, base, space=None, executor="serial", max_workers=None) -> None:
     s = res.stats
     print(f"\n== {name}: {int(s['enumerated']):,} candidates enumerated, "
           f"{int(s['memory']):,} out of memory, {int(s['pruned']):,} pruned, "
@@ -70,7 +70,7 @@ def _report(name, res, base, space=None, executor="serial", workers=None) -> Non
     if space is not None:  # the published degrees with the search's other knobs
         pub = run_search(base, dataclasses.replace(space, tp=(p.tp,), cp=(p.cp,), pp=(p.pp,),
                                                    hb_domains=None),
-                         top=1, executor=executor, workers=workers, solutions=False)
+                         top=1, executor=executor, max_workers=max_workers, solutions=False)
         b = pub.best(1)
         if not b.empty:
             r = b.iloc[0]
@@ -127,12 +127,12 @@ def main() -> None:
     base = search_base(load_scenario("llama3_405b_h100_tco"))
     space = SearchSpace(hb_domains=hb)
     t0 = time.perf_counter()
-    joint = run_search(base, space, top=5, executor=args.executor, workers=args.workers,
+    joint = run_search(base, space, top=5, executor=args.executor, max_workers=args.workers,
                        solutions=False)
     t_joint = time.perf_counter() - t0
     fixed_bw = solve(base.scenario, with_baselines=False).bw_gbps
     t0 = time.perf_counter()
-    fixed = run_search(base, space, top=5, executor=args.executor, workers=args.workers,
+    fixed = run_search(base, space, top=5, executor=args.executor, max_workers=args.workers,
                        fixed_bw_gbps=fixed_bw, solutions=False)
     t_fixed = time.perf_counter() - t0
     s = joint.stats
@@ -154,7 +154,7 @@ def main() -> None:
 
     gpt = search_base(load_scenario("gpt3_175b_a100_cluster"))
     res = run_search(gpt, dataclasses.replace(space, hb_domains=None), top=5,
-                     executor=args.executor, workers=args.workers, solutions=False)
+                     executor=args.executor, max_workers=args.workers, solutions=False)
     _report("GPT-3 175B on 1,024 A100 (perf, $40M budget)", res, gpt,
             dataclasses.replace(space, hb_domains=None), args.executor, args.workers)
 

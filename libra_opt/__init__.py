@@ -291,14 +291,16 @@ def load_solution(path: str | os.PathLike[str], scenario: Any = None) -> Any:
 
 def write_report(scenario: Any, out_dir: Any, *, budget_points: int = 25,
                  families: Any = None, progress: Any = None, flag: str | None = None,
-                 provenance: Any = None) -> dict[str, Any]:
+                 provenance: Any = None, search: Any = True) -> dict[str, Any]:
     """Run a design study (:func:`libra_opt.explore.study.design_study`), render it
     (:func:`libra_opt.report.html.build_report`) and write ``report.html``, ``report.md`` and
     the Markdown's PNGs into ``out_dir`` and nowhere else (:func:`libra_opt.io.write_bundle`).
 
     ``scenario`` is a Scenario, a Solution, a scenario file or an example's name. The
     scenario file's text goes into the report's provenance when the scenario has a file and
-    ``provenance`` gives no text.
+    ``provenance`` gives no text. ``search`` is the study's co-design search (``True``: the
+    bounded space of :func:`libra_opt.explore.study.report_search_space`; a
+    :class:`SearchSpace`; ``False``: none).
 
     Returns
     -------
@@ -323,7 +325,7 @@ def write_report(scenario: Any, out_dir: Any, *, budget_points: int = 25,
     check_output_dir(out_dir, flag or "out_dir")   # before any work
     study = design_study(_scenario_or_spec(scenario), budget_points=budget_points,
                          families=REPORT_FAMILIES if families is None else families,
-                         progress=progress)
+                         progress=progress, search=search)
     prov = provenance or Provenance()
     if prov.scenario_text is None:
         prov = dataclasses.replace(prov, scenario_text=read_text_if_any(study.scenario.source,

@@ -32,7 +32,8 @@ def register(subparsers) -> argparse.ArgumentParser:
         help="write a self-contained HTML report (and Markdown) of a scenario",
         description="Solve a scenario and write DIR/report.html (one self-contained file) and "
         "DIR/report.md with its PNGs: the solution, constraints and shadow prices, baselines, "
-        "sensitivity, a budget sweep with its Pareto front, and the fabric-family comparison.",
+        "sensitivity, a budget sweep with its Pareto front, the fabric-family comparison, and a "
+        "co-design search of a model-based workload's parallelization and placement.",
     )
     p.add_argument("scenario", help="scenario YAML file, or the name of a shipped example")
     p.add_argument("--out", required=True, metavar="DIR", help="directory to write into "
@@ -41,6 +42,8 @@ def register(subparsers) -> argparse.ArgumentParser:
                    help="points of the budget sweep (default 25)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     add_set_argument(p)
+    p.add_argument("--no-search", action="store_true",
+                   help="skip the co-design search section's search")
     p.set_defaults(func=run)
     return p
 
@@ -70,7 +73,8 @@ def run(args: argparse.Namespace) -> int:
     progress = False if args.no_progress else None
     given = getattr(args, "command_line", None) or ["libra-opt", *sys.argv[1:]]
     command = " ".join([given[0], *(shlex.quote(a) for a in given[1:])])
-    study = design_study(scen, budget_points=args.budget_points, progress=progress)
+    study = design_study(scen, budget_points=args.budget_points, progress=progress,
+                         search=not args.no_search)
     prov = Provenance(command=command, overrides=tuple(f"{k}={v}" for k, v in sets.items()),
                       scenario_text=read_text_if_any(scen.source, max_bytes=1_000_000))
     files = report_files(build_report(study, provenance=prov))

@@ -14,11 +14,10 @@ import sys
 from typing import Any
 
 from libra_opt.errors import InputError
+from libra_opt.explore.executors import EXECUTORS, SCHEDULER_ENV
 from libra_opt.options import OBJECTIVES
 
 __all__ = ["register", "run", "format_top"]
-
-EXECUTORS = ("serial", "processes", "dask")
 
 
 def register(subparsers: Any) -> argparse.ArgumentParser:
@@ -41,8 +40,12 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
                    "interleave, recompute, sequence_parallel, zero, max_cp; e.g. zero=1,3")
     p.add_argument("--out", metavar="DIR", help="write DIR/results.csv and DIR/search.png")
     p.add_argument("--executor", choices=EXECUTORS, default="serial",
-                   help="serial (default), processes (local pool) or dask (LocalCluster)")
-    p.add_argument("--workers", type=int, help="processes of the processes executor")
+                   help="serial (default), processes (local pool) or dask (a loopback "
+                   "cluster of worker processes, or the cluster at --scheduler)")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="run on the existing Dask cluster whose scheduler is at ADDRESS "
+                   f"(tcp://host:port); with --executor dask the default is ${SCHEDULER_ENV}")
+    p.add_argument("--workers", type=int, help="workers of the processes/dask executors")
     p.add_argument("--no-gains", action="store_true",
                    help="skip the equal-split and conventional-layout comparisons")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
@@ -140,13 +143,14 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--top {args.top} must be >= 1", field="--top")
     if args.workers is not None and args.workers < 1:
         raise InputError(f"--workers {args.workers} must be >= 1", field="--workers")
+    executor = _executor(args)
     hb = _hb_domains(args.hb_domain)
     knobs = parse_space(args.space)
     out_dir = check_output_dir(args.out, "--out") if args.out else None  # before the work
     base = search_base(load_scenario(args.scenario))
     space = SearchSpace(hb_domains=hb, placements=args.placements, **knobs)
     res = run_search(base, space, top=args.top, objective=args.objective,
-                     executor=args.executor, workers=args.workers,
+                     executor=executor, max_workers=args.workers,
                      progress=not args.no_progress)
     s = res.stats
     print(f"{base.scenario.name}: {int(s['enumerated']):,} candidates, "
@@ -158,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
         return 1
     print(format_top(res, args.top))
     if not args.no_gains:
-        g = codesign_gains(base, res, space, executor=args.executor, workers=args.workers)
+        g = codesign_gains(base, res, space, executor=executor, max_workers=args.workers)
         conv = g["conventional_parallelism"]
         eq = "n/a" if math.isnan(g["equal_split"]) else f"{g['equal_split']:.3f}x"
         cv = (f"{g['conventional']:.3f}x" if not math.isnan(g["conventional"])
@@ -169,6 +173,31 @@ def run(args: argparse.Namespace) -> int:
     if out_dir is not None:
         _write(res, out_dir)
     return 0
+
+
+def _executor(args: argparse.Namespace) -> Any:
+    """The executor of ``--executor`` / ``--scheduler`` / ``$DASK_SCHEDULER_ADDRESS``, with a
+    scheduler address checked reachable before the work."""
+    import importlib
+    import logging
+
+    from libra_opt.explore.executors import check_scheduler, resolve_executor
+
+    try:
+        executor = resolve_executor(args.executor, args.scheduler)
+        if isinstance(executor, str) and "://" in executor:
+            check_scheduler(executor)
+    except InputError as exc:
+        raise InputError(exc.message, source="<cli>",
+                         field="--executor" if exc.field == "executor" else
+                         ("--scheduler" if exc.field == "scheduler" else exc.field)) from None
+    if executor not in ("serial", "processes") and not getattr(args, "verbose", False):
+        # the scheduler and workers log at INFO: stderr keeps errors only (set after
+        # importing distributed, which configures its loggers on import)
+        importlib.import_module("distributed")
+        for name in ("distributed", "tornado"):
+            logging.getLogger(name).setLevel(logging.WARNING)
+    return executor
 
 
 def _write(res: Any, out_dir: Any) -> None:

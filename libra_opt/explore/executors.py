@@ -25,6 +25,10 @@ caller itself exits. When the consumer stops iterating (an exception, Ctrl-C, ``
 unfinished batches are cancelled and the local workers are killed before the generator
 returns.
 
+Several runs in a row (a search visiting its candidates in rounds, each round pruned by
+the results of the ones before) share one pool or cluster through
+:func:`executor_session`.
+
 Batch sizes (:func:`batch_size`) amortise the cost of shipping work (pickling the problem
 description, a round trip to a worker) over many items while leaving several batches per
 worker for load balance.
@@ -61,6 +65,8 @@ __all__ = [
     "run_batches",
     "default_workers",
     "check_scheduler",
+    "executor_session",
+    "LocalPool",
 ]
 
 logger = logging.getLogger(__name__)
@@ -406,6 +412,9 @@ def run_batches(
         for i, batch in enumerate(batches):
             yield i, _consume(fn, batch, functools.partial(tick, i), every_item=True)
         return
+    if isinstance(executor, LocalPool):
+        yield from _run_processes(fn, batches, executor.workers, tick, stop, executor)
+        return
     workers = max_workers or default_workers()
     if executor == "processes":
         yield from _run_processes(fn, batches, workers, tick, stop)
@@ -418,13 +427,107 @@ def _check(stop: Callable[[], bool] | None) -> None:
         raise KeyboardInterrupt
 
 
+class LocalPool:
+    """A started ``processes`` pool that several :func:`run_batches` calls share (made by
+    :func:`executor_session`, which closes it).
+
+    Parameters
+    ----------
+    fn : callable
+        A task function whose module the workers import at start.
+    workers : int
+        Worker processes.
+    """
+
+    def __init__(self, fn: Callable, workers: int) -> None:
+        ctx = _start_context(fn)
+        self.workers = workers
+        self.ticks = ctx.SimpleQueue()
+        self.pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
+                                        initializer=_init_pool_worker,
+                                        initargs=(os.getpid(), self.ticks))
+
+    def drain(self) -> None:
+        """Drop progress messages left by an earlier run (all were written before its
+        results came back)."""
+        while not self.ticks.empty():
+            self.ticks.get()
+
+    def kill(self) -> None:
+        """Kill the workers (the pool's manager thread then fails every pending future)."""
+        for proc in list((getattr(self.pool, "_processes", None) or {}).values()):
+            with contextlib.suppress(OSError, AttributeError):
+                proc.kill()
+
+    def close(self) -> None:
+        """Stop the workers and release the queue."""
+        self.pool.shutdown(wait=True)
+        with contextlib.suppress(OSError):
+            self.ticks.close()
+
+
+@contextlib.contextmanager
+def executor_session(executor: Any, fn: Callable, max_workers: int | None = None
+                     ) -> Iterator[Any]:
+    """An executor for several :func:`run_batches` calls in a row, started once and closed
+    when the block ends: a :class:`LocalPool` for ``processes``, a ``distributed.Client``
+    (of a loopback cluster of worker processes started here, or of the scheduler at an
+    address) for Dask; ``serial`` and a given ``Client`` pass through.
+
+    Parameters
+    ----------
+    executor : str or distributed.Client
+        What :func:`resolve_executor` returns.
+    fn : callable
+        The task function (its module is preloaded by the local workers).
+    max_workers : int, optional
+        Workers of a local pool or cluster (default :func:`default_workers`).
+
+    Examples
+    --------
+    >>> def absolute(batch):
+    ...     return [abs(x) for x in batch]
+    >>> with executor_session("serial", absolute) as ex:
+    ...     sorted(run_batches(absolute, [(-1, 2)], executor=ex)) + sorted(
+    ...         run_batches(absolute, [(-3,)], executor=ex))
+    [(0, [1, 2]), (0, [3])]
+    """
+    workers = max_workers or default_workers()
+    if executor == "serial" or not isinstance(executor, str):
+        yield executor
+        return
+    if executor == "processes":
+        pool = LocalPool(fn, workers)
+        finished = False
+        try:
+            yield pool
+            finished = True
+        finally:
+            if not finished:
+                pool.kill()
+            pool.close()
+        return
+    with tempfile.TemporaryDirectory(prefix="libra-opt-dask-") as scratch:
+        client, cluster = _dask_client(executor, workers, scratch)
+        try:
+            yield client
+        finally:
+            with contextlib.suppress(Exception):
+                client.close(timeout=5)
+            if cluster is not None:
+                with contextlib.suppress(Exception):
+                    cluster.close(timeout=5)
+
+
 def _run_processes(fn: Callable, batches: Sequence[Any], workers: int,
-                   tick: Callable[[int, int], None], stop: Callable[[], bool] | None = None
-                   ) -> Iterator[tuple[int, list[Any]]]:
-    ctx = _start_context(fn)
-    ticks = ctx.SimpleQueue()
-    pool = ProcessPoolExecutor(max_workers=min(workers, max(1, len(batches))), mp_context=ctx,
-                               initializer=_init_pool_worker, initargs=(os.getpid(), ticks))
+                   tick: Callable[[int, int], None], stop: Callable[[], bool] | None = None,
+                   shared: LocalPool | None = None) -> Iterator[tuple[int, list[Any]]]:
+    if shared is not None:
+        shared.drain()
+        local = shared
+    else:
+        local = LocalPool(fn, min(workers, max(1, len(batches))))
+    pool, ticks = local.pool, local.ticks
     finished = False
     try:
         pending: dict[Future, int] = {pool.submit(_call_in_pool, fn, b, i): i
@@ -455,12 +558,9 @@ def _run_processes(fn: Callable, batches: Sequence[Any], workers: int,
         if not finished:
             # Kill the workers: the pool's manager thread then fails every pending future
             # (cancelling them first would make it trip over the cancelled ones).
-            for proc in list((getattr(pool, "_processes", None) or {}).values()):
-                with contextlib.suppress(OSError, AttributeError):
-                    proc.kill()
-        pool.shutdown(wait=True)
-        with contextlib.suppress(OSError):
-            ticks.close()
+            local.kill()
+        if shared is None or not finished:
+            local.close()
 
 
 def _run_dask(fn: Callable, batches: Sequence[Any], executor: Any, workers: int,

@@ -25,7 +25,9 @@ more than :data:`PRUNE_RTOL` (relative): its optimum is then worse than ``top`` 
 candidates, so the ``top`` best are those of exhaustive enumeration. Parallelizations are
 visited in increasing bound 2 in rounds of fixed size (1, 2, 4, ... chunks), each chunk
 pruning against the best values known when its round started and its own solves, so the
-rows are the same whatever executor runs the chunks.
+rows are the same whatever executor runs the chunks. The chunks run on
+:mod:`libra_opt.explore.executors` (serial, a local process pool, a local Dask cluster or
+an existing one by its scheduler address), one pool or cluster for the whole search.
 
 Every candidate is a row of :attr:`SearchResult.table` (pandas): the knobs, ``status``
 (``optimal``, ``pruned``, ``memory``, ``infeasible``, ``unbounded``, ``error``,
@@ -39,13 +41,11 @@ or whose bound 2 exceeds the incumbent) say how many in ``n_candidates`` and hav
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import math
-import os
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -57,6 +57,13 @@ from libra_opt.errors import (
     InputError,
     LibraOptError,
     UnboundedDesignError,
+)
+from libra_opt.explore.executors import (
+    EXECUTORS,
+    executor_session,
+    make_batches,
+    resolve_executor,
+    run_batches,
 )
 from libra_opt.explore.search_bounds import (
     GroupTimes,
@@ -116,16 +123,15 @@ __all__ = [
     "KNOB_COLUMNS",
     "generate",
     "run_chunk",
+    "iter_chunk",
 ]
 
 logger = logging.getLogger(__name__)
 
-#: Executors the search runs on.
-EXECUTORS = ("serial", "processes", "dask")
 #: A candidate is pruned when its lower bound exceeds the incumbent by this relative margin
 #: (above the solver's and the numpy check's tolerances, so no tie is dropped).
 PRUNE_RTOL = 1e-6
-#: Parallelizations per chunk of work (one task of an executor).
+#: Parallelizations per chunk of work (one batch of an executor).
 CHUNK = 8
 #: Knob columns of the result table, in order.
 KNOB_COLUMNS = ("fabric", "hb_domain", "tp", "cp", "pp", "dp", "ep", "micro_batch_size",
@@ -382,10 +388,10 @@ def _generate_shared(ctx: _Context, par: Parallelism, fabric: Fabric,
     return dataclasses.replace(g, memory=memory.breakdown(par))
 
 
-def run_chunk(ctx: _Context, items: Sequence[tuple[int, Parallelism, float]],
-              best: Sequence[float]) -> list[dict]:
-    """Rows of one chunk of parallelizations (a top-level function: the processes executor
-    pickles it).
+def iter_chunk(ctx: _Context, items: Sequence[tuple[int, Parallelism, float]],
+               best: Sequence[float]) -> Iterator[list[dict]]:
+    """The rows of each parallelization of one chunk, one list per item, in item order
+    (the executors count finished items as the lists come).
 
     Parameters
     ----------
@@ -396,7 +402,6 @@ def run_chunk(ctx: _Context, items: Sequence[tuple[int, Parallelism, float]],
         The best objective values known when the chunk's round started.
     """
     best = list(best)
-    rows: list[dict] = []
     cache: dict = {}
     shared: dict = {}
     units: dict = {}
@@ -406,13 +411,15 @@ def run_chunk(ctx: _Context, items: Sequence[tuple[int, Parallelism, float]],
         return _kth(best, ctx.top) * (1 + PRUNE_RTOL) if ctx.prune else math.inf
 
     live = [(si, sc) for si, sc in enumerate(ctx.shapes) if sc.bounds is not None]
-    for pi, par, lb_par in items:
+
+    def one(pi: int, par: Parallelism, lb_par: float) -> list[dict]:
+        rows: list[dict] = []
         if lb_par > threshold():
             for si, sc in live:
                 rows.append(_row((pi, si, -1), sc.shape, par, "*", "pruned",
                                  "compute + bubble bound exceeds the incumbent",
                                  len(_matrices(ctx, sc.shape, par, cache)), lower_bound=lb_par))
-            continue
+            return rows
         fabric0 = live[0][1].shape.fabric
         assert fabric0 is not None
         n_all = sum(len(_matrices(ctx, sc.shape, par, cache)) for _, sc in live)
@@ -420,12 +427,12 @@ def run_chunk(ctx: _Context, items: Sequence[tuple[int, Parallelism, float]],
             g = _generate_shared(ctx, par, fabric0, shared)
         except InputError as exc:
             rows.append(_row((pi, -1, -1), None, par, "*", "error", exc.one_line(), n_all))
-            continue
+            return rows
         mem_gb = g.memory.total_bytes / 1e9
         if not g.memory.fits:
             rows.append(_row((pi, -1, -1), None, par, "*", "memory", g.memory.describe(), n_all,
                              memory_per_npu_gb=mem_gb))
-            continue
+            return rows
         flat = g.workload.flat
         cands = []
         for si, sc in live:
@@ -475,11 +482,26 @@ def run_chunk(ctx: _Context, items: Sequence[tuple[int, Parallelism, float]],
             values["solve_s"] = time.perf_counter() - t0
             if status == "optimal":
                 best.append(values["objective"])
-                best = sorted(best)[: ctx.top]
+                best[:] = sorted(best)[: ctx.top]
             values.setdefault("memory_per_npu_gb", mem_gb)
             rows.append(_row(index, shape, par, pl.describe(), status, reason, lower_bound=lb,
                              **values))
-    return rows
+        return rows
+
+    for pi, par, lb_par in items:
+        yield one(pi, par, lb_par)
+
+
+def run_chunk(ctx: _Context, items: Sequence[tuple[int, Parallelism, float]],
+              best: Sequence[float]) -> list[dict]:
+    """Rows of one chunk of parallelizations (:func:`iter_chunk`, concatenated)."""
+    return [r for rows in iter_chunk(ctx, items, best) for r in rows]
+
+
+def _chunk_task(items: Sequence[tuple[int, Parallelism, float]], *, ctx: _Context,
+                best: Sequence[float]) -> Iterator[list[dict]]:
+    """The executors' task (module level: the process and Dask executors pickle it)."""
+    return iter_chunk(ctx, items, best)
 
 
 @dataclass(frozen=True, repr=False)
@@ -525,45 +547,6 @@ class SearchResult:
                 f"{int(s['memory']):,} out of memory; {s['wall_s']:.1f} s)")
 
 
-def _executor_map(executor: Any, workers: int | None) -> tuple[Callable, Callable[[], None]]:
-    """``(map, shutdown)`` of an executor; ``map`` returns results in submission order."""
-    if executor == "serial":
-        return (lambda fn, *its: list(map(fn, *its))), (lambda: None)
-    if executor == "processes":
-        pool = ProcessPoolExecutor(max_workers=workers)
-        return (lambda fn, *its: list(pool.map(fn, *its))), (lambda: pool.shutdown())
-    if executor == "dask" or (not isinstance(executor, str) and hasattr(executor, "gather")):
-        scratch = tempfile.TemporaryDirectory(prefix="libra-opt-dask-")
-        own = executor == "dask"
-        if own:
-            import dask
-            from distributed import Client, LocalCluster
-
-            with dask.config.set({"temporary-directory": scratch.name}):
-                cluster = LocalCluster(
-                    n_workers=workers or min(2, os.cpu_count() or 1), threads_per_worker=1,
-                    processes=False, protocol="tcp://", host="127.0.0.1",
-                    dashboard_address=None, local_directory=scratch.name)
-            client = Client(cluster)
-        else:
-            client = executor
-
-        def run(fn: Callable, *its: Any) -> list:
-            return list(client.gather(client.map(fn, *its, pure=False)))
-
-        def shutdown() -> None:
-            if own:
-                cluster = client.cluster
-                client.close()
-                if cluster is not None:
-                    cluster.close()
-            scratch.cleanup()
-
-        return run, shutdown
-    raise InputError(f"executor {executor!r} is not one of {', '.join(EXECUTORS)} or a "
-                     "dask.distributed.Client", field="executor")
-
-
 def _rounds(n: int, chunk: int) -> Iterator[tuple[int, int]]:
     """(start, stop) of rounds of 1, 2, 4, ... chunks over ``n`` items."""
     start, size = 0, 1
@@ -582,7 +565,8 @@ def run_search(
     fixed_bw_gbps: Sequence[float] | None = None,
     prune: bool = True,
     executor: Any = "serial",
-    workers: int | None = None,
+    max_workers: int | None = None,
+    scheduler: str | None = None,
     progress: bool | Progress = False,
     extra_constraints: Sequence[LinearConstraint] = (),
     solutions: bool = True,
@@ -604,11 +588,16 @@ def run_search(
         parallelism search: each candidate is evaluated, not solved).
     prune : bool
         ``False`` solves every candidate that fits (exhaustive enumeration).
-    executor : {'serial', 'processes', 'dask'} or dask.distributed.Client
-        Where the chunks run: in this process, on a local process pool, on a local Dask
-        cluster (threads) or on the given Dask client. The rows are the same on all.
-    workers : int, optional
-        Workers of the ``processes`` pool (default: the CPU count) or the ``dask`` cluster.
+    executor : {'serial', 'processes', 'dask'}, str or dask.distributed.Client
+        Where the chunks run (:func:`libra_opt.explore.executors.resolve_executor`): in
+        this process, on a local process pool, on a local Dask cluster of worker processes
+        (or, with ``DASK_SCHEDULER_ADDRESS`` set, the cluster it names), on the cluster
+        whose scheduler address (``tcp://host:port``) is given, or on a Dask client. One
+        pool or cluster serves the whole search; the rows are the same on all.
+    max_workers : int, optional
+        Workers of the local pool or cluster (default: the usable CPU cores).
+    scheduler : str, optional
+        The address of an existing Dask scheduler (as ``executor``).
     progress : bool or callable
         ``True``: a progress bar (``tqdm.auto``) on stderr moving per candidate; a callable
         gets ``(done, total)``.
@@ -644,6 +633,11 @@ def run_search(
     space = space if space is not None else SearchSpace()
     if isinstance(top, bool) or not isinstance(top, int) or top < 1:
         raise InputError(f"top {top!r} must be a positive integer", field="top")
+    if max_workers is not None and (isinstance(max_workers, bool)
+                                    or not isinstance(max_workers, int) or max_workers < 1):
+        raise InputError(f"max_workers {max_workers!r} must be a positive integer",
+                         field="max_workers")
+    executor = resolve_executor(executor, scheduler)
     scen, spec = base.scenario, base.spec
     if objective is not None:
         if objective not in OBJECTIVES:
@@ -720,30 +714,44 @@ def run_search(
     done = sum(r["n_candidates"] for r in rows)
     bar(done, total)
     best: list[float] = []
-    run_map, shutdown = _executor_map(executor, workers)
     try:
-        for start, stop in _rounds(len(work), CHUNK):
-            thr = _kth(best, top)
-            batch = work[start:stop]
-            if prune and batch[0][0] > thr * (1 + PRUNE_RTOL):
-                rest = [(pi, par, lb) for lb, pi, par in work[start:]]
-                pruned = run_chunk(ctx, rest, best)  # rows only: every item is pruned
-                rows.extend(pruned)
-                done += sum(r["n_candidates"] for r in pruned)
-                bar(done, total)
-                break
-            chunks = [[(pi, par, lb) for lb, pi, par in batch[i:i + CHUNK]]
-                      for i in range(0, len(batch), CHUNK)]
-            snapshot = tuple(best)
-            for chunk_rows in run_map(run_chunk, [ctx] * len(chunks), chunks,
-                                      [snapshot] * len(chunks)):
-                rows.extend(chunk_rows)
-                best.extend(r["objective"] for r in chunk_rows if r["status"] == "optimal")
-                done += sum(r["n_candidates"] for r in chunk_rows)
-                bar(done, total)
-            best = sorted(best)[:top]
+        with executor_session(executor, _chunk_task, max_workers) as ex:
+            for start, stop in _rounds(len(work), CHUNK):
+                thr = _kth(best, top)
+                batch = work[start:stop]
+                if prune and batch[0][0] > thr * (1 + PRUNE_RTOL):
+                    rest = [(pi, par, lb) for lb, pi, par in work[start:]]
+                    pruned = run_chunk(ctx, rest, best)  # rows only: every item is pruned
+                    rows.extend(pruned)
+                    done += sum(r["n_candidates"] for r in pruned)
+                    bar(done, total)
+                    break
+                chunks = make_batches([(pi, par, lb) for lb, pi, par in batch], CHUNK)
+                weights = [[n_cands(par) for _, par, _ in c] for c in chunks]
+                seen = [0] * len(chunks)
+
+                def on_items(i: int, n: int, weights: list[list[int]] = weights,
+                             seen: list[int] = seen) -> None:
+                    nonlocal done
+                    done += sum(weights[i][seen[i]:seen[i] + n])
+                    seen[i] += n
+                    bar(done, total)
+
+                results: dict[int, list[list[dict]]] = {}
+                task = functools.partial(_chunk_task, ctx=ctx, best=tuple(best))
+                it = run_batches(task, chunks, executor=ex, on_items=on_items)
+                try:
+                    for i, par_rows in it:
+                        results[i] = par_rows
+                finally:
+                    it.close()  # type: ignore[attr-defined]  # a generator: stops the workers
+                for i in range(len(chunks)):  # chunk order: deterministic whatever finished first
+                    for par_rows in results[i]:
+                        rows.extend(par_rows)
+                        best.extend(r["objective"] for r in par_rows
+                                    if r["status"] == "optimal")
+                best = sorted(best)[:top]
     finally:
-        shutdown()
         bar(-1, total)
 
     table = _table(rows, scen.fabric.names)

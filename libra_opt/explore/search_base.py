@@ -113,8 +113,9 @@ def search(
     objective: str | None = None,
     space: SearchSpace | None = None,
     hb_domains: tuple[int, ...] | None = None,
-    executor: str = "serial",
-    workers: int | None = None,
+    executor: Any = "serial",
+    max_workers: int | None = None,
+    scheduler: str | None = None,
     progress: Any = False,
     gains: bool = False,
 ) -> SearchResult:
@@ -135,8 +136,8 @@ def search(
         The knobs and their values (default: all).
     hb_domains : tuple of int, optional
         HB-domain sizes of the fabric family (replaces ``space.hb_domains``).
-    executor, workers, progress
-        See :func:`~libra_opt.explore.search.run_search`.
+    executor, max_workers, scheduler, progress
+        Where it runs and its progress bar; see :func:`~libra_opt.explore.search.run_search`.
     gains : bool
         Also compute :func:`~libra_opt.explore.search.codesign_gains` (one more search with
         an equal bandwidth split, and the conventional layout's optimum).
@@ -157,9 +158,10 @@ def search(
     if hb_domains is not None:
         space = dataclasses.replace(space, hb_domains=tuple(hb_domains))
     res = run_search(base, space, top=top, objective=objective, executor=executor,
-                     workers=workers, progress=progress)
+                     max_workers=max_workers, scheduler=scheduler, progress=progress)
     if gains:
-        g = codesign_gains(base, res, space, executor=executor, workers=workers)
+        g = codesign_gains(base, res, space, executor=executor, max_workers=max_workers,
+                           scheduler=scheduler)
         res = dataclasses.replace(res, gains=g)
     return res
 

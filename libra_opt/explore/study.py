@@ -2,14 +2,17 @@
 
 :func:`design_study` solves a scenario (unless handed a solution) and runs, around its
 optimum, the sensitivity of each dimension, a budget sweep (log-spaced network budgets, the
-objective perf) and the fabric-family comparison (the scenario's dimensions re-wired as each
-family, at the optimum's bandwidth and at equal scale-out budget). The answer,
+objective perf), the fabric-family comparison (the scenario's dimensions re-wired as each
+family, at the optimum's bandwidth and at equal scale-out budget) and, for a scenario whose
+one workload is generated from a model, a co-design search over a bounded space
+(:func:`report_search_space`: every TP x CP x PP x DP factorization and every placement on
+the scenario's own fabric, the workload's other knobs kept) with its co-design gains. The answer,
 :class:`~libra_opt.explore.study_result.DesignStudy`, holds the solution and the three tables; ``libra_opt.report`` renders
 it and runs nothing itself.
 
 A study that cannot be run for this scenario (a comparison with no feasible fabric, a
-sensitivity the solver refuses) is recorded as the reason, not raised, so the review still
-shows every other part.
+sensitivity the solver refuses, a search of a workload the search cannot regenerate) is
+recorded as the reason, not raised, so the review still shows every other part.
 """
 
 from __future__ import annotations
@@ -21,8 +24,11 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from libra_opt.errors import LibraOptError
+from libra_opt.errors import InputError, LibraOptError
 from libra_opt.explore.compare import compare_fabrics
+from libra_opt.explore.search import SearchBase, SearchResult, codesign_gains, run_search
+from libra_opt.explore.search_base import search_base
+from libra_opt.explore.search_space import SearchSpace
 from libra_opt.explore.sensitivity import sensitivity
 from libra_opt.explore.study_result import DesignStudy
 from libra_opt.explore.sweep import sweep
@@ -33,8 +39,8 @@ from libra_opt.optimize.solution import Solution
 from libra_opt.scenario.objective import PerfObjective
 from libra_opt.scenario.scenario import Scenario
 
-__all__ = ["design_study", "budget_values", "REPORT_FAMILIES",
-           "DEFAULT_SCALEOUT_RADIX"]
+__all__ = ["design_study", "budget_values", "report_search_space", "study_search",
+           "REPORT_FAMILIES", "DEFAULT_SCALEOUT_RADIX", "REPORT_SEARCH_TOP"]
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +49,67 @@ REPORT_FAMILIES = ("fat_tree", "rail_only", "multi_dim")
 
 DEFAULT_SCALEOUT_RADIX = 64
 """Scale-out switch radix of the re-wired fabrics when the scenario's last dimension has none."""
+
+
+REPORT_SEARCH_TOP = 5
+"""Best candidates of a design study's co-design search (kept exact, shown in the report)."""
+
+
+def report_search_space(base: SearchBase) -> SearchSpace:
+    """The bounded space of a design study's search: every TP x CP x PP x DP (x EP)
+    factorization the model allows and every distinct placement, on the scenario's own fabric
+    (its HB domain), with the workload's own micro-batch size, interleaving, recomputation,
+    sequence parallelism and ZeRO stage.
+
+    Examples
+    --------
+    >>> import libra_opt as lo
+    >>> sp = report_search_space(search_base(lo.load_scenario("llama3_405b_h100_tco")))
+    >>> sp.micro_batch_sizes, sp.interleave, sp.recompute, sp.zero, sp.hb_domains, sp.tp
+    ((1,), (2,), ('full',), (1,), None, None)
+    """
+    p = base.entry.parallelism
+    return SearchSpace(micro_batch_sizes=(p.micro_batch_size,), interleave=(p.interleave,),
+                       recompute=(p.recompute,), sequence_parallel=(p.sequence_parallel,),
+                       zero=(p.zero,), placements="all", hb_domains=None)
+
+
+def study_search(scenario: Scenario, space: SearchSpace | None = None,
+                 top: int = REPORT_SEARCH_TOP
+                 ) -> tuple[SearchResult | None, str | None, SearchSpace | None]:
+    """The co-design search of a design study and its gains, or why there is none.
+
+    Parameters
+    ----------
+    scenario : Scenario
+        A compiled scenario (its spec is the search's base).
+    space : SearchSpace, optional
+        Default :func:`report_search_space`.
+    top : int
+        Best candidates kept exact.
+
+    Returns
+    -------
+    (SearchResult or None, str or None, SearchSpace or None)
+        The result (with ``gains``: :func:`~libra_opt.explore.search.codesign_gains`), the
+        one-line reason when the search cannot take the scenario, and the space searched.
+
+    Examples
+    --------
+    >>> import libra_opt as lo
+    >>> res, why, _ = study_search(lo.load_scenario("gpt3_175b_4d"))
+    >>> res is None, why
+    (True, 'the co-design search needs a model-based workload (model, parallelism, device)')
+    """
+    try:
+        base = search_base(scenario)
+    except InputError as exc:
+        return None, exc.message, None
+    space = space if space is not None else report_search_space(base)
+    res = run_search(base, space, top=top)
+    if res.solutions:
+        res = dataclasses.replace(res, gains=codesign_gains(base, res, space))
+    return res, None, space
 
 
 def budget_values(sol: Solution, n_points: int) -> list[float]:
@@ -81,8 +148,10 @@ def design_study(
     budget_points: int = 25,
     families: Sequence[str] = REPORT_FAMILIES,
     progress: Callable | bool | None = None,
+    search: bool | SearchSpace = True,
 ) -> DesignStudy:
-    """Solve (if needed) and run the sensitivity, the budget sweep and the fabric comparison.
+    """Solve (if needed) and run the sensitivity, the budget sweep, the fabric comparison
+    and the co-design search.
 
     Parameters
     ----------
@@ -93,6 +162,10 @@ def design_study(
         Fabric families to compare (:data:`REPORT_FAMILIES`); empty: the scenario's own.
     progress : callable or bool, optional
         Passed to the sweep.
+    search : bool or SearchSpace
+        ``True`` (default): the co-design search over :func:`report_search_space` (top
+        :data:`REPORT_SEARCH_TOP`), for a scenario whose one workload is model-based; a
+        :class:`SearchSpace`: that space; ``False``: no search.
 
     Returns
     -------
@@ -134,6 +207,18 @@ def design_study(
         cmp_error = str(exc)
         logger.info("fabric comparison not possible: %s", exc)
     timings["compare_s"] = time.perf_counter() - t1
+    t1 = time.perf_counter()
+    found: SearchResult | None = None
+    found_error: str | None = "not asked for"
+    space: SearchSpace | None = None
+    if search is not False:
+        try:
+            found, found_error, space = study_search(
+                scen, search if isinstance(search, SearchSpace) else None)
+        except LibraOptError as exc:
+            found_error = " ".join(str(exc).split())
+            logger.info("co-design search not possible: %s", exc)
+    timings["search_s"] = time.perf_counter() - t1
     timings["total_s"] = time.perf_counter() - t0
     return DesignStudy(sol, sens, sens_error, tuple(values), swept, df, tuple(families), radix,
-                       own, cmp_df, cmp_error, FrozenMap(timings))
+                       own, cmp_df, cmp_error, FrozenMap(timings), found, found_error, space)

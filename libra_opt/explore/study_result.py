@@ -7,7 +7,7 @@ render a study without being able to run one (an import-linter contract says so)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from libra_opt.fabric.frozen import FrozenMap
 from libra_opt.optimize.solution import Solution
@@ -48,7 +48,18 @@ class DesignStudy:
         ``equal_budget``; ``None`` with ``comparison_error`` when not possible.
     comparison_error : str or None
     timings_s : FrozenMap of str to float
-        Wall time of each part, s (``solve_s``, ``sweep_s``, ``compare_s``, ``total_s``).
+        Wall time of each part, s (``solve_s``, ``sweep_s``, ``compare_s``, ``search_s``,
+        ``total_s``).
+    search : SearchResult or None
+        A co-design search over a bounded space
+        (:func:`libra_opt.explore.study.report_search_space`), with its co-design gains in
+        ``search.gains``: a :class:`libra_opt.explore.search.SearchResult` (typed ``Any``
+        here so that rendering it needs no search module); ``None`` with ``search_error``
+        when the search cannot take the scenario or was not asked for.
+    search_error : str or None
+        Why there is no search (one line).
+    search_space : SearchSpace or None
+        The space searched (:class:`libra_opt.explore.search_space.SearchSpace`).
     """
 
     solution: Solution
@@ -63,6 +74,9 @@ class DesignStudy:
     comparison: pd.DataFrame | None
     comparison_error: str | None
     timings_s: FrozenMap
+    search: Any = None
+    search_error: str | None = None
+    search_space: Any = None
 
     @property
     def scenario(self) -> Scenario:

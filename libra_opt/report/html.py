@@ -5,8 +5,9 @@
 its sensitivity, the budget sweep and the fabric-family comparison, run by
 :func:`libra_opt.explore.study.design_study`) into sections — the solution table, workload
 times, constraints with their shadow prices, the baselines, the sensitivity of each
-dimension, the budget sweep with its Pareto front, and the fabric-family comparison. It
-solves, sweeps and compares nothing. :func:`render_html` and :func:`render_markdown` turn
+dimension, the budget sweep with its Pareto front, the fabric-family comparison and the
+co-design search (its best candidates, the gains of co-design and its plot). It solves,
+sweeps, compares and searches nothing. :func:`render_html` and :func:`render_markdown` turn
 the sections into text, and :func:`report_files` gives every file of the report (name and
 content) for ``libra_opt.io`` to write.
 
@@ -343,6 +344,71 @@ def _comparison_section(study: DesignStudy) -> ReportSection:
     return sec
 
 
+def _search_section(study: DesignStudy) -> ReportSection:
+    from libra_opt.report.search_plot import plot_search
+
+    res = study.search
+    sec = ReportSection("Co-design search")
+    if res is None:
+        sec.text.append(f"Co-design search not run: {study.search_error}")
+        return sec
+    s, space = res.stats, study.search_space
+    knobs = ""
+    if space is not None:
+        knobs = (f" with the workload's own micro-batch size {space.micro_batch_sizes[0]}, "
+                 f"interleaving {space.interleave[0]}, recomputation {space.recompute[0]}, "
+                 f"sequence parallelism {'on' if space.sequence_parallel[0] else 'off'} and "
+                 f"ZeRO stage {space.zero[0]}")
+    sec.text.append(
+        f"Every TP x CP x PP x DP factorization the model allows and every distinct placement "
+        f"of its groups on the scenario's fabric{knobs}; each surviving candidate gets its "
+        f"exact bandwidth optimum (objective {res.objective}). {int(s['enumerated']):,} "
+        f"candidates: {int(s['memory']):,} do not fit in memory, {int(s['pruned']):,} are "
+        f"pruned by lower bounds that cannot drop the best {len(res.solutions)}, "
+        f"{int(s['solved']):,} solved ({int(s['infeasible']):,} infeasible).")
+    best = res.best(len(res.solutions) or 5)
+    if best.empty:
+        sec.text.append("No candidate has a feasible design.")
+        return sec
+    own = study.solution.objective_value
+    top1 = float(best["objective"].iloc[0])
+    if own > 0 and top1 > 0:
+        sec.text.append(f"The best candidate's objective is {_g(top1)} "
+                        f"{OBJECTIVE_MEANING[res.objective][1]}, {_g(own / top1, 4)}x better "
+                        f"than the scenario's own layout at its optimum ({_g(own)}).")
+    bw_cols = [c for c in best.columns if c.startswith("bw_") and c.endswith("_gbps")]
+    tco = bool(best["tco_usd_per_mtoken"].notna().any())
+    header = (["rank", "TP", "CP", "PP", "DP", "EP", "placement", "step time (s)", "tokens/s",
+               "MFU", "memory per NPU (GB)"] + [f"{c[3:-5]} (GB/s)" for c in bw_cols]
+              + ["network cost ($)"] + (["TCO ($/M tokens)"] if tco else [])
+              + [f"objective ({OBJECTIVE_MEANING[res.objective][1]})"])
+    rows = []
+    for _, r in best.iterrows():
+        rows.append([str(int(r["rank"])), *(str(int(r[k])) for k in ("tp", "cp", "pp", "dp",
+                                                                    "ep")),
+                     str(r["placement"]), _g(r["step_time_s"], 4), _g(r["tokens_per_s"], 4),
+                     f"{r['mfu']:.3f}", f"{r['memory_per_npu_gb']:.1f}",
+                     *(f"{r[c]:.1f}" for c in bw_cols), _usd(r["network_cost_usd"]),
+                     *([_g(r["tco_usd_per_mtoken"], 4)] if tco else []), _g(r["objective"])])
+    sec.tables.append((f"The {len(rows)} best candidates", header, rows))
+    g = res.gains
+    if g:
+        eq = ("n/a (no feasible candidate with an equal split)"
+              if not math.isfinite(g["equal_split"]) else f"{g['equal_split']:.3f}x")
+        conv = g["conventional_parallelism"]
+        cv = (f"{g['conventional']:.3f}x" if math.isfinite(g["conventional"])
+              else f"n/a ({g['conventional_reason']})")
+        sec.text.append(
+            f"Gain of co-design (objective ratio; above 1 the co-design is better): {eq} against "
+            f"the best parallelization of the same space with an equal bandwidth split; {cv} "
+            f"against the conventional layout (TP {conv['tp']} on the HB domain, PP "
+            f"{conv['pp']} over scale-out, DP {conv['dp']}) with its optimal bandwidth.")
+    sec.figures.append(("search", "Every solved candidate against its network cost: the "
+                        "Pareto front and the best by the objective",
+                        _png(plot_search(res, top=len(rows)))))
+    return sec
+
+
 def build_report(study: DesignStudy, *, provenance: Provenance | None = None) -> Report:
     """Every section of the report, rendered from a study already run.
 
@@ -381,7 +447,7 @@ def build_report(study: DesignStudy, *, provenance: Provenance | None = None) ->
     sections.append(ReportSection("Throughput, MFU, memory" + (" and TCO" if scen.tco else ""),
                                   text=ptext, tables=ptables))
     sections += [_constraint_section(sol), _baseline_section(sol), _sensitivity_section(study),
-                 _sweep_section(study), _comparison_section(study)]
+                 _sweep_section(study), _comparison_section(study), _search_section(study)]
     itext, itables, icode = inputs_section_parts(sol, prov)
     sections.append(ReportSection("Inputs and provenance", text=itext, tables=itables,
                                   code=icode))

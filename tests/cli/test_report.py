@@ -15,6 +15,10 @@ def test_report_writes_html_and_markdown(tmp_path, capsys):
     html = (out / "report.html").read_text(encoding="utf-8")
     assert html.startswith("<!DOCTYPE html>") and "gpt3_175b_4d" in html
     assert (out / "report.md").is_file() and (out / "report_pareto.png").is_file()
+    # a scenario whose workload is not generated from a model: the search section says why
+    md = (out / "report.md").read_text(encoding="utf-8")
+    assert ("## Co-design search\n\nCo-design search not run: the co-design search needs a "
+            "model-based workload (model, parallelism, device)\n") in md
     assert f"wrote {out / 'report.html'}" in capsys.readouterr().out
     assert {p.parent for p in tmp_path.rglob("*") if p.is_file()} == {out}
 

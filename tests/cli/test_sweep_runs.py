@@ -2,7 +2,7 @@
 executor, they leave no process behind, release the caller's pipes, keep their finished
 points on disk, and ``--resume`` completes the run with the rows of an uninterrupted one.
 A real Dask cluster (a ``dask scheduler`` and two ``dask worker`` processes on loopback)
-runs a sweep through ``--scheduler`` with the serial rows.
+runs a sweep and a co-design search through ``--scheduler`` with the serial rows.
 
 Process trees are read from ``/proc`` (Linux only).
 """
@@ -23,6 +23,8 @@ import pytest
 from libra_opt import sweep
 from libra_opt.cli.main import main
 from libra_opt.io.results import read_results
+from tests.cli.test_search import MODEL as SEARCH_MODEL
+from tests.cli.test_search import SCENARIO as SEARCH_SCENARIO
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(),
                                 reason="reads the process tree from /proc")
@@ -237,6 +239,42 @@ def test_sweep_on_a_real_cluster_through_scheduler_gives_the_serial_rows(
     out = tmp_path / "cluster"
     assert main([*ARGS, "--scheduler", dask_cluster, "--out", str(out)]) == 0
     pd.testing.assert_frame_equal(rows(read_results(out)), rows(reference), check_exact=True)
+
+
+def test_search_on_a_real_cluster_through_scheduler_gives_the_serial_rows(
+        tmp_path, capsys, dask_cluster):
+    """``libra-opt search`` on the real cluster: every row (knobs, status, bounds, optimal
+    bandwidths, rank) equal to the serial run's, bit for bit; only the measured solve
+    seconds differ."""
+    (tmp_path / "tiny.yaml").write_text(SEARCH_MODEL)
+    scen = tmp_path / "s.yaml"
+    scen.write_text(SEARCH_SCENARIO)
+    args = ["search", str(scen), "--top", "3", "--hb-domain", "8,16", "--space",
+            "micro_batch_sizes=1", "--space", "recompute=full", "--space", "zero=1",
+            "--no-gains", "--no-progress"]
+    assert main([*args, "--out", str(tmp_path / "serial")]) == 0
+    from distributed import Client, get_task_stream
+
+    with Client(dask_cluster, timeout="30s", set_as_default=False) as client, \
+            get_task_stream(client) as stream:
+        assert main([*args, "--scheduler", dask_cluster, "--out",
+                     str(tmp_path / "cluster")]) == 0
+    # the chunks ran on the cluster's two workers (the task stream of its scheduler)
+    ran = [t for t in stream.data if "_call_in_dask" in str(t["key"])]
+    assert ran and {t["worker"] for t in ran} <= set(client_workers(dask_cluster))
+    capsys.readouterr()
+    serial = pd.read_csv(tmp_path / "serial" / "results.csv").drop(columns="solve_s")
+    cluster = pd.read_csv(tmp_path / "cluster" / "results.csv").drop(columns="solve_s")
+    assert (serial["status"] == "optimal").sum() >= 3 and len(serial) > 10
+    pd.testing.assert_frame_equal(cluster, serial, check_exact=True)
+
+
+def client_workers(address: str) -> list[str]:
+    """The worker addresses of the cluster at ``address``."""
+    from distributed import Client
+
+    with Client(address, timeout="30s", set_as_default=False) as client:
+        return list(client.scheduler_info()["workers"])
 
 
 def test_dask_scheduler_address_from_the_environment(tmp_path, capsys, monkeypatch, reference,

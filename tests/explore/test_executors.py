@@ -11,7 +11,9 @@ import pytest
 
 from libra_opt.errors import InputError
 from libra_opt.explore.executors import (
+    LocalPool,
     batch_size,
+    executor_session,
     make_batches,
     resolve_executor,
     run_batches,
@@ -49,6 +51,33 @@ def test_every_batch_once_in_item_order(executor):
     got = dict(run_batches(squares, batches, executor=executor, max_workers=2))
     assert sorted(got) == list(range(len(batches)))
     assert [r for i in sorted(got) for r in got[i]] == [x * x for x in items]
+
+
+def test_a_session_keeps_one_pool_for_several_runs():
+    """Two runs on one ``processes`` session: the same worker processes serve both, each
+    run's items are counted once (no progress of the first run leaks into the second), and
+    the pool is gone after the block."""
+    counts: list[dict[int, int]] = []
+    pids: list[set[int]] = []
+    with executor_session("processes", whoami, max_workers=2) as ex:
+        assert isinstance(ex, LocalPool)
+        for run in range(2):
+            heard: dict[int, int] = {}
+            batches = make_batches(list(range(10 * run, 10 * run + 10)), 3)
+
+            def on_items(i, n, heard=heard):
+                heard[i] = heard.get(i, 0) + n
+
+            got = dict(run_batches(whoami, batches, executor=ex, on_items=on_items))
+            assert [x for i in sorted(got) for _, _, x in got[i]] == list(
+                range(10 * run, 10 * run + 10))
+            counts.append(heard)
+            pids.append({p for res in got.values() for p, _, _ in res})
+        procs = list(ex.pool._processes.values())
+    assert counts == [{0: 3, 1: 3, 2: 3, 3: 1}] * 2  # batches of 3, 3, 3, 1 items
+    assert pids[1] <= set(p.pid for p in procs)  # the second run used the same workers
+    assert pids[0] <= set(p.pid for p in procs)
+    assert not any(p.is_alive() for p in procs)
 
 
 def test_progress_reaches_the_caller_within_a_batch():

@@ -324,13 +324,24 @@ def test_executors_give_identical_rows(template) -> None:
     base = _base(template, _model(4, 8, 2, False), 64, 8, "tco")
     space = dataclasses.replace(SMALL_SPACE, micro_batch_sizes=(1,), zero=(1,),
                                 recompute=("full",), tp=(2, 4), pp=(1, 2))
-    a = run_search(base, space, top=2, solutions=False)
-    b = run_search(base, space, top=2, solutions=False, executor="processes", workers=2)
+    ticks: list[tuple[int, int]] = []
+    a = run_search(base, space, top=2, solutions=False, progress=lambda d, n: ticks.append((d, n)))
+    # the bar moves per candidate: serially after every parallelization, each step the
+    # candidates it stands for, up to the enumerated count
+    total = int(a.stats["enumerated"])
+    done = [d for d, _ in ticks]
+    assert all(n == total for _, n in ticks) and done[-1] == total
+    assert done == sorted(done) and len(set(done)) > 2
+    b = run_search(base, space, top=2, solutions=False, executor="processes", max_workers=2)
     cols = [c for c in a.table.columns if c != "solve_s"]  # all but the measured time
     assert a.table[cols].equals(b.table[cols])
     assert (a.table["status"] == "optimal").sum() >= 2
+    with pytest.raises(InputError, match="threads"):
+        run_search(base, space, executor="threads")
+    with pytest.raises(InputError, match="max_workers"):
+        run_search(base, space, executor="processes", max_workers=0)
     pytest.importorskip("distributed")
-    c = run_search(base, space, top=2, solutions=False, executor="dask", workers=1)
+    c = run_search(base, space, top=2, solutions=False, executor="dask", max_workers=1)
     assert a.table[cols].equals(c.table[cols])
 
 
