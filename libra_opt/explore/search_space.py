@@ -8,9 +8,11 @@ A candidate of the co-design search (:mod:`libra_opt.explore.search`) is a tripl
 * a placement of the five orthogonal axes ``tp, cp, ep, edp, pp`` on the fabric dimensions
   (:class:`~libra_opt.generators.mapping.Placement`): ``k_{a,d}`` NPUs of dimension ``d``
   for axis ``a``, a group may take part of a dimension;
-* a fabric shape: the base fabric, or one member of a named family (the scale-up HB domain
-  size of a two-level fat-tree or Rail-only fabric: the scenario's spec with
-  ``fabric.hb_domain`` replaced).
+* a fabric shape: the base fabric, or one member of a named family: the scale-up HB domain
+  size of a two-level fat-tree or Rail-only fabric (the scenario's spec with
+  ``fabric.hb_domain`` replaced, :func:`fabric_shapes`), or the dimension sizes and
+  topologies of a multi-dimensional fabric (``fabric.dims[i].size`` and
+  ``fabric.dims[i].topology`` replaced, :func:`dim_shapes`).
 
 Enumeration is deterministic: parallelisms in increasing ``tp``, ``cp``, ``pp``, ``ep``,
 then micro-batch, interleave, recomputation, sequence parallelism and ZeRO in the order the
@@ -36,10 +38,13 @@ picks automatically; it is one of them.
 from __future__ import annotations
 
 import functools
+import itertools
 import math
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any
 
 from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Fabric
@@ -67,6 +72,10 @@ __all__ = [
     "SearchSpace",
     "FabricShape",
     "fabric_shapes",
+    "dim_shapes",
+    "search_shapes",
+    "ordered_factorizations",
+    "DIM_TOPOLOGIES",
     "divisors",
     "parallelisms",
     "placements",
@@ -81,6 +90,9 @@ __all__ = [
 ]
 
 RECOMPUTE = ("none", "selective", "full")
+#: Topologies a dimension of a multi-dimensional fabric family may take (``torus`` is read
+#: as ``ring``: a torus is a ring along each of its dimensions).
+DIM_TOPOLOGIES = ("ring", "fully_connected", "switch")
 
 
 @dataclass(frozen=True)
@@ -110,6 +122,20 @@ class SearchSpace:
     hb_domains : tuple of int, optional
         Fabric family: HB (scale-up) domain sizes of the base two-level fabric
         (:func:`fabric_shapes`); ``None``: the base fabric only.
+    dim_sizes : 'factorizations' or tuple of tuple of int, optional
+        Fabric family of a multi-dimensional fabric (inline ``dims`` or the ``multi_dim``
+        builder, :func:`dim_shapes`): ``factorizations``, every ordered factorization of
+        the NPU count into as many dimensions as the base fabric has; or the size tuples
+        to try, one size per dimension. ``None``: the base sizes (when ``dim_topologies``
+        is given) or the base fabric only.
+    dim_topologies : tuple of str, optional
+        Topologies each dimension may take (``ring``, ``fully_connected``, ``switch``);
+        every combination is a shape. ``None``: each dimension keeps its own.
+    unit_dims : bool
+        With ``dim_sizes='factorizations'``: also factorizations with dimensions of size 1,
+        that is shapes with fewer dimensions (a dimension of size 1 holds no link). A shape
+        that removes a dimension which a constraint or bound names is refused (a reason
+        row).
 
     Examples
     --------
@@ -129,8 +155,12 @@ class SearchSpace:
     max_cp: int = 16
     placements: str = "all"
     hb_domains: tuple[int, ...] | None = None
+    dim_sizes: str | tuple[tuple[int, ...], ...] | None = None
+    dim_topologies: tuple[str, ...] | None = None
+    unit_dims: bool = False
 
     def __post_init__(self) -> None:
+        self._check_dims()
         for name in ("micro_batch_sizes", "interleave", "zero", "tp", "cp", "pp", "ep",
                      "hb_domains"):
             values = getattr(self, name)
@@ -157,16 +187,56 @@ class SearchSpace:
         if self.max_cp < 1:
             raise InputError(f"max_cp {self.max_cp} must be >= 1", field="search.max_cp")
 
+    def _check_dims(self) -> None:
+        sizes = self.dim_sizes
+        if isinstance(sizes, str):
+            if sizes != "factorizations":
+                raise InputError(f"dim_sizes must be 'factorizations' or a list of size "
+                                 f"tuples, got {sizes!r}", field="search.dim_sizes")
+        elif sizes is not None:
+            sizes = tuple(tuple(t) for t in sizes)
+            if not sizes or any(not t or any(isinstance(v, bool) or not isinstance(v, int)
+                                             or v < 1 for v in t) for t in sizes):
+                raise InputError(f"dim_sizes must be a non-empty list of tuples of integers "
+                                 f">= 1, got {self.dim_sizes!r}", field="search.dim_sizes")
+            object.__setattr__(self, "dim_sizes", tuple(dict.fromkeys(sizes)))
+        if self.dim_topologies is not None:
+            topos = tuple("ring" if t == "torus" else t for t in self.dim_topologies)
+            if not topos or any(t not in DIM_TOPOLOGIES for t in topos):
+                raise InputError(f"dim_topologies must be some of {', '.join(DIM_TOPOLOGIES)} "
+                                 f"(or torus), got {self.dim_topologies!r}",
+                                 field="search.dim_topologies")
+            object.__setattr__(self, "dim_topologies", tuple(dict.fromkeys(topos)))
+        if not isinstance(self.unit_dims, bool):
+            raise InputError(f"unit_dims must be true or false, got {self.unit_dims!r}",
+                             field="search.unit_dims")
+        if self.unit_dims and self.dim_sizes != "factorizations":
+            raise InputError("unit_dims applies to dim_sizes='factorizations'",
+                             field="search.unit_dims")
+        if self.hb_domains is not None and (self.dim_sizes is not None
+                                            or self.dim_topologies is not None):
+            raise InputError("give one fabric family: hb_domains (two-level fabrics) or "
+                             "dim_sizes / dim_topologies (multi-dimensional fabrics)",
+                             field="search.dim_sizes")
+
+    @property
+    def dim_family(self) -> bool:
+        """Whether the space has a multi-dimensional fabric family (:func:`dim_shapes`)."""
+        return self.dim_sizes is not None or self.dim_topologies is not None
+
 
 @dataclass(frozen=True)
 class FabricShape:
     """One fabric shape of the search: a label, its HB domain size (0 when the base fabric
-    is not a two-level family) and the fabric, or why it cannot be built."""
+    is not a two-level family) and the fabric, or why it cannot be built; ``edits``: the
+    dotted-path spec edits (:meth:`~libra_opt.scenario.spec.ScenarioSpec.replace`) that
+    make it from the scenario's spec."""
 
     label: str
     hb_domain: int
     fabric: Fabric | None
     reason: str = ""
+    edits: tuple[tuple[str, Any], ...] = ()
 
 
 #: Builders whose fabrics form an HB-domain family (two levels: ``hb`` and ``scaleout``).
@@ -225,10 +295,187 @@ def fabric_shapes(base: Fabric, hb_domains: Sequence[int] | None,
             continue
         try:
             fabric = compile_fabric(spec.replace("fabric.hb_domain", h).fabric, source)
-            out.append(FabricShape(f"hb {h}", h, fabric))
+            out.append(FabricShape(f"hb {h}", h, fabric, edits=(("fabric.hb_domain", h),)))
         except InputError as exc:
             out.append(FabricShape(f"hb {h}", h, None, exc.message))
     return tuple(out)
+
+
+def search_shapes(base: Fabric, space: SearchSpace,
+                  spec: ScenarioSpec | None = None) -> tuple[FabricShape, ...]:
+    """The fabric shapes of ``space``: its multi-dimensional family (:func:`dim_shapes`)
+    when it names one, else its HB-domain family or the base (:func:`fabric_shapes`)."""
+    if space.dim_family:
+        return dim_shapes(base, spec, space.dim_sizes, space.dim_topologies, space.unit_dims)
+    return fabric_shapes(base, space.hb_domains, spec)
+
+
+def ordered_factorizations(n: int, k: int, min_factor: int = 2) -> list[tuple[int, ...]]:
+    """Every ordered factorization of ``n`` into ``k`` factors ``>= min_factor``, in
+    lexicographic order.
+
+    Notes
+    -----
+    For ``n = prod_p p^{a_p}`` and ``min_factor = 1`` the count is
+    ``prod_p C(a_p + k - 1, k - 1)`` (each prime's exponent split over ``k`` factors); with
+    ``min_factor = 2`` it follows by inclusion-exclusion over the factors forced to 1.
+
+    Examples
+    --------
+    >>> ordered_factorizations(12, 2)
+    [(2, 6), (3, 4), (4, 3), (6, 2)]
+    >>> len(ordered_factorizations(4096, 4))  # C(11, 3): 12 twos over 4 non-empty parts
+    165
+    """
+    if k < 1 or n < 1 or min_factor < 1:
+        raise InputError(f"cannot factor {n} into {k} factors >= {min_factor}",
+                         field="search.dim_sizes")
+    return list(_factorizations(n, k, min_factor))
+
+
+@functools.lru_cache(maxsize=256)
+def _factorizations(n: int, k: int, low: int) -> tuple[tuple[int, ...], ...]:
+    if k == 1:
+        return ((n,),) if n >= low else ()
+    return tuple((d, *rest) for d in divisors(n) if d >= low
+                 for rest in _factorizations(n // d, k - 1, low))
+
+
+_TOPO_ABBR = {"ring": "R", "fully_connected": "FC", "switch": "SW"}
+
+
+def _named_dims(spec: ScenarioSpec, names: Sequence[str]) -> dict[str, str]:
+    """The first constraint or bound (its label) that names each dimension of ``names``
+    (a linear constraint's text holding the name as a word, a ``bounds`` key)."""
+    out: dict[str, str] = {}
+    for text in spec.constraints.linear:
+        for name in names:
+            if name not in out and re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", text):
+                out[name] = " ".join(text.split())
+    for key in spec.constraints.bounds:
+        if key in names and key not in out:
+            out[key] = f"bounds.{key}"
+    return out
+
+
+def dim_shapes(base: Fabric, spec: ScenarioSpec | None,
+               dim_sizes: str | Sequence[Sequence[int]] | None,
+               dim_topologies: Sequence[str] | None = None,
+               unit_dims: bool = False) -> tuple[FabricShape, ...]:
+    """The shapes of a multi-dimensional fabric family: sizes x topologies per dimension.
+
+    The family is the scenario's spec with, for each dimension ``i`` that changes,
+    ``fabric.dims[i].size`` and ``fabric.dims[i].topology`` replaced (inline ``dims``; a
+    ``multi_dim`` builder call: ``fabric.shape`` and ``fabric.topologies``), compiled by
+    :func:`~libra_opt.scenario.compile.compile_fabric`. Every other field of a dimension
+    (name, cost tier, latency, switch pricing) stays with its position, so a shape's
+    prices come from the same cost model; a switch radix or rail scope is dropped where
+    the dimension stops being a switch.
+
+    Shapes, in order: each size tuple (``dim_sizes='factorizations'``:
+    :func:`ordered_factorizations` of the NPU count into the base's number of
+    dimensions, with factors ``>= 2``, or ``>= 1`` with ``unit_dims``; a list: those
+    tuples; ``None``: the base sizes), and for it every combination of ``dim_topologies``
+    over the dimensions (``None``: each dimension's own topology), the last dimension
+    varying fastest. A dimension of size 1 holds no link: its topology is the base's
+    (``ring`` for a ``fully_connected`` one), it is not varied. Kept with a reason (no
+    fabric): a tuple of the wrong length or product, a shape that gives size 1 to a
+    dimension a constraint or bound names, a shape the compiler refuses.
+
+    Raises
+    ------
+    InputError
+        Without a spec, or for a fabric that is not inline ``dims`` or ``multi_dim``.
+
+    Examples
+    --------
+    >>> import libra_opt as lo
+    >>> spec = lo.load_spec("gpt3_175b_4d")
+    >>> f = lo.compile(spec).fabric
+    >>> shapes = dim_shapes(f, spec, "factorizations", ("ring", "switch"))
+    >>> len(shapes), shapes[0].label  # 165 size tuples x 2^4 topology choices
+    (2640, '2x2x2x512 R,R,R,R')
+    >>> shapes[0].edits[:2]
+    (('fabric.dims[0].size', 2), ('fabric.dims[1].size', 2))
+    """
+    field_ = "search.dim_sizes"
+    if spec is None:
+        raise InputError("a dimension family is rebuilt from the scenario's spec; this "
+                         "scenario was built from objects", field=field_)
+    source = spec.source or API_SOURCE
+    fs = spec.fabric
+    inline = fs.dims is not None and fs.members is None
+    builder = fs.builder == "multi_dim" and fs.members is None
+    if not (inline or builder):
+        raise InputError("a dimension family needs a fabric given as inline 'dims' or the "
+                         "multi_dim builder (a libra_network file: write its dimensions "
+                         "inline)", field=field_)
+    if compile_fabric(fs, source) != base:
+        raise InputError("the fabric differs from what its spec makes; the dimension family "
+                         "can only rebuild the spec's fabric", field=field_)
+    n, k = base.n_npus, base.n_dims
+    if dim_sizes is None:
+        size_list: list[tuple[int, ...]] = [base.sizes]
+    elif isinstance(dim_sizes, str):
+        size_list = ordered_factorizations(n, k, 1 if unit_dims else 2)
+    else:
+        size_list = [tuple(int(v) for v in t) for t in dim_sizes]
+    named = _named_dims(spec, base.names)
+    own = tuple(d.topology for d in base.dims)
+    out: list[FabricShape] = []
+    for sizes in dict.fromkeys(size_list):
+        label0 = "x".join(map(str, sizes))
+        if len(sizes) != k or math.prod(sizes) != n:
+            out.append(FabricShape(label0, 0, None, f"sizes {label0} are not {k} dimensions "
+                                   f"multiplying to {n} NPUs"))
+            continue
+        gone = [(name, named[name]) for name, s in zip(base.names, sizes, strict=True)
+                if s == 1 and name in named]
+        choices = [((own[i] if own[i] != "fully_connected" else "ring"),) if s == 1
+                   else (tuple(dim_topologies) if dim_topologies is not None else (own[i],))
+                   for i, s in enumerate(sizes)]
+        for topos in itertools.product(*choices):
+            label = f"{label0} {','.join(_TOPO_ABBR[t] for t in topos)}"
+            if gone:
+                out.append(FabricShape(label, 0, None, "; ".join(
+                    f"the shape removes dimension '{name}' (size 1), which constraint "
+                    f"'{what}' names" for name, what in gone)))
+                continue
+            edits = _dim_edits(spec, base, sizes, topos)
+            try:
+                edited = spec
+                for path, value in edits:
+                    edited = edited.replace(path, value)
+                fabric = compile_fabric(edited.fabric, source)
+            except InputError as exc:
+                out.append(FabricShape(label, 0, None, exc.one_line(), edits))
+                continue
+            out.append(FabricShape(label, 0, fabric, edits=edits))
+    return tuple(out)
+
+
+def _dim_edits(spec: ScenarioSpec, base: Fabric, sizes: tuple[int, ...],
+               topos: tuple[str, ...]) -> tuple[tuple[str, Any], ...]:
+    """The spec edits giving ``sizes`` and ``topos`` (only what differs from the base)."""
+    fs = spec.fabric
+    if fs.dims is None:  # the multi_dim builder
+        out: list[tuple[str, Any]] = []
+        if tuple(sizes) != base.sizes:
+            out.append(("fabric.shape", list(sizes)))
+        if tuple(topos) != tuple(d.topology for d in base.dims):
+            out.append(("fabric.topologies", list(topos)))
+        return tuple(out)
+    edits: list[tuple[str, Any]] = []
+    for i, (d, s, t) in enumerate(zip(fs.dims, sizes, topos, strict=True)):
+        if s != d.size:
+            edits.append((f"fabric.dims[{i}].size", s))
+        if t != d.topology:
+            edits.append((f"fabric.dims[{i}].topology", t))
+            if t != "switch" and d.switch_radix is not None:
+                edits.append((f"fabric.dims[{i}].switch_radix", None))
+            if t != "switch" and d.switch_scope != "block":
+                edits.append((f"fabric.dims[{i}].switch_scope", "block"))
+    return tuple(edits)
 
 
 def divisors(n: int) -> list[int]:
