@@ -71,13 +71,12 @@ from libra_opt.explore.search_space import (
     MemoryModel,
     SearchSpace,
     compute_lower_bound_s,
-    fabric_shapes,
-    search_shapes,
     group_spans,
     groups_of,
     parallelisms,
     placement_key,
     placement_of,
+    search_shapes,
     span_matrices,
 )
 from libra_opt.explore.search_spec import candidate_spec
