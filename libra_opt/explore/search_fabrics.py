@@ -22,7 +22,6 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +29,7 @@ from typing import Any
 from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Fabric
 from libra_opt.scenario.compile import compile_fabric
+from libra_opt.scenario.constraints import parse_constraint
 from libra_opt.scenario.spec import API_SOURCE, ScenarioSpec
 
 __all__ = [
@@ -156,17 +156,26 @@ def _factorizations(n: int, k: int, low: int) -> tuple[tuple[int, ...], ...]:
 _TOPO_ABBR = {"ring": "R", "fully_connected": "FC", "switch": "SW"}
 
 
-def _named_dims(spec: ScenarioSpec, names: Sequence[str]) -> dict[str, str]:
-    """The first constraint or bound (its label) that names each dimension of ``names``
-    (a linear constraint's text holding the name as a word, a ``bounds`` key)."""
+def _named_dims(spec: ScenarioSpec, base: Fabric) -> dict[str, str]:
+    """For each dimension, the first constraint (its label) that bandwidth on it would help
+    meet: a row with a nonzero coefficient on the dimension that is an equality, a ``>=``
+    with a positive or a ``<=`` with a negative coefficient (linear constraints, then the
+    ``bounds``, as the compiler orders them). A shape that gives such a dimension size 1
+    (no link) would meet the row with bandwidth that does not exist."""
+    c = spec.constraints
+    texts = [(t, f"constraints.linear[{i}]") for i, t in enumerate(c.linear)]
+    for key, (lo, hi) in c.bounds.items():
+        if lo is not None:
+            texts.append((f"bw.{key} >= {float(lo)!r}", f"constraints.bounds.{key}"))
+        if hi is not None:
+            texts.append((f"bw.{key} <= {float(hi)!r}", f"constraints.bounds.{key}"))
     out: dict[str, str] = {}
-    for text in spec.constraints.linear:
-        for name in names:
-            if name not in out and re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", text):
-                out[name] = " ".join(text.split())
-    for key in spec.constraints.bounds:
-        if key in names and key not in out:
-            out[key] = f"bounds.{key}"
+    for text, fld in texts:
+        row = parse_constraint(text, base, field=fld, source=spec.source or API_SOURCE)
+        for name, coef in zip(base.names, row.bw_coef, strict=True):
+            helps = coef != 0 and (row.sense == "==" or (row.sense == ">=") == (coef > 0))
+            if helps and name not in out:
+                out[name] = row.label
     return out
 
 
@@ -191,8 +200,10 @@ def dim_shapes(base: Fabric, spec: ScenarioSpec | None,
     over the dimensions (``None``: each dimension's own topology), the last dimension
     varying fastest. A dimension of size 1 holds no link: its topology is the base's
     (``ring`` for a ``fully_connected`` one), it is not varied. Kept with a reason (no
-    fabric): a tuple of the wrong length or product, a shape that gives size 1 to a
-    dimension a constraint or bound names, a shape the compiler refuses.
+    fabric): a tuple of the wrong length or product, a shape the compiler refuses, and a
+    shape that gives size 1 to a dimension a constraint or bound names in a way that
+    bandwidth on it would help meet (an equality, a minimum: ``sum(bw) == 1000``,
+    ``bounds: {node: [10, null]}``); a maximum alone (``sum(bw) <= 900``) is kept.
 
     Raises
     ------
@@ -232,7 +243,7 @@ def dim_shapes(base: Fabric, spec: ScenarioSpec | None,
         size_list = ordered_factorizations(n, k, 1 if unit_dims else 2)
     else:
         size_list = [tuple(int(v) for v in t) for t in dim_sizes]
-    named = _named_dims(spec, base.names)
+    named = _named_dims(spec, base)
     own = tuple(d.topology for d in base.dims)
     out: list[FabricShape] = []
     for sizes in dict.fromkeys(size_list):
@@ -251,7 +262,8 @@ def dim_shapes(base: Fabric, spec: ScenarioSpec | None,
             if gone:
                 out.append(FabricShape(label, 0, None, "; ".join(
                     f"the shape removes dimension '{name}' (size 1), which constraint "
-                    f"'{what}' names" for name, what in gone)))
+                    f"'{what}' names: bandwidth there would count without links"
+                    for name, what in gone)))
                 continue
             edits = _dim_edits(spec, base, sizes, topos)
             try:

@@ -109,14 +109,15 @@ def test_search_over_dimension_sizes_and_topologies(tmp_path, capsys) -> None:
     assert code == 0, capsys.readouterr().err
     df = pd.read_csv(out / "results.csv")
     # 4x4x4 and 8x4x2: {ring, switch}^3 = 8 shapes each; 4x16x1: the size-1 'node' keeps
-    # its own topology (switch), 2^2 = 4 shapes, every one refused because the bound on
-    # 'node' names the dimension it removes: 8 + 8 + 4 = 20 fabrics
+    # its own topology (switch), 2^2 = 4 shapes, every one refused because the minimum on
+    # 'node' would be met by bandwidth on the dimension it removes (the maximum
+    # 'sum(bw) <= 900' alone would not refuse it): 8 + 8 + 4 = 20 fabrics
     assert df["fabric"].nunique() == 20
     refused = df[df["status"] == "invalid_shape"]
     assert sorted(refused["fabric"]) == ["4x16x1 R,R,SW", "4x16x1 R,SW,SW", "4x16x1 SW,R,SW",
                                          "4x16x1 SW,SW,SW"]
     assert refused["reason"].str.contains("removes dimension 'node'").all()
-    assert refused["reason"].str.contains("bounds.node").all()
+    assert refused["reason"].str.contains("bw.node >= 10.0", regex=False).all()
     assert (df["status"] == "optimal").sum() >= 1
     # bad flags exit 2 naming the flag, before any work
     for flags, name in ((["--dim-sizes", "4x4xq"], "--dim-sizes"),

@@ -118,24 +118,36 @@ def test_multi_dim_builder_shapes_and_refusals() -> None:
 
 
 def test_a_shape_removing_a_named_dimension_is_a_reason_row() -> None:
-    # unit_dims: 64 = a x b x c with factors >= 1, C(8, 2) = 28 tuples; those giving the
-    # bounded dimension 'node' size 1 are refused with the constraint's name: c = 1 leaves
-    # a x b = 64, 7 tuples
+    # unit_dims: 64 = a x b x c with factors >= 1, C(8, 2) = 28 tuples, C(5, 2) = 10 of
+    # them with every factor >= 2. 'sum(bw) >= 300' would be met by bandwidth on a removed
+    # dimension: the 18 tuples with a 1 are refused, naming it
     spec = _spec(_model(), (4, 4, 4), "perf")
     f = compile(spec).fabric
     shapes = dim_shapes(f, spec, "factorizations", None, unit_dims=True)
     assert len(shapes) == math.comb(8, 2) == _brute_count(64, 3, 1)
     gone = [s for s in shapes if s.fabric is None]
-    assert len(gone) == 7
-    assert all("removes dimension 'node'" in s.reason and "bounds.node" in s.reason
+    assert len(gone) == math.comb(8, 2) - math.comb(5, 2) == 18
+    assert all("(size 1)" in s.reason and "sum(bw) >= 300" in s.reason
                for s in gone)
-    base = search_base(compile(spec))
-    space = SearchSpace(**KNOBS, dim_sizes=((4, 16, 1), (4, 4, 4)))
+    # a maximum alone names no dimension a shape could fake: only the minimum on 'node'
+    # refuses, for the 7 tuples (a, b, 1) with a x b = 64
+    capped = dataclasses.replace(spec, constraints=ConstraintsSpec(
+        linear=("sum(bw) <= 900",), bounds={"node": (10.0, None), "chiplet": (None, 500.0)}))
+    shapes = dim_shapes(f, capped, "factorizations", None, unit_dims=True)
+    gone = [s for s in shapes if s.fabric is None]
+    assert len(gone) == 7
+    assert all("removes dimension 'node'" in s.reason and "bw.node >= 10.0" in s.reason
+               for s in gone)
+    base = search_base(compile(capped))
+    space = SearchSpace(**KNOBS, dim_sizes=((4, 16, 1), (16, 4, 1), (1, 4, 16), (4, 4, 4)))
     res = run_search(base, space, top=1, solutions=False)
-    rows = res.table[res.table["status"] == "invalid_shape"]
-    assert list(rows["fabric"]) == ["4x16x1 R,FC,SW"]
-    assert "bounds.node" in rows["reason"].iloc[0]
-    assert (res.table["status"] == "optimal").sum() >= 1
+    t = res.table
+    refused = t[t["status"] == "invalid_shape"]
+    assert sorted(refused["fabric"]) == ["16x4x1 R,FC,SW", "4x16x1 R,FC,SW"]
+    assert refused["reason"].str.contains("bw.node >= 10.0").all()
+    # the shape without a chiplet dimension is searched (a maximum on it is harmless)
+    assert (t.loc[t["fabric"] == "1x4x16 R,FC,SW", "status"] == "optimal").any()
+    assert (t["status"] == "optimal").sum() >= 2
 
 
 def _model() -> TransformerSpec:
