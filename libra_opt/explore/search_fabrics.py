@@ -215,11 +215,13 @@ def dim_shapes(base: Fabric, spec: ScenarioSpec | None,
     >>> import libra_opt as lo
     >>> spec = lo.load_spec("gpt3_175b_4d")
     >>> f = lo.compile(spec).fabric
-    >>> shapes = dim_shapes(f, spec, "factorizations", ("ring", "switch"))
-    >>> len(shapes), shapes[0].label  # 165 size tuples x 2^4 topology choices
-    (2640, '2x2x2x512 R,R,R,R')
+    >>> shapes = dim_shapes(f, spec, "factorizations")
+    >>> len(shapes), shapes[0].label  # 4,096 = 2^12 over 4 dimensions: C(11, 3) tuples
+    (165, '2x2x2x512 R,FC,R,SW')
     >>> shapes[0].edits[:2]
     (('fabric.dims[0].size', 2), ('fabric.dims[1].size', 2))
+    >>> [s.label for s in dim_shapes(f, spec, ((8, 8, 2, 32),), ("ring", "switch"))][:3]
+    ['8x8x2x32 R,R,R,R', '8x8x2x32 R,R,R,SW', '8x8x2x32 R,R,SW,R']
     """
     field_ = "search.dim_sizes"
     if spec is None:
