@@ -26,13 +26,23 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         "search", help="co-design search: parallelization, placement, fabric and bandwidth",
         description="Search every parallelization (TP x CP x PP x DP, EP, micro-batch, "
         "interleaving, recomputation, sequence parallelism, ZeRO) and placement of a "
-        "scenario's model workload, optionally over HB-domain sizes, each with its exact "
-        "optimal bandwidth per dimension.")
+        "scenario's model workload, optionally over HB-domain sizes or the dimension sizes and "
+        "topologies of a multi-dimensional fabric, each with its exact optimal bandwidth per "
+        "dimension.")
     p.add_argument("scenario", help="scenario YAML file, or the name of a shipped example")
     p.add_argument("--top", type=int, default=5, help="best candidates to show (default 5)")
     p.add_argument("--objective", choices=OBJECTIVES, help="override the objective")
     p.add_argument("--hb-domain", metavar="N,N,...",
                    help="HB-domain sizes to search (two-level fat_tree / rail_only fabrics)")
+    p.add_argument("--dim-sizes", metavar="AxBxC,...|factorizations",
+                   help="dimension sizes to search (inline dims / multi_dim fabrics): size "
+                   "tuples such as 4x8x4x32,8x8x2x32, or 'factorizations' (every ordered "
+                   "factorization of the NPU count into the fabric's dimensions)")
+    p.add_argument("--dim-topologies", metavar="T,T,...",
+                   help="topologies each dimension may take: ring, fully_connected, switch "
+                   "(every combination is a shape; default: each keeps its own)")
+    p.add_argument("--unit-dims", action="store_true",
+                   help="with --dim-sizes factorizations: also sizes of 1 (fewer dimensions)")
     p.add_argument("--placements", choices=("all", "auto"), default="all",
                    help="every distinct placement (default) or the automatic one only")
     p.add_argument("--space", action="append", default=[], metavar="KNOB=V1,V2",
@@ -64,6 +74,43 @@ def _hb_domains(text: str | None) -> tuple[int, ...] | None:
     if not values or any(v < 1 for v in values):
         raise InputError(f"expected positive integers, got {text!r}", field="--hb-domain")
     return values
+
+
+def _dim_family(args: argparse.Namespace) -> dict[str, Any]:
+    """``--dim-sizes``, ``--dim-topologies`` and ``--unit-dims`` as
+    :class:`~libra_opt.explore.search_space.SearchSpace` fields."""
+    from libra_opt.explore.search_space import DIM_TOPOLOGIES
+
+    out: dict[str, Any] = {}
+    text = args.dim_sizes
+    if text is not None:
+        if text.strip() == "factorizations":
+            out["dim_sizes"] = "factorizations"
+        else:
+            try:
+                sizes = tuple(tuple(int(v) for v in item.split("x"))
+                              for item in text.split(","))
+            except ValueError:
+                raise InputError(f"expected size tuples such as 4x8x4x32,8x8x2x32 or "
+                                 f"'factorizations', got {text!r}", field="--dim-sizes") from None
+            if any(v < 1 for t in sizes for v in t):
+                raise InputError(f"sizes must be positive, got {text!r}", field="--dim-sizes")
+            out["dim_sizes"] = sizes
+    if args.dim_topologies is not None:
+        topos = tuple(v.strip() for v in args.dim_topologies.split(",") if v.strip())
+        if not topos or any(t not in (*DIM_TOPOLOGIES, "torus") for t in topos):
+            raise InputError(f"expected some of {', '.join(DIM_TOPOLOGIES)}, got "
+                             f"{args.dim_topologies!r}", field="--dim-topologies")
+        out["dim_topologies"] = topos
+    if args.unit_dims:
+        if out.get("dim_sizes") != "factorizations":
+            raise InputError("--unit-dims needs --dim-sizes factorizations",
+                             field="--unit-dims")
+        out["unit_dims"] = True
+    if out and args.hb_domain is not None:
+        raise InputError("give one fabric family: --hb-domain or --dim-sizes / "
+                         "--dim-topologies", field="--dim-sizes")
+    return out
 
 
 _INT_KNOBS = ("tp", "cp", "pp", "ep", "micro_batch_sizes", "interleave", "zero")
@@ -146,9 +193,10 @@ def run(args: argparse.Namespace) -> int:
     executor = _executor(args)
     hb = _hb_domains(args.hb_domain)
     knobs = parse_space(args.space)
+    family = _dim_family(args)
     out_dir = check_output_dir(args.out, "--out") if args.out else None  # before the work
     base = search_base(load_scenario(args.scenario))
-    space = SearchSpace(hb_domains=hb, placements=args.placements, **knobs)
+    space = SearchSpace(hb_domains=hb, placements=args.placements, **knobs, **family)
     res = run_search(base, space, top=args.top, objective=args.objective,
                      executor=executor, max_workers=args.workers,
                      progress=not args.no_progress)

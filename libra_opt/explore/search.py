@@ -78,12 +78,12 @@ from libra_opt.explore.search_space import (
     MemoryModel,
     SearchSpace,
     compute_lower_bound_s,
-    fabric_shapes,
     group_spans,
     groups_of,
     parallelisms,
     placement_key,
     placement_of,
+    search_shapes,
     span_matrices,
 )
 from libra_opt.explore.search_spec import candidate_spec
@@ -656,13 +656,18 @@ def run_search(
             raise InputError(f"expected {scen.fabric.n_dims} positive bandwidths, got "
                              f"{fixed_bw_gbps!r}", field="fixed_bw_gbps")
     shapes = []
-    for shape in fabric_shapes(scen.fabric, space.hb_domains, spec):
+    for shape in search_shapes(scen.fabric, space, spec):
         if shape.fabric is None:
             shapes.append(_ShapeContext(shape, None, None))
             continue
-        g0 = generate(entry, entry.parallelism, shape.fabric)
-        sc = candidate_scenario(base, shape.fabric, g0, place_groups(
-            shape.fabric, entry.parallelism.degrees()))
+        try:  # a shape the cost model cannot price, or that cannot host the base layout
+            g0 = generate(entry, entry.parallelism, shape.fabric)
+            sc = candidate_scenario(base, shape.fabric, g0, place_groups(
+                shape.fabric, entry.parallelism.degrees()))
+        except InputError as exc:
+            shapes.append(_ShapeContext(dataclasses.replace(
+                shape, fabric=None, reason=exc.one_line()), None, None))
+            continue
         bounds = shape_bounds(sc, None if fixed is None else np.asarray(fixed))
         if not bounds.feasible:
             shapes.append(_ShapeContext(dataclasses.replace(
@@ -811,7 +816,7 @@ def _resolve(ctx: _Context, row: Any) -> tuple[Candidate, Solution]:
         # the scenario compile(spec) gives (the test suite checks the equivalence)
         object.__setattr__(scen, "spec", candidate_spec(
             ctx.spec, ctx.base.entry.name, ctx.base.entry.parallelism, par, pl,
-            sc.shape.hb_domain))
+            sc.shape.hb_domain, sc.shape.edits))
     return Candidate(par, pl, sc.shape), solve(build_problem(scen))
 
 

@@ -8,9 +8,11 @@ A candidate of the co-design search (:mod:`libra_opt.explore.search`) is a tripl
 * a placement of the five orthogonal axes ``tp, cp, ep, edp, pp`` on the fabric dimensions
   (:class:`~libra_opt.generators.mapping.Placement`): ``k_{a,d}`` NPUs of dimension ``d``
   for axis ``a``, a group may take part of a dimension;
-* a fabric shape: the base fabric, or one member of a named family (the scale-up HB domain
-  size of a two-level fat-tree or Rail-only fabric: the scenario's spec with
-  ``fabric.hb_domain`` replaced).
+* a fabric shape: the base fabric, or one member of a named family
+  (:mod:`libra_opt.explore.search_fabrics`): the scale-up HB domain size of a two-level
+  fat-tree or Rail-only fabric (the scenario's spec with ``fabric.hb_domain`` replaced), or
+  the dimension sizes and topologies of a multi-dimensional fabric
+  (``fabric.dims[i].size`` and ``fabric.dims[i].topology`` replaced).
 
 Enumeration is deterministic: parallelisms in increasing ``tp``, ``cp``, ``pp``, ``ep``,
 then micro-batch, interleave, recomputation, sequence parallelism and ZeRO in the order the
@@ -42,6 +44,14 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from libra_opt.errors import InputError
+from libra_opt.explore.search_fabrics import (
+    DIM_TOPOLOGIES,
+    FabricShape,
+    dim_shapes,
+    divisors,
+    fabric_shapes,
+    ordered_factorizations,
+)
 from libra_opt.fabric.dims import Fabric
 from libra_opt.generators.descriptors import TransformerSpec
 from libra_opt.generators.devices import ComputeEfficiency, Device, compute_time_s
@@ -59,14 +69,17 @@ from libra_opt.generators.pipeline import inflight_microbatches, stage_plan
 from libra_opt.generators.roofline import operator_time_s
 from libra_opt.generators.transformer_counts import embedding_params, layer_counts
 from libra_opt.generators.transformer_workload import layer_params_local
-from libra_opt.scenario.compile import compile_fabric
-from libra_opt.scenario.spec import API_SOURCE, ScenarioSpec
+from libra_opt.scenario.spec import ScenarioSpec
 
 __all__ = [
     "RECOMPUTE",
     "SearchSpace",
     "FabricShape",
     "fabric_shapes",
+    "dim_shapes",
+    "search_shapes",
+    "ordered_factorizations",
+    "DIM_TOPOLOGIES",
     "divisors",
     "parallelisms",
     "placements",
@@ -110,6 +123,20 @@ class SearchSpace:
     hb_domains : tuple of int, optional
         Fabric family: HB (scale-up) domain sizes of the base two-level fabric
         (:func:`fabric_shapes`); ``None``: the base fabric only.
+    dim_sizes : 'factorizations' or tuple of tuple of int, optional
+        Fabric family of a multi-dimensional fabric (inline ``dims`` or the ``multi_dim``
+        builder, :func:`dim_shapes`): ``factorizations``, every ordered factorization of
+        the NPU count into as many dimensions as the base fabric has; or the size tuples
+        to try, one size per dimension. ``None``: the base sizes (when ``dim_topologies``
+        is given) or the base fabric only.
+    dim_topologies : tuple of str, optional
+        Topologies each dimension may take (``ring``, ``fully_connected``, ``switch``);
+        every combination is a shape. ``None``: each dimension keeps its own.
+    unit_dims : bool
+        With ``dim_sizes='factorizations'``: also factorizations with dimensions of size 1,
+        that is shapes with fewer dimensions (a dimension of size 1 holds no link). A shape
+        that removes a dimension which a constraint or bound names is refused (a reason
+        row).
 
     Examples
     --------
@@ -129,8 +156,12 @@ class SearchSpace:
     max_cp: int = 16
     placements: str = "all"
     hb_domains: tuple[int, ...] | None = None
+    dim_sizes: str | tuple[tuple[int, ...], ...] | None = None
+    dim_topologies: tuple[str, ...] | None = None
+    unit_dims: bool = False
 
     def __post_init__(self) -> None:
+        self._check_dims()
         for name in ("micro_batch_sizes", "interleave", "zero", "tp", "cp", "pp", "ep",
                      "hb_domains"):
             values = getattr(self, name)
@@ -157,90 +188,51 @@ class SearchSpace:
         if self.max_cp < 1:
             raise InputError(f"max_cp {self.max_cp} must be >= 1", field="search.max_cp")
 
+    def _check_dims(self) -> None:
+        sizes = self.dim_sizes
+        if isinstance(sizes, str):
+            if sizes != "factorizations":
+                raise InputError(f"dim_sizes must be 'factorizations' or a list of size "
+                                 f"tuples, got {sizes!r}", field="search.dim_sizes")
+        elif sizes is not None:
+            sizes = tuple(tuple(t) for t in sizes)
+            if not sizes or any(not t or any(isinstance(v, bool) or not isinstance(v, int)
+                                             or v < 1 for v in t) for t in sizes):
+                raise InputError(f"dim_sizes must be a non-empty list of tuples of integers "
+                                 f">= 1, got {self.dim_sizes!r}", field="search.dim_sizes")
+            object.__setattr__(self, "dim_sizes", tuple(dict.fromkeys(sizes)))
+        if self.dim_topologies is not None:
+            topos = tuple("ring" if t == "torus" else t for t in self.dim_topologies)
+            if not topos or any(t not in DIM_TOPOLOGIES for t in topos):
+                raise InputError(f"dim_topologies must be some of {', '.join(DIM_TOPOLOGIES)} "
+                                 f"(or torus), got {self.dim_topologies!r}",
+                                 field="search.dim_topologies")
+            object.__setattr__(self, "dim_topologies", tuple(dict.fromkeys(topos)))
+        if not isinstance(self.unit_dims, bool):
+            raise InputError(f"unit_dims must be true or false, got {self.unit_dims!r}",
+                             field="search.unit_dims")
+        if self.unit_dims and self.dim_sizes != "factorizations":
+            raise InputError("unit_dims applies to dim_sizes='factorizations'",
+                             field="search.unit_dims")
+        if self.hb_domains is not None and (self.dim_sizes is not None
+                                            or self.dim_topologies is not None):
+            raise InputError("give one fabric family: hb_domains (two-level fabrics) or "
+                             "dim_sizes / dim_topologies (multi-dimensional fabrics)",
+                             field="search.dim_sizes")
 
-@dataclass(frozen=True)
-class FabricShape:
-    """One fabric shape of the search: a label, its HB domain size (0 when the base fabric
-    is not a two-level family) and the fabric, or why it cannot be built."""
-
-    label: str
-    hb_domain: int
-    fabric: Fabric | None
-    reason: str = ""
+    @property
+    def dim_family(self) -> bool:
+        """Whether the space has a multi-dimensional fabric family (:func:`dim_shapes`)."""
+        return self.dim_sizes is not None or self.dim_topologies is not None
 
 
-#: Builders whose fabrics form an HB-domain family (two levels: ``hb`` and ``scaleout``).
-_TWO_LEVEL_BUILDERS = ("fat_tree", "rail_optimized_fat_tree", "rail_only")
-
-
-def fabric_shapes(base: Fabric, hb_domains: Sequence[int] | None,
+def search_shapes(base: Fabric, space: SearchSpace,
                   spec: ScenarioSpec | None = None) -> tuple[FabricShape, ...]:
-    """The fabric shapes of a search: ``base`` alone, or the fabric of each HB size.
-
-    A shape of the family is the scenario's spec with ``fabric.hb_domain`` replaced
-    (:meth:`~libra_opt.scenario.spec.ScenarioSpec.replace`), its fabric compiled
-    (:func:`~libra_opt.scenario.compile.compile_fabric`): the builder call keeps every
-    other parameter of the base (tiers, radix, latencies, pricing), so its prices come from
-    the same cost model. Only two-level builder fabrics (``fat_tree`` or ``rail_only``:
-    ``hb`` + ``scaleout``) have an HB-domain family. A size that does not divide the NPU
-    count is kept as a shape with a reason.
-
-    Raises
-    ------
-    InputError
-        When ``hb_domains`` is given without a spec, for a spec whose fabric is not a
-        two-level builder call, or for a ``base`` that is not the spec's fabric.
-
-    Examples
-    --------
-    >>> import libra_opt as lo
-    >>> spec = lo.load_spec("llama3_405b_h100_tco")
-    >>> f = lo.compile(spec).fabric
-    >>> [(s.label, s.fabric is not None) for s in fabric_shapes(f, (8, 72), spec)]
-    [('hb 8', True), ('hb 72', False)]
-    """
-    if hb_domains is None:
-        hb = base.dims[0].size if base.n_dims == 2 else 0
-        return (FabricShape("base", hb, base),)
-    if spec is None:
-        raise InputError("an HB-domain family is rebuilt from the scenario's spec (its "
-                         "builder call); this scenario was built from objects",
-                         field="search.hb_domains")
-    source = spec.source or API_SOURCE
-    fs = spec.fabric
-    if fs.builder not in _TWO_LEVEL_BUILDERS or fs.members is not None \
-            or "hb_domain" not in fs.args:
-        raise InputError(
-            "an HB-domain family needs a two-level fat_tree or rail_only fabric (dimensions "
-            f"hb, scaleout); this one has {', '.join(base.names)}", field="search.hb_domains")
-    if compile_fabric(fs, source) != base:
-        raise InputError(
-            "the fabric differs from what its spec's builder call makes; the HB-domain "
-            "family can only rebuild the spec's fabric", field="search.hb_domains")
-    out = []
-    for h in dict.fromkeys(hb_domains):
-        if base.n_npus % h:
-            out.append(FabricShape(f"hb {h}", h, None,
-                                   f"HB domain {h} does not divide {base.n_npus} NPUs"))
-            continue
-        try:
-            fabric = compile_fabric(spec.replace("fabric.hb_domain", h).fabric, source)
-            out.append(FabricShape(f"hb {h}", h, fabric))
-        except InputError as exc:
-            out.append(FabricShape(f"hb {h}", h, None, exc.message))
-    return tuple(out)
-
-
-def divisors(n: int) -> list[int]:
-    """Divisors of ``n`` in increasing order.
-
-    Examples
-    --------
-    >>> divisors(12)
-    [1, 2, 3, 4, 6, 12]
-    """
-    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
-    return small + [n // d for d in reversed(small) if d * d != n]
+    """The fabric shapes of ``space``: its multi-dimensional family (:func:`dim_shapes`)
+    when it names one, else its HB-domain family or the base (:func:`fabric_shapes`)."""
+    if space.dim_family:
+        return dim_shapes(base, spec, space.dim_sizes, space.dim_topologies, space.unit_dims)
+    return fabric_shapes(base, space.hb_domains, spec)
 
 
 def _allowed(values: tuple[int, ...] | None, candidates: list[int]) -> list[int]:

@@ -6,7 +6,10 @@ A candidate (a parallelization, a placement, a fabric shape) is the base scenari
 
 * ``workloads.<w>.parallelism.<knob>`` for each knob the search sets (:data:`SEARCH_KNOBS`),
 * ``workloads.<w>.mapping``: the placement (:func:`placement_mapping`),
-* ``fabric.hb_domain``: the shape's HB-domain size, for a shape of an HB-domain family.
+* ``fabric.hb_domain``: the shape's HB-domain size, for a shape of an HB-domain family;
+  ``fabric.dims[i].size`` and ``fabric.dims[i].topology`` for a shape of a
+  multi-dimensional family (the shape's ``edits``,
+  :func:`~libra_opt.explore.search_space.dim_shapes`).
 
 Compiling it with the pure :func:`libra_opt.scenario.compile.compile` gives the candidate's
 scenario; :func:`libra_opt.explore.search.candidate_scenario` builds the same scenario
@@ -17,6 +20,9 @@ the two give equal scenarios and step times.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
 
 from libra_opt.generators.mapping import AXES, Placement
 from libra_opt.generators.parallelism import Parallelism
@@ -56,10 +62,12 @@ def placement_mapping(placement: Placement) -> dict[str, dict[str, int]]:
 
 
 def candidate_spec(spec: ScenarioSpec, workload: str, base: Parallelism, par: Parallelism,
-                   placement: Placement, hb_domain: int | None = None) -> ScenarioSpec:
+                   placement: Placement, hb_domain: int | None = None,
+                   fabric_edits: Sequence[tuple[str, Any]] = ()) -> ScenarioSpec:
     """The spec of one candidate: ``spec`` with the workload ``workload``'s parallelism
     knobs set to ``par``'s (those that differ from ``base``, or that ``spec`` writes), its
-    ``mapping`` set to ``placement`` and, when given and different, ``fabric.hb_domain``.
+    ``mapping`` set to ``placement`` and, when given and different, ``fabric.hb_domain``;
+    then the fabric shape's ``fabric_edits`` (dotted path, value), in order.
 
     Examples
     --------
@@ -87,4 +95,7 @@ def candidate_spec(spec: ScenarioSpec, workload: str, base: Parallelism, par: Pa
     if hb_domain and spec.fabric.builder is not None \
             and spec.fabric.args.get("hb_domain") not in (None, hb_domain):
         spec = spec.replace("fabric.hb_domain", hb_domain)
+    for path, value in fabric_edits:
+        if path != "fabric.hb_domain":
+            spec = spec.replace(path, value)
     return spec
