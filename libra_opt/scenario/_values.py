@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 import numpy as np
 import yaml
 
-from libra_opt.errors import InputError, short_repr
+from libra_opt.errors import API_SOURCE, InputError, short_repr
 
 __all__ = [
     "API_SOURCE",
@@ -31,8 +31,6 @@ __all__ = [
 ]
 
 
-#: The ``source`` of errors about values given in Python (not read from a file).
-API_SOURCE = "<api>"
 
 
 class FrozenMap(Mapping[str, Any]):
