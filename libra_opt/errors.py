@@ -144,11 +144,12 @@ def _join_fields(outer: str | None, inner: str | None) -> str | None:
 def input_context(source: str | None, field: str | None = None) -> Iterator[None]:
     """Name the file and field of any :class:`InputError` raised inside the block.
 
-    An :class:`InputError` escaping the block is raised again (once) with ``source`` when it
-    names no file or only :data:`API_SOURCE`, and with its field prefixed by ``field``
-    (``workloads[2]`` + ``parallelism.tp`` -> ``workloads[2].parallelism.tp``); an error that
-    already names a file keeps it. Nested contexts compose: the inner field is appended to the
-    outer one. Other exceptions pass through untouched.
+    An :class:`InputError` escaping the block that names no file (or only
+    :data:`API_SOURCE`) is raised again, once, naming ``source`` and with its field prefixed
+    by ``field`` (``workloads[2]`` + ``parallelism.tp`` -> ``workloads[2].parallelism.tp``).
+    An error that already names a file (a descriptor or catalog read beside the scenario)
+    is located in that file: it passes unchanged, file and field. Nested contexts compose:
+    the inner field is appended to the outer one. Other exceptions pass through untouched.
 
     Parameters
     ----------
@@ -170,8 +171,9 @@ def input_context(source: str | None, field: str | None = None) -> Iterator[None
     try:
         yield
     except InputError as exc:
-        keep = exc.source and exc.source != API_SOURCE
-        new_source = exc.source if keep or not source else source
+        if exc.source and exc.source != API_SOURCE:
+            raise
+        new_source = source or exc.source
         new_field = _join_fields(field, exc.field)
         if new_source == exc.source and new_field == exc.field:
             raise

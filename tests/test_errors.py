@@ -49,12 +49,15 @@ def test_context_field_alone_and_error_field_alone():
 
 
 def test_error_naming_a_file_keeps_it():
+    err = InputError("bad layer", source="model.json", field="layers[3]")
+
     def go():
         with input_context("scenario.yaml", "workloads[0]"):
-            raise InputError("bad layer", source="model.json", field="layers[3]")
+            raise err
 
     exc = _raised(go)
-    assert (exc.source, exc.field) == ("model.json", "workloads[0].layers[3]")
+    assert exc is err
+    assert (exc.source, exc.field) == ("model.json", "layers[3]")
 
 
 def test_api_placeholder_is_replaced_by_the_file():
