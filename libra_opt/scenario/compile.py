@@ -284,7 +284,7 @@ def _generate(w: WorkloadSpec, fabric: Fabric) -> GeneratedWorkload:
     par = parallelism_from_dict(thaw(w.parallelism), None, "parallelism")
     eff = None
     if w.efficiency is not None:
-        eff = efficiency_from_value(thaw(w.efficiency), None, "efficiency")
+        eff = efficiency_from_value(thaw(w.efficiency))
     mapping = None if w.mapping is None else thaw(w.mapping)
     # validate the mapping here so its errors name the scenario's field
     place_groups(fabric, par.degrees(), mapping)
