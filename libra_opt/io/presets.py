@@ -118,13 +118,15 @@ def load_model(
                 "(or give a path to a .yaml descriptor)",
                 field="model",
             )
-        return model_from_dict(
-            _read_packaged("models", f"{text}.yaml", cache=cache), source=f"preset {text}"
-        )
+        data = _read_packaged("models", f"{text}.yaml", cache=cache)
+        with input_context(f"preset {text}"):
+            return model_from_dict(data)
     path = Path(text)
     if not path.is_absolute() and base_dir is not None:
         path = Path(base_dir) / path
-    return model_from_dict(read_yaml(path, cache=cache), source=str(path))
+    data = read_yaml(path, cache=cache)
+    with input_context(str(path)):
+        return model_from_dict(data)
 
 
 _DEVICES_SOURCE = "libra_opt/data/devices.yaml"
