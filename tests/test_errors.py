@@ -92,3 +92,45 @@ def test_no_error_no_effect():
     with input_context("s.yaml", "fabric"):
         value = 3
     assert value == 3
+
+
+def test_scenario_checks_name_its_file_only_when_it_has_one():
+    """The Scenario's own checks raise without a file; its ``source`` names it (one context)."""
+    from libra_opt.scenario.scenario import Scenario
+    from tests.fixtures import cost_2d, fabric_2d, workload_2d
+
+    wl = workload_2d()
+    with pytest.raises(InputError) as info:
+        Scenario(fabric_2d(), cost_2d(), (wl, wl), source="s.yaml")
+    assert info.value.source == "s.yaml" and info.value.field == "workloads"
+    assert info.value.one_line().startswith("s.yaml: workloads: workload names must be unique")
+    with pytest.raises(InputError) as info:
+        Scenario(fabric_2d(), cost_2d(), (wl, wl))
+    assert info.value.source is None and info.value.field == "workloads"
+
+
+def test_compile_names_the_spec_file_and_the_scenario_field():
+    """A spec read from a file names it; one built in Python names ``<api>`` and
+    ``scenario.<field>`` for the Scenario's own checks."""
+    import dataclasses
+
+    import libra_opt as lo
+    from libra_opt.scenario.spec import DimSpec, FabricSpec, ScenarioSpec, WorkloadSpec
+
+    spec = ScenarioSpec(
+        fabric=FabricSpec(dims=(DimSpec("node", "switch", 8, "ScaleUp"),)),
+        cost_model={"ScaleUp": {"link": 1.0, "switch": 0.5, "nic": 0.5}},
+        workloads=(WorkloadSpec("l8", model="llama3_8b", device="h100_sxm",
+                                parallelism={"tp": 8, "global_batch_size": 8}),),
+        objective="tco")  # needs a tco section
+    with pytest.raises(InputError) as info:
+        lo.compile(spec)
+    assert (info.value.source, info.value.field) == (API_SOURCE, "scenario.tco")
+    with pytest.raises(InputError) as info:
+        lo.compile(dataclasses.replace(spec, source="toy.yaml"))
+    assert (info.value.source, info.value.field) == ("toy.yaml", "tco")
+    bad_tp = spec.replace("workloads.l8.parallelism.tp", 3)  # 3 does not divide 8
+    with pytest.raises(InputError) as info:
+        lo.compile(dataclasses.replace(bad_tp, source="toy.yaml"))
+    assert info.value.source == "toy.yaml"
+    assert info.value.field is not None and info.value.field.startswith("workloads[l8].")
