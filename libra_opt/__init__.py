@@ -269,6 +269,7 @@ def load_solution(path: str | os.PathLike[str], scenario: Any = None) -> Any:
         scenario (:meth:`Solution.from_json
         <libra_opt.optimize.solution.Solution.from_json>`).
     """
+    from libra_opt.errors import input_context
     from libra_opt.io.results import read_json_document
     from libra_opt.optimize.solution import Solution
     from libra_opt.scenario.scenario import Scenario
@@ -283,10 +284,8 @@ def load_solution(path: str | os.PathLike[str], scenario: Any = None) -> Any:
     if not isinstance(scen, Scenario):
         raise InputError(f"expected a Scenario, a scenario file or an example name, got "
                          f"{type(scenario).__name__}", field="scenario")
-    try:
+    with input_context(str(path)):
         return Solution.from_json(doc, scen)
-    except InputError as exc:
-        raise InputError(exc.message, source=str(path), field=exc.field) from None
 
 
 def write_report(scenario: Any, out_dir: Any, *, budget_points: int = 25,

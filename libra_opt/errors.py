@@ -6,12 +6,16 @@ Every error the package raises on purpose derives from :class:`LibraOptError`, s
 
 from __future__ import annotations
 
+import contextlib
 import reprlib
+from collections.abc import Iterator
 from typing import Any
 
 __all__ = [
     "LibraOptError",
     "InputError",
+    "input_context",
+    "API_SOURCE",
     "short_repr",
     "MAX_ERROR_LINE",
     "InfeasibleDesignError",
@@ -20,6 +24,9 @@ __all__ = [
     "VerificationError",
 ]
 
+
+#: The ``source`` of errors about values given in Python (not read from a file).
+API_SOURCE = "<api>"
 
 #: Longest one-line error message (characters); longer parts are shortened with "...".
 MAX_ERROR_LINE = 500
@@ -122,6 +129,56 @@ class InputError(LibraOptError, ValueError):
         room = MAX_ERROR_LINE - len(prefix) - 2 if prefix else MAX_ERROR_LINE
         text = _one_spaced(self.message, room)
         return f"{prefix}: {text}" if prefix else text
+
+
+def _join_fields(outer: str | None, inner: str | None) -> str | None:
+    """``outer.inner`` (``outer[i]`` when ``inner`` is an index); either may be missing."""
+    if not outer:
+        return inner
+    if not inner:
+        return outer
+    return f"{outer}{inner}" if inner.startswith("[") else f"{outer}.{inner}"
+
+
+@contextlib.contextmanager
+def input_context(source: str | None, field: str | None = None) -> Iterator[None]:
+    """Name the file and field of any :class:`InputError` raised inside the block.
+
+    An :class:`InputError` escaping the block that names no file (or only
+    :data:`API_SOURCE`) is raised again, once, naming ``source`` and with its field prefixed
+    by ``field`` (``workloads[2]`` + ``parallelism.tp`` -> ``workloads[2].parallelism.tp``).
+    An error that already names a file (a descriptor or catalog read beside the scenario)
+    is located in that file: it passes unchanged, file and field. Nested contexts compose:
+    the inner field is appended to the outer one. Other exceptions pass through untouched.
+
+    Parameters
+    ----------
+    source : str or None
+        The file (or ``"<api>"``/``"<cli>"``) the values of the block came from.
+    field : str, optional
+        Dotted path of the block's section, e.g. ``"workloads[2]"``.
+
+    Examples
+    --------
+    >>> try:
+    ...     with input_context("run.yaml", "workloads[2]"):
+    ...         with input_context(None, "parallelism"):
+    ...             raise InputError("expected an int >= 1, got 0", field="tp")
+    ... except InputError as exc:
+    ...     print(exc)
+    run.yaml: workloads[2].parallelism.tp: expected an int >= 1, got 0
+    """
+    try:
+        yield
+    except InputError as exc:
+        if exc.source and exc.source != API_SOURCE:
+            raise
+        new_source = source or exc.source
+        new_field = _join_fields(field, exc.field)
+        if new_source == exc.source and new_field == exc.field:
+            raise
+        raise InputError(exc.message, source=new_source, field=new_field).with_traceback(
+            exc.__traceback__) from None
 
 
 class InfeasibleDesignError(LibraOptError):

@@ -43,7 +43,7 @@ import numpy as np
 import numpy.typing as npt
 
 from libra_opt.cost.prices import CostCoefficients
-from libra_opt.errors import InputError, short_repr
+from libra_opt.errors import InputError, input_context, short_repr
 from libra_opt.fabric.dims import Fabric
 
 __all__ = [
@@ -173,10 +173,8 @@ class TcoModel:
         missing = [k for k in required if k not in data]
         if missing:
             raise InputError(f"missing {', '.join(missing)}", source=source, field="tco")
-        try:
+        with input_context(source):
             return cls(**dict(data))
-        except InputError as exc:
-            raise InputError(exc.message, source=source, field=exc.field) from None
 
 
 def _network_power(coeffs: CostCoefficients, n_dims: int, allow_missing_power: bool) -> np.ndarray:

@@ -16,7 +16,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from libra_opt.errors import InputError
+from libra_opt.errors import input_context
 from libra_opt.generators.devices import Device
 from libra_opt.generators.generated import GeneratedWorkload
 from libra_opt.generators.generator import generate_workload
@@ -181,11 +181,7 @@ def validate(table: ValidationTable, devices: Mapping[str, Device] | None = None
 def _predict_in(table: ValidationTable, i: int, device: Device | None) -> RowResult:
     """:func:`predict_row` of row ``i``, its errors naming the table file and the row."""
     row = table.rows[i]
-    try:
+    with input_context(table.source or table.name, f"rows[{i}] ({row.name[:40]})"):
         return predict_row(row, device)
-    except InputError as exc:
-        where = f"rows[{i}] ({row.name[:40]})"
-        raise InputError(exc.message, source=table.source or table.name,
-                         field=f"{where}.{exc.field}" if exc.field else where) from None
 
 

@@ -331,7 +331,7 @@ _SPEC_KEYS = {
 _SPEC_KEYS["rail_only"] = _SPEC_KEYS["fat_tree"]
 
 
-def fabric_from_spec(spec: Mapping[str, Any], source: str | None = None) -> Fabric:
+def fabric_from_spec(spec: Mapping[str, Any]) -> Fabric:
     """Build a fabric from a mapping such as a scenario's ``fabric:`` section.
 
     ``builder`` is ``multi_dim``, ``fat_tree`` (or ``rail_optimized_fat_tree``) or
@@ -342,7 +342,8 @@ def fabric_from_spec(spec: Mapping[str, Any], source: str | None = None) -> Fabr
     Raises
     ------
     InputError
-        Naming the unknown key or the bad value.
+        Naming the unknown key or the bad value (the caller's
+        :func:`~libra_opt.errors.input_context` names the file).
 
     Examples
     --------
@@ -355,19 +356,15 @@ def fabric_from_spec(spec: Mapping[str, Any], source: str | None = None) -> Fabr
     """
     if isinstance(spec, Mapping) and "members" in spec:
         rest = {k: v for k, v in spec.items() if k != "members"}
-        try:
-            return attach_members(fabric_from_spec(rest, source), spec["members"])
-        except InputError as exc:
-            raise InputError(exc.message, source=source, field=exc.field) from None
+        return attach_members(fabric_from_spec(rest), spec["members"])
     if not isinstance(spec, Mapping):
-        raise InputError("expected a mapping", source=source, field="fabric")
+        raise InputError("expected a mapping", field="fabric")
     builder = spec.get("builder")
     if builder == "rail_optimized_fat_tree":
         builder = "fat_tree"
     if builder not in _SPEC_KEYS:
         raise InputError(
             f"builder {builder!r} is not one of multi_dim, fat_tree, rail_only",
-            source=source,
             field="fabric.builder",
         )
     unknown = sorted(set(spec) - _SPEC_KEYS[builder])
@@ -375,20 +372,16 @@ def fabric_from_spec(spec: Mapping[str, Any], source: str | None = None) -> Fabr
         raise InputError(
             f"unknown key(s) {', '.join(map(str, unknown))} for builder {builder!r}; expected "
             f"{', '.join(sorted((_SPEC_KEYS[builder] - {'builder'}) | {'members'}))}",
-            source=source,
             field="fabric",
         )
     kwargs = {k: v for k, v in spec.items() if k != "builder"}
-    try:
-        if builder == "multi_dim":
-            for key in ("shape", "topologies"):
-                if key not in kwargs:
-                    raise InputError("required field is missing", field=f"fabric.{key}")
-            return multi_dim(**kwargs)
-        for key in ("n_npus", "hb_domain"):
+    if builder == "multi_dim":
+        for key in ("shape", "topologies"):
             if key not in kwargs:
                 raise InputError("required field is missing", field=f"fabric.{key}")
-        fn = rail_only if builder == "rail_only" else rail_optimized_fat_tree
-        return fn(**kwargs)
-    except InputError as exc:
-        raise InputError(exc.message, source=source, field=exc.field) from None
+        return multi_dim(**kwargs)
+    for key in ("n_npus", "hb_domain"):
+        if key not in kwargs:
+            raise InputError("required field is missing", field=f"fabric.{key}")
+    fn = rail_only if builder == "rail_only" else rail_optimized_fat_tree
+    return fn(**kwargs)

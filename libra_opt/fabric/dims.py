@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 
-from libra_opt.errors import InputError
+from libra_opt.errors import InputError, input_context
 from libra_opt.fabric.heterogeneous import DimMembers, members_from_mapping
 from libra_opt.options import SWITCH_PRICINGS, SWITCH_SCOPES, TOPOLOGIES, SwitchPricing, Topology
 
@@ -97,10 +97,8 @@ class Dim:
 
     def __post_init__(self) -> None:
         field = f"dim '{self.name}'"
-        try:
+        with input_context(None, field):
             object.__setattr__(self, "members", members_from_mapping(self.members))
-        except InputError as exc:
-            raise InputError(exc.message, field=f"{field}.{exc.field}") from None
         if not isinstance(self.name, str) or not self.name.isidentifier():
             raise InputError(
                 f"dimension name {self.name!r} must be an identifier (letters, digits, _)",

@@ -281,13 +281,14 @@ class ResNetSpec(StrictModel):
 ModelSpec = Annotated[TransformerSpec | DLRMSpec | ResNetSpec, Field(discriminator="kind")]
 
 
-def model_from_dict(data: object, source: str = "<dict>") -> TransformerSpec | DLRMSpec | ResNetSpec:
+def model_from_dict(data: object) -> TransformerSpec | DLRMSpec | ResNetSpec:
     """Validate a model descriptor mapping.
 
     Raises
     ------
     InputError
-        Naming ``source``, the field and what was expected.
+        Naming the field and what was expected (the reader's
+        :func:`~libra_opt.errors.input_context` names the file).
 
     Examples
     --------
@@ -299,14 +300,13 @@ def model_from_dict(data: object, source: str = "<dict>") -> TransformerSpec | D
     >>> model_from_dict({"kind": "transformer", "name": "x", "layers": 2})
     Traceback (most recent call last):
     ...
-    libra_opt.errors.InputError: <dict>: unknown key 'layers' (and 6 more problems)
+    libra_opt.errors.InputError: unknown key 'layers' (and 6 more problems)
     """
     if not isinstance(data, dict):
-        raise InputError("expected a mapping (a model descriptor)", source=source)
+        raise InputError("expected a mapping (a model descriptor)")
     if "kind" not in data:
         raise InputError(
             "required field is missing (one of transformer, dlrm, resnet)",
-            source=source,
             field="kind",
         )
-    return validate_as(ModelSpec, data, source)
+    return validate_as(ModelSpec, data, None)

@@ -152,21 +152,20 @@ class _DeviceEntry(StrictModel):
     software_stacks: dict[str, Annotated[float, Field(gt=0, le=2)]] = Field(default_factory=dict)
 
 
-def device_from_dict(key: str, value: Any, source: str, field: str | None = None) -> Device:
+def device_from_dict(key: str, value: Any, field: str | None = None) -> Device:
     """Validate one device entry (as in ``libra_opt/data/devices.yaml``) into a :class:`Device`.
 
-    Errors name ``source`` and ``field`` (default: ``key``, the entry's name in the presets
-    file).
+    Errors name ``field`` (default: ``key``, the entry's name in the presets file); the
+    reader's :func:`~libra_opt.errors.input_context` names the file.
 
     Examples
     --------
     >>> d = device_from_dict("x", {"name": "X", "peak_flops": {"bf16": 1e15}, "hbm_bytes": 8e10,
-    ...     "hbm_gbps": 3000, "source": "datasheet", "date": "2025", "default_efficiency": 0.5},
-    ...     "<dict>")
+    ...     "hbm_gbps": 3000, "source": "datasheet", "date": "2025", "default_efficiency": 0.5})
     >>> d.peak_flops_for("bf16")
     1000000000000000.0
     """
-    e: _DeviceEntry = validate_as(_DeviceEntry, value, source, field or str(key))
+    e: _DeviceEntry = validate_as(_DeviceEntry, value, None, field or str(key))
     return Device(
         key=str(key),
         name=e.name,
@@ -187,23 +186,23 @@ def device_from_dict(key: str, value: Any, source: str, field: str | None = None
         flops_efficiency=e.flops_efficiency,
         roofline_source=e.roofline_source,
         calibration_stack=e.calibration_stack,
-        software_stacks=FrozenMap(_stacks(e, source, field or str(key))),
+        software_stacks=FrozenMap(_stacks(e, field or str(key))),
     )
 
 
-def _stacks(e: _DeviceEntry, source: str, where: str) -> dict[str, float]:
+def _stacks(e: _DeviceEntry, where: str) -> dict[str, float]:
     """The entry's stack constants, the calibration stack at exactly 1."""
     out = {str(k): float(v) for k, v in e.software_stacks.items()}
     if e.calibration_stack:
         if out.get(e.calibration_stack, 1.0) != 1.0:
             raise InputError(
                 f"software_stacks.{e.calibration_stack} must be 1 (it is the calibration "
-                f"stack), got {out[e.calibration_stack]}", source=source,
+                f"stack), got {out[e.calibration_stack]}",
                 field=f"{where}.software_stacks")
         out[e.calibration_stack] = 1.0
     elif out:
         raise InputError("software_stacks needs calibration_stack (the stack the device "
-                         "constants were calibrated on)", source=source,
+                         "constants were calibrated on)",
                          field=f"{where}.calibration_stack")
     return out
 
@@ -294,7 +293,6 @@ class _RooflineSpec(StrictModel):
 
 def efficiency_from_value(
     value: Any,
-    source: str | None = None,
     prefix: str = "efficiency",
     device: Device | None = None,
 ) -> ComputeEfficiency:
@@ -320,20 +318,19 @@ def efficiency_from_value(
     if not isinstance(value, Mapping):
         raise InputError(
             f"expected a number in (0, 1] or a mapping with kind, got {value!r}",
-            source=source,
             field=prefix,
         )
     if value.get("kind") == "roofline":
-        r: _RooflineSpec = validate_as(_RooflineSpec, dict(value), source, prefix)
+        r: _RooflineSpec = validate_as(_RooflineSpec, dict(value), None, prefix)
         if r.value is not None:
             return ComputeEfficiency("roofline", r.value)
         if device is not None:
             return ComputeEfficiency("roofline", device.default_efficiency)
         return ComputeEfficiency("roofline", 1.0, from_device=True)
     if value.get("kind") == "saturating":
-        s: _SaturatingSpec = validate_as(_SaturatingSpec, dict(value), source, prefix)
+        s: _SaturatingSpec = validate_as(_SaturatingSpec, dict(value), None, prefix)
         return ComputeEfficiency("saturating", s.value, s.half_flops)
-    c: _ConstantSpec = validate_as(_ConstantSpec, dict(value), source, prefix)
+    c: _ConstantSpec = validate_as(_ConstantSpec, dict(value), None, prefix)
     return ComputeEfficiency("constant", c.value)
 
 

@@ -95,9 +95,7 @@ class Placement:
         return " | ".join(parts) or "single NPU"
 
 
-def _parse_entry(
-    key: str, value: Any, fabric: Fabric, source: str | None, prefix: str
-) -> list[int]:
+def _parse_entry(key: str, value: Any, fabric: Fabric, prefix: str) -> list[int]:
     fld = f"{prefix}.{key}"
     span = [1] * fabric.n_dims
     if isinstance(value, str):
@@ -106,43 +104,39 @@ def _parse_entry(
         for name in value:
             if not isinstance(name, str):
                 raise InputError(
-                    f"expected dimension names, got {name!r}", source=source, field=fld
+                    f"expected dimension names, got {name!r}", field=fld
                 )
-            d = _dim_index(fabric, name, source, fld)
+            d = _dim_index(fabric, name, fld)
             if span[d] != 1:
-                raise InputError(f"dimension {name!r} listed twice", source=source, field=fld)
+                raise InputError(f"dimension {name!r} listed twice", field=fld)
             span[d] = fabric.dims[d].size
         return span
     if isinstance(value, Mapping):
         for name, count in value.items():
-            d = _dim_index(fabric, str(name), source, fld)
+            d = _dim_index(fabric, str(name), fld)
             if isinstance(count, bool) or not isinstance(count, int) or count < 1:
                 raise InputError(
                     f"count {count!r} on {name!r} must be a positive integer",
-                    source=source,
                     field=f"{fld}.{name}",
                 )
             if fabric.dims[d].size % count:
                 raise InputError(
                     f"{count} does not divide the size {fabric.dims[d].size} of dimension "
                     f"{name!r}",
-                    source=source,
                     field=f"{fld}.{name}",
                 )
             span[d] = count
         return span
     raise InputError(
         f"expected a list of dimension names or a mapping dimension -> count, got {value!r}",
-        source=source,
         field=fld,
     )
 
 
-def _dim_index(fabric: Fabric, name: str, source: str | None, fld: str) -> int:
+def _dim_index(fabric: Fabric, name: str, fld: str) -> int:
     if name not in fabric.names:
         raise InputError(
             f"no dimension named {name!r}; the fabric has {', '.join(fabric.names)}",
-            source=source,
             field=fld,
         )
     return fabric.names.index(name)
@@ -157,7 +151,6 @@ def place_groups(
     fabric: Fabric,
     degrees: Mapping[str, int],
     mapping: Mapping[str, Any] | None = None,
-    source: str | None = None,
     prefix: str = "mapping",
 ) -> Placement:
     """Place the parallelism axes on ``fabric``.
@@ -169,8 +162,9 @@ def place_groups(
         Degree of each axis: ``tp``, ``cp``, ``ep``, ``edp``, ``pp`` (missing = 1).
     mapping : mapping, optional
         Explicit placement (see module docstring); ``None`` places everything automatically.
-    source, prefix : str
-        File and field path used in error messages.
+    prefix : str
+        Field path of ``mapping`` in error messages (the caller's
+        :func:`~libra_opt.errors.input_context` names the file and the enclosing section).
 
     Returns
     -------
@@ -205,14 +199,13 @@ def place_groups(
     deg = {ax: int(degrees.get(ax, 1)) for ax in AXES}
     unknown_axes = sorted(set(degrees) - set(AXES))
     if unknown_axes:
-        raise InputError(f"unknown axes {unknown_axes}", source=source, field=prefix)
+        raise InputError(f"unknown axes {unknown_axes}", field=prefix)
     total = math.prod(deg.values())
     if total != fabric.n_npus:
         dims = " x ".join(f"{d.name} {d.size}" for d in fabric.dims)
         raise InputError(
             f"tp x cp x dp x pp = {deg['tp']} x {deg['cp']} x {deg['ep'] * deg['edp']} x "
             f"{deg['pp']} = {total} NPUs, the fabric has {fabric.n_npus} ({dims})",
-            source=source,
             field=prefix,
         )
     mapping = dict(mapping or {})
@@ -220,20 +213,18 @@ def place_groups(
     if unknown:
         raise InputError(
             f"unknown group(s) {', '.join(unknown)}; expected some of {', '.join(MAPPING_KEYS)}",
-            source=source,
             field=prefix,
         )
     explicit: dict[str, list[int]] = {}
     for key in MAPPING_KEYS:
         if key not in mapping:
             continue
-        span = _parse_entry(key, mapping[key], fabric, source, prefix)
+        span = _parse_entry(key, mapping[key], fabric, prefix)
         want = deg["ep"] * deg["edp"] if key == "dp" else deg[key]
         if math.prod(span) != want:
             raise InputError(
                 f"{key} spans {math.prod(span)} NPUs ({_fmt(span, fabric)}), the parallelism "
                 f"has {key} = {want}",
-                source=source,
                 field=f"{prefix}.{key}",
             )
         explicit[key] = span
@@ -252,7 +243,6 @@ def place_groups(
                 raise InputError(
                     f"dimension {fabric.names[d]!r} (size {fabric.dims[d].size}) is "
                     f"over-subscribed: {' x '.join(taken)}",
-                    source=source,
                     field=prefix,
                 )
             free[d] //= k
@@ -264,7 +254,6 @@ def place_groups(
                     raise InputError(
                         f"ep takes {ke} NPUs of {fabric.names[d]!r} but dp only {kd}; ep must "
                         "be a part of dp",
-                        source=source,
                         field=f"{prefix}.ep",
                     )
         else:
@@ -275,7 +264,6 @@ def place_groups(
             if g > 1:
                 raise InputError(
                     f"ep = {deg['ep']} cannot be carved out of dp's span ({_fmt(dp_span, fabric)})",
-                    source=source,
                     field=f"{prefix}.dp",
                 )
             explicit["ep"] = ep_span
@@ -294,7 +282,6 @@ def place_groups(
                 f"cannot place {ax} = {deg[ax]}: only {math.prod(free) * math.prod(span)} "
                 f"NPUs left whose factors fit ({_fmt(free, fabric)} free); give an explicit "
                 "mapping",
-                source=source,
                 field=prefix,
             )
         spans[ax] = tuple(span)

@@ -85,7 +85,7 @@ def gemm_efficiency(m: int, n: int, k: int, device: Device, batch: int = 1,
     >>> from libra_opt.generators.devices import device_from_dict
     >>> d = device_from_dict("x", {"name": "X", "peak_flops": {"bf16": 1e15}, "hbm_bytes": 1,
     ...     "hbm_gbps": 1000, "source": "", "date": "", "default_efficiency": 0.8,
-    ...     "sm_count": 4, "gemm_tiles": [[128, 128]]}, "<dict>")
+    ...     "sm_count": 4, "gemm_tiles": [[128, 128]]})
     >>> gemm_efficiency(256, 256, 64, d), gemm_efficiency(256, 384, 64, d)   # 4 tiles; 6 of 8
     (0.8, 0.6000000000000001)
     """
@@ -142,7 +142,7 @@ def operator_time_s(op: Operator, device: Device, dtype: str, fraction: float | 
     >>> from libra_opt.generators.devices import device_from_dict
     >>> d = device_from_dict("x", {"name": "X", "peak_flops": {"bf16": 1e15}, "hbm_bytes": 1,
     ...     "hbm_gbps": 1000, "source": "", "date": "", "default_efficiency": 0.5,
-    ...     "mem_efficiency": 0.5, "sm_count": 0, "gemm_tiles": [[1, 1]]}, "<dict>")
+    ...     "mem_efficiency": 0.5, "sm_count": 0, "gemm_tiles": [[1, 1]]})
     >>> op = Operator("g", "gemm", flops=1e12, size_bytes=1e9, gemm=(1000, 1000, 500000, 1))
     >>> operator_time_s(op, d, "bf16")   # max(1e12 / 5e14, 1e9 / 5e11)
     0.002
@@ -167,7 +167,7 @@ def operator_bound(op: Operator, device: Device, dtype: str, fraction: float | N
     >>> from libra_opt.generators.devices import device_from_dict
     >>> d = device_from_dict("x", {"name": "X", "peak_flops": {"bf16": 1e15}, "hbm_bytes": 1,
     ...     "hbm_gbps": 1000, "source": "", "date": "", "default_efficiency": 1.0,
-    ...     "mem_efficiency": 1.0, "vector_flops": 1e13}, "<dict>")
+    ...     "mem_efficiency": 1.0, "vector_flops": 1e13})
     >>> operator_bound(Operator("n", "elementwise", flops=1e9, size_bytes=1e9), d, "bf16")
     'memory'
     """

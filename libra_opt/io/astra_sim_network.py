@@ -64,7 +64,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from libra_opt.errors import InputError
+from libra_opt.errors import InputError, input_context
 from libra_opt.fabric.dims import Dim, Fabric
 from libra_opt.io._yaml import read_yaml
 from libra_opt.options import CollectiveAlgorithm, Topology
@@ -322,7 +322,7 @@ def settings_from_mapping(
                 per_kind[(_IMPLEMENTATIONS[key], name)] = given[key][i]
     mem = number("local-mem-bw")
     delay_ns = number("endpoint-delay")
-    try:
+    with input_context(source):
         return CollectiveSettings(
             algorithm=tuple(algo.items()),
             collective_algorithm=tuple(per_kind.items()),
@@ -334,8 +334,7 @@ def settings_from_mapping(
             queues_per_dim=queues_per_dim,
             active_chunks_per_dim=integer("active-chunks-per-dimension", 1),
         )
-    except InputError as exc:
-        raise InputError(exc.message, source=source, field=exc.field) from None
+
 
 
 def read_astra_sim_system(

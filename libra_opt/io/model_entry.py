@@ -36,13 +36,13 @@ from typing import Any
 
 from pydantic import Field
 
-from libra_opt.errors import InputError
+from libra_opt.errors import InputError, input_context
 from libra_opt.fabric.dims import Fabric
 from libra_opt.generators.generated import GeneratedWorkload
 from libra_opt.io.files import ParseCache
 from libra_opt.io.presets import device_from_value, load_model
 from libra_opt.scenario.compile import generate_entry
-from libra_opt.scenario.spec import API_SOURCE, Ref, WorkloadSpec, thaw
+from libra_opt.scenario.spec import Ref, WorkloadSpec, thaw
 from libra_opt.schema import StrictModel, validate_as
 from libra_opt.traffic.workload import Workload
 
@@ -81,25 +81,16 @@ class ModelWorkloadEntry(StrictModel):
     weight: float | None = None
 
 
-def _rewrap(exc: InputError, source: str, prefix: str) -> InputError:
-    if exc.source and exc.source != API_SOURCE:
-        return exc
-    field = f"{prefix}.{exc.field}" if exc.field else prefix
-    return InputError(exc.message, source=source, field=field)
-
-
 def model_workload_spec(entry: ModelWorkloadEntry, source: str, prefix: str) -> WorkloadSpec:
     """The :class:`~libra_opt.scenario.spec.WorkloadSpec` of a validated entry (its model
     and device unresolved)."""
-    try:
+    with input_context(source, prefix):
         return WorkloadSpec(
             name=entry.name, weight=1.0 if entry.weight is None else entry.weight,
             model=Ref(entry.model), parallelism=entry.parallelism, device=Ref(entry.device),
             mapping=entry.mapping, efficiency=entry.efficiency,
             check_memory=entry.check_memory if "check_memory" in entry.model_fields_set
             else None)
-    except InputError as exc:
-        raise _rewrap(exc, source, prefix) from None
 
 
 def resolve_model_refs(w: WorkloadSpec, base_dir: Path, source: str,
@@ -111,10 +102,8 @@ def resolve_model_refs(w: WorkloadSpec, base_dir: Path, source: str,
     prefix = f"workloads[{w.name[:60]}]"
     if w.model is not None and not w.model.resolved:
         text = str(w.model.ref)
-        try:
+        with input_context(source, prefix):
             model = load_model(text, base_dir=base_dir, cache=cache)
-        except InputError as exc:
-            raise _rewrap(exc, source, prefix) from None
         path = None
         if text.endswith((".yaml", ".yml")) or "/" in text:
             path = str(Path(text) if Path(text).is_absolute() else base_dir / text)

@@ -22,7 +22,7 @@ import yaml
 
 from libra_opt.cost.catalog import Catalog, catalog_from_dict
 from libra_opt.cost.prices import CostModel
-from libra_opt.errors import InputError, short_repr
+from libra_opt.errors import InputError, input_context, short_repr
 from libra_opt.generators.descriptors import DLRMSpec, ResNetSpec, TransformerSpec, model_from_dict
 from libra_opt.generators.devices import Device, device_from_dict
 from libra_opt.io._yaml import read_yaml
@@ -118,13 +118,15 @@ def load_model(
                 "(or give a path to a .yaml descriptor)",
                 field="model",
             )
-        return model_from_dict(
-            _read_packaged("models", f"{text}.yaml", cache=cache), source=f"preset {text}"
-        )
+        data = _read_packaged("models", f"{text}.yaml", cache=cache)
+        with input_context(f"preset {text}"):
+            return model_from_dict(data)
     path = Path(text)
     if not path.is_absolute() and base_dir is not None:
         path = Path(base_dir) / path
-    return model_from_dict(read_yaml(path, cache=cache), source=str(path))
+    data = read_yaml(path, cache=cache)
+    with input_context(str(path)):
+        return model_from_dict(data)
 
 
 _DEVICES_SOURCE = "libra_opt/data/devices.yaml"
@@ -140,9 +142,8 @@ def _raw_devices() -> Mapping[str, Any]:
 
 @cache
 def _devices() -> Mapping[str, Device]:
-    return MappingProxyType(
-        {k: device_from_dict(k, v, _DEVICES_SOURCE) for k, v in _raw_devices().items()}
-    )
+    with input_context(_DEVICES_SOURCE):
+        return MappingProxyType({k: device_from_dict(k, v) for k, v in _raw_devices().items()})
 
 
 def device_names() -> tuple[str, ...]:
@@ -244,7 +245,8 @@ def device_from_value(value: Any, source: str, field: str = "device") -> Device:
                 "'key: <name>' with every field of a device entry",
                 source=source, field=field,
             )
-        return device_from_dict(key, entry, source, field=field)
+        with input_context(source):
+            return device_from_dict(key, entry, field=field)
     presets = _raw_devices()
     if not isinstance(preset, str) or preset not in presets:
         raise InputError(
@@ -260,7 +262,8 @@ def device_from_value(value: Any, source: str, field: str = "device") -> Device:
     if changed and "efficiency_source" not in entry:
         parts = ", ".join(f"{k} = {short_repr(entry[k], 40)}" for k in changed)
         merged["efficiency_source"] = f"{preset} preset with {parts} from {source}"
-    return device_from_dict(key or preset, merged, source, field=field)
+    with input_context(source):
+        return device_from_dict(key or preset, merged, field=field)
 
 
 def _entry_fields(device: Device) -> dict[str, Any]:

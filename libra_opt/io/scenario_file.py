@@ -81,7 +81,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from libra_opt.errors import InputError, short_repr
+from libra_opt.errors import InputError, input_context, short_repr
 from libra_opt.generators.generated import GeneratedWorkload
 from libra_opt.io._scenario_schema import FabricSpec as FabricSchema
 from libra_opt.io._scenario_schema import ScenarioFile
@@ -143,12 +143,6 @@ def _resolve(base: Path, rel: str, source: str, field: str) -> Path:
     return p if p.is_absolute() else base / p
 
 
-def _reraise(exc: InputError, source: str, field: str) -> InputError:
-    if exc.source and exc.source != API_SOURCE:
-        return exc
-    return InputError(exc.message, source=source, field=f"{field}.{exc.field}" if exc.field else field)
-
-
 # --------------------------------------------------------------------------- reading
 
 
@@ -194,10 +188,8 @@ def _fabric_spec(data: dict[str, Any], source: str) -> FabricSpec:
 
 def _made(build: Any, source: str, field: str) -> Any:
     """``build()``, its errors (about values given in Python) blamed on ``source``."""
-    try:
+    with input_context(source, field):
         return build()
-    except InputError as exc:
-        raise _reraise(exc, source, field) from None
 
 
 def _cost_spec(f: ScenarioFile, source: str) -> tuple[Any, Any]:
@@ -414,12 +406,8 @@ def _resolve_workload(w: WorkloadSpec, i: int, base: Path, source: str,
     if astra is not None and comm is not None and (not astra.resolved or "communicator"
                                                    in changes):
         path = _resolve(base, astra.ref, source, f"workloads[{i}].astra_sim")
-        try:
+        with input_context(str(path)):  # e.g. a Workload check: blame the workload file
             wl = read_astra_sim(path, comm.value, name=w.name, cache=cache)
-        except InputError as exc:  # e.g. a Workload check: blame the workload file
-            if exc.source:
-                raise
-            raise InputError(exc.message, source=str(path), field=exc.field) from None
         changes["astra_sim"] = Ref(astra.ref, wl, str(path))
     return dataclasses.replace(w, **changes) if changes else w
 

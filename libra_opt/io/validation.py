@@ -44,7 +44,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from libra_opt.errors import InputError, short_repr
+from libra_opt.errors import InputError, input_context, short_repr
 from libra_opt.generators.descriptors import TransformerSpec, model_from_dict
 from libra_opt.generators.parallelism import parallelism_from_dict
 from libra_opt.generators.validation import Cluster, ValidationRow, ValidationTable
@@ -120,7 +120,8 @@ def _model(row: _Row, defaults: _Defaults, source: str, prefix: str) -> Transfor
         except InputError as exc:
             raise InputError(exc.message, source=source, field=f"{prefix}.model") from None
     else:
-        spec = model_from_dict(_merge(defaults.model, row.model), source=source)
+        with input_context(source):
+            spec = model_from_dict(_merge(defaults.model, row.model))
     if not isinstance(spec, TransformerSpec):
         raise InputError("validation rows need a transformer model", source=source,
                          field=f"{prefix}.model")

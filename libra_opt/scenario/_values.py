@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 import numpy as np
 import yaml
 
-from libra_opt.errors import InputError, short_repr
+from libra_opt.errors import API_SOURCE, InputError, input_context, short_repr
 
 __all__ = [
     "API_SOURCE",
@@ -31,8 +31,6 @@ __all__ = [
 ]
 
 
-#: The ``source`` of errors about values given in Python (not read from a file).
-API_SOURCE = "<api>"
 
 
 class FrozenMap(Mapping[str, Any]):
@@ -325,13 +323,8 @@ def from_mapping(cls: type, data: Mapping[str, Any], path: str = "") -> Any:
     missing = [k for k in required if k not in data]
     if missing:
         raise InputError(f"missing {', '.join(missing)}", source=API_SOURCE, field=where)
-    try:
+    with input_context(API_SOURCE if path else None, path or None):
         return cls(**dict(data))
-    except InputError as exc:
-        if exc.source not in (None, API_SOURCE) or not path:
-            raise
-        raise InputError(exc.message, source=API_SOURCE,
-                         field=f"{path}.{exc.field}" if exc.field else path) from None
 
 
 def unique_labels(labels: list[str]) -> list[str]:

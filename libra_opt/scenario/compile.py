@@ -25,7 +25,7 @@ from libra_opt.cost.aggregators import Aggregators
 from libra_opt.cost.catalog import catalog_from_dict
 from libra_opt.cost.prices import CostModel
 from libra_opt.cost.tco import TcoModel
-from libra_opt.errors import InputError, short_repr
+from libra_opt.errors import InputError, input_context, short_repr
 from libra_opt.fabric.builders import fabric_from_spec
 from libra_opt.fabric.dims import Dim, Fabric
 from libra_opt.fabric.heterogeneous import attach_members, members_from_mapping
@@ -122,14 +122,20 @@ def compile_with_models(
 ) -> tuple[Scenario, Mapping[str, GeneratedWorkload]]:
     """:func:`compile`, and the generator output of each model-based workload (name ->
     :class:`~libra_opt.generators.generated.GeneratedWorkload`)."""
+    with input_context(spec.source or API_SOURCE):
+        return _compile(spec, previous)
+
+
+def _compile(
+    spec: ScenarioSpec, previous: Scenario | None,
+) -> tuple[Scenario, Mapping[str, GeneratedWorkload]]:
+    """:func:`compile_with_models` inside its error context (the spec's file)."""
     from libra_opt.scenario.spec import iter_refs
 
-    source = spec.source or API_SOURCE
     for path, ref in iter_refs(spec):
         if not ref.resolved:
             raise InputError(f"{short_repr(ref.ref, 80)} is not read yet: compile with "
-                             "libra_opt.compile, which reads files and presets",
-                             source=source, field=path)
+                             "libra_opt.compile, which reads files and presets", field=path)
     old = _reusable(spec, previous)
     built: list[tuple[Workload, GeneratedWorkload | None]]
     if old is not None and old[0].fabric == spec.fabric:
@@ -137,42 +143,37 @@ def compile_with_models(
         if (old[0].cost_model, old[0].power_model) == (spec.cost_model, spec.power_model):
             priced = old[2]
         else:
-            priced = _cost_model(spec, source)
-        built = [_reused(w, i, old) or _workload(w, i, fabric, source)
+            priced = _cost_model(spec)
+        built = [_reused(w, i, old) or _workload(w, i, fabric)
                  for i, w in enumerate(spec.workloads)]
     else:
-        fabric = compile_fabric(spec.fabric, source)
-        priced = _cost_model(spec, source)
-        built = [_workload(w, i, fabric, source) for i, w in enumerate(spec.workloads)]
-    cost_model = _with_aggregators(spec, built, priced, fabric, source)
+        fabric = compile_fabric(spec.fabric)
+        priced = _cost_model(spec)
+        built = [_workload(w, i, fabric) for i, w in enumerate(spec.workloads)]
+    cost_model = _with_aggregators(spec, built, priced, fabric)
     workloads = [wl for wl, _ in built]
-    compression = _compression(spec.compression, source)
+    compression = _compression(spec.compression)
     if compression is not None:
-        try:
-            workloads = [compress_workload(wl, compression) for wl in workloads]
-        except InputError as exc:
-            raise InputError(exc.message, source=source, field=exc.field) from None
-    policy = _overlap(spec.fine_grained_overlap, spec.training_loop, source)
+        workloads = [compress_workload(wl, compression) for wl in workloads]
+    policy = _overlap(spec.fine_grained_overlap, spec.training_loop)
     if policy is not None:
-        try:
-            workloads = [overlap_workload(wl, policy) for wl in workloads]
-        except InputError as exc:
-            raise InputError(exc.message, source=source, field=exc.field) from None
+        workloads = [overlap_workload(wl, policy) for wl in workloads]
     weights = [w.weight for w in spec.workloads]
     if spec.diloco is not None:
         d = spec.diloco
-        try:
-            settings = DiLoCoSettings(d.sync_every_steps, d.fragments, d.delta_bits,
-                                      d.overlap_steps)
-            ws, wts = diloco_workloads(workloads, weights, fabric, d.site_dim, settings,
-                                       d.params_per_npu, d.dp_group)
-        except InputError as exc:
-            raise InputError(exc.message, source=source, field=exc.field) from None
+        settings = DiLoCoSettings(d.sync_every_steps, d.fragments, d.delta_bits,
+                                  d.overlap_steps)
+        ws, wts = diloco_workloads(workloads, weights, fabric, d.site_dim, settings,
+                                   d.params_per_npu, d.dp_group)
         workloads, weights = list(ws), list(wts)
     generated = MappingProxyType({wl.name: g for wl, g in built if g is not None})
-    cons = _constraints(spec, fabric, source)
+    cons = _constraints(spec, fabric)
     c = spec.constraints
-    try:
+    collectives = _collectives(spec.collectives)
+    tco = None if spec.tco is None else TcoModel.from_mapping(thaw(spec.tco),
+                                                              spec.source or API_SOURCE)
+    # a scenario read from a file names it in its own errors; one built in Python is "<api>"
+    with input_context(None if spec.source else API_SOURCE, None if spec.source else "scenario"):
         scenario = Scenario(
             fabric=fabric,
             cost_model=cost_model,
@@ -185,28 +186,30 @@ def compile_with_models(
             collective_model=spec.collective_model,
             training_loop=spec.training_loop,
             traffic_model=spec.traffic_model,
-            collectives=_collectives(spec.collectives, source),
+            collectives=collectives,
             in_network_reduction=spec.in_network_reduction,
-            tco=None if spec.tco is None else TcoModel.from_mapping(thaw(spec.tco), source),
+            tco=tco,
             name=spec.name or (PurePath(spec.source).stem if spec.source else "scenario"),
             source=spec.source,
         )
-    except InputError as exc:
-        if exc.source:
-            raise
-        fld = f"scenario.{exc.field}" if exc.field else "scenario"
-        raise InputError(exc.message, source=source, field=fld) from None
     object.__setattr__(scenario, "spec", spec)
     # what a later compile from an edit of ``spec`` may take over (not pickled)
     scenario.__dict__["_compiled_parts"] = (fabric, priced, tuple(built))
     return scenario, generated
 
 
-def compile_fabric(f: FabricSpec, source: str = API_SOURCE) -> Fabric:
+def compile_fabric(f: FabricSpec, source: str | None = None) -> Fabric:
     """The :class:`Fabric` of a ``fabric:`` spec: inline ``dims``, a LIBRA network (read
-    already), or a ``builder`` call; then ``members``."""
+    already), or a ``builder`` call; then ``members``. Errors name ``source`` (the file the
+    spec was read from) when given, else the enclosing :func:`~libra_opt.errors.input_context`
+    (``"<api>"`` at the top)."""
+    with input_context(source or API_SOURCE):
+        return _fabric(f)
+
+
+def _fabric(f: FabricSpec) -> Fabric:
     if f.builder is not None:
-        fabric = fabric_from_spec({"builder": f.builder, **thaw(f.args)}, source)
+        fabric = fabric_from_spec({"builder": f.builder, **thaw(f.args)})
     elif f.libra_network is not None:
         fabric = f.libra_network.value
     else:
@@ -225,32 +228,21 @@ def compile_fabric(f: FabricSpec, source: str = API_SOURCE) -> Fabric:
                 fld = exc.field or ""
                 leaf = (fld[len(prefix):] if fld.startswith(prefix) else fld
                         if fld.startswith("members") else fld.rsplit(".", 1)[-1])
-                raise InputError(exc.message, source=source,
-                                 field=f"fabric.dims[{i}].{leaf}") from None
+                raise InputError(exc.message, field=f"fabric.dims[{i}].{leaf}") from None
         try:
             fabric = Fabric(tuple(dims))
-        except InputError as exc:
-            raise InputError(exc.message, source=source, field="fabric.dims") from None
+        except InputError as exc:  # every fabric-wide check is about the list of dims
+            raise InputError(exc.message, field="fabric.dims") from None
     if f.members is not None:
-        try:
-            fabric = attach_members(fabric, thaw(f.members))
-        except InputError as exc:
-            raise InputError(exc.message, source=source, field=exc.field) from None
+        fabric = attach_members(fabric, thaw(f.members))
     return fabric
-
-
-def _reraise(exc: InputError, source: str, field: str) -> InputError:
-    if exc.source:
-        return exc
-    return InputError(exc.message, source=source,
-                      field=f"{field}.{exc.field}" if exc.field else field)
 
 
 def _tables(value: Any) -> dict[str, dict[str, float]]:
     return {str(t): {str(k): v for k, v in comps.items()} for t, comps in thaw(value).items()}
 
 
-def _cost_model(spec: ScenarioSpec, source: str) -> CostModel:
+def _cost_model(spec: ScenarioSpec) -> CostModel:
     """``cost_model:`` (price tables, a LIBRA file or a catalog) + ``power_model:``."""
     data = spec.cost_model
     pm = spec.power_model
@@ -258,61 +250,58 @@ def _cost_model(spec: ScenarioSpec, source: str) -> CostModel:
     if isinstance(data, CatalogSpec):
         cat = data.catalog
         where = cat.path or f"libra_opt/data/catalog/{cat.ref}.yaml"  # a file, or a preset
-        try:
+        with input_context(None, "cost_model"):
             cm = catalog_from_dict(thaw(cat.value), where, thaw(data.overrides) or {},
                                    name=PurePath(str(cat.ref)).stem).cost_model()
-        except InputError as exc:
-            raise _reraise(exc, source, "cost_model") from None
         if power is not None:
             if cm.has_power:
                 raise InputError(
                     "the catalog already gives power; override its parts instead of power_model",
-                    source=source,
                     field="power_model",
                 )
             prices = {t: dict(v.usd_per_gbps) for t, v in cm.tiers.items()}
             return CostModel.from_tables(prices, power)
         return cm
     prices = _tables(data.value if isinstance(data, Ref) else data)
-    try:
+    with input_context(None, "cost_model"):
         return CostModel.from_tables(prices, power)
-    except InputError as exc:
-        raise _reraise(exc, source, "cost_model") from None
 
 
-def generate_entry(w: WorkloadSpec, fabric: Fabric, source: str = API_SOURCE
+def generate_entry(w: WorkloadSpec, fabric: Fabric, source: str | None = API_SOURCE
                    ) -> GeneratedWorkload:
     """A model-based workload entry (model and device resolved), generated on ``fabric``;
-    errors name ``source`` and ``workloads[<name>].<field>``."""
-    prefix = f"workloads[{w.name[:60]}]"
+    errors name ``source`` (``None``: the enclosing :func:`~libra_opt.errors.input_context`)
+    and ``workloads[<name>].<field>``."""
+    with input_context(source, f"workloads[{w.name[:60]}]"):
+        return _generate(w, fabric)
+
+
+def _generate(w: WorkloadSpec, fabric: Fabric) -> GeneratedWorkload:
     missing = [k for k in ("parallelism", "device") if getattr(w, k) is None]
     if missing:
-        raise InputError(f"missing {', '.join(missing)}", source=source, field=prefix)
+        raise InputError(f"missing {', '.join(missing)}")
     assert w.model is not None and w.parallelism is not None and w.device is not None
-    par = parallelism_from_dict(thaw(w.parallelism), source, f"{prefix}.parallelism")
+    par = parallelism_from_dict(thaw(w.parallelism), None, "parallelism")
     eff = None
     if w.efficiency is not None:
-        eff = efficiency_from_value(thaw(w.efficiency), source, f"{prefix}.efficiency")
+        eff = efficiency_from_value(thaw(w.efficiency))
     mapping = None if w.mapping is None else thaw(w.mapping)
-    # validate the mapping here so its errors carry the scenario file and field
-    place_groups(fabric, par.degrees(), mapping, source, f"{prefix}.mapping")
-    try:
-        return generate_workload(
-            w.model.value,
-            par,
-            w.device.value,
-            fabric,
-            mapping=mapping,
-            efficiency=eff,
-            name=w.name,
-            check_memory=True if w.check_memory is None else w.check_memory,
-        )
-    except InputError as exc:
-        raise _reraise(exc, source, prefix) from None
+    # validate the mapping here so its errors name the scenario's field
+    place_groups(fabric, par.degrees(), mapping)
+    return generate_workload(
+        w.model.value,
+        par,
+        w.device.value,
+        fabric,
+        mapping=mapping,
+        efficiency=eff,
+        name=w.name,
+        check_memory=True if w.check_memory is None else w.check_memory,
+    )
 
 
 def _workload(
-    w: WorkloadSpec, i: int, fabric: Fabric, source: str
+    w: WorkloadSpec, i: int, fabric: Fabric
 ) -> tuple[Workload, GeneratedWorkload | None]:
     """One ``workloads:`` entry: ASTRA-sim files or a model-based description."""
     given = [k for k in ("astra_sim", "communicator", "model", "parallelism", "device",
@@ -322,8 +311,8 @@ def _workload(
         stray = sorted(set(given) & {"astra_sim", "communicator"})
         if stray:
             raise InputError(f"a model-based workload takes no {', '.join(stray)}",
-                             source=source, field=f"workloads[{i}]")
-        g = generate_entry(w, fabric, source)
+                             field=f"workloads[{i}]")
+        g = generate_entry(w, fabric, None)
         metrics = StepMetrics(
             tokens_per_step=g.tokens_per_step,
             samples_per_step=g.samples_per_step,
@@ -339,18 +328,19 @@ def _workload(
         raise InputError(
             "give either astra_sim + communicator files, or model + parallelism + device"
             + (f" (found {', '.join(stray)} without model)" if stray else ""),
-            source=source,
             field=f"workloads[{i}]",
         )
-    _check_communicator(w.communicator.value, fabric, w.communicator.path or source)
+    _check_communicator(w.communicator.value, fabric, w.communicator.path)
     wl = w.astra_sim.value
     return (wl if wl.name == w.name else dataclasses.replace(wl, name=w.name)), None
 
 
-def _check_communicator(groups: Mapping[str, tuple[int, ...]], fabric: Fabric, src: str) -> None:
+def _check_communicator(groups: Mapping[str, tuple[int, ...]], fabric: Fabric,
+                        src: str | None) -> None:
     """Every phase group of a LIBRA communicator fits ``fabric``: one entry per dimension,
     each a divisor of the dimension's size. Errors name the communicator file and its key
-    (``Forward``, ``InputGrad``, ``WeightGrad``), not the scenario."""
+    (``Forward``, ``InputGrad``, ``WeightGrad``), not the scenario (the scenario's file
+    when the communicator was given inline)."""
     for g_name, span in groups.items():
         key = _COMMUNICATOR_KEYS.get(g_name, g_name)
         if len(span) != fabric.n_dims:
@@ -372,7 +362,7 @@ def _check_communicator(groups: Mapping[str, tuple[int, ...]], fabric: Fabric, s
 
 def _with_aggregators(
     spec: ScenarioSpec, built: list[tuple[Workload, GeneratedWorkload | None]],
-    cost_model: CostModel, fabric: Fabric, source: str,
+    cost_model: CostModel, fabric: Fabric,
 ) -> CostModel:
     """``cost_model`` with the in-network optimizer's aggregators priced
     (:mod:`libra_opt.cost.aggregators`) when a model-based workload uses
@@ -389,7 +379,7 @@ def _with_aggregators(
     for w, (wl, g) in zip(spec.workloads, built, strict=True):
         if g is None or w.parallelism is None or w.model is None:
             continue
-        par = parallelism_from_dict(thaw(w.parallelism), source, "parallelism")
+        par = parallelism_from_dict(thaw(w.parallelism), None, "parallelism")
         if par.dp_mode != IN_NETWORK_OPTIMIZER:
             continue
         named = True
@@ -409,8 +399,7 @@ def _with_aggregators(
         for name in opts.dims:
             if name not in fabric.names:
                 raise InputError(f"no dimension named {short_repr(name, 80)}; names: "
-                                 f"{', '.join(fabric.names)}", source=source,
-                                 field="in_network_optimizer.dims")
+                                 f"{', '.join(fabric.names)}", field="in_network_optimizer.dims")
         dims = list(dict.fromkeys(opts.dims))
     if not used:
         if spec.in_network_optimizer is not None and not named:
@@ -418,17 +407,14 @@ def _with_aggregators(
                 "the in_network_optimizer section prices aggregators, but no model-based "
                 "workload uses parallelism.dp_mode: in_network_optimizer with data "
                 "parallelism (remove the section, or set dp_mode)",
-                source=source, field="in_network_optimizer")
+                field="in_network_optimizer")
         return cost_model
-    try:
-        agg = Aggregators(tuple(dims), state, opts.usd_per_port_gbps, opts.w_per_port_gbps,
-                          opts.usd_per_state_gb, opts.w_per_state_gb)
-    except InputError as exc:
-        raise InputError(exc.message, source=source, field=exc.field) from None
+    agg = Aggregators(tuple(dims), state, opts.usd_per_port_gbps, opts.w_per_port_gbps,
+                      opts.usd_per_state_gb, opts.w_per_state_gb)
     return dataclasses.replace(cost_model, aggregators=agg)
 
 
-def _compression(spec: CompressionSpec | None, source: str) -> Compression | None:
+def _compression(spec: CompressionSpec | None) -> Compression | None:
     """``compression:`` as :class:`Compression` (``None`` when absent or empty)."""
     if spec is None or not spec.groups:
         return None
@@ -436,34 +422,25 @@ def _compression(spec: CompressionSpec | None, source: str) -> Compression | Non
     for group, value in spec.groups.items():
         items = value.items() if isinstance(value, Mapping) else [("all", value)]
         rules += [(group, phase, dtype) for phase, dtype in items]
-    try:
-        return Compression(tuple(rules), spec.baseline)
-    except InputError as exc:
-        raise InputError(exc.message, source=source, field=exc.field) from None
+    return Compression(tuple(rules), spec.baseline)
 
 
-def _overlap(spec: OverlapSpec | None, training_loop: str, source: str) -> OverlapPolicy | None:
+def _overlap(spec: OverlapSpec | None, training_loop: str) -> OverlapPolicy | None:
     """``fine_grained_overlap:`` as :class:`OverlapPolicy` (``None`` when absent)."""
     if spec is None:
         return None
-    try:
-        overlapped = TimingModel(training_loop=training_loop).overlapped  # type: ignore[arg-type]
-    except InputError as exc:
-        raise InputError(exc.message, source=source, field=exc.field) from None
+    overlapped = TimingModel(training_loop=training_loop).overlapped  # type: ignore[arg-type]
     if not overlapped:
-        raise InputError("fine_grained_overlap needs training_loop: overlap", source=source,
+        raise InputError("fine_grained_overlap needs training_loop: overlap",
                          field="fine_grained_overlap")
     rules = []
     for group, value in spec.groups.items():
         items = value.items() if isinstance(value, Mapping) else [("all", value)]
         rules += [(group, phase, frac) for phase, frac in items]
-    try:
-        return OverlapPolicy.from_presets(list(spec.presets), tuple(rules))
-    except InputError as exc:
-        raise InputError(exc.message, source=source, field=exc.field) from None
+    return OverlapPolicy.from_presets(list(spec.presets), tuple(rules))
 
 
-def _collectives(spec: CollectivesSpec | None, source: str) -> CollectiveSettings | None:
+def _collectives(spec: CollectivesSpec | None) -> CollectiveSettings | None:
     """``collectives:`` as :class:`CollectiveSettings`: an ASTRA-sim system file's, run on
     the ``backend`` (default ``congestion_unaware``) and ``queues_per_dim`` given beside it
     (they are not in the file), or the keys'."""
@@ -476,32 +453,26 @@ def _collectives(spec: CollectivesSpec | None, source: str) -> CollectiveSetting
         if given:
             raise InputError(
                 f"give either astra_sim_system or the settings ({', '.join(given)}), not both",
-                source=source,
                 field="collectives",
             )
         system: CollectiveSettings = spec.astra_sim_system.value
-        try:
-            return dataclasses.replace(system, backend=spec.backend or "congestion_unaware",
-                                       queues_per_dim=spec.queues_per_dim)
-        except InputError as exc:
-            raise InputError(exc.message, source=source, field=exc.field) from None
-    try:
-        return CollectiveSettings(
-            algorithm=tuple(spec.algorithm.items()),
-            chunks=spec.chunks,
-            active_chunks=spec.active_chunks,
-            endpoint_delay_s=spec.endpoint_delay_s,
-            local_memory_gbps=spec.local_memory_gbps,
-            all_reduce=spec.all_reduce,
-            efficiency=tuple(spec.efficiency.items()),
-            link_latency_s=tuple(spec.link_latency_s.items()),
-            backend=spec.backend,
-            queues_per_dim=spec.queues_per_dim,
-            active_chunks_per_dim=spec.active_chunks_per_dim,
-            collective_algorithm=_per_kind(spec.collective_algorithm),
-        )
-    except InputError as exc:
-        raise InputError(exc.message, source=source, field=exc.field) from None
+        return dataclasses.replace(system, backend=spec.backend or "congestion_unaware",
+                                   queues_per_dim=spec.queues_per_dim)
+    return CollectiveSettings(
+        algorithm=tuple(spec.algorithm.items()),
+        chunks=spec.chunks,
+        active_chunks=spec.active_chunks,
+        endpoint_delay_s=spec.endpoint_delay_s,
+        local_memory_gbps=spec.local_memory_gbps,
+        all_reduce=spec.all_reduce,
+        efficiency=tuple(spec.efficiency.items()),
+        link_latency_s=tuple(spec.link_latency_s.items()),
+        backend=spec.backend,
+        queues_per_dim=spec.queues_per_dim,
+        active_chunks_per_dim=spec.active_chunks_per_dim,
+        collective_algorithm=_per_kind(spec.collective_algorithm),
+    )
+
 
 
 def _per_kind(table: Mapping[str, Any]) -> tuple[tuple[tuple[str, str], Any], ...]:
@@ -515,37 +486,33 @@ def _per_kind(table: Mapping[str, Any]) -> tuple[tuple[tuple[str, str], Any], ..
     return tuple(out)
 
 
-def _constraints(spec: ScenarioSpec, fabric: Fabric, source: str) -> list[LinearConstraint]:
+def _constraints(spec: ScenarioSpec, fabric: Fabric) -> list[LinearConstraint]:
     """Linear constraints and bounds, with right-hand sides replaced by label."""
     c = spec.constraints
     cons: list[LinearConstraint] = []
     for i, text in enumerate(c.linear):
-        cons.append(parse_constraint(text, fabric, field=f"constraints.linear[{i}]",
-                                     source=source))
+        cons.append(parse_constraint(text, fabric, field=f"constraints.linear[{i}]"))
     for key, (lo, hi) in c.bounds.items():
         fld = f"constraints.bounds.{key}"
         if key not in fabric.names:
             raise InputError(
                 f"no dimension named {short_repr(key, 80)}; names: {', '.join(fabric.names)}",
-                source=source,
                 field=fld,
             )
         lo = None if lo is None else float(lo)
         hi = None if hi is None else float(hi)
         if lo is not None and hi is not None and lo > hi:
-            raise InputError(f"min {lo} exceeds max {hi}", source=source, field=fld)
+            raise InputError(f"min {lo} exceeds max {hi}", field=fld)
         if lo is not None:
-            cons.append(parse_constraint(f"bw.{key} >= {lo!r}", fabric, field=fld,
-                                         source=source))
+            cons.append(parse_constraint(f"bw.{key} >= {lo!r}", fabric, field=fld))
         if hi is not None:
-            cons.append(parse_constraint(f"bw.{key} <= {hi!r}", fabric, field=fld,
-                                         source=source))
+            cons.append(parse_constraint(f"bw.{key} <= {hi!r}", fabric, field=fld))
     if c.rhs:
         labels = unique_labels([x.label for x in cons])
         for label, value in c.rhs.items():
             if label not in labels:
                 raise InputError(f"no constraint labelled {short_repr(label, 80)}",
-                                 source=source, field=f"constraints.rhs.{label}")
+                                 field=f"constraints.rhs.{label}")
             j = labels.index(label)
             cons[j] = dataclasses.replace(cons[j], rhs=float(value))
     return cons

@@ -99,8 +99,8 @@ def _nonzero(a: _Vec) -> bool:
 
 
 class _Parser:
-    def __init__(self, text: str, fabric: Fabric, field: str, source: str | None):
-        self.text, self.fabric, self.field, self.source = text, fabric, field, source
+    def __init__(self, text: str, fabric: Fabric, field: str):
+        self.text, self.fabric, self.field = text, fabric, field
         self.depth = 0
         self.tokens: list[tuple[str, str, int]] = []
         if len(text) > MAX_CONSTRAINT_CHARS:
@@ -122,7 +122,6 @@ class _Parser:
         where = f" (column {col})" if col else ""
         raise InputError(
             f"constraint {short_repr(self.text, 120)}{where}: {msg}",
-            source=self.source,
             field=self.field,
         )
 
@@ -253,7 +252,6 @@ def parse_constraint(
     *,
     label: str | None = None,
     field: str = "constraints.linear",
-    source: str | None = None,
 ) -> LinearConstraint:
     """Parse one linear constraint written as text.
 
@@ -265,6 +263,9 @@ def parse_constraint(
         Resolves ``bw.<name>`` and checks indices.
     label : str, optional
         Report label; defaults to the text itself.
+    field : str
+        Field named in error messages (the caller's :func:`~libra_opt.errors.input_context`
+        names the file).
 
     Returns
     -------
@@ -280,8 +281,8 @@ def parse_constraint(
     ((-1.5, 2.0), '<=', 10.0)
     """
     if not isinstance(text, str) or not text.strip():
-        raise InputError("a constraint must be non-empty text", source=source, field=field)
-    p = _Parser(text, fabric, field, source)
+        raise InputError("a constraint must be non-empty text", field=field)
+    p = _Parser(text, fabric, field)
     ops = [t for t in p.tokens if t[0] == "op" and t[1] in ("<=", ">=", "==", "=", "<", ">")]
     if len(ops) != 1:
         p.fail(

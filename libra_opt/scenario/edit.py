@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from libra_opt.errors import InputError, short_repr
+from libra_opt.errors import InputError, input_context, short_repr
 from libra_opt.scenario._values import (
     API_SOURCE,
     FrozenMap,
@@ -70,6 +70,7 @@ def canonical_path(path: str) -> str:
     return CAP_PATHS.get(path, path)
 
 
+@input_context(API_SOURCE)  # a value given in Python
 def segments(path: str) -> list[str | int]:
     """``fabric.dims[3].size`` -> ``['fabric', 'dims', 3, 'size']``."""
     out: list[str | int] = []
@@ -81,22 +82,22 @@ def segments(path: str) -> list[str | int]:
         m = _SEGMENT.match(text, pos)
         if m is None or m.end() == pos:
             raise InputError(f"malformed path {short_repr(path)}: expected keys joined by "
-                             "dots, list items as [i] or by name", source=API_SOURCE,
+                             "dots, list items as [i] or by name",
                              field=path)
         key = m.group(1) if m.group(1) is not None else m.group(2).strip()
         if m.group(2) is not None and re.fullmatch(r"-?\d+", key):
             out.append(int(key))
         elif not key:
-            raise InputError(f"malformed path {short_repr(path)}: empty key",
-                             source=API_SOURCE, field=path)
+            raise InputError(f"malformed path {short_repr(path)}: empty key", field=path)
         else:
             out.append(key)
         pos = m.end()
     if not out:
-        raise InputError("empty path", source=API_SOURCE, field=path)
+        raise InputError("empty path", field=path)
     return out
 
 
+@input_context(API_SOURCE)
 def compatible(old: Any, new: Any, path: str) -> Any:
     """``new`` checked against the kind of ``old`` (numbers stay numbers, text stays text;
     an integral float is taken as an integer where ``old`` is one)."""
@@ -108,28 +109,28 @@ def compatible(old: Any, new: Any, path: str) -> Any:
         new = parse_value(new)
     if isinstance(old, bool):
         if not isinstance(new, bool):
-            raise InputError(f"expected true or false, got {short_repr(new)}",
-                             source=API_SOURCE, field=path)
+            raise InputError(f"expected true or false, got {short_repr(new)}", field=path)
         return new
     if isinstance(old, int | float):
         if isinstance(new, bool) or not isinstance(new, int | float):
-            raise InputError(f"expected a number, got {short_repr(new)}", source=API_SOURCE,
+            raise InputError(f"expected a number, got {short_repr(new)}",
                              field=path)
         if isinstance(old, int) and isinstance(new, float) and new.is_integer():
             return int(new)
         return new
     if isinstance(old, str) and not isinstance(new, str):
-        raise InputError(f"expected text, got {short_repr(new)}", source=API_SOURCE,
+        raise InputError(f"expected text, got {short_repr(new)}",
                          field=path)
     if isinstance(old, tuple) and not isinstance(new, list | tuple):
-        raise InputError(f"expected a list, got {short_repr(new)}", source=API_SOURCE,
+        raise InputError(f"expected a list, got {short_repr(new)}",
                          field=path)
     if isinstance(old, Mapping) and not isinstance(new, Mapping):
-        raise InputError(f"expected a mapping, got {short_repr(new)}", source=API_SOURCE,
+        raise InputError(f"expected a mapping, got {short_repr(new)}",
                          field=path)
     return freeze(new)
 
 
+@input_context(API_SOURCE)
 def _dim_names(value: Any, path: str) -> tuple[str, ...]:
     """A list of dimension names given as a list, a YAML list text, one name, or none.
 
@@ -146,21 +147,21 @@ def _dim_names(value: Any, path: str) -> tuple[str, ...]:
         return (value,)
     if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
         return tuple(sorted(set(value)))
-    raise InputError(f"expected a list of dimension names, got {short_repr(value)}",
-                     source=API_SOURCE, field=path)
+    raise InputError(f"expected a list of dimension names, got {short_repr(value)}", field=path)
 
 
+@input_context(API_SOURCE)
 def _number(value: Any, path: str) -> float:
     if isinstance(value, str):
         value = parse_value(value)
     if isinstance(value, np.generic):
         value = value.item()
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise InputError(f"expected a finite number, got {short_repr(value)}",
-                         source=API_SOURCE, field=path)
+        raise InputError(f"expected a finite number, got {short_repr(value)}", field=path)
     return float(value)
 
 
+@input_context(API_SOURCE)
 def set_path(spec: Any, path: str, value: Any) -> Any:
     """``spec`` with ``path`` set to ``value`` (see the module notes).
 
@@ -170,7 +171,7 @@ def set_path(spec: Any, path: str, value: Any) -> Any:
         Naming ``path`` (as given) and what was expected.
     """
     if not isinstance(path, str) or not path.strip():
-        raise InputError(f"expected a path, got {short_repr(path)}", source=API_SOURCE,
+        raise InputError(f"expected a path, got {short_repr(path)}",
                          field="overrides")
     if path in CAP_PATHS:
         cap = None if value is None or (isinstance(value, str) and parse_value(value) is None) \
@@ -191,7 +192,7 @@ def _rebuilt(spec: Any, segs: list[str | int], value: Any, path: str) -> Any:
         if exc.field == path or exc.source not in (None, API_SOURCE):
             raise
         detail = f"{exc.field}: {exc.message}" if exc.field else exc.message
-        raise InputError(detail, source=API_SOURCE, field=path) from None
+        raise InputError(detail, field=path) from None
 
 
 def _where(where: str, key: str | int) -> str:
@@ -214,7 +215,7 @@ def _set(node: Any, segs: list[str | int], value: Any, path: str, where: str,
     if isinstance(node, Ref):
         if not isinstance(node.ref, FrozenMap):
             raise InputError(f"{where!r} holds {short_repr(node.ref, 60)}, not a mapping",
-                             source=API_SOURCE, field=path)
+                             field=path)
         return Ref(_set(node.ref, segs, value, path, where, None))  # read again by io
     if node is None:
         if tp is not None and _is_spec_type(tp):
@@ -233,15 +234,14 @@ def _set(node: Any, segs: list[str | int], value: Any, path: str, where: str,
     if isinstance(node, FrozenMap):
         if isinstance(key, int):
             raise InputError(f"{where or 'the spec'!r} is a mapping, not a list: use .key",
-                             source=API_SOURCE, field=path)
+                             field=path)
         child = node.get(key)
         if child is None and key not in node and rest and not isinstance(rest[0], str):
             keys = ", ".join(map(str, node)) or "none"
             raise InputError(f"no key {short_repr(key, 60)} under {where or 'the spec'!r} "
-                             f"(keys: {keys})", source=API_SOURCE, field=path)
+                             f"(keys: {keys})", field=path)
         return node.set(key, _set(child, rest, value, path, _where(where, key), None))
-    raise InputError(f"{where!r} holds {short_repr(node, 60)}, not a mapping or list",
-                     source=API_SOURCE, field=path)
+    raise InputError(f"{where!r} holds {short_repr(node, 60)}, not a mapping or list", field=path)
 
 
 def _set_field(node: Any, key: str | int, rest: list[str | int], value: Any, path: str,
@@ -255,7 +255,7 @@ def _set_field(node: Any, key: str | int, rest: list[str | int], value: Any, pat
     if not isinstance(key, str) or key not in names:
         shown = ", ".join(n for n in names if n not in ("source", "base_dir"))
         raise InputError(f"no field {short_repr(key, 60)} under {where or 'the spec'!r} "
-                         f"(fields: {shown})", source=API_SOURCE, field=path)
+                         f"(fields: {shown})", field=path)
     tp = _hints(typing.cast(Any, type(node)))[key]
     typed = getattr(node, "_OPEN", {}).get(key)
     current = getattr(node, key)
@@ -269,7 +269,7 @@ def _set_field(node: Any, key: str | int, rest: list[str | int], value: Any, pat
     except InputError as exc:
         if exc.source not in (None, API_SOURCE):
             raise
-        raise InputError(exc.message, source=API_SOURCE, field=path) from None
+        raise InputError(exc.message, field=path) from None
 
 
 def _kind_of(where: str) -> str | None:
@@ -294,17 +294,18 @@ def _index(items: tuple[Any, ...], key: str | int, path: str, where: str) -> int
     if isinstance(key, int):
         if not -len(items) <= key < len(items):
             raise InputError(f"index {key} is out of range under {where!r} "
-                             f"({len(items)} items)", source=API_SOURCE, field=path)
+                             f"({len(items)} items)", field=path)
         return key % len(items)
     names = [getattr(it, "name", None) if not isinstance(it, Mapping) else it.get("name")
              for it in items]
     if key not in names:
         shown = ", ".join(str(n) for n in names if n is not None) or "none"
         raise InputError(f"no item named {short_repr(key, 60)} under {where!r} "
-                         f"(names: {shown})", source=API_SOURCE, field=path)
+                         f"(names: {shown})", field=path)
     return names.index(key)
 
 
+@input_context(API_SOURCE)
 def get_path(spec: Any, path: str) -> Any:
     """The value at ``path`` of ``spec`` (a cap or a constraint label: its right-hand side,
     ``None`` when not replaced); a :class:`Ref` reads as what the scenario wrote.
@@ -345,7 +346,7 @@ def get_path(spec: Any, path: str) -> Any:
             node = node[key]
         else:
             raise InputError(f"nothing at {short_repr(key, 60)} under {where or 'the spec'!r}",
-                             source=API_SOURCE, field=path)
+                             field=path)
         where = _where(where, key)
     return node.ref if isinstance(node, Ref) else node
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from libra_opt.cost.prices import CostCoefficients, CostModel, cost_coefficients
 from libra_opt.cost.tco import TcoModel, cluster_rate_coefficients
-from libra_opt.errors import InputError
+from libra_opt.errors import InputError, input_context
 from libra_opt.fabric.dims import Fabric
 from libra_opt.fabric.heterogeneous import check_uneven_sizes
 from libra_opt.options import (
@@ -92,7 +92,7 @@ class Scenario:
         their tier's ``in_network_reduction`` premium. Default: none.
     name : str
     source : str, optional
-        File the scenario was read from (for messages).
+        File the scenario was read from; errors raised while checking it name this file.
 
     Attributes
     ----------
@@ -121,55 +121,53 @@ class Scenario:
     spec: ScenarioSpec | None = field(default=None, init=False, compare=False)
 
     def __post_init__(self) -> None:
-        src = self.source
+        with input_context(self.source):  # the file (when read from one) names every error
+            self._check()
+
+    def _check(self) -> None:
+        """Normalise the sequences and reject an inconsistent scenario (InputError)."""
         object.__setattr__(self, "workloads", tuple(self.workloads))
         object.__setattr__(self, "constraints", tuple(self.constraints))
         if not self.workloads:
-            raise InputError("a scenario needs at least one workload", source=src, field="workloads")
+            raise InputError("a scenario needs at least one workload", field="workloads")
         names = [w.name for w in self.workloads]
         if len(set(names)) != len(names):
             raise InputError(
-                f"workload names must be unique, got {names}", source=src, field="workloads"
+                f"workload names must be unique, got {names}", field="workloads"
             )
         weights = self.weights if self.weights is not None else (1.0,) * len(self.workloads)
         weights = tuple(float(w) for w in weights)
         if len(weights) != len(self.workloads):
             raise InputError(
                 f"{len(weights)} weights for {len(self.workloads)} workloads",
-                source=src,
                 field="workloads.weight",
             )
         for w, wl in zip(weights, self.workloads, strict=True):
             if not math.isfinite(w) or w <= 0:
                 raise InputError(
                     f"weight {w!r} of workload {wl.name!r} must be a finite number > 0",
-                    source=src,
                     field=f"workloads[{wl.name}].weight",
                 )
         object.__setattr__(self, "weights", weights)
         for wl in self.workloads:
-            check_on_fabric(wl, self.fabric, source=src)
+            check_on_fabric(wl, self.fabric)
         for c in self.constraints:
             if len(c.bw_coef) != self.fabric.n_dims:
                 raise InputError(
                     f"constraint {c.label!r} has {len(c.bw_coef)} bandwidth coefficients, "
-                    f"the fabric has {self.fabric.n_dims} dimensions",
-                    source=src,
-                    field="constraints.linear",
+                    f"the fabric has {self.fabric.n_dims} dimensions", field="constraints.linear",
                 )
-            _check_magnitudes(c, self.fabric.names, src)
+            _check_magnitudes(c, self.fabric.names)
         for key in ("budget_usd", "power_w"):
             v = getattr(self, key)
             if v is not None and (not math.isfinite(float(v)) or not 0 < float(v) <= MAX_RHS):
                 raise InputError(
                     f"{key} {v!r} is out of range: expected a number in (0, {MAX_RHS:g}]",
-                    source=src,
                     field=f"constraints.{key}",
                 )
         if self.power_w is not None and not self.cost_model.has_power:
             raise InputError(
                 "power_w is set but no power model was given (W per GB/s per component)",
-                source=src,
                 field="constraints.power_w",
             )
         checks = (
@@ -181,59 +179,39 @@ class Scenario:
         for key, allowed in checks:
             if getattr(self, key) not in allowed:
                 raise InputError(
-                    f"{getattr(self, key)!r} is not one of {', '.join(allowed)}",
-                    source=src,
-                    field=key,
+                    f"{getattr(self, key)!r} is not one of {', '.join(allowed)}", field=key,
                 )
         inr = self.in_network_reduction
         if isinstance(inr, str) or not all(isinstance(n, str) for n in inr):
-            raise InputError(f"expected a list of dimension names, got {inr!r}", source=src,
-                             field="in_network_reduction")
+            raise InputError(f"expected a list of dimension names, got {inr!r}",
+            field="in_network_reduction")
         object.__setattr__(self, "in_network_reduction", tuple(sorted(set(inr))))
-        try:
-            in_network_dims(self.in_network_reduction, self.fabric)
-        except InputError as exc:
-            raise InputError(exc.message, source=src, field=exc.field) from None
+        in_network_dims(self.in_network_reduction, self.fabric)
         if self.collectives is not None:
-            try:
-                self.collectives.check(self.fabric)
-            except InputError as exc:
-                raise InputError(exc.message, source=src, field=exc.field) from None
-        try:  # asymmetric block sizes (members.size) are exact only where they are checked
-            check_uneven_sizes(self.fabric, self.workloads, self.timing.uneven_sizes_refusal(),
-                               self.in_network_dims)
-        except InputError as exc:
-            raise InputError(exc.message, source=src, field=exc.field) from None
+            self.collectives.check(self.fabric)
+        check_uneven_sizes(self.fabric, self.workloads, self.timing.uneven_sizes_refusal(),
+                           self.in_network_dims)
         if self.timing.uses_topology_aware:
             if not self.timing.hierarchical_traffic:
                 raise InputError(
                     "collective_model 'topology_aware' runs collectives dimension by dimension "
                     "(traffic_model 'hierarchical'); it does not model 'native' routing",
-                    source=src,
                     field="traffic_model",
                 )
             settings = self.collective_settings
             assert settings is not None
-            try:  # e.g. halving_doubling on a group that is not a power of two
-                for wl in self.workloads:
-                    for kind, size, group in wl.flat.collectives:
-                        collective_phases(kind, size, wl.groups[group], self.fabric, settings)
-            except InputError as exc:
-                raise InputError(exc.message, source=src, field=exc.field) from None
+            for wl in self.workloads:
+                for kind, size, group in wl.flat.collectives:
+                    collective_phases(kind, size, wl.groups[group], self.fabric, settings)
 
         if self.objective_model.needs_tco and self.tco is None:
             raise InputError(
                 "objective 'tco' needs a tco section (accelerator, host, energy, lifetime, "
-                "run length)",
-                source=src,
-                field="tco",
+                "run length)", field="tco",
             )
         if self.objective_model.needs_tco:
             assert self.tco is not None
-            try:
-                self.tco.n_steps  # noqa: B018 - raises InputError when the run length is missing
-            except InputError as exc:
-                raise InputError(exc.message, source=src, field=exc.field) from None
+            self.tco.n_steps  # noqa: B018 - raises InputError when the run length is missing
 
         if self.timing.overlapped and any(w.hidden_window_s > 0
                                                        for w in self.workloads):
@@ -245,7 +223,7 @@ class Scenario:
                 "busy with the step's own collectives while it computes, which the window "
                 "does not charge (use training_loop no_overlap, or overlap_steps 0 when a "
                 "workload is in overlap form from tp_comm_overlap or dp_comm_overlap)",
-                source=src, field="diloco.overlap_steps")
+                field="diloco.overlap_steps")
         formed = [w.name for w in self.workloads if w.overlap_form]
         if formed and not self.timing.overlapped:
             raise InputError(
@@ -253,13 +231,10 @@ class Scenario:
                 "parallelism.tp_comm_overlap or dp_comm_overlap: its phases say exactly which "
                 "collectives hide behind which compute) and is timed only by training_loop: "
                 "overlap; set training_loop: overlap, or turn those options off",
-                source=src, field="training_loop")
-        try:  # every tier priced, every power constraint backed by a power model
-            self.rows  # noqa: B018 - builds (and keeps) the rows, raising on a bad one
-            if self.tco is not None:  # TCO counts the network's energy: it needs its power
-                cluster_rate_coefficients(self.tco, self.fabric, self.coefficients)
-        except InputError as exc:
-            raise InputError(exc.message, source=src, field=exc.field) from None
+                field="training_loop")
+        self.rows  # noqa: B018 - builds (and keeps) the rows, raising on a bad one
+        if self.tco is not None:  # TCO counts the network's energy: it needs its power
+            cluster_rate_coefficients(self.tco, self.fabric, self.coefficients)
         coeffs = self.coefficients
         for cap, fixed, what in ((self.budget_usd, coeffs.fixed_usd, "budget_usd"),
                                  (self.power_w, coeffs.fixed_w, "power_w")):
@@ -269,7 +244,7 @@ class Scenario:
                     f"{what} {cap:g} does not cover the network's fixed part ({unit} of "
                     "in-network aggregator state memory): raise it, or move the state to "
                     "host memory (parallelism.optimizer_state: host_paging)",
-                    source=src, field=f"constraints.{what}")
+                    field=f"constraints.{what}")
 
     @property
     def objective_model(self) -> ObjectiveModel:
@@ -398,7 +373,7 @@ class Scenario:
         return f"<div>{dims}{wls}</div>"
 
 
-def _check_magnitudes(c: LinearConstraint, names: tuple[str, ...], source: str | None) -> None:
+def _check_magnitudes(c: LinearConstraint, names: tuple[str, ...]) -> None:
     """Reject a constraint whose right-hand side or coefficients lie outside the ranges the
     solvers handle in double precision (:data:`MAX_RHS`, :data:`COEF_RANGE`)."""
     label = c.label if len(c.label) <= 80 else c.label[:77] + "..."
@@ -406,7 +381,6 @@ def _check_magnitudes(c: LinearConstraint, names: tuple[str, ...], source: str |
         raise InputError(
             f"constraint {label!r}: right-hand side {c.rhs:g} is out of range: expected "
             f"|rhs| <= {MAX_RHS:g} (GB/s, $ or W)",
-            source=source,
             field="constraints.linear",
         )
     lo, hi = COEF_RANGE
@@ -416,7 +390,6 @@ def _check_magnitudes(c: LinearConstraint, names: tuple[str, ...], source: str |
             raise InputError(
                 f"constraint {label!r}: coefficient {v:g} of {term} is out of range: expected "
                 f"0 or a magnitude in [{lo:g}, {hi:g}]",
-                source=source,
                 field="constraints.linear",
             )
 

@@ -505,7 +505,7 @@ def walk_collectives(workload: Workload) -> Iterator[CollectiveStep]:
             yield CollectiveStep(step.layer, step.name, c, workload.groups[c.group], step.count)
 
 
-def check_on_fabric(workload: Workload, fabric: Fabric, source: str | None = None) -> None:
+def check_on_fabric(workload: Workload, fabric: Fabric) -> None:
     """Check that every group of ``workload`` fits ``fabric``.
 
     Each span must have one entry per dimension and each ``k_d`` must divide the
@@ -514,7 +514,8 @@ def check_on_fabric(workload: Workload, fabric: Fabric, source: str | None = Non
     Raises
     ------
     InputError
-        Naming the group, the dimension and the expected values.
+        Naming the group, the dimension and the expected values (the caller's
+        :func:`~libra_opt.errors.input_context` names the file).
     """
     for gname, span in workload.groups.items():
         fld = f"workloads[{workload.name}].groups.{gname}"
@@ -522,7 +523,6 @@ def check_on_fabric(workload: Workload, fabric: Fabric, source: str | None = Non
             raise InputError(
                 f"group {gname!r} spans {len(span)} dimensions {span}, the fabric has "
                 f"{fabric.n_dims} ({', '.join(fabric.names)})",
-                source=source,
                 field=fld,
             )
         for k, dim in zip(span, fabric.dims, strict=True):
@@ -530,6 +530,5 @@ def check_on_fabric(workload: Workload, fabric: Fabric, source: str | None = Non
                 raise InputError(
                     f"group {gname!r} takes {k} NPUs of dimension {dim.name!r} (size "
                     f"{dim.size}); expected a positive divisor of {dim.size}",
-                    source=source,
                     field=fld,
                 )

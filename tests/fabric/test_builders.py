@@ -2,7 +2,7 @@
 
 import pytest
 
-from libra_opt.errors import InputError
+from libra_opt.errors import InputError, input_context
 from libra_opt.fabric.builders import (
     fabric_family,
     fabric_from_spec,
@@ -56,14 +56,15 @@ def test_fabric_from_spec():
                           "tiers": ["A", "B"]})
     assert f.sizes == (4, 8)
     with pytest.raises(InputError, match="builder 'clos'"):
-        fabric_from_spec({"builder": "clos"}, source="s.yaml")
-    with pytest.raises(InputError, match=r"s\.yaml: fabric: unknown key\(s\) radix"):
-        fabric_from_spec({"builder": "rail_only", "n_npus": 64, "hb_domain": 8, "radix": 8},
-                         source="s.yaml")
+        fabric_from_spec({"builder": "clos"})
+    with pytest.raises(InputError, match=r"s\.yaml: fabric: unknown key\(s\) radix"), \
+            input_context("s.yaml"):
+        fabric_from_spec({"builder": "rail_only", "n_npus": 64, "hb_domain": 8, "radix": 8})
     with pytest.raises(InputError, match=r"fabric\.hb_domain: required"):
         fabric_from_spec({"builder": "rail_only", "n_npus": 64})
-    with pytest.raises(InputError, match=r"s\.yaml: fabric\.n_npus.*multiple"):
-        fabric_from_spec({"builder": "fat_tree", "n_npus": 65, "hb_domain": 8}, source="s.yaml")
+    with pytest.raises(InputError, match=r"s\.yaml: fabric\.n_npus.*multiple"), \
+            input_context("s.yaml"):
+        fabric_from_spec({"builder": "fat_tree", "n_npus": 65, "hb_domain": 8})
 
 
 def test_builders_pass_switch_pricing_and_copper_levels():

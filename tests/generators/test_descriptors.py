@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from libra_opt.errors import InputError
+from libra_opt.errors import InputError, input_context
 from libra_opt.generators import model_from_dict
 from libra_opt.generators.dlrm import dlrm_params
 from libra_opt.generators.resnet import resnet_stage_counts
@@ -113,11 +113,10 @@ def test_unknown_key_names_file_and_field(tmp_path):
 
 
 def test_bad_value_names_field():
-    with pytest.raises(InputError) as e:
+    with pytest.raises(InputError) as e, input_context("m.yaml"):
         model_from_dict(
             {"kind": "transformer", "name": "x", "n_layers": 0, "hidden_size": 8,
              "ffn_hidden_size": 8, "n_heads": 2, "vocab_size": 8, "seq_len": 4},
-            "m.yaml",
         )
     assert e.value.field == "n_layers" and e.value.source == "m.yaml"
 

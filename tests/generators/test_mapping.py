@@ -2,7 +2,7 @@
 
 import pytest
 
-from libra_opt.errors import InputError
+from libra_opt.errors import InputError, input_context
 from libra_opt.fabric.dims import Dim, Fabric
 from libra_opt.generators.mapping import place_groups
 
@@ -71,7 +71,8 @@ def test_ep_is_carved_from_the_innermost_part_of_dp():
 )
 def test_mapping_errors(degrees, mapping, message, field):
     with pytest.raises(InputError) as e:
-        place_groups(F4, degrees, mapping, source="s.yaml", prefix="m")
+        with input_context("s.yaml"):
+            place_groups(F4, degrees, mapping, prefix="m")
     assert message in e.value.message
     assert e.value.field == field and e.value.source == "s.yaml"
 

@@ -117,7 +117,7 @@ DEV = device_from_dict("hand", {
     "name": "hand", "peak_flops": {"bf16": 1e15}, "hbm_bytes": 1e10, "hbm_gbps": 1000.0,
     "source": "test", "date": "2026", "default_efficiency": 1.0, "mem_efficiency": 1.0,
     "vector_flops": 1e13, "sm_count": 100, "gemm_tiles": [[128, 128]],
-}, "<test>")
+})
 
 
 def test_roofline_picks_the_compute_bound_for_a_large_gemm():

@@ -58,7 +58,7 @@ def test_timing_device_scales_every_roofline_term():
     d = device_from_dict("x", {"name": "X", "peak_flops": {"bf16": 1e15}, "hbm_bytes": 1,
                                "hbm_gbps": 1000, "source": "", "date": "",
                                "default_efficiency": 0.5, "mem_efficiency": 0.8,
-                               "vector_flops": 1e13}, "<dict>")
+                               "vector_flops": 1e13})
     slow = timing_device(d, 0.25)
     gemm = Operator("g", "gemm", flops=1e12, size_bytes=1.0, gemm=(4096, 4096, 4096, 1))
     mem = Operator("n", "elementwise", flops=1.0, size_bytes=8e9)

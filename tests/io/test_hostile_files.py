@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from libra_opt.cli import main
-from libra_opt.errors import InputError
+from libra_opt.errors import InputError, input_context
 from libra_opt.fabric.dims import Dim, Fabric
 from libra_opt.io._yaml import read_yaml
 from libra_opt.io.astra_sim import read_astra_sim
@@ -284,7 +284,11 @@ FABRIC = Fabric((Dim("node", "ring", 4, "A"), Dim("pod", "switch", 8, "B")))
     ids=["parens_20k", "minus_20k", "parens_2k", "minus_5k", "huge_index"],
 )
 def test_hostile_constraints(text, what):
-    err, dt = _fails(parse_constraint, text, FABRIC, field="constraints.linear[0]", source="s.yaml")
+    def parse_in_file() -> object:
+        with input_context("s.yaml"):
+            return parse_constraint(text, FABRIC, field="constraints.linear[0]")
+
+    err, dt = _fails(parse_in_file)
     assert err.source == "s.yaml" and err.field == "constraints.linear[0]"
     assert what in err.message
     assert dt < FAST

@@ -2,7 +2,7 @@
 
 import pytest
 
-from libra_opt.errors import InputError
+from libra_opt.errors import InputError, input_context
 from libra_opt.generators.devices import device_from_dict
 from libra_opt.io.presets import device_names, load_device
 
@@ -36,7 +36,7 @@ BASE = {"name": "X", "peak_flops": {"bf16": 1e15}, "hbm_bytes": 8e10, "hbm_gbps"
     ],
 )
 def test_bad_roofline_fields_name_file_and_field(change, field):
-    with pytest.raises(InputError) as exc:
-        device_from_dict("x", {**BASE, **change}, "devices.yaml")
+    with pytest.raises(InputError) as exc, input_context("devices.yaml"):
+        device_from_dict("x", {**BASE, **change})
     assert exc.value.source == "devices.yaml"
     assert exc.value.field is not None and exc.value.field.startswith(field)

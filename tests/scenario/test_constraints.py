@@ -4,7 +4,7 @@ import pytest
 from numpy.testing import assert_allclose
 
 from libra_opt.cost.prices import CostModel, cost_coefficients
-from libra_opt.errors import InputError
+from libra_opt.errors import InputError, input_context
 from libra_opt.fabric.dims import Dim, Fabric
 from libra_opt.scenario.constraints import constraint_rows, parse_constraint
 
@@ -53,8 +53,8 @@ def test_parse(text, coef, cost, power, sense, rhs):
     ],
 )
 def test_errors(text, fragment):
-    with pytest.raises(InputError) as info:
-        parse_constraint(text, F, field="constraints.linear[2]", source="s.yaml")
+    with pytest.raises(InputError) as info, input_context("s.yaml"):
+        parse_constraint(text, F, field="constraints.linear[2]")
     msg = info.value.one_line()
     assert fragment in msg
     assert msg.startswith("s.yaml: constraints.linear[2]")
