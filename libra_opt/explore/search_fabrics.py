@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from libra_opt.errors import InputError
+from libra_opt.errors import InputError, input_context
 from libra_opt.fabric.dims import Fabric
 from libra_opt.scenario.compile import compile_fabric
 from libra_opt.scenario.constraints import parse_constraint
@@ -171,7 +171,8 @@ def _named_dims(spec: ScenarioSpec, base: Fabric) -> dict[str, str]:
             texts.append((f"bw.{key} <= {float(hi)!r}", f"constraints.bounds.{key}"))
     out: dict[str, str] = {}
     for text, fld in texts:
-        row = parse_constraint(text, base, field=fld, source=spec.source or API_SOURCE)
+        with input_context(spec.source or API_SOURCE):
+            row = parse_constraint(text, base, field=fld)
         for name, coef in zip(base.names, row.bw_coef, strict=True):
             helps = coef != 0 and (row.sense == "==" or (row.sense == ">=") == (coef > 0))
             if helps and name not in out:
