@@ -2,8 +2,13 @@
 bandwidth (:mod:`libra_opt.explore.search`).
 
 Prints the top-k table, the candidate counts and the gain of co-design; with ``--out DIR``
-writes ``DIR/results.csv`` (``results.parquet`` too when pyarrow is installed) and
-``DIR/search.png``. Register it in the main CLI with ``cli_search.register(sub)``.
+writes ``DIR/results.csv``, ``DIR/results.parquet`` (when pyarrow is installed; its
+metadata in the Parquet schema), ``DIR/manifest.json`` (kind, scenario, spec hash, library
+version, date, files) and ``DIR/search.png`` as one set: checked before the work, staged in
+a hidden folder inside ``DIR`` and moved in together
+(:func:`~libra_opt.io.results.write_run_folder`); a non-empty ``DIR`` is refused unless
+``--overwrite``. A search is not streamed to ``DIR`` and cannot be resumed. Register it in
+the main CLI with ``cli_search.register(sub)``.
 """
 
 from __future__ import annotations
@@ -48,7 +53,15 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--space", action="append", default=[], metavar="KNOB=V1,V2",
                    help="restrict a knob (repeatable): tp, cp, pp, ep, micro_batch_sizes, "
                    "interleave, recompute, sequence_parallel, zero, max_cp; e.g. zero=1,3")
-    p.add_argument("--out", metavar="DIR", help="write DIR/results.csv and DIR/search.png")
+    p.add_argument("--out", metavar="DIR",
+                   help="write DIR/results.csv, DIR/results.parquet (with pyarrow), "
+                   "DIR/manifest.json and DIR/search.png, all moved in together when the "
+                   "search completes (nothing is written on an error or Ctrl-C; a search "
+                   "is not streamed to DIR and cannot be resumed); a non-empty DIR is "
+                   "refused unless --overwrite")
+    p.add_argument("--overwrite", action="store_true",
+                   help="with --out: replace the earlier run's files in DIR (removed once "
+                   "the new results are ready)")
     p.add_argument("--executor", choices=EXECUTORS, default="serial",
                    help="serial (default), processes (local pool) or dask (a loopback "
                    "cluster of worker processes, or the cluster at --scheduler)")
@@ -179,34 +192,88 @@ def format_top(result: Any, k: int) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``libra-opt search``; returns the exit code."""
-    from libra_opt.explore.search import codesign_gains, run_search
+    """Run ``libra-opt search``; returns the exit code (130 on Ctrl-C, nothing written)."""
     from libra_opt.explore.search_base import search_base
     from libra_opt.explore.search_space import SearchSpace
-    from libra_opt.io.output import check_output_dir
+    from libra_opt.io.results import check_run_folder
     from libra_opt.io.scenario_file import load_scenario
 
     if args.top < 1:
         raise InputError(f"--top {args.top} must be >= 1", field="--top")
     if args.workers is not None and args.workers < 1:
         raise InputError(f"--workers {args.workers} must be >= 1", field="--workers")
+    if args.overwrite and args.out is None:
+        raise InputError("--overwrite works on the --out directory: give --out DIR",
+                         source="<cli>", field="--overwrite")
     executor = _executor(args)
     hb = _hb_domains(args.hb_domain)
     knobs = parse_space(args.space)
     family = _dim_family(args)
-    out_dir = check_output_dir(args.out, "--out") if args.out else None  # before the work
+    if args.out is not None:  # every output path, before the work
+        check_run_folder(args.out, _out_names(), overwrite=args.overwrite, flag="--out")
     base = search_base(load_scenario(args.scenario))
     space = SearchSpace(hb_domains=hb, placements=args.placements, **knobs, **family)
+    _check_shapes(base, space, args)
+    try:
+        return _search(args, base, space, executor)
+    except KeyboardInterrupt:
+        where = f"; {args.out!r} left as it was" if args.out is not None else ""
+        print(f"libra-opt: interrupted: nothing written{where}", file=sys.stderr)
+        return 130
+
+
+def _out_names() -> list[str]:
+    """The files ``--out`` writes besides the manifest."""
+    import importlib.util
+
+    from libra_opt.io.results import RESULTS_CSV, RESULTS_PARQUET
+
+    parquet = importlib.util.find_spec("pyarrow") is not None
+    return [RESULTS_CSV, *((RESULTS_PARQUET,) if parquet else ()), "search.png"]
+
+
+def _family_flag(args: argparse.Namespace) -> str:
+    if args.dim_sizes is not None:
+        return "--dim-sizes"
+    if args.dim_topologies is not None:
+        return "--dim-topologies"
+    return "--hb-domain"
+
+
+def _check_shapes(base: Any, space: Any, args: argparse.Namespace) -> None:
+    """Refuse, before the work, a fabric family none of whose shapes can be built (bad
+    input naming the flag, not an infeasible design)."""
+    from libra_opt.explore.search_fabrics import require_buildable
+    from libra_opt.explore.search_space import search_shapes
+
+    flag = _family_flag(args)
+    try:
+        require_buildable(search_shapes(base.scenario.fabric, space, base.spec), flag)
+    except InputError as exc:
+        if exc.field == flag or (exc.field or "").startswith("search."):
+            raise InputError(exc.message, source="<cli>", field=flag) from None
+        raise
+
+
+def _rate(stats: Any) -> str:
+    """Exact solves per second, ``0`` when nothing was solved (never ``nan``)."""
+    rate = float(stats["solves_per_s"])
+    return "0" if int(stats["solved"]) == 0 or not math.isfinite(rate) else f"{rate:.0f}"
+
+
+def _search(args: argparse.Namespace, base: Any, space: Any, executor: Any) -> int:
+    from libra_opt.explore.search import codesign_gains, run_search
+
     res = run_search(base, space, top=args.top, objective=args.objective,
                      executor=executor, max_workers=args.workers,
                      progress=not args.no_progress)
     s = res.stats
     print(f"{base.scenario.name}: {int(s['enumerated']):,} candidates, "
           f"{int(s['memory']):,} out of memory, {int(s['pruned']):,} pruned by bounds, "
-          f"{int(s['solved']):,} solved exactly ({s['solves_per_s']:.0f}/s) in "
+          f"{int(s['solved']):,} solved exactly ({_rate(s)}/s) in "
           f"{s['wall_s']:.1f} s; objective {res.objective}")
     if not res.solutions:
-        print("no candidate is feasible", file=sys.stderr)
+        print("libra-opt: no candidate is feasible", file=sys.stderr)
         return 1
     print(format_top(res, args.top))
     if not args.no_gains:
@@ -218,8 +285,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"gain of co-design: {eq} vs the best parallelization with an equal bandwidth "
               f"split; {cv} vs the conventional layout (TP {conv['tp']} on the HB domain, "
               f"PP {conv['pp']} over scale-out, DP {conv['dp']}) with its optimal bandwidth")
-    if out_dir is not None:
-        _write(res, out_dir)
+    if args.out is not None:
+        for path in _write(res, base, args):
+            print(f"wrote {path}")
     return 0
 
 
@@ -248,20 +316,38 @@ def _executor(args: argparse.Namespace) -> Any:
     return executor
 
 
-def _write(res: Any, out_dir: Any) -> None:
-    import importlib.util
-
+def _write(res: Any, base: Any, args: argparse.Namespace) -> list[Any]:
+    """The ``--out`` set: staged, then moved in together with its manifest."""
     from libra_opt.cli.backend import pyplot
-    from libra_opt.io.output import save_figure_atomic, write_bytes_atomic, write_csv_atomic
+    from libra_opt.explore.sink import spec_fingerprint
+    from libra_opt.io.results import (
+        RESULTS_CSV,
+        RESULTS_PARQUET,
+        results_metadata,
+        write_results,
+        write_run_folder,
+    )
     from libra_opt.report.search_plot import plot_search
 
     table = res.table.assign(index=res.table["index"].astype(str))
-    write_csv_atomic(table, out_dir / "results.csv", flag="--out")
-    if importlib.util.find_spec("pyarrow") is not None:
-        write_bytes_atomic(out_dir / "results.parquet", table.to_parquet(None), flag="--out")
-    plt = pyplot()
-    fig = plot_search(res, top=len(res.solutions))
-    save_figure_atomic(fig, out_dir / "search.png", flag="--out", dpi=130,
-                       bbox_inches="tight")
-    plt.close(fig)
-    print(f"wrote {out_dir / 'results.csv'} and {out_dir / 'search.png'}")
+    meta = results_metadata(
+        "search", base.scenario.name, spec_fingerprint(base), objective=res.objective,
+        hb_domains=args.hb_domain, dim_sizes=args.dim_sizes,
+        dim_topologies=args.dim_topologies, space=list(args.space),
+        placements=args.placements, rows=len(table),
+        stats=dict(res.stats))
+
+    def draw(path: Any) -> None:
+        plt = pyplot()
+        fig = plot_search(res, top=len(res.solutions))
+        try:
+            fig.savefig(path, format="png", dpi=130, bbox_inches="tight")
+        finally:
+            plt.close(fig)
+
+    writers: dict[str, Any] = {RESULTS_CSV: lambda p: table.to_csv(p, index=False)}
+    names = _out_names()
+    if RESULTS_PARQUET in names:
+        writers[RESULTS_PARQUET] = lambda p: write_results(table, p, meta, flag="--out")
+    writers["search.png"] = draw
+    return write_run_folder(args.out, writers, meta, overwrite=args.overwrite, flag="--out")

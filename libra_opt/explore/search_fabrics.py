@@ -39,6 +39,7 @@ __all__ = [
     "dim_shapes",
     "ordered_factorizations",
     "divisors",
+    "require_buildable",
 ]
 
 #: Topologies a dimension of a multi-dimensional fabric family may take (``torus`` is read
@@ -316,3 +317,36 @@ def divisors(n: int) -> list[int]:
     small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
     return small + [n // d for d in reversed(small) if d * d != n]
 
+
+
+def require_buildable(shapes: Sequence[FabricShape], field: str) -> tuple[FabricShape, ...]:
+    """``shapes``, after checking that at least one of them has a fabric.
+
+    A family none of whose shapes can be built (every HB size fails to divide the NPU
+    count, every size tuple has the wrong product) is bad input, not an infeasible design.
+
+    Raises
+    ------
+    InputError
+        ``field=field``, listing each shape with its reason (distinct reasons once).
+
+    Examples
+    --------
+    >>> require_buildable((FabricShape("hb 7", 7, None, "HB domain 7 does not divide 64 "
+    ...                                "NPUs"),), "--hb-domain")
+    Traceback (most recent call last):
+    ...
+    libra_opt.errors.InputError: --hb-domain: no fabric shape can be built: hb 7: HB domain 7 does not divide 64 NPUs
+    """
+    if any(s.fabric is not None for s in shapes):
+        return tuple(shapes)
+    if not shapes:
+        raise InputError("no fabric shape to search", field=field)
+    by_reason: dict[str, list[str]] = {}
+    for s in shapes:
+        by_reason.setdefault(s.reason or "cannot be built", []).append(s.label)
+    parts = []
+    for reason, labels in by_reason.items():
+        shown = ", ".join(labels[:3]) + (f" and {len(labels) - 3} more" if len(labels) > 3 else "")
+        parts.append(f"{shown}: {reason}")
+    raise InputError("no fabric shape can be built: " + "; ".join(parts), field=field)

@@ -33,7 +33,7 @@ import json
 import math
 import os
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -61,6 +61,8 @@ __all__ = [
     "write_results",
     "read_metadata",
     "read_json_document",
+    "check_run_folder",
+    "write_run_folder",
 ]
 
 MANIFEST = "manifest.json"
@@ -68,7 +70,7 @@ RESULTS_CSV = "results.csv"
 RESULTS_PARQUET = "results.parquet"
 #: Files an earlier run may have left in its folder (removed by ``overwrite``).
 RUN_FILES = (MANIFEST, RESULTS_CSV, RESULTS_PARQUET, "sweep.png", "pareto.png",
-             "bandwidth.png")
+             "bandwidth.png", "search.png")
 FORMAT = "libra-opt results"
 FORMAT_VERSION = 1
 #: Values read as missing in a results CSV (``None``/``NA`` text stays text).
@@ -434,6 +436,94 @@ def open_results(directory: str | os.PathLike[str], study: Mapping[str, Any], *,
         fsync_directory(path)
     folder._write_manifest()
     return folder
+
+
+def check_run_folder(directory: str | os.PathLike[str], names: Sequence[str], *,
+                     overwrite: bool = False, flag: str | None = "--out") -> Path:
+    """Check, before any work and without creating anything, a folder a one-shot run
+    (:func:`write_run_folder`) will write ``names`` and its manifest into: every path
+    (:func:`~libra_opt.io.output.prepare_output_dir`), and an existing folder empty unless
+    ``overwrite``.
+
+    Raises
+    ------
+    InputError
+        ``field=flag``, saying what is wrong and what to do instead.
+    """
+    prepare_output_dir(directory, (*names, MANIFEST), flag, create=False)
+    path = Path(directory)
+    entries = sorted(p.name for p in path.iterdir()) if path.is_dir() else []
+    if entries and not overwrite:
+        shown = ", ".join(entries[:4]) + (", ..." if len(entries) > 4 else "")
+        raise _err(f"{str(directory)!r} is not empty ({shown}): give --overwrite to replace "
+                   "its run, or another folder", flag)
+    return path
+
+
+def write_run_folder(directory: str | os.PathLike[str],
+                     writers: Mapping[str, Callable[[Path], object]],
+                     metadata: Mapping[str, Any], *, overwrite: bool = False,
+                     flag: str | None = "--out") -> list[Path]:
+    """Write a one-shot run's files into ``directory`` together, with ``manifest.json``.
+
+    Each ``writers[name](path)`` writes one file into a hidden staging folder inside
+    ``directory``; ``metadata`` (:func:`results_metadata`), with ``files`` (the names
+    written) and ``complete: true``, becomes ``manifest.json``. Only when every file is
+    written, and after the earlier run's files are removed (``overwrite``: the names of
+    :data:`RUN_FILES` and of the old manifest's ``files``), are they moved into place
+    (renames). An error or an interrupt before that leaves ``directory`` as it was (a
+    folder this call created is removed again).
+
+    Returns
+    -------
+    list of Path
+        The files written, ``manifest.json`` last.
+
+    Raises
+    ------
+    InputError
+        ``field=flag``: the folder is not empty and ``overwrite`` is false, or a file cannot
+        be written or removed.
+    """
+    from libra_opt.io.output import staged_outputs
+
+    path = check_run_folder(directory, list(writers), overwrite=overwrite, flag=flag)
+    names = [*writers, MANIFEST]
+    existed = path.is_dir()
+    try:
+        with staged_outputs(path, names, flag=flag) as staged:
+            for name, write in writers.items():
+                write(staged[name])
+            manifest = {**dict(metadata), "complete": True, "files": list(writers)}
+            staged[MANIFEST].write_text(json.dumps(manifest, indent=2, default=str) + "\n",
+                                        encoding="utf-8")
+            if overwrite:
+                _remove_run_files(path, set(names), flag)
+    except BaseException:
+        if not existed:
+            with contextlib.suppress(OSError):
+                path.rmdir()
+        raise
+    return [path / n for n in names]
+
+
+def _remove_run_files(path: Path, keep: set[str], flag: str | None) -> None:
+    """Remove the earlier run's files from ``path`` (those ``keep`` names are replaced by
+    the renames that follow)."""
+    old: dict[str, Any] = {}
+    if (path / MANIFEST).is_file():
+        with contextlib.suppress(InputError):
+            old = _load_manifest(path / MANIFEST, flag)
+    names = set(RUN_FILES) | {str(n) for n in old.get("files") or ()}
+    for name in sorted(names - keep):
+        if "/" in name or "\\" in name or name in ("", ".", ".."):
+            continue
+        target = path / name  # a symlink is removed itself, never followed
+        if target.is_symlink() or target.is_file():
+            try:
+                target.unlink()
+            except OSError as exc:
+                raise _err(f"cannot remove {str(target)!r}: {exc.strerror}", flag) from None
 
 
 class ResultsStream:

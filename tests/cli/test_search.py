@@ -126,3 +126,133 @@ def test_search_over_dimension_sizes_and_topologies(tmp_path, capsys) -> None:
                         (["--dim-sizes", "factorizations", "--hb-domain", "8"], "--dim-sizes")):
         assert main(["search", str(p), *flags]) == 2
         assert name in capsys.readouterr().err
+
+
+KNOBS = ["--space", "micro_batch_sizes=1", "--space", "recompute=full", "--space", "zero=1",
+         "--space", "interleave=1", "--space", "pp=1", "--space", "max_cp=1",
+         "--no-gains", "--no-progress"]
+
+
+def _one_line_error(capsys, code: int, expected: int = 2) -> str:
+    err = capsys.readouterr().err
+    assert code == expected, err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    return err
+
+
+def test_a_family_with_no_buildable_shape_is_bad_input(scenario, tmp_path, capsys) -> None:
+    # 64 NPUs: 7 and 5 divide neither (64 = 2^6), so no HB-domain shape can be built
+    err = _one_line_error(capsys, main(["search", str(scenario), "--hb-domain", "7,5",
+                                        *KNOBS]))
+    assert "--hb-domain" in err and "does not divide 64 NPUs" in err
+    assert "hb 7" in err and "hb 5" in err
+    (tmp_path / "dims.yaml").write_text(DIMS_SCENARIO)
+    # 3x3x3 = 27 and 2x2x2 = 8 NPUs, not the fabric's 4 * 4 * 4 = 64
+    err = _one_line_error(capsys, main(["search", str(tmp_path / "dims.yaml"), "--dim-sizes",
+                                        "3x3x3,2x2x2", *KNOBS]))
+    assert "--dim-sizes" in err and "multiplying to 64 NPUs" in err
+
+
+def test_nothing_solved_prints_a_rate_of_zero(scenario, capsys) -> None:
+    # a budget of 1 USD admits no bandwidth above the bounds' minima: every shape is built,
+    # nothing is solved, the design is infeasible (exit 1), and the rate is 0 (not nan)
+    text = scenario.read_text().replace("budget_usd: 2.0e6", "budget_usd: 1.0")
+    scenario.write_text(text)
+    code = main(["search", str(scenario), "--hb-domain", "8", *KNOBS])
+    out = capsys.readouterr()
+    assert code == 1, out.err
+    assert "0 solved exactly (0/s)" in out.out and "nan" not in out.out
+    assert "no candidate is feasible" in out.err
+
+
+def _listing(path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(path.iterdir())}
+
+
+def _no_work(*args, **kwargs):
+    raise AssertionError("the search ran before the outputs were checked")
+
+
+def test_a_non_empty_out_is_refused_before_the_work(scenario, tmp_path, capsys,
+                                                     monkeypatch) -> None:
+    import libra_opt.explore.search as search
+
+    monkeypatch.setattr(search, "run_search", _no_work)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "results.csv").write_text("earlier\n")
+    before = _listing(out)
+    err = _one_line_error(capsys, main(["search", str(scenario), "--out", str(out), *KNOBS]))
+    assert "--out" in err and "not empty" in err and "--overwrite" in err
+    assert _listing(out) == before
+    err = _one_line_error(capsys, main(["search", str(scenario), "--overwrite", *KNOBS]))
+    assert "--overwrite" in err and "--out" in err
+
+
+def test_overwrite_replaces_the_earlier_run_as_one_set(scenario, tmp_path, capsys) -> None:
+    import importlib.util
+    import json
+
+    from libra_opt.io.results import library_version, read_metadata, read_results
+
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "results.csv").write_text("old\n")
+    (out / "bandwidth.png").write_bytes(b"an earlier sweep's plot")
+    (out / "notes.txt").write_text("not a run's file")
+    code = main(["search", str(scenario), "--hb-domain", "8,16", "--out", str(out),
+                 "--overwrite", *KNOBS])
+    text = capsys.readouterr().out
+    assert code == 0
+    parquet = importlib.util.find_spec("pyarrow") is not None
+    written = ["results.csv", *(["results.parquet"] if parquet else []), "search.png",
+               "manifest.json"]
+    wrote = [line.removeprefix("wrote ") for line in text.splitlines()
+             if line.startswith("wrote ")]
+    assert wrote == [str(out / n) for n in written]
+    # the stale plot is gone, a file no run writes stays, no staging folder is left
+    assert sorted(p.name for p in out.iterdir()) == sorted([*written, "notes.txt"])
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["kind"] == "search" and manifest["scenario"] == "tiny_search"
+    assert manifest["library_version"] == library_version()
+    assert len(manifest["spec_hash"]) == 64 and manifest["created_utc"].endswith("Z")
+    assert manifest["files"] == written[:-1] and manifest["complete"] is True
+    assert read_metadata(out)["spec_hash"] == manifest["spec_hash"]
+    df = read_results(out / "results.csv")
+    assert set(df["fabric"]) >= {"hb 8", "hb 16"}
+    if parquet:
+        assert read_metadata(out / "results.parquet")["spec_hash"] == manifest["spec_hash"]
+        assert len(pd.read_parquet(out / "results.parquet")) == len(df)
+
+
+def test_ctrl_c_leaves_the_folder_as_it_was(scenario, tmp_path, capsys, monkeypatch) -> None:
+    import libra_opt.explore.search as search
+    import libra_opt.report.search_plot as search_plot
+
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "results.csv").write_text("earlier\n")
+    (out / "bandwidth.png").write_bytes(b"an earlier sweep's plot")
+    before = _listing(out)
+    argv = ["search", str(scenario), "--hb-domain", "8", "--out", str(out), "--overwrite",
+            *KNOBS]
+
+    def interrupt(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    # during the search
+    with monkeypatch.context() as m:
+        m.setattr(search, "run_search", interrupt)
+        err = _one_line_error(capsys, main(argv), 130)
+    assert "interrupted" in err and _listing(out) == before
+    # while the files are written (the plot is drawn after the tables are staged)
+    with monkeypatch.context() as m:
+        m.setattr(search_plot, "plot_search", interrupt)
+        err = _one_line_error(capsys, main(argv), 130)
+    assert "interrupted" in err and _listing(out) == before
+    # into a folder that did not exist: none is left behind
+    fresh = tmp_path / "fresh"
+    with monkeypatch.context() as m:
+        m.setattr(search_plot, "plot_search", interrupt)
+        _one_line_error(capsys, main([*argv[:4], "--out", str(fresh), *KNOBS]), 130)
+    assert not fresh.exists()
