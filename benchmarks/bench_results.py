@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 __all__ = ["RESULTS", "record", "read_results", "readme_spans", "HEADER", "add_arguments",
-           "record_from_args"]
+           "record_from_args", "sync_readme"]
 
 RESULTS = Path(__file__).resolve().with_name("RESULTS.md")
 HEADER = """# Benchmark results
@@ -109,3 +109,39 @@ def record_from_args(args, name: str, values: Mapping[str, str]) -> None:
         return
     path = record(name, values, path=args.results)
     print(f"recorded {len(values)} figures in {path} (section {name})")
+
+
+def sync_readme(readme: str | Path, path: str | Path | None = None) -> list[tuple[str, str, str]]:
+    """Rewrite every quoted figure of ``readme`` with its value in the results file; return
+    ``(key, old, new)`` for each figure that changed. A key the results file lacks is an
+    error (the README would quote a figure no script wrote)."""
+    results = read_results(path)
+    r = Path(readme)
+    text = r.read_text(encoding="utf-8")
+    missing = sorted({k for k, _ in readme_spans(text)} - set(results))
+    if missing:
+        raise KeyError(f"{r} quotes figures the results file lacks: {missing}")
+    changed: list[tuple[str, str, str]] = []
+
+    def put(m: re.Match) -> str:
+        key, old = m.group(1), " ".join(m.group(2).split())
+        if old != results[key]:
+            changed.append((key, old, results[key]))
+        return f"<!-- results:{key} -->{results[key]}<!-- /results -->"
+
+    new = _SPAN.sub(put, text)
+    if new != text:
+        r.write_text(new, encoding="utf-8")
+    return changed
+
+
+if __name__ == "__main__":  # make bench: the README quotes what the scripts just wrote
+    import argparse
+
+    ap = argparse.ArgumentParser(description="Rewrite the README's quoted benchmark figures "
+                                 "from benchmarks/RESULTS.md.")
+    ap.add_argument("--readme", default=str(RESULTS.parents[1] / "README.md"))
+    ap.add_argument("--results", default=str(RESULTS))
+    a = ap.parse_args()
+    for key, old, new in sync_readme(a.readme, a.results):
+        print(f"{key}: {old} -> {new}")

@@ -45,3 +45,18 @@ def test_keys_belong_to_their_section(tmp_path):
 
     with pytest.raises(ValueError, match="must start with"):
         bench_results.record("a", {"b.x": "1"}, path=tmp_path / "R.md", command="c")
+
+
+def test_sync_readme_rewrites_the_quoted_figures(tmp_path):
+    res = tmp_path / "RESULTS.md"
+    bench_results.record("a", {"a.x": "2,379", "a.y": "8.42x"}, path=res, command="cmd")
+    readme = tmp_path / "README.md"
+    readme.write_text("p <!-- results:a.x -->2,370<!-- /results --> q "
+                      "<!-- results:a.y -->8.42x<!-- /results -->", encoding="utf-8")
+    assert bench_results.sync_readme(readme, res) == [("a.x", "2,370", "2,379")]
+    assert bench_results.readme_spans(readme.read_text()) == [("a.x", "2,379"), ("a.y", "8.42x")]
+    readme.write_text("<!-- results:a.z -->1<!-- /results -->", encoding="utf-8")
+    import pytest
+
+    with pytest.raises(KeyError, match="a.z"):
+        bench_results.sync_readme(readme, res)
