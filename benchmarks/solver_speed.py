@@ -56,6 +56,7 @@ sys.path.insert(0, str(ROOT))
 import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")
+import bench_results  # noqa: E402  (benchmarks/bench_results.py, beside this script)
 import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker as mticker  # noqa: E402
 import numpy as np  # noqa: E402
@@ -590,6 +591,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=None, help="timed runs per instance (default 21, --quick 7)")
     parser.add_argument("--sweep-points", type=int, default=None, help="budget sweep points (default 1000, --quick 200)")
     parser.add_argument("--keep-instances", action="store_true", help="keep the written LIBRA-format files")
+    bench_results.add_arguments(parser)
     args = parser.parse_args(argv)
     repeats = args.repeats or (7 if args.quick else 21)
     points = args.sweep_points or (200 if args.quick else 1000)
@@ -751,6 +753,22 @@ def main(argv: list[str] | None = None) -> int:
           "  without other processes competing for the cores (a loaded machine inflates wall time).")
     print("=" * 96)
 
+    if not args.quick:  # the README quotes the full run's figures
+        bench_results.record_from_args(args, "solver_speed", {
+            "solver_speed.verified_ms": f"{lib['clarabel_ms']:.2f}",
+            "solver_speed.examples_ms": f"{ex['clarabel_ms']:.2f}",
+            "solver_speed.speedup_libra": f"{lib['speedup']:.1f}x",
+            "solver_speed.speedup_examples": f"{ex['speedup']:.1f}x",
+            "solver_speed.baselines_ms": f"{base_ms:.2f}",
+            "solver_speed.sweep_median_ms": f"{float(np.median(pp)):.2f}",
+            "solver_speed.sweep_mean_ms": f"{sweep_mean:.2f}",
+            "solver_speed.layer_ratio": f"{scale['ratio']:.2f}x",
+            "solver_speed.recheck_us": f"{scale['recheck_ms_1000'] * 1e3:.0f}",
+            "solver_speed.cli_s": f"{start['solve_s']:.2f}",
+            "solver_speed.python_s": f"{start['python_s']:.2f}",
+            "solver_speed.backend_diff": f"{max_diff:.1e}",
+            "solver_speed.load": load,
+        })
     df.to_csv(out / "solver_speed.csv", index=False)
     pd.DataFrame({"budget_usd": sweep["budgets"], "seconds": sweep["per_point_s"],
                   "cpu_seconds": sweep["per_point_cpu_s"], "objective_value": sweep["objective"]}).to_csv(out / "solver_speed_sweep.csv", index=False)
