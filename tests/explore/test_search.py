@@ -242,6 +242,53 @@ def test_group_times_are_the_walks_step_times(template) -> None:
     assert (floor <= np.min(steps, axis=0) * (1 + 1e-12)).all()
 
 
+def test_group_times_price_flat_ring_groups_as_the_walk(template) -> None:
+    # tp 16 on an hb-8 fabric spans (8, 2): the generated workload runs it as one flat ring
+    # (Workload.flat_ring_groups), whose all-reduce puts 2 (16 - 1) / 16 of the bytes on the
+    # ring's links, 14/16 of them on the inner dimension; a hierarchical pricing splits it
+    # differently, so with the inner dimension the slowest ([100, 400] GB/s) the table
+    # look-ups must follow the flat ring to equal step_time_from_walk
+    from libra_opt.explore.search_bounds import GroupTimes
+    from libra_opt.explore.search_space import group_spans, groups_of, span_matrices
+
+    base = _base(template, _model(4, 16, 4, False), 128, 8, "perf")
+    f = base.scenario.fabric
+    par = Parallelism(tp=16, pp=2, dp=4, sequence_parallel=True, global_batch_size=32)
+    g = generate(base.entry, par, f)
+    assert "tp" in g.workload.flat_ring_groups
+    flat = g.workload.flat
+    bws = np.array([[100.0, 400.0], [900.0, 200.0], [50.0, 800.0]])
+    gt = GroupTimes(flat, float(flat.phase_count @ flat.phase_compute_s), bws, f,
+                    "pipelined", "hierarchical", frozenset(), {},
+                    g.workload.flat_ring_groups)
+    mats = [m for m in span_matrices(f.sizes, par.degrees()) if groups_of(m)["tp"] == (8, 2)]
+    assert mats
+    for m in mats:
+        from libra_opt.explore.search_space import placement_of
+
+        scen = candidate_scenario(base, f, g, placement_of(f, m))
+        walk = scenario_walks(scen)[0]
+        want = [step_time_from_walk(walk, b, "pipelined", "no_overlap").step_time_s
+                for b in bws]
+        assert_allclose(gt.step_times_s(groups_of(m)), want, rtol=1e-12)
+        # bound 3 never exceeds a placement's step time
+        floor = gt.floor_s(group_spans(f.sizes, par.degrees()))
+        assert (floor <= np.array(want) * (1 + 1e-12)).all()
+
+
+def test_exhaustive_bounds_stay_below_objectives_with_flat_rings(template) -> None:
+    # tp 8 and 16 on a 128-GPU hb-8 fat-tree: tp 16 spans both dimensions as a flat ring;
+    # every solved candidate's lower bound is at most its solved objective
+    base = _base(template, _model(2, 16, 4, False), 128, 8, "perf", budget=6.0e6)
+    space = dataclasses.replace(SMALL_SPACE, micro_batch_sizes=(1,), zero=(1,),
+                                recompute=("full",), interleave=(1,), tp=(8, 16), pp=(1, 2),
+                                sequence_parallel=(True,), max_cp=1)
+    full = run_search(base, space, top=1, prune=False, solutions=False)
+    t = full.table[full.table["status"] == "optimal"]
+    assert len(t) > 5
+    assert (t["lower_bound"] <= t["objective"] * (1 + 1e-9)).all()
+
+
 def test_candidate_workload_is_the_generators(template) -> None:
     # the layers are generated once per parallelization; a placement only changes the groups
     base = _base(template, _model(4, 8, 8, False), 64, 8, "perf")
@@ -288,6 +335,9 @@ def test_pruned_search_equals_exhaustive_enumeration(template, objective, moe, l
     # every pruned candidate's bound is above the exhaustive optimum's second value
     lbs = pruned.table.loc[pruned.table["status"] == "pruned", "lower_bound"]
     assert (lbs >= b["objective"].iloc[-1] * (1 - 1e-6)).all()
+    # every solved candidate's bound is at most its objective
+    solved = full.table[full.table["status"] == "optimal"]
+    assert (solved["lower_bound"] <= solved["objective"] * (1 + 1e-9)).all()
 
 
 def test_three_dimensional_fabric_search_is_exact(template) -> None:
