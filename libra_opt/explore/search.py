@@ -92,9 +92,9 @@ from libra_opt.fabric.heterogeneous import slowest_fractions
 from libra_opt.generators.descriptors import TransformerSpec
 from libra_opt.generators.devices import ComputeEfficiency, Device
 from libra_opt.generators.generated import GeneratedWorkload, model_flops_utilization
+from libra_opt.generators.generator import generate_workload
 from libra_opt.generators.mapping import Placement, place_groups
 from libra_opt.generators.parallelism import Parallelism
-from libra_opt.generators.transformer_workload import transformer_workload
 from libra_opt.optimize.problem import build_problem, solve
 from libra_opt.optimize.solution import Solution
 from libra_opt.options import OBJECTIVES
@@ -152,7 +152,8 @@ class ModelEntry:
     model : TransformerSpec
     device : Device
     efficiency : ComputeEfficiency
-        The resolved compute model (``GeneratedWorkload.efficiency``).
+        The requested compute model, before the software stack's constant (the
+        generator applies it, :func:`~libra_opt.generators.generator.timing_model`).
     parallelism : Parallelism
         The base parallelization: its global batch, precision, data-parallel mode and
         options are kept; degrees and knobs are the search's.
@@ -214,9 +215,8 @@ def _metrics(g: GeneratedWorkload) -> StepMetrics:
 def generate(entry: ModelEntry, par: Parallelism, fabric: Fabric) -> GeneratedWorkload:
     """The generator's workload of ``par`` on ``fabric`` (automatic placement, memory not
     checked); its layers do not depend on the placement, only its groups do."""
-    return transformer_workload(entry.model, par, entry.device, fabric,
-                                place_groups(fabric, par.degrees()), entry.efficiency,
-                                name=entry.name, check_memory=False)
+    return generate_workload(entry.model, par, entry.device, fabric,
+                             efficiency=entry.efficiency, name=entry.name, check_memory=False)
 
 
 def _placed(generated: GeneratedWorkload, placement: Placement, **changes: Any) -> Any:
