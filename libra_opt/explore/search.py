@@ -36,6 +36,9 @@ per NPU, per-dimension bandwidth, network cost and power, training-run cost (TCO
 Rows that stand for many candidates pruned together (a parallelization that does not fit,
 or whose bound 2 exceeds the incumbent) say how many in ``n_candidates`` and have
 ``placement`` ``*`` (and ``fabric`` ``*`` for memory).
+
+What a candidate is, the scenario it becomes and how it is solved and resolved live in
+:mod:`libra_opt.explore.search_candidates` (its public names are importable from here).
 """
 
 from __future__ import annotations
@@ -51,12 +54,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from libra_opt.cost.tco import cluster_rate_coefficients
 from libra_opt.errors import (
-    InfeasibleDesignError,
     InputError,
     LibraOptError,
-    UnboundedDesignError,
 )
 from libra_opt.explore.executors import (
     EXECUTORS,
@@ -67,13 +67,27 @@ from libra_opt.explore.executors import (
 )
 from libra_opt.explore.search_bounds import (
     GroupTimes,
-    ShapeBounds,
     SyncFloor,
     additive,
     shape_bounds,
 )
+from libra_opt.explore.search_candidates import (
+    Candidate,
+    ModelEntry,
+    SearchBase,
+    _Context,
+    _generate_shared,
+    _inner,
+    _matrices,
+    _placed,
+    _resolve,
+    _row,
+    _ShapeContext,
+    candidate_scenario,
+    conventional_parallelism,
+    generate,
+)
 from libra_opt.explore.search_space import (
-    FabricShape,
     LayerTimeCache,
     MemoryModel,
     SearchSpace,
@@ -81,30 +95,18 @@ from libra_opt.explore.search_space import (
     group_spans,
     groups_of,
     parallelisms,
-    placement_key,
     placement_of,
     search_shapes,
-    span_matrices,
 )
-from libra_opt.explore.search_spec import candidate_spec
-from libra_opt.fabric.dims import Fabric
 from libra_opt.fabric.heterogeneous import slowest_fractions
-from libra_opt.generators.descriptors import TransformerSpec
-from libra_opt.generators.devices import ComputeEfficiency, Device
-from libra_opt.generators.generated import GeneratedWorkload, model_flops_utilization
-from libra_opt.generators.mapping import Placement, place_groups
+from libra_opt.generators.mapping import place_groups
 from libra_opt.generators.parallelism import Parallelism
-from libra_opt.generators.transformer_workload import transformer_workload
 from libra_opt.optimize.problem import build_problem, solve
 from libra_opt.optimize.solution import Solution
 from libra_opt.options import OBJECTIVES
 from libra_opt.scenario.constraints import LinearConstraint
-from libra_opt.scenario.evaluate import evaluate
-from libra_opt.scenario.scenario import Scenario
-from libra_opt.scenario.spec import ScenarioSpec
 from libra_opt.traffic.in_network import in_network_dims
 from libra_opt.traffic.step_time import walk_arrays
-from libra_opt.traffic.workload import StepMetrics
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -140,252 +142,8 @@ KNOB_COLUMNS = ("fabric", "hb_domain", "tp", "cp", "pp", "dp", "ep", "micro_batc
 Progress = Callable[[int, int], None]
 
 
-@dataclass(frozen=True)
-class ModelEntry:
-    """What a model-based workload of the base scenario is made of (the search varies its
-    parallelization and placement, and keeps the rest).
-
-    Attributes
-    ----------
-    name : str
-        Workload name in the scenario.
-    model : TransformerSpec
-    device : Device
-    efficiency : ComputeEfficiency
-        The resolved compute model (``GeneratedWorkload.efficiency``).
-    parallelism : Parallelism
-        The base parallelization: its global batch, precision, data-parallel mode and
-        options are kept; degrees and knobs are the search's.
-    mapping : mapping, optional
-        The base placement (for the base candidate and the conventional baseline).
-    """
-
-    name: str
-    model: TransformerSpec
-    device: Device
-    efficiency: ComputeEfficiency
-    parallelism: Parallelism
-    mapping: Mapping[str, Any] | None = None
-
-
-@dataclass(frozen=True)
-class SearchBase:
-    """The base scenario (fabric family, prices, constraints, objective, TCO), its one
-    model-based workload and the spec both come from
-    (:func:`libra_opt.explore.search_base.search_base`).
-
-    ``spec`` (the recipe the scenario was compiled from) gives the HB-domain family of the
-    fabric (``fabric.hb_domain``) and each returned solution's candidate spec
-    (:func:`~libra_opt.explore.search_spec.candidate_spec`); without one, only the base
-    fabric is searched.
-    """
-
-    scenario: Scenario
-    entry: ModelEntry
-    spec: ScenarioSpec | None = None
-
-    def __post_init__(self) -> None:
-        if len(self.scenario.workloads) != 1:
-            raise InputError(
-                f"the co-design search takes a scenario with one workload, this one has "
-                f"{len(self.scenario.workloads)}", source=self.scenario.source,
-                field="workloads")
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """One point of the space: a parallelization, a placement and a fabric shape."""
-
-    parallelism: Parallelism
-    placement: Placement
-    shape: FabricShape
-
-
-def _metrics(g: GeneratedWorkload) -> StepMetrics:
-    return StepMetrics(
-        tokens_per_step=g.tokens_per_step, samples_per_step=g.samples_per_step,
-        model_flops_per_step=g.model_flops_per_step, n_npus=g.n_npus,
-        peak_flops_per_npu=g.device.peak_flops_for(g.compute_dtype),
-        memory_per_npu_bytes=g.memory.total_bytes,
-        memory_capacity_bytes=g.memory.capacity_bytes,
-    )
-
-
-def generate(entry: ModelEntry, par: Parallelism, fabric: Fabric) -> GeneratedWorkload:
-    """The generator's workload of ``par`` on ``fabric`` (automatic placement, memory not
-    checked); its layers do not depend on the placement, only its groups do."""
-    return transformer_workload(entry.model, par, entry.device, fabric,
-                                place_groups(fabric, par.degrees()), entry.efficiency,
-                                name=entry.name, check_memory=False)
-
-
-def _placed(generated: GeneratedWorkload, placement: Placement, **changes: Any) -> Any:
-    """The generated workload with the placement's groups. Its flat walk (arrays of
-    phases and collectives by group *name*) does not depend on the spans, so the one
-    already built is kept instead of walking the layers again."""
-    wl = dataclasses.replace(generated.workload, groups=placement.groups(), **changes)
-    flat = generated.workload.__dict__.get("flat")
-    if flat is not None:
-        wl.__dict__["flat"] = flat  # functools.cached_property's own slot
-    return wl
-
-
-def candidate_scenario(base: SearchBase, fabric: Fabric, generated: GeneratedWorkload,
-                       placement: Placement) -> Scenario:
-    """The scenario of one candidate: the base scenario with the candidate's fabric and
-    its workload (the generated layers, the placement's groups).
-
-    This is the one place a candidate becomes a scenario.
-
-    Examples
-    --------
-    >>> import libra_opt as lo
-    >>> from libra_opt.explore.search_base import search_base
-    >>> base = search_base(lo.load_scenario("gpt3_175b_a100_cluster"))
-    >>> f = base.scenario.fabric
-    >>> par = base.entry.parallelism
-    >>> g = generate(base.entry, par, f)
-    >>> s = candidate_scenario(base, f, g, place_groups(f, par.degrees(), base.entry.mapping))
-    >>> s.workloads == base.scenario.workloads
-    True
-    """
-    wl = _placed(generated, placement, name=base.entry.name, metrics=_metrics(generated))
-    return dataclasses.replace(base.scenario, fabric=fabric, workloads=(wl,))
-
-
-@dataclass(frozen=True)
-class _ShapeContext:
-    shape: FabricShape
-    scenario: Scenario | None  # the base workload on this shape: rows, coefficients
-    bounds: ShapeBounds | None
-
-
-@dataclass(frozen=True)
-class _Context:
-    """Everything a worker needs (pickled once per chunk)."""
-
-    base: SearchBase
-    shapes: tuple[_ShapeContext, ...]
-    dim_names: tuple[str, ...]
-    fixed_bw_gbps: tuple[float, ...] | None
-    all_placements: bool
-    top: int
-    prune: bool
-    spec: ScenarioSpec | None = None  # the solutions' base spec (None: not the spec's problem)
-
-
 def _kth(values: Sequence[float], k: int) -> float:
     return sorted(values)[k - 1] if len(values) >= k else math.inf
-
-
-def _knobs(par: Parallelism) -> dict[str, Any]:
-    return {"tp": par.tp, "cp": par.cp, "pp": par.pp, "dp": par.dp, "ep": par.ep,
-            "micro_batch_size": par.micro_batch_size, "interleave": par.interleave,
-            "recompute": par.recompute, "sequence_parallel": par.sequence_parallel,
-            "zero": par.zero}
-
-
-def _row(index: tuple[int, int, int], shape: FabricShape | None, par: Parallelism,
-         placement: str, status: str, reason: str = "", n: int = 1, **values: Any) -> dict:
-    row = {"index": index, "fabric": "*" if shape is None else shape.label,
-           "hb_domain": None if shape is None else shape.hb_domain, **_knobs(par),
-           "placement": placement, "n_candidates": n, "status": status, "reason": reason}
-    row.update(values)
-    return row
-
-
-def _matrices(ctx: _Context, shape: FabricShape, par: Parallelism,
-              cache: dict | None = None) -> list[tuple[tuple[int, ...], ...]]:
-    """The placements of ``par`` on ``shape`` as span matrices, in enumeration order."""
-    assert shape.fabric is not None
-    key = (shape.fabric.sizes, tuple(par.degrees().values()))
-    if cache is not None and key in cache:
-        return cache[key]
-    if ctx.all_placements:
-        out = span_matrices(shape.fabric.sizes, par.degrees())
-    else:
-        out = [placement_key(place_groups(shape.fabric, par.degrees()))]
-    if cache is not None:
-        cache[key] = out
-    return out
-
-
-def _placements(ctx: _Context, shape: FabricShape, par: Parallelism,
-                cache: dict | None = None) -> list[Placement]:
-    assert shape.fabric is not None
-    return [placement_of(shape.fabric, m) for m in _matrices(ctx, shape, par, cache)]
-
-
-def _solved_values(ctx: _Context, scen: Scenario, g: GeneratedWorkload, bw: np.ndarray,
-                   step_s: float, objective: float, cost: float, power: float | None) -> dict:
-    out: dict[str, Any] = {
-        "objective": objective, "step_time_s": step_s,
-        "tokens_per_s": g.tokens_per_step / step_s,
-        "mfu": model_flops_utilization(g, step_s),
-        "memory_per_npu_gb": g.memory.total_bytes / 1e9,
-    }
-    for name, b in zip(scen.fabric.names, bw, strict=True):
-        out[f"bw_{name}_gbps"] = float(b)
-    out["network_cost_usd"] = cost
-    out["network_power_w"] = math.nan if power is None else power
-    tco = math.nan
-    if scen.tco is not None:
-        try:
-            r0, r = cluster_rate_coefficients(scen.tco, scen.fabric, scen.coefficients)
-            tco = scen.tco.n_steps * step_s * (r0 + float(r @ bw))
-        except InputError:
-            tco = math.nan  # no run length, or no power model for the energy
-    out["tco_usd"] = tco
-    tokens = scen.tco.n_steps * g.tokens_per_step if scen.tco is not None and tco == tco else 0
-    out["tco_usd_per_mtoken"] = tco / tokens * 1e6 if tokens else math.nan
-    return out
-
-
-def _inner(ctx: _Context, scen: Scenario, g: GeneratedWorkload) -> tuple[str, str, dict]:
-    """Status, reason and values of one candidate: its exact bandwidth optimum, or its
-    evaluation at the fixed bandwidth."""
-    try:
-        if ctx.fixed_bw_gbps is not None:
-            ev = evaluate(scen, np.asarray(ctx.fixed_bw_gbps))
-            bad = [k for k, v in ev.residuals.items()
-                   if v > 1e-9 * ev.residual_scales[k]]
-            if bad:
-                return "infeasible", "the fixed bandwidth violates " + ", ".join(bad), {}
-            return "optimal", "", _solved_values(
-                ctx, scen, g, ev.bw_gbps, ev.weighted_step_time_s, ev.objective_value,
-                ev.cost.network_cost_usd, ev.cost.network_power_w)
-        sol = solve(build_problem(scen), with_baselines=False)
-    except InfeasibleDesignError as exc:
-        return "infeasible", " ".join(str(exc).split()), {}
-    except UnboundedDesignError as exc:
-        return "unbounded", " ".join(str(exc).split()), {}
-    except LibraOptError as exc:
-        return "error", " ".join(str(exc).split()), {}
-    return "optimal", "", _solved_values(
-        ctx, scen, g, sol.bw_gbps, sol.evaluation.weighted_step_time_s, sol.objective_value,
-        sol.network_cost_usd, sol.network_power_w)
-
-
-def _generate_shared(ctx: _Context, par: Parallelism, fabric: Fabric,
-                     shared: dict) -> GeneratedWorkload:
-    """:func:`generate`, sharing one generation between ZeRO 1 and ZeRO 2.
-
-    The two stages give the same step (a reduce-scatter of gradients and an all-gather of
-    parameters once per step; :mod:`libra_opt.generators.transformer_workload` tests only
-    ``zero == 0``, ``< 3`` and ``== 3`` for the step) and differ only in memory (ZeRO 2
-    shards the gradients), which :class:`MemoryModel` gives exactly; the test suite checks
-    the shared result equals a fresh generation.
-    """
-    if par.zero not in (1, 2):
-        return generate(ctx.base.entry, par, fabric)
-    key = par.model_copy(update={"zero": 1}).model_dump_json()
-    g = shared.get(key)
-    if g is None:
-        g = generate(ctx.base.entry, par, fabric)
-        shared[key] = g
-        return g
-    memory = MemoryModel(ctx.base.entry.model, ctx.base.entry.device.hbm_bytes)
-    return dataclasses.replace(g, memory=memory.breakdown(par))
 
 
 def iter_chunk(ctx: _Context, items: Sequence[tuple[int, Parallelism, float]],
@@ -445,7 +203,7 @@ def iter_chunk(ctx: _Context, items: Sequence[tuple[int, Parallelism, float]],
                     bounds.rows_gbps * slowest_fractions(shape.fabric), shape.fabric,
                     scen.collective_model, scen.traffic_model,
                     in_network_dims(scen.in_network_dims, shape.fabric),
-                    units.setdefault(si, {}))
+                    units.setdefault(si, {}), g.workload.flat_ring_groups)
                 floor = bounds.objective_bound(
                     times.floor_s(group_spans(shape.fabric.sizes, par.degrees())), weight)
                 if floor > threshold():
@@ -801,25 +559,6 @@ def _bound_2(par: Parallelism, compute_s: float, memory: MemoryModel,
     return out
 
 
-def _resolve(ctx: _Context, row: Any) -> tuple[Candidate, Solution]:
-    """The full solution of a solved row (regenerated and re-solved, with baselines)."""
-    pi, si, qi = row["index"]
-    sc = ctx.shapes[si]
-    assert sc.shape.fabric is not None
-    par = Parallelism.model_validate({**ctx.base.entry.parallelism.model_dump(), **{
-        k: (v.item() if hasattr(v, "item") else v)
-        for k, v in row.items() if k in _knobs(ctx.base.entry.parallelism)}})
-    pl = placement_of(sc.shape.fabric, _matrices(ctx, sc.shape, par)[qi])
-    g = generate(ctx.base.entry, par, sc.shape.fabric)
-    scen = candidate_scenario(ctx.base, sc.shape.fabric, g, pl)
-    if ctx.spec is not None:
-        # the scenario compile(spec) gives (the test suite checks the equivalence)
-        object.__setattr__(scen, "spec", candidate_spec(
-            ctx.spec, ctx.base.entry.name, ctx.base.entry.parallelism, par, pl,
-            sc.shape.hb_domain, sc.shape.edits))
-    return Candidate(par, pl, sc.shape), solve(build_problem(scen))
-
-
 def _progress_bar(progress: bool | Progress, total: int) -> Callable[[int, int], None]:
     if callable(progress):
         return lambda done, n: progress(done, n) if done >= 0 else None
@@ -876,25 +615,6 @@ def _stats(table: pd.DataFrame, wall_s: float) -> dict[str, float]:
         "solve_s": solve_s,
         "solves_per_s": solved / solve_s if solve_s > 0 else math.nan,
     }
-
-
-def conventional_parallelism(base: SearchBase) -> tuple[Parallelism, dict[str, Any]]:
-    """The conventional layout: TP = the HB (innermost) dimension, the base's PP over the
-    scale-out (outermost) dimension, DP the rest; the base's other knobs.
-
-    Returns the parallelization and its mapping.
-    """
-    fabric = base.scenario.fabric
-    p0 = base.entry.parallelism
-    hb = fabric.dims[0]
-    tp = hb.size
-    pp = p0.pp
-    dp = fabric.n_npus // (tp * pp * p0.cp)
-    par = Parallelism.model_validate({**p0.model_dump(), "tp": tp, "pp": pp, "dp": dp,
-                                      "ep": math.gcd(p0.ep, dp)})
-    out = fabric.dims[-1].name
-    mapping = {"tp": [hb.name], "pp": {out: pp}}
-    return par, mapping
 
 
 def codesign_gains(base: SearchBase, result: SearchResult, space: SearchSpace | None = None,

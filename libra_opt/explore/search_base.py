@@ -34,6 +34,7 @@ from libra_opt.explore.search import (
 )
 from libra_opt.explore.search_space import SearchSpace
 from libra_opt.generators.descriptors import TransformerSpec
+from libra_opt.generators.devices import ComputeEfficiency, efficiency_from_value
 from libra_opt.generators.mapping import place_groups
 from libra_opt.generators.parallelism import parallelism_from_dict
 from libra_opt.scenario.compile import generate_entry
@@ -87,9 +88,15 @@ def search_base(scenario: Scenario) -> SearchBase:
     prefix = f"workloads[{w.name}]"
     par = parallelism_from_dict(thaw(w.parallelism), source, f"{prefix}.parallelism")
     mapping = None if w.mapping is None else thaw(w.mapping)
-    g = generate_entry(dataclasses.replace(w, check_memory=False), scenario.fabric, source)
-    base = SearchBase(scenario, ModelEntry(w.name, model, w.device.value, g.efficiency, par,
-                                           mapping), spec)
+    generate_entry(dataclasses.replace(w, check_memory=False), scenario.fabric, source)
+    device = w.device.value
+    # the requested, unscaled compute model: the generator applies the software stack's
+    # constant once (libra_opt.generators.generator.timing_model)
+    requested = (efficiency_from_value(thaw(w.efficiency), f"{prefix}.efficiency")
+                 if w.efficiency is not None
+                 else ComputeEfficiency("roofline", device.default_efficiency, from_device=True))
+    base = SearchBase(scenario, ModelEntry(w.name, model, device, requested, par, mapping),
+                      spec)
     fabric = scenario.fabric
     again = candidate_scenario(base, fabric, generate(base.entry, par, fabric),
                                place_groups(fabric, par.degrees(), mapping))

@@ -279,7 +279,11 @@ class GroupTimes:
     bw_gbps : numpy.ndarray
         ``(L, D)`` bandwidth rows (already scaled by the slowest members' fractions).
     units : dict
-        Unit-size traffic by (kind, span), shared by every workload on one fabric.
+        Unit-size traffic by (kind, span, flat ring), shared by every workload on one fabric.
+    flat_ring_groups : frozenset of str
+        The groups the workload runs as one flat ring
+        (:attr:`~libra_opt.traffic.workload.Workload.flat_ring_groups`), priced as the
+        exact step time prices them.
     """
 
     flat: Any
@@ -290,6 +294,7 @@ class GroupTimes:
     traffic_model: str
     in_network: frozenset[int]
     units: dict = field(default_factory=dict)
+    flat_ring_groups: frozenset[str] = frozenset()
     _counts: np.ndarray | None = None
     _by_group: dict[str, list[int]] | None = None
     _cache: dict[tuple[str, tuple[int, ...]], np.ndarray] | None = None
@@ -315,7 +320,8 @@ class GroupTimes:
         out = np.zeros(self.bw_gbps.shape[0])
         ks = [k for k in self._by_group.get(group, ()) if self._counts[k] > 0]
         if ks:
-            units = [self.unit(self.flat.collectives[k][0], span) for k in ks]
+            flat_ring = group in self.flat_ring_groups
+            units = [self.unit(self.flat.collectives[k][0], span, flat_ring) for k in ks]
             size = np.array([self.flat.collectives[k][1] for k in ks])
             tu = np.array([u[0] for u in units])  # (K, D) bytes per byte of collective
             lat = np.array([u[1] for u in units])
@@ -332,13 +338,16 @@ class GroupTimes:
         self._cache[key] = out
         return out
 
-    def unit(self, kind: str, span: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
-        """Bytes per NPU of a one-byte ``kind`` collective on ``span``, and its latency
-        (traffic is linear in the size; a test checks it), shared through ``units``."""
-        key = (kind, span)
+    def unit(self, kind: str, span: tuple[int, ...],
+             flat_ring: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """Bytes per NPU of a one-byte ``kind`` collective on ``span`` (as one flat ring when
+        ``flat_ring``), and its latency (traffic is linear in the size; a test checks it),
+        shared through ``units``."""
+        key = (kind, span, flat_ring)
         if key not in self.units:
             self.units[key] = collective_traffic(kind, 1.0, span, self.fabric,
-                                                 self.traffic_model, self.in_network)
+                                                 self.traffic_model, self.in_network,
+                                                 flat_ring)
         return self.units[key]
 
     def step_times_s(self, groups: Mapping[str, tuple[int, ...]]) -> np.ndarray:
@@ -374,7 +383,10 @@ class SyncFloor:
 
     ``t_sync(B) >= min over spans s of [ max_d (P_min g u_s,d / B_d + alpha_s,d) + ... ]``
 
-    and ``T(B) >= T_c + t_sync(B)`` (every other term is >= 0).
+    and ``T(B) >= T_c + t_sync(B)`` (every other term is >= 0). The data-parallel groups
+    are not flat rings (``FLAT_RING_GROUPS`` in
+    :mod:`libra_opt.generators.transformer_workload` holds tp, cp and ep only), so the
+    hierarchical traffic priced here is the one the exact step time uses.
     """
 
     fabric: Any

@@ -55,6 +55,7 @@ from libra_opt.explore.search_fabrics import (
 from libra_opt.fabric.dims import Fabric
 from libra_opt.generators.descriptors import TransformerSpec
 from libra_opt.generators.devices import ComputeEfficiency, Device, compute_time_s
+from libra_opt.generators.generator import timing_model
 from libra_opt.generators.in_network_optimizer import HOST_PAGING, IN_NETWORK_OPTIMIZER
 from libra_opt.generators.mapping import AXES, Placement
 from libra_opt.generators.memory import (
@@ -548,13 +549,19 @@ class MemoryModel:
 @dataclass
 class LayerTimeCache:
     """Per-micro-batch compute seconds of one transformer layer, by the knobs they depend
-    on (``tp, cp, ep, micro-batch, sequence parallelism, recomputation``, dense or MoE)."""
+    on (``tp, cp, ep, micro-batch, sequence parallelism, recomputation``, software stack,
+    dense or MoE).
+
+    ``device`` and ``efficiency`` are as requested; each parallelization's software stack
+    is applied by :func:`~libra_opt.generators.generator.timing_model`, as the generator
+    applies it."""
 
     model: TransformerSpec
     device: Device
     efficiency: ComputeEfficiency
     times: dict[tuple, float] = field(default_factory=dict)
     plans: dict[tuple[int, int], tuple] = field(default_factory=dict)
+    timings: dict[str | None, tuple[Device, ComputeEfficiency]] = field(default_factory=dict)
 
     def plan(self, pp: int, v: int) -> tuple:
         """:func:`~libra_opt.generators.pipeline.stage_plan`, cached."""
@@ -567,10 +574,15 @@ class LayerTimeCache:
         layer for one micro-batch, priced exactly as the generator prices it."""
         key = (par.tp, par.cp, par.ep, par.micro_batch_size, par.sequence_parallel,
                par.recompute, par.capacity_factor, par.flash_attention,
-               par.gradient_accumulation_fusion, moe)
+               par.gradient_accumulation_fusion, par.software_stack, moe)
         t = self.times.get(key)
         if t is None:
-            t = _layer_compute_s(self.model, par, moe, self.device, self.efficiency)
+            # the device and efficiency the generator prices with (software stack applied)
+            timing = self.timings.get(par.software_stack)
+            if timing is None:
+                timing = timing_model(self.model, par, self.device, self.efficiency)
+                self.timings[par.software_stack] = timing
+            t = _layer_compute_s(self.model, par, moe, *timing)
             self.times[key] = t
         return t
 

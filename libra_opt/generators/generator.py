@@ -22,7 +22,70 @@ from libra_opt.generators.resnet import resnet_workload
 from libra_opt.generators.stacks import stack_efficiency, timing_device
 from libra_opt.generators.transformer_workload import transformer_workload
 
-__all__ = ["generate_workload"]
+__all__ = ["generate_workload", "timing_model"]
+
+
+def timing_model(
+    model: TransformerSpec | DLRMSpec | ResNetSpec,
+    parallelism: Parallelism,
+    device: Device,
+    efficiency: ComputeEfficiency | float | Mapping[str, Any] | None = None,
+) -> tuple[Device, ComputeEfficiency]:
+    """The device and compute model that price ``model``'s kernels under ``parallelism``'s
+    software stack: the one place the stack's constant is applied.
+
+    Parameters
+    ----------
+    model : TransformerSpec, DLRMSpec or ResNetSpec
+    parallelism : Parallelism
+        Its ``software_stack`` selects the stack constant ``eta_s``
+        (:func:`~libra_opt.generators.stacks.stack_efficiency`).
+    device : Device
+        The device as given (its constants are those of its calibration stack).
+    efficiency : ComputeEfficiency, float or mapping, optional
+        As requested (unscaled); default the per-operator roofline model with the device's
+        constants.
+
+    Returns
+    -------
+    (Device, ComputeEfficiency)
+        :func:`~libra_opt.generators.stacks.timing_device` of ``device`` at ``eta_s``, and
+        the efficiency: the roofline model with the scaled device's GEMM fraction when none
+        (or ``{kind: roofline}`` without a value) is requested; a constant or saturating
+        value times ``eta_s``; for models without an operator model (DLRM, ResNet) the
+        roofline request becomes the device's whole-model constant times ``eta_s``.
+
+    Notes
+    -----
+    Kernel times become ``t / eta_s`` (:mod:`libra_opt.generators.stacks`).
+
+    Examples
+    --------
+    >>> from libra_opt.io.presets import load_device, load_model
+    >>> d = load_device("h100_sxm")
+    >>> par = Parallelism(tp=8, global_batch_size=8, software_stack="nemo_megatron_core")
+    >>> dev, eff = timing_model(load_model("llama3_8b"), par, d)
+    >>> round(dev.default_efficiency / d.default_efficiency, 4), eff.kind
+    (1.0586, 'roofline')
+    >>> round(eff.value, 12) == round(dev.default_efficiency, 12)
+    True
+    """
+    eta = stack_efficiency(device, parallelism.software_stack)
+    dev = timing_device(device, eta)
+    eff = (
+        efficiency_from_value(efficiency, device=dev)
+        if efficiency is not None
+        else ComputeEfficiency("roofline", dev.default_efficiency)
+    )
+    if eff.from_device:
+        eff = ComputeEfficiency("roofline", dev.default_efficiency)
+    if eff.kind == "roofline" and not isinstance(model, TransformerSpec):
+        # no operator model: the legacy whole-model efficiency of the device
+        eff = ComputeEfficiency("constant", (device.flops_efficiency or device.default_efficiency)
+                                * eta)
+    elif eff.kind != "roofline" and eta != 1.0:
+        eff = replace(eff, value=eff.value * eta)
+    return dev, eff
 
 
 def generate_workload(
@@ -93,20 +156,7 @@ def generate_workload(
             field="device",
         )
     eta = stack_efficiency(device, par.software_stack)
-    dev = timing_device(device, eta)
-    eff = (
-        efficiency_from_value(efficiency, device=dev)
-        if efficiency is not None
-        else ComputeEfficiency("roofline", dev.default_efficiency)
-    )
-    if eff.from_device:
-        eff = ComputeEfficiency("roofline", dev.default_efficiency)
-    if eff.kind == "roofline" and not isinstance(model, TransformerSpec):
-        # no operator model: the legacy whole-model efficiency of the device
-        eff = ComputeEfficiency("constant", (device.flops_efficiency or device.default_efficiency)
-                                * eta)
-    elif eff.kind != "roofline" and eta != 1.0:
-        eff = replace(eff, value=eff.value * eta)
+    dev, eff = timing_model(model, par, device, efficiency)
     if par.dp_mode != "collective" and not isinstance(model, TransformerSpec):
         raise InputError(
             f"dp_mode {par.dp_mode!r} is only modelled for transformer models",

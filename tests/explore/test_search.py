@@ -66,20 +66,25 @@ def _model(layers: int, heads: int, kv: int, moe: bool) -> TransformerSpec:
 
 
 def _base(template: SearchBase, model: TransformerSpec, n_npus: int, hb: int, objective: str,
-          gbs: int = 32, budget: float | None = None) -> SearchBase:
+          gbs: int = 32, budget: float | None = None, stack: str | None = None) -> SearchBase:
     """The template's spec (prices, TCO, bounds) with a tiny model on a smaller fabric,
     built in memory and compiled (no file)."""
     assert template.spec is not None
     device = load_device("h100_sxm")
+    par = {"tp": hb, "dp": n_npus // hb, "global_batch_size": gbs}
+    if stack is not None:
+        par["software_stack"] = stack
     w = WorkloadSpec("tiny", model=Ref("tiny", model), device=Ref("h100_sxm", device),
-                     parallelism={"tp": hb, "dp": n_npus // hb, "global_batch_size": gbs})
+                     parallelism=par)
     spec = dataclasses.replace(template.spec, workloads=(w,), objective=objective,
                                constraints=dataclasses.replace(template.spec.constraints,
                                                                budget_usd=budget))
     spec = spec.replace("fabric.n_npus", n_npus).replace("fabric.hb_domain", hb)
     base = search_base(compile(spec))
     assert base.scenario.fabric == rail_optimized_fat_tree(n_npus, hb, 64)
-    assert base.entry.efficiency == ComputeEfficiency("roofline", device.default_efficiency)
+    # the requested compute model, before any software stack's constant
+    assert base.entry.efficiency == ComputeEfficiency("roofline", device.default_efficiency,
+                                                      from_device=True)
     return base
 
 
@@ -242,6 +247,102 @@ def test_group_times_are_the_walks_step_times(template) -> None:
     assert (floor <= np.min(steps, axis=0) * (1 + 1e-12)).all()
 
 
+def test_group_times_price_flat_ring_groups_as_the_walk(template) -> None:
+    # tp 16 on an hb-8 fabric spans (8, 2): the generated workload runs it as one flat ring
+    # (Workload.flat_ring_groups), whose all-reduce puts 2 (16 - 1) / 16 of the bytes on the
+    # ring's links, 14/16 of them on the inner dimension; a hierarchical pricing splits it
+    # differently, so with the inner dimension the slowest ([100, 400] GB/s) the table
+    # look-ups must follow the flat ring to equal step_time_from_walk
+    from libra_opt.explore.search_bounds import GroupTimes
+    from libra_opt.explore.search_space import group_spans, groups_of, span_matrices
+
+    base = _base(template, _model(4, 16, 4, False), 128, 8, "perf")
+    f = base.scenario.fabric
+    par = Parallelism(tp=16, pp=2, dp=4, sequence_parallel=True, global_batch_size=32)
+    g = generate(base.entry, par, f)
+    assert "tp" in g.workload.flat_ring_groups
+    flat = g.workload.flat
+    bws = np.array([[100.0, 400.0], [900.0, 200.0], [50.0, 800.0]])
+    gt = GroupTimes(flat, float(flat.phase_count @ flat.phase_compute_s), bws, f,
+                    "pipelined", "hierarchical", frozenset(), {},
+                    g.workload.flat_ring_groups)
+    mats = [m for m in span_matrices(f.sizes, par.degrees()) if groups_of(m)["tp"] == (8, 2)]
+    assert mats
+    for m in mats:
+        from libra_opt.explore.search_space import placement_of
+
+        scen = candidate_scenario(base, f, g, placement_of(f, m))
+        walk = scenario_walks(scen)[0]
+        want = [step_time_from_walk(walk, b, "pipelined", "no_overlap").step_time_s
+                for b in bws]
+        assert_allclose(gt.step_times_s(groups_of(m)), want, rtol=1e-12)
+        # bound 3 never exceeds a placement's step time
+        floor = gt.floor_s(group_spans(f.sizes, par.degrees()))
+        assert (floor <= np.array(want) * (1 + 1e-12)).all()
+
+
+def test_exhaustive_bounds_stay_below_objectives_with_flat_rings(template) -> None:
+    # tp 8 and 16 on a 128-GPU hb-8 fat-tree: tp 16 spans both dimensions as a flat ring;
+    # every solved candidate's lower bound is at most its solved objective
+    base = _base(template, _model(2, 16, 4, False), 128, 8, "perf", budget=6.0e6)
+    space = dataclasses.replace(SMALL_SPACE, micro_batch_sizes=(1,), zero=(1,),
+                                recompute=("full",), interleave=(1,), tp=(8, 16), pp=(1, 2),
+                                sequence_parallel=(True,), max_cp=1)
+    full = run_search(base, space, top=1, prune=False, solutions=False)
+    t = full.table[full.table["status"] == "optimal"]
+    assert len(t) > 5
+    assert (t["lower_bound"] <= t["objective"] * (1 + 1e-9)).all()
+
+
+def test_search_with_a_software_stack_equals_exhaustive_enumeration(template) -> None:
+    # nemo_megatron_core on the H100 (eta_s = 1.0586 in devices.yaml): the base regenerates
+    # the scenario's own workload (stack applied once), and pruning keeps the optimum
+    base = _base(template, _model(3, 8, 2, False), 64, 8, "perf", budget=3.0e6,
+                 stack="nemo_megatron_core")
+    assert base.entry.parallelism.software_stack == "nemo_megatron_core"
+    space = dataclasses.replace(SMALL_SPACE, micro_batch_sizes=(1,), zero=(1,),
+                                recompute=("full",), interleave=(1,), tp=(2, 4, 8), pp=(1, 2))
+    pruned = run_search(base, space, top=2, solutions=False)
+    full = run_search(base, space, top=2, prune=False, solutions=False)
+    assert pruned.stats["enumerated"] == full.stats["enumerated"] > 2
+    assert_allclose(_best(pruned), _best(full), rtol=1e-6)
+    solved = full.table[full.table["status"] == "optimal"]
+    assert (solved["lower_bound"] <= solved["objective"] * (1 + 1e-9)).all()
+    # the candidates are priced with the stack: the same parallelization is faster with it
+    plain = _base(template, _model(3, 8, 2, False), 64, 8, "perf", budget=3.0e6)
+    par = Parallelism(tp=8, dp=8, global_batch_size=32, software_stack="nemo_megatron_core")
+    f = base.scenario.fabric
+    t_stack = generate(base.entry, par, f).workload.flat.phase_compute_s.sum()
+    t_plain = generate(plain.entry, par.model_copy(update={"software_stack": None}),
+                       f).workload.flat.phase_compute_s.sum()
+    assert_allclose(t_plain / t_stack, 1.0586, rtol=1e-9)
+
+
+def test_compute_bound_applies_the_software_stack() -> None:
+    # bound 2 (compute + bubble at infinite bandwidth) <= the generated step's compute with
+    # a stack constant above 1 (nemo_megatron_core, 1.0586 on the H100): every roofline
+    # term is 1 / 1.0586 times the calibration stack's, so the bound scales the same way
+    from libra_opt.generators.generator import generate_workload
+    from libra_opt.io.presets import load_model
+
+    # Llama 3 405B, TP 8 x PP 16 x DP 128, 16 micro-batches: the layers dominate, so the
+    # bound is within 1 % of the compute, and a bound priced without the stack (1.0586
+    # times longer) would exceed it
+    m, d = load_model("llama3_405b"), load_device("h100_sxm")
+    f = rail_optimized_fat_tree(16384, 8, 64)
+    req = ComputeEfficiency("roofline", d.default_efficiency, from_device=True)
+    par = Parallelism(tp=8, pp=16, dp=128, global_batch_size=2048, sequence_parallel=True,
+                      software_stack="nemo_megatron_core")
+    g = generate_workload(m, par, d, f, efficiency=req, check_memory=False)
+    flat = g.workload.flat
+    compute_s = float(flat.phase_count @ flat.phase_compute_s)
+    lb = compute_lower_bound_s(m, par, LayerTimeCache(m, d, req))
+    assert 0.99 * compute_s < lb <= compute_s * (1 + 1e-12)
+    plain = par.model_copy(update={"software_stack": None})
+    lb_plain = compute_lower_bound_s(m, plain, LayerTimeCache(m, d, req))
+    assert_allclose(lb_plain / lb, 1.0586, rtol=1e-9)
+
+
 def test_candidate_workload_is_the_generators(template) -> None:
     # the layers are generated once per parallelization; a placement only changes the groups
     base = _base(template, _model(4, 8, 8, False), 64, 8, "perf")
@@ -288,6 +389,9 @@ def test_pruned_search_equals_exhaustive_enumeration(template, objective, moe, l
     # every pruned candidate's bound is above the exhaustive optimum's second value
     lbs = pruned.table.loc[pruned.table["status"] == "pruned", "lower_bound"]
     assert (lbs >= b["objective"].iloc[-1] * (1 - 1e-6)).all()
+    # every solved candidate's bound is at most its objective
+    solved = full.table[full.table["status"] == "optimal"]
+    assert (solved["lower_bound"] <= solved["objective"] * (1 + 1e-9)).all()
 
 
 def test_three_dimensional_fabric_search_is_exact(template) -> None:
