@@ -12,6 +12,7 @@ library built itself).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Iterator, Mapping
 from typing import Any, TypeVar
 
@@ -106,16 +107,38 @@ def freeze_arrays(obj: Any, _depth: int = 0) -> Any:
     """
     if _depth > 6:
         return obj
+    cls = type(obj)
+    if cls in _LEAF_TYPES:
+        return obj
     if isinstance(obj, np.ndarray):
         if obj.dtype != object:
             obj.setflags(write=False)
-    elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        for f in dataclasses.fields(obj):
-            freeze_arrays(getattr(obj, f.name, None), _depth + 1)
+        return obj
+    names = _dataclass_field_names(cls)
+    if names is not None:
+        for name in names:
+            v = getattr(obj, name, None)
+            if type(v) not in _LEAF_TYPES:
+                freeze_arrays(v, _depth + 1)
     elif isinstance(obj, (tuple, list)):
         for v in obj:
-            freeze_arrays(v, _depth + 1)
+            if type(v) not in _LEAF_TYPES:
+                freeze_arrays(v, _depth + 1)
     elif isinstance(obj, Mapping):
         for v in obj.values():
-            freeze_arrays(v, _depth + 1)
+            if type(v) not in _LEAF_TYPES:
+                freeze_arrays(v, _depth + 1)
     return obj
+
+
+#: Types that never hold an array (returned at once by :func:`freeze_arrays`).
+_LEAF_TYPES = frozenset({int, float, bool, str, bytes, complex, type(None)})
+
+
+@functools.cache
+def _dataclass_field_names(cls: type) -> tuple[str, ...] | None:
+    """The field names of a dataclass type (``None`` for any other type); a pure function
+    of the class, cached."""
+    if isinstance(cls, type) and dataclasses.is_dataclass(cls):
+        return tuple(f.name for f in dataclasses.fields(cls))
+    return None

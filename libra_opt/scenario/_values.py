@@ -152,19 +152,35 @@ class _Node:
     _REFS: ClassVar[dict[str, str]] = {}
 
     def __post_init__(self) -> None:
-        hints = _hints(typing.cast(Any, type(self)))
-        for f in dataclasses.fields(self):  # type: ignore[arg-type]
-            if not f.init:
-                continue
-            old = getattr(self, f.name)
-            new = coerce(hints[f.name], old, f.name, kind=self._REFS.get(f.name))
+        for name, tp, kind in _init_fields(typing.cast(Any, type(self))):
+            old = getattr(self, name)
+            new = coerce(tp, old, name, kind=kind)
             if new is not old:
-                object.__setattr__(self, f.name, new)
+                object.__setattr__(self, name, new)
+
+
+@cache
+def _init_fields(cls: Any) -> tuple[tuple[str, Any, str | None], ...]:
+    """``(name, annotated type, Ref kind)`` of each init field of a spec dataclass: a pure
+    function of the class, worked out once."""
+    hints = typing.get_type_hints(cls)
+    return tuple((f.name, hints[f.name], cls._REFS.get(f.name))
+                 for f in dataclasses.fields(cls) if f.init)
 
 
 @cache
 def _hints(cls: Any) -> dict[str, Any]:
     return typing.get_type_hints(cls)
+
+
+@cache
+def _type_parts(tp: Any) -> tuple[Any, tuple[Any, ...]]:
+    """``typing.get_origin`` and ``typing.get_args`` of an annotation, worked out once."""
+    return typing.get_origin(tp), typing.get_args(tp)
+
+
+#: Annotations whose values of exactly that type pass :func:`coerce` unchanged.
+_EXACT = frozenset({str, int, bool})
 
 
 def _is_int(value: Any) -> bool:
@@ -203,11 +219,15 @@ def coerce(tp: Any, value: Any, path: str, *, kind: str | None = None) -> Any:
     ...
     libra_opt.errors.InputError: <api>: workloads.w.parallelism.tp: expected a number (an integer), got 2.5
     """
-    origin = typing.get_origin(tp)
+    vt = type(value)
+    if vt is tp and tp in _EXACT:  # the common case: already the annotated type
+        return value
+    if tp is float and vt is float and math.isfinite(value):
+        return value
+    origin, args = _type_parts(tp)
     if tp is Any:
         return freeze(value)
     if origin in (typing.Union, _UnionType):
-        args = typing.get_args(tp)
         if value is None:
             if type(None) in args:
                 return None
@@ -225,7 +245,7 @@ def coerce(tp: Any, value: Any, path: str, *, kind: str | None = None) -> Any:
             raise errors[0]
         raise _bad(path, " or ".join(_describe(a) for a in members), value)
     if origin is typing.Literal:
-        options = typing.get_args(tp)
+        options = args
         if isinstance(value, str) and value not in options:
             value = parse_value(value)  # a number given as text
         if isinstance(value, np.generic):
@@ -238,7 +258,7 @@ def coerce(tp: Any, value: Any, path: str, *, kind: str | None = None) -> Any:
                              f"{', '.join(map(str, options))}", source=API_SOURCE, field=path)
         return value
     if origin is tuple:
-        (item, *_rest) = typing.get_args(tp)
+        (item, *_rest) = args
         value = _parse_text(value)
         if isinstance(value, str | bytes) or not isinstance(value, list | tuple):
             raise _bad(path, "a list", value)
