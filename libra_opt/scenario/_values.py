@@ -53,7 +53,10 @@ class FrozenMap(Mapping[str, Any]):
     _h: int | None
 
     def __init__(self, data: Mapping[Any, Any] | None = None) -> None:
-        d = {} if data is None else {k: freeze(v) for k, v in dict(data).items()}
+        if type(data) is FrozenMap:  # its values are frozen already
+            d = dict(data._d)
+        else:
+            d = {} if data is None else {k: freeze(v) for k, v in dict(data).items()}
         object.__setattr__(self, "_d", d)
         object.__setattr__(self, "_h", None)
 
@@ -95,6 +98,8 @@ class FrozenMap(Mapping[str, Any]):
 def freeze(value: Any) -> Any:
     """``value`` with mappings as :class:`FrozenMap`, lists as tuples, numpy scalars as
     Python numbers."""
+    if type(value) in _LEAVES:
+        return value
     if isinstance(value, FrozenMap | Ref) or dataclasses.is_dataclass(value):
         return value
     if isinstance(value, Mapping):
@@ -104,6 +109,10 @@ def freeze(value: Any) -> Any:
     if isinstance(value, np.generic):
         return value.item()
     return value
+
+
+#: Types :func:`freeze` returns as they are.
+_LEAVES = frozenset({str, int, float, bool, type(None)})
 
 
 def thaw(value: Any) -> Any:
@@ -235,6 +244,9 @@ def coerce(tp: Any, value: Any, path: str, *, kind: str | None = None) -> Any:
         if isinstance(value, str) and str in args:
             return value
         members = [a for a in args if a is not type(None)]
+        if type(value) is members[0] or (type(value) is Ref and Ref in members):
+            # the first member's type, or a Ref (which no other member takes): one try
+            return coerce(type(value), value, path, kind=kind)
         errors = []
         for a in members:
             try:
