@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Iterator, Mapping
+from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
 from typing import Any, TypeVar
 
 import numpy as np
@@ -46,7 +46,8 @@ class FrozenMap(Mapping[K, V]):
     _items: dict[K, V]
 
     def __init__(self, items: Mapping[K, V] | Any = ()) -> None:
-        object.__setattr__(self, "_items", dict(items))
+        object.__setattr__(self, "_items", dict(items._items if type(items) is FrozenMap
+                                                else items))
 
     def __getitem__(self, key: K) -> V:
         return self._items[key]
@@ -59,6 +60,29 @@ class FrozenMap(Mapping[K, V]):
 
     def __contains__(self, key: object) -> bool:
         return key in self._items
+
+    # The views and lookups of the private dict itself (read-only views): the Mapping
+    # mixins would go through __getitem__ once per key.
+    def keys(self) -> KeysView[K]:
+        return self._items.keys()
+
+    def values(self) -> ValuesView[V]:
+        return self._items.values()
+
+    def items(self) -> ItemsView[K, V]:
+        return self._items.items()
+
+    def get(self, key: K, default: Any = None) -> Any:
+        return self._items.get(key, default)
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is FrozenMap:
+            return self._items == other._items
+        if isinstance(other, Mapping):
+            return self._items == dict(other.items())
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # a Mapping: unhashable, as before
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"{type(self).__name__} is read-only")

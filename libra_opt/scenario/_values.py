@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import typing
-from collections.abc import Iterator, Mapping
+from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, ClassVar
@@ -68,6 +68,23 @@ class FrozenMap(Mapping[str, Any]):
 
     def __len__(self) -> int:
         return len(self._d)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._d
+
+    # The views and lookups of the private dict itself (read-only views): the Mapping
+    # mixins would go through __getitem__ once per key.
+    def keys(self) -> KeysView[Any]:
+        return self._d.keys()
+
+    def values(self) -> ValuesView[Any]:
+        return self._d.values()
+
+    def items(self) -> ItemsView[Any, Any]:
+        return self._d.items()
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return self._d.get(key, default)
 
     def __hash__(self) -> int:
         if self._h is None:
