@@ -131,7 +131,7 @@ def freeze_arrays(obj: Any, _depth: int = 0) -> Any:
     """
     if _depth > 6:
         return obj
-    cls = type(obj)
+    cls: Any = type(obj)
     if cls in _LEAF_TYPES:
         return obj
     if isinstance(obj, np.ndarray):
