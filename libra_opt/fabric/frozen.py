@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import types
+import typing
 from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
 from typing import Any, TypeVar
 
@@ -119,8 +121,9 @@ def readonly_array(values: npt.ArrayLike, dtype: Any = float) -> np.ndarray:
 def freeze_arrays(obj: Any, _depth: int = 0) -> Any:
     """Make every numpy array reachable from ``obj`` read-only, in place, and return ``obj``.
 
-    Walks dataclass fields, tuples, lists and mappings (a few levels deep); meant for arrays
-    the library built itself and hands out inside a frozen result.
+    Walks dataclass fields (but those annotated as plain data, see
+    :func:`_dataclass_field_names`), tuples, lists and mappings (a few levels deep); meant
+    for arrays the library built itself and hands out inside a frozen result.
 
     Examples
     --------
@@ -161,8 +164,34 @@ _LEAF_TYPES = frozenset({int, float, bool, str, bytes, complex, type(None)})
 
 @functools.cache
 def _dataclass_field_names(cls: type) -> tuple[str, ...] | None:
-    """The field names of a dataclass type (``None`` for any other type); a pure function
-    of the class, cached."""
-    if isinstance(cls, type) and dataclasses.is_dataclass(cls):
-        return tuple(f.name for f in dataclasses.fields(cls))
-    return None
+    """The fields of a dataclass type that may hold an array (``None`` for any other
+    type): every field but those annotated with plain data only (numbers, text, ``None``,
+    literals, and tuples, unions and mappings of those), whose values cannot hold one. A
+    pure function of the class, cached."""
+    if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
+        return None
+    fields = dataclasses.fields(cls)
+    try:
+        hints = typing.get_type_hints(cls)
+    except Exception:  # an annotation that does not resolve at run time: walk every field
+        return tuple(f.name for f in fields)
+    return tuple(f.name for f in fields if not _plain_data(hints.get(f.name, Any)))
+
+
+#: Annotations of plain data (no array inside).
+_PLAIN = frozenset({int, float, bool, str, bytes, complex, type(None)})
+
+
+def _plain_data(tp: Any) -> bool:
+    """Whether values of annotation ``tp`` are plain data (see :data:`_PLAIN`)."""
+    if tp in _PLAIN:
+        return True
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin is typing.Literal:
+        return True
+    if origin in (tuple, typing.Union, types.UnionType):
+        return bool(args) and all(a is Ellipsis or _plain_data(a) for a in args)
+    if origin in (Mapping, dict, FrozenMap) and len(args) == 2:
+        return _plain_data(args[0]) and _plain_data(args[1])
+    return False
