@@ -178,20 +178,37 @@ class _Node:
     _REFS: ClassVar[dict[str, str]] = {}
 
     def __post_init__(self) -> None:
-        for name, tp, kind in _init_fields(typing.cast(Any, type(self))):
+        for name, tp, kind, optional, kept in _init_fields(typing.cast(Any, type(self))):
             old = getattr(self, name)
+            if (old is None and optional) or type(old) in kept:
+                continue  # what coerce returns as it is
             new = coerce(tp, old, name, kind=kind)
             if new is not old:
                 object.__setattr__(self, name, new)
 
 
 @cache
-def _init_fields(cls: Any) -> tuple[tuple[str, Any, str | None], ...]:
-    """``(name, annotated type, Ref kind)`` of each init field of a spec dataclass: a pure
-    function of the class, worked out once."""
+def _init_fields(cls: Any) -> tuple[tuple[str, Any, str | None, bool, frozenset[type]], ...]:
+    """``(name, annotated type, Ref kind, None allowed, types kept)`` of each init field of
+    a spec dataclass, where :func:`coerce` returns a value of a kept type as it is (the
+    annotated class, or a union's first member or a Ref; never ``float``, which is checked
+    for finiteness): a pure function of the class, worked out once."""
     hints = typing.get_type_hints(cls)
-    return tuple((f.name, hints[f.name], cls._REFS.get(f.name))
-                 for f in dataclasses.fields(cls) if f.init)
+    out = []
+    for f in dataclasses.fields(cls):
+        if not f.init:
+            continue
+        tp = hints[f.name]
+        origin, args = _type_parts(tp)
+        if origin in (typing.Union, _UnionType):
+            members = [a for a in args if a is not type(None)]
+            kept = {members[0]} | ({Ref} if Ref in members else set())
+            optional = type(None) in args
+        else:
+            kept, optional = {tp}, False
+        kept = {k for k in kept if isinstance(k, type) and k is not float}
+        out.append((f.name, tp, cls._REFS.get(f.name), optional, frozenset(kept)))
+    return tuple(out)
 
 
 @cache
@@ -203,10 +220,6 @@ def _hints(cls: Any) -> dict[str, Any]:
 def _type_parts(tp: Any) -> tuple[Any, tuple[Any, ...]]:
     """``typing.get_origin`` and ``typing.get_args`` of an annotation, worked out once."""
     return typing.get_origin(tp), typing.get_args(tp)
-
-
-#: Annotations whose values of exactly that type pass :func:`coerce` unchanged.
-_EXACT = frozenset({str, int, bool})
 
 
 def _is_int(value: Any) -> bool:
@@ -246,7 +259,7 @@ def coerce(tp: Any, value: Any, path: str, *, kind: str | None = None) -> Any:
     libra_opt.errors.InputError: <api>: workloads.w.parallelism.tp: expected a number (an integer), got 2.5
     """
     vt = type(value)
-    if vt is tp and tp in _EXACT:  # the common case: already the annotated type
+    if vt is tp and tp is not float:  # the common case: already the annotated type
         return value
     if tp is float and vt is float and math.isfinite(value):
         return value
