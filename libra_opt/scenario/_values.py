@@ -178,9 +178,10 @@ class _Node:
     _REFS: ClassVar[dict[str, str]] = {}
 
     def __post_init__(self) -> None:
-        for name, tp, kind, optional, kept in _init_fields(typing.cast(Any, type(self))):
+        for name, tp, kind, optional, kept, words in _init_fields(typing.cast(Any, type(self))):
             old = getattr(self, name)
-            if (old is None and optional) or type(old) in kept:
+            if (old is None and optional) or type(old) in kept or (
+                    type(old) is str and old in words):
                 continue  # what coerce returns as it is
             new = coerce(tp, old, name, kind=kind)
             if new is not old:
@@ -188,11 +189,14 @@ class _Node:
 
 
 @cache
-def _init_fields(cls: Any) -> tuple[tuple[str, Any, str | None, bool, frozenset[type]], ...]:
-    """``(name, annotated type, Ref kind, None allowed, types kept)`` of each init field of
-    a spec dataclass, where :func:`coerce` returns a value of a kept type as it is (the
-    annotated class, or a union's first member or a Ref; never ``float``, which is checked
-    for finiteness): a pure function of the class, worked out once."""
+def _init_fields(
+    cls: Any,
+) -> tuple[tuple[str, Any, str | None, bool, frozenset[type], frozenset[str]], ...]:
+    """``(name, annotated type, Ref kind, None allowed, types kept, words kept)`` of each
+    init field of a spec dataclass, where :func:`coerce` returns a value of a kept type as
+    it is (the annotated class, or a union's first member or a Ref; never ``float``, which
+    is checked for finiteness), and so a kept word (an option of a ``Literal`` of text): a
+    pure function of the class, worked out once."""
     hints = typing.get_type_hints(cls)
     out = []
     for f in dataclasses.fields(cls):
@@ -207,7 +211,9 @@ def _init_fields(cls: Any) -> tuple[tuple[str, Any, str | None, bool, frozenset[
         else:
             kept, optional = {tp}, False
         kept = {k for k in kept if isinstance(k, type) and k is not float}
-        out.append((f.name, tp, cls._REFS.get(f.name), optional, frozenset(kept)))
+        words = frozenset(a for a in args if type(a) is str) if origin is typing.Literal \
+            else frozenset()
+        out.append((f.name, tp, cls._REFS.get(f.name), optional, frozenset(kept), words))
     return tuple(out)
 
 
@@ -288,6 +294,8 @@ def coerce(tp: Any, value: Any, path: str, *, kind: str | None = None) -> Any:
         raise _bad(path, " or ".join(_describe(a) for a in members), value)
     if origin is typing.Literal:
         options = args
+        if vt is str and value in options:
+            return value
         if isinstance(value, str) and value not in options:
             value = parse_value(value)  # a number given as text
         if isinstance(value, np.generic):
@@ -301,6 +309,8 @@ def coerce(tp: Any, value: Any, path: str, *, kind: str | None = None) -> Any:
         return value
     if origin is tuple:
         (item, *_rest) = args
+        if vt is tuple and item is not float and all(type(v) is item for v in value):
+            return value  # each item already the annotated class: kept as it is
         value = _parse_text(value)
         if isinstance(value, str | bytes) or not isinstance(value, list | tuple):
             raise _bad(path, "a list", value)
