@@ -123,7 +123,10 @@ def freeze_arrays(obj: Any, _depth: int = 0) -> Any:
 
     Walks dataclass fields (but those annotated as plain data, see
     :func:`_dataclass_field_names`), tuples, lists and mappings (a few levels deep); meant
-    for arrays the library built itself and hands out inside a frozen result.
+    for arrays the library built itself and hands out inside a frozen result. A dataclass
+    that declares ``ARRAYS_FROZEN_AT_INIT = True`` (a ``ClassVar``) makes its own arrays
+    read-only when it is built (its ``__post_init__`` calls this function on itself): inside
+    another object it is not walked again.
 
     Examples
     --------
@@ -143,6 +146,8 @@ def freeze_arrays(obj: Any, _depth: int = 0) -> Any:
         return obj
     names = _dataclass_field_names(cls)
     if names is not None:
+        if _depth and names and getattr(cls, "ARRAYS_FROZEN_AT_INIT", False):
+            return obj  # frozen when it was built
         for name in names:
             v = getattr(obj, name, None)
             if type(v) not in _LEAF_TYPES:

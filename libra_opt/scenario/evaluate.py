@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -67,6 +68,9 @@ class Evaluation:
     residuals: Mapping[str, float]
     residual_scales: Mapping[str, float]
     dim_names: tuple[str, ...] = ()
+
+    #: Its arrays are read-only from construction (:func:`~libra_opt.fabric.frozen.freeze_arrays`).
+    ARRAYS_FROZEN_AT_INIT: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         # Read-only and owned: never a view of the caller's bandwidth array.

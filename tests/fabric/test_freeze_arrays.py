@@ -45,3 +45,26 @@ def test_frozen_map_views_match_a_dict():
     assert m == d and m == FrozenMap(m) and m != {"a": 1}
     d["c"] = 3  # a private copy: the map does not change
     assert len(m) == 2 and "c" not in m
+
+
+def test_results_hand_out_read_only_arrays_everywhere():
+    # every array reachable from a solution is read-only, though classes frozen at
+    # construction are not walked again inside it
+    from libra_opt.optimize.problem import solve
+    from libra_opt.scenario.examples import toy_scenario
+
+    sol = solve(toy_scenario())
+    seen = []
+
+    def walk(obj, depth=0):
+        if isinstance(obj, np.ndarray):
+            seen.append(obj.flags.writeable)
+        elif depth < 8 and hasattr(obj, "__dataclass_fields__"):
+            for name in obj.__dataclass_fields__:
+                walk(getattr(obj, name, None), depth + 1)
+        elif depth < 8 and isinstance(obj, tuple | list):
+            for v in obj:
+                walk(v, depth + 1)
+
+    walk((sol.evaluation, sol.walks, sol.bw_gbps))
+    assert len(seen) >= 10 and not any(seen)
