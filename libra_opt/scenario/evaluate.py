@@ -75,15 +75,15 @@ class Evaluation:
     def __post_init__(self) -> None:
         # Read-only and owned: never a view of the caller's bandwidth array.
         object.__setattr__(self, "bw_gbps", readonly_array(self.bw_gbps))
-        object.__setattr__(self, "residuals", FrozenMap(self.residuals))
-        object.__setattr__(self, "residual_scales", FrozenMap(self.residual_scales))
+        for key in ("residuals", "residual_scales"):
+            if type(getattr(self, key)) is not FrozenMap:  # a FrozenMap is read-only already
+                object.__setattr__(self, key, FrozenMap(getattr(self, key)))
         # (the workloads' times and the cost freeze their own arrays)
 
     def feasible(self, rel_tol: float = 1e-6) -> bool:
         """True when every constraint holds within ``rel_tol`` of its scale."""
-        return all(
-            self.residuals[k] <= rel_tol * self.residual_scales[k] for k in self.residuals
-        )
+        scales = self.residual_scales
+        return all(v <= rel_tol * scales[k] for k, v in self.residuals.items())
 
     @property
     def step_time_s(self) -> dict[str, float]:
