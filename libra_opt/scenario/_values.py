@@ -56,7 +56,8 @@ class FrozenMap(Mapping[str, Any]):
         if type(data) is FrozenMap:  # its values are frozen already
             d = dict(data._d)
         else:
-            d = {} if data is None else {k: freeze(v) for k, v in dict(data).items()}
+            d = {} if data is None else {
+                k: v if type(v) in _LEAVES else freeze(v) for k, v in dict(data).items()}
         object.__setattr__(self, "_d", d)
         object.__setattr__(self, "_h", None)
 
@@ -115,8 +116,13 @@ class FrozenMap(Mapping[str, Any]):
 def freeze(value: Any) -> Any:
     """``value`` with mappings as :class:`FrozenMap`, lists as tuples, numpy scalars as
     Python numbers."""
-    if type(value) in _LEAVES:
+    vt = type(value)
+    if vt in _LEAVES or vt is FrozenMap or vt is Ref:
         return value
+    if vt is dict:
+        return FrozenMap(value)
+    if vt is list or vt is tuple:
+        return tuple(v if type(v) in _LEAVES else freeze(v) for v in value)
     if isinstance(value, FrozenMap | Ref) or dataclasses.is_dataclass(value):
         return value
     if isinstance(value, Mapping):
