@@ -140,6 +140,8 @@ _LEAVES = frozenset({str, int, float, bool, type(None)})
 
 def thaw(value: Any) -> Any:
     """Plain Python data (dicts and lists) of a frozen value, as a YAML document holds it."""
+    if type(value) in _LEAVES:
+        return value
     if isinstance(value, Mapping):
         return {k: thaw(v) for k, v in value.items()}
     if isinstance(value, tuple | list):
