@@ -339,9 +339,11 @@ class Scenario:
         """The step-time model's choices resolved once (:class:`~libra_opt.traffic.timing.
         TimingModel`): collective model, training loop, traffic model, the ``topology_aware``
         settings (:attr:`collective_settings`) and :attr:`in_network_dims`."""
-        settings = self.collectives if self.collectives is not None else CollectiveSettings()
-        if set(self.in_network_dims) != set(settings.in_network_reduction):
-            settings = replace(settings, in_network_reduction=self.in_network_dims)
+        settings = None  # TimingModel keeps settings only under topology_aware
+        if self.collective_model == "topology_aware":
+            settings = self.collectives if self.collectives is not None else CollectiveSettings()
+            if set(self.in_network_dims) != set(settings.in_network_reduction):
+                settings = replace(settings, in_network_reduction=self.in_network_dims)
         return TimingModel(self.collective_model, self.training_loop, self.traffic_model,
                            settings, self.in_network_dims)
 

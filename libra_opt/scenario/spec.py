@@ -43,7 +43,6 @@ libra_opt.errors.InputError: <api>: objective: 'fast' is not one of perf, perf_p
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import importlib
 import typing
@@ -428,9 +427,9 @@ def with_read(node: _N, **changes: Any) -> _N:
     """
     if not all(_reads_only(getattr(node, k), v) for k, v in changes.items()):
         return dataclasses.replace(node, **changes)  # type: ignore[type-var]
-    new = copy.copy(node)
-    for key, value in changes.items():
-        object.__setattr__(new, key, value)
+    new = object.__new__(type(node))  # a copy of the fields, with the read entries
+    new.__dict__.update(node.__dict__)
+    new.__dict__.update(changes)
     return new
 
 
