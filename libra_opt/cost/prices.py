@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
@@ -175,6 +176,9 @@ class CostCoefficients:
     w_by_component: np.ndarray | None
     fixed_usd: float = 0.0
     fixed_w: float = 0.0
+
+    #: Its arrays are read-only from construction (:func:`~libra_opt.fabric.frozen.freeze_arrays`).
+    ARRAYS_FROZEN_AT_INIT: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         freeze_arrays(self)  # shared by every evaluation: read-only
@@ -340,6 +344,9 @@ class CostBreakdown:
     w_by_dim_component: np.ndarray | None
     fixed_usd: float = 0.0
     fixed_w: float = 0.0
+
+    #: Its arrays are read-only from construction (:func:`~libra_opt.fabric.frozen.freeze_arrays`).
+    ARRAYS_FROZEN_AT_INIT: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         self.usd_by_dim_component.setflags(write=False)  # a result: never writable

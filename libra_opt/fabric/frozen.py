@@ -12,7 +12,10 @@ library built itself).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Mapping
+import functools
+import types
+import typing
+from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
 from typing import Any, TypeVar
 
 import numpy as np
@@ -45,7 +48,8 @@ class FrozenMap(Mapping[K, V]):
     _items: dict[K, V]
 
     def __init__(self, items: Mapping[K, V] | Any = ()) -> None:
-        object.__setattr__(self, "_items", dict(items))
+        object.__setattr__(self, "_items", dict(items._items if type(items) is FrozenMap
+                                                else items))
 
     def __getitem__(self, key: K) -> V:
         return self._items[key]
@@ -58,6 +62,29 @@ class FrozenMap(Mapping[K, V]):
 
     def __contains__(self, key: object) -> bool:
         return key in self._items
+
+    # The views and lookups of the private dict itself (read-only views): the Mapping
+    # mixins would go through __getitem__ once per key.
+    def keys(self) -> KeysView[K]:
+        return self._items.keys()
+
+    def values(self) -> ValuesView[V]:
+        return self._items.values()
+
+    def items(self) -> ItemsView[K, V]:
+        return self._items.items()
+
+    def get(self, key: K, default: Any = None) -> Any:
+        return self._items.get(key, default)
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is FrozenMap:
+            return self._items == other._items
+        if isinstance(other, Mapping):
+            return self._items == dict(other.items())
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # a Mapping: unhashable, as before
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"{type(self).__name__} is read-only")
@@ -94,8 +121,12 @@ def readonly_array(values: npt.ArrayLike, dtype: Any = float) -> np.ndarray:
 def freeze_arrays(obj: Any, _depth: int = 0) -> Any:
     """Make every numpy array reachable from ``obj`` read-only, in place, and return ``obj``.
 
-    Walks dataclass fields, tuples, lists and mappings (a few levels deep); meant for arrays
-    the library built itself and hands out inside a frozen result.
+    Walks dataclass fields (but those annotated as plain data, see
+    :func:`_dataclass_field_names`), tuples, lists and mappings (a few levels deep); meant
+    for arrays the library built itself and hands out inside a frozen result. A dataclass
+    that declares ``ARRAYS_FROZEN_AT_INIT = True`` (a ``ClassVar``) makes its own arrays
+    read-only when it is built (its ``__post_init__`` calls this function on itself): inside
+    another object it is not walked again.
 
     Examples
     --------
@@ -106,16 +137,66 @@ def freeze_arrays(obj: Any, _depth: int = 0) -> Any:
     """
     if _depth > 6:
         return obj
+    cls: Any = type(obj)
+    if cls in _LEAF_TYPES:
+        return obj
     if isinstance(obj, np.ndarray):
         if obj.dtype != object:
             obj.setflags(write=False)
-    elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        for f in dataclasses.fields(obj):
-            freeze_arrays(getattr(obj, f.name, None), _depth + 1)
+        return obj
+    names = _dataclass_field_names(cls)
+    if names is not None:
+        if _depth and names and getattr(cls, "ARRAYS_FROZEN_AT_INIT", False):
+            return obj  # frozen when it was built
+        for name in names:
+            v = getattr(obj, name, None)
+            if type(v) not in _LEAF_TYPES:
+                freeze_arrays(v, _depth + 1)
     elif isinstance(obj, (tuple, list)):
         for v in obj:
-            freeze_arrays(v, _depth + 1)
+            if type(v) not in _LEAF_TYPES:
+                freeze_arrays(v, _depth + 1)
     elif isinstance(obj, Mapping):
         for v in obj.values():
-            freeze_arrays(v, _depth + 1)
+            if type(v) not in _LEAF_TYPES:
+                freeze_arrays(v, _depth + 1)
     return obj
+
+
+#: Types that never hold an array (returned at once by :func:`freeze_arrays`).
+_LEAF_TYPES = frozenset({int, float, bool, str, bytes, complex, type(None)})
+
+
+@functools.cache
+def _dataclass_field_names(cls: type) -> tuple[str, ...] | None:
+    """The fields of a dataclass type that may hold an array (``None`` for any other
+    type): every field but those annotated with plain data only (numbers, text, ``None``,
+    literals, and tuples, unions and mappings of those), whose values cannot hold one. A
+    pure function of the class, cached."""
+    if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
+        return None
+    fields = dataclasses.fields(cls)
+    try:
+        hints = typing.get_type_hints(cls)
+    except Exception:  # an annotation that does not resolve at run time: walk every field
+        return tuple(f.name for f in fields)
+    return tuple(f.name for f in fields if not _plain_data(hints.get(f.name, Any)))
+
+
+#: Annotations of plain data (no array inside).
+_PLAIN = frozenset({int, float, bool, str, bytes, complex, type(None)})
+
+
+def _plain_data(tp: Any) -> bool:
+    """Whether values of annotation ``tp`` are plain data (see :data:`_PLAIN`)."""
+    if tp in _PLAIN:
+        return True
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin is typing.Literal:
+        return True
+    if origin in (tuple, typing.Union, types.UnionType):
+        return bool(args) and all(a is Ellipsis or _plain_data(a) for a in args)
+    if origin in (Mapping, dict, FrozenMap) and len(args) == 2:
+        return _plain_data(args[0]) and _plain_data(args[1])
+    return False

@@ -117,6 +117,7 @@ from libra_opt.scenario.spec import (
     ScenarioSpec,
     WorkloadSpec,
     thaw,
+    with_read,
 )
 from libra_opt.schema import input_error_from_pydantic, validate_as
 
@@ -360,12 +361,12 @@ def resolve_spec(spec: ScenarioSpec, *, cache: ParseCache | None = None) -> Scen
     if fabric.libra_network is not None and not fabric.libra_network.resolved:
         ref = fabric.libra_network.ref
         path = _resolve(base, ref, source, "fabric.libra_network")
-        fabric = dataclasses.replace(fabric, libra_network=Ref(
+        fabric = with_read(fabric, libra_network=Ref(
             ref, read_libra_network(path, cache=cache), str(path)))
         changes["fabric"] = fabric
     cm = spec.cost_model
     if isinstance(cm, CatalogSpec) and not cm.catalog.resolved:
-        changes["cost_model"] = dataclasses.replace(
+        changes["cost_model"] = with_read(
             cm, catalog=_catalog(str(cm.catalog.ref), base, source, cache))
     elif isinstance(cm, Ref) and not cm.resolved:
         path = _resolve(base, cm.ref, source, "cost_model")
@@ -388,9 +389,9 @@ def resolve_spec(spec: ScenarioSpec, *, cache: ParseCache | None = None) -> Scen
         path = _resolve(base, ref, source, "collectives.astra_sim_system")
         # the file's settings; the compiler runs them on the spec's backend and queues, so
         # an edit of those takes effect without reading the file again
-        changes["collectives"] = dataclasses.replace(coll, astra_sim_system=Ref(
+        changes["collectives"] = with_read(coll, astra_sim_system=Ref(
             ref, read_astra_sim_system(path, names), str(path)))
-    return dataclasses.replace(spec, **changes) if changes else spec
+    return with_read(spec, **changes) if changes else spec
 
 
 def _resolve_workload(w: WorkloadSpec, i: int, base: Path, source: str,
@@ -409,7 +410,7 @@ def _resolve_workload(w: WorkloadSpec, i: int, base: Path, source: str,
         with input_context(str(path)):  # e.g. a Workload check: blame the workload file
             wl = read_astra_sim(path, comm.value, name=w.name, cache=cache)
         changes["astra_sim"] = Ref(astra.ref, wl, str(path))
-    return dataclasses.replace(w, **changes) if changes else w
+    return with_read(w, **changes) if changes else w
 
 
 def scenario_from_dict(data: Any, source: str = "<dict>", base_dir: str | Path = ".") -> Scenario:

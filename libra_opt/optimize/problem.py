@@ -254,7 +254,7 @@ def _override(problem: BandwidthProblem, overrides: Mapping[str, float]) -> tupl
         changes["constraints"] = tuple(new_cons)
     if not changes:
         return scen, problem.rows
-    new = dataclasses.replace(scen, **changes)  # validated (and priced) like any scenario
+    new = scen.with_limits(**changes)  # checked (and priced) as dataclasses.replace would
     return new, scenario_rows(new)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import typing
-from collections.abc import Iterator, Mapping
+from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, ClassVar
@@ -51,7 +51,11 @@ class FrozenMap(Mapping[str, Any]):
     _h: int | None
 
     def __init__(self, data: Mapping[Any, Any] | None = None) -> None:
-        d = {} if data is None else {k: freeze(v) for k, v in dict(data).items()}
+        if type(data) is FrozenMap:  # its values are frozen already
+            d = dict(data._d)
+        else:
+            d = {} if data is None else {
+                k: v if type(v) in _LEAVES else freeze(v) for k, v in dict(data).items()}
         object.__setattr__(self, "_d", d)
         object.__setattr__(self, "_h", None)
 
@@ -63,6 +67,23 @@ class FrozenMap(Mapping[str, Any]):
 
     def __len__(self) -> int:
         return len(self._d)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._d
+
+    # The views and lookups of the private dict itself (read-only views): the Mapping
+    # mixins would go through __getitem__ once per key.
+    def keys(self) -> KeysView[Any]:
+        return self._d.keys()
+
+    def values(self) -> ValuesView[Any]:
+        return self._d.values()
+
+    def items(self) -> ItemsView[Any, Any]:
+        return self._d.items()
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return self._d.get(key, default)
 
     def __hash__(self) -> int:
         if self._h is None:
@@ -93,6 +114,13 @@ class FrozenMap(Mapping[str, Any]):
 def freeze(value: Any) -> Any:
     """``value`` with mappings as :class:`FrozenMap`, lists as tuples, numpy scalars as
     Python numbers."""
+    vt = type(value)
+    if vt in _LEAVES or vt is FrozenMap or vt is Ref:
+        return value
+    if vt is dict:
+        return FrozenMap(value)
+    if vt is list or vt is tuple:
+        return tuple(v if type(v) in _LEAVES else freeze(v) for v in value)
     if isinstance(value, FrozenMap | Ref) or dataclasses.is_dataclass(value):
         return value
     if isinstance(value, Mapping):
@@ -104,8 +132,14 @@ def freeze(value: Any) -> Any:
     return value
 
 
+#: Types :func:`freeze` returns as they are.
+_LEAVES = frozenset({str, int, float, bool, type(None)})
+
+
 def thaw(value: Any) -> Any:
     """Plain Python data (dicts and lists) of a frozen value, as a YAML document holds it."""
+    if type(value) in _LEAVES:
+        return value
     if isinstance(value, Mapping):
         return {k: thaw(v) for k, v in value.items()}
     if isinstance(value, tuple | list):
@@ -150,19 +184,54 @@ class _Node:
     _REFS: ClassVar[dict[str, str]] = {}
 
     def __post_init__(self) -> None:
-        hints = _hints(typing.cast(Any, type(self)))
-        for f in dataclasses.fields(self):  # type: ignore[arg-type]
-            if not f.init:
-                continue
-            old = getattr(self, f.name)
-            new = coerce(hints[f.name], old, f.name, kind=self._REFS.get(f.name))
+        for name, tp, kind, optional, kept, words in _init_fields(typing.cast(Any, type(self))):
+            old = getattr(self, name)
+            if (old is None and optional) or type(old) in kept or (
+                    type(old) is str and old in words):
+                continue  # what coerce returns as it is
+            new = coerce(tp, old, name, kind=kind)
             if new is not old:
-                object.__setattr__(self, f.name, new)
+                object.__setattr__(self, name, new)
+
+
+@cache
+def _init_fields(
+    cls: Any,
+) -> tuple[tuple[str, Any, str | None, bool, frozenset[type], frozenset[str]], ...]:
+    """``(name, annotated type, Ref kind, None allowed, types kept, words kept)`` of each
+    init field of a spec dataclass, where :func:`coerce` returns a value of a kept type as
+    it is (the annotated class, or a union's first member or a Ref; never ``float``, which
+    is checked for finiteness), and so a kept word (an option of a ``Literal`` of text): a
+    pure function of the class, worked out once."""
+    hints = typing.get_type_hints(cls)
+    out = []
+    for f in dataclasses.fields(cls):
+        if not f.init:
+            continue
+        tp = hints[f.name]
+        origin, args = _type_parts(tp)
+        if origin in (typing.Union, _UnionType):
+            members = [a for a in args if a is not type(None)]
+            kept = {members[0]} | ({Ref} if Ref in members else set())
+            optional = type(None) in args
+        else:
+            kept, optional = {tp}, False
+        kept = {k for k in kept if isinstance(k, type) and k is not float}
+        words = frozenset(a for a in args if type(a) is str) if origin is typing.Literal \
+            else frozenset()
+        out.append((f.name, tp, cls._REFS.get(f.name), optional, frozenset(kept), words))
+    return tuple(out)
 
 
 @cache
 def _hints(cls: Any) -> dict[str, Any]:
     return typing.get_type_hints(cls)
+
+
+@cache
+def _type_parts(tp: Any) -> tuple[Any, tuple[Any, ...]]:
+    """``typing.get_origin`` and ``typing.get_args`` of an annotation, worked out once."""
+    return typing.get_origin(tp), typing.get_args(tp)
 
 
 def _is_int(value: Any) -> bool:
@@ -201,11 +270,15 @@ def coerce(tp: Any, value: Any, path: str, *, kind: str | None = None) -> Any:
     ...
     libra_opt.errors.InputError: <api>: workloads.w.parallelism.tp: expected a number (an integer), got 2.5
     """
-    origin = typing.get_origin(tp)
+    vt = type(value)
+    if vt is tp and tp is not float:  # the common case: already the annotated type
+        return value
+    if tp is float and vt is float and math.isfinite(value):
+        return value
+    origin, args = _type_parts(tp)
     if tp is Any:
         return freeze(value)
     if origin in (typing.Union, _UnionType):
-        args = typing.get_args(tp)
         if value is None:
             if type(None) in args:
                 return None
@@ -213,6 +286,9 @@ def coerce(tp: Any, value: Any, path: str, *, kind: str | None = None) -> Any:
         if isinstance(value, str) and str in args:
             return value
         members = [a for a in args if a is not type(None)]
+        if type(value) is members[0] or (type(value) is Ref and Ref in members):
+            # the first member's type, or a Ref (which no other member takes): one try
+            return coerce(type(value), value, path, kind=kind)
         errors = []
         for a in members:
             try:
@@ -223,7 +299,9 @@ def coerce(tp: Any, value: Any, path: str, *, kind: str | None = None) -> Any:
             raise errors[0]
         raise _bad(path, " or ".join(_describe(a) for a in members), value)
     if origin is typing.Literal:
-        options = typing.get_args(tp)
+        options = args
+        if vt is str and value in options:
+            return value
         if isinstance(value, str) and value not in options:
             value = parse_value(value)  # a number given as text
         if isinstance(value, np.generic):
@@ -236,7 +314,9 @@ def coerce(tp: Any, value: Any, path: str, *, kind: str | None = None) -> Any:
                              f"{', '.join(map(str, options))}", source=API_SOURCE, field=path)
         return value
     if origin is tuple:
-        (item, *_rest) = typing.get_args(tp)
+        (item, *_rest) = args
+        if vt is tuple and item is not float and all(type(v) is item for v in value):
+            return value  # each item already the annotated class: kept as it is
         value = _parse_text(value)
         if isinstance(value, str | bytes) or not isinstance(value, list | tuple):
             raise _bad(path, "a list", value)

@@ -239,7 +239,7 @@ def _fabric(f: FabricSpec) -> Fabric:
 
 
 def _tables(value: Any) -> dict[str, dict[str, float]]:
-    return {str(t): {str(k): v for k, v in comps.items()} for t, comps in thaw(value).items()}
+    return {str(t): {str(k): thaw(v) for k, v in comps.items()} for t, comps in value.items()}
 
 
 def _cost_model(spec: ScenarioSpec) -> CostModel:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -68,18 +69,21 @@ class Evaluation:
     residual_scales: Mapping[str, float]
     dim_names: tuple[str, ...] = ()
 
+    #: Its arrays are read-only from construction (:func:`~libra_opt.fabric.frozen.freeze_arrays`).
+    ARRAYS_FROZEN_AT_INIT: ClassVar[bool] = True
+
     def __post_init__(self) -> None:
         # Read-only and owned: never a view of the caller's bandwidth array.
         object.__setattr__(self, "bw_gbps", readonly_array(self.bw_gbps))
-        object.__setattr__(self, "residuals", FrozenMap(self.residuals))
-        object.__setattr__(self, "residual_scales", FrozenMap(self.residual_scales))
+        for key in ("residuals", "residual_scales"):
+            if type(getattr(self, key)) is not FrozenMap:  # a FrozenMap is read-only already
+                object.__setattr__(self, key, FrozenMap(getattr(self, key)))
         # (the workloads' times and the cost freeze their own arrays)
 
     def feasible(self, rel_tol: float = 1e-6) -> bool:
         """True when every constraint holds within ``rel_tol`` of its scale."""
-        return all(
-            self.residuals[k] <= rel_tol * self.residual_scales[k] for k in self.residuals
-        )
+        scales = self.residual_scales
+        return all(v <= rel_tol * scales[k] for k, v in self.residuals.items())
 
     @property
     def step_time_s(self) -> dict[str, float]:
@@ -170,6 +174,13 @@ def _check_finite(
     """Refuse an evaluation with a non-finite figure (an infinite step time at 0 GB/s on a
     dimension that carries traffic, or a bandwidth so large or small that a time, a cost
     or a constraint overflows double precision): its feasibility and objective mean nothing."""
+    isfinite = math.isfinite
+    power = cost.network_power_w
+    if (isfinite(weighted) and isfinite(cost.network_cost_usd) and isfinite(objective)
+            and (power is None or isfinite(power))
+            and all(isfinite(t.step_time_s) for t in times)
+            and all(map(isfinite, residuals.values())) and all(map(isfinite, scales.values()))):
+        return  # every figure finite (the usual case): no message to name one
     figures = [(f"step time of {t.name!r}", t.step_time_s) for t in times]
     figures += [("weighted step time", weighted), ("network cost", cost.network_cost_usd)]
     if cost.network_power_w is not None:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from libra_opt.cost.prices import CostCoefficients, CostModel, cost_coefficients
 from libra_opt.cost.tco import TcoModel, cluster_rate_coefficients
@@ -151,25 +152,7 @@ class Scenario:
         object.__setattr__(self, "weights", weights)
         for wl in self.workloads:
             check_on_fabric(wl, self.fabric)
-        for c in self.constraints:
-            if len(c.bw_coef) != self.fabric.n_dims:
-                raise InputError(
-                    f"constraint {c.label!r} has {len(c.bw_coef)} bandwidth coefficients, "
-                    f"the fabric has {self.fabric.n_dims} dimensions", field="constraints.linear",
-                )
-            _check_magnitudes(c, self.fabric.names)
-        for key in ("budget_usd", "power_w"):
-            v = getattr(self, key)
-            if v is not None and (not math.isfinite(float(v)) or not 0 < float(v) <= MAX_RHS):
-                raise InputError(
-                    f"{key} {v!r} is out of range: expected a number in (0, {MAX_RHS:g}]",
-                    field=f"constraints.{key}",
-                )
-        if self.power_w is not None and not self.cost_model.has_power:
-            raise InputError(
-                "power_w is set but no power model was given (W per GB/s per component)",
-                field="constraints.power_w",
-            )
+        self._check_limits()
         checks = (
             ("objective", OBJECTIVES),
             ("collective_model", COLLECTIVE_MODELS),
@@ -232,6 +215,35 @@ class Scenario:
                 "collectives hide behind which compute) and is timed only by training_loop: "
                 "overlap; set training_loop: overlap, or turn those options off",
                 field="training_loop")
+        self._check_rows()
+
+    def _check_limits(self) -> None:
+        """The constraints' shapes and magnitudes and the caps' ranges (part of the checks
+        of ``__post_init__``; the ones that depend on the limits)."""
+        for c in self.constraints:
+            if len(c.bw_coef) != self.fabric.n_dims:
+                raise InputError(
+                    f"constraint {c.label!r} has {len(c.bw_coef)} bandwidth coefficients, "
+                    f"the fabric has {self.fabric.n_dims} dimensions",
+                    field="constraints.linear",
+                )
+            _check_magnitudes(c, self.fabric.names)
+        for key in ("budget_usd", "power_w"):
+            v = getattr(self, key)
+            if v is not None and (not math.isfinite(float(v)) or not 0 < float(v) <= MAX_RHS):
+                raise InputError(
+                    f"{key} {v!r} is out of range: expected a number in (0, {MAX_RHS:g}]",
+                    field=f"constraints.{key}",
+                )
+        if self.power_w is not None and not self.cost_model.has_power:
+            raise InputError(
+                "power_w is set but no power model was given (W per GB/s per component)",
+                field="constraints.power_w",
+            )
+
+    def _check_rows(self) -> None:
+        """The constraints as priced rows and the caps against the network's fixed part
+        (the last checks of ``__post_init__``)."""
         self.rows  # noqa: B018 - builds (and keeps) the rows, raising on a bad one
         if self.tco is not None:  # TCO counts the network's energy: it needs its power
             cluster_rate_coefficients(self.tco, self.fabric, self.coefficients)
@@ -245,6 +257,45 @@ class Scenario:
                     "in-network aggregator state memory): raise it, or move the state to "
                     "host memory (parallelism.optimizer_state: host_paging)",
                     field=f"constraints.{what}")
+
+    def with_limits(self, **changes: Any) -> Scenario:
+        """A copy with new ``constraints``, ``budget_usd`` or ``power_w``, checked as
+        :func:`dataclasses.replace` would check it.
+
+        Only the checks that depend on those fields run again, in their order in
+        ``__post_init__`` (the others passed on this scenario and read nothing that
+        changed), and the cached :attr:`timing` and :attr:`coefficients` are kept (the
+        limits do not enter them); the rows are rebuilt. As after
+        :func:`dataclasses.replace`, the copy has no :attr:`spec`. A re-solve with new
+        right-hand sides uses it.
+
+        Raises
+        ------
+        InputError
+            As :func:`dataclasses.replace` would, naming the constraint or cap.
+
+        Examples
+        --------
+        >>> from libra_opt.scenario.examples import toy_scenario
+        >>> s = toy_scenario()
+        >>> t = s.with_limits(budget_usd=1e6)
+        >>> t == replace(s, budget_usd=1e6), t.coefficients is s.coefficients
+        (True, True)
+        """
+        unknown = sorted(set(changes) - {"constraints", "budget_usd", "power_w"})
+        if unknown:
+            raise TypeError(f"with_limits() takes constraints, budget_usd, power_w, not "
+                            f"{', '.join(unknown)}")
+        if "constraints" in changes:
+            changes["constraints"] = tuple(changes["constraints"])
+        new = copy.copy(self)  # fields and cached values, without the rows (__getstate__)
+        for key, value in changes.items():
+            object.__setattr__(new, key, value)
+        object.__setattr__(new, "spec", None)
+        with input_context(new.source):  # as in __post_init__: the file names every error
+            new._check_limits()
+            new._check_rows()
+        return new
 
     @property
     def objective_model(self) -> ObjectiveModel:
@@ -263,9 +314,11 @@ class Scenario:
         """The step-time model's choices resolved once (:class:`~libra_opt.traffic.timing.
         TimingModel`): collective model, training loop, traffic model, the ``topology_aware``
         settings (:attr:`collective_settings`) and :attr:`in_network_dims`."""
-        settings = self.collectives if self.collectives is not None else CollectiveSettings()
-        if set(self.in_network_dims) != set(settings.in_network_reduction):
-            settings = replace(settings, in_network_reduction=self.in_network_dims)
+        settings = None  # TimingModel keeps settings only under topology_aware
+        if self.collective_model == "topology_aware":
+            settings = self.collectives if self.collectives is not None else CollectiveSettings()
+            if set(self.in_network_dims) != set(settings.in_network_reduction):
+                settings = replace(settings, in_network_reduction=self.in_network_dims)
         return TimingModel(self.collective_model, self.training_loop, self.traffic_model,
                            settings, self.in_network_dims)
 

@@ -98,6 +98,7 @@ __all__ = [
     "WorkloadSpec",
     "freeze",
     "thaw",
+    "with_read",
 ]
 
 _EMPTY = FrozenMap()
@@ -391,6 +392,45 @@ class ScenarioSpec(_Node):
         # io writes files and sits above this layer: reached at run time through the
         # public face, never imported here
         return importlib.import_module("libra_opt").spec_to_yaml(self)
+
+
+_N = typing.TypeVar("_N", bound=_Node)
+
+
+def _reads_only(old: Any, new: Any) -> bool:
+    """Whether ``new`` can only be ``old`` with file-backed entries read: a Ref naming the
+    same entry, or a spec node (or a tuple of them) of the same class in its place."""
+    if isinstance(new, Ref):
+        return isinstance(old, Ref) and new.ref == old.ref
+    if isinstance(new, _Node):
+        return type(new) is type(old)
+    if type(new) is tuple and type(old) is tuple and len(new) == len(old):
+        return all(isinstance(a, _Node) and type(a) is type(b) for a, b in zip(new, old, strict=True))
+    return False
+
+
+def with_read(node: _N, **changes: Any) -> _N:
+    """``dataclasses.replace(node, **changes)`` for a change that reads file-backed entries
+    (what :func:`libra_opt.io.resolve_spec` makes): each a :class:`Ref` naming the same entry
+    with its value, or the node in that field with its own entries read that way.
+
+    Reading an entry changes no value the node's checks look at (a Ref stays a Ref of the
+    same name), so they are not run again; any other change is made by
+    :func:`dataclasses.replace`, checks and all.
+
+    Examples
+    --------
+    >>> w = WorkloadSpec("w", astra_sim=Ref("w.txt"), communicator=Ref("c.yml"))
+    >>> r = with_read(w, astra_sim=Ref("w.txt", "parsed"))
+    >>> r.astra_sim.resolved, r == dataclasses.replace(w, astra_sim=Ref("w.txt", "parsed"))
+    (True, True)
+    """
+    if not all(_reads_only(getattr(node, k), v) for k, v in changes.items()):
+        return dataclasses.replace(node, **changes)  # type: ignore[type-var]
+    new = object.__new__(type(node))  # a copy of the fields, with the read entries
+    new.__dict__.update(node.__dict__)
+    new.__dict__.update(changes)
+    return new
 
 
 def iter_refs(spec: ScenarioSpec) -> Iterator[tuple[str, Ref]]:

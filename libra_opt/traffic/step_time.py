@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -73,6 +74,9 @@ class WorkloadTimes:
     comm_by_group_s: Mapping[str, float]
     busy_by_dim_s: np.ndarray
     traffic_by_dim_bytes: np.ndarray
+
+    #: Its arrays are read-only from construction (:func:`~libra_opt.fabric.frozen.freeze_arrays`).
+    ARRAYS_FROZEN_AT_INIT: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         self.busy_by_dim_s.setflags(write=False)  # a result: never writable
@@ -160,6 +164,9 @@ class PhaseArrays:
     piece_owner: np.ndarray
     piece_gb: np.ndarray
     piece_const_s: np.ndarray
+
+    #: Its arrays are read-only from construction (:func:`~libra_opt.fabric.frozen.freeze_arrays`).
+    ARRAYS_FROZEN_AT_INIT: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         freeze_arrays(self)  # shared by every evaluation: read-only
@@ -272,6 +279,9 @@ class WalkArrays:
     latency_s: np.ndarray
     phases: PhaseArrays | None = None
     hidden_window_s: float = 0.0
+
+    #: Its arrays are read-only from construction (:func:`~libra_opt.fabric.frozen.freeze_arrays`).
+    ARRAYS_FROZEN_AT_INIT: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         freeze_arrays(self)  # shared by every evaluation: read-only

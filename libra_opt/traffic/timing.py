@@ -163,6 +163,9 @@ def as_timing(
     ...
     libra_opt.errors.InputError: timing: give a TimingModel or the loose options, not both (traffic_model)
     """
+    if (type(timing) is TimingModel and collective_model is None and training_loop is None
+            and traffic_model is None and collectives is None and in_network_reduction is None):
+        return timing  # the common call: a TimingModel alone
     loose = {"collective_model": collective_model, "training_loop": training_loop,
              "traffic_model": traffic_model, "collectives": collectives,
              "in_network_reduction": in_network_reduction}

@@ -14,6 +14,7 @@ import math
 import operator
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
@@ -415,6 +416,8 @@ class FlatWalk:
     collectives: tuple[tuple[str, float, str], ...]
     phase_key: np.ndarray
     phase_table: tuple[tuple[float, tuple[int, ...]], ...]
+    #: Its arrays are read-only from construction (:func:`freeze_arrays`).
+    ARRAYS_FROZEN_AT_INIT: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         freeze_arrays(self)  # shared by every evaluation: read-only
