@@ -315,7 +315,7 @@ class Scenario:
         TimingModel`): collective model, training loop, traffic model, the ``topology_aware``
         settings (:attr:`collective_settings`) and :attr:`in_network_dims`."""
         settings = None  # TimingModel keeps settings only under topology_aware
-        if self.collective_model == "topology_aware":
+        if TimingModel(self.collective_model).uses_topology_aware:  # type: ignore[arg-type]
             settings = self.collectives if self.collectives is not None else CollectiveSettings()
             if set(self.in_network_dims) != set(settings.in_network_reduction):
                 settings = replace(settings, in_network_reduction=self.in_network_dims)
