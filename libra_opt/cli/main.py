@@ -55,7 +55,7 @@ def _write_plots(sol, plot_dir: str) -> list[str]:
     """The allocation and breakdown PNGs, named after the scenario's slug, inside
     ``plot_dir``: drawn into a hidden sibling folder, then moved in together."""
     plt = pyplot()
-    from libra_opt.io.output import confined_path, staged_outputs
+    from libra_opt.io.output import confined_path, save_figure_atomic, staged_outputs
     from libra_opt.report.plots import plot_allocation, plot_step_breakdown
 
     names = _plot_names(sol.scenario)
@@ -63,7 +63,7 @@ def _write_plots(sol, plot_dir: str) -> list[str]:
         for name, fn in zip(names, (plot_allocation, plot_step_breakdown), strict=True):
             fig = fn(sol)
             try:
-                fig.savefig(staged[name], format="png", dpi=130)
+                save_figure_atomic(fig, staged[name], flag="--plot-dir", dpi=130)
             finally:
                 plt.close(fig)
     return [str(confined_path(plot_dir, n, flag="--plot-dir")) for n in names]

@@ -320,6 +320,7 @@ def _write(res: Any, base: Any, args: argparse.Namespace) -> list[Any]:
     """The ``--out`` set: staged, then moved in together with its manifest."""
     from libra_opt.cli.backend import pyplot
     from libra_opt.explore.sink import spec_fingerprint
+    from libra_opt.io.output import save_figure_atomic, write_csv_atomic
     from libra_opt.io.results import (
         RESULTS_CSV,
         RESULTS_PARQUET,
@@ -341,11 +342,11 @@ def _write(res: Any, base: Any, args: argparse.Namespace) -> list[Any]:
         plt = pyplot()
         fig = plot_search(res, top=len(res.solutions))
         try:
-            fig.savefig(path, format="png", dpi=130, bbox_inches="tight")
+            save_figure_atomic(fig, path, flag="--out", dpi=130, bbox_inches="tight")
         finally:
             plt.close(fig)
 
-    writers: dict[str, Any] = {RESULTS_CSV: lambda p: table.to_csv(p, index=False)}
+    writers: dict[str, Any] = {RESULTS_CSV: lambda p: write_csv_atomic(table, p, flag="--out")}
     names = _out_names()
     if RESULTS_PARQUET in names:
         writers[RESULTS_PARQUET] = lambda p: write_results(table, p, meta, flag="--out")

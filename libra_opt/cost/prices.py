@@ -31,7 +31,7 @@ import numpy as np
 from libra_opt.cost.aggregators import Aggregators
 from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Fabric
-from libra_opt.fabric.frozen import FrozenMap, freeze_arrays
+from libra_opt.fabric.frozen import FrozenMap, FrozenOnUnpickle, freeze_arrays
 from libra_opt.fabric.heterogeneous import member_cost_factors
 from libra_opt.fabric.inventory import dimension_inventory
 from libra_opt.options import COMPONENTS, PRICED_COMPONENTS
@@ -156,7 +156,7 @@ class CostModel:
 
 
 @dataclass(frozen=True)
-class CostCoefficients:
+class CostCoefficients(FrozenOnUnpickle):
     """Linear cost and power coefficients.
 
     Attributes
@@ -333,7 +333,7 @@ def cost_coefficients(fabric: Fabric, cost_model: CostModel,
 
 
 @dataclass(frozen=True)
-class CostBreakdown:
+class CostBreakdown(FrozenOnUnpickle):
     """Network cost and power at one bandwidth allocation.
 
     ``usd_by_dim_component`` and ``w_by_dim_component`` have shape ``(D, 3)``

@@ -43,6 +43,7 @@ import logging
 import math
 import multiprocessing
 import os
+import select
 import signal
 import sys
 import tempfile
@@ -251,7 +252,13 @@ def make_batches(items: Sequence[T], size: int,
 
 
 def _alive(pid: int) -> bool:
-    """Whether process ``pid`` exists and is not a zombie."""
+    """Whether process ``pid`` exists and has not exited (a zombie, exited but not yet
+    reaped by its parent, counts as gone).
+
+    A process descriptor (``os.pidfd_open``, Linux 5.3+) polls readable once the process
+    has exited, reaped or not; where there is none, ``os.kill(pid, 0)`` tells only whether
+    the pid exists.
+    """
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -259,11 +266,17 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            state = f.read().rsplit(b")", 1)[1].split()[0]
-        return state not in (b"Z", b"X")
-    except (OSError, IndexError):
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return False
+    except (OSError, AttributeError):  # no pidfd on this system or kernel
         return True
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        return not poller.poll(0)
+    finally:
+        os.close(fd)
 
 
 def _watch_caller(caller_pid: int, parent_pid: int) -> None:

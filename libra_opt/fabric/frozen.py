@@ -6,7 +6,9 @@ hold. Every mapping a scenario, an evaluation or a solution exposes is a :class:
 (read-only, picklable by value, so processes and Dask workers receive it without any
 process-wide pickle registration), and every array is read-only and owned by the object
 (:func:`readonly_array` copies what a caller passed in; :func:`freeze_arrays` locks arrays the
-library built itself).
+library built itself). Unpickling rebuilds an object without running its ``__post_init__``,
+and numpy unpickles arrays writable: results that hold arrays derive from
+:class:`FrozenOnUnpickle`, which locks them again.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["FrozenMap", "readonly_array", "freeze_arrays"]
+__all__ = ["FrozenMap", "FrozenOnUnpickle", "readonly_array", "freeze_arrays"]
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -200,3 +202,39 @@ def _plain_data(tp: Any) -> bool:
     if origin in (Mapping, dict, FrozenMap) and len(args) == 2:
         return _plain_data(args[0]) and _plain_data(args[1])
     return False
+
+
+class FrozenOnUnpickle:
+    """Mixin for frozen results holding arrays: unpickling locks every array again.
+
+    Pickle restores an object's state without calling ``__init__`` / ``__post_init__``,
+    and numpy unpickles arrays writable, so a result shipped through a process or Dask
+    executor would come back writable. ``__setstate__`` restores the state (fields and
+    cached values) and applies :func:`freeze_arrays` to it.
+
+    Examples
+    --------
+    A deep copy goes through the same ``__setstate__`` as unpickling (and numpy copies
+    the array writable):
+
+    >>> import copy
+    >>> @dataclasses.dataclass(frozen=True)
+    ... class Result(FrozenOnUnpickle):
+    ...     x: np.ndarray
+    ...     def __post_init__(self) -> None:
+    ...         freeze_arrays(self)
+    >>> r = copy.deepcopy(Result(np.zeros(2)))
+    >>> r.x.flags.writeable
+    False
+    """
+
+    __slots__ = ()
+
+    def __setstate__(self, state: Any) -> None:
+        # default pickling gives the instance dict, or ``(dict, slots)`` for slotted classes
+        attrs, slots = state if isinstance(state, tuple) else (state, None)
+        if attrs:
+            self.__dict__.update(attrs)
+        for name, value in (slots or {}).items():
+            object.__setattr__(self, name, value)
+        freeze_arrays([*(attrs or {}).values(), *(slots or {}).values()])

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from libra_opt.fabric.frozen import freeze_arrays, readonly_array
+from libra_opt.fabric.frozen import FrozenOnUnpickle, freeze_arrays, readonly_array
 from libra_opt.optimize.scaling import ProgramRun, RowScaling
 from libra_opt.options import OBJECTIVE_MEANING, Objective
 from libra_opt.scenario.constraints import Row
@@ -95,7 +95,7 @@ class SolverInfo:
 
 
 @dataclass(frozen=True, repr=False)
-class Baseline:
+class Baseline(FrozenOnUnpickle):
     """A reference allocation with the same total bandwidth as the optimum."""
 
     name: str
@@ -126,7 +126,7 @@ class Baseline:
 
 
 @dataclass(frozen=True, repr=False)
-class Solution:
+class Solution(FrozenOnUnpickle):
     """An optimized bandwidth allocation, re-checked by the numpy evaluator.
 
     Attributes

@@ -14,6 +14,7 @@ import numpy as np
 
 from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Fabric
+from libra_opt.fabric.frozen import FrozenOnUnpickle
 from libra_opt.fabric.heterogeneous import slowest_fractions
 from libra_opt.traffic.in_network import in_network_dims
 from libra_opt.traffic.routing import collective_traffic
@@ -25,7 +26,7 @@ __all__ = ["AggregatedTerms", "ChunkedTerms", "aggregate_terms", "native_terms"]
 
 
 @dataclass(frozen=True)
-class ChunkedTerms:
+class ChunkedTerms(FrozenOnUnpickle):
     r"""Collective times of the ``topology_aware`` model as sums and one max of affine terms.
 
     For distinct collective ``k``, with ``inv_d = 1 / B_d``:
@@ -82,7 +83,7 @@ def _chunked_rows(
 
 
 @dataclass(frozen=True)
-class AggregatedTerms:
+class AggregatedTerms(FrozenOnUnpickle):
     """Distinct collectives and phases of a set of workloads.
 
     Attributes

@@ -21,7 +21,7 @@ import numpy.typing as npt
 from libra_opt.cost.prices import CostBreakdown, network_cost_breakdown
 from libra_opt.errors import InputError, short_repr
 from libra_opt.fabric.dims import Fabric
-from libra_opt.fabric.frozen import FrozenMap, readonly_array
+from libra_opt.fabric.frozen import FrozenMap, FrozenOnUnpickle, readonly_array
 from libra_opt.fabric.heterogeneous import slowest_fractions
 from libra_opt.scenario.display import format_usd, html_table
 from libra_opt.scenario.scenario import Scenario, scenario_rows
@@ -37,7 +37,7 @@ __all__ = ["Evaluation", "evaluate", "scenario_walks"]
 
 
 @dataclass(frozen=True, repr=False)
-class Evaluation:
+class Evaluation(FrozenOnUnpickle):
     """A scenario evaluated at one bandwidth allocation.
 
     Attributes

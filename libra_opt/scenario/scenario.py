@@ -12,6 +12,7 @@ from libra_opt.cost.prices import CostCoefficients, CostModel, cost_coefficients
 from libra_opt.cost.tco import TcoModel, cluster_rate_coefficients
 from libra_opt.errors import InputError, input_context
 from libra_opt.fabric.dims import Fabric
+from libra_opt.fabric.frozen import FrozenOnUnpickle
 from libra_opt.fabric.heterogeneous import check_uneven_sizes
 from libra_opt.options import (
     COLLECTIVE_MODELS,
@@ -49,7 +50,7 @@ COEF_RANGE = (1e-9, 1e9)
 
 
 @dataclass(frozen=True, repr=False)
-class Scenario:
+class Scenario(FrozenOnUnpickle):
     """Everything the optimizer needs.
 
     Parameters

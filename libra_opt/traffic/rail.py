@@ -35,7 +35,8 @@ import numpy.typing as npt
 from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Fabric
 from libra_opt.traffic.collectives import collective_time_s
-from libra_opt.traffic.routing import native_latency_s, native_traffic_bytes
+from libra_opt.traffic.in_network import in_network_dims
+from libra_opt.traffic.routing import collective_traffic
 from libra_opt.traffic.step_time import check_bandwidth, step_time
 from libra_opt.traffic.timing import TimingModel, as_timing
 from libra_opt.traffic.workload import Workload, walk_collectives
@@ -130,9 +131,16 @@ def forwarding_overhead(
     fabric: Fabric,
     bw_gbps: npt.ArrayLike,
     timing: TimingModel | str | None = None,
+    *,
+    flat_ring: bool = False,
 ) -> ForwardingOverhead:
     """Extra traffic and time of one collective on ``fabric`` against its rails joined,
-    under ``timing``'s collective model (deprecated: the model's name instead).
+    under ``timing``'s collective model and in-network dimensions (deprecated: the
+    collective model's name instead).
+
+    ``flat_ring`` (the collective's group is one of the workload's
+    :attr:`~libra_opt.traffic.workload.Workload.flat_ring_groups`): an all-reduce,
+    reduce-scatter or all-gather runs as one flat ring over the group, as in the step time.
 
     Returns
     -------
@@ -143,8 +151,10 @@ def forwarding_overhead(
 
     Notes
     -----
-    Times use :func:`native_traffic_bytes` and
-    :func:`libra_opt.traffic.collectives.collective_time_s`. In the ``sequential`` model the
+    Bytes and latencies are the fabric's own routing
+    (:func:`libra_opt.traffic.routing.collective_traffic` under the ``native`` traffic model,
+    with ``flat_ring`` and ``timing``'s in-network dimensions, as the step-time model prices
+    them), times :func:`libra_opt.traffic.collectives.collective_time_s`. In the ``sequential`` model the
     forwarded bytes add ``extra_hb / B_hb`` to the collective; in the ``pipelined`` model they
     cost nothing until the HB dimension becomes the slowest.
 
@@ -159,12 +169,14 @@ def forwarding_overhead(
     9.59
     """
     bw = check_bandwidth(fabric, bw_gbps)
-    mode = as_timing(timing).collective_model
+    model = as_timing(timing)
+    mode = model.collective_model
     joined = joined_rails(fabric)
-    t_r = native_traffic_bytes(kind, size_bytes, span, fabric)
-    t_j = native_traffic_bytes(kind, size_bytes, span, joined)
-    time_r = collective_time_s(t_r, bw, native_latency_s(kind, span, fabric, t_r), mode)
-    time_j = collective_time_s(t_j, bw, native_latency_s(kind, span, joined, t_j), mode)
+    inr = in_network_dims(model.in_network_dims, fabric)
+    t_r, lat_r = collective_traffic(kind, size_bytes, span, fabric, "native", inr, flat_ring)
+    t_j, lat_j = collective_traffic(kind, size_bytes, span, joined, "native", inr, flat_ring)
+    time_r = collective_time_s(t_r, bw, lat_r, mode)
+    time_j = collective_time_s(t_j, bw, lat_j, mode)
     pct = 100.0 * (time_r / time_j - 1.0) if time_j > 0 else 0.0
     return {"extra_bytes": t_r - t_j, "time_s": time_r, "joined_time_s": time_j,
             "overhead_pct": pct}
@@ -205,7 +217,8 @@ def rail_report(
         if key in rows:
             rows[key]["count"] += step.count
             continue
-        ov = forwarding_overhead(c.kind, c.size_bytes, step.span, fabric, bw_gbps, timing)
+        ov = forwarding_overhead(c.kind, c.size_bytes, step.span, fabric, bw_gbps, timing,
+                                 flat_ring=c.group in workload.flat_ring_groups)
         rows[key] = {
             "group": c.group, "kind": c.kind, "size_bytes": c.size_bytes,
             "count": step.count,

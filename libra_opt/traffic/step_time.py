@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from libra_opt.errors import InputError, short_repr
 from libra_opt.fabric.dims import Fabric
-from libra_opt.fabric.frozen import FrozenMap, freeze_arrays
+from libra_opt.fabric.frozen import FrozenMap, FrozenOnUnpickle, freeze_arrays
 from libra_opt.fabric.heterogeneous import slowest_fractions
 from libra_opt.options import PHASES, TrafficModel
 from libra_opt.traffic.in_network import in_network_dims
@@ -40,7 +40,7 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class WorkloadTimes:
+class WorkloadTimes(FrozenOnUnpickle):
     """Step time of one workload and where it goes.
 
     Attributes
@@ -138,7 +138,7 @@ def check_bandwidth(fabric: Fabric, bw_gbps: object, field: str = "bw") -> np.nd
 
 
 @dataclass(frozen=True)
-class PhaseArrays:
+class PhaseArrays(FrozenOnUnpickle):
     """The distinct collectives of a walk as chunk phases (``topology_aware`` model).
 
     Attributes
@@ -235,7 +235,7 @@ def phase_arrays(
 
 
 @dataclass(frozen=True)
-class WalkArrays:
+class WalkArrays(FrozenOnUnpickle):
     """A workload's layer-by-layer walk as arrays, ready to be timed at any bandwidth.
 
     One entry per phase of every distinct layer, in step order (``walk_phases``), and one

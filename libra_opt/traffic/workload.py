@@ -20,7 +20,7 @@ import numpy as np
 
 from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Fabric
-from libra_opt.fabric.frozen import FrozenMap, freeze_arrays
+from libra_opt.fabric.frozen import FrozenMap, FrozenOnUnpickle, freeze_arrays
 from libra_opt.options import COLLECTIVE_KINDS, PHASES, CollectiveKind, PhaseName
 
 __all__ = [
@@ -183,7 +183,7 @@ class StepMetrics:
 
 
 @dataclass(frozen=True)
-class Workload:
+class Workload(FrozenOnUnpickle):
     """A training step: layers and the spans of the parallelism groups they use.
 
     Parameters
@@ -387,7 +387,7 @@ def walk_phases(workload: Workload) -> Iterator[PhaseStep]:
 
 
 @dataclass(frozen=True)
-class FlatWalk:
+class FlatWalk(FrozenOnUnpickle):
     """:func:`walk_phases` of a workload as arrays, independent of any fabric.
 
     Attributes

@@ -4,6 +4,7 @@ the caller's stdio and stopped when the consumer stops."""
 from __future__ import annotations
 
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -149,3 +150,26 @@ def test_scheduler_address_from_the_environment_only_for_dask():
     with pytest.raises(InputError) as exc:
         resolve_executor("dask", environ={"DASK_SCHEDULER_ADDRESS": "nope"})
     assert exc.value.field == "DASK_SCHEDULER_ADDRESS"
+
+
+@pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="needs process descriptors")
+def test_alive_counts_an_exited_unreaped_process_as_gone():
+    """The worker watchdog's liveness check: a running process is alive; one that exited but
+    is not reaped yet (a zombie) and one reaped are gone."""
+    import subprocess
+
+    from libra_opt.explore.executors import _alive
+
+    assert _alive(os.getpid())
+    proc = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"],
+                            stdin=subprocess.PIPE)
+    try:
+        assert _alive(proc.pid)
+        proc.stdin.close()  # the child exits; not waited for: a zombie
+        deadline = time.monotonic() + 10
+        while _alive(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not _alive(proc.pid)
+    finally:
+        proc.wait(timeout=10)
+    assert not _alive(proc.pid)

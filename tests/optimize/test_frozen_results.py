@@ -76,3 +76,34 @@ def test_evaluation_owns_its_bandwidth_array():
     bw[0] = 1.0  # the caller's array stays the caller's (and stays writable)
     assert ev.bw_gbps.tolist() == [250.0] * 4
     assert not ev.bw_gbps.flags.writeable
+
+
+def test_results_stay_read_only_after_a_pickle_round_trip():
+    """Process and Dask executors ship results by pickle: every array of the unpickled
+    solution, its evaluation, baselines, walks and scenario is read-only again."""
+    import pickle
+
+    scen = examples.load("gpt3_175b_4d")
+    sol = solve(scen)
+    _ = sol.baselines, scen.coefficients, scen.rows, [w.flat for w in scen.workloads]
+    back = pickle.loads(pickle.dumps(sol))
+    found = dict(reachable_arrays(back, "sol"))
+    ids = {id(a) for a in found.values()}
+    assert id(back.bw_gbps) in ids
+    assert id(back.walks[0].traffic_bytes) in ids
+    assert id(back.evaluation.cost.usd_by_dim_component) in ids
+    assert id(back.baselines[0].evaluation.bw_gbps) in ids
+    assert len(found) >= 20
+    assert [p for p, a in found.items() if a.flags.writeable] == []
+    assert_allclose(back.bw_gbps, sol.bw_gbps, rtol=0)
+    with pytest.raises(ValueError, match="read-only"):
+        back.bw_gbps[0] = 1.0
+    # an evaluation and a scenario shipped on their own, and the scenario's rows rebuilt
+    ev = pickle.loads(pickle.dumps(sol.evaluation))
+    scen2 = pickle.loads(pickle.dumps(scen))
+    _ = scen2.rows, scen2.coefficients, [w.flat for w in scen2.workloads]
+    for root, name in ((ev, "ev"), (scen2, "scen")):
+        arrays = dict(reachable_arrays(root, name))
+        assert arrays
+        assert [p for p, a in arrays.items() if a.flags.writeable] == []
+    assert all(not r.a.flags.writeable for r in scen2.rows)

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from numpy.testing import assert_allclose
 
 from libra_opt.errors import InputError
 from libra_opt.fabric.builders import rail_only, rail_optimized_fat_tree
@@ -152,3 +153,40 @@ def test_native_terms_reproduce_layer_by_layer_time():
     row = report[report.group == "ep"].iloc[0]
     assert row["count"] == 10
     assert row["extra_time_per_step_s"] == pytest.approx(10 * (row.time_s - row.joined_time_s))
+
+
+@pytest.mark.parametrize("in_network", [(), ("scaleout",)])
+def test_rail_report_times_match_the_step_time_model_for_a_flat_ring_tp(in_network):
+    """A generated workload's TP group spans both dimensions and runs as one flat ring; the
+    rail report must price each collective as the step-time model does (flat ring, in-network
+    reduction), not with the hierarchical routing."""
+    from libra_opt.generators import generate_workload
+    from libra_opt.io.presets import load_device, load_model
+    from libra_opt.traffic.collectives import collective_time_s
+    from libra_opt.traffic.step_time import walk_arrays
+    from libra_opt.traffic.timing import TimingModel
+
+    fabric = rail_only(32, 8, hb_latency_s=1e-6, scale_out_latency_s=5e-6)
+    w = generate_workload(load_model("llama3_8b"), {"tp": 16, "dp": 2, "global_batch_size": 8},
+                          load_device("a100_80gb"), fabric).workload
+    assert w.groups["tp"] == (8, 2) and "tp" in w.flat_ring_groups
+    bw = np.array([300.0, 10.0])
+    timing = TimingModel("pipelined", traffic_model="native", in_network_dims=in_network)
+    # the step-time model's per-collective bytes and latency, timed one by one
+    arrays = walk_arrays(w, fabric, timing)
+    model = {key: collective_time_s(arrays.traffic_bytes[j], bw, arrays.latency_s[j],
+                                    "pipelined")
+             for j, key in enumerate(w.flat.collectives)}
+    rep = rail_report(w, fabric, bw, timing)
+    tp = rep[rep["group"] == "tp"]
+    assert len(tp) >= 2
+    for row in rep.itertuples():
+        assert_allclose(row.time_s, model[(row.kind, row.size_bytes, row.group)], rtol=1e-12)
+    # an all-reduce of m bytes over the 16-GPU ring (no in-network reduction): NIC carries
+    # 2 m 15/16 x 2/16 bytes at 10 GB/s (slower than NVLink's 2 m 15/16 x 14/16 at 300),
+    # plus 30 ring steps at the 5 us NIC latency
+    if not in_network:
+        ar = tp[tp["kind"] == "all_reduce"].iloc[0]
+        m = ar["size_bytes"]
+        by_hand = 2 * m * 15 / 16 * 2 / 16 / 10e9 + 30 * 5e-6
+        assert_allclose(ar["time_s"], by_hand, rtol=1e-9)
