@@ -199,7 +199,27 @@ def _check_rhs(axis: str, path: str, values: Sequence[Any]) -> tuple[float, ...]
     return tuple(out)
 
 
-def _axes(base: ScenarioBase, axes: Mapping[str, Sequence[Any]]) -> list[_Axis]:
+def _value_errors(base: ScenarioBase, path: str, values: Sequence[Any]) -> list[str | None]:
+    """The message of the error each value of a one-structural-axis sweep raises when it
+    alone edits the scenario (``None`` when it builds): the axis check of :func:`_axes`,
+    run in a worker for the process and Dask executors."""
+    out: list[str | None] = []
+    for value in values:
+        try:
+            base.apply({path: value})
+            out.append(None)
+        except InputError as exc:
+            out.append(exc.message)
+    return out
+
+
+#: Distinct values of a one-structural-axis sweep from which a parallel executor checks
+#: them in its workers (fewer: in the caller; the check builds each value's scenario).
+PARALLEL_CHECK_VALUES = 1000
+
+
+def _axes(base: ScenarioBase, axes: Mapping[str, Sequence[Any]], executor: Any = "serial",
+          max_workers: int | None = None) -> list[_Axis]:
     if not isinstance(axes, Mapping) or not axes:
         raise InputError("expected a mapping of axis name -> values with at least one axis",
                          field="axes")
@@ -238,12 +258,26 @@ def _axes(base: ScenarioBase, axes: Mapping[str, Sequence[Any]]) -> list[_Axis]:
         first: dict[Any, Any] = {}  # each distinct value once (one pass: not quadratic)
         for x in a.values:
             first.setdefault(_key(x), x)
-        for value in first.values():
-            try:
-                base.apply({a.path: value})
-            except InputError as exc:
-                raise InputError(f"value {short_repr(value, 80)}: {exc.message}",
-                                 field=a.name) from None
+        distinct = list(first.values())
+        if executor != "serial" and len(distinct) >= PARALLEL_CHECK_VALUES:
+            # the check builds every value's scenario: in the workers, not in the caller
+            # (the same messages; the first failing value in axis order is reported)
+            workers = max_workers or default_workers()
+            batches = make_batches(distinct, default_batch_size(len(distinct), workers))
+            found: dict[int, list[str | None]] = {}
+            for i, msgs in run_batches(functools.partial(_value_errors, base, a.path),
+                                       batches, executor=executor, max_workers=max_workers):
+                found[i] = msgs
+            errors = [m for i in sorted(found) for m in found[i]]
+        else:
+            errors = [None] * len(distinct)
+            for k, value in enumerate(distinct):
+                errors[k] = _value_errors(base, a.path, [value])[0]
+                if errors[k] is not None:
+                    break
+        for value, msg in zip(distinct, errors, strict=True):
+            if msg is not None:
+                raise InputError(f"value {short_repr(value, 80)}: {msg}", field=a.name)
     return out
 
 
@@ -574,7 +608,7 @@ def sweep_grid(
     else:
         base = ScenarioBase.of(problem.scenario if isinstance(problem, BandwidthProblem)
                                else problem, resolve)
-    ax = _axes(base, axes)
+    ax = _axes(base, axes, executor, max_workers)
     base = _with_caps(base, ax)
     scen = base.scenario
     points = _points(ax, zip)

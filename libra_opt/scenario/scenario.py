@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import math
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -289,7 +288,10 @@ class Scenario(FrozenOnUnpickle):
                             f"{', '.join(unknown)}")
         if "constraints" in changes:
             changes["constraints"] = tuple(changes["constraints"])
-        new = copy.copy(self)  # fields and cached values, without the rows (__getstate__)
+        # fields and cached values, without the rows (__getstate__); not copy.copy, whose
+        # __setstate__ would walk every (already read-only) array again
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__getstate__())
         for key, value in changes.items():
             object.__setattr__(new, key, value)
         object.__setattr__(new, "spec", None)

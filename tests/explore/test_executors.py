@@ -173,3 +173,29 @@ def test_alive_counts_an_exited_unreaped_process_as_gone():
     finally:
         proc.wait(timeout=10)
     assert not _alive(proc.pid)
+
+
+def test_a_bad_value_of_a_long_structural_axis_is_refused_by_the_workers_as_serially():
+    """With a parallel executor and >= PARALLEL_CHECK_VALUES distinct values, the workers
+    build each value's scenario; the refusal is the serial one (first bad value, its
+    message, the axis named)."""
+    import numpy as np
+
+    import libra_opt as lo
+    from libra_opt.errors import InputError
+    from libra_opt.explore.grid import PARALLEL_CHECK_VALUES
+
+    values = [float(v) for v in np.linspace(0.0, 1e-6, PARALLEL_CHECK_VALUES + 200)]
+    values[700] = -1.0   # a latency must be >= 0: refused by the fabric, not by the type
+    values[900] = -2.0
+    axis = "fabric.dims.pod.latency_s"
+    messages = {}
+    for executor in ("serial", "processes"):
+        with pytest.raises(InputError) as exc:
+            lo.sweep("gpt3_175b_4d", {axis: values}, executor=executor, max_workers=2,
+                     progress=False)
+        messages[executor] = (exc.value.field, exc.value.message)
+    assert messages["processes"] == messages["serial"]
+    assert messages["serial"][0] == axis
+    assert messages["serial"][1].startswith("value -1.0:") and "must be a finite number >= 0" \
+        in messages["serial"][1]
