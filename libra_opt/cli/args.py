@@ -64,6 +64,21 @@ def parse_sets(items: Sequence[str] | None, flag: str = "--set") -> dict[str, st
     return out
 
 
+def add_executor_arguments(parser) -> None:
+    """``--executor``, ``--scheduler`` and ``--workers``: where a sweep's or a search's work
+    runs (:mod:`libra_opt.explore.executors`)."""
+    from libra_opt.explore.executors import EXECUTORS, SCHEDULER_ENV
+
+    parser.add_argument("--executor", choices=EXECUTORS, default="serial",
+                        help="serial (default), processes (a local process pool) or dask (a "
+                        "loopback cluster of worker processes, or the cluster at --scheduler)")
+    parser.add_argument("--scheduler", metavar="ADDRESS",
+                        help="run on the existing Dask cluster whose scheduler is at ADDRESS "
+                        f"(tcp://host:port); with --executor dask the default is "
+                        f"${SCHEDULER_ENV}")
+    parser.add_argument("--workers", type=int, help="workers of the processes/dask executors")
+
+
 def add_set_argument(parser) -> None:
     """Add the repeatable ``--set PATH=VALUE`` option (read by :func:`load_with_sets`)."""
     parser.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",

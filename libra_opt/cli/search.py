@@ -18,8 +18,8 @@ import math
 import sys
 from typing import Any
 
+from libra_opt.cli.args import add_executor_arguments
 from libra_opt.errors import InputError
-from libra_opt.explore.executors import EXECUTORS, SCHEDULER_ENV
 from libra_opt.options import OBJECTIVES
 
 __all__ = ["register", "run", "format_top"]
@@ -62,13 +62,7 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--overwrite", action="store_true",
                    help="with --out: replace the earlier run's files in DIR (removed once "
                    "the new results are ready)")
-    p.add_argument("--executor", choices=EXECUTORS, default="serial",
-                   help="serial (default), processes (local pool) or dask (a loopback "
-                   "cluster of worker processes, or the cluster at --scheduler)")
-    p.add_argument("--scheduler", metavar="ADDRESS",
-                   help="run on the existing Dask cluster whose scheduler is at ADDRESS "
-                   f"(tcp://host:port); with --executor dask the default is ${SCHEDULER_ENV}")
-    p.add_argument("--workers", type=int, help="workers of the processes/dask executors")
+    add_executor_arguments(p)
     p.add_argument("--no-gains", action="store_true",
                    help="skip the equal-split and conventional-layout comparisons")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")

@@ -29,9 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from libra_opt.cli.args import blamed_on_set, parse_floats, parse_sets
+from libra_opt.cli.args import add_executor_arguments, blamed_on_set, parse_floats, parse_sets
 from libra_opt.errors import InputError, short_repr
-from libra_opt.explore.executors import EXECUTORS, SCHEDULER_ENV
 from libra_opt.explore.grid import MAX_GRID_POINTS
 from libra_opt.options import OBJECTIVES
 
@@ -62,13 +61,7 @@ def register(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--parquet", action="store_true",
                    help="with --out: also write DIR/results.parquet (its metadata in the "
                    "Parquet schema) when the run completes")
-    p.add_argument("--executor", choices=EXECUTORS, default="serial",
-                   help="serial (default), processes (a local process pool) or dask (a local "
-                   "cluster of worker processes, or the cluster at --scheduler)")
-    p.add_argument("--scheduler", metavar="ADDRESS",
-                   help="run on the existing Dask cluster whose scheduler is at ADDRESS "
-                   f"(tcp://host:port); with --executor dask the default is ${SCHEDULER_ENV}")
-    p.add_argument("--workers", type=int, help="workers of the processes/dask executors")
+    add_executor_arguments(p)
     p.add_argument("--batch-size", type=int, metavar="N",
                    help="points per task shipped to a worker and per write to --out "
                    "(default: about four batches per worker, at most 1000)")
