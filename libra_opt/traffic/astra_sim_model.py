@@ -88,16 +88,19 @@ References
 
 from __future__ import annotations
 
-import functools
-import heapq
 import itertools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal, get_args
 
 from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Dim
+from libra_opt.traffic.astra_sim_links import (
+    hd_link_schedule_span,
+    hd_ring_busiest_link,
+    hd_steps,
+)
 
 __all__ = [
     "Backend",
@@ -199,149 +202,6 @@ def sim_chunks(kind: str, size_bytes: float, splits: int, npus: int) -> tuple[fl
     if chunk <= 0:
         return float(size_bytes) / splits, splits
     return float(chunk), -(-size // chunk)
-
-
-def _hd_steps(op: str, k: int, x: float) -> list[tuple[float, int]]:
-    """(message bytes, peer distance) of each halving-doubling step."""
-    q = k.bit_length() - 1
-    rs = [(x / 2**i, 2 ** (i - 1)) for i in range(1, q + 1)]
-    if op == "reduce_scatter":
-        return rs
-    if op == "all_gather":
-        shard = x / k
-        return [(shard * 2 ** (i - 1), k // 2**i) for i in range(1, q + 1)]
-    return rs + rs[::-1]
-
-
-def _hd_ring_busiest_link(op: str, k: int, x: float) -> float:
-    """Bytes the busiest directed link of a ring of ``k`` carries in one halving-doubling
-    phase: at distance ``d`` an NPU ``i`` sends to ``i + d`` when ``floor(i / d)`` is even,
-    else to ``i - d``, each message on the shorter way round (ties clockwise), loading every
-    link it crosses."""
-    per_link: dict[tuple[int, int], float] = {}
-    for m, dist in _hd_steps(op, k, x):
-        for i in range(k):
-            peer = (i + dist) % k if (i // dist) % 2 == 0 else (i - dist) % k
-            cw = (peer - i) % k
-            step, hops = (-1, k - cw) if k - cw < cw else (1, cw)
-            node = i
-            for _ in range(hops):
-                link = (node, step)
-                per_link[link] = per_link.get(link, 0.0) + m
-                node = (node + step) % k
-    return max(per_link.values())
-
-
-def hd_link_schedule_span(op: str, topology: str, k: int, chunks: int, queues: int,
-                          per_queue: int) -> float:
-    """Span of ``chunks`` halving-doubling chunks on congestion-aware links, per buffer byte.
-
-    Parameters
-    ----------
-    op : {'reduce_scatter', 'all_gather', 'all_reduce'}
-    topology : {'ring', 'fully_connected', 'switch'}
-    k : int
-        NPUs of the dimension (a power of two).
-    chunks : int
-        Chunks ``S``; chunk ``s`` runs on queue ``s mod queues``.
-    queues, per_queue : int
-        Queues of the phase and chunks each runs at once.
-
-    Returns
-    -------
-    float
-        Time from the first send to the last reception with every serialization of ``m``
-        bytes taking ``m`` (a phase buffer of 1): multiplied by ``x / X`` it is the
-        bandwidth-bound span, a constant over ``B_d``.
-
-    Notes
-    -----
-    Every NPU runs the same chunks, so the links are loaded symmetrically but not evenly
-    in time: with two chunks at once their steps interleave on each link in FIFO order
-    (a chunk's next step waits for the peer's message, which may sit behind the other
-    chunk's larger step), and a new chunk starts only when one finishes, behind the
-    previous wave's last step. The span is that schedule followed message by message
-    (routes and FIFO links as in the module notes) with latencies and endpoint delays
-    vanishing (kept only as tie-breakers in the order of the simulator's events), so the
-    result is exact in the limit of latency small against serialization and linear in
-    ``x / X``.
-
-    Examples
-    --------
-    Switch of 8, all-gather (steps of 1, 2 and 4 shards ``m``), two chunks at once: the
-    up-link carries ``L = 7 m`` per chunk; the first wave takes ``2 L = 14 m``, every
-    later wave ``2 L - m_1 + m_3 = 17 m`` (its first step waits behind the previous
-    wave's last step on the down-link), and the last chunk's last step is forwarded
-    (``4 m``): four waves of 8 chunks ``14 + 3 x 17 + 4 = 69`` shards of ``1/8``:
-
-    >>> round(hd_link_schedule_span("all_gather", "switch", 8, 8, 1, 2), 6)
-    8.625
-    """
-    steps = _hd_steps(op, k, 1.0)
-    eps_link, eps_end = 1e-9, 1e-11  # tie-breakers: endpoint delay << link latency
-    Link = tuple[int, int | str]
-
-    def route(i: int, dist: int) -> tuple[int, list[Link]]:
-        peer = (i + dist) % k if (i // dist) % 2 == 0 else (i - dist) % k
-        if topology == "fully_connected":
-            return peer, [(i, peer)]
-        if topology == "switch":
-            return peer, [(i, "up"), (peer, "down")]
-        cw = (peer - i) % k
-        way, hops = (-1, k - cw) if k - cw < cw else (1, cw)
-        return peer, [((i + way * h) % k, way) for h in range(hops)]
-
-    heap: list[tuple[float, int, Callable[[float], None]]] = []
-    seq = itertools.count()
-    free: dict[Link, float] = {}
-    ready: dict[tuple[int, int, int], float] = {}  # first of (own send, reception) seen
-    running = [[0] * queues for _ in range(k)]
-    waiting = [[[s for s in range(chunks) if s % queues == qq] for qq in range(queues)]
-               for _ in range(k)]
-    finish = [0.0]
-
-    def push(t: float, fn: Callable[[float], None]) -> None:
-        heapq.heappush(heap, (t, next(seq), fn))
-
-    def kick(t: float, i: int, qq: int) -> None:
-        while waiting[i][qq] and running[i][qq] < per_queue:
-            running[i][qq] += 1
-            push(t + eps_end, functools.partial(send, i=i, s=waiting[i][qq].pop(0), st=0))
-
-    def meet(t: float, i: int, s: int, st: int) -> None:
-        """NPU ``i``'s step ``st`` of chunk ``s`` is done once sent and received."""
-        if (i, s, st) not in ready:
-            ready[(i, s, st)] = t
-            return
-        done = max(t, ready.pop((i, s, st))) + eps_end
-        if st + 1 < len(steps):
-            push(done, lambda t1: send(t1, i, s, st + 1))
-        else:
-            finish[0] = max(finish[0], done)
-            running[i][s % queues] -= 1
-            kick(done, i, s % queues)
-
-    def hop(t: float, links: list[Link], m: float, dest: int, s: int, st: int) -> None:
-        start = max(t, free.get(links[0], 0.0))
-        free[links[0]] = start + m
-        if len(links) > 1:
-            push(start + m + eps_link, lambda t1: hop(t1, links[1:], m, dest, s, st))
-        else:
-            push(start + m + eps_link, lambda t1: meet(t1, dest, s, st))
-
-    def send(t: float, i: int, s: int, st: int) -> None:
-        m, dist = steps[st]
-        peer, links = route(i, dist)
-        hop(t, links, m, peer, s, st)
-        meet(t, i, s, st)
-
-    for i in range(k):
-        for qq in range(queues):
-            kick(0.0, i, qq)
-    while heap:
-        t, _, fn = heapq.heappop(heap)
-        fn(t)
-    return finish[0]
 
 
 def sim_phase(
@@ -494,7 +354,7 @@ def _sim_phase(op: str, algorithm: str, dim: Dim, k: int, buffer_bytes: float,
         q = k.bit_length() - 1
         coef = const = load = biggest = 0.0
         hops, m = 0, 0.0
-        for m, dist in _hd_steps(op, k, x):
+        for m, dist in hd_steps(op, k, x):
             biggest = max(biggest, (dist if topo == "ring" else 1) * m * u)
             hops = dist if topo == "ring" else hop
             if topo == "fully_connected" or not aware:
@@ -512,12 +372,12 @@ def _sim_phase(op: str, algorithm: str, dim: Dim, k: int, buffer_bytes: float,
             # each peer distance has its own link: the busiest carries its own steps, the
             # other steps' transmissions pass on other links before or after it
             per_link: dict[int, float] = {}
-            for m_i, dist in _hd_steps(op, k, x):
+            for m_i, dist in hd_steps(op, k, x):
                 per_link[dist] = per_link.get(dist, 0.0) + m_i * u
             load = max(per_link.values())
             last = sum(per_link.values()) - load
         elif topo == "ring":
-            load = _hd_ring_busiest_link(op, k, x) * u
+            load = hd_ring_busiest_link(op, k, x) * u
         return SimPhase(coef, passes * e + const + reds, load, "shared", e + hops * a, last,
                         biggest, schedule=(op, topo, k, x * u) if aware else None)
     raise InputError(f"no {algorithm!r} phase time for {op!r}", field="collectives.algorithm")
