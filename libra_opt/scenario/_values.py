@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import typing
-from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, ClassVar
@@ -17,6 +17,7 @@ import numpy as np
 import yaml
 
 from libra_opt.errors import API_SOURCE, InputError, input_context, short_repr
+from libra_opt.fabric.frozen import FrozenMap as ReadOnlyMap
 
 __all__ = [
     "API_SOURCE",
@@ -33,8 +34,10 @@ __all__ = [
 
 
 
-class FrozenMap(Mapping[str, Any]):
-    """A read-only, hashable mapping (insertion order kept); nested values frozen.
+class FrozenMap(ReadOnlyMap):
+    """A read-only, hashable mapping (insertion order kept); nested values frozen: the
+    results' read-only mapping (:class:`libra_opt.fabric.frozen.FrozenMap`) made a value of
+    the recipe (hashable, compared and hashed by its frozen items).
 
     Examples
     --------
@@ -46,69 +49,33 @@ class FrozenMap(Mapping[str, Any]):
     True
     """
 
-    __slots__ = ("_d", "_h")
-    _d: dict[Any, Any]
+    __slots__ = ("_h",)
     _h: int | None
 
     def __init__(self, data: Mapping[Any, Any] | None = None) -> None:
         if type(data) is FrozenMap:  # its values are frozen already
-            d = dict(data._d)
+            d = dict(data._items)
         else:
             d = {} if data is None else {
                 k: v if type(v) in _LEAVES else freeze(v) for k, v in dict(data).items()}
-        object.__setattr__(self, "_d", d)
+        object.__setattr__(self, "_items", d)
         object.__setattr__(self, "_h", None)
 
-    def __getitem__(self, key: Any) -> Any:
-        return self._d[key]
-
-    def __iter__(self) -> Iterator[Any]:
-        return iter(self._d)
-
-    def __len__(self) -> int:
-        return len(self._d)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._d
-
-    # The views and lookups of the private dict itself (read-only views): the Mapping
-    # mixins would go through __getitem__ once per key.
-    def keys(self) -> KeysView[Any]:
-        return self._d.keys()
-
-    def values(self) -> ValuesView[Any]:
-        return self._d.values()
-
-    def items(self) -> ItemsView[Any, Any]:
-        return self._d.items()
-
-    def get(self, key: Any, default: Any = None) -> Any:
-        return self._d.get(key, default)
-
-    def __hash__(self) -> int:
+    def __hash__(self) -> int:  # type: ignore[override]
         if self._h is None:
-            object.__setattr__(self, "_h", hash(tuple(self._d.items())))
+            object.__setattr__(self, "_h", hash(tuple(self._items.items())))
         return self._h  # type: ignore[return-value]
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, FrozenMap):
-            return self._d == other._d
+            return self._items == other._items
         if isinstance(other, Mapping):
-            return self._d == {k: freeze(v) for k, v in other.items()}
+            return self._items == {k: freeze(v) for k, v in other.items()}
         return NotImplemented
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError("FrozenMap is read-only")
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (FrozenMap, (self._d,))
-
-    def __repr__(self) -> str:
-        return f"FrozenMap({self._d!r})"
 
     def set(self, key: Any, value: Any) -> FrozenMap:
         """A copy with ``key`` set to ``value``."""
-        return FrozenMap({**self._d, key: value})
+        return FrozenMap({**self._items, key: value})
 
 
 def freeze(value: Any) -> Any:
