@@ -610,14 +610,15 @@ def compute_lower_bound_s(model: TransformerSpec, par: Parallelism, cache: Layer
     Notes
     -----
     The generated step (:mod:`libra_opt.generators.transformer_workload`) charges the
-    slowest stage ``r`` for ``m`` micro-batches plus the bubble's ``(p - 1) / v`` extra
-    passes, each pass costing the stage's per-micro-batch compute
-    ``c_r = n_dense,r t_dense + n_moe,r t_moe + e_r`` (``e_r >= 0``: embedding and output
-    layer), plus the optimizer step (``>= 0``) and communication (``>= 0`` under every
-    collective model and training loop: a phase costs ``compute + comm`` or
-    ``max(compute, comm)``). ``r`` maximises ``c_r``, so
+    slowest stage ``r`` for ``m`` micro-batches plus the bubble's ``sum_{s != r} c_s / v``
+    (:func:`~libra_opt.generators.pipeline.pipeline_bubble_passes`), each stage's
+    per-micro-batch compute being ``c_s = L_s + e_s`` with ``L_s = n_dense,s t_dense +
+    n_moe,s t_moe`` and ``e_s >= 0`` (embedding and output layer), plus the optimizer step
+    (``>= 0``) and communication (``>= 0`` under every collective model and training loop: a
+    phase costs ``compute + comm`` or ``max(compute, comm)``). Since ``c_r = max_s c_s >=
+    max_s L_s`` and ``sum_{s != r} c_s >= sum_{s != r} L_s >= sum_s L_s - max_s L_s``,
 
-    ``T(B) >= (m + (p - 1) / v) max_s (n_dense,s t_dense + n_moe,s t_moe) = LB``
+    ``T(B) >= m max_s L_s + (sum_s L_s - max_s L_s) / v = LB``
 
     for every bandwidth ``B``, with ``t_dense``, ``t_moe`` priced by the generator's own
     operator model (:class:`LayerTimeCache`). The test suite checks ``LB <= T(B)`` against
@@ -634,5 +635,6 @@ def compute_lower_bound_s(model: TransformerSpec, par: Parallelism, cache: Layer
     """
     t_dense = cache.layer_s(par, moe=False)
     t_moe = cache.layer_s(par, moe=True) if model.moe is not None else 0.0
-    busiest = max(s.n_dense * t_dense + s.n_moe * t_moe for s in cache.plan(par.pp, par.interleave))
-    return (par.micro_batches + (par.pp - 1) / par.interleave) * busiest
+    loads = [s.n_dense * t_dense + s.n_moe * t_moe for s in cache.plan(par.pp, par.interleave)]
+    busiest = max(loads)
+    return par.micro_batches * busiest + (sum(loads) - busiest) / par.interleave

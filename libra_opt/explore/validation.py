@@ -2,8 +2,8 @@
 
 :func:`validate` predicts each row of a :class:`~libra_opt.generators.validation.ValidationTable`
 with the default compute model (:func:`~libra_opt.generators.generator.generate_workload` and
-:func:`~libra_opt.traffic.step_time.step_time`, pipelined collectives, at the cluster's per-GPU
-bandwidths) and reports the error per row and the average and worst absolute error over the
+:func:`~libra_opt.traffic.step_time.step_time` under the cluster's timing model,
+:meth:`~libra_opt.generators.validation.Cluster.timing`, at its per-GPU bandwidths) and reports the error per row and the average and worst absolute error over the
 rows not used for calibration (:class:`TableResult`). Tables are read by
 :mod:`libra_opt.io.validation` and handed over as values; constants are fitted on them by
 :mod:`libra_opt.explore.calibration`, and the statistics across tables are in
@@ -121,7 +121,7 @@ def _generate(row: ValidationRow, device: Device) -> tuple[GeneratedWorkload, fl
     fabric, bw = row.cluster.fabric(row.parallelism.n_npus)
     g = generate_workload(row.model, row.parallelism, device, fabric, check_memory=row.check_memory)
     loop = "overlap" if g.workload.overlap_form else "no_overlap"
-    return g, step_time(g.workload, fabric, bw, training_loop=loop).step_time_s
+    return g, step_time(g.workload, fabric, bw, row.cluster.timing(loop)).step_time_s
 
 
 def _metric(g: GeneratedWorkload, t_s: float, metric: str) -> float:

@@ -55,7 +55,8 @@ class GeneratedWorkload:
     micro_batches : int
         Micro-batches per step per pipeline.
     bubble_fraction : float
-        Pipeline idle time relative to the busy time, ``(p - 1) / (v m)``.
+        Pipeline idle time relative to the busy time of the slowest stage: ``(p - 1) / (v m)``
+        for equal stages, less when the slowest carries more (``pipeline_bubble_passes / m``).
     notes : tuple of str
         Modelling choices worth reading next to the numbers.
     stage_compute_s : tuple of float

@@ -21,6 +21,7 @@ __all__ = [
     "partition_layers",
     "stage_plan",
     "bubble_fraction",
+    "pipeline_bubble_passes",
     "inflight_microbatches",
 ]
 
@@ -123,6 +124,52 @@ def bubble_fraction(pp: int, micro_batches: int, interleave: int = 1) -> float:
     (0.07291666666666667, 0.036458333333333336)
     """
     return (pp - 1) / (interleave * micro_batches)
+
+
+def pipeline_bubble_passes(stage_times_s, slowest: int, interleave: int = 1) -> float:
+    """Fill-and-drain time of a 1F1B pipeline with unequal stages, in passes through the
+    slowest stage: ``sum_{s != r} t_s / (v t_r)``.
+
+    Parameters
+    ----------
+    stage_times_s : sequence of float
+        Each pipeline device's compute time for one micro-batch (forward and backward), s.
+    slowest : int
+        Index ``r`` of the slowest device (``t_r = max_s t_s``).
+    interleave : int
+        Virtual stages per device ``v``.
+
+    Notes
+    -----
+    ``m`` identical micro-batches crossing ``p`` stages in order, each stage working on one
+    at a time, finish after ``T = sum_s t_s + (m - 1) max_s t_s``: the makespan of a
+    permutation flow shop with identical jobs, paced by its bottleneck stage. Counted in
+    passes through the slowest stage ``r`` beyond the ``m`` it does itself, that is
+    ``sum_{s != r} t_s / t_r``, which equals the textbook ``p - 1`` when the stages are
+    equal [1]_ and is smaller when the stage that carries the embedding or the output layer
+    is the slowest. The interleaved schedule divides the fill and drain by ``v`` [1]_.
+
+    References
+    ----------
+    .. [1] D. Narayanan et al., "Efficient Large-Scale Language Model Training on GPU
+       Clusters Using Megatron-LM", SC 2021, arXiv:2104.04473, Sec. 2.2 (eqs. 1-2).
+    .. [2] S. M. Johnson, "Optimal two- and three-stage production schedules with setup
+       times included", Naval Research Logistics Quarterly 1(1), 1954 (flow-shop makespan).
+
+    Examples
+    --------
+    Equal stages give ``(p - 1) / v``; a last stage 1.5 times as slow gives fewer passes:
+
+    >>> pipeline_bubble_passes([2.0, 2.0, 2.0, 2.0], 0), pipeline_bubble_passes([2.0] * 4, 0, 2)
+    (3.0, 1.5)
+    >>> pipeline_bubble_passes([2.0, 2.0, 2.0, 3.0], 3)
+    2.0
+    """
+    times = list(stage_times_s)
+    top = times[slowest]
+    if top <= 0:
+        return (len(times) - 1) / interleave
+    return (sum(times) - top) / (interleave * top)
 
 
 def inflight_microbatches(stage: int, pp: int, micro_batches: int, interleave: int = 1) -> float:

@@ -7,12 +7,13 @@ virtual stages per device is modelled as:
 * ``m`` passes (forward, input gradient, weight gradient) through the stage's layers --
   ``dense_layer`` (count ``m x dense layers``), ``moe_layer``, ``embedding`` and
   ``output_layer`` where the stage holds them -- with their TP/CP/EP/ZeRO-3 collectives;
-* the pipeline bubble as ``(p - 1) / v`` *extra* passes through the same layers
-  (``bubble_*`` layers): while it fills and drains the pipeline, the stage waits for the
-  others, which do the same work -- compute *and* collectives -- so the bubble grows when
-  the network slows down. When ``(p - 1) x count / v`` is not an integer, the bubble layer has
-  count ``(p - 1) x count`` and its compute and collective sizes are divided by ``v``
-  (traffic is linear in size, so bytes are exact);
+* the pipeline bubble as ``sum_{s != r} t_s / (v t_r)`` *extra* passes through the same
+  layers (``bubble_*`` layers; :func:`~libra_opt.generators.pipeline.pipeline_bubble_passes`,
+  ``(p - 1) / v`` for equal stages): while it fills and drains the pipeline, the stage waits
+  for the others, which do the same work -- compute *and* collectives -- so the bubble grows
+  when the network slows down. Whole passes repeat the layers; the fractional rest is one
+  copy with its compute and collective sizes scaled (traffic is linear in size, so bytes are
+  exact);
 * ``pp_send_recv``: ``v m + p - 1`` point-to-point transfers of the stage-boundary
   activation (forward) and its gradient (input gradient) on group ``pp`` -- ``v`` per
   micro-batch and ``p - 1`` on the fill/drain critical path;
@@ -45,6 +46,7 @@ clip (a few bytes).
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import replace
 from types import MappingProxyType
 
@@ -86,8 +88,8 @@ from libra_opt.generators.operators import (
 from libra_opt.generators.parallelism import Parallelism
 from libra_opt.generators.pipeline import (
     StagePlan,
-    bubble_fraction,
     inflight_microbatches,
+    pipeline_bubble_passes,
     stage_plan,
 )
 from libra_opt.generators.roofline import operator_time_s
@@ -238,18 +240,19 @@ def _scaled(phase: Phase, factor: float) -> Phase:
     )
 
 
-def _bubble(layer: Layer, per_microbatch: int, pp: int, v: int) -> list[Layer]:
-    """``(pp - 1) n / v`` extra passes through ``layer``: whole passes as a repeated layer,
+def _bubble(layer: Layer, per_microbatch: int, passes: float) -> list[Layer]:
+    """``passes x n`` extra passes through ``layer``: whole passes as a repeated layer,
     the fractional rest as one scaled copy (exact in bytes and compute; a latency term is
     paid once for the fraction)."""
-    numer = (pp - 1) * per_microbatch
-    whole, rest = divmod(numer, v)
+    total = passes * per_microbatch
+    whole = int(math.floor(total + 1e-9))
+    rest = total - whole
     name = f"bubble_{layer.name}"
     out = []
     if whole:
         out.append(Layer(name, layer.forward, layer.input_grad, layer.weight_grad, whole))
-    if rest:
-        f = rest / v
+    if rest > 1e-9:
+        f = rest
         out.append(Layer(
             f"{name}_part", _scaled(layer.forward, f), _scaled(layer.input_grad, f),
             _scaled(layer.weight_grad, f), 1,
@@ -491,6 +494,7 @@ def transformer_workload(
 
     layers: list[Layer] = []
     dp_window_s = 0.0
+    bubble_passes = pipeline_bubble_passes(times, rep, v)
     if par.dp_comm_overlap:
         layers, dp_window_s = dp_overlapped([(x, n) for x, n in layers_mb if not x.empty], m)
     else:
@@ -499,7 +503,7 @@ def transformer_workload(
                 layers.append(replace(layer, count=m * n))
     if pp > 1:
         for layer, n in layers_mb:
-            layers.extend(b for b in _bubble(layer, n, pp, v) if not b.empty)
+            layers.extend(b for b in _bubble(layer, n, bubble_passes) if not b.empty)
         sharded = par.sequence_parallel or (par.pp_scatter_gather and par.tp > 1)
         msg = act / par.tp if sharded else act
         fwd: tuple[Collective, ...] = (Collective("p2p", msg, "pp"),)
@@ -570,7 +574,8 @@ def transformer_workload(
         f"workload of pipeline stage {rep} ({stages[rep].n_layers} layers"
         f"{', embedding' if stages[rep].has_embedding else ''}"
         f"{', output layer' if stages[rep].has_head else ''})",
-        "bubble = (p-1)/v extra passes through the stage (compute and collectives)" if pp > 1 else "",
+        f"bubble = {bubble_passes:.4g} extra passes through the stage (compute and collectives; "
+        f"(p-1)/v = {(pp - 1) / v:.4g} for equal stages)" if pp > 1 else "",
         "data-parallel gradient sync behind the last micro-batch's backward compute "
         "(dp_comm_overlap); the optimizer step is not overlapped" if par.dp_comm_overlap else
         "data-parallel gradient sync and optimizer step are not overlapped",
@@ -605,10 +610,10 @@ def transformer_workload(
         memory=memory,
         placement=placement,
         micro_batches=m,
-        bubble_fraction=bubble_fraction(pp, m, v),
+        bubble_fraction=bubble_passes / m if pp > 1 else 0.0,
         notes=tuple(n for n in notes if n),
         stage_compute_s=tuple(m * x for x in times),
         compute_breakdown_s=MappingProxyType(breakdown),
-        bubble_compute_s=(pp - 1) / v * times[rep],
+        bubble_compute_s=bubble_passes * times[rep] if pp > 1 else 0.0,
     )
 

@@ -19,6 +19,9 @@ from libra_opt.fabric.dims import Dim, Fabric
 from libra_opt.generators.descriptors import TransformerSpec
 from libra_opt.generators.devices import Device
 from libra_opt.generators.parallelism import Parallelism
+from libra_opt.traffic.nccl_curves import NCCL_CURVES
+from libra_opt.traffic.timing import TimingModel
+from libra_opt.traffic.topology_aware import CollectiveSettings
 
 __all__ = [
     "Cluster",
@@ -54,7 +57,13 @@ class Cluster:
     one collective step on each (s; default NCCL's per-step ring latencies
     :data:`NCCL_NVLINK_STEP_S` and :data:`NCCL_NET_STEP_S`). Ring-routed groups of generated
     workloads (:attr:`~libra_opt.traffic.workload.Workload.flat_ring_groups`) pay
-    ``2 (k - 1)`` such steps per all-reduce."""
+    ``2 (k - 1)`` such steps per all-reduce.
+
+    ``node_nccl_curve`` / ``pod_nccl_curve`` name a measured nccl-tests bus-bandwidth curve
+    (:data:`~libra_opt.traffic.nccl_curves.NCCL_CURVES`) for that link; the link's bandwidth
+    is then the line rate the curve was measured at, and the run is timed by
+    :meth:`timing`'s ``topology_aware`` model, every collective reaching the curve's
+    fraction at its size."""
 
     name: str
     device: Device
@@ -65,6 +74,43 @@ class Cluster:
     pod_tier: str = "InfiniBand"
     node_latency_s: float = NCCL_NVLINK_STEP_S
     pod_latency_s: float = NCCL_NET_STEP_S
+    node_nccl_curve: str = ""
+    pod_nccl_curve: str = ""
+
+    def __post_init__(self) -> None:
+        for level in ("node", "pod"):
+            curve = getattr(self, f"{level}_nccl_curve")
+            if curve and curve not in NCCL_CURVES:
+                raise InputError(f"nccl_curve {curve!r} is not one of {', '.join(NCCL_CURVES)}",
+                                 field=f"{level}.nccl_curve")
+
+    def timing(self, training_loop: str = "no_overlap") -> TimingModel:
+        """How the cluster's runs are timed.
+
+        Without a curve: pipelined collectives at the links' bandwidths (NCCL-effective
+        figures) and per-step latencies. With one: the ``topology_aware`` model with NCCL's
+        ring on both levels and, on a link with a curve, the measured fraction of its line
+        rate at each collective's size -- small collectives (small micro-batches, wide
+        tensor parallelism) reach less of the link than large ones.
+
+        Examples
+        --------
+        >>> from libra_opt.io.presets import load_device
+        >>> c = Cluster("c", load_device("a100_80gb"), 8, 300.0, 25.0,
+        ...             node_nccl_curve="a100_nvlink_nccl")
+        >>> t = c.timing()
+        >>> t.uses_topology_aware, dict(t.collectives.algorithm)
+        (True, {'node': 'ring', 'pod': 'ring'})
+        >>> Cluster("c", load_device("a100_80gb"), 8, 230.0, 25.0).timing().is_pipelined
+        True
+        """
+        curves = {level: getattr(self, f"{level}_nccl_curve") for level in ("node", "pod")}
+        if not any(curves.values()):
+            return TimingModel("pipelined", training_loop)
+        settings = CollectiveSettings(
+            algorithm={"node": "ring", "pod": "ring"},
+            efficiency={k: v for k, v in curves.items() if v})
+        return TimingModel("topology_aware", training_loop, collectives=settings)
 
     def fabric(self, n_npus: int) -> tuple[Fabric, list[float]]:
         """Two-level switch fabric for ``n_npus`` devices and its bandwidth vector."""

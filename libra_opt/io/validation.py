@@ -30,7 +30,11 @@ the same ``variant_set`` are parallelization variants of one model, ranked again
 collective step on it; without it the node link takes NCCL's per-step ring latency over NVLink
 and the pod link NCCL's over the network
 (:data:`~libra_opt.generators.validation.NCCL_NVLINK_STEP_S`,
-:data:`~libra_opt.generators.validation.NCCL_NET_STEP_S`). The packaged tables are in
+:data:`~libra_opt.generators.validation.NCCL_NET_STEP_S`). A link may name ``nccl_curve``, a
+measured nccl-tests bus-bandwidth curve (:data:`~libra_opt.traffic.nccl_curves.NCCL_CURVES`):
+its ``bw_gbps`` is then the line rate the curve was measured at and every collective on it
+reaches the curve's fraction at its size (:meth:`~libra_opt.generators.validation.Cluster.timing`).
+The packaged tables are in
 ``libra_opt/data/validation``.
 """
 
@@ -59,6 +63,7 @@ class _Link(StrictModel):
     tier: str = "link"
     bw_gbps: float = Field(gt=0)
     latency_s: float | None = Field(default=None, ge=0, le=1e-2)  # None: NCCL's per-step value
+    nccl_curve: str | None = None  # a name of libra_opt.traffic.nccl_curves.NCCL_CURVES
 
 
 class _Cluster(StrictModel):
@@ -155,8 +160,12 @@ def validation_table_from_dict(data: Any, source: str) -> ValidationTable:
         latency = {f"{level}_latency_s": link.latency_s
                    for level, link in (("node", c.node), ("pod", c.pod))
                    if link.latency_s is not None}
-        clusters[key] = Cluster(key, dev, c.gpus_per_node, c.node.bw_gbps, c.pod.bw_gbps,
-                                c.node.tier, c.pod.tier, **latency)
+        curves = {f"{level}_nccl_curve": link.nccl_curve
+                  for level, link in (("node", c.node), ("pod", c.pod))
+                  if link.nccl_curve is not None}
+        with input_context(source, f"clusters.{key}"):
+            clusters[key] = Cluster(key, dev, c.gpus_per_node, c.node.bw_gbps, c.pod.bw_gbps,
+                                    c.node.tier, c.pod.tier, **latency, **curves)
     rows = []
     for i, raw in enumerate(table.rows):
         prefix = f"rows[{i}]"

@@ -58,9 +58,14 @@ def test_workload_set_changes_the_parallelism(capsys):
     assert main(["workload", EXAMPLE, "--json"]) == 0
     (given,) = json.loads(capsys.readouterr().out)
     # micro-batches per step = global batch / (dp x micro-batch) = 1536 / (16 x 1) = 96;
-    # bubble = (p - 1) / (v m) = 15 / 96 (Narayanan et al., SC'21, eq. 1 with v = 1)
+    # bubble = (p - 1) / (v m) = 15 / 96 for equal stages (Narayanan et al., SC'21, eq. 1 with
+    # v = 1); with the output layer the last stage is the slowest, and the flow-shop fill and
+    # drain is the 15 other stages' time in its passes: sum_{s != r} t_s / (t_r m)
     assert edited["micro_batches"] == 96 and given["micro_batches"] == 192
-    assert_allclose(edited["bubble_fraction"], 15 / 96, rtol=1e-12)
+    t = edited["stage_compute_s"]
+    assert len(t) == 16 and max(t) == t[-1] > t[0] > t[1] == t[7]
+    assert_allclose(edited["bubble_fraction"], (sum(t) - t[-1]) / t[-1] / 96, rtol=1e-12)
+    assert 0.9 * 15 / 96 < edited["bubble_fraction"] < 15 / 96
     # weights per NPU at pipeline stage 0, by hand (GPT-3 175B: h 12288, 96 layers / pp 16 =
     # 6 per stage, vocab 50257, sequence 2048; bf16, 2 bytes per parameter). Sharded by tp:
     # per layer 12 h^2 (QKV, projection, MLP) + 7 h (QKV and first MLP biases), and the word

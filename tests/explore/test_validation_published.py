@@ -5,13 +5,14 @@ one constant per software stack on the rows marked ``calibrate: stack``; every o
 a prediction (convention-dependent rows are reported, not judged). The target is an average
 absolute error of at most 3.5 % and a worst of at most 8 % on the out-of-sample rows of each
 software stack. The tolerances below are what the model reaches today, per table and per
-stack (printed by ``test_print_error_table``): the Megatron-LM 2022 and Llama 3 (Meta) stacks
-meet the target; Megatron-DeepSpeed meets it on MT-NLG but not on the BigScience topology
-search (bloom_prequel_a100: shallow pipelines with wide data parallelism and micro-batches of
-1-2 too fast by up to 17 %, pipelines of 12-24 stages too slow by up to 17 %); Megatron-LM
-2021 (SC21: small models too slow, interleaved pipelines too fast) and NeMo 24.07 (its
-Llama 3 8B row, 12 % too fast) do not, and NeMo Megatron-Core (Megatron-Bridge, H100, FP8)
-meets the worst but not the average.
+stack (printed by ``test_print_error_table``): the Megatron-LM 2022, Megatron-LM 2021 and
+Llama 3 (Meta) stacks meet the target (SC21 since the A100 NVLink tier is priced with NCCL's
+measured bus-bandwidth curve and the pipeline fill and drain as a flow shop); Megatron-DeepSpeed
+meets it on MT-NLG but not on the BigScience topology search (bloom_prequel_a100: shallow
+pipelines with wide data parallelism and micro-batches of 1-2 too fast by up to 16 %,
+pipelines of 12-24 stages too slow by up to 13 %); NeMo 24.07 (its Llama 3 8B row, 12 % too
+fast) does not, and NeMo Megatron-Core (Megatron-Bridge, H100, FP8) meets the worst but not
+the average.
 """
 
 import dataclasses
@@ -37,30 +38,30 @@ TARGET = (0.035, 0.08)
 #: (average, worst) absolute error reached on the validation rows of each table (measured,
 #: rounded up by a few tenths of a percent).
 REACHED = {
-    "korthikanti22_a100": (0.017, 0.027),
-    "megatron_sc21_a100": (0.050, 0.130),
+    "korthikanti22_a100": (0.020, 0.035),
+    "megatron_sc21_a100": (0.020, 0.039),
     "llama3_h100": (0.010, 0.010),
-    "mtnlg_a100": (0.026, 0.040),
-    "nemo_h100": (0.040, 0.056),
-    "nemo2407_h100": (0.050, 0.128),
-    "bloom_prequel_a100": (0.065, 0.177),
+    "mtnlg_a100": (0.029, 0.043),
+    "nemo_h100": (0.041, 0.057),
+    "nemo2407_h100": (0.053, 0.127),
+    "bloom_prequel_a100": (0.056, 0.163),
 }
 #: Tables whose validation rows meet TARGET today.
-MEETS_TARGET = {"korthikanti22_a100", "llama3_h100", "mtnlg_a100"}
+MEETS_TARGET = {"korthikanti22_a100", "megatron_sc21_a100", "llama3_h100", "mtnlg_a100"}
 #: (average, worst) out-of-sample error per software stack (measured, rounded up).
 STACK_REACHED = {
-    "megatron_lm_2022": (0.017, 0.027),
+    "megatron_lm_2022": (0.020, 0.035),
     "llama3_meta": (0.010, 0.010),
-    "megatron_deepspeed": (0.063, 0.177),
-    "megatron_lm_2021": (0.050, 0.130),
-    "nemo_megatron_core": (0.040, 0.056),
-    "nemo_24_07": (0.050, 0.128),
+    "megatron_deepspeed": (0.055, 0.163),
+    "megatron_lm_2021": (0.020, 0.039),
+    "nemo_megatron_core": (0.041, 0.057),
+    "nemo_24_07": (0.053, 0.127),
 }
 #: Stacks whose out-of-sample rows meet TARGET today.
-STACKS_MEETING_TARGET = {"megatron_lm_2022", "llama3_meta"}
+STACKS_MEETING_TARGET = {"megatron_lm_2022", "megatron_lm_2021", "llama3_meta"}
 #: Variant sets that miss the ranking target today, with (Spearman at least, regret at most).
 VARIANTS_MISSING_TARGET = {"bloom_181b_384gpu": (0.70, 0.0), "bloom_182b_384gpu": (0.49, 0.0),
-                           "bloom_181b_384gpu_tp": (0.36, 0.012)}
+                           "bloom_181b_384gpu_tp": (0.44, 0.012)}
 #: Fitted stack constants (devices.yaml), per (device, stack).
 STACKS = {("a100_80gb", "megatron_lm_2021"), ("a100_80gb", "megatron_deepspeed"),
           ("h100_sxm", "nemo_megatron_core"), ("h100_sxm", "nemo_24_07")}

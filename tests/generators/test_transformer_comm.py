@@ -122,17 +122,27 @@ def test_pipeline_boundaries_bubble_and_send_recv():
     # the last stage (2 layers + output layer) is the slowest
     assert counts["dense_layer"] == 4 * 2
     assert counts["output_layer"] == 4
-    assert counts["bubble_dense_layer"] == 1 * 2  # (p - 1) x 2 layers
-    assert counts["bubble_output_layer"] == 1
+    # flow-shop fill and drain: the first stage's time, in passes of the slowest (last) one
+    t_first, t_last = g.stage_compute_s
+    r = t_first / t_last
+    assert 0.5 < r < 1
+    assert counts["bubble_dense_layer"] == 1  # floor(2 layers x r) whole passes
+    assert counts["bubble_dense_layer_part"] == counts["bubble_output_layer_part"] == 1
+    bubble = [x for x in g.workload.layers if x.name.startswith("bubble_")]
+    bubble_s = sum(x.count * (x.forward.compute_s + x.input_grad.compute_s + x.weight_grad.compute_s)
+                   for x in bubble)
+    assert bubble_s == pytest.approx(t_first / 4, rel=1e-12)   # one micro-batch of stage 0
+    assert g.bubble_compute_s == pytest.approx(t_first / 4, rel=1e-12)
     # v m + p - 1 transfers of one activation (8 tokens x 16 x 2 bytes) each way
     sr = layer(g, "pp_send_recv")
     assert sr.count == 4 + 1
     assert sig(sr.forward) == [("p2p", 256.0, "pp")]
     assert sig(sr.input_grad) == [("p2p", 256.0, "pp")]
-    assert g.bubble_fraction == pytest.approx(1 / 4)
+    assert g.bubble_fraction == pytest.approx(r / 4)   # (p - 1) / m = 1 / 4 for equal stages
     gi = gen({"pp": 2, "interleave": 2, "dp": 4, "global_batch_size": 16}, model=m4)
     counts = {x.name: x.count for x in gi.workload.layers}
-    assert counts["bubble_dense_layer"] == 1  # (p - 1) x 2 / v
+    assert "bubble_dense_layer" not in counts   # 2 layers x r / v < 1 pass: one scaled copy
+    assert gi.bubble_fraction == pytest.approx(r / 2 / 4)
     assert counts["pp_send_recv"] == 2 * 4 + 1
 
 

@@ -60,4 +60,5 @@ def test_at_the_floor_the_optimum_respects_the_budget(in_network, above_usd):
                                   12.5 + (1 - t) * above_usd / k[1]]).objective_value
             for t in ts]
     assert_allclose(sol.objective_value, min(objs), rtol=1e-7)
-    assert sol.objective_value <= min(objs) * (1 + 1e-9)
+    # no worse than any brute-force point, up to the conic solver's relative gap (1e-8)
+    assert sol.objective_value <= min(objs) * (1 + 1e-8)
