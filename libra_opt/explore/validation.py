@@ -21,6 +21,7 @@ from libra_opt.generators.devices import Device
 from libra_opt.generators.generated import GeneratedWorkload
 from libra_opt.generators.generator import generate_workload
 from libra_opt.generators.validation import ValidationRow, ValidationTable
+from libra_opt.options import TrainingLoop
 from libra_opt.traffic.step_time import step_time
 
 __all__ = [
@@ -120,7 +121,7 @@ class TableResult:
 def _generate(row: ValidationRow, device: Device) -> tuple[GeneratedWorkload, float]:
     fabric, bw = row.cluster.fabric(row.parallelism.n_npus)
     g = generate_workload(row.model, row.parallelism, device, fabric, check_memory=row.check_memory)
-    loop = "overlap" if g.workload.overlap_form else "no_overlap"
+    loop: TrainingLoop = "overlap" if g.workload.overlap_form else "no_overlap"
     return g, step_time(g.workload, fabric, bw, row.cluster.timing(loop)).step_time_s
 
 

@@ -19,6 +19,7 @@ from libra_opt.fabric.dims import Dim, Fabric
 from libra_opt.generators.descriptors import TransformerSpec
 from libra_opt.generators.devices import Device
 from libra_opt.generators.parallelism import Parallelism
+from libra_opt.options import TrainingLoop
 from libra_opt.traffic.nccl_curves import NCCL_CURVES
 from libra_opt.traffic.timing import TimingModel
 from libra_opt.traffic.topology_aware import CollectiveSettings
@@ -84,14 +85,16 @@ class Cluster:
                 raise InputError(f"nccl_curve {curve!r} is not one of {', '.join(NCCL_CURVES)}",
                                  field=f"{level}.nccl_curve")
 
-    def timing(self, training_loop: str = "no_overlap") -> TimingModel:
+    def timing(self, training_loop: TrainingLoop = "no_overlap") -> TimingModel:
         """How the cluster's runs are timed.
 
         Without a curve: pipelined collectives at the links' bandwidths (NCCL-effective
         figures) and per-step latencies. With one: the ``topology_aware`` model with NCCL's
         ring on both levels and, on a link with a curve, the measured fraction of its line
         rate at each collective's size -- small collectives (small micro-batches, wide
-        tensor parallelism) reach less of the link than large ones.
+        tensor parallelism) reach less of the link than large ones -- and no latency of its
+        own (the measurement includes it); a link without a curve keeps NCCL's per-step
+        latency, half on each of a step's two hops through the switch.
 
         Examples
         --------
@@ -107,9 +110,13 @@ class Cluster:
         curves = {level: getattr(self, f"{level}_nccl_curve") for level in ("node", "pod")}
         if not any(curves.values()):
             return TimingModel("pipelined", training_loop)
+        latency = {"node": self.node_latency_s, "pod": self.pod_latency_s}
         settings = CollectiveSettings(
-            algorithm={"node": "ring", "pod": "ring"},
-            efficiency={k: v for k, v in curves.items() if v})
+            algorithm=(("node", "ring"), ("pod", "ring")),
+            efficiency=tuple((k, v) for k, v in curves.items() if v),
+            # a curve's measurement includes its latencies; elsewhere NCCL's per-step latency
+            # spread over the step's two link hops (GPU -> switch -> GPU)
+            link_latency_s=tuple((k, 0.0 if curves[k] else latency[k] / 2) for k in curves))
         return TimingModel("topology_aware", training_loop, collectives=settings)
 
     def fabric(self, n_npus: int) -> tuple[Fabric, list[float]]:

@@ -157,15 +157,15 @@ def validation_table_from_dict(data: Any, source: str) -> ValidationTable:
     clusters: dict[str, Cluster] = {}
     for key, c in table.clusters.items():
         dev = device_from_value(c.device, source, f"clusters.{key}.device")
-        latency = {f"{level}_latency_s": link.latency_s
-                   for level, link in (("node", c.node), ("pod", c.pod))
-                   if link.latency_s is not None}
-        curves = {f"{level}_nccl_curve": link.nccl_curve
-                  for level, link in (("node", c.node), ("pod", c.pod))
-                  if link.nccl_curve is not None}
+        extra: dict[str, Any] = {}
+        for level, link in (("node", c.node), ("pod", c.pod)):
+            if link.latency_s is not None:
+                extra[f"{level}_latency_s"] = link.latency_s
+            if link.nccl_curve is not None:
+                extra[f"{level}_nccl_curve"] = link.nccl_curve
         with input_context(source, f"clusters.{key}"):
             clusters[key] = Cluster(key, dev, c.gpus_per_node, c.node.bw_gbps, c.pod.bw_gbps,
-                                    c.node.tier, c.pod.tier, **latency, **curves)
+                                    c.node.tier, c.pod.tier, **extra)
     rows = []
     for i, raw in enumerate(table.rows):
         prefix = f"rows[{i}]"

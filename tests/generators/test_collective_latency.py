@@ -63,3 +63,43 @@ def test_tp_all_reduce_pays_the_ring_steps():
     t_flat = step_time(w, fabric, bw, training_loop=loop).step_time_s
     t_hier = step_time(hier, fabric, bw, training_loop=loop).step_time_s
     assert_allclose(t_flat - t_hier, n_ar * 40.8e-6, rtol=1e-9)
+
+
+def test_a_link_with_an_nccl_curve_runs_each_collective_at_the_measured_fraction():
+    """A100 NVLink at its 300 GB/s line rate with the nccl-tests curve: a 64 MiB all-reduce
+    over 8 GPUs moves 2 x 7/8 x 64 MiB at the 166.63 GB/s bus bandwidth measured at that size
+    (Azure ND A100 v4, NCCL 2.18.5) and pays no latency of its own; over the InfiniBand pod
+    (no curve) it runs at the 25 GB/s line rate with NCCL's 9.6 us per ring step (2 steps)."""
+    from numpy.testing import assert_allclose
+
+    from libra_opt.generators.validation import Cluster
+    from libra_opt.io.presets import load_device
+    from libra_opt.traffic.step_time import step_time
+    from libra_opt.traffic.workload import Collective, Layer, Phase, Workload
+
+    c = Cluster("c", load_device("a100_80gb"), 8, 300.0, 25.0, node_nccl_curve="a100_nvlink_nccl")
+    fabric, bw = c.fabric(16)
+    size = 64 * 2**20
+
+    def t(span):
+        w = Workload("w", (Layer("l", Phase(0.0, (Collective("all_reduce", size, "g"),))),),
+                     {"g": span})
+        return step_time(w, fabric, bw, c.timing()).step_time_s
+
+    assert_allclose(t((8, 1)), 2 * 7 / 8 * size / 166.63e9, rtol=1e-9)
+    assert_allclose(t((1, 2)), 2 * 1 / 2 * size / 25e9 + 2 * 9.6e-6, rtol=1e-9)
+
+
+def test_an_unknown_nccl_curve_is_refused_naming_the_file_and_field():
+    from libra_opt.errors import InputError
+    from libra_opt.io.validation import validation_table_from_dict
+
+    table = {"name": "t", "clusters": {"c": {
+        "device": "a100_80gb", "gpus_per_node": 8,
+        "node": {"bw_gbps": 300, "nccl_curve": "a100_nvlink"}, "pod": {"bw_gbps": 25}}},
+        "rows": [{"name": "r", "source": "me", "metric": "step_time_s", "published": 1.0,
+                  "cluster": "c", "model": "llama3_8b",
+                  "parallelism": {"tp": 8, "global_batch_size": 8}}]}
+    with pytest.raises(InputError, match=r"my\.yaml: clusters\.c\.node\.nccl_curve: nccl_curve "
+                       r"'a100_nvlink' is not one of a100_nvlink_nccl, "):
+        validation_table_from_dict(table, "my.yaml")

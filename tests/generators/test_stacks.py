@@ -98,7 +98,7 @@ def test_fp8_gemms_run_at_the_fp8_peak_and_attention_at_bf16():
 
 
 def test_a_stack_constant_cannot_push_a_fraction_above_the_peak():
-    a100 = load_device("a100_80gb")   # default_efficiency 0.888: x 1.2 > 1
+    a100 = load_device("a100_80gb")   # default_efficiency 0.900: x 1.2 > 1
     with pytest.raises(InputError, match="parallelism.software_stack: software stack "
                        "efficiency 1.2 on a100_80gb puts default_efficiency, mem_efficiency above 1"):
         timing_device(a100, 1.2)
