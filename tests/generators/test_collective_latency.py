@@ -70,12 +70,8 @@ def test_a_link_with_an_nccl_curve_runs_each_collective_at_the_measured_fraction
     over 8 GPUs moves 2 x 7/8 x 64 MiB at the 166.63 GB/s bus bandwidth measured at that size
     (Azure ND A100 v4, NCCL 2.18.5) and pays no latency of its own; over the InfiniBand pod
     (no curve) it runs at the 25 GB/s line rate with NCCL's 9.6 us per ring step (2 steps)."""
-    from numpy.testing import assert_allclose
-
     from libra_opt.generators.validation import Cluster
-    from libra_opt.io.presets import load_device
-    from libra_opt.traffic.step_time import step_time
-    from libra_opt.traffic.workload import Collective, Layer, Phase, Workload
+    from libra_opt.traffic.workload import Collective, Layer, Phase
 
     c = Cluster("c", load_device("a100_80gb"), 8, 300.0, 25.0, node_nccl_curve="a100_nvlink_nccl")
     fabric, bw = c.fabric(16)
@@ -91,8 +87,9 @@ def test_a_link_with_an_nccl_curve_runs_each_collective_at_the_measured_fraction
 
 
 def test_an_unknown_nccl_curve_is_refused_naming_the_file_and_field():
+    import pytest
+
     from libra_opt.errors import InputError
-    from libra_opt.io.validation import validation_table_from_dict
 
     table = {"name": "t", "clusters": {"c": {
         "device": "a100_80gb", "gpus_per_node": 8,
