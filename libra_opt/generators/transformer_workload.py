@@ -252,10 +252,9 @@ def _bubble(layer: Layer, per_microbatch: int, passes: float) -> list[Layer]:
     if whole:
         out.append(Layer(name, layer.forward, layer.input_grad, layer.weight_grad, whole))
     if rest > 1e-9:
-        f = rest
         out.append(Layer(
-            f"{name}_part", _scaled(layer.forward, f), _scaled(layer.input_grad, f),
-            _scaled(layer.weight_grad, f), 1,
+            f"{name}_part", _scaled(layer.forward, rest), _scaled(layer.input_grad, rest),
+            _scaled(layer.weight_grad, rest), 1,
         ))
     return out
 
@@ -610,10 +609,10 @@ def transformer_workload(
         memory=memory,
         placement=placement,
         micro_batches=m,
-        bubble_fraction=bubble_passes / m if pp > 1 else 0.0,
+        bubble_fraction=bubble_passes / m,  # 0 for one stage
         notes=tuple(n for n in notes if n),
         stage_compute_s=tuple(m * x for x in times),
         compute_breakdown_s=MappingProxyType(breakdown),
-        bubble_compute_s=bubble_passes * times[rep] if pp > 1 else 0.0,
+        bubble_compute_s=bubble_passes * times[rep],
     )
 
