@@ -165,8 +165,8 @@ def step_times_s(walk: WalkArrays, bw_gbps: np.ndarray, timing: TimingModel) -> 
                     t = step_time_from_walk(walk, b, timing).step_time_s
             out.append(t if math.isfinite(t) else compute)
         return np.array(out)
-    traffic = walk.traffic_bytes  # (C, D)
-    used: np.ndarray = np.asarray(traffic > 0)
+    used: np.ndarray = np.asarray(walk.traffic_bytes > 0)
+    traffic = walk.traffic_bytes if walk.efficiency is None else walk.traffic_bytes / walk.efficiency
     with np.errstate(divide="ignore", invalid="ignore"):
         t_kd = np.where(used[None], traffic[None] / (1e9 * bw_gbps[:, None, :])
                         + walk.latency_s[None], 0.0)  # (K, C, D)

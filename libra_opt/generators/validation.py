@@ -22,7 +22,6 @@ from libra_opt.generators.parallelism import Parallelism
 from libra_opt.options import TrainingLoop
 from libra_opt.traffic.nccl_curves import NCCL_CURVES
 from libra_opt.traffic.timing import TimingModel
-from libra_opt.traffic.topology_aware import CollectiveSettings
 
 __all__ = [
     "Cluster",
@@ -62,9 +61,8 @@ class Cluster:
 
     ``node_nccl_curve`` / ``pod_nccl_curve`` name a measured nccl-tests bus-bandwidth curve
     (:data:`~libra_opt.traffic.nccl_curves.NCCL_CURVES`) for that link; the link's bandwidth
-    is then the line rate the curve was measured at, and the run is timed by
-    :meth:`timing`'s ``topology_aware`` model, every collective reaching the curve's
-    fraction at its size."""
+    is then the line rate the curve was measured at, every collective on it reaches the
+    curve's fraction at its size (:meth:`timing`) and it has no latency of its own."""
 
     name: str
     device: Device
@@ -86,15 +84,12 @@ class Cluster:
                                  field=f"{level}.nccl_curve")
 
     def timing(self, training_loop: TrainingLoop = "no_overlap") -> TimingModel:
-        """How the cluster's runs are timed.
-
-        Without a curve: pipelined collectives at the links' bandwidths (NCCL-effective
-        figures) and per-step latencies. With one: the ``topology_aware`` model with NCCL's
-        ring on both levels and, on a link with a curve, the measured fraction of its line
-        rate at each collective's size -- small collectives (small micro-batches, wide
-        tensor parallelism) reach less of the link than large ones -- and no latency of its
-        own (the measurement includes it); a link without a curve keeps NCCL's per-step
-        latency, half on each of a step's two hops through the switch.
+        """How the cluster's runs are timed: pipelined collectives at the links' bandwidths
+        and per-step latencies; on a link with a curve, each collective reaches the curve's
+        fraction of the line rate at its size (:attr:`~libra_opt.traffic.timing.TimingModel.
+        efficiency`) -- small collectives (small micro-batches, wide tensor parallelism)
+        reach less of the link than large ones -- and the link has no latency of its own
+        (the measurement includes it; :meth:`fabric`).
 
         Examples
         --------
@@ -102,22 +97,14 @@ class Cluster:
         >>> c = Cluster("c", load_device("a100_80gb"), 8, 300.0, 25.0,
         ...             node_nccl_curve="a100_nvlink_nccl")
         >>> t = c.timing()
-        >>> t.uses_topology_aware, dict(t.collectives.algorithm)
-        (True, {'node': 'ring', 'pod': 'ring'})
-        >>> Cluster("c", load_device("a100_80gb"), 8, 230.0, 25.0).timing().is_pipelined
-        True
+        >>> t.is_pipelined, t.efficiency
+        (True, (('node', 'a100_nvlink_nccl'),))
+        >>> [d.latency_s for d in c.fabric(16)[0].dims]
+        [0.0, 9.6e-06]
         """
-        curves = {level: getattr(self, f"{level}_nccl_curve") for level in ("node", "pod")}
-        if not any(curves.values()):
-            return TimingModel("pipelined", training_loop)
-        latency = {"node": self.node_latency_s, "pod": self.pod_latency_s}
-        settings = CollectiveSettings(
-            algorithm=(("node", "ring"), ("pod", "ring")),
-            efficiency=tuple((k, v) for k, v in curves.items() if v),
-            # a curve's measurement includes its latencies; elsewhere NCCL's per-step latency
-            # spread over the step's two link hops (GPU -> switch -> GPU)
-            link_latency_s=tuple((k, 0.0 if curves[k] else latency[k] / 2) for k in curves))
-        return TimingModel("topology_aware", training_loop, collectives=settings)
+        curves = tuple((level, getattr(self, f"{level}_nccl_curve")) for level in ("node", "pod"))
+        return TimingModel("pipelined", training_loop,
+                           efficiency=tuple((k, v) for k, v in curves if v))
 
     def fabric(self, n_npus: int) -> tuple[Fabric, list[float]]:
         """Two-level switch fabric for ``n_npus`` devices and its bandwidth vector."""
@@ -126,10 +113,12 @@ class Cluster:
             raise InputError(
                 f"{n_npus} GPUs is not a multiple of gpus_per_node {per}", field="parallelism"
             )
-        dims = [Dim("node", "switch", per, self.node_tier, self.node_latency_s)]
+        dims = [Dim("node", "switch", per, self.node_tier,
+                    0.0 if self.node_nccl_curve else self.node_latency_s)]
         bw = [self.node_bw_gbps]
         if n_npus // per > 1:
-            dims.append(Dim("pod", "switch", n_npus // per, self.pod_tier, self.pod_latency_s))
+            dims.append(Dim("pod", "switch", n_npus // per, self.pod_tier,
+                            0.0 if self.pod_nccl_curve else self.pod_latency_s))
             bw.append(self.pod_bw_gbps)
         return Fabric(tuple(dims)), bw
 

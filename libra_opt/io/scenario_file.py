@@ -36,7 +36,9 @@ Example::
       endpoint_delay_s: 1.0e-8                       # per message
       local_memory_gbps: 1600                        # reductions: 3 n / M per step
       all_reduce: hierarchical                       # or full
-      efficiency: {chiplet: 0.9, package: h100_nvlink}   # fraction of line rate or preset
+      efficiency: {chiplet: 0.9, package: h100_nvlink}   # fraction of line rate, preset or
+      #   NCCL curve (a100_nvlink_nccl...: the fraction at each collective's size); applies
+      #   under every collective model, the other settings under topology_aware only
       link_latency_s: {chiplet: 5.0e-7}              # per hop (default: the dim's latency_s)
       collective_algorithm: {all_to_all: {package: ring}}   # one kind's algorithm on a dim
       # backend: congestion_aware                    (ASTRA-sim 2.0 analytical backend's

@@ -254,6 +254,10 @@ def aggregate_terms(
                                                   traffic_model, inr,
                                                   group in wl.flat_ring_groups)
                 traffic = traffic / 1e9
+                eff = timing.efficiency_by_dim(fabric.dims, kind, size, wl.groups[group],
+                                               group in wl.flat_ring_groups)
+                if eff is not None:   # a fraction of B_d per collective: still coef / B_d
+                    traffic = traffic / eff
                 if hetero:
                     traffic = traffic / slow
                 key = traffic.tobytes() + lat.tobytes()

@@ -316,14 +316,16 @@ class Scenario(FrozenOnUnpickle):
     def timing(self) -> TimingModel:
         """The step-time model's choices resolved once (:class:`~libra_opt.traffic.timing.
         TimingModel`): collective model, training loop, traffic model, the ``topology_aware``
-        settings (:attr:`collective_settings`) and :attr:`in_network_dims`."""
+        settings (:attr:`collective_settings`), :attr:`in_network_dims` and, under the other
+        collective models, ``collectives.efficiency``."""
         settings = None  # TimingModel keeps settings only under topology_aware
         if TimingModel(self.collective_model).uses_topology_aware:  # type: ignore[arg-type]
             settings = self.collectives if self.collectives is not None else CollectiveSettings()
             if set(self.in_network_dims) != set(settings.in_network_reduction):
                 settings = replace(settings, in_network_reduction=self.in_network_dims)
+        efficiency = () if self.collectives is None else self.collectives.efficiency
         return TimingModel(self.collective_model, self.training_loop, self.traffic_model,
-                           settings, self.in_network_dims)
+                           settings, self.in_network_dims, efficiency)
 
     @property
     def in_network_dims(self) -> tuple[str, ...]:

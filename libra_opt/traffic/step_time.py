@@ -265,6 +265,9 @@ class WalkArrays(FrozenOnUnpickle):
     hidden_window_s : float
         The workload's :attr:`~libra_opt.traffic.workload.Workload.hidden_window_s` ``W``:
         its step time is ``max(T - W, 0)``.
+    efficiency : numpy.ndarray, optional
+        ``(K, D)`` fraction of each dimension's bandwidth each distinct collective reaches
+        (:meth:`~libra_opt.traffic.timing.TimingModel.efficiency_by_dim`; ``None``: all 1).
     """
 
     name: str
@@ -279,6 +282,7 @@ class WalkArrays(FrozenOnUnpickle):
     latency_s: np.ndarray
     phases: PhaseArrays | None = None
     hidden_window_s: float = 0.0
+    efficiency: np.ndarray | None = None
 
     #: Its arrays are read-only from construction (:func:`~libra_opt.fabric.frozen.freeze_arrays`).
     ARRAYS_FROZEN_AT_INIT: ClassVar[bool] = True
@@ -326,10 +330,14 @@ def walk_arrays(
     traffic = np.zeros((len(flat.collectives), n_dims))
     lat = np.zeros((len(flat.collectives), n_dims))
     inr = in_network_dims(timing.in_network_dims, fabric)
+    eff = np.ones((len(flat.collectives), n_dims)) if timing.efficiency else None
     for i, (kind, size, group) in enumerate(flat.collectives):
         traffic[i], lat[i] = collective_traffic(kind, size, workload.groups[group], fabric,
                                                 timing.traffic_model, inr,
                                                 group in workload.flat_ring_groups)
+        if eff is not None:
+            eff[i] = timing.efficiency_by_dim(fabric.dims, kind, size, workload.groups[group],
+                                              group in workload.flat_ring_groups)
     coll_group = np.array([group_index[g] for _, _, g in flat.collectives], dtype=int)
     phases = None
     if collectives is not None:
@@ -348,6 +356,7 @@ def walk_arrays(
         latency_s=lat,
         phases=phases,
         hidden_window_s=workload.hidden_window_s,
+        efficiency=eff,
     )
 
 
@@ -424,7 +433,8 @@ def step_time_from_walk(
 
     Notes
     -----
-    ``t_cd = traffic_cd / (1e9 B_d) + latency_cd`` on every dimension ``d`` with traffic;
+    ``t_cd = traffic_cd / (1e9 B_d eta_cd) + latency_cd`` on every dimension ``d`` with
+    traffic (``eta_cd``: :attr:`WalkArrays.efficiency`, 1 by default);
     a collective takes ``max_d t_cd`` (pipelined) or ``sum_d t_cd`` (sequential); under
     ``topology_aware`` it takes its chunk-pipeline time from its phases
     (:meth:`PhaseArrays.times_s`; the walk must be built with the model's settings). A phase
@@ -445,8 +455,9 @@ def step_time_from_walk(
             )
         t_k, t_kd = walk.phases.times_s(bw)
     else:
+        rate = 1e9 * bw[None, :] if walk.efficiency is None else 1e9 * bw[None, :] * walk.efficiency
         with np.errstate(divide="ignore", invalid="ignore"):
-            t_kd = np.where(used, traffic / (1e9 * bw[None, :]) + walk.latency_s, 0.0)
+            t_kd = np.where(used, traffic / rate + walk.latency_s, 0.0)
         if timing.is_pipelined:
             t_k = np.where(used, t_kd, -np.inf).max(axis=1, initial=-np.inf)
             t_k = np.where(used.any(axis=1), t_k, 0.0)

@@ -24,10 +24,13 @@ libra_opt.errors.InputError: collective_model: collective_model 'chunked' is not
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from libra_opt.errors import InputError
+from libra_opt.fabric.dims import Dim
 from libra_opt.options import (
     COLLECTIVE_MODELS,
     TRAFFIC_MODELS,
@@ -36,7 +39,8 @@ from libra_opt.options import (
     TrafficModel,
     TrainingLoop,
 )
-from libra_opt.traffic.topology_aware import CollectiveSettings
+from libra_opt.traffic.nccl_curves import NCCL_CURVES
+from libra_opt.traffic.topology_aware import CollectiveSettings, collective_buffers_bytes
 
 __all__ = ["TimingModel", "as_timing"]
 
@@ -60,6 +64,12 @@ class TimingModel:
         under the other collective models, whatever was given.
     in_network_dims : tuple of str
         Names of the dimensions that reduce in the network (sorted).
+    efficiency : tuple of (dim name, fraction or curve name)
+        Under ``pipelined`` and ``sequential``: the achievable fraction of a dimension's
+        bandwidth, as ``collectives.efficiency`` gives it to ``topology_aware`` -- a number in
+        (0, 1], a line-rate preset, or a measured bus-bandwidth curve
+        (:data:`~libra_opt.traffic.nccl_curves.NCCL_CURVES`) read at each collective's size
+        (:meth:`efficiency_by_dim`). Empty under ``topology_aware``, whose settings hold it.
     """
 
     collective_model: CollectiveModel = "pipelined"
@@ -67,6 +77,7 @@ class TimingModel:
     traffic_model: TrafficModel = "hierarchical"
     collectives: CollectiveSettings | None = None
     in_network_dims: tuple[str, ...] = ()
+    efficiency: tuple[tuple[str, float | str], ...] = ()
 
     def __post_init__(self) -> None:
         for field, value, allowed in (("collective_model", self.collective_model,
@@ -79,9 +90,50 @@ class TimingModel:
         if self.collective_model == "topology_aware":
             if self.collectives is None:
                 object.__setattr__(self, "collectives", CollectiveSettings())
-        elif self.collectives is not None:
-            object.__setattr__(self, "collectives", None)
+            object.__setattr__(self, "efficiency", ())
+        else:
+            if self.collectives is not None:
+                object.__setattr__(self, "collectives", None)
+            if self.efficiency:  # resolved and checked as the topology_aware settings do
+                object.__setattr__(self, "efficiency",
+                                   CollectiveSettings(efficiency=self.efficiency).efficiency)
         object.__setattr__(self, "in_network_dims", tuple(sorted(set(self.in_network_dims))))
+
+    def efficiency_by_dim(self, dims: Sequence[Dim], kind: str, size_bytes: float,
+                          span: Sequence[int], flat_ring: bool = False) -> np.ndarray | None:
+        """The fraction of each dimension's bandwidth a collective reaches under
+        :attr:`efficiency` (1 on a dimension it does not name); ``None`` when it names none.
+
+        A curve is read at the buffer the dimension's phase handles, in nccl-tests' ``size``
+        convention (:func:`~libra_opt.traffic.topology_aware.collective_buffers_bytes`: the
+        whole buffer for a flat ring, the all-gather's assembled output).
+
+        Notes
+        -----
+        A dimension's time ``traffic / (B_d eta_d)`` with ``eta_d`` fixed per collective
+        keeps every phase ``coef / B_d + const``: the optimizer stays exact.
+
+        Examples
+        --------
+        >>> from libra_opt.fabric.dims import Dim
+        >>> t = TimingModel(efficiency={"nvl": "a100_nvlink_nccl", "ib": 0.5})
+        >>> dims = (Dim("nvl", "switch", 8, "NVLink"), Dim("ib", "switch", 4, "IB"))
+        >>> t.efficiency_by_dim(dims, "all_reduce", 64 * 2**20, (8, 1)).round(4).tolist()
+        [0.5554, 0.5]
+        >>> t.efficiency_by_dim(dims, "all_gather", 8 * 2**20, (8, 1)).round(4).tolist()
+        [0.5554, 0.5]
+        >>> TimingModel().efficiency_by_dim(dims, "all_reduce", 1e6, (8, 1)) is None
+        True
+        """
+        if not self.efficiency:
+            return None
+        named = dict(self.efficiency)
+        buffers = collective_buffers_bytes(kind, size_bytes, span, flat_ring)
+        out = np.ones(len(dims))
+        for i, d in enumerate(dims):
+            v = named.get(d.name, 1.0)
+            out[i] = NCCL_CURVES[v].efficiency_at(buffers[i]) if isinstance(v, str) else v
+        return out
 
     # --- the collective model -------------------------------------------------------------
     @property

@@ -77,6 +77,7 @@ from libra_opt.traffic.links import (
 from libra_opt.traffic.nccl_curves import NCCL_CURVES
 
 __all__ = [
+    "collective_buffers_bytes",
     "HOPS",
     "LINE_RATE_PRESETS",
     "LineRatePreset",
@@ -601,6 +602,38 @@ def _plan(kind: str, chunk: float, span: Sequence[int], spanned: list[int],
     else:  # all_to_all, p2p
         plan = [(kind, d, chunk, "all") for d in spanned]
     return plan
+
+
+def collective_buffers_bytes(kind: str, size_bytes: float, span: Sequence[int],
+                             flat_ring: bool = False) -> np.ndarray:
+    """The buffer each spanned dimension's phase of a collective handles, in nccl-tests'
+    ``size`` convention (0 on a dimension the collective does not span).
+
+    A hierarchical collective runs one phase per dimension (:func:`collective_phases`): a
+    reduce-scatter on dimension ``d`` handles what the earlier dimensions left,
+    ``size / prod_{e < d} k_e``; an all-gather the buffer it assembles. A flat ring
+    (``flat_ring``: one communicator over every member) handles the whole buffer everywhere:
+    ``size`` for all-reduce and reduce-scatter, ``size x prod k`` for all-gather (whose
+    ``size_bytes`` is the shard). All-to-all and point-to-point handle ``size`` everywhere.
+
+    Examples
+    --------
+    >>> collective_buffers_bytes("all_reduce", 8e6, (4, 2)).tolist()   # RS a, AR b (2 MB)
+    [8000000.0, 2000000.0]
+    >>> collective_buffers_bytes("all_gather", 1e6, (8, 2), flat_ring=True).tolist()
+    [16000000.0, 16000000.0]
+    """
+    out = np.zeros(len(span))
+    spanned = [d for d, k in enumerate(span) if int(k) > 1]
+    if not spanned:
+        return out
+    if flat_ring and kind in ("all_reduce", "reduce_scatter", "all_gather"):
+        total = size_bytes * (math.prod(int(k) for k in span) if kind == "all_gather" else 1)
+        out[spanned] = total
+        return out
+    for _, d, buf, _ in _plan(kind, float(size_bytes), span, spanned, False):
+        out[d] = max(out[d], buf)
+    return out
 
 
 def collective_phases(

@@ -81,7 +81,7 @@ def test_nvlink_tiers_at_nccl_effective_bandwidth(name):
             curve = NCCL_CURVES[c.node_nccl_curve]
             assert curve.ideal_busbw_gbps == 300.0
             assert 225.0 <= curve.busbw_at(2**30) <= curve.busbw_at(2**33) <= 235.0
-            assert c.timing().uses_topology_aware
+            assert c.timing().efficiency == (('node', 'a100_nvlink_nccl'),)
         else:
             assert (c.node_bw_gbps, c.node_nccl_curve) == (370.0, "")
-            assert c.timing().is_pipelined
+            assert c.timing().is_pipelined and not c.timing().efficiency
