@@ -88,6 +88,11 @@ class Device:
     software_stacks : mapping of str to float
         One efficiency constant per software stack (:mod:`libra_opt.generators.stacks`):
         the stack's compute speed relative to ``calibration_stack`` (which is 1).
+    nccl_curve : str
+        The measured nccl-tests bus-bandwidth curve of the device's scale-up domain (a name
+        of :data:`~libra_opt.traffic.nccl_curves.NCCL_CURVES`; '' = none): how much of the
+        link smaller collectives reach (validation clusters,
+        :class:`~libra_opt.generators.validation.Cluster`).
     """
 
     key: str
@@ -110,6 +115,7 @@ class Device:
     flops_efficiency: float = 0.0
     calibration_stack: str = ""
     software_stacks: Mapping[str, float] = field(default_factory=lambda: FrozenMap({}))
+    nccl_curve: str = ""
 
     def peak_flops_for(self, dtype: str) -> float:
         """Peak FLOP/s for ``dtype``.
@@ -150,6 +156,7 @@ class _DeviceEntry(StrictModel):
     flops_efficiency: float = Field(default=0.0, ge=0, le=1)
     calibration_stack: str = ""
     software_stacks: dict[str, Annotated[float, Field(gt=0, le=2)]] = Field(default_factory=dict)
+    nccl_curve: str = ""
 
 
 def device_from_dict(key: str, value: Any, field: str | None = None) -> Device:
@@ -187,6 +194,7 @@ def device_from_dict(key: str, value: Any, field: str | None = None) -> Device:
         roofline_source=e.roofline_source,
         calibration_stack=e.calibration_stack,
         software_stacks=FrozenMap(_stacks(e, field or str(key))),
+        nccl_curve=e.nccl_curve,
     )
 
 

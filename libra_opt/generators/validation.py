@@ -53,16 +53,19 @@ NCCL_NET_STEP_S = 9.6e-6
 @dataclass(frozen=True)
 class Cluster:
     """Hardware of a published run: ``gpus_per_node`` devices on a scale-up switch, nodes on
-    a scale-out switch, per-GPU bandwidth of each (GB/s, one direction) and the latency of
-    one collective step on each (s; default NCCL's per-step ring latencies
-    :data:`NCCL_NVLINK_STEP_S` and :data:`NCCL_NET_STEP_S`). Ring-routed groups of generated
-    workloads (:attr:`~libra_opt.traffic.workload.Workload.flat_ring_groups`) pay
-    ``2 (k - 1)`` such steps per all-reduce.
+    a scale-out switch, per-GPU bandwidth of each (GB/s, one direction: what the link gives
+    large collectives) and the latency of one collective step on each (s; default NCCL's
+    per-step ring latencies :data:`NCCL_NVLINK_STEP_S` and :data:`NCCL_NET_STEP_S`).
+    Ring-routed groups of generated workloads
+    (:attr:`~libra_opt.traffic.workload.Workload.flat_ring_groups`) pay ``2 (k - 1)`` such
+    steps per all-reduce.
 
     ``node_nccl_curve`` / ``pod_nccl_curve`` name a measured nccl-tests bus-bandwidth curve
-    (:data:`~libra_opt.traffic.nccl_curves.NCCL_CURVES`) for that link; the link's bandwidth
-    is then the line rate the curve was measured at, every collective on it reaches the
-    curve's fraction at its size (:meth:`timing`) and it has no latency of its own."""
+    (:data:`~libra_opt.traffic.nccl_curves.NCCL_CURVES`) for that link (``None``: the
+    device's :attr:`~libra_opt.generators.devices.Device.nccl_curve` on the node link,
+    nothing on the pod link; ``''``: none). The link's bandwidth is then the curve's
+    large-message plateau and smaller collectives reach the curve's fraction of it
+    (:meth:`timing`, :meth:`fabric`); the curve's measurement includes the link's latency."""
 
     name: str
     device: Device
@@ -73,53 +76,76 @@ class Cluster:
     pod_tier: str = "InfiniBand"
     node_latency_s: float = NCCL_NVLINK_STEP_S
     pod_latency_s: float = NCCL_NET_STEP_S
-    node_nccl_curve: str = ""
-    pod_nccl_curve: str = ""
+    node_nccl_curve: str | None = None
+    pod_nccl_curve: str | None = None
 
     def __post_init__(self) -> None:
+        if self.node_nccl_curve is None:
+            object.__setattr__(self, "node_nccl_curve", self.device.nccl_curve)
+        if self.pod_nccl_curve is None:
+            object.__setattr__(self, "pod_nccl_curve", "")
         for level in ("node", "pod"):
             curve = getattr(self, f"{level}_nccl_curve")
             if curve and curve not in NCCL_CURVES:
                 raise InputError(f"nccl_curve {curve!r} is not one of {', '.join(NCCL_CURVES)}",
                                  field=f"{level}.nccl_curve")
 
+    def _curves(self) -> tuple[tuple[str, str], ...]:
+        return tuple((level, c) for level, c in (("node", self.node_nccl_curve),
+                                                 ("pod", self.pod_nccl_curve)) if c)
+
     def timing(self, training_loop: TrainingLoop = "no_overlap") -> TimingModel:
         """How the cluster's runs are timed: pipelined collectives at the links' bandwidths
         and per-step latencies; on a link with a curve, each collective reaches the curve's
-        fraction of the line rate at its size (:attr:`~libra_opt.traffic.timing.TimingModel.
+        fraction of the link at its size (:attr:`~libra_opt.traffic.timing.TimingModel.
         efficiency`) -- small collectives (small micro-batches, wide tensor parallelism)
-        reach less of the link than large ones -- and the link has no latency of its own
-        (the measurement includes it; :meth:`fabric`).
+        reach less of the link than large ones.
 
         Examples
         --------
         >>> from libra_opt.io.presets import load_device
-        >>> c = Cluster("c", load_device("a100_80gb"), 8, 300.0, 25.0,
-        ...             node_nccl_curve="a100_nvlink_nccl")
-        >>> t = c.timing()
-        >>> t.is_pipelined, t.efficiency
-        (True, (('node', 'a100_nvlink_nccl'),))
-        >>> [d.latency_s for d in c.fabric(16)[0].dims]
-        [0.0, 9.6e-06]
+        >>> a100 = Cluster("c", load_device("a100_80gb"), 8, 230.0, 25.0)
+        >>> a100.node_nccl_curve, a100.timing().efficiency   # the device's curve
+        ('a100_nvlink_nccl', (('node', 'a100_nvlink_nccl'),))
+        >>> Cluster("c", load_device("a100_80gb"), 8, 230.0, 25.0, node_nccl_curve="").timing().efficiency
+        ()
         """
-        curves = tuple((level, getattr(self, f"{level}_nccl_curve")) for level in ("node", "pod"))
-        return TimingModel("pipelined", training_loop,
-                           efficiency=tuple((k, v) for k, v in curves if v))
+        return TimingModel("pipelined", training_loop, efficiency=self._curves())
 
     def fabric(self, n_npus: int) -> tuple[Fabric, list[float]]:
-        """Two-level switch fabric for ``n_npus`` devices and its bandwidth vector."""
+        """Two-level switch fabric for ``n_npus`` devices and its bandwidth vector.
+
+        A link with a curve gets the line rate its bandwidth implies, ``bw x ideal /
+        plateau`` (the curve's fraction is of the line rate it was measured at; its largest
+        measured size gives the plateau), and no latency of its own.
+
+        Examples
+        --------
+        >>> from libra_opt.io.presets import load_device
+        >>> f, bw = Cluster("c", load_device("a100_80gb"), 8, 230.0, 25.0).fabric(16)
+        >>> [round(b, 2) for b in bw], [d.latency_s for d in f.dims]   # 230 x 300 / 231.58
+        ([297.95, 25.0], [0.0, 9.6e-06])
+        """
         per = min(self.gpus_per_node, n_npus)
         if n_npus % per:
             raise InputError(
                 f"{n_npus} GPUs is not a multiple of gpus_per_node {per}", field="parallelism"
             )
-        dims = [Dim("node", "switch", per, self.node_tier,
-                    0.0 if self.node_nccl_curve else self.node_latency_s)]
-        bw = [self.node_bw_gbps]
+        curves = dict(self._curves())
+
+        def link(level: str, bw: float, latency: float) -> tuple[float, float]:
+            if level not in curves:
+                return bw, latency
+            c = NCCL_CURVES[curves[level]]
+            return bw * c.ideal_busbw_gbps / c.busbw_gbps[-1], 0.0
+
+        node_bw, node_lat = link("node", self.node_bw_gbps, self.node_latency_s)
+        dims = [Dim("node", "switch", per, self.node_tier, node_lat)]
+        bw = [node_bw]
         if n_npus // per > 1:
-            dims.append(Dim("pod", "switch", n_npus // per, self.pod_tier,
-                            0.0 if self.pod_nccl_curve else self.pod_latency_s))
-            bw.append(self.pod_bw_gbps)
+            pod_bw, pod_lat = link("pod", self.pod_bw_gbps, self.pod_latency_s)
+            dims.append(Dim("pod", "switch", n_npus // per, self.pod_tier, pod_lat))
+            bw.append(pod_bw)
         return Fabric(tuple(dims)), bw
 
 

@@ -30,10 +30,11 @@ the same ``variant_set`` are parallelization variants of one model, ranked again
 collective step on it; without it the node link takes NCCL's per-step ring latency over NVLink
 and the pod link NCCL's over the network
 (:data:`~libra_opt.generators.validation.NCCL_NVLINK_STEP_S`,
-:data:`~libra_opt.generators.validation.NCCL_NET_STEP_S`). A link may name ``nccl_curve``, a
-measured nccl-tests bus-bandwidth curve (:data:`~libra_opt.traffic.nccl_curves.NCCL_CURVES`):
-its ``bw_gbps`` is then the line rate the curve was measured at and every collective on it
-reaches the curve's fraction at its size (:meth:`~libra_opt.generators.validation.Cluster.timing`).
+:data:`~libra_opt.generators.validation.NCCL_NET_STEP_S`). A link's ``bw_gbps`` is what it gives large collectives (NCCL's effective bandwidth);
+``nccl_curve`` names a measured nccl-tests bus-bandwidth curve
+(:data:`~libra_opt.traffic.nccl_curves.NCCL_CURVES`) whose fraction smaller collectives reach
+(default: the device's ``nccl_curve`` on the node link, none on the pod link; ``none``: no
+curve; :class:`~libra_opt.generators.validation.Cluster`).
 The packaged tables are in
 ``libra_opt/data/validation``.
 """
@@ -63,7 +64,7 @@ class _Link(StrictModel):
     tier: str = "link"
     bw_gbps: float = Field(gt=0)
     latency_s: float | None = Field(default=None, ge=0, le=1e-2)  # None: NCCL's per-step value
-    nccl_curve: str | None = None  # a name of libra_opt.traffic.nccl_curves.NCCL_CURVES
+    nccl_curve: str | None = None  # NCCL_CURVES name or 'none' (None: the device's, node)
 
 
 class _Cluster(StrictModel):
@@ -162,7 +163,7 @@ def validation_table_from_dict(data: Any, source: str) -> ValidationTable:
             if link.latency_s is not None:
                 extra[f"{level}_latency_s"] = link.latency_s
             if link.nccl_curve is not None:
-                extra[f"{level}_nccl_curve"] = link.nccl_curve
+                extra[f"{level}_nccl_curve"] = "" if link.nccl_curve == "none" else link.nccl_curve
         with input_context(source, f"clusters.{key}"):
             clusters[key] = Cluster(key, dev, c.gpus_per_node, c.node.bw_gbps, c.pod.bw_gbps,
                                     c.node.tier, c.pod.tier, **extra)

@@ -61,7 +61,7 @@ STACK_REACHED = {
 STACKS_MEETING_TARGET = {"megatron_lm_2022", "megatron_lm_2021", "llama3_meta"}
 #: Variant sets that miss the ranking target today, with (Spearman at least, regret at most).
 VARIANTS_MISSING_TARGET = {"bloom_181b_384gpu": (0.67, 0.0), "bloom_182b_384gpu": (0.49, 0.0),
-                           "bloom_181b_384gpu_tp": (0.41, 0.012)}
+                           "bloom_181b_384gpu_tp": (0.38, 0.012)}
 #: Fitted stack constants (devices.yaml), per (device, stack).
 STACKS = {("a100_80gb", "megatron_lm_2021"), ("a100_80gb", "megatron_deepspeed"),
           ("h100_sxm", "nemo_megatron_core"), ("h100_sxm", "nemo_24_07")}
