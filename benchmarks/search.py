@@ -18,7 +18,10 @@ among a parallelization's placements, so its real cost is lower still).
 Part 2, believability: the top choices for GPT-3 175B on 1,024 A100s
 (``gpt3_175b_a100_cluster``, Narayanan et al. SC21, Table 1: TP 8, PP 16, DP 8, batch 1536)
 and for Llama 3 405B on 16K H100s (Dubey et al. 2024, Table 4: TP 8, CP 1, PP 16, DP 128 at
-8K sequence length), each beside the exact bandwidth optimum of the published layout.
+8K sequence length), each beside the exact bandwidth optimum of the published layout; then
+GPT-3 again with both tiers priced by measured NCCL curves (``collectives: {efficiency: {hb:
+a100_nvlink_nccl, scaleout: ndr400_ib_nccl}}``; the validation tables price A100 NVLink so). A
+curve on one tier alone would favour layouts that move small collectives to the other.
 
     .venv/bin/python benchmarks/search.py [--executor processes] [--workers 2] [--quick]
 """
@@ -35,6 +38,7 @@ from libra_opt.explore.search_space import SearchSpace
 from libra_opt.generators.mapping import place_groups
 from libra_opt.io.scenario_file import load_scenario
 from libra_opt.optimize.problem import solve
+from libra_opt.scenario.compile import compile as compile_spec
 
 COLS = ["fabric", "tp", "cp", "pp", "dp", "ep", "micro_batch_size", "interleave", "recompute",
         "sequence_parallel", "zero", "step_time_s", "mfu", "bw_hb_gbps", "bw_scaleout_gbps",
@@ -157,6 +161,15 @@ def main() -> None:
                      executor=args.executor, max_workers=args.workers, solutions=False)
     _report("GPT-3 175B on 1,024 A100 (perf, $40M budget)", res, gpt,
             dataclasses.replace(space, hb_domains=None), args.executor, args.workers)
+
+    spec = load_scenario("gpt3_175b_a100_cluster").spec.replace(
+        "collectives", {"efficiency": {"hb": "a100_nvlink_nccl", "scaleout": "ndr400_ib_nccl"}})
+    curved = search_base(compile_spec(spec))
+    res = run_search(curved, dataclasses.replace(space, hb_domains=None), top=5,
+                     executor=args.executor, max_workers=args.workers, solutions=False)
+    _report("GPT-3 175B on 1,024 A100, both tiers at NCCL's measured curves (perf, $40M budget)",
+            res, curved, dataclasses.replace(space, hb_domains=None), args.executor,
+            args.workers)
 
 
 if __name__ == "__main__":
