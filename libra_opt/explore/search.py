@@ -217,8 +217,7 @@ def iter_chunk(ctx: _Context, items: Sequence[tuple[int, Parallelism, float]],
             else:
                 for qi, m in enumerate(mats):
                     walk = walk_arrays(_placed(g, placement_of(shape.fabric, m)), shape.fabric,
-                                       scen.traffic_model, scen.collective_settings,
-                                       scen.in_network_dims)
+                                       scen.timing)
                     lb = bounds.objective_lower_bound(
                         bounds.step_time_lower_bound_s(walk, scen), weight)
                     if lb <= threshold():

@@ -294,6 +294,29 @@ def test_exhaustive_bounds_stay_below_objectives_with_flat_rings(template) -> No
     assert (t["lower_bound"] <= t["objective"] * (1 + 1e-9)).all()
 
 
+def test_search_with_collective_efficiency_equals_exhaustive_enumeration(template) -> None:
+    # collectives.efficiency under the pipelined model, a line-rate preset on hb and a
+    # measured nccl-tests curve on scaleout: pruning keeps the optimum, every bound stays
+    # below its objective, and the optimum is slower than without them
+    base = _base(template, _model(2, 16, 4, False), 128, 8, "perf", budget=6.0e6)
+    assert base.spec is not None
+    curves = {"hb": "h100_nvlink", "scaleout": "ndr400_ib_nccl"}
+    curved = search_base(compile(base.spec.replace("collectives", {"efficiency": curves})))
+    assert dict(curved.scenario.timing.efficiency)["scaleout"] == "ndr400_ib_nccl"
+    space = dataclasses.replace(SMALL_SPACE, micro_batch_sizes=(1, 2), zero=(1,),
+                                recompute=("full",), interleave=(1,), tp=(4, 8, 16), pp=(1, 2),
+                                sequence_parallel=(True,), max_cp=1)
+    pruned = run_search(curved, space, top=2, solutions=False)
+    full = run_search(curved, space, top=2, prune=False, solutions=False)
+    assert pruned.stats["enumerated"] == full.stats["enumerated"] > 5
+    assert_allclose(_best(pruned), _best(full), rtol=1e-6)
+    solved = full.table[full.table["status"] == "optimal"]
+    assert len(solved) > 5
+    assert (solved["lower_bound"] <= solved["objective"] * (1 + 1e-9)).all()
+    plain = run_search(base, space, top=1, prune=False, solutions=False)
+    assert _best(full) > _best(plain)
+
+
 def test_search_with_a_software_stack_equals_exhaustive_enumeration(template) -> None:
     # nemo_megatron_core on the H100 (eta_s = 1.0545 in devices.yaml): the base regenerates
     # the scenario's own workload (stack applied once), and pruning keeps the optimum
