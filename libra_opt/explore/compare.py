@@ -49,6 +49,7 @@ from libra_opt.scenario.constraints import LinearConstraint, Row
 from libra_opt.scenario.scenario import Scenario, scenario_rows
 from libra_opt.traffic.step_time import check_bandwidth, step_time
 from libra_opt.traffic.timing import TimingModel, as_timing
+from libra_opt.traffic.topology_aware import CollectiveSettings
 from libra_opt.traffic.workload import Workload, check_on_fabric
 
 __all__ = ["compare_fabrics", "budget_optimum"]
@@ -157,8 +158,16 @@ def budget_optimum(
         collective_model=timing.collective_model,
         training_loop=timing.training_loop,
         traffic_model=timing.traffic_model,
+        collectives=_efficiency_settings(timing, fabric),
     )
     return np.array(solve(scen, with_baselines=False).bw_gbps)
+
+
+def _efficiency_settings(timing: TimingModel, fabric: Fabric) -> CollectiveSettings | None:
+    """``timing``'s per-dimension efficiency on the dimensions ``fabric`` has (a family
+    compared with the scenario's fabric may lack some), as collective settings."""
+    eff = tuple((name, v) for name, v in timing.efficiency if name in fabric.names)
+    return CollectiveSettings(efficiency=eff) if eff else None
 
 
 def _row(label: str, coef: npt.ArrayLike, sense, rhs: float) -> LinearConstraint:
@@ -255,12 +264,16 @@ def _held_hb(df, baseline: str, requested: np.ndarray) -> tuple[float, ...]:
 
 def _inputs(scenario_or_workloads, cost_model, weights, collective_model, training_loop,
             traffic_model):
-    """Workloads, cost model, weights, the timing (the scenario's collective model and loop
-    unless given; ``traffic_model`` as given) and the scenario (``None`` without one)."""
+    """Workloads, cost model, weights, the timing (the scenario's collective model, loop and
+    per-dimension efficiency unless given; ``traffic_model`` as given) and the scenario
+    (``None`` without one)."""
     if isinstance(scenario_or_workloads, Scenario):
         s = scenario_or_workloads
-        timing = TimingModel(collective_model or s.collective_model,
-                             training_loop or s.training_loop, traffic_model)
+        model = TimingModel(collective_model or s.collective_model)
+        # the scenario's per-dimension efficiency, under the models that take it from timing
+        eff = () if model.uses_topology_aware else s.timing.efficiency
+        timing = TimingModel(model.collective_model, training_loop or s.training_loop,
+                             traffic_model, efficiency=eff)
         return (s.workloads, cost_model or s.cost_model, weights or s.weights, timing, s)
     if isinstance(scenario_or_workloads, Workload):
         wls: tuple[Workload, ...] = (scenario_or_workloads,)

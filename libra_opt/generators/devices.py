@@ -26,6 +26,7 @@ from pydantic import Field
 from libra_opt.errors import InputError
 from libra_opt.fabric.frozen import FrozenMap
 from libra_opt.schema import StrictModel, validate_as
+from libra_opt.traffic.nccl_curves import NCCL_CURVES
 
 __all__ = [
     "Device",
@@ -173,6 +174,9 @@ def device_from_dict(key: str, value: Any, field: str | None = None) -> Device:
     1000000000000000.0
     """
     e: _DeviceEntry = validate_as(_DeviceEntry, value, None, field or str(key))
+    if e.nccl_curve and e.nccl_curve not in NCCL_CURVES:
+        raise InputError(f"nccl_curve {e.nccl_curve!r} is not one of {', '.join(NCCL_CURVES)}",
+                         field=f"{field or key}.nccl_curve")
     return Device(
         key=str(key),
         name=e.name,

@@ -67,8 +67,9 @@ class GeneratedWorkload:
         ``attention``, ``elementwise``, ``embedding``, ``loss``, ``optimizer``; legacy
         model: ``compute`` and ``optimizer``), bubble excluded.
     bubble_compute_s : float
-        Compute seconds of the pipeline bubble: ``(p - 1) / v`` micro-batches of the slowest
-        stage.
+        Compute seconds of the pipeline bubble: ``sum_{s != r} t_s / v`` (the other stages'
+        per-micro-batch compute; ``(p - 1) / v`` micro-batches of the slowest stage ``r`` when
+        the stages are equal).
     published_model_flops_per_step, published_hardware_flops_per_step : float
         The same counts with attention over the full ``s x s`` matrix, the convention of
         published "model FLOPs" (Narayanan et al. eq. (3), PaLM's ``12 L H Q T``): used to

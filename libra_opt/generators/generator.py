@@ -66,7 +66,7 @@ def timing_model(
     >>> par = Parallelism(tp=8, global_batch_size=8, software_stack="nemo_megatron_core")
     >>> dev, eff = timing_model(load_model("llama3_8b"), par, d)
     >>> round(dev.default_efficiency / d.default_efficiency, 4), eff.kind
-    (1.0545, 'roofline')
+    (1.0546, 'roofline')
     >>> round(eff.value, 12) == round(dev.default_efficiency, 12)
     True
     """

@@ -112,7 +112,9 @@ def partition_layers(model: TransformerSpec, pp: int, interleave: int = 1) -> tu
 
 
 def bubble_fraction(pp: int, micro_batches: int, interleave: int = 1) -> float:
-    """Idle time of the 1F1B schedule relative to the ideal: ``(p - 1) / (v m)``.
+    """Idle time of the 1F1B schedule relative to the ideal for equal stages:
+    ``(p - 1) / (v m)`` (the generated workloads use :func:`pipeline_bubble_passes`, which
+    reduces to it for equal stages).
 
     References
     ----------
@@ -142,8 +144,9 @@ def pipeline_bubble_passes(stage_times_s, slowest: int, interleave: int = 1) -> 
     Notes
     -----
     ``m`` identical micro-batches crossing ``p`` stages in order, each stage working on one
-    at a time, finish after ``T = sum_s t_s + (m - 1) max_s t_s``: the makespan of a
-    permutation flow shop with identical jobs, paced by its bottleneck stage. Counted in
+    at a time, finish after ``T = sum_s t_s + (m - 1) max_s t_s``: the first micro-batch
+    crosses every stage, and each later one leaves the bottleneck stage ``max_s t_s`` after
+    the one before it (a flow shop of identical jobs). Counted in
     passes through the slowest stage ``r`` beyond the ``m`` it does itself, that is
     ``sum_{s != r} t_s / t_r``, which equals the textbook ``p - 1`` when the stages are
     equal [1]_ and is smaller when the stage that carries the embedding or the output layer
@@ -153,8 +156,6 @@ def pipeline_bubble_passes(stage_times_s, slowest: int, interleave: int = 1) -> 
     ----------
     .. [1] D. Narayanan et al., "Efficient Large-Scale Language Model Training on GPU
        Clusters Using Megatron-LM", SC 2021, arXiv:2104.04473, Sec. 2.2 (eqs. 1-2).
-    .. [2] S. M. Johnson, "Optimal two- and three-stage production schedules with setup
-       times included", Naval Research Logistics Quarterly 1(1), 1954 (flow-shop makespan).
 
     Examples
     --------

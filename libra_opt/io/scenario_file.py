@@ -29,7 +29,7 @@ Example::
       power_w: 5.0e5
     objective: perf                                  # or perf_per_cost
     collective_model: pipelined                      # or sequential, topology_aware
-    collectives:                                     # topology_aware settings, all optional
+    collectives:                                     # topology_aware settings (efficiency: all models)
       algorithm: {package: direct}                   # ring | direct | halving_doubling
       chunks: 4                                      # chunks per collective
       active_chunks: 2                               # chunks in flight (default unlimited)

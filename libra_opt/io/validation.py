@@ -167,6 +167,13 @@ def validation_table_from_dict(data: Any, source: str) -> ValidationTable:
         with input_context(source, f"clusters.{key}"):
             clusters[key] = Cluster(key, dev, c.gpus_per_node, c.node.bw_gbps, c.pod.bw_gbps,
                                     c.node.tier, c.pod.tier, **extra)
+            for level, link in (("node", c.node), ("pod", c.pod)):
+                curve = getattr(clusters[key], f"{level}_nccl_curve")
+                if link.latency_s is not None and curve:
+                    raise InputError(
+                        f"latency_s and the NCCL curve {curve!r} on one link: the curve's "
+                        "measurement includes the link's latency (drop latency_s, or give "
+                        "nccl_curve: none)", field=f"{level}.latency_s")
     rows = []
     for i, raw in enumerate(table.rows):
         prefix = f"rows[{i}]"

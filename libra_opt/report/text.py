@@ -181,10 +181,11 @@ def rail_forwarding(scen: Scenario, ev: Evaluation) -> list[dict[str, Any]]:
     if fabric_family(scen.fabric) != "rail_only":
         return []
     joined = joined_rails(scen.fabric)
-    # the native routing with the scenario's collective model and loop (no topology_aware
-    # settings: rails are timed per dimension)
+    # the native routing with the scenario's collective model, loop and per-dimension
+    # efficiency (no topology_aware settings: rails are timed per dimension)
     native = TimingModel(scen.collective_model, scen.training_loop, "native",
-                         in_network_dims=scen.in_network_dims)
+                         in_network_dims=scen.in_network_dims,
+                         efficiency=scen.timing.efficiency)
     out = []
     for wl in scen.workloads:
         rep = rail_report(wl, scen.fabric, ev.bw_gbps, scen.timing)

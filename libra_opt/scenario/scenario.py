@@ -84,8 +84,9 @@ class Scenario(FrozenOnUnpickle):
         Accelerator, host, energy and lifetime parameters (objective ``tco`` and reports).
     collectives : CollectiveSettings, optional
         Settings of the ``topology_aware`` model (default
-        :class:`~libra_opt.traffic.topology_aware.CollectiveSettings`); ignored by the
-        other collective models.
+        :class:`~libra_opt.traffic.topology_aware.CollectiveSettings`); the other collective
+        models take its ``efficiency`` only (:attr:`~libra_opt.traffic.timing.TimingModel.
+        efficiency`).
     in_network_reduction : tuple of str
         Switch dimensions that reduce in the network (SHARP class,
         :mod:`libra_opt.traffic.in_network`): their all-reduce, reduce-scatter and
@@ -323,7 +324,8 @@ class Scenario(FrozenOnUnpickle):
             settings = self.collectives if self.collectives is not None else CollectiveSettings()
             if set(self.in_network_dims) != set(settings.in_network_reduction):
                 settings = replace(settings, in_network_reduction=self.in_network_dims)
-        efficiency = () if self.collectives is None else self.collectives.efficiency
+        efficiency = () if self.collectives is None or settings is not None else \
+            self.collectives.efficiency
         return TimingModel(self.collective_model, self.training_loop, self.traffic_model,
                            settings, self.in_network_dims, efficiency)
 

@@ -1,5 +1,6 @@
 """Measured nccl-tests bus bandwidth against message size, as size-dependent efficiency
-presets of the ``topology_aware`` model.
+presets (``collectives.efficiency``, under every collective model:
+:attr:`~libra_opt.traffic.timing.TimingModel.efficiency`).
 
 A fixed achievable fraction of line rate (:data:`~libra_opt.traffic.links.LINE_RATE_PRESETS`)
 describes large collectives. Smaller ones reach less: NCCL's protocols, channel counts and
@@ -11,12 +12,18 @@ phase time stays ``coef / B_d + const`` and the solver exact). Latencies are par
 measurement: a dimension priced with a curve should have no link latency or endpoint delay
 of its own.
 
+Each curve is one measurement: an all-reduce over the group size of its configuration. Its
+fraction is applied to every collective kind and group size on the dimension (read at the
+buffer each phase handles). ``h100_nvlink_nccl`` was measured with NVLink SHARP: it is
+consistent with a dimension that reduces in the network (``in_network_reduction``); on a
+dimension that does not, it prices more than the measured time.
+
 The fraction at size ``M`` is ``busbw(M) / busbw_ideal``, with ``busbw_ideal`` the bus
 bandwidth this model gives the measured configuration at full line rate and no latency:
 the line rate for a ring or direct all-reduce, ``2 (k - 1) / k`` times it for an in-network
 (NVLink SHARP) all-reduce, whose bus bandwidth exceeds the line rate. Between published
-sizes the curve is interpolated linearly in log size and log bandwidth; outside, it is held
-at its end values.
+sizes the curve is interpolated linearly in log size and log bandwidth; above the last size
+it is held at its end value, below the first a collective takes the first size's time.
 
 References
 ----------
@@ -90,7 +97,21 @@ class BusBandwidthCurve:
         return math.exp(math.log(ys[i - 1]) + f * (math.log(ys[i]) - math.log(ys[i - 1])))
 
     def efficiency_at(self, size_bytes: float) -> float:
-        """Fraction of the ideal bus bandwidth reached at ``size_bytes`` (in (0, 1])."""
+        """Fraction of the ideal bus bandwidth reached at ``size_bytes`` (in (0, 1]).
+
+        Below the first published size the collective takes the time it takes there (a
+        latency floor: ``busbw`` falls in proportion to the size), so a tiny collective is
+        not priced as a fraction of a microsecond.
+
+        Examples
+        --------
+        >>> c = NCCL_CURVES["a100_nvlink_nccl"]
+        >>> round(c.efficiency_at(2**20), 4), round(c.efficiency_at(2**18), 4)   # 36.22 / 300
+        (0.1207, 0.0302)
+        """
+        first = self.sizes_bytes[0]
+        if 0 < size_bytes < first:
+            return min(self.busbw_gbps[0] / self.ideal_busbw_gbps, 1.0) * size_bytes / first
         return min(self.busbw_at(size_bytes) / self.ideal_busbw_gbps, 1.0)
 
 

@@ -154,7 +154,9 @@ def forwarding_overhead(
     Bytes and latencies are the fabric's own routing
     (:func:`libra_opt.traffic.routing.collective_traffic` under the ``native`` traffic model,
     with ``flat_ring`` and ``timing``'s in-network dimensions, as the step-time model prices
-    them), times :func:`libra_opt.traffic.collectives.collective_time_s`. In the ``sequential`` model the
+    them, each dimension's bytes divided by ``timing``'s efficiency,
+    :meth:`~libra_opt.traffic.timing.TimingModel.efficiency_by_dim`), times
+    :func:`libra_opt.traffic.collectives.collective_time_s`. In the ``sequential`` model the
     forwarded bytes add ``extra_hb / B_hb`` to the collective; in the ``pipelined`` model they
     cost nothing until the HB dimension becomes the slowest.
 
@@ -175,8 +177,10 @@ def forwarding_overhead(
     inr = in_network_dims(model.in_network_dims, fabric)
     t_r, lat_r = collective_traffic(kind, size_bytes, span, fabric, "native", inr, flat_ring)
     t_j, lat_j = collective_traffic(kind, size_bytes, span, joined, "native", inr, flat_ring)
-    time_r = collective_time_s(t_r, bw, lat_r, mode)
-    time_j = collective_time_s(t_j, bw, lat_j, mode)
+    eff_r = model.efficiency_by_dim(fabric.dims, kind, size_bytes, span, flat_ring)
+    eff_j = model.efficiency_by_dim(joined.dims, kind, size_bytes, span, flat_ring)
+    time_r = collective_time_s(t_r if eff_r is None else t_r / eff_r, bw, lat_r, mode)
+    time_j = collective_time_s(t_j if eff_j is None else t_j / eff_j, bw, lat_j, mode)
     pct = 100.0 * (time_r / time_j - 1.0) if time_j > 0 else 0.0
     return {"extra_bytes": t_r - t_j, "time_s": time_r, "joined_time_s": time_j,
             "overhead_pct": pct}

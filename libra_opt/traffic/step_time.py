@@ -382,7 +382,9 @@ def step_time(
     Notes
     -----
     For every layer ``l`` (repeated ``count_l`` times) and phase ``p``, with collective
-    times from :func:`libra_opt.traffic.collectives.collective_time_s`:
+    times from :func:`libra_opt.traffic.collectives.collective_time_s` (each dimension's
+    bytes divided by ``timing``'s efficiency, :attr:`~libra_opt.traffic.timing.TimingModel.
+    efficiency`):
 
     * ``no_overlap``: ``T = sum_l count_l sum_p (compute_lp + sum_c t_c)``;
     * ``overlap``: ``T = sum_l count_l sum_p max(compute_lp, sum_c t_c)``.
@@ -455,6 +457,10 @@ def step_time_from_walk(
             )
         t_k, t_kd = walk.phases.times_s(bw)
     else:
+        if timing.efficiency and walk.efficiency is None and used.any():
+            raise InputError(
+                "the walk was built without the timing's per-dimension efficiency "
+                "(walk_arrays(workload, fabric, timing))", field="efficiency")
         rate = 1e9 * bw[None, :] if walk.efficiency is None else 1e9 * bw[None, :] * walk.efficiency
         with np.errstate(divide="ignore", invalid="ignore"):
             t_kd = np.where(used, traffic / rate + walk.latency_s, 0.0)

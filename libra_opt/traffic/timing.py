@@ -39,7 +39,6 @@ from libra_opt.options import (
     TrafficModel,
     TrainingLoop,
 )
-from libra_opt.traffic.nccl_curves import NCCL_CURVES
 from libra_opt.traffic.topology_aware import CollectiveSettings, collective_buffers_bytes
 
 __all__ = ["TimingModel", "as_timing"]
@@ -88,15 +87,19 @@ class TimingModel:
                 raise InputError(f"{field} {value!r} is not one of {', '.join(allowed)}",
                                  field=field)
         if self.collective_model == "topology_aware":
+            if self.efficiency:
+                raise InputError("under topology_aware the efficiency is a collective setting "
+                                 "(collectives.efficiency), not a separate one",
+                                 field="efficiency")
             if self.collectives is None:
                 object.__setattr__(self, "collectives", CollectiveSettings())
-            object.__setattr__(self, "efficiency", ())
         else:
             if self.collectives is not None:
                 object.__setattr__(self, "collectives", None)
             if self.efficiency:  # resolved and checked as the topology_aware settings do
-                object.__setattr__(self, "efficiency",
-                                   CollectiveSettings(efficiency=self.efficiency).efficiency)
+                settings = CollectiveSettings(efficiency=self.efficiency)
+                object.__setattr__(self, "efficiency", settings.efficiency)
+                object.__setattr__(self, "_efficiency_settings", settings)
         object.__setattr__(self, "in_network_dims", tuple(sorted(set(self.in_network_dims))))
 
     def efficiency_by_dim(self, dims: Sequence[Dim], kind: str, size_bytes: float,
@@ -104,8 +107,10 @@ class TimingModel:
         """The fraction of each dimension's bandwidth a collective reaches under
         :attr:`efficiency` (1 on a dimension it does not name); ``None`` when it names none.
 
-        A curve is read at the buffer the dimension's phase handles, in nccl-tests' ``size``
-        convention (:func:`~libra_opt.traffic.topology_aware.collective_buffers_bytes`: the
+        A dimension the collective does not span, or ``efficiency`` does not name (a name
+        the fabric lacks is ignored here; a scenario checks names against its fabric), runs
+        at 1. A curve is read at the buffer the dimension's phase handles, in nccl-tests'
+        ``size`` convention (:func:`~libra_opt.traffic.topology_aware.collective_buffers_bytes`: the
         whole buffer for a flat ring, the all-gather's assembled output).
 
         Notes
@@ -118,22 +123,19 @@ class TimingModel:
         >>> from libra_opt.fabric.dims import Dim
         >>> t = TimingModel(efficiency={"nvl": "a100_nvlink_nccl", "ib": 0.5})
         >>> dims = (Dim("nvl", "switch", 8, "NVLink"), Dim("ib", "switch", 4, "IB"))
-        >>> t.efficiency_by_dim(dims, "all_reduce", 64 * 2**20, (8, 1)).round(4).tolist()
+        >>> t.efficiency_by_dim(dims, "all_reduce", 64 * 2**20, (8, 4)).round(4).tolist()
         [0.5554, 0.5]
         >>> t.efficiency_by_dim(dims, "all_gather", 8 * 2**20, (8, 1)).round(4).tolist()
-        [0.5554, 0.5]
+        [0.5554, 1.0]
         >>> TimingModel().efficiency_by_dim(dims, "all_reduce", 1e6, (8, 1)) is None
         True
         """
         if not self.efficiency:
             return None
-        named = dict(self.efficiency)
+        settings: CollectiveSettings = self.__dict__["_efficiency_settings"]
         buffers = collective_buffers_bytes(kind, size_bytes, span, flat_ring)
-        out = np.ones(len(dims))
-        for i, d in enumerate(dims):
-            v = named.get(d.name, 1.0)
-            out[i] = NCCL_CURVES[v].efficiency_at(buffers[i]) if isinstance(v, str) else v
-        return out
+        return np.array([settings.efficiency_of(d, buffers[i]) if buffers[i] > 0 else 1.0
+                         for i, d in enumerate(dims)])
 
     # --- the collective model -------------------------------------------------------------
     @property
@@ -186,9 +188,12 @@ class TimingModel:
         return None
 
     def describe(self) -> str:
-        """``<collective model> collectives, <loop> loop, <traffic model> traffic``."""
+        """``<collective model> collectives, <loop> loop, <traffic model> traffic`` and the
+        per-dimension efficiency when there is one."""
+        eff = "".join(f", {name} at {v if isinstance(v, str) else f'{v:g}'}"
+                      for name, v in self.efficiency)
         return (f"{self.collective_model} collectives, {self.training_loop} loop, "
-                f"{self.traffic_model} traffic")
+                f"{self.traffic_model} traffic{eff}")
 
 
 def as_timing(

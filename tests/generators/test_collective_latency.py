@@ -105,3 +105,23 @@ def test_an_unknown_nccl_curve_is_refused_naming_the_file_and_field():
     with pytest.raises(InputError, match=r"my\.yaml: clusters\.c\.node\.nccl_curve: nccl_curve "
                        r"'a100_nvlink' is not one of a100_nvlink_nccl, "):
         validation_table_from_dict(table, "my.yaml")
+
+
+def test_a_link_latency_beside_a_curve_and_an_unknown_device_curve_are_refused():
+    import pytest
+
+    from libra_opt.errors import InputError
+    from libra_opt.generators.devices import device_from_dict
+
+    row = {"name": "r", "source": "me", "metric": "step_time_s", "published": 1.0,
+           "cluster": "c", "model": "llama3_8b", "parallelism": {"tp": 8, "global_batch_size": 8}}
+    table = {"name": "t", "clusters": {"c": {
+        "device": "a100_80gb", "gpus_per_node": 8,   # the A100's own curve on its node link
+        "node": {"bw_gbps": 230, "latency_s": 1e-6}, "pod": {"bw_gbps": 25}}}, "rows": [row]}
+    with pytest.raises(InputError, match=r"my\.yaml: clusters\.c\.node\.latency_s: latency_s and "
+                       r"the NCCL curve 'a100_nvlink_nccl' on one link"):
+        validation_table_from_dict(table, "my.yaml")
+    entry = {"name": "X", "peak_flops": {"bf16": 1e15}, "hbm_bytes": 8e10, "hbm_gbps": 3000,
+             "source": "d", "date": "2025", "default_efficiency": 0.5, "nccl_curve": "nvlink"}
+    with pytest.raises(InputError, match=r"x\.nccl_curve: nccl_curve 'nvlink' is not one of"):
+        device_from_dict("x", entry)

@@ -41,6 +41,28 @@ def test_forwarding_overhead_by_hand():
     assert evaluation_to_dict(scen, ev)["rail_forwarding"] == [row]
 
 
+def test_forwarding_overhead_with_a_per_dimension_efficiency_by_hand():
+    # the same all-to-all with NVLink at half its bandwidth (collectives.efficiency): the
+    # HB bytes take twice as long on both fabrics, and the report agrees with the step time
+    from libra_opt.traffic.rail import rail_report
+    from libra_opt.traffic.topology_aware import CollectiveSettings
+
+    base = a2a_scenario(rail_only(64, 8, 8))
+    scen = Scenario(base.fabric, base.cost_model, base.workloads, traffic_model="native",
+                    collective_model="sequential", name="a2a",
+                    collectives=CollectiveSettings(efficiency={"hb": 0.5}))
+    ev = evaluate(scen, [450.0, 50.0])
+    (row,) = rail_forwarding(scen, ev)
+    t_rail = (7 / 8) / 225 + (7 / 8) / 50
+    t_joined = (7 / 64) / 225 + (7 / 8) / 50
+    assert_allclose([row["step_time_s"], row["joined_step_time_s"]], [t_rail, t_joined],
+                    rtol=1e-12)
+    assert_allclose(ev.workloads[0].step_time_s, t_rail, rtol=1e-12)
+    rep = rail_report(scen.workloads[0], scen.fabric, [450.0, 50.0], scen.timing)
+    assert_allclose([rep["time_s"].iloc[0], rep["joined_time_s"].iloc[0]], [t_rail, t_joined],
+                    rtol=1e-12)
+
+
 def test_no_forwarding_section_on_other_fabrics():
     scen = a2a_scenario(rail_optimized_fat_tree(64, 8, 8))
     ev = evaluate(scen, [450.0, 50.0])
