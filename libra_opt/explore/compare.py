@@ -158,16 +158,33 @@ def budget_optimum(
         collective_model=timing.collective_model,
         training_loop=timing.training_loop,
         traffic_model=timing.traffic_model,
-        collectives=_efficiency_settings(timing, fabric),
+        collectives=_settings(timing, fabric),
+        in_network_reduction=timing.in_network_dims,
     )
     return np.array(solve(scen, with_baselines=False).bw_gbps)
 
 
-def _efficiency_settings(timing: TimingModel, fabric: Fabric) -> CollectiveSettings | None:
-    """``timing``'s per-dimension efficiency on the dimensions ``fabric`` has (a family
-    compared with the scenario's fabric may lack some), as collective settings."""
-    eff = tuple((name, v) for name, v in timing.efficiency if name in fabric.names)
-    return CollectiveSettings(efficiency=eff) if eff else None
+def _settings(timing: TimingModel, fabric: Fabric, label: str = "") -> CollectiveSettings | None:
+    """``timing``'s collective settings (``topology_aware``) or per-dimension efficiency as
+    the settings of a scenario on ``fabric``; refused when they name a dimension ``fabric``
+    lacks (a compared family with other dimension names)."""
+    settings = timing.collectives
+    if settings is None and timing.efficiency:
+        settings = CollectiveSettings(efficiency=timing.efficiency)
+    named = set(timing.in_network_dims)
+    if settings is not None:
+        named |= {n for key in ("algorithm", "efficiency", "link_latency_s")
+                  for n, _ in getattr(settings, key)}
+        named |= {n for (_, n), _ in settings.collective_algorithm}
+        named |= set(settings.in_network_reduction)
+    missing = sorted(named - set(fabric.names))
+    if missing:
+        raise InputError(
+            f"fabric {label or 'compared'!r} has no dimension {', '.join(missing)} that the "
+            f"scenario's collective settings name (its dimensions: {', '.join(fabric.names)}); "
+            "compare fabrics with the same dimension names, or drop those settings",
+            field="fabrics")
+    return settings
 
 
 def _row(label: str, coef: npt.ArrayLike, sense, rhs: float) -> LinearConstraint:
@@ -270,10 +287,16 @@ def _inputs(scenario_or_workloads, cost_model, weights, collective_model, traini
     if isinstance(scenario_or_workloads, Scenario):
         s = scenario_or_workloads
         model = TimingModel(collective_model or s.collective_model)
-        # the scenario's per-dimension efficiency, under the models that take it from timing
-        eff = () if model.uses_topology_aware else s.timing.efficiency
-        timing = TimingModel(model.collective_model, training_loop or s.training_loop,
-                             traffic_model, efficiency=eff)
+        # the scenario's collective settings and in-network dimensions: all of them under
+        # topology_aware, the per-dimension efficiency under the other models
+        coll = s.collectives
+        if model.uses_topology_aware:
+            timing = TimingModel(model.collective_model, training_loop or s.training_loop,
+                                 traffic_model, coll, s.in_network_dims)
+        else:
+            timing = TimingModel(model.collective_model, training_loop or s.training_loop,
+                                 traffic_model, None, s.in_network_dims,
+                                 () if coll is None else coll.efficiency)
         return (s.workloads, cost_model or s.cost_model, weights or s.weights, timing, s)
     if isinstance(scenario_or_workloads, Workload):
         wls: tuple[Workload, ...] = (scenario_or_workloads,)
@@ -417,6 +440,7 @@ def compare_fabrics(
                 check_on_fabric(w, f)
             except InputError as exc:
                 raise InputError(f"fabric {name!r}: {exc.message}", field=exc.field) from None
+        _settings(timing, f, name)  # the scenario's collective settings fit every fabric
     coeffs = {n: cost_coefficients(f, cm) for n, f in fabrics.items()}
     # Equal-bandwidth vectors.
     given: dict[str, npt.ArrayLike]

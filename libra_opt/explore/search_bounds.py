@@ -21,7 +21,8 @@ Then for every feasible ``B``, ``B <= B^max`` and ``R(B) >= R_min``, so
 
 (:meth:`ShapeBounds.objective_lower_bound`). ``T(B^max)`` is the exact step time at the
 per-dimension best case of the budget and bounds ("communication at the budget's best
-case"). Before a workload is generated, ``T(B^max) >= T_c`` with ``T_c`` the compute and
+case"); bound 3 and the DP sync floor leave a per-dimension efficiency
+(``collectives.efficiency``) out, which only lowers them (every fraction is at most 1). Before a workload is generated, ``T(B^max) >= T_c`` with ``T_c`` the compute and
 bubble of :func:`~libra_opt.explore.search_space.compute_lower_bound_s` (communication
 ``>= 0``), so
 
@@ -262,7 +263,8 @@ class GroupTimes:
     the workload's distinct collectives ``k`` (``n_k`` occurrences per step), and ``t_k``
     depends only on the span of ``k``'s group (:func:`libra_opt.traffic.routing.collective_traffic`).
     So ``T = T_comp + sum_g C_g(span_g)`` with ``C_g`` the time of group ``g``'s collectives:
-    a placement's step time is a few table look-ups (:meth:`step_times_s`), and
+    a placement's step time is a few table look-ups (:meth:`step_times_s`; without a
+    per-dimension efficiency, which would only raise it), and
 
     ``min over placements T >= T_comp + sum_g min over spans C_g(span)``       (bound 3)
 

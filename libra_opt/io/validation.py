@@ -169,7 +169,7 @@ def validation_table_from_dict(data: Any, source: str) -> ValidationTable:
                                     c.node.tier, c.pod.tier, **extra)
             for level, link in (("node", c.node), ("pod", c.pod)):
                 curve = getattr(clusters[key], f"{level}_nccl_curve")
-                if link.latency_s is not None and curve:
+                if link.latency_s and curve:   # 0 is what a curve's link uses anyway
                     raise InputError(
                         f"latency_s and the NCCL curve {curve!r} on one link: the curve's "
                         "measurement includes the link's latency (drop latency_s, or give "

@@ -181,14 +181,15 @@ def rail_forwarding(scen: Scenario, ev: Evaluation) -> list[dict[str, Any]]:
     if fabric_family(scen.fabric) != "rail_only":
         return []
     joined = joined_rails(scen.fabric)
-    # the native routing with the scenario's collective model, loop and per-dimension
-    # efficiency (no topology_aware settings: rails are timed per dimension)
-    native = TimingModel(scen.collective_model, scen.training_loop, "native",
-                         in_network_dims=scen.in_network_dims,
-                         efficiency=scen.timing.efficiency)
+    # the native routing with the scenario's loop and per-dimension efficiency, timed per
+    # dimension (the pipelined model for a topology_aware scenario: rails have no chunks)
+    t = scen.timing
+    eff = t.collectives.efficiency if t.collectives is not None else t.efficiency
+    native = TimingModel("sequential" if t.is_sequential else "pipelined", t.training_loop,
+                         "native", in_network_dims=scen.in_network_dims, efficiency=eff)
     out = []
     for wl in scen.workloads:
-        rep = rail_report(wl, scen.fabric, ev.bw_gbps, scen.timing)
+        rep = rail_report(wl, scen.fabric, ev.bw_gbps, native)
         extra = float((rep["count"] * rep["extra_hb_bytes"]).sum()) if len(rep) else 0.0
         t_rail = step_time(wl, scen.fabric, ev.bw_gbps, native).step_time_s
         t_joined = step_time(wl, joined, ev.bw_gbps, native).step_time_s

@@ -264,8 +264,9 @@ class CollectiveSettings:
                 field="collectives.all_reduce")
 
     def check(self, fabric: Fabric) -> None:
-        """Raise :class:`InputError` when a named dimension is not in ``fabric`` or an
-        algorithm does not apply to its dimension's topology."""
+        """Raise :class:`InputError` when a named dimension is not in ``fabric``, an
+        algorithm does not apply to its dimension's topology, or a dimension priced with a
+        measured curve has a latency of its own (the curve includes it)."""
         names = set(fabric.names)
         for key in ("algorithm", "efficiency", "link_latency_s"):
             for name, _ in getattr(self, key):
@@ -289,6 +290,15 @@ class CollectiveSettings:
                     f"{name!r} is a ring (use 'ring' or 'direct')", field=field)
         in_network_dims(self.in_network_reduction, fabric,
                         field="collectives.in_network_reduction")
+        latency = dict(self.link_latency_s)
+        for name, v in self.efficiency:
+            lat = latency.get(name, fabric.dims[fabric.index(name)].latency_s)
+            if isinstance(v, str) and v in NCCL_CURVES and lat > 0:
+                raise InputError(
+                    f"{name!r} is priced with the measured curve {v!r}, whose measurement "
+                    f"includes the link's latency, and has a latency of {lat:g} s of its own; "
+                    "give the dimension latency 0 or a fraction instead of the curve",
+                    field=f"collectives.efficiency.{name}")
 
     def algorithm_of(self, dim: Dim, kind: str | None = None) -> CollectiveAlgorithm:
         """The algorithm ``dim`` runs (for collectives of ``kind`` when given)."""

@@ -187,7 +187,12 @@ def test_selectable_in_sweeps(scen_dir):
 def test_nccl_curve_efficiency_in_block(scen_dir):
     """A measured curve names the efficiency of a dimension; the solve's numpy re-check
     passes (the fraction is a constant per collective: the program stays exact)."""
-    block = "collectives: {efficiency: {pod: ndr400_ib_nccl, package: h100_nvlink_nccl}}\n"
+    # the curves include the links' latencies: the dimensions' own are set to 0 (else refused)
+    with pytest.raises(InputError, match=r"collectives\.efficiency\.pod: 'pod' is priced with "
+                       "the measured curve 'ndr400_ib_nccl'"):
+        load_scenario(write(scen_dir, BODY + "collectives: {efficiency: {pod: ndr400_ib_nccl}}\n"))
+    block = ("collectives: {efficiency: {pod: ndr400_ib_nccl, package: h100_nvlink_nccl}, "
+             "link_latency_s: {pod: 0, package: 0}}\n")
     s = load_scenario(write(scen_dir, BODY + block))
     c = s.collective_settings
     assert c is not None and dict(c.efficiency) == {"pod": "ndr400_ib_nccl",

@@ -110,3 +110,35 @@ def test_the_optimum_with_a_curve_matches_cvxpy_and_a_brute_force_budget_line(cu
     assert len(objs) > 1000
     assert fast.objective_value <= min(objs) * (1 + 1e-8)
     assert_allclose(fast.objective_value, min(objs), rtol=1e-4)   # the grid's resolution
+
+
+def test_refusals_and_copies():
+    import copy
+    import dataclasses
+    import pickle
+
+    from libra_opt.errors import InputError
+
+    with pytest.raises(InputError, match="efficiency: under topology_aware the efficiency is a "
+                       "collective setting"):
+        TimingModel("topology_aware", efficiency={"nvl": 0.5})
+    # a curve includes the link's latency: a dimension with its own latency is refused
+    lat = Fabric((Dim("nvl", "switch", 8, "NVLink", 1e-6), Dim("ib", "switch", 4, "IB")))
+    with pytest.raises(InputError, match=r"collectives\.efficiency\.nvl: 'nvl' is priced with "
+                       "the measured curve 'a100_nvlink_nccl'"):
+        CollectiveSettings(efficiency={"nvl": "a100_nvlink_nccl"}).check(lat)
+    CollectiveSettings(efficiency={"nvl": 0.5}).check(lat)   # a fraction is fine
+    # copies keep the resolved settings the efficiency is read with
+    t = TimingModel(efficiency={"nvl": "a100_nvlink_nccl"})
+    want = t.efficiency_by_dim(FABRIC.dims, "all_reduce", 2**26, (8, 1))
+    for u in (pickle.loads(pickle.dumps(t)), copy.deepcopy(t),
+              dataclasses.replace(t, training_loop="overlap")):
+        assert_allclose(u.efficiency_by_dim(FABRIC.dims, "all_reduce", 2**26, (8, 1)), want)
+    assert pickle.loads(pickle.dumps(t)) == t
+
+
+def test_a_curve_below_its_first_size_takes_that_sizes_time():
+    small = [step_time(one("all_reduce", m, (8, 1)), FABRIC, BW,
+                       TimingModel(efficiency={"nvl": "a100_nvlink_nccl"})).step_time_s
+             for m in (24 * 2**10, 256 * 2**10, 2**20)]
+    assert_allclose(small, [2 * 7 / 8 * 2**20 / (CURVE.busbw_gbps[0] * 1e9)] * 3, rtol=1e-12)

@@ -1,0 +1,39 @@
+"""``compare_fabrics`` times every fabric with the scenario's collective settings: its
+per-dimension efficiency under every collective model (and topology_aware's other
+settings), and refuses a compared fabric whose dimensions those settings do not name."""
+
+import dataclasses
+
+import pytest
+from numpy.testing import assert_allclose
+
+from libra_opt.errors import InputError
+from libra_opt.explore.compare import compare_fabrics
+from libra_opt.fabric.builders import multi_dim
+from libra_opt.scenario.evaluate import evaluate
+from libra_opt.scenario.examples import toy_scenario
+from libra_opt.traffic.topology_aware import CollectiveSettings
+
+EFF = {"node": 0.5, "pod": "ndr400_ib_nccl"}
+
+
+@pytest.mark.parametrize("model", ["pipelined", "sequential", "topology_aware"])
+def test_the_step_time_column_is_the_scenarios_own(model):
+    s = dataclasses.replace(toy_scenario(), collective_model=model,
+                            collectives=CollectiveSettings(efficiency=EFF))
+    plain = dataclasses.replace(toy_scenario(), collective_model=model)
+    t = evaluate(s, [200.0, 100.0]).weighted_step_time_s
+    assert t > evaluate(plain, [200.0, 100.0]).weighted_step_time_s   # the settings matter
+    df = compare_fabrics(s, {"same": s.fabric}, bw_gbps=[200.0, 100.0], modes=["equal_bw"],
+                         traffic_model=s.traffic_model)
+    assert_allclose(df["step_time_s"].iloc[0], t, rtol=1e-12)
+
+
+def test_a_fabric_without_the_named_dimensions_is_refused():
+    s = dataclasses.replace(toy_scenario(), collectives=CollectiveSettings(efficiency=EFF))
+    other = multi_dim(s.fabric.sizes, [d.topology for d in s.fabric.dims])
+    assert other.names != s.fabric.names
+    with pytest.raises(InputError, match=r"fabrics: fabric 'other' has no dimension node, pod "
+                       r"that the scenario's collective settings name"):
+        compare_fabrics(s, {"same": s.fabric, "other": other}, bw_gbps=[200.0, 100.0],
+                        modes=["equal_bw"], traffic_model=s.traffic_model)
