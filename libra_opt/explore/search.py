@@ -203,7 +203,7 @@ def iter_chunk(ctx: _Context, items: Sequence[tuple[int, Parallelism, float]],
                     bounds.rows_gbps * slowest_fractions(shape.fabric), shape.fabric,
                     scen.collective_model, scen.traffic_model,
                     in_network_dims(scen.in_network_dims, shape.fabric),
-                    units.setdefault(si, {}), g.workload.flat_ring_groups)
+                    units.setdefault(si, {}), g.workload.flat_ring_groups, scen.timing)
                 floor = bounds.objective_bound(
                     times.floor_s(group_spans(shape.fabric.sizes, par.degrees())), weight)
                 if floor > threshold():

@@ -21,8 +21,8 @@ Then for every feasible ``B``, ``B <= B^max`` and ``R(B) >= R_min``, so
 
 (:meth:`ShapeBounds.objective_lower_bound`). ``T(B^max)`` is the exact step time at the
 per-dimension best case of the budget and bounds ("communication at the budget's best
-case"); bound 3 and the DP sync floor leave a per-dimension efficiency
-(``collectives.efficiency``) out, which only lowers them (every fraction is at most 1). Before a workload is generated, ``T(B^max) >= T_c`` with ``T_c`` the compute and
+case"); the DP sync floor leaves a per-dimension efficiency (``collectives.efficiency``)
+out, which only lowers it (every fraction is at most 1). Before a workload is generated, ``T(B^max) >= T_c`` with ``T_c`` the compute and
 bubble of :func:`~libra_opt.explore.search_space.compute_lower_bound_s` (communication
 ``>= 0``), so
 
@@ -263,8 +263,8 @@ class GroupTimes:
     the workload's distinct collectives ``k`` (``n_k`` occurrences per step), and ``t_k``
     depends only on the span of ``k``'s group (:func:`libra_opt.traffic.routing.collective_traffic`).
     So ``T = T_comp + sum_g C_g(span_g)`` with ``C_g`` the time of group ``g``'s collectives:
-    a placement's step time is a few table look-ups (:meth:`step_times_s`; without a
-    per-dimension efficiency, which would only raise it), and
+    a placement's step time is a few table look-ups (:meth:`step_times_s`, with the
+    per-dimension efficiency of ``efficiency``, read per collective and span), and
 
     ``min over placements T >= T_comp + sum_g min over spans C_g(span)``       (bound 3)
 
@@ -286,6 +286,9 @@ class GroupTimes:
         The groups the workload runs as one flat ring
         (:attr:`~libra_opt.traffic.workload.Workload.flat_ring_groups`), priced as the
         exact step time prices them.
+    efficiency : TimingModel, optional
+        The timing whose per-dimension efficiency (:attr:`TimingModel.efficiency`) divides
+        each collective's bytes on each dimension, as the step time does (``None``: none).
     """
 
     flat: Any
@@ -297,6 +300,7 @@ class GroupTimes:
     in_network: frozenset[int]
     units: dict = field(default_factory=dict)
     flat_ring_groups: frozenset[str] = frozenset()
+    efficiency: TimingModel | None = None
     _counts: np.ndarray | None = None
     _by_group: dict[str, list[int]] | None = None
     _cache: dict[tuple[str, tuple[int, ...]], np.ndarray] | None = None
@@ -327,6 +331,11 @@ class GroupTimes:
             size = np.array([self.flat.collectives[k][1] for k in ks])
             tu = np.array([u[0] for u in units])  # (K, D) bytes per byte of collective
             lat = np.array([u[1] for u in units])
+            if self.efficiency is not None and self.efficiency.efficiency:
+                dims = self.fabric.dims
+                tu = tu / np.array([self.efficiency.efficiency_by_dim(
+                    dims, self.flat.collectives[k][0], self.flat.collectives[k][1], span,
+                    flat_ring) for k in ks])
             used = tu > 0
             with np.errstate(divide="ignore", invalid="ignore"):
                 t = np.where(used[None], size[None, :, None] * tu[None]

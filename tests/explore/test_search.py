@@ -247,6 +247,36 @@ def test_group_times_are_the_walks_step_times(template) -> None:
     assert (floor <= np.min(steps, axis=0) * (1 + 1e-12)).all()
 
 
+def test_group_times_with_an_efficiency_are_the_walks_step_times(template) -> None:
+    # a per-dimension efficiency (a fraction on hb, a measured curve on scaleout): the table
+    # look-ups read it per collective and span, as the walk does, flat rings included
+    from libra_opt.explore.search_bounds import GroupTimes
+    from libra_opt.explore.search_space import groups_of, placement_of, span_matrices
+
+    base = _base(template, _model(4, 16, 4, False), 128, 8, "perf")
+    assert base.spec is not None
+    eff = {"hb": 0.7, "scaleout": "ndr400_ib_nccl"}
+    curved = search_base(compile(base.spec.replace("collectives", {"efficiency": eff})))
+    f = curved.scenario.fabric
+    par = Parallelism(tp=16, pp=2, dp=4, sequence_parallel=True, global_batch_size=32)
+    g = generate(curved.entry, par, f)
+    flat = g.workload.flat
+    bws = np.array([[900.0, 200.0], [150.0, 20.0]])
+    timing = curved.scenario.timing
+    gt = GroupTimes(flat, float(flat.phase_count @ flat.phase_compute_s), bws, f,
+                    "pipelined", "hierarchical", frozenset(), {}, g.workload.flat_ring_groups,
+                    timing)
+    plain = GroupTimes(flat, float(flat.phase_count @ flat.phase_compute_s), bws, f,
+                       "pipelined", "hierarchical", frozenset(), {}, g.workload.flat_ring_groups)
+    for m in span_matrices(f.sizes, par.degrees())[::2]:
+        scen = candidate_scenario(curved, f, g, placement_of(f, m))
+        walk = scenario_walks(scen)[0]
+        assert walk.efficiency is not None
+        want = [step_time_from_walk(walk, b, timing).step_time_s for b in bws]
+        assert_allclose(gt.step_times_s(groups_of(m)), want, rtol=1e-12)
+        assert (plain.step_times_s(groups_of(m)) < np.array(want)).all()
+
+
 def test_group_times_price_flat_ring_groups_as_the_walk(template) -> None:
     # tp 16 on an hb-8 fabric spans (8, 2): the generated workload runs it as one flat ring
     # (Workload.flat_ring_groups), whose all-reduce puts 2 (16 - 1) / 16 of the bytes on the
