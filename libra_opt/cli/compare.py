@@ -53,8 +53,10 @@ def register(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--scaleout-budget-usd", type=float, help="scale-out budget in $ of the "
                    "equal_budget rows, HB bandwidth held (default: the baseline's scale-out "
                    "cost at equal bandwidth)")
-    p.add_argument("--traffic-model", choices=TRAFFIC_MODELS, default="native",
-                   help="routing-aware traffic (default) or LIBRA's hierarchical model")
+    p.add_argument("--traffic-model", choices=TRAFFIC_MODELS, default=None,
+                   help="routing-aware traffic (native; the default) or LIBRA's hierarchical "
+                        "model (the default under collective_model topology_aware, which has "
+                        "no routing-aware form)")
     p.add_argument("--csv", help="write the table as CSV (.csv)")
     p.add_argument("--plot", help="write a bar plot (.png, .svg or .pdf)")
     add_set_argument(p)
@@ -149,6 +151,11 @@ def run(args: argparse.Namespace) -> int:
         if radix is None:
             radix, radix_note = 64, "the default: the scenario's scale-out has no switch_radix"
     fabrics = _fabrics(scen.fabric, names, radix)
+    if args.traffic_model == "native" and scen.timing.uses_topology_aware:
+        raise InputError("native routing is not modelled under the scenario's collective_model "
+                         "topology_aware (it runs collectives dimension by dimension); use "
+                         "hierarchical, or leave the flag out", source="<cli>",
+                         field="--traffic-model")
     df = compare_fabrics(scen, fabrics, bw_gbps=bw, budget_usd=args.budget_usd,
                          scaleout_budget_usd=getattr(args, "scaleout_budget_usd", None),
                          traffic_model=args.traffic_model)

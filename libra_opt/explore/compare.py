@@ -20,7 +20,9 @@ the compare budget replaces the scenario's budget cap.
 
 Step times use the routing-aware traffic of :mod:`libra_opt.traffic.rail` by default (a fat-tree
 serves all-to-all directly, a Rail-only fabric forwards cross-rail bytes through the HB
-domain); ``traffic_model="hierarchical"`` uses LIBRA's model for every fabric. The
+domain); ``traffic_model="hierarchical"`` uses LIBRA's model for every fabric, and is the
+default under the ``topology_aware`` collective model (which runs collectives dimension by
+dimension and has no routing-aware form). The
 equal-budget optimum is the global one of the convex program of
 :func:`libra_opt.optimize.problem.solve`, re-checked layer by layer.
 """
@@ -55,6 +57,10 @@ from libra_opt.traffic.workload import Workload, check_on_fabric
 __all__ = ["compare_fabrics", "budget_optimum"]
 
 logger = logging.getLogger(__name__)
+
+#: Step-time changes smaller than this (percent) are reported as 0: they are below the
+#: relative accuracy (1e-8) of the budget solves behind the budget-mode rows.
+_CHANGE_FLOOR_PCT = 1e-6
 
 
 
@@ -279,14 +285,23 @@ def _held_hb(df, baseline: str, requested: np.ndarray) -> tuple[float, ...]:
     return tuple(float(x) for x in hb)
 
 
+def _default_traffic(collective_model: str, traffic_model: TrafficModel | None) -> TrafficModel:
+    """``traffic_model`` if given, else ``native`` -- or ``hierarchical`` under a collective
+    model that runs collectives dimension by dimension (``topology_aware``)."""
+    if traffic_model is not None:
+        return traffic_model
+    return "hierarchical" if TimingModel(collective_model).uses_topology_aware else "native"
+
+
 def _inputs(scenario_or_workloads, cost_model, weights, collective_model, training_loop,
             traffic_model):
     """Workloads, cost model, weights, the timing (the scenario's collective model, loop and
-    per-dimension efficiency unless given; ``traffic_model`` as given) and the scenario
-    (``None`` without one)."""
+    per-dimension efficiency unless given; ``traffic_model`` as given, else the default of
+    :func:`_default_traffic`) and the scenario (``None`` without one)."""
     if isinstance(scenario_or_workloads, Scenario):
         s = scenario_or_workloads
         model = TimingModel(collective_model or s.collective_model)
+        traffic_model = _default_traffic(model.collective_model, traffic_model)
         # the scenario's collective settings and in-network dimensions: all of them under
         # topology_aware, the per-dimension efficiency under the other models
         coll = s.collectives
@@ -308,7 +323,8 @@ def _inputs(scenario_or_workloads, cost_model, weights, collective_model, traini
     if cost_model is None:
         raise InputError("cost_model is required when no scenario is given", field="cost_model")
     timing = as_timing(collective_model=collective_model, training_loop=training_loop,
-                       traffic_model=traffic_model)
+                       traffic_model=_default_traffic(
+                           collective_model or TimingModel().collective_model, traffic_model))
     return (wls, cost_model, weights or (1.0,) * len(wls), timing, None)
 
 
@@ -336,7 +352,7 @@ def compare_fabrics(
     weights: Sequence[float] | None = None,
     collective_model: CollectiveModel | None = None,
     training_loop: TrainingLoop | None = None,
-    traffic_model: TrafficModel = "native",
+    traffic_model: TrafficModel | None = None,
     modes: Sequence[str] = MODES,
     constraints: Sequence[LinearConstraint] | None = None,
     power_w: float | None = None,
@@ -370,8 +386,9 @@ def compare_fabrics(
     baseline : str, optional
         Reference fabric of the reduction columns: default the first ``fat_tree`` fabric,
         else the first.
-    traffic_model : {'native', 'hierarchical'}
-        See the module notes.
+    traffic_model : {'native', 'hierarchical'}, optional
+        See the module notes. Default ``native``, or ``hierarchical`` under the
+        ``topology_aware`` collective model (it has no routing-aware form).
     modes : sequence of str
         Any of ``equal_bw``, ``equal_budget`` and ``equal_budget_joint``.
     constraints : sequence of LinearConstraint, optional
@@ -388,7 +405,8 @@ def compare_fabrics(
         ``scaleout_tiers``, ``hb_switches``, ``scaleout_switches``, ``usd_per_hour``,
         ``run_cost_usd``, and ``cost_reduction_pct``, ``power_reduction_pct``,
         ``run_cost_reduction_pct`` (``100 (1 - x / x_baseline)``) and
-        ``step_time_change_pct`` (``100 (t / t_baseline - 1)``). ``attrs`` hold
+        ``step_time_change_pct`` (``100 (t / t_baseline - 1)``; below 1e-6 %, the budget
+        solves' accuracy, 0). ``attrs`` hold
         ``baseline``, ``budget_usd``, ``scaleout_budget_usd``, ``hb_gbps`` (the HB bandwidth
         held in ``equal_budget``, of the baseline) and ``traffic_model``.
 
@@ -526,8 +544,9 @@ def compare_fabrics(
                          ("run_cost_usd", "run_cost_reduction_pct")):
             if base[col] is not None and pd.notna(base[col]) and base[col] > 0:
                 df.loc[sel, out] = 100.0 * (1.0 - df.loc[sel, col].astype(float) / base[col])
-        df.loc[sel, "step_time_change_pct"] = 100.0 * (
-            df.loc[sel, "step_time_s"] / base["step_time_s"] - 1.0)
+        change = 100.0 * (df.loc[sel, "step_time_s"].astype(float) / base["step_time_s"] - 1.0)
+        # below the budget solves' accuracy (relative gap 1e-8, i.e. 1e-6 %): no change
+        df.loc[sel, "step_time_change_pct"] = change.where(change.abs() >= _CHANGE_FLOOR_PCT, 0.0)
     df.attrs.update(baseline=baseline, budget_usd=float(budget_usd),
                     scaleout_budget_usd=float(scaleout_budget_usd),
                     hb_gbps=_held_hb(df, baseline, bw_base[:so_base]),

@@ -166,3 +166,24 @@ def test_scenario_without_radix_says_64_is_the_default(scenario, capsys):
     out = capsys.readouterr().out
     assert "scale-out switch radix 64 (the default: the scenario's scale-out has no switch_radix)" in out
     assert "scenario (multi_dim, ideal, no radix limit)" in out   # LIBRA's ideal switch, said so
+
+
+def test_topology_aware_scenario_compares_with_hierarchical_traffic(tmp_path, capsys):
+    # topology_aware has no routing-aware (native) form: the default follows it, and the
+    # budget rows, pinned by the scenario's bounds to the equal_bw bandwidth, read exactly
+    # 0 % change (their solves agree to 1e-8 relative, not to the last bit)
+    csv = tmp_path / "c.csv"
+    assert main(["gpt3_175b_a100_cluster", "--set", "collective_model=topology_aware",
+                 "--csv", str(csv)]) == 0
+    out = capsys.readouterr().out
+    assert "traffic model: hierarchical" in out
+    df = pd.read_csv(csv)
+    assert len(df) == 9
+    assert (df["step_time_change_pct"] == 0.0).all()
+
+
+def test_native_traffic_under_topology_aware_is_blamed_on_the_flag(capsys):
+    assert main(["gpt3_175b_a100_cluster", "--set", "collective_model=topology_aware",
+                 "--traffic-model", "native"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--traffic-model: native routing is not modelled" in err[0]

@@ -37,3 +37,14 @@ def test_a_fabric_without_the_named_dimensions_is_refused():
                        r"that the scenario's collective settings name"):
         compare_fabrics(s, {"same": s.fabric, "other": other}, bw_gbps=[200.0, 100.0],
                         modes=["equal_bw"], traffic_model=s.traffic_model)
+
+
+def test_topology_aware_defaults_to_hierarchical_traffic():
+    # no traffic_model given: topology_aware runs dimension by dimension, so the comparison
+    # takes the hierarchical traffic the scenario itself is timed with
+    s = dataclasses.replace(toy_scenario(), collective_model="topology_aware",
+                            collectives=CollectiveSettings(efficiency=EFF))
+    df = compare_fabrics(s, {"same": s.fabric}, bw_gbps=[200.0, 100.0], modes=["equal_bw"])
+    assert df.attrs["traffic_model"] == "hierarchical"
+    assert_allclose(df["step_time_s"].iloc[0], evaluate(s, [200.0, 100.0]).weighted_step_time_s,
+                    rtol=1e-12)
