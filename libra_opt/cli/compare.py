@@ -127,6 +127,7 @@ def run(args: argparse.Namespace) -> int:
     from libra_opt.report.notes import family_label, family_notes
     from libra_opt.report.plots import plot_comparison
     from libra_opt.traffic.step_time import check_bandwidth
+    from libra_opt.traffic.timing import TimingModel
 
     # The command line first (outputs, flags), then the scenario, then the work.
     _check_outputs(args)
@@ -151,11 +152,13 @@ def run(args: argparse.Namespace) -> int:
         if radix is None:
             radix, radix_note = 64, "the default: the scenario's scale-out has no switch_radix"
     fabrics = _fabrics(scen.fabric, names, radix)
-    if args.traffic_model == "native" and scen.timing.uses_topology_aware:
-        raise InputError("native routing is not modelled under the scenario's collective_model "
-                         "topology_aware (it runs collectives dimension by dimension); use "
-                         "hierarchical, or leave the flag out", source="<cli>",
-                         field="--traffic-model")
+    if args.traffic_model is not None:  # a traffic model the scenario's collectives allow
+        asked = TimingModel(scen.timing.collective_model, traffic_model=args.traffic_model)
+        if asked.uses_topology_aware and not asked.hierarchical_traffic:
+            raise InputError("the scenario's collective_model 'topology_aware' runs collectives "
+                             "dimension by dimension: it does not model 'native' routing; use "
+                             "hierarchical, or leave the flag out", source="<cli>",
+                             field="--traffic-model")
     df = compare_fabrics(scen, fabrics, bw_gbps=bw, budget_usd=args.budget_usd,
                          scaleout_budget_usd=getattr(args, "scaleout_budget_usd", None),
                          traffic_model=args.traffic_model)

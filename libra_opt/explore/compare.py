@@ -285,7 +285,8 @@ def _held_hb(df, baseline: str, requested: np.ndarray) -> tuple[float, ...]:
     return tuple(float(x) for x in hb)
 
 
-def _default_traffic(collective_model: str, traffic_model: TrafficModel | None) -> TrafficModel:
+def _default_traffic(collective_model: CollectiveModel,
+                     traffic_model: TrafficModel | None) -> TrafficModel:
     """``traffic_model`` if given, else ``native`` -- or ``hierarchical`` under a collective
     model that runs collectives dimension by dimension (``topology_aware``)."""
     if traffic_model is not None:

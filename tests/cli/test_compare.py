@@ -186,4 +186,5 @@ def test_native_traffic_under_topology_aware_is_blamed_on_the_flag(capsys):
     assert main(["gpt3_175b_a100_cluster", "--set", "collective_model=topology_aware",
                  "--traffic-model", "native"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "--traffic-model: native routing is not modelled" in err[0]
+    assert len(err) == 1 and "--traffic-model: the scenario's collective_model" in err[0]
+    assert "does not model 'native' routing" in err[0]
