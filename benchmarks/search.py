@@ -60,8 +60,8 @@ def _report(name, res, base, space=None, executor="serial", max_workers=None) ->
     s = res.stats
     print(f"\n== {name}: {int(s['enumerated']):,} candidates enumerated, "
           f"{int(s['memory']):,} out of memory, {int(s['pruned']):,} pruned, "
-          f"{int(s['solved']):,} solved ({s['solves_per_s']:.0f} solves/s of solver time), "
-          f"{s['wall_s']:.1f} s")
+          f"{int(s['solved']):,} solved; search wall time {s['wall_s']:.1f} s, solver time "
+          f"{s['solve_s']:.3g} s ({s['solves_per_solver_s']:.0f} solves per solver-second)")
     print(res.best(5)[COLS].to_string(index=False))
     sol, g = _published(base)
     p = base.entry.parallelism
@@ -115,7 +115,7 @@ def _candidate_paths(base, joint, n: int = 40) -> None:
     n_solved = int(joint.stats["solved"])
     print(f"candidate path ({k} solved candidates sampled): compile(spec edit) "
           f"{t_compile / k * 1e3:.1f} ms, direct {t_direct / k * 1e3:.1f} ms per candidate "
-          f"(solver {1e3 / joint.stats['solves_per_s']:.1f} ms); compiling each of the "
+          f"(solver {1e3 / joint.stats['solves_per_solver_s']:.1f} ms); compiling each of the "
           f"{n_solved:,} solved candidates would add {(t_compile - t_direct) / k * n_solved:.1f}"
           f" s of work")
 
@@ -144,7 +144,8 @@ def main() -> None:
           f"executor {args.executor} x {args.workers}")
     print(f"joint search: {int(s['enumerated']):,} candidates enumerated, "
           f"{int(s['memory']):,} out of memory, {int(s['pruned']):,} pruned by bounds, "
-          f"{int(s['solved']):,} solved exactly; {s['solves_per_s']:.0f} solves/s; "
+          f"{int(s['solved']):,} solved exactly; solver time {s['solve_s']:.3g} s "
+          f"({s['solves_per_solver_s']:.0f} solves per solver-second); wall time "
           f"{t_joint:.1f} s (target < 60 s)")
     f = fixed.stats
     print(f"fixed bandwidth {fixed_bw.round(1).tolist()} GB/s: {int(f['solved']):,} evaluated, "

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Literal, get_args
 
 __all__ = [
+    "POINT_COLUMN",
     "Topology",
     "TOPOLOGIES",
     "SwitchScope",
@@ -136,3 +137,8 @@ def objective_label(objective: Objective) -> str:
     """What the objective's value measures, with its unit, e.g. ``'weighted step time (s)'``."""
     what, unit = OBJECTIVE_MEANING[objective]
     return f"{what} ({unit})"
+
+
+#: Column of a sweep's streamed results that numbers its grid points (the results folder's
+#: bookkeeping for ``--resume``): never a sweep axis.
+POINT_COLUMN = "point"

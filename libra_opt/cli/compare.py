@@ -20,6 +20,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
+from collections.abc import Callable
+from typing import Any
 
 from libra_opt.cli.args import add_set_argument, load_with_sets, parse_floats
 from libra_opt.cli.backend import pyplot
@@ -99,6 +101,39 @@ def _check_outputs(args: argparse.Namespace) -> None:
         check_writable_output(args.plot, "--plot", PLOT_SUFFIXES)
 
 
+def _table(df) -> str:
+    """The comparison as a text table: step times to 6 significant digits (a change of a few
+    hundredths of a percent shows), dollars and watts whole with thousands separators,
+    percentages to 2 decimals; columns with no value are left out."""
+    from libra_opt.report.notes import family_label
+    from libra_opt.report.text import format_number, format_pct, format_whole, table
+
+    def count(x) -> str:
+        return "n/a" if x is None or x != x else f"{int(x):,}"
+
+    def pct(x) -> str:
+        return format_pct(x, 2)
+
+    columns: list[tuple[str, str, Callable[[Any], str], str]] = [  # column, header, format, align
+        ("mode", "mode", str, "l"),
+        ("fabric", "fabric", lambda f: family_label(str(f)), "l"),
+        ("bw_gbps", "bw (GB/s)", lambda bw: " / ".join(f"{b:.1f}" for b in bw), "r"),
+        ("step_time_s", "step time (s)", format_number, "r"),
+        ("network_cost_usd", "network cost ($)", format_whole, "r"),
+        ("scaleout_cost_usd", "scale-out cost ($)", format_whole, "r"),
+        ("network_power_w", "network power (W)", format_whole, "r"),
+        ("scaleout_tiers", "scale-out tiers", count, "r"),
+        ("hb_switches", "HB switches", count, "r"),
+        ("scaleout_switches", "scale-out switches", count, "r"),
+        ("cost_reduction_pct", "cost reduction", pct, "r"),
+        ("power_reduction_pct", "power reduction", pct, "r"),
+        ("step_time_change_pct", "step time change", pct, "r"),
+    ]
+    shown = [c for c in columns if c[0] in df and df[c[0]].notna().any()]
+    rows = [[fmt(r[col]) for col, _h, fmt, _a in shown] for _, r in df.iterrows()]
+    return table([h for _c, h, _f, _a in shown], rows, "".join(a for *_x, a in shown))
+
+
 def _fabrics(scen_fabric, names: list[str], radix: int) -> dict:
     """Label -> fabric: the requested families, and the scenario's own fabric once."""
     from libra_opt.fabric.builders import as_family, fabric_family
@@ -119,13 +154,12 @@ def _fabrics(scen_fabric, names: list[str], radix: int) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     """Execute ``compare`` for parsed ``args``; prints the table and returns 0."""
-    import pandas as pd
-
     from libra_opt.explore.compare import compare_fabrics
     from libra_opt.io.output import save_figure_atomic, write_csv_atomic
     from libra_opt.io.presets import catalog_cost_model
-    from libra_opt.report.notes import family_label, family_notes
+    from libra_opt.report.notes import family_notes
     from libra_opt.report.plots import plot_comparison
+    from libra_opt.scenario.display import format_usd
     from libra_opt.traffic.step_time import check_bandwidth
     from libra_opt.traffic.timing import TimingModel
 
@@ -162,23 +196,13 @@ def run(args: argparse.Namespace) -> int:
     df = compare_fabrics(scen, fabrics, bw_gbps=bw, budget_usd=args.budget_usd,
                          scaleout_budget_usd=getattr(args, "scaleout_budget_usd", None),
                          traffic_model=args.traffic_model)
-    cols = ["mode", "fabric", "bw_gbps", "step_time_s", "network_cost_usd", "scaleout_cost_usd",
-            "network_power_w", "scaleout_tiers", "hb_switches", "scaleout_switches",
-            "cost_reduction_pct", "power_reduction_pct", "step_time_change_pct"]
-    cols = [c for c in cols if c in df and df[c].notna().any()]
-    shown = df[cols].copy()
-    shown["fabric"] = [family_label(str(f)) for f in shown["fabric"]]
-    if "bw_gbps" in shown:  # GB/s per NPU, one decimal, in fabric order
-        shown["bw_gbps"] = [" / ".join(f"{b:.1f}" for b in bw) for bw in shown["bw_gbps"]]
-    with pd.option_context("display.width", 250, "display.max_columns", 20,
-                           "display.float_format", "{:.4g}".format):
-        print(shown.to_string(index=False))
+    print(_table(df))
     hb = " / ".join(f"{b:.1f}" for b in df.attrs["hb_gbps"])
-    print(f"baseline: {df.attrs['baseline']}; equal_budget: {df.attrs['scaleout_budget_usd']:.6g} $ "
-          f"scale-out, HB held at its equal_bw bandwidth within the scenario's bounds ({hb} GB/s "
-          f"for the baseline); "
-          f"equal_budget_joint: {df.attrs['budget_usd']:.6g} $ total; budget rows keep the "
-          f"scenario's constraints; traffic model: {df.attrs['traffic_model']}")
+    print(f"baseline: {df.attrs['baseline']}; equal_budget: "
+          f"{format_usd(df.attrs['scaleout_budget_usd'])} scale-out, HB held at its equal_bw "
+          f"bandwidth within the scenario's bounds ({hb} GB/s for the baseline); "
+          f"equal_budget_joint: {format_usd(df.attrs['budget_usd'])} total; budget rows keep "
+          f"the scenario's constraints; traffic model: {df.attrs['traffic_model']}")
     print(f"scale-out switch radix {radix} ({radix_note})")
     for note in family_notes(df, scen):
         print(f"note: {note}")

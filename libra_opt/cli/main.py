@@ -124,8 +124,8 @@ def _cmd_evaluate(args) -> int:
 
 
 def _check_exportable(workloads, source: str | None) -> None:
-    """Refuse before anything is printed or written: the export's own check, blamed on the
-    workload's entry in the scenario file."""
+    """Refuse before anything is printed or written: the export's own check, blamed on
+    ``--export`` (the workload is valid; the ASTRA-sim 1.0 text format cannot hold it)."""
     from libra_opt.io.astra_sim import check_exportable
 
     for wl in workloads:
@@ -134,8 +134,9 @@ def _check_exportable(workloads, source: str | None) -> None:
         try:
             check_exportable(wl)
         except InputError as exc:
-            raise InputError(exc.message, source=source,
-                             field=f"workloads[{wl.name[:60]}].parallelism") from None
+            raise InputError(
+                f"workload {wl.name[:60]!r} of {source or 'the scenario'} cannot be written as "
+                f"ASTRA-sim 1.0 text: {exc.message}", source="<cli>", field="--export") from None
 
 
 def _export_workloads(workloads, directory: str) -> None:

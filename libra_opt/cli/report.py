@@ -5,8 +5,11 @@ other sub-commands, so the main ``try/except`` maps errors to one line and an ex
 
 ``libra-opt report SCENARIO --out DIR`` writes ``DIR/report.html`` (one self-contained file:
 plots embedded as data URIs, inline CSS, nothing loaded from elsewhere) and ``DIR/report.md``
-with its PNGs beside it: the studies run in ``libra_opt.explore.study``, ``libra_opt.report``
-renders them, and ``libra_opt.io`` writes the files. Nothing is written outside ``DIR``.
+with its PNGs beside it, and ``DIR/manifest.json`` listing them: the studies run in
+``libra_opt.explore.study``, ``libra_opt.report`` renders them, and ``libra_opt.io`` writes the
+files. Nothing is written outside ``DIR``. As for ``search`` and ``sweep``, a non-empty ``DIR``
+is refused before any work unless ``--overwrite``, which replaces the earlier run: the files
+of its manifest that this report does not write (a figure it no longer draws) are removed.
 """
 
 from __future__ import annotations
@@ -37,7 +40,10 @@ def register(subparsers) -> argparse.ArgumentParser:
     )
     p.add_argument("scenario", help="scenario YAML file, or the name of a shipped example")
     p.add_argument("--out", required=True, metavar="DIR", help="directory to write into "
-                   "(created if missing)")
+                   "(created if missing); a non-empty DIR is refused unless --overwrite")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace the earlier run's files in DIR (those this report does not "
+                   "write are removed once the new report is ready)")
     p.add_argument("--budget-points", type=int, default=25,
                    help="points of the budget sweep (default 25)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
@@ -50,10 +56,12 @@ def register(subparsers) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Execute ``report`` for parsed ``args``; prints the written paths and returns 0."""
+    from libra_opt.explore.overrides import ScenarioBase
+    from libra_opt.explore.sink import spec_fingerprint
     from libra_opt.explore.study import design_study
-    from libra_opt.io import write_bundle
+    from libra_opt.io import write_bytes_atomic, write_text_atomic
     from libra_opt.io.files import read_text_if_any
-    from libra_opt.io.output import prepare_output_dir
+    from libra_opt.io.results import check_run_folder, results_metadata, write_run_folder
     from libra_opt.report.html import (
         HTML_NAME,
         MARKDOWN_NAME,
@@ -62,8 +70,9 @@ def run(args: argparse.Namespace) -> int:
         report_files,
     )
 
-    # the command line first (the folder and its two documents), then the work
-    prepare_output_dir(args.out, ["report.html", "report.md"], "--out", create=False)
+    # the command line first (the folder, empty unless --overwrite), then the work
+    check_run_folder(args.out, [HTML_NAME, MARKDOWN_NAME], overwrite=args.overwrite,
+                     flag="--out")
     if not 2 <= args.budget_points <= MAX_REPORT_POINTS:
         raise InputError(f"expected 2 to {MAX_REPORT_POINTS} points, got {args.budget_points}",
                          source="<cli>", field="--budget-points")
@@ -78,7 +87,18 @@ def run(args: argparse.Namespace) -> int:
     prov = Provenance(command=command, overrides=tuple(f"{k}={v}" for k, v in sets.items()),
                       scenario_text=read_text_if_any(scen.source, max_bytes=1_000_000))
     files = report_files(build_report(study, provenance=prov))
-    written = write_bundle(args.out, files, flag="--out")
+
+    def writer(content: str | bytes):
+        if isinstance(content, bytes):
+            return lambda path: write_bytes_atomic(path, content, flag="--out")
+        return lambda path: write_text_atomic(path, content, flag="--out")
+
+    meta = results_metadata("report", scen.name, spec_fingerprint(ScenarioBase.of(scen)),
+                            command=command, search=not args.no_search,
+                            budget_points=args.budget_points)
+    written = {p.name: p for p in write_run_folder(
+        args.out, {name: writer(content) for name, content in files.items()}, meta,
+        overwrite=args.overwrite, flag="--out")}
     print(f"wrote {written[HTML_NAME]}")
     print(f"wrote {written[MARKDOWN_NAME]} and {sum(n.endswith('.png') for n in written)} PNGs")
     return 0

@@ -1,7 +1,8 @@
 """``libra-opt search``: the co-design search of parallelization, placement, fabric shape and
 bandwidth (:mod:`libra_opt.explore.search`).
 
-Prints the top-k table, the candidate counts and the gain of co-design; with ``--out DIR``
+Prints the candidate counts, the search's wall time and solver time (:func:`summary`), the
+fabric shapes not searched and why, the top-k table and the gain of co-design; with ``--out DIR``
 writes ``DIR/results.csv``, ``DIR/results.parquet`` (when pyarrow is installed; its
 metadata in the Parquet schema), ``DIR/manifest.json`` (kind, scenario, spec hash, library
 version, date, files) and ``DIR/search.png`` as one set: checked before the work, staged in
@@ -16,13 +17,14 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+import time
 from typing import Any
 
 from libra_opt.cli.args import add_executor_arguments
 from libra_opt.errors import InputError
 from libra_opt.options import OBJECTIVES
 
-__all__ = ["register", "run", "format_top"]
+__all__ = ["register", "run", "format_top", "summary"]
 
 
 def register(subparsers: Any) -> argparse.ArgumentParser:
@@ -158,12 +160,13 @@ def parse_space(items: list[str]) -> dict[str, Any]:
 
 
 def format_top(result: Any, k: int) -> str:
-    """The ``k`` best candidates as a fixed-width table, with units in the headers."""
+    """The ``k`` best candidates as a fixed-width table, with units in the headers (MFU as
+    a percentage of the NPUs' peak, tokens/s with thousands separators)."""
     best = result.best(k)
     dims = [c for c in result.table.columns if c.startswith("bw_")]
     head = ["#", "fabric", "TP", "CP", "PP", "DP", "EP", "mb", "v", "recompute", "SP", "ZeRO",
             "step s", "tok/s", "MFU", "mem GB",
-            *(c[3:-5] + " GB/s" for c in dims), "net M$", "objective", "placement"]
+            *(c[3:-5] + " GB/s" for c in dims), "network cost ($M)", "objective", "placement"]
     lines = []
     for _, r in best.iterrows():
         lines.append([
@@ -171,7 +174,7 @@ def format_top(result: Any, k: int) -> str:
                                                                          "ep")),
             str(r["micro_batch_size"]), str(r["interleave"]), str(r["recompute"]),
             "y" if r["sequence_parallel"] else "n", str(r["zero"]),
-            f"{r['step_time_s']:.3f}", f"{r['tokens_per_s']:,.0f}", f"{r['mfu']:.3f}",
+            f"{r['step_time_s']:.3f}", f"{r['tokens_per_s']:,.0f}", f"{100 * r['mfu']:.1f}%",
             f"{r['memory_per_npu_gb']:.1f}", *(f"{r[c]:.1f}" for c in dims),
             f"{r['network_cost_usd'] / 1e6:.2f}", f"{r['objective']:.6g}", str(r["placement"]),
         ])
@@ -249,10 +252,39 @@ def _check_shapes(base: Any, space: Any, args: argparse.Namespace) -> None:
         raise
 
 
-def _rate(stats: Any) -> str:
-    """Exact solves per second, ``0`` when nothing was solved (never ``nan``)."""
-    rate = float(stats["solves_per_s"])
-    return "0" if int(stats["solved"]) == 0 or not math.isfinite(rate) else f"{rate:.0f}"
+def summary(result: Any, name: str) -> list[str]:
+    """The lines printed above the top-k table: candidate counts; the search's wall time,
+    its solver time (summed over workers) and the solves per second of solver time; and, if
+    some, the fabric shapes that were not searched and why.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from types import SimpleNamespace
+    >>> t = pd.DataFrame({"status": ["optimal", "invalid_shape"], "fabric": ["hb 8", "hb 72"],
+    ...                   "reason": ["", "HB domain 72 does not divide 16384 NPUs"]})
+    >>> s = {"enumerated": 10, "memory": 4, "pruned": 5, "solved": 1, "wall_s": 2.0,
+    ...      "solve_s": 0.004, "solves_per_solver_s": 250.0}
+    >>> print("\\n".join(summary(SimpleNamespace(table=t, stats=s, objective="tco"), "x")))
+    x: 10 candidates, 4 out of memory, 5 pruned by bounds, 1 solved exactly; objective tco
+    search wall time 2.0 s; solver time 0.004 s (summed over workers): 250 solves per solver-second
+    fabric shapes not searched: hb 72: HB domain 72 does not divide 16384 NPUs
+    """
+    from libra_opt.explore.search_fabrics import shape_reasons
+
+    s, t = result.stats, result.table
+    rate = float(s["solves_per_solver_s"])
+    rate_text = "0" if int(s["solved"]) == 0 or not math.isfinite(rate) else f"{rate:,.0f}"
+    out = [f"{name}: {int(s['enumerated']):,} candidates, {int(s['memory']):,} out of memory, "
+           f"{int(s['pruned']):,} pruned by bounds, {int(s['solved']):,} solved exactly; "
+           f"objective {result.objective}",
+           f"search wall time {s['wall_s']:.1f} s; solver time {s['solve_s']:.3g} s (summed "
+           f"over workers): {rate_text} solves per solver-second"]
+    dropped = t[t["status"] == "invalid_shape"]
+    if len(dropped):
+        out.append("fabric shapes not searched: "
+                   + shape_reasons(zip(dropped["fabric"], dropped["reason"], strict=True)))
+    return out
 
 
 def _search(args: argparse.Namespace, base: Any, space: Any, executor: Any) -> int:
@@ -261,22 +293,20 @@ def _search(args: argparse.Namespace, base: Any, space: Any, executor: Any) -> i
     res = run_search(base, space, top=args.top, objective=args.objective,
                      executor=executor, max_workers=args.workers,
                      progress=not args.no_progress)
-    s = res.stats
-    print(f"{base.scenario.name}: {int(s['enumerated']):,} candidates, "
-          f"{int(s['memory']):,} out of memory, {int(s['pruned']):,} pruned by bounds, "
-          f"{int(s['solved']):,} solved exactly ({_rate(s)}/s) in "
-          f"{s['wall_s']:.1f} s; objective {res.objective}")
+    print("\n".join(summary(res, base.scenario.name)))
     if not res.solutions:
         print("libra-opt: no candidate is feasible", file=sys.stderr)
         return 1
     print(format_top(res, args.top))
     if not args.no_gains:
+        t0 = time.perf_counter()
         g = codesign_gains(base, res, space, executor=executor, max_workers=args.workers)
         conv = g["conventional_parallelism"]
         eq = "n/a" if math.isnan(g["equal_split"]) else f"{g['equal_split']:.3f}x"
         cv = (f"{g['conventional']:.3f}x" if not math.isnan(g["conventional"])
               else f"n/a ({g['conventional_reason']})")
-        print(f"gain of co-design: {eq} vs the best parallelization with an equal bandwidth "
+        print(f"gain of co-design (another {time.perf_counter() - t0:.1f} s wall time): "
+              f"{eq} vs the best parallelization with an equal bandwidth "
               f"split; {cv} vs the conventional layout (TP {conv['tp']} on the HB domain, "
               f"PP {conv['pp']} over scale-out, DP {conv['dp']}) with its optimal bandwidth")
     if args.out is not None:

@@ -6,7 +6,10 @@ Register it in the main CLI with ``cli_sweep.register(sub)``. Two forms:
   lists split at the commas outside brackets: ``NAME=[],[pod],[pod,node]``; repeatable; ``--zip`` pairs the
   axes instead of taking their product), with ``--out DIR`` writing ``DIR/results.csv``
   (and, with ``--plots``, ``DIR/sweep.png`` and, where the report module has them,
-  ``DIR/pareto.png`` and, for a budget axis, ``DIR/bandwidth.png``). ``NAME`` is any path of :mod:`libra_opt.explore.overrides`: ``budget_usd``
+  ``DIR/pareto.png`` and, for a budget axis, ``DIR/bandwidth.png``: the plots ``--plot``
+  draws, a second axis with many values thinned to
+  :data:`~libra_opt.report.sweep_plots.MAX_GROUPS` series or panels; ``DIR/manifest.json``
+  lists every file written). ``NAME`` is any path of :mod:`libra_opt.explore.overrides`: ``budget_usd``
   (added to a scenario without a budget), ``power_w``, a constraint's text, or a scenario
   field such as ``fabric.hb_domain`` or ``workloads.<name>.parallelism.tp``.
 * ``--param LABEL --values V`` (the older one-axis form): the same as ``--axis LABEL=V``,
@@ -14,6 +17,12 @@ Register it in the main CLI with ``cli_sweep.register(sub)``. Two forms:
 
 ``--set PATH=VALUE`` applies to the scenario before the sweep, as in ``solve``.
 Matplotlib is imported only when a plot is asked for.
+
+A run into ``--out DIR`` holds the folder's lock (:func:`libra_opt.io.results.open_results`)
+while it solves and again while it writes its Parquet file, plots and manifest, so a second
+run into ``DIR`` is refused meanwhile. Once it holds the lock, a run removes the staging
+folders and temporary files a killed run left in ``DIR`` (no live run can own them then).
+SIGTERM stops the plots as Ctrl-C does (their staging folder removed, the points kept).
 """
 
 from __future__ import annotations
@@ -25,7 +34,7 @@ import logging
 import signal
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -34,7 +43,13 @@ from libra_opt.errors import InputError, short_repr
 from libra_opt.explore.grid import MAX_GRID_POINTS
 from libra_opt.options import OBJECTIVES
 
+if TYPE_CHECKING:
+    import pandas as pd
+
+
 __all__ = ["register", "run", "parse_values", "parse_axis"]
+
+logger = logging.getLogger(__name__)
 
 POSITIVE = ("budget_usd", "power_w", "constraints.budget_usd", "constraints.power_w")
 #: Plots ``--plots`` may write into ``--out`` (each where the report module draws it).
@@ -57,7 +72,9 @@ def register(subparsers) -> argparse.ArgumentParser:
                    help="pair the axes' values (one length) instead of their product")
     p.add_argument("--out", metavar="DIR", help="write DIR/results.csv (created if missing)")
     p.add_argument("--plots", action="store_true",
-                   help="with --out: also write DIR/sweep.png (and DIR/pareto.png)")
+                   help="with --out: also write DIR/sweep.png, DIR/pareto.png and, for a "
+                   "budget axis, DIR/bandwidth.png (what --plot draws; a second axis with "
+                   "many values is shown at a dozen of them, evenly spaced)")
     p.add_argument("--parquet", action="store_true",
                    help="with --out: also write DIR/results.parquet (its metadata in the "
                    "Parquet schema) when the run completes")
@@ -397,18 +414,18 @@ def run(args: argparse.Namespace) -> int:
             for name in ("distributed", "tornado"):
                 logging.getLogger(name).setLevel(logging.WARNING)
     grid = importlib.import_module("libra_opt.explore.grid")
-    stored = {}
+    sink = None
     if args.out is not None:
         from libra_opt.io.results import results_stream
 
-        stored["out"] = results_stream(args.out, resume=args.resume, overwrite=args.overwrite)
+        sink = results_stream(args.out, resume=args.resume, overwrite=args.overwrite)
     t0 = time.perf_counter()
     signals: list[int] = []
     with _signals_interrupt(signals):
         try:
             df = sweep(base, axes, zip=args.zip, executor=args.executor, progress=progress,
                        max_workers=args.workers, batch_size=args.batch_size,
-                       stop=lambda: bool(signals), **stored)
+                       stop=lambda: bool(signals), out=sink)
         except grid.SweepInterrupted as exc:
             kept = (f"kept {exc.kept:,} of {exc.total:,} points in "
                     f"{exc.path}/results.csv; continue with --resume" if exc.path else
@@ -422,7 +439,22 @@ def run(args: argparse.Namespace) -> int:
                                  field="--param" if exc.field == args.param else "--axis"
                                  ) from None
             raise
-    wall = time.perf_counter() - t0
+        wall_s = time.perf_counter() - t0
+        try:
+            _write_outputs(args, df, base, axes, wall_s, 0 if sink is None else sink.kept_at_open)
+        except KeyboardInterrupt:  # the plots' staging folder is gone with its block
+            kept = (f"; every point is kept in {args.out}/results.csv: run again with "
+                    "--resume to write the rest" if args.out is not None else "")
+            print(f"libra-opt: interrupted while writing the outputs{kept}", file=sys.stderr)
+            return 128 + (signals[-1] if signals else signal.SIGINT)
+    return 0
+
+
+def _write_outputs(args: argparse.Namespace, df: pd.DataFrame, base,
+                   axes: dict[str, list[Any]], wall_s: float, kept: int) -> None:
+    """Print or write what a finished sweep's flags ask for: its table, ``--csv``, ``--plot``
+    and, holding the folder's lock, ``--out``'s Parquet file, plots and manifest. ``kept``
+    points were taken from an earlier run (``--resume``), the rest solved in ``wall_s``."""
     counts = df["status"].value_counts().to_dict()
     summary = ", ".join(f"{n} {s}" for s, n in counts.items())
     n = len(df)
@@ -432,47 +464,62 @@ def run(args: argparse.Namespace) -> int:
         cols += [c for c in df.columns if c.startswith("bw_")]
         print(df[cols].to_string(index=False, float_format=lambda x: f"{x:,.6g}"))
     from libra_opt.io.output import confined_path, staged_outputs
+    from libra_opt.io.results import (
+        RESULTS_CSV,
+        RESULTS_PARQUET,
+        hold_results_folder,
+        read_metadata,
+        record_run_files,
+        write_results,
+    )
 
     if args.csv is not None:
         _write_table(df, args.csv, base, axes, "--csv")
     if args.out is not None:
         path = confined_path(args.out, "results.csv", flag="--out")
-        print(f"wrote {path}: {n:,} points ({summary}) in {wall:.2f} s, "
-              f"{1e3 * wall / max(n, 1):.2f} ms per point")
-        if args.parquet:
-            from libra_opt.io.results import read_metadata, write_results
-
-            pq = confined_path(args.out, "results.parquet", flag="--out")
-            write_results(df, pq, read_metadata(args.out), flag="--out")
-            print(f"wrote {pq}")
+        solved = n - kept   # the time and rate are those of the points solved now
+        took = f"in {wall_s:.2f} s, {1e3 * wall_s / max(solved, 1):.2f} ms per point"
+        if not kept:
+            done = f" {took}"
+        else:  # resumed
+            done = (f": {solved:,} solved now" + (f" {took}" if solved else "")
+                    + f", {kept:,} from the earlier run")
+        print(f"wrote {path}: {n:,} points ({summary}){done}")
     first = next(iter(axes))
     if args.plot is not None:
         _plot_sweep(df, first, args.plot, "--plot")
         print(f"wrote {args.plot}", file=sys.stderr)
-    if args.plots and args.out is not None:
-        # every plot is drawn into a hidden sibling folder, then all are moved in together
-        written = []
-        with staged_outputs(args.out, PLOT_NAMES, flag="--out") as staged:
-            _plot_sweep(df, first, staged["sweep.png"], "--out")
-            written.append("sweep.png")
-            extra: list[tuple[str, str, dict[str, Any]]] = [("plot_pareto", "pareto.png", {})]
-            if "budget_usd" in axes:
-                extra.append(("plot_bandwidth_vs_budget", "bandwidth.png",
-                              {"x": "budget_usd"}))
-            for fn, name, kw in extra:
-                if _plot_optional(fn, df, staged[name], "--out", **kw):
-                    written.append(name)
-        for name in written:
-            print(f"wrote {confined_path(args.out, name, flag='--out')}")
-    return 0
+    if args.out is None:
+        return
+    with hold_results_folder(args.out):
+        if args.parquet:
+            pq = confined_path(args.out, "results.parquet", flag="--out")
+            write_results(df, pq, read_metadata(args.out), flag="--out")
+            print(f"wrote {pq}")
+        if args.plots:
+            # every plot is drawn into a hidden sibling folder, then all are moved in together
+            written = []
+            with staged_outputs(args.out, PLOT_NAMES, flag="--out") as staged:
+                _plot_sweep(df, first, staged["sweep.png"], "--out")
+                written.append("sweep.png")
+                extra: list[tuple[str, str, dict[str, Any]]] = [("plot_pareto", "pareto.png", {})]
+                if "budget_usd" in axes:
+                    extra.append(("plot_bandwidth_vs_budget", "bandwidth.png",
+                                  {"x": "budget_usd"}))
+                for fn, name, kw in extra:
+                    if _plot_optional(fn, df, staged[name], "--out", **kw):
+                        written.append(name)
+            for name in written:
+                print(f"wrote {confined_path(args.out, name, flag='--out')}")
+        record_run_files(args.out, (RESULTS_CSV, RESULTS_PARQUET, *PLOT_NAMES))
 
 
 @contextlib.contextmanager
 def _signals_interrupt(received: list[int]):
-    """While the sweep runs, SIGTERM stops it like Ctrl-C (workers stopped, finished points
-    kept); ``received`` collects the signal numbers (the sweep also polls it: a
-    ``KeyboardInterrupt`` raised inside C code that clears errors would be lost). An
-    ignored signal stays ignored."""
+    """While the sweep runs and its outputs are written, SIGTERM stops it like Ctrl-C
+    (workers stopped, finished points kept, staging folders removed); ``received`` collects
+    the signal numbers (the sweep also polls it: a ``KeyboardInterrupt`` raised inside C
+    code that clears errors would be lost). An ignored signal stays ignored."""
 
     def stop(signum, frame):
         received.append(signum)

@@ -52,7 +52,7 @@ from libra_opt.explore.executors import (
 )
 from libra_opt.explore.executors import batch_size as default_batch_size
 from libra_opt.explore.overrides import Resolver, ScenarioBase, canonical_path
-from libra_opt.explore.sink import ResultsSink, spec_fingerprint
+from libra_opt.explore.sink import POINT_COLUMN, ResultsSink, spec_fingerprint
 from libra_opt.optimize.problem import BandwidthProblem, build_problem, solve
 from libra_opt.scenario.scenario import MAX_RHS, Scenario
 from libra_opt.scenario.spec import ScenarioSpec
@@ -652,7 +652,7 @@ def sweep_grid(
         if store is not None:
             idx = [i for i, _ in out_]
             store.append(_frame(ax, points, results, workloads, dims, shadows, idx)
-                         .assign(point=idx))
+                         .assign(**{POINT_COLUMN: idx}))
 
     done0 = len(points) - len(todo)
     update, close = _progress(progress, len(points), done0)

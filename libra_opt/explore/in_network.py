@@ -102,7 +102,8 @@ class InNetworkResult:
     def __repr__(self) -> str:
         head = ["in-network dims", f"objective ({self.objective})", "step time s",
                 "network cost", "bw GB/s"]
-        lines = [f"InNetworkResult: {len(self.choices)} choices, best first", "  " + " | ".join(head)]
+        lines = [f"In-network reduction: {len(self.choices)} choices, each solved exactly, "
+                 "best first", "  " + " | ".join(head)]
         lines += ["  " + " | ".join(r) for r in self._rows()]
         return "\n".join(lines)
 

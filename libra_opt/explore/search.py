@@ -29,13 +29,22 @@ rows are the same whatever executor runs the chunks. The chunks run on
 :mod:`libra_opt.explore.executors` (serial, a local process pool, a local Dask cluster or
 an existing one by its scheduler address), one pool or cluster for the whole search.
 
-Every candidate is a row of :attr:`SearchResult.table` (pandas): the knobs, ``status``
-(``optimal``, ``pruned``, ``memory``, ``infeasible``, ``unbounded``, ``error``,
-``invalid_shape``) and ``reason``, the bound, objective, step time, tokens/s, MFU, memory
-per NPU, per-dimension bandwidth, network cost and power, training-run cost (TCO) and rank.
-Rows that stand for many candidates pruned together (a parallelization that does not fit,
-or whose bound 2 exceeds the incumbent) say how many in ``n_candidates`` and have
-``placement`` ``*`` (and ``fabric`` ``*`` for memory).
+Every candidate is a row of :attr:`SearchResult.table` (pandas): the knobs (``placement``
+names the data-parallel axis ``dp``, and ``edp`` only beside an ``ep`` axis:
+:meth:`Placement.describe <libra_opt.generators.mapping.Placement.describe>`), ``status`` (``optimal``,
+``pruned``, ``memory``, ``infeasible``, ``unbounded``, ``error``, ``invalid_shape``) and
+``reason``, ``lower_bound`` and ``objective`` (the objective's unit), ``step_time_s``,
+``tokens_per_s``, ``mfu`` (model FLOPs utilization, a fraction of the NPUs' peak, not a
+percentage), ``memory_per_npu_gb``, ``bw_<dim>_gbps``, ``network_cost_usd``,
+``network_power_w``, ``run_cost_usd`` (the cost of one training run: its steps x step time
+x the cluster's amortized $/s, :func:`~libra_opt.cost.tco.training_run_cost_usd`; not the
+cluster's lifetime TCO; NaN without a TCO model and run length) and
+``run_cost_usd_per_mtoken`` (that cost per million tokens trained), ``solve_s`` and
+``rank`` (1 = best by the objective among the solved rows; NA, a missing value of the
+nullable ``Int64`` type, for every row not solved). Rows that stand for many candidates
+pruned together (a parallelization that does not fit, or whose bound 2 exceeds the
+incumbent) say how many in ``n_candidates`` and have ``placement`` ``*`` (and ``fabric``
+``*`` for memory).
 
 What a candidate is, the scenario it becomes and how it is solved and resolved live in
 :mod:`libra_opt.explore.search_candidates` (its public names are importable from here).
@@ -241,8 +250,8 @@ def iter_chunk(ctx: _Context, items: Sequence[tuple[int, Parallelism, float]],
                 best.append(values["objective"])
                 best[:] = sorted(best)[: ctx.top]
             values.setdefault("memory_per_npu_gb", mem_gb)
-            rows.append(_row(index, shape, par, pl.describe(), status, reason, lower_bound=lb,
-                             **values))
+            rows.append(_row(index, shape, par, pl.describe(), status, reason,
+                             lower_bound=lb, **values))
         return rows
 
     for pi, par, lb_par in items:
@@ -277,9 +286,10 @@ class SearchResult:
         The candidates of ``solutions``.
     stats : mapping
         ``enumerated``, ``memory``, ``pruned``, ``solved``, ``infeasible``, ``errors``
-        (candidate counts), ``wall_s``, ``solve_s`` (seconds building, solving and
-        checking candidates' problems, summed over workers) and ``solves_per_s``
-        (``solved / solve_s``).
+        (candidate counts), ``wall_s`` (wall-clock seconds of the search), ``solve_s``
+        (solver time: seconds building, solving and checking candidates' problems, summed
+        over workers) and ``solves_per_solver_s`` (``solved / solve_s``: solves per second
+        of solver time, not of wall time).
     objective : str
     gains : mapping, optional
         :func:`codesign_gains`, when asked for.
@@ -295,7 +305,7 @@ class SearchResult:
     def best(self, k: int = 5) -> pd.DataFrame:
         """The ``k`` best solved rows, best first."""
         t = self.table
-        return t[t["rank"] >= 1].sort_values("rank").head(k)
+        return t[t["rank"].notna()].sort_values("rank").head(k)
 
     def __repr__(self) -> str:
         s = self.stats
@@ -521,7 +531,7 @@ def run_search(
     sols: list[Solution] = []
     cands: list[Candidate] = []
     if solutions and fixed is None:
-        for _, r in table[table["rank"] >= 1].sort_values("rank").head(top).iterrows():
+        for _, r in table[table["rank"].notna()].sort_values("rank").head(top).iterrows():
             cand, sol = _resolve(ctx, r)
             cands.append(cand)
             sols.append(sol)
@@ -582,20 +592,20 @@ def _table(rows: list[dict], dim_names: Iterable[str]) -> pd.DataFrame:
     bw_cols = [f"bw_{n}_gbps" for n in dim_names]
     cols = ["index", *KNOB_COLUMNS, "n_candidates", "status", "reason", "lower_bound",
             "objective", "step_time_s", "tokens_per_s", "mfu", "memory_per_npu_gb", *bw_cols,
-            "network_cost_usd", "network_power_w", "tco_usd", "tco_usd_per_mtoken", "solve_s"]
+            "network_cost_usd", "network_power_w", "run_cost_usd", "run_cost_usd_per_mtoken",
+            "solve_s"]
     extra = sorted({k for r in rows for k in r} - set(cols))
     df = pd.DataFrame.from_records(rows, columns=[*cols, *extra])
     df = df.sort_values("index", kind="stable").reset_index(drop=True)
     for c in ("lower_bound", "objective", "step_time_s", "tokens_per_s", "mfu",
-              "memory_per_npu_gb", *bw_cols, "network_cost_usd", "network_power_w", "tco_usd",
-              "tco_usd_per_mtoken", "solve_s"):
+              "memory_per_npu_gb", *bw_cols, "network_cost_usd", "network_power_w",
+              "run_cost_usd", "run_cost_usd_per_mtoken", "solve_s"):
         df[c] = df[c].astype(float)
     df["hb_domain"] = df["hb_domain"].astype("Int64")
     solved = df["status"] == "optimal"
     order = df[solved].sort_values(["objective", "index"], kind="stable").index
-    rank = np.zeros(len(df), dtype=int)
-    rank[order] = np.arange(1, len(order) + 1)
-    df["rank"] = rank
+    df["rank"] = pd.Series(pd.NA, index=df.index, dtype="Int64")
+    df.loc[order, "rank"] = np.arange(1, len(order) + 1)
     return df
 
 
@@ -612,7 +622,7 @@ def _stats(table: pd.DataFrame, wall_s: float) -> dict[str, float]:
         "errors": float(n.get("error", 0)),
         "wall_s": wall_s,
         "solve_s": solve_s,
-        "solves_per_s": solved / solve_s if solve_s > 0 else math.nan,
+        "solves_per_solver_s": solved / solve_s if solve_s > 0 else math.nan,
     }
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from libra_opt.cost.tco import cluster_rate_coefficients
+from libra_opt.cost.tco import cluster_rate_coefficients, training_run_cost_usd
 from libra_opt.errors import (
     InfeasibleDesignError,
     InputError,
@@ -243,16 +243,15 @@ def _solved_values(ctx: _Context, scen: Scenario, g: GeneratedWorkload, bw: np.n
         out[f"bw_{name}_gbps"] = float(b)
     out["network_cost_usd"] = cost
     out["network_power_w"] = math.nan if power is None else power
-    tco = math.nan
+    out["run_cost_usd"] = out["run_cost_usd_per_mtoken"] = math.nan
     if scen.tco is not None:
         try:
             r0, r = cluster_rate_coefficients(scen.tco, scen.fabric, scen.coefficients)
-            tco = scen.tco.n_steps * step_s * (r0 + float(r @ bw))
+            run = training_run_cost_usd(scen.tco, step_s, r0 + float(r @ bw))
         except InputError:
-            tco = math.nan  # no run length, or no power model for the energy
-    out["tco_usd"] = tco
-    tokens = scen.tco.n_steps * g.tokens_per_step if scen.tco is not None and tco == tco else 0
-    out["tco_usd_per_mtoken"] = tco / tokens * 1e6 if tokens else math.nan
+            return out  # no run length, or no power model for the energy
+        out["run_cost_usd"] = run
+        out["run_cost_usd_per_mtoken"] = run / (scen.tco.n_steps * g.tokens_per_step) * 1e6
     return out
 
 

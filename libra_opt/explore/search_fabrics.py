@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +40,7 @@ __all__ = [
     "ordered_factorizations",
     "divisors",
     "require_buildable",
+    "shape_reasons",
 ]
 
 #: Topologies a dimension of a multi-dimensional fabric family may take (``torus`` is read
@@ -342,11 +343,29 @@ def require_buildable(shapes: Sequence[FabricShape], field: str) -> tuple[Fabric
         return tuple(shapes)
     if not shapes:
         raise InputError("no fabric shape to search", field=field)
+    raise InputError("no fabric shape can be built: "
+                     + shape_reasons((s.label, s.reason) for s in shapes), field=field)
+
+
+def shape_reasons(shapes: Iterable[tuple[str, str]]) -> str:
+    """Shapes that cannot be searched, as one line: their labels grouped by reason (each
+    reason once, at most three labels named per reason).
+
+    Parameters
+    ----------
+    shapes : iterable of (label, reason)
+
+    Examples
+    --------
+    >>> shape_reasons([("hb 72", "HB domain 72 does not divide 16384 NPUs"),
+    ...                ("hb 5", "HB domain 5 does not divide 16384 NPUs"), ("hb 8", "")])
+    'hb 72: HB domain 72 does not divide 16384 NPUs; hb 5: HB domain 5 does not divide 16384 NPUs; hb 8: cannot be built'
+    """
     by_reason: dict[str, list[str]] = {}
-    for s in shapes:
-        by_reason.setdefault(s.reason or "cannot be built", []).append(s.label)
+    for label, reason in shapes:
+        by_reason.setdefault(reason or "cannot be built", []).append(label)
     parts = []
     for reason, labels in by_reason.items():
         shown = ", ".join(labels[:3]) + (f" and {len(labels) - 3} more" if len(labels) > 3 else "")
         parts.append(f"{shown}: {reason}")
-    raise InputError("no fabric shape can be built: " + "; ".join(parts), field=field)
+    return "; ".join(parts)

@@ -404,7 +404,7 @@ def placements(fabric: Fabric, degrees: dict[str, int]) -> Iterator[Placement]:
     >>> from libra_opt.fabric.builders import multi_dim
     >>> f = multi_dim((4, 4), ("ring", "switch"))
     >>> [p.describe() for p in placements(f, {"tp": 4, "edp": 4})]
-    ['tp: package 4 | edp: chiplet 4', 'tp: chiplet 2, package 2 | edp: chiplet 2, package 2', 'tp: chiplet 4 | edp: package 4']
+    ['tp: package 4 | dp: chiplet 4', 'tp: chiplet 2, package 2 | dp: chiplet 2, package 2', 'tp: chiplet 4 | dp: package 4']
     """
     deg = {ax: int(degrees.get(ax, 1)) for ax in AXES}
     if math.prod(deg.values()) != fabric.n_npus:

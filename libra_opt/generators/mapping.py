@@ -86,12 +86,27 @@ class Placement:
         }
 
     def describe(self) -> str:
-        """``tp: node 8 | dp: pod 16``-style summary of the non-trivial axes."""
+        """``tp: node 8 | dp: pod 16``-style summary of the non-trivial axes.
+
+        The data-parallel axis reads ``dp`` (as the step-time tables name the group) when
+        there is no expert parallelism; beside an ``ep`` axis it reads ``edp`` (expert data
+        parallelism, ``dp / ep``).
+
+        Examples
+        --------
+        >>> from libra_opt.fabric.builders import multi_dim
+        >>> f = multi_dim((4, 4), ("ring", "switch"))
+        >>> place_groups(f, {"tp": 4, "edp": 4}).describe()
+        'tp: chiplet 4 | dp: package 4'
+        >>> place_groups(f, {"tp": 4, "ep": 2, "edp": 2}).describe()
+        'tp: chiplet 4 | ep: package 2 | edp: package 2'
+        """
+        dense = not any(k > 1 for k in self.spans["ep"])
         parts = []
         for ax in AXES:
             dims = [f"{n} {k}" for n, k in zip(self.dim_names, self.spans[ax], strict=True) if k > 1]
             if dims:
-                parts.append(f"{ax}: {', '.join(dims)}")
+                parts.append(f"{'dp' if dense and ax == 'edp' else ax}: {', '.join(dims)}")
         return " | ".join(parts) or "single NPU"
 
 
@@ -188,9 +203,9 @@ def place_groups(
     >>> from libra_opt.fabric.dims import Dim, Fabric
     >>> f = Fabric((Dim("node", "switch", 8, "A"), Dim("pod", "switch", 32, "B")))
     >>> place_groups(f, {"tp": 4, "edp": 64}).describe()
-    'tp: node 4 | edp: node 2, pod 32'
+    'tp: node 4 | dp: node 2, pod 32'
     >>> place_groups(f, {"tp": 8, "edp": 32}, {"tp": ["node"], "dp": {"pod": 32}}).describe()
-    'tp: node 8 | edp: pod 32'
+    'tp: node 8 | dp: pod 32'
     >>> place_groups(f, {"tp": 8, "edp": 16})
     Traceback (most recent call last):
     ...

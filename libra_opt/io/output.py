@@ -24,6 +24,7 @@ No matplotlib or pandas here: figures and tables are duck-typed (``savefig``/``t
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import secrets
 import stat
@@ -33,6 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from libra_opt.errors import InputError
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "PLOT_SUFFIXES",
@@ -50,6 +53,7 @@ __all__ = [
     "fsync_directory",
     "prepare_output_dir",
     "staged_outputs",
+    "remove_scratch",
 ]
 
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
@@ -239,9 +243,50 @@ def check_writable_output(path: str | os.PathLike[str], flag: str, suffixes: Seq
     return p
 
 
+#: Names of the scratch this module makes beside its targets: the hidden folder of
+#: :func:`staged_outputs` and the temporary files of :func:`atomic_outputs` (short, hidden,
+#: unique: a target's own name may already be near the 255-byte limit).
+STAGE_PREFIX = ".libra-opt-stage-"
+TEMP_PREFIX, TEMP_SUFFIX = ".libra-opt-", ".tmp"
+
+
 def _temp_name(target: Path) -> Path:
-    # Short, hidden, unique: the target's own name may already be near the 255-byte limit.
-    return target.parent / f".libra-opt-{secrets.token_hex(8)}.tmp"
+    return target.parent / f"{TEMP_PREFIX}{secrets.token_hex(8)}{TEMP_SUFFIX}"
+
+
+def remove_scratch(directory: str | os.PathLike[str]) -> list[Path]:
+    """Remove the staging folders and temporary files a stopped run left in ``directory``
+    (:data:`STAGE_PREFIX`, :data:`TEMP_PREFIX` ``*`` :data:`TEMP_SUFFIX`); the paths removed.
+
+    Call it only while holding the folder (the lock of
+    :func:`libra_opt.io.results.hold_results_folder`): a live run writing into the folder
+    holds it while it has any scratch there, so what is left then is a killed run's.
+    Symbolic links are unlinked, never followed.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> (d / (STAGE_PREFIX + "ab12")).mkdir(); _ = (d / "notes.txt").write_text("kept")
+    >>> [p.name for p in remove_scratch(d)], sorted(p.name for p in d.iterdir())
+    (['.libra-opt-stage-ab12'], ['notes.txt'])
+    """
+    import shutil
+
+    base = Path(directory)
+    removed = []
+    for p in sorted(base.glob(STAGE_PREFIX + "*")):
+        if p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p, ignore_errors=True)
+            removed.append(p)
+    for p in sorted(base.glob(f"{TEMP_PREFIX}*{TEMP_SUFFIX}")):
+        if p.is_symlink() or p.is_file():
+            with contextlib.suppress(OSError):
+                p.unlink()
+                removed.append(p)
+    for p in removed:
+        logger.info("removed %s, left by a run that was stopped", p)
+    return removed
 
 
 @contextlib.contextmanager
@@ -381,7 +426,7 @@ def staged_outputs(directory: str | os.PathLike[str], names: Sequence[str], *,
     targets = {n: confined_path(base, n, flag=flag) for n in names}
     try:
         base.mkdir(parents=True, exist_ok=True)
-        stage = base / f".libra-opt-stage-{secrets.token_hex(6)}"
+        stage = base / f"{STAGE_PREFIX}{secrets.token_hex(6)}"
         stage.mkdir()
     except OSError as exc:
         raise _err(f"cannot write in {str(directory)!r}: {exc.strerror or exc}", flag) from None

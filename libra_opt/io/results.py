@@ -33,12 +33,17 @@ import json
 import math
 import os
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from libra_opt.errors import InputError
-from libra_opt.io.output import confined_path, fsync_directory, prepare_output_dir
+from libra_opt.io.output import (
+    confined_path,
+    fsync_directory,
+    prepare_output_dir,
+    remove_scratch,
+)
 from libra_opt.scenario.fingerprint import canonical, fingerprint
 
 if TYPE_CHECKING:
@@ -63,6 +68,8 @@ __all__ = [
     "read_json_document",
     "check_run_folder",
     "write_run_folder",
+    "hold_results_folder",
+    "record_run_files",
 ]
 
 MANIFEST = "manifest.json"
@@ -536,6 +543,8 @@ class ResultsStream:
         self.directory, self.resume, self.overwrite, self.flag = (directory, resume,
                                                                    overwrite, flag)
         self.folder: ResultsFolder | None = None
+        #: Points an earlier run had kept when the folder was opened (``resume``).
+        self.kept_at_open = 0
 
     @property
     def location(self) -> str:
@@ -547,9 +556,14 @@ class ResultsStream:
         return self.folder
 
     def open(self, study: Mapping[str, Any]) -> frozenset[int]:
-        """Open the folder for ``study`` (:func:`open_results`); the points kept there."""
+        """Open the folder for ``study`` (:func:`open_results`); the points kept there.
+
+        Holding the folder's lock, it removes the staging folders and temporary files a
+        killed run left there (:func:`~libra_opt.io.output.remove_scratch`)."""
         self.folder = open_results(self.directory, study, resume=self.resume,
                                    overwrite=self.overwrite, flag=self.flag)
+        remove_scratch(self.folder.path)
+        self.kept_at_open = len(self.folder.done)
         return self.folder.done
 
     def append(self, frame: pd.DataFrame) -> None:
@@ -580,6 +594,61 @@ def results_stream(directory: str | os.PathLike[str], *, resume: bool = False,
     """
     check_results_folder(directory, resume=resume, overwrite=overwrite, flag=flag)
     return ResultsStream(directory, resume=resume, overwrite=overwrite, flag=flag)
+
+
+@contextlib.contextmanager
+def hold_results_folder(directory: str | os.PathLike[str],
+                        flag: str | None = "--out") -> Iterator[None]:
+    """Hold ``directory``'s lock (the ``flock`` :func:`open_results` takes) for the block:
+    a run that has finished its points holds it again while it writes its other files
+    (Parquet, plots, manifest), so another run into the folder is refused meanwhile and
+    cannot take this run's staging folder for a killed run's. No lock where there is no
+    ``flock`` (not POSIX).
+
+    Raises
+    ------
+    InputError
+        ``field=flag``, when another run holds the folder.
+    """
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: no lock, as in _lock
+        yield
+        return
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise _err(f"another run is writing into {str(directory)!r}; every point is "
+                       "kept in its results.csv: write the other files with --resume once "
+                       "that run is done", flag) from None
+        yield
+    finally:
+        os.close(fd)
+
+
+def record_run_files(directory: str | os.PathLike[str], names: Sequence[str],
+                     flag: str | None = "--out") -> list[str]:
+    """List in ``directory``'s manifest, as its ``files``, those of ``names`` that are files
+    there now (in that order; ``updated_utc`` refreshed when the list changes); the list.
+
+    Raises
+    ------
+    InputError
+        ``field=flag``, when the manifest cannot be read or written.
+    """
+    files = [n for n in names if confined_path(directory, n, flag=flag).is_file()]
+    path = confined_path(directory, MANIFEST, flag=flag)
+    manifest = _load_manifest(path, flag)
+    if manifest.get("files") != files:
+        manifest["files"] = files
+        manifest["updated_utc"] = _utc_now()
+        try:
+            _atomic_text(path, json.dumps(manifest, indent=2, default=str) + "\n")
+        except OSError as exc:
+            raise _err(f"cannot write {str(path)!r}: {exc.strerror or exc}", flag) from None
+    return files
 
 
 def _lock(folder: ResultsFolder, directory: Any, flag: str | None) -> None:

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import FuncFormatter
 
-__all__ = ["quantity", "format_value"]
+__all__ = ["quantity", "format_value", "series_styles"]
 
 _UNITS = {
     "s": ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")),
@@ -37,6 +37,32 @@ _NAMES = {
 _SUFFIX_KIND = (("_usd", "usd"), ("_gbps", "gbps"), ("_bytes", "bytes"), ("_w", "w"), ("_s", "s"))
 _OWN: weakref.WeakSet = weakref.WeakSet()   # figures made here (constrained layout)
 _BASELINE_MARKERS = {"equal split": "s", "traffic-proportional": "^"}
+#: Markers of :func:`series_styles`, one per round of the colour cycle.
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "h", "<", ">", "p")
+
+
+def series_styles(n: int) -> list[tuple[str | tuple[float, ...], str]]:
+    """A ``(colour, marker)`` for each of ``n`` series, no two alike for any ``n``.
+
+    The colours of the colour cycle (``C0``, ``C1``, ...) in turn, the marker changing each
+    time the colours come round again: 13 series on the ten default colours are ten circles,
+    then squares in the first three colours. With more series than colours x markers, the
+    colours are sampled from the ``turbo`` colour map instead (one distinct colour each).
+
+    Examples
+    --------
+    >>> styles = series_styles(13)
+    >>> styles[0], styles[10], len(set(styles))
+    (('C0', 'o'), ('C0', 's'), 13)
+    >>> len({(tuple(c), m) for c, m in series_styles(200)})
+    200
+    """
+    k = len(plt.rcParams["axes.prop_cycle"].by_key().get("color", ())) or 1
+    if n <= k * len(_MARKERS):
+        return [(f"C{i % k}", _MARKERS[i // k]) for i in range(n)]
+    colours = plt.get_cmap("turbo")(np.linspace(0.0, 1.0, n))
+    return [(tuple(float(v) for v in c), _MARKERS[i % len(_MARKERS)])
+            for i, c in enumerate(colours)]
 
 
 def quantity(name: str) -> tuple[str, str]:

@@ -35,6 +35,7 @@ from libra_opt.optimize.solution import Solution
 from libra_opt.options import OBJECTIVE_MEANING
 from libra_opt.report.inputs import Provenance, inputs_section_parts, performance_section_parts
 from libra_opt.report.notes import family_label, family_notes, identical_rows_note
+from libra_opt.report.text import format_number, format_pct, format_quantity, format_whole, settled
 
 __all__ = ["ReportSection", "Report", "build_report", "render_html", "render_markdown",
            "report_files", "Provenance"]
@@ -115,18 +116,11 @@ def _png(fig) -> bytes:
     return buf.getvalue()
 
 
-def _g(x: float | None, digits: int = 6) -> str:
-    """A number with ``digits`` significant digits and thousands separators; n/a if missing."""
-    if x is None or not math.isfinite(float(x)):
-        return "n/a"
-    return f"{float(x):,.{digits}g}"
+_g = format_number
+"""A number in the report's one rule (:func:`libra_opt.report.text.format_number`)."""
 
-
-def _usd(x: float | None) -> str:
-    """Whole dollars with thousands separators (the column header says $)."""
-    if x is None or not math.isfinite(float(x)):
-        return "n/a"
-    return f"{float(x):,.0f}"
+_usd = format_whole
+"""Whole dollars with thousands separators (the column header says $)."""
 
 
 def _unit_of(values: Sequence[float], kind: str) -> tuple[float, str]:
@@ -148,10 +142,10 @@ def _solution_sections(sol: Solution) -> list[ReportSection]:
     for d, dim in enumerate(scen.fabric.dims):
         rows.append([dim.name, dim.topology, f"{dim.size:,}", dim.tier, f"{sol.bw_gbps[d]:.6g}",
                      f"{100 * sol.bw_gbps[d] / total:.1f}%" if total > 0 else "-", _usd(usd[d])]
-                    + ([] if power is None else [_g(power[d])]))
+                    + ([] if power is None else [format_whole(power[d])]))
     rows.append(["total", "", f"{scen.fabric.n_npus:,}", "", f"{total:.6g}", "100%",
                  _usd(ev.cost.network_cost_usd)]
-                + ([] if power is None else [_g(ev.cost.network_power_w)]))
+                + ([] if power is None else [format_whole(ev.cost.network_power_w)]))
     alloc = ReportSection("Optimal bandwidth allocation", tables=[("Bandwidth per dimension",
                                                                    header, rows)])
     alloc.figures.append(("allocation", "Optimum and baselines, GB/s per NPU per dimension "
@@ -181,7 +175,8 @@ def _constraint_section(sol: Solution) -> ReportSection:
         return sec
     rows = []
     for c in sol.constraints:
-        rows.append([c.label, _g(c.lhs), c.sense, _g(c.rhs), _g(c.slack, 4),
+        lhs, slack = settled(c)
+        rows.append([c.label, _g(lhs), c.sense, _g(c.rhs), _g(slack, 4),
                      "yes" if c.active else "no", _g(c.shadow_price, 4) if c.active else "0"])
     sec.tables.append(("Constraints at the optimum", ["constraint", "value", "sense", "bound",
                        "slack", "active", f"shadow price ({unit} per unit of bound)"], rows))
@@ -263,7 +258,12 @@ def _sensitivity_section(study: DesignStudy) -> ReportSection:
 
 
 def _sweep_section(study: DesignStudy) -> ReportSection:
-    from libra_opt.report.plots import plot_bandwidth_vs_budget, plot_pareto, plot_sweep
+    from libra_opt.report.plots import (
+        format_value,
+        plot_bandwidth_vs_budget,
+        plot_pareto,
+        plot_sweep,
+    )
 
     sol, values, df, scen = study.solution, study.budget_usd, study.sweep, study.sweep_scenario
     sec = ReportSection("Budget sweep and Pareto front")
@@ -275,7 +275,8 @@ def _sweep_section(study: DesignStudy) -> ReportSection:
                         f"the scenario's own objective is {sol.objective}.")
     ok = df[df["status"] == "optimal"]
     sec.text.append(
-        f"{len(df)} network budgets from ${values[0] / 1e6:,.3g}M to ${values[-1] / 1e6:,.3g}M "
+        f"{len(df)} network budgets from {format_value(values[0], 'usd')} to "
+        f"{format_value(values[-1], 'usd')} "
         f"(log-spaced around the optimum's cost), the scenario's other constraints kept; "
         f"{len(ok)} points have a design, {len(df) - len(ok)} do not.")
     if ok.empty:
@@ -307,7 +308,7 @@ def _sweep_section(study: DesignStudy) -> ReportSection:
 
 
 def _comparison_section(study: DesignStudy) -> ReportSection:
-    from libra_opt.report.plots import plot_comparison
+    from libra_opt.report.plots import format_value, plot_comparison
 
     scen, df, radix = study.scenario, study.comparison, study.scaleout_radix
     sec = ReportSection("Fabric families")
@@ -318,20 +319,20 @@ def _comparison_section(study: DesignStudy) -> ReportSection:
     sec.text.append(
         f"The scenario's dimensions re-wired as each family (scale-out switch radix {radix}). "
         "equal_bw: the optimum's bandwidth on every fabric. equal_budget: the HB domain held, "
-        f"the scale-out given what a ${df.attrs['scaleout_budget_usd'] / 1e6:,.4g}M "
+        f"the scale-out given what a {format_value(df.attrs['scaleout_budget_usd'], 'usd')} "
         f"scale-out budget buys on each fabric (baseline {df.attrs['baseline']}).")
     sec.text += family_notes(df, scen)
     rows = []
     for _, r in df.iterrows():
         rows.append([str(r["mode"]), family_label(str(r["fabric"])), " / ".join(f"{b:.1f}" for b in r["bw_gbps"]),
                      _g(r["step_time_s"]), _usd(r["network_cost_usd"]),
-                     _g(r["network_power_w"]) if r["network_power_w"] is not None else "n/a",
-                     f"{int(r['scaleout_tiers'])}",
-                     _g(r.get("cost_reduction_pct"), 4), _g(r.get("step_time_change_pct"), 4)])
+                     format_whole(r["network_power_w"]), f"{int(r['scaleout_tiers'])}",
+                     format_pct(r.get("cost_reduction_pct"), 2),
+                     format_pct(r.get("step_time_change_pct"), 2)])
     sec.tables.append(("Fabric comparison", ["mode", "fabric", "bandwidth (GB/s)",
                                              "step time (s)", "network cost ($)",
                                              "network power (W)", "scale-out tiers",
-                                             "cost reduction (%)", "step time change (%)"], rows))
+                                             "cost reduction", "step time change"], rows))
     import matplotlib.pyplot as plt
 
     modes = list(dict.fromkeys(df["mode"]))
@@ -373,23 +374,26 @@ def _search_section(study: DesignStudy) -> ReportSection:
     own = study.solution.objective_value
     top1 = float(best["objective"].iloc[0])
     if own > 0 and top1 > 0:
-        sec.text.append(f"The best candidate's objective is {_g(top1)} "
-                        f"{OBJECTIVE_MEANING[res.objective][1]}, {_g(own / top1, 4)}x better "
-                        f"than the scenario's own layout at its optimum ({_g(own)}).")
+        unit = OBJECTIVE_MEANING[res.objective][1]
+        sec.text.append(f"The best candidate's objective is {format_quantity(top1, unit)}, "
+                        f"{_g(own / top1, 4)}x better than the scenario's own layout at its "
+                        f"optimum ({format_quantity(own, unit)}).")
     bw_cols = [c for c in best.columns if c.startswith("bw_") and c.endswith("_gbps")]
-    tco = bool(best["tco_usd_per_mtoken"].notna().any())
+    run_cost = bool(best["run_cost_usd_per_mtoken"].notna().any())
     header = (["rank", "TP", "CP", "PP", "DP", "EP", "placement", "step time (s)", "tokens/s",
                "MFU", "memory per NPU (GB)"] + [f"{c[3:-5]} (GB/s)" for c in bw_cols]
-              + ["network cost ($)"] + (["TCO ($/M tokens)"] if tco else [])
+              + ["network cost ($)"]
+              + (["training cost per million tokens ($)"] if run_cost else [])
               + [f"objective ({OBJECTIVE_MEANING[res.objective][1]})"])
     rows = []
     for _, r in best.iterrows():
         rows.append([str(int(r["rank"])), *(str(int(r[k])) for k in ("tp", "cp", "pp", "dp",
                                                                     "ep")),
-                     str(r["placement"]), _g(r["step_time_s"], 4), _g(r["tokens_per_s"], 4),
-                     f"{r['mfu']:.3f}", f"{r['memory_per_npu_gb']:.1f}",
+                     str(r["placement"]), _g(r["step_time_s"], 4), f"{r['tokens_per_s']:,.0f}",
+                     f"{100 * r['mfu']:.1f}%", f"{r['memory_per_npu_gb']:.1f}",
                      *(f"{r[c]:.1f}" for c in bw_cols), _usd(r["network_cost_usd"]),
-                     *([_g(r["tco_usd_per_mtoken"], 4)] if tco else []), _g(r["objective"])])
+                     *([_g(r["run_cost_usd_per_mtoken"], 4)] if run_cost else []),
+                     _g(r["objective"])])
     sec.tables.append((f"The {len(rows)} best candidates", header, rows))
     g = res.gains
     if g:
@@ -434,7 +438,7 @@ def build_report(study: DesignStudy, *, provenance: Provenance | None = None) ->
         f"{len(scen.workloads)} workload{'s' if len(scen.workloads) > 1 else ''}: "
         f"{', '.join(w.name for w in scen.workloads)}.",
         f"Objective {sol.objective}: {OBJECTIVE_MEANING[sol.objective][0]} = "
-        f"{_g(sol.objective_value)} {OBJECTIVE_MEANING[sol.objective][1]}; solver status "
+        f"{format_quantity(sol.objective_value, OBJECTIVE_MEANING[sol.objective][1])}; solver status "
         f"{sol.solver.status} ({sol.solver.method}).",
         f"Weighted step time {_g(ev.weighted_step_time_s)} s; network cost "
         f"${ev.cost.network_cost_usd:,.0f}"

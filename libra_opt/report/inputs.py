@@ -12,7 +12,6 @@ of ownership broken down by part.
 from __future__ import annotations
 
 import datetime
-import math
 import platform
 from dataclasses import dataclass, field
 
@@ -20,6 +19,7 @@ import numpy as np
 
 from libra_opt.cost.tco import tco_breakdown
 from libra_opt.optimize.solution import Solution
+from libra_opt.report.text import format_number, format_whole
 
 __all__ = ["Provenance", "inputs_section_parts", "performance_section_parts"]
 
@@ -60,10 +60,7 @@ def _version() -> str:
         return "unknown (not installed)"
 
 
-def _g(x: float | None, digits: int = 6) -> str:
-    if x is None or not math.isfinite(float(x)):
-        return "n/a"
-    return f"{float(x):,.{digits}g}"
+_g = format_number
 
 
 def _groups_text(groups, dims) -> str:
@@ -177,7 +174,7 @@ def performance_section_parts(sol: Solution):
             mem = f"{m.memory_per_npu_bytes / 1e9:,.1f}"
             if m.memory_capacity_bytes:
                 mem += f" of {m.memory_capacity_bytes / 1e9:,.0f}"
-        rows.append([t.name, f"{m.n_npus:,}", _g(t.step_time_s, 4),
+        rows.append([t.name, f"{m.n_npus:,}", _g(t.step_time_s),
                      f"{m.throughput_tokens_per_s(t.step_time_s):,.0f}",
                      f"{100 * m.mfu(t.step_time_s):.1f}%", mem])
     text, tables = [], []
@@ -194,9 +191,7 @@ def performance_section_parts(sol: Solution):
     if scen.tco is not None:
         b = tco_breakdown(scen.tco, scen.fabric, scen.coefficients, ev.bw_gbps,
                           ev.weighted_step_time_s)
-        def usd(x: float) -> str:
-            return f"{x:,.0f}"
-
+        usd = format_whole
         trows = [["accelerators", usd(b.accelerators_usd)], ["hosts", usd(b.hosts_usd)],
                  ["network", usd(b.network_usd)], ["maintenance", usd(b.maintenance_usd)],
                  ["energy", usd(b.energy_usd)], ["total", usd(b.total_usd)],

@@ -1,8 +1,10 @@
 """Plot of a co-design search: each solved candidate's step time (or training cost per
-million tokens) against its network cost, with the Pareto front marked."""
+million tokens) against its network cost, with the Pareto front marked and the best
+candidates numbered by rank (their layouts listed in the legend)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -12,6 +14,19 @@ from libra_opt.scenario.objective import objective_of
 
 __all__ = ["plot_search", "search_plot_columns"]
 
+#: Directions tried, in this order, around a point for its rank number.
+_DIRECTIONS = ((1, 1), (1, 0), (1, -1), (0, 1), (0, -1), (-1, 1), (-1, 0), (-1, -1))
+#: Distance between the rings of spots tried around a point (points), and how many rings.
+_RING_PT, _RINGS = 6.0, 60
+#: Half the size of a best candidate's star marker (points), kept free of numbers.
+_STAR_PT = 4.5
+#: Knobs a legend entry names besides the degrees when they differ among the numbered
+#: candidates: column -> text.
+_VARYING: dict[str, Callable[[Any], str]] = {
+    "fabric": str, "ep": "EP{}".format, "micro_batch_size": "mb {}".format,
+    "interleave": "v {}".format, "recompute": "recompute {}".format,
+    "sequence_parallel": lambda v: "SP" if v else "no SP", "zero": "ZeRO {}".format}
+
 
 def search_plot_columns(table: Any, objective: str) -> tuple[str, str]:
     """The (x, y) columns plotted for ``objective``: network cost against the training
@@ -20,12 +35,12 @@ def search_plot_columns(table: Any, objective: str) -> tuple[str, str]:
     Examples
     --------
     >>> import pandas as pd
-    >>> search_plot_columns(pd.DataFrame({"tco_usd_per_mtoken": [1.0]}), "tco")
-    ('network_cost_usd', 'tco_usd_per_mtoken')
-    >>> search_plot_columns(pd.DataFrame({"tco_usd_per_mtoken": [float("nan")]}), "perf")
+    >>> search_plot_columns(pd.DataFrame({"run_cost_usd_per_mtoken": [1.0]}), "tco")
+    ('network_cost_usd', 'run_cost_usd_per_mtoken')
+    >>> search_plot_columns(pd.DataFrame({"run_cost_usd_per_mtoken": [float("nan")]}), "perf")
     ('network_cost_usd', 'step_time_s')
     """
-    col = "tco_usd_per_mtoken"
+    col = "run_cost_usd_per_mtoken"
     if objective_of(objective).needs_tco and col in table and np.isfinite(table[col].to_numpy(float)).any():
         return "network_cost_usd", col
     return "network_cost_usd", "step_time_s"
@@ -35,6 +50,14 @@ def plot_search(result: Any, ax: Any = None, *, top: int = 5, title: str | None 
     """Scatter the solved candidates of a search; mark the Pareto front (least network cost
     for a given step time or cost per token) and the ``top`` best by the objective.
 
+    Each of the best is numbered by its rank next to its point and its layout is listed in
+    the legend (degrees, and the other knobs that differ among the numbered candidates).
+    The numbers are placed once the figure is laid out: each at the first free spot around
+    its point (rings of growing radius, directions in a fixed order) where it overlaps no
+    other number, no best candidate's marker and not the legend, inside the axes; a thin
+    line joins a number put further than the first ring to its point. (Changing the
+    figure's layout afterwards, e.g. resizing the axes, can move points under them.)
+
     Parameters
     ----------
     result : SearchResult
@@ -42,7 +65,7 @@ def plot_search(result: Any, ax: Any = None, *, top: int = 5, title: str | None 
     ax : matplotlib Axes, optional
         Draw here (default: a new figure).
     top : int
-        How many of the best candidates to label.
+        How many of the best candidates to number.
     title : str, optional
 
     Returns
@@ -61,8 +84,13 @@ def plot_search(result: Any, ax: Any = None, *, top: int = 5, title: str | None 
     >>> fig = plot_search(SimpleNamespace(table=t, objective="perf"))
     >>> len(fig.axes[0].collections)   # all candidates, the Pareto front, the best
     3
+    >>> [t.get_text() for t in fig.axes[0].texts]   # the ranks, by their points
+    ['1', '2', '3']
+    >>> [t.get_text() for t in fig.axes[0].get_legend().get_texts()][3:]
+    ['TP8 CP1 PP8 DP2', 'TP8 CP1 PP2 DP8', 'TP8 CP1 PP4 DP4']
     """
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
 
     table = result.table
     solved = table[table["status"] == "optimal"]
@@ -74,24 +102,90 @@ def plot_search(result: Any, ax: Any = None, *, top: int = 5, title: str | None 
     x = solved[xcol].to_numpy(float)
     y = solved[ycol].to_numpy(float)
     ax.scatter(x / 1e6, y, s=10, alpha=0.35, color="tab:gray", label="solved candidates")
+    best = solved.iloc[:0]
     if len(solved):
         # costs equal to the solver's tolerance are one cost (no front drawn through noise)
         front = ~dominated(np.round(x, 0), np.round(y, 9))
         order = np.argsort(x[front])
         ax.plot((x[front] / 1e6)[order], y[front][order], color="tab:blue", lw=1)
         ax.scatter(x[front] / 1e6, y[front], s=22, color="tab:blue", label="Pareto front")
-        best = solved[(solved["rank"] >= 1) & (solved["rank"] <= top)].sort_values("rank")
+        best = solved[solved["rank"].notna() & (solved["rank"] <= top)].sort_values("rank")
         ax.scatter(best[xcol].to_numpy(float) / 1e6, best[ycol].to_numpy(float), s=60,
-                   marker="*", color="tab:red", label=f"top {len(best)} by {result.objective}")
-        for _, r in best.iterrows():
-            ax.annotate(f"#{int(r['rank'])} TP{r['tp']} CP{r['cp']} PP{r['pp']} DP{r['dp']}",
-                        (r[xcol] / 1e6, r[ycol]), fontsize=7, xytext=(4, 4),
-                        textcoords="offset points")
+                   marker="*", color="tab:red",
+                   label=f"top {len(best)} by {result.objective}, numbered by rank:")
     ax.ticklabel_format(axis="both", useOffset=False)
-    ax.set_xlabel("network cost (M$)")
-    ax.set_ylabel("training cost per million tokens ($)" if ycol == "tco_usd_per_mtoken"
+    ax.set_xlabel("network cost ($M)")
+    ax.set_ylabel("training cost per million tokens ($)" if ycol == "run_cost_usd_per_mtoken"
                   else "step time (s)")
     ax.set_title(title or f"Co-design search: {len(solved):,} solved candidates")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="best")
+    handles, _ = ax.get_legend_handles_labels()
+    ranks = [str(int(r)) for r in best["rank"]]
+    handles += [Line2D([], [], ls="none", marker=f"${n}$", markersize=5 + 2.5 * len(n),
+                       color="tab:red", label=layout)
+                for n, layout in zip(ranks, _layouts(best), strict=True)]
+    legend = ax.legend(handles=handles, fontsize=8, loc="best",
+                       ncols=1 + (len(handles) - 1) // 12)
+    if len(best):
+        _number(ax, legend, best[xcol].to_numpy(float) / 1e6, best[ycol].to_numpy(float),
+                ranks)
     return fig
+
+
+def _layouts(best: Any) -> list[str]:
+    """``TP4 CP4 PP16 DP64`` for each row of ``best``, followed by the knobs of
+    :data:`_VARYING` whose values differ among the rows."""
+    varying = [c for c in _VARYING if c in best and best[c].nunique() > 1]
+    return [" ".join([f"TP{r['tp']} CP{r['cp']} PP{r['pp']} DP{r['dp']}",
+                      *(_VARYING[c](r[c]) for c in varying)]) for _, r in best.iterrows()]
+
+
+def _number(ax: Any, legend: Any, x: np.ndarray, y: np.ndarray, labels: list[str]) -> None:
+    """Write ``labels[i]`` by the point ``(x[i], y[i])`` (data coordinates) where it overlaps
+    no other label, no point's marker and not ``legend``, inside the axes (see
+    :func:`plot_search`)."""
+    from matplotlib.transforms import Bbox
+
+    fig = ax.figure
+    fig.draw_without_rendering()  # final limits, legend place and text sizes
+    # the legend stays where "best" put it (it would move away from the labels otherwise)
+    legend.set_loc(tuple(legend.get_window_extent().transformed(ax.transAxes.inverted()).p0))
+    px = fig.dpi / 72.0  # pixels per point
+    pad = px
+    inside = ax.get_window_extent().padded(-pad)
+    centres = ax.transData.transform(np.column_stack([x, y]))
+    taken = [legend.get_window_extent().padded(pad),
+             *(Bbox.from_bounds(cx - _STAR_PT * px, cy - _STAR_PT * px, 2 * _STAR_PT * px,
+                                2 * _STAR_PT * px) for cx, cy in centres)]
+    for xi, yi, text in zip(x, y, labels, strict=True):
+        ann = ax.annotate(text, (xi, yi), xytext=(0, 0), textcoords="offset points", fontsize=9,
+                          fontweight="bold", color="tab:red")
+        spot = _free_spot(ann, inside, taken)
+        ring, (dx, dy) = spot if spot is not None else (1, _DIRECTIONS[0])
+        _put(ann, ring, dx, dy)
+        taken.append(ann.get_window_extent().padded(pad))
+        if ring > 1:  # away from its point: a leader line
+            ax.annotate("", (xi, yi), xytext=ann.xyann, textcoords="offset points",
+                        arrowprops={"arrowstyle": "-", "color": "tab:red", "lw": 0.6,
+                                    "shrinkA": 0, "shrinkB": _STAR_PT})
+
+
+def _put(ann: Any, ring: int, dx: int, dy: int) -> None:
+    """Move ``ann``'s text ``ring`` rings from its point in direction ``(dx, dy)``,
+    anchored on the side that faces the point."""
+    ann.xyann = (ring * _RING_PT * dx, ring * _RING_PT * dy)
+    ann.set_horizontalalignment({1: "left", 0: "center", -1: "right"}[dx])
+    ann.set_verticalalignment({1: "bottom", 0: "center", -1: "top"}[dy])
+
+
+def _free_spot(ann: Any, inside: Any, taken: list) -> tuple[int, tuple[int, int]] | None:
+    """The first (ring, direction) where ``ann`` lies inside ``inside`` and overlaps no
+    box of ``taken``; ``None`` if there is none."""
+    for ring in range(1, _RINGS + 1):
+        for dx, dy in _DIRECTIONS:
+            _put(ann, ring, dx, dy)
+            box = ann.get_window_extent()
+            if (inside.x0 <= box.x0 and box.x1 <= inside.x1 and inside.y0 <= box.y0
+                    and box.y1 <= inside.y1 and not any(box.overlaps(b) for b in taken)):
+                return ring, (dx, dy)
+    return None

@@ -1,12 +1,25 @@
 """Plots of sweeps: step time and bandwidth over a swept quantity, the Pareto front and the
 bandwidth stack. A sweep over several axes draws one series (or panel) per combination of the
 other axes' values, never one line through every point.
+
+The axes of a sweep's frame are its columns before ``status`` (:func:`sweep_axes`), except
+the ``point`` column of a sweep streamed to a folder (the row's index in grid order,
+:data:`libra_opt.options.POINT_COLUMN`): bookkeeping, never an axis, so a table read
+back from ``--out DIR`` is drawn as the same sweep held in memory.
+
+At most :data:`MAX_GROUPS` combinations of the other axes' values are drawn as series or
+panels: a sweep with more shows that many, evenly spaced in sorted order (the first and the
+last included), and its title says how many of how many are shown. The Pareto plot, whose
+front is taken over every design, instead draws every design without telling those
+combinations apart, and says so in its title. A figure never grows with the number of
+points.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -15,6 +28,7 @@ import pandas as pd
 from libra_opt.errors import InputError
 from libra_opt.explore.pareto import dominated
 from libra_opt.optimize.solution import Solution
+from libra_opt.options import POINT_COLUMN
 from libra_opt.report._style import (
     _OWN,
     _axes,
@@ -25,7 +39,11 @@ from libra_opt.report._style import (
     quantity,
 )
 
-__all__ = ["plot_sweep", "plot_pareto", "plot_bandwidth_vs_budget", "sweep_axes"]
+__all__ = ["plot_sweep", "plot_pareto", "plot_bandwidth_vs_budget", "sweep_axes", "MAX_GROUPS"]
+
+#: Most combinations of the other axes' values a plot draws as series (one colour and marker
+#: each) or panels; more are thinned to this many, evenly spaced (see the module notes).
+MAX_GROUPS = 12
 
 _BASELINE_MARKERS = {"equal split": "s", "traffic-proportional": "^"}
 
@@ -42,9 +60,11 @@ def _series_label(name: str, feasible: bool) -> str:
 
 
 def _sweep_x(df: pd.DataFrame, x: str | None) -> str:
-    """The swept column: ``x``, else the first column (the axis of a sweep's DataFrame)."""
+    """The swept column: ``x``, else the first axis of the sweep (:func:`sweep_axes`), else
+    the first column."""
     if x is None:
-        x = "value" if "value" in df.columns else str(df.columns[0])
+        axes = sweep_axes(df)
+        x = axes[0] if axes else str(df.columns[0])
     if x not in df.columns:
         raise InputError(f"no column {x!r} in the sweep (columns: {', '.join(map(str, df.columns))})",
                          field="x")
@@ -78,17 +98,21 @@ def sweep_axes(df: pd.DataFrame) -> list[str]:
 
     A sweep's frame puts its axes first, before ``status``
     (:func:`libra_opt.explore.grid.result_columns`); a one-axis sweep names its axis ``value``.
+    The ``point`` column of a sweep streamed to a folder (its grid index) is not an axis.
 
     Examples
     --------
     >>> import pandas as pd
     >>> sweep_axes(pd.DataFrame(columns=["budget_usd", "fabric.hb_domain", "status", "bw_a_gbps"]))
     ['budget_usd', 'fabric.hb_domain']
+    >>> sweep_axes(pd.DataFrame(columns=["point", "budget_usd", "status", "bw_a_gbps"]))
+    ['budget_usd']
     >>> sweep_axes(pd.DataFrame(columns=["status", "value"]))
     ['value']
     """
     cols = [str(c) for c in df.columns]
     head = cols[: cols.index("status")] if "status" in cols else []
+    head = [c for c in head if c != POINT_COLUMN]
     if "value" in cols and "value" not in head:
         head.insert(0, "value")
     return head
@@ -119,22 +143,52 @@ def _group_label(names: Sequence[str], key) -> str:
     return ", ".join(parts)
 
 
-def _series(df: pd.DataFrame, x: str) -> list[tuple[str, pd.DataFrame]]:
+def _groups(df: pd.DataFrame, by: list[str]
+            ) -> tuple[list[tuple[tuple[Any, ...], pd.DataFrame]], int]:
+    """``(key, rows)`` of at most :data:`MAX_GROUPS` combinations of ``by``'s values, in
+    sorted order (evenly spaced, first and last kept, when there are more), and how many
+    combinations there are. Only the rows of the combinations kept are split off."""
+    ids = df.groupby(by, sort=True, dropna=False).ngroup().to_numpy()
+    total = int(ids.max()) + 1 if len(ids) else 0
+    keep = (range(total) if total <= MAX_GROUPS else
+            np.unique(np.linspace(0, total - 1, MAX_GROUPS).round().astype(int)))
+    out = []
+    for k in keep:
+        g = df[ids == k]
+        out.append((tuple(g[c].iloc[0] for c in by), g))
+    return out, total
+
+
+def _what(others: Sequence[str]) -> str:
+    """What the groups of ``others`` are: ``values`` of one axis, or ``combinations``."""
+    return "values" if len(others) == 1 else "combinations"
+
+
+def _shown(others: Sequence[str], shown: int, total: int) -> str:
+    """``''``, or what a thinned plot's title adds: ``'12 of 40 values shown, evenly
+    spaced'``."""
+    return "" if shown >= total else f"{shown} of {total} {_what(others)} shown, evenly spaced"
+
+
+def _series(df: pd.DataFrame, x: str) -> tuple[list[tuple[str, pd.DataFrame]], str]:
     """One ``(label, rows)`` per combination of the other axes' values (one unlabelled series
-    when ``x`` is the only axis), rows sorted by ``x``."""
+    when ``x`` is the only axis), rows sorted by ``x``, at most :data:`MAX_GROUPS` of them;
+    and the title's note when some are left out (:func:`_shown`)."""
     others = _other_axes(df, x)
     if not others:
-        return [("", df.sort_values(x))]
-    groups = df.groupby(others if len(others) > 1 else others[0], sort=True, dropna=False)
-    return [(_group_label(others, k), g.sort_values(x)) for k, g in groups]
+        return [("", df.sort_values(x))], ""
+    groups, total = _groups(df, others)
+    return ([(_group_label(others, k), g.sort_values(x)) for k, g in groups],
+            _shown(others, len(groups), total))
 
 
 def plot_sweep(df: pd.DataFrame, x_label: str | None = None, ax=None, *, x: str | None = None):
     """Step time (left axis) and bandwidth per dimension (right axis) over a sweep.
 
     A sweep over several axes draws one series per combination of the other axes' values
-    (one colour each) — never one line through every point. Without ``ax`` such a figure has
-    two panels: step time above, bandwidth per dimension below (one line style per
+    (one colour each) — never one line through every point; at most :data:`MAX_GROUPS`
+    series, evenly spaced, the title saying how many are shown. Without ``ax`` such a figure
+    has two panels: step time above, bandwidth per dimension below (one line style per
     dimension).
 
     Parameters
@@ -146,7 +200,8 @@ def plot_sweep(df: pd.DataFrame, x_label: str | None = None, ax=None, *, x: str 
         label and unit are then used, or free text; default from ``x``.
     ax : matplotlib.axes.Axes, optional
     x : str, optional
-        Column on the x axis; default ``value`` if present, else the first column.
+        Column on the x axis; default ``value`` if present, else the first axis
+        (:func:`sweep_axes`).
 
     Returns
     -------
@@ -167,9 +222,9 @@ def plot_sweep(df: pd.DataFrame, x_label: str | None = None, ax=None, *, x: str 
         name = "swept value"
     if x == "value" and name in df.columns and _same(df[name], df[x]):
         x = name   # the copy of an axis the command line makes: group by the others
-    series = _series(df, x)
+    series, note = _series(df, x)
     if len(series) > 1:
-        return _plot_sweep_groups(df, x, name, series, ax)
+        return _plot_sweep_groups(df, x, name, series, note, ax)
     fig, ax = _axes(ax, (7.5, 4.4))
     ok = df[df["status"] == "optimal"].sort_values(x)
     bad = df[df["status"] != "optimal"]
@@ -193,8 +248,9 @@ def plot_sweep(df: pd.DataFrame, x_label: str | None = None, ax=None, *, x: str 
     return fig
 
 
-def _plot_sweep_groups(df, x, name, series, ax):
-    """:func:`plot_sweep` of a multi-axis sweep: one colour per value of the other axes."""
+def _plot_sweep_groups(df, x, name, series, note, ax):
+    """:func:`plot_sweep` of a multi-axis sweep: one colour per value of the other axes
+    (``series``; ``note``: how many are shown when they are thinned)."""
     if ax is None:
         fig, (ax, axb) = plt.subplots(2, 1, figsize=(7.5, 6.6), sharex=True,
                                       layout="constrained")
@@ -232,8 +288,8 @@ def _plot_sweep_groups(df, x, name, series, ax):
         ax.set_ylim(0, 1.08 * float(ok_all["weighted_step_time_s"].max()))
     _legend_below(ax, handles, [h.get_label() for h in handles], ncols=3)
     ax.set_title(f"Optimal allocation over the {quantity(name)[0]} sweep\n"
-                 f"one colour per {', '.join(_short(c) for c in _other_axes(df, x))}",
-                 fontsize=10)
+                 f"one colour per {', '.join(_short(c) for c in _other_axes(df, x))}"
+                 + (f" ({note})" if note else ""), fontsize=10)
     return fig
 
 
@@ -248,7 +304,9 @@ def plot_pareto(df: pd.DataFrame, x: str = "network_cost_usd", y: str = "weighte
 
     In a sweep over several axes the points of each combination of the axes' values have
     their own colour and marker (axes that only move along the front, a budget or a
-    power cap, are not split); the front is taken over all of them.
+    power cap, are not split); the front is taken over all of them. With more than
+    :data:`MAX_GROUPS` combinations every design is drawn without telling them apart, and
+    the title says so.
 
     Parameters
     ----------
@@ -295,11 +353,14 @@ def plot_pareto(df: pd.DataFrame, x: str = "network_cost_usd", y: str = "weighte
     split = [c for c in sweep_axes(ok) if c in ok.columns and ok[c].nunique(dropna=False) > 1
              and c not in ("budget_usd", "power_w", "value") and quantity(c)[1] not in
              ("usd", "w")]
-    if split:
+    groups, total = _groups(ok, split) if split else ([], 0)
+    # too many combinations to tell apart: every design in one style, the title says so
+    unsplit = (f"\n({total} {_what(split)} of {', '.join(_short(c) for c in split)}: not "
+               "told apart)" if total > len(groups) else "")
+    if groups and not unsplit:
         colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
         on_front = pd.Series(front, index=ok.index)
-        keys = ok.groupby(split if len(split) > 1 else split[0], sort=True, dropna=False)
-        for i, (key, g) in enumerate(keys):
+        for i, (key, g) in enumerate(groups):
             c, m = colors[i % len(colors)], _MARKERS[i % len(_MARKERS)]
             f = on_front[g.index].to_numpy()
             gx, gy = g[x].astype(float).to_numpy(), g[y].astype(float).to_numpy()
@@ -335,7 +396,7 @@ def plot_pareto(df: pd.DataFrame, x: str = "network_cost_usd", y: str = "weighte
     _axis(ax, "y", ally, y)
     ax.grid(alpha=0.3)
     what = "power" if x == "network_power_w" else "cost"
-    ax.set_title(f"Step time vs network {what}: the Pareto front")
+    ax.set_title(f"Step time vs network {what}: the Pareto front{unsplit}")
     _legend_below(ax, ncols=3)
     return fig
 
@@ -345,7 +406,22 @@ def plot_bandwidth_vs_budget(df: pd.DataFrame, x: str | None = None, ax=None):
 
     A sweep over several axes gets one panel per combination of the other axes' values
     (without ``ax``), or one line per dimension and combination (colour: dimension, line
-    style: combination) in the given ``ax`` — never one stack through every point.
+    style: combination) in the given ``ax`` — never one stack through every point; at most
+    :data:`MAX_GROUPS` panels (or combinations), evenly spaced, the title saying how many
+    are shown.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        A sweep's rows with ``status`` and ``bw_<dim>_gbps`` columns.
+    x : str, optional
+        Column on the x axis; default ``value`` if present, else the first axis
+        (:func:`sweep_axes`).
+    ax : matplotlib.axes.Axes, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
 
     Examples
     --------
@@ -360,7 +436,7 @@ def plot_bandwidth_vs_budget(df: pd.DataFrame, x: str | None = None, ax=None):
     cols = _bw_cols(df)
     if not cols:
         raise InputError("no bw_<dim>_gbps columns in the sweep", field="df")
-    series = _series(df, x)
+    series, note = _series(df, x)
     if len(series) > 1 and ax is not None:
         fig = ax.figure
         colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
@@ -373,7 +449,7 @@ def plot_bandwidth_vs_budget(df: pd.DataFrame, x: str | None = None, ax=None):
         _axis(ax, "x", df[x], x)
         ax.set_ylabel("bandwidth per NPU (GB/s)")
         ax.set_ylim(bottom=0)
-        ax.set_title("Optimal bandwidth per dimension")
+        ax.set_title("Optimal bandwidth per dimension" + (f"\n{note}" if note else ""))
         _legend_below(ax, ncols=2)
         return fig
     if len(series) > 1:
@@ -400,7 +476,8 @@ def plot_bandwidth_vs_budget(df: pd.DataFrame, x: str | None = None, ax=None):
         a.set_title(label or "Optimal bandwidth per dimension (stacked)", fontsize=10)
     if len(series) > 1:
         fig.suptitle("Optimal bandwidth per dimension (stacked), one panel per "
-                     + ", ".join(_short(c) for c in _other_axes(df, x)))
+                     + ", ".join(_short(c) for c in _other_axes(df, x))
+                     + (f"\n{note}" if note else ""))
     handles, labels = axes_[0].get_legend_handles_labels()
     _legend_below(axes_[0], handles[::-1], labels[::-1], ncols=len(cols))
     return fig

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from libra_opt.cost.tco import tco_breakdown
-from libra_opt.optimize.solution import Solution
+from libra_opt.optimize.solution import ConstraintReport, Solution
 from libra_opt.options import COMPONENTS, OBJECTIVE_MEANING, Objective
 from libra_opt.scenario.display import format_usd
 from libra_opt.scenario.evaluate import Evaluation
@@ -16,7 +17,8 @@ from libra_opt.scenario.objective import objective_of
 from libra_opt.scenario.scenario import Scenario
 
 __all__ = ["table", "format_evaluation", "format_solution", "solution_to_dict", "evaluation_to_dict",
-           "rail_forwarding"]
+           "rail_forwarding", "format_number", "format_column", "format_whole", "format_pct",
+           "format_quantity", "settled"]
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: str | None = None) -> str:
@@ -40,6 +42,112 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: str | No
         if n == 0:
             lines.append("  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+def format_number(x: float | None, digits: int = 6) -> str:
+    """``x`` to ``digits`` significant digits with thousands separators: the one rule for
+    the numbers of every table and sentence of the reports and the command line.
+
+    A number with ``digits`` or more integer digits is written whole (``1,937,540``, never
+    ``1.93754e+06``); magnitudes below 1e-4 keep the scientific form (``-1.583e-08``); a
+    value that rounds to zero is ``0`` (never ``-0``); a missing or non-finite value is
+    ``n/a``. Step times use the default 6 digits everywhere (``10.9748``).
+
+    Examples
+    --------
+    >>> format_number(1937540.3), format_number(10.974812), format_number(62776039.4)
+    ('1,937,540', '10.9748', '62,776,039')
+    >>> format_number(90112.0), format_number(12044.6, 4), format_number(1.42, 4)
+    ('90,112', '12,045', '1.42')
+    >>> format_number(-1.583e-08, 4), format_number(-0.0), format_number(None)
+    ('-1.583e-08', '0', 'n/a')
+    """
+    if x is None or not math.isfinite(float(x)):
+        return "n/a"
+    v = float(x)
+    if abs(v) >= 10 ** (digits - 1):
+        return f"{v:z,.0f}"
+    return f"{v:z,.{digits}g}"
+
+
+def format_column(values: Sequence[float], digits: int = 4) -> list[str]:
+    """The numbers of one table column with one number of decimals: enough for ``digits``
+    significant digits of the largest magnitude, thousands separators, never an exponent.
+
+    Examples
+    --------
+    >>> format_column([160.3, 136.04, 1.42])
+    ['160.3', '136.0', '1.4']
+    >>> format_column([1533.0, 12044.6, 292.0]), format_column([-0.0, float("nan")])
+    (['1,533', '12,045', '292'], ['0', 'n/a'])
+    """
+    finite = [abs(float(v)) for v in values if math.isfinite(float(v))]
+    top = max(finite, default=0.0)
+    decimals = max(0, digits - 1 - math.floor(math.log10(top))) if top > 0 else 0
+    return [f"{float(v):z,.{decimals}f}" if math.isfinite(float(v)) else "n/a" for v in values]
+
+
+def format_whole(x: float | None) -> str:
+    """Whole units with thousands separators (dollars, watts; the header names the unit).
+
+    Examples
+    --------
+    >>> format_whole(62776039.4), format_whole(-0.2), format_whole(float("nan"))
+    ('62,776,039', '0', 'n/a')
+    """
+    if x is None or not math.isfinite(float(x)):
+        return "n/a"
+    return f"{float(x):z,.0f}"
+
+
+def format_pct(x: float | None, decimals: int = 1, *, sign: bool = False) -> str:
+    """A percentage (``x`` in percent) with a fixed number of decimals and ``%``; with
+    ``sign`` a ``+`` before positive values. A value that rounds to zero is ``0.0%``,
+    never ``-0.0%`` or ``+0.0%``.
+
+    Examples
+    --------
+    >>> format_pct(5.0, sign=True), format_pct(-0.0005, sign=True), format_pct(-0.04483, 2)
+    ('+5.0%', '0.0%', '-0.04%')
+    """
+    if x is None or not math.isfinite(float(x)):
+        return "n/a"
+    text = f"{float(x):z.{decimals}f}"
+    return ("+" if sign and float(text) > 0 else "") + text + "%"
+
+
+def format_quantity(x: float | None, unit: str) -> str:
+    """``x`` with its unit, for sentences: dollars ``$62,776,039``, anything else
+    :func:`format_number` then the unit (``10.9748 s``, ``2.87517e+07`` never).
+
+    Examples
+    --------
+    >>> format_quantity(62776039.4, "$"), format_quantity(24.49811, "s")
+    ('$62,776,039', '24.4981 s')
+    >>> format_quantity(28751734.2, "s*$")
+    '28,751,734 s*$'
+    """
+    if unit == "$":
+        return "n/a" if x is None or not math.isfinite(float(x)) else format_usd(x)
+    return f"{format_number(x)} {unit}".rstrip()
+
+
+def settled(c: ConstraintReport) -> tuple[float, float]:
+    """A constraint row's value and slack with solver noise snapped to zero.
+
+    ``c`` is a row of ``Solution.constraints`` (``lhs``, ``rhs``, ``slack``). The solver
+    meets a bound only to its tolerance, so a value or slack below ``1e-6 x max(1, |bound|)``
+    is read as 0 (an active bound shows slack 0, not ``4.791e-09``); the command line and
+    the HTML report show the same numbers.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> settled(SimpleNamespace(lhs=600.0, rhs=600.0, slack=4.791e-09))
+    (600.0, 0.0)
+    """
+    tiny = 1e-6 * max(1.0, abs(c.rhs))
+    return (0.0 if abs(c.lhs) < tiny else c.lhs), (0.0 if abs(c.slack) < tiny else c.slack)
 
 
 def _si_time(t: float) -> str:
@@ -245,9 +353,7 @@ def _objective_str(objective: Objective, value: float) -> str:
     obj = objective_of(objective)
     if obj.unit == "s":
         return f"{obj.what} {_si_time(value)}"
-    if obj.unit == "$":
-        return f"{obj.what} {format_usd(value)}"
-    return f"{obj.what} {value:,.6g} {obj.unit}"
+    return f"{obj.what} {format_quantity(value, obj.unit)}"
 
 
 def format_solution(sol: Solution) -> str:
@@ -268,12 +374,11 @@ def format_solution(sol: Solution) -> str:
     if sol.constraints:
         rows = []
         for c in sol.constraints:
-            tiny = 1e-6 * max(1.0, abs(c.rhs))
-            lhs = 0.0 if abs(c.lhs) < tiny else c.lhs
-            slack = 0.0 if abs(c.slack) < tiny else c.slack
+            lhs, slack = settled(c)
             rows.append([
-                c.label, f"{lhs:,.6g}", c.sense, f"{c.rhs:,.6g}", f"{slack:,.4g}",
-                "yes" if c.active else "no", f"{c.shadow_price:.4g}" if c.active else "0",
+                c.label, format_number(lhs), c.sense, format_number(c.rhs),
+                format_number(slack, 4), "yes" if c.active else "no",
+                format_number(c.shadow_price, 4) if c.active else "0",
             ])
         unit = OBJECTIVE_MEANING[sol.objective][1]
         lines += ["", table(

@@ -2,25 +2,47 @@
 
 from __future__ import annotations
 
-import textwrap
 from collections.abc import Sequence
-
-import matplotlib.pyplot as plt
 
 from libra_opt.explore.ranking import StackSummary, VariantRanking
 from libra_opt.explore.validation import RowResult, TableResult
+from libra_opt.report._style import _axes, _legend_below, series_styles
+from libra_opt.report.text import format_column, format_pct, table
 
 __all__ = ["validation_report", "plot_validation", "stack_report", "variant_report",
-           "plot_variants"]
+           "plot_variants", "error_summary"]
 
 #: Row marks: device-constant calibration, stack-constant calibration, convention-dependent.
-_MARKS = {"device": "  cal", "stack": "  cal-stack", "convention": "  conv"}
+_MARKS = {"device": "cal", "stack": "cal-stack", "convention": "conv"}
 
 
 def _mark(r: RowResult) -> str:
     if r.role == "convention":
-        return f"  conv +-{100 * r.convention_band:.0f}%"
+        return f"conv +-{100 * r.convention_band:.0f}%"
     return _MARKS.get(r.role, "")
+
+
+def error_summary(errors: Sequence[float]) -> str:
+    """``average |error| 0.80 %, worst 0.80 %`` of relative ``errors`` (0.008 is 0.8 %),
+    to two decimals: the one rounding of every figure ``libra-opt validate`` prints, and
+    the one a document quoting them must use.
+
+    Examples
+    --------
+    >>> error_summary([0.008045882402590743]), error_summary([0.05, -0.06])
+    ('average |error| 0.80 %, worst 0.80 %', 'average |error| 5.50 %, worst 6.00 %')
+    """
+    a = [abs(e) for e in errors]
+    return f"average |error| {100 * sum(a) / len(a):.2f} %, worst {100 * max(a):.2f} %"
+
+
+def _rows_table(header: list[str], rows: list[list[str]], marks: list[str], align: str) -> list[str]:
+    """``rows`` as an indented table, with a ``note`` column when a row has a mark; row
+    names whole (never cut), numbers right-aligned."""
+    if any(marks):
+        header, align = [*header, "note"], align + "l"
+        rows = [[*r, m] for r, m in zip(rows, marks, strict=True)]
+    return ["  " + ln for ln in table(header, rows, align).splitlines()]
 
 
 def validation_report(results: Sequence[TableResult], in_sample: bool = False) -> str:
@@ -29,6 +51,10 @@ def validation_report(results: Sequence[TableResult], in_sample: bool = False) -
     Calibration rows are marked ``cal`` and left out of the statistics; with ``in_sample``
     (every row was fitted, ``libra-opt validate --calibrate-rows all``) the statistics are
     labelled as fitted rows, not validation rows.
+
+    Published and predicted values of a table share one number of decimals (4 significant
+    digits of its largest value, never an exponent); errors have one decimal and a sign
+    (0.0% when they round to zero); row names are whole.
 
     Examples
     --------
@@ -41,22 +67,21 @@ def validation_report(results: Sequence[TableResult], in_sample: bool = False) -
     lines: list[str] = []
     for res in results:
         lines.append(f"{res.name}: {res.title}")
-        lines.append(f"  {'row':<42}{'source':<10}{'metric':<24}{'published':>11}"
-                     f"{'predicted':>11}{'error':>9}")
-        for r in res.rows:
-            mark = _mark(r)
-            lines.append(f"  {r.name[:41]:<42}{r.source[:9]:<10}{r.metric:<24}"
-                         f"{r.published:>11.4g}{r.predicted:>11.4g}{100 * r.error:>+8.1f}%{mark}")
-        n = len(res.validation_rows)
-        if n:
-            lines.append(f"  {res.name}: {n} {kind}, average |error| "
-                         f"{100 * res.mean_abs_error:.2f} %, worst {100 * res.worst_abs_error:.2f} %")
+        values = format_column([r.published for r in res.rows]
+                               + [r.predicted for r in res.rows])   # one unit: one format
+        n = len(res.rows)
+        rows = [[r.name, r.source, r.metric, values[i], values[n + i],
+                 format_pct(100 * r.error, 1, sign=True)] for i, r in enumerate(res.rows)]
+        lines += _rows_table(["row", "source", "metric", "published", "predicted", "error"],
+                             rows, [_mark(r) for r in res.rows], "lllrrr")
+        judged = [r.error for r in res.validation_rows]
+        if judged:
+            lines.append(f"  {res.name}: {len(judged)} {kind}, {error_summary(judged)}")
         else:
             lines.append(f"  {res.name}: no validation rows (all rows calibrate)")
-    pool = [abs(r.error) for res in results for r in res.validation_rows]
+    pool = [r.error for res in results for r in res.validation_rows]
     if len(results) > 1 and pool:
-        lines.append(f"all {len(results)} tables: {len(pool)} {kind}, average |error| "
-                     f"{100 * sum(pool) / len(pool):.2f} %, worst {100 * max(pool):.2f} %")
+        lines.append(f"all {len(results)} tables: {len(pool)} {kind}, {error_summary(pool)}")
     return "\n".join(lines)
 
 
@@ -83,21 +108,19 @@ def stack_report(summaries: Sequence[StackSummary], in_sample: bool = False) -> 
              "convention-dependent)"]
     for st in summaries:
         lines.append(f"stack {st.stack}")
-        for r in st.rows:
-            lines.append(f"  {r.name[:46]:<47}{r.device:<11}{100 * r.error:>+8.1f}%{_mark(r)}")
+        lines += _rows_table(["row", "device", "error"],
+                             [[r.name, r.device, format_pct(100 * r.error, 1, sign=True)]
+                              for r in st.rows], [_mark(r) for r in st.rows], "llr")
         cal = [r.name for r in st.rows if r.role in ("device", "stack")]
-        n = len(st.judged)
         where = f" (calibrated on: {'; '.join(cal)})" if cal else ""
-        if n:
-            lines.append(f"  {st.stack}: {n} {kind}, average |error| "
-                         f"{100 * st.mean_abs_error:.2f} %, worst {100 * st.worst_abs_error:.2f} %"
-                         f"{where}")
+        if st.judged:
+            lines.append(f"  {st.stack}: {len(st.judged)} {kind}, "
+                         f"{error_summary([r.error for r in st.judged])}{where}")
         else:
             lines.append(f"  {st.stack}: no {kind}{where}")
-    judged = [abs(r.error) for st in summaries for r in st.judged]
+    judged = [r.error for st in summaries for r in st.judged]
     if judged:
-        lines.append(f"pooled over all stacks: {len(judged)} {kind}, average |error| "
-                     f"{100 * sum(judged) / len(judged):.2f} %, worst {100 * max(judged):.2f} %")
+        lines.append(f"pooled over all stacks: {len(judged)} {kind}, {error_summary(judged)}")
     return "\n".join(lines)
 
 
@@ -130,7 +153,9 @@ def variant_report(sets: Sequence[VariantRanking]) -> str:
 def plot_variants(sets: Sequence[VariantRanking], ax=None):
     """Predicted vs measured cost (GPU-seconds per sample) of the variants of each set
     (``sets`` from :func:`~libra_opt.explore.ranking.variant_rankings`), normalised by the
-    set's measured best; one colour per set, the diagonal drawn.
+    set's measured best; one colour and marker per set (no two sets alike, however many:
+    :func:`~libra_opt.report._style.series_styles`), the diagonal drawn, the legend below
+    the plot (never over the points).
 
     Returns
     -------
@@ -147,19 +172,16 @@ def plot_variants(sets: Sequence[VariantRanking], ax=None):
     >>> fig = plot_variants(variant_rankings([TableResult("t", "T", rows)]))
     >>> fig.axes[0].get_xlabel()
     'measured cost / measured best'
-    >>> plt.close(fig)
+    >>> import matplotlib.pyplot as plt; plt.close(fig)
     """
-    if ax is None:
-        fig, ax = plt.subplots(figsize=(5.5, 5.0), layout="constrained")
-    else:
-        fig = ax.figure
+    fig, ax = _axes(ax, (7.5, 6.0 + 0.12 * len(sets)))
     lo, hi = 1.0, 1.0
-    for i, v in enumerate(sets):
+    for v, (colour, marker) in zip(sets, series_styles(len(sets)), strict=True):
         best = min(v.measured_cost)
         xs = [c / best for c in v.measured_cost]
         ys = [c / best for c in v.predicted_cost]
         rho = "n/a" if v.spearman != v.spearman else f"{v.spearman:+.2f}"
-        ax.plot(xs, ys, "o-", color=f"C{i % 10}", lw=0.6, ms=4,
+        ax.plot(xs, ys, "-", marker=marker, color=colour, lw=0.6, ms=5,
                 label=f"{v.name} (rho {rho}, regret {100 * v.regret:.1f} %)")
         lo, hi = min(lo, *xs, *ys), max(hi, *xs, *ys)
     ax.plot([lo, hi], [lo, hi], color="k", lw=0.8)
@@ -167,8 +189,34 @@ def plot_variants(sets: Sequence[VariantRanking], ax=None):
     ax.set_ylabel("predicted cost / measured best")
     ax.set_title("Parallelization variants: predicted vs measured GPU-seconds per sample",
                  fontsize=9)
-    ax.legend(fontsize=6)
+    _legend_below(ax, ncols=2)
     return fig
+
+
+#: Layout of validation.png: inches of width per row, points of tick and table-name text,
+#: inches per character per point (an upper bound of the average width), points between
+#: the levels of table names.
+_SLOT_IN, _TICK_PT, _NAME_PT, _CHAR_IN, _LEVEL_PT = 0.17, 6.5, 7.5, 0.0095, 11
+
+
+def _title_levels(ax, spans: Sequence[tuple[int, str]]) -> int:
+    """Write each table's name above its first row (``spans``: first slot, name), on the
+    lowest level where it clears the names already there by a character or more, as the
+    names measure once the figure is laid out; returns the number of levels used."""
+    names = [ax.annotate(name, xy=(x0 - 0.4, 1.0), xycoords=("data", "axes fraction"),
+                         xytext=(0, 3), textcoords="offset points", ha="left", va="bottom",
+                         fontsize=_NAME_PT) for x0, name in spans]
+    ax.figure.draw_without_rendering()   # the layout, so that the names measure as drawn
+    gap = _NAME_PT * ax.figure.dpi / 72.0
+    ends: list[float] = []   # right end of the last name on each level (pixels)
+    for t in names:
+        box = t.get_window_extent()
+        level = next((k for k, end in enumerate(ends) if box.x0 > end + gap), len(ends))
+        if level == len(ends):
+            ends.append(box.x1)
+        ends[level] = box.x1
+        t.xyann = (0, 3 + _LEVEL_PT * level)
+    return len(ends)
 
 
 def plot_validation(results: Sequence[TableResult], ax=None):
@@ -177,7 +225,10 @@ def plot_validation(results: Sequence[TableResult], ax=None):
     Rows published as throughput (TFLOP/s, MFU) are converted: at a fixed configuration the
     step time is inversely proportional to them, so the ratio is ``published / predicted``.
     Above 1 the model is too slow, below 1 too fast; the +-3.5 % and +-8 % bands are drawn
-    and calibration rows are hollow.
+    and calibration rows are hollow. Each row is labelled with its whole name (one vertical
+    line, one slot of the width per row), the tables are parted by thin lines and each
+    table's name stands above its rows, raised to another level where it would run into
+    the previous name.
 
     Returns
     -------
@@ -190,14 +241,14 @@ def plot_validation(results: Sequence[TableResult], ax=None):
     >>> fig = plot_validation([r])
     >>> fig.axes[0].get_ylabel()
     'predicted / published step time'
-    >>> plt.close(fig)
+    >>> import matplotlib.pyplot as plt; plt.close(fig)
     """
-    if ax is None:
-        fig, ax = plt.subplots(figsize=(8.0, 4.2), layout="constrained")
-    else:
-        fig = ax.figure
+    names = [r.name for res in results for r in res.rows]
+    slots = len(names) + max(len(results) - 1, 0)   # a row each, a gap between tables
+    label_in = _CHAR_IN * _TICK_PT * max((len(n) for n in names), default=0)
+    fig, ax = _axes(ax, (max(8.0, 1.3 + _SLOT_IN * slots), 3.6 + label_in))
     i = 0
-    ticks, labels = [], []
+    ticks, labels, spans = [], [], []
     for res in results:
         xs = list(range(i, i + len(res.rows)))
         for x, r in zip(xs, res.rows, strict=True):
@@ -205,19 +256,22 @@ def plot_validation(results: Sequence[TableResult], ax=None):
             ax.plot([x], [ratio], "o", color="C0" if not r.calibrate else "none",
                     markeredgecolor="C1" if r.role == "convention" else "C0")
             ticks.append(x)
-            labels.append("\n".join(textwrap.wrap(r.name, 26)))   # whole, never cut
+            labels.append(r.name)   # whole, never cut
         if xs:
-            ax.text(xs[0], 1.0, res.name, fontsize=8, va="bottom",
-                    transform=ax.get_xaxis_transform())
+            spans.append((xs[0], res.name))
+        if i:
+            ax.axvline(i - 1, color="0.8", lw=0.6)
         i += len(res.rows) + 1
     ax.axhline(1.0, color="k", lw=0.8)
     for band, alpha in ((0.035, 0.18), (0.08, 0.08)):
         ax.axhspan(1 - band, 1 + band, color="C2", alpha=alpha, lw=0)
-    ax.set_xticks(ticks, labels, rotation=75, fontsize=6)
+    ax.set_xticks(ticks, labels, rotation=90, fontsize=_TICK_PT)
+    ax.set_xlim(-0.6, max(slots, 1) - 0.4)
     ax.set_ylabel("predicted / published step time")
-    ax.set_title("Step-time model vs published runs (hollow: calibration rows; bands ±3.5 %, ±8 %)",
-                 fontsize=9, pad=14)
     lo = min([0.85] + [r.time_ratio - 0.02 for res in results for r in res.rows])
     hi = max([1.12] + [r.time_ratio + 0.02 for res in results for r in res.rows])
     ax.set_ylim(lo, hi)
+    levels = _title_levels(ax, spans)
+    ax.set_title("Step-time model vs published runs (hollow: calibration rows; bands ±3.5 %, ±8 %)",
+                 fontsize=9, pad=6 + _LEVEL_PT * levels)
     return fig

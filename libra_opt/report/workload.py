@@ -18,6 +18,7 @@ from libra_opt.generators.generated import (
     model_flops_utilization,
     throughput_tokens_per_s,
 )
+from libra_opt.report.text import format_number, format_whole
 from libra_opt.traffic.step_time import step_time, traffic_by_group_bytes
 from libra_opt.traffic.timing import TimingModel
 
@@ -104,6 +105,8 @@ def workload_summary(
 
 
 def _breakdown_lines(g: GeneratedWorkload, exposed_s: float | None) -> list[str]:
+    """Time per step by class, each with its share of the step (with the exposed
+    communication at a bandwidth) or of the compute, bubble included (without one)."""
     parts = dict(g.compute_breakdown_s)
     if g.bubble_compute_s:
         parts["bubble"] = g.bubble_compute_s
@@ -112,7 +115,9 @@ def _breakdown_lines(g: GeneratedWorkload, exposed_s: float | None) -> list[str]
     total = sum(parts.values())
     if total <= 0:
         return []
-    return ["  time by class    " + ", ".join(
+    base = (f"% of the {format_number(total)} s step" if exposed_s is not None
+            else f"% of the {format_number(total)} s compute, bubble included")
+    return [f"  time by class    ({base}) " + ", ".join(
         f"{k} {v:.4g} s ({100 * v / total:.1f} %)" for k, v in parts.items() if v > 0
     )]
 
@@ -164,8 +169,10 @@ def workload_report(
         f"  placement        {g.placement.describe()}",
         "  groups (k_d)     "
         + ", ".join(f"{k}={v}" for k, v in w.groups.items() if np.prod(v) > 1),
-        f"  tokens per step  {g.tokens_per_step:.6g}  (samples {g.samples_per_step:.6g}, "
-        f"micro-batches {g.micro_batches}, pipeline bubble {100 * g.bubble_fraction:.1f} %)",
+        f"  tokens per step  {format_number(g.tokens_per_step)}  (samples "
+        f"{format_number(g.samples_per_step)}, "
+        f"micro-batches {g.micro_batches}, pipeline bubble {100 * g.bubble_fraction:.1f} % "
+        "of the bubble-free compute)",
         f"  FLOPs per step   model {g.model_flops_per_step:.4g}, with recomputation "
         f"{g.hardware_flops_per_step:.4g}",
         f"  compute          {w.compute_s:.4g} s per step per NPU at "
@@ -194,9 +201,11 @@ def workload_report(
         lines += [
             "",
             f"  at bandwidth {', '.join(f'{n}={b:g}' for n, b in zip(fabric.names, bw_gbps, strict=True))} GB/s",
-            f"  step time        {t.step_time_s:.4g} s (compute {t.compute_s:.4g}, exposed "
-            f"communication {t.exposed_comm_s:.4g})",
-            f"  throughput       {throughput_tokens_per_s(g, t.step_time_s):.4g} tokens/s, "
+            f"  step time        {format_number(t.step_time_s)} s (compute "
+            f"{format_number(t.compute_s)}, exposed communication "
+            f"{format_number(t.exposed_comm_s)})",
+            f"  throughput       {format_whole(throughput_tokens_per_s(g, t.step_time_s))} "
+            "tokens/s, "
             f"{achieved_flops_per_npu(g, t.step_time_s) / 1e12:.1f} model TFLOP/s per NPU, "
             f"MFU {100 * model_flops_utilization(g, t.step_time_s):.1f} %, "
             f"HFU {100 * _hfu(g, t.step_time_s):.1f} %",

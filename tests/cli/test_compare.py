@@ -188,3 +188,40 @@ def test_native_traffic_under_topology_aware_is_blamed_on_the_flag(capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--traffic-model: the scenario's collective_model" in err[0]
     assert "does not model 'native' routing" in err[0]
+
+
+def test_the_table_is_formatted_not_raw_pandas(tmp_path, capsys):
+    """Raw pandas printed the step time as 12.6 in every row beside a change of -0.04483 %,
+    and costs as 1.625e+08."""
+    import re
+
+    csv = tmp_path / "c.csv"
+    assert main(["deepseek_v3_rail_only", "--csv", str(csv)]) == 0
+    out = capsys.readouterr().out
+    assert "e+" not in out
+    df = pd.read_csv(csv)
+    lines = out.splitlines()
+    header = re.split(r"\s{2,}", lines[0])
+    assert header[:7] == ["mode", "fabric", "bw (GB/s)", "step time (s)", "network cost ($)",
+                          "scale-out cost ($)", "network power (W)"]
+    assert header[-1] == "step time change"
+    rows = [re.split(r"\s{2,}", ln) for ln in lines[2:2 + len(df)]]
+    col = {h: i for i, h in enumerate(header)}
+    for r, (_, d) in zip(rows, df.iterrows(), strict=True):
+        assert r[col["step time (s)"]] == f"{d['step_time_s']:.6g}"
+        assert r[col["network cost ($)"]] == f"{round(d['network_cost_usd']):,}"
+        assert r[col["network power (W)"]] == f"{round(d['network_power_w']):,}"
+        assert r[col["cost reduction"]] == f"{d['cost_reduction_pct']:.2f}%".replace("-0.00",
+                                                                                     "0.00")
+    # a non-zero step-time change shows in the step time itself
+    changed = df["step_time_change_pct"] != 0
+    assert changed.any()
+    shown = {r[col["step time (s)"]] for r, c in zip(rows, changed, strict=True) if c}
+    base = {r[col["step time (s)"]] for r, c in zip(rows, changed, strict=True) if not c}
+    assert shown and not shown & base
+    assert {r[col["step time change"]] for r, c in zip(rows, changed, strict=True) if c} == {
+        f"{x:.2f}%" for x in df.loc[changed, "step_time_change_pct"]}
+    # the footer's budgets (by default the baseline's costs at equal bandwidth) in whole $
+    base_row = df[(df["mode"] == "equal_bw") & (df["fabric"] == "fat_tree")].iloc[0]
+    assert (f"equal_budget: ${round(base_row['scaleout_cost_usd']):,} scale-out, " in out)
+    assert f"equal_budget_joint: ${round(base_row['network_cost_usd']):,} total;" in out

@@ -11,7 +11,9 @@ def test_prints_choices_and_writes_csv(tmp_path, capsys):
                "--csv", str(out)])
     assert rc == 0
     text = capsys.readouterr().out
-    assert "4 choices, best first" in text
+    # a plain-language header, not the class name ('InNetworkResult: 4 choices, best first')
+    assert text.splitlines()[0] == "In-network reduction: 4 choices, each solved exactly, best first"
+    assert "InNetworkResult" not in text
     rows = list(csv.DictReader(out.open()))
     assert len(rows) == 4
     objs = [float(r["objective"]) for r in rows]

@@ -161,8 +161,82 @@ def test_nothing_solved_prints_a_rate_of_zero(scenario, capsys) -> None:
     code = main(["search", str(scenario), "--hb-domain", "8", *KNOBS])
     out = capsys.readouterr()
     assert code == 1, out.err
-    assert "0 solved exactly (0/s)" in out.out and "nan" not in out.out
+    assert "0 solved exactly;" in out.out and "nan" not in out.out
+    assert ": 0 solves per solver-second" in out.out
+    # the one shape's constraints admit no bandwidth: said on one line
+    assert "fabric shapes not searched: hb 8: the constraints admit no bandwidth\n" in out.out
     assert "no candidate is feasible" in out.err
+
+
+@pytest.fixture(scope="module")
+def three_shapes(tmp_path_factory):
+    """``libra-opt search --hb-domain 8,24,16 --top 3 --out DIR`` on the tiny scenario (24 does
+    not divide its 64 NPUs): the printed lines and the results table."""
+    import contextlib
+    import io
+
+    d = tmp_path_factory.mktemp("three_shapes")
+    (d / "tiny.yaml").write_text(MODEL)
+    (d / "s.yaml").write_text(SCENARIO)
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        code = main(["search", str(d / "s.yaml"), "--top", "3", "--hb-domain", "8,24,16",
+                     "--out", str(d / "out"), *KNOBS])
+    assert code == 0
+    return buf.getvalue().splitlines(), d / "out", pd.read_csv(d / "out" / "results.csv")
+
+
+def test_summary_says_wall_time_solver_time_and_the_shapes_not_searched(three_shapes) -> None:
+    import re
+
+    from numpy.testing import assert_allclose
+
+    lines, _, df = three_shapes
+    solved = df[df["status"] == "optimal"]
+    # wall time of the search, solver time (the CSV's solve_s summed) and solves per
+    # second of solver time (not of wall time), each labelled
+    m = re.fullmatch(r"search wall time ([\d.]+) s; solver time ([\d.e+-]+) s \(summed over "
+                     r"workers\): ([\d,]+) solves per solver-second", lines[1])
+    assert m, lines[1]
+    wall, solver, rate = float(m[1]), float(m[2]), float(m[3].replace(",", ""))
+    assert_allclose(solver, df["solve_s"].sum(), rtol=5e-3)
+    assert abs(rate - len(solved) / df["solve_s"].sum()) <= 0.5
+    assert wall + 0.05 >= solver  # serial: the solves are part of the search's wall time
+    assert lines[0].endswith(f"{len(solved)} solved exactly; objective perf")
+    # the HB domain 24 is not searched, and the summary says why on one line
+    assert lines[2] == "fabric shapes not searched: hb 24: HB domain 24 does not divide 64 NPUs"
+    assert df.loc[df["status"] == "invalid_shape", "fabric"].tolist() == ["hb 24"]
+
+
+def test_unranked_rows_have_no_rank_in_the_files(three_shapes) -> None:
+    import csv
+    import importlib.util
+
+    _, out, df = three_shapes
+    solved = df[df["status"] == "optimal"].sort_values("rank")
+    # rank: 1..n on the solved rows; an empty cell (CSV) and null (Parquet) elsewhere
+    assert solved["rank"].tolist() == list(range(1, len(solved) + 1))
+    unranked = df["status"] != "optimal"
+    assert unranked.sum() > 0 and df.loc[unranked, "rank"].isna().all()
+    with open(out / "results.csv", newline="") as f:
+        assert {r["rank"] for r in csv.DictReader(f) if r["status"] != "optimal"} == {""}
+    if importlib.util.find_spec("pyarrow") is not None:
+        import pyarrow.parquet as pq
+
+        column = pq.read_table(out / "results.parquet").column("rank")
+        assert str(column.type) == "int64" and column.null_count == unranked.sum()
+
+
+def test_printed_top_shows_mfu_in_percent_and_tokens_with_separators(three_shapes) -> None:
+    lines, _, df = three_shapes
+    solved = df[df["status"] == "optimal"].sort_values("rank")
+    # MFU as a percentage (the column is a fraction), as `libra-opt solve` prints it;
+    # tokens/s whole with thousands separators; rank 1 first
+    for rank in (1, 2, 3):
+        r = solved.iloc[rank - 1]
+        row = next(line for line in lines if line.lstrip().startswith(f"{rank} "))
+        assert 0 < r["mfu"] < 1 and r["tokens_per_s"] > 1000
+        assert f" {100 * r['mfu']:.1f}% " in row and f" {r['tokens_per_s']:,.0f} " in row
 
 
 def _listing(path) -> dict[str, bytes]:

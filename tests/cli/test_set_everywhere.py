@@ -50,7 +50,7 @@ TP4 = ["--set", "workloads[0].parallelism.tp=4", "--set", "workloads[0].parallel
 def test_workload_set_changes_the_parallelism(capsys):
     assert main(["workload", EXAMPLE, *TP4]) == 0
     text = capsys.readouterr().out
-    assert "placement        tp: hb 4 | edp: hb 2, scaleout 8 | pp: scaleout 16" in text
+    assert "placement        tp: hb 4 | dp: hb 2, scaleout 8 | pp: scaleout 16" in text
     assert "groups (k_d)     tp=(4, 1), pp=(1, 16), dp=(2, 8)" in text
 
     assert main(["workload", EXAMPLE, "--json", *TP4]) == 0
@@ -96,7 +96,7 @@ def test_compare_set_budget_changes_the_rows(capsys, tmp_path):
     assert main(["compare", EXAMPLE, "--fabrics", "fat_tree", "--set",
                  f"budget_usd={BUDGET_USD}", "--csv", str(out)]) == 0
     text = capsys.readouterr().out
-    assert "equal_budget_joint: 1.2e+07 $ total" in text  # the baseline's cost: the budget
+    assert "equal_budget_joint: $12,000,000 total" in text  # the baseline's cost: the budget
     rows = {r["mode"]: r for r in csv.DictReader(out.open())}
     assert set(rows) == {"equal_bw", "equal_budget", "equal_budget_joint"}
     for row in rows.values():  # every row keeps the scenario's (edited) budget

@@ -111,3 +111,27 @@ def test_calibrate_stacks_without_marked_rows_is_one_line_exit_2(capsys):
     assert main(["validate", "--table", "korthikanti22_a100", "--calibrate-stacks"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--calibrate-stacks: no row is marked 'calibrate: stack'" in err[0]
+
+
+def test_readme_stack_table_quotes_what_validate_prints(capsys):
+    """The README's per-stack table quoted llama3_meta at 0.81 % | 0.81 % (the model of an
+    earlier commit: 0.8055 %) while ``libra-opt validate`` prints 0.80 % (0.8046 %): both
+    must be the two-decimal figures of :func:`libra_opt.report.validation.error_summary`."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    lines = readme.splitlines()
+    start = next(i for i, ln in enumerate(lines)
+                 if ln.startswith("| software stack (table, calibration rows) |"))
+    quoted = {}
+    for ln in lines[start + 2:]:
+        if not ln.startswith("|"):
+            break
+        name, n, avg, worst = (c.strip() for c in ln.strip("|").split("|"))
+        quoted[name.split(" (")[0]] = f"{n} out-of-sample rows, average |error| {avg}, worst {worst}"
+    assert main(["validate"]) == 0
+    out = capsys.readouterr().out
+    assert len(quoted) >= 7
+    for stack, figures in quoted.items():
+        prefix = "pooled over all stacks: " if stack == "pooled" else f"  {stack}: "
+        assert f"{prefix}{figures}" in out, (stack, figures)

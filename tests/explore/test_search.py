@@ -532,3 +532,56 @@ def test_memory_rows_and_invalid_shapes_are_rows_not_crashes(template) -> None:
     assert (t["status"] == "invalid_shape").sum() == 1
     assert "memory" in set(t["status"])
     assert res.stats["enumerated"] == t["n_candidates"].sum()
+
+
+def test_run_cost_is_one_training_run_not_the_lifetime_tco(template) -> None:
+    from libra_opt.cost.tco import tco_breakdown
+
+    base = _base(template, _model(4, 8, 2, False), 64, 8, "tco")
+    space = dataclasses.replace(SMALL_SPACE, micro_batch_sizes=(1,), zero=(1,),
+                                recompute=("full",), tp=(2, 8), pp=(1, 2))
+    res = run_search(base, space, top=2)
+    t = res.table
+    assert "tco_usd" not in t and "tco_usd_per_mtoken" not in t
+    for (_, r), sol in zip(res.best(2).iterrows(), res.solutions, strict=True):
+        scen = sol.scenario
+        assert scen.tco is not None
+        # the breakdown `libra-opt solve` prints: lifetime TCO, and one training run at the
+        # amortized $/hour (a separate path from the search's cluster rate)
+        b = tco_breakdown(scen.tco, scen.fabric, scen.coefficients, sol.bw_gbps,
+                          sol.evaluation.weighted_step_time_s)
+        assert b.run_usd is not None and b.total_usd > 10 * b.run_usd
+        assert_allclose(r["run_cost_usd"], b.run_usd, rtol=1e-9)
+        assert_allclose(r["run_cost_usd"], r["objective"], rtol=1e-9)  # objective tco
+        tokens = scen.tco.n_steps * scen.workloads[0].metrics.tokens_per_step
+        assert_allclose(r["run_cost_usd_per_mtoken"], b.run_usd / tokens * 1e6, rtol=1e-9)
+    # rank: 1.. on the solved rows, NA (nullable Int64) on every other row
+    assert str(t["rank"].dtype) == "Int64"
+    solved = t["status"] == "optimal"
+    assert sorted(t.loc[solved, "rank"]) == list(range(1, int(solved.sum()) + 1))
+    assert (~solved).any() and t.loc[~solved, "rank"].isna().all()
+
+
+def test_placements_name_dp_without_experts_and_edp_with_them(template) -> None:
+    space = dataclasses.replace(SMALL_SPACE, micro_batch_sizes=(1,), zero=(1,),
+                                recompute=("full",), sequence_parallel=(True,), pp=(1,),
+                                cp=(1,))
+    dense = run_search(_base(template, _model(2, 8, 2, False), 64, 8, "perf"),
+                       dataclasses.replace(space, tp=(8,)), prune=False, solutions=False).table
+    # TP 8 x DP 8 on hb 8 x scaleout 8: TP takes 8, 4 x 2, 2 x 4 or 1 x 8 of the two
+    # dimensions, DP the rest; the data-parallel group is dp, as `libra-opt solve` says
+    assert sorted(dense["placement"]) == sorted([
+        "tp: hb 8 | dp: scaleout 8", "tp: hb 4, scaleout 2 | dp: hb 2, scaleout 4",
+        "tp: hb 2, scaleout 4 | dp: hb 4, scaleout 2", "tp: scaleout 8 | dp: hb 8"])
+    moe = run_search(_base(template, _model(2, 8, 2, True), 64, 8, "perf"),
+                     dataclasses.replace(space, tp=(4,)), prune=False,
+                     solutions=False).table
+    # TP 4 x DP 16 with EP 2 or 4: the expert-parallel axis and the expert-data-parallel
+    # one (dp / ep) beside it; with EP 1 the experts are replicated over the whole dp
+    experts = moe[moe["ep"] > 1]
+    assert set(experts["ep"]) == {2, 4} and len(experts) == 13
+    assert experts["placement"].str.contains(r"(?:^| )ep: .* \| edp: ").all()
+    assert "tp: hb 4 | ep: hb 2 | edp: scaleout 8" in set(experts["placement"])
+    assert sorted(moe.loc[moe["ep"] == 1, "placement"]) == sorted([
+        "tp: hb 4 | dp: hb 2, scaleout 8", "tp: hb 2, scaleout 2 | dp: hb 4, scaleout 4",
+        "tp: scaleout 4 | dp: hb 8, scaleout 2"])

@@ -333,5 +333,5 @@ def test_set_a_device_mapping_and_export_refusal(tmp_path, capsys):
     captured = capsys.readouterr()
     assert captured.out == ""  # refused before anything is printed
     assert len(captured.err.strip().splitlines()) == 1
-    assert str(path) in captured.err and "workloads[gpt3_175b].parallelism" in captured.err
+    assert str(path) in captured.err and "--export: workload 'gpt3_175b'" in captured.err
     assert not export.exists() or not list(export.iterdir())

@@ -152,3 +152,79 @@ def test_user_strings_are_escaped():
     assert "<script>" not in h and "&lt;script&gt;" in h
     md = render_markdown(report)
     assert "<script>" not in md
+
+
+# ------------------------------------------------------------------ one number format
+
+
+def _report_table(report, caption):
+    return next((h, rows) for sec in report.sections for c, h, rows in sec.tables
+                if c == caption)
+
+
+@pytest.fixture(scope="module")
+def tco_study():
+    from libra_opt.io import load_scenario
+
+    study = design_study(load_scenario("llama3_405b_h100_tco"), budget_points=3,
+                         progress=False, search=False)
+    return study, build_report(study)
+
+
+def test_watts_dollars_and_prices_are_whole_numbers_with_separators(tco_study):
+    """The audit saw 1.93754e+06 beside 770,119 (W), 3.09146e+06 beside 90,112 ($ per GB/s)
+    and 'cost of one training run = 6.2776e+07 $' beside the TCO table's 62,776,039."""
+    study, report = tco_study
+    sol, ev = study.solution, study.solution.evaluation
+    header, rows = _report_table(report, "Bandwidth per dimension")
+    col = header.index("network power (W)")
+    watts = [*ev.cost.w_by_dim_component.sum(axis=1), ev.cost.network_power_w]
+    assert [r[col] for r in rows] == [f"{round(w):,}" for w in watts]
+    assert [r[col] for r in rows] == ["1,937,542", "770,119", "2,707,660"]
+    header, rows = _report_table(report, "Marginal step time of each dimension")
+    col = header.index("price ($ per GB/s)")
+    prices = study.sensitivity["usd_per_gbps"].tolist()
+    assert [r[col] for r in rows] == [f"{round(p):,}" for p in prices] == ["90,112", "3,091,456"]
+    assert report.summary[1].startswith(
+        f"Objective tco: cost of one training run = ${round(sol.objective_value):,}; ")
+    # no large number anywhere in exponent form (tiny derivatives such as -1.583e-08 may be)
+    cells = [c for sec in report.sections for _c, _h, rows in sec.tables for r in rows for c in r]
+    assert not [c for c in [*cells, *report.summary] if "e+" in c]
+
+
+def test_fabric_comparison_has_whole_watts_and_fixed_decimal_percentages(tco_study):
+    study, report = tco_study
+    header, rows = _report_table(report, "Fabric comparison")
+    df = study.comparison
+    power, red = header.index("network power (W)"), header.index("cost reduction")
+    change = header.index("step time change")
+    assert [r[power] for r in rows] == [f"{round(w):,}" for w in df["network_power_w"]]
+    assert [r[red] for r in rows] == [f"{x:.2f}%".replace("-0.00", "0.00")
+                                      for x in df["cost_reduction_pct"]]
+    assert [r[change] for r in rows] == [f"{x:.2f}%".replace("-0.00", "0.00")
+                                         for x in df["step_time_change_pct"]]
+
+
+def test_constraints_of_the_report_read_as_on_the_command_line(capsys):
+    """Active bounds showed slack 4.791e-09 and 1.201e-08 where the CLI shows 0."""
+    import re
+
+    from libra_opt.cli import main
+    from libra_opt.io import load_scenario
+
+    study = design_study(load_scenario("gpt3_175b_a100_cluster"), budget_points=2,
+                         progress=False, search=False)
+    header, rows = _report_table(build_report(study), "Constraints at the optimum")
+    html_rows = {r[0]: r[1:5] for r in rows}
+    assert main(["solve", "gpt3_175b_a100_cluster"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("constraint"))
+    cli_rows = {}
+    for ln in lines[start + 2:]:
+        if not ln.strip():
+            break
+        cells = re.split(r"\s{2,}", ln.strip())
+        cli_rows[cells[0]] = cells[1:5]
+    assert html_rows == cli_rows
+    assert html_rows["bw.hb <= 600.0"][3] == html_rows["bw.scaleout <= 100.0"][3] == "0"
+    assert html_rows["budget_usd"] == ["17,388,800", "<=", "40,000,000", "22,611,200"]

@@ -5,7 +5,9 @@ space and the report renders it; its table, counts and gains are cross-checked a
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
+import pandas as pd
 import pytest
 from numpy.testing import assert_allclose
 
@@ -56,11 +58,13 @@ def test_search_section_carries_the_numbers_of_a_separate_search(tiny, study) ->
         assert [int(row[col[k]]) for k in ("rank", "TP", "CP", "PP", "DP", "EP")] == [
             r["rank"], r["tp"], r["cp"], r["pp"], r["dp"], r["ep"]]
         assert row[col["placement"]] == r["placement"]
-        # printed with 4 significant digits (step time, tokens/s), 3 decimals (MFU),
+        # printed with 4 significant digits (step time), whole tokens/s with thousands
+        # separators, MFU as a percentage (as everywhere else; the column is a fraction),
         # 0.1 GB and 0.1 GB/s, whole dollars, 6 digits (objective)
         assert_allclose(_num(row[col["step time (s)"]]), r["step_time_s"], rtol=5e-4)
-        assert_allclose(_num(row[col["tokens/s"]]), r["tokens_per_s"], rtol=5e-4)
-        assert_allclose(_num(row[col["MFU"]]), r["mfu"], atol=5e-4)
+        assert row[col["tokens/s"]] == f"{r['tokens_per_s']:,.0f}"
+        assert "," in row[col["tokens/s"]] and "e+" not in row[col["tokens/s"]]
+        assert row[col["MFU"]] == f"{100 * r['mfu']:.1f}%" and 0 < r["mfu"] < 1
         assert_allclose(_num(row[col["memory per NPU (GB)"]]), r["memory_per_npu_gb"], atol=0.05)
         assert_allclose(_num(row[col["hb (GB/s)"]]), r["bw_hb_gbps"], atol=0.05 + 1e-6 * r["bw_hb_gbps"])
         assert_allclose(_num(row[col["scaleout (GB/s)"]]), r["bw_scaleout_gbps"],
@@ -101,3 +105,95 @@ def test_a_scenario_the_search_cannot_take_gets_one_line() -> None:
     assert _section(build_report(skipped), "Co-design search").text == [
         "Co-design search not run: not asked for"]
     assert math.isfinite(study.timings_s["search_s"])
+
+
+TCO = """tco: {accelerator_usd: 30000, host_usd_per_npu: 6000, npu_power_w: 700,
+      host_power_w_per_npu: 300, pue: 1.3, electricity_usd_per_kwh: 0.08,
+      lifetime_years: 4, steps: 100000}
+"""
+
+
+def test_search_section_shows_the_training_cost_per_million_tokens(tmp_path) -> None:
+    from libra_opt.cost.tco import tco_breakdown
+
+    (tmp_path / "tiny.yaml").write_text(MODEL)
+    (tmp_path / "s.yaml").write_text(SCENARIO.replace("objective: perf", "objective: tco")
+                                     + TCO)
+    study = design_study(lo.load_scenario(tmp_path / "s.yaml"), budget_points=2, families=(),
+                         progress=False)
+    caption, header, rows = _section(build_report(study), "Co-design search").tables[0]
+    # the cost of one training run per million tokens, not a TCO (the cluster's lifetime cost)
+    assert "training cost per million tokens ($)" in header
+    assert not any("TCO" in h for h in header)
+    col = {h: i for i, h in enumerate(header)}
+    for row, sol in zip(rows, study.search.solutions, strict=True):
+        scen = sol.scenario
+        b = tco_breakdown(scen.tco, scen.fabric, scen.coefficients, sol.bw_gbps,
+                          sol.evaluation.weighted_step_time_s)
+        tokens = 100000 * scen.workloads[0].metrics.tokens_per_step
+        assert_allclose(_num(row[col["training cost per million tokens ($)"]]),
+                        b.run_usd / tokens * 1e6, rtol=5e-4)
+        assert_allclose(_num(row[col["objective ($)"]]), b.run_usd, rtol=5e-6)
+
+
+def _label_boxes(fig):
+    """The texts written in the axes (not empty) and their boxes, and the legend's box,
+    from the drawn figure."""
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    texts = [t for t in ax.texts if t.get_text()]
+    return texts, [t.get_window_extent() for t in texts], ax.get_legend().get_window_extent()
+
+
+def _assert_readable(fig) -> list[str]:
+    from libra_opt.report.figure_check import figure_problems
+
+    texts, boxes, legend = _label_boxes(fig)
+    inside = fig.axes[0].get_window_extent()
+    for i, box in enumerate(boxes):
+        assert fig.bbox.containsx(box.x0) and fig.bbox.containsx(box.x1), texts[i]
+        assert fig.bbox.containsy(box.y0) and fig.bbox.containsy(box.y1), texts[i]
+        assert inside.x0 <= box.x0 and box.x1 <= inside.x1, texts[i]
+        assert inside.y0 <= box.y0 and box.y1 <= inside.y1, texts[i]
+        assert not box.overlaps(legend), texts[i]
+        for j in range(i):
+            assert not box.overlaps(boxes[j]), (texts[j].get_text(), texts[i].get_text())
+    assert figure_problems(fig) == []
+    return [t.get_text() for t in texts]
+
+
+def test_search_plot_labels_never_overlap_and_stay_inside() -> None:
+    import matplotlib.pyplot as plt
+
+    from libra_opt.report.search_plot import plot_search
+
+    # ranks 1 and 2 on one point, 3 and 4 on another a hair away, 5 at the right edge,
+    # 6 at the top-left corner, 7 to 10 bunched together; a pruned row (rank NA)
+    x = [128.4, 128.4, 131.7, 131.7, 400.0, 100.0, 250.0, 250.1, 250.2, 250.3, 300.0, 150.0]
+    y = [2.397, 2.397, 2.42, 2.42, 2.43, 4.0, 3.0, 3.0, 3.001, 3.001, 3.5, 2.6]
+    t = pd.DataFrame({
+        "status": ["optimal"] * 12 + ["pruned"], "network_cost_usd": [v * 1e6 for v in x] + [0],
+        "run_cost_usd_per_mtoken": [*y, float("nan")],
+        "step_time_s": [6.0] * 13, "rank": pd.array([*range(1, 13), None], dtype="Int64"),
+        "tp": [4] * 13, "cp": [4] * 13, "pp": [16] * 13, "dp": [64] * 13,
+        "zero": [1, 2] * 6 + [1]})
+    fig = plot_search(SimpleNamespace(table=t, objective="tco"), top=10)
+    try:
+        # each of the 10 best numbered by its rank, its layout in the legend
+        assert _assert_readable(fig) == [str(k) for k in range(1, 11)]
+        legend = [x.get_text() for x in fig.axes[0].get_legend().get_texts()]
+        assert legend[3:] == [f"TP4 CP4 PP16 DP64 ZeRO {z}" for z in [1, 2] * 5]
+    finally:
+        plt.close(fig)
+
+
+def test_report_search_figure_labels_are_readable(study) -> None:
+    import matplotlib.pyplot as plt
+
+    from libra_opt.report.search_plot import plot_search
+
+    fig = plot_search(study.search, top=REPORT_SEARCH_TOP)
+    try:
+        assert _assert_readable(fig) == [str(k) for k in range(1, REPORT_SEARCH_TOP + 1)]
+    finally:
+        plt.close(fig)

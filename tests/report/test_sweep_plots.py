@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import libra_opt
 from libra_opt.explore.sweep import sweep
 from libra_opt.report import plots as P
 from libra_opt.report.figure_check import figure_problems
@@ -116,3 +117,75 @@ def test_few_swept_values_are_the_ticks(grid):
     fig.canvas.draw()
     ticks = fig.axes[1].get_xticks()
     np.testing.assert_allclose(ticks, [4.0, 8.0])
+
+
+
+def _legend(fig) -> list[str]:
+    return [t.get_text() for lg in fig.legends for t in lg.get_texts()]
+
+
+def test_the_point_column_of_a_streamed_sweep_is_not_an_axis(tmp_path, grid):
+    """A sweep streamed to a folder carries ``point`` (its grid index) first: it is drawn as
+    the same sweep held in memory, one series and one stack, never one per point."""
+    df = libra_opt.sweep(toy_scenario(), {"budget_usd": [2e5, 3e5, 4e5]}, progress=False,
+                         out=tmp_path / "run")
+    assert df.columns[0] == "point" and df["point"].tolist() == [0, 1, 2]
+    assert P.sweep_axes(df) == ["budget_usd"]
+    fig = P.plot_sweep(df)
+    assert len(fig.axes) == 2   # step time and its twin: not the two panels of groups
+    assert _legend(fig) == ["weighted step time", "bw node", "bw pod"]
+    assert [len(ln.get_xdata()) for ln in fig.axes[0].get_lines()] == [3]
+    fig = P.plot_bandwidth_vs_budget(df, x="budget_usd")
+    assert len(fig.axes) == 1 and len(fig.axes[0].collections) == 2   # one stack, 2 dims
+    labels = _legend(P.plot_pareto(df))
+    assert labels and not [t for t in labels if "point" in t]
+    # a two-axis grid with its point column: still one panel per pod size
+    numbered = grid.assign(point=range(len(grid)))[["point", *grid.columns]]
+    assert P.sweep_axes(numbered) == ["budget_usd", "fabric.dims.pod.size"]
+    assert len(P.plot_bandwidth_vs_budget(numbered, x="budget_usd").axes) == 2
+
+
+def _many(n_sizes: int) -> pd.DataFrame:
+    """3 budgets x ``n_sizes`` pod sizes (1, 2, ...): made-up optimal rows."""
+    rows = [{"budget_usd": b, "fabric.dims.pod.size": s, "status": "optimal",
+             "weighted_step_time_s": 1.0 / b + 1.0 / s, "network_cost_usd": b,
+             "bw_node_gbps": b / 1e3, "bw_pod_gbps": float(s)}
+            for b in (1e5, 2e5, 3e5) for s in range(1, n_sizes + 1)]
+    return pd.DataFrame(rows)
+
+
+#: 12 of 40 sizes, evenly spaced: round(39 k / 11) + 1 for k = 0..11, by hand.
+SHOWN_OF_40 = [1, 5, 8, 12, 15, 19, 22, 26, 29, 33, 36, 40]
+
+
+def test_a_second_axis_with_many_values_is_thinned_and_says_so():
+    """40 pod sizes: 12 panels (and 12 series), evenly spaced, first and last included, the
+    title saying so; the Pareto plot draws all 120 designs without telling sizes apart."""
+    from libra_opt.report.sweep_plots import MAX_GROUPS
+
+    assert MAX_GROUPS == 12
+    df = _many(40)
+    fig = P.plot_bandwidth_vs_budget(df, x="budget_usd")
+    panels = [a for a in fig.axes if a.collections]
+    assert len(fig.axes) == len(panels) == 12
+    assert [int(a.get_title().split("= ")[1].split()[0]) for a in panels] == SHOWN_OF_40
+    assert "12 of 40 values shown" in fig.get_suptitle()
+    fig = P.plot_sweep(df, x="budget_usd")
+    assert len([ln for ln in fig.axes[0].get_lines() if len(ln.get_xdata()) == 3]) == 12
+    assert len([t for t in _legend(fig) if t.startswith("size = ")]) == 12
+    assert "12 of 40 values shown" in fig.axes[0].get_title()
+    _, ax = plt.subplots()
+    P.plot_bandwidth_vs_budget(df, x="budget_usd", ax=ax)
+    assert len(ax.get_lines()) == 2 * 12 and "12 of 40" in ax.get_title()
+    fig = P.plot_pareto(df)
+    ax = fig.axes[0]
+    assert not [t for t in _legend(fig) if t.startswith("size = ")]
+    assert "40 values of size: not told apart" in ax.get_title()
+    front = [ln for ln in ax.get_lines() if ln.get_linestyle() == "None"][0]
+    assert len(front.get_xdata()) + sum(len(c.get_offsets()) for c in ax.collections) == 120
+
+
+def test_twelve_values_are_all_drawn():
+    fig = P.plot_bandwidth_vs_budget(_many(12), x="budget_usd")
+    assert len(fig.axes) == 12 and "shown" not in fig.get_suptitle()
+    assert len([t for t in _legend(P.plot_pareto(_many(12))) if t.startswith("size = ")]) == 12

@@ -82,3 +82,69 @@ def test_solve_shows_the_overhead_for_the_rail_only_example(capsys):
     assert row["step_time_s"] >= row["joined_step_time_s"]
     assert main(["solve", "deepseek_v3_rail_only"]) == 0
     assert "Rail-only forwarding" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------ one number format
+
+
+def test_numbers_have_one_rule_never_an_exponent_for_large_values():
+    from libra_opt.report.text import format_number, format_pct, format_quantity, format_whole
+
+    # the figures the audit saw as 1.93754e+06 W, 3.09146e+06 $/GB/s and 6.2776e+07 $
+    assert format_number(1937541.967) == "1,937,542"
+    assert format_number(3091456.2) == "3,091,456"
+    assert format_number(90112.0) == "90,112"
+    assert format_number(10.9748127) == format_number(10.9748127, 6) == "10.9748"
+    assert format_number(-0.0) == "0" and format_number(float("inf")) == "n/a"
+    assert format_number(-1.583e-08, 4) == "-1.583e-08"   # tiny magnitudes keep the exponent
+    assert format_whole(62776039.00766) == "62,776,039"
+    assert format_quantity(62776039.00766, "$") == "$62,776,039"
+    assert format_quantity(24.49809396849524, "s") == "24.4981 s"
+    assert (format_pct(-0.0004, 1), format_pct(-0.0004, 1, sign=True)) == ("0.0%", "0.0%")
+    assert (format_pct(5.0, 1, sign=True), format_pct(-0.044835, 2)) == ("+5.0%", "-0.04%")
+
+
+def _cli_table(text: str, first: str) -> list[list[str]]:
+    """Rows (cells split on 2+ spaces) of the text table whose header starts with ``first``."""
+    import re
+
+    lines = text.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith(first))
+    rows = []
+    for ln in lines[start + 2:]:
+        if not ln.strip():
+            break
+        rows.append(re.split(r"\s{2,}", ln.strip()))
+    return rows
+
+
+def test_constraint_table_snaps_solver_noise_and_writes_dollars_whole(capsys):
+    """The budget row read 1.73888e+07 <= 4e+07, slack 2.261e+07; active bounds are met to
+    the solver's tolerance (slack 4.8e-09) and read 0."""
+    from libra_opt.io import load_scenario
+    from libra_opt.optimize.problem import solve
+
+    sol = solve(load_scenario("gpt3_175b_a100_cluster"))
+    budget = next(c for c in sol.constraints if c.label == "budget_usd")
+    cost = sol.evaluation.cost.network_cost_usd
+    assert main(["solve", "gpt3_175b_a100_cluster"]) == 0
+    rows = {r[0]: r for r in _cli_table(capsys.readouterr().out, "constraint")}
+    assert rows["budget_usd"][1:5] == [f"{round(cost):,}", "<=", f"{round(budget.rhs):,}",
+                                       f"{round(budget.rhs - cost):,}"]
+    assert rows["budget_usd"][1:5] == ["17,388,800", "<=", "40,000,000", "22,611,200"]
+    for label in ("bw.hb <= 600.0", "bw.scaleout <= 100.0"):
+        c = next(c for c in sol.constraints if c.label == label)
+        assert 0 < abs(c.slack) < 1e-6 * c.rhs   # the solver's noise...
+        assert rows[label][4] == "0" and rows[label][5] == "yes"   # ...is shown as 0
+
+
+def test_a_cost_times_time_objective_is_not_in_exponent_form(capsys):
+    from libra_opt.io import load_scenario
+    from libra_opt.optimize.problem import solve
+
+    value = solve(load_scenario("transformer_1t_4d_ppc")).objective_value
+    assert value > 1e6
+    assert main(["solve", "transformer_1t_4d_ppc"]) == 0
+    out = capsys.readouterr().out
+    assert (f"Objective (perf_per_cost): weighted step time x network cost "
+            f"{round(value):,} s*$") in out

@@ -41,3 +41,97 @@ def test_report_pools_the_validation_rows_of_several_tables():
     assert last == "all 2 tables: 3 validation rows, average |error| 10.33 %, worst 20.00 %"
     fitted = validation_report([RES, other], in_sample=True).splitlines()
     assert fitted[-1].startswith("all 2 tables: 3 fitted rows (in-sample), average")
+
+
+def test_no_negative_zero_whole_names_and_one_format_per_column():
+    """The audit saw '-0.0%', '1.204e+04' beside '1533' in one column, and two distinct rows
+    cut to the same 41 characters ('BLOOM-prequel 181B (02-25), TP 8, PP 12, ')."""
+    a = "BLOOM-prequel 181B (02-25), TP 8, PP 12, MBS 4"
+    b = "BLOOM-prequel 181B (02-25), TP 8, PP 12, MBS 2"
+    res = TableResult("n", "N", (
+        RowResult(a, "BP", "h100_sxm", "tokens_per_s_per_gpu", 1533.0, 1532.994, 0.0, False),
+        RowResult(b, "BP", "h100_sxm", "tokens_per_s_per_gpu", 12036.0, 13536.4, 0.0, False),
+        RowResult("c", "BP", "h100_sxm", "tokens_per_s_per_gpu", 292.0, 300.94, 0.0, False),
+    ))
+    assert -1e-5 < res.rows[0].error < 0   # rounds to zero: never '-0.0%'
+    text = validation_report([res])
+    lines = {ln.split("  ")[1]: ln for ln in text.splitlines() if ln.startswith("  BLOOM")}
+    assert set(lines) == {a, b}   # whole names: two rows, two names
+    assert "-0.0%" not in text and "e+" not in text
+    assert lines[a].split()[-2:] == ["1,533", "0.0%"]
+    assert lines[b].split()[-3:] == ["12,036", "13,536", f"{100 * res.rows[1].error:+.1f}%"]
+    row_c = next(ln for ln in text.splitlines() if ln.startswith("  c "))
+    assert row_c.split()[-3:-1] == ["292", "301"]   # one column, one rule: no decimals here
+
+
+def test_stack_report_keeps_whole_names():
+    from libra_opt.explore.ranking import stack_summaries
+    from libra_opt.report.validation import stack_report
+
+    long = "Llama 3.1 405B, 1024 GPUs, GBS 1536 (26.04.01), a name longer than 46 characters"
+    rows = (RowResult("cal", "S", "d", "step_time_s", 2.0, 2.0, 2.0, True, stack="s",
+                      calibrate_stack=True),
+            RowResult(long, "S", "d", "step_time_s", 2.0, 1.99999, 2.0, False, stack="s"))
+    text = stack_report(stack_summaries([TableResult("t", "T", rows)]))
+    assert -1e-5 < rows[1].error < 0 and "-0.0%" not in text
+    (line,) = [ln for ln in text.splitlines() if long in ln]
+    assert line.split()[-2:] == ["d", "0.0%"]
+
+
+def test_error_summary_is_the_printed_rounding():
+    from libra_opt.report.validation import error_summary
+
+    # llama3_meta's one out-of-sample row: 0.8046 % is 0.80 %, not 0.81 %
+    assert error_summary([-0.008045882402590743]) == "average |error| 0.80 %, worst 0.80 %"
+    assert error_summary([0.05, -0.06]) == "average |error| 5.50 %, worst 6.00 %"
+
+
+def _bboxes(texts):
+    return [t.get_window_extent() for t in texts if t.get_visible() and t.get_text()]
+
+
+def _overlapping(boxes) -> list[tuple[int, int]]:
+    return [(i, j) for i, p in enumerate(boxes) for j, q in enumerate(boxes[i + 1:], i + 1)
+            if p.x0 < q.x1 and q.x0 < p.x1 and p.y0 < q.y1 and q.y0 < p.y1]
+
+
+def test_validation_plot_names_and_tick_labels_never_overlap():
+    """Table names ran into each other ('korthikanti22_a100llama3_h100megatron_sc21...') and
+    rotated, wrapped row names covered their neighbours."""
+    names = ["bloom_prequel_a100", "korthikanti22_a100", "llama3_h100", "megatron_sc21_a100",
+             "mtnlg_a100", "nemo2407_h100", "nemo_h100"]
+    sizes = [6, 4, 3, 4, 3, 4, 1]
+    results = [TableResult(n, n, tuple(
+        RowResult(f"{n} row {i}: Llama 3.1 405B, 1024 GPUs, GBS 1536 (26.04.01)", "S", "d",
+                  "step_time_s", 2.0, 2.0 + 0.01 * i, 2.0, False) for i in range(k)))
+        for n, k in zip(names, sizes, strict=True)]
+    fig = plot_validation(results)
+    fig.draw_without_rendering()
+    ax = fig.axes[0]
+    titles = [t for t in ax.texts if t.get_text() in names]
+    assert sorted(t.get_text() for t in titles) == sorted(names)
+    assert _overlapping(_bboxes(titles)) == []
+    ticks = ax.get_xticklabels()
+    assert len(ticks) == sum(sizes) and "\n" not in "".join(t.get_text() for t in ticks)
+    assert _overlapping(_bboxes(ticks)) == []
+    plt.close(fig)
+
+
+def test_variant_sets_never_share_a_colour_and_marker():
+    """13 sets drawn with 10 colours: three pairs looked alike."""
+    from matplotlib.colors import to_hex
+
+    from libra_opt.explore.ranking import variant_rankings
+    from libra_opt.report.validation import plot_variants
+
+    rows = tuple(RowResult(f"v{k} r{i}", "S", "d", "step_time_s", 1.0 + i, 1.1 + i, 1.1, False,
+                           variant_set=f"set{k}", n_npus=8, samples_per_step=8.0)
+                 for k in range(13) for i in range(2))
+    sets = variant_rankings([TableResult("t", "T", rows)])
+    fig = plot_variants(sets)
+    ax = fig.axes[0]
+    series = [ln for ln in ax.lines if ln.get_label().startswith("set")]
+    assert len(series) == 13
+    assert len({(to_hex(ln.get_color()), ln.get_marker()) for ln in series}) == 13
+    assert ax.get_legend() is None and len(fig.legends) == 1   # below the plot, not over it
+    plt.close(fig)

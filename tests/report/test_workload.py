@@ -25,9 +25,9 @@ def test_report_lists_traffic_memory_flops_and_throughput():
     assert "MFU" in text and "tokens/s" in text
     t = step_time(g.workload, FABRIC, [400.0, 50.0]).step_time_s
     step_line = next(ln for ln in text.splitlines() if ln.strip().startswith("step time"))
-    assert step_line.split()[2] == f"{t:.4g}"
+    assert step_line.split()[2] == f"{t:.6g}"   # the step time's 6 digits, as everywhere
     tokens = 8 * load_model("llama3_8b").seq_len
-    assert f"{tokens / t:.4g} tokens/s" in text
+    assert f"{tokens / t:,.0f} tokens/s" in text
 
 
 def test_report_has_breakdown_mfu_hfu_and_json_summary():
@@ -56,3 +56,30 @@ def test_workload_json_cli(capsys):
     (d,) = json.loads(capsys.readouterr().out)
     assert d["model"] == "gpt3_175b" and d["mfu"] > 0.2
     assert len(d["stage_compute_s"]) > 1 and d["bubble_compute_s"] > 0
+
+
+def test_both_bubble_figures_name_their_base():
+    """'pipeline bubble 7.5 %' (over the bubble-free compute) and 'bubble 1.622 s (6.6 %)'
+    (of the step) were printed with no base."""
+    from libra_opt.io import load_scenario
+    from libra_opt.scenario.compile import compile_with_models
+
+    scen = load_scenario("gpt3_175b_a100_cluster")
+    scen, generated = compile_with_models(scen.spec, previous=scen)
+    (g,) = generated.values()
+    bw = [600.0, 100.0]
+    text = workload_report(g, scen.fabric, bw, scen.timing)
+    free = sum(g.compute_breakdown_s.values())           # compute without the bubble
+    assert f"pipeline bubble {100 * g.bubble_compute_s / free:.1f} % of the bubble-free " \
+           "compute" in text
+    assert "pipeline bubble 7.5 % of the bubble-free compute" in text
+    t = step_time(g.workload, scen.fabric, bw, scen.timing)
+    line = next(ln for ln in text.splitlines() if "time by class" in ln)
+    assert f"(% of the {t.step_time_s:.6g} s step)" in line
+    assert f"bubble {g.bubble_compute_s:.4g} s ({100 * g.bubble_compute_s / t.step_time_s:.1f} %)" \
+        in line
+    assert "bubble 1.622 s (6.6 %)" in line
+    # without a bandwidth the shares are of the compute, bubble included
+    line = next(ln for ln in workload_report(g, scen.fabric).splitlines()
+                if "time by class" in ln)
+    assert f"(% of the {g.workload.compute_s:.6g} s compute, bubble included)" in line
