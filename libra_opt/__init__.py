@@ -199,8 +199,12 @@ def sweep(problem: Any, axes: Any, values: Any = None, progress: Any = None, **k
     if isinstance(out, str | os.PathLike):
         from libra_opt.io.results import results_stream
 
-        kwargs["out"] = results_stream(out, resume=resume, overwrite=overwrite)
-    elif resume or overwrite:
+        kwargs["out"] = stream = results_stream(out, resume=resume, overwrite=overwrite)
+        try:
+            return run(_scenario_or_spec(problem), axes, values, progress, **kwargs)
+        finally:
+            stream.close()  # release the folder
+    if resume or overwrite:
         raise InputError("resume and overwrite work on a results folder: give out=DIR",
                          field="resume" if resume else "overwrite")
     return run(_scenario_or_spec(problem), axes, values, progress, **kwargs)
@@ -290,28 +294,45 @@ def load_solution(path: str | os.PathLike[str], scenario: Any = None) -> Any:
 
 def write_report(scenario: Any, out_dir: Any, *, budget_points: int = 25,
                  families: Any = None, progress: Any = None, flag: str | None = None,
-                 provenance: Any = None, search: Any = True) -> dict[str, Any]:
+                 provenance: Any = None, search: Any = True,
+                 overwrite: bool = False) -> dict[str, Any]:
     """Run a design study (:func:`libra_opt.explore.study.design_study`), render it
-    (:func:`libra_opt.report.html.build_report`) and write ``report.html``, ``report.md`` and
-    the Markdown's PNGs into ``out_dir`` and nowhere else (:func:`libra_opt.io.write_bundle`).
+    (:func:`libra_opt.report.html.build_report`) and write ``report.html``, ``report.md``,
+    the Markdown's PNGs and ``manifest.json`` into ``out_dir`` and nowhere else, together
+    (:func:`libra_opt.io.results.write_run_folder`).
 
     ``scenario`` is a Scenario, a Solution, a scenario file or an example's name. The
     scenario file's text goes into the report's provenance when the scenario has a file and
     ``provenance`` gives no text. ``search`` is the study's co-design search (``True``: the
     bounded space of :func:`libra_opt.explore.study.report_search_space`; a
-    :class:`SearchSpace`; ``False``: none).
+    :class:`SearchSpace`; ``False``: none). A non-empty ``out_dir`` is refused before any
+    work unless ``overwrite``, which removes the earlier run's files this one does not
+    write (those its manifest lists); a folder another run is writing into is refused.
 
     Returns
     -------
     dict of str to Path
-        ``html``, ``markdown`` and ``png:<name>`` per figure.
+        ``html``, ``markdown``, ``manifest`` and ``png:<name>`` per figure.
+
+    Raises
+    ------
+    InputError
+        ``field=flag`` (default ``out_dir``): the folder is not empty and ``overwrite`` is
+        false, another run holds it, or a file cannot be written.
     """
     import dataclasses
 
+    from libra_opt.explore.overrides import ScenarioBase
+    from libra_opt.explore.sink import spec_fingerprint
     from libra_opt.explore.study import REPORT_FAMILIES, design_study
-    from libra_opt.io.bundle import write_bundle
+    from libra_opt.io import write_bytes_atomic, write_text_atomic
     from libra_opt.io.files import read_text_if_any
-    from libra_opt.io.output import check_output_dir
+    from libra_opt.io.results import (
+        MANIFEST,
+        check_run_folder,
+        results_metadata,
+        write_run_folder,
+    )
     from libra_opt.report.html import (
         HTML_NAME,
         MARKDOWN_NAME,
@@ -321,7 +342,9 @@ def write_report(scenario: Any, out_dir: Any, *, budget_points: int = 25,
         report_files,
     )
 
-    check_output_dir(out_dir, flag or "out_dir")   # before any work
+    field = flag or "out_dir"
+    check_run_folder(out_dir, [HTML_NAME, MARKDOWN_NAME], overwrite=overwrite,
+                     flag=field)   # before any work
     study = design_study(_scenario_or_spec(scenario), budget_points=budget_points,
                          families=REPORT_FAMILIES if families is None else families,
                          progress=progress, search=search)
@@ -330,11 +353,24 @@ def write_report(scenario: Any, out_dir: Any, *, budget_points: int = 25,
         prov = dataclasses.replace(prov, scenario_text=read_text_if_any(study.scenario.source,
                                                                      max_bytes=1_000_000))
     report = build_report(study, provenance=prov)
-    paths = write_bundle(out_dir, report_files(report), flag=flag)
+
+    def writer(content: str | bytes):
+        if isinstance(content, bytes):
+            return lambda path: write_bytes_atomic(path, content, flag=field)
+        return lambda path: write_text_atomic(path, content, flag=field)
+
+    scen = study.scenario
+    meta = results_metadata("report", scen.name, spec_fingerprint(ScenarioBase.of(scen)),
+                            command=prov.command, search=search is not False,
+                            budget_points=budget_points)
+    paths = {p.name: p for p in write_run_folder(
+        out_dir, {name: writer(c) for name, c in report_files(report).items()}, meta,
+        overwrite=overwrite, flag=field)}
     written = {f"png:{name}": paths[figure_file_name(name)]
                for sec in report.sections for name, _c, _png in sec.figures}
     written["markdown"] = paths[MARKDOWN_NAME]
     written["html"] = paths[HTML_NAME]
+    written["manifest"] = paths[MANIFEST]
     return written
 
 

@@ -161,7 +161,6 @@ def run(args: argparse.Namespace) -> int:
     from libra_opt.report.plots import plot_comparison
     from libra_opt.scenario.display import format_usd
     from libra_opt.traffic.step_time import check_bandwidth
-    from libra_opt.traffic.timing import TimingModel
 
     # The command line first (outputs, flags), then the scenario, then the work.
     _check_outputs(args)
@@ -186,16 +185,15 @@ def run(args: argparse.Namespace) -> int:
         if radix is None:
             radix, radix_note = 64, "the default: the scenario's scale-out has no switch_radix"
     fabrics = _fabrics(scen.fabric, names, radix)
-    if args.traffic_model is not None:  # a traffic model the scenario's collectives allow
-        asked = TimingModel(scen.timing.collective_model, traffic_model=args.traffic_model)
-        if asked.uses_topology_aware and not asked.hierarchical_traffic:
-            raise InputError("the scenario's collective_model 'topology_aware' runs collectives "
-                             "dimension by dimension: it does not model 'native' routing; use "
-                             "hierarchical, or leave the flag out", source="<cli>",
-                             field="--traffic-model")
-    df = compare_fabrics(scen, fabrics, bw_gbps=bw, budget_usd=args.budget_usd,
-                         scaleout_budget_usd=getattr(args, "scaleout_budget_usd", None),
-                         traffic_model=args.traffic_model)
+    try:
+        df = compare_fabrics(scen, fabrics, bw_gbps=bw, budget_usd=args.budget_usd,
+                             scaleout_budget_usd=getattr(args, "scaleout_budget_usd", None),
+                             traffic_model=args.traffic_model)
+    except InputError as exc:
+        if exc.field == "traffic_model" and args.traffic_model is not None:
+            raise InputError(f"the scenario's {exc.message}", source="<cli>",
+                             field="--traffic-model") from None
+        raise
     print(_table(df))
     hb = " / ".join(f"{b:.1f}" for b in df.attrs["hb_gbps"])
     print(f"baseline: {df.attrs['baseline']}; equal_budget: "

@@ -56,19 +56,10 @@ def register(subparsers) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Execute ``report`` for parsed ``args``; prints the written paths and returns 0."""
-    from libra_opt.explore.overrides import ScenarioBase
-    from libra_opt.explore.sink import spec_fingerprint
-    from libra_opt.explore.study import design_study
-    from libra_opt.io import write_bytes_atomic, write_text_atomic
+    import libra_opt as lo
     from libra_opt.io.files import read_text_if_any
-    from libra_opt.io.results import check_run_folder, results_metadata, write_run_folder
-    from libra_opt.report.html import (
-        HTML_NAME,
-        MARKDOWN_NAME,
-        Provenance,
-        build_report,
-        report_files,
-    )
+    from libra_opt.io.results import check_run_folder
+    from libra_opt.report.html import HTML_NAME, MARKDOWN_NAME, Provenance
 
     # the command line first (the folder, empty unless --overwrite), then the work
     check_run_folder(args.out, [HTML_NAME, MARKDOWN_NAME], overwrite=args.overwrite,
@@ -79,26 +70,15 @@ def run(args: argparse.Namespace) -> int:
     sets = parse_sets(args.set)
     pyplot()   # draw with Agg: the command only writes files
     scen = load_with_sets(args.scenario, args.set)
-    progress = False if args.no_progress else None
     given = getattr(args, "command_line", None) or ["libra-opt", *sys.argv[1:]]
     command = " ".join([given[0], *(shlex.quote(a) for a in given[1:])])
-    study = design_study(scen, budget_points=args.budget_points, progress=progress,
-                         search=not args.no_search)
     prov = Provenance(command=command, overrides=tuple(f"{k}={v}" for k, v in sets.items()),
                       scenario_text=read_text_if_any(scen.source, max_bytes=1_000_000))
-    files = report_files(build_report(study, provenance=prov))
-
-    def writer(content: str | bytes):
-        if isinstance(content, bytes):
-            return lambda path: write_bytes_atomic(path, content, flag="--out")
-        return lambda path: write_text_atomic(path, content, flag="--out")
-
-    meta = results_metadata("report", scen.name, spec_fingerprint(ScenarioBase.of(scen)),
-                            command=command, search=not args.no_search,
-                            budget_points=args.budget_points)
-    written = {p.name: p for p in write_run_folder(
-        args.out, {name: writer(content) for name, content in files.items()}, meta,
-        overwrite=args.overwrite, flag="--out")}
-    print(f"wrote {written[HTML_NAME]}")
-    print(f"wrote {written[MARKDOWN_NAME]} and {sum(n.endswith('.png') for n in written)} PNGs")
+    written = lo.write_report(scen, args.out, budget_points=args.budget_points,
+                              progress=False if args.no_progress else None, flag="--out",
+                              provenance=prov, search=not args.no_search,
+                              overwrite=args.overwrite)
+    n_png = sum(k.startswith("png:") for k in written)
+    print(f"wrote {written['html']}")
+    print(f"wrote {written['markdown']} and {n_png} PNGs")
     return 0

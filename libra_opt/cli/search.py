@@ -22,7 +22,7 @@ from typing import Any
 
 from libra_opt.cli.args import add_executor_arguments
 from libra_opt.errors import InputError
-from libra_opt.options import OBJECTIVES
+from libra_opt.options import OBJECTIVE_MEANING, OBJECTIVES
 
 __all__ = ["register", "run", "format_top", "summary"]
 
@@ -161,12 +161,18 @@ def parse_space(items: list[str]) -> dict[str, Any]:
 
 def format_top(result: Any, k: int) -> str:
     """The ``k`` best candidates as a fixed-width table, with units in the headers (MFU as
-    a percentage of the NPUs' peak, tokens/s with thousands separators)."""
+    a percentage of the NPUs' peak, tokens/s with thousands separators; step time and
+    objective in the reports' one number format,
+    :func:`~libra_opt.report.text.format_number`, the objective's unit from
+    :data:`~libra_opt.options.OBJECTIVE_MEANING`)."""
+    from libra_opt.report.text import format_number
+
     best = result.best(k)
     dims = [c for c in result.table.columns if c.startswith("bw_")]
     head = ["#", "fabric", "TP", "CP", "PP", "DP", "EP", "mb", "v", "recompute", "SP", "ZeRO",
             "step s", "tok/s", "MFU", "mem GB",
-            *(c[3:-5] + " GB/s" for c in dims), "network cost ($M)", "objective", "placement"]
+            *(c[3:-5] + " GB/s" for c in dims), "network cost ($M)",
+            f"objective ({OBJECTIVE_MEANING[result.objective][1]})", "placement"]
     lines = []
     for _, r in best.iterrows():
         lines.append([
@@ -174,9 +180,10 @@ def format_top(result: Any, k: int) -> str:
                                                                          "ep")),
             str(r["micro_batch_size"]), str(r["interleave"]), str(r["recompute"]),
             "y" if r["sequence_parallel"] else "n", str(r["zero"]),
-            f"{r['step_time_s']:.3f}", f"{r['tokens_per_s']:,.0f}", f"{100 * r['mfu']:.1f}%",
-            f"{r['memory_per_npu_gb']:.1f}", *(f"{r[c]:.1f}" for c in dims),
-            f"{r['network_cost_usd'] / 1e6:.2f}", f"{r['objective']:.6g}", str(r["placement"]),
+            format_number(r["step_time_s"]), f"{r['tokens_per_s']:,.0f}",
+            f"{100 * r['mfu']:.1f}%", f"{r['memory_per_npu_gb']:.1f}",
+            *(f"{r[c]:.1f}" for c in dims), f"{r['network_cost_usd'] / 1e6:.2f}",
+            format_number(r["objective"]), str(r["placement"]),
         ])
     widths = [max(len(h), *(len(row[i]) for row in lines)) if lines else len(h)
               for i, h in enumerate(head)]

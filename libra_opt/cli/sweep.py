@@ -19,8 +19,8 @@ Register it in the main CLI with ``cli_sweep.register(sub)``. Two forms:
 Matplotlib is imported only when a plot is asked for.
 
 A run into ``--out DIR`` holds the folder's lock (:func:`libra_opt.io.results.open_results`)
-while it solves and again while it writes its Parquet file, plots and manifest, so a second
-run into ``DIR`` is refused meanwhile. Once it holds the lock, a run removes the staging
+from opening it until its Parquet file, plots and manifest are written, so a second run
+into ``DIR`` is refused meanwhile. Once it holds the lock, a run removes the staging
 folders and temporary files a killed run left in ``DIR`` (no live run can own them then).
 SIGTERM stops the plots as Ctrl-C does (their staging folder removed, the points kept).
 """
@@ -421,7 +421,9 @@ def run(args: argparse.Namespace) -> int:
         sink = results_stream(args.out, resume=args.resume, overwrite=args.overwrite)
     t0 = time.perf_counter()
     signals: list[int] = []
-    with _signals_interrupt(signals):
+    with _signals_interrupt(signals), contextlib.ExitStack() as held:
+        if sink is not None:  # the folder stays held until its other files are written
+            held.callback(sink.close)
         try:
             df = sweep(base, axes, zip=args.zip, executor=args.executor, progress=progress,
                        max_workers=args.workers, batch_size=args.batch_size,
@@ -467,7 +469,6 @@ def _write_outputs(args: argparse.Namespace, df: pd.DataFrame, base,
     from libra_opt.io.results import (
         RESULTS_CSV,
         RESULTS_PARQUET,
-        hold_results_folder,
         read_metadata,
         record_run_files,
         write_results,
@@ -491,27 +492,27 @@ def _write_outputs(args: argparse.Namespace, df: pd.DataFrame, base,
         print(f"wrote {args.plot}", file=sys.stderr)
     if args.out is None:
         return
-    with hold_results_folder(args.out):
-        if args.parquet:
-            pq = confined_path(args.out, "results.parquet", flag="--out")
-            write_results(df, pq, read_metadata(args.out), flag="--out")
-            print(f"wrote {pq}")
-        if args.plots:
-            # every plot is drawn into a hidden sibling folder, then all are moved in together
-            written = []
-            with staged_outputs(args.out, PLOT_NAMES, flag="--out") as staged:
-                _plot_sweep(df, first, staged["sweep.png"], "--out")
-                written.append("sweep.png")
-                extra: list[tuple[str, str, dict[str, Any]]] = [("plot_pareto", "pareto.png", {})]
-                if "budget_usd" in axes:
-                    extra.append(("plot_bandwidth_vs_budget", "bandwidth.png",
-                                  {"x": "budget_usd"}))
-                for fn, name, kw in extra:
-                    if _plot_optional(fn, df, staged[name], "--out", **kw):
-                        written.append(name)
-            for name in written:
-                print(f"wrote {confined_path(args.out, name, flag='--out')}")
-        record_run_files(args.out, (RESULTS_CSV, RESULTS_PARQUET, *PLOT_NAMES))
+    # the results folder is still held (locked) by the finished sweep's stream
+    if args.parquet:
+        pq = confined_path(args.out, "results.parquet", flag="--out")
+        write_results(df, pq, read_metadata(args.out), flag="--out")
+        print(f"wrote {pq}")
+    if args.plots:
+        # every plot is drawn into a hidden sibling folder, then all are moved in together
+        written = []
+        with staged_outputs(args.out, PLOT_NAMES, flag="--out") as staged:
+            _plot_sweep(df, first, staged["sweep.png"], "--out")
+            written.append("sweep.png")
+            extra: list[tuple[str, str, dict[str, Any]]] = [("plot_pareto", "pareto.png", {})]
+            if "budget_usd" in axes:
+                extra.append(("plot_bandwidth_vs_budget", "bandwidth.png",
+                              {"x": "budget_usd"}))
+            for fn, name, kw in extra:
+                if _plot_optional(fn, df, staged[name], "--out", **kw):
+                    written.append(name)
+        for name in written:
+            print(f"wrote {confined_path(args.out, name, flag='--out')}")
+    record_run_files(args.out, (RESULTS_CSV, RESULTS_PARQUET, *PLOT_NAMES))
 
 
 @contextlib.contextmanager

@@ -133,8 +133,9 @@ def budget_optimum(
     >>> budget_optimum([w], f, np.array([1.0, 1.0]), 300.0).round(3).tolist()
     [200.0, 100.0]
     """
-    if timing is None and traffic_model is None:
-        traffic_model = "native"
+    if timing is None:
+        traffic_model = _default_traffic(collective_model or TimingModel().collective_model,
+                                         traffic_model)
     timing = as_timing(timing, collective_model=collective_model, training_loop=training_loop,
                        traffic_model=traffic_model)
     wls = tuple(workloads)
@@ -288,10 +289,26 @@ def _held_hb(df, baseline: str, requested: np.ndarray) -> tuple[float, ...]:
 def _default_traffic(collective_model: CollectiveModel,
                      traffic_model: TrafficModel | None) -> TrafficModel:
     """``traffic_model`` if given, else ``native`` -- or ``hierarchical`` under a collective
-    model that runs collectives dimension by dimension (``topology_aware``)."""
-    if traffic_model is not None:
-        return traffic_model
-    return "hierarchical" if TimingModel(collective_model).uses_topology_aware else "native"
+    model that runs collectives dimension by dimension (``topology_aware``, which has no
+    routing-aware form: ``native`` with it is refused).
+
+    Examples
+    --------
+    >>> _default_traffic("pipelined", None), _default_traffic("topology_aware", None)
+    ('native', 'hierarchical')
+    >>> _default_traffic("topology_aware", "native")
+    Traceback (most recent call last):
+    ...
+    libra_opt.errors.InputError: traffic_model: collective_model 'topology_aware' runs collectives dimension by dimension: it does not model 'native' routing; use 'hierarchical' (its default)
+    """
+    if traffic_model is None:
+        return "hierarchical" if TimingModel(collective_model).uses_topology_aware else "native"
+    asked = TimingModel(collective_model, traffic_model=traffic_model)
+    if asked.uses_topology_aware and not asked.hierarchical_traffic:
+        raise InputError("collective_model 'topology_aware' runs collectives dimension by "
+                         "dimension: it does not model 'native' routing; use 'hierarchical' "
+                         "(its default)", field="traffic_model")
+    return traffic_model
 
 
 def _inputs(scenario_or_workloads, cost_model, weights, collective_model, training_loop,

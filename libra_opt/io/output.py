@@ -258,10 +258,10 @@ def remove_scratch(directory: str | os.PathLike[str]) -> list[Path]:
     """Remove the staging folders and temporary files a stopped run left in ``directory``
     (:data:`STAGE_PREFIX`, :data:`TEMP_PREFIX` ``*`` :data:`TEMP_SUFFIX`); the paths removed.
 
-    Call it only while holding the folder (the lock of
-    :func:`libra_opt.io.results.hold_results_folder`): a live run writing into the folder
-    holds it while it has any scratch there, so what is left then is a killed run's.
-    Symbolic links are unlinked, never followed.
+    Call it only while holding the folder's lock (:func:`libra_opt.io.results.open_results`
+    and :func:`~libra_opt.io.results.write_run_folder` hold it while they have scratch
+    there), so what is left then is a stopped run's. Symbolic links are never followed:
+    one named like a temporary file is unlinked, one named like a staging folder is left.
 
     Examples
     --------
@@ -432,6 +432,9 @@ def staged_outputs(directory: str | os.PathLike[str], names: Sequence[str], *,
         raise _err(f"cannot write in {str(directory)!r}: {exc.strerror or exc}", flag) from None
     try:
         yield {n: stage / n for n in names}
+        if not stage.is_dir():  # removed under us: never report files that were lost
+            raise _err(f"the staging folder {str(stage)!r} was removed while this run wrote "
+                       "into it (another run cleaning the folder?); nothing was written", flag)
         written = [n for n in names if (stage / n).is_file()]
         for n in written:
             _fsync_file(stage / n)

@@ -29,7 +29,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as _dt
+import errno
 import json
+import logging
 import math
 import os
 import weakref
@@ -48,6 +50,8 @@ from libra_opt.scenario.fingerprint import canonical, fingerprint
 
 if TYPE_CHECKING:
     import pandas as pd
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "MANIFEST",
@@ -128,10 +132,15 @@ def _exact() -> dict[str, str]:
     return {} if int(pd.__version__.split(".")[0]) >= 3 else {"float_precision": "round_trip"}
 
 
+#: Integer columns of results tables that may have gaps (pandas ``Int64``: the search's
+#: ``rank``, empty for candidates not solved): read back as ``Int64`` from CSV too.
+NULLABLE_INT_COLUMNS = ("rank",)
+
+
 def read_results(path: str | os.PathLike[str]) -> pd.DataFrame:
     """A results table written here (``.csv`` or ``.parquet``; a folder: its results file),
     read back exactly: floats round-trip, empty messages are ``""``, text such as ``None``
-    stays text.
+    stays text, :data:`NULLABLE_INT_COLUMNS` are ``Int64`` with their gaps.
 
     Raises
     ------
@@ -155,6 +164,11 @@ def read_results(path: str | os.PathLike[str]) -> pd.DataFrame:
         if col in df.columns:
             df[col] = ["" if isinstance(v, float) and math.isnan(v) else str(v)
                        for v in df[col]]
+    for col in NULLABLE_INT_COLUMNS:  # a CSV reads an integer column with gaps as floats
+        if col in df.columns and df[col].dtype.kind == "f":
+            vals = df[col].dropna()
+            if (vals == vals.round()).all():
+                df[col] = df[col].astype("Int64")
     return df
 
 
@@ -314,9 +328,14 @@ class ResultsFolder:
     _release: Any = dataclasses.field(default=None, repr=False, compare=False)
 
     def close(self) -> None:
-        """Release the folder (its lock); :meth:`finish` does too."""
+        """Release the folder (its lock)."""
         if self._release is not None:
             self._release()
+
+    @property
+    def locked(self) -> bool:
+        """Whether this run holds the folder's lock (``False`` where it cannot lock)."""
+        return self._release is not None and self._release.alive
 
     @property
     def csv(self) -> Path:
@@ -352,7 +371,8 @@ class ResultsFolder:
 
     def finish(self) -> pd.DataFrame:
         """Rewrite ``results.csv`` in grid order (atomically), mark the manifest complete
-        and return the table as read back."""
+        and return the table as read back. The folder stays held (the caller may write
+        more files into it) until :meth:`close`."""
         df = read_results(self.csv)
         df = df.drop_duplicates("point").sort_values("point", kind="stable")
         df = df.reset_index(drop=True)
@@ -360,7 +380,6 @@ class ResultsFolder:
         self.done = frozenset(int(p) for p in df["point"])
         self.manifest["complete"] = len(self.done) == self.manifest.get("points")
         self._write_manifest()
-        self.close()
         return read_results(self.csv)
 
 
@@ -498,7 +517,14 @@ def write_run_folder(directory: str | os.PathLike[str],
     names = [*writers, MANIFEST]
     existed = path.is_dir()
     try:
-        with staged_outputs(path, names, flag=flag) as staged:
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise _err(f"cannot create {str(path)!r}: {exc.strerror or exc}", flag) from None
+        # held while staging and moving in: a run still writing into the folder (a sweep
+        # streaming its points) is never overwritten, and no other run takes the staging
+        # folder for a stopped run's
+        with hold_results_folder(path, flag), staged_outputs(path, names, flag=flag) as staged:
             for name, write in writers.items():
                 write(staged[name])
             manifest = {**dict(metadata), "complete": True, "files": list(writers)}
@@ -559,10 +585,12 @@ class ResultsStream:
         """Open the folder for ``study`` (:func:`open_results`); the points kept there.
 
         Holding the folder's lock, it removes the staging folders and temporary files a
-        killed run left there (:func:`~libra_opt.io.output.remove_scratch`)."""
+        killed run left there (:func:`~libra_opt.io.output.remove_scratch`); where the file
+        system cannot lock, it removes nothing. The folder stays held until :meth:`close`."""
         self.folder = open_results(self.directory, study, resume=self.resume,
                                    overwrite=self.overwrite, flag=self.flag)
-        remove_scratch(self.folder.path)
+        if self.folder.locked:  # no live run can own scratch in a folder we hold
+            remove_scratch(self.folder.path)
         self.kept_at_open = len(self.folder.done)
         return self.folder.done
 
@@ -596,36 +624,54 @@ def results_stream(directory: str | os.PathLike[str], *, resume: bool = False,
     return ResultsStream(directory, resume=resume, overwrite=overwrite, flag=flag)
 
 
+def _flock_folder(directory: str | os.PathLike[str], busy: str,
+                  flag: str | None) -> int | None:
+    """An fd of ``directory`` holding its exclusive ``flock``, or ``None`` where the file
+    system cannot lock (not POSIX, or ``flock`` fails for another reason than a holder:
+    some network file systems; a warning is logged and the run goes on unlocked).
+
+    Raises
+    ------
+    InputError
+        ``field=flag`` with ``busy``, when another process holds the lock.
+    """
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: no lock
+        return None
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        os.close(fd)
+        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+            raise _err(busy, flag) from None
+        logger.warning("cannot lock %s (%s): going on without a lock, so a second run into "
+                       "it is not refused and no stopped run's scratch is removed",
+                       directory, exc.strerror or exc)
+        return None
+    return fd
+
+
 @contextlib.contextmanager
 def hold_results_folder(directory: str | os.PathLike[str],
-                        flag: str | None = "--out") -> Iterator[None]:
-    """Hold ``directory``'s lock (the ``flock`` :func:`open_results` takes) for the block:
-    a run that has finished its points holds it again while it writes its other files
-    (Parquet, plots, manifest), so another run into the folder is refused meanwhile and
-    cannot take this run's staging folder for a killed run's. No lock where there is no
-    ``flock`` (not POSIX).
+                        flag: str | None = "--out") -> Iterator[bool]:
+    """Hold ``directory``'s lock (the ``flock`` :func:`open_results` takes) for the block,
+    so another run into the folder is refused meanwhile; yields whether the lock is held
+    (``False`` where the file system cannot lock: :func:`_flock_folder`).
 
     Raises
     ------
     InputError
         ``field=flag``, when another run holds the folder.
     """
+    fd = _flock_folder(directory, f"another run is writing into {str(directory)!r}; wait "
+                       "for it or stop it first", flag)
     try:
-        import fcntl
-    except ImportError:  # not POSIX: no lock, as in _lock
-        yield
-        return
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            raise _err(f"another run is writing into {str(directory)!r}; every point is "
-                       "kept in its results.csv: write the other files with --resume once "
-                       "that run is done", flag) from None
-        yield
+        yield fd is not None
     finally:
-        os.close(fd)
+        if fd is not None:
+            os.close(fd)
 
 
 def record_run_files(directory: str | os.PathLike[str], names: Sequence[str],
@@ -652,21 +698,14 @@ def record_run_files(directory: str | os.PathLike[str], names: Sequence[str],
 
 
 def _lock(folder: ResultsFolder, directory: Any, flag: str | None) -> None:
-    """Hold an exclusive lock on the folder while the run is open (released when the
-    folder object goes or the process ends, a kill included): a second run into the same
-    folder (a ``--resume`` started twice) is refused instead of mixing its rows in."""
-    try:
-        import fcntl
-    except ImportError:  # not POSIX: no lock
-        return
-    fd = os.open(folder.path, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
-        raise _err(f"another run is writing into {str(directory)!r}; wait for it or stop "
-                   "it first", flag) from None
-    folder._release = weakref.finalize(folder, os.close, fd)
+    """Hold an exclusive lock on the folder while the run is open (released by
+    :meth:`ResultsFolder.close`, when the folder object goes, or when the process ends, a
+    kill included): a second run into the same folder (a ``--resume`` started twice) is
+    refused instead of mixing its rows in."""
+    fd = _flock_folder(folder.path, f"another run is writing into {str(directory)!r}; wait "
+                       "for it or stop it first", flag)
+    if fd is not None:
+        folder._release = weakref.finalize(folder, os.close, fd)
 
 
 def _load_manifest(path: Path, flag: str | None) -> dict[str, Any]:

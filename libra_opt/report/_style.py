@@ -6,6 +6,7 @@ legends that never cover data.
 from __future__ import annotations
 
 import math
+import textwrap
 import weakref
 
 import matplotlib.pyplot as plt
@@ -158,7 +159,10 @@ def _legend_below(ax, handles=None, labels=None, ncols: int | None = None):
     """A frameless legend under the plot, never over the data.
 
     In a figure of our own (constrained layout) it is a figure legend below everything,
-    x label included; in the caller's axes it goes where it covers the least data.
+    x label included, and as wide as the figure at most: with fewer columns than ``ncols``
+    when the labels as drawn are too wide for them, long labels wrapped when even one
+    column is (:func:`_fit_legend`); in the caller's axes it goes where it covers the least
+    data.
     """
     if handles is None:
         handles, labels = ax.get_legend_handles_labels()
@@ -167,6 +171,32 @@ def _legend_below(ax, handles=None, labels=None, ncols: int | None = None):
     n = ncols or min(len(handles), 4)
     fig = ax.figure
     if fig in _OWN:
-        return fig.legend(handles, labels, loc="outside lower center", ncols=n, frameon=False,
-                          fontsize=8)
+        return _fit_legend(fig, list(handles), [str(t) for t in labels], n)
     return ax.legend(handles, labels, loc="best", frameon=False, fontsize=8)
+
+
+def _fit_legend(fig, handles: list, labels: list[str], ncols: int):
+    """A figure legend below everything in at most ``ncols`` columns, no wider than the
+    figure: the most columns (up to ``ncols``) whose labels, as drawn, fit its width; when
+    even one column does not, each label longer than the width allows is wrapped at spaces.
+    """
+    room = 0.98 * fig.bbox.width
+
+    def make(texts: list[str], n: int):
+        return fig.legend(handles, texts, loc="outside lower center", ncols=n, frameon=False,
+                          fontsize=8)
+
+    n = max(1, min(ncols, len(handles)))
+    legend = make(labels, n)
+    while n > 1 and legend.get_window_extent().width > room:
+        legend.remove()
+        n -= 1
+        legend = make(labels, n)
+    width = legend.get_window_extent().width
+    chars = max(len(t) for t in labels)
+    while width > room and chars > 10:   # one column, still too wide: wrap the long labels
+        chars = max(10, int(chars * room / width) - 1)
+        legend.remove()
+        legend = make([textwrap.fill(t, chars, break_long_words=False) for t in labels], 1)
+        width = legend.get_window_extent().width
+    return legend

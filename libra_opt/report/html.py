@@ -389,10 +389,10 @@ def _search_section(study: DesignStudy) -> ReportSection:
     for _, r in best.iterrows():
         rows.append([str(int(r["rank"])), *(str(int(r[k])) for k in ("tp", "cp", "pp", "dp",
                                                                     "ep")),
-                     str(r["placement"]), _g(r["step_time_s"], 4), f"{r['tokens_per_s']:,.0f}",
+                     str(r["placement"]), _g(r["step_time_s"]), f"{r['tokens_per_s']:,.0f}",
                      f"{100 * r['mfu']:.1f}%", f"{r['memory_per_npu_gb']:.1f}",
                      *(f"{r[c]:.1f}" for c in bw_cols), _usd(r["network_cost_usd"]),
-                     *([_g(r["run_cost_usd_per_mtoken"], 4)] if run_cost else []),
+                     *([_g(r["run_cost_usd_per_mtoken"])] if run_cost else []),
                      _g(r["objective"])])
     sec.tables.append((f"The {len(rows)} best candidates", header, rows))
     g = res.gains

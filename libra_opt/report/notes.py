@@ -21,6 +21,7 @@ import pandas as pd
 from libra_opt.report._style import format_value, quantity
 from libra_opt.scenario.evaluate import evaluate
 from libra_opt.scenario.scenario import Scenario
+from libra_opt.traffic.timing import TimingModel
 
 __all__ = ["MULTI_DIM_NOTE", "binding_constraints", "family_label", "family_notes",
            "identical_rows_note"]
@@ -119,6 +120,16 @@ def identical_rows_note(df: pd.DataFrame, scen: Scenario, *, x: str = "budget_us
             f"the {label} does not bind there{cost}, the bandwidth is pinned by {what}.")
 
 
+#: A comparison with LIBRA's hierarchical traffic times a Rail-only fabric as if its
+#: cross-rail traffic had a direct path (it is forwarded through the HB domain).
+RAIL_HIERARCHICAL_NOTE = (
+    "traffic model hierarchical: the rail_only rows do not charge the forwarding of "
+    "cross-rail traffic through the HB domain (the native traffic model does; the "
+    "topology_aware collective model has only the hierarchical one), so their step times "
+    "are optimistic where a workload sends across rails (all-to-all, groups spanning rails)")
+RAIL_ONLY = "rail_only"
+
+
 def family_notes(df: pd.DataFrame, scen: Scenario | None = None) -> list[str]:
     """Notes on a fabric comparison (:func:`libra_opt.explore.compare.compare_fabrics`).
 
@@ -127,7 +138,8 @@ def family_notes(df: pd.DataFrame, scen: Scenario | None = None) -> list[str]:
       tiers: the saving of one over the other needs a tier fewer, which this size does not
       give;
     - a budget mode whose rows repeat the equal-bandwidth rows: the binding constraints
-      (with ``scen``).
+      (with ``scen``);
+    - Rail-only rows timed with hierarchical traffic: :data:`RAIL_HIERARCHICAL_NOTE`.
     """
     out = []
     fabrics = [str(f) for f in df["fabric"]]
@@ -164,4 +176,8 @@ def family_notes(df: pd.DataFrame, scen: Scenario | None = None) -> list[str]:
         for why, modes in repeats.items():
             out.append(f"{' and '.join(modes)} rows repeat the equal_bw rows: {why}, so a "
                        "budget changes nothing.")
+    traffic = df.attrs.get("traffic_model")
+    if (traffic is not None and TimingModel(traffic_model=traffic).hierarchical_traffic
+            and "family" in df and (df["family"] == RAIL_ONLY).any()):
+        out.append(RAIL_HIERARCHICAL_NOTE)
     return list(dict.fromkeys(out))

@@ -51,7 +51,9 @@ def plot_search(result: Any, ax: Any = None, *, top: int = 5, title: str | None 
     for a given step time or cost per token) and the ``top`` best by the objective.
 
     Each of the best is numbered by its rank next to its point and its layout is listed in
-    the legend (degrees, and the other knobs that differ among the numbered candidates).
+    the legend (degrees, and the other knobs that differ among the numbered candidates;
+    candidates alike in all of these also by the groups they place differently), no two
+    entries alike.
     The numbers are placed once the figure is laid out: each at the first free spot around
     its point (rings of growing radius, directions in a fixed order) where it overlaps no
     other number, no best candidate's marker and not the legend, inside the axes; a thin
@@ -134,10 +136,63 @@ def plot_search(result: Any, ax: Any = None, *, top: int = 5, title: str | None 
 
 def _layouts(best: Any) -> list[str]:
     """``TP4 CP4 PP16 DP64`` for each row of ``best``, followed by the knobs of
-    :data:`_VARYING` whose values differ among the rows."""
+    :data:`_VARYING` whose values differ among the rows; rows whose texts are then alike
+    (they differ in placement only) get, in brackets, the placement of the first groups
+    that tell them apart (``[cp: hb 2, scaleout 2]``; the placement of a group that is
+    placed alike in all of them is not repeated), and rows still alike their rank, so that
+    no two entries of the legend read the same.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> best = pd.DataFrame({"rank": [1, 2], "tp": [4, 4], "cp": [4, 4], "pp": [16, 16],
+    ...                      "dp": [64, 64], "placement": [
+    ...     "tp: hb 4 | cp: hb 2, scaleout 2 | dp: scaleout 64 | pp: scaleout 16",
+    ...     "tp: hb 4 | cp: scaleout 4 | dp: hb 2, scaleout 32 | pp: scaleout 16"]})
+    >>> for text in _layouts(best): print(text)
+    TP4 CP4 PP16 DP64 [cp: hb 2, scaleout 2]
+    TP4 CP4 PP16 DP64 [cp: scaleout 4]
+    """
     varying = [c for c in _VARYING if c in best and best[c].nunique() > 1]
-    return [" ".join([f"TP{r['tp']} CP{r['cp']} PP{r['pp']} DP{r['dp']}",
-                      *(_VARYING[c](r[c]) for c in varying)]) for _, r in best.iterrows()]
+    rows = [r for _, r in best.iterrows()]
+    out = [" ".join([f"TP{r['tp']} CP{r['cp']} PP{r['pp']} DP{r['dp']}",
+                     *(_VARYING[c](r[c]) for c in varying)]) for r in rows]
+    if "placement" in best:
+        for same in _alike(out):
+            groups = [_placement_groups(str(rows[i]["placement"])) for i in same]
+            names = list(dict.fromkeys(n for g in groups for n in g))
+            differ: list[str] = []   # the first groups, in order, that tell them apart
+            for n in names:
+                if len({g.get(n, "") for g in groups}) > 1:
+                    differ.append(n)
+                if len({tuple(g.get(d, "") for d in differ) for g in groups}) == len(groups):
+                    break
+            for i, g in zip(same, groups, strict=True):
+                shown = [f"{n}: {g[n]}" if n else g[n] for n in differ if n in g]
+                if shown:
+                    out[i] += f" [{' | '.join(shown)}]"
+    for same in _alike(out):
+        for i in same:
+            out[i] += f" (rank {int(rows[i]['rank'])})" if "rank" in best else f" ({i + 1})"
+    return out
+
+
+def _alike(texts: list[str]) -> list[list[int]]:
+    """The positions of each text that occurs more than once in ``texts``."""
+    where: dict[str, list[int]] = {}
+    for i, t in enumerate(texts):
+        where.setdefault(t, []).append(i)
+    return [ix for ix in where.values() if len(ix) > 1]
+
+
+def _placement_groups(placement: str) -> dict[str, str]:
+    """``{'tp': 'hb 4', 'cp': 'hb 2, scaleout 2', ...}`` of a placement as the search's
+    table writes it (``tp: hb 4 | cp: hb 2, scaleout 2 | ...``); a text of another form is
+    one unnamed group (``{'': text}``)."""
+    parts = [p.partition(": ") for p in placement.split(" | ")]
+    if not all(sep for _, sep, _ in parts):
+        return {"": placement}
+    return {name.strip(): rest.strip() for name, _, rest in parts}
 
 
 def _number(ax: Any, legend: Any, x: np.ndarray, y: np.ndarray, labels: list[str]) -> None:

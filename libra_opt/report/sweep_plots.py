@@ -465,15 +465,21 @@ def plot_bandwidth_vs_budget(df: pd.DataFrame, x: str | None = None, ax=None):
     else:
         fig, a0 = _axes(ax, (7.0, 4.4))
         axes_ = [a0]
+    top = 0.0   # the highest stack of any panel: the panels share their y axis
     for a, (label, g) in zip(axes_, series, strict=False):
         ok = g[g["status"] == "optimal"]
-        a.stackplot(ok[x].astype(float), *[ok[c].astype(float) for c in cols],
-                    labels=[c[3:-5] for c in cols], alpha=0.85)
+        stacks = [ok[c].astype(float) for c in cols]
+        a.stackplot(ok[x].astype(float), *stacks, labels=[c[3:-5] for c in cols], alpha=0.85)
+        if not ok.empty:
+            top = max(top, float(np.nanmax(np.sum(stacks, axis=0))))
         _axis(a, "x", df[x], x)
         a.set_ylabel("bandwidth per NPU (GB/s)")
-        a.set_ylim(bottom=0)
         a.margins(x=0)
         a.set_title(label or "Optimal bandwidth per dimension (stacked)", fontsize=10)
+    # once, after every panel is drawn: a limit set per panel (``set_ylim(bottom=0)``) froze
+    # the shared top at the first panel's data and cut off the higher stacks of the others
+    for a in axes_:
+        a.set_ylim(0, 1.05 * top if top > 0 else 1.0)
     if len(series) > 1:
         fig.suptitle("Optimal bandwidth per dimension (stacked), one panel per "
                      + ", ".join(_short(c) for c in _other_axes(df, x))

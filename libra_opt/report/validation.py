@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
+
+from matplotlib.lines import Line2D
 
 from libra_opt.explore.ranking import StackSummary, VariantRanking
 from libra_opt.explore.validation import RowResult, TableResult
@@ -20,6 +23,17 @@ def _mark(r: RowResult) -> str:
     if r.role == "convention":
         return f"conv +-{100 * r.convention_band:.0f}%"
     return _MARKS.get(r.role, "")
+
+
+def _count(n: int, noun: str, note: str = "") -> str:
+    """``'1 validation row'``, ``'2 validation rows'``; ``note`` after the noun.
+
+    Examples
+    --------
+    >>> _count(1, "validation row"), _count(3, "fitted row", " (in-sample)")
+    ('1 validation row', '3 fitted rows (in-sample)')
+    """
+    return f"{n} {noun}{'' if n == 1 else 's'}{note}"
 
 
 def error_summary(errors: Sequence[float]) -> str:
@@ -61,9 +75,9 @@ def validation_report(results: Sequence[TableResult], in_sample: bool = False) -
     >>> from libra_opt.explore.validation import RowResult, TableResult
     >>> r = TableResult("t", "T", (RowResult("a", "S", "dev", "step_time_s", 2.0, 2.1, 2.1, False),))
     >>> print(validation_report([r]).splitlines()[-1])
-      t: 1 validation rows, average |error| 5.00 %, worst 5.00 %
+      t: 1 validation row, average |error| 5.00 %, worst 5.00 %
     """
-    kind = "fitted rows (in-sample)" if in_sample else "validation rows"
+    kind = ("fitted row", " (in-sample)") if in_sample else ("validation row", "")
     lines: list[str] = []
     for res in results:
         lines.append(f"{res.name}: {res.title}")
@@ -76,12 +90,13 @@ def validation_report(results: Sequence[TableResult], in_sample: bool = False) -
                              rows, [_mark(r) for r in res.rows], "lllrrr")
         judged = [r.error for r in res.validation_rows]
         if judged:
-            lines.append(f"  {res.name}: {len(judged)} {kind}, {error_summary(judged)}")
+            lines.append(f"  {res.name}: {_count(len(judged), *kind)}, {error_summary(judged)}")
         else:
             lines.append(f"  {res.name}: no validation rows (all rows calibrate)")
     pool = [r.error for res in results for r in res.validation_rows]
     if len(results) > 1 and pool:
-        lines.append(f"all {len(results)} tables: {len(pool)} {kind}, {error_summary(pool)}")
+        lines.append(f"all {len(results)} tables: {_count(len(pool), *kind)}, "
+                     f"{error_summary(pool)}")
     return "\n".join(lines)
 
 
@@ -100,9 +115,9 @@ def stack_report(summaries: Sequence[StackSummary], in_sample: bool = False) -> 
     ...         RowResult("b", "S", "d", "step_time_s", 2.0, 2.1, 2.1, False, stack="s"))
     >>> from libra_opt.explore.ranking import stack_summaries
     >>> print(stack_report(stack_summaries([TableResult("t", "T", rows)])).splitlines()[-2])
-      s: 1 out-of-sample rows, average |error| 5.00 %, worst 5.00 % (calibrated on: a)
+      s: 1 out-of-sample row, average |error| 5.00 %, worst 5.00 % (calibrated on: a)
     """
-    kind = "fitted rows (in-sample)" if in_sample else "out-of-sample rows"
+    kind = ("fitted row", " (in-sample)") if in_sample else ("out-of-sample row", "")
     lines = ["per software stack (device constants fitted on every row: in-sample)" if in_sample
              else "per software stack (out-of-sample: rows neither calibrated on nor "
              "convention-dependent)"]
@@ -114,13 +129,14 @@ def stack_report(summaries: Sequence[StackSummary], in_sample: bool = False) -> 
         cal = [r.name for r in st.rows if r.role in ("device", "stack")]
         where = f" (calibrated on: {'; '.join(cal)})" if cal else ""
         if st.judged:
-            lines.append(f"  {st.stack}: {len(st.judged)} {kind}, "
+            lines.append(f"  {st.stack}: {_count(len(st.judged), *kind)}, "
                          f"{error_summary([r.error for r in st.judged])}{where}")
         else:
-            lines.append(f"  {st.stack}: no {kind}{where}")
+            lines.append(f"  {st.stack}: no {kind[0]}s{kind[1]}{where}")
     judged = [r.error for st in summaries for r in st.judged]
     if judged:
-        lines.append(f"pooled over all stacks: {len(judged)} {kind}, {error_summary(judged)}")
+        lines.append(f"pooled over all stacks: {_count(len(judged), *kind)}, "
+                     f"{error_summary(judged)}")
     return "\n".join(lines)
 
 
@@ -145,7 +161,7 @@ def variant_report(sets: Sequence[VariantRanking]) -> str:
     lines = ["published parallelization variants (cost = GPU-seconds per sample)"]
     for v in sets:
         rho = "n/a" if v.spearman != v.spearman else f"{v.spearman:+.2f}"
-        lines.append(f"  {v.name}: {len(v.rows)} variants, Spearman {rho}, regret "
+        lines.append(f"  {v.name}: {_count(len(v.rows), 'variant')}, Spearman {rho}, regret "
                      f"{100 * v.regret:.2f} % (model picks {v.pick}; measured best {v.best})")
     return "\n".join(lines)
 
@@ -153,9 +169,10 @@ def variant_report(sets: Sequence[VariantRanking]) -> str:
 def plot_variants(sets: Sequence[VariantRanking], ax=None):
     """Predicted vs measured cost (GPU-seconds per sample) of the variants of each set
     (``sets`` from :func:`~libra_opt.explore.ranking.variant_rankings`), normalised by the
-    set's measured best; one colour and marker per set (no two sets alike, however many:
-    :func:`~libra_opt.report._style.series_styles`), the diagonal drawn, the legend below
-    the plot (never over the points).
+    set's measured best: a scatter, one point per variant (no line joins them: the variants
+    of a set have no order), one colour and marker per set (no two sets alike, however
+    many: :func:`~libra_opt.report._style.series_styles`), the diagonal (predicted =
+    measured) drawn, the legend below the plot (never over the points).
 
     Returns
     -------
@@ -181,16 +198,36 @@ def plot_variants(sets: Sequence[VariantRanking], ax=None):
         xs = [c / best for c in v.measured_cost]
         ys = [c / best for c in v.predicted_cost]
         rho = "n/a" if v.spearman != v.spearman else f"{v.spearman:+.2f}"
-        ax.plot(xs, ys, "-", marker=marker, color=colour, lw=0.6, ms=5,
+        ax.plot(xs, ys, linestyle="none", marker=marker, color=colour, ms=5,
                 label=f"{v.name} (rho {rho}, regret {100 * v.regret:.1f} %)")
         lo, hi = min(lo, *xs, *ys), max(hi, *xs, *ys)
-    ax.plot([lo, hi], [lo, hi], color="k", lw=0.8)
+    ax.plot([lo, hi], [lo, hi], color="k", lw=0.8, label="predicted = measured")
     ax.set_xlabel("measured cost / measured best")
     ax.set_ylabel("predicted cost / measured best")
     ax.set_title("Parallelization variants: predicted vs measured GPU-seconds per sample",
                  fontsize=9)
     _legend_below(ax, ncols=2)
     return fig
+
+
+#: Point of each kind of row in validation.png: legend text and marker style. Calibration
+#: rows are hollow; convention-dependent rows (reported, not judged; they are kept out of
+#: the statistics like calibration rows) are hollow orange diamonds.
+_ROW_STYLES: dict[str, tuple[str, dict[str, Any]]] = {
+    "validation": ("validation row (judged)", {"marker": "o", "color": "C0"}),
+    "calibration": ("calibration row (constants fitted on it; not judged)",
+                    {"marker": "o", "color": "C0", "markerfacecolor": "none"}),
+    "convention": ("convention-dependent row (reported, not judged)",
+                   {"marker": "D", "color": "C1", "markerfacecolor": "none",
+                    "markeredgewidth": 1.5}),
+}
+
+
+def _row_kind(r: RowResult) -> str:
+    """``validation``, ``calibration`` or ``convention``: the key of :data:`_ROW_STYLES`."""
+    if r.role == "convention":
+        return "convention"
+    return "calibration" if r.calibrate else "validation"
 
 
 #: Layout of validation.png: inches of width per row, points of tick and table-name text,
@@ -224,11 +261,13 @@ def plot_validation(results: Sequence[TableResult], ax=None):
 
     Rows published as throughput (TFLOP/s, MFU) are converted: at a fixed configuration the
     step time is inversely proportional to them, so the ratio is ``published / predicted``.
-    Above 1 the model is too slow, below 1 too fast; the +-3.5 % and +-8 % bands are drawn
-    and calibration rows are hollow. Each row is labelled with its whole name (one vertical
-    line, one slot of the width per row), the tables are parted by thin lines and each
-    table's name stands above its rows, raised to another level where it would run into
-    the previous name.
+    Above 1 the model is too slow, below 1 too fast; the +-3.5 % and +-8 % bands are drawn.
+    Validation rows are filled circles, calibration rows hollow circles and
+    convention-dependent rows (reported, not judged) hollow orange diamonds, each kind
+    present named in the legend (below the plot in a figure of its own). Each row is
+    labelled with its whole name (one vertical line, one slot of the width per row), the
+    tables are parted by thin lines and each table's name stands above its rows, raised to
+    another level where it would run into the previous name.
 
     Returns
     -------
@@ -249,12 +288,13 @@ def plot_validation(results: Sequence[TableResult], ax=None):
     fig, ax = _axes(ax, (max(8.0, 1.3 + _SLOT_IN * slots), 3.6 + label_in))
     i = 0
     ticks, labels, spans = [], [], []
+    kinds: set[str] = set()
     for res in results:
         xs = list(range(i, i + len(res.rows)))
         for x, r in zip(xs, res.rows, strict=True):
-            ratio = r.time_ratio
-            ax.plot([x], [ratio], "o", color="C0" if not r.calibrate else "none",
-                    markeredgecolor="C1" if r.role == "convention" else "C0")
+            kind = _row_kind(r)
+            kinds.add(kind)
+            ax.plot([x], [r.time_ratio], linestyle="none", **_ROW_STYLES[kind][1])
             ticks.append(x)
             labels.append(r.name)   # whole, never cut
         if xs:
@@ -272,6 +312,9 @@ def plot_validation(results: Sequence[TableResult], ax=None):
     hi = max([1.12] + [r.time_ratio + 0.02 for res in results for r in res.rows])
     ax.set_ylim(lo, hi)
     levels = _title_levels(ax, spans)
-    ax.set_title("Step-time model vs published runs (hollow: calibration rows; bands ±3.5 %, ±8 %)",
+    ax.set_title("Step-time model vs published runs (bands ±3.5 %, ±8 %)",
                  fontsize=9, pad=6 + _LEVEL_PT * levels)
+    shown = [k for k in _ROW_STYLES if k in kinds]
+    handles = [Line2D([], [], linestyle="none", **_ROW_STYLES[k][1]) for k in shown]
+    _legend_below(ax, handles, [_ROW_STYLES[k][0] for k in shown], ncols=len(shown))
     return fig

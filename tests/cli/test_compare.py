@@ -177,6 +177,8 @@ def test_topology_aware_scenario_compares_with_hierarchical_traffic(tmp_path, ca
                  "--csv", str(csv)]) == 0
     out = capsys.readouterr().out
     assert "traffic model: hierarchical" in out
+    # the rail_only rows then miss their cross-rail forwarding, and the table says so
+    assert "the rail_only rows do not charge the forwarding of cross-rail traffic" in out
     df = pd.read_csv(csv)
     assert len(df) == 9
     assert (df["step_time_change_pct"] == 0.0).all()
@@ -225,3 +227,9 @@ def test_the_table_is_formatted_not_raw_pandas(tmp_path, capsys):
     base_row = df[(df["mode"] == "equal_bw") & (df["fabric"] == "fat_tree")].iloc[0]
     assert (f"equal_budget: ${round(base_row['scaleout_cost_usd']):,} scale-out, " in out)
     assert f"equal_budget_joint: ${round(base_row['network_cost_usd']):,} total;" in out
+
+
+def test_native_traffic_needs_no_forwarding_note(capsys):
+    assert main(["gpt3_175b_a100_cluster", "--fabrics", "fat_tree,rail_only"]) == 0
+    out = capsys.readouterr().out
+    assert "traffic model: native" in out and "do not charge the forwarding" not in out

@@ -58,7 +58,7 @@ def test_search_prints_the_top_and_writes_files(scenario, tmp_path, capsys) -> N
     best = df[df["rank"] == 1].iloc[0]
     # the printed first row is the rank-1 candidate
     first = [line for line in text.splitlines() if line.lstrip().startswith("1 ")][0]
-    assert f"{best['objective']:.6g}" in first
+    assert f" {best['objective']:,.6g} " in first
     assert set(df["fabric"]) >= {"hb 8", "hb 16"}
 
 
@@ -330,3 +330,24 @@ def test_ctrl_c_leaves_the_folder_as_it_was(scenario, tmp_path, capsys, monkeypa
         m.setattr(search_plot, "plot_search", interrupt)
         _one_line_error(capsys, main([*argv[:4], "--out", str(fresh), *KNOBS]), 130)
     assert not fresh.exists()
+
+
+def test_printed_top_step_time_and_objective_have_six_digits_and_a_unit(three_shapes) -> None:
+    """The top-k table printed step times to 3 decimals ('0.123') beside 6-digit objectives,
+    and its objective column named no unit."""
+    from numpy.testing import assert_allclose
+
+    lines, _, df = three_shapes
+    head = next(line for line in lines if line.lstrip().startswith("# "))
+    assert "  objective (s)  " in head   # objective perf: the weighted step time, in s
+    solved = df[df["status"] == "optimal"].sort_values("rank")
+    for rank in (1, 2, 3):
+        r = solved.iloc[rank - 1]
+        row = next(line for line in lines if line.lstrip().startswith(f"{rank} "))
+        for column, value in (("step s", r["step_time_s"]), ("objective (s)", r["objective"])):
+            # the cell right-aligned under its header, in 6 significant digits (the values
+            # are between 1e-4 and 1e5: no separator, no exponent)
+            assert 1e-4 < value < 1e5
+            cell = row[:head.index(column) + len(column)].split()[-1]
+            assert cell == f"{value:.6g}", (column, cell, value)
+            assert_allclose(float(cell), value, rtol=5e-6)

@@ -9,7 +9,10 @@ def test_validate_prints_rows_statistics_and_writes_the_plot(tmp_path, capsys):
     assert main(["validate", "--table", "llama3_h100", "--out", str(tmp_path / "out")]) == 0
     out = capsys.readouterr().out
     assert "Llama 3 405B, 16384 GPUs, seq 8K" in out
-    assert "llama3_h100: 1 validation rows, average |error|" in out
+    # one row, one noun: never "1 validation rows"
+    assert "llama3_h100: 1 validation row, average |error|" in out
+    assert "  llama3_meta: 1 out-of-sample row, average |error|" in out
+    assert " 1 validation rows" not in out and " 1 out-of-sample rows" not in out
     assert "stack llama3_meta" in out and "conv +-16%" in out
     assert "llama3_405b_8k_dp: 2 variants, Spearman +1.00, regret 0.00 %" in out
     assert (tmp_path / "out" / "variants.png").stat().st_size > 0
@@ -27,7 +30,7 @@ def test_validate_a_users_table(tmp_path, capsys):
         "     parallelism: {tp: 8, global_batch_size: 8}}\n"
     )
     assert main(["validate", "--table", str(table)]) == 0
-    assert "mine: 1 validation rows" in capsys.readouterr().out
+    assert "mine: 1 validation row, " in capsys.readouterr().out
 
 
 def test_bad_table_is_one_line_exit_2(tmp_path, capsys):
@@ -64,7 +67,7 @@ def test_calibrate_fits_prints_and_writes_device_entries_that_read_back(tmp_path
     fitted = float(text[len(head):].split(";")[0])
     assert abs(fitted - preset) < 1e-4
     assert "those rows reproduced within 0.00 %" in text
-    assert "llama3_h100: 1 validation rows" in text
+    assert "llama3_h100: 1 validation row, " in text
     written = yaml.safe_load((out / "calibrated_devices.yaml").read_text())
     (expected,) = calibrate_tables([load_validation_table("llama3_h100")], ["default_efficiency"])
     assert device_from_value(written["h100_sxm"], "f.yaml") == expected.device
@@ -128,7 +131,9 @@ def test_readme_stack_table_quotes_what_validate_prints(capsys):
         if not ln.startswith("|"):
             break
         name, n, avg, worst = (c.strip() for c in ln.strip("|").split("|"))
-        quoted[name.split(" (")[0]] = f"{n} out-of-sample rows, average |error| {avg}, worst {worst}"
+        rows = "row" if n == "1" else "rows"
+        quoted[name.split(" (")[0]] = (f"{n} out-of-sample {rows}, average |error| {avg}, "
+                                       f"worst {worst}")
     assert main(["validate"]) == 0
     out = capsys.readouterr().out
     assert len(quoted) >= 7

@@ -4,6 +4,7 @@ settings), and refuses a compared fabric whose dimensions those settings do not 
 
 import dataclasses
 
+import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
@@ -48,3 +49,24 @@ def test_topology_aware_defaults_to_hierarchical_traffic():
     assert df.attrs["traffic_model"] == "hierarchical"
     assert_allclose(df["step_time_s"].iloc[0], evaluate(s, [200.0, 100.0]).weighted_step_time_s,
                     rtol=1e-12)
+
+
+def test_native_traffic_under_topology_aware_is_refused_not_mislabelled():
+    # the topology_aware model has no routing-aware form: asking for it is an error, not
+    # hierarchical numbers labelled 'native'
+    s = dataclasses.replace(toy_scenario(), collective_model="topology_aware")
+    with pytest.raises(InputError, match="traffic_model: collective_model 'topology_aware' "
+                       "runs collectives dimension by dimension"):
+        compare_fabrics(s, {"same": s.fabric}, bw_gbps=[200.0, 100.0], modes=["equal_bw"],
+                        traffic_model="native")
+
+
+def test_budget_optimum_follows_the_collective_model():
+    from libra_opt.explore.compare import budget_optimum
+
+    s = toy_scenario()
+    kappa = np.array([1.0, 1.0])
+    bw = budget_optimum(s.workloads, s.fabric, kappa, 300.0, collective_model="topology_aware")
+    ref = budget_optimum(s.workloads, s.fabric, kappa, 300.0, collective_model="topology_aware",
+                         traffic_model="hierarchical")
+    assert_allclose(bw, ref, rtol=1e-9)

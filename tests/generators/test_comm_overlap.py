@@ -279,6 +279,36 @@ def test_both_overlaps_together_never_count_a_gemm_twice():
                                    atol=1e-15)
 
 
+@pytest.mark.parametrize("bw", [[400.0, 0.02], [400.0, 2.0], [400.0, 200.0]])
+def test_data_and_pipeline_traffic_share_the_scale_out_links(bw):
+    # PP and DP both cross the scale-out ('pod') links. Under dp_comm_overlap the gradient
+    # reduction hides behind the last micro-batch's backward compute (the window W), while
+    # the pipeline sends stay exposed. The links are shared, not doubled: the step is never
+    # shorter than the compute outside the window plus everything the pod links carry
+    # (DP and PP bytes together), T >= C - W + busy_pod, at any bandwidth.
+    from libra_opt.generators.comm_overlap import DP_WINDOW
+
+    fabric = Fabric((Dim("node", "switch", 2, "NVLink"), Dim("pod", "switch", 4, "IB")))
+    par = Parallelism(tp=2, pp=2, dp=2, micro_batch_size=1, global_batch_size=2 * M,
+                      precision={"compute_dtype": "bf16"})
+    plain = generate_workload(MODEL, par, DEVICE, fabric)
+    over = generate_workload(MODEL, par.model_copy(update={"dp_comm_overlap": True}), DEVICE,
+                             fabric)
+    assert over.workload.groups["pp"] == (1, 2) and over.workload.groups["dp"] == (1, 2)
+    (win,) = [x for x in over.workload.layers if x.name == DP_WINDOW]
+    window_s = win.weight_grad.compute_s
+    st = step_time(over.workload, fabric, bw, training_loop="overlap")
+    st_plain = step_time(plain.workload, fabric, bw)
+    pod = fabric.names.index("pod")
+    by_group = {g: t for g, t in st.comm_by_group_s.items() if t > 0}
+    assert by_group["pp"] > 0 and by_group["dp"] > 0   # both groups on the pod links
+    assert st.step_time_s >= st.compute_s - window_s + st.busy_by_dim_s[pod] * (1 - 1e-12)
+    # and the overlap saves exactly min(W, t_dp): the pipeline sends are not hidden
+    t_dp = st_plain.comm_by_group_s["dp"]
+    np.testing.assert_allclose(st_plain.step_time_s - st.step_time_s, min(window_s, t_dp),
+                               rtol=1e-9)
+
+
 def test_dp_overlap_needs_a_reduction():
     with pytest.raises(ValueError, match="dp_comm_overlap needs a data-parallel"):
         Parallelism(dp=1, dp_comm_overlap=True, global_batch_size=1)

@@ -44,6 +44,16 @@ def test_results_files_carry_metadata_and_read_back_exactly(tmp_path, table, nam
         assert json.loads(pq.read_schema(path).metadata[b"libra_opt"])["kind"] == "sweep"
 
 
+@pytest.mark.parametrize("name", ["r.csv", "r.parquet"])
+def test_a_rank_with_gaps_reads_back_as_nullable_integers(tmp_path, name):
+    # the search ranks solved candidates 1..n and leaves the others empty
+    table = pd.DataFrame({"status": ["optimal", "pruned", "optimal"],
+                          "rank": pd.array([2, pd.NA, 1], dtype="Int64")})
+    got = read_results(write_results(table, tmp_path / name, results_metadata("s", "t", "h")))
+    assert str(got["rank"].dtype) == "Int64"
+    pd.testing.assert_frame_equal(got, table, check_exact=True)
+
+
 def test_sweep_parquet_beside_the_csv_with_the_manifest_metadata(tmp_path, capsys):
     out = tmp_path / "run"
     assert main(["sweep", "gpt3_175b_4d", "--axis", "budget_usd=2e7,3e7", "--no-progress",

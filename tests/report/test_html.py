@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import json
 from html.parser import HTMLParser
 
 import pytest
 
 from libra_opt import write_report
+from libra_opt.errors import InputError
 from libra_opt.explore.study import design_study
 from libra_opt.optimize.problem import solve
 from libra_opt.report.html import build_report, render_html, render_markdown
@@ -143,6 +145,20 @@ def test_writes_only_inside_the_directory(tmp_path):
     assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file() and out not in p.parents) == []
     assert {p.name for p in out.iterdir()} >= {"report.html", "report.md"}
     assert not [p for p in out.iterdir() if p.name.startswith(".")]   # no temporary left
+
+
+def test_the_api_refuses_a_non_empty_folder_as_the_command_does(tmp_path):
+    # lo.write_report and `libra-opt report --out` are one implementation: a report folder
+    # with a manifest, a non-empty folder refused unless overwrite, stale files removed
+    out = tmp_path / "r"
+    first = write_report(toy_scenario(), out, budget_points=3, search=False)
+    listed = set(json.loads(first["manifest"].read_text())["files"])
+    assert listed == {p.name for p in out.iterdir()} - {"manifest.json"}
+    (out / "report_extra.png").write_bytes(b"stale")   # not listed: a user's file, kept
+    with pytest.raises(InputError, match=r"out_dir: .* is not empty"):
+        write_report(toy_scenario(), out, budget_points=3, search=False)
+    again = write_report(toy_scenario(), out, budget_points=3, search=False, overwrite=True)
+    assert again["html"].is_file() and (out / "report_extra.png").is_file()
 
 
 def test_user_strings_are_escaped():

@@ -58,10 +58,12 @@ def test_search_section_carries_the_numbers_of_a_separate_search(tiny, study) ->
         assert [int(row[col[k]]) for k in ("rank", "TP", "CP", "PP", "DP", "EP")] == [
             r["rank"], r["tp"], r["cp"], r["pp"], r["dp"], r["ep"]]
         assert row[col["placement"]] == r["placement"]
-        # printed with 4 significant digits (step time), whole tokens/s with thousands
-        # separators, MFU as a percentage (as everywhere else; the column is a fraction),
-        # 0.1 GB and 0.1 GB/s, whole dollars, 6 digits (objective)
-        assert_allclose(_num(row[col["step time (s)"]]), r["step_time_s"], rtol=5e-4)
+        # step time and objective in one rule, 6 significant digits (the step time had 4:
+        # '24.5' beside '24.4981'), whole tokens/s with thousands separators, MFU as a
+        # percentage (as everywhere else; the column is a fraction), 0.1 GB and 0.1 GB/s,
+        # whole dollars
+        for h, v in (("step time (s)", r["step_time_s"]), ("objective (s)", r["objective"])):
+            assert 1e-4 < v < 1e5 and row[col[h]] == f"{v:.6g}", (h, row[col[h]], v)
         assert row[col["tokens/s"]] == f"{r['tokens_per_s']:,.0f}"
         assert "," in row[col["tokens/s"]] and "e+" not in row[col["tokens/s"]]
         assert row[col["MFU"]] == f"{100 * r['mfu']:.1f}%" and 0 < r["mfu"] < 1
@@ -182,7 +184,9 @@ def test_search_plot_labels_never_overlap_and_stay_inside() -> None:
         # each of the 10 best numbered by its rank, its layout in the legend
         assert _assert_readable(fig) == [str(k) for k in range(1, 11)]
         legend = [x.get_text() for x in fig.axes[0].get_legend().get_texts()]
-        assert legend[3:] == [f"TP4 CP4 PP16 DP64 ZeRO {z}" for z in [1, 2] * 5]
+        # no placement column to tell rows of one layout apart: their ranks do
+        assert legend[3:] == [f"TP4 CP4 PP16 DP64 ZeRO {z} (rank {k})"
+                              for k, z in zip(range(1, 11), [1, 2] * 5, strict=True)]
     finally:
         plt.close(fig)
 
@@ -197,3 +201,49 @@ def test_report_search_figure_labels_are_readable(study) -> None:
         assert _assert_readable(fig) == [str(k) for k in range(1, REPORT_SEARCH_TOP + 1)]
     finally:
         plt.close(fig)
+
+
+def test_candidates_differing_only_in_placement_have_distinct_legend_entries() -> None:
+    """Ranks 1 and 3 of the Llama 3 405B TCO search both read 'TP4 CP4 PP16 DP64 mb 1
+    ZeRO 1': they differ in placement only."""
+    import matplotlib.pyplot as plt
+
+    from libra_opt.report.search_plot import plot_search
+
+    a = "tp: hb 4 | cp: hb 2, scaleout 2 | dp: scaleout 64 | pp: scaleout 16"
+    b = "tp: hb 4 | cp: scaleout 4 | dp: hb 2, scaleout 32 | pp: scaleout 16"
+    c = "tp: hb 4 | cp: hb 2, scaleout 4 | dp: scaleout 32 | pp: scaleout 16"
+    t = pd.DataFrame({
+        "status": ["optimal"] * 4, "network_cost_usd": [128.4e6, 128.4e6, 131.7e6, 132.8e6],
+        "step_time_s": [6.448, 6.448, 6.476, 6.485], "rank": pd.array([1, 2, 3, 4], "Int64"),
+        "tp": [4] * 4, "cp": [4, 4, 4, 8], "pp": [16] * 4, "dp": [64, 64, 64, 32],
+        "zero": [1, 2, 1, 1], "placement": [a, a, b, c]})
+    fig = plot_search(SimpleNamespace(table=t, objective="perf"), top=4)
+    try:
+        legend = [x.get_text() for x in fig.axes[0].get_legend().get_texts()][3:]
+        assert len(set(legend)) == 4
+        # ranks 1 and 3 (same degrees, same ZeRO) named by the first group placed
+        # differently (cp; tp is placed alike, and cp's placement already tells them apart)
+        assert legend[0] == "TP4 CP4 PP16 DP64 ZeRO 1 [cp: hb 2, scaleout 2]"
+        assert legend[2] == "TP4 CP4 PP16 DP64 ZeRO 1 [cp: scaleout 4]"
+        # ranks 2 and 4 are told apart by their knobs already: no placement added
+        assert legend[1] == "TP4 CP4 PP16 DP64 ZeRO 2" and legend[3] == "TP4 CP8 PP16 DP32 ZeRO 1"
+        _assert_readable(fig)
+    finally:
+        plt.close(fig)
+
+
+def test_rows_alike_in_every_shown_knob_and_placement_get_their_rank() -> None:
+    from libra_opt.report.search_plot import _layouts
+
+    best = pd.DataFrame({"rank": [1, 2], "tp": [8, 8], "cp": [1, 1], "pp": [2, 2],
+                         "dp": [4, 4], "placement": ["auto", "auto"]})
+    assert _layouts(best) == ["TP8 CP1 PP2 DP4 (rank 1)", "TP8 CP1 PP2 DP4 (rank 2)"]
+    # three alike but for placement, the first group (tp) telling only two of them apart
+    best = pd.DataFrame({"rank": [1, 2, 3], "tp": [8] * 3, "cp": [1] * 3, "pp": [2] * 3,
+                         "dp": [4] * 3, "placement": ["tp: hb 8 | pp: so 2 | dp: so 4",
+                                                     "tp: hb 8 | pp: hb 2 | dp: so 4",
+                                                     "tp: so 8 | pp: hb 2 | dp: so 4"]})
+    assert _layouts(best) == ["TP8 CP1 PP2 DP4 [tp: hb 8 | pp: so 2]",
+                              "TP8 CP1 PP2 DP4 [tp: hb 8 | pp: hb 2]",
+                              "TP8 CP1 PP2 DP4 [tp: so 8 | pp: hb 2]"]

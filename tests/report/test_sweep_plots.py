@@ -189,3 +189,59 @@ def test_twelve_values_are_all_drawn():
     fig = P.plot_bandwidth_vs_budget(_many(12), x="budget_usd")
     assert len(fig.axes) == 12 and "shown" not in fig.get_suptitle()
     assert len([t for t in _legend(P.plot_pareto(_many(12))) if t.startswith("size = ")]) == 12
+
+
+def test_every_bandwidth_panel_shows_its_whole_stack():
+    """Panels share their y axis: a limit set per panel froze it at the first panel's top
+    (~525 GB/s) while the other stacks reached 2,000 GB/s, cut off. Here the first panel's
+    stack tops at 150 GB/s and the last at 2,100 GB/s."""
+    rows = [{"budget_usd": b, "fabric.dims.pod.size": s, "status": "optimal",
+             "weighted_step_time_s": 1.0, "bw_node_gbps": 100.0 * s * s, "bw_pod_gbps": b / 2e3}
+            for b in (1e5, 2e5, 3e5) for s in (1, 2, 4)]
+    df = pd.DataFrame(rows)
+    # each pod size's highest stack, by hand: 100 s^2 + 150
+    want = {1: 250.0, 2: 550.0, 4: 1750.0}
+    fig = P.plot_bandwidth_vs_budget(df, x="budget_usd")
+    fig.canvas.draw()
+    panels = [a for a in fig.axes if a.collections]
+    assert len(panels) == 3
+    for a in panels:
+        size = int(a.get_title().split("= ")[1])
+        lo, hi = a.get_ylim()
+        assert lo == 0 and hi >= want[size], (a.get_title(), a.get_ylim())
+        assert hi <= 1.1 * max(want.values())   # one shared scale, a small margin
+    assert figure_problems(fig) == []
+
+
+def test_a_legend_of_long_labels_fits_inside_the_figure():
+    """A second axis named by a constraint's text gives labels such as "right-hand side of
+    'sum(bw) == 1000' = 1,842 GB/s": in three columns the legend ran off both edges."""
+    axis = "sum(bw) == 1000"
+    rows = [{"budget_usd": b, axis: r, "status": "optimal", "weighted_step_time_s": 1e3 / r,
+             "bw_node_gbps": r / 2, "bw_pod_gbps": r / 2}
+            for b in (2e7, 4e7) for r in np.linspace(500, 2000, 12)]
+    fig = P.plot_sweep(pd.DataFrame(rows), x="budget_usd")
+    fig.canvas.draw()
+    (legend,) = fig.legends
+    texts = [t.get_text() for t in legend.get_texts()]
+    assert "right-hand side of 'sum(bw) == 1000' = 1,864 GB/s" in texts   # whole labels
+    box, page = legend.get_window_extent(), fig.bbox
+    assert page.x0 <= box.x0 and box.x1 <= page.x1 and page.y0 <= box.y0 and box.y1 <= page.y1
+    for t in legend.get_texts():
+        b = t.get_window_extent()
+        assert page.x0 <= b.x0 and b.x1 <= page.x1, t.get_text()
+    assert figure_problems(fig) == []
+
+
+def test_a_label_wider_than_the_figure_is_wrapped():
+    from libra_opt.report._style import _axes, _legend_below
+
+    fig, ax = _axes(None, (4.0, 3.0))
+    long = "a very long series label " * 6
+    lines = [ax.plot([0, 1], [0, i], label=lab)[0] for i, lab in enumerate([long, "short"])]
+    legend = _legend_below(ax, lines, [ln.get_label() for ln in lines], ncols=2)
+    fig.canvas.draw()
+    assert legend.get_window_extent().x1 <= fig.bbox.x1
+    assert legend.get_window_extent().x0 >= fig.bbox.x0
+    wrapped = legend.get_texts()[0].get_text()
+    assert "\n" in wrapped and wrapped.split() == long.split()   # every word kept

@@ -135,3 +135,86 @@ def test_variant_sets_never_share_a_colour_and_marker():
     assert len({(to_hex(ln.get_color()), ln.get_marker()) for ln in series}) == 13
     assert ax.get_legend() is None and len(fig.legends) == 1   # below the plot, not over it
     plt.close(fig)
+
+
+def test_one_row_is_a_row_not_rows():
+    """``libra-opt validate`` printed 'llama3_h100: 1 validation rows'."""
+    from libra_opt.explore.ranking import stack_summaries
+    from libra_opt.report.validation import stack_report
+
+    one = TableResult("t", "T", (
+        RowResult("cal", "S", "d", "step_time_s", 2.0, 2.0, 2.0, True, stack="s",
+                  calibrate_stack=True),
+        RowResult("a", "S", "d", "step_time_s", 2.0, 2.1, 2.1, False, stack="s")))
+    assert validation_report([one]).splitlines()[-1].startswith("  t: 1 validation row, ")
+    fitted = validation_report([one], in_sample=True).splitlines()[-1]
+    assert fitted.startswith("  t: 1 fitted row (in-sample), ")
+    lines = stack_report(stack_summaries([one])).splitlines()
+    assert lines[-2].startswith("  s: 1 out-of-sample row, ")
+    assert lines[-1].startswith("pooled over all stacks: 1 out-of-sample row, ")
+    # and two are rows
+    assert validation_report([RES]).splitlines()[-1].startswith("  t: 2 validation rows, ")
+
+
+def _point_style(line):
+    return (line.get_marker(), line.get_markeredgecolor(), line.get_markerfacecolor())
+
+
+def test_convention_rows_have_their_own_legend_entry():
+    """The convention-dependent row (calibrate is set for it too) was drawn as a hollow
+    orange circle under a title that explained only 'hollow: calibration rows'."""
+    from matplotlib.colors import to_rgba
+
+    conv = RowResult("conv row", "S", "d", "step_time_s", 2.0, 1.8, 1.8, True,
+                     convention="128K", convention_band=0.16)
+    assert conv.role == "convention" and conv.calibrate
+    res = TableResult("t", "T", (*RES.rows, conv))
+    fig = plot_validation([res])
+    ax = fig.axes[0]
+    points = {ln.get_xdata()[0]: ln for ln in ax.lines if len(ln.get_xdata()) == 1}
+    cal, valid, conv_pt = points[0], points[1], points[3]
+    # three kinds, three looks: the convention row is neither a calibration nor a judged row
+    assert len({_point_style(cal), _point_style(valid), _point_style(conv_pt)}) == 3
+    assert to_rgba(cal.get_markerfacecolor())[3] == 0   # calibration rows hollow
+    (legend,) = fig.legends
+    entries = dict(zip([t.get_text() for t in legend.get_texts()], legend.legend_handles,
+                       strict=True))
+    assert list(entries) == ["validation row (judged)",
+                             "calibration row (constants fitted on it; not judged)",
+                             "convention-dependent row (reported, not judged)"]
+    # each entry looks like its points
+    for text, pt in zip(entries, (valid, cal, conv_pt), strict=True):
+        assert _point_style(entries[text]) == _point_style(pt), text
+    assert "hollow" not in ax.get_title()
+    fig.canvas.draw()
+    assert fig.bbox.x0 <= legend.get_window_extent().x0
+    assert legend.get_window_extent().x1 <= fig.bbox.x1
+    plt.close(fig)
+    # a plot without such a row names no such kind
+    fig = plot_validation([RES])
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == [
+        "validation row (judged)", "calibration row (constants fitted on it; not judged)"]
+    plt.close(fig)
+
+
+def test_variants_are_points_not_lines_in_table_order():
+    """variants.png joined each set's points in table order: a zig-zag meaning nothing."""
+    from libra_opt.explore.ranking import variant_rankings
+    from libra_opt.report.validation import plot_variants
+
+    # measured 3, 1, 2 GPU-s: in table order a line would go right, left, right
+    rows = tuple(RowResult(f"r{i}", "S", "d", "step_time_s", m, p, p, False, variant_set="v",
+                           n_npus=8, samples_per_step=8.0)
+                 for i, (m, p) in enumerate([(3.0, 3.3), (1.0, 1.1), (2.0, 1.9)]))
+    fig = plot_variants(variant_rankings([TableResult("t", "T", rows)]))
+    ax = fig.axes[0]
+    (pts,) = [ln for ln in ax.lines if ln.get_label().startswith("v ")]
+    assert pts.get_linestyle() == "None"
+    # every variant a point, at its cost over the set's measured best (1.0 GPU-s)
+    points = sorted(zip(pts.get_xdata(), pts.get_ydata(), strict=True))
+    assert points == [(1.0, 1.1), (2.0, 1.9), (3.0, 3.3)]
+    # the one line is the diagonal, named in the legend
+    (diag,) = [ln for ln in ax.lines if ln.get_linestyle() != "None"]
+    assert list(diag.get_xdata()) == list(diag.get_ydata())
+    assert diag.get_label() in [t.get_text() for t in fig.legends[0].get_texts()]
+    plt.close(fig)
