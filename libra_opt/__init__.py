@@ -199,7 +199,8 @@ def sweep(problem: Any, axes: Any, values: Any = None, progress: Any = None, **k
     if isinstance(out, str | os.PathLike):
         from libra_opt.io.results import results_stream
 
-        kwargs["out"] = stream = results_stream(out, resume=resume, overwrite=overwrite)
+        kwargs["out"] = stream = results_stream(out, resume=resume, overwrite=overwrite,
+                                                flag="out")
         try:
             return run(_scenario_or_spec(problem), axes, values, progress, **kwargs)
         finally:

@@ -418,7 +418,8 @@ def run(args: argparse.Namespace) -> int:
     if args.out is not None:
         from libra_opt.io.results import results_stream
 
-        sink = results_stream(args.out, resume=args.resume, overwrite=args.overwrite)
+        sink = results_stream(args.out, resume=args.resume, overwrite=args.overwrite,
+                              hold_after_finish=True)   # held until its plots are written
     t0 = time.perf_counter()
     signals: list[int] = []
     with _signals_interrupt(signals), contextlib.ExitStack() as held:

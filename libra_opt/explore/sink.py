@@ -64,7 +64,8 @@ class ResultsSink(Protocol):
         ...
 
     def close(self) -> None:
-        """Release the sink without finishing (a stopped run)."""
+        """Release the sink: without finishing (a stopped run), or after a :meth:`finish`
+        that kept it (a folder whose owner still writes into it). Safe to call twice."""
         ...
 
 

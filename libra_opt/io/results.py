@@ -121,7 +121,14 @@ def _study_hash(study: Mapping[str, Any]) -> str:
 
 
 def _err(message: str, flag: str | None) -> InputError:
-    return InputError(message, source="<cli>" if flag else None, field=flag)
+    cli = bool(flag) and str(flag).startswith("--")
+    return InputError(message, source="<cli>" if cli else None, field=flag)
+
+
+def _opt(name: str, flag: str | None) -> str:
+    """How the caller says ``name``: ``--resume`` on the command line (a ``--`` flag),
+    ``resume=True`` in Python."""
+    return f"--{name}" if flag and str(flag).startswith("--") else f"{name}=True"
 
 
 def _exact() -> dict[str, str]:
@@ -369,10 +376,10 @@ class ResultsFolder:
         self.columns = cols
         self.done = self.done | {int(p) for p in frame["point"]}
 
-    def finish(self) -> pd.DataFrame:
+    def finish(self, release: bool = True) -> pd.DataFrame:
         """Rewrite ``results.csv`` in grid order (atomically), mark the manifest complete
-        and return the table as read back. The folder stays held (the caller may write
-        more files into it) until :meth:`close`."""
+        and return the table as read back; then release the folder, unless ``release`` is
+        false (the caller writes more files into it, then calls :meth:`close`)."""
         df = read_results(self.csv)
         df = df.drop_duplicates("point").sort_values("point", kind="stable")
         df = df.reset_index(drop=True)
@@ -380,7 +387,10 @@ class ResultsFolder:
         self.done = frozenset(int(p) for p in df["point"])
         self.manifest["complete"] = len(self.done) == self.manifest.get("points")
         self._write_manifest()
-        return read_results(self.csv)
+        df = read_results(self.csv)
+        if release:
+            self.close()
+        return df
 
 
 def check_results_folder(directory: str | os.PathLike[str], *, resume: bool = False,
@@ -395,8 +405,8 @@ def check_results_folder(directory: str | os.PathLike[str], *, resume: bool = Fa
         ``field=flag``, saying what to do instead.
     """
     if resume and overwrite:
-        raise _err("--resume continues the run in the folder, --overwrite replaces it: "
-                   "give one", flag)
+        raise _err(f"{_opt('resume', flag)} continues the run in the folder, "
+                   f"{_opt('overwrite', flag)} replaces it: give one", flag)
     path = Path(directory)
     entries = sorted(p.name for p in path.iterdir()) if path.is_dir() else []
     if not entries:
@@ -408,8 +418,10 @@ def check_results_folder(directory: str | os.PathLike[str], *, resume: bool = Fa
         _load_manifest(path / MANIFEST, flag)
     elif not overwrite:
         shown = ", ".join(entries[:4]) + (", ..." if len(entries) > 4 else "")
-        raise _err(f"{str(directory)!r} is not empty ({shown}): give --resume to continue "
-                   "its run, --overwrite to replace it, or another folder", flag)
+        raise _err(f"{str(directory)!r} is not empty ({shown}): give {_opt('resume', flag)} "
+                   f"to continue its run, {_opt('overwrite', flag)} to replace it, or another "
+                   "folder", flag)
+    _not_held(path, flag)
 
 
 def open_results(directory: str | os.PathLike[str], study: Mapping[str, Any], *,
@@ -434,6 +446,18 @@ def open_results(directory: str | os.PathLike[str], study: Mapping[str, Any], *,
     entries = sorted(p.name for p in path.iterdir())
     folder = ResultsFolder(path, manifest, flag=flag)
     _lock(folder, directory, flag)
+    try:
+        return _open_locked(folder, path, directory, study, manifest, entries, resume,
+                            overwrite, flag)
+    except BaseException:
+        folder.close()   # a refused or failed open never keeps the folder held
+        raise
+
+
+def _open_locked(folder: ResultsFolder, path: Path, directory: Any, study: Mapping[str, Any],
+                 manifest: dict[str, Any], entries: list[str], resume: bool, overwrite: bool,
+                 flag: str | None) -> ResultsFolder:
+    """The rest of :func:`open_results`, with the folder's lock held."""
     old = _load_manifest(path / MANIFEST, flag) if MANIFEST in entries else None
     if resume and old is not None:
         if old.get("study_hash") != manifest["study_hash"]:
@@ -481,8 +505,10 @@ def check_run_folder(directory: str | os.PathLike[str], names: Sequence[str], *,
     entries = sorted(p.name for p in path.iterdir()) if path.is_dir() else []
     if entries and not overwrite:
         shown = ", ".join(entries[:4]) + (", ..." if len(entries) > 4 else "")
-        raise _err(f"{str(directory)!r} is not empty ({shown}): give --overwrite to replace "
-                   "its run, or another folder", flag)
+        raise _err(f"{str(directory)!r} is not empty ({shown}): give "
+                   f"{_opt('overwrite', flag)} to replace its run, or another folder", flag)
+    if entries:
+        _not_held(path, flag)
     return path
 
 
@@ -565,9 +591,13 @@ class ResultsStream:
     (:func:`open_results`), then appended to batch by batch and finished."""
 
     def __init__(self, directory: str | os.PathLike[str], *, resume: bool = False,
-                 overwrite: bool = False, flag: str | None = "--out") -> None:
+                 overwrite: bool = False, flag: str | None = "--out",
+                 hold_after_finish: bool = False) -> None:
         self.directory, self.resume, self.overwrite, self.flag = (directory, resume,
                                                                    overwrite, flag)
+        #: Keep the folder held after :meth:`finish` until :meth:`close` (a caller that
+        #: writes more files into it: ``libra-opt sweep --out`` with its plots).
+        self.hold_after_finish = hold_after_finish
         self.folder: ResultsFolder | None = None
         #: Points an earlier run had kept when the folder was opened (``resume``).
         self.kept_at_open = 0
@@ -586,7 +616,8 @@ class ResultsStream:
 
         Holding the folder's lock, it removes the staging folders and temporary files a
         killed run left there (:func:`~libra_opt.io.output.remove_scratch`); where the file
-        system cannot lock, it removes nothing. The folder stays held until :meth:`close`."""
+        system cannot lock, it removes nothing. The folder stays held until :meth:`finish`
+        (or, with ``hold_after_finish``, until :meth:`close`)."""
         self.folder = open_results(self.directory, study, resume=self.resume,
                                    overwrite=self.overwrite, flag=self.flag)
         if self.folder.locked:  # no live run can own scratch in a folder we hold
@@ -601,7 +632,7 @@ class ResultsStream:
         return frozenset() if self.folder is None else self.folder.done
 
     def finish(self) -> pd.DataFrame:
-        return self._open_folder().finish()
+        return self._open_folder().finish(release=not self.hold_after_finish)
 
     def close(self) -> None:
         if self.folder is not None:
@@ -609,7 +640,8 @@ class ResultsStream:
 
 
 def results_stream(directory: str | os.PathLike[str], *, resume: bool = False,
-                   overwrite: bool = False, flag: str | None = "--out") -> ResultsStream:
+                   overwrite: bool = False, flag: str | None = "--out",
+                   hold_after_finish: bool = False) -> ResultsStream:
     """The sink that streams a sweep into the results folder ``directory``
     (``sweep_grid(..., out=results_stream(DIR))``). The folder rules that need no study
     (:func:`check_results_folder`) are checked here, before any work; the study's own
@@ -621,7 +653,8 @@ def results_stream(directory: str | os.PathLike[str], *, resume: bool = False,
         ``field=flag``, as :func:`check_results_folder`.
     """
     check_results_folder(directory, resume=resume, overwrite=overwrite, flag=flag)
-    return ResultsStream(directory, resume=resume, overwrite=overwrite, flag=flag)
+    return ResultsStream(directory, resume=resume, overwrite=overwrite, flag=flag,
+                         hold_after_finish=hold_after_finish)
 
 
 def _flock_folder(directory: str | os.PathLike[str], busy: str,
@@ -633,24 +666,40 @@ def _flock_folder(directory: str | os.PathLike[str], busy: str,
     Raises
     ------
     InputError
-        ``field=flag`` with ``busy``, when another process holds the lock.
+        ``field=flag`` with ``busy``, when the lock is held: by another run, or by an open
+        results stream of this process (``flock`` locks of two descriptors conflict even in
+        one process); or when the folder cannot be opened.
     """
     try:
         import fcntl
     except ImportError:  # not POSIX: no lock
         return None
-    fd = os.open(directory, os.O_RDONLY)
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError as exc:
+        raise _err(f"cannot open {str(directory)!r}: {exc.strerror or exc}", flag) from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as exc:
         os.close(fd)
         if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
             raise _err(busy, flag) from None
-        logger.warning("cannot lock %s (%s): going on without a lock, so a second run into "
-                       "it is not refused and no stopped run's scratch is removed",
-                       directory, exc.strerror or exc)
+        logger.warning("cannot lock %s (%s): going on without a lock, so another run into "
+                       "it is not refused meanwhile", directory, exc.strerror or exc)
         return None
     return fd
+
+
+def _busy(directory: Any) -> str:
+    return (f"another run is writing into {str(directory)!r} (or an open results stream of "
+            "this process holds it): wait for it, stop it or close() it first")
+
+
+def _not_held(path: Path, flag: str | None) -> None:
+    """Refuse, before any work, a folder a run is writing into (its lock taken and released
+    at once; the run's own writing takes it again)."""
+    with hold_results_folder(path, flag):
+        pass
 
 
 @contextlib.contextmanager
@@ -665,8 +714,7 @@ def hold_results_folder(directory: str | os.PathLike[str],
     InputError
         ``field=flag``, when another run holds the folder.
     """
-    fd = _flock_folder(directory, f"another run is writing into {str(directory)!r}; wait "
-                       "for it or stop it first", flag)
+    fd = _flock_folder(directory, _busy(directory), flag)
     try:
         yield fd is not None
     finally:
@@ -702,8 +750,7 @@ def _lock(folder: ResultsFolder, directory: Any, flag: str | None) -> None:
     :meth:`ResultsFolder.close`, when the folder object goes, or when the process ends, a
     kill included): a second run into the same folder (a ``--resume`` started twice) is
     refused instead of mixing its rows in."""
-    fd = _flock_folder(folder.path, f"another run is writing into {str(directory)!r}; wait "
-                       "for it or stop it first", flag)
+    fd = _flock_folder(folder.path, _busy(directory), flag)
     if fd is not None:
         folder._release = weakref.finalize(folder, os.close, fd)
 

@@ -155,10 +155,16 @@ def test_the_api_refuses_a_non_empty_folder_as_the_command_does(tmp_path):
     listed = set(json.loads(first["manifest"].read_text())["files"])
     assert listed == {p.name for p in out.iterdir()} - {"manifest.json"}
     (out / "report_extra.png").write_bytes(b"stale")   # not listed: a user's file, kept
+    # a figure the earlier report listed and this one does not draw: removed
+    manifest = json.loads(first["manifest"].read_text())
+    manifest["files"].append("report_search.png")
+    first["manifest"].write_text(json.dumps(manifest))
+    (out / "report_search.png").write_bytes(b"old figure")
     with pytest.raises(InputError, match=r"out_dir: .* is not empty"):
         write_report(toy_scenario(), out, budget_points=3, search=False)
     again = write_report(toy_scenario(), out, budget_points=3, search=False, overwrite=True)
     assert again["html"].is_file() and (out / "report_extra.png").is_file()
+    assert not (out / "report_search.png").exists()
 
 
 def test_user_strings_are_escaped():

@@ -194,7 +194,7 @@ def test_twelve_values_are_all_drawn():
 def test_every_bandwidth_panel_shows_its_whole_stack():
     """Panels share their y axis: a limit set per panel froze it at the first panel's top
     (~525 GB/s) while the other stacks reached 2,000 GB/s, cut off. Here the first panel's
-    stack tops at 150 GB/s and the last at 2,100 GB/s."""
+    stack tops at 250 GB/s and the last at 1,750 GB/s."""
     rows = [{"budget_usd": b, "fabric.dims.pod.size": s, "status": "optimal",
              "weighted_step_time_s": 1.0, "bw_node_gbps": 100.0 * s * s, "bw_pod_gbps": b / 2e3}
             for b in (1e5, 2e5, 3e5) for s in (1, 2, 4)]
