@@ -198,8 +198,13 @@ class DeviceCalibration:
             edge = " (at its bound: the rows pull it further)" if a in (lo, hi) else ""
             parts.append(f"{n} {_fmt(b)} -> {_fmt(a)}{edge}")
         worst = max(abs(e) for e in self.errors)
-        return (f"calibrated {self.device.key} on {len(self.rows)} row(s): {', '.join(parts)}; "
+        return (f"calibrated {self.device.key} on {_rows(len(self.rows))}: {', '.join(parts)}; "
                 f"those rows reproduced within {100 * worst:.2f} %")
+
+
+def _rows(n: int) -> str:
+    """``1 row``, ``3 rows``."""
+    return f"{n} row" if n == 1 else f"{n} rows"
 
 
 def _fmt(x: float) -> str:
@@ -269,7 +274,7 @@ def calibrate_tables(
     for key, members in groups.items():
         if len(members) < len(names):
             raise InputError(
-                f"device {key} has {len(members)} row(s) to fit and {len(names)} constants "
+                f"device {key} has {_rows(len(members))} to fit and {len(names)} constants "
                 f"({', '.join(names)}); mark more rows 'calibrate: true' or fit fewer constants",
                 field="calibrate")
         start = members[0][0].rows[members[0][1]].cluster.device
@@ -319,7 +324,7 @@ class StackCalibration:
         """One line: the fit and how closely it reproduces its rows."""
         worst = max(abs(e) for e in self.errors)
         return (f"software stack {self.stack} on {self.device}: efficiency {self.before:.5g} -> "
-                f"{self.after:.5g} on {len(self.rows)} row(s) ({'; '.join(self.rows)}); "
+                f"{self.after:.5g} on {_rows(len(self.rows))} ({'; '.join(self.rows)}); "
                 f"reproduced within {100 * worst:.2f} %")
 
 

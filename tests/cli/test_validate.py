@@ -61,7 +61,7 @@ def test_calibrate_fits_prints_and_writes_device_entries_that_read_back(tmp_path
                  "--out", str(out)]) == 0
     text = capsys.readouterr().out
     preset = load_device("h100_sxm").default_efficiency
-    head = f"calibrated h100_sxm on 1 row(s): default_efficiency {preset:.5g} -> "
+    head = f"calibrated h100_sxm on 1 row: default_efficiency {preset:.5g} -> "
     assert text.startswith(head)
     # the packaged constant is the fit on this row, rounded to 4 digits
     fitted = float(text[len(head):].split(";")[0])
@@ -78,7 +78,7 @@ def test_calibrate_all_rows_reports_an_in_sample_fit(capsys):
     assert main(["validate", "--table", "llama3_h100", "--calibrate", "default_efficiency",
                  "--calibrate-rows", "all"]) == 0
     text = capsys.readouterr().out
-    assert "calibrated h100_sxm on 3 row(s)" in text
+    assert "calibrated h100_sxm on 3 rows" in text
     assert "in-sample fit on every row" in text
     assert "llama3_h100: 3 fitted rows (in-sample)" in text
 
@@ -88,7 +88,7 @@ def test_calibrate_all_rows_reports_an_in_sample_fit(capsys):
     (["--calibrate", "default_efficiency,default_efficiency"], "--calibrate", "distinct"),
     (["--calibrate-rows", "all"], "--calibrate-rows", "needs --calibrate"),
     (["--calibrate", "default_efficiency,gemm_k_overhead"], "--calibrate",
-     "device h100_sxm has 1 row(s) to fit and 2 constants"),
+     "device h100_sxm has 1 row to fit and 2 constants"),
 ])
 def test_calibrate_errors_are_one_line_exit_2(argv, flag, words, tmp_path, capsys):
     out = tmp_path / "out"

@@ -67,7 +67,7 @@ def test_a_bound_is_reported_when_the_rows_pull_past_it():
 
 
 @pytest.mark.parametrize("constants, rows, words", [
-    (["default_efficiency", "gemm_k_overhead"], (True, False), "a100_80gb has 1 row(s) to fit and 2"),
+    (["default_efficiency", "gemm_k_overhead"], (True, False), "a100_80gb has 1 row to fit and 2"),
     (["default_efficiency"], (False, False), "no row is marked 'calibrate: true' in synthetic"),
     (["peak_flops"], (True, True), "cannot calibrate peak_flops"),
     (["default_efficiency", "default_efficiency"], (True, True), "two distinct"),
