@@ -10,8 +10,9 @@
   length: an axis starting at 24 s makes 2 % look several-fold);
 - a colour bar without a label;
 - tick labels in scientific or offset form (``2x10^1``, ``1e7``);
-- text (tick labels, axis labels, titles, legends) outside the figure, i.e. cut off when
-  saved.
+- text (tick labels, axis labels, titles, legends, annotations) outside the figure, i.e.
+  cut off when saved;
+- two annotations of one axes drawn over each other (labels that cannot be read).
 
 The package's plots, the report's figures and the benchmark scripts' figures are tested
 with it (``tests/report/test_figure_check.py``); a benchmark can call it before saving.
@@ -115,6 +116,15 @@ def figure_problems(fig: Figure) -> list[str]:
     >>> figure_problems(fig)
     ['axes 0: bar chart whose value axis does not include zero (24 to 25.5)']
     >>> plt.close(fig)
+
+    Two labels written at one point:
+
+    >>> fig, ax = plt.subplots()
+    >>> _ = ax.plot([0, 1], [0, 1]); _ = ax.set_xlabel("x (s)"); _ = ax.set_ylabel("y (s)")
+    >>> _ = ax.annotate("#1 best", (0.5, 0.5)); _ = ax.annotate("#2 next", (0.5, 0.5))
+    >>> figure_problems(fig)
+    ["axes 0: annotations '#1 best' and '#2 next' overlap"]
+    >>> plt.close(fig)
     """
     if not hasattr(fig.canvas, "get_renderer"):   # a closed figure: draw it with Agg
         from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -185,9 +195,17 @@ def figure_problems(fig: Figure) -> list[str]:
             if cb is not None and not (cb.ax.get_ylabel() or cb.ax.get_xlabel()):
                 out.append(f"{tag}: colour bar without a label")
     texts = []
-    for ax in fig.axes:
+    for i, ax in enumerate(fig.axes):
         if not ax.get_visible():
             continue
+        notes = [t for t in ax.texts if t.get_visible() and t.get_text().strip()]
+        boxes = [t.get_window_extent(renderer) for t in notes]
+        clash = next(((a, b) for j, a in enumerate(notes) for k, b in enumerate(notes)
+                      if j < k and boxes[j].overlaps(boxes[k])), None)
+        if clash is not None:
+            out.append(f"axes {i}: annotations {clash[0].get_text()[:30]!r} and "
+                       f"{clash[1].get_text()[:30]!r} overlap")
+        texts += notes
         texts += _drawn_ticklabels(ax.xaxis) + _drawn_ticklabels(ax.yaxis)
         texts += [ax.xaxis.label, ax.yaxis.label, ax.title]
         if ax.get_legend() is not None:
