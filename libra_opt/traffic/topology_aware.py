@@ -42,9 +42,8 @@ References
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from types import MappingProxyType
 
 import numpy as np
 import numpy.typing as npt
@@ -52,20 +51,15 @@ import numpy.typing as npt
 from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Dim, Fabric
 from libra_opt.options import (
-    ALL_REDUCE_VARIANTS,
-    COLLECTIVE_ALGORITHMS,
-    AllReduceVariant,
     CollectiveAlgorithm,
 )
 from libra_opt.traffic.astra_sim_model import (
-    BACKENDS,
-    Backend,
     sim_chunks,
     sim_phase,
     sim_pipeline_pieces,
 )
+from libra_opt.traffic.collective_settings import CollectiveSettings
 from libra_opt.traffic.collectives import hierarchical_traffic_bytes
-from libra_opt.traffic.in_network import in_network_dims
 from libra_opt.traffic.links import (
     HOPS,
     LINE_RATE_PRESETS,
@@ -74,7 +68,6 @@ from libra_opt.traffic.links import (
     links_per_npu,
     message_time_s,
 )
-from libra_opt.traffic.nccl_curves import NCCL_CURVES
 
 __all__ = [
     "collective_buffers_bytes",
@@ -89,242 +82,6 @@ __all__ = [
     "phase_time_terms",
     "collective_phases",
 ]
-
-_KINDS = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "p2p")
-
-_DEFAULT_ALGORITHM: Mapping[str, CollectiveAlgorithm] = MappingProxyType(
-    {"ring": "ring", "fully_connected": "direct", "switch": "direct"}
-)
-
-
-def _pairs(value: Mapping | Sequence | None, field: str) -> tuple[tuple[str, object], ...]:
-    """Per-dimension values as a sorted tuple of ``(dim name, value)`` pairs."""
-    if value is None:
-        return ()
-    items = value.items() if isinstance(value, Mapping) else value
-    try:
-        pairs = tuple((str(k), v) for k, v in items)
-    except (TypeError, ValueError):
-        raise InputError(f"expected a mapping dim name -> value, got {value!r}",
-                         field=field) from None
-    return tuple(sorted(pairs))
-
-
-@dataclass(frozen=True)
-class CollectiveSettings:
-    """Settings of the ``topology_aware`` collective model (defaults: one chunk, no endpoint
-    delay, no reduction cost, ideal line rate, the topology's default algorithm).
-
-    Parameters
-    ----------
-    algorithm : mapping dim name -> {'ring', 'direct', 'halving_doubling'}
-        Algorithm per dimension; a dimension not named runs ``ring`` on a ring and
-        ``direct`` on a fully-connected or switch dimension. ``direct`` and
-        ``halving_doubling`` need a fully-connected or switch dimension; all-to-all and
-        point-to-point run ``direct`` on a ``halving_doubling`` dimension.
-    chunks : int
-        Chunks ``S`` each collective is split into (ASTRA-sim's ``preferred-dataset-splits``).
-    active_chunks : int, optional
-        Chunks in flight at once (``None``: as many as the pipeline holds).
-    endpoint_delay_s : float
-        Delay per message at the endpoints (s).
-    local_memory_gbps : float, optional
-        Local memory bandwidth (GB/s) of the reductions; ``None``: reductions are free.
-    all_reduce : {'hierarchical', 'full'}
-        Multi-dimensional all-reduce variant.
-    efficiency : mapping dim name -> float or preset name
-        Achievable fraction of line rate, in (0, 1] (default 1); a name of
-        :data:`LINE_RATE_PRESETS` stands for its fraction, a name of
-        :data:`~libra_opt.traffic.nccl_curves.NCCL_CURVES` for a measured bus-bandwidth
-        curve (the fraction at each collective's size on the dimension).
-    link_latency_s : mapping dim name -> float
-        Latency per link hop (s); a dimension not named uses its ``Dim.latency_s``.
-    in_network_reduction : tuple of str
-        Switch dimensions that reduce and multicast in the network (SHARP class; see
-        :func:`phase_time_terms` and :mod:`libra_opt.traffic.in_network`).
-    backend : {None, 'congestion_unaware', 'congestion_aware'}
-        ``None``: this module's physical model (cut-through switches, two counter-rotating
-        rings on a ring, chunks on a dimension one after another). Otherwise the times
-        ASTRA-sim 2.0 gives on that analytical network backend
-        (:mod:`libra_opt.traffic.astra_sim_model`), with the three settings below.
-    queues_per_dim : int
-        ASTRA-sim's ``num-queues-per-dim`` ``Q`` (with ``backend``): chunks are dealt
-        round-robin to a dimension's queues; a ring runs one way, clockwise on the first
-        half of the queues and anticlockwise on the second (one queue: clockwise).
-    active_chunks_per_dim : int
-        ASTRA-sim's ``active-chunks-per-dimension`` ``A`` (with ``backend``): a queue runs
-        ``ceil(A / Q)`` chunks at once.
-    collective_algorithm : mapping (collective kind, dim name) -> algorithm
-        Algorithm of one collective kind on one dimension, over ``algorithm`` (ASTRA-sim's
-        per-collective ``*-implementation`` lists; an all-reduce's phases all run the
-        all-reduce's algorithm).
-
-    Examples
-    --------
-    >>> s = CollectiveSettings(chunks=4, efficiency={"nvl": "h100_nvlink"})
-    >>> round(dict(s.efficiency)["nvl"], 4)
-    0.8222
-    """
-
-    algorithm: tuple[tuple[str, CollectiveAlgorithm], ...] = ()
-    chunks: int = 1
-    active_chunks: int | None = None
-    endpoint_delay_s: float = 0.0
-    local_memory_gbps: float | None = None
-    all_reduce: AllReduceVariant = "hierarchical"
-    efficiency: tuple[tuple[str, float | str], ...] = ()
-    link_latency_s: tuple[tuple[str, float], ...] = ()
-    in_network_reduction: tuple[str, ...] = ()
-    backend: Backend | None = None
-    queues_per_dim: int = 1
-    active_chunks_per_dim: int = 1
-    collective_algorithm: tuple[tuple[tuple[str, str], CollectiveAlgorithm], ...] = ()
-
-    def __post_init__(self) -> None:
-        if self.backend is not None and self.backend not in BACKENDS:
-            raise InputError(f"{self.backend!r} is not one of {', '.join(BACKENDS)} (or null)",
-                             field="collectives.backend")
-        for key in ("queues_per_dim", "active_chunks_per_dim"):
-            v = getattr(self, key)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise InputError(f"{key} {v!r} must be an integer >= 1",
-                                 field=f"collectives.{key}")
-        if self.backend is not None and self.in_network_reduction:
-            raise InputError("ASTRA-sim's analytical backends have no in-network reduction; "
-                             "give backend or in_network_reduction, not both",
-                             field="collectives.in_network_reduction")
-        per_kind: list[tuple[tuple[str, str], CollectiveAlgorithm]] = []
-        items = (self.collective_algorithm.items()
-                 if isinstance(self.collective_algorithm, Mapping)
-                 else self.collective_algorithm)
-        for pair, a in items:
-            if (not isinstance(pair, tuple) or len(pair) != 2
-                    or pair[0] not in _KINDS or not isinstance(pair[1], str)):
-                raise InputError(f"expected (collective kind, dim name) keys, got {pair!r}",
-                                 field="collectives.collective_algorithm")
-            if a not in COLLECTIVE_ALGORITHMS:
-                raise InputError(f"{a!r} is not one of {', '.join(COLLECTIVE_ALGORITHMS)}",
-                                 field=f"collectives.collective_algorithm.{pair[0]}.{pair[1]}")
-            per_kind.append(((str(pair[0]), str(pair[1])), a))
-        object.__setattr__(self, "collective_algorithm", tuple(sorted(per_kind)))
-        inr = self.in_network_reduction
-        if isinstance(inr, str) or not all(isinstance(n, str) for n in inr):
-            raise InputError(f"expected a list of dimension names, got {inr!r}",
-                             field="collectives.in_network_reduction")
-        object.__setattr__(self, "in_network_reduction", tuple(sorted(set(inr))))
-        algo = _pairs(self.algorithm, "collectives.algorithm")  # type: ignore[arg-type]
-        for name, a in algo:
-            if a not in COLLECTIVE_ALGORITHMS:
-                raise InputError(f"{a!r} is not one of {', '.join(COLLECTIVE_ALGORITHMS)}",
-                                 field=f"collectives.algorithm.{name}")
-        object.__setattr__(self, "algorithm", algo)
-        eff: list[tuple[str, float | str]] = []
-        for name, v in _pairs(self.efficiency, "collectives.efficiency"):  # type: ignore[arg-type]
-            if isinstance(v, str) and v in NCCL_CURVES:
-                eff.append((name, v))  # a measured curve: the fraction depends on the size
-                continue
-            if isinstance(v, str):
-                if v not in LINE_RATE_PRESETS:
-                    raise InputError(
-                        f"{v!r} is neither a fraction in (0, 1] nor a preset "
-                        f"({', '.join([*LINE_RATE_PRESETS, *NCCL_CURVES])})",
-                        field=f"collectives.efficiency.{name}")
-                v = LINE_RATE_PRESETS[v].fraction
-            if isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v <= 1:
-                raise InputError(f"efficiency {v!r} must be a fraction in (0, 1]",
-                                 field=f"collectives.efficiency.{name}")
-            eff.append((name, float(v)))
-        object.__setattr__(self, "efficiency", tuple(eff))
-        lat = []
-        for name, v in _pairs(self.link_latency_s, "collectives.link_latency_s"):  # type: ignore[arg-type]
-            if isinstance(v, bool) or not isinstance(v, int | float) or not (
-                    math.isfinite(v) and v >= 0):
-                raise InputError(f"link latency {v!r} must be a finite number >= 0 (s)",
-                                 field=f"collectives.link_latency_s.{name}")
-            lat.append((name, float(v)))
-        object.__setattr__(self, "link_latency_s", tuple(lat))
-        if isinstance(self.chunks, bool) or not isinstance(self.chunks, int) or self.chunks < 1:
-            raise InputError(f"chunks {self.chunks!r} must be an integer >= 1",
-                             field="collectives.chunks")
-        a = self.active_chunks
-        if a is not None and (isinstance(a, bool) or not isinstance(a, int) or a < 1):
-            raise InputError(f"active_chunks {a!r} must be an integer >= 1",
-                             field="collectives.active_chunks")
-        e = self.endpoint_delay_s
-        if not (math.isfinite(e) and e >= 0):
-            raise InputError(f"endpoint delay {e!r} must be a finite number >= 0 (s)",
-                             field="collectives.endpoint_delay_s")
-        m = self.local_memory_gbps
-        if m is not None and not (math.isfinite(m) and m > 0):
-            raise InputError(f"local memory bandwidth {m!r} must be a finite number > 0 (GB/s)",
-                             field="collectives.local_memory_gbps")
-        if self.all_reduce not in ALL_REDUCE_VARIANTS:
-            raise InputError(
-                f"{self.all_reduce!r} is not one of {', '.join(ALL_REDUCE_VARIANTS)}",
-                field="collectives.all_reduce")
-
-    def check(self, fabric: Fabric) -> None:
-        """Raise :class:`InputError` when a named dimension is not in ``fabric``, an
-        algorithm does not apply to its dimension's topology, or a dimension priced with a
-        measured curve has a latency of its own (the curve includes it)."""
-        names = set(fabric.names)
-        for key in ("algorithm", "efficiency", "link_latency_s"):
-            for name, _ in getattr(self, key):
-                if name not in names:
-                    raise InputError(
-                        f"no dimension named {name!r}; names: {', '.join(fabric.names)}",
-                        field=f"collectives.{key}.{name}")
-        for (kind, name), _ in self.collective_algorithm:
-            if name not in names:
-                raise InputError(
-                    f"no dimension named {name!r}; names: {', '.join(fabric.names)}",
-                    field=f"collectives.collective_algorithm.{kind}.{name}")
-        pairs = [(name, a, f"collectives.algorithm.{name}") for name, a in self.algorithm]
-        pairs += [(name, a, f"collectives.collective_algorithm.{kind}.{name}")
-                  for (kind, name), a in self.collective_algorithm]
-        for name, a, field in pairs:
-            dim = fabric.dims[fabric.index(name)]
-            if self.backend is None and a == "halving_doubling" and dim.topology == "ring":
-                raise InputError(
-                    f"algorithm {a!r} needs a fully_connected or switch dimension; "
-                    f"{name!r} is a ring (use 'ring' or 'direct')", field=field)
-        in_network_dims(self.in_network_reduction, fabric,
-                        field="collectives.in_network_reduction")
-        latency = dict(self.link_latency_s)
-        for name, v in self.efficiency:
-            lat = latency.get(name, fabric.dims[fabric.index(name)].latency_s)
-            if isinstance(v, str) and v in NCCL_CURVES and lat > 0:
-                raise InputError(
-                    f"{name!r} is priced with the measured curve {v!r}, whose measurement "
-                    f"includes the link's latency, and has a latency of {lat:g} s of its own; "
-                    "give the dimension latency 0 or a fraction instead of the curve",
-                    field=f"collectives.efficiency.{name}")
-
-    def algorithm_of(self, dim: Dim, kind: str | None = None) -> CollectiveAlgorithm:
-        """The algorithm ``dim`` runs (for collectives of ``kind`` when given)."""
-        if kind is not None:
-            per_kind = dict(self.collective_algorithm).get((kind, dim.name))
-            if per_kind is not None:
-                return per_kind
-        return dict(self.algorithm).get(dim.name, _DEFAULT_ALGORITHM[dim.topology])
-
-    def efficiency_of(self, dim: Dim, size_bytes: float | None = None) -> float:
-        """The achievable fraction of ``dim``'s line rate (for a collective of
-        ``size_bytes`` when the dimension is priced with a measured curve,
-        :mod:`libra_opt.traffic.nccl_curves`)."""
-        v = dict(self.efficiency).get(dim.name, 1.0)
-        if isinstance(v, str):
-            if size_bytes is None:
-                raise InputError(f"the efficiency of {dim.name!r} is the curve {v!r}: it "
-                                 "depends on the collective's size",
-                                 field=f"collectives.efficiency.{dim.name}")
-            return NCCL_CURVES[v].efficiency_at(size_bytes)
-        return float(v)
-
-    def latency_of(self, dim: Dim) -> float:
-        """Latency per link hop on ``dim`` (s)."""
-        return dict(self.link_latency_s).get(dim.name, dim.latency_s)
-
 
 
 def _is_power_of_two(k: int) -> bool:

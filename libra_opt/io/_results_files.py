@@ -1,0 +1,257 @@
+"""Results files: the results table (CSV with a metadata sidecar, or Parquet with its
+metadata in the schema), the manifest of a results folder, and the names and format they
+share. The folders that hold them are :mod:`libra_opt.io.results` (streamed studies) and
+:mod:`libra_opt.io._run_folder` (one-shot runs and the folder lock).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import json
+import math
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from libra_opt.errors import InputError
+from libra_opt.io.output import fsync_directory
+from libra_opt.scenario.fingerprint import fingerprint
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+MANIFEST = "manifest.json"
+
+
+RESULTS_CSV = "results.csv"
+
+
+RESULTS_PARQUET = "results.parquet"
+
+
+#: Files an earlier run may have left in its folder (removed by ``overwrite``).
+RUN_FILES = (MANIFEST, RESULTS_CSV, RESULTS_PARQUET, "sweep.png", "pareto.png",
+             "bandwidth.png", "search.png")
+
+
+FORMAT = "libra-opt results"
+
+
+FORMAT_VERSION = 1
+
+
+#: Values read as missing in a results CSV (``None``/``NA`` text stays text).
+NA_VALUES = ["", "NaN", "nan"]
+
+
+def library_version() -> str:
+    """The installed ``libra_opt`` version (package metadata; ``"unknown"`` when the
+    package is not installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("libra_opt")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def utc_now() -> str:
+    return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def spec_hash(obj: Any) -> str:
+    """SHA-256 (hex) of ``obj``'s canonical JSON
+    (:func:`libra_opt.scenario.fingerprint.fingerprint`): equal for equal specs and
+    scenarios, in any process.
+
+    Examples
+    --------
+    >>> spec_hash({"a": 1}) == spec_hash({"a": 1}), spec_hash({"a": 1}) == spec_hash({"a": 2})
+    (True, False)
+    """
+    return fingerprint(obj)
+
+
+def folder_error(message: str, flag: str | None) -> InputError:
+    cli = bool(flag) and str(flag).startswith("--")
+    return InputError(message, source="<cli>" if cli else None, field=flag)
+
+
+def flag_option(name: str, flag: str | None) -> str:
+    """How the caller says ``name``: ``--resume`` on the command line (a ``--`` flag),
+    ``resume=True`` in Python."""
+    return f"--{name}" if flag and str(flag).startswith("--") else f"{name}=True"
+
+
+def exact_csv_options() -> dict[str, str]:
+    """``read_csv`` options that read floats back exactly (pandas >= 3 does by default and
+    deprecates the option)."""
+    import pandas as pd
+
+    return {} if int(pd.__version__.split(".")[0]) >= 3 else {"float_precision": "round_trip"}
+
+
+#: Integer columns of results tables that may have gaps (pandas ``Int64``: the search's
+#: ``rank``, empty for candidates not solved): read back as ``Int64`` from CSV too.
+NULLABLE_INT_COLUMNS = ("rank",)
+
+
+def read_results(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """A results table written here (``.csv`` or ``.parquet``; a folder: its results file),
+    read back exactly: floats round-trip, empty messages are ``""``, text such as ``None``
+    stays text, :data:`NULLABLE_INT_COLUMNS` are ``Int64`` with their gaps.
+
+    Raises
+    ------
+    InputError
+        When the file is missing or not a results table.
+    """
+    import pandas as pd
+
+    p = Path(path)
+    if p.is_dir():
+        p = p / (RESULTS_PARQUET if (p / RESULTS_PARQUET).is_file() and not
+                 (p / RESULTS_CSV).is_file() else RESULTS_CSV)
+    try:
+        if p.suffix.lower() == ".parquet":
+            df = pd.read_parquet(p)
+        else:
+            df = pd.read_csv(p, keep_default_na=False, na_values=NA_VALUES, **exact_csv_options())
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot read results: {exc}", source=str(p)) from None
+    for col in ("status", "message"):
+        if col in df.columns:
+            df[col] = ["" if isinstance(v, float) and math.isnan(v) else str(v)
+                       for v in df[col]]
+    for col in NULLABLE_INT_COLUMNS:  # a CSV reads an integer column with gaps as floats
+        if col in df.columns and df[col].dtype.kind == "f":
+            vals = df[col].dropna()
+            if (vals == vals.round()).all():
+                df[col] = df[col].astype("Int64")
+    return df
+
+
+def results_metadata(kind: str, scenario: str, spec: str, **extra: Any) -> dict[str, Any]:
+    """The metadata every results file carries: ``kind``, ``scenario`` (name),
+    ``spec_hash``, ``library_version`` and ``created_utc`` (plus ``extra``)."""
+    return {"format": FORMAT, "format_version": FORMAT_VERSION, "kind": kind,
+            "scenario": scenario, "spec_hash": spec, "library_version": library_version(),
+            "created_utc": utc_now(), **extra}
+
+
+#: Key of the metadata in a Parquet file's schema.
+PARQUET_KEY = b"libra_opt"
+
+
+def _sidecar(path: Path) -> Path:
+    return path.with_name(path.name + ".meta.json")
+
+
+def write_results(df: pd.DataFrame, path: str | os.PathLike[str], metadata: Mapping[str, Any],
+                  *, flag: str | None = None) -> Path:
+    """Write a results table with its metadata, atomically.
+
+    ``.parquet``: one Parquet file whose schema metadata holds ``metadata`` as JSON under
+    the key ``libra_opt`` (``pyarrow.parquet.read_schema(path).metadata``). ``.csv``: the
+    CSV (read back by :func:`read_results` or plain ``pandas.read_csv``) and a sidecar
+    ``<name>.meta.json`` beside it. :func:`read_metadata` reads either.
+
+    Raises
+    ------
+    InputError
+        ``field=flag``: an unsupported suffix or a file that cannot be written.
+    """
+    from libra_opt.io.output import atomic_outputs
+
+    p = Path(path)
+    text = json.dumps(dict(metadata), indent=2, default=str) + "\n"
+    suffix = p.suffix.lower()
+    if suffix == ".parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        table = pa.Table.from_pandas(df, preserve_index=False)
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}),
+                                               PARQUET_KEY: text.encode("utf-8")})
+        with atomic_outputs(p, flag=flag) as (tmp,):
+            pq.write_table(table, tmp)
+        return p
+    if suffix != ".csv":
+        raise folder_error(f"unsupported results file type {suffix or 'none'!r} in {str(p)!r}; "
+                   "expected .csv or .parquet", flag)
+    with atomic_outputs(p, _sidecar(p), flag=flag) as (tmp, tmp_meta):
+        df.to_csv(tmp, index=False)
+        tmp_meta.write_text(text, encoding="utf-8")
+    return p
+
+
+def read_metadata(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The metadata of a results file (Parquet schema, CSV sidecar, or a results folder's
+    manifest).
+
+    Raises
+    ------
+    InputError
+        When there is none.
+    """
+    p = Path(path)
+    try:
+        if p.is_dir():
+            return load_manifest(p / MANIFEST, None)
+        if p.suffix.lower() == ".parquet":
+            import pyarrow.parquet as pq
+
+            meta = pq.read_schema(p).metadata or {}
+            return json.loads(meta[PARQUET_KEY].decode("utf-8"))
+        return json.loads(_sidecar(p).read_text(encoding="utf-8"))
+    except (OSError, KeyError, ValueError) as exc:
+        raise InputError(f"no results metadata: {exc}", source=str(p)) from None
+
+
+def read_json_document(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """A JSON object from ``path`` (a saved solution, say).
+
+    Raises
+    ------
+    InputError
+        When the file cannot be read or holds no JSON object.
+    """
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot read a JSON document: {exc}", source=str(path)) from None
+    if not isinstance(data, dict):
+        raise InputError("expected a JSON object", source=str(path))
+    return data
+
+
+def fsync_write(path: Path, text: str, mode: str = "a") -> None:
+    with open(path, mode, encoding="utf-8", newline="") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def atomic_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` by a temporary file, fsync and rename (and fsync the
+    folder)."""
+    tmp = path.parent / f".{path.name}.{os.getpid()}.tmp"
+    try:
+        fsync_write(tmp, text, "w")
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+    fsync_directory(path.parent)
+
+
+def load_manifest(path: Path, flag: str | None) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise folder_error(f"cannot read {str(path)!r}: {exc}", flag) from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise folder_error(f"{str(path)!r} is not a {FORMAT} manifest", flag)
+    return data
