@@ -57,7 +57,6 @@ def register(subparsers) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     """Execute ``report`` for parsed ``args``; prints the written paths and returns 0."""
     import libra_opt as lo
-    from libra_opt.io.files import read_text_if_any
     from libra_opt.io.results import check_run_folder
     from libra_opt.report.html import HTML_NAME, MARKDOWN_NAME, Provenance
 
@@ -72,8 +71,7 @@ def run(args: argparse.Namespace) -> int:
     scen = load_with_sets(args.scenario, args.set)
     given = getattr(args, "command_line", None) or ["libra-opt", *sys.argv[1:]]
     command = " ".join([given[0], *(shlex.quote(a) for a in given[1:])])
-    prov = Provenance(command=command, overrides=tuple(f"{k}={v}" for k, v in sets.items()),
-                      scenario_text=read_text_if_any(scen.source, max_bytes=1_000_000))
+    prov = Provenance(command=command, overrides=tuple(f"{k}={v}" for k, v in sets.items()))
     written = lo.write_report(scen, args.out, budget_points=args.budget_points,
                               progress=False if args.no_progress else None, flag="--out",
                               provenance=prov, search=not args.no_search,

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from scipy.stats import spearmanr
 
-from libra_opt.explore.validation import RowResult, TableResult
+from libra_opt.explore.validation import RowResult, TableResult, abs_errors
 
 __all__ = [
     "StackSummary",
@@ -46,14 +46,12 @@ class StackSummary:
     @property
     def mean_abs_error(self) -> float:
         """Average absolute relative error over :attr:`judged` (NaN if none)."""
-        v = self.judged
-        return sum(abs(r.error) for r in v) / len(v) if v else math.nan
+        return abs_errors(self.judged)[0]
 
     @property
     def worst_abs_error(self) -> float:
         """Largest absolute relative error over :attr:`judged` (NaN if none)."""
-        v = self.judged
-        return max(abs(r.error) for r in v) if v else math.nan
+        return abs_errors(self.judged)[1]
 
 
 def stack_summaries(results: Sequence[TableResult]) -> tuple[StackSummary, ...]:
@@ -68,9 +66,7 @@ def stack_summaries(results: Sequence[TableResult]) -> tuple[StackSummary, ...]:
 def pooled(results: Sequence[TableResult]) -> tuple[int, float, float]:
     """(rows, average, worst absolute error) over the out-of-sample rows of all tables."""
     v = [r for t in results for r in t.rows if r.role == "validation"]
-    if not v:
-        return 0, math.nan, math.nan
-    return len(v), sum(abs(r.error) for r in v) / len(v), max(abs(r.error) for r in v)
+    return (len(v), *abs_errors(v))
 
 
 def spearman(a: Sequence[float], b: Sequence[float]) -> float:

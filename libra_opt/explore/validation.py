@@ -13,7 +13,7 @@ rows not used for calibration (:class:`TableResult`). Tables are read by
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from libra_opt.errors import input_context
@@ -29,6 +29,7 @@ __all__ = [
     "TableResult",
     "predict_row",
     "validate",
+    "abs_errors",
 ]
 
 
@@ -108,14 +109,20 @@ class TableResult:
     @property
     def mean_abs_error(self) -> float:
         """Average absolute relative error over the validation rows (NaN if none)."""
-        v = self.validation_rows
-        return sum(abs(r.error) for r in v) / len(v) if v else math.nan
+        return abs_errors(self.validation_rows)[0]
 
     @property
     def worst_abs_error(self) -> float:
         """Largest absolute relative error over the validation rows (NaN if none)."""
-        v = self.validation_rows
-        return max(abs(r.error) for r in v) if v else math.nan
+        return abs_errors(self.validation_rows)[1]
+
+
+def abs_errors(rows: Sequence[RowResult]) -> tuple[float, float]:
+    """(average, largest) absolute relative error of ``rows``; NaN, NaN when there are none."""
+    if not rows:
+        return math.nan, math.nan
+    errs = [abs(r.error) for r in rows]
+    return sum(errs) / len(errs), max(errs)
 
 
 def _generate(row: ValidationRow, device: Device) -> tuple[GeneratedWorkload, float]:

@@ -194,7 +194,7 @@ def figure_problems(fig: Figure) -> list[str]:
             cb = getattr(im, "colorbar", None)
             if cb is not None and not (cb.ax.get_ylabel() or cb.ax.get_xlabel()):
                 out.append(f"{tag}: colour bar without a label")
-    texts = []
+    texts: list[Any] = []
     for i, ax in enumerate(fig.axes):
         if not ax.get_visible():
             continue
