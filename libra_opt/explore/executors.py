@@ -46,7 +46,6 @@ import os
 import select
 import signal
 import sys
-import tempfile
 import threading
 import time
 from collections import deque
@@ -55,6 +54,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from typing import Any, TypeVar
 
 from libra_opt.errors import InputError, short_repr
+from libra_opt.explore.dask_scratch import dask_scratch
 
 __all__ = [
     "EXECUTORS",
@@ -520,7 +520,7 @@ def executor_session(executor: Any, fn: Callable, max_workers: int | None = None
                 pool.kill()
             pool.close()
         return
-    with tempfile.TemporaryDirectory(prefix="libra-opt-dask-") as scratch:
+    with dask_scratch() as scratch:
         client, cluster = _dask_client(executor, workers, scratch)
         try:
             yield client
@@ -581,7 +581,7 @@ def _run_dask(fn: Callable, batches: Sequence[Any], executor: Any, workers: int,
               ) -> Iterator[tuple[int, list[Any]]]:
     import secrets
 
-    with tempfile.TemporaryDirectory(prefix="libra-opt-dask-") as scratch:
+    with dask_scratch() as scratch:
         client, cluster = _dask_client(executor, workers, scratch)
         topic = f"libra-opt-progress-{secrets.token_hex(6)}"
         events: deque[tuple[int, int]] = deque()

@@ -22,6 +22,7 @@ import pytest
 
 from libra_opt import sweep
 from libra_opt.cli.main import main
+from libra_opt.explore.dask_scratch import SCRATCH_PREFIX, host_tag, remove_orphaned_scratch
 from libra_opt.io.results import read_results
 from tests.cli.test_search import MODEL as SEARCH_MODEL
 from tests.cli.test_search import SCENARIO as SEARCH_SCENARIO
@@ -99,13 +100,15 @@ def _wait_for_rows(csv: Path, proc: subprocess.Popen, timeout_s: float = 60.0) -
     raise AssertionError("no batch on disk in time")
 
 
-def _interrupt_mid_run(out: Path, executor: str, sig: int):
-    """Start the sweep, freeze it once a batch is on disk, send ``sig`` while points are
-    still missing, let it go on and collect it: (process, tree, stdout, stderr, wait_s).
-    None when the run finished first (the caller starts another)."""
+def _interrupt_mid_run(out: Path, executor: str, sig: int, tmp: Path):
+    """Start the sweep (temporary directory ``tmp``), freeze it once a batch is on disk,
+    send ``sig`` while points are still missing, let it go on and collect it: (process,
+    tree, stdout, stderr, wait_s). None when the run finished first (the caller starts
+    another)."""
+    tmp.mkdir()
     proc = subprocess.Popen([*RUN, "--executor", executor, "--out", str(out)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True)
+                            start_new_session=True, env={**os.environ, "TMPDIR": str(tmp)})
     try:
         if not _wait_for_rows(out / "results.csv", proc):
             proc.communicate(timeout=60)
@@ -141,7 +144,8 @@ def test_killed_sweep_leaves_nothing_behind_and_resumes(tmp_path, capsys, refere
                                                         sig):
     for attempt in range(3):
         out = tmp_path / f"run{attempt}"
-        got = _interrupt_mid_run(out, executor, sig)
+        tmp = tmp_path / f"tmp{attempt}"
+        got = _interrupt_mid_run(out, executor, sig, tmp)
         if got is not None:
             break
     else:
@@ -154,6 +158,15 @@ def test_killed_sweep_leaves_nothing_behind_and_resumes(tmp_path, capsys, refere
     while alive(tree) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not alive(tree), f"left behind: {alive(tree)}"
+    if executor == "dask":
+        # a caught signal removes the local cluster's scratch folder; a SIGKILL cannot, and
+        # leaves it named with the run's process id for the next run to remove
+        left = sorted(p.name for p in tmp.iterdir())
+        if sig == signal.SIGKILL:
+            assert len(left) == 1 and left[0].startswith(
+                f"{SCRATCH_PREFIX}{host_tag()}-{proc.pid}-"), left
+            assert remove_orphaned_scratch(str(tmp)) == [str(tmp / left[0])]
+        assert list(tmp.iterdir()) == []
     if sig == signal.SIGKILL:
         assert proc.returncode == -signal.SIGKILL
     else:

@@ -1,0 +1,113 @@
+"""Scratch folders of the local Dask clusters the executors start.
+
+A local cluster's workers keep spill and lock files in a folder of the temporary directory,
+``libra-opt-dask-<host>-<pid>-<random>`` (``<host>``: 8 hex digits of the host name's
+SHA-256), removed when the run ends. The run holds an exclusive ``flock`` on the folder from
+before it gets that name until it is removed; the kernel drops the lock when the process
+dies, however it dies. A run killed with SIGKILL cannot remove its folder, so every Dask
+run first removes the folders of this host whose lock nobody holds. A folder whose lock
+cannot be tried (a file system without ``flock``), of another host, of another name, or
+that is a symbolic link is never removed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import logging
+import os
+import shutil
+import socket
+import tempfile
+from collections.abc import Iterator
+
+__all__ = ["SCRATCH_PREFIX", "dask_scratch", "remove_orphaned_scratch", "host_tag"]
+
+logger = logging.getLogger(__name__)
+
+#: Start of a scratch folder's name; the host tag, the process id and a random part follow.
+SCRATCH_PREFIX = "libra-opt-dask-"
+_NEW_PREFIX = ".libra-opt-dask-new-"   # before it is locked: never looked at by the sweep
+
+
+def host_tag() -> str:
+    """8 hex digits naming this host in scratch folder names.
+
+    Examples
+    --------
+    >>> len(host_tag()), host_tag() == host_tag()
+    (8, True)
+    """
+    return hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+
+
+def _lock(fd: int) -> bool | None:
+    """Take ``fd``'s exclusive lock without waiting: True taken, False held by a live
+    process, None when the file system cannot tell."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        return False if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN) else None
+    return True
+
+
+@contextlib.contextmanager
+def dask_scratch() -> Iterator[str]:
+    """A scratch folder for a local Dask cluster's workers, locked by this process while it
+    exists and removed on exit; first, the folders of runs that were killed are removed
+    (:func:`remove_orphaned_scratch`)."""
+    remove_orphaned_scratch()
+    root = tempfile.gettempdir()
+    new = tempfile.mkdtemp(prefix=_NEW_PREFIX, dir=root)
+    fd = os.open(new, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        _lock(fd)   # where the file system cannot lock, no sweep removes the folder either
+        path = os.path.join(root, f"{SCRATCH_PREFIX}{host_tag()}-{os.getpid()}-"
+                                  f"{os.path.basename(new)[len(_NEW_PREFIX):]}")
+        os.rename(new, path)   # the lock stays with the folder
+        new = path
+        yield path
+    finally:
+        shutil.rmtree(new, ignore_errors=True)
+        os.close(fd)
+
+
+def remove_orphaned_scratch(root: str | None = None) -> list[str]:
+    """Remove the scratch folders of this host under ``root`` (default: the temporary
+    directory) whose lock no process holds; return their paths.
+
+    A folder is removed only when its exclusive ``flock`` can be taken now: its run has
+    ended without removing it (killed). Other names, other hosts' folders, symbolic links,
+    folders whose lock is held or cannot be tried, and entries that cannot be read are left
+    alone.
+    """
+    root = root or tempfile.gettempdir()
+    mine = f"{SCRATCH_PREFIX}{host_tag()}-"
+    removed: list[str] = []
+    try:
+        with os.scandir(root) as it:
+            names = [e.name for e in it if e.name.startswith(mine)]
+    except OSError:
+        return removed
+    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
+    for name in names:
+        path = os.path.join(root, name)
+        try:
+            fd = os.open(path, flags)
+        except OSError:   # gone, a symbolic link, not a folder, not ours to open
+            continue
+        try:
+            if _lock(fd) is True:
+                shutil.rmtree(path, ignore_errors=True)
+                if not os.path.lexists(path):
+                    removed.append(path)
+        finally:
+            os.close(fd)
+    if removed:
+        logger.info("removed %d Dask scratch folder(s) of runs that were killed", len(removed))
+    return removed
