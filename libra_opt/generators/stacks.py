@@ -91,7 +91,7 @@ def timing_device(device: Device, eta: float) -> Device:
     >>> from libra_opt.io.presets import load_device
     >>> d = timing_device(load_device("a100_80gb"), 0.5)
     >>> round(d.default_efficiency, 4), d.mem_efficiency, d.vector_flops
-    (0.4496, 0.425, 39000000000000.0)
+    (0.4499, 0.425, 39000000000000.0)
     """
     if eta == 1.0:
         return device

@@ -23,7 +23,13 @@ virtual stages per device is modelled as:
   ``tp_comm_overlap`` the tensor-parallel backward collectives behind their GEMMs:
   :mod:`~libra_opt.generators.comm_overlap`);
 * ``optimizer_step``: the (memory-bound) optimizer update as compute time, and with
-  ZeRO-1/2 the all-gather of updated parameters.
+  ZeRO-1/2 the all-gather of updated parameters;
+* ``tied_embedding_grad_sync``: with tied embeddings and ``p > 1``, the sum of the word
+  embedding's gradients held by the first and the last stage (``V h / tp`` values; with
+  ZeRO-3 the ``1 / (dp cp)`` shard each rank keeps), once per step: a two-rank ring
+  all-reduce, so one point-to-point transfer of the copy on group ``pp``, not overlapped
+  (every stage then waits for the gradient-norm reduction). With the in-network optimizer
+  both copies are in the gradient push and the aggregators sum them: no transfer.
 
 With ``dp_mode: in_network_optimizer``
 (:mod:`~libra_opt.generators.in_network_optimizer`) ``dp_grad_sync`` is the gradient push
@@ -38,9 +44,8 @@ Compute times: with the default ``roofline`` efficiency every layer is a list of
 ``FLOPs / (peak x eta)`` per phase (the legacy model). Either way a phase's compute time is a
 constant, so the step time stays a constant plus convex communication terms.
 
-Not modelled: the all-reduce of tied embedding gradients between the first and last
-stage, load imbalance between experts, optimizer-state reduction for the gradient-norm
-clip (a few bytes).
+Not modelled: load imbalance between experts, the gradient-norm and overflow reductions (a
+few bytes).
 """
 
 from __future__ import annotations
@@ -536,6 +541,16 @@ def transformer_workload(
         layers.append(Layer(DP_WINDOW, weight_grad=Phase(dp_window_s, tuple(sync))))
     elif sync:
         layers.append(Layer("dp_grad_sync", weight_grad=Phase(0.0, tuple(sync))))
+    if pp > 1 and model.tied_embeddings and not inopt:
+        # the first and the last stage both hold the V x h / tp word embedding; the two copies'
+        # gradients are summed once per step (a ring all-reduce of two ranks: each sends its
+        # whole copy once -- with ZeRO-3 its 1 / (dp cp) shard), before the gradient-norm
+        # reduction every stage waits for
+        tied = model.vocab_size * model.hidden_size / par.tp * gb
+        if par.zero == 3:
+            tied /= dp_ranks
+        layers.append(Layer("tied_embedding_grad_sync",
+                            weight_grad=Phase(0.0, (Collective("p2p", tied, "pp"),))))
     shard = (dense_p / dp_ranks + expert_p / edp_ranks) if par.zero >= 1 else dense_p + expert_p
     if inopt and par.optimizer_state != HOST_PAGING:
         opt_s = 0.0  # the update runs on the in-network aggregators

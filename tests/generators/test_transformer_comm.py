@@ -153,6 +153,60 @@ def test_pipeline_scatter_gather_with_tensor_parallelism():
     assert sig(sr.forward) == [("p2p", 64.0, "pp"), ("all_gather", 64.0, "tp")]
 
 
+def test_tied_embedding_gradients_summed_once_per_step_between_first_and_last_stage():
+    """The first and the last stage each hold the 32 x 16 word embedding (tied); with TP 2
+    each rank holds 32 x 16 / 2 = 256 values, whose bf16 gradients (512 bytes) the two stages
+    sum once per step: a ring all-reduce of two ranks, in which each sends its whole copy
+    once -- one 512-byte transfer on the pipeline group."""
+    tied = tiny(n_layers=4, tied_embeddings=True)
+    g = gen({"tp": 2, "pp": 2, "dp": 2, "global_batch_size": 4}, model=tied)
+    sync = layer(g, "tied_embedding_grad_sync")
+    assert sync.count == 1
+    assert sig(sync.weight_grad) == [("p2p", 512.0, "pp")]
+    assert sync.forward.collectives == sync.input_grad.collectives == ()
+    assert sync.weight_grad.compute_s == 0.0
+    # untied, or a single stage holding both: nothing to sum
+    for other in (gen({"tp": 2, "pp": 2, "dp": 2, "global_batch_size": 4}, model=tiny(n_layers=4)),
+                  gen({"tp": 2, "dp": 4, "global_batch_size": 4}, model=tied)):
+        assert "tied_embedding_grad_sync" not in {x.name for x in other.workload.layers}
+    # fp32 gradients: twice the bytes
+    g32 = gen({"tp": 2, "pp": 2, "dp": 2, "global_batch_size": 4,
+               "precision": {"compute_dtype": "bf16", "param_bytes": 2, "grad_bytes": 4,
+                             "optimizer_bytes": 12}}, model=tied)
+    assert sig(layer(g32, "tied_embedding_grad_sync").weight_grad) == [("p2p", 1024.0, "pp")]
+    # ZeRO-3 keeps a 1 / dp shard of each gradient: the two stages sum their shards
+    g3 = gen({"tp": 2, "pp": 2, "dp": 2, "zero": 3, "global_batch_size": 4}, model=tied)
+    assert sig(layer(g3, "tied_embedding_grad_sync").weight_grad) == [("p2p", 256.0, "pp")]
+    # the in-network optimizer's aggregators receive both copies in the push and sum them
+    gi = gen({"tp": 2, "pp": 2, "dp": 2, "dp_mode": "in_network_optimizer",
+              "global_batch_size": 4}, model=tied)
+    assert "tied_embedding_grad_sync" not in {x.name for x in gi.workload.layers}
+
+
+def test_tied_embedding_sum_is_exposed_in_overlap_form():
+    """With the data-parallel reduction behind the backward pass (overlap form) the sum
+    hides behind nothing: the step is longer by exactly its own time."""
+    from dataclasses import replace
+
+    from libra_opt.traffic.step_time import step_time
+    from libra_opt.traffic.timing import TimingModel
+
+    tied = tiny(n_layers=4, tied_embeddings=True)
+    g = gen({"tp": 2, "pp": 2, "dp": 2, "dp_comm_overlap": True, "global_batch_size": 4},
+            model=tied)
+    w = g.workload
+    assert w.overlap_form
+    sync = [x for x in w.layers if x.name.startswith("tied_embedding_grad_sync")]
+    assert len(sync) == 1
+    bw, over = [10.0, 1.0], TimingModel(training_loop="overlap")
+    without = replace(w, layers=tuple(x for x in w.layers if x not in sync))
+    alone = replace(w, layers=tuple(sync))
+    t_sync = step_time(alone, FABRIC, bw, over).step_time_s
+    assert t_sync > 0
+    assert step_time(w, FABRIC, bw, over).step_time_s == pytest.approx(
+        step_time(without, FABRIC, bw, over).step_time_s + t_sync, rel=1e-12)
+
+
 def test_context_parallel_kv_exchange():
     g = gen({"cp": 2, "dp": 4, "global_batch_size": 4})
     # 4 tokens per CP rank x 4 KV heads x (4 + 4) x 2 bytes = 256 bytes

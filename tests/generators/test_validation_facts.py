@@ -85,3 +85,19 @@ def test_nvlink_tiers_at_nccl_effective_bandwidth(name):
             assert c.timing().efficiency == (("node", "a100_nvlink_nccl"),)
         else:
             assert c.node_nccl_curve == "" and not c.timing().efficiency
+
+
+def test_jean_zay_omni_path_at_the_nccl_rate_measured_there():
+    """BigScience's all_reduce_bench on 4 Jean Zay A100 nodes (experiments/bandwidth, NCCL
+    2.10.3 over the four hfi1 Omni-Path ports): an all_reduce of a 500,000 x 2,000 fp32
+    tensor (4.0 GB) over 32 GPUs takes 1.519-1.531 s on every rank after the first trial. Its bus bandwidth is
+    ``S / t x 2 (n - 1) / n`` = 4.0 / 1.53 x 62 / 32 = 5.07 GB/s, the rate of the one port
+    per direction the log shows the ring crossing each node through; four ports shared by
+    eight GPUs give each 4 x 5.07 / 8 = 2.53 GB/s, the BLOOM table's Omni-Path tier."""
+    size_bytes, duration_s, n = 500_000 * 2_000 * 4, 1.53, 32
+    busbw_gbps = size_bytes / duration_s * 2 * (n - 1) / n / 1e9
+    assert_allclose(busbw_gbps, 5.065, atol=5e-4)
+    per_gpu_gbps = 4 * busbw_gbps / 8
+    rows = load_validation_table("bloom_prequel_a100").rows
+    assert {r.cluster.pod_tier for r in rows} == {"OmniPath"}
+    assert {r.cluster.pod_bw_gbps for r in rows} == {round(per_gpu_gbps, 2)} == {2.53}
