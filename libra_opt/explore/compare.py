@@ -318,18 +318,8 @@ def _inputs(scenario_or_workloads, cost_model, weights, collective_model, traini
     :func:`_default_traffic`) and the scenario (``None`` without one)."""
     if isinstance(scenario_or_workloads, Scenario):
         s = scenario_or_workloads
-        model = TimingModel(collective_model or s.collective_model)
-        traffic_model = _default_traffic(model.collective_model, traffic_model)
-        # the scenario's collective settings and in-network dimensions: all of them under
-        # topology_aware, the per-dimension efficiency under the other models
-        coll = s.collectives
-        if model.uses_topology_aware:
-            timing = TimingModel(model.collective_model, training_loop or s.training_loop,
-                                 traffic_model, coll, s.in_network_dims)
-        else:
-            timing = TimingModel(model.collective_model, training_loop or s.training_loop,
-                                 traffic_model, None, s.in_network_dims,
-                                 () if coll is None else coll.efficiency)
+        model = collective_model or s.collective_model
+        timing = s.timing_with(model, training_loop, _default_traffic(model, traffic_model))
         return (s.workloads, cost_model or s.cost_model, weights or s.weights, timing, s)
     if isinstance(scenario_or_workloads, Workload):
         wls: tuple[Workload, ...] = (scenario_or_workloads,)

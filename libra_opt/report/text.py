@@ -284,17 +284,13 @@ def rail_forwarding(scen: Scenario, ev: Evaluation) -> list[dict[str, Any]]:
     from libra_opt.fabric.builders import fabric_family
     from libra_opt.traffic.rail import joined_rails, rail_report
     from libra_opt.traffic.step_time import step_time
-    from libra_opt.traffic.timing import TimingModel
 
     if fabric_family(scen.fabric) != "rail_only":
         return []
     joined = joined_rails(scen.fabric)
     # the native routing with the scenario's loop and per-dimension efficiency, timed per
     # dimension (the pipelined model for a topology_aware scenario: rails have no chunks)
-    t = scen.timing
-    eff = t.collectives.efficiency if t.collectives is not None else t.efficiency
-    native = TimingModel("sequential" if t.is_sequential else "pipelined", t.training_loop,
-                         "native", in_network_dims=scen.in_network_dims, efficiency=eff)
+    native = scen.timing_with(scen.timing.dims_at_once, traffic_model="native")
     out = []
     for wl in scen.workloads:
         rep = rail_report(wl, scen.fabric, ev.bw_gbps, native)

@@ -318,16 +318,37 @@ class Scenario(FrozenOnUnpickle):
         """The step-time model's choices resolved once (:class:`~libra_opt.traffic.timing.
         TimingModel`): collective model, training loop, traffic model, the ``topology_aware``
         settings (:attr:`collective_settings`), :attr:`in_network_dims` and, under the other
-        collective models, ``collectives.efficiency``."""
+        collective models, ``collectives.efficiency`` (:meth:`timing_with` of the
+        scenario's own choices)."""
+        return self.timing_with()
+
+    def timing_with(self, collective_model: CollectiveModel | None = None,
+                    training_loop: TrainingLoop | None = None,
+                    traffic_model: TrafficModel | None = None) -> TimingModel:
+        """The scenario's timing with other choices of collective model, training loop or
+        traffic model (each the scenario's own when ``None``): its collective settings and
+        in-network dimensions go with them -- all of them to the settings under
+        ``topology_aware`` (which the in-network dimensions join), the per-dimension
+        efficiency alone under the other models.
+
+        Examples
+        --------
+        >>> from libra_opt.scenario.examples import toy_scenario
+        >>> t = toy_scenario().timing_with(training_loop="overlap", traffic_model="native")
+        >>> t.collective_model, t.training_loop, t.traffic_model
+        ('pipelined', 'overlap', 'native')
+        """
+        model = collective_model or self.collective_model
         settings = None  # TimingModel keeps settings only under topology_aware
-        if TimingModel(self.collective_model).uses_topology_aware:  # type: ignore[arg-type]
+        if TimingModel(model).uses_topology_aware:
             settings = self.collectives if self.collectives is not None else CollectiveSettings()
             if set(self.in_network_dims) != set(settings.in_network_reduction):
                 settings = replace(settings, in_network_reduction=self.in_network_dims)
         efficiency = () if self.collectives is None or settings is not None else \
             self.collectives.efficiency
-        return TimingModel(self.collective_model, self.training_loop, self.traffic_model,
-                           settings, self.in_network_dims, efficiency)
+        return TimingModel(model, training_loop or self.training_loop,
+                           traffic_model or self.traffic_model, settings, self.in_network_dims,
+                           efficiency)
 
     @property
     def in_network_dims(self) -> tuple[str, ...]:

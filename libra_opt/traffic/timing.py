@@ -154,7 +154,7 @@ class TimingModel:
         return self.collective_model == "topology_aware"
 
     @property
-    def dims_at_once(self) -> str:
+    def dims_at_once(self) -> CollectiveModel:
         """The per-dimension combination rule of :func:`~libra_opt.traffic.collectives.
         collective_time_s` (``pipelined``: max, ``sequential``: sum); under
         ``topology_aware``, ``pipelined`` (its phases pipeline their chunks across dims)."""

@@ -70,3 +70,17 @@ def test_budget_optimum_follows_the_collective_model():
     ref = budget_optimum(s.workloads, s.fabric, kappa, 300.0, collective_model="topology_aware",
                          traffic_model="hierarchical")
     assert_allclose(bw, ref, rtol=1e-9)
+
+
+def test_the_scenarios_in_network_reduction_reaches_topology_aware_settings():
+    """The scenario's top-level ``in_network_reduction`` joins the topology_aware settings
+    in its own timing; the comparison built its timing separately and dropped it (the pod
+    all-reduce of tests.fixtures.workload_2d priced without the switch's reduction)."""
+    from tests.optimize.test_in_network import scen
+
+    s = scen(collective_model="topology_aware")
+    plain = dataclasses.replace(s, in_network_reduction=())
+    t = evaluate(s, [50.0, 20.0]).weighted_step_time_s
+    assert t < evaluate(plain, [50.0, 20.0]).weighted_step_time_s   # the reduction matters
+    df = compare_fabrics(s, {"same": s.fabric}, bw_gbps=[50.0, 20.0], modes=["equal_bw"])
+    assert_allclose(df["step_time_s"].iloc[0], t, rtol=1e-12)
