@@ -520,16 +520,8 @@ def executor_session(executor: Any, fn: Callable, max_workers: int | None = None
                 pool.kill()
             pool.close()
         return
-    with dask_scratch() as scratch:
-        client, cluster = _dask_client(executor, workers, scratch)
-        try:
-            yield client
-        finally:
-            with contextlib.suppress(Exception):
-                client.close(timeout=5)
-            if cluster is not None:
-                with contextlib.suppress(Exception):
-                    cluster.close(timeout=5)
+    with _dask_connection(executor, workers) as client:
+        yield client
 
 
 def _run_processes(fn: Callable, batches: Sequence[Any], workers: int,
@@ -581,8 +573,7 @@ def _run_dask(fn: Callable, batches: Sequence[Any], executor: Any, workers: int,
               ) -> Iterator[tuple[int, list[Any]]]:
     import secrets
 
-    with dask_scratch() as scratch:
-        client, cluster = _dask_client(executor, workers, scratch)
+    with _dask_connection(executor, workers) as client:
         topic = f"libra-opt-progress-{secrets.token_hex(6)}"
         events: deque[tuple[int, int]] = deque()
         futures: list[Any] = []
@@ -621,41 +612,53 @@ def _run_dask(fn: Callable, batches: Sequence[Any], executor: Any, workers: int,
                 client.cancel(futures)
             with contextlib.suppress(Exception):
                 client.unsubscribe_topic(topic)
-            if cluster is not None:
-                with contextlib.suppress(Exception):
-                    client.close(timeout=5)
-                with contextlib.suppress(Exception):
-                    cluster.close(timeout=5)
-            elif client is not executor:
-                with contextlib.suppress(Exception):
-                    client.close(timeout=5)
 
 
-def _dask_client(executor: Any, workers: int, scratch: str) -> tuple[Any, Any]:
-    """(client, cluster started here or None): the given client, a client of the scheduler
-    at an address, or a new loopback ``LocalCluster`` of worker processes."""
+@contextlib.contextmanager
+def _dask_connection(executor: Any, workers: int) -> Iterator[Any]:
+    """The Dask client of ``executor``: the caller's own (left open), a client of the
+    scheduler at an address, or one of a new loopback ``LocalCluster`` of worker processes
+    in a scratch folder (:func:`~libra_opt.explore.dask_scratch.dask_scratch`); what is
+    started here is closed on exit."""
     if not isinstance(executor, str):
-        return executor, None
-    import dask
-    from distributed import Client, LocalCluster
+        yield executor
+        return
+    from distributed import Client
 
     if "://" in executor:
         check_scheduler(executor)
         try:
-            return Client(executor, timeout="10s", set_as_default=False), None
+            client = Client(executor, timeout="10s", set_as_default=False)
         except OSError as exc:
             raise InputError(f"cannot reach the Dask scheduler at {executor}: {exc}",
                              field="scheduler") from None
-    with dask.config.set({"temporary-directory": scratch,
-                          "distributed.worker.daemon": True,
-                          "distributed.worker.multiprocessing-method": "spawn"}):
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                               protocol="tcp://", host="127.0.0.1", dashboard_address=None,
-                               local_directory=scratch, silence_logs=logging.WARNING)
-    try:
-        client = Client(cluster, set_as_default=False)
-        client.run(_detach_dask_worker, os.getpid())
-    except BaseException:
-        cluster.close()
-        raise
-    return client, cluster
+        try:
+            yield client
+        finally:
+            with contextlib.suppress(Exception):
+                client.close(timeout=5)
+        return
+    import dask
+    from distributed import LocalCluster
+
+    with dask_scratch() as scratch:
+        with dask.config.set({"temporary-directory": scratch,
+                              "distributed.worker.daemon": True,
+                              "distributed.worker.multiprocessing-method": "spawn"}):
+            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                   protocol="tcp://", host="127.0.0.1",
+                                   dashboard_address=None, local_directory=scratch,
+                                   silence_logs=logging.WARNING)
+        try:
+            client = Client(cluster, set_as_default=False)
+            client.run(_detach_dask_worker, os.getpid())
+        except BaseException:
+            cluster.close()
+            raise
+        try:
+            yield client
+        finally:
+            with contextlib.suppress(Exception):
+                client.close(timeout=5)
+            with contextlib.suppress(Exception):
+                cluster.close(timeout=5)

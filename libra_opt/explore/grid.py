@@ -52,8 +52,9 @@ from libra_opt.explore.executors import (
 )
 from libra_opt.explore.executors import batch_size as default_batch_size
 from libra_opt.explore.overrides import Resolver, ScenarioBase, canonical_path
-from libra_opt.explore.sink import POINT_COLUMN, ResultsSink, spec_fingerprint
+from libra_opt.explore.sink import ResultsSink, spec_fingerprint
 from libra_opt.optimize.problem import BandwidthProblem, build_problem, solve
+from libra_opt.options import POINT_COLUMN
 from libra_opt.scenario.scenario import MAX_RHS, Scenario
 from libra_opt.scenario.spec import ScenarioSpec
 

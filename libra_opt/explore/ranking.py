@@ -27,7 +27,6 @@ __all__ = [
     "stack_summaries",
     "variant_rankings",
     "spearman",
-    "pooled",
 ]
 
 
@@ -46,12 +45,12 @@ class StackSummary:
     @property
     def mean_abs_error(self) -> float:
         """Average absolute relative error over :attr:`judged` (NaN if none)."""
-        return abs_errors(self.judged)[0]
+        return abs_errors(r.error for r in self.judged)[0]
 
     @property
     def worst_abs_error(self) -> float:
         """Largest absolute relative error over :attr:`judged` (NaN if none)."""
-        return abs_errors(self.judged)[1]
+        return abs_errors(r.error for r in self.judged)[1]
 
 
 def stack_summaries(results: Sequence[TableResult]) -> tuple[StackSummary, ...]:
@@ -61,12 +60,6 @@ def stack_summaries(results: Sequence[TableResult]) -> tuple[StackSummary, ...]:
         for r in t.rows:
             groups.setdefault(r.stack or "(none)", []).append(r)
     return tuple(StackSummary(k, tuple(v)) for k, v in groups.items())
-
-
-def pooled(results: Sequence[TableResult]) -> tuple[int, float, float]:
-    """(rows, average, worst absolute error) over the out-of-sample rows of all tables."""
-    v = [r for t in results for r in t.rows if r.role == "validation"]
-    return (len(v), *abs_errors(v))
 
 
 def spearman(a: Sequence[float], b: Sequence[float]) -> float:

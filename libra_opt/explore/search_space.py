@@ -66,7 +66,11 @@ from libra_opt.generators.memory import (
 )
 from libra_opt.generators.operators import transformer_layer_operators
 from libra_opt.generators.parallelism import Parallelism
-from libra_opt.generators.pipeline import inflight_microbatches, stage_plan
+from libra_opt.generators.pipeline import (
+    inflight_microbatches,
+    pipeline_bubble_passes,
+    stage_plan,
+)
 from libra_opt.generators.roofline import operator_time_s
 from libra_opt.generators.transformer_counts import embedding_params, layer_counts
 from libra_opt.generators.transformer_workload import layer_params_local
@@ -637,4 +641,5 @@ def compute_lower_bound_s(model: TransformerSpec, par: Parallelism, cache: Layer
     t_moe = cache.layer_s(par, moe=True) if model.moe is not None else 0.0
     loads = [s.n_dense * t_dense + s.n_moe * t_moe for s in cache.plan(par.pp, par.interleave)]
     busiest = max(loads)
-    return par.micro_batches * busiest + (sum(loads) - busiest) / par.interleave
+    return busiest * (par.micro_batches
+                      + pipeline_bubble_passes(loads, loads.index(busiest), par.interleave))

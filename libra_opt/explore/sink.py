@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from libra_opt import options
 from libra_opt.scenario.fingerprint import fingerprint
 
 if TYPE_CHECKING:
@@ -20,12 +19,7 @@ if TYPE_CHECKING:
 
     from libra_opt.explore.overrides import ScenarioBase
 
-__all__ = ["ResultsSink", "spec_fingerprint", "POINT_COLUMN"]
-
-#: The column a sink's rows carry first (:data:`libra_opt.options.POINT_COLUMN`): the point's
-#: index in grid order. Bookkeeping (which points are kept, the order to restore), never an
-#: axis of the sweep.
-POINT_COLUMN = options.POINT_COLUMN
+__all__ = ["ResultsSink", "spec_fingerprint"]
 
 
 @runtime_checkable
@@ -52,7 +46,8 @@ class ResultsSink(Protocol):
         ...
 
     def append(self, frame: pd.DataFrame) -> None:
-        """Keep a finished batch: its rows, with a :data:`POINT_COLUMN` (grid index)."""
+        """Keep a finished batch: its rows, with a
+        :data:`~libra_opt.options.POINT_COLUMN` (grid index)."""
         ...
 
     def done_points(self) -> frozenset[int]:

@@ -13,7 +13,7 @@ rows not used for calibration (:class:`TableResult`). Tables are read by
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from libra_opt.errors import input_context
@@ -109,19 +109,26 @@ class TableResult:
     @property
     def mean_abs_error(self) -> float:
         """Average absolute relative error over the validation rows (NaN if none)."""
-        return abs_errors(self.validation_rows)[0]
+        return abs_errors(r.error for r in self.validation_rows)[0]
 
     @property
     def worst_abs_error(self) -> float:
         """Largest absolute relative error over the validation rows (NaN if none)."""
-        return abs_errors(self.validation_rows)[1]
+        return abs_errors(r.error for r in self.validation_rows)[1]
 
 
-def abs_errors(rows: Sequence[RowResult]) -> tuple[float, float]:
-    """(average, largest) absolute relative error of ``rows``; NaN, NaN when there are none."""
-    if not rows:
+def abs_errors(errors: Iterable[float]) -> tuple[float, float]:
+    """(average, largest) absolute value of the relative ``errors``; NaN, NaN when there are
+    none.
+
+    Examples
+    --------
+    >>> abs_errors([0.05, -0.06]), abs_errors([])
+    ((0.055, 0.06), (nan, nan))
+    """
+    errs = [abs(e) for e in errors]
+    if not errs:
         return math.nan, math.nan
-    errs = [abs(r.error) for r in rows]
     return sum(errs) / len(errs), max(errs)
 
 

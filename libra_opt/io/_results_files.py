@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from libra_opt.errors import InputError
-from libra_opt.io.output import fsync_directory
+from libra_opt.io.output import _temp_name, fsync_directory
 from libra_opt.scenario.fingerprint import fingerprint
 
 if TYPE_CHECKING:
@@ -236,8 +236,9 @@ def fsync_write(path: Path, text: str, mode: str = "a") -> None:
 
 def atomic_text(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` by a temporary file, fsync and rename (and fsync the
-    folder)."""
-    tmp = path.parent / f".{path.name}.{os.getpid()}.tmp"
+    folder); a temporary file a killed run leaves is one :func:`~libra_opt.io.output.
+    remove_scratch` removes. An ``OSError`` propagates (callers word their own message)."""
+    tmp = _temp_name(path)
     try:
         fsync_write(tmp, text, "w")
         os.replace(tmp, path)

@@ -67,6 +67,7 @@ from libra_opt.io._run_folder import (
     write_run_folder,
 )
 from libra_opt.io.output import fsync_directory, prepare_output_dir, remove_scratch
+from libra_opt.options import POINT_COLUMN
 from libra_opt.scenario.fingerprint import canonical
 
 if TYPE_CHECKING:
@@ -115,7 +116,7 @@ def _read_intact(path: Path) -> pd.DataFrame | None:
         except (ValueError, pd.errors.ParserError):
             end = data.rfind(b"\n", 0, end - 1) + 1
             continue
-        if "point" not in df.columns:
+        if POINT_COLUMN not in df.columns:
             break
         if end < len(data):
             with open(path, "r+b") as f:
@@ -166,7 +167,7 @@ class ResultsFolder:
         New columns (a later point's fabric has another dimension) rewrite the file with
         the wider header first.
         """
-        cols = ["point", *[c for c in frame.columns if c != "point"]]
+        cols = [POINT_COLUMN, *[c for c in frame.columns if c != POINT_COLUMN]]
         try:
             if self.columns is not None and cols != self.columns:
                 if set(self.columns) - set(cols):
@@ -180,17 +181,17 @@ class ResultsFolder:
             raise folder_error(f"cannot write {str(self.csv)!r}: {exc.strerror or exc}",
                        self.flag) from None
         self.columns = cols
-        self.done = self.done | {int(p) for p in frame["point"]}
+        self.done = self.done | {int(p) for p in frame[POINT_COLUMN]}
 
     def finish(self, release: bool = True) -> pd.DataFrame:
         """Rewrite ``results.csv`` in grid order (atomically), mark the manifest complete
         and return the table as read back; then release the folder, unless ``release`` is
         false (the caller writes more files into it, then calls :meth:`close`)."""
         df = read_results(self.csv)
-        df = df.drop_duplicates("point").sort_values("point", kind="stable")
+        df = df.drop_duplicates(POINT_COLUMN).sort_values(POINT_COLUMN, kind="stable")
         df = df.reset_index(drop=True)
         atomic_text(self.csv, df.to_csv(index=False))
-        self.done = frozenset(int(p) for p in df["point"])
+        self.done = frozenset(int(p) for p in df[POINT_COLUMN])
         self.manifest["complete"] = len(self.done) == self.manifest.get("points")
         self._write_manifest()
         df = read_results(self.csv)
@@ -276,7 +277,7 @@ def _open_locked(folder: ResultsFolder, path: Path, directory: Any, study: Mappi
             df = _read_intact(path / RESULTS_CSV)
             if df is not None:
                 folder.columns = list(df.columns)
-                folder.done = frozenset(int(p) for p in df["point"]
+                folder.done = frozenset(int(p) for p in df[POINT_COLUMN]
                                         if 0 <= int(p) < int(study["points"]))
         folder._write_manifest()
         return folder

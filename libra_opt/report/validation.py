@@ -8,7 +8,7 @@ from typing import Any
 from matplotlib.lines import Line2D
 
 from libra_opt.explore.ranking import StackSummary, VariantRanking
-from libra_opt.explore.validation import RowResult, TableResult
+from libra_opt.explore.validation import RowResult, TableResult, abs_errors
 from libra_opt.report._style import _axes, _legend_below, series_styles
 from libra_opt.report.text import format_column, format_pct, table
 
@@ -46,8 +46,8 @@ def error_summary(errors: Sequence[float]) -> str:
     >>> error_summary([0.008045882402590743]), error_summary([0.05, -0.06])
     ('average |error| 0.80 %, worst 0.80 %', 'average |error| 5.50 %, worst 6.00 %')
     """
-    a = [abs(e) for e in errors]
-    return f"average |error| {100 * sum(a) / len(a):.2f} %, worst {100 * max(a):.2f} %"
+    average, worst = abs_errors(errors)
+    return f"average |error| {100 * average:.2f} %, worst {100 * worst:.2f} %"
 
 
 def _rows_table(header: list[str], rows: list[list[str]], marks: list[str], align: str) -> list[str]:
@@ -72,7 +72,7 @@ def validation_report(results: Sequence[TableResult], in_sample: bool = False) -
 
     Examples
     --------
-    >>> from libra_opt.explore.validation import RowResult, TableResult
+    >>> from libra_opt.explore.validation import RowResult, TableResult, abs_errors
     >>> r = TableResult("t", "T", (RowResult("a", "S", "dev", "step_time_s", 2.0, 2.1, 2.1, False),))
     >>> print(validation_report([r]).splitlines()[-1])
       t: 1 validation row, average |error| 5.00 %, worst 5.00 %
@@ -109,7 +109,7 @@ def stack_report(summaries: Sequence[StackSummary], in_sample: bool = False) -> 
 
     Examples
     --------
-    >>> from libra_opt.explore.validation import RowResult, TableResult
+    >>> from libra_opt.explore.validation import RowResult, TableResult, abs_errors
     >>> rows = (RowResult("a", "S", "d", "step_time_s", 2.0, 2.0, 2.0, True, stack="s",
     ...                   calibrate_stack=True),
     ...         RowResult("b", "S", "d", "step_time_s", 2.0, 2.1, 2.1, False, stack="s"))
@@ -147,7 +147,7 @@ def variant_report(sets: Sequence[VariantRanking]) -> str:
 
     Examples
     --------
-    >>> from libra_opt.explore.validation import RowResult, TableResult
+    >>> from libra_opt.explore.validation import RowResult, TableResult, abs_errors
     >>> rows = (RowResult("a", "S", "d", "step_time_s", 1.0, 1.1, 1.1, False, variant_set="v",
     ...                   n_npus=8, samples_per_step=8.0),
     ...         RowResult("b", "S", "d", "step_time_s", 2.0, 2.0, 2.0, False, variant_set="v",
@@ -180,7 +180,7 @@ def plot_variants(sets: Sequence[VariantRanking], ax=None):
 
     Examples
     --------
-    >>> from libra_opt.explore.validation import RowResult, TableResult
+    >>> from libra_opt.explore.validation import RowResult, TableResult, abs_errors
     >>> rows = (RowResult("a", "S", "d", "step_time_s", 1.0, 1.1, 1.1, False, variant_set="v",
     ...                   n_npus=8, samples_per_step=8.0),
     ...         RowResult("b", "S", "d", "step_time_s", 2.0, 2.0, 2.0, False, variant_set="v",
@@ -275,7 +275,7 @@ def plot_validation(results: Sequence[TableResult], ax=None):
 
     Examples
     --------
-    >>> from libra_opt.explore.validation import RowResult, TableResult
+    >>> from libra_opt.explore.validation import RowResult, TableResult, abs_errors
     >>> r = TableResult("t", "T", (RowResult("a", "S", "dev", "step_time_s", 2.0, 2.1, 2.1, False),))
     >>> fig = plot_validation([r])
     >>> fig.axes[0].get_ylabel()

@@ -229,9 +229,8 @@ class CollectiveSettings:
                     f"{name!r} is a ring (use 'ring' or 'direct')", field=field)
         in_network_dims(self.in_network_reduction, fabric,
                         field="collectives.in_network_reduction")
-        latency = dict(self.link_latency_s)
         for name, v in self.efficiency:
-            lat = latency.get(name, fabric.dims[fabric.index(name)].latency_s)
+            lat = self.latency_of(fabric.dims[fabric.index(name)])
             if isinstance(v, str) and v in NCCL_CURVES and lat > 0:
                 raise InputError(
                     f"{name!r} is priced with the measured curve {v!r}, whose measurement "
