@@ -210,9 +210,7 @@ def iter_chunk(ctx: _Context, items: Sequence[tuple[int, Parallelism, float]],
                 times = GroupTimes(
                     flat, float(flat.phase_count @ flat.phase_compute_s),
                     bounds.rows_gbps * slowest_fractions(shape.fabric), shape.fabric,
-                    scen.collective_model, scen.traffic_model,
-                    in_network_dims(scen.in_network_dims, shape.fabric),
-                    units.setdefault(si, {}), g.workload.flat_ring_groups, scen.timing)
+                    scen.timing, units.setdefault(si, {}), g.workload.flat_ring_groups)
                 floor = bounds.objective_bound(
                     times.floor_s(group_spans(shape.fabric.sizes, par.degrees())), weight)
                 if floor > threshold():

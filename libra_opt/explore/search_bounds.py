@@ -59,6 +59,7 @@ from libra_opt.fabric.heterogeneous import slowest_fractions
 from libra_opt.optimize.feasibility import lp_extreme
 from libra_opt.scenario.constraints import Row
 from libra_opt.scenario.scenario import Scenario
+from libra_opt.traffic.in_network import in_network_dims
 from libra_opt.traffic.routing import collective_traffic
 from libra_opt.traffic.step_time import WalkArrays, step_time_from_walk
 from libra_opt.traffic.timing import TimingModel
@@ -280,32 +281,32 @@ class GroupTimes:
         ``T_comp``.
     bw_gbps : numpy.ndarray
         ``(L, D)`` bandwidth rows (already scaled by the slowest members' fractions).
+    timing : TimingModel
+        The scenario's timing: its collective and traffic models, in-network dimensions
+        and per-dimension efficiency (:attr:`TimingModel.efficiency`, dividing each
+        collective's bytes on each dimension as the step time does).
     units : dict
         Unit-size traffic by (kind, span, flat ring), shared by every workload on one fabric.
     flat_ring_groups : frozenset of str
         The groups the workload runs as one flat ring
         (:attr:`~libra_opt.traffic.workload.Workload.flat_ring_groups`), priced as the
         exact step time prices them.
-    efficiency : TimingModel, optional
-        The timing whose per-dimension efficiency (:attr:`TimingModel.efficiency`) divides
-        each collective's bytes on each dimension, as the step time does (``None``: none).
     """
 
     flat: Any
     compute_s: float
     bw_gbps: np.ndarray
     fabric: Any
-    collective_model: str
-    traffic_model: str
-    in_network: frozenset[int]
+    timing: TimingModel
     units: dict = field(default_factory=dict)
     flat_ring_groups: frozenset[str] = frozenset()
-    efficiency: TimingModel | None = None
+    _in_network: frozenset[int] = frozenset()
     _counts: np.ndarray | None = None
     _by_group: dict[str, list[int]] | None = None
     _cache: dict[tuple[str, tuple[int, ...]], np.ndarray] | None = None
 
     def __post_init__(self) -> None:
+        self._in_network = in_network_dims(self.timing.in_network_dims, self.fabric)
         flat = self.flat
         occ = flat.phase_count[flat.coll_phase]
         self._counts = np.bincount(np.asarray(flat.coll_id, dtype=int).reshape(-1),
@@ -331,16 +332,16 @@ class GroupTimes:
             size = np.array([self.flat.collectives[k][1] for k in ks])
             tu = np.array([u[0] for u in units])  # (K, D) bytes per byte of collective
             lat = np.array([u[1] for u in units])
-            if self.efficiency is not None and self.efficiency.efficiency:
+            if self.timing.efficiency:
                 dims = self.fabric.dims
-                tu = tu / np.array([self.efficiency.efficiency_by_dim(
+                tu = tu / np.array([self.timing.efficiency_by_dim(
                     dims, self.flat.collectives[k][0], self.flat.collectives[k][1], span,
                     flat_ring) for k in ks])
             used = tu > 0
             with np.errstate(divide="ignore", invalid="ignore"):
                 t = np.where(used[None], size[None, :, None] * tu[None]
                              / (1e9 * self.bw_gbps[:, None, :]) + lat[None], 0.0)  # (L, K, D)
-            if TimingModel(self.collective_model).is_pipelined:  # type: ignore[arg-type]
+            if self.timing.is_pipelined:
                 t_k = np.where(used[None], t, -np.inf).max(axis=2)
                 t_k = np.where(np.asarray(used.any(axis=1))[None], t_k, 0.0)
             else:
@@ -357,7 +358,7 @@ class GroupTimes:
         key = (kind, span, flat_ring)
         if key not in self.units:
             self.units[key] = collective_traffic(kind, 1.0, span, self.fabric,
-                                                 self.traffic_model, self.in_network,
+                                                 self.timing.traffic_model, self._in_network,
                                                  flat_ring)
         return self.units[key]
 

@@ -45,6 +45,7 @@ from libra_opt.scenario.compile import compile
 from libra_opt.scenario.evaluate import evaluate, scenario_walks
 from libra_opt.scenario.spec import Ref, WorkloadSpec
 from libra_opt.traffic.step_time import step_time_from_walk
+from libra_opt.traffic.timing import TimingModel
 
 SMALL_SPACE = SearchSpace(micro_batch_sizes=(1, 2), interleave=(1, 2),
                           recompute=("none", "full"), sequence_parallel=(False, True),
@@ -231,7 +232,7 @@ def test_group_times_are_the_walks_step_times(template) -> None:
     flat = g.workload.flat
     bws = np.array([[900.0, 200.0], [150.0, 20.0], [np.inf, 50.0]])
     gt = GroupTimes(flat, float(flat.phase_count @ flat.phase_compute_s), bws, f,
-                    "pipelined", "hierarchical", frozenset())
+                    TimingModel("pipelined", traffic_model="hierarchical"))
     mats = span_matrices(f.sizes, par.degrees())
     steps = []
     for m in mats[::3]:
@@ -264,10 +265,10 @@ def test_group_times_with_an_efficiency_are_the_walks_step_times(template) -> No
     bws = np.array([[900.0, 200.0], [150.0, 20.0]])
     timing = curved.scenario.timing
     gt = GroupTimes(flat, float(flat.phase_count @ flat.phase_compute_s), bws, f,
-                    "pipelined", "hierarchical", frozenset(), {}, g.workload.flat_ring_groups,
-                    timing)
+                    timing, {}, g.workload.flat_ring_groups)
     plain = GroupTimes(flat, float(flat.phase_count @ flat.phase_compute_s), bws, f,
-                       "pipelined", "hierarchical", frozenset(), {}, g.workload.flat_ring_groups)
+                       TimingModel("pipelined", traffic_model="hierarchical"), {},
+                       g.workload.flat_ring_groups)
     for m in span_matrices(f.sizes, par.degrees())[::2]:
         scen = candidate_scenario(curved, f, g, placement_of(f, m))
         walk = scenario_walks(scen)[0]
@@ -294,7 +295,7 @@ def test_group_times_price_flat_ring_groups_as_the_walk(template) -> None:
     flat = g.workload.flat
     bws = np.array([[100.0, 400.0], [900.0, 200.0], [50.0, 800.0]])
     gt = GroupTimes(flat, float(flat.phase_count @ flat.phase_compute_s), bws, f,
-                    "pipelined", "hierarchical", frozenset(), {},
+                    TimingModel("pipelined", traffic_model="hierarchical"), {},
                     g.workload.flat_ring_groups)
     mats = [m for m in span_matrices(f.sizes, par.degrees()) if groups_of(m)["tp"] == (8, 2)]
     assert mats
