@@ -303,11 +303,9 @@ def _default_traffic(collective_model: CollectiveModel,
     """
     if traffic_model is None:
         return "hierarchical" if TimingModel(collective_model).uses_topology_aware else "native"
-    asked = TimingModel(collective_model, traffic_model=traffic_model)
-    if asked.uses_topology_aware and not asked.hierarchical_traffic:
-        raise InputError("collective_model 'topology_aware' runs collectives dimension by "
-                         "dimension: it does not model 'native' routing; use 'hierarchical' "
-                         "(its default)", field="traffic_model")
+    refusal = TimingModel(collective_model, traffic_model=traffic_model).native_traffic_refusal()
+    if refusal is not None:
+        raise InputError(refusal, field="traffic_model")
     return traffic_model
 
 

@@ -175,13 +175,10 @@ class Scenario(FrozenOnUnpickle):
             self.collectives.check(self.fabric)
         check_uneven_sizes(self.fabric, self.workloads, self.timing.uneven_sizes_refusal(),
                            self.in_network_dims)
+        refusal = self.timing.native_traffic_refusal()
+        if refusal is not None:
+            raise InputError(refusal, field="traffic_model")
         if self.timing.uses_topology_aware:
-            if not self.timing.hierarchical_traffic:
-                raise InputError(
-                    "collective_model 'topology_aware' runs collectives dimension by dimension "
-                    "(traffic_model 'hierarchical'); it does not model 'native' routing",
-                    field="traffic_model",
-                )
             settings = self.collective_settings
             assert settings is not None
             for wl in self.workloads:

@@ -187,6 +187,22 @@ class TimingModel:
             return f"traffic_model {self.traffic_model!r}"
         return None
 
+    def native_traffic_refusal(self) -> str | None:
+        """Why this timing cannot run (``topology_aware`` with ``native`` traffic: it runs
+        collectives dimension by dimension), or ``None`` when it can.
+
+        Examples
+        --------
+        >>> TimingModel("topology_aware", traffic_model="native").native_traffic_refusal()
+        "collective_model 'topology_aware' runs collectives dimension by dimension: it does not model 'native' routing; use 'hierarchical' (its default)"
+        >>> TimingModel("pipelined", traffic_model="native").native_traffic_refusal() is None
+        True
+        """
+        if self.uses_topology_aware and not self.hierarchical_traffic:
+            return ("collective_model 'topology_aware' runs collectives dimension by dimension: "
+                    "it does not model 'native' routing; use 'hierarchical' (its default)")
+        return None
+
     def describe(self) -> str:
         """``<collective model> collectives, <loop> loop, <traffic model> traffic`` and the
         per-dimension efficiency when there is one."""
