@@ -20,8 +20,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
-from collections.abc import Callable
-from typing import Any
 
 from libra_opt.cli.args import add_set_argument, load_with_sets, parse_floats
 from libra_opt.cli.backend import pyplot
@@ -102,36 +100,14 @@ def _check_outputs(args: argparse.Namespace) -> None:
 
 
 def _table(df) -> str:
-    """The comparison as a text table: step times to 6 significant digits (a change of a few
-    hundredths of a percent shows), dollars and watts whole with thousands separators,
-    percentages to 2 decimals; columns with no value are left out."""
-    from libra_opt.report.notes import family_label
-    from libra_opt.report.text import format_number, format_pct, format_whole, table
+    """The comparison as a text table (:data:`~libra_opt.report.notes.COMPARISON_COLUMNS`);
+    columns with no value are left out."""
+    from libra_opt.report.notes import COMPARISON_COLUMNS, comparison_rows
+    from libra_opt.report.text import table
 
-    def count(x) -> str:
-        return "n/a" if x is None or x != x else f"{int(x):,}"
-
-    def pct(x) -> str:
-        return format_pct(x, 2)
-
-    columns: list[tuple[str, str, Callable[[Any], str], str]] = [  # column, header, format, align
-        ("mode", "mode", str, "l"),
-        ("fabric", "fabric", lambda f: family_label(str(f)), "l"),
-        ("bw_gbps", "bw (GB/s)", lambda bw: " / ".join(f"{b:.1f}" for b in bw), "r"),
-        ("step_time_s", "step time (s)", format_number, "r"),
-        ("network_cost_usd", "network cost ($)", format_whole, "r"),
-        ("scaleout_cost_usd", "scale-out cost ($)", format_whole, "r"),
-        ("network_power_w", "network power (W)", format_whole, "r"),
-        ("scaleout_tiers", "scale-out tiers", count, "r"),
-        ("hb_switches", "HB switches", count, "r"),
-        ("scaleout_switches", "scale-out switches", count, "r"),
-        ("cost_reduction_pct", "cost reduction", pct, "r"),
-        ("power_reduction_pct", "power reduction", pct, "r"),
-        ("step_time_change_pct", "step time change", pct, "r"),
-    ]
-    shown = [c for c in columns if c[0] in df and df[c[0]].notna().any()]
-    rows = [[fmt(r[col]) for col, _h, fmt, _a in shown] for _, r in df.iterrows()]
-    return table([h for _c, h, _f, _a in shown], rows, "".join(a for *_x, a in shown))
+    shown = [c for c in COMPARISON_COLUMNS if c in df and df[c].notna().any()]
+    return table([COMPARISON_COLUMNS[c][0] for c in shown], comparison_rows(df, shown),
+                 "".join(COMPARISON_COLUMNS[c][2] for c in shown))
 
 
 def _fabrics(scen_fabric, names: list[str], radix: int) -> dict:

@@ -34,8 +34,13 @@ from libra_opt.explore.study_result import DesignStudy
 from libra_opt.optimize.solution import Solution
 from libra_opt.options import OBJECTIVE_MEANING
 from libra_opt.report.inputs import Provenance, inputs_section_parts, performance_section_parts
-from libra_opt.report.notes import family_label, family_notes, identical_rows_note
-from libra_opt.report.text import format_number, format_pct, format_quantity, format_whole, settled
+from libra_opt.report.notes import (
+    COMPARISON_COLUMNS,
+    comparison_rows,
+    family_notes,
+    identical_rows_note,
+)
+from libra_opt.report.text import format_number, format_quantity, format_whole, settled
 
 __all__ = ["ReportSection", "Report", "build_report", "render_html", "render_markdown",
            "report_files", "Provenance"]
@@ -322,17 +327,11 @@ def _comparison_section(study: DesignStudy) -> ReportSection:
         f"the scale-out given what a {format_value(df.attrs['scaleout_budget_usd'], 'usd')} "
         f"scale-out budget buys on each fabric (baseline {df.attrs['baseline']}).")
     sec.text += family_notes(df, scen)
-    rows = []
-    for _, r in df.iterrows():
-        rows.append([str(r["mode"]), family_label(str(r["fabric"])), " / ".join(f"{b:.1f}" for b in r["bw_gbps"]),
-                     _g(r["step_time_s"]), _usd(r["network_cost_usd"]),
-                     format_whole(r["network_power_w"]), f"{int(r['scaleout_tiers'])}",
-                     format_pct(r.get("cost_reduction_pct"), 2),
-                     format_pct(r.get("step_time_change_pct"), 2)])
-    sec.tables.append(("Fabric comparison", ["mode", "fabric", "bandwidth (GB/s)",
-                                             "step time (s)", "network cost ($)",
-                                             "network power (W)", "scale-out tiers",
-                                             "cost reduction", "step time change"], rows))
+    columns = ["mode", "fabric", "bw_gbps", "step_time_s", "network_cost_usd",
+               "network_power_w", "scaleout_tiers", "cost_reduction_pct", "step_time_change_pct"]
+    headers = [COMPARISON_COLUMNS[c][0] for c in columns]
+    headers[columns.index("bw_gbps")] = "bandwidth (GB/s)"
+    sec.tables.append(("Fabric comparison", headers, comparison_rows(df, columns)))
     import matplotlib.pyplot as plt
 
     modes = list(dict.fromkeys(df["mode"]))

@@ -13,18 +13,20 @@ them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from libra_opt.report._style import format_value, quantity
+from libra_opt.report.text import format_number, format_pct, format_whole
 from libra_opt.scenario.evaluate import evaluate
 from libra_opt.scenario.scenario import Scenario
 from libra_opt.traffic.timing import TimingModel
 
-__all__ = ["MULTI_DIM_NOTE", "binding_constraints", "family_label", "family_notes",
-           "identical_rows_note"]
+__all__ = ["MULTI_DIM_NOTE", "COMPARISON_COLUMNS", "binding_constraints", "comparison_rows",
+           "family_label", "family_notes", "identical_rows_note"]
 
 MULTI_DIM_NOTE = (
     "multi_dim is LIBRA's ideal fabric: every dimension is one logical switch with no radix "
@@ -46,6 +48,40 @@ def family_label(fabric: str) -> str:
         return "multi_dim (ideal, no radix limit)"
     return fabric.replace("(multi_dim)", "(multi_dim, ideal, no radix limit)")
 
+
+
+def _count(x) -> str:
+    return "n/a" if x is None or x != x else f"{int(x):,}"
+
+
+def _pct(x) -> str:
+    return format_pct(x, 2)
+
+
+#: Column of a fabric comparison -> (header, cell format, alignment): step times to 6
+#: significant digits (a change of a few hundredths of a percent shows), dollars and watts
+#: whole with thousands separators, percentages to 2 decimals.
+COMPARISON_COLUMNS: dict[str, tuple[str, Callable[[Any], str], str]] = {
+    "mode": ("mode", str, "l"),
+    "fabric": ("fabric", lambda f: family_label(str(f)), "l"),
+    "bw_gbps": ("bw (GB/s)", lambda bw: " / ".join(f"{b:.1f}" for b in bw), "r"),
+    "step_time_s": ("step time (s)", format_number, "r"),
+    "network_cost_usd": ("network cost ($)", format_whole, "r"),
+    "scaleout_cost_usd": ("scale-out cost ($)", format_whole, "r"),
+    "network_power_w": ("network power (W)", format_whole, "r"),
+    "scaleout_tiers": ("scale-out tiers", _count, "r"),
+    "hb_switches": ("HB switches", _count, "r"),
+    "scaleout_switches": ("scale-out switches", _count, "r"),
+    "cost_reduction_pct": ("cost reduction", _pct, "r"),
+    "power_reduction_pct": ("power reduction", _pct, "r"),
+    "step_time_change_pct": ("step time change", _pct, "r"),
+}
+
+
+def comparison_rows(df: pd.DataFrame, columns: Sequence[str]) -> list[list[str]]:
+    """The cells of a fabric comparison's ``columns`` (:data:`COMPARISON_COLUMNS` formats),
+    one list per row."""
+    return [[COMPARISON_COLUMNS[c][1](r.get(c)) for c in columns] for _, r in df.iterrows()]
 
 def _close(a: float, b: float, rel: float = 1e-6) -> bool:
     return abs(a - b) <= rel * max(abs(a), abs(b), 1e-12)
