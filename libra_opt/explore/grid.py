@@ -29,7 +29,7 @@ import logging
 import math
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -260,6 +260,7 @@ def _axes(base: ScenarioBase, axes: Mapping[str, Sequence[Any]], executor: Any =
         for x in a.values:
             first.setdefault(_key(x), x)
         distinct = list(first.values())
+        errors: Iterable[str | None]
         if executor != "serial" and len(distinct) >= PARALLEL_CHECK_VALUES:
             # the check builds every value's scenario: in the workers, not in the caller
             # (the same messages; the first failing value in axis order is reported)
@@ -270,12 +271,8 @@ def _axes(base: ScenarioBase, axes: Mapping[str, Sequence[Any]], executor: Any =
                                        batches, executor=executor, max_workers=max_workers):
                 found[i] = msgs
             errors = [m for i in sorted(found) for m in found[i]]
-        else:
-            errors = [None] * len(distinct)
-            for k, value in enumerate(distinct):
-                errors[k] = _value_errors(base, a.path, [value])[0]
-                if errors[k] is not None:
-                    break
+        else:  # lazily: nothing after the first failing value is built
+            errors = (_value_errors(base, a.path, [value])[0] for value in distinct)
         for value, msg in zip(distinct, errors, strict=True):
             if msg is not None:
                 raise InputError(f"value {short_repr(value, 80)}: {msg}", field=a.name)
