@@ -34,6 +34,7 @@ import logging
 import signal
 import sys
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -444,7 +445,8 @@ def run(args: argparse.Namespace) -> int:
             raise
         wall_s = time.perf_counter() - t0
         try:
-            _write_outputs(args, df, base, axes, wall_s, 0 if sink is None else sink.kept_at_open)
+            _write_outputs(args, df, base, axes, wall_s,
+                           0 if sink is None else sink.kept_at_open, lambda: bool(signals))
         except KeyboardInterrupt:  # the plots' staging folder is gone with its block
             kept = (f"; every point is kept in {args.out}/results.csv: run again with "
                     "--resume to write the rest" if args.out is not None else "")
@@ -454,10 +456,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _write_outputs(args: argparse.Namespace, df: pd.DataFrame, base,
-                   axes: dict[str, list[Any]], wall_s: float, kept: int) -> None:
+                   axes: dict[str, list[Any]], wall_s: float, kept: int,
+                   stopped: Callable[[], bool] = lambda: False) -> None:
     """Print or write what a finished sweep's flags ask for: its table, ``--csv``, ``--plot``
     and, holding the folder's lock, ``--out``'s Parquet file, plots and manifest. ``kept``
-    points were taken from an earlier run (``--resume``), the rest solved in ``wall_s``."""
+    points were taken from an earlier run (``--resume``), the rest solved in ``wall_s``.
+    The plots are moved in only when ``stopped()`` is false: a signal whose
+    ``KeyboardInterrupt`` Python swallowed (raised inside a callback that ignores
+    exceptions) still stops them, as the sweep polls it."""
     counts = df["status"].value_counts().to_dict()
     summary = ", ".join(f"{n} {s}" for s, n in counts.items())
     n = len(df)
@@ -511,6 +517,8 @@ def _write_outputs(args: argparse.Namespace, df: pd.DataFrame, base,
             for fn, name, kw in extra:
                 if _plot_optional(fn, df, staged[name], "--out", **kw):
                     written.append(name)
+            if stopped():
+                raise KeyboardInterrupt
         for name in written:
             print(f"wrote {confined_path(args.out, name, flag='--out')}")
     record_run_files(args.out, (RESULTS_CSV, RESULTS_PARQUET, *PLOT_NAMES))
