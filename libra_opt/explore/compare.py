@@ -47,6 +47,7 @@ from libra_opt.optimize.problem import solve
 from libra_opt.optimize.terms import aggregate_terms, native_terms
 from libra_opt.options import COMPARE_MODES as MODES
 from libra_opt.options import CollectiveModel, TrafficModel, TrainingLoop
+from libra_opt.scenario.accuracy import same
 from libra_opt.scenario.constraints import LinearConstraint, Row
 from libra_opt.scenario.scenario import Scenario, scenario_rows
 from libra_opt.traffic.step_time import check_bandwidth, step_time
@@ -57,10 +58,6 @@ from libra_opt.traffic.workload import Workload, check_on_fabric
 __all__ = ["compare_fabrics", "budget_optimum"]
 
 logger = logging.getLogger(__name__)
-
-#: Step-time changes smaller than this (percent) are reported as 0: they are below the
-#: relative accuracy (1e-8) of the budget solves behind the budget-mode rows.
-_CHANGE_FLOOR_PCT = 1e-6
 
 
 
@@ -262,7 +259,7 @@ def _nearest_hold(
         raise InfeasibleDesignError(
             f"fabric {label!r}, equal_budget: the scenario's constraints leave no design "
             f"({status})")
-    if dist <= 1e-9 * max(1.0, float(np.abs(hb_gbps[:so]).sum())):
+    if same(dist, 0.0, scale=max(1.0, float(np.abs(hb_gbps[:so]).sum()))):
         return hb_gbps
     held = np.array(hb_gbps, dtype=float)
     held[:so] = x[:so]
@@ -411,8 +408,8 @@ def compare_fabrics(
         ``scaleout_tiers``, ``hb_switches``, ``scaleout_switches``, ``usd_per_hour``,
         ``run_cost_usd``, and ``cost_reduction_pct``, ``power_reduction_pct``,
         ``run_cost_reduction_pct`` (``100 (1 - x / x_baseline)``) and
-        ``step_time_change_pct`` (``100 (t / t_baseline - 1)``; below 1e-6 %, the budget
-        solves' accuracy, 0). ``attrs`` hold
+        ``step_time_change_pct`` (``100 (t / t_baseline - 1)``; 0 where the two are the
+        same up to solver round-off, :func:`~libra_opt.scenario.accuracy.same`). ``attrs`` hold
         ``baseline``, ``budget_usd``, ``scaleout_budget_usd``, ``hb_gbps`` (the HB bandwidth
         held in ``equal_budget``, of the baseline) and ``traffic_model``.
 
@@ -550,9 +547,11 @@ def compare_fabrics(
                          ("run_cost_usd", "run_cost_reduction_pct")):
             if base[col] is not None and pd.notna(base[col]) and base[col] > 0:
                 df.loc[sel, out] = 100.0 * (1.0 - df.loc[sel, col].astype(float) / base[col])
-        change = 100.0 * (df.loc[sel, "step_time_s"].astype(float) / base["step_time_s"] - 1.0)
-        # below the budget solves' accuracy (relative gap 1e-8, i.e. 1e-6 %): no change
-        df.loc[sel, "step_time_change_pct"] = change.where(change.abs() >= _CHANGE_FLOOR_PCT, 0.0)
+        t = df.loc[sel, "step_time_s"].astype(float)
+        change = 100.0 * (t / base["step_time_s"] - 1.0)
+        # a change within the solves' round-off is no change
+        unchanged = [same(x, float(base["step_time_s"])) for x in t]
+        df.loc[sel, "step_time_change_pct"] = change.where(~np.array(unchanged), 0.0)
     df.attrs.update(baseline=baseline, budget_usd=float(budget_usd),
                     scaleout_budget_usd=float(scaleout_budget_usd),
                     hb_gbps=_held_hb(df, baseline, bw_base[:so_base]),

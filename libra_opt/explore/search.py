@@ -113,6 +113,7 @@ from libra_opt.generators.parallelism import Parallelism
 from libra_opt.optimize.problem import build_problem, solve
 from libra_opt.optimize.solution import Solution
 from libra_opt.options import OBJECTIVES
+from libra_opt.scenario.accuracy import SAME_REL_TOL
 from libra_opt.scenario.constraints import LinearConstraint
 from libra_opt.traffic.in_network import in_network_dims
 from libra_opt.traffic.step_time import walk_arrays
@@ -139,9 +140,10 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-#: A candidate is pruned when its lower bound exceeds the incumbent by this relative margin
-#: (above the solver's and the numpy check's tolerances, so no tie is dropped).
-PRUNE_RTOL = 1e-6
+#: A candidate is pruned when its lower bound exceeds the incumbent by this relative margin:
+#: more than solver round-off (:data:`~libra_opt.scenario.accuracy.SAME_REL_TOL`), so no
+#: candidate that ties the incumbent is dropped.
+PRUNE_RTOL = SAME_REL_TOL
 #: Parallelizations per chunk of work (one batch of an executor).
 CHUNK = 8
 #: Knob columns of the result table, in order.

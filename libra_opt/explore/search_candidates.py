@@ -261,8 +261,7 @@ def _inner(ctx: _Context, scen: Scenario, g: GeneratedWorkload) -> tuple[str, st
     try:
         if ctx.fixed_bw_gbps is not None:
             ev = evaluate(scen, np.asarray(ctx.fixed_bw_gbps))
-            bad = [k for k, v in ev.residuals.items()
-                   if v > 1e-9 * ev.residual_scales[k]]
+            bad = ev.violated()
             if bad:
                 return "infeasible", "the fixed bandwidth violates " + ", ".join(bad), {}
             return "optimal", "", _solved_values(

@@ -6,16 +6,13 @@ from __future__ import annotations
 import numpy as np
 
 from libra_opt.errors import InputError
+from libra_opt.scenario.accuracy import CONSTRAINT_REL_TOL, OBJECTIVE_REL_TOL
 from libra_opt.scenario.evaluate import Evaluation
 from libra_opt.scenario.scenario import Scenario
 
 __all__ = ["CONSTRAINT_REL_TOL", "MAX_BW_GBPS", "MAX_STEP_S", "OBJECTIVE_REL_TOL",
            "check_magnitudes", "verification_failure"]
 
-#: Relative agreement required between the solver's objective and the numpy evaluator's.
-OBJECTIVE_REL_TOL = 1e-6
-#: Relative constraint violation tolerated in the returned allocation.
-CONSTRAINT_REL_TOL = 1e-6
 #: Longest optimal step time accepted, in seconds (about 32 years). An optimum beyond it comes
 #: from absurd inputs (tiny bandwidth, huge collectives or compute): :func:`solve` raises
 #: :class:`~libra_opt.errors.InputError` instead of reporting it.

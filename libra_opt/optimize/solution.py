@@ -13,6 +13,7 @@ import numpy as np
 from libra_opt.fabric.frozen import FrozenOnUnpickle, freeze_arrays, readonly_array
 from libra_opt.optimize.scaling import ProgramRun, RowScaling
 from libra_opt.options import OBJECTIVE_MEANING, Objective
+from libra_opt.scenario.accuracy import same
 from libra_opt.scenario.constraints import Row
 from libra_opt.scenario.display import format_usd, html_table
 from libra_opt.scenario.evaluate import Evaluation, evaluate
@@ -48,7 +49,8 @@ class ConstraintReport:
     slack : float
         Distance to the bound (>= 0 when satisfied; 0 for equalities).
     active : bool
-        The constraint holds with equality (relative tolerance 1e-6).
+        The constraint holds with equality up to solver round-off
+        (:func:`~libra_opt.scenario.accuracy.same` at the row's scale).
     shadow_price : float
         d objective / d rhs at the optimum: objective units per unit of rhs (GB/s, $ or W).
         Negative means relaxing the bound improves the objective.
@@ -408,7 +410,6 @@ def _ratio(a: float, b: float) -> float:
 
 def baselines(
     scenario: Scenario, optimum: Evaluation, walks: tuple[WalkArrays, ...] | None = None,
-    feas_tol: float = 1e-6,
 ) -> tuple[Baseline, ...]:
     """Equal split and traffic-proportional split at the optimum's total bandwidth.
 
@@ -431,7 +432,7 @@ def baselines(
     out = []
     for name, bw in splits:
         ev = evaluate(scenario, bw, walks)
-        feasible = ev.feasible(feas_tol)
+        feasible = ev.feasible()
         step_ratio = _ratio(ev.weighted_step_time_s, optimum.weighted_step_time_s)
         ratio = _ratio(ev.objective_value, optimum.objective_value)
         out.append(Baseline(name, ev, feasible, float(step_ratio), float(ratio)))
@@ -460,7 +461,7 @@ def constraint_reports(
         lhs = float(r.a @ bw)
         slack = {"<=": r.rhs - lhs, ">=": lhs - r.rhs, "==": 0.0}[r.sense]
         scale = max(1.0, abs(r.rhs), float(np.abs(r.a) @ bw))
-        active = r.sense == "==" or abs(slack) <= 1e-6 * scale
+        active = r.sense == "==" or same(lhs, r.rhs, scale=scale)
         # Complementary slackness: a row with slack has a zero multiplier; what the interior
         # point leaves there is round-off of the order of the solver's tolerance.
         out.append(ConstraintReport(

@@ -21,6 +21,7 @@ import pandas as pd
 
 from libra_opt.report._style import format_value, quantity
 from libra_opt.report.text import format_number, format_pct, format_whole
+from libra_opt.scenario.accuracy import same
 from libra_opt.scenario.evaluate import evaluate
 from libra_opt.scenario.scenario import Scenario
 from libra_opt.traffic.timing import TimingModel
@@ -83,17 +84,13 @@ def comparison_rows(df: pd.DataFrame, columns: Sequence[str]) -> list[list[str]]
     one list per row."""
     return [[COMPARISON_COLUMNS[c][1](r.get(c)) for c in columns] for _, r in df.iterrows()]
 
-def _close(a: float, b: float, rel: float = 1e-6) -> bool:
-    return abs(a - b) <= rel * max(abs(a), abs(b), 1e-12)
-
-
-def binding_constraints(scen: Scenario, bw_gbps: Sequence[float], *, tol: float = 1e-6,
+def binding_constraints(scen: Scenario, bw_gbps: Sequence[float], *,
                         exclude: Sequence[str] = ("budget_usd", "power_w")) -> list[str]:
     """Labels of the scenario's constraints that hold with equality at ``bw_gbps``.
 
-    Equality constraints always bind; an inequality binds when its two sides agree to a
-    relative ``tol``. The budget and power cap are left out (``exclude``): the question this
-    answers is what *else* fixes the design.
+    Equality constraints always bind; an inequality binds when its two sides are the same up
+    to solver round-off (:func:`~libra_opt.scenario.accuracy.same`). The budget and power cap
+    are left out (``exclude``): the question this answers is what *else* fixes the design.
 
     Examples
     --------
@@ -110,7 +107,7 @@ def binding_constraints(scen: Scenario, bw_gbps: Sequence[float], *, tol: float 
         if c.label in exclude:
             continue
         lhs = float(np.dot(c.bw_coef, bw)) + c.cost_coef * cost + c.power_coef * power
-        if c.sense == "==" or abs(lhs - c.rhs) <= tol * max(abs(c.rhs), abs(lhs), 1.0):
+        if c.sense == "==" or same(lhs, c.rhs, scale=max(abs(c.rhs), abs(lhs), 1.0)):
             out.append(c.label)
     return out
 
@@ -118,7 +115,8 @@ def binding_constraints(scen: Scenario, bw_gbps: Sequence[float], *, tol: float 
 def identical_rows_note(df: pd.DataFrame, scen: Scenario, *, x: str = "budget_usd") -> str | None:
     """Why consecutive rows of a sweep over ``x`` give the same design, or ``None``.
 
-    Rows are the same design when every ``bw_<dim>_gbps`` agrees to 1e-6. The note counts
+    Rows are the same design when their ``bw_<dim>_gbps`` are the same up to solver round-off
+    (:func:`~libra_opt.scenario.accuracy.same`). The note counts
     them, says over which range of ``x`` and names the constraints binding there.
 
     Examples
@@ -139,11 +137,10 @@ def identical_rows_note(df: pd.DataFrame, scen: Scenario, *, x: str = "budget_us
     if len(ok) < 2 or not cols:
         return None
     bws = ok[cols].to_numpy(dtype=float)
-    same = [i for i in range(1, len(ok))
-            if np.allclose(bws[i], bws[i - 1], rtol=1e-6, atol=1e-9)]
-    if not same:
+    repeats = [i for i in range(1, len(ok)) if same(bws[i], bws[i - 1])]
+    if not repeats:
         return None
-    rows = sorted({i for i in same} | {i - 1 for i in same})
+    rows = sorted({i for i in repeats} | {i - 1 for i in repeats})
     first, last = ok.iloc[rows[0]], ok.iloc[rows[-1]]
     binding = binding_constraints(scen, bws[rows[-1]])
     what = ", ".join(binding) if binding else "the per-dimension bounds"
@@ -186,7 +183,7 @@ def family_notes(df: pd.DataFrame, scen: Scenario | None = None) -> list[str]:
         rows = list(g.itertuples(index=False))
         for i, a in enumerate(rows):
             for b in rows[i + 1:]:
-                if not _close(float(a.network_cost_usd), float(b.network_cost_usd)):
+                if not same(float(a.network_cost_usd), float(b.network_cost_usd)):
                     continue
                 if "scaleout_tiers" in g and a.scaleout_tiers == b.scaleout_tiers:
                     key = (str(a.fabric), str(b.fabric), int(a.scaleout_tiers))
@@ -202,9 +199,7 @@ def family_notes(df: pd.DataFrame, scen: Scenario | None = None) -> list[str]:
         for mode, g in df.groupby("mode", sort=False):
             if mode == "equal_bw" or len(g) != len(base):
                 continue
-            same = all(np.allclose(np.asarray(a, float), np.asarray(b, float), rtol=1e-6)
-                       for a, b in zip(g["bw_gbps"], base["bw_gbps"], strict=True))
-            if same:
+            if all(same(a, b) for a, b in zip(g["bw_gbps"], base["bw_gbps"], strict=True)):
                 binding = binding_constraints(scen, list(g["bw_gbps"].iloc[0]))
                 why = (f"the bandwidth is pinned by {', '.join(binding)}" if binding else
                        "the per-dimension bounds hold the bandwidth")

@@ -11,6 +11,7 @@ import numpy as np
 from libra_opt.cost.tco import tco_breakdown
 from libra_opt.optimize.solution import ConstraintReport, Solution
 from libra_opt.options import COMPONENTS, OBJECTIVE_MEANING, Objective
+from libra_opt.scenario.accuracy import same
 from libra_opt.scenario.display import format_usd
 from libra_opt.scenario.evaluate import Evaluation
 from libra_opt.scenario.objective import objective_of
@@ -136,9 +137,10 @@ def settled(c: ConstraintReport) -> tuple[float, float]:
     """A constraint row's value and slack with solver noise snapped to zero.
 
     ``c`` is a row of ``Solution.constraints`` (``lhs``, ``rhs``, ``slack``). The solver
-    meets a bound only to its tolerance, so a value or slack below ``1e-6 x max(1, |bound|)``
-    is read as 0 (an active bound shows slack 0, not ``4.791e-09``); the command line and
-    the HTML report show the same numbers.
+    meets a bound only to its tolerance, so a value or slack that is the same as 0 at the
+    scale ``max(1, |bound|)`` (:func:`~libra_opt.scenario.accuracy.same`) is read as 0 (an
+    active bound shows slack 0, not ``4.791e-09``); the command line and the HTML report
+    show the same numbers.
 
     Examples
     --------
@@ -146,8 +148,9 @@ def settled(c: ConstraintReport) -> tuple[float, float]:
     >>> settled(SimpleNamespace(lhs=600.0, rhs=600.0, slack=4.791e-09))
     (600.0, 0.0)
     """
-    tiny = 1e-6 * max(1.0, abs(c.rhs))
-    return (0.0 if abs(c.lhs) < tiny else c.lhs), (0.0 if abs(c.slack) < tiny else c.slack)
+    scale = max(1.0, abs(c.rhs))
+    return ((0.0 if same(c.lhs, 0.0, scale=scale) else c.lhs),
+            (0.0 if same(c.slack, 0.0, scale=scale) else c.slack))
 
 
 def _si_time(t: float) -> str:
@@ -338,7 +341,7 @@ def format_evaluation(scen: Scenario, ev: Evaluation) -> str:
     lines += _rail_lines(scen, ev)
     lines += ["", *_cost_lines(ev), *_tco_lines(scen, ev)]
     if ev.residuals:
-        bad = [k for k, r in ev.residuals.items() if r > 1e-6 * ev.residual_scales[k]]
+        bad = ev.violated()
         lines.append(
             "Constraints: all satisfied" if not bad else f"Constraints VIOLATED: {'; '.join(bad)}"
         )

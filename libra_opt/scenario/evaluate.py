@@ -23,6 +23,7 @@ from libra_opt.errors import InputError, short_repr
 from libra_opt.fabric.dims import Fabric
 from libra_opt.fabric.frozen import FrozenMap, FrozenOnUnpickle, readonly_array
 from libra_opt.fabric.heterogeneous import slowest_fractions
+from libra_opt.scenario.accuracy import same
 from libra_opt.scenario.display import format_usd, html_table
 from libra_opt.scenario.scenario import Scenario, scenario_rows
 from libra_opt.traffic.step_time import (
@@ -80,8 +81,19 @@ class Evaluation(FrozenOnUnpickle):
                 object.__setattr__(self, key, FrozenMap(getattr(self, key)))
         # (the workloads' times and the cost freeze their own arrays)
 
-    def feasible(self, rel_tol: float = 1e-6) -> bool:
-        """True when every constraint holds within ``rel_tol`` of its scale."""
+    def violated(self) -> tuple[str, ...]:
+        """Labels of the constraints broken by more than solver round-off: a residual that
+        is not the same as 0 at its row's scale (:func:`~libra_opt.scenario.accuracy.same`)."""
+        scales = self.residual_scales
+        return tuple(k for k, v in self.residuals.items()
+                     if v > 0 and not same(v, 0.0, scale=scales[k]))
+
+    def feasible(self, rel_tol: float | None = None) -> bool:
+        """True when no constraint is :meth:`violated`; with ``rel_tol``, when every
+        constraint holds within ``rel_tol`` of its scale (the optimizer's acceptance test,
+        :data:`~libra_opt.scenario.accuracy.CONSTRAINT_REL_TOL`)."""
+        if rel_tol is None:
+            return not self.violated()
         scales = self.residual_scales
         return all(v <= rel_tol * scales[k] for k, v in self.residuals.items())
 
@@ -101,8 +113,7 @@ class Evaluation(FrozenOnUnpickle):
         if self.feasible():
             items.append("feasible")
         else:
-            scales = self.residual_scales
-            bad = [k for k, v in self.residuals.items() if v > 1e-6 * scales[k]]
+            bad = self.violated()
             more = f" (+{len(bad) - 3} more)" if len(bad) > 3 else ""
             items.append("infeasible: " + ", ".join(bad[:3]) + more)
         return items

@@ -24,6 +24,7 @@ from libra_opt.fabric.heterogeneous import DimMembers, member_cost_factors, slow
 from libra_opt.io.scenario_file import load_scenario
 from libra_opt.optimize.problem import solve
 from libra_opt.optimize.terms import aggregate_terms
+from libra_opt.scenario.accuracy import SAME_REL_TOL
 from libra_opt.scenario.evaluate import evaluate
 from libra_opt.scenario.examples import toy_scenario
 from libra_opt.traffic.step_time import step_time
@@ -103,7 +104,11 @@ def test_optimum_under_a_total_and_under_a_budget():
     # sequential: min 1/B_n + 1/B_p s.t. k.B = X -> B_i = X / sqrt(k_i) / sum_j sqrt(k_j)
     sol = solve(hetero(constraints=False, budget_usd=77_120.0, collective_model="sequential"))
     root = np.sqrt(KAPPA)
-    np.testing.assert_allclose(sol.bw_gbps, 77_120.0 / root / root.sum(), rtol=1e-6)
+    want = 77_120.0 / root / root.sum()
+    # the objective is exact to the solver's gap; the bandwidths at the smooth optimum only
+    # to about its square root (a retry profile moves them by ~1.5e-6): the sameness rule
+    assert sol.objective_value == pytest.approx(0.01 + float(np.sum(1.0 / want)), rel=1e-9)
+    np.testing.assert_allclose(sol.bw_gbps, want, rtol=SAME_REL_TOL)
 
 
 def test_brute_force_grid_finds_no_better_point():

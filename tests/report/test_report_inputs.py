@@ -101,12 +101,14 @@ def test_budget_rows_pinned_by_the_total_bandwidth_are_explained(gpt_report):
     sec = _section(gpt_report, "Budget sweep")
     df = gpt_report.sweep
     ok = df[df.status == "optimal"]
-    bw = ok[[c for c in df.columns if c.startswith("bw_")]].to_numpy()
-    same = sum(np.allclose(bw[i], bw[i - 1], rtol=1e-6) for i in range(1, len(bw)))
-    assert same >= 1
+    # Independently: the scenario's own optimum (no budget) is pinned by sum(bw) == 1000;
+    # every budget at or above its cost leaves that design, every budget below changes it.
+    free = solve(lo.examples.load("gpt3_175b_4d"))
+    n_free = int((ok["budget_usd"] >= free.network_cost_usd).sum())
+    assert n_free >= 2
     note = next(t for t in sec.text if "give the same design" in t)
     assert "pinned by sum(bw) == 1000" in note
-    assert note.startswith(f"{same + 1} of {len(df)} rows")
+    assert note.startswith(f"{n_free} of {len(df)} rows")
 
 
 def test_multi_dim_is_called_ideal_wherever_it_appears(gpt_report, built):
@@ -131,8 +133,11 @@ def test_compare_prints_the_notes(capsys):
     assert "multi_dim (ideal, no radix limit)" in out or \
         "scenario (multi_dim, ideal, no radix limit)" in out
     assert f"note: {MULTI_DIM_NOTE}" in out
-    assert "note: equal_budget rows repeat the equal_bw rows: the bandwidth is pinned by " \
-           "sum(bw) == 1000" in out
+    # sum(bw) == 1000 pins the unique optimum, and neither budget (the fat-tree's scale-out
+    # or total cost at that design) binds: both budget modes give the equal_bw design, up to
+    # the solves' round-off (which moves with the solver build: $9 or $86 of $51.3M).
+    assert "note: equal_budget and equal_budget_joint rows repeat the equal_bw rows: the " \
+           "bandwidth is pinned by sum(bw) == 1000" in out
 
 
 def test_same_tier_count_is_explained():

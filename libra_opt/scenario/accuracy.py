@@ -1,0 +1,82 @@
+"""How accurately an answer is known, and the one rule that decides whether two are the same.
+
+Every answer the optimizer returns is re-checked by the independent numpy evaluation of the
+scenario: the objective must agree with the solver's to :data:`OBJECTIVE_REL_TOL` and every
+constraint must hold to :data:`CONSTRAINT_REL_TOL` of its scale. Two verified answers of the
+same question can therefore differ by a few times those tolerances, and their bandwidths by
+more where the optimum is flat (a bandwidth at a flat optimum is fixed only to about the
+square root of the objective's tolerance, but a design the review board reads is judged by
+its objective, cost and bandwidths together). Differences that small are solver round-off:
+they move with the solver build, the BLAS and the CPU, not with the design.
+
+So every decision of the form "these two results are the same" -- sweep rows that repeat,
+a constraint that binds, "all satisfied", ties in a ranking, search rows that are one design,
+a budget that "changes nothing" -- is made by :func:`same` at :data:`SAME_REL_TOL`, ten times
+the verification tolerance, and by nothing else. A printed note or table cell that depends on
+such a decision then does not flip with round-off.
+
+Examples
+--------
+>>> same(51_349_667.0, 51_349_581.0)        # $86 of $51.3M: 1.7e-6, round-off
+True
+>>> same(1.0266, 1.0267)                    # 1e-4: a real difference
+False
+>>> same([449.5, 66.9, 1e-9], [449.5000001, 66.9, 3e-9])   # relative to the design's size
+True
+>>> same(600.0 - 4.8e-9, 600.0, scale=600.0)   # a bound met to the solver's accuracy
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+__all__ = ["OBJECTIVE_REL_TOL", "CONSTRAINT_REL_TOL", "SAME_REL_TOL", "same"]
+
+#: Relative agreement required between the solver's objective and the numpy evaluation's
+#: before an answer is returned.
+OBJECTIVE_REL_TOL = 1e-6
+#: Relative violation of a constraint row (of the row's scale) tolerated in a returned answer.
+CONSTRAINT_REL_TOL = 1e-6
+#: Two results closer than this (relative to their size) are the same result: ten times the
+#: accuracy every answer is verified to (:data:`OBJECTIVE_REL_TOL`, :data:`CONSTRAINT_REL_TOL`).
+SAME_REL_TOL = 10 * max(OBJECTIVE_REL_TOL, CONSTRAINT_REL_TOL)
+
+
+def same(a: float | Sequence[float] | np.ndarray, b: float | Sequence[float] | np.ndarray, *,
+         scale: float | None = None) -> bool:
+    """Whether ``a`` and ``b`` are the same result up to solver round-off.
+
+    Parameters
+    ----------
+    a, b : float or array_like
+        Two numbers, or two arrays of one shape (a bandwidth vector is one result: its
+        entries are compared at the scale of its largest entry, so a dimension left at
+        ~1e-9 GB/s by one solve and ~3e-9 by another does not make two designs differ).
+    scale : float, optional
+        The magnitude the difference is judged against (a constraint row's scale, say);
+        default: the larger magnitude of ``a`` and ``b``.
+
+    Returns
+    -------
+    bool
+        ``max |a - b| <= SAME_REL_TOL * scale``; arrays of different shapes, or any NaN,
+        are not the same.
+
+    Notes
+    -----
+    ``scale`` defaults to ``max(max |a|, max |b|)``, floored at the smallest normal double so
+    that two zeros are the same and a zero is never the same as a non-zero.
+    """
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if x.shape != y.shape or np.isnan(x).any() or np.isnan(y).any():
+        return False
+    if x.size == 0:
+        return True
+    ref = float(max(np.max(np.abs(x)), np.max(np.abs(y)))) if scale is None else float(scale)
+    ref = max(ref, float(np.finfo(float).tiny))
+    if not np.isfinite(ref):
+        return bool(np.array_equal(x, y))
+    return bool(np.max(np.abs(x - y)) <= SAME_REL_TOL * ref)
