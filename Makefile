@@ -1,18 +1,30 @@
 # libra_opt: `make demo` solves the example scenario; `make test` checks the import layers and
 # runs the test suite.
-# Both create the virtual environment and install the project on first use.
+# Both create the virtual environment on first use and install the project into it from the
+# lock (requirements/lock.txt: exact versions with their hashes). `make lock` refreshes the lock
+# from pyproject.toml's ranges and runs the suite on it; `make test-latest` runs the suite on
+# the newest versions the ranges allow, in a separate environment (.venv-latest).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
+LOCK := requirements/lock.txt
 DEMO ?= gpt3_175b_4d
+# The lock's resolver (uv), itself pinned, in its own environment.
+UV_VERSION := 0.13.9
+TOOLS := .venv-tools
+LATEST := .venv-latest
 
-.PHONY: install demo test fuzz lint bench examples clean
+.PHONY: install demo test test-latest lock fuzz lint bench examples clean
 
-$(STAMP): pyproject.toml
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip > $(VENV)/install.log 2>&1 || (cat $(VENV)/install.log; exit 1)
-	$(BIN)/python -m pip install --quiet -e '.[dev]' >> $(VENV)/install.log 2>&1 || (cat $(VENV)/install.log; exit 1)
+# A changed lock or pyproject.toml rebuilds the environment from scratch: nothing a previous
+# install left behind survives. The project itself goes in without dependencies or a build
+# environment of its own, so everything in .venv is a version the lock names.
+$(STAMP): pyproject.toml $(LOCK)
+	@rm -rf $(VENV)
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --require-hashes -r $(LOCK) > $(VENV)/install.log 2>&1 || (cat $(VENV)/install.log; exit 1)
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e . >> $(VENV)/install.log 2>&1 || (cat $(VENV)/install.log; exit 1)
 	@touch $(STAMP)
 
 install: $(STAMP)
@@ -23,6 +35,26 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/python -m pytest -q
+
+# The newest versions pyproject.toml's ranges allow today, in their own environment: drift
+# seen here before a user installs it.
+test-latest:
+	rm -rf $(LATEST)
+	$(PYTHON) -m venv $(LATEST)
+	$(LATEST)/bin/python -m pip install --quiet --upgrade pip
+	$(LATEST)/bin/python -m pip install --quiet --upgrade --upgrade-strategy eager -e '.[dev]'
+	$(LATEST)/bin/python -m pip freeze --exclude-editable > $(LATEST)/versions.txt
+	$(LATEST)/bin/lint-imports --no-cache
+	$(LATEST)/bin/python -m pytest -q -p no:cacheprovider
+
+# Re-resolve the lock to the newest versions the ranges allow (one set for every supported
+# Python), then rebuild .venv from it and run the suite on it.
+lock:
+	@test -x $(TOOLS)/bin/uv || ($(PYTHON) -m venv $(TOOLS) && $(TOOLS)/bin/python -m pip install --quiet uv==$(UV_VERSION))
+	$(TOOLS)/bin/uv pip compile --quiet --upgrade --universal --fork-strategy fewest \
+	    --python-version 3.11 --generate-hashes pyproject.toml --extra dev requirements/build.in \
+	    -o $(LOCK)
+	$(MAKE) test
 
 fuzz: $(STAMP)
 	LIBRA_FUZZ_EXAMPLES=500 $(BIN)/python -m pytest -q tests/test_fuzz_cli.py
@@ -51,4 +83,4 @@ examples: $(STAMP)
 	$(BIN)/python workloads/derive_examples.py
 
 clean:
-	rm -rf out .pytest_cache
+	rm -rf out .pytest_cache $(LATEST) $(TOOLS)
