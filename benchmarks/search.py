@@ -1,4 +1,4 @@
-"""Speed and sanity of the co-design search (:mod:`libra_opt.explore.search`).
+"""Speed and sanity of the co-design search (:mod:`libra_opt.explore.search.engine`).
 
 Part 1, speed (one run, figures printed): Llama 3 405B on 16,384 H100s (the shipped
 ``llama3_405b_h100_tco`` scenario, objective ``tco``) over the full space -- every TP x CP
@@ -11,7 +11,7 @@ joint search under 60 s, and at most 3x the fixed-bandwidth one.
 
 Part 1b, the candidate path: for a sample of the joint search's solved candidates, the
 seconds to build the candidate's scenario by compiling its spec edit
-(:func:`libra_opt.explore.search_spec.candidate_spec`, the pure compiler) against the
+(:func:`libra_opt.explore.search.spec.candidate_spec`, the pure compiler) against the
 search's direct path (generation + the placement's groups; the search shares one generation
 among a parallelization's placements, so its real cost is lower still).
 
@@ -32,9 +32,7 @@ import argparse
 import dataclasses
 import time
 
-from libra_opt.explore.search import run_search
-from libra_opt.explore.search_base import search_base
-from libra_opt.explore.search_space import SearchSpace
+from libra_opt.explore.search import SearchSpace, run_search, search_base
 from libra_opt.generators.mapping import place_groups
 from libra_opt.io.scenario_file import load_scenario
 from libra_opt.optimize.problem import solve
@@ -87,9 +85,8 @@ def _report(name, res, base, space=None, executor="serial", max_workers=None) ->
 
 def _candidate_paths(base, joint, n: int = 40) -> None:
     """Part 1b: compile(spec edit) against the direct path, per candidate."""
-    from libra_opt.explore.search import candidate_scenario, generate
-    from libra_opt.explore.search_space import fabric_shapes
-    from libra_opt.explore.search_spec import candidate_spec
+    from libra_opt.explore.search import candidate_scenario, candidate_spec, generate
+    from libra_opt.explore.search.space import fabric_shapes
     from libra_opt.scenario.compile import compile as compile_spec
 
     solved = joint.table[joint.table["status"] == "optimal"]

@@ -93,7 +93,7 @@ _LAZY: dict[str, str] = {
     "compare_fabrics": "libra_opt.explore.compare",
     "pareto_front": "libra_opt.explore.pareto",
     "sensitivity": "libra_opt.explore.sensitivity",
-    "SearchSpace": "libra_opt.explore.search_space",
+    "SearchSpace": "libra_opt.explore.search.space",
     # report
     "format_solution": "libra_opt.report.text",
     "plot_allocation": "libra_opt.report.plots",
@@ -212,7 +212,7 @@ def sweep(problem: Any, axes: Any, values: Any = None, progress: Any = None, **k
 
 
 def search(scenario: Any, **kwargs: Any) -> Any:
-    """:func:`libra_opt.explore.search_base.search` (the co-design search) that also takes a
+    """:func:`libra_opt.explore.search.base.search` (the co-design search) that also takes a
     :class:`ScenarioSpec` (compiled with :func:`compile`), a scenario file or an example
     name (read through :func:`load_scenario`); the search itself works on the compiled
     scenario's spec and reads no file.
@@ -226,7 +226,7 @@ def search(scenario: Any, **kwargs: Any) -> Any:
     >>> res.best(1)[["tp", "pp", "dp"]].to_dict("records")
     [{'tp': 8, 'pp': 2, 'dp': 64}]
     """
-    from libra_opt.explore.search_base import search as run
+    from libra_opt.explore.search import search as run
     from libra_opt.scenario.spec import ScenarioSpec
 
     scenario = _scenario_or_spec(scenario)
@@ -416,7 +416,7 @@ if TYPE_CHECKING:  # static analysers see the lazy names
     from libra_opt.cost.tco import TcoModel
     from libra_opt.explore.compare import compare_fabrics
     from libra_opt.explore.pareto import pareto_front
-    from libra_opt.explore.search_space import SearchSpace
+    from libra_opt.explore.search import SearchSpace
     from libra_opt.explore.sensitivity import sensitivity
     from libra_opt.fabric.builders import as_family, multi_dim, rail_only, rail_optimized_fat_tree
     from libra_opt.fabric.dims import Dim, Fabric

@@ -1,5 +1,5 @@
 """``libra-opt search``: the co-design search of parallelization, placement, fabric shape and
-bandwidth (:mod:`libra_opt.explore.search`).
+bandwidth (:mod:`libra_opt.explore.search.engine`).
 
 Prints the candidate counts, the search's wall time and solver time (:func:`summary`), the
 fabric shapes not searched and why, the top-k table and the gain of co-design; with ``--out DIR``
@@ -87,8 +87,8 @@ def _hb_domains(text: str | None) -> tuple[int, ...] | None:
 
 def _dim_family(args: argparse.Namespace) -> dict[str, Any]:
     """``--dim-sizes``, ``--dim-topologies`` and ``--unit-dims`` as
-    :class:`~libra_opt.explore.search_space.SearchSpace` fields."""
-    from libra_opt.explore.search_space import DIM_TOPOLOGIES
+    :class:`~libra_opt.explore.search.space.SearchSpace` fields."""
+    from libra_opt.explore.search.space import DIM_TOPOLOGIES
 
     out: dict[str, Any] = {}
     text = args.dim_sizes
@@ -126,7 +126,7 @@ _INT_KNOBS = ("tp", "cp", "pp", "ep", "micro_batch_sizes", "interleave", "zero")
 
 
 def parse_space(items: list[str]) -> dict[str, Any]:
-    """``--space KNOB=V1,V2`` items as :class:`~libra_opt.explore.search_space.SearchSpace`
+    """``--space KNOB=V1,V2`` items as :class:`~libra_opt.explore.search.space.SearchSpace`
     fields.
 
     Examples
@@ -197,8 +197,7 @@ def format_top(result: Any, k: int) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``libra-opt search``; returns the exit code (130 on Ctrl-C, nothing written)."""
-    from libra_opt.explore.search_base import search_base
-    from libra_opt.explore.search_space import SearchSpace
+    from libra_opt.explore.search import SearchSpace, search_base
     from libra_opt.io.results import check_run_folder
     from libra_opt.io.scenario_file import load_scenario
 
@@ -247,8 +246,8 @@ def _family_flag(args: argparse.Namespace) -> str:
 def _check_shapes(base: Any, space: Any, args: argparse.Namespace) -> None:
     """Refuse, before the work, a fabric family none of whose shapes can be built (bad
     input naming the flag, not an infeasible design)."""
-    from libra_opt.explore.search_fabrics import require_buildable
-    from libra_opt.explore.search_space import search_shapes
+    from libra_opt.explore.search.fabrics import require_buildable
+    from libra_opt.explore.search.space import search_shapes
 
     flag = _family_flag(args)
     try:
@@ -277,7 +276,7 @@ def summary(result: Any, name: str) -> list[str]:
     search wall time 2.0 s; solver time 0.004 s (summed over workers): 250 solves per solver-second
     fabric shapes not searched: hb 72: HB domain 72 does not divide 16384 NPUs
     """
-    from libra_opt.explore.search_fabrics import shape_reasons
+    from libra_opt.explore.search.fabrics import shape_reasons
 
     s, t = result.stats, result.table
     rate = float(s["solves_per_solver_s"])

@@ -26,9 +26,14 @@ import numpy as np
 
 from libra_opt.errors import InputError, LibraOptError
 from libra_opt.explore.compare import compare_fabrics
-from libra_opt.explore.search import SearchBase, SearchResult, codesign_gains, run_search
-from libra_opt.explore.search_base import search_base
-from libra_opt.explore.search_space import SearchSpace
+from libra_opt.explore.search import (
+    SearchBase,
+    SearchResult,
+    SearchSpace,
+    codesign_gains,
+    run_search,
+    search_base,
+)
 from libra_opt.explore.sensitivity import sensitivity
 from libra_opt.explore.study_result import DesignStudy
 from libra_opt.explore.sweep import sweep

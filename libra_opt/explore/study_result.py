@@ -59,7 +59,7 @@ class DesignStudy:
     search_error : str or None
         Why there is no search (one line).
     search_space : SearchSpace or None
-        The space searched (:class:`libra_opt.explore.search_space.SearchSpace`).
+        The space searched (:class:`libra_opt.explore.search.space.SearchSpace`).
     """
 
     solution: Solution

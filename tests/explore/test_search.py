@@ -14,16 +14,16 @@ from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
 from libra_opt.errors import InputError
-from libra_opt.explore.search import (
+from libra_opt.explore.search import search_base
+from libra_opt.explore.search.bounds import shape_bounds, step_times_s
+from libra_opt.explore.search.engine import (
     ModelEntry,
     SearchBase,
     candidate_scenario,
     generate,
     run_search,
 )
-from libra_opt.explore.search_base import search_base
-from libra_opt.explore.search_bounds import shape_bounds, step_times_s
-from libra_opt.explore.search_space import (
+from libra_opt.explore.search.space import (
     LayerTimeCache,
     MemoryModel,
     SearchSpace,
@@ -197,7 +197,7 @@ def test_collective_traffic_is_linear_in_size(traffic_model) -> None:
 
 
 def test_zero_1_and_2_share_one_generation(template) -> None:
-    from libra_opt.explore.search import _generate_shared
+    from libra_opt.explore.search.engine import _generate_shared
 
     base = _base(template, _model(4, 8, 2, True), 64, 8, "tco")
     f = base.scenario.fabric
@@ -216,8 +216,8 @@ def test_zero_1_and_2_share_one_generation(template) -> None:
 
 def test_group_times_are_the_walks_step_times(template) -> None:
     # bound 3's table look-ups reproduce step_time_from_walk exactly (no_overlap loop)
-    from libra_opt.explore.search_bounds import GroupTimes
-    from libra_opt.explore.search_space import (
+    from libra_opt.explore.search.bounds import GroupTimes
+    from libra_opt.explore.search.space import (
         group_spans,
         groups_of,
         placement_of,
@@ -251,8 +251,8 @@ def test_group_times_are_the_walks_step_times(template) -> None:
 def test_group_times_with_an_efficiency_are_the_walks_step_times(template) -> None:
     # a per-dimension efficiency (a fraction on hb, a measured curve on scaleout): the table
     # look-ups read it per collective and span, as the walk does, flat rings included
-    from libra_opt.explore.search_bounds import GroupTimes
-    from libra_opt.explore.search_space import groups_of, placement_of, span_matrices
+    from libra_opt.explore.search.bounds import GroupTimes
+    from libra_opt.explore.search.space import groups_of, placement_of, span_matrices
 
     base = _base(template, _model(4, 16, 4, False), 128, 8, "perf")
     assert base.spec is not None
@@ -284,8 +284,8 @@ def test_group_times_price_flat_ring_groups_as_the_walk(template) -> None:
     # ring's links, 14/16 of them on the inner dimension; a hierarchical pricing splits it
     # differently, so with the inner dimension the slowest ([100, 400] GB/s) the table
     # look-ups must follow the flat ring to equal step_time_from_walk
-    from libra_opt.explore.search_bounds import GroupTimes
-    from libra_opt.explore.search_space import group_spans, groups_of, span_matrices
+    from libra_opt.explore.search.bounds import GroupTimes
+    from libra_opt.explore.search.space import group_spans, groups_of, span_matrices
 
     base = _base(template, _model(4, 16, 4, False), 128, 8, "perf")
     f = base.scenario.fabric
@@ -300,7 +300,7 @@ def test_group_times_price_flat_ring_groups_as_the_walk(template) -> None:
     mats = [m for m in span_matrices(f.sizes, par.degrees()) if groups_of(m)["tp"] == (8, 2)]
     assert mats
     for m in mats:
-        from libra_opt.explore.search_space import placement_of
+        from libra_opt.explore.search.space import placement_of
 
         scen = candidate_scenario(base, f, g, placement_of(f, m))
         walk = scenario_walks(scen)[0]

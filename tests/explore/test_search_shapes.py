@@ -10,9 +10,8 @@ import pytest
 from numpy.testing import assert_allclose
 
 from libra_opt.errors import InputError
-from libra_opt.explore.search import SearchBase, run_search
-from libra_opt.explore.search_base import search_base
-from libra_opt.explore.search_space import (
+from libra_opt.explore.search import SearchBase, run_search, search_base
+from libra_opt.explore.search.space import (
     SearchSpace,
     dim_shapes,
     ordered_factorizations,

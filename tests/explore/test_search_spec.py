@@ -13,16 +13,15 @@ from numpy.testing import assert_allclose
 
 import libra_opt as lo
 from libra_opt.errors import InputError
-from libra_opt.explore.search import candidate_scenario, generate, run_search
-from libra_opt.explore.search_base import search_base
-from libra_opt.explore.search_space import (
+from libra_opt.explore.search import candidate_scenario, generate, run_search, search_base
+from libra_opt.explore.search.space import (
     SearchSpace,
     fabric_shapes,
     parallelisms,
     placement_of,
     span_matrices,
 )
-from libra_opt.explore.search_spec import candidate_spec, placement_mapping
+from libra_opt.explore.search.spec import candidate_spec, placement_mapping
 from libra_opt.generators.descriptors import TransformerSpec
 from libra_opt.generators.mapping import place_groups
 from libra_opt.io.presets import load_device

@@ -12,7 +12,7 @@ import pytest
 from numpy.testing import assert_allclose
 
 import libra_opt as lo
-from libra_opt.explore.search_base import search_base
+from libra_opt.explore.search import search_base
 from libra_opt.explore.study import REPORT_SEARCH_TOP, design_study, report_search_space
 from libra_opt.report.html import build_report, render_html, render_markdown
 from libra_opt.scenario.examples import toy_scenario

@@ -9,13 +9,13 @@ A candidate (a parallelization, a placement, a fabric shape) is the base scenari
 * ``fabric.hb_domain``: the shape's HB-domain size, for a shape of an HB-domain family;
   ``fabric.dims[i].size`` and ``fabric.dims[i].topology`` for a shape of a
   multi-dimensional family (the shape's ``edits``,
-  :func:`~libra_opt.explore.search_space.dim_shapes`).
+  :func:`~libra_opt.explore.search.space.dim_shapes`).
 
 Compiling it with the pure :func:`libra_opt.scenario.compile.compile` gives the candidate's
 scenario; :func:`libra_opt.explore.search.candidate_scenario` builds the same scenario
 directly from values taken from the spec (the layers generated once per parallelization
 and shared by its placements), which is what the search runs on (see
-:mod:`libra_opt.explore.search_base`). The test suite checks on samples of candidates that
+:mod:`libra_opt.explore.search.base`). The test suite checks on samples of candidates that
 the two give equal scenarios and step times.
 """
 

@@ -23,7 +23,7 @@ Then for every feasible ``B``, ``B <= B^max`` and ``R(B) >= R_min``, so
 per-dimension best case of the budget and bounds ("communication at the budget's best
 case"); the DP sync floor leaves a per-dimension efficiency (``collectives.efficiency``)
 out, which only lowers it (every fraction is at most 1). Before a workload is generated, ``T(B^max) >= T_c`` with ``T_c`` the compute and
-bubble of :func:`~libra_opt.explore.search_space.compute_lower_bound_s` (communication
+bubble of :func:`~libra_opt.explore.search.space.compute_lower_bound_s` (communication
 ``>= 0``), so
 
 ``objective(B) >= T_c min_shape R_min(shape)``                                 (bound 2)

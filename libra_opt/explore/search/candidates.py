@@ -2,7 +2,7 @@
 how it is resolved (its exact bandwidth optimum or its evaluation at a fixed bandwidth,
 the values of its row in the result table, and its full solution).
 
-:mod:`libra_opt.explore.search` enumerates and prunes the candidates; this module turns
+:mod:`libra_opt.explore.search.engine` enumerates and prunes the candidates; this module turns
 one into a scenario (:func:`candidate_scenario`, the one place it happens), solves it
 (``_inner``) and rebuilds the full solution of a solved row (``_resolve``). The
 conventional layout the co-design gains compare against is
@@ -26,15 +26,15 @@ from libra_opt.errors import (
     LibraOptError,
     UnboundedDesignError,
 )
-from libra_opt.explore.search_bounds import ShapeBounds
-from libra_opt.explore.search_space import (
+from libra_opt.explore.search.bounds import ShapeBounds
+from libra_opt.explore.search.space import (
     FabricShape,
     MemoryModel,
     placement_key,
     placement_of,
     span_matrices,
 )
-from libra_opt.explore.search_spec import candidate_spec
+from libra_opt.explore.search.spec import candidate_spec
 from libra_opt.fabric.dims import Fabric
 from libra_opt.generators.descriptors import TransformerSpec
 from libra_opt.generators.devices import ComputeEfficiency, Device
@@ -92,11 +92,11 @@ class ModelEntry:
 class SearchBase:
     """The base scenario (fabric family, prices, constraints, objective, TCO), its one
     model-based workload and the spec both come from
-    (:func:`libra_opt.explore.search_base.search_base`).
+    (:func:`libra_opt.explore.search.base.search_base`).
 
     ``spec`` (the recipe the scenario was compiled from) gives the HB-domain family of the
     fabric (``fabric.hb_domain``) and each returned solution's candidate spec
-    (:func:`~libra_opt.explore.search_spec.candidate_spec`); without one, only the base
+    (:func:`~libra_opt.explore.search.spec.candidate_spec`); without one, only the base
     fabric is searched.
     """
 
@@ -159,7 +159,7 @@ def candidate_scenario(base: SearchBase, fabric: Fabric, generated: GeneratedWor
     Examples
     --------
     >>> import libra_opt as lo
-    >>> from libra_opt.explore.search_base import search_base
+    >>> from libra_opt.explore.search.base import search_base
     >>> base = search_base(lo.load_scenario("gpt3_175b_a100_cluster"))
     >>> f = base.scenario.fabric
     >>> par = base.entry.parallelism

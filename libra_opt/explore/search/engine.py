@@ -2,17 +2,17 @@
 chosen together, exactly.
 
 For one model-based workload the search enumerates the candidates of
-:mod:`libra_opt.explore.search_space` (parallelization x placement x fabric shape) and gives
+:mod:`libra_opt.explore.search.space` (parallelization x placement x fabric shape) and gives
 each surviving one the exact bandwidth optimum of the scenario's objective under its
 constraints (:func:`libra_opt.optimize.problem.solve`: the conic program, re-checked by the
 numpy evaluator). The steps, cheapest first:
 
-1. **Memory** (exact, per parallelization): :class:`~libra_opt.explore.search_space.MemoryModel`;
+1. **Memory** (exact, per parallelization): :class:`~libra_opt.explore.search.space.MemoryModel`;
    the generated workload's own memory is checked again before anything is solved.
 2. **Bound 2** (per parallelization, before its workload is generated): compute and bubble,
    plus the least data-parallel gradient synchronisation any placement can have (bound
    2'), at the shapes' best-case bandwidths, times the objective factor; the least over
-   the shapes (:mod:`libra_opt.explore.search_bounds`).
+   the shapes (:mod:`libra_opt.explore.search.bounds`).
 3. **Bound 3** (per parallelization and shape, after generation): the sum over groups of
    the least time of each group's collectives over its possible spans.
 4. **Bounds 1 and 1'** (per candidate): the exact step time at the per-dimension best case
@@ -47,7 +47,7 @@ incumbent) say how many in ``n_candidates`` and have ``placement`` ``*`` (and ``
 ``*`` for memory).
 
 What a candidate is, the scenario it becomes and how it is solved and resolved live in
-:mod:`libra_opt.explore.search_candidates` (its public names are importable from here).
+:mod:`libra_opt.explore.search.candidates` (its public names are importable from here).
 """
 
 from __future__ import annotations
@@ -74,13 +74,13 @@ from libra_opt.explore.executors import (
     resolve_executor,
     run_batches,
 )
-from libra_opt.explore.search_bounds import (
+from libra_opt.explore.search.bounds import (
     GroupTimes,
     SyncFloor,
     additive,
     shape_bounds,
 )
-from libra_opt.explore.search_candidates import (
+from libra_opt.explore.search.candidates import (
     Candidate,
     ModelEntry,
     SearchBase,
@@ -96,7 +96,7 @@ from libra_opt.explore.search_candidates import (
     conventional_parallelism,
     generate,
 )
-from libra_opt.explore.search_space import (
+from libra_opt.explore.search.space import (
     LayerTimeCache,
     MemoryModel,
     SearchSpace,
@@ -343,7 +343,7 @@ def run_search(
     Parameters
     ----------
     base : SearchBase
-        From :func:`libra_opt.explore.search_base.search_base` (a compiled scenario's spec).
+        From :func:`libra_opt.explore.search.base.search_base` (a compiled scenario's spec).
     space : SearchSpace, optional
         Default :class:`SearchSpace` (every knob, every placement, the base fabric).
     top : int
@@ -385,7 +385,7 @@ def run_search(
     Examples
     --------
     >>> import libra_opt as lo
-    >>> from libra_opt.explore.search_base import search_base
+    >>> from libra_opt.explore.search.base import search_base
     >>> base = search_base(lo.load_scenario("gpt3_175b_a100_cluster"))
     >>> space = SearchSpace(micro_batch_sizes=(1,), interleave=(1,), recompute=("full",),
     ...                     sequence_parallel=(True,), zero=(1,), tp=(8,), cp=(1,))

@@ -1,6 +1,6 @@
 """The co-design search space: parallelizations, placements and fabric shapes.
 
-A candidate of the co-design search (:mod:`libra_opt.explore.search`) is a triple
+A candidate of the co-design search (:mod:`libra_opt.explore.search.engine`) is a triple
 
 * a :class:`~libra_opt.generators.parallelism.Parallelism`: degrees ``tp x cp x pp x dp``
   (``ep`` inside ``dp`` for mixture-of-experts models) multiplying to the NPU count, micro-batch
@@ -9,7 +9,7 @@ A candidate of the co-design search (:mod:`libra_opt.explore.search`) is a tripl
   (:class:`~libra_opt.generators.mapping.Placement`): ``k_{a,d}`` NPUs of dimension ``d``
   for axis ``a``, a group may take part of a dimension;
 * a fabric shape: the base fabric, or one member of a named family
-  (:mod:`libra_opt.explore.search_fabrics`): the scale-up HB domain size of a two-level
+  (:mod:`libra_opt.explore.search.fabrics`): the scale-up HB domain size of a two-level
   fat-tree or Rail-only fabric (the scenario's spec with ``fabric.hb_domain`` replaced), or
   the dimension sizes and topologies of a multi-dimensional fabric
   (``fabric.dims[i].size`` and ``fabric.dims[i].topology`` replaced).
@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from libra_opt.errors import InputError
-from libra_opt.explore.search_fabrics import (
+from libra_opt.explore.search.fabrics import (
     DIM_TOPOLOGIES,
     FabricShape,
     dim_shapes,

@@ -6,7 +6,7 @@ workload entry gives the model, device, compute model, global batch, precision, 
 mapping. A scenario file or an example name is read by :func:`libra_opt.search` and
 ``libra-opt search`` (through :mod:`libra_opt.io`), which hand the compiled scenario here.
 
-A candidate *is* a spec edit (:func:`libra_opt.explore.search_spec.candidate_spec`: the
+A candidate *is* a spec edit (:func:`libra_opt.explore.search.spec.candidate_spec`: the
 parallelism knobs, the placement as a ``mapping`` and ``fabric.hb_domain`` replaced by dotted
 path); compiling it with the pure :func:`libra_opt.scenario.compile.compile` gives the
 candidate's scenario. The search builds the same scenario directly
@@ -23,7 +23,7 @@ import dataclasses
 from typing import Any
 
 from libra_opt.errors import InputError
-from libra_opt.explore.search import (
+from libra_opt.explore.search.engine import (
     ModelEntry,
     SearchBase,
     SearchResult,
@@ -32,7 +32,7 @@ from libra_opt.explore.search import (
     generate,
     run_search,
 )
-from libra_opt.explore.search_space import SearchSpace
+from libra_opt.explore.search.space import SearchSpace
 from libra_opt.generators.descriptors import TransformerSpec
 from libra_opt.generators.devices import ComputeEfficiency, efficiency_from_value
 from libra_opt.generators.mapping import place_groups
