@@ -69,6 +69,7 @@ _LAZY: dict[str, str] = {
     "TcoModel": "libra_opt.cost.tco",
     # generators
     "generate_workload": "libra_opt.generators.generator",
+    "ErrorModel": "libra_opt.generators.error_model",
     # scenario
     "Scenario": "libra_opt.scenario.scenario",
     "ScenarioSpec": "libra_opt.scenario.spec",
@@ -89,6 +90,7 @@ _LAZY: dict[str, str] = {
     "load_model": "libra_opt.io.presets",
     "load_device": "libra_opt.io.presets",
     "catalog_cost_model": "libra_opt.io.presets",
+    "load_error_model": "libra_opt.io.error_model",
     # explore
     "compare_fabrics": "libra_opt.explore.compare",
     "pareto_front": "libra_opt.explore.pareto",
@@ -211,11 +213,14 @@ def sweep(problem: Any, axes: Any, values: Any = None, progress: Any = None, **k
     return run(_scenario_or_spec(problem), axes, values, progress, **kwargs)
 
 
-def search(scenario: Any, **kwargs: Any) -> Any:
+def search(scenario: Any, *, error_model: Any = "packaged", **kwargs: Any) -> Any:
     """:func:`libra_opt.explore.search.base.search` (the co-design search) that also takes a
     :class:`ScenarioSpec` (compiled with :func:`compile`), a scenario file or an example
     name (read through :func:`load_scenario`); the search itself works on the compiled
-    scenario's spec and reads no file.
+    scenario's spec and reads no file. ``error_model`` is where the solved rows' error
+    bands come from: ``"packaged"`` (the packaged validation tables' runs), a path to a
+    file written by ``libra-opt validate --error-model``, an
+    :class:`~libra_opt.generators.error_model.ErrorModel`, or ``None`` (no bands).
 
     Examples
     --------
@@ -232,7 +237,23 @@ def search(scenario: Any, **kwargs: Any) -> Any:
     scenario = _scenario_or_spec(scenario)
     if isinstance(scenario, ScenarioSpec):
         scenario = compile(scenario)
-    return run(scenario, **kwargs)
+    return run(scenario, error_model=_error_model(error_model), **kwargs)
+
+
+def _error_model(value: Any) -> Any:
+    """An :class:`~libra_opt.generators.error_model.ErrorModel` (or ``None``) from
+    ``"packaged"``, a path, a model or ``None``."""
+    from libra_opt.generators.error_model import ErrorModel
+    from libra_opt.io.error_model import load_error_model
+
+    if value is None or isinstance(value, ErrorModel):
+        return value
+    if isinstance(value, str) and value == "packaged":
+        return load_error_model()
+    if isinstance(value, (str, os.PathLike)):
+        return load_error_model(value)
+    raise InputError(f"expected 'packaged', a path, an ErrorModel or None, got "
+                     f"{type(value).__name__}", field="error_model")
 
 
 def save_solution(solution: Any, path: str | os.PathLike[str]) -> Any:
@@ -296,7 +317,7 @@ def load_solution(path: str | os.PathLike[str], scenario: Any = None) -> Any:
 def write_report(scenario: Any, out_dir: Any, *, budget_points: int = 25,
                  families: Any = None, progress: Any = None, flag: str | None = None,
                  provenance: Any = None, search: Any = True,
-                 overwrite: bool = False) -> dict[str, Any]:
+                 overwrite: bool = False, error_model: Any = "packaged") -> dict[str, Any]:
     """Run a design study (:func:`libra_opt.explore.study.design_study`), render it
     (:func:`libra_opt.report.html.build_report`) and write ``report.html``, ``report.md``,
     the Markdown's PNGs and ``manifest.json`` into ``out_dir`` and nowhere else, together
@@ -309,6 +330,7 @@ def write_report(scenario: Any, out_dir: Any, *, budget_points: int = 25,
     :class:`SearchSpace`; ``False``: none). A non-empty ``out_dir`` is refused before any
     work unless ``overwrite``, which removes the earlier run's files this one does not
     write (those its manifest lists); a folder another run is writing into is refused.
+    ``error_model`` gives the error bands, as for :func:`search`.
 
     Returns
     -------
@@ -348,7 +370,8 @@ def write_report(scenario: Any, out_dir: Any, *, budget_points: int = 25,
                      flag=field)   # before any work
     study = design_study(_scenario_or_spec(scenario), budget_points=budget_points,
                          families=REPORT_FAMILIES if families is None else families,
-                         progress=progress, search=search)
+                         progress=progress, search=search,
+                         error_model=_error_model(error_model))
     prov = provenance or Provenance()
     if prov.scenario_text is None:
         prov = dataclasses.replace(prov, scenario_text=read_text_if_any(study.scenario.source,

@@ -11,7 +11,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import NoReturn
 
 import numpy as np
@@ -91,10 +91,12 @@ def _cmd_solve(args) -> int:
                 "conflicting_constraints": list(getattr(exc, "constraints", ())),
             }))
         raise
+    bands, times = _bands(args, scen, sol.evaluation)
     if args.json:
-        print(_json(solution_to_dict(sol)))
+        print(_json({**solution_to_dict(sol), **_bands_json(bands, times)}))
     else:
         print(format_solution(sol))
+        _print_bands(bands, times)
     if args.plot_dir is not None:
         for p in _write_plots(sol, args.plot_dir):
             print(f"wrote {p}", file=sys.stderr if args.json else sys.stdout)
@@ -114,13 +116,40 @@ def _cmd_evaluate(args) -> int:
         if exc.field not in ("bw", "--bw"):
             raise
         raise InputError(exc.message, source="<cli>", field="--bw") from None
+    bands, times = _bands(args, scen, ev)
     if args.json:
-        print(_json(evaluation_to_dict(scen, ev)))
+        print(_json({**evaluation_to_dict(scen, ev), **_bands_json(bands, times)}))
     else:
         print(format_evaluation(scen, ev))
         print(f"Objective ({scen.objective}): {objective_label(scen.objective)} = "
               f"{ev.objective_value:.6g}")
+        _print_bands(bands, times)
     return 0
+
+
+def _bands(args, scen, ev) -> tuple[dict, dict[str, float]]:
+    """The error band of each model-based workload (``--error-model`` or the packaged
+    validated runs) and the step times they apply to."""
+    from libra_opt.explore.trust import scenario_bands
+    from libra_opt.io.error_model import load_error_model
+
+    if scen.spec is None or not any(w.model is not None for w in scen.spec.workloads):
+        return {}, {}
+    bands = scenario_bands(load_error_model(args.error_model), scen)
+    return bands, {t.name: t.step_time_s for t in ev.workloads}
+
+
+def _bands_json(bands: Mapping, times: Mapping[str, float]) -> dict:
+    from libra_opt.report.trust import bands_to_dict
+
+    return {"error_band": bands_to_dict(bands, times)} if bands else {}
+
+
+def _print_bands(bands: Mapping, times: Mapping[str, float]) -> None:
+    from libra_opt.report.trust import band_lines
+
+    for line in band_lines(bands, times):
+        print(line)
 
 
 def _check_exportable(workloads, source: str | None) -> None:
@@ -236,6 +265,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--objective", choices=OBJECTIVES, help="override the objective")
     p.add_argument("--plot-dir", help="write allocation and breakdown PNGs here (file names "
                    "from the scenario name, made safe)")
+    _add_error_model(p)
     add_set_argument(p)
     p.set_defaults(func=_cmd_solve)
 
@@ -244,6 +274,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bw", required=True, help="GB/s per NPU for each dimension, e.g. 500,300,150,50")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--objective", choices=OBJECTIVES, help="override the objective")
+    _add_error_model(p)
     add_set_argument(p)
     p.set_defaults(func=_cmd_evaluate)
 
@@ -267,6 +298,13 @@ def build_parser() -> argparse.ArgumentParser:
     cli_report.register(sub)
     cli_search.register(sub)
     return parser
+
+
+def _add_error_model(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--error-model", metavar="FILE",
+                   help="validated runs the model-based workloads' error bands come from "
+                   "(written by libra-opt validate --error-model; default: the packaged "
+                   "validation tables' runs)")
 
 
 def _reader_gone() -> int:

@@ -65,6 +65,9 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
                    help="with --out: replace the earlier run's files in DIR (removed once "
                    "the new results are ready)")
     add_executor_arguments(p)
+    p.add_argument("--error-model", metavar="FILE",
+                   help="validated runs the error bands come from (written by libra-opt "
+                   "validate --error-model; default: the packaged validation tables' runs)")
     p.add_argument("--no-gains", action="store_true",
                    help="skip the equal-split and conventional-layout comparisons")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
@@ -160,30 +163,39 @@ def parse_space(items: list[str]) -> dict[str, Any]:
 
 
 def format_top(result: Any, k: int) -> str:
-    """The ``k`` best candidates as a fixed-width table, with units in the headers (MFU as
+    """The ``k`` best designs as a fixed-width table, with units in the headers (MFU as
     a percentage of the NPUs' peak, tokens/s with thousands separators; step time and
     objective in the reports' one number format,
     :func:`~libra_opt.report.text.format_number`, the objective's unit from
-    :data:`~libra_opt.options.OBJECTIVE_MEANING`)."""
+    :data:`~libra_opt.options.OBJECTIVE_MEANING`). With error bands
+    (:func:`~libra_opt.explore.search.results.trust_columns`), the step time's band and a
+    ``trust`` column: ``=`` the model does not tell the row from the best, ``E`` outside the
+    validated envelope, ``M`` an MFU above the best measured on the device."""
     from libra_opt.report.text import format_number
+    from libra_opt.report.trust import trust_flags
 
     best = result.best(k)
+    banded = "band_pct" in best
     dims = [c for c in result.table.columns if c.startswith("bw_")]
     head = ["#", "fabric", "TP", "CP", "PP", "DP", "EP", "mb", "v", "recompute", "SP", "ZeRO",
-            "step s", "tok/s", "MFU", "mem GB",
+            "step s", *(["+-band"] if banded else []), "tok/s", "MFU", "mem GB",
             *(c[3:-5] + " GB/s" for c in dims), "network cost ($M)",
-            f"objective ({OBJECTIVE_MEANING[result.objective][1]})", "placement"]
+            f"objective ({OBJECTIVE_MEANING[result.objective][1]})",
+            *(["trust"] if banded else []), "placement"]
     lines = []
     for _, r in best.iterrows():
+        trust = [trust_flags(r)] if banded else []
         lines.append([
             str(int(r["rank"])), str(r["fabric"]), *(str(r[c]) for c in ("tp", "cp", "pp", "dp",
                                                                          "ep")),
             str(r["micro_batch_size"]), str(r["interleave"]), str(r["recompute"]),
             "y" if r["sequence_parallel"] else "n", str(r["zero"]),
-            format_number(r["step_time_s"]), f"{r['tokens_per_s']:,.0f}",
-            f"{100 * r['mfu']:.1f}%", f"{r['memory_per_npu_gb']:.1f}",
+            format_number(r["step_time_s"]),
+            *([f"{r['band_pct']:.1f}%"] if banded else []),
+            f"{r['tokens_per_s']:,.0f}", f"{100 * r['mfu']:.1f}%",
+            f"{r['memory_per_npu_gb']:.1f}",
             *(f"{r[c]:.1f}" for c in dims), f"{r['network_cost_usd'] / 1e6:.2f}",
-            format_number(r["objective"]), str(r["placement"]),
+            format_number(r["objective"]), *trust, str(r["placement"]),
         ])
     widths = [max(len(h), *(len(row[i]) for row in lines)) if lines else len(h)
               for i, h in enumerate(head)]
@@ -295,15 +307,19 @@ def summary(result: Any, name: str) -> list[str]:
 
 def _search(args: argparse.Namespace, base: Any, space: Any, executor: Any) -> int:
     from libra_opt.explore.search import codesign_gains, run_search
+    from libra_opt.io.error_model import load_error_model
+    from libra_opt.report.trust import trust_lines
 
+    model = load_error_model(args.error_model)
     res = run_search(base, space, top=args.top, objective=args.objective,
                      executor=executor, max_workers=args.workers,
-                     progress=not args.no_progress)
+                     progress=not args.no_progress, error_model=model)
     print("\n".join(summary(res, base.scenario.name)))
     if not res.solutions:
         print("libra-opt: no candidate is feasible", file=sys.stderr)
         return 1
     print(format_top(res, args.top))
+    print("\n".join(trust_lines(res, args.top, model)))
     if not args.no_gains:
         t0 = time.perf_counter()
         g = codesign_gains(base, res, space, executor=executor, max_workers=args.workers)

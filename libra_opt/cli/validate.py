@@ -41,6 +41,10 @@ def register(subparsers) -> argparse.ArgumentParser:
                    help="first fit the one efficiency constant of each software stack on the "
                    "rows marked 'calibrate: stack' (per stack and device) and predict with the "
                    "fitted constants (the packaged constants are these fits)")
+    p.add_argument("--error-model", metavar="FILE",
+                   help="write the validated runs (each row's error and what it ran) to FILE: "
+                   "the error model that search, solve and evaluate draw their error bands "
+                   "from (give it to them with --error-model)")
     p.add_argument("--out", metavar="DIR",
                    help="write validation.png (predicted vs published), variants.png (predicted vs "
                    "measured cost of each variant set) into DIR, and with "
@@ -76,7 +80,12 @@ def run(args: argparse.Namespace) -> int:
     from libra_opt.explore.ranking import stack_summaries, variant_rankings
     from libra_opt.explore.validation import validate
     from libra_opt.generators.devices import Device
-    from libra_opt.io.output import check_output_dir, confined_path, save_figure_atomic
+    from libra_opt.io.output import (
+        check_output_dir,
+        check_writable_output,
+        confined_path,
+        save_figure_atomic,
+    )
     from libra_opt.io.validation import load_validation_table, validation_table_names
     from libra_opt.report.validation import stack_report, validation_report, variant_report
 
@@ -86,6 +95,8 @@ def run(args: argparse.Namespace) -> int:
                          field="--calibrate-rows")
     if args.out is not None:
         check_output_dir(args.out, "--out")
+    if args.error_model is not None:
+        check_writable_output(args.error_model, "--error-model", (".yaml", ".yml"))
     names = args.table or list(validation_table_names())
     tables = [load_validation_table(n) for n in names]
     devices: dict[str, Device] = {}
@@ -127,6 +138,17 @@ def run(args: argparse.Namespace) -> int:
     variant_sets = variant_rankings(results)
     print(stack_report(stack_summaries(results), in_sample=args.calibrate_rows == "all"))
     print(variant_report(variant_sets))
+    if args.error_model is not None:
+        from libra_opt import __version__
+        from libra_opt.explore.trust import validated_runs
+        from libra_opt.generators.error_model import ErrorModel
+        from libra_opt.io.error_model import error_model_yaml
+        from libra_opt.io.output import write_text_atomic
+
+        model = ErrorModel(validated_runs(tables, results))
+        write_text_atomic(args.error_model, error_model_yaml(model, names, __version__),
+                          flag="--error-model")
+        print(f"wrote {args.error_model}")
     if args.out is not None:
         from libra_opt.cli.backend import pyplot
         from libra_opt.report.validation import plot_validation, plot_variants

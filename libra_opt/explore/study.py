@@ -37,8 +37,10 @@ from libra_opt.explore.search import (
 from libra_opt.explore.sensitivity import sensitivity
 from libra_opt.explore.study_result import DesignStudy
 from libra_opt.explore.sweep import sweep
+from libra_opt.explore.trust import scenario_bands
 from libra_opt.fabric.builders import as_family, fabric_family
 from libra_opt.fabric.frozen import FrozenMap
+from libra_opt.generators.error_model import ErrorModel
 from libra_opt.optimize.problem import solve
 from libra_opt.optimize.solution import Solution
 from libra_opt.scenario.objective import PerfObjective
@@ -80,7 +82,7 @@ def report_search_space(base: SearchBase) -> SearchSpace:
 
 
 def study_search(scenario: Scenario, space: SearchSpace | None = None,
-                 top: int = REPORT_SEARCH_TOP
+                 top: int = REPORT_SEARCH_TOP, error_model: ErrorModel | None = None
                  ) -> tuple[SearchResult | None, str | None, SearchSpace | None]:
     """The co-design search of a design study and its gains, or why there is none.
 
@@ -92,6 +94,9 @@ def study_search(scenario: Scenario, space: SearchSpace | None = None,
         Default :func:`report_search_space`.
     top : int
         Best candidates kept exact.
+    error_model : ErrorModel, optional
+        Where the solved rows' error bands come from
+        (:func:`~libra_opt.explore.search.run_search`).
 
     Returns
     -------
@@ -111,7 +116,7 @@ def study_search(scenario: Scenario, space: SearchSpace | None = None,
     except InputError as exc:
         return None, exc.message, None
     space = space if space is not None else report_search_space(base)
-    res = run_search(base, space, top=top)
+    res = run_search(base, space, top=top, error_model=error_model)
     if res.solutions:
         res = dataclasses.replace(res, gains=codesign_gains(base, res, space))
     return res, None, space
@@ -154,6 +159,7 @@ def design_study(
     families: Sequence[str] = REPORT_FAMILIES,
     progress: Callable | bool | None = None,
     search: bool | SearchSpace = True,
+    error_model: ErrorModel | None = None,
 ) -> DesignStudy:
     """Solve (if needed) and run the sensitivity, the budget sweep, the fabric comparison
     and the co-design search.
@@ -171,6 +177,9 @@ def design_study(
         ``True`` (default): the co-design search over :func:`report_search_space` (top
         :data:`REPORT_SEARCH_TOP`), for a scenario whose one workload is model-based; a
         :class:`SearchSpace`: that space; ``False``: no search.
+    error_model : ErrorModel, optional
+        Validated runs: the error band of each model-based workload
+        (:func:`~libra_opt.explore.trust.scenario_bands`) and of the search's rows.
 
     Returns
     -------
@@ -219,11 +228,14 @@ def design_study(
     if search is not False:
         try:
             found, found_error, space = study_search(
-                scen, search if isinstance(search, SearchSpace) else None)
+                scen, search if isinstance(search, SearchSpace) else None,
+                error_model=error_model)
         except LibraOptError as exc:
             found_error = " ".join(str(exc).split())
             logger.info("co-design search not possible: %s", exc)
     timings["search_s"] = time.perf_counter() - t1
     timings["total_s"] = time.perf_counter() - t0
+    bands = scenario_bands(error_model, scen) if error_model is not None else {}
     return DesignStudy(sol, sens, sens_error, tuple(values), swept, df, tuple(families), radix,
-                       own, cmp_df, cmp_error, FrozenMap(timings), found, found_error, space)
+                       own, cmp_df, cmp_error, FrozenMap(timings), found, found_error, space,
+                       FrozenMap(bands), error_model)

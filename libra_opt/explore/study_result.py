@@ -6,10 +6,11 @@ render a study without being able to run one (an import-linter contract says so)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from libra_opt.fabric.frozen import FrozenMap
+from libra_opt.generators.error_model import ErrorModel
 from libra_opt.optimize.solution import Solution
 from libra_opt.scenario.scenario import Scenario
 
@@ -60,6 +61,11 @@ class DesignStudy:
         Why there is no search (one line).
     search_space : SearchSpace or None
         The space searched (:class:`libra_opt.explore.search.space.SearchSpace`).
+    bands : FrozenMap of str to Band
+        The error band of each model-based workload
+        (:func:`libra_opt.explore.trust.scenario_bands`; empty without an error model).
+    error_model : ErrorModel or None
+        The validated runs the bands come from.
     """
 
     solution: Solution
@@ -77,6 +83,8 @@ class DesignStudy:
     search: Any = None
     search_error: str | None = None
     search_space: Any = None
+    bands: FrozenMap = field(default_factory=lambda: FrozenMap({}))
+    error_model: ErrorModel | None = None
 
     @property
     def scenario(self) -> Scenario:

@@ -12,13 +12,14 @@ rows not used for calibration (:class:`TableResult`). Tables are read by
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from libra_opt.errors import input_context
 from libra_opt.generators.devices import Device
-from libra_opt.generators.generated import GeneratedWorkload
+from libra_opt.generators.generated import GeneratedWorkload, achieved_flops_per_npu
 from libra_opt.generators.generator import generate_workload
 from libra_opt.generators.validation import ValidationRow, ValidationTable
 from libra_opt.options import TrainingLoop
@@ -39,7 +40,9 @@ class RowResult:
 
     ``calibrate`` marks a row excluded from the error statistics: used to fit the device
     constants or (``calibrate_stack``) the stack's constant, or convention-dependent
-    (``convention_band`` > 0 or ``convention`` set).
+    (``convention_band`` > 0 or ``convention`` set). ``mfu_measured`` is the MFU of the
+    measured step time (:attr:`measured_step_time_s`) at the model's FLOP count (NaN when
+    not predicted by :func:`predict_row`).
     """
 
     name: str
@@ -57,6 +60,7 @@ class RowResult:
     variant_set: str = ""
     n_npus: int = 0
     samples_per_step: float = 0.0
+    mfu_measured: float = math.nan
 
     @property
     def role(self) -> str:
@@ -163,13 +167,16 @@ def predict_row(row: ValidationRow, device: Device | None = None) -> RowResult:
     """
     dev = device if device is not None else row.cluster.device
     g, t = _generate(row, dev)
-    return RowResult(row.name, row.source, dev.key, row.metric, row.published,
-                     _metric(g, t, row.metric), t,
-                     row.calibrate or row.calibrate_stack or bool(row.convention),
-                     stack=row.software_stack, calibrate_stack=row.calibrate_stack,
-                     convention=row.convention, convention_band=row.convention_band,
-                     variant_set=row.variant_set, n_npus=row.parallelism.n_npus,
-                     samples_per_step=float(row.parallelism.global_batch_size))
+    res = RowResult(row.name, row.source, dev.key, row.metric, row.published,
+                    _metric(g, t, row.metric), t,
+                    row.calibrate or row.calibrate_stack or bool(row.convention),
+                    stack=row.software_stack, calibrate_stack=row.calibrate_stack,
+                    convention=row.convention, convention_band=row.convention_band,
+                    variant_set=row.variant_set, n_npus=row.parallelism.n_npus,
+                    samples_per_step=float(row.parallelism.global_batch_size))
+    measured_s = res.measured_step_time_s
+    return dataclasses.replace(res, mfu_measured=achieved_flops_per_npu(g, measured_s)
+                               / g.device.peak_flops_for(g.compute_dtype))
 
 
 def validate(table: ValidationTable, devices: Mapping[str, Device] | None = None) -> TableResult:

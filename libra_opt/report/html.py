@@ -41,6 +41,7 @@ from libra_opt.report.notes import (
     identical_rows_note,
 )
 from libra_opt.report.text import format_number, format_quantity, format_whole, settled
+from libra_opt.report.trust import band_lines, trust_flags, trust_lines
 
 __all__ = ["ReportSection", "Report", "build_report", "render_html", "render_markdown",
            "report_files", "Provenance"]
@@ -384,6 +385,9 @@ def _search_section(study: DesignStudy) -> ReportSection:
               + ["network cost ($)"]
               + (["training cost per million tokens ($)"] if run_cost else [])
               + [f"objective ({OBJECTIVE_MEANING[res.objective][1]})"])
+    banded = "band_pct" in best
+    if banded:
+        header += ["step time band", "trust"]
     rows = []
     for _, r in best.iterrows():
         rows.append([str(int(r["rank"])), *(str(int(r[k])) for k in ("tp", "cp", "pp", "dp",
@@ -392,8 +396,11 @@ def _search_section(study: DesignStudy) -> ReportSection:
                      f"{100 * r['mfu']:.1f}%", f"{r['memory_per_npu_gb']:.1f}",
                      *(f"{r[c]:.1f}" for c in bw_cols), _usd(r["network_cost_usd"]),
                      *([_g(r["run_cost_usd_per_mtoken"])] if run_cost else []),
-                     _g(r["objective"])])
+                     _g(r["objective"]),
+                     *([f"+-{r['band_pct']:.1f}%", trust_flags(r)] if banded else [])])
     sec.tables.append((f"The {len(rows)} best candidates", header, rows))
+    if study.error_model is not None:
+        sec.text += trust_lines(res, len(rows), study.error_model)
     g = res.gains
     if g:
         eq = ("n/a (no feasible candidate with an equal split)"
@@ -447,6 +454,9 @@ def build_report(study: DesignStudy, *, provenance: Provenance | None = None) ->
     prov = provenance or Provenance()
     sections = _solution_sections(sol)
     ptext, ptables = performance_section_parts(sol)
+    ptext = [*ptext, *band_lines(study.bands, {t.name: t.step_time_s for t in ev.workloads})]
+    summary += [line for line in band_lines(study.bands, {t.name: t.step_time_s
+                                                          for t in ev.workloads})]
     sections.append(ReportSection("Throughput, MFU, memory" + (" and TCO" if scen.tco else ""),
                                   text=ptext, tables=ptables))
     sections += [_constraint_section(sol), _baseline_section(sol), _sensitivity_section(study),

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from libra_opt.explore.pareto import dominated
+from libra_opt.scenario.accuracy import same
 from libra_opt.scenario.objective import objective_of
 
 __all__ = ["plot_search", "search_plot_columns"]
@@ -101,20 +102,31 @@ def plot_search(result: Any, ax: Any = None, *, top: int = 5, title: str | None 
     else:
         fig = ax.figure
     xcol, ycol = search_plot_columns(solved, result.objective)
-    x = solved[xcol].to_numpy(float)
-    y = solved[ycol].to_numpy(float)
+    x = _snapped(solved[xcol].to_numpy(float))
+    y = _snapped(solved[ycol].to_numpy(float))
     ax.scatter(x / 1e6, y, s=10, alpha=0.35, color="tab:gray", label="solved candidates")
     best = solved.iloc[:0]
     if len(solved):
-        # costs equal to the solver's tolerance are one cost (no front drawn through noise)
-        front = ~dominated(np.round(x, 0), np.round(y, 9))
+        front = ~dominated(x, y)
         order = np.argsort(x[front])
-        ax.plot((x[front] / 1e6)[order], y[front][order], color="tab:blue", lw=1)
-        ax.scatter(x[front] / 1e6, y[front], s=22, color="tab:blue", label="Pareto front")
+        if len(np.unique(x)) > 1:
+            ax.plot((x[front] / 1e6)[order], y[front][order], color="tab:blue", lw=1)
+            ax.scatter(x[front] / 1e6, y[front], s=22, color="tab:blue",
+                       label="Pareto front (least network cost for the step time)")
+        else:  # one cost: no trade-off to draw, and no round-off spread over the axis
+            ax.set_xlim(0.99 * x[0] / 1e6, 1.01 * x[0] / 1e6)
+            ax.plot([], [], ls="none",
+                    label=f"every candidate costs ${x[0] / 1e6:,.2f}M: no cost trade-off")
         best = solved[solved["rank"].notna() & (solved["rank"] <= top)].sort_values("rank")
-        ax.scatter(best[xcol].to_numpy(float) / 1e6, best[ycol].to_numpy(float), s=60,
-                   marker="*", color="tab:red",
+        bx, by = best[xcol].to_numpy(float) / 1e6, best[ycol].to_numpy(float)
+        ax.scatter(bx, by, s=60, marker="*", color="tab:red",
                    label=f"top {len(best)} by {result.objective}, numbered by rank:")
+        if "band_pct" in best and len(best):
+            b = best["band_pct"].to_numpy(float) / 100
+            ax.errorbar(bx, by, yerr=[by - by / (1 + b), by / np.maximum(1 - b, 1e-9) - by],
+                        fmt="none", ecolor="tab:red", elinewidth=0.8, capsize=2, alpha=0.6,
+                        label="model error band of the top (E: outside the validated "
+                              "envelope)")
     ax.ticklabel_format(axis="both", useOffset=False)
     ax.set_xlabel("network cost ($M)")
     ax.set_ylabel("training cost per million tokens ($)" if ycol == "run_cost_usd_per_mtoken"
@@ -122,7 +134,9 @@ def plot_search(result: Any, ax: Any = None, *, top: int = 5, title: str | None 
     ax.set_title(title or f"Co-design search: {len(solved):,} solved candidates")
     ax.grid(alpha=0.3)
     handles, _ = ax.get_legend_handles_labels()
-    ranks = [str(int(r)) for r in best["rank"]]
+    ranks = [str(int(r)) + ("E" if "outside_envelope" in best and r_out else "")
+             for r, r_out in zip(best["rank"], best.get("outside_envelope", [""] * len(best)),
+                                 strict=True)]
     handles += [Line2D([], [], ls="none", marker=f"${n}$", markersize=5 + 2.5 * len(n),
                        color="tab:red", label=layout)
                 for n, layout in zip(ranks, _layouts(best), strict=True)]
@@ -132,6 +146,24 @@ def plot_search(result: Any, ax: Any = None, *, top: int = 5, title: str | None 
         _number(ax, legend, best[xcol].to_numpy(float) / 1e6, best[ycol].to_numpy(float),
                 ranks)
     return fig
+
+
+def _snapped(v: np.ndarray) -> np.ndarray:
+    """``v`` with values that are the same up to solver round-off
+    (:func:`~libra_opt.scenario.accuracy.same`) replaced by the smallest of them, so that
+    round-off is neither a Pareto step nor an axis range.
+
+    Examples
+    --------
+    >>> _snapped(np.array([17388800.0, 17388799.9992, 17100000.0])).tolist()
+    [17388799.9992, 17388799.9992, 17100000.0]
+    """
+    out = v.copy()
+    order = np.argsort(v, kind="stable")
+    for i, j in zip(order[:-1], order[1:], strict=True):
+        if same(out[i], v[j]):
+            out[j] = out[i]
+    return out
 
 
 def _layouts(best: Any) -> list[str]:

@@ -491,3 +491,4 @@ def solution_to_dict(sol: Solution) -> dict[str, Any]:
         ],
     })
     return out
+

@@ -35,6 +35,7 @@ from libra_opt.explore.search.engine import (
 from libra_opt.explore.search.space import SearchSpace
 from libra_opt.generators.descriptors import TransformerSpec
 from libra_opt.generators.devices import ComputeEfficiency, efficiency_from_value
+from libra_opt.generators.error_model import ErrorModel
 from libra_opt.generators.mapping import place_groups
 from libra_opt.generators.parallelism import parallelism_from_dict
 from libra_opt.scenario.compile import generate_entry
@@ -125,6 +126,7 @@ def search(
     scheduler: str | None = None,
     progress: Any = False,
     gains: bool = False,
+    error_model: ErrorModel | None = None,
 ) -> SearchResult:
     """Co-design search of a scenario: parallelization, placement, fabric shape and
     bandwidth chosen together (:func:`libra_opt.explore.search.run_search`).
@@ -148,6 +150,10 @@ def search(
     gains : bool
         Also compute :func:`~libra_opt.explore.search.codesign_gains` (one more search with
         an equal bandwidth split, and the conventional layout's optimum).
+    error_model : ErrorModel, optional
+        The validated runs the solved rows' error bands come from (see
+        :func:`~libra_opt.explore.search.run_search`; :func:`libra_opt.search` gives the
+        packaged ones unless told otherwise).
 
     Examples
     --------
@@ -165,7 +171,8 @@ def search(
     if hb_domains is not None:
         space = dataclasses.replace(space, hb_domains=tuple(hb_domains))
     res = run_search(base, space, top=top, objective=objective, executor=executor,
-                     max_workers=max_workers, scheduler=scheduler, progress=progress)
+                     max_workers=max_workers, scheduler=scheduler, progress=progress,
+                     error_model=error_model)
     if gains:
         g = codesign_gains(base, res, space, executor=executor, max_workers=max_workers,
                            scheduler=scheduler)

@@ -57,7 +57,7 @@ import functools
 import logging
 import math
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -96,6 +96,13 @@ from libra_opt.explore.search.candidates import (
     conventional_parallelism,
     generate,
 )
+from libra_opt.explore.search.results import (
+    KNOB_COLUMNS,
+    designs,
+    search_stats,
+    search_table,
+    trust_columns,
+)
 from libra_opt.explore.search.space import (
     LayerTimeCache,
     MemoryModel,
@@ -108,6 +115,7 @@ from libra_opt.explore.search.space import (
     search_shapes,
 )
 from libra_opt.fabric.heterogeneous import slowest_fractions
+from libra_opt.generators.error_model import ErrorModel
 from libra_opt.generators.mapping import place_groups
 from libra_opt.generators.parallelism import Parallelism
 from libra_opt.optimize.problem import build_problem, solve
@@ -146,9 +154,6 @@ logger = logging.getLogger(__name__)
 PRUNE_RTOL = SAME_REL_TOL
 #: Parallelizations per chunk of work (one batch of an executor).
 CHUNK = 8
-#: Knob columns of the result table, in order.
-KNOB_COLUMNS = ("fabric", "hb_domain", "tp", "cp", "pp", "dp", "ep", "micro_batch_size",
-                "interleave", "recompute", "sequence_parallel", "zero", "placement")
 #: A progress callback: ``progress(done_candidates, total_candidates)``.
 Progress = Callable[[int, int], None]
 
@@ -293,6 +298,8 @@ class SearchResult:
     objective : str
     gains : mapping, optional
         :func:`codesign_gains`, when asked for.
+    device, stack : str
+        The workload's device key and software stack (what its error bands are drawn for).
     """
 
     table: pd.DataFrame
@@ -301,6 +308,8 @@ class SearchResult:
     stats: Mapping[str, float]
     objective: str
     gains: Mapping[str, Any] | None = None
+    device: str = ""
+    stack: str = ""
 
     def best(self, k: int = 5) -> pd.DataFrame:
         """The ``k`` best solved rows, best first."""
@@ -337,6 +346,7 @@ def run_search(
     progress: bool | Progress = False,
     extra_constraints: Sequence[LinearConstraint] = (),
     solutions: bool = True,
+    error_model: ErrorModel | None = None,
 ) -> SearchResult:
     """Search parallelization, placement, fabric shape and bandwidth together.
 
@@ -372,6 +382,11 @@ def run_search(
         Added to the scenario's constraints (e.g. an equal split).
     solutions : bool
         Re-solve the ``top`` candidates for their full :class:`Solution` (default).
+    error_model : ErrorModel, optional
+        Validated runs (:func:`libra_opt.io.error_model.load_error_model`): each solved row
+        gets the model's error band, whether it lies inside the validated envelope, whether
+        its MFU exceeds the best measured on the device, and whether the model tells it
+        apart from the best (:func:`~libra_opt.explore.search.results.trust_columns`).
 
     Returns
     -------
@@ -526,8 +541,10 @@ def run_search(
     finally:
         bar(-1, total)
 
-    table = _table(rows, scen.fabric.names)
-    stats = _stats(table, time.perf_counter() - t_start)
+    table = designs(search_table(rows, scen.fabric.names))
+    if error_model is not None:
+        table = table.assign(**trust_columns(error_model, table, entry))
+    stats = search_stats(table, time.perf_counter() - t_start)
     sols: list[Solution] = []
     cands: list[Candidate] = []
     if solutions and fixed is None:
@@ -535,7 +552,9 @@ def run_search(
             cand, sol = _resolve(ctx, r)
             cands.append(cand)
             sols.append(sol)
-    return SearchResult(table, tuple(sols), tuple(cands), stats, scen.objective)
+    return SearchResult(table, tuple(sols), tuple(cands), stats, scen.objective,
+                        device=entry.device.key,
+                        stack=entry.parallelism.software_stack or entry.device.calibration_stack)
 
 
 def _sync_floor(sc: _ShapeContext) -> SyncFloor | None:
@@ -584,46 +603,6 @@ def _progress_bar(progress: bool | Progress, total: int) -> Callable[[int, int],
         bar.update(done - bar.n)
 
     return update
-
-
-def _table(rows: list[dict], dim_names: Iterable[str]) -> pd.DataFrame:
-    import pandas as pd
-
-    bw_cols = [f"bw_{n}_gbps" for n in dim_names]
-    cols = ["index", *KNOB_COLUMNS, "n_candidates", "status", "reason", "lower_bound",
-            "objective", "step_time_s", "tokens_per_s", "mfu", "memory_per_npu_gb", *bw_cols,
-            "network_cost_usd", "network_power_w", "run_cost_usd", "run_cost_usd_per_mtoken",
-            "solve_s"]
-    extra = sorted({k for r in rows for k in r} - set(cols))
-    df = pd.DataFrame.from_records(rows, columns=[*cols, *extra])
-    df = df.sort_values("index", kind="stable").reset_index(drop=True)
-    for c in ("lower_bound", "objective", "step_time_s", "tokens_per_s", "mfu",
-              "memory_per_npu_gb", *bw_cols, "network_cost_usd", "network_power_w",
-              "run_cost_usd", "run_cost_usd_per_mtoken", "solve_s"):
-        df[c] = df[c].astype(float)
-    df["hb_domain"] = df["hb_domain"].astype("Int64")
-    solved = df["status"] == "optimal"
-    order = df[solved].sort_values(["objective", "index"], kind="stable").index
-    df["rank"] = pd.Series(pd.NA, index=df.index, dtype="Int64")
-    df.loc[order, "rank"] = np.arange(1, len(order) + 1)
-    return df
-
-
-def _stats(table: pd.DataFrame, wall_s: float) -> dict[str, float]:
-    n = table.groupby("status")["n_candidates"].sum()
-    solved = float(n.get("optimal", 0))
-    solve_s = float(table["solve_s"].sum())
-    return {
-        "enumerated": float(table["n_candidates"].sum()),
-        "memory": float(n.get("memory", 0)),
-        "pruned": float(n.get("pruned", 0)),
-        "solved": solved,
-        "infeasible": float(n.get("infeasible", 0) + n.get("unbounded", 0)),
-        "errors": float(n.get("error", 0)),
-        "wall_s": wall_s,
-        "solve_s": solve_s,
-        "solves_per_solver_s": solved / solve_s if solve_s > 0 else math.nan,
-    }
 
 
 def codesign_gains(base: SearchBase, result: SearchResult, space: SearchSpace | None = None,

@@ -1,0 +1,125 @@
+"""The model's error band on the answers of a study: the validated runs of validation
+results (:func:`validated_runs`) and the trust columns of a search table
+(:func:`search_columns`), by the rules of :class:`~libra_opt.generators.error_model.ErrorModel`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+from libra_opt.explore.validation import TableResult
+from libra_opt.generators.error_model import Band, ErrorModel, ValidatedRun
+from libra_opt.generators.validation import ValidationTable
+from libra_opt.scenario.scenario import Scenario
+
+__all__ = ["validated_runs", "search_columns", "scenario_bands"]
+
+
+def validated_runs(tables: Sequence[ValidationTable],
+                   results: Sequence[TableResult]) -> tuple[ValidatedRun, ...]:
+    """The runs of ``tables`` with the errors of ``results`` (``validate(table)`` of each,
+    in the same order)."""
+    out = []
+    for table, res in zip(tables, results, strict=True):
+        for row, r in zip(table.rows, res.rows, strict=True):
+            p = row.parallelism
+            out.append(ValidatedRun(
+                r.name, table.name, r.device, r.stack, r.role, r.error, r.variant_set,
+                p.tp, p.cp, p.pp, p.ep, p.micro_batch_size, p.interleave, row.model.seq_len,
+                p.n_npus, p.recompute, r.mfu_measured))
+    return tuple(out)
+
+
+def search_columns(model: ErrorModel, table: object, device: str, stack: str, seq_len: int,
+                   n_npus: int) -> dict[str, list]:
+    """The trust columns of a search table's rows (pandas ``DataFrame`` with the knob,
+    ``status``, ``rank``, ``step_time_s``, ``objective`` and ``mfu`` columns).
+
+    Returns
+    -------
+    dict
+        ``band_pct`` (the band, percent), ``step_time_lo_s`` / ``step_time_hi_s`` (the
+        measured step times it allows), ``outside_envelope`` (what lies outside, ``''``
+        inside), ``mfu_above_measured`` (the predicted MFU exceeds the best measured on the
+        device), ``indistinguishable`` (a solved row whose objective is within the ranking
+        band of the best: the model does not tell it from the best); one value per row,
+        NaN / ``''`` / ``False`` for rows not solved.
+    """
+    import pandas as pd
+
+    assert isinstance(table, pd.DataFrame)
+    best = model.best_mfu(device)
+    rank_band = model.rank_band(device, stack)
+    solved = table["status"] == "optimal"
+    best_obj = float(table.loc[solved, "objective"].min()) if solved.any() else math.nan
+    cols: dict[str, list] = {k: [] for k in ("band_pct", "step_time_lo_s", "step_time_hi_s",
+                                              "outside_envelope", "mfu_above_measured",
+                                              "indistinguishable")}
+    for ok, r in zip(solved, table.itertuples(index=False), strict=True):
+        if not ok:
+            for k, v in (("band_pct", math.nan), ("step_time_lo_s", math.nan),
+                         ("step_time_hi_s", math.nan), ("outside_envelope", ""),
+                         ("mfu_above_measured", False), ("indistinguishable", False)):
+                cols[k].append(v)
+            continue
+        knobs = {"tp": r.tp, "cp": r.cp, "pp": r.pp, "ep": r.ep,
+                 "micro_batch_size": r.micro_batch_size, "interleave": r.interleave,
+                 "seq_len": seq_len, "n_npus": n_npus, "recompute": r.recompute}
+        b = model.band(device, stack, knobs)
+        lo, hi = b.interval_s(float(r.step_time_s))
+        cols["band_pct"].append(100 * b.rel_error)
+        cols["step_time_lo_s"].append(lo)
+        cols["step_time_hi_s"].append(hi)
+        cols["outside_envelope"].append(", ".join(b.outside))
+        cols["mfu_above_measured"].append(best is not None and float(r.mfu) > best[0])
+        cols["indistinguishable"].append(
+            bool(math.isfinite(rank_band) and float(r.objective) <= best_obj * (1 + rank_band)))
+    return cols
+
+
+def scenario_bands(model: ErrorModel, scenario: Scenario) -> dict[str, Band]:
+    """The error band of each model-based workload of a compiled ``scenario`` (by workload
+    name; empty for a scenario without a spec or without model-based workloads).
+
+    A workload priced by a fixed efficiency (``efficiency: 0.5``, the FLOPs-over-peak model)
+    or of a model that is not a transformer is outside the envelope: the validated runs check
+    the per-operator roofline of transformers.
+
+    Examples
+    --------
+    >>> from libra_opt.io.error_model import load_error_model
+    >>> from libra_opt.io.scenario_file import load_scenario
+    >>> bands = scenario_bands(load_error_model(), load_scenario("gpt3_175b_a100_cluster"))
+    >>> list(bands), bands["gpt3_175b"].inside
+    (['gpt3_175b'], True)
+    """
+    from libra_opt.generators.descriptors import TransformerSpec
+    from libra_opt.generators.parallelism import parallelism_from_dict
+    from libra_opt.scenario.spec import thaw
+
+    out: dict[str, Band] = {}
+    spec = scenario.spec
+    for w in spec.workloads if spec is not None else ():
+        if w.model is None or w.device is None or w.parallelism is None:
+            continue
+        par = parallelism_from_dict(thaw(w.parallelism), None, "parallelism")
+        device = w.device.value
+        stack = par.software_stack or device.calibration_stack
+        knobs = {"tp": par.tp, "cp": par.cp, "pp": par.pp, "ep": par.ep,
+                 "micro_batch_size": par.micro_batch_size, "interleave": par.interleave,
+                 "n_npus": par.n_npus, "recompute": par.recompute}
+        if isinstance(w.model.value, TransformerSpec):
+            knobs["seq_len"] = w.model.value.seq_len
+        band = model.band(device.key, stack, knobs)
+        extra = []
+        if not isinstance(w.model.value, TransformerSpec):
+            extra.append(f"model {type(w.model.value).__name__} (validated: transformers)")
+        if w.efficiency is not None and not isinstance(w.efficiency, Mapping):
+            extra.append("a fixed compute efficiency (validated: the per-operator roofline)")
+        if extra:
+            band = Band(model.worst_band, band.basis if band.outside else
+                        f"the largest error of any of the {len(model.runs)} validated runs",
+                        (*band.outside, *extra))
+        out[w.name] = band
+    return out

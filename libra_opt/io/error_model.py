@@ -1,0 +1,137 @@
+"""The validated runs behind the model's error band, read and written as YAML.
+
+An error model (:class:`~libra_opt.generators.error_model.ErrorModel`) is a list of validated
+runs: what each run of the validation tables measured against what the model predicts, with
+its device, software stack, parallelization and scale. The packaged one,
+``libra_opt/data/error_model.yaml``, is what the packaged validation tables give the current
+model (``libra-opt validate --error-model libra_opt/data/error_model.yaml`` rewrites it; the
+tests check it is current). A user who validates the model on their own runs writes theirs
+the same way (``libra-opt validate --table my_runs.yaml --error-model my_errors.yaml``) and
+gives it to ``libra-opt search`` / ``solve`` with ``--error-model``.
+
+File format::
+
+    # comment lines
+    runs:
+      - {name: K22 175B full recompute, table: korthikanti22_a100, device: a100_80gb,
+         stack: megatron_lm_2022, role: validation, error: 0.0057, variant_set: k22_175b,
+         tp: 8, cp: 1, pp: 8, ep: 1, micro_batch_size: 1, interleave: 3, seq_len: 2048,
+         n_npus: 64, recompute: full, mfu_measured: 0.4}
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import fields
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from libra_opt.errors import InputError, short_repr
+from libra_opt.generators.error_model import ErrorModel, ValidatedRun
+from libra_opt.io._yaml import read_yaml
+
+__all__ = ["PACKAGED_ERROR_MODEL", "load_error_model", "error_model_yaml"]
+
+#: The packaged error model's file name, in ``libra_opt/data``.
+PACKAGED_ERROR_MODEL = "error_model.yaml"
+_ROLES = ("validation", "device", "stack", "convention")
+
+
+def _run(entry: Any, i: int, source: str) -> ValidatedRun:
+    where = f"runs[{i}]"
+    if not isinstance(entry, Mapping):
+        raise InputError(f"expected a mapping, got {short_repr(entry, 60)}", source=source,
+                         field=where)
+    known = {f.name: f for f in fields(ValidatedRun)}
+    unknown = sorted(str(k) for k in entry if k not in known)
+    if unknown:
+        raise InputError(f"unknown key(s) {', '.join(unknown)}; expected "
+                         f"{', '.join(known)}", source=source, field=where)
+    values: dict[str, Any] = {}
+    for name, f in known.items():
+        if name not in entry:
+            if name in ("name", "table", "device", "stack", "role", "error"):
+                raise InputError("missing", source=source, field=f"{where}.{name}")
+            continue
+        v = entry[name]
+        kind = str(f.type)
+        ok = (isinstance(v, str) if kind == "str" else
+              isinstance(v, int) and not isinstance(v, bool) and v >= 1 if kind == "int" else
+              isinstance(v, (int, float)) and not isinstance(v, bool))
+        if not ok:
+            what = {"str": "a string", "int": "a positive integer"}.get(kind, "a number")
+            raise InputError(f"expected {what}, got {short_repr(v, 60)}", source=source,
+                             field=f"{where}.{name}")
+        values[name] = float(v) if kind == "float" else v
+    if values["role"] not in _ROLES:
+        raise InputError(f"{values['role']!r} is not one of {', '.join(_ROLES)}",
+                         source=source, field=f"{where}.role")
+    if not math.isfinite(values["error"]) or values["error"] <= -1.0:
+        raise InputError(f"expected a relative error above -1, got {values['error']!r}",
+                         source=source, field=f"{where}.error")
+    return ValidatedRun(**values)
+
+
+def load_error_model(path: str | os.PathLike[str] | None = None) -> ErrorModel:
+    """The error model of a YAML file (default: the packaged one).
+
+    Raises
+    ------
+    InputError
+        Unreadable file or a bad entry (naming the file and ``runs[i].<field>``).
+
+    Examples
+    --------
+    >>> m = load_error_model()
+    >>> "a100_80gb" in m.devices() and m.worst_band > 0
+    True
+    """
+    if path is None:
+        ref = resources.files("libra_opt") / "data" / PACKAGED_ERROR_MODEL
+        with resources.as_file(ref) as p:
+            return _from_document(read_yaml(Path(p)), f"libra_opt/data/{PACKAGED_ERROR_MODEL}")
+    return _from_document(read_yaml(Path(path)), str(path))
+
+
+def _from_document(doc: Any, source: str) -> ErrorModel:
+    if not isinstance(doc, Mapping) or set(doc) != {"runs"} or not isinstance(doc["runs"], list):
+        raise InputError("expected a mapping with one key, runs: a list of validated runs",
+                         source=source)
+    if not doc["runs"]:
+        raise InputError("no runs: an error model needs validated runs", source=source,
+                         field="runs")
+    return ErrorModel(tuple(_run(e, i, source) for i, e in enumerate(doc["runs"])))
+
+
+def error_model_yaml(model: ErrorModel, tables: Sequence[str], version: str) -> str:
+    """YAML text of ``model``'s runs (read back by :func:`load_error_model`), with a header
+    naming the ``tables`` and the library ``version`` they were validated with.
+
+    Examples
+    --------
+    >>> from libra_opt.generators.error_model import ValidatedRun
+    >>> m = ErrorModel((ValidatedRun("a", "t", "gpu", "s", "validation", 0.02),))
+    >>> text = error_model_yaml(m, ["t"], "0.1")
+    >>> _from_document(yaml.safe_load(text), "x") == m
+    True
+    """
+    head = [f"# Validated runs of libra_opt {version}: each run's relative error",
+            "# t_predicted / t_measured - 1 and what it ran (libra-opt validate --error-model).",
+            "# The error band of every model-based step time is drawn from them",
+            "# (libra_opt/generators/error_model.py). Tables:",
+            *(f"#   {t}" for t in tables)]
+    names = [f.name for f in fields(ValidatedRun)]
+    runs = [{n: (getattr(r, n) if n != "error" else float(f"{r.error:.9g}")) for n in names
+             if not (n == "mfu_measured" and not math.isfinite(r.mfu_measured))}
+            for r in model.runs]
+    for r in runs:
+        if "mfu_measured" in r:
+            r["mfu_measured"] = float(f"{r['mfu_measured']:.6g}")
+    body = yaml.safe_dump({"runs": runs}, sort_keys=False, width=1000,
+                          default_flow_style=None)
+    return "\n".join(head) + "\n" + body
