@@ -44,7 +44,6 @@ import math
 from collections.abc import Callable
 from pathlib import Path
 
-import bench_results as results
 import numpy as np
 import pandas as pd
 
@@ -573,6 +572,8 @@ def plot_nccl(df: pd.DataFrame, ax=None):
 
 
 def main(argv=None) -> None:
+    import bench_results as results  # beside this script (it runs as a script)
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=Path("out/bench"))
     ap.add_argument("--quick", action="store_true", help="1 MiB and 64 MiB only")
