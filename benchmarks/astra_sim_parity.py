@@ -7,7 +7,9 @@ Usage::
 
 writes ``astra_sim_parity.csv`` and ``astra_sim_parity.png`` and prints the agreement; then
 ``astra_sim2_runs.csv``: the model against real ASTRA-sim 2.0 runs (the measured table
-``tests/traffic/astra_sim2_runs.csv``), printed as "ASTRA-sim 2.0 runs"; then
+``tests/traffic/astra_sim2_runs.csv``), printed as "ASTRA-sim 2.0 runs" per backend, split
+into the table's development and held-out parts, and recorded in ``benchmarks/RESULTS.md``
+(section ``astra_sim_parity``); then
 ``nccl_curves.csv`` and ``nccl_curves.png``: the measured nccl-tests curves
 (:mod:`libra_opt.traffic.nccl_curves`) against the ``topology_aware`` model of each measured
 system with its curve preset.
@@ -490,16 +492,38 @@ def sim_runs() -> pd.DataFrame:
 
 
 def sim_runs_summary(df: pd.DataFrame) -> pd.DataFrame:
-    """Share of runs within the band (10 % from 64 MiB, 25 % at 1 MiB) per backend and size,
-    and the worst ratio."""
+    """Share of runs within the band (10 % from 64 MiB, 25 % at 1 MiB) per backend, part
+    (``dev`` / ``held_out``, the table's column) and size, and the worst ratio."""
     out = []
-    for (backend, size), g in df.groupby(["backend", "size_mib"]):
+    for (backend, part, size), g in df.groupby(["backend", "part", "size_mib"]):
         tol = 0.10 if size >= 64 else 0.25
-        out.append({"backend": backend, "size_mib": size, "runs": len(g),
+        out.append({"backend": backend, "part": part, "size_mib": size, "runs": len(g),
                     "within_band": float((np.abs(g.ratio - 1) <= tol).mean()),
                     "median_abs_err": float(np.median(np.abs(g.ratio - 1))),
                     "worst_ratio": float(g.ratio.iloc[np.argmax(np.abs(np.log(g.ratio)))])})
     return pd.DataFrame(out)
+
+
+def sim_runs_figures(df: pd.DataFrame) -> dict[str, str]:
+    """The README's figures of the real-simulator comparison: runs and share within the
+    band per backend and part, the worst error of each."""
+    band = np.where(df.size_mib >= 64, 0.10, 0.25)
+    ok = np.abs(df.ratio - 1) <= band
+    err = np.abs(df.ratio - 1)
+    out = {"astra_sim_parity.runs": f"{len(df):,}"}
+    for backend, short in (("congestion_unaware", "unaware"), ("congestion_aware", "aware")):
+        for part in ("dev", "held_out"):
+            m = (df.backend == backend) & (df.part == part)
+            if not m.any():
+                continue
+            key = f"astra_sim_parity.{short}_{part}"
+            out[f"{key}_runs"] = f"{int(m.sum()):,}"
+            out[f"{key}_within_pct"] = f"{100 * ok[m].mean():.1f}"
+            for size, name in ((1, "1mib"), (64, "ge64mib")):
+                sm = m & ((df.size_mib >= 64) if size == 64 else (df.size_mib < 64))
+                if sm.any():
+                    out[f"{key}_worst_{name}_pct"] = f"{100 * err[sm].max():.1f}"
+    return out
 
 
 # ------------------------------------------------------------------------ NCCL curves ---
@@ -548,9 +572,12 @@ def plot_nccl(df: pd.DataFrame, ax=None):
 
 
 def main(argv=None) -> None:
+    import bench_results as results  # beside this script (it runs as a script)
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=Path("out/bench"))
     ap.add_argument("--quick", action="store_true", help="1 MiB and 64 MiB only")
+    results.add_arguments(ap)
     args = ap.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     df = run(args.quick)
@@ -568,8 +595,12 @@ def main(argv=None) -> None:
     print(f"\nASTRA-sim 2.0 runs ({len(runs)} single collectives, both analytical backends):")
     print(sim_runs_summary(runs).to_string(index=False))
     worst = runs.assign(err=np.abs(runs.ratio - 1)).nlargest(5, "err")
-    print(worst[["network", "knobs", "kind", "size_mib", "backend", "sim_s", "model_s",
+    print(worst[["network", "knobs", "kind", "size_mib", "backend", "part", "sim_s", "model_s",
                  "ratio"]].to_string(index=False))
+    counts = runs.groupby(["backend", "topology", "npus_count", "algorithm"]).size()
+    print("\nRuns per backend, topology, size and algorithm:")
+    print(counts.rename("runs").to_string())
+    results.record_from_args(args, "astra_sim_parity", sim_runs_figures(runs))
     nccl = nccl_table()
     nccl.to_csv(args.out / "nccl_curves.csv", index=False)
     claimed = nccl[nccl.claimed]

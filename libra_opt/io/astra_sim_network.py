@@ -6,8 +6,11 @@
 * System JSON -> :class:`~libra_opt.traffic.topology_aware.CollectiveSettings` with
   ``backend`` set (:func:`read_astra_sim_system`), so the ``topology_aware`` model gives the
   times of ASTRA-sim's analytical backend (:mod:`libra_opt.traffic.astra_sim_model`).
-  The backend (which simulator binary) and ``num-queues-per-dim`` (a command-line option,
-  default 1) are not in the file; they are arguments.
+  The backend (which simulator binary ran the configuration) and ``num-queues-per-dim`` (a
+  command-line option, default 1) are not in the file; they are arguments, and the backend
+  has no default: the two backends give different times for the same files (a
+  congestion-aware switch stores and forwards, concurrent messages queue on its links), and
+  a congestion-aware run priced as congestion-unaware comes out up to 30 times too fast.
 
 Every key of the system file, and what it becomes:
 
@@ -68,7 +71,7 @@ from libra_opt.errors import InputError, input_context
 from libra_opt.fabric.dims import Dim, Fabric
 from libra_opt.io._yaml import read_yaml
 from libra_opt.options import CollectiveAlgorithm, Topology
-from libra_opt.traffic.astra_sim_model import Backend
+from libra_opt.traffic.astra_sim_model import BACKENDS, Backend
 from libra_opt.traffic.topology_aware import CollectiveSettings, bw_from_link_gbps
 
 __all__ = [
@@ -219,7 +222,7 @@ def read_astra_sim_network(path: str | Path) -> AstraSimNetwork:
 
 def settings_from_mapping(
     data: Any, dim_names: Sequence[str], source: str = "<system>", *,
-    backend: Backend = "congestion_unaware", queues_per_dim: int = 1,
+    backend: Backend | None, queues_per_dim: int = 1,
 ) -> CollectiveSettings:
     """:class:`CollectiveSettings` of a parsed system JSON for dimensions ``dim_names``.
 
@@ -231,10 +234,19 @@ def settings_from_mapping(
         Dimension names, innermost first (one entry per dimension of each list).
     source : str
         File name for error messages.
-    backend : {'congestion_unaware', 'congestion_aware'}
-        The analytical backend the configuration runs on.
+    backend : {'congestion_unaware', 'congestion_aware'} or None
+        The analytical backend the configuration runs on (required: not in the file, and
+        the two give different times). ``None`` gives the file's settings alone, for a
+        caller that names the backend later (the scenario compiler, from
+        ``collectives.backend``); they are not ASTRA-sim's times until it does.
     queues_per_dim : int
         ASTRA-sim's ``--num-queues-per-dim`` (default 1, the simulator's).
+
+    Raises
+    ------
+    InputError
+        Naming the key, for a key that cannot be expressed or a bad value; naming
+        ``backend`` for a backend other than the two.
 
     Notes
     -----
@@ -254,6 +266,9 @@ def settings_from_mapping(
     """
     if not isinstance(data, dict):
         raise InputError("expected a mapping (the system configuration)", source=source)
+    if backend is not None and backend not in BACKENDS:
+        raise InputError(f"{backend!r} is not one of {', '.join(BACKENDS)} (which ASTRA-sim "
+                         "binary ran the configuration)", source=source, field="backend")
     unknown = sorted(str(k) for k in set(data) - _USED - _NO_EFFECT)
     if unknown:
         raise InputError(f"unknown key(s) {', '.join(unknown)}; custom collective "
@@ -338,12 +353,13 @@ def settings_from_mapping(
 
 
 def read_astra_sim_system(
-    path: str | Path, dim_names: Sequence[str], *, backend: Backend = "congestion_unaware",
+    path: str | Path, dim_names: Sequence[str], *, backend: Backend | None,
     queues_per_dim: int = 1,
 ) -> CollectiveSettings:
     """Read an ASTRA-sim 2.0 system JSON as :class:`CollectiveSettings` for the dimensions
     ``dim_names`` (innermost first; the per-dimension lists must have one entry each), run
-    on ``backend`` with ``queues_per_dim`` queues (see :func:`settings_from_mapping`).
+    on ``backend`` (required, no default: see :func:`settings_from_mapping`) with
+    ``queues_per_dim`` queues.
 
     Raises
     ------

@@ -47,7 +47,8 @@ Example::
       # queues_per_dim: 2, active_chunks_per_dim: 2  (with backend: its queues per dim and
       #                                               chunks in flight per dim; default 1)
       # or: astra_sim_system: path/to/system.json    (ASTRA-sim 2.0 system configuration)
-      #     with backend: congestion_aware           (or congestion_unaware, the default)
+      #     with backend: congestion_aware           (or congestion_unaware; required: the
+      #                                               file does not say which binary ran it)
       #     and queues_per_dim: 1                     (ASTRA-sim's --num-queues-per-dim)
     training_loop: no_overlap                        # or overlap
     in_network_reduction: [package]                  # switch dims reducing in the network
@@ -392,7 +393,7 @@ def resolve_spec(spec: ScenarioSpec, *, cache: ParseCache | None = None) -> Scen
         # the file's settings; the compiler runs them on the spec's backend and queues, so
         # an edit of those takes effect without reading the file again
         changes["collectives"] = with_read(coll, astra_sim_system=Ref(
-            ref, read_astra_sim_system(path, names), str(path)))
+            ref, read_astra_sim_system(path, names, backend=None), str(path)))
     return with_read(spec, **changes) if changes else spec
 
 

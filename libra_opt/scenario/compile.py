@@ -442,8 +442,8 @@ def _overlap(spec: OverlapSpec | None, training_loop: str) -> OverlapPolicy | No
 
 def _collectives(spec: CollectivesSpec | None) -> CollectiveSettings | None:
     """``collectives:`` as :class:`CollectiveSettings`: an ASTRA-sim system file's, run on
-    the ``backend`` (default ``congestion_unaware``) and ``queues_per_dim`` given beside it
-    (they are not in the file), or the keys'."""
+    the ``backend`` (required: the two backends time the same file differently) and
+    ``queues_per_dim`` given beside it (they are not in the file), or the keys'."""
     if spec is None:
         return None
     if spec.astra_sim_system is not None:
@@ -455,8 +455,14 @@ def _collectives(spec: CollectivesSpec | None) -> CollectiveSettings | None:
                 f"give either astra_sim_system or the settings ({', '.join(given)}), not both",
                 field="collectives",
             )
+        if spec.backend is None:
+            raise InputError(
+                "astra_sim_system needs the backend beside it: congestion_aware or "
+                "congestion_unaware (which ASTRA-sim binary ran the configuration; the system "
+                "file does not say, and the two time it differently)",
+                field="collectives.backend")
         system: CollectiveSettings = spec.astra_sim_system.value
-        return dataclasses.replace(system, backend=spec.backend or "congestion_unaware",
+        return dataclasses.replace(system, backend=spec.backend,
                                    queues_per_dim=spec.queues_per_dim)
     return CollectiveSettings(
         algorithm=tuple(spec.algorithm.items()),

@@ -252,9 +252,9 @@ class CollectivesSpec(_Node):
 
     ``backend`` (ASTRA-sim's analytical network backend, ``None``: the physical model) and
     ``queues_per_dim`` (its ``--num-queues-per-dim``) are not in a system file: they may be
-    given beside ``astra_sim_system``, whose settings the compiler runs on them (backend
-    ``congestion_unaware`` when none is given). ``collective_algorithm`` maps a collective
-    kind to ``{dim name: algorithm}``. ``efficiency`` (a fraction, a line-rate preset or a
+    given beside ``astra_sim_system``, whose settings the compiler runs on them (the backend
+    is required there: the file does not say which binary ran it). ``collective_algorithm``
+    maps a collective kind to ``{dim name: algorithm}``. ``efficiency`` (a fraction, a line-rate preset or a
     measured NCCL curve per dimension) applies under every collective model
     (:attr:`~libra_opt.traffic.timing.TimingModel.efficiency`); the other settings under
     ``topology_aware`` only.

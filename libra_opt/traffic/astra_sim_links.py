@@ -53,9 +53,11 @@ def hd_ring_busiest_link(op: str, k: int, x: float) -> float:
     return max(per_link.values())
 
 
+@functools.lru_cache(maxsize=512)
 def hd_link_schedule_span(op: str, topology: str, k: int, chunks: int, queues: int,
-                          per_queue: int) -> float:
-    """Span of ``chunks`` halving-doubling chunks on congestion-aware links, per buffer byte.
+                          per_queue: int) -> tuple[float, int, int, float]:
+    """Span of ``chunks`` halving-doubling chunks on congestion-aware links, per buffer byte,
+    and the latencies on its critical path.
 
     Parameters
     ----------
@@ -70,10 +72,15 @@ def hd_link_schedule_span(op: str, topology: str, k: int, chunks: int, queues: i
 
     Returns
     -------
-    float
+    span : float
         Time from the first send to the last reception with every serialization of ``m``
         bytes taking ``m`` (a phase buffer of 1): multiplied by ``x / X`` it is the
         bandwidth-bound span, a constant over ``B_d``.
+    hops, passes : int
+        Link latencies and endpoint passes on the critical path of that schedule (the chain
+        of transmissions, waits and steps that ends last).
+    reduced : float
+        Bytes (per buffer byte) reduced on that path.
 
     Notes
     -----
@@ -85,7 +92,11 @@ def hd_link_schedule_span(op: str, topology: str, k: int, chunks: int, queues: i
     (routes and FIFO links as in the module notes) with latencies and endpoint delays
     vanishing (kept only as tie-breakers in the order of the simulator's events), so the
     result is exact in the limit of latency small against serialization and linear in
-    ``x / X``.
+    ``x / X``. The critical path's latencies (``hops alpha + passes e + 3 reduced x / M``)
+    added to ``span x / X`` give the time of that same chain of events at finite latency: a
+    lower bound of the schedule's time, exact in that limit.
+    The result depends on the six arguments alone (no sizes, bandwidths or latencies) and
+    is immutable, so it is memoised: collectives of every size share one schedule.
 
     Examples
     --------
@@ -95,12 +106,16 @@ def hd_link_schedule_span(op: str, topology: str, k: int, chunks: int, queues: i
     wave's last step on the down-link), and the last chunk's last step is forwarded
     (``4 m``): four waves of 8 chunks ``14 + 3 x 17 + 4 = 69`` shards of ``1/8``:
 
-    >>> round(hd_link_schedule_span("all_gather", "switch", 8, 8, 1, 2), 6)
+    >>> round(hd_link_schedule_span("all_gather", "switch", 8, 8, 1, 2)[0], 6)
     8.625
     """
     steps = hd_steps(op, k, 1.0)
-    eps_link, eps_end = 1e-9, 1e-11  # tie-breakers: endpoint delay << link latency
+    q = k.bit_length() - 1
     Link = tuple[int, int | str]
+    Path = tuple[float, int, int, float]  # serialization, hops, endpoint passes, reduced
+
+    def at(p: Path) -> float:  # tie-breakers: reduction << endpoint delay << link latency
+        return p[0] + 1e-9 * p[1] + 1e-11 * p[2] + 1e-13 * p[3]
 
     def route(i: int, dist: int) -> tuple[int, list[Link]]:
         peer = (i + dist) % k if (i // dist) % 2 == 0 else (i - dist) % k
@@ -112,54 +127,60 @@ def hd_link_schedule_span(op: str, topology: str, k: int, chunks: int, queues: i
         way, hops = (-1, k - cw) if k - cw < cw else (1, cw)
         return peer, [((i + way * h) % k, way) for h in range(hops)]
 
-    heap: list[tuple[float, int, Callable[[float], None]]] = []
+    heap: list[tuple[float, int, Path, Callable[[Path], None]]] = []
     seq = itertools.count()
-    free: dict[Link, float] = {}
-    ready: dict[tuple[int, int, int], float] = {}  # first of (own send, reception) seen
+    free: dict[Link, Path] = {}
+    ready: dict[tuple[int, int, int], Path] = {}  # first of (own send, reception) seen
     running = [[0] * queues for _ in range(k)]
     waiting = [[[s for s in range(chunks) if s % queues == qq] for qq in range(queues)]
                for _ in range(k)]
-    finish = [0.0]
+    finish: list[Path] = [(0.0, 0, 0, 0.0)]
 
-    def push(t: float, fn: Callable[[float], None]) -> None:
-        heapq.heappush(heap, (t, next(seq), fn))
+    def push(p: Path, fn: Callable[[Path], None]) -> None:
+        heapq.heappush(heap, (at(p), next(seq), p, fn))
 
-    def kick(t: float, i: int, qq: int) -> None:
+    def kick(p: Path, i: int, qq: int) -> None:
         while waiting[i][qq] and running[i][qq] < per_queue:
             running[i][qq] += 1
-            push(t + eps_end, functools.partial(send, i=i, s=waiting[i][qq].pop(0), st=0))
+            push((p[0], p[1], p[2] + 1, p[3]),
+                 functools.partial(send, i=i, s=waiting[i][qq].pop(0), st=0))
 
-    def meet(t: float, i: int, s: int, st: int) -> None:
+    def meet(p: Path, i: int, s: int, st: int) -> None:
         """NPU ``i``'s step ``st`` of chunk ``s`` is done once sent and received."""
         if (i, s, st) not in ready:
-            ready[(i, s, st)] = t
+            ready[(i, s, st)] = p
             return
-        done = max(t, ready.pop((i, s, st))) + eps_end
+        other = ready.pop((i, s, st))
+        p = max(p, other, key=at)
+        red = steps[st + 1][0] if op != "all_gather" and st + 1 < q else 0.0
+        done = (p[0], p[1], p[2] + 1, p[3] + red)
         if st + 1 < len(steps):
-            push(done, lambda t1: send(t1, i, s, st + 1))
+            push(done, lambda p1: send(p1, i, s, st + 1))
         else:
-            finish[0] = max(finish[0], done)
+            finish[0] = max(finish[0], done, key=at)
             running[i][s % queues] -= 1
             kick(done, i, s % queues)
 
-    def hop(t: float, links: list[Link], m: float, dest: int, s: int, st: int) -> None:
-        start = max(t, free.get(links[0], 0.0))
-        free[links[0]] = start + m
+    def hop(p: Path, links: list[Link], m: float, dest: int, s: int, st: int) -> None:
+        start = max(p, free.get(links[0], p), key=at)
+        end = (start[0] + m, start[1], start[2], start[3])
+        free[links[0]] = end
+        arrive = (end[0], end[1] + 1, end[2], end[3])
         if len(links) > 1:
-            push(start + m + eps_link, lambda t1: hop(t1, links[1:], m, dest, s, st))
+            push(arrive, lambda p1: hop(p1, links[1:], m, dest, s, st))
         else:
-            push(start + m + eps_link, lambda t1: meet(t1, dest, s, st))
+            push(arrive, lambda p1: meet(p1, dest, s, st))
 
-    def send(t: float, i: int, s: int, st: int) -> None:
+    def send(p: Path, i: int, s: int, st: int) -> None:
         m, dist = steps[st]
         peer, links = route(i, dist)
-        hop(t, links, m, peer, s, st)
-        meet(t, i, s, st)
+        hop(p, links, m, peer, s, st)
+        meet(p, i, s, st)
 
     for i in range(k):
         for qq in range(queues):
-            kick(0.0, i, qq)
+            kick((0.0, 0, 0, 0.0), i, qq)
     while heap:
-        t, _, fn = heapq.heappop(heap)
-        fn(t)
+        _, _, p, fn = heapq.heappop(heap)
+        fn(p)
     return finish[0]

@@ -57,12 +57,24 @@ ChunkedCollective`) is ``sum_p t_p + max_r piece_r`` with, per dimension ``d``:
   link by link: one link per peer distance on a fully-connected dimension, every directed
   ring link its messages cross) the whole time, the dimension's own latency hidden but its
   last step's ``l_d``;
-* congestion-aware halving-doubling on one dimension: ``sigma / B_d + W t_p^0 - u_d``
+* congestion-aware halving-doubling on one dimension: ``sigma / B_d + l_sigma - u_d``
   with ``sigma / B_d`` the span of the ``S`` chunks' messages on FIFO links at vanishing
   latency (:func:`hd_link_schedule_span`; with several chunks at once their steps
   interleave and the busiest link idles part of the time, so the bound above is 10-15 %
-  short), ``W`` further waves each paying the phase's latencies and reductions ``t_p^0``
-  once more.
+  short) and ``l_sigma`` the link latencies, endpoint passes and reductions on that
+  schedule's critical path: while one chunk waits on a latency the other chunks'
+  transmissions keep the links busy, so a wave does not add its whole ``t_p^0`` (that
+  made 64 chunks of 1 MiB up to 11 % slow); where latencies dominate, the waves piece
+  above (each queue slot's chunks back to back) is the larger.
+
+Multi-dimensional networks on the congestion-aware backend are priced by the same
+per-dimension pieces: each dimension's links are its own (ASTRA-sim gives every dimension
+separate links), its chunks share them as above, and the dimensions are joined by the chunk
+pipeline of the congestion-unaware backend. The result is never below the congestion-unaware
+time of the same configuration (the test over every multi-dimensional run of the table
+checks it), which is validated; the congestion-aware time itself is **not validated** on
+more than one dimension: ASTRA-sim 518bd51's congestion-aware backend refuses such networks,
+so there is nothing to compare it with.
 
 A phase with two regimes (a congestion-aware direct phase on a ring: the larger of two
 affine times) is priced at its first; every choice of regimes adds its pieces shifted by
@@ -143,9 +155,11 @@ class SimPhase:
         ``(coef_gb, const_s)`` of a second regime: the phase takes the larger of the two
         (:func:`sim_pipeline_pieces` keeps the pipeline a max of affine pieces).
     schedule : tuple, optional
-        ``(op, topology, k, buffer_gb)`` of a congestion-aware halving-doubling phase (the
-        buffer times ``B_d``): :func:`hd_link_schedule_span` prices several chunks of it
-        interleaving on the dimension's links.
+        ``(op, topology, k, buffer_gb, alpha_s, e_s, reduce_buffer_s)`` of a
+        congestion-aware halving-doubling phase (the buffer times ``B_d``, the link latency,
+        the endpoint delay and the time to reduce the whole buffer):
+        :func:`hd_link_schedule_span` prices several chunks of it interleaving on the
+        dimension's links.
     """
 
     coef_gb: float
@@ -157,7 +171,7 @@ class SimPhase:
     step_gb: float = 0.0
     head_s: float = 0.0
     alt: tuple[float, float] | None = None
-    schedule: tuple[str, str, int, float] | None = None
+    schedule: tuple[str, str, int, float, float, float, float] | None = None
 
 
 def sim_chunks(kind: str, size_bytes: float, splits: int, npus: int) -> tuple[float, int]:
@@ -379,7 +393,7 @@ def _sim_phase(op: str, algorithm: str, dim: Dim, k: int, buffer_bytes: float,
         elif topo == "ring":
             load = hd_ring_busiest_link(op, k, x) * u
         return SimPhase(coef, passes * e + const + reds, load, "shared", e + hops * a, last,
-                        biggest, schedule=(op, topo, k, x * u) if aware else None)
+                        biggest, schedule=(op, topo, k, x * u, a, e, red(x)) if aware else None)
     raise InputError(f"no {algorithm!r} phase time for {op!r}", field="collectives.algorithm")
 
 
@@ -510,11 +524,12 @@ def sim_pipeline_pieces(
             # halving-doubling chunks interleaving on the links (hd_link_schedule_span)
             g = phases[0][1] if split else "all"
             queues = {"first": q // 2, "last": q - q // 2}.get(g, q)
-            op, topo, k, x_gb = sched
-            span_gb = x_gb * hd_link_schedule_span(op, topo, k, chunks, queues, per_queue)
+            op, topo, k, x_gb, alpha, e, red_x = sched
+            span, hops, passes, reduced = hd_link_schedule_span(op, topo, k, chunks, queues,
+                                                                per_queue)
             ph = phases[0][2]
-            waves = math.ceil(chunks / slots[g]) - 1
-            pieces.append(({d: span_gb - ph.coef_gb}, waves * ph.const_s))
+            pieces.append(({d: x_gb * span - ph.coef_gb},
+                           hops * alpha + passes * e + reduced * red_x - ph.const_s))
         shared = cw = acw = 0.0
         for i in on_d:
             ph = phases[i][2]

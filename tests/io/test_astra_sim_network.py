@@ -81,10 +81,23 @@ def test_system_defaults_and_baseline(tmp_path):
     data = {k: v for k, v in SYSTEM.items() if k != "endpoint-delay"}
     data.update({"collective-optimization": "baseline", "intra-dimension-scheduling": "RG",
                  "inter-dimension-scheduling": "roundRobin", "local-reduction-delay": 1})
-    s = read_astra_sim_system(write(tmp_path, "sys.json", json.dumps(data)), ["a", "b", "c"])
+    s = read_astra_sim_system(write(tmp_path, "sys.json", json.dumps(data)), ["a", "b", "c"],
+                              backend="congestion_unaware")
     assert s.endpoint_delay_s == 10e-9
     assert s.all_reduce == "full"
     assert s.backend == "congestion_unaware" and s.queues_per_dim == 1
+
+
+def test_system_backend_is_named_not_defaulted(tmp_path):
+    """The backend is not in the system file and the two time it differently, so the reader
+    takes no default: a call without it fails, and a backend other than the two is refused
+    naming ``backend`` and the file."""
+    p = write(tmp_path, "sys.json", json.dumps(SYSTEM))
+    with pytest.raises(TypeError, match="backend"):
+        read_astra_sim_system(p, ["a", "b", "c"])  # type: ignore[call-arg]
+    with pytest.raises(InputError) as exc:
+        read_astra_sim_system(p, ["a", "b", "c"], backend="garnet")  # type: ignore[arg-type]
+    assert (exc.value.field, exc.value.source) == ("backend", str(p))
 
 
 @pytest.mark.parametrize(
@@ -133,6 +146,6 @@ def test_network_errors_name_file_and_field(tmp_path, text, field):
 def test_system_errors_name_file_and_field(tmp_path, change, field):
     p = write(tmp_path, "bad.json", json.dumps({**SYSTEM, **change}))
     with pytest.raises(InputError) as exc:
-        read_astra_sim_system(p, ["a", "b", "c"])
+        read_astra_sim_system(p, ["a", "b", "c"], backend="congestion_aware")
     assert exc.value.field == field
     assert exc.value.source == str(p)

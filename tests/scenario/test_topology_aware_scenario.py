@@ -116,7 +116,13 @@ def test_astra_sim_system_in_block(scen_dir):
               "all-reduce-implementation": ["ring", "direct", "ring", "ring"],
               "all-to-all-implementation": ["ring", "direct", "ring", "ring"]}
     (scen_dir / "sys.json").write_text(json.dumps(system))
-    s = load_scenario(write(scen_dir, BODY + "collectives: {astra_sim_system: sys.json}\n"))
+    # the backend is not in the system file and has no default: required beside it
+    p = write(scen_dir, BODY + "collectives: {astra_sim_system: sys.json}\n")
+    with pytest.raises(InputError) as exc:
+        load_scenario(p)
+    assert exc.value.field == "collectives.backend" and "congestion_aware" in exc.value.message
+    s = load_scenario(write(scen_dir, BODY + "collectives: {astra_sim_system: sys.json, "
+                            "backend: congestion_unaware}\n"))
     c = s.collective_settings
     assert c is not None and c.chunks == 8 and dict(c.algorithm)["pod"] == "ring"
     assert c.backend == "congestion_unaware" and c.queues_per_dim == 1
@@ -233,7 +239,8 @@ def test_an_edit_of_the_backend_beside_a_system_file_takes_effect(scen_dir):
     are applied when compiling, so an edit of them needs no file: the edited spec equals,
     and compiles to, a scenario whose file gives them."""
     (scen_dir / "sys.json").write_text(json.dumps(SYSTEM))
-    spec = load_spec(write(scen_dir, BODY + "collectives: {astra_sim_system: sys.json}\n"))
+    spec = load_spec(write(scen_dir, BODY + "collectives: {astra_sim_system: sys.json, "
+                           "backend: congestion_unaware}\n"))
     (scen_dir / "sys.json").unlink()  # compiling the edit reads no file
     edited = spec.edit({"collectives.backend": "congestion_aware",
                         "collectives.queues_per_dim": 2})

@@ -6,7 +6,8 @@ not derived from the model.
 
 Bands as the collective-model parity target: within 10 % from 64 MiB up, within 25 % at
 1 MiB. Every run is checked, including the congestion-unaware ones whose concurrent chunks
-share no bandwidth.
+share no bandwidth, and the held-out part of the congestion-aware grid (column ``part``,
+the rule in the table's header) is checked and reported apart.
 """
 
 import csv
@@ -81,18 +82,42 @@ def test_table_covers_both_backends_and_every_collective():
     assert {r["size_mib"] for r in ROWS} == {"1", "64", "1024"}
     assert {r["algorithm"] for r in ROWS} == {"ring", "direct", "halvingDoubling", "mixed"}
     assert {len(r["topology"].split("|")) for r in ROWS} == {1, 2, 3}
-    assert len(ROWS) == 1952
+    assert len(ROWS) == 3896
+    # the congestion-aware grid: 6 networks x 3 algorithms x 9 knob sets x 4 kinds x 3 sizes
+    grid = [r for r in ROWS if r["network"].endswith("_100G")]
+    assert len(grid) == 6 * 3 * 9 * 4 * 3
+    assert {r["backend"] for r in grid} == {"congestion_aware"}
+    held = {(r["network"], r["knobs"]) for r in grid if r["part"] == "held_out"}
+    assert len(held) == 50 and {r["part"] for r in ROWS} == {"dev", "held_out"}
+
+
+def test_held_out_part_follows_the_documented_rule():
+    """``part`` is the header's rule, recomputed: a grid configuration is held out when the
+    first byte of sha256('held-out|<network>|<knobs>') is below 64; every other run is dev."""
+    import hashlib
+
+    for r in ROWS:
+        digest = hashlib.sha256(f"held-out|{r['network']}|{r['knobs']}".encode()).digest()
+        held = r["network"].endswith("_100G") and digest[0] < 64
+        assert r["part"] == ("held_out" if held else "dev"), r
 
 
 def _key(r: dict) -> tuple[str, str, str, str, str]:
     return (r["network"], r["knobs"], r["backend"], r["kind"], r["size_mib"])
 
 
+@pytest.mark.parametrize("part", ["dev", "held_out"])
 @pytest.mark.parametrize("backend", ["congestion_unaware", "congestion_aware"])
 @pytest.mark.parametrize("size_mib", ["1", "64", "1024"])
-def test_model_within_band_of_the_simulator(backend, size_mib):
-    """Every run of this backend and size within its band (10 % at 64 MiB, 25 % at 1 MiB)."""
-    rows = [r for r in ROWS if r["backend"] == backend and r["size_mib"] == size_mib]
+def test_model_within_band_of_the_simulator(backend, size_mib, part):
+    """Every run of this backend, size and part within its band (10 % at 64 MiB, 25 % at
+    1 MiB)."""
+    rows = [r for r in ROWS if r["backend"] == backend and r["size_mib"] == size_mib
+            and r["part"] == part]
+    if backend == "congestion_unaware" and part == "held_out":
+        assert not rows  # the grid runs the congestion-aware backend only
+        return
+    assert rows
     sim = np.array([float(r["sim_ns"]) for r in rows])
     got = np.array([model_ns(r) for r in rows])
     tol = 0.10 if int(size_mib) >= 64 else 0.25
@@ -185,7 +210,7 @@ def test_switch_all_gather_two_chunks_by_hand():
     plus latencies; ASTRA-sim 2.0 reports 1,356,781 ns."""
     from libra_opt.traffic.astra_sim_model import hd_link_schedule_span
 
-    assert_allclose(8 * hd_link_schedule_span("all_gather", "switch", 8, 8, 1, 2), 69,
+    assert_allclose(8 * hd_link_schedule_span("all_gather", "switch", 8, 8, 1, 2)[0], 69,
                     rtol=1e-6)
     row = next(r for r in ROWS if _key(r) == ("Switch8", "hd_q1_a2_s8", "congestion_aware",
                                               "all_gather", "64"))
@@ -226,3 +251,90 @@ def test_files_read_the_documented_way(tmp_path):
                               backend="congestion_unaware", queues_per_dim=1)
     c = collective_phases("all_reduce", 64 * MIB, (4, 4), net.fabric, s)
     assert_allclose(c.time_s(np.array(net.bw_gbps)) * 1e9, 682_059, rtol=1e-3)
+
+
+def _grid(network: str, knobs: str, kind: str = "all_reduce", size_mib: str = "1024") -> dict:
+    return next(r for r in ROWS if _key(r) == (network, knobs, "congestion_aware", kind,
+                                               size_mib))
+
+
+# 100 GB/s = 107.374 B/ns per link; ASTRA-sim truncates every serialization to whole ns.
+ISSUE_RUNS = [
+    # Switch[16], ring, one chunk: 30 steps, each stored and forwarded through the switch
+    # (2 x 64 MiB / 107.374 = 2 x 625,000 ns) plus 2 x 500 ns and one 10 ns pass; 15
+    # reductions of 64 MiB at 1600e9 B/s (125,829 ns): 30 x 1,251,010 + 15 x 125,829 + 10
+    ("Switch16_100G", "ca_ring_q1_a1_s1", 30 * 1_251_010 + 15 * 125_829 + 10, 39_417_745),
+    # Ring[16], direct, 16 chunks of 64 MiB one at a time: the busiest clockwise link carries
+    # the messages to distance 1..8 of the 8 NPUs behind it (36 messages of 4 MiB, 39,062
+    # ns each) per round, 2 rounds a chunk: 16 x 72 x 39,062 (the link-bound floor)
+    ("Ring16_100G", "ca_direct_q1_a1_s16", 16 * 72 * 39_062, 45_157_712),
+    # Ring[16], ring, 64 chunks, two at once on the one queue (one direction): each chunk's
+    # 30 steps of 1 MiB (9,765 ns) on the same clockwise links: 64 x 30 x 9,765
+    ("Ring16_100G", "ca_ring_q1_a2_s64", 64 * 30 * 9_765, 18_749_320),
+    # FullyConnected[8], ring, 64 chunks, two at once: 14 steps of 2 MiB (19,531 ns) each on
+    # the one link to the next NPU: 64 x 14 x 19,531
+    ("FC8_100G", "ca_ring_q1_a2_s64", 64 * 14 * 19_531, 17_500_296),
+]
+
+
+@pytest.mark.parametrize(("network", "knobs", "by_hand_ns", "sim_ns"), ISSUE_RUNS)
+def test_congestion_aware_mechanisms_by_hand(network, knobs, by_hand_ns, sim_ns):
+    """1 GiB all-reduces with LIFO, localBWAware, endpoint-delay 10, local-mem-bw 1600, one
+    queue (100 GB/s, 500 ns links): the simulator within 0.5 % of the mechanism derived by
+    hand (store-and-forward through a switch; a ring's busiest link under the direct
+    algorithm's concurrent flows; two chunks on one ring direction), and the model within
+    0.5 % of the simulator. Priced as congestion-unaware, the same files come out 0.52 x,
+    0.03 x, 0.58 x and 0.56 x: the backend is an argument, never a default."""
+    row = _grid(network, knobs)
+    assert row["sim_ns"] == str(sim_ns)
+    assert_allclose(by_hand_ns, sim_ns, rtol=5e-3)
+    assert_allclose(model_ns(row), sim_ns, rtol=5e-3)
+    unaware = model_ns({**row, "backend": "congestion_unaware"}) / sim_ns
+    assert unaware < 0.6
+
+
+def test_halving_doubling_chunks_hide_each_others_latency():
+    """FullyConnected[8], halving-doubling reduce-scatter of 64 MiB in 64 chunks of 1 MiB,
+    two at once: a chunk's steps take 8,545 ns of serialization and 2,277 ns of latency,
+    endpoint passes and reductions (t_p = 10,822 ns). Each of the two slots runs 32 chunks
+    back to back (32 t_p = 346,304 ns), and the other chunk's transmissions fill the link
+    while one waits: ASTRA-sim 2.0 reports 350,962 ns. Adding every wave's latency to the
+    chunks' span on the links instead (the link schedule at vanishing latency plus 31 t_p^0,
+    the model before) gave 389,035 ns, 10.8 % slow; the latencies on the schedule's critical
+    path are what the model adds now."""
+    row = _grid("FC8_100G", "ca_hd_q1_a2_s64", "reduce_scatter", "64")
+    assert row["sim_ns"] == "350962"
+    assert_allclose(32 * 10_822, 346_304)
+    assert 346_304 < model_ns(row) < 389_035 * 0.95
+    assert_allclose(model_ns(row), 350_962, rtol=0.02)
+
+
+def test_step_time_convex_and_decreasing_in_bandwidth():
+    """Every congestion-aware grid configuration (64 MiB) and every halving-doubling run with
+    chunks interleaving (the link-schedule piece): the time is a max of ``c / B + d`` with
+    ``c >= 0`` (each piece plus the phase times), so it falls with ``B`` and is convex;
+    checked piece by piece, and on ``time_s`` at B, 1.5 B and 2 B."""
+    rows = [r for r in ROWS if r["backend"] == "congestion_aware" and r["size_mib"] == "64"
+            and (r["network"].endswith("_100G")
+                 or r["algorithm"] == "halvingDoubling" and int(r["splits"]) > 1)]
+    assert len(rows) > 600
+    for r in rows:
+        net = network_from_mapping(network_mapping(r))
+        s = settings_from_mapping(system_mapping(r), net.fabric.names, backend=r["backend"],
+                                  queues_per_dim=int(r["queues"]))
+        c = collective_phases(r["kind"], 64 * MIB, (net.fabric.dims[0].size,), net.fabric, s)
+        coef, _ = c.piece_arrays(1)
+        assert np.all(coef[:, 0] + sum(c.coef_gb) >= -1e-12), r
+        t1, t15, t2 = (c.time_s(np.array([f * net.bw_gbps[0]])) for f in (1.0, 1.5, 2.0))
+        assert t2 <= t15 <= t1 and t15 <= (t1 + t2) / 2 * (1 + 1e-12), r
+
+
+def test_multi_dimensional_congestion_aware_is_bounded_below_by_the_validated_backend():
+    """ASTRA-sim's congestion-aware backend refuses networks of more than one dimension, so
+    on several dimensions the model's congestion-aware time is not validated; what holds is
+    its stated bound: never below the congestion-unaware time of the same configuration,
+    which is validated here (every multi-dimensional configuration of the table)."""
+    multi = [r for r in ROWS if "|" in r["topology"]]
+    assert len(multi) >= 400 and {r["backend"] for r in multi} == {"congestion_unaware"}
+    for r in multi:
+        assert model_ns({**r, "backend": "congestion_aware"}) >= model_ns(r) * (1 - 1e-12), r
