@@ -53,7 +53,6 @@ def hd_ring_busiest_link(op: str, k: int, x: float) -> float:
     return max(per_link.values())
 
 
-@functools.lru_cache(maxsize=512)
 def hd_link_schedule_span(op: str, topology: str, k: int, chunks: int, queues: int,
                           per_queue: int) -> tuple[float, int, int, float]:
     """Span of ``chunks`` halving-doubling chunks on congestion-aware links, per buffer byte,
@@ -95,8 +94,8 @@ def hd_link_schedule_span(op: str, topology: str, k: int, chunks: int, queues: i
     ``x / X``. The critical path's latencies (``hops alpha + passes e + 3 reduced x / M``)
     added to ``span x / X`` give the time of that same chain of events at finite latency: a
     lower bound of the schedule's time, exact in that limit.
-    The result depends on the six arguments alone (no sizes, bandwidths or latencies) and
-    is immutable, so it is memoised: collectives of every size share one schedule.
+    The result depends on the six arguments alone (no sizes, bandwidths or latencies):
+    collectives of every size share one schedule.
 
     Examples
     --------
