@@ -40,7 +40,13 @@ from libra_opt.report.notes import (
     family_notes,
     identical_rows_note,
 )
-from libra_opt.report.text import format_number, format_quantity, format_whole, settled
+from libra_opt.report.text import (
+    failure_section_parts,
+    format_number,
+    format_quantity,
+    format_whole,
+    settled,
+)
 
 __all__ = ["ReportSection", "Report", "build_report", "render_html", "render_markdown",
            "report_files", "Provenance"]
@@ -449,6 +455,9 @@ def build_report(study: DesignStudy, *, provenance: Provenance | None = None) ->
     ptext, ptables = performance_section_parts(sol)
     sections.append(ReportSection("Throughput, MFU, memory" + (" and TCO" if scen.tco else ""),
                                   text=ptext, tables=ptables))
+    ftext, ftables = failure_section_parts(scen, ev)
+    if ftables:
+        sections.append(ReportSection("Failures and goodput", text=ftext, tables=ftables))
     sections += [_constraint_section(sol), _baseline_section(sol), _sensitivity_section(study),
                  _sweep_section(study), _comparison_section(study), _search_section(study)]
     itext, itables, icode = inputs_section_parts(sol, prov)
