@@ -20,6 +20,16 @@ numpy evaluator). The steps, cheapest first:
    factor.
 5. **Solve** the rest.
 
+**Ranking with failures** (``rank="failures"``, a scenario with a ``reliability`` section):
+candidates are ranked by their objective under failures,
+``objective x E[T] / (T x goodput)`` (for ``tco`` also times the spares' share of the
+cluster's cost rate; :func:`~libra_opt.scenario.failures.failure_report`), each at its
+failure-free bandwidth optimum (degraded parts are evaluated, never re-solved). Every
+factor is at least 1, and ``1 / goodput >= E_i[e^{R_i / M}]`` whatever the checkpoint
+(:func:`~libra_opt.scenario.failures.recovery_terms`, a function of the fabric shape alone),
+so each shape's bounds are multiplied by that and stay valid lower bounds of the ranked
+value.
+
 A candidate is pruned when its bound exceeds the ``top``-th best objective found so far by
 more than :data:`PRUNE_RTOL` (relative): its optimum is then worse than ``top`` solved
 candidates, so the ``top`` best are those of exhaustive enumeration. Parallelizations are
@@ -39,8 +49,9 @@ percentage), ``memory_per_npu_gb``, ``bw_<dim>_gbps``, ``network_cost_usd``,
 ``network_power_w``, ``run_cost_usd`` (the cost of one training run: its steps x step time
 x the cluster's amortized $/s, :func:`~libra_opt.cost.tco.training_run_cost_usd`; not the
 cluster's lifetime TCO; NaN without a TCO model and run length) and
-``run_cost_usd_per_mtoken`` (that cost per million tokens trained), ``solve_s`` and
-``rank`` (1 = best by the objective among the solved rows; NA, a missing value of the
+``run_cost_usd_per_mtoken`` (that cost per million tokens trained), ``solve_s``, with
+``rank="failures"`` ``goodput`` and ``effective_objective`` (the objective under failures),
+and ``rank`` (1 = best by the objective, or by ``effective_objective``, among the solved rows; NA, a missing value of the
 nullable ``Int64`` type, for every row not solved). Rows that stand for many candidates
 pruned together (a parallelization that does not fit, or whose bound 2 exceeds the
 incumbent) say how many in ``n_candidates`` and have ``placement`` ``*`` (and ``fabric``
@@ -76,6 +87,7 @@ from libra_opt.explore.executors import (
 )
 from libra_opt.explore.search_bounds import (
     GroupTimes,
+    ShapeBounds,
     SyncFloor,
     additive,
     shape_bounds,
@@ -114,6 +126,8 @@ from libra_opt.optimize.problem import build_problem, solve
 from libra_opt.optimize.solution import Solution
 from libra_opt.options import OBJECTIVES
 from libra_opt.scenario.constraints import LinearConstraint
+from libra_opt.scenario.failures import recovery_terms
+from libra_opt.scenario.scenario import Scenario
 from libra_opt.traffic.in_network import in_network_dims
 from libra_opt.traffic.step_time import walk_arrays
 
@@ -131,6 +145,7 @@ __all__ = [
     "conventional_parallelism",
     "EXECUTORS",
     "PRUNE_RTOL",
+    "RANKS",
     "KNOB_COLUMNS",
     "generate",
     "run_chunk",
@@ -144,6 +159,8 @@ logger = logging.getLogger(__name__)
 PRUNE_RTOL = 1e-6
 #: Parallelizations per chunk of work (one batch of an executor).
 CHUNK = 8
+#: What a search ranks by: the objective, or the objective under failures.
+RANKS = ("objective", "failures")
 #: Knob columns of the result table, in order.
 KNOB_COLUMNS = ("fabric", "hb_domain", "tp", "cp", "pp", "dp", "ep", "micro_batch_size",
                 "interleave", "recompute", "sequence_parallel", "zero", "placement")
@@ -245,7 +262,7 @@ def iter_chunk(ctx: _Context, items: Sequence[tuple[int, Parallelism, float]],
             status, reason, values = _inner(ctx, scen, g)
             values["solve_s"] = time.perf_counter() - t0
             if status == "optimal":
-                best.append(values["objective"])
+                best.append(values[ctx.rank_key])
                 best[:] = sorted(best)[: ctx.top]
             values.setdefault("memory_per_npu_gb", mem_gb)
             rows.append(_row(index, shape, par, pl.describe(), status, reason,
@@ -291,6 +308,8 @@ class SearchResult:
     objective : str
     gains : mapping, optional
         :func:`codesign_gains`, when asked for.
+    rank : str
+        What the rows are ranked by: ``objective`` or ``failures`` (``effective_objective``).
     """
 
     table: pd.DataFrame
@@ -299,6 +318,7 @@ class SearchResult:
     stats: Mapping[str, float]
     objective: str
     gains: Mapping[str, Any] | None = None
+    rank: str = "objective"
 
     def best(self, k: int = 5) -> pd.DataFrame:
         """The ``k`` best solved rows, best first."""
@@ -335,6 +355,7 @@ def run_search(
     progress: bool | Progress = False,
     extra_constraints: Sequence[LinearConstraint] = (),
     solutions: bool = True,
+    rank: str = "objective",
 ) -> SearchResult:
     """Search parallelization, placement, fabric shape and bandwidth together.
 
@@ -370,6 +391,9 @@ def run_search(
         Added to the scenario's constraints (e.g. an equal split).
     solutions : bool
         Re-solve the ``top`` candidates for their full :class:`Solution` (default).
+    rank : {'objective', 'failures'}
+        Rank by the objective, or by the objective under failures (module notes; needs
+        the scenario's ``reliability`` section).
 
     Returns
     -------
@@ -404,6 +428,11 @@ def run_search(
                          field="max_workers")
     executor = resolve_executor(executor, scheduler)
     scen, spec = base.scenario, base.spec
+    if rank not in RANKS:
+        raise InputError(f"rank {rank!r} is not one of {', '.join(RANKS)}", field="rank")
+    if rank == "failures" and scen.reliability is None:
+        raise InputError("ranking with failures needs the scenario's reliability section",
+                         source=scen.source, field="rank")
     if objective is not None:
         if objective not in OBJECTIVES:
             raise InputError(f"objective {objective!r} is not one of {', '.join(OBJECTIVES)}",
@@ -434,6 +463,8 @@ def run_search(
                 shape, fabric=None, reason=exc.one_line()), None, None))
             continue
         bounds = shape_bounds(sc, None if fixed is None else np.asarray(fixed))
+        if rank == "failures" and bounds.feasible:
+            bounds = _failure_bounds(sc, bounds)
         if not bounds.feasible:
             shapes.append(_ShapeContext(dataclasses.replace(
                 shape, reason="the constraints admit no bandwidth"), None, None))
@@ -441,7 +472,7 @@ def run_search(
             shapes.append(_ShapeContext(shape, sc, bounds))
     ctx = _Context(base, tuple(shapes), scen.fabric.names, fixed,
                    space.placements == "all", top, prune,
-                   None if extra_constraints else spec)
+                   None if extra_constraints else spec, rank == "failures")
     live = [sc for sc in shapes if sc.bounds is not None]
     rows: list[dict] = []
     for si, shape_ctx in enumerate(shapes):
@@ -518,13 +549,13 @@ def run_search(
                 for i in range(len(chunks)):  # chunk order: deterministic whatever finished first
                     for par_rows in results[i]:
                         rows.extend(par_rows)
-                        best.extend(r["objective"] for r in par_rows
+                        best.extend(r[ctx.rank_key] for r in par_rows
                                     if r["status"] == "optimal")
                 best = sorted(best)[:top]
     finally:
         bar(-1, total)
 
-    table = _table(rows, scen.fabric.names)
+    table = _table(rows, scen.fabric.names, ctx.rank_key)
     stats = _stats(table, time.perf_counter() - t_start)
     sols: list[Solution] = []
     cands: list[Candidate] = []
@@ -533,7 +564,17 @@ def run_search(
             cand, sol = _resolve(ctx, r)
             cands.append(cand)
             sols.append(sol)
-    return SearchResult(table, tuple(sols), tuple(cands), stats, scen.objective)
+    return SearchResult(table, tuple(sols), tuple(cands), stats, scen.objective, rank=rank)
+
+
+def _failure_bounds(scenario: Scenario, bounds: ShapeBounds) -> ShapeBounds:
+    """``bounds`` times the shape's least ``1 / goodput``, ``E_i[e^{R_i/M}]`` (module
+    notes): lower bounds of the objective under failures."""
+    mtbf_s, r, p, _ = recovery_terms(scenario)
+    lift = float(p @ np.exp(r / mtbf_s)) * (1.0 - 1e-12)
+    level = None if bounds.level_factor is None else bounds.level_factor * lift
+    return dataclasses.replace(bounds, factor_min=bounds.factor_min * lift,
+                               level_factor=level)
 
 
 def _sync_floor(sc: _ShapeContext) -> SyncFloor | None:
@@ -584,7 +625,8 @@ def _progress_bar(progress: bool | Progress, total: int) -> Callable[[int, int],
     return update
 
 
-def _table(rows: list[dict], dim_names: Iterable[str]) -> pd.DataFrame:
+def _table(rows: list[dict], dim_names: Iterable[str], rank_key: str = "objective"
+           ) -> pd.DataFrame:
     import pandas as pd
 
     bw_cols = [f"bw_{n}_gbps" for n in dim_names]
@@ -597,11 +639,12 @@ def _table(rows: list[dict], dim_names: Iterable[str]) -> pd.DataFrame:
     df = df.sort_values("index", kind="stable").reset_index(drop=True)
     for c in ("lower_bound", "objective", "step_time_s", "tokens_per_s", "mfu",
               "memory_per_npu_gb", *bw_cols, "network_cost_usd", "network_power_w",
-              "run_cost_usd", "run_cost_usd_per_mtoken", "solve_s"):
+              "run_cost_usd", "run_cost_usd_per_mtoken", "solve_s",
+              *(c for c in ("goodput", "effective_objective") if c in df)):
         df[c] = df[c].astype(float)
     df["hb_domain"] = df["hb_domain"].astype("Int64")
     solved = df["status"] == "optimal"
-    order = df[solved].sort_values(["objective", "index"], kind="stable").index
+    order = df[solved].sort_values([rank_key, "index"], kind="stable").index
     df["rank"] = pd.Series(pd.NA, index=df.index, dtype="Int64")
     df.loc[order, "rank"] = np.arange(1, len(order) + 1)
     return df

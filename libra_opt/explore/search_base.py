@@ -125,6 +125,7 @@ def search(
     scheduler: str | None = None,
     progress: Any = False,
     gains: bool = False,
+    rank: str = "objective",
 ) -> SearchResult:
     """Co-design search of a scenario: parallelization, placement, fabric shape and
     bandwidth chosen together (:func:`libra_opt.explore.search.run_search`).
@@ -148,6 +149,9 @@ def search(
     gains : bool
         Also compute :func:`~libra_opt.explore.search.codesign_gains` (one more search with
         an equal bandwidth split, and the conventional layout's optimum).
+    rank : {'objective', 'failures'}
+        Rank by the objective, or by the objective under failures (the scenario's
+        ``reliability`` section; :mod:`libra_opt.explore.search`).
 
     Examples
     --------
@@ -165,7 +169,8 @@ def search(
     if hb_domains is not None:
         space = dataclasses.replace(space, hb_domains=tuple(hb_domains))
     res = run_search(base, space, top=top, objective=objective, executor=executor,
-                     max_workers=max_workers, scheduler=scheduler, progress=progress)
+                     max_workers=max_workers, scheduler=scheduler, progress=progress,
+                     rank=rank)
     if gains:
         g = codesign_gains(base, res, space, executor=executor, max_workers=max_workers,
                            scheduler=scheduler)
