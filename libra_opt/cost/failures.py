@@ -15,9 +15,13 @@ part fails that a network routes around; the step is then evaluated at the desig
 bandwidths with the dimension's bandwidth times a factor ``f`` (never re-solved):
 
 * a spine or core switch (level ``l >= 1`` of a Clos of radix ``k``): a switch below it
-  loses its ``1 / min(S, k/2)`` share of uplinks, ``S`` the switches of level ``l`` it
-  spreads them over: ``f = 1 - 1 / min(S, k/2)``;
-* a cable above the leaves: its switch loses one of ``k/2`` uplinks: ``f = 1 - 2/k``;
+  with ``L`` uplinks dealt round-robin over ``S`` switches of level ``l`` loses
+  ``ceil(L / S)`` of them; the worst such switch sets ``f = 1 - ceil(L / S) / L``
+  (``1 - 1 / min(S, k/2)`` when the Clos is full: ``L = k/2``);
+* a cable above the leaves: its switch loses one of ``L`` uplinks: ``f = 1 - 1/L``
+  (``1 - 2/k`` when full);
+* either stops the job instead when a lower switch hangs on that one part (``f`` would be 0:
+  a leaf of a single endpoint, in an irregular Clos);
 * a ring cable: the ring runs as a folded ring over the remaining line, each direction of
   each cable once: ``f = 1/2``;
 * a clique cable of ``n >= 3`` NPUs: the pair's traffic detours over the ``n - 2``

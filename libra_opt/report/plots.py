@@ -411,6 +411,9 @@ def plot_goodput_by_size(table: pd.DataFrame, ax=None):
         ax.plot(rows["n_npus"], 100 * rows["throughput_fraction"], "s--", color=color,
                 label=f"{family}: with degraded parts")
     ax.set_xscale("log", base=2)
+    sizes = sorted(set(table["n_npus"]))
+    ax.set_xticks(sizes, [f"{n:,}" for n in sizes])
+    ax.minorticks_off()
     ax.set_xlabel("cluster size (NPUs)")
     ax.set_ylabel("% of failure-free throughput")
     ax.set_title("Goodput under failures by fabric family")
