@@ -17,10 +17,9 @@ fine), ``objective`` (the objective's value), ``weighted_step_time_s``,
 ``step_time_<workload>_s``, ``network_cost_usd``, ``network_power_w`` (NaN when no power
 model), ``bw_<dim>_gbps``, ``shadow_<label>`` of the ``budget_usd``, ``power_w`` and
 total-bandwidth rows and of every swept right-hand side (objective units per $, W or
-GB/s; NaN where the row is absent), ``compile_s``, ``solve_s`` and ``wall_s``; for a scenario
-with a failure model (``reliability``), ``goodput``, ``job_mttf_h`` and
-``effective_objective`` (the objective under failures,
-:func:`~libra_opt.scenario.failures.failure_report`) after the step times. An axis named
+GB/s; NaN where the row is absent), ``compile_s``, ``solve_s`` and ``wall_s``; with a failure
+model (``reliability``) ``goodput``, ``job_mttf_h`` and ``effective_objective`` (the objective
+under failures, :func:`~libra_opt.scenario.failures.failure_report`). An axis named
 like a result column (``objective``) is stored as ``<name>_axis``.
 """
 
@@ -74,8 +73,7 @@ MAX_GRID_POINTS = 100_000
 #: Result columns besides the axes and the per-workload, per-dimension and shadow columns.
 _STATUS_COLS = ("status", "message", "objective", "weighted_step_time_s")
 _TIMING_COLS = ("compile_s", "solve_s", "wall_s")
-#: Columns of a scenario with a failure model.
-_FAILURE_COLS = ("goodput", "job_mttf_h", "effective_objective")
+_FAILURE_COLS = ("goodput", "job_mttf_h", "effective_objective")  #: with a failure model
 #: A progress callback: ``progress(done, total, point)`` with ``point`` the last point's axes.
 Progress = Callable[[int, int, Mapping[str, Any]], None]
 

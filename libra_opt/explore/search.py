@@ -20,15 +20,8 @@ numpy evaluator). The steps, cheapest first:
    factor.
 5. **Solve** the rest.
 
-**Ranking with failures** (``rank="failures"``, a scenario with a ``reliability`` section):
-candidates are ranked by their objective under failures,
-``objective x E[T] / (T x goodput)`` (for ``tco`` also times the spares' share of the
-cluster's cost rate; :func:`~libra_opt.scenario.failures.failure_report`), each at its
-failure-free bandwidth optimum (degraded parts are evaluated, never re-solved). Every
-factor is at least 1, and ``1 / goodput >= E_i[e^{R_i / M}]`` whatever the checkpoint
-(:func:`~libra_opt.scenario.failures.recovery_terms`, a function of the fabric shape alone),
-so each shape's bounds are multiplied by that and stay valid lower bounds of the ranked
-value.
+With ``rank="failures"`` candidates are ranked, exactly, by the objective under failures
+(:mod:`libra_opt.explore.search_bounds` says why the bounds still hold).
 
 A candidate is pruned when its bound exceeds the ``top``-th best objective found so far by
 more than :data:`PRUNE_RTOL` (relative): its optimum is then worse than ``top`` solved
@@ -49,13 +42,12 @@ percentage), ``memory_per_npu_gb``, ``bw_<dim>_gbps``, ``network_cost_usd``,
 ``network_power_w``, ``run_cost_usd`` (the cost of one training run: its steps x step time
 x the cluster's amortized $/s, :func:`~libra_opt.cost.tco.training_run_cost_usd`; not the
 cluster's lifetime TCO; NaN without a TCO model and run length) and
-``run_cost_usd_per_mtoken`` (that cost per million tokens trained), ``solve_s``, with
-``rank="failures"`` ``goodput`` and ``effective_objective`` (the objective under failures),
-and ``rank`` (1 = best by the objective, or by ``effective_objective``, among the solved rows; NA, a missing value of the
-nullable ``Int64`` type, for every row not solved). Rows that stand for many candidates
-pruned together (a parallelization that does not fit, or whose bound 2 exceeds the
-incumbent) say how many in ``n_candidates`` and have ``placement`` ``*`` (and ``fabric``
-``*`` for memory).
+``run_cost_usd_per_mtoken`` (that cost per million tokens trained), ``solve_s`` (ranked
+with failures: ``goodput``, ``effective_objective``) and ``rank`` (1 = best by the ranking
+among the solved rows; NA, a missing value of the nullable ``Int64`` type, for every row not
+solved). Rows that stand for many candidates pruned together (a parallelization that does
+not fit, or whose bound 2 exceeds the incumbent) say how many in ``n_candidates`` and have
+``placement`` ``*`` (and ``fabric`` ``*`` for memory).
 
 What a candidate is, the scenario it becomes and how it is solved and resolved live in
 :mod:`libra_opt.explore.search_candidates` (its public names are importable from here).
@@ -87,9 +79,9 @@ from libra_opt.explore.executors import (
 )
 from libra_opt.explore.search_bounds import (
     GroupTimes,
-    ShapeBounds,
     SyncFloor,
     additive,
+    failure_bounds,
     shape_bounds,
 )
 from libra_opt.explore.search_candidates import (
@@ -126,8 +118,6 @@ from libra_opt.optimize.problem import build_problem, solve
 from libra_opt.optimize.solution import Solution
 from libra_opt.options import OBJECTIVES
 from libra_opt.scenario.constraints import LinearConstraint
-from libra_opt.scenario.failures import recovery_terms
-from libra_opt.scenario.scenario import Scenario
 from libra_opt.traffic.in_network import in_network_dims
 from libra_opt.traffic.step_time import walk_arrays
 
@@ -159,8 +149,7 @@ logger = logging.getLogger(__name__)
 PRUNE_RTOL = 1e-6
 #: Parallelizations per chunk of work (one batch of an executor).
 CHUNK = 8
-#: What a search ranks by: the objective, or the objective under failures.
-RANKS = ("objective", "failures")
+RANKS = ("objective", "failures")  #: the objective, or the objective under failures
 #: Knob columns of the result table, in order.
 KNOB_COLUMNS = ("fabric", "hb_domain", "tp", "cp", "pp", "dp", "ep", "micro_batch_size",
                 "interleave", "recompute", "sequence_parallel", "zero", "placement")
@@ -392,8 +381,7 @@ def run_search(
     solutions : bool
         Re-solve the ``top`` candidates for their full :class:`Solution` (default).
     rank : {'objective', 'failures'}
-        Rank by the objective, or by the objective under failures (module notes; needs
-        the scenario's ``reliability`` section).
+        By the objective, or by the objective under failures (a ``reliability`` section).
 
     Returns
     -------
@@ -428,11 +416,10 @@ def run_search(
                          field="max_workers")
     executor = resolve_executor(executor, scheduler)
     scen, spec = base.scenario, base.spec
-    if rank not in RANKS:
-        raise InputError(f"rank {rank!r} is not one of {', '.join(RANKS)}", field="rank")
-    if rank == "failures" and scen.reliability is None:
-        raise InputError("ranking with failures needs the scenario's reliability section",
-                         source=scen.source, field="rank")
+    if rank not in RANKS or (rank == "failures" and scen.reliability is None):
+        raise InputError(f"rank {rank!r} is not one of {', '.join(RANKS)}" if rank not in RANKS
+                         else "ranking with failures needs the scenario's reliability "
+                         "section", source=scen.source, field="rank")
     if objective is not None:
         if objective not in OBJECTIVES:
             raise InputError(f"objective {objective!r} is not one of {', '.join(OBJECTIVES)}",
@@ -463,8 +450,7 @@ def run_search(
                 shape, fabric=None, reason=exc.one_line()), None, None))
             continue
         bounds = shape_bounds(sc, None if fixed is None else np.asarray(fixed))
-        if rank == "failures" and bounds.feasible:
-            bounds = _failure_bounds(sc, bounds)
+        bounds = failure_bounds(sc, bounds) if rank == "failures" else bounds
         if not bounds.feasible:
             shapes.append(_ShapeContext(dataclasses.replace(
                 shape, reason="the constraints admit no bandwidth"), None, None))
@@ -565,16 +551,6 @@ def run_search(
             cands.append(cand)
             sols.append(sol)
     return SearchResult(table, tuple(sols), tuple(cands), stats, scen.objective, rank=rank)
-
-
-def _failure_bounds(scenario: Scenario, bounds: ShapeBounds) -> ShapeBounds:
-    """``bounds`` times the shape's least ``1 / goodput``, ``E_i[e^{R_i/M}]`` (module
-    notes): lower bounds of the objective under failures."""
-    mtbf_s, r, p, _ = recovery_terms(scenario)
-    lift = float(p @ np.exp(r / mtbf_s)) * (1.0 - 1e-12)
-    level = None if bounds.level_factor is None else bounds.level_factor * lift
-    return dataclasses.replace(bounds, factor_min=bounds.factor_min * lift,
-                               level_factor=level)
 
 
 def _sync_floor(sc: _ShapeContext) -> SyncFloor | None:

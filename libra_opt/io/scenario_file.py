@@ -598,9 +598,10 @@ def spec_to_document(spec: ScenarioSpec, relocate: str | Path | None = None) -> 
         v = getattr(spec, key)
         if v is not None:
             doc[key] = _value(v, rel)
-    for key in ("tco", "reliability"):
-        if getattr(spec, key) is not None:
-            doc[key] = thaw(getattr(spec, key))
+    if spec.tco is not None:
+        doc["tco"] = thaw(spec.tco)
+    if spec.reliability is not None:
+        doc["reliability"] = thaw(spec.reliability)
     return doc
 
 

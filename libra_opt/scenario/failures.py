@@ -189,7 +189,7 @@ def failure_report(scenario: Scenario, evaluation: Evaluation,
     >>> s = lo.load_scenario("llama3_405b_h100_tco")
     >>> rep = failure_report(s, lo.evaluate(s, [656.99, 18.565]))
     >>> round(rep.interruptions), round(rep.job_mttf_h, 2), round(rep.goodput, 3)
-    (396, 3.28, 0.929)
+    (396, 3.27, 0.93)
     """
     rel = scenario.reliability
     if rel is None:
