@@ -29,12 +29,10 @@ def _fragile(base, **changes):
     return search_base(compile(base.spec.replace("reliability", rel)))
 
 
-@pytest.mark.parametrize(("objective", "n_npus"), [("tco", 128), ("perf", 64),
-                                                   ("perf_per_cost", 128)])
+@pytest.mark.parametrize(("objective", "n_npus"), [("tco", 128), ("perf_per_cost", 64)])
 def test_failure_ranking_equals_exhaustive_enumeration(template, objective, n_npus) -> None:
-    budget = 3.0e6 * n_npus / 64 if objective == "perf" else None
     base = _fragile(_base(template, _model(3, 8, 2, False), n_npus, 4, objective,
-                          gbs=max(32, n_npus // 4), budget=budget))
+                          gbs=max(32, n_npus // 4)))
     space = dataclasses.replace(SMALL_SPACE, micro_batch_sizes=(1,), zero=(1,),
                                 recompute=("full",), tp=(1, 2, 4), pp=(1, 2),
                                 hb_domains=(4, 8, 16))
