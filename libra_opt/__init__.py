@@ -67,6 +67,10 @@ _LAZY: dict[str, str] = {
     "CostModel": "libra_opt.cost.prices",
     "cost_coefficients": "libra_opt.cost.prices",
     "TcoModel": "libra_opt.cost.tco",
+    "ReliabilityModel": "libra_opt.cost.goodput",
+    "daly_interval_s": "libra_opt.cost.goodput",
+    "expected_goodput": "libra_opt.cost.goodput",
+    "failure_modes": "libra_opt.cost.failures",
     # generators
     "generate_workload": "libra_opt.generators.generator",
     "ErrorModel": "libra_opt.generators.error_model",
@@ -77,6 +81,7 @@ _LAZY: dict[str, str] = {
     "parse_constraint": "libra_opt.scenario.constraints",
     "Evaluation": "libra_opt.scenario.evaluate",
     "evaluate": "libra_opt.scenario.evaluate",
+    "failure_report": "libra_opt.scenario.failures",
     # optimize
     "BandwidthProblem": "libra_opt.optimize.problem",
     "build_problem": "libra_opt.optimize.problem",
@@ -96,6 +101,7 @@ _LAZY: dict[str, str] = {
     "pareto_front": "libra_opt.explore.pareto",
     "sensitivity": "libra_opt.explore.sensitivity",
     "SearchSpace": "libra_opt.explore.search.space",
+    "goodput_by_size": "libra_opt.explore.failures",
     # report
     "format_solution": "libra_opt.report.text",
     "plot_allocation": "libra_opt.report.plots",
@@ -103,6 +109,7 @@ _LAZY: dict[str, str] = {
     "plot_sweep": "libra_opt.report.sweep_plots",
     "plot_comparison": "libra_opt.report.plots",
     "plot_fabric": "libra_opt.report.plots",
+    "plot_goodput_by_size": "libra_opt.report.plots",
 }
 
 #: Public submodules reachable as attributes (``lo.examples.load("gpt3_175b_4d")``).

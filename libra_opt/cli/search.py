@@ -39,6 +39,9 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("scenario", help="scenario YAML file, or the name of a shipped example")
     p.add_argument("--top", type=int, default=5, help="best candidates to show (default 5)")
     p.add_argument("--objective", choices=OBJECTIVES, help="override the objective")
+    p.add_argument("--rank", choices=("objective", "failures"), default="objective",
+                   help="rank candidates by the objective (default) or by the objective "
+                   "under failures (needs the scenario's reliability section)")
     p.add_argument("--hb-domain", metavar="N,N,...",
                    help="HB-domain sizes to search (two-level fat_tree / rail_only fabrics)")
     p.add_argument("--dim-sizes", metavar="AxBxC,...|factorizations",
@@ -176,11 +179,13 @@ def format_top(result: Any, k: int) -> str:
 
     best = result.best(k)
     banded = "band_pct" in best
+    failures = getattr(result, "rank", "objective") == "failures"
     dims = [c for c in result.table.columns if c.startswith("bw_")]
     head = ["#", "fabric", "TP", "CP", "PP", "DP", "EP", "mb", "v", "recompute", "SP", "ZeRO",
             "step s", *(["+-band"] if banded else []), "tok/s", "MFU", "mem GB",
             *(c[3:-5] + " GB/s" for c in dims), "network cost ($M)",
             f"objective ({OBJECTIVE_MEANING[result.objective][1]})",
+            *(("goodput", "with failures") if failures else ()),
             *(["trust"] if banded else []), "placement"]
     lines = []
     for _, r in best.iterrows():
@@ -195,7 +200,9 @@ def format_top(result: Any, k: int) -> str:
             f"{r['tokens_per_s']:,.0f}", f"{100 * r['mfu']:.1f}%",
             f"{r['memory_per_npu_gb']:.1f}",
             *(f"{r[c]:.1f}" for c in dims), f"{r['network_cost_usd'] / 1e6:.2f}",
-            format_number(r["objective"]), *trust, str(r["placement"]),
+            format_number(r["objective"]),
+            *((f"{100 * r['goodput']:.2f}%", format_number(r["effective_objective"]))
+              if failures else ()), *trust, str(r["placement"]),
         ])
     widths = [max(len(h), *(len(row[i]) for row in lines)) if lines else len(h)
               for i, h in enumerate(head)]
@@ -295,7 +302,8 @@ def summary(result: Any, name: str) -> list[str]:
     rate_text = "0" if int(s["solved"]) == 0 or not math.isfinite(rate) else f"{rate:,.0f}"
     out = [f"{name}: {int(s['enumerated']):,} candidates, {int(s['memory']):,} out of memory, "
            f"{int(s['pruned']):,} pruned by bounds, {int(s['solved']):,} solved exactly; "
-           f"objective {result.objective}",
+           f"objective {result.objective}"
+           + (" under failures" if getattr(result, "rank", "") == "failures" else ""),
            f"search wall time {s['wall_s']:.1f} s; solver time {s['solve_s']:.3g} s (summed "
            f"over workers): {rate_text} solves per solver-second"]
     dropped = t[t["status"] == "invalid_shape"]
@@ -313,7 +321,7 @@ def _search(args: argparse.Namespace, base: Any, space: Any, executor: Any) -> i
     model = load_error_model(args.error_model)
     res = run_search(base, space, top=args.top, objective=args.objective,
                      executor=executor, max_workers=args.workers,
-                     progress=not args.no_progress, error_model=model)
+                     progress=not args.no_progress, error_model=model, rank=args.rank)
     print("\n".join(summary(res, base.scenario.name)))
     if not res.solutions:
         print("libra-opt: no candidate is feasible", file=sys.stderr)
@@ -379,6 +387,7 @@ def _write(res: Any, base: Any, args: argparse.Namespace) -> list[Any]:
     table = res.table.assign(index=res.table["index"].astype(str))
     meta = results_metadata(
         "search", base.scenario.name, spec_fingerprint(base), objective=res.objective,
+        rank=res.rank,
         hb_domains=args.hb_domain, dim_sizes=args.dim_sizes,
         dim_topologies=args.dim_topologies, space=list(args.space),
         placements=args.placements, rows=len(table),

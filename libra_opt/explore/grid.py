@@ -17,7 +17,9 @@ fine), ``objective`` (the objective's value), ``weighted_step_time_s``,
 ``step_time_<workload>_s``, ``network_cost_usd``, ``network_power_w`` (NaN when no power
 model), ``bw_<dim>_gbps``, ``shadow_<label>`` of the ``budget_usd``, ``power_w`` and
 total-bandwidth rows and of every swept right-hand side (objective units per $, W or
-GB/s; NaN where the row is absent), ``compile_s``, ``solve_s`` and ``wall_s``. An axis named
+GB/s; NaN where the row is absent), ``compile_s``, ``solve_s`` and ``wall_s``; with a failure
+model (``reliability``) ``goodput``, ``job_mttf_h`` and ``effective_objective`` (the objective
+under failures, :func:`~libra_opt.scenario.failures.failure_report`). An axis named
 like a result column (``objective``) is stored as ``<name>_axis``.
 """
 
@@ -71,6 +73,7 @@ MAX_GRID_POINTS = 100_000
 #: Result columns besides the axes and the per-workload, per-dimension and shadow columns.
 _STATUS_COLS = ("status", "message", "objective", "weighted_step_time_s")
 _TIMING_COLS = ("compile_s", "solve_s", "wall_s")
+_FAILURE_COLS = ("goodput", "job_mttf_h", "effective_objective")  #: with a failure model
 #: A progress callback: ``progress(done, total, point)`` with ``point`` the last point's axes.
 Progress = Callable[[int, int, Mapping[str, Any]], None]
 
@@ -106,6 +109,7 @@ class _Record:
     network_power_w: float = math.nan
     bw_gbps: tuple[tuple[str, float], ...] = ()
     shadow: tuple[tuple[str, float], ...] = ()
+    failures: tuple[float, ...] = ()  # _FAILURE_COLS, with a failure model
     compile_s: float = math.nan
     solve_s: float = math.nan
     wall_s: float = math.nan
@@ -125,6 +129,7 @@ def _solve_point(problem: BandwidthProblem, rhs: Mapping[str, float]) -> _Record
     else:
         ev = sol.evaluation
         power = ev.cost.network_power_w
+        rep = sol.failures
         rec = _Record(
             "optimal",
             objective=float(sol.objective_value),
@@ -134,6 +139,8 @@ def _solve_point(problem: BandwidthProblem, rhs: Mapping[str, float]) -> _Record
             network_power_w=math.nan if power is None else float(power),
             bw_gbps=tuple(zip(sol.scenario.fabric.names, map(float, sol.bw_gbps), strict=True)),
             shadow=tuple((c.label, float(c.shadow_price)) for c in sol.constraints),
+            failures=() if rep is None else (rep.goodput, rep.job_mttf_h,
+                                             rep.effective_objective_value),
             compile_s=float(sol.solver.compile_s),
             solve_s=float(sol.solver.solve_s),
         )
@@ -434,7 +441,7 @@ def _execute(
 
 def result_columns(
     axis_names: Sequence[str], workloads: Sequence[str], dims: Sequence[str],
-    shadow_labels: Sequence[str],
+    shadow_labels: Sequence[str], failures: bool = False,
 ) -> list[str]:
     """The columns of a sweep's DataFrame, in order.
 
@@ -447,6 +454,7 @@ def result_columns(
     cols = [f"{a}_axis" if a in reserved else a for a in axis_names]
     cols += list(_STATUS_COLS)
     cols += [f"step_time_{w}_s" for w in workloads]
+    cols += list(_FAILURE_COLS) if failures else []
     cols += ["network_cost_usd", "network_power_w"]
     cols += [f"bw_{d}_gbps" for d in dims]
     cols += [f"shadow_{label}" for label in shadow_labels]
@@ -471,7 +479,7 @@ def _shadow_labels(problem_rows: Sequence[Any], scen: Scenario, axes: list[_Axis
 def _frame(
     axes: list[_Axis], points: list[tuple[Any, ...]], results: Mapping[int, _Record],
     workloads: list[str], dims: list[str], shadows: list[str],
-    indices: Sequence[int] | None = None,
+    indices: Sequence[int] | None = None, failures: bool = False,
 ) -> pd.DataFrame:
     """The rows of ``indices`` (default every point), in that order."""
     if indices is not None:
@@ -482,7 +490,7 @@ def _frame(
     for r in recs:  # points of rebuilt problems may add names
         workloads += [w for w, _ in r.step_time_s if w not in workloads]
         dims += [d for d, _ in r.bw_gbps if d not in dims]
-    cols = result_columns([a.name for a in axes], workloads, dims, shadows)
+    cols = result_columns([a.name for a in axes], workloads, dims, shadows, failures)
     data: dict[str, Any] = {}
     for j in range(len(axes)):
         data[cols[j]] = [p[j] for p in points]
@@ -492,6 +500,8 @@ def _frame(
         data[c] = np.array([getattr(r, c) for r in recs], dtype=float)
     for w in workloads:
         data[f"step_time_{w}_s"] = np.array([dict(r.step_time_s).get(w, np.nan) for r in recs])
+    for j, c in enumerate(_FAILURE_COLS if failures else ()):
+        data[c] = np.array([r.failures[j] if r.failures else np.nan for r in recs])
     for c in ("network_cost_usd", "network_power_w"):
         data[c] = np.array([getattr(r, c) for r in recs], dtype=float)
     for d in dims:
@@ -621,6 +631,7 @@ def sweep_grid(
     workloads = [w.name for w in scen.workloads]
     dims = list(scen.fabric.names)
     shadows = _shadow_labels(ref.rows, scen, ax)
+    failures = scen.reliability is not None
     names = [a.name for a in ax]
     store = out
     kept0: frozenset[int] = frozenset()
@@ -649,7 +660,7 @@ def sweep_grid(
         results.update(out_)
         if store is not None:
             idx = [i for i, _ in out_]
-            store.append(_frame(ax, points, results, workloads, dims, shadows, idx)
+            store.append(_frame(ax, points, results, workloads, dims, shadows, idx, failures)
                          .assign(**{POINT_COLUMN: idx}))
 
     done0 = len(points) - len(todo)
@@ -671,7 +682,7 @@ def sweep_grid(
                 executor_label(executor))
     if store is not None:
         return store.finish()
-    return _frame(ax, points, results, workloads, dims, shadows)
+    return _frame(ax, points, results, workloads, dims, shadows, failures=failures)
 
 
 def iter_points(axes: Mapping[str, Sequence[Any]], zipped: bool = False) -> Iterator[dict]:

@@ -10,10 +10,11 @@ from libra_opt.errors import LibraOptError
 from libra_opt.generators.devices import ComputeEfficiency, Device
 from libra_opt.generators.mapping import Placement
 from libra_opt.generators.memory import MemoryBreakdown
-from libra_opt.traffic.workload import Workload
+from libra_opt.traffic.workload import StepMetrics, Workload
 
 __all__ = [
     "GeneratedWorkload",
+    "step_metrics",
     "throughput_tokens_per_s",
     "throughput_samples_per_s",
     "achieved_flops_per_npu",
@@ -96,6 +97,22 @@ class GeneratedWorkload:
     bubble_compute_s: float = 0.0
     published_model_flops_per_step: float = 0.0
     published_hardware_flops_per_step: float = 0.0
+
+
+def step_metrics(generated: GeneratedWorkload, checkpoint_bytes: float | None = None
+                 ) -> StepMetrics:
+    """What one step of ``generated`` accomplishes (tokens, FLOPs, memory), for reports;
+    ``checkpoint_bytes``: its model's checkpoint size, when known."""
+    return StepMetrics(
+        tokens_per_step=generated.tokens_per_step,
+        samples_per_step=generated.samples_per_step,
+        model_flops_per_step=generated.model_flops_per_step,
+        n_npus=generated.n_npus,
+        peak_flops_per_npu=generated.device.peak_flops_for(generated.compute_dtype),
+        memory_per_npu_bytes=generated.memory.total_bytes,
+        memory_capacity_bytes=generated.memory.capacity_bytes,
+        checkpoint_bytes=checkpoint_bytes,
+    )
 
 
 def throughput_tokens_per_s(generated: GeneratedWorkload, step_time_s: float) -> float:

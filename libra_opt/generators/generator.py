@@ -14,15 +14,17 @@ from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Fabric
 from libra_opt.generators.descriptors import DLRMSpec, ResNetSpec, TransformerSpec
 from libra_opt.generators.devices import ComputeEfficiency, Device, efficiency_from_value
-from libra_opt.generators.dlrm import dlrm_workload
+from libra_opt.generators.dlrm import dlrm_params, dlrm_workload
 from libra_opt.generators.generated import GeneratedWorkload
 from libra_opt.generators.mapping import place_groups
-from libra_opt.generators.parallelism import Parallelism, parallelism_from_dict
-from libra_opt.generators.resnet import resnet_workload
+from libra_opt.generators.memory import checkpoint_bytes
+from libra_opt.generators.parallelism import Parallelism, Precision, parallelism_from_dict
+from libra_opt.generators.resnet import resnet_stage_counts, resnet_workload
 from libra_opt.generators.stacks import stack_efficiency, timing_device
+from libra_opt.generators.transformer_counts import total_params
 from libra_opt.generators.transformer_workload import transformer_workload
 
-__all__ = ["generate_workload", "timing_model"]
+__all__ = ["generate_workload", "model_checkpoint_bytes", "timing_model"]
 
 
 def timing_model(
@@ -174,3 +176,21 @@ def generate_workload(
         return g
     note = f"software stack {par.software_stack}: kernels at {eta:.4g} of the device's speed"
     return replace(g, device=device, notes=(*g.notes, note))
+
+
+def model_checkpoint_bytes(model: TransformerSpec | DLRMSpec | ResNetSpec,
+                           precision: Precision) -> float:
+    """:func:`~libra_opt.generators.memory.checkpoint_bytes` of ``model``'s parameters.
+
+    Examples
+    --------
+    >>> from libra_opt.io.presets import load_model
+    >>> round(model_checkpoint_bytes(load_model("llama3_405b"), Precision()) / 1e12, 3)
+    5.682
+    """
+    if isinstance(model, TransformerSpec):
+        return checkpoint_bytes(total_params(model), precision)
+    if isinstance(model, DLRMSpec):
+        emb, mlp = dlrm_params(model)
+        return checkpoint_bytes(emb + mlp, precision, optimizer_params=mlp)
+    return checkpoint_bytes(sum(s.params for s in resnet_stage_counts(model)), precision)

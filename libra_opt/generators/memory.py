@@ -34,6 +34,7 @@ from libra_opt.generators.parallelism import Parallelism, Precision
 
 __all__ = [
     "MemoryBreakdown",
+    "checkpoint_bytes",
     "model_state_bytes",
     "transformer_layer_activation_bytes",
     "head_activation_bytes",
@@ -195,3 +196,36 @@ def head_activation_bytes(model: TransformerSpec, par: Parallelism) -> float:
     rep_div = par.tp if par.sequence_parallel else 1
     beta = par.precision.activation_bytes
     return tokens * (beta * model.hidden_size / rep_div + 4.0 * model.vocab_size / par.tp)
+
+
+def checkpoint_bytes(params: float, precision: Precision,
+                     optimizer_params: float | None = None) -> float:
+    """Bytes of one training checkpoint: every parameter's weights and its optimizer state,
+    once.
+
+    Parameters
+    ----------
+    params : float
+        Parameters of the whole model.
+    precision : Precision
+    optimizer_params : float, optional
+        Parameters with optimizer state (default all; a DLRM's embedding tables are updated
+        without one in this model).
+
+    Notes
+    -----
+    ``Psi k_p + Psi_o k_o`` with the ZeRO accounting's bytes per parameter. The
+    parallelization and ZeRO stage decide which NPU holds and writes which part (ZeRO
+    shards the optimizer state over the data-parallel ranks instead of replicating it;
+    tensor and pipeline parallelism split the weights), not the total: the replicas of a
+    part are written once. Gradients and activations are not saved.
+
+    Examples
+    --------
+    Llama 3 405B in bf16 with fp32 Adam: 2 + 12 bytes per parameter.
+
+    >>> round(checkpoint_bytes(405.85e9, Precision()) / 1e12, 2)
+    5.68
+    """
+    opt = params if optimizer_params is None else optimizer_params
+    return float(params) * precision.param_bytes + float(opt) * precision.optimizer_bytes

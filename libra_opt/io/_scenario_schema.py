@@ -182,3 +182,4 @@ class ScenarioFile(StrictModel):
     diloco: DiLoCoSpec | None = None
     in_network_optimizer: InNetworkOptimizerSpec | None = None
     tco: dict[str, Any] | None = None
+    reliability: dict[str, Any] | None = None

@@ -71,6 +71,14 @@ Example::
       delta_bits: 4                                  # b
       overlap_steps: 0                               # tau (<= H / F; 0: blocking sync)
       dp_group: dp
+    reliability:                                     # failures and goodput (cost.goodput)
+      detection_s: 120                               # required: seconds to notice a failure
+      restart_s: 480                                 #   and to restart from the checkpoint
+      rates_per_h: {gpu: 1.2e-5}                     # failures per part-hour (or mtbf_h:
+                                                     # hours); default Llama 3 Table 5
+      spares_per_domain: 1                           # hot spare NPUs per HB domain
+      replace_s: 1800                                # extra recovery without a free spare
+      checkpoint_write_gbps: 2000                    # storage write bandwidth, GB/s
 """
 
 from __future__ import annotations
@@ -313,6 +321,7 @@ def spec_from_dict(data: Any, source: str = "<dict>", base_dir: str | Path = "."
         in_network_optimizer=section(InNetworkOptimizerSpec, f.in_network_optimizer,
                                      "in_network_optimizer"),
         tco=None if f.tco is None else FrozenMap(f.tco),
+        reliability=None if f.reliability is None else FrozenMap(f.reliability),
         name=f.name,
         source=source,
         base_dir=str(base_dir),
@@ -592,6 +601,8 @@ def spec_to_document(spec: ScenarioSpec, relocate: str | Path | None = None) -> 
             doc[key] = _value(v, rel)
     if spec.tco is not None:
         doc["tco"] = thaw(spec.tco)
+    if spec.reliability is not None:
+        doc["reliability"] = thaw(spec.reliability)
     return doc
 
 

@@ -17,6 +17,7 @@ from libra_opt.scenario.accuracy import same
 from libra_opt.scenario.constraints import Row
 from libra_opt.scenario.display import format_usd, html_table
 from libra_opt.scenario.evaluate import Evaluation, evaluate
+from libra_opt.scenario.failures import FailureReport, failure_report
 from libra_opt.scenario.scenario import Scenario
 from libra_opt.traffic.step_time import WalkArrays
 
@@ -176,6 +177,15 @@ class Solution(FrozenOnUnpickle):
         if not self.with_baselines:
             return ()
         return baselines(self.scenario, self.evaluation, self.walks)
+
+    @cached_property
+    def failures(self) -> FailureReport | None:
+        """The design under failures (:func:`~libra_opt.scenario.failures.failure_report`:
+        goodput, effective throughput, the run's cost with failures), or ``None`` when the
+        scenario has no ``reliability`` section."""
+        if self.scenario.reliability is None:
+            return None
+        return failure_report(self.scenario, self.evaluation, self.walks)
 
     @property
     def step_time_s(self) -> dict[str, float]:

@@ -40,7 +40,13 @@ from libra_opt.report.notes import (
     family_notes,
     identical_rows_note,
 )
-from libra_opt.report.text import format_number, format_quantity, format_whole, settled
+from libra_opt.report.text import (
+    failure_section_parts,
+    format_number,
+    format_quantity,
+    format_whole,
+    settled,
+)
 from libra_opt.report.trust import band_lines, trust_flags, trust_lines
 
 __all__ = ["ReportSection", "Report", "build_report", "render_html", "render_markdown",
@@ -459,6 +465,9 @@ def build_report(study: DesignStudy, *, provenance: Provenance | None = None) ->
                                                           for t in ev.workloads})]
     sections.append(ReportSection("Throughput, MFU, memory" + (" and TCO" if scen.tco else ""),
                                   text=ptext, tables=ptables))
+    ftext, ftables = failure_section_parts(scen, ev)
+    if ftables:
+        sections.append(ReportSection("Failures and goodput", text=ftext, tables=ftables))
     sections += [_constraint_section(sol), _baseline_section(sol), _sensitivity_section(study),
                  _sweep_section(study), _comparison_section(study), _search_section(study)]
     itext, itables, icode = inputs_section_parts(sol, prov)

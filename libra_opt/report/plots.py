@@ -48,6 +48,7 @@ __all__ = [
     "plot_sensitivity",
     "plot_comparison",
     "plot_fabric",
+    "plot_goodput_by_size",
     "quantity",
     "format_value",
 ]
@@ -383,4 +384,39 @@ def plot_fabric(fabric: Fabric, ax=None, *, max_npus: int = 256, bw_gbps=None):
     ax.set_xticks([])
     ax.set_yticks([])
     ax.legend(loc="upper left", fontsize=7, frameon=False)
+    return fig
+
+
+def plot_goodput_by_size(table: pd.DataFrame, ax=None):
+    """Goodput (and the throughput fraction kept with degraded parts) against cluster size,
+    one line per fabric family.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        :func:`libra_opt.explore.failures.goodput_by_size`: columns ``family``, ``n_npus``,
+        ``goodput``, ``throughput_fraction``.
+    ax : matplotlib.axes.Axes, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    fig, ax = _axes(ax)
+    for i, (family, rows) in enumerate(table.groupby("family", sort=False)):
+        rows = rows.sort_values("n_npus")
+        color = f"C{i}"
+        ax.plot(rows["n_npus"], 100 * rows["goodput"], "o-", color=color,
+                label=f"{family}: goodput")
+        ax.plot(rows["n_npus"], 100 * rows["throughput_fraction"], "s--", color=color,
+                label=f"{family}: with degraded parts")
+    ax.set_xscale("log", base=2)
+    sizes = sorted(set(table["n_npus"]))
+    ax.set_xticks(sizes, [f"{n:,}" for n in sizes])
+    ax.minorticks_off()
+    ax.set_xlabel("cluster size (NPUs)")
+    ax.set_ylabel("% of failure-free throughput")
+    ax.set_title("Goodput under failures by fabric family")
+    ax.grid(True, alpha=0.3)
+    _legend_below(ax, ncols=2)
     return fig

@@ -14,12 +14,13 @@ from libra_opt.options import COMPONENTS, OBJECTIVE_MEANING, Objective
 from libra_opt.scenario.accuracy import same
 from libra_opt.scenario.display import format_usd
 from libra_opt.scenario.evaluate import Evaluation
+from libra_opt.scenario.failures import FailureReport, failure_report
 from libra_opt.scenario.objective import objective_of
 from libra_opt.scenario.scenario import Scenario
 
 __all__ = ["table", "format_evaluation", "format_solution", "solution_to_dict", "evaluation_to_dict",
            "rail_forwarding", "format_number", "format_column", "format_whole", "format_pct",
-           "format_quantity", "settled"]
+           "format_quantity", "settled", "failure_lines", "failure_dict", "failure_section_parts"]
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: str | None = None) -> str:
@@ -324,6 +325,114 @@ def _rail_lines(scen: Scenario, ev: Evaluation) -> list[str]:
                 "lrrrr")]
 
 
+def _effect(rep: FailureReport, i: int, dims: tuple[str, ...]) -> str:
+    m = rep.modes[i]
+    if m.stops or m.dim is None:
+        return "stops the job"
+    return (f"{dims[m.dim]} at {100 * m.bw_factor:.1f}% ({rep.down_parts[i]:.3f} down on "
+            "average)")
+
+
+def _parts(scen: Scenario, ev: Evaluation) -> tuple[list[str], list[tuple[str, list[str],
+                                                                       list[list[str]]]]]:
+    """Summary lines and tables (caption, header, rows) of the design under failures."""
+    rel, rep = scen.reliability, failure_report(scen, ev)
+    assert rel is not None
+    per, unit = (rep.run_h, f"per {rep.run_h / 24:,.1f} days") if rep.run_h is not None \
+        else (24.0, "per day")
+    given = sorted({*(rel.rates_per_h or {}), *(rel.mtbf_h or {})})
+    rows = [[m.where, f"{m.count:,}", f"{m.rate_per_h:.3g}", f"{m.failures_per_h * per:,.2f}",
+             _effect(rep, i, scen.fabric.names)] for i, m in enumerate(rep.modes)]
+    wrows = [[w.name, f"{w.checkpoint_bytes / 1e12:,.3f} TB", f"{w.checkpoint_s:.3g} s",
+              f"{w.interval_s:,.1f} s", format_pct(100 * w.goodput, 2), f"{w.step_time_s:.4f} s",
+              f"{w.expected_step_time_s:.4f} s", f"{w.effective_step_time_s:.4f} s",
+              "-" if w.effective_tokens_per_s is None else
+              f"{w.tokens_per_s:,.0f} -> {w.effective_tokens_per_s:,.0f}"]
+             for w in rep.workloads]
+    spares = (f"; {rep.n_spares:,} hot spares ({rel.spares_per_domain} per HB domain), "
+              f"{format_pct(100 * rep.spare_shortfall, 2)} of NPU failures find none free"
+              if rep.n_spares else "")
+    replace = f" + {rel.replace_s:g} s without a spare" if rel.replace_s else ""
+    text = ["Failure rates per part-hour: Llama 3 Table 5 defaults"
+            + (f", {', '.join(given)} given" if given else "") + ".",
+            f"Job MTTF {rep.job_mttf_h:.3g} h: {rep.stop_failures_per_h * per:,.1f} "
+            f"interruptions and {rep.degrade_failures_per_h * per:,.1f} degradations {unit}; "
+            f"mean recovery {rep.recovery_s:,.0f} s (detection {rel.detection_s:g} s + restart "
+            f"{rel.restart_s:g} s{replace}){spares}."]
+    if rep.run_cost_usd is not None and rep.failure_free_run_cost_usd is not None:
+        extra = 100 * (rep.run_cost_usd / rep.failure_free_run_cost_usd - 1.0)
+        text.append(f"One training run with failures: {format_usd(rep.run_cost_usd)} "
+                    f"({format_pct(extra, 1, sign=True)} over "
+                    f"{format_usd(rep.failure_free_run_cost_usd)}"
+                    f"{f', spares {format_usd(rep.spares_usd)} capex' if rep.spares_usd else ''}).")
+    tables = [("Failure modes: what breaks and what it does",
+               ["mode", "parts", "rate/h", f"failures {unit}", "effect"], rows),
+              ("Goodput under checkpoint/restart",
+               ["workload", "checkpoint", "write", "interval", "goodput", "step",
+                "with degraded parts", "effective step", "tokens/s -> with failures"], wrows)]
+    return text, tables
+
+
+def failure_section_parts(scen: Scenario, ev: Evaluation
+                          ) -> tuple[list[str], list[tuple[str, list[str], list[list[str]]]]]:
+    """The report section's paragraphs and tables (none without a ``reliability``
+    section)."""
+    if scen.reliability is None:
+        return [], []
+    return _parts(scen, ev)
+
+
+def failure_lines(scen: Scenario, ev: Evaluation) -> list[str]:
+    """Report lines of the design under failures (none without a ``reliability`` section).
+
+    Examples
+    --------
+    >>> from libra_opt.scenario.examples import toy_scenario
+    >>> from libra_opt.scenario.evaluate import evaluate
+    >>> failure_lines(toy_scenario(), evaluate(toy_scenario(), [200, 100]))
+    []
+    """
+    if scen.reliability is None:
+        return []
+    text, tables = _parts(scen, ev)
+    return ["", "Failures and goodput:", table(*tables[0][1:], "lrrrl"), text[1],
+            table(*tables[1][1:], "lrrrrrrrr"), text[0], *text[2:]]
+
+
+def failure_dict(scen: Scenario, ev: Evaluation) -> dict[str, Any]:
+    """JSON-ready ``{"reliability": ...}`` of the design under failures (empty without a
+    ``reliability`` section)."""
+    if scen.reliability is None:
+        return {}
+    rep = failure_report(scen, ev)
+    return {"reliability": {
+        "job_mttf_h": rep.job_mttf_h,
+        "stop_failures_per_h": rep.stop_failures_per_h,
+        "degrade_failures_per_h": rep.degrade_failures_per_h,
+        "run_h": rep.run_h,
+        "interruptions": rep.interruptions,
+        "degradations": rep.degradations,
+        "recovery_s": rep.recovery_s,
+        "n_spares": rep.n_spares,
+        "spare_shortfall": rep.spare_shortfall,
+        "modes": [{"kind": m.kind, "where": m.where, "parts": m.count,
+                   "rate_per_h": m.rate_per_h, "stops": m.stops,
+                   "dim": None if m.dim is None else scen.fabric.names[m.dim],
+                   "bw_factor": m.bw_factor, "down_parts": n}
+                  for m, n in zip(rep.modes, rep.down_parts, strict=True)],
+        "workloads": {w.name: {
+            "checkpoint_bytes": w.checkpoint_bytes, "checkpoint_s": w.checkpoint_s,
+            "interval_s": w.interval_s, "goodput": w.goodput,
+            "expected_step_time_s": w.expected_step_time_s,
+            "effective_step_time_s": w.effective_step_time_s,
+            "effective_tokens_per_s": w.effective_tokens_per_s} for w in rep.workloads},
+        "effective_objective_value": rep.effective_objective_value,
+        "run_cost_usd": rep.run_cost_usd,
+        "failure_free_run_cost_usd": rep.failure_free_run_cost_usd,
+        "spares_usd": rep.spares_usd,
+    }}
+
+
 def format_evaluation(scen: Scenario, ev: Evaluation) -> str:
     """Report of a scenario evaluated at a given allocation."""
     lines = [
@@ -340,6 +449,7 @@ def format_evaluation(scen: Scenario, ev: Evaluation) -> str:
         lines += ["", thr]
     lines += _rail_lines(scen, ev)
     lines += ["", *_cost_lines(ev), *_tco_lines(scen, ev)]
+    lines += failure_lines(scen, ev)
     if ev.residuals:
         bad = ev.violated()
         lines.append(
@@ -459,7 +569,8 @@ def evaluation_to_dict(scen: Scenario, ev: Evaluation) -> dict[str, Any]:
         },
         "objective_value": ev.objective_value,
         "constraint_violation": {k: float(v) for k, v in ev.residuals.items()},
-    } | ({"rail_forwarding": forwarding} if (forwarding := rail_forwarding(scen, ev)) else {})
+    } | ({"rail_forwarding": forwarding} if (forwarding := rail_forwarding(scen, ev)) else {}) \
+      | failure_dict(scen, ev)
 
 
 def solution_to_dict(sol: Solution) -> dict[str, Any]:

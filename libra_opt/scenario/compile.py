@@ -10,7 +10,8 @@ The steps, in order: the fabric (inline dimensions, a builder call or a LIBRA ne
 members), the cost model (tables, a catalog with overrides, the power model), the workloads
 (generated from model + parallelism + device, or ASTRA-sim), the in-network optimizer's
 aggregators, compression, fine-grained overlap, DiLoCo, the constraints and bounds with
-right-hand sides replaced by label, then the scenario's own checks.
+right-hand sides replaced by label, TCO and the failure model, then the scenario's own
+checks.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 
 from libra_opt.cost.aggregators import Aggregators
 from libra_opt.cost.catalog import catalog_from_dict
+from libra_opt.cost.goodput import ReliabilityModel
 from libra_opt.cost.prices import CostModel
 from libra_opt.cost.tco import TcoModel
 from libra_opt.errors import InputError, input_context, short_repr
@@ -31,8 +33,8 @@ from libra_opt.fabric.dims import Dim, Fabric
 from libra_opt.fabric.heterogeneous import attach_members, members_from_mapping
 from libra_opt.generators.descriptors import TransformerSpec
 from libra_opt.generators.devices import efficiency_from_value
-from libra_opt.generators.generated import GeneratedWorkload
-from libra_opt.generators.generator import generate_workload
+from libra_opt.generators.generated import GeneratedWorkload, step_metrics
+from libra_opt.generators.generator import generate_workload, model_checkpoint_bytes
 from libra_opt.generators.in_network_optimizer import (
     IN_NETWORK_OPTIMIZER,
     aggregator_state_bytes,
@@ -60,7 +62,7 @@ from libra_opt.traffic.diloco import DiLoCoSettings, diloco_workloads
 from libra_opt.traffic.overlap import OverlapPolicy, overlap_workload
 from libra_opt.traffic.timing import TimingModel
 from libra_opt.traffic.topology_aware import CollectiveSettings
-from libra_opt.traffic.workload import StepMetrics, Workload
+from libra_opt.traffic.workload import Workload
 
 __all__ = ["compile", "compile_fabric", "compile_with_models", "generate_entry"]
 
@@ -172,6 +174,8 @@ def _compile(
     collectives = _collectives(spec.collectives)
     tco = None if spec.tco is None else TcoModel.from_mapping(thaw(spec.tco),
                                                               spec.source or API_SOURCE)
+    reliability = None if spec.reliability is None else ReliabilityModel.from_mapping(
+        thaw(spec.reliability), spec.source or API_SOURCE)
     # a scenario read from a file names it in its own errors; one built in Python is "<api>"
     with input_context(None if spec.source else API_SOURCE, None if spec.source else "scenario"):
         scenario = Scenario(
@@ -189,6 +193,7 @@ def _compile(
             collectives=collectives,
             in_network_reduction=spec.in_network_reduction,
             tco=tco,
+            reliability=reliability,
             name=spec.name or (PurePath(spec.source).stem if spec.source else "scenario"),
             source=spec.source,
         )
@@ -313,15 +318,9 @@ def _workload(
             raise InputError(f"a model-based workload takes no {', '.join(stray)}",
                              field=f"workloads[{i}]")
         g = generate_entry(w, fabric, None)
-        metrics = StepMetrics(
-            tokens_per_step=g.tokens_per_step,
-            samples_per_step=g.samples_per_step,
-            model_flops_per_step=g.model_flops_per_step,
-            n_npus=g.n_npus,
-            peak_flops_per_npu=g.device.peak_flops_for(g.compute_dtype),
-            memory_per_npu_bytes=g.memory.total_bytes,
-            memory_capacity_bytes=g.memory.capacity_bytes,
-        )
+        assert w.parallelism is not None
+        precision = parallelism_from_dict(thaw(w.parallelism)).precision
+        metrics = step_metrics(g, model_checkpoint_bytes(w.model.value, precision))
         return dataclasses.replace(g.workload, name=w.name, metrics=metrics), g
     stray = sorted(set(given) & model_keys)
     if stray or w.astra_sim is None or w.communicator is None:

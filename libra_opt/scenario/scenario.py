@@ -7,6 +7,8 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from libra_opt.cost.failures import failure_modes
+from libra_opt.cost.goodput import ReliabilityModel
 from libra_opt.cost.prices import CostCoefficients, CostModel, cost_coefficients
 from libra_opt.cost.tco import TcoModel, cluster_rate_coefficients
 from libra_opt.errors import InputError, input_context
@@ -82,6 +84,9 @@ class Scenario(FrozenOnUnpickle):
         all-to-all directly; Rail-only forwards cross-rail bytes through the HB domain).
     tco : TcoModel, optional
         Accelerator, host, energy and lifetime parameters (objective ``tco`` and reports).
+    reliability : ReliabilityModel, optional
+        Failure rates, recovery and spares: goodput and the cost of failures in reports
+        (:mod:`libra_opt.scenario.failures`); the optimum's bandwidths do not depend on it.
     collectives : CollectiveSettings, optional
         Settings of the ``topology_aware`` model (default
         :class:`~libra_opt.traffic.topology_aware.CollectiveSettings`); the other collective
@@ -116,6 +121,7 @@ class Scenario(FrozenOnUnpickle):
     training_loop: TrainingLoop = "no_overlap"
     traffic_model: TrafficModel = "hierarchical"
     tco: TcoModel | None = None
+    reliability: ReliabilityModel | None = None
     collectives: CollectiveSettings | None = None
     in_network_reduction: tuple[str, ...] = ()
     name: str = "scenario"
@@ -185,6 +191,8 @@ class Scenario(FrozenOnUnpickle):
                 for kind, size, group in wl.flat.collectives:
                     collective_phases(kind, size, wl.groups[group], self.fabric, settings)
 
+        if self.reliability is not None:
+            self._check_reliability(self.reliability)
         if self.objective_model.needs_tco and self.tco is None:
             raise InputError(
                 "objective 'tco' needs a tco section (accelerator, host, energy, lifetime, "
@@ -214,6 +222,18 @@ class Scenario(FrozenOnUnpickle):
                 "overlap; set training_loop: overlap, or turn those options off",
                 field="training_loop")
         self._check_rows()
+
+    def _check_reliability(self, rel: ReliabilityModel) -> None:
+        """The failure model fits the fabric, and every workload's checkpoint has a size."""
+        rel.check(self.fabric)
+        failure_modes(self.fabric, rel.rates, rel.gpus_per_host)
+        if rel.checkpoint_bytes is None:
+            unsized = [w.name for w in self.workloads
+                       if w.metrics is None or w.metrics.checkpoint_bytes is None]
+            if unsized:
+                raise InputError(
+                    f"workload {unsized[0]!r} has no model to size its checkpoint from: give "
+                    "reliability.checkpoint_bytes", field="reliability.checkpoint_bytes")
 
     def _check_limits(self) -> None:
         """The constraints' shapes and magnitudes and the caps' ranges (part of the checks

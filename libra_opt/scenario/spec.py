@@ -5,7 +5,8 @@ names are the file's keys: the fabric (inline dimensions, a builder call or a LI
 prices (inline tables, a LIBRA cost file or a catalog with overrides), the power model, the
 workloads (model + parallelism + device + mapping, or ASTRA-sim + LIBRA communicator files),
 the timing options, compression, fine-grained overlap, DiLoCo, in-network reduction and the
-in-network optimizer's aggregators, the constraints, caps, TCO and the objective.
+in-network optimizer's aggregators, the constraints, caps, TCO, the failure model
+(``reliability``) and the objective.
 
 :func:`libra_opt.scenario.compile.compile` turns a spec into a
 :class:`~libra_opt.scenario.scenario.Scenario` without touching a file. An entry that comes
@@ -344,6 +345,7 @@ class ScenarioSpec(_Node):
     diloco: DiLoCoSpec | None = None
     in_network_optimizer: InNetworkOptimizerSpec | None = None
     tco: Mapping[str, Any] | None = None
+    reliability: Mapping[str, Any] | None = None
     name: str | None = None
     source: str | None = field(default=None, compare=False)
     base_dir: str | None = field(default=None, compare=False)

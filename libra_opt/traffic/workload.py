@@ -163,6 +163,9 @@ class StepMetrics:
         Peak memory of the most loaded NPU.
     memory_capacity_bytes : float, optional
         HBM capacity of one NPU.
+    checkpoint_bytes : float, optional
+        Bytes of one checkpoint of the model's weights and optimizer state
+        (:func:`~libra_opt.generators.memory.checkpoint_bytes`).
     """
 
     tokens_per_step: float
@@ -172,6 +175,7 @@ class StepMetrics:
     peak_flops_per_npu: float
     memory_per_npu_bytes: float | None = None
     memory_capacity_bytes: float | None = None
+    checkpoint_bytes: float | None = None
 
     def throughput_tokens_per_s(self, step_time_s: float) -> float:
         """Tokens (or samples) per second of the whole cluster."""

@@ -24,6 +24,7 @@ def test_codesign_notebook_runs(tmp_path) -> None:
         o.get("text", "") + str(o.get("data", {}).get("text/plain", ""))
         for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
     assert "search best" in text and "SearchResult(tco" in text
+    assert "396 interruptions in 54 days (the paper: 419)" in text and "effective_objective" in text
     assert not any(o.get("output_type") == "error"
                    for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
     assert elapsed < 60.0

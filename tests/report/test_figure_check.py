@@ -197,3 +197,12 @@ def test_rail_only_headline_states_both_savings_and_the_loss():
     assert f["rail_only.scaleout_cost_saving_pct"] == "27.5-55.0"
     assert (f["rail_only.loss_pct"], f["rail_only.loss_gpus"], f["rail_only.loss_hb_domain"]) \
         == ("13-60", "2,048-4,096", "128-256")
+
+
+def test_failures_figure():
+    import failures
+
+    fig = failures.figure(_csv("failures_by_size.csv"))
+    assert figure_problems(fig) == []
+    left, right = fig.axes
+    assert len(left.lines) == 4 and right.get_yscale() == "linear"

@@ -254,3 +254,15 @@ def test_constraints_of_the_report_read_as_on_the_command_line(capsys):
     assert html_rows == cli_rows
     assert html_rows["bw.hb <= 600.0"][3] == html_rows["bw.scaleout <= 100.0"][3] == "0"
     assert html_rows["budget_usd"] == ["17,388,800", "<=", "40,000,000", "22,611,200"]
+
+
+def test_failures_section_of_a_scenario_with_a_reliability_section(tco_study):
+    study, report = tco_study
+    header, rows = _report_table(report, "Failure modes: what breaks and what it does")
+    by = {r[0]: r for r in rows}
+    assert by["NPU"][header.index("failures per 54.0 days")] == "196.00"     # Table 5
+    assert by["scaleout core"][header.index("effect")].startswith("scaleout at 96.9%")
+    header, rows = _report_table(report, "Goodput under checkpoint/restart")
+    assert rows[0][header.index("goodput")] == "92.97%"
+    html = render_html(report)
+    assert "<h2>Failures and goodput</h2>" in html and "Job MTTF 3.27 h" in html

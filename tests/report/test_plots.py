@@ -8,6 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
+from numpy.testing import assert_allclose
 
 from libra_opt.optimize.problem import solve
 from libra_opt.report import plots as P
@@ -155,3 +156,15 @@ def test_sensitivity_panels():
     widths = [p.get_width() for p in fig.axes[0].patches]
     assert widths == pytest.approx([2e-5, 5e-5])
     _no_offsets(fig)
+
+
+def test_goodput_by_size_plot_one_pair_of_lines_per_family():
+    t = pd.DataFrame({"family": ["fat_tree"] * 2 + ["rail_only"] * 2,
+                      "n_npus": [2048, 4096] * 2, "goodput": [0.98, 0.97, 0.98, 0.97],
+                      "throughput_fraction": [0.979, 0.968, 0.979, 0.969]})
+    fig = P.plot_goodput_by_size(t)
+    (ax,) = fig.axes
+    assert len(ax.lines) == 4 and ax.get_xscale() == "log"
+    assert_allclose(ax.lines[1].get_ydata(), [97.9, 96.8])
+    _, ax2 = plt.subplots()
+    assert P.plot_goodput_by_size(t, ax=ax2) is ax2.figure

@@ -127,6 +127,7 @@ def search(
     progress: Any = False,
     gains: bool = False,
     error_model: ErrorModel | None = None,
+    rank: str = "objective",
 ) -> SearchResult:
     """Co-design search of a scenario: parallelization, placement, fabric shape and
     bandwidth chosen together (:func:`libra_opt.explore.search.run_search`).
@@ -154,6 +155,9 @@ def search(
         The validated runs the solved rows' error bands come from (see
         :func:`~libra_opt.explore.search.run_search`; :func:`libra_opt.search` gives the
         packaged ones unless told otherwise).
+    rank : {'objective', 'failures'}
+        Rank by the objective, or by the objective under failures (the scenario's
+        ``reliability`` section; :mod:`libra_opt.explore.search`).
 
     Examples
     --------
@@ -172,7 +176,7 @@ def search(
         space = dataclasses.replace(space, hb_domains=tuple(hb_domains))
     res = run_search(base, space, top=top, objective=objective, executor=executor,
                      max_workers=max_workers, scheduler=scheduler, progress=progress,
-                     error_model=error_model)
+                     error_model=error_model, rank=rank)
     if gains:
         g = codesign_gains(base, res, space, executor=executor, max_workers=max_workers,
                            scheduler=scheduler)

@@ -43,10 +43,21 @@ and much tighter when the optimum buys far less than the most bandwidth allowed.
 
 With the bandwidth fixed at ``B0`` (a fixed-network search) ``F = {B0}``: ``B^max = B0``
 and ``R_min = R(B0)``, and bound 1 is the objective itself.
+
+**Ranking with failures** (``rank="failures"``, a scenario with a ``reliability`` section).
+Candidates are ranked by the objective under failures, ``objective x (E[T] / T) /
+goodput`` (for ``tco`` also times ``(rate + spares' rate) / rate``;
+:func:`~libra_opt.scenario.failures.failure_report`), each at its failure-free bandwidth
+optimum (degraded parts are evaluated, never re-solved). Every factor is at least 1, and
+``1 / goodput >= E_i[e^{R_i/M}]`` whatever the checkpoint and its interval (the goodput
+formula with ``delta = 0`` and ``tau -> 0``; :func:`~libra_opt.scenario.failures.
+recovery_terms`), a function of the fabric shape alone: each shape's bounds times it
+(:func:`failure_bounds`) are lower bounds of the ranked value.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -58,6 +69,7 @@ from libra_opt.cost.tco import cluster_rate_coefficients
 from libra_opt.fabric.heterogeneous import slowest_fractions
 from libra_opt.optimize.feasibility import lp_extreme
 from libra_opt.scenario.constraints import Row
+from libra_opt.scenario.failures import recovery_terms
 from libra_opt.scenario.scenario import Scenario
 from libra_opt.traffic.in_network import in_network_dims
 from libra_opt.traffic.routing import collective_traffic
@@ -65,7 +77,7 @@ from libra_opt.traffic.step_time import WalkArrays, step_time_from_walk
 from libra_opt.traffic.timing import TimingModel
 
 __all__ = ["ShapeBounds", "shape_bounds", "objective_factor", "step_times_s", "LEVELS",
-           "GroupTimes", "additive", "SyncFloor"]
+           "GroupTimes", "additive", "SyncFloor", "failure_bounds"]
 
 #: Cost levels of bound 1' (quadratically spaced: finer near the cheapest designs).
 LEVELS = 24
@@ -246,6 +258,18 @@ def shape_bounds(scenario: Scenario, fixed_bw_gbps: np.ndarray | None = None) ->
     factor = scale * np.maximum(k0 + levels[:-1] * (1.0 - 1e-9), 0.0)
     factor[0] = factor_min
     return ShapeBounds(bw_max, factor_min, True, level_bw, factor)
+
+
+def failure_bounds(scenario: Scenario, bounds: ShapeBounds) -> ShapeBounds:
+    """``bounds`` times the shape's least ``1 / goodput``, ``E_i[e^{R_i/M}]`` (module
+    notes): lower bounds of the objective under failures."""
+    if not bounds.feasible:
+        return bounds
+    mtbf_s, r, p, _ = recovery_terms(scenario)
+    lift = float(p @ np.exp(r / mtbf_s)) * (1.0 - 1e-12)
+    level = None if bounds.level_factor is None else bounds.level_factor * lift
+    return dataclasses.replace(bounds, factor_min=bounds.factor_min * lift,
+                               level_factor=level)
 
 
 def additive(scenario: Scenario) -> bool:

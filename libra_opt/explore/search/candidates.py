@@ -38,16 +38,20 @@ from libra_opt.explore.search.spec import candidate_spec
 from libra_opt.fabric.dims import Fabric
 from libra_opt.generators.descriptors import TransformerSpec
 from libra_opt.generators.devices import ComputeEfficiency, Device
-from libra_opt.generators.generated import GeneratedWorkload, model_flops_utilization
+from libra_opt.generators.generated import (
+    GeneratedWorkload,
+    model_flops_utilization,
+    step_metrics,
+)
 from libra_opt.generators.generator import generate_workload
 from libra_opt.generators.mapping import Placement, place_groups
 from libra_opt.generators.parallelism import Parallelism
 from libra_opt.optimize.problem import build_problem, solve
 from libra_opt.optimize.solution import Solution
-from libra_opt.scenario.evaluate import evaluate
+from libra_opt.scenario.evaluate import Evaluation, evaluate
+from libra_opt.scenario.failures import failure_report
 from libra_opt.scenario.scenario import Scenario
 from libra_opt.scenario.spec import ScenarioSpec
-from libra_opt.traffic.workload import StepMetrics
 
 __all__ = [
     "ModelEntry",
@@ -121,16 +125,6 @@ class Candidate:
     shape: FabricShape
 
 
-def _metrics(g: GeneratedWorkload) -> StepMetrics:
-    return StepMetrics(
-        tokens_per_step=g.tokens_per_step, samples_per_step=g.samples_per_step,
-        model_flops_per_step=g.model_flops_per_step, n_npus=g.n_npus,
-        peak_flops_per_npu=g.device.peak_flops_for(g.compute_dtype),
-        memory_per_npu_bytes=g.memory.total_bytes,
-        memory_capacity_bytes=g.memory.capacity_bytes,
-    )
-
-
 def generate(entry: ModelEntry, par: Parallelism, fabric: Fabric) -> GeneratedWorkload:
     """The generator's workload of ``par`` on ``fabric`` (automatic placement, memory not
     checked); its layers do not depend on the placement, only its groups do."""
@@ -168,7 +162,10 @@ def candidate_scenario(base: SearchBase, fabric: Fabric, generated: GeneratedWor
     >>> s.workloads == base.scenario.workloads
     True
     """
-    wl = _placed(generated, placement, name=base.entry.name, metrics=_metrics(generated))
+    m0 = base.scenario.workloads[0].metrics  # the model and precision: the checkpoint's
+    ckpt = None if m0 is None else m0.checkpoint_bytes
+    wl = _placed(generated, placement, name=base.entry.name,
+                 metrics=step_metrics(generated, ckpt))
     return dataclasses.replace(base.scenario, fabric=fabric, workloads=(wl,))
 
 
@@ -191,6 +188,12 @@ class _Context:
     top: int
     prune: bool
     spec: ScenarioSpec | None = None  # the solutions' base spec (None: not the spec's problem)
+    rank_failures: bool = False  # rank by the objective under failures
+
+    @property
+    def rank_key(self) -> str:
+        """The result column candidates are ranked (and pruned) by."""
+        return "effective_objective" if self.rank_failures else "objective"
 
 
 def _knobs(par: Parallelism) -> dict[str, Any]:
@@ -231,8 +234,10 @@ def _placements(ctx: _Context, shape: FabricShape, par: Parallelism,
     return [placement_of(shape.fabric, m) for m in _matrices(ctx, shape, par, cache)]
 
 
-def _solved_values(ctx: _Context, scen: Scenario, g: GeneratedWorkload, bw: np.ndarray,
-                   step_s: float, objective: float, cost: float, power: float | None) -> dict:
+def _solved_values(ctx: _Context, scen: Scenario, g: GeneratedWorkload, ev: Evaluation,
+                   objective: float) -> dict:
+    bw, step_s = ev.bw_gbps, ev.weighted_step_time_s
+    cost, power = ev.cost.network_cost_usd, ev.cost.network_power_w
     out: dict[str, Any] = {
         "objective": objective, "step_time_s": step_s,
         "tokens_per_s": g.tokens_per_step / step_s,
@@ -243,6 +248,11 @@ def _solved_values(ctx: _Context, scen: Scenario, g: GeneratedWorkload, bw: np.n
         out[f"bw_{name}_gbps"] = float(b)
     out["network_cost_usd"] = cost
     out["network_power_w"] = math.nan if power is None else power
+    if ctx.rank_failures:
+        rep = failure_report(scen, ev)
+        out["goodput"] = rep.goodput
+        out["effective_objective"] = rep.effective_objective_value * objective \
+            / ev.objective_value  # on the solver's objective value, as the ranking's
     out["run_cost_usd"] = out["run_cost_usd_per_mtoken"] = math.nan
     if scen.tco is not None:
         try:
@@ -264,9 +274,7 @@ def _inner(ctx: _Context, scen: Scenario, g: GeneratedWorkload) -> tuple[str, st
             bad = ev.violated()
             if bad:
                 return "infeasible", "the fixed bandwidth violates " + ", ".join(bad), {}
-            return "optimal", "", _solved_values(
-                ctx, scen, g, ev.bw_gbps, ev.weighted_step_time_s, ev.objective_value,
-                ev.cost.network_cost_usd, ev.cost.network_power_w)
+            return "optimal", "", _solved_values(ctx, scen, g, ev, ev.objective_value)
         sol = solve(build_problem(scen), with_baselines=False)
     except InfeasibleDesignError as exc:
         return "infeasible", " ".join(str(exc).split()), {}
@@ -274,9 +282,7 @@ def _inner(ctx: _Context, scen: Scenario, g: GeneratedWorkload) -> tuple[str, st
         return "unbounded", " ".join(str(exc).split()), {}
     except LibraOptError as exc:
         return "error", " ".join(str(exc).split()), {}
-    return "optimal", "", _solved_values(
-        ctx, scen, g, sol.bw_gbps, sol.evaluation.weighted_step_time_s, sol.objective_value,
-        sol.network_cost_usd, sol.network_power_w)
+    return "optimal", "", _solved_values(ctx, scen, g, sol.evaluation, sol.objective_value)
 
 
 def _generate_shared(ctx: _Context, par: Parallelism, fabric: Fabric,

@@ -20,6 +20,9 @@ numpy evaluator). The steps, cheapest first:
    factor.
 5. **Solve** the rest.
 
+With ``rank="failures"`` candidates are ranked, exactly, by the objective under failures
+(:mod:`libra_opt.explore.search.bounds` says why the bounds still hold).
+
 A candidate is pruned when its bound exceeds the ``top``-th best objective found so far by
 more than :data:`PRUNE_RTOL` (relative): its optimum is then worse than ``top`` solved
 candidates, so the ``top`` best are those of exhaustive enumeration. Parallelizations are
@@ -39,12 +42,12 @@ percentage), ``memory_per_npu_gb``, ``bw_<dim>_gbps``, ``network_cost_usd``,
 ``network_power_w``, ``run_cost_usd`` (the cost of one training run: its steps x step time
 x the cluster's amortized $/s, :func:`~libra_opt.cost.tco.training_run_cost_usd`; not the
 cluster's lifetime TCO; NaN without a TCO model and run length) and
-``run_cost_usd_per_mtoken`` (that cost per million tokens trained), ``solve_s`` and
-``rank`` (1 = best by the objective among the solved rows; NA, a missing value of the
-nullable ``Int64`` type, for every row not solved). Rows that stand for many candidates
-pruned together (a parallelization that does not fit, or whose bound 2 exceeds the
-incumbent) say how many in ``n_candidates`` and have ``placement`` ``*`` (and ``fabric``
-``*`` for memory).
+``run_cost_usd_per_mtoken`` (that cost per million tokens trained), ``solve_s`` (ranked
+with failures: ``goodput``, ``effective_objective``) and ``rank`` (1 = best by the ranking
+among the solved rows; NA, a missing value of the nullable ``Int64`` type, for every row not
+solved). Rows that stand for many candidates pruned together (a parallelization that does
+not fit, or whose bound 2 exceeds the incumbent) say how many in ``n_candidates`` and have
+``placement`` ``*`` (and ``fabric`` ``*`` for memory).
 
 What a candidate is, the scenario it becomes and how it is solved and resolved live in
 :mod:`libra_opt.explore.search.candidates` (its public names are importable from here).
@@ -78,6 +81,7 @@ from libra_opt.explore.search.bounds import (
     GroupTimes,
     SyncFloor,
     additive,
+    failure_bounds,
     shape_bounds,
 )
 from libra_opt.explore.search.candidates import (
@@ -140,6 +144,7 @@ __all__ = [
     "conventional_parallelism",
     "EXECUTORS",
     "PRUNE_RTOL",
+    "RANKS",
     "KNOB_COLUMNS",
     "generate",
     "run_chunk",
@@ -154,6 +159,7 @@ logger = logging.getLogger(__name__)
 PRUNE_RTOL = SAME_REL_TOL
 #: Parallelizations per chunk of work (one batch of an executor).
 CHUNK = 8
+RANKS = ("objective", "failures")  #: the objective, or the objective under failures
 #: A progress callback: ``progress(done_candidates, total_candidates)``.
 Progress = Callable[[int, int], None]
 
@@ -252,7 +258,7 @@ def iter_chunk(ctx: _Context, items: Sequence[tuple[int, Parallelism, float]],
             status, reason, values = _inner(ctx, scen, g)
             values["solve_s"] = time.perf_counter() - t0
             if status == "optimal":
-                best.append(values["objective"])
+                best.append(values[ctx.rank_key])
                 best[:] = sorted(best)[: ctx.top]
             values.setdefault("memory_per_npu_gb", mem_gb)
             rows.append(_row(index, shape, par, pl.describe(), status, reason,
@@ -300,6 +306,8 @@ class SearchResult:
         :func:`codesign_gains`, when asked for.
     device, stack : str
         The workload's device key and software stack (what its error bands are drawn for).
+    rank : str
+        What the rows are ranked by: ``objective`` or ``failures`` (``effective_objective``).
     """
 
     table: pd.DataFrame
@@ -310,6 +318,7 @@ class SearchResult:
     gains: Mapping[str, Any] | None = None
     device: str = ""
     stack: str = ""
+    rank: str = "objective"
 
     def best(self, k: int = 5) -> pd.DataFrame:
         """The ``k`` best solved rows, best first."""
@@ -347,6 +356,7 @@ def run_search(
     extra_constraints: Sequence[LinearConstraint] = (),
     solutions: bool = True,
     error_model: ErrorModel | None = None,
+    rank: str = "objective",
 ) -> SearchResult:
     """Search parallelization, placement, fabric shape and bandwidth together.
 
@@ -387,6 +397,8 @@ def run_search(
         gets the model's error band, whether it lies inside the validated envelope, whether
         its MFU exceeds the best measured on the device, and whether the model tells it
         apart from the best (:func:`~libra_opt.explore.search.results.trust_columns`).
+    rank : {'objective', 'failures'}
+        By the objective, or by the objective under failures (a ``reliability`` section).
 
     Returns
     -------
@@ -421,6 +433,10 @@ def run_search(
                          field="max_workers")
     executor = resolve_executor(executor, scheduler)
     scen, spec = base.scenario, base.spec
+    if rank not in RANKS or (rank == "failures" and scen.reliability is None):
+        raise InputError(f"rank {rank!r} is not one of {', '.join(RANKS)}" if rank not in RANKS
+                         else "ranking with failures needs the scenario's reliability "
+                         "section", source=scen.source, field="rank")
     if objective is not None:
         if objective not in OBJECTIVES:
             raise InputError(f"objective {objective!r} is not one of {', '.join(OBJECTIVES)}",
@@ -451,6 +467,7 @@ def run_search(
                 shape, fabric=None, reason=exc.one_line()), None, None))
             continue
         bounds = shape_bounds(sc, None if fixed is None else np.asarray(fixed))
+        bounds = failure_bounds(sc, bounds) if rank == "failures" else bounds
         if not bounds.feasible:
             shapes.append(_ShapeContext(dataclasses.replace(
                 shape, reason="the constraints admit no bandwidth"), None, None))
@@ -458,7 +475,7 @@ def run_search(
             shapes.append(_ShapeContext(shape, sc, bounds))
     ctx = _Context(base, tuple(shapes), scen.fabric.names, fixed,
                    space.placements == "all", top, prune,
-                   None if extra_constraints else spec)
+                   None if extra_constraints else spec, rank == "failures")
     live = [sc for sc in shapes if sc.bounds is not None]
     rows: list[dict] = []
     for si, shape_ctx in enumerate(shapes):
@@ -535,13 +552,13 @@ def run_search(
                 for i in range(len(chunks)):  # chunk order: deterministic whatever finished first
                     for par_rows in results[i]:
                         rows.extend(par_rows)
-                        best.extend(r["objective"] for r in par_rows
+                        best.extend(r[ctx.rank_key] for r in par_rows
                                     if r["status"] == "optimal")
                 best = sorted(best)[:top]
     finally:
         bar(-1, total)
 
-    table = designs(search_table(rows, scen.fabric.names))
+    table = designs(search_table(rows, scen.fabric.names, ctx.rank_key), ctx.rank_key)
     if error_model is not None:
         table = table.assign(**trust_columns(error_model, table, entry))
     stats = search_stats(table, time.perf_counter() - t_start)
@@ -552,7 +569,7 @@ def run_search(
             cand, sol = _resolve(ctx, r)
             cands.append(cand)
             sols.append(sol)
-    return SearchResult(table, tuple(sols), tuple(cands), stats, scen.objective,
+    return SearchResult(table, tuple(sols), tuple(cands), stats, scen.objective, rank=rank,
                         device=entry.device.key,
                         stack=entry.parallelism.software_stack or entry.device.calibration_stack)
 

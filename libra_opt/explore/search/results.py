@@ -37,9 +37,11 @@ _FLOATS = ("lower_bound", "objective", "step_time_s", "tokens_per_s", "mfu",
            "run_cost_usd_per_mtoken", "solve_s")
 
 
-def search_table(rows: list[dict], dim_names: Iterable[str]) -> pd.DataFrame:
-    """The rows of a search, in enumeration order, ranked by the objective (``rank`` 1 =
-    best; NA for rows not solved)."""
+def search_table(rows: list[dict], dim_names: Iterable[str], rank_key: str = "objective"
+                 ) -> pd.DataFrame:
+    """The rows of a search, in enumeration order, ranked by ``rank_key`` (``objective``, or
+    ``effective_objective`` when ranked with failures; ``rank`` 1 = best; NA for rows not
+    solved)."""
     import pandas as pd
 
     bw_cols = [f"bw_{n}_gbps" for n in dim_names]
@@ -50,18 +52,19 @@ def search_table(rows: list[dict], dim_names: Iterable[str]) -> pd.DataFrame:
     extra = sorted({k for r in rows for k in r} - set(cols))
     df = pd.DataFrame.from_records(rows, columns=[*cols, *extra])
     df = df.sort_values("index", kind="stable").reset_index(drop=True)
-    for c in (*_FLOATS, *bw_cols):
+    for c in (*_FLOATS, *bw_cols, *(c for c in ("goodput", "effective_objective") if c in df)):
         df[c] = df[c].astype(float)
     df["hb_domain"] = df["hb_domain"].astype("Int64")
     solved = df["status"] == "optimal"
-    order = df[solved].sort_values(["objective", "index"], kind="stable").index
+    order = df[solved].sort_values([rank_key, "index"], kind="stable").index
     df["rank"] = pd.Series(pd.NA, index=df.index, dtype="Int64")
     df.loc[order, "rank"] = np.arange(1, len(order) + 1)
     return df
 
 
-def _one_design(a: Any, b: Any, bw_cols: list[str]) -> bool:
-    return bool(a.fabric == b.fabric and same(a.objective, b.objective)
+def _one_design(a: Any, b: Any, bw_cols: list[str], key: str) -> bool:
+    return bool(a.fabric == b.fabric and same(getattr(a, key), getattr(b, key))
+                and same(a.objective, b.objective)
                 and same(a.step_time_s, b.step_time_s)
                 and same(a.network_cost_usd, b.network_cost_usd)
                 and same([getattr(a, c) for c in bw_cols], [getattr(b, c) for c in bw_cols]))
@@ -73,9 +76,10 @@ def _differs(design: Any, alt: Any) -> str:
     return f"{', '.join(knobs) or 'the same knobs'} ({alt.memory_per_npu_gb:.1f} GB per NPU)"
 
 
-def designs(table: pd.DataFrame) -> pd.DataFrame:
-    """``table`` (from :func:`search_table`) with the rows of one design ranked once (module
-    notes): ``rank`` counts designs, ``alternative_of`` and ``alternatives`` added.
+def designs(table: pd.DataFrame, rank_key: str = "objective") -> pd.DataFrame:
+    """``table`` (from :func:`search_table`, ranked by ``rank_key``) with the rows of one
+    design ranked once (module notes): ``rank`` counts designs, ``alternative_of`` and
+    ``alternatives`` added.
 
     Examples
     --------
@@ -102,9 +106,9 @@ def designs(table: pd.DataFrame) -> pd.DataFrame:
     for r in ranked.itertuples():
         home = None
         for g in reversed(groups):
-            if not same(g[0].objective, r.objective):
-                break  # ranked by objective: no earlier group can match
-            if _one_design(g[0], r, bw_cols):
+            if not same(getattr(g[0], rank_key), getattr(r, rank_key)):
+                break  # ranked by the key: no earlier group can match
+            if _one_design(g[0], r, bw_cols, rank_key):
                 home = g
                 break
         if home is None:
