@@ -57,6 +57,7 @@ class RowResult:
     variant_set: str = ""
     n_npus: int = 0
     samples_per_step: float = 0.0
+    variant_judge: str = "rank"
 
     @property
     def role(self) -> str:
@@ -169,7 +170,8 @@ def predict_row(row: ValidationRow, device: Device | None = None) -> RowResult:
                      stack=row.software_stack, calibrate_stack=row.calibrate_stack,
                      convention=row.convention, convention_band=row.convention_band,
                      variant_set=row.variant_set, n_npus=row.parallelism.n_npus,
-                     samples_per_step=float(row.parallelism.global_batch_size))
+                     samples_per_step=float(row.parallelism.global_batch_size),
+                     variant_judge=row.variant_judge)
 
 
 def validate(table: ValidationTable, devices: Mapping[str, Device] | None = None) -> TableResult:

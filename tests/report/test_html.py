@@ -202,7 +202,7 @@ def test_watts_dollars_and_prices_are_whole_numbers_with_separators(tco_study):
     col = header.index("network power (W)")
     watts = [*ev.cost.w_by_dim_component.sum(axis=1), ev.cost.network_power_w]
     assert [r[col] for r in rows] == [f"{round(w):,}" for w in watts]
-    assert [r[col] for r in rows] == ["1,937,529", "770,113", "2,707,642"]
+    assert [r[col] for r in rows] == ["2,136,744", "770,111", "2,906,855"]
     header, rows = _report_table(report, "Marginal step time of each dimension")
     col = header.index("price ($ per GB/s)")
     prices = study.sensitivity["usd_per_gbps"].tolist()
