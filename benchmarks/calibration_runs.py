@@ -19,7 +19,6 @@ model is checked against :func:`~libra_opt.explore.calibration.calibrate_stacks`
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import itertools
 import math
@@ -141,12 +140,7 @@ def plot(df: pd.DataFrame, path: Path) -> None:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--out", default="out", help="output directory (default out/)")
-    results.add_arguments(p)
-    args = p.parse_args(argv)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    args, out = results.parse_out_args(__doc__, argv)
     df = study(load_validation_table(TABLE))
     df.to_csv(out / "calibration_runs.csv", index=False)
     plot(df, out / "calibration_runs.png")
