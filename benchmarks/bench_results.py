@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 __all__ = ["RESULTS", "record", "read_results", "readme_spans", "HEADER", "add_arguments",
-           "record_from_args", "sync_readme"]
+           "record_from_args", "sync_readme", "parse_out_args"]
 
 RESULTS = Path(__file__).resolve().with_name("RESULTS.md")
 HEADER = """# Benchmark results
@@ -101,6 +101,20 @@ def add_arguments(parser) -> None:
                         "(default benchmarks/RESULTS.md)")
     parser.add_argument("--no-results", action="store_true",
                         help="do not write the results file")
+
+
+def parse_out_args(doc: str, argv=None):
+    """The arguments of a script with no options of its own: ``--out DIR`` (default
+    ``out``, created) and the results options; returns ``(args, out directory)``."""
+    import argparse
+
+    p = argparse.ArgumentParser(description=doc.splitlines()[0])
+    p.add_argument("--out", default="out", help="output directory (default out/)")
+    add_arguments(p)
+    args = p.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    return args, out
 
 
 def record_from_args(args, name: str, values: Mapping[str, str]) -> None:

@@ -27,7 +27,6 @@ Writes ``small_messages.csv``, ``small_messages_sweep.csv`` and ``small_messages
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -194,12 +193,7 @@ def figures(table: pd.DataFrame) -> dict[str, str]:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--out", default="out", help="output directory (default out/)")
-    results.add_arguments(p)
-    args = p.parse_args(argv)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    args, out = results.parse_out_args(__doc__, argv)
     table = pd.DataFrame([compare(w) for w in workloads()])
     sizes = [2**k for k in range(16, 29, 2)]  # 64 KiB .. 256 MiB
     sw = sweep(sizes)

@@ -7,7 +7,9 @@ convention-dependent. :func:`variant_rankings` compares, within each ``variant_s
 order of the predicted and the measured cost of the variants -- GPU-seconds per sample,
 ``n_gpus x t_step / samples per step`` -- by Spearman's rank correlation and by the regret of
 the model's pick: the measured cost of the variant the model predicts cheapest over the
-measured cheapest, minus 1.
+measured cheapest, minus 1. A set meets the ranking target with a Spearman of at least
+:data:`SPEARMAN_TARGET` and a regret of at most :data:`REGRET_TARGET`; a set whose table
+judges it by regret (``variant_judge: regret``) needs the regret alone.
 """
 
 from __future__ import annotations
@@ -27,7 +29,14 @@ __all__ = [
     "stack_summaries",
     "variant_rankings",
     "spearman",
+    "SPEARMAN_TARGET",
+    "REGRET_TARGET",
 ]
+
+#: Rank correlation of predicted and measured cost a variant set must reach.
+SPEARMAN_TARGET = 0.9
+#: Largest regret of the model's pick (measured cost over the measured best, minus 1).
+REGRET_TARGET = 0.03
 
 
 @dataclass(frozen=True)
@@ -132,6 +141,26 @@ class VariantRanking:
     def best(self) -> str:
         """Name of the measured cheapest variant."""
         return self.rows[min(range(len(self.rows)), key=lambda i: self.measured_cost[i])].name
+
+    @property
+    def judged_by(self) -> str:
+        """``rank`` (Spearman and regret) or ``regret`` (the regret alone): how the set's
+        table judges it."""
+        return "regret" if all(r.variant_judge == "regret" for r in self.rows) else "rank"
+
+    @property
+    def meets_target(self) -> bool:
+        """Regret at most :data:`REGRET_TARGET` and, when judged by rank, Spearman at least
+        :data:`SPEARMAN_TARGET`."""
+        if not self.regret <= REGRET_TARGET + 1e-12:
+            return False
+        return self.judged_by == "regret" or self.spearman >= SPEARMAN_TARGET - 1e-12
+
+    @property
+    def mean_abs_error(self) -> float:
+        """Average absolute error of the set's rows that are judged (not calibration or
+        convention-dependent rows; NaN if none)."""
+        return abs_errors(r.error for r in self.rows if r.role == "validation")[0]
 
 
 def _cost(r: RowResult, t_s: float) -> float:

@@ -61,6 +61,7 @@ class RowResult:
     n_npus: int = 0
     samples_per_step: float = 0.0
     mfu_measured: float = math.nan
+    variant_judge: str = "rank"
 
     @property
     def role(self) -> str:
@@ -173,7 +174,8 @@ def predict_row(row: ValidationRow, device: Device | None = None) -> RowResult:
                     stack=row.software_stack, calibrate_stack=row.calibrate_stack,
                     convention=row.convention, convention_band=row.convention_band,
                     variant_set=row.variant_set, n_npus=row.parallelism.n_npus,
-                    samples_per_step=float(row.parallelism.global_batch_size))
+                    samples_per_step=float(row.parallelism.global_batch_size),
+                    variant_judge=row.variant_judge)
     measured_s = res.measured_step_time_s
     return dataclasses.replace(res, mfu_measured=achieved_flops_per_npu(g, measured_s)
                                / g.device.peak_flops_for(g.compute_dtype))

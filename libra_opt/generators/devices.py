@@ -26,7 +26,7 @@ from pydantic import Field
 from libra_opt.errors import InputError
 from libra_opt.fabric.frozen import FrozenMap
 from libra_opt.schema import StrictModel, validate_as
-from libra_opt.traffic.nccl_curves import NCCL_CURVES
+from libra_opt.traffic.collective_settings import link_efficiency_value
 
 __all__ = [
     "Device",
@@ -89,11 +89,17 @@ class Device:
     software_stacks : mapping of str to float
         One efficiency constant per software stack (:mod:`libra_opt.generators.stacks`):
         the stack's compute speed relative to ``calibration_stack`` (which is 1).
-    nccl_curve : str
-        The measured nccl-tests bus-bandwidth curve of the device's scale-up domain (a name
-        of :data:`~libra_opt.traffic.nccl_curves.NCCL_CURVES`; '' = none): how much of the
-        link smaller collectives reach (validation clusters,
-        :class:`~libra_opt.generators.validation.Cluster`).
+    scale_up_efficiency, scale_out_efficiency : float or str
+        What collectives reach of the line rate on the device's scale-up (NVLink-class)
+        and scale-out links: a measured nccl-tests bus-bandwidth curve (a name of
+        :data:`~libra_opt.traffic.nccl_curves.NCCL_CURVES`, read at each collective's
+        size), a line-rate preset (:data:`~libra_opt.traffic.links.LINE_RATE_PRESETS`) or a
+        fraction in (0, 1]; '' = none (the line rate). Applied by default to the fabric
+        dimensions those links form (:mod:`libra_opt.generators.device_links`).
+    scale_up_npus : int
+        Devices one scale-up domain joins (8 on an HGX board; 0 = not stated): the
+        innermost dimensions of a fabric given dimension by dimension that fit in it are
+        the device's scale-up links.
     """
 
     key: str
@@ -116,7 +122,9 @@ class Device:
     flops_efficiency: float = 0.0
     calibration_stack: str = ""
     software_stacks: Mapping[str, float] = field(default_factory=lambda: FrozenMap({}))
-    nccl_curve: str = ""
+    scale_up_efficiency: float | str = ""
+    scale_out_efficiency: float | str = ""
+    scale_up_npus: int = 0
 
     def peak_flops_for(self, dtype: str) -> float:
         """Peak FLOP/s for ``dtype``.
@@ -157,7 +165,9 @@ class _DeviceEntry(StrictModel):
     flops_efficiency: float = Field(default=0.0, ge=0, le=1)
     calibration_stack: str = ""
     software_stacks: dict[str, Annotated[float, Field(gt=0, le=2)]] = Field(default_factory=dict)
-    nccl_curve: str = ""
+    scale_up_efficiency: float | str = ""
+    scale_out_efficiency: float | str = ""
+    scale_up_npus: int = Field(default=0, ge=0, strict=True)
 
 
 def device_from_dict(key: str, value: Any, field: str | None = None) -> Device:
@@ -174,9 +184,9 @@ def device_from_dict(key: str, value: Any, field: str | None = None) -> Device:
     1000000000000000.0
     """
     e: _DeviceEntry = validate_as(_DeviceEntry, value, None, field or str(key))
-    if e.nccl_curve and e.nccl_curve not in NCCL_CURVES:
-        raise InputError(f"nccl_curve {e.nccl_curve!r} is not one of {', '.join(NCCL_CURVES)}",
-                         field=f"{field or key}.nccl_curve")
+    for link in ("scale_up_efficiency", "scale_out_efficiency"):
+        if getattr(e, link) != "":  # the collective settings' rules
+            link_efficiency_value(getattr(e, link), f"{field or key}.{link}")
     return Device(
         key=str(key),
         name=e.name,
@@ -198,7 +208,9 @@ def device_from_dict(key: str, value: Any, field: str | None = None) -> Device:
         roofline_source=e.roofline_source,
         calibration_stack=e.calibration_stack,
         software_stacks=FrozenMap(_stacks(e, field or str(key))),
-        nccl_curve=e.nccl_curve,
+        scale_up_efficiency=e.scale_up_efficiency,
+        scale_out_efficiency=e.scale_out_efficiency,
+        scale_up_npus=e.scale_up_npus,
     )
 
 

@@ -39,6 +39,7 @@ __all__ = [
     "OP_CLASSES",
     "gemm_op",
     "linear_ops",
+    "fused_softmax",
     "transformer_layer_operators",
     "embedding_operators",
     "head_operators",
@@ -193,6 +194,39 @@ class _Builder:
         self.ig.append(_ew(f"{name}_bwd", 2 * n, n, beta, _ADD_FLOPS, mask))
 
 
+def fused_softmax(attn_batches: int, s_q: int, s_kv: int) -> bool:
+    """Whether Megatron's fused scale-mask-softmax kernel runs (else its fp32 PyTorch ops).
+
+    Parameters
+    ----------
+    attn_batches : int
+        Score matrices of the kernel call: micro-batch x attention heads on the rank.
+    s_q, s_kv : int
+        Query and key lengths.
+
+    Notes
+    -----
+    Megatron's ``FusedScaleMaskSoftmax`` launches its CUDA kernel only when
+    ``16 < s_kv <= 4096``, ``s_q`` and ``s_kv`` are multiples of 4 and the number of score
+    matrices is a multiple of 4 (a block of 4 warps takes 4 rows of 4 matrices); otherwise
+    ``forward_torch_softmax`` casts the fp16 scores to fp32, scales, masks, takes the
+    softmax and casts back: ``2 beta + 32`` bytes per score element forward and
+    ``2 beta + 36`` backward instead of ``2 beta`` and ``3 beta``.
+
+    References
+    ----------
+    .. [1] NVIDIA Megatron-LM and Microsoft Megatron-DeepSpeed,
+       ``megatron/model/fused_softmax.py``, ``FusedScaleMaskSoftmax.is_kernel_available`` /
+       ``custom_kernel_constraint`` and ``forward_torch_softmax`` (2021-2023).
+
+    Examples
+    --------
+    >>> fused_softmax(2 * 6, 2048, 2048), fused_softmax(2 * 3, 2048, 2048)   # 48 heads / TP 8, 16
+    (True, False)
+    """
+    return attn_batches % 4 == 0 and s_q % 4 == 0 and s_kv % 4 == 0 and 16 < s_kv <= 4096
+
+
 def _attention(bld: _Builder, model: TransformerSpec, par: Parallelism, b: int, beta: float) -> None:
     tp, cp = par.tp, par.cp
     s_q, s_kv = model.seq_len // cp, model.seq_len
@@ -214,12 +248,19 @@ def _attention(bld: _Builder, model: TransformerSpec, par: Parallelism, b: int, 
     scores = float(batch) * s_q * s_kv
     qk = gemm_op("attention_scores", s_q, s_kv, d_qk, beta, batch, "attention")
     pv = gemm_op("attention_values", s_q, d_v, s_kv, beta, batch, "attention")
-    soft = _ew("softmax", scores, scores, beta, _SOFTMAX_FLOPS)
+    if fused_softmax(batch, s_q, s_kv):
+        soft = _ew("softmax", scores, scores, beta, _SOFTMAX_FLOPS)
+        soft_bwd = _ew("softmax_bwd", 2 * scores, scores, beta, _SOFTMAX_FLOPS)
+    else:  # fp32 PyTorch ops: cast, scale, mask, softmax, cast back (and their gradients)
+        soft = Operator("softmax_unfused", "elementwise", _SOFTMAX_FLOPS * scores,
+                        scores * (2 * beta + 32.0))
+        soft_bwd = Operator("softmax_unfused_bwd", "elementwise", _SOFTMAX_FLOPS * scores,
+                            scores * (2 * beta + 36.0))
     fwd = [qk, soft]
     bwd = [
         gemm_op("attention_values_dgrad_p", s_q, s_kv, d_v, beta, batch, "attention"),
         gemm_op("attention_values_dgrad_v", s_kv, d_v, s_q, beta, batch, "attention"),
-        _ew("softmax_bwd", 2 * scores, scores, beta, _SOFTMAX_FLOPS),
+        soft_bwd,
         gemm_op("attention_scores_dgrad_q", s_q, d_qk, s_kv, beta, batch, "attention"),
         gemm_op("attention_scores_dgrad_k", s_kv, d_qk, s_q, beta, batch, "attention"),
     ]

@@ -58,7 +58,7 @@ def stack_efficiency(device: Device, stack: str | None) -> float:
     >>> stack_efficiency(a100, "my_framework")
     Traceback (most recent call last):
     ...
-    libra_opt.errors.InputError: parallelism.software_stack: device a100_80gb has no constant for software stack 'my_framework'; it lists megatron_lm_2021, megatron_deepspeed, megatron_lm_2022 (give one with device: {preset: a100_80gb, software_stacks: {my_framework: <eta>}})
+    libra_opt.errors.InputError: parallelism.software_stack: device a100_80gb has no constant for software stack 'my_framework'; it lists megatron_lm_2021, megatron_deepspeed, megatron_deepspeed_2023, megatron_lm_2022 (give one with device: {preset: a100_80gb, software_stacks: {my_framework: <eta>}})
     """
     name = resolve_stack(device, stack)
     if stack is None or name == device.calibration_stack:
@@ -91,7 +91,7 @@ def timing_device(device: Device, eta: float) -> Device:
     >>> from libra_opt.io.presets import load_device
     >>> d = timing_device(load_device("a100_80gb"), 0.5)
     >>> round(d.default_efficiency, 4), d.mem_efficiency, d.vector_flops
-    (0.4499, 0.425, 39000000000000.0)
+    (0.4504, 0.425, 39000000000000.0)
     """
     if eta == 1.0:
         return device

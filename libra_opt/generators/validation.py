@@ -20,7 +20,7 @@ from libra_opt.generators.descriptors import TransformerSpec
 from libra_opt.generators.devices import Device
 from libra_opt.generators.parallelism import Parallelism
 from libra_opt.options import TrainingLoop
-from libra_opt.traffic.nccl_curves import NCCL_CURVES
+from libra_opt.traffic.collective_settings import link_efficiency_value
 from libra_opt.traffic.timing import TimingModel
 
 __all__ = [
@@ -52,20 +52,21 @@ NCCL_NET_STEP_S = 9.6e-6
 
 @dataclass(frozen=True)
 class Cluster:
-    """Hardware of a published run: ``gpus_per_node`` devices on a scale-up switch, nodes on
-    a scale-out switch, per-GPU bandwidth of each (GB/s, one direction: what the link gives
-    large collectives) and the latency of one collective step on each (s; default NCCL's
-    per-step ring latencies :data:`NCCL_NVLINK_STEP_S` and :data:`NCCL_NET_STEP_S`).
-    Ring-routed groups of generated workloads
+    """Hardware of a published run: ``gpus_per_node`` devices on a scale-up switch (the
+    node), nodes on a scale-out switch (the pod), the per-GPU line rate of each (GB/s, one
+    direction: the datasheet figure) and the latency of one collective step on each (s;
+    default NCCL's per-step ring latencies :data:`NCCL_NVLINK_STEP_S` and
+    :data:`NCCL_NET_STEP_S`). Ring-routed groups of generated workloads
     (:attr:`~libra_opt.traffic.workload.Workload.flat_ring_groups`) pay ``2 (k - 1)`` such
     steps per all-reduce.
 
-    ``node_nccl_curve`` / ``pod_nccl_curve`` name a measured nccl-tests bus-bandwidth curve
-    (:data:`~libra_opt.traffic.nccl_curves.NCCL_CURVES`) for that link (``None``: the
-    device's :attr:`~libra_opt.generators.devices.Device.nccl_curve` on the node link,
-    nothing on the pod link; ``''``: none). The link's bandwidth is then the curve's
-    large-message plateau and smaller collectives reach the curve's fraction of it
-    (:meth:`timing`, :meth:`fabric`); the curve's measurement includes the link's latency."""
+    What collectives reach of each line rate is the device's, as in a scenario
+    (:mod:`~libra_opt.generators.device_links`): the node takes the device's
+    ``scale_up_efficiency``, the pod its ``scale_out_efficiency``; ``node_efficiency`` /
+    ``pod_efficiency`` replace them (a measured curve of
+    :data:`~libra_opt.traffic.nccl_curves.NCCL_CURVES`, a line-rate preset, a fraction, or
+    ``none``). A link priced with a curve has no latency of its own (its measurement
+    includes it)."""
 
     name: str
     device: Device
@@ -76,76 +77,65 @@ class Cluster:
     pod_tier: str = "InfiniBand"
     node_latency_s: float = NCCL_NVLINK_STEP_S
     pod_latency_s: float = NCCL_NET_STEP_S
-    node_nccl_curve: str | None = None
-    pod_nccl_curve: str | None = None
+    node_efficiency: float | str | None = None
+    pod_efficiency: float | str | None = None
 
     def __post_init__(self) -> None:
-        if self.node_nccl_curve is None:
-            object.__setattr__(self, "node_nccl_curve", self.device.nccl_curve)
-        if self.pod_nccl_curve is None:
-            object.__setattr__(self, "pod_nccl_curve", "")
-        for level in ("node", "pod"):
-            curve = getattr(self, f"{level}_nccl_curve")
-            if curve and curve not in NCCL_CURVES:
-                raise InputError(f"nccl_curve {curve!r} is not one of {', '.join(NCCL_CURVES)}",
-                                 field=f"{level}.nccl_curve")
+        for level, default in (("node", self.device.scale_up_efficiency),
+                               ("pod", self.device.scale_out_efficiency)):
+            value = getattr(self, f"{level}_efficiency")
+            value = (default or "none") if value is None else value
+            object.__setattr__(self, f"{level}_efficiency",
+                               link_efficiency_value(value, f"{level}.efficiency"))
 
-    def _curves(self) -> tuple[tuple[str, str], ...]:
-        return tuple((level, c) for level, c in (("node", self.node_nccl_curve),
-                                                 ("pod", self.pod_nccl_curve)) if c)
+    def _curve(self, level: str) -> bool:
+        return isinstance(getattr(self, f"{level}_efficiency"), str)
 
     def timing(self, training_loop: TrainingLoop = "no_overlap") -> TimingModel:
-        """How the cluster's runs are timed: pipelined collectives at the links' bandwidths
-        and per-step latencies; on a link with a curve, each collective reaches the curve's
-        fraction of the link at its size (:attr:`~libra_opt.traffic.timing.TimingModel.
-        efficiency`) -- small collectives (small micro-batches, wide tensor parallelism)
-        reach less of the link than large ones.
+        """How the cluster's runs are timed: pipelined collectives at the links' line rates
+        times what collectives reach of them (:attr:`~libra_opt.traffic.timing.TimingModel.
+        efficiency`; with a curve, each collective reaches the curve's fraction at its size:
+        small collectives -- small micro-batches, wide tensor parallelism -- reach less of
+        the link than large ones).
 
         Examples
         --------
         >>> from libra_opt.io.presets import load_device
-        >>> a100 = Cluster("c", load_device("a100_80gb"), 8, 230.0, 25.0)
-        >>> a100.node_nccl_curve, a100.timing().efficiency   # the device's curve
+        >>> a100 = Cluster("c", load_device("a100_80gb"), 8, 300.0, 25.0)
+        >>> a100.node_efficiency, a100.timing().efficiency   # the device's curve
         ('a100_nvlink_nccl', (('node', 'a100_nvlink_nccl'),))
-        >>> Cluster("c", load_device("a100_80gb"), 8, 230.0, 25.0, node_nccl_curve="").timing().efficiency
+        >>> Cluster("c", load_device("a100_80gb"), 8, 300.0, 25.0, node_efficiency="none").timing().efficiency
         ()
         """
-        return TimingModel("pipelined", training_loop, efficiency=self._curves())
+        eff: tuple[tuple[str, float | str], ...] = tuple(
+            (level, v) for level, v in (("node", self.node_efficiency),
+                                        ("pod", self.pod_efficiency))
+            if v is not None and v != 1.0)
+        return TimingModel("pipelined", training_loop, efficiency=eff)
 
     def fabric(self, n_npus: int) -> tuple[Fabric, list[float]]:
-        """Two-level switch fabric for ``n_npus`` devices and its bandwidth vector.
-
-        A link with a curve gets the line rate its bandwidth implies, ``bw x ideal /
-        plateau`` (the curve's fraction is of the line rate it was measured at; its largest
-        measured size gives the plateau), and no latency of its own.
+        """Two-level switch fabric for ``n_npus`` devices and its line-rate vector; a link
+        priced with a curve has no latency of its own.
 
         Examples
         --------
         >>> from libra_opt.io.presets import load_device
-        >>> f, bw = Cluster("c", load_device("a100_80gb"), 8, 230.0, 25.0).fabric(16)
-        >>> [round(b, 2) for b in bw], [d.latency_s for d in f.dims]   # 230 x 300 / 231.58
-        ([297.95, 25.0], [0.0, 9.6e-06])
+        >>> f, bw = Cluster("c", load_device("a100_80gb"), 8, 300.0, 25.0).fabric(16)
+        >>> bw, [d.latency_s for d in f.dims]
+        ([300.0, 25.0], [0.0, 9.6e-06])
         """
         per = min(self.gpus_per_node, n_npus)
         if n_npus % per:
             raise InputError(
                 f"{n_npus} GPUs is not a multiple of gpus_per_node {per}", field="parallelism"
             )
-        curves = dict(self._curves())
-
-        def link(level: str, bw: float, latency: float) -> tuple[float, float]:
-            if level not in curves:
-                return bw, latency
-            c = NCCL_CURVES[curves[level]]
-            return bw * c.ideal_busbw_gbps / c.busbw_gbps[-1], 0.0
-
-        node_bw, node_lat = link("node", self.node_bw_gbps, self.node_latency_s)
+        node_lat = 0.0 if self._curve("node") else self.node_latency_s
         dims = [Dim("node", "switch", per, self.node_tier, node_lat)]
-        bw = [node_bw]
+        bw = [self.node_bw_gbps]
         if n_npus // per > 1:
-            pod_bw, pod_lat = link("pod", self.pod_bw_gbps, self.pod_latency_s)
+            pod_lat = 0.0 if self._curve("pod") else self.pod_latency_s
             dims.append(Dim("pod", "switch", n_npus // per, self.pod_tier, pod_lat))
-            bw.append(pod_bw)
+            bw.append(self.pod_bw_gbps)
         return Fabric(tuple(dims)), bw
 
 
@@ -179,6 +169,9 @@ class ValidationRow:
         The fraction that convention can move the row by.
     variant_set : str
         Name of the set of parallelization variants of one model the row belongs to.
+    variant_judge : {'rank', 'regret'}
+        How its set is judged (:mod:`libra_opt.explore.ranking`): ``rank`` (Spearman and
+        regret) or ``regret`` (the measured cost of the model's pick alone).
     """
 
     name: str
@@ -195,6 +188,7 @@ class ValidationRow:
     convention: str = ""
     convention_band: float = 0.0
     variant_set: str = ""
+    variant_judge: Literal["rank", "regret"] = "rank"
 
     @property
     def software_stack(self) -> str:

@@ -216,7 +216,7 @@ def device_from_value(value: Any, source: str, field: str = "device") -> Device:
 
     >>> d = device_from_value({"preset": "a100_80gb", "software_stacks": {"mine": 0.9}}, "s")
     >>> sorted(d.software_stacks)
-    ['megatron_deepspeed', 'megatron_lm_2021', 'megatron_lm_2022', 'mine']
+    ['megatron_deepspeed', 'megatron_deepspeed_2023', 'megatron_lm_2021', 'megatron_lm_2022', 'mine']
     """
     if isinstance(value, str):
         try:

@@ -26,15 +26,18 @@ constants are fitted on and ``calibrate: stack`` those the software stack's cons
 published metric depends on an unpublished convention states it (``convention``) and the
 fraction it can move the row by (``convention_band``): it is reported, not judged. Rows with
 the same ``variant_set`` are parallelization variants of one model, ranked against each other
-(:mod:`libra_opt.explore.ranking`). A link may give ``latency_s``, the latency of one
+(:mod:`libra_opt.explore.ranking`): by Spearman's rank correlation and the regret of the
+model's pick, or with ``variant_judge: regret`` at the table's top level by the regret alone.
+A link may give ``latency_s``, the latency of one
 collective step on it; without it the node link takes NCCL's per-step ring latency over NVLink
 and the pod link NCCL's over the network
 (:data:`~libra_opt.generators.validation.NCCL_NVLINK_STEP_S`,
-:data:`~libra_opt.generators.validation.NCCL_NET_STEP_S`). A link's ``bw_gbps`` is what it gives large collectives (NCCL's effective bandwidth);
-``nccl_curve`` names a measured nccl-tests bus-bandwidth curve
-(:data:`~libra_opt.traffic.nccl_curves.NCCL_CURVES`) whose fraction smaller collectives reach
-(default: the device's ``nccl_curve`` on the node link, none on the pod link; ``none``: no
-curve; :class:`~libra_opt.generators.validation.Cluster`).
+:data:`~libra_opt.generators.validation.NCCL_NET_STEP_S`). A link's ``bw_gbps`` is its line
+rate per GPU (the datasheet figure, as everywhere in libra_opt); what collectives reach of it
+is the device's (its ``scale_up_efficiency`` on the node link, ``scale_out_efficiency`` on
+the pod link: :mod:`~libra_opt.generators.device_links`), or the link's ``efficiency`` (a
+measured curve of :data:`~libra_opt.traffic.nccl_curves.NCCL_CURVES`, a line-rate preset, a
+measured fraction, or ``none``; :class:`~libra_opt.generators.validation.Cluster`).
 The packaged tables are in
 ``libra_opt/data/validation``.
 """
@@ -64,7 +67,7 @@ class _Link(StrictModel):
     tier: str = "link"
     bw_gbps: float = Field(gt=0)
     latency_s: float | None = Field(default=None, ge=0, le=1e-2)  # None: NCCL's per-step value
-    nccl_curve: str | None = None  # NCCL_CURVES name or 'none' (None: the device's, node)
+    efficiency: float | str | None = None  # curve, preset, fraction or 'none' (None: the device's)
 
 
 class _Cluster(StrictModel):
@@ -106,6 +109,7 @@ class _Table(StrictModel):
     assumptions: list[str] = Field(default_factory=list)
     clusters: dict[str, _Cluster] = Field(min_length=1)
     defaults: _Defaults = Field(default_factory=_Defaults)
+    variant_judge: Literal["rank", "regret"] = "rank"
     rows: list[dict[str, Any]] = Field(min_length=1)
 
 
@@ -162,18 +166,18 @@ def validation_table_from_dict(data: Any, source: str) -> ValidationTable:
         for level, link in (("node", c.node), ("pod", c.pod)):
             if link.latency_s is not None:
                 extra[f"{level}_latency_s"] = link.latency_s
-            if link.nccl_curve is not None:
-                extra[f"{level}_nccl_curve"] = "" if link.nccl_curve == "none" else link.nccl_curve
+            if link.efficiency is not None:
+                extra[f"{level}_efficiency"] = link.efficiency
         with input_context(source, f"clusters.{key}"):
             clusters[key] = Cluster(key, dev, c.gpus_per_node, c.node.bw_gbps, c.pod.bw_gbps,
                                     c.node.tier, c.pod.tier, **extra)
             for level, link in (("node", c.node), ("pod", c.pod)):
-                curve = getattr(clusters[key], f"{level}_nccl_curve")
-                if link.latency_s and curve:   # 0 is what a curve's link uses anyway
+                curve = getattr(clusters[key], f"{level}_efficiency")
+                if link.latency_s and isinstance(curve, str):  # 0 is what it uses anyway
                     raise InputError(
                         f"latency_s and the NCCL curve {curve!r} on one link: the curve's "
                         "measurement includes the link's latency (drop latency_s, or give "
-                        "nccl_curve: none)", field=f"{level}.latency_s")
+                        "efficiency: none or a fraction)", field=f"{level}.latency_s")
     rows = []
     for i, raw in enumerate(table.rows):
         prefix = f"rows[{i}]"
@@ -193,7 +197,7 @@ def validation_table_from_dict(data: Any, source: str) -> ValidationTable:
             parallelism=par, calibrate=row.calibrate is True, check_memory=check,
             notes=row.notes, calibrate_stack=row.calibrate == "stack",
             convention=row.convention, convention_band=row.convention_band,
-            variant_set=row.variant_set,
+            variant_set=row.variant_set, variant_judge=table.variant_judge,
         ))
         if row.convention_band and not row.convention:
             raise InputError("convention_band needs convention (what the published metric "
@@ -213,7 +217,7 @@ def validation_table_names() -> tuple[str, ...]:
     --------
     >>> validation_table_names()  # doctest: +NORMALIZE_WHITESPACE
     ('bloom_prequel_a100', 'korthikanti22_a100', 'llama3_h100', 'megatron_sc21_a100',
-     'mtnlg_a100', 'nemo2407_h100', 'nemo_h100')
+     'mtnlg_a100', 'nemo2407_h100', 'nemo_h100', 'vtrain_dev_a100')
     """
     return tuple(sorted(p.name[:-5] for p in _data().iterdir() if p.name.endswith(".yaml")))
 

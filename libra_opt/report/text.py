@@ -431,14 +431,21 @@ def failure_dict(scen: Scenario, ev: Evaluation) -> dict[str, Any]:
         "failure_free_run_cost_usd": rep.failure_free_run_cost_usd,
         "spares_usd": rep.spares_usd,
     }}
+def _timing_text(scen: Scenario) -> str:
+    """The scenario's timing choices and what collectives reach of each dimension's line rate
+    (``hb at a100_nvlink_nccl``), under every collective model."""
+    eff = () if scen.collectives is None else scen.collectives.efficiency
+    text = f"{scen.collective_model} collectives, {scen.training_loop} loop, " \
+           f"{scen.traffic_model} traffic"
+    return text + "".join(f", {name} at {v if isinstance(v, str) else f'{v:g}'}"
+                          for name, v in eff)
 
 
 def format_evaluation(scen: Scenario, ev: Evaluation) -> str:
     """Report of a scenario evaluated at a given allocation."""
     lines = [
         f"Scenario {scen.name}: {scen.fabric.n_dims}-D fabric, {scen.fabric.n_npus:,} NPUs "
-        f"({scen.collective_model} collectives, {scen.training_loop} loop, "
-        f"{scen.traffic_model} traffic)",
+        f"({_timing_text(scen)})",
         "",
         _fabric_table(scen, ev),
         "",

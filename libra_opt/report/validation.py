@@ -7,7 +7,7 @@ from typing import Any
 
 from matplotlib.lines import Line2D
 
-from libra_opt.explore.ranking import StackSummary, VariantRanking
+from libra_opt.explore.ranking import REGRET_TARGET, SPEARMAN_TARGET, StackSummary, VariantRanking
 from libra_opt.explore.validation import RowResult, TableResult, abs_errors
 from libra_opt.report._style import _axes, _legend_below, series_styles
 from libra_opt.report.text import format_column, format_pct, table
@@ -143,7 +143,9 @@ def stack_report(summaries: Sequence[StackSummary], in_sample: bool = False) -> 
 def variant_report(sets: Sequence[VariantRanking]) -> str:
     """Per variant set (``sets`` from :func:`~libra_opt.explore.ranking.variant_rankings`):
     Spearman's rank correlation between predicted and measured cost
-    (GPU-seconds per sample), the regret of the model's pick, and the two picks.
+    (GPU-seconds per sample), the regret of the model's pick, the average absolute error of
+    its judged rows, whether it meets the ranking target (Spearman >= 0.9 and regret <= 3 %,
+    or the regret alone for a set judged by regret) and the two picks.
 
     Examples
     --------
@@ -154,15 +156,22 @@ def variant_report(sets: Sequence[VariantRanking]) -> str:
     ...                   n_npus=8, samples_per_step=8.0))
     >>> from libra_opt.explore.ranking import variant_rankings
     >>> print(variant_report(variant_rankings([TableResult("t", "T", rows)])).splitlines()[-1])
-      v: 2 variants, Spearman +1.00, regret 0.00 % (model picks a; measured best a)
+      v: 2 variants, Spearman +1.00, regret 0.00 %, average |error| 5.00 %: target met (model picks a; measured best a)
     """
     if not sets:
         return "no variant sets"
-    lines = ["published parallelization variants (cost = GPU-seconds per sample)"]
+    lines = ["published parallelization variants (cost = GPU-seconds per sample; target: "
+             f"Spearman >= {SPEARMAN_TARGET:g} and regret <= {100 * REGRET_TARGET:g} %, or the "
+             "regret alone where the table judges by regret)"]
     for v in sets:
         rho = "n/a" if v.spearman != v.spearman else f"{v.spearman:+.2f}"
+        err = v.mean_abs_error
+        avg = "" if err != err else f", average |error| {100 * err:.2f} %"
+        judge = "judged by regret, " if v.judged_by == "regret" else ""
+        verdict = "target met" if v.meets_target else "target missed"
         lines.append(f"  {v.name}: {_count(len(v.rows), 'variant')}, Spearman {rho}, regret "
-                     f"{100 * v.regret:.2f} % (model picks {v.pick}; measured best {v.best})")
+                     f"{100 * v.regret:.2f} %{avg}: {judge}{verdict} (model picks {v.pick}; "
+                     f"measured best {v.best})")
     return "\n".join(lines)
 
 

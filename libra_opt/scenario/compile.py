@@ -32,6 +32,7 @@ from libra_opt.fabric.builders import fabric_from_spec
 from libra_opt.fabric.dims import Dim, Fabric
 from libra_opt.fabric.heterogeneous import attach_members, members_from_mapping
 from libra_opt.generators.descriptors import TransformerSpec
+from libra_opt.generators.device_links import device_link_efficiency
 from libra_opt.generators.devices import efficiency_from_value
 from libra_opt.generators.generated import GeneratedWorkload, step_metrics
 from libra_opt.generators.generator import generate_workload, model_checkpoint_bytes
@@ -57,6 +58,7 @@ from libra_opt.scenario.spec import (
     WorkloadSpec,
     thaw,
 )
+from libra_opt.traffic.collective_settings import link_efficiency_value
 from libra_opt.traffic.compression import Compression, compress_workload
 from libra_opt.traffic.diloco import DiLoCoSettings, diloco_workloads
 from libra_opt.traffic.overlap import OverlapPolicy, overlap_workload
@@ -171,7 +173,8 @@ def _compile(
     generated = MappingProxyType({wl.name: g for wl, g in built if g is not None})
     cons = _constraints(spec, fabric)
     c = spec.constraints
-    collectives = _collectives(spec.collectives)
+    collectives = _with_device_links(_collectives(spec.collectives), fabric,
+                                     [g.device for _, g in built if g is not None])
     tco = None if spec.tco is None else TcoModel.from_mapping(thaw(spec.tco),
                                                               spec.source or API_SOURCE)
     reliability = None if spec.reliability is None else ReliabilityModel.from_mapping(
@@ -478,6 +481,33 @@ def _collectives(spec: CollectivesSpec | None) -> CollectiveSettings | None:
         collective_algorithm=_per_kind(spec.collective_algorithm),
     )
 
+
+
+def _with_device_links(settings: CollectiveSettings | None, fabric: Fabric,
+                       devices: list[Any]) -> CollectiveSettings | None:
+    """``settings`` with what the devices' links reach on each dimension
+    (:func:`~libra_opt.generators.device_links.device_link_efficiency`) under the
+    dimensions ``collectives.efficiency`` names (which win; ``none``: the line rate)."""
+    given = {} if settings is None else dict(settings.efficiency)
+    defaults = {k: v for k, v in device_link_efficiency(fabric, devices).items()
+                if k not in given}
+    if not defaults:
+        return settings
+    own = {} if settings is None else dict(settings.link_latency_s)
+    for name, v in defaults.items():
+        d = fabric.dims[fabric.index(name)]
+        latency = own.get(name, d.latency_s)
+        if isinstance(link_efficiency_value(v, name), str) and latency > 0:  # a curve
+            raise InputError(
+                f"dimension {name!r} has a latency of {latency:g} s of its own and the "
+                f"workloads' device prices its collectives with the measured NCCL curve "
+                f"{v!r}, whose measurement includes the latency: give {name!r} latency 0, "
+                f"or collectives.efficiency.{name}: none (the line rate and your latency) "
+                "or a fraction", field=f"collectives.efficiency.{name}")
+    merged = tuple({**defaults, **given}.items())
+    if settings is None:
+        return CollectiveSettings(efficiency=merged)
+    return dataclasses.replace(settings, efficiency=merged)
 
 
 def _per_kind(table: Mapping[str, Any]) -> tuple[tuple[tuple[str, str], Any], ...]:

@@ -26,7 +26,7 @@ from libra_opt.traffic.in_network import in_network_dims
 from libra_opt.traffic.links import LINE_RATE_PRESETS
 from libra_opt.traffic.nccl_curves import NCCL_CURVES
 
-__all__ = ["CollectiveSettings"]
+__all__ = ["CollectiveSettings", "link_efficiency_value"]
 
 _KINDS = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "p2p")
 
@@ -47,6 +47,36 @@ def _pairs(value: Mapping | Sequence | None, field: str) -> tuple[tuple[str, obj
         raise InputError(f"expected a mapping dim name -> value, got {value!r}",
                          field=field) from None
     return tuple(sorted(pairs))
+
+
+def link_efficiency_value(value: object, field: str) -> float | str:
+    """What collectives reach of a link's line rate, checked: a measured curve's name (kept:
+    the fraction depends on each collective's size), a line-rate preset's fraction, a
+    fraction in (0, 1], or ``none`` (the line rate, 1.0).
+
+    Examples
+    --------
+    >>> link_efficiency_value("a100_nvlink_nccl", "e"), link_efficiency_value("none", "e")
+    ('a100_nvlink_nccl', 1.0)
+    >>> link_efficiency_value(1.5, "collectives.efficiency.hb")
+    Traceback (most recent call last):
+    ...
+    libra_opt.errors.InputError: collectives.efficiency.hb: efficiency 1.5 must be a fraction in (0, 1]
+    """
+    v = value
+    if isinstance(v, str) and v in NCCL_CURVES:
+        return v  # a measured curve: the fraction depends on the size
+    if v == "none":
+        return 1.0
+    if isinstance(v, str):
+        if v not in LINE_RATE_PRESETS:
+            raise InputError(
+                f"{v!r} is neither a fraction in (0, 1], none nor a preset "
+                f"({', '.join([*LINE_RATE_PRESETS, *NCCL_CURVES])})", field=field)
+        v = LINE_RATE_PRESETS[v].fraction
+    if isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v <= 1:
+        raise InputError(f"efficiency {v!r} must be a fraction in (0, 1]", field=field)
+    return float(v)
 
 
 @dataclass(frozen=True)
@@ -72,7 +102,7 @@ class CollectiveSettings:
     all_reduce : {'hierarchical', 'full'}
         Multi-dimensional all-reduce variant.
     efficiency : mapping dim name -> float or preset name
-        Achievable fraction of line rate, in (0, 1] (default 1); a name of
+        Achievable fraction of line rate, in (0, 1] (default 1; ``none``: 1); a name of
         :data:`LINE_RATE_PRESETS` stands for its fraction, a name of
         :data:`~libra_opt.traffic.nccl_curves.NCCL_CURVES` for a measured bus-bandwidth
         curve (the fraction at each collective's size on the dimension).
@@ -157,23 +187,9 @@ class CollectiveSettings:
                 raise InputError(f"{a!r} is not one of {', '.join(COLLECTIVE_ALGORITHMS)}",
                                  field=f"collectives.algorithm.{name}")
         object.__setattr__(self, "algorithm", algo)
-        eff: list[tuple[str, float | str]] = []
-        for name, v in _pairs(self.efficiency, "collectives.efficiency"):  # type: ignore[arg-type]
-            if isinstance(v, str) and v in NCCL_CURVES:
-                eff.append((name, v))  # a measured curve: the fraction depends on the size
-                continue
-            if isinstance(v, str):
-                if v not in LINE_RATE_PRESETS:
-                    raise InputError(
-                        f"{v!r} is neither a fraction in (0, 1] nor a preset "
-                        f"({', '.join([*LINE_RATE_PRESETS, *NCCL_CURVES])})",
-                        field=f"collectives.efficiency.{name}")
-                v = LINE_RATE_PRESETS[v].fraction
-            if isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v <= 1:
-                raise InputError(f"efficiency {v!r} must be a fraction in (0, 1]",
-                                 field=f"collectives.efficiency.{name}")
-            eff.append((name, float(v)))
-        object.__setattr__(self, "efficiency", tuple(eff))
+        object.__setattr__(self, "efficiency", tuple(
+            (name, link_efficiency_value(v, f"collectives.efficiency.{name}"))
+            for name, v in _pairs(self.efficiency, "collectives.efficiency")))  # type: ignore[arg-type]
         lat = []
         for name, v in _pairs(self.link_latency_s, "collectives.link_latency_s"):  # type: ignore[arg-type]
             if isinstance(v, bool) or not isinstance(v, int | float) or not (
@@ -246,17 +262,18 @@ class CollectiveSettings:
                 return per_kind
         return dict(self.algorithm).get(dim.name, _DEFAULT_ALGORITHM[dim.topology])
 
-    def efficiency_of(self, dim: Dim, size_bytes: float | None = None) -> float:
+    def efficiency_of(self, dim: Dim, size_bytes: float | None = None,
+                      group_npus: int | None = None) -> float:
         """The achievable fraction of ``dim``'s line rate (for a collective of
-        ``size_bytes`` when the dimension is priced with a measured curve,
-        :mod:`libra_opt.traffic.nccl_curves`)."""
+        ``size_bytes`` over ``group_npus`` of its NPUs when the dimension is priced with a
+        measured curve, :mod:`libra_opt.traffic.nccl_curves`)."""
         v = dict(self.efficiency).get(dim.name, 1.0)
         if isinstance(v, str):
             if size_bytes is None:
                 raise InputError(f"the efficiency of {dim.name!r} is the curve {v!r}: it "
                                  "depends on the collective's size",
                                  field=f"collectives.efficiency.{dim.name}")
-            return NCCL_CURVES[v].efficiency_at(size_bytes)
+            return NCCL_CURVES[v].efficiency_at(size_bytes, group_npus)
         return float(v)
 
     def latency_of(self, dim: Dim) -> float:

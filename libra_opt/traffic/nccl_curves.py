@@ -70,6 +70,14 @@ class BusBandwidthCurve:
         Smallest size the curve is claimed for.
     source : str
         Where the figures come from.
+    group_npus : int
+        Devices in the measured all-reduce (the curve's group size).
+    group_ratios : tuple of (int, float)
+        Measured bus bandwidth of an all-reduce over fewer devices of the same domain,
+        relative to ``group_npus`` devices (a smaller ring reaches less of the link); groups
+        in between are interpolated in log group size, larger groups take 1.
+    group_source : str
+        Where ``group_ratios`` come from.
     """
 
     sizes_bytes: tuple[float, ...]
@@ -78,6 +86,9 @@ class BusBandwidthCurve:
     configuration: str
     valid_from_bytes: float
     source: str
+    group_npus: int = 8
+    group_ratios: tuple[tuple[int, float], ...] = ()
+    group_source: str = ""
 
     def busbw_at(self, size_bytes: float) -> float:
         """Measured bus bandwidth (GB/s) at ``size_bytes``, log-log interpolated.
@@ -97,8 +108,31 @@ class BusBandwidthCurve:
         f = (math.log(size_bytes) - math.log(xs[i - 1])) / (math.log(xs[i]) - math.log(xs[i - 1]))
         return math.exp(math.log(ys[i - 1]) + f * (math.log(ys[i]) - math.log(ys[i - 1])))
 
-    def efficiency_at(self, size_bytes: float) -> float:
-        """Fraction of the ideal bus bandwidth reached at ``size_bytes`` (in (0, 1]).
+    def group_ratio(self, npus: int) -> float:
+        """Bus bandwidth of an all-reduce over ``npus`` devices relative to the measured
+        group (:attr:`group_ratios`, log-log interpolated; 1 at and above
+        :attr:`group_npus`).
+
+        Examples
+        --------
+        >>> c = NCCL_CURVES["a100_nvlink_nccl"]
+        >>> round(c.group_ratio(2), 4), round(c.group_ratio(4), 4), c.group_ratio(8)
+        (0.8603, 0.9275, 1.0)
+        """
+        points = sorted((*self.group_ratios, (self.group_npus, 1.0)))
+        if npus >= self.group_npus or not self.group_ratios:
+            return 1.0
+        if npus <= points[0][0]:
+            return points[0][1]
+        i = next(j for j in range(1, len(points)) if points[j][0] >= npus)
+        (k0, r0), (k1, r1) = points[i - 1], points[i]
+        f = (math.log(npus) - math.log(k0)) / (math.log(k1) - math.log(k0))
+        return math.exp(math.log(r0) + f * (math.log(r1) - math.log(r0)))
+
+    def efficiency_at(self, size_bytes: float, group_npus: int | None = None) -> float:
+        """Fraction of the ideal bus bandwidth reached at ``size_bytes`` (in (0, 1]) by a
+        collective over ``group_npus`` devices of the dimension (default: the measured
+        group), :meth:`group_ratio` times the measured curve's fraction.
 
         Below the first published size the collective takes the time it takes there (a
         latency floor: ``busbw`` falls in proportion to the size), so a tiny collective is
@@ -112,10 +146,11 @@ class BusBandwidthCurve:
         >>> round(c.efficiency_at(2**20), 4), round(c.efficiency_at(2**18), 4)   # 36.22 / 300
         (0.1207, 0.0302)
         """
+        ratio = 1.0 if group_npus is None else self.group_ratio(group_npus)
         first = self.sizes_bytes[0]
         if 0 < size_bytes < first:
-            return min(self.busbw_gbps[0] / self.ideal_busbw_gbps, 1.0) * size_bytes / first
-        return min(self.busbw_at(size_bytes) / self.ideal_busbw_gbps, 1.0)
+            return ratio * min(self.busbw_gbps[0] / self.ideal_busbw_gbps, 1.0) * size_bytes / first
+        return ratio * min(self.busbw_at(size_bytes) / self.ideal_busbw_gbps, 1.0)
 
 
 def _sizes(first_mib: float, n: int) -> tuple[float, ...]:
@@ -135,6 +170,10 @@ NCCL_CURVES: Mapping[str, BusBandwidthCurve] = MappingProxyType({
         valid_from_bytes=_MIB,
         source="Azure ND A100 v4 (8x A100-SXM4-80GB, NCCL 2.18.5), all_reduce_perf in-place "
                "busbw, Azure/AI-benchmarking-guide Azure_Results/ND_A100_v4_results.md",
+        group_ratios=((2, 197.0 / 229.0),),
+        group_source="vTrain (Bang et al., MICRO 2024, arXiv:2312.12391) NCCL measurements on "
+                     "its A100 NVSwitch nodes: all-reduce of 1 GiB at about 197 GB/s bus "
+                     "bandwidth over 2 GPUs against 229 GB/s over 8",
     ),
     "h100_nvlink_nccl": BusBandwidthCurve(
         sizes_bytes=_sizes(1, 14),

@@ -469,7 +469,7 @@ def collective_phases(
                            backend=s.backend, link_latency_s=s.latency_of(dim),
                            endpoint_delay_s=s.endpoint_delay_s,
                            local_memory_gbps=s.local_memory_gbps,
-                           efficiency=s.efficiency_of(dim, buf * s.chunks),
+                           efficiency=s.efficiency_of(dim, buf * s.chunks, int(span[d])),
                            links=links_per_npu(dim))
             sim.append((d, group, ph))
             dims.append(d)
@@ -486,7 +486,8 @@ def collective_phases(
         dim = fabric.dims[d]
         c, l_s = phase_time_terms(
             op, s.algorithm_of(dim, kind), dim, int(span[d]), buf, s.latency_of(dim),
-            s.endpoint_delay_s, s.local_memory_gbps, s.efficiency_of(dim, buf * s.chunks),
+            s.endpoint_delay_s, s.local_memory_gbps,
+            s.efficiency_of(dim, buf * s.chunks, int(span[d])),
             dim.name in s.in_network_reduction)
         dims.append(d)
         coef.append(c)

@@ -18,7 +18,7 @@ from libra_opt.traffic.workload import Workload
 
 def _table(node=None, pod=None):
     # no NCCL curve: a curve's measurement carries the link's latency (tested below)
-    node = {"tier": "NVLink", "bw_gbps": 230.0, "nccl_curve": "none", **(node or {})}
+    node = {"tier": "NVLink", "bw_gbps": 300.0, "efficiency": "none", **(node or {})}
     pod = {"tier": "InfiniBand", "bw_gbps": 25.0, **(pod or {})}
     return validation_table_from_dict({
         "name": "t", "clusters": {"c": {"device": "a100_80gb", "gpus_per_node": 8,
@@ -67,28 +67,30 @@ def test_tp_all_reduce_pays_the_ring_steps():
 
 
 def test_a_link_with_an_nccl_curve_runs_each_collective_at_the_measured_fraction():
-    """A100 NVLink at the NCCL-effective 230 GB/s with the device's nccl-tests curve: a 64 MiB
-    all-reduce over 8 GPUs moves 2 x 7/8 x 64 MiB at 230 x 166.63 / 231.58 GB/s (the bus
-    bandwidth measured at that size over the curve's 8 GiB plateau; Azure ND A100 v4, NCCL
-    2.18.5) and pays no latency of its own; over the InfiniBand pod (no curve) it runs at the
-    25 GB/s line rate with NCCL's 9.6 us per ring step (2 steps); without the curve the
-    NVLink all-reduce runs at 230 GB/s with NCCL's 3.4 us per step."""
+    """A100 NVLink at its 300 GB/s line rate with the device's nccl-tests curve: a 64 MiB
+    all-reduce over 8 GPUs moves 2 x 7/8 x 64 MiB at the 166.63 GB/s bus bandwidth measured at
+    that size (Azure ND A100 v4, NCCL 2.18.5) and pays no latency of its own; over 2 GPUs of
+    the node at 197/229 of it (the 2-GPU plateau measured beside the 8-GPU one); over the
+    InfiniBand pod (no curve) at the 25 GB/s line rate with NCCL's 9.6 us per ring step (2
+    steps); without the curve the NVLink all-reduce runs at 300 GB/s with NCCL's 3.4 us per
+    step."""
     from libra_opt.generators.validation import Cluster
     from libra_opt.traffic.workload import Collective, Layer, Phase
 
     size = 64 * 2**20
 
     def t(span, curve=None):
-        c = Cluster("c", load_device("a100_80gb"), 8, 230.0, 25.0, node_nccl_curve=curve)
+        c = Cluster("c", load_device("a100_80gb"), 8, 300.0, 25.0, node_efficiency=curve)
         fabric, bw = c.fabric(16)
         w = Workload("w", (Layer("l", Phase(0.0, (Collective("all_reduce", size, "g"),))),),
                      {"g": span})
         return step_time(w, fabric, bw, c.timing()).step_time_s
 
-    assert_allclose(t((8, 1)), 2 * 7 / 8 * size / (230e9 * 166.63 / 231.58), rtol=1e-9)
+    assert_allclose(t((8, 1)), 2 * 7 / 8 * size / 166.63e9, rtol=1e-9)
+    assert_allclose(t((2, 1)), 2 * 1 / 2 * size / (166.63e9 * 197 / 229), rtol=1e-9)
     assert_allclose(t((1, 2)), 2 * 1 / 2 * size / 25e9 + 2 * 9.6e-6, rtol=1e-9)
     # (a group not run as a flat ring: two latency steps on the switch)
-    assert_allclose(t((8, 1), curve=""), 2 * 7 / 8 * size / 230e9 + 2 * 3.4e-6, rtol=1e-9)
+    assert_allclose(t((8, 1), curve="none"), 2 * 7 / 8 * size / 300e9 + 2 * 3.4e-6, rtol=1e-9)
 
 
 def test_an_unknown_nccl_curve_is_refused_naming_the_file_and_field():
@@ -98,12 +100,12 @@ def test_an_unknown_nccl_curve_is_refused_naming_the_file_and_field():
 
     table = {"name": "t", "clusters": {"c": {
         "device": "a100_80gb", "gpus_per_node": 8,
-        "node": {"bw_gbps": 230, "nccl_curve": "a100_nvlink"}, "pod": {"bw_gbps": 25}}},
+        "node": {"bw_gbps": 300, "efficiency": "a100_nvlink_x"}, "pod": {"bw_gbps": 25}}},
         "rows": [{"name": "r", "source": "me", "metric": "step_time_s", "published": 1.0,
                   "cluster": "c", "model": "llama3_8b",
                   "parallelism": {"tp": 8, "global_batch_size": 8}}]}
-    with pytest.raises(InputError, match=r"my\.yaml: clusters\.c\.node\.nccl_curve: nccl_curve "
-                       r"'a100_nvlink' is not one of a100_nvlink_nccl, "):
+    with pytest.raises(InputError, match=r"my\.yaml: clusters\.c\.node\.efficiency: "
+                       r"'a100_nvlink_x' is neither a fraction in \(0, 1\], none nor a preset"):
         validation_table_from_dict(table, "my.yaml")
 
 
@@ -117,11 +119,13 @@ def test_a_link_latency_beside_a_curve_and_an_unknown_device_curve_are_refused()
            "cluster": "c", "model": "llama3_8b", "parallelism": {"tp": 8, "global_batch_size": 8}}
     table = {"name": "t", "clusters": {"c": {
         "device": "a100_80gb", "gpus_per_node": 8,   # the A100's own curve on its node link
-        "node": {"bw_gbps": 230, "latency_s": 1e-6}, "pod": {"bw_gbps": 25}}}, "rows": [row]}
+        "node": {"bw_gbps": 300, "latency_s": 1e-6}, "pod": {"bw_gbps": 25}}}, "rows": [row]}
     with pytest.raises(InputError, match=r"my\.yaml: clusters\.c\.node\.latency_s: latency_s and "
                        r"the NCCL curve 'a100_nvlink_nccl' on one link"):
         validation_table_from_dict(table, "my.yaml")
     entry = {"name": "X", "peak_flops": {"bf16": 1e15}, "hbm_bytes": 8e10, "hbm_gbps": 3000,
-             "source": "d", "date": "2025", "default_efficiency": 0.5, "nccl_curve": "nvlink"}
-    with pytest.raises(InputError, match=r"x\.nccl_curve: nccl_curve 'nvlink' is not one of"):
+             "source": "d", "date": "2025", "default_efficiency": 0.5,
+             "scale_up_efficiency": "nvlink"}
+    with pytest.raises(InputError, match=r"x\.scale_up_efficiency: 'nvlink' is neither a "
+                       r"fraction in \(0, 1\], none nor a preset"):
         device_from_dict("x", entry)

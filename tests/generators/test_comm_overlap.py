@@ -187,7 +187,7 @@ def test_optimizer_matches_a_brute_force_search_on_the_overlap_form():
         so = min(100.0, (700 - hb) / 8)
         if so < 12.5:
             continue
-        best = min(best, step_time(wl, scen.fabric, [hb, so], training_loop="overlap").step_time_s)
+        best = min(best, step_time(wl, scen.fabric, [hb, so], scen.timing).step_time_s)
     assert sol.objective_value <= best * (1 + 1e-9)
     assert sol.objective_value >= best * (1 - 1e-4)  # grid spacing 0.25 GB/s
 

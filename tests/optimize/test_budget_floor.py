@@ -49,7 +49,9 @@ def test_below_the_floor_is_infeasible_naming_the_budget(in_network, below_usd):
 def test_at_the_floor_the_optimum_respects_the_budget(in_network, above_usd):
     budget = floor_usd(in_network) + above_usd
     sol = solve(build_problem(in_network), budget_usd=budget, with_baselines=False)
-    assert sol.network_cost_usd <= budget * (1 + 1e-12)
+    # an interior-point answer on a binding budget breaks it by round-off, which the solve
+    # accepts up to 1e-11 of the row's scale (libra_opt.optimize.attempts._in_trouble)
+    assert sol.network_cost_usd <= budget * (1 + 1e-11)
     assert sol.bw_gbps[0] >= 100.0 and sol.bw_gbps[1] >= 12.5
     # Brute force: the step shortens with bandwidth, so the optimum spends the budget; the
     # budget's edge of the feasible triangle is hb = 100 + t x / k0, scaleout = 12.5 +

@@ -78,17 +78,19 @@ def test_bytes_are_reported_unscaled():
 
 
 @pytest.fixture(scope="module")
-def curved_scenario(tmp_path_factory):
-    text = EXAMPLE.read_text()
-    path = tmp_path_factory.mktemp("eff") / "s.yaml"
-    path.write_text(text + "\ncollectives: {efficiency: {hb: a100_nvlink_nccl}}\n")
-    return load_scenario(path)
+def curved_scenario():
+    """The A100 example: its device's measured NVLink curve applies to ``hb`` by default."""
+    return load_scenario(EXAMPLE)
 
 
-def test_the_scenario_prices_its_nvlink_with_the_curve(curved_scenario):
+def test_the_scenario_prices_its_nvlink_with_the_device_curve(curved_scenario, tmp_path):
     t = curved_scenario.timing
     assert t.is_pipelined and t.efficiency == (("hb", "a100_nvlink_nccl"),)
-    plain = evaluate(load_scenario(EXAMPLE), [600.0, 100.0])
+    path = tmp_path / "s.yaml"   # the line rate instead: collectives.efficiency.hb none
+    path.write_text(EXAMPLE.read_text() + "\ncollectives: {efficiency: {hb: none}}\n")
+    line = load_scenario(path)
+    assert line.timing.efficiency == (("hb", 1.0),)
+    plain = evaluate(line, [600.0, 100.0])
     curved = evaluate(curved_scenario, [600.0, 100.0])
     assert curved.objective_value > plain.objective_value
 
