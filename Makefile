@@ -44,7 +44,6 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/luwu.py --out out/bench
 	$(BIN)/python benchmarks/comm_overlap.py --out out/bench
 	$(BIN)/python benchmarks/small_messages.py --out out/bench
-	$(BIN)/python benchmarks/yaml_load.py
 	$(BIN)/python benchmarks/bench_results.py   # the README quotes what the scripts wrote
 
 examples: $(STAMP)
