@@ -222,13 +222,18 @@ def _check_limits(loader: Any, max_depth: int, max_nodes: int) -> None:
             frames[-1][1] += n
 
 
-def _compose_with(cls: Any, text: str, max_depth: int, max_nodes: int) -> yaml.Node | None:
-    """The document's node graph by loader ``cls``, once :func:`_check_limits` passed."""
-    loader = cls(text)  # the pure reader refuses control characters here
+def _check_limits_of(text: str, max_depth: int, max_nodes: int, cls: Any = None) -> None:
+    """:func:`_check_limits` on ``text`` read by ``cls`` (default :data:`_LOADER`)."""
+    loader = (cls or _LOADER)(text)  # the pure reader refuses control characters here
     try:
         _check_limits(loader, max_depth, max_nodes)
     finally:
         loader.dispose()
+
+
+def _compose_with(cls: Any, text: str, max_depth: int, max_nodes: int) -> yaml.Node | None:
+    """The document's node graph by loader ``cls``, once :func:`_check_limits` passed."""
+    _check_limits_of(text, max_depth, max_nodes, cls)
     loader = cls(text)
     try:
         return loader.get_single_node()  # type: ignore[no-any-return]
@@ -243,9 +248,20 @@ def _compose(text: str, max_depth: int, max_nodes: int) -> yaml.Node | None:
         return _compose_with(_LOADER, text, max_depth, max_nodes)
     except _Limit:
         raise
-    except yaml.YAMLError:
+    except yaml.YAMLError as exc:
         if _LOADER is _PURE:
             raise
+        mark = getattr(exc, "problem_mark", None)
+        if mark is not None and "maximum nesting depth" in str(getattr(exc, "problem", "")):
+            # libyaml's own bound (1000 levels), met while it looked ahead for a key: the
+            # limits are found in the text before that point, else it is too deep to compose
+            try:
+                _check_limits_of(text[: mark.index], max_depth, max_nodes)
+            except _Limit:
+                raise
+            except yaml.YAMLError:
+                pass
+            raise RecursionError from None
         try:
             _compose_with(_PURE, text, max_depth, max_nodes)
         except yaml.YAMLError as worded:
