@@ -161,10 +161,12 @@ def run(args: argparse.Namespace) -> int:
         if radix is None:
             radix, radix_note = 64, "the default: the scenario's scale-out has no switch_radix"
     fabrics = _fabrics(scen.fabric, names, radix)
+    timing = None if args.traffic_model is None else scen.timing_with(
+        traffic_model=args.traffic_model)
     try:
         df = compare_fabrics(scen, fabrics, bw_gbps=bw, budget_usd=args.budget_usd,
                              scaleout_budget_usd=getattr(args, "scaleout_budget_usd", None),
-                             traffic_model=args.traffic_model)
+                             timing=timing)
     except InputError as exc:
         if exc.field == "traffic_model" and args.traffic_model is not None:
             raise InputError(f"the scenario's {exc.message}", source="<cli>",

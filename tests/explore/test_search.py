@@ -239,7 +239,7 @@ def test_group_times_are_the_walks_step_times(template) -> None:
         scen = candidate_scenario(base, f, g, placement_of(f, m))
         assert dict(scen.workloads[0].groups) == groups_of(m)
         walk = scenario_walks(scen)[0]
-        want = [step_time_from_walk(walk, b, "pipelined", "no_overlap").step_time_s
+        want = [step_time_from_walk(walk, b, TimingModel("pipelined", "no_overlap")).step_time_s
                 for b in bws]
         got = gt.step_times_s(groups_of(m))
         assert_allclose(got, want, rtol=1e-12)
@@ -304,7 +304,7 @@ def test_group_times_price_flat_ring_groups_as_the_walk(template) -> None:
 
         scen = candidate_scenario(base, f, g, placement_of(f, m))
         walk = scenario_walks(scen)[0]
-        want = [step_time_from_walk(walk, b, "pipelined", "no_overlap").step_time_s
+        want = [step_time_from_walk(walk, b, TimingModel("pipelined", "no_overlap")).step_time_s
                 for b in bws]
         assert_allclose(gt.step_times_s(groups_of(m)), want, rtol=1e-12)
         # bound 3 never exceeds a placement's step time
