@@ -213,7 +213,7 @@ def check_writable_output(path: str | os.PathLike[str], flag: str | None,
     Raises
     ------
     InputError
-        Saying what is wrong; ``flag`` names the option blamed (``None``: none).
+        What is wrong, blaming the option ``flag`` (none when ``None``).
 
     Examples
     --------
