@@ -79,7 +79,6 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/failures.py --out out/bench
 	$(BIN)/python benchmarks/astra_sim_parity.py --out out/bench
 	$(BIN)/python benchmarks/calibration_runs.py --out out/bench
-	$(BIN)/python benchmarks/yaml_load.py
 	$(BIN)/python benchmarks/bench_results.py   # the README quotes what the scripts wrote
 
 examples: $(STAMP)

@@ -48,6 +48,7 @@ from libra_opt.io.examples import example_path
 from libra_opt.io.scenario_file import scenario_from_dict
 from libra_opt.optimize.problem import solve
 from libra_opt.traffic.step_time import step_time
+from libra_opt.traffic.timing import TimingModel
 
 VARIANTS = {
     "no overlap": (False, False),
@@ -79,7 +80,7 @@ def sweeps(points: int = 60):
         for which, grid in (("scale-up", hb), ("scale-out", so)):
             for x in grid:
                 bw = [x, 100.0] if which == "scale-up" else [600.0, x]
-                t = step_time(wl, scen.fabric, bw, training_loop=loop).step_time_s
+                t = step_time(wl, scen.fabric, bw, TimingModel(training_loop=loop)).step_time_s
                 rows.append({"variant": label, "sweep": which, "bw_gbps": x, "step_s": t})
     return pd.DataFrame(rows)
 
@@ -147,7 +148,8 @@ def figures() -> dict[str, str]:
     base, tp = scenario(False, False), scenario(True, False)
     for hb in (600.0, 100.0):
         t0, t1 = (step_time(s.workloads[0], s.fabric, [hb, 100.0],
-                            training_loop=s.training_loop).step_time_s for s in (base, tp))
+                            TimingModel(training_loop=s.training_loop)).step_time_s
+                  for s in (base, tp))
         out[f"comm_overlap.tp_saving_at_{hb:.0f}_pct"] = f"{100 * (1 - t1 / t0):.1f}"
     for tag, s in (("no_overlap", base), ("tp", tp)):
         capped = dataclasses.replace(

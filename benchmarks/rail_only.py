@@ -39,6 +39,7 @@ from libra_opt.fabric.builders import rail_only, rail_optimized_fat_tree
 from libra_opt.fabric.inventory import dimension_inventory
 from libra_opt.io.presets import load_catalog
 from libra_opt.traffic.rail import forwarding_overhead
+from libra_opt.traffic.timing import TimingModel
 from libra_opt.traffic.workload import Collective, Layer, Phase, Workload
 
 SAVINGS_NPUS = (2048, 4096, 8192, 16384, 32768)
@@ -81,7 +82,8 @@ def moe_overhead(bw_hb: float, bw_so: float, domains_per_group: int) -> pd.DataF
         f = rail_only(n, h, None)
         span = (h, domains_per_group)
         for model in ("sequential", "pipelined"):
-            r = forwarding_overhead("all_to_all", 1e9, span, f, [bw_hb, bw_so], model)
+            r = forwarding_overhead("all_to_all", 1e9, span, f, [bw_hb, bw_so],
+                                    TimingModel(model))
             rows.append({"hb_domain": h, "ep_group": h * domains_per_group, "model": model,
                          "fat_tree_s": r["joined_time_s"], "rail_only_s": r["time_s"],
                          "extra_hb_bytes": float(r["extra_bytes"][0]),
@@ -123,7 +125,8 @@ def gpt_step(cost_model, radix: int, bw_hb: float, bw_so: float) -> pd.DataFrame
         for moe in (False, True):
             for model in ("pipelined", "sequential"):
                 df = compare_fabrics(gpt_workload(n, h, moe), fabrics, cost_model=cost_model,
-                                     bw_gbps=[bw_hb, bw_so], collective_model=model)
+                                     bw_gbps=[bw_hb, bw_so],
+                                     timing=TimingModel(model, traffic_model="native"))
                 df.insert(0, "collective_model", model)
                 df.insert(0, "workload", "gpt3_moe" if moe else "gpt3")
                 df.insert(0, "hb_domain", h)
@@ -152,7 +155,8 @@ def savings_grid(cost_model, bw_hb: float, bw_so: float) -> pd.DataFrame:
                     continue
                 df = compare_fabrics(gpt_workload(n, h, True), fabrics, cost_model=cost_model,
                                      bw_gbps=[bw_hb, bw_so], modes=["equal_bw"],
-                                     collective_model="sequential").set_index("fabric")
+                                     timing=TimingModel("sequential", traffic_model="native"),
+                                     ).set_index("fabric")
                 ft, ro = df.loc["fat_tree"], df.loc["rail_only"]
                 so_red = 100 * (1 - ro.scaleout_cost_usd / ft.scaleout_cost_usd)
                 rows.append({

@@ -322,7 +322,7 @@ def load_solution(path: str | os.PathLike[str], scenario: Any = None) -> Any:
 
 
 def write_report(scenario: Any, out_dir: Any, *, budget_points: int = 25,
-                 families: Any = None, progress: Any = None, flag: str | None = None,
+                 families: Any = None, progress: Any = None,
                  provenance: Any = None, search: Any = True,
                  overwrite: bool = False, error_model: Any = "packaged") -> dict[str, Any]:
     """Run a design study (:func:`libra_opt.explore.study.design_study`), render it
@@ -347,11 +347,12 @@ def write_report(scenario: Any, out_dir: Any, *, budget_points: int = 25,
     Raises
     ------
     InputError
-        ``field=flag`` (default ``out_dir``): the folder is not empty and ``overwrite`` is
-        false, another run holds it, or a file cannot be written.
+        ``field="out_dir"``: the folder is not empty and ``overwrite`` is false, another run
+        holds it, or a file cannot be written.
     """
     import dataclasses
 
+    from libra_opt.errors import option_context
     from libra_opt.explore.overrides import ScenarioBase
     from libra_opt.explore.sink import spec_fingerprint
     from libra_opt.explore.study import REPORT_FAMILIES, design_study
@@ -372,9 +373,8 @@ def write_report(scenario: Any, out_dir: Any, *, budget_points: int = 25,
         report_files,
     )
 
-    field = flag or "out_dir"
-    check_run_folder(out_dir, [HTML_NAME, MARKDOWN_NAME], overwrite=overwrite,
-                     flag=field)   # before any work
+    with option_context("out_dir"):   # before any work
+        check_run_folder(out_dir, [HTML_NAME, MARKDOWN_NAME], overwrite=overwrite)
     study = design_study(_scenario_or_spec(scenario), budget_points=budget_points,
                          families=REPORT_FAMILIES if families is None else families,
                          progress=progress, search=search,
@@ -387,16 +387,17 @@ def write_report(scenario: Any, out_dir: Any, *, budget_points: int = 25,
 
     def writer(content: str | bytes):
         if isinstance(content, bytes):
-            return lambda path: write_bytes_atomic(path, content, flag=field)
-        return lambda path: write_text_atomic(path, content, flag=field)
+            return lambda path: write_bytes_atomic(path, content)
+        return lambda path: write_text_atomic(path, content)
 
     scen = study.scenario
     meta = results_metadata("report", scen.name, spec_fingerprint(ScenarioBase.of(scen)),
                             command=prov.command, search=search is not False,
                             budget_points=budget_points)
-    paths = {p.name: p for p in write_run_folder(
-        out_dir, {name: writer(c) for name, c in report_files(report).items()}, meta,
-        overwrite=overwrite, flag=field)}
+    with option_context("out_dir"):
+        paths = {p.name: p for p in write_run_folder(
+            out_dir, {name: writer(c) for name, c in report_files(report).items()}, meta,
+            overwrite=overwrite)}
     written = {f"png:{name}": paths[figure_file_name(name)]
                for sec in report.sections for name, _c, _png in sec.figures}
     written["markdown"] = paths[MARKDOWN_NAME]

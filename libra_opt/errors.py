@@ -7,6 +7,7 @@ Every error the package raises on purpose derives from :class:`LibraOptError`, s
 from __future__ import annotations
 
 import contextlib
+import re
 import reprlib
 from collections.abc import Iterator
 from typing import Any
@@ -15,6 +16,7 @@ __all__ = [
     "LibraOptError",
     "InputError",
     "input_context",
+    "option_context",
     "API_SOURCE",
     "short_repr",
     "MAX_ERROR_LINE",
@@ -179,6 +181,49 @@ def input_context(source: str | None, field: str | None = None) -> Iterator[None
             raise
         raise InputError(exc.message, source=new_source, field=new_field).with_traceback(
             exc.__traceback__) from None
+
+
+#: ``overwrite=True`` in a message written for Python callers: the command line's ``--overwrite``.
+_KEYWORD_TRUE = re.compile(r"\b([a-z][a-z0-9_]*)=True\b")
+
+
+@contextlib.contextmanager
+def option_context(name: str | None, fields: tuple[str | None, ...] = (None,)) -> Iterator[None]:
+    """Blame the option ``name`` for an :class:`InputError` raised inside the block about a
+    value the caller gave: one that names no file (or only :data:`API_SOURCE`) and whose
+    field is one of ``fields`` (by default: no field).
+
+    ``name`` is a command-line option (``"--out"``: the error is raised again as
+    ``<cli>: --out: message``, a keyword the message suggests, ``overwrite=True``, spelled as
+    its option, ``--overwrite``) or a Python keyword (``"out_dir"``: the error's field).
+    ``None`` blames nothing. The writers of :mod:`libra_opt.io` raise their errors about an
+    output unlabelled; the command line and :mod:`libra_opt`'s functions name the option.
+
+    Examples
+    --------
+    >>> try:
+    ...     with option_context("--out"):
+    ...         raise InputError("'r' is not empty: give overwrite=True to replace it")
+    ... except InputError as exc:
+    ...     print(exc)
+    <cli>: --out: 'r' is not empty: give --overwrite to replace it
+    >>> with option_context("--csv", fields=("budget_usd",)):  # not this block's error
+    ...     raise InputError("expected a number", source="s.yaml", field="budget_usd")
+    Traceback (most recent call last):
+    ...
+    libra_opt.errors.InputError: s.yaml: budget_usd: expected a number
+    """
+    try:
+        yield
+    except InputError as exc:
+        if name is None or (exc.source and exc.source != API_SOURCE) or exc.field not in fields:
+            raise
+        if name.startswith("--"):
+            message = _KEYWORD_TRUE.sub(lambda m: "--" + m[1].replace("_", "-"), exc.message)
+            error = InputError(message, source="<cli>", field=name)
+        else:
+            error = InputError(exc.message, source=exc.source, field=name)
+        raise error.with_traceback(exc.__traceback__) from None
 
 
 class InfeasibleDesignError(LibraOptError):

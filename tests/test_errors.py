@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from libra_opt.errors import API_SOURCE, InputError, input_context
+from libra_opt.errors import API_SOURCE, InputError, input_context, option_context
 
 
 def _raised(fn):
@@ -86,6 +86,48 @@ def test_other_exceptions_pass_through_untouched():
             raise err
 
     assert _raised(go) is err
+
+
+# --- option_context: the command line (or a Python function) names its option -------------
+
+_UNLABELLED = "'r' is not empty (a.txt): give resume=True to continue its run, overwrite=True to replace it"
+
+
+@pytest.mark.parametrize(("name", "source", "field", "message"), [
+    ("--out", "<cli>", "--out",
+     "'r' is not empty (a.txt): give --resume to continue its run, --overwrite to replace it"),
+    ("out_dir", None, "out_dir", _UNLABELLED),
+])
+def test_option_context_names_the_option(name, source, field, message):
+    def go():
+        with option_context(name):
+            raise InputError(_UNLABELLED)
+
+    err = _raised(go)
+    assert (err.source, err.field, err.message) == (source, field, message)
+
+
+@pytest.mark.parametrize("err", [
+    InputError("bad", source="s.yaml"),              # about a file: that file's
+    InputError("bad", field="budget_usd"),           # another field: not this option's
+    InputError("bad", source="<cli>", field="--plot"),  # already named by an inner option
+])
+def test_option_context_leaves_other_errors(err):
+    def go():
+        with option_context("--out"):
+            raise err
+
+    assert _raised(go) is err
+
+
+def test_option_context_takes_the_fields_it_is_given():
+    def go(name):
+        with option_context("--out", fields=("out_dir",)), option_context(name):
+            raise InputError("give overwrite=True")
+
+    err = _raised(lambda: go("out_dir"))   # a Python function's keyword, named on the CLI
+    assert (err.source, err.field, err.message) == ("<cli>", "--out", "give --overwrite")
+    assert _raised(lambda: go(None)).field is None   # None names nothing
 
 
 def test_no_error_no_effect():

@@ -30,7 +30,7 @@ def run_notebook(path: Path, kernel_dir: Path, timeout_s: float = 120.0, *,
     """Execute the notebook at ``path`` in memory; returns it with its fresh outputs.
 
     With ``check_figures``, a last cell prints ``FIGURE-PROBLEMS {figure number: problems}``
-    (:func:`libra_opt.report.figure_check.figure_problems` of every figure drawn)."""
+    (:func:`tests.figure_check.figure_problems` of every figure drawn)."""
     from jupyter_client.kernelspec import KernelSpecManager
     from jupyter_client.manager import KernelManager
 
@@ -47,8 +47,9 @@ def run_notebook(path: Path, kernel_dir: Path, timeout_s: float = 120.0, *,
         nb.cells.insert(0, nbformat.v4.new_code_cell(
             "%config InlineBackend.close_figures = False"))
         nb.cells.append(nbformat.v4.new_code_cell(
+            f"import sys; sys.path.insert(0, {str(NOTEBOOKS.parent)!r})\n"
             "import matplotlib.pyplot as _plt\n"
-            "from libra_opt.report.figure_check import figure_problems as _fp\n"
+            "from tests.figure_check import figure_problems as _fp\n"
             "print('FIGURE-PROBLEMS', repr({n: _fp(_plt.figure(n)) for n in _plt.get_fignums()}))"))
     client = nbclient.NotebookClient(nb, km=km, timeout=timeout_s, allow_errors=False,
                                      resources={"metadata": {"path": str(path.parent)}})

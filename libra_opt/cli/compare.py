@@ -23,7 +23,7 @@ import math
 
 from libra_opt.cli.args import add_set_argument, load_with_sets, parse_floats
 from libra_opt.cli.backend import pyplot
-from libra_opt.errors import InputError
+from libra_opt.errors import InputError, option_context
 from libra_opt.options import FABRIC_FAMILIES, TRAFFIC_MODELS
 
 __all__ = ["register", "run"]
@@ -161,10 +161,12 @@ def run(args: argparse.Namespace) -> int:
         if radix is None:
             radix, radix_note = 64, "the default: the scenario's scale-out has no switch_radix"
     fabrics = _fabrics(scen.fabric, names, radix)
+    timing = None if args.traffic_model is None else scen.timing_with(
+        traffic_model=args.traffic_model)
     try:
         df = compare_fabrics(scen, fabrics, bw_gbps=bw, budget_usd=args.budget_usd,
                              scaleout_budget_usd=getattr(args, "scaleout_budget_usd", None),
-                             traffic_model=args.traffic_model)
+                             timing=timing)
     except InputError as exc:
         if exc.field == "traffic_model" and args.traffic_model is not None:
             raise InputError(f"the scenario's {exc.message}", source="<cli>",
@@ -181,7 +183,8 @@ def run(args: argparse.Namespace) -> int:
     for note in family_notes(df, scen):
         print(f"note: {note}")
     if args.csv is not None:
-        write_csv_atomic(df, args.csv, index=False, flag="--csv")
+        with option_context("--csv"):
+            write_csv_atomic(df, args.csv, index=False)
     if args.plot is not None:
         plt = pyplot()
 
@@ -192,7 +195,8 @@ def run(args: argparse.Namespace) -> int:
             for ax, m in zip(axes[0], shown_modes, strict=True):
                 plot_comparison(df, ax, mode=m)
             fig.tight_layout()
-            save_figure_atomic(fig, args.plot, dpi=130, flag="--plot")
+            with option_context("--plot"):
+                save_figure_atomic(fig, args.plot, dpi=130)
         finally:
             plt.close(fig)
     return 0

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 
 from libra_opt.cli.args import add_set_argument, load_with_sets
-from libra_opt.errors import InputError
+from libra_opt.errors import InputError, option_context
 
 __all__ = ["register", "run"]
 
@@ -37,7 +37,9 @@ def register(subparsers) -> argparse.ArgumentParser:
 def run(args) -> int:
     """Run the sub-command; returns the exit code."""
     from libra_opt.explore.in_network import choose_in_network
+    from libra_opt.io.output import check_writable_output, write_text_atomic
 
+    path = check_writable_output(args.csv, "--csv", (".csv",)) if args.csv else None
     scen = load_with_sets(args.scenario, args.set)
     dims = None if not args.dims else [d.strip() for d in args.dims.split(",") if d.strip()]
     if dims is not None:
@@ -47,13 +49,10 @@ def run(args) -> int:
                              f"{', '.join(scen.fabric.names)}", source="<cli>", field="--dims")
     res = choose_in_network(scen, dims, backend=args.backend)
     print(repr(res))
-    if args.csv:
+    if path is not None:
         import csv
         import io
 
-        from libra_opt.io.output import check_writable_output, write_text_atomic
-
-        path = check_writable_output(args.csv, "--csv", (".csv",))
         buf = io.StringIO()
         w = csv.writer(buf)
         w.writerow(["in_network_dims", "feasible", "objective", "step_time_s",
@@ -62,5 +61,6 @@ def run(args) -> int:
             bw = list(c.bw_gbps) if c.feasible else [float("nan")] * scen.fabric.n_dims
             w.writerow([";".join(c.dims), c.feasible, c.objective_value, c.step_time_s,
                         c.network_cost_usd, *bw])
-        write_text_atomic(path, buf.getvalue())
+        with option_context("--csv"):
+            write_text_atomic(path, buf.getvalue())
     return 0

@@ -12,6 +12,7 @@ import logging
 import os
 import sys
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import NoReturn
 
 import numpy as np
@@ -29,6 +30,7 @@ from libra_opt.errors import (
     InputError,
     LibraOptError,
     UnboundedDesignError,
+    option_context,
 )
 from libra_opt.options import OBJECTIVES, objective_label
 
@@ -55,7 +57,7 @@ def _write_plots(sol, plot_dir: str) -> list[str]:
     """The allocation and breakdown PNGs, named after the scenario's slug, inside
     ``plot_dir``: drawn into a hidden sibling folder, then moved in together."""
     plt = pyplot()
-    from libra_opt.io.output import confined_path, save_figure_atomic, staged_outputs
+    from libra_opt.io.output import save_figure_atomic, staged_outputs
     from libra_opt.report.plots import plot_allocation, plot_step_breakdown
 
     names = _plot_names(sol.scenario)
@@ -63,10 +65,10 @@ def _write_plots(sol, plot_dir: str) -> list[str]:
         for name, fn in zip(names, (plot_allocation, plot_step_breakdown), strict=True):
             fig = fn(sol)
             try:
-                save_figure_atomic(fig, staged[name], flag="--plot-dir", dpi=130)
+                save_figure_atomic(fig, staged[name], dpi=130)
             finally:
                 plt.close(fig)
-    return [str(confined_path(plot_dir, n, flag="--plot-dir")) for n in names]
+    return [str(Path(plot_dir) / n) for n in names]
 
 
 def _cmd_solve(args) -> int:
@@ -75,7 +77,8 @@ def _cmd_solve(args) -> int:
     from libra_opt.report.text import format_solution, solution_to_dict
 
     if args.plot_dir is not None:
-        check_output_dir(args.plot_dir, "--plot-dir")
+        with option_context("--plot-dir"):
+            check_output_dir(args.plot_dir)
     scen = _load(args)
     if args.plot_dir is not None:  # the files themselves, before the solve
         prepare_output_dir(args.plot_dir, _plot_names(scen), "--plot-dir", create=False)
@@ -171,7 +174,7 @@ def _check_exportable(workloads, source: str | None) -> None:
 def _export_workloads(workloads, directory: str) -> None:
     """Each workload as ASTRA-sim text + communicator, named by its slug, inside ``directory``."""
     from libra_opt.io.astra_sim import export_astra_sim
-    from libra_opt.io.output import atomic_outputs, confined_path, safe_slug
+    from libra_opt.io.output import safe_slug, staged_outputs
 
     taken: set[str] = set()
     for wl in workloads:
@@ -183,11 +186,10 @@ def _export_workloads(workloads, directory: str) -> None:
             k += 1
             slug = f"{base}_{k}"
         taken.add(slug.casefold())
-        path = confined_path(directory, f"{slug}.txt", flag="--export")
-        comm = confined_path(directory, f"{slug}_communicator.yml", flag="--export")
-        with atomic_outputs(path, comm, flag="--export") as (tmp_path, tmp_comm):
-            export_astra_sim(wl, tmp_path, communicator_path=tmp_comm)
-        print(f"wrote {path} and {comm}")
+        names = [f"{slug}.txt", f"{slug}_communicator.yml"]
+        with staged_outputs(directory, names, flag="--export") as staged:
+            export_astra_sim(wl, staged[names[0]], communicator_path=staged[names[1]])
+        print(f"wrote {Path(directory) / names[0]} and {Path(directory) / names[1]}")
 
 
 def _cmd_workload(args) -> int:
@@ -197,7 +199,8 @@ def _cmd_workload(args) -> int:
     from libra_opt.traffic.step_time import check_bandwidth
 
     if args.export is not None:
-        check_output_dir(args.export, "--export")
+        with option_context("--export"):
+            check_output_dir(args.export)
     scen = load_with_sets(args.scenario, args.set)
     assert scen.spec is not None  # a scenario read from a file keeps its spec
     scen, generated = compile_with_models(scen.spec, previous=scen)

@@ -20,7 +20,7 @@ import sys
 
 from libra_opt.cli.args import add_set_argument, load_with_sets, parse_sets
 from libra_opt.cli.backend import pyplot
-from libra_opt.errors import InputError
+from libra_opt.errors import InputError, option_context
 
 __all__ = ["register", "run"]
 
@@ -61,8 +61,8 @@ def run(args: argparse.Namespace) -> int:
     from libra_opt.report.html import HTML_NAME, MARKDOWN_NAME, Provenance
 
     # the command line first (the folder, empty unless --overwrite), then the work
-    check_run_folder(args.out, [HTML_NAME, MARKDOWN_NAME], overwrite=args.overwrite,
-                     flag="--out")
+    with option_context("--out"):
+        check_run_folder(args.out, [HTML_NAME, MARKDOWN_NAME], overwrite=args.overwrite)
     if not 2 <= args.budget_points <= MAX_REPORT_POINTS:
         raise InputError(f"expected 2 to {MAX_REPORT_POINTS} points, got {args.budget_points}",
                          source="<cli>", field="--budget-points")
@@ -72,10 +72,11 @@ def run(args: argparse.Namespace) -> int:
     given = getattr(args, "command_line", None) or ["libra-opt", *sys.argv[1:]]
     command = " ".join([given[0], *(shlex.quote(a) for a in given[1:])])
     prov = Provenance(command=command, overrides=tuple(f"{k}={v}" for k, v in sets.items()))
-    written = lo.write_report(scen, args.out, budget_points=args.budget_points,
-                              progress=False if args.no_progress else None, flag="--out",
-                              provenance=prov, search=not args.no_search,
-                              overwrite=args.overwrite)
+    with option_context("--out", fields=("out_dir",)):  # write_report names its out_dir
+        written = lo.write_report(scen, args.out, budget_points=args.budget_points,
+                                  progress=False if args.no_progress else None,
+                                  provenance=prov, search=not args.no_search,
+                                  overwrite=args.overwrite)
     n_png = sum(k.startswith("png:") for k in written)
     print(f"wrote {written['html']}")
     print(f"wrote {written['markdown']} and {n_png} PNGs")

@@ -21,7 +21,7 @@ import time
 from typing import Any
 
 from libra_opt.cli.args import add_executor_arguments
-from libra_opt.errors import InputError
+from libra_opt.errors import InputError, option_context
 from libra_opt.options import OBJECTIVE_MEANING, OBJECTIVES
 
 __all__ = ["register", "run", "format_top", "summary"]
@@ -232,7 +232,8 @@ def run(args: argparse.Namespace) -> int:
     knobs = parse_space(args.space)
     family = _dim_family(args)
     if args.out is not None:  # every output path, before the work
-        check_run_folder(args.out, _out_names(), overwrite=args.overwrite, flag="--out")
+        with option_context("--out"):
+            check_run_folder(args.out, _out_names(), overwrite=args.overwrite)
     base = search_base(load_scenario(args.scenario))
     space = SearchSpace(hb_domains=hb, placements=args.placements, **knobs, **family)
     _check_shapes(base, space, args)
@@ -397,13 +398,14 @@ def _write(res: Any, base: Any, args: argparse.Namespace) -> list[Any]:
         plt = pyplot()
         fig = plot_search(res, top=len(res.solutions))
         try:
-            save_figure_atomic(fig, path, flag="--out", dpi=130, bbox_inches="tight")
+            save_figure_atomic(fig, path, dpi=130, bbox_inches="tight")
         finally:
             plt.close(fig)
 
-    writers: dict[str, Any] = {RESULTS_CSV: lambda p: write_csv_atomic(table, p, flag="--out")}
+    writers: dict[str, Any] = {RESULTS_CSV: lambda p: write_csv_atomic(table, p)}
     names = _out_names()
     if RESULTS_PARQUET in names:
-        writers[RESULTS_PARQUET] = lambda p: write_results(table, p, meta, flag="--out")
+        writers[RESULTS_PARQUET] = lambda p: write_results(table, p, meta)
     writers["search.png"] = draw
-    return write_run_folder(args.out, writers, meta, overwrite=args.overwrite, flag="--out")
+    with option_context("--out"):
+        return write_run_folder(args.out, writers, meta, overwrite=args.overwrite)

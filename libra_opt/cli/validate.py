@@ -75,7 +75,7 @@ def _with_devices(table, devices):
 
 def run(args: argparse.Namespace) -> int:
     """Execute ``validate`` for parsed ``args``; prints the table and returns 0."""
-    from libra_opt.errors import InputError
+    from libra_opt.errors import InputError, option_context
     from libra_opt.explore.calibration import DeviceCalibration, calibrate_tables
     from libra_opt.explore.ranking import stack_summaries, variant_rankings
     from libra_opt.explore.validation import validate
@@ -94,7 +94,8 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--calibrate-rows needs --calibrate", source="<cli>",
                          field="--calibrate-rows")
     if args.out is not None:
-        check_output_dir(args.out, "--out")
+        with option_context("--out"):
+            check_output_dir(args.out)
     if args.error_model is not None:
         check_writable_output(args.error_model, "--error-model", (".yaml", ".yml"))
     names = args.table or list(validation_table_names())
@@ -146,8 +147,8 @@ def run(args: argparse.Namespace) -> int:
         from libra_opt.io.output import write_text_atomic
 
         model = ErrorModel(validated_runs(tables, results))
-        write_text_atomic(args.error_model, error_model_yaml(model, names, __version__),
-                          flag="--error-model")
+        with option_context("--error-model"):
+            write_text_atomic(args.error_model, error_model_yaml(model, names, __version__))
         print(f"wrote {args.error_model}")
     if args.out is not None:
         from libra_opt.cli.backend import pyplot
@@ -157,22 +158,19 @@ def run(args: argparse.Namespace) -> int:
             from libra_opt.io.output import write_text_atomic
             from libra_opt.io.presets import calibrated_devices_yaml
 
-            path = confined_path(args.out, _DEVICES_FILE, flag="--out")
-            write_text_atomic(path, calibrated_devices_yaml(calibrations, names), flag="--out")
+            with option_context("--out"):
+                path = confined_path(args.out, _DEVICES_FILE)
+                write_text_atomic(path, calibrated_devices_yaml(calibrations, names))
             print(f"wrote {path}")
         plt = pyplot()
-        fig = plot_validation(results)
-        path = confined_path(args.out, "validation.png", flag="--out")
-        try:
-            save_figure_atomic(fig, path, dpi=130, flag="--out")
-        finally:
-            plt.close(fig)
-        print(f"wrote {path}")
+        figures = [("validation.png", lambda: plot_validation(results))]
         if any(r.variant_set for t in results for r in t.rows):
-            fig = plot_variants(variant_sets)
-            path = confined_path(args.out, "variants.png", flag="--out")
+            figures.append(("variants.png", lambda: plot_variants(variant_sets)))
+        for name, draw in figures:
+            fig = draw()
             try:
-                save_figure_atomic(fig, path, dpi=130, flag="--out")
+                with option_context("--out"):
+                    path = save_figure_atomic(fig, confined_path(args.out, name), dpi=130)
             finally:
                 plt.close(fig)
             print(f"wrote {path}")

@@ -20,9 +20,9 @@ the compare budget replaces the scenario's budget cap.
 
 Step times use the routing-aware traffic of :mod:`libra_opt.traffic.rail` by default (a fat-tree
 serves all-to-all directly, a Rail-only fabric forwards cross-rail bytes through the HB
-domain); ``traffic_model="hierarchical"`` uses LIBRA's model for every fabric, and is the
-default under the ``topology_aware`` collective model (which runs collectives dimension by
-dimension and has no routing-aware form). The
+domain); a ``timing`` with ``traffic_model="hierarchical"`` uses LIBRA's model for every
+fabric, which is the default under the ``topology_aware`` collective model (it runs
+collectives dimension by dimension and has no routing-aware form). The
 equal-budget optimum is the global one of the convex program of
 :func:`libra_opt.optimize.problem.solve`, re-checked layer by layer.
 """
@@ -32,6 +32,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 import numpy as np
 import numpy.typing as npt
@@ -46,7 +47,7 @@ from libra_opt.optimize.feasibility import lp_extreme
 from libra_opt.optimize.problem import solve
 from libra_opt.optimize.terms import aggregate_terms, native_terms
 from libra_opt.options import COMPARE_MODES as MODES
-from libra_opt.options import CollectiveModel, TrafficModel, TrainingLoop
+from libra_opt.options import TrafficModel
 from libra_opt.scenario.accuracy import same
 from libra_opt.scenario.constraints import LinearConstraint, Row
 from libra_opt.scenario.scenario import Scenario, scenario_rows
@@ -76,9 +77,6 @@ def budget_optimum(
     *,
     weights: Sequence[float] | None = None,
     timing: TimingModel | None = None,
-    collective_model: CollectiveModel | None = None,
-    training_loop: TrainingLoop | None = None,
-    traffic_model: TrafficModel | None = None,
     cost_model: CostModel | None = None,
     constraints: Sequence[LinearConstraint] = (),
     power_w: float | None = None,
@@ -89,8 +87,7 @@ def budget_optimum(
     ----------
     timing : TimingModel, optional
         How steps are timed (its collective model, training loop and traffic model); default
-        pipelined, no_overlap and the ``native`` traffic model. Deprecated: the loose
-        ``collective_model``, ``training_loop`` and ``traffic_model`` instead.
+        pipelined, no_overlap and the ``native`` traffic model.
     usd_per_gbps : array_like
         Prices of the budget row, $ per GB/s per dimension (0 leaves a dimension out of the
         budget, e.g. the HB domain of a scale-out budget).
@@ -130,11 +127,7 @@ def budget_optimum(
     >>> budget_optimum([w], f, np.array([1.0, 1.0]), 300.0).round(3).tolist()
     [200.0, 100.0]
     """
-    if timing is None:
-        traffic_model = _default_traffic(collective_model or TimingModel().collective_model,
-                                         traffic_model)
-    timing = as_timing(timing, collective_model=collective_model, training_loop=training_loop,
-                       traffic_model=traffic_model)
+    timing = _checked_timing(timing)
     wls = tuple(workloads)
     kappa = np.asarray(usd_per_gbps, dtype=float)
     n = fabric.n_dims
@@ -283,39 +276,42 @@ def _held_hb(df, baseline: str, requested: np.ndarray) -> tuple[float, ...]:
     return tuple(float(x) for x in hb)
 
 
-def _default_traffic(collective_model: CollectiveModel,
-                     traffic_model: TrafficModel | None) -> TrafficModel:
-    """``traffic_model`` if given, else ``native`` -- or ``hierarchical`` under a collective
-    model that runs collectives dimension by dimension (``topology_aware``, which has no
-    routing-aware form: ``native`` with it is refused).
+def _checked_timing(timing: TimingModel | None, scenario: Scenario | None = None
+                    ) -> TimingModel:
+    """``timing``, checked; by default the scenario's (without one, the defaults) with the
+    ``native`` traffic model -- or ``hierarchical`` under a collective model that runs
+    collectives dimension by dimension (``topology_aware``, which has no routing-aware
+    form: ``native`` with it is refused).
 
     Examples
     --------
-    >>> _default_traffic("pipelined", None), _default_traffic("topology_aware", None)
-    ('native', 'hierarchical')
-    >>> _default_traffic("topology_aware", "native")
+    >>> _checked_timing(None).traffic_model
+    'native'
+    >>> _checked_timing(TimingModel("topology_aware")).traffic_model
+    'hierarchical'
+    >>> _checked_timing(TimingModel("topology_aware", traffic_model="native"))
     Traceback (most recent call last):
     ...
     libra_opt.errors.InputError: traffic_model: collective_model 'topology_aware' runs collectives dimension by dimension: it does not model 'native' routing; use 'hierarchical' (its default)
     """
-    if traffic_model is None:
-        return "hierarchical" if TimingModel(collective_model).uses_topology_aware else "native"
-    refusal = TimingModel(collective_model, traffic_model=traffic_model).native_traffic_refusal()
+    if timing is None:
+        base = TimingModel() if scenario is None else scenario.timing
+        traffic: TrafficModel = "hierarchical" if base.uses_topology_aware else "native"
+        return replace(base, traffic_model=traffic)
+    timing = as_timing(timing)
+    refusal = timing.native_traffic_refusal()
     if refusal is not None:
         raise InputError(refusal, field="traffic_model")
-    return traffic_model
+    return timing
 
 
-def _inputs(scenario_or_workloads, cost_model, weights, collective_model, training_loop,
-            traffic_model):
-    """Workloads, cost model, weights, the timing (the scenario's collective model, loop and
-    per-dimension efficiency unless given; ``traffic_model`` as given, else the default of
-    :func:`_default_traffic`) and the scenario (``None`` without one)."""
+def _inputs(scenario_or_workloads, cost_model, weights, timing):
+    """Workloads, cost model, weights, the timing (:func:`_checked_timing`) and the
+    scenario (``None`` without one)."""
     if isinstance(scenario_or_workloads, Scenario):
         s = scenario_or_workloads
-        model = collective_model or s.collective_model
-        timing = s.timing_with(model, training_loop, _default_traffic(model, traffic_model))
-        return (s.workloads, cost_model or s.cost_model, weights or s.weights, timing, s)
+        return (s.workloads, cost_model or s.cost_model, weights or s.weights,
+                _checked_timing(timing, s), s)
     if isinstance(scenario_or_workloads, Workload):
         wls: tuple[Workload, ...] = (scenario_or_workloads,)
     else:
@@ -325,10 +321,7 @@ def _inputs(scenario_or_workloads, cost_model, weights, collective_model, traini
                          field="scenario_or_workloads")
     if cost_model is None:
         raise InputError("cost_model is required when no scenario is given", field="cost_model")
-    timing = as_timing(collective_model=collective_model, training_loop=training_loop,
-                       traffic_model=_default_traffic(
-                           collective_model or TimingModel().collective_model, traffic_model))
-    return (wls, cost_model, weights or (1.0,) * len(wls), timing, None)
+    return (wls, cost_model, weights or (1.0,) * len(wls), _checked_timing(timing), None)
 
 
 def _is_number(value: object) -> bool:
@@ -353,9 +346,7 @@ def compare_fabrics(
     tco: TcoModel | None = None,
     baseline: str | None = None,
     weights: Sequence[float] | None = None,
-    collective_model: CollectiveModel | None = None,
-    training_loop: TrainingLoop | None = None,
-    traffic_model: TrafficModel | None = None,
+    timing: TimingModel | None = None,
     modes: Sequence[str] = MODES,
     constraints: Sequence[LinearConstraint] | None = None,
     power_w: float | None = None,
@@ -365,8 +356,8 @@ def compare_fabrics(
     Parameters
     ----------
     scenario_or_workloads : Scenario, Workload or sequence of Workload
-        A scenario supplies workloads, weights, cost model, collective model, training
-        loop, constraints and power cap (each overridable by the keyword arguments).
+        A scenario supplies workloads, weights, cost model, timing, constraints and power
+        cap (each overridable by the keyword arguments).
     fabrics : mapping of str to Fabric
         Label -> fabric. Every workload's group spans must fit every fabric (same number of
         dimensions, divisors of the sizes): compare fabrics of the same shape, e.g. from
@@ -389,9 +380,10 @@ def compare_fabrics(
     baseline : str, optional
         Reference fabric of the reduction columns: default the first ``fat_tree`` fabric,
         else the first.
-    traffic_model : {'native', 'hierarchical'}, optional
-        See the module notes. Default ``native``, or ``hierarchical`` under the
-        ``topology_aware`` collective model (it has no routing-aware form).
+    timing : TimingModel, optional
+        How steps are timed. Default the scenario's (without one, :class:`TimingModel`'s
+        defaults) with the ``native`` traffic model, or ``hierarchical`` under the
+        ``topology_aware`` collective model (see the module notes).
     modes : sequence of str
         Any of ``equal_bw``, ``equal_budget`` and ``equal_budget_joint``.
     constraints : sequence of LinearConstraint, optional
@@ -431,8 +423,7 @@ def compare_fabrics(
     """
     import pandas as pd
 
-    wls, cm, wts, timing, scen = _inputs(scenario_or_workloads, cost_model, weights,
-                                         collective_model, training_loop, traffic_model)
+    wls, cm, wts, timing, scen = _inputs(scenario_or_workloads, cost_model, weights, timing)
     if not isinstance(fabrics, Mapping) or not all(
             isinstance(k, str) and isinstance(f, Fabric) for k, f in fabrics.items()):
         raise InputError(

@@ -2,7 +2,8 @@
 
 A local cluster's workers keep spill and lock files in a folder of the temporary directory,
 ``libra-opt-dask-<host>-<pid>-<random>`` (``<host>``: 8 hex digits of the host name's
-SHA-256), removed when the run ends. The run holds an exclusive ``flock`` on the folder from
+SHA-256), removed when the run ends. The run holds the folder's lock
+(:func:`libra_opt.io.folder_lock.lock_folder`, an exclusive ``flock``) from
 before it gets that name until it is removed; the kernel drops the lock when the process
 dies, however it dies. A run killed with SIGKILL cannot remove its folder, so every Dask
 run first removes the folders of this host whose lock nobody holds. A folder whose lock
@@ -13,7 +14,6 @@ that is a symbolic link is never removed.
 from __future__ import annotations
 
 import contextlib
-import errno
 import hashlib
 import logging
 import os
@@ -21,6 +21,8 @@ import shutil
 import socket
 import tempfile
 from collections.abc import Iterator
+
+from libra_opt.io.folder_lock import lock_folder
 
 __all__ = ["SCRATCH_PREFIX", "dask_scratch", "remove_orphaned_scratch", "host_tag"]
 
@@ -42,20 +44,6 @@ def host_tag() -> str:
     return hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
 
 
-def _lock(fd: int) -> bool | None:
-    """Take ``fd``'s exclusive lock without waiting: True taken, False held by a live
-    process, None when the file system cannot tell."""
-    try:
-        import fcntl
-    except ImportError:  # not POSIX
-        return None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError as exc:
-        return False if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN) else None
-    return True
-
-
 @contextlib.contextmanager
 def dask_scratch() -> Iterator[str]:
     """A scratch folder for a local Dask cluster's workers, locked by this process while it
@@ -64,9 +52,9 @@ def dask_scratch() -> Iterator[str]:
     remove_orphaned_scratch()
     root = tempfile.gettempdir()
     new = tempfile.mkdtemp(prefix=_NEW_PREFIX, dir=root)
-    fd = os.open(new, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    # where the file system cannot lock, no sweep removes the folder either
+    fd, _taken = lock_folder(new)
     try:
-        _lock(fd)   # where the file system cannot lock, no sweep removes the folder either
         path = os.path.join(root, f"{SCRATCH_PREFIX}{host_tag()}-{os.getpid()}-"
                                   f"{os.path.basename(new)[len(_NEW_PREFIX):]}")
         os.rename(new, path)   # the lock stays with the folder
@@ -94,15 +82,14 @@ def remove_orphaned_scratch(root: str | None = None) -> list[str]:
             names = [e.name for e in it if e.name.startswith(mine)]
     except OSError:
         return removed
-    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
     for name in names:
         path = os.path.join(root, name)
         try:
-            fd = os.open(path, flags)
+            fd, taken = lock_folder(path, follow_symlinks=False)
         except OSError:   # gone, a symbolic link, not a folder, not ours to open
             continue
         try:
-            if _lock(fd) is True:
+            if taken is True:
                 shutil.rmtree(path, ignore_errors=True)
                 if not os.path.lexists(path):
                     removed.append(path)

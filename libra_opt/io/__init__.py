@@ -17,7 +17,6 @@ from libra_opt.io.libra import (
 from libra_opt.io.output import (
     CSV_SUFFIXES,
     PLOT_SUFFIXES,
-    atomic_outputs,
     check_output_dir,
     check_writable_output,
     confined_path,
@@ -48,7 +47,6 @@ from libra_opt.io.scenario_file import (
 __all__ = [
     "CSV_SUFFIXES",
     "PLOT_SUFFIXES",
-    "atomic_outputs",
     "check_output_dir",
     "check_writable_output",
     "confined_path",

@@ -6,7 +6,6 @@ share. The folders that hold them are :mod:`libra_opt.io.results` (streamed stud
 
 from __future__ import annotations
 
-import contextlib
 import datetime as _dt
 import json
 import math
@@ -15,8 +14,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from libra_opt.errors import InputError
-from libra_opt.io.output import _temp_name, fsync_directory
+from libra_opt.errors import InputError, option_context
+from libra_opt.io.output import staged_outputs
 from libra_opt.scenario.fingerprint import fingerprint
 
 if TYPE_CHECKING:
@@ -72,17 +71,6 @@ def spec_hash(obj: Any) -> str:
     (True, False)
     """
     return fingerprint(obj)
-
-
-def folder_error(message: str, flag: str | None) -> InputError:
-    cli = bool(flag) and str(flag).startswith("--")
-    return InputError(message, source="<cli>" if cli else None, field=flag)
-
-
-def flag_option(name: str, flag: str | None) -> str:
-    """How the caller says ``name``: ``--resume`` on the command line (a ``--`` flag),
-    ``resume=True`` in Python."""
-    return f"--{name}" if flag and str(flag).startswith("--") else f"{name}=True"
 
 
 def exact_csv_options() -> dict[str, str]:
@@ -156,34 +144,34 @@ def write_results(df: pd.DataFrame, path: str | os.PathLike[str], metadata: Mapp
     ``.parquet``: one Parquet file whose schema metadata holds ``metadata`` as JSON under
     the key ``libra_opt`` (``pyarrow.parquet.read_schema(path).metadata``). ``.csv``: the
     CSV (read back by :func:`read_results` or plain ``pandas.read_csv``) and a sidecar
-    ``<name>.meta.json`` beside it. :func:`read_metadata` reads either.
+    ``<name>.meta.json`` beside it, moved in together. :func:`read_metadata` reads either.
 
     Raises
     ------
     InputError
-        ``field=flag``: an unsupported suffix or a file that cannot be written.
+        An unsupported suffix or a file that cannot be written; ``flag`` names the option
+        blamed (``None``: none).
     """
-    from libra_opt.io.output import atomic_outputs
-
     p = Path(path)
     text = json.dumps(dict(metadata), indent=2, default=str) + "\n"
     suffix = p.suffix.lower()
-    if suffix == ".parquet":
-        import pyarrow as pa
-        import pyarrow.parquet as pq
+    if suffix not in (".csv", ".parquet"):
+        with option_context(flag):
+            raise InputError(f"unsupported results file type {suffix or 'none'!r} in "
+                             f"{str(p)!r}; expected .csv or .parquet")
+    names = [p.name] if suffix == ".parquet" else [p.name, _sidecar(p).name]
+    with staged_outputs(p.parent, names, flag=flag) as staged:
+        if suffix == ".parquet":
+            import pyarrow as pa
+            import pyarrow.parquet as pq
 
-        table = pa.Table.from_pandas(df, preserve_index=False)
-        table = table.replace_schema_metadata({**(table.schema.metadata or {}),
-                                               PARQUET_KEY: text.encode("utf-8")})
-        with atomic_outputs(p, flag=flag) as (tmp,):
-            pq.write_table(table, tmp)
-        return p
-    if suffix != ".csv":
-        raise folder_error(f"unsupported results file type {suffix or 'none'!r} in {str(p)!r}; "
-                   "expected .csv or .parquet", flag)
-    with atomic_outputs(p, _sidecar(p), flag=flag) as (tmp, tmp_meta):
-        df.to_csv(tmp, index=False)
-        tmp_meta.write_text(text, encoding="utf-8")
+            table = pa.Table.from_pandas(df, preserve_index=False)
+            table = table.replace_schema_metadata({**(table.schema.metadata or {}),
+                                                   PARQUET_KEY: text.encode("utf-8")})
+            pq.write_table(table, staged[p.name])
+        else:
+            df.to_csv(staged[p.name], index=False)
+            staged[_sidecar(p).name].write_text(text, encoding="utf-8")
     return p
 
 
@@ -199,7 +187,7 @@ def read_metadata(path: str | os.PathLike[str]) -> dict[str, Any]:
     p = Path(path)
     try:
         if p.is_dir():
-            return load_manifest(p / MANIFEST, None)
+            return load_manifest(p / MANIFEST)
         if p.suffix.lower() == ".parquet":
             import pyarrow.parquet as pq
 
@@ -234,25 +222,11 @@ def fsync_write(path: Path, text: str, mode: str = "a") -> None:
         os.fsync(f.fileno())
 
 
-def atomic_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` by a temporary file, fsync and rename (and fsync the
-    folder); a temporary file a killed run leaves is one :func:`~libra_opt.io.output.
-    remove_scratch` removes. An ``OSError`` propagates (callers word their own message)."""
-    tmp = _temp_name(path)
-    try:
-        fsync_write(tmp, text, "w")
-        os.replace(tmp, path)
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-    fsync_directory(path.parent)
-
-
-def load_manifest(path: Path, flag: str | None) -> dict[str, Any]:
+def load_manifest(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise folder_error(f"cannot read {str(path)!r}: {exc}", flag) from None
+        raise InputError(f"cannot read {str(path)!r}: {exc}") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise folder_error(f"{str(path)!r} is not a {FORMAT} manifest", flag)
+        raise InputError(f"{str(path)!r} is not a {FORMAT} manifest")
     return data

@@ -1,16 +1,16 @@
 """One-shot run folders (``report --out``, ``search --out``) and the lock every results
 folder is held by while a run writes into it.
 
-A run holds its folder (an exclusive ``flock`` of the directory) from opening it until its
-last file is written: a second run into the folder is refused meanwhile, and only a run
+A run holds its folder (:func:`libra_opt.io.folder_lock.lock_folder`) from opening it until
+its last file is written: a second run into the folder is refused meanwhile, and only a run
 holding the lock removes the scratch a stopped run left there. A file system that cannot
-lock is said in a warning, and the run goes on unlocked.
+lock is said in a warning, and the run goes on unlocked. Errors are raised unlabelled (the
+command line names its option: :func:`libra_opt.errors.option_context`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
 import json
 import logging
 import os
@@ -18,22 +18,20 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from libra_opt.errors import InputError
-from libra_opt.io._results_files import (
-    MANIFEST,
-    RUN_FILES,
-    atomic_text,
-    flag_option,
-    folder_error,
-    load_manifest,
-    utc_now,
+from libra_opt.errors import InputError, option_context
+from libra_opt.io._results_files import MANIFEST, RUN_FILES, load_manifest, utc_now
+from libra_opt.io.folder_lock import lock_folder
+from libra_opt.io.output import (
+    confined_path,
+    prepare_output_dir,
+    staged_outputs,
+    write_text_atomic,
 )
-from libra_opt.io.output import confined_path, prepare_output_dir
 
 logger = logging.getLogger(__name__)
 
 def check_run_folder(directory: str | os.PathLike[str], names: Sequence[str], *,
-                     overwrite: bool = False, flag: str | None = "--out") -> Path:
+                     overwrite: bool = False) -> Path:
     """Check, before any work and without creating anything, a folder a one-shot run
     (:func:`write_run_folder`) will write ``names`` and its manifest into: every path
     (:func:`~libra_opt.io.output.prepare_output_dir`), and an existing folder empty unless
@@ -42,24 +40,23 @@ def check_run_folder(directory: str | os.PathLike[str], names: Sequence[str], *,
     Raises
     ------
     InputError
-        ``field=flag``, saying what is wrong and what to do instead.
+        Saying what is wrong and what to do instead.
     """
-    prepare_output_dir(directory, (*names, MANIFEST), flag, create=False)
+    prepare_output_dir(directory, (*names, MANIFEST), create=False)
     path = Path(directory)
     entries = sorted(p.name for p in path.iterdir()) if path.is_dir() else []
     if entries and not overwrite:
         shown = ", ".join(entries[:4]) + (", ..." if len(entries) > 4 else "")
-        raise folder_error(f"{str(directory)!r} is not empty ({shown}): give "
-                   f"{flag_option('overwrite', flag)} to replace its run, or another folder", flag)
+        raise InputError(f"{str(directory)!r} is not empty ({shown}): give overwrite=True to "
+                         "replace its run, or another folder")
     if entries:
-        refuse_held(path, flag)
+        refuse_held(path)
     return path
 
 
 def write_run_folder(directory: str | os.PathLike[str],
                      writers: Mapping[str, Callable[[Path], object]],
-                     metadata: Mapping[str, Any], *, overwrite: bool = False,
-                     flag: str | None = "--out") -> list[Path]:
+                     metadata: Mapping[str, Any], *, overwrite: bool = False) -> list[Path]:
     """Write a one-shot run's files into ``directory`` together, with ``manifest.json``.
 
     Each ``writers[name](path)`` writes one file into a hidden staging folder inside
@@ -78,30 +75,28 @@ def write_run_folder(directory: str | os.PathLike[str],
     Raises
     ------
     InputError
-        ``field=flag``: the folder is not empty and ``overwrite`` is false, or a file cannot
-        be written or removed.
+        The folder is not empty and ``overwrite`` is false, or a file cannot be written or
+        removed.
     """
-    from libra_opt.io.output import staged_outputs
-
-    path = check_run_folder(directory, list(writers), overwrite=overwrite, flag=flag)
+    path = check_run_folder(directory, list(writers), overwrite=overwrite)
     names = [*writers, MANIFEST]
     existed = path.is_dir()
     try:
         try:
             path.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise folder_error(f"cannot create {str(path)!r}: {exc.strerror or exc}", flag) from None
+            raise InputError(f"cannot create {str(path)!r}: {exc.strerror or exc}") from None
         # held while staging and moving in: a run still writing into the folder (a sweep
         # streaming its points) is never overwritten, and no other run takes the staging
         # folder for a stopped run's
-        with hold_results_folder(path, flag), staged_outputs(path, names, flag=flag) as staged:
+        with hold_results_folder(path), staged_outputs(path, names) as staged:
             for name, write in writers.items():
                 write(staged[name])
             manifest = {**dict(metadata), "complete": True, "files": list(writers)}
             staged[MANIFEST].write_text(json.dumps(manifest, indent=2, default=str) + "\n",
                                         encoding="utf-8")
             if overwrite:
-                remove_run_files(path, set(names), flag)
+                remove_run_files(path, set(names))
     except BaseException:
         if not existed:
             with contextlib.suppress(OSError):
@@ -110,13 +105,13 @@ def write_run_folder(directory: str | os.PathLike[str],
     return [path / n for n in names]
 
 
-def remove_run_files(path: Path, keep: set[str], flag: str | None) -> None:
+def remove_run_files(path: Path, keep: set[str]) -> None:
     """Remove the earlier run's files from ``path`` (those ``keep`` names are replaced by
     the renames that follow)."""
     old: dict[str, Any] = {}
     if (path / MANIFEST).is_file():
         with contextlib.suppress(InputError):
-            old = load_manifest(path / MANIFEST, flag)
+            old = load_manifest(path / MANIFEST)
     names = set(RUN_FILES) | {str(n) for n in old.get("files") or ()}
     for name in sorted(names - keep):
         if "/" in name or "\\" in name or name in ("", ".", ".."):
@@ -126,67 +121,55 @@ def remove_run_files(path: Path, keep: set[str], flag: str | None) -> None:
             try:
                 target.unlink()
             except OSError as exc:
-                raise folder_error(f"cannot remove {str(target)!r}: {exc.strerror}", flag) from None
+                raise InputError(f"cannot remove {str(target)!r}: {exc.strerror}") from None
 
 
-def flock_folder(directory: str | os.PathLike[str], busy: str,
-                  flag: str | None) -> int | None:
-    """An fd of ``directory`` holding its exclusive ``flock``, or ``None`` where the file
-    system cannot lock (not POSIX, or ``flock`` fails for another reason than a holder:
-    some network file systems; a warning is logged and the run goes on unlocked).
+def flock_folder(directory: str | os.PathLike[str]) -> int | None:
+    """An fd of ``directory`` holding its lock (:func:`libra_opt.io.folder_lock.lock_folder`),
+    or ``None`` where the file system cannot lock (a warning is logged and the run goes on
+    unlocked).
 
     Raises
     ------
     InputError
-        ``field=flag`` with ``busy``, when the lock is held: by another run, or by an open
-        results stream of this process (``flock`` locks of two descriptors conflict even in
-        one process); or when the folder cannot be opened.
+        When the lock is held: by another run, or by an open results stream of this
+        process; or when the folder cannot be opened.
     """
     try:
-        import fcntl
-    except ImportError:  # not POSIX: no lock
-        return None
-    try:
-        fd = os.open(directory, os.O_RDONLY)
+        fd, taken = lock_folder(directory)
     except OSError as exc:
-        raise folder_error(f"cannot open {str(directory)!r}: {exc.strerror or exc}", flag) from None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError as exc:
-        os.close(fd)
-        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
-            raise folder_error(busy, flag) from None
-        logger.warning("cannot lock %s (%s): going on without a lock, so another run into "
-                       "it is not refused meanwhile", directory, exc.strerror or exc)
-        return None
-    return fd
+        raise InputError(f"cannot open {str(directory)!r}: {exc.strerror or exc}") from None
+    if taken:
+        return fd
+    os.close(fd)
+    if taken is False:
+        raise InputError(f"another run is writing into {str(directory)!r} (or an open results "
+                         "stream of this process holds it): wait for it, stop it or close() "
+                         "it first")
+    logger.warning("cannot lock %s: going on without a lock, so another run into it is not "
+                   "refused meanwhile", directory)
+    return None
 
 
-def busy_message(directory: Any) -> str:
-    return (f"another run is writing into {str(directory)!r} (or an open results stream of "
-            "this process holds it): wait for it, stop it or close() it first")
-
-
-def refuse_held(path: Path, flag: str | None) -> None:
+def refuse_held(path: Path) -> None:
     """Refuse, before any work, a folder a run is writing into (its lock taken and released
     at once; the run's own writing takes it again)."""
-    with hold_results_folder(path, flag):
+    with hold_results_folder(path):
         pass
 
 
 @contextlib.contextmanager
-def hold_results_folder(directory: str | os.PathLike[str],
-                        flag: str | None = "--out") -> Iterator[bool]:
-    """Hold ``directory``'s lock (the ``flock`` :func:`~libra_opt.io.results.open_results` takes) for the block,
-    so another run into the folder is refused meanwhile; yields whether the lock is held
-    (``False`` where the file system cannot lock: :func:`flock_folder`).
+def hold_results_folder(directory: str | os.PathLike[str]) -> Iterator[bool]:
+    """Hold ``directory``'s lock (the one :func:`~libra_opt.io.results.open_results` takes)
+    for the block, so another run into the folder is refused meanwhile; yields whether the
+    lock is held (``False`` where the file system cannot lock: :func:`flock_folder`).
 
     Raises
     ------
     InputError
-        ``field=flag``, when another run holds the folder.
+        When another run holds the folder.
     """
-    fd = flock_folder(directory, busy_message(directory), flag)
+    fd = flock_folder(directory)
     try:
         yield fd is not None
     finally:
@@ -202,16 +185,14 @@ def record_run_files(directory: str | os.PathLike[str], names: Sequence[str],
     Raises
     ------
     InputError
-        ``field=flag``, when the manifest cannot be read or written.
+        When the manifest cannot be read or written; ``flag`` names the option blamed.
     """
-    files = [n for n in names if confined_path(directory, n, flag=flag).is_file()]
-    path = confined_path(directory, MANIFEST, flag=flag)
-    manifest = load_manifest(path, flag)
-    if manifest.get("files") != files:
-        manifest["files"] = files
-        manifest["updated_utc"] = utc_now()
-        try:
-            atomic_text(path, json.dumps(manifest, indent=2, default=str) + "\n")
-        except OSError as exc:
-            raise folder_error(f"cannot write {str(path)!r}: {exc.strerror or exc}", flag) from None
+    with option_context(flag):
+        files = [n for n in names if confined_path(directory, n).is_file()]
+        path = confined_path(directory, MANIFEST)
+        manifest = load_manifest(path)
+        if manifest.get("files") != files:
+            manifest["files"] = files
+            manifest["updated_utc"] = utc_now()
+            write_text_atomic(path, json.dumps(manifest, indent=2, default=str) + "\n")
     return files

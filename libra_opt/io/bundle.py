@@ -12,13 +12,14 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from libra_opt.errors import option_context
 from libra_opt.io.output import check_output_dir, staged_outputs
 
 __all__ = ["write_bundle"]
 
 
-def write_bundle(out_dir: str | os.PathLike[str], files: Mapping[str, str | bytes], *,
-                 flag: str | None = None) -> dict[str, Path]:
+def write_bundle(out_dir: str | os.PathLike[str], files: Mapping[str, str | bytes]
+                 ) -> dict[str, Path]:
     """Write ``files`` (relative name to text or bytes) into ``out_dir``, created if missing.
 
     Parameters
@@ -26,8 +27,6 @@ def write_bundle(out_dir: str | os.PathLike[str], files: Mapping[str, str | byte
     out_dir : str or path
     files : mapping of str to str or bytes
         Text is written as UTF-8; bytes as they are.
-    flag : str, optional
-        Command-line flag named in errors (``--out``).
 
     Returns
     -------
@@ -37,7 +36,7 @@ def write_bundle(out_dir: str | os.PathLike[str], files: Mapping[str, str | byte
     Raises
     ------
     InputError
-        ``out_dir`` cannot be a directory, or a name would leave it.
+        ``field="out_dir"``: ``out_dir`` cannot be a directory, or a name would leave it.
 
     Examples
     --------
@@ -47,8 +46,9 @@ def write_bundle(out_dir: str | os.PathLike[str], files: Mapping[str, str | byte
     ...     [p.name for p in paths.values()], paths["a.png"].read_bytes()
     (['a.md', 'a.png'], b'png')
     """
-    check_output_dir(out_dir, flag or "out_dir")
-    with staged_outputs(out_dir, list(files), flag=flag) as staged:
+    with option_context("out_dir"):
+        check_output_dir(out_dir)
+    with staged_outputs(out_dir, list(files), flag="out_dir") as staged:
         for name, content in files.items():
             if isinstance(content, bytes):
                 staged[name].write_bytes(content)

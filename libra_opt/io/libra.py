@@ -14,11 +14,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from libra_opt.errors import InputError, short_repr
 from libra_opt.fabric.dims import Dim, Fabric
-from libra_opt.io._yaml import read_yaml
+from libra_opt.io._yaml import dump_yaml, read_yaml
 from libra_opt.io.files import ParseCache
 from libra_opt.io.output import write_text_atomic
 from libra_opt.options import COMPONENTS, Topology
@@ -186,7 +184,7 @@ def write_libra_cost_model(tables: Mapping[str, Mapping[str, float]], path: str 
         tier: {_COMP_OUT[c]: float(v) for c, v in comps.items()} for tier, comps in tables.items()
     }
     write_text_atomic(
-        path, "# Network component costs in $ per GB/s.\n" + yaml.safe_dump(out, sort_keys=False)
+        path, "# Network component costs in $ per GB/s.\n" + dump_yaml(out, sort_keys=False)
     )
 
 

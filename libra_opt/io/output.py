@@ -4,19 +4,19 @@
   that cannot leave the output directory.
 * :func:`confined_path` joins a directory and a file name and proves the result stays
   inside the directory.
-* :func:`check_writable_output` and :func:`check_output_dir` validate an output flag
-  *before* any work is done, naming the flag in the :class:`~libra_opt.errors.InputError`.
-* :func:`prepare_output_dir` checks a folder and the files a command will write in it
-  (inside the folder, no symlink escape, not a directory, name lengths, writable: a file is
-  created and removed in it, or in its nearest existing ancestor) before any work.
-* :func:`staged_outputs` writes several files (a set of plots) into a temporary sibling
-  folder and moves them into place together once all are written.
-* The writers (:func:`write_text_atomic`, :func:`write_bytes_atomic`,
-  :func:`save_figure_atomic`, :func:`write_csv_atomic`, and :func:`atomic_outputs` for
-  writers owned elsewhere) write a temporary file in the target's directory and
-  ``os.replace`` it onto the target (after an ``fsync`` of the file, and of the folder
-  after the rename), so a failure or a crash midway never leaves a truncated file.
-  An existing symlink at the target is replaced, never written through.
+* :func:`check_writable_output`, :func:`check_output_dir` and :func:`prepare_output_dir`
+  validate an output *before* any work is done.
+* :func:`staged_outputs` is the one way a file is written: into a hidden staging folder
+  inside the target's folder, then ``fsync``-ed and moved onto its target (``os.replace``,
+  the folder ``fsync``-ed after the renames) together with the other files of the set, so a
+  failure or a crash midway never leaves a truncated file nor half a set; an existing
+  symlink at a target is replaced, never written through, and a replaced file keeps its
+  permissions. :func:`write_text_atomic`, :func:`write_bytes_atomic`,
+  :func:`save_figure_atomic` and :func:`write_csv_atomic` write one file through it.
+
+Errors about an output are raised unlabelled: the command line names its option and
+:mod:`libra_opt`'s functions their keyword (:func:`libra_opt.errors.option_context`). A
+``flag`` keyword some of these functions still take names the option the same way.
 
 No matplotlib or pandas here: figures and tables are duck-typed (``savefig``/``to_csv``).
 """
@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from libra_opt.errors import InputError
+from libra_opt.errors import InputError, option_context
 
 logger = logging.getLogger(__name__)
 
@@ -45,7 +45,6 @@ __all__ = [
     "confined_path",
     "check_writable_output",
     "check_output_dir",
-    "atomic_outputs",
     "write_text_atomic",
     "write_bytes_atomic",
     "save_figure_atomic",
@@ -65,10 +64,6 @@ MAX_SLUG_BYTES = 100
 
 _FALLBACK = "unnamed"
 _KEEP = "-_."
-
-
-def _err(message: str, flag: str | None) -> InputError:
-    return InputError(message, source="<cli>" if flag else None, field=flag)
 
 
 def safe_slug(name: object, *, max_bytes: int = MAX_SLUG_BYTES) -> str:
@@ -122,7 +117,8 @@ def confined_path(directory: str | os.PathLike[str], filename: str, *,
     Raises
     ------
     InputError
-        When the path would lie outside ``directory`` (or be ``directory`` itself).
+        When the path would lie outside ``directory`` (or be ``directory`` itself); ``flag``
+        names the option blamed (:func:`~libra_opt.errors.option_context`).
 
     Examples
     --------
@@ -136,7 +132,9 @@ def confined_path(directory: str | os.PathLike[str], filename: str, *,
     base = Path(directory).resolve()
     target = (base / filename).resolve()
     if target == base or not target.is_relative_to(base):
-        raise _err(f"file name {filename!r} would be written outside {str(directory)!r}", flag)
+        with option_context(flag):
+            raise InputError(f"file name {filename!r} would be written outside "
+                             f"{str(directory)!r}")
     return Path(directory) / filename
 
 
@@ -148,7 +146,7 @@ def _first_existing(path: Path) -> Path:
     return p
 
 
-def check_output_dir(directory: str | os.PathLike[str], flag: str) -> Path:
+def check_output_dir(directory: str | os.PathLike[str]) -> Path:
     """Check, before any work, that ``directory`` is or can be made a writable directory.
 
     Nothing is created here; the writers create missing directories.
@@ -156,55 +154,56 @@ def check_output_dir(directory: str | os.PathLike[str], flag: str) -> Path:
     Raises
     ------
     InputError
-        ``source="<cli>"``, ``field=flag``: an empty path, a path (or an ancestor) that is
-        a file, or an existing directory that cannot be written.
+        An empty path, a path (or an ancestor) that is a file, or an existing directory
+        that cannot be written.
     """
     if not str(directory).strip():
-        raise _err("expected a directory, got an empty path", flag)
+        raise InputError("expected a directory, got an empty path")
     path = Path(directory)
     existing = _first_existing(path)
     if os.path.islink(existing) and not existing.exists():
-        raise _err(f"{str(existing)!r} is a dangling symbolic link", flag)
+        raise InputError(f"{str(existing)!r} is a dangling symbolic link")
     if existing.exists() and not existing.is_dir():
         if existing == path:
-            raise _err(f"{str(directory)!r} is not a directory", flag)
-        raise _err(f"{str(directory)!r} cannot be created: {str(existing)!r} is not a "
-                   "directory", flag)
+            raise InputError(f"{str(directory)!r} is not a directory")
+        raise InputError(f"{str(directory)!r} cannot be created: {str(existing)!r} is not a "
+                         "directory")
     if existing.is_dir() and not os.access(existing, os.W_OK | os.X_OK):
-        raise _err(f"cannot write in {str(existing)!r} (permission denied)", flag)
-    _check_lengths(path, (), flag)
-    _probe(existing if existing.is_dir() else existing.parent, flag)
+        raise InputError(f"cannot write in {str(existing)!r} (permission denied)")
+    _check_lengths(path, ())
+    _probe(existing if existing.is_dir() else existing.parent)
     return path
 
 
-def _check_lengths(path: Path, names: Sequence[str], flag: str | None) -> None:
+def _check_lengths(path: Path, names: Sequence[str]) -> None:
     """Every component of ``path`` (and each of ``names``) fits in 255 bytes, the whole in
     4095."""
     full = os.path.abspath(path)
     for part in [*Path(full).parts, *names]:
         if len(part.encode("utf-8", "surrogateescape")) > NAME_MAX_BYTES:
-            raise _err(f"{short(part)!r} is longer than {NAME_MAX_BYTES} bytes, the longest "
-                       "file name the file system takes", flag)
+            raise InputError(f"{short(part)!r} is longer than {NAME_MAX_BYTES} bytes, the "
+                             "longest file name the file system takes")
     longest = max((len(n.encode("utf-8")) for n in names), default=0)
     if len(full.encode("utf-8", "surrogateescape")) + 1 + longest > PATH_MAX_BYTES:
-        raise _err(f"path of {len(full):,} characters is too long (at most "
-                   f"{PATH_MAX_BYTES} bytes with its file names)", flag)
+        raise InputError(f"path of {len(full):,} characters is too long (at most "
+                         f"{PATH_MAX_BYTES} bytes with its file names)")
 
 
-def _probe(where: Path, flag: str | None) -> None:
+def _probe(where: Path) -> None:
     """Prove ``where`` writable by creating and removing a file in it (``os.access``
     says yes to root on read-only and virtual file systems)."""
     probe = where / f".libra-opt-probe-{secrets.token_hex(6)}"
     try:
         fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except OSError as exc:
-        raise _err(f"cannot write in {str(where)!r} ({exc.strerror or exc})", flag) from None
+        raise InputError(f"cannot write in {str(where)!r} ({exc.strerror or exc})") from None
     os.close(fd)
     with contextlib.suppress(OSError):
         os.unlink(probe)
 
 
-def check_writable_output(path: str | os.PathLike[str], flag: str, suffixes: Sequence[str]) -> Path:
+def check_writable_output(path: str | os.PathLike[str], flag: str | None,
+                          suffixes: Sequence[str]) -> Path:
     """Check, before any work, that ``path`` can be written as one of ``suffixes``.
 
     The suffix must be supported (case-insensitive), ``path`` must not be a directory or
@@ -214,7 +213,7 @@ def check_writable_output(path: str | os.PathLike[str], flag: str, suffixes: Seq
     Raises
     ------
     InputError
-        ``source="<cli>"``, ``field=flag``, saying what is wrong.
+        What is wrong, blaming the option ``flag`` (none when ``None``).
 
     Examples
     --------
@@ -223,45 +222,44 @@ def check_writable_output(path: str | os.PathLike[str], flag: str, suffixes: Seq
     ...
     libra_opt.errors.InputError: <cli>: --plot: unsupported file type '.xyz' in 'plot.xyz'; expected one of .png, .svg, .pdf
     """
+    with option_context(flag):
+        return _check_writable(path, suffixes)
+
+
+def _check_writable(path: str | os.PathLike[str], suffixes: Sequence[str]) -> Path:
     text = str(path)
     if not text.strip():
-        raise _err("expected a file name, got an empty path", flag)
+        raise InputError("expected a file name, got an empty path")
     p = Path(path)
     if text.endswith(("/", os.sep)) or p.is_dir():
-        raise _err(f"{text!r} is a directory; expected a file name", flag)
+        raise InputError(f"{text!r} is a directory; expected a file name")
     suffix = p.suffix.lower()
     if suffix not in {s.lower() for s in suffixes}:
         shown = repr(suffix) if suffix else "no file type"
-        raise _err(f"unsupported file type {shown} in {text!r}; expected one of "
-                   f"{', '.join(suffixes)}", flag)
+        raise InputError(f"unsupported file type {shown} in {text!r}; expected one of "
+                         f"{', '.join(suffixes)}")
     if p.exists():
         mode = p.stat().st_mode
         if not stat.S_ISREG(mode):
-            raise _err(f"{text!r} exists and is not a regular file", flag)
-    _check_lengths(p, (), flag)
-    check_output_dir(p.parent if str(p.parent) else ".", flag)
+            raise InputError(f"{text!r} exists and is not a regular file")
+    _check_lengths(p, ())
+    check_output_dir(p.parent if str(p.parent) else ".")
     return p
 
 
-#: Names of the scratch this module makes beside its targets: the hidden folder of
-#: :func:`staged_outputs` and the temporary files of :func:`atomic_outputs` (short, hidden,
-#: unique: a target's own name may already be near the 255-byte limit).
+#: Start of the name of a staging folder :func:`staged_outputs` makes beside its targets
+#: (short, hidden, unique: a target's own name may already be near the 255-byte limit).
 STAGE_PREFIX = ".libra-opt-stage-"
-TEMP_PREFIX, TEMP_SUFFIX = ".libra-opt-", ".tmp"
-
-
-def _temp_name(target: Path) -> Path:
-    return target.parent / f"{TEMP_PREFIX}{secrets.token_hex(8)}{TEMP_SUFFIX}"
 
 
 def remove_scratch(directory: str | os.PathLike[str]) -> list[Path]:
-    """Remove the staging folders and temporary files a stopped run left in ``directory``
-    (:data:`STAGE_PREFIX`, :data:`TEMP_PREFIX` ``*`` :data:`TEMP_SUFFIX`); the paths removed.
+    """Remove the staging folders (:data:`STAGE_PREFIX`) a stopped run left in
+    ``directory``; the paths removed.
 
     Call it only while holding the folder's lock (:func:`libra_opt.io.results.open_results`
     and :func:`~libra_opt.io.results.write_run_folder` hold it while they have scratch
-    there), so what is left then is a stopped run's. Symbolic links are never followed:
-    one named like a temporary file is unlinked, one named like a staging folder is left.
+    there), so what is left then is a stopped run's. Symbolic links are never followed: one
+    named like a staging folder is left.
 
     Examples
     --------
@@ -273,63 +271,13 @@ def remove_scratch(directory: str | os.PathLike[str]) -> list[Path]:
     """
     import shutil
 
-    base = Path(directory)
     removed = []
-    for p in sorted(base.glob(STAGE_PREFIX + "*")):
+    for p in sorted(Path(directory).glob(STAGE_PREFIX + "*")):
         if p.is_dir() and not p.is_symlink():
             shutil.rmtree(p, ignore_errors=True)
             removed.append(p)
-    for p in sorted(base.glob(f"{TEMP_PREFIX}*{TEMP_SUFFIX}")):
-        if p.is_symlink() or p.is_file():
-            with contextlib.suppress(OSError):
-                p.unlink()
-                removed.append(p)
-    for p in removed:
-        logger.info("removed %s, left by a run that was stopped", p)
+            logger.info("removed %s, left by a run that was stopped", p)
     return removed
-
-
-@contextlib.contextmanager
-def atomic_outputs(*paths: str | os.PathLike[str], flag: str | None = None) -> Iterator[tuple[Path, ...]]:
-    """Yield one temporary path per target; on success move each onto its target.
-
-    For writers owned elsewhere that take a path: write to the yielded paths inside the
-    ``with`` block. If the block raises, the temporary files are removed and no target is
-    touched (the moves happen only after every file is written). Missing parent directories
-    are created. Temporary files are created empty with the default permissions (umask), or
-    those of the file they replace, in the target's directory (same file system,
-    so ``os.replace`` is atomic).
-
-    Raises
-    ------
-    InputError
-        ``field=flag`` when a directory cannot be created or a file cannot be written.
-    """
-    targets = [Path(p) for p in paths]
-    temps: list[Path] = []
-    try:
-        for t in targets:
-            t.parent.mkdir(parents=True, exist_ok=True)
-            tmp = _temp_name(t)
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-            os.close(fd)
-            temps.append(tmp)
-        yield tuple(temps)
-        for tmp, t in zip(temps, targets, strict=True):
-            with contextlib.suppress(OSError):  # a replaced file keeps its permissions
-                if t.is_file() and not t.is_symlink():
-                    os.chmod(tmp, stat.S_IMODE(t.stat().st_mode))
-            _fsync_file(tmp)
-        for tmp, t in zip(temps, targets, strict=True):
-            os.replace(tmp, t)
-        for parent in dict.fromkeys(t.parent for t in targets):
-            fsync_directory(parent)
-    except OSError as exc:
-        raise _err(f"cannot write {str(exc.filename or '')!r}: {exc.strerror or exc}", flag) from None
-    finally:
-        for tmp in temps:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
 
 
 def _fsync_file(path: Path) -> None:
@@ -360,7 +308,7 @@ PATH_MAX_BYTES = 4095
 
 
 def prepare_output_dir(directory: str | os.PathLike[str], names: Sequence[str],
-                       flag: str | None, *, create: bool = True) -> Path:
+                       flag: str | None = None, *, create: bool = True) -> Path:
     """Check, before any work, that ``directory`` can hold the files ``names``; create it
     when ``create``. Returns ``directory`` as a path.
 
@@ -374,7 +322,7 @@ def prepare_output_dir(directory: str | os.PathLike[str], names: Sequence[str],
     Raises
     ------
     InputError
-        ``field=flag``, saying what is wrong.
+        Saying what is wrong; ``flag`` names the option blamed (``None``: none).
 
     Examples
     --------
@@ -383,23 +331,25 @@ def prepare_output_dir(directory: str | os.PathLike[str], names: Sequence[str],
     ...
     libra_opt.errors.InputError: <cli>: --out: cannot write in '/proc' (...)
     """
-    path = check_output_dir(directory, flag or "")
-    _check_lengths(path, names, flag)
-    if create:
-        try:
-            path.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise _err(f"cannot create {str(directory)!r}: {exc.strerror or exc}", flag) from None
-    for name in names:
-        target = confined_path(path, name, flag=flag)
-        if target.is_dir():
-            raise _err(f"{str(target)!r} is a directory; the file {name!r} would be written "
-                       "there", flag)
-        if target.exists() and not stat.S_ISREG(target.stat().st_mode):
-            raise _err(f"{str(target)!r} exists and is not a regular file", flag)
-    if create:
-        _probe(path, flag)
-    return path
+    with option_context(flag):
+        path = check_output_dir(directory)
+        _check_lengths(path, names)
+        if create:
+            try:
+                path.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise InputError(f"cannot create {str(directory)!r}: {exc.strerror or exc}"
+                                 ) from None
+        for name in names:
+            target = confined_path(path, name)
+            if target.is_dir():
+                raise InputError(f"{str(target)!r} is a directory; the file {name!r} would be "
+                                 "written there")
+            if target.exists() and not stat.S_ISREG(target.stat().st_mode):
+                raise InputError(f"{str(target)!r} exists and is not a regular file")
+        if create:
+            _probe(path)
+        return path
 
 
 def short(text: str, n: int = 40) -> str:
@@ -410,72 +360,89 @@ def short(text: str, n: int = 40) -> str:
 @contextlib.contextmanager
 def staged_outputs(directory: str | os.PathLike[str], names: Sequence[str], *,
                    flag: str | None = None) -> Iterator[dict[str, Path]]:
-    """Yield ``{name: temporary path}`` in a hidden sibling folder inside ``directory``;
-    when the block succeeds every file is fsync-ed and moved onto ``directory/name``
-    together (renames only); when it fails nothing in ``directory`` changes. Files the
-    block did not write are not moved.
+    """Yield ``{name: staging path}`` in a hidden folder made inside ``directory`` (created
+    if missing); when the block succeeds every file it wrote is ``fsync``-ed and moved onto
+    ``directory/name`` together (renames, then an ``fsync`` of the folder; a replaced file
+    keeps its permissions, a symlink at a target is replaced, not written through); when it
+    fails nothing in ``directory`` changes. Files the block did not write are not moved;
+    the staging folder is removed either way.
 
     Raises
     ------
     InputError
-        ``field=flag`` when a file cannot be written or moved.
+        When a file cannot be written (an ``OSError`` of the block, too) or moved, or the
+        staging folder was removed under the block; ``flag`` names the option blamed
+        (``None``: none). The block's other errors pass unchanged.
     """
     import shutil
 
-    base = Path(directory)
-    targets = {n: confined_path(base, n, flag=flag) for n in names}
-    try:
-        base.mkdir(parents=True, exist_ok=True)
-        stage = base / f"{STAGE_PREFIX}{secrets.token_hex(6)}"
-        stage.mkdir()
-    except OSError as exc:
-        raise _err(f"cannot write in {str(directory)!r}: {exc.strerror or exc}", flag) from None
+    with option_context(flag):
+        base = Path(directory)
+        targets = {n: confined_path(base, n) for n in names}
+        try:
+            base.mkdir(parents=True, exist_ok=True)
+            stage = base / f"{STAGE_PREFIX}{secrets.token_hex(6)}"
+            stage.mkdir()
+        except OSError as exc:
+            raise InputError(f"cannot write in {str(directory)!r}: {exc.strerror or exc}"
+                             ) from None
     try:
         yield {n: stage / n for n in names}
-        if not stage.is_dir():  # removed under us: never report files that were lost
-            raise _err(f"the staging folder {str(stage)!r} was removed while this run wrote "
-                       "into it (another run cleaning the folder?); nothing was written", flag)
-        written = [n for n in names if (stage / n).is_file()]
-        for n in written:
-            _fsync_file(stage / n)
-        for n in written:
-            os.replace(stage / n, targets[n])
-        fsync_directory(base)
-    except OSError as exc:
-        raise _err(f"cannot write {str(exc.filename or '')!r}: {exc.strerror or exc}",
-                   flag) from None
+        with option_context(flag):
+            _move_in(stage, targets)
+    except OSError as exc:  # a full disk, say: named by its target
+        where = exc.filename and targets.get(Path(exc.filename).name, exc.filename)
+        with option_context(flag):
+            raise InputError(f"cannot write {str(where or '')!r}: {exc.strerror or exc}"
+                             ) from None
     finally:
         shutil.rmtree(stage, ignore_errors=True)
 
 
-def _write_with(path: str | os.PathLike[str], write: Callable[[Path], object],
-                flag: str | None) -> Path:
-    with atomic_outputs(path, flag=flag) as (tmp,):
-        write(tmp)
-    return Path(path)
+def _move_in(stage: Path, targets: dict[str, Path]) -> None:
+    """Move the files written in ``stage`` onto their ``targets`` (see :func:`staged_outputs`)."""
+    if not stage.is_dir():  # removed under us: never report files that were lost
+        raise InputError(f"the staging folder {str(stage)!r} was removed while this run wrote "
+                         "into it (another run cleaning the folder?); nothing was written")
+    written = [n for n in targets if (stage / n).is_file()]
+    for n in written:
+        with contextlib.suppress(OSError):  # a replaced file keeps its permissions
+            if targets[n].is_file() and not targets[n].is_symlink():
+                os.chmod(stage / n, stat.S_IMODE(targets[n].stat().st_mode))
+        _fsync_file(stage / n)
+    for n in written:
+        os.replace(stage / n, targets[n])
+    fsync_directory(stage.parent)
 
 
-def write_text_atomic(path: str | os.PathLike[str], text: str, *, encoding: str = "utf-8",
-                      flag: str | None = None) -> Path:
-    """Write ``text`` to ``path`` atomically; returns ``path``."""
-    return _write_with(path, lambda t: t.write_text(text, encoding=encoding), flag)
+def _write_with(path: str | os.PathLike[str], write: Callable[[Path], object]) -> Path:
+    p = Path(path)
+    with staged_outputs(p.parent, [p.name]) as staged:
+        write(staged[p.name])
+    return p
 
 
-def write_bytes_atomic(path: str | os.PathLike[str], data: bytes, *,
-                       flag: str | None = None) -> Path:
-    """Write ``data`` to ``path`` atomically; returns ``path``."""
-    return _write_with(path, lambda t: t.write_bytes(data), flag)
+def write_text_atomic(path: str | os.PathLike[str], text: str, *,
+                      encoding: str = "utf-8") -> Path:
+    """Write ``text`` to ``path`` atomically (:func:`staged_outputs`); returns ``path``."""
+    return _write_with(path, lambda t: t.write_text(text, encoding=encoding))
+
+
+def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically (:func:`staged_outputs`); returns ``path``."""
+    return _write_with(path, lambda t: t.write_bytes(data))
 
 
 def save_figure_atomic(fig: Any, path: str | os.PathLike[str], *, flag: str | None = None,
                        **savefig_kwargs: Any) -> Path:
-    """``fig.savefig`` to ``path`` atomically, in the format named by its suffix."""
+    """``fig.savefig`` to ``path`` atomically, in the format named by its suffix; ``flag``
+    names the option blamed for an error (``None``: none)."""
     fmt = Path(path).suffix.lower().lstrip(".") or None
-    return _write_with(path, lambda t: fig.savefig(t, format=fmt, **savefig_kwargs), flag)
+    with option_context(flag):
+        return _write_with(path, lambda t: fig.savefig(t, format=fmt, **savefig_kwargs))
 
 
-def write_csv_atomic(df: Any, path: str | os.PathLike[str], *, flag: str | None = None,
-                     **to_csv_kwargs: Any) -> Path:
+def write_csv_atomic(df: Any, path: str | os.PathLike[str], **to_csv_kwargs: Any) -> Path:
     """``df.to_csv`` to ``path`` atomically (``index=False`` unless given)."""
     to_csv_kwargs.setdefault("index", False)
-    return _write_with(path, lambda t: df.to_csv(t, **to_csv_kwargs), flag)
+    return _write_with(path, lambda t: df.to_csv(t, **to_csv_kwargs))

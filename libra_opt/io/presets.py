@@ -18,14 +18,12 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Protocol
 
-import yaml
-
 from libra_opt.cost.catalog import Catalog, catalog_from_dict
 from libra_opt.cost.prices import CostModel
 from libra_opt.errors import InputError, input_context, short_repr
 from libra_opt.generators.descriptors import DLRMSpec, ResNetSpec, TransformerSpec, model_from_dict
 from libra_opt.generators.devices import Device, device_from_dict
-from libra_opt.io._yaml import read_yaml
+from libra_opt.io._yaml import dump_yaml, read_yaml
 from libra_opt.io.files import ParseCache
 
 
@@ -326,6 +324,7 @@ def calibrated_devices_yaml(calibrations: Sequence[FittedDevice], tables: Sequen
     >>> cals = calibrate_tables([load_validation_table("llama3_h100")], ["default_efficiency"])
     >>> text = calibrated_devices_yaml(cals, ["llama3_h100"])
     >>> import yaml
+    >>> import yaml
     >>> entry = yaml.safe_load(text)["h100_sxm"]
     >>> device_from_value(entry, "<doc>") == cals[0].device
     True
@@ -341,7 +340,7 @@ def calibrated_devices_yaml(calibrations: Sequence[FittedDevice], tables: Sequen
             f"{n} {b:.6g} -> {a:.6g}" for n, b, a in zip(c.constants, c.before, c.after,
                                                           strict=True)))
     body = {c.device.key: device_entry(c.device) for c in calibrations}
-    return "\n".join(head) + "\n" + yaml.safe_dump(body, sort_keys=False, width=100)
+    return "\n".join(head) + "\n" + dump_yaml(body, sort_keys=False, width=100)
 
 
 def available_catalogs() -> tuple[str, ...]:

@@ -34,6 +34,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from libra_opt.errors import InputError, option_context
 from libra_opt.io._results_files import (
     FORMAT,
     FORMAT_VERSION,
@@ -41,10 +42,7 @@ from libra_opt.io._results_files import (
     NA_VALUES,
     RESULTS_CSV,
     RESULTS_PARQUET,
-    atomic_text,
     exact_csv_options,
-    flag_option,
-    folder_error,
     fsync_write,
     library_version,
     load_manifest,
@@ -57,7 +55,6 @@ from libra_opt.io._results_files import (
     write_results,
 )
 from libra_opt.io._run_folder import (
-    busy_message,
     check_run_folder,
     flock_folder,
     hold_results_folder,
@@ -66,7 +63,12 @@ from libra_opt.io._run_folder import (
     remove_run_files,
     write_run_folder,
 )
-from libra_opt.io.output import fsync_directory, prepare_output_dir, remove_scratch
+from libra_opt.io.output import (
+    fsync_directory,
+    prepare_output_dir,
+    remove_scratch,
+    write_text_atomic,
+)
 from libra_opt.options import POINT_COLUMN
 from libra_opt.scenario.fingerprint import canonical
 
@@ -158,8 +160,8 @@ class ResultsFolder:
     def _write_manifest(self) -> None:
         self.manifest["updated_utc"] = utc_now()
         self.manifest["kept"] = len(self.done)
-        atomic_text(self.path / MANIFEST, json.dumps(self.manifest, indent=2,
-                                                      default=str) + "\n")
+        write_text_atomic(self.path / MANIFEST, json.dumps(self.manifest, indent=2,
+                                                           default=str) + "\n")
 
     def append(self, frame: pd.DataFrame) -> None:
         """Append ``frame``'s rows (it has a ``point`` column) to ``results.csv``, fsync-ed.
@@ -168,18 +170,19 @@ class ResultsFolder:
         the wider header first.
         """
         cols = [POINT_COLUMN, *[c for c in frame.columns if c != POINT_COLUMN]]
-        try:
+        with option_context(self.flag):
             if self.columns is not None and cols != self.columns:
                 if set(self.columns) - set(cols):
                     cols = [*cols, *[c for c in self.columns if c not in cols]]
                 old = read_results(self.csv)
-                atomic_text(self.csv, old.reindex(columns=cols).to_csv(index=False))
+                write_text_atomic(self.csv, old.reindex(columns=cols).to_csv(index=False))
                 self.columns = cols
             header = self.columns is None
-            fsync_write(self.csv, frame.to_csv(index=False, header=header, columns=cols))
-        except OSError as exc:
-            raise folder_error(f"cannot write {str(self.csv)!r}: {exc.strerror or exc}",
-                       self.flag) from None
+            try:
+                fsync_write(self.csv, frame.to_csv(index=False, header=header, columns=cols))
+            except OSError as exc:
+                raise InputError(f"cannot write {str(self.csv)!r}: {exc.strerror or exc}"
+                                 ) from None
         self.columns = cols
         self.done = self.done | {int(p) for p in frame[POINT_COLUMN]}
 
@@ -190,10 +193,12 @@ class ResultsFolder:
         df = read_results(self.csv)
         df = df.drop_duplicates(POINT_COLUMN).sort_values(POINT_COLUMN, kind="stable")
         df = df.reset_index(drop=True)
-        atomic_text(self.csv, df.to_csv(index=False))
+        with option_context(self.flag):
+            write_text_atomic(self.csv, df.to_csv(index=False))
         self.done = frozenset(int(p) for p in df[POINT_COLUMN])
         self.manifest["complete"] = len(self.done) == self.manifest.get("points")
-        self._write_manifest()
+        with option_context(self.flag):
+            self._write_manifest()
         df = read_results(self.csv)
         if release:
             self.close()
@@ -209,26 +214,29 @@ def check_results_folder(directory: str | os.PathLike[str], *, resume: bool = Fa
     Raises
     ------
     InputError
-        ``field=flag``, saying what to do instead.
+        Saying what to do instead; ``flag`` names the option blamed
+        (:func:`~libra_opt.errors.option_context`; ``None``: none).
     """
+    with option_context(flag):
+        _check_results_folder(Path(directory), resume, overwrite)
+
+
+def _check_results_folder(path: Path, resume: bool, overwrite: bool) -> None:
     if resume and overwrite:
-        raise folder_error(f"{flag_option('resume', flag)} continues the run in the folder, "
-                   f"{flag_option('overwrite', flag)} replaces it: give one", flag)
-    path = Path(directory)
+        raise InputError("resume=True continues the run in the folder, overwrite=True "
+                         "replaces it: give one")
     entries = sorted(p.name for p in path.iterdir()) if path.is_dir() else []
     if not entries:
         return
     if resume:
         if MANIFEST not in entries:
-            raise folder_error(f"{str(directory)!r} holds no {MANIFEST}: nothing to resume there",
-                       flag)
-        load_manifest(path / MANIFEST, flag)
+            raise InputError(f"{str(path)!r} holds no {MANIFEST}: nothing to resume there")
+        load_manifest(path / MANIFEST)
     elif not overwrite:
         shown = ", ".join(entries[:4]) + (", ..." if len(entries) > 4 else "")
-        raise folder_error(f"{str(directory)!r} is not empty ({shown}): give {flag_option('resume', flag)} "
-                   f"to continue its run, {flag_option('overwrite', flag)} to replace it, or another "
-                   "folder", flag)
-    refuse_held(path, flag)
+        raise InputError(f"{str(path)!r} is not empty ({shown}): give resume=True to continue "
+                         "its run, overwrite=True to replace it, or another folder")
+    refuse_held(path)
 
 
 def open_results(directory: str | os.PathLike[str], study: Mapping[str, Any], *,
@@ -241,9 +249,9 @@ def open_results(directory: str | os.PathLike[str], study: Mapping[str, Any], *,
     Raises
     ------
     InputError
-        ``field=flag``: the folder cannot be written; it is not empty and neither
-        ``resume`` nor ``overwrite`` is given; ``resume`` finds a different study (or
-        files that are not a run's); ``resume`` and ``overwrite`` together.
+        The folder cannot be written; it is not empty and neither ``resume`` nor
+        ``overwrite`` is given; ``resume`` finds a different study (or files that are not a
+        run's); ``resume`` and ``overwrite`` together. ``flag`` names the option blamed.
     """
     check_results_folder(directory, resume=resume, overwrite=overwrite, flag=flag)
     path = prepare_output_dir(directory, (MANIFEST, RESULTS_CSV, RESULTS_PARQUET), flag)
@@ -252,26 +260,27 @@ def open_results(directory: str | os.PathLike[str], study: Mapping[str, Any], *,
                 "created_utc": utc_now(), "complete": False, "files": [RESULTS_CSV]}
     entries = sorted(p.name for p in path.iterdir())
     folder = ResultsFolder(path, manifest, flag=flag)
-    _lock(folder, directory, flag)
     try:
-        return _open_locked(folder, path, directory, study, manifest, entries, resume,
-                            overwrite, flag)
+        with option_context(flag):
+            _lock(folder)
+            return _open_locked(folder, path, directory, study, manifest, entries, resume,
+                                overwrite)
     except BaseException:
         folder.close()   # a refused or failed open never keeps the folder held
         raise
 
 
 def _open_locked(folder: ResultsFolder, path: Path, directory: Any, study: Mapping[str, Any],
-                 manifest: dict[str, Any], entries: list[str], resume: bool, overwrite: bool,
-                 flag: str | None) -> ResultsFolder:
+                 manifest: dict[str, Any], entries: list[str], resume: bool, overwrite: bool
+                 ) -> ResultsFolder:
     """The rest of :func:`open_results`, with the folder's lock held."""
-    old = load_manifest(path / MANIFEST, flag) if MANIFEST in entries else None
+    old = load_manifest(path / MANIFEST) if MANIFEST in entries else None
     if resume and old is not None:
         if old.get("study_hash") != manifest["study_hash"]:
-            raise folder_error(f"{str(directory)!r} holds a different study (scenario "
-                       f"{old.get('scenario')!r}, axes {', '.join(map(str, old.get('axes') or {}))}"
-                       "): resume it with its own scenario and axes, or use another folder",
-                       flag)
+            raise InputError(f"{str(directory)!r} holds a different study (scenario "
+                             f"{old.get('scenario')!r}, axes "
+                             f"{', '.join(map(str, old.get('axes') or {}))}): resume it with "
+                             "its own scenario and axes, or use another folder")
         manifest["created_utc"] = old.get("created_utc", manifest["created_utc"])
         if (path / RESULTS_CSV).is_file():
             df = _read_intact(path / RESULTS_CSV)
@@ -282,7 +291,7 @@ def _open_locked(folder: ResultsFolder, path: Path, directory: Any, study: Mappi
         folder._write_manifest()
         return folder
     if entries and overwrite:
-        remove_run_files(path, set(), flag)   # the earlier run's files, its manifest's too
+        remove_run_files(path, set())   # the earlier run's files, its manifest's too
         fsync_directory(path)
     folder._write_manifest()
     return folder
@@ -360,11 +369,11 @@ def results_stream(directory: str | os.PathLike[str], *, resume: bool = False,
                          hold_after_finish=hold_after_finish)
 
 
-def _lock(folder: ResultsFolder, directory: Any, flag: str | None) -> None:
-    """Hold an exclusive lock on the folder while the run is open (released by
+def _lock(folder: ResultsFolder) -> None:
+    """Hold the folder's lock while the run is open (released by
     :meth:`ResultsFolder.close`, when the folder object goes, or when the process ends, a
     kill included): a second run into the same folder (a ``--resume`` started twice) is
     refused instead of mixing its rows in."""
-    fd = flock_folder(folder.path, busy_message(directory), flag)
+    fd = flock_folder(folder.path)
     if fd is not None:
         folder._release = weakref.finalize(folder, os.close, fd)

@@ -89,7 +89,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from libra_opt.errors import InputError, input_context, short_repr
@@ -97,7 +96,7 @@ from libra_opt.generators.generated import GeneratedWorkload
 from libra_opt.io._scenario_schema import FabricSpec as FabricSchema
 from libra_opt.io._scenario_schema import ScenarioFile
 from libra_opt.io._scenario_schema import WorkloadSpec as WorkloadSchema
-from libra_opt.io._yaml import read_yaml
+from libra_opt.io._yaml import dump_yaml, read_yaml
 from libra_opt.io.astra_sim import read_astra_sim
 from libra_opt.io.astra_sim_network import read_astra_sim_system
 from libra_opt.io.example_files import example_names, example_path, is_example_name
@@ -612,12 +611,13 @@ def spec_to_yaml(spec: ScenarioSpec, relocate: str | Path | None = None) -> str:
     Examples
     --------
     >>> spec = load_spec("gpt3_175b_4d")
+    >>> import yaml
     >>> again = spec_from_dict(yaml.safe_load(spec_to_yaml(spec)), spec.source, spec.base_dir)
     >>> again == spec
     True
     """
-    return yaml.safe_dump(spec_to_document(spec, relocate), sort_keys=False,
-                          default_flow_style=None, width=100)
+    return dump_yaml(spec_to_document(spec, relocate), sort_keys=False,
+                     default_flow_style=None, width=100)
 
 
 def save_spec(spec: ScenarioSpec, path: str | Path) -> Path:

@@ -200,9 +200,7 @@ class AggregatedTerms(FrozenOnUnpickle):
 
 
 def aggregate_terms(
-    workloads: Sequence[Workload], fabric: Fabric, timing: TimingModel | str | None = None,
-    collectives: CollectiveSettings | None = None,
-    in_network_reduction: Sequence[str] | None = None,
+    workloads: Sequence[Workload], fabric: Fabric, timing: TimingModel | None = None,
 ) -> AggregatedTerms:
     """Merge identical collectives and phases of ``workloads`` on ``fabric`` under ``timing``.
 
@@ -210,9 +208,7 @@ def aggregate_terms(
     ``topology_aware`` its collective settings add :class:`ChunkedTerms` (collectives are
     then merged when their chunk phases are identical); its ``in_network_dims`` name the
     switch dimensions that reduce in the network under the other collective models
-    (:mod:`libra_opt.traffic.in_network`). Deprecated: a traffic model's name in
-    ``timing``'s place with ``collectives`` (chunked whenever given) and
-    ``in_network_reduction``.
+    (:mod:`libra_opt.traffic.in_network`).
 
     On a heterogeneous dimension (:mod:`libra_opt.fabric.heterogeneous`) the slowest member
     bounds every collective: its bytes over bandwidth are divided by ``f_min``
@@ -229,12 +225,8 @@ def aggregate_terms(
     >>> t.traffic_gb.tolist(), t.collective_counts.tolist()
     ([[6.0]], [[96.0]])
     """
-    if isinstance(timing, TimingModel):
-        timing = as_timing(timing, collectives=collectives,
-                           in_network_reduction=in_network_reduction)
-        collectives = timing.collectives
-    else:   # deprecated loose options: chunked terms whenever settings are given
-        timing = as_timing(traffic_model=timing, in_network_reduction=in_network_reduction)
+    timing = as_timing(timing)
+    collectives = timing.collectives
     traffic_model = timing.traffic_model
     n_d = fabric.n_dims
     inr = in_network_dims(timing.in_network_dims, fabric)

@@ -124,7 +124,8 @@ def overlap_workload(workload: Workload, policy: OverlapPolicy) -> Workload:
     >>> w = Workload("w", (Layer("l", weight_grad=Phase(0.01, (Collective("all_reduce", 2e9, "dp"),))),),
     ...              {"dp": (2,)})
     >>> o = overlap_workload(w, OverlapPolicy((("dp", "all", 0.5),)))
-    >>> round(step_time(o, f, [100.0], training_loop="overlap").step_time_s, 9)
+    >>> from libra_opt.traffic.timing import TimingModel
+    >>> round(step_time(o, f, [100.0], TimingModel(training_loop="overlap")).step_time_s, 9)
     0.02
     """
     if workload.overlap_form:

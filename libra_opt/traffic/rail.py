@@ -130,13 +130,12 @@ def forwarding_overhead(
     span: Sequence[int],
     fabric: Fabric,
     bw_gbps: npt.ArrayLike,
-    timing: TimingModel | str | None = None,
+    timing: TimingModel | None = None,
     *,
     flat_ring: bool = False,
 ) -> ForwardingOverhead:
     """Extra traffic and time of one collective on ``fabric`` against its rails joined,
-    under ``timing``'s collective model and in-network dimensions (deprecated: the
-    collective model's name instead).
+    under ``timing``'s collective model and in-network dimensions.
 
     ``flat_ring`` (the collective's group is one of the workload's
     :attr:`~libra_opt.traffic.workload.Workload.flat_ring_groups`): an all-reduce,
@@ -166,7 +165,8 @@ def forwarding_overhead(
 
     >>> from libra_opt.fabric.builders import rail_only
     >>> f = rail_only(64, 8, 8)
-    >>> r = forwarding_overhead("all_to_all", 1e9, (8, 8), f, [450, 50], "sequential")
+    >>> seq = TimingModel("sequential")
+    >>> r = forwarding_overhead("all_to_all", 1e9, (8, 8), f, [450, 50], seq)
     >>> round(r["overhead_pct"], 2)   # 100 (7/8 - 7/64) / 450 / (7/8 / 50 + 7/64 / 450)
     9.59
     """
@@ -190,10 +190,10 @@ def rail_report(
     workload: Workload,
     fabric: Fabric,
     bw_gbps: npt.ArrayLike,
-    timing: TimingModel | str | None = None,
+    timing: TimingModel | None = None,
 ):
     """One row per distinct collective of ``workload``: rail use and forwarding overhead
-    under ``timing`` (deprecated: a collective model's name instead).
+    under ``timing``.
 
     Returns
     -------
@@ -208,7 +208,7 @@ def rail_report(
     >>> from libra_opt.traffic.workload import Collective, Layer, Phase
     >>> w = Workload("moe", (Layer("l", Phase(0.0, (Collective("all_to_all", 1e9, "ep"),)),
     ...                            count=4),), {"ep": (8, 8)})
-    >>> r = rail_report(w, rail_only(64, 8, 8), [450, 50], "sequential")
+    >>> r = rail_report(w, rail_only(64, 8, 8), [450, 50], TimingModel("sequential"))
     >>> r[["category", "count"]].values.tolist()
     [['forwarded', 4]]
     """
@@ -295,12 +295,10 @@ def native_step_time_s(
     workload: Workload,
     fabric: Fabric,
     bw_gbps: npt.ArrayLike,
-    timing: TimingModel | str | None = None,
-    training_loop: str | None = None,
+    timing: TimingModel | None = None,
 ) -> float:
     """Step time of ``workload`` under :func:`native_traffic_bytes`, layer by layer:
-    ``timing`` with the native traffic model (deprecated: a collective model's name and
-    ``training_loop`` instead).
+    ``timing`` with the native traffic model.
 
     The same walk as :func:`libra_opt.traffic.step_time.step_time` with the native traffic model;
     it is the reference the comparisons re-check optimizer answers against.
@@ -311,10 +309,11 @@ def native_step_time_s(
     >>> from libra_opt.traffic.workload import Collective, Layer, Phase
     >>> w = Workload("w", (Layer("l", Phase(0.0, (Collective("all_to_all", 64e9, "ep"),))),),
     ...              {"ep": (8, 4)})
-    >>> native_step_time_s(w, rail_only(32, 8, 8), [50, 50], "sequential")   # (56+48)/50
+    >>> seq = TimingModel("sequential")
+    >>> native_step_time_s(w, rail_only(32, 8, 8), [50, 50], seq)   # (56+48)/50
     2.08
-    >>> native_step_time_s(w, rail_optimized_fat_tree(32, 8, 8), [50, 50], "sequential")
+    >>> native_step_time_s(w, rail_optimized_fat_tree(32, 8, 8), [50, 50], seq)
     1.24
     """
-    native = replace(as_timing(timing, training_loop=training_loop), traffic_model="native")
+    native = replace(as_timing(timing), traffic_model="native")
     return step_time(workload, fabric, bw_gbps, native).step_time_s

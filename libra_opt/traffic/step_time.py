@@ -9,7 +9,7 @@ traffic model (:func:`libra_opt.traffic.routing.collective_traffic`) and collect
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -20,7 +20,7 @@ from libra_opt.errors import InputError, short_repr
 from libra_opt.fabric.dims import Fabric
 from libra_opt.fabric.frozen import FrozenMap, FrozenOnUnpickle, freeze_arrays
 from libra_opt.fabric.heterogeneous import slowest_fractions
-from libra_opt.options import PHASES, TrafficModel
+from libra_opt.options import PHASES
 from libra_opt.traffic.in_network import in_network_dims
 from libra_opt.traffic.routing import collective_traffic
 from libra_opt.traffic.timing import TimingModel, as_timing
@@ -292,9 +292,7 @@ class WalkArrays(FrozenOnUnpickle):
 
 
 def walk_arrays(
-    workload: Workload, fabric: Fabric, timing: TimingModel | str | None = None,
-    collectives: CollectiveSettings | None = None,
-    in_network_reduction: Sequence[str] | None = None,
+    workload: Workload, fabric: Fabric, timing: TimingModel | None = None,
 ) -> WalkArrays:
     """The walk of ``workload`` on ``fabric`` under ``timing`` as :class:`WalkArrays`.
 
@@ -302,9 +300,7 @@ def walk_arrays(
     settings add the collectives' chunk phases, so the walk can also be timed under that
     model; its ``in_network_dims`` name the switch dimensions that reduce in the network
     (:mod:`libra_opt.traffic.in_network`; the ``topology_aware`` model reads its own
-    ``collectives.in_network_reduction``). Deprecated: a traffic model's name in
-    ``timing``'s place with ``collectives`` (phases added whenever given) and
-    ``in_network_reduction``.
+    ``collectives.in_network_reduction``).
 
     Examples
     --------
@@ -317,12 +313,8 @@ def walk_arrays(
     >>> a.phase_count.tolist(), a.traffic_bytes.tolist()   # 2 * 4e9 * 3/4 bytes
     ([3.0, 3.0, 3.0], [[6000000000.0]])
     """
-    if isinstance(timing, TimingModel):
-        timing = as_timing(timing, collectives=collectives,
-                           in_network_reduction=in_network_reduction)
-        collectives = timing.collectives
-    else:   # deprecated loose options: phases whenever settings are given
-        timing = as_timing(traffic_model=timing, in_network_reduction=in_network_reduction)
+    timing = as_timing(timing)
+    collectives = timing.collectives
     n_dims = fabric.n_dims
     flat = workload.flat
     groups = tuple(workload.groups)
@@ -364,20 +356,12 @@ def step_time(
     workload: Workload,
     fabric: Fabric,
     bw_gbps: npt.ArrayLike,
-    timing: TimingModel | str | None = None,
-    training_loop: str | None = None,
-    traffic_model: str | None = None,
-    collectives: CollectiveSettings | None = None,
-    in_network_reduction: Sequence[str] | None = None,
-    *,
-    collective_model: str | None = None,
+    timing: TimingModel | None = None,
 ) -> WorkloadTimes:
     """Step time of ``workload`` on ``fabric`` at bandwidth ``bw_gbps`` under ``timing``.
 
     ``timing`` is a :class:`~libra_opt.traffic.timing.TimingModel` (default: its defaults,
-    pipelined, no_overlap, hierarchical). Deprecated: the loose options instead (a collective
-    model's name in ``timing``'s place, ``training_loop``, ``traffic_model``,
-    ``collectives``, ``in_network_reduction``, ``collective_model``).
+    pipelined, no_overlap, hierarchical).
 
     Notes
     -----
@@ -410,9 +394,7 @@ def step_time(
     0.56
     """
     bw = check_bandwidth(fabric, bw_gbps)
-    timing = as_timing(timing, collective_model=collective_model, training_loop=training_loop,
-                       traffic_model=traffic_model, collectives=collectives,
-                       in_network_reduction=in_network_reduction)
+    timing = as_timing(timing)
     if workload.overlap_form and not timing.overlapped:
         raise InputError(
             f"workload {workload.name!r} is in overlap form (tp_comm_overlap or "
@@ -425,13 +407,11 @@ def step_time(
 def step_time_from_walk(
     walk: WalkArrays,
     bw_gbps: np.ndarray,
-    timing: TimingModel | str | None = None,
-    training_loop: str | None = None,
+    timing: TimingModel | None = None,
 ) -> WorkloadTimes:
     """:func:`step_time` of a walk built once by :func:`walk_arrays` (vectorized over layers).
 
-    ``bw_gbps`` must already be checked (:func:`check_bandwidth`). Deprecated: a collective
-    model's name in ``timing``'s place and ``training_loop``.
+    ``bw_gbps`` must already be checked (:func:`check_bandwidth`).
 
     Notes
     -----
@@ -443,7 +423,7 @@ def step_time_from_walk(
     step's communication is the sum over its collectives, combined with its compute as in
     :func:`step_time`, and a hidden window ``W`` gives ``max(T - W, 0)``.
     """
-    timing = as_timing(timing, training_loop=training_loop)
+    timing = as_timing(timing)
     bw = np.asarray(bw_gbps, dtype=float)
     traffic = walk.traffic_bytes
     used = traffic > 0
@@ -504,14 +484,12 @@ def step_time_from_walk(
 
 
 def traffic_by_group_bytes(
-    workload: Workload, fabric: Fabric, timing: TimingModel | TrafficModel | None = None,
-    in_network_reduction: Sequence[str] | None = None,
+    workload: Workload, fabric: Fabric, timing: TimingModel | None = None,
 ) -> dict[str, tuple[int, np.ndarray]]:
     """Per group: (collectives per step, bytes per NPU per dimension per step).
 
     Bytes follow ``timing``'s traffic model and in-network dimensions
-    (:func:`libra_opt.traffic.routing.collective_traffic`). Deprecated: a traffic model's
-    name in ``timing``'s place and ``in_network_reduction``.
+    (:func:`libra_opt.traffic.routing.collective_traffic`).
 
     Examples
     --------
@@ -524,10 +502,7 @@ def traffic_by_group_bytes(
     >>> n, b.tolist()
     (3, [4500000.0, 750000.0])
     """
-    if not isinstance(timing, TimingModel):
-        timing = as_timing(traffic_model=timing, in_network_reduction=in_network_reduction)
-    elif in_network_reduction is not None:
-        timing = as_timing(timing, in_network_reduction=in_network_reduction)  # refused
+    timing = as_timing(timing)
     out: dict[str, tuple[int, np.ndarray]] = {}
     inr = in_network_dims(timing.in_network_dims, fabric)
     for step in walk_collectives(workload):

@@ -24,12 +24,12 @@ libra_opt.errors.InputError: collective_model: collective_model 'chunked' is not
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from libra_opt.errors import InputError
+from libra_opt.errors import InputError, short_repr
 from libra_opt.fabric.dims import Dim
 from libra_opt.options import (
     COLLECTIVE_MODELS,
@@ -217,52 +217,21 @@ def _group(span: Sequence[int], i: int, flat_ring: bool) -> int:
     return int(np.prod(span)) if flat_ring else int(span[i])
 
 
-def as_timing(
-    timing: TimingModel | str | None = None,
-    *,
-    collective_model: str | None = None,
-    training_loop: str | None = None,
-    traffic_model: str | None = None,
-    collectives: CollectiveSettings | None = None,
-    in_network_reduction: Iterable[str] | None = None,
-) -> TimingModel:
-    """A :class:`TimingModel` from one, or from the loose options functions took before it.
-
-    The loose keywords (and a collective model's name in ``timing``'s place) are
-    deprecated: kept so calls written against the loose options still run. Unset choices
-    take :class:`TimingModel`'s defaults.
+def as_timing(timing: TimingModel | None = None) -> TimingModel:
+    """``timing``, or :class:`TimingModel`'s defaults for ``None``.
 
     Examples
     --------
-    >>> as_timing("sequential", training_loop="overlap").describe()
-    'sequential collectives, overlap loop, hierarchical traffic'
-    >>> as_timing(TimingModel(), traffic_model="native")
+    >>> as_timing().describe()
+    'pipelined collectives, no_overlap loop, hierarchical traffic'
+    >>> as_timing("sequential")
     Traceback (most recent call last):
     ...
-    libra_opt.errors.InputError: timing: give a TimingModel or the loose options, not both (traffic_model)
+    libra_opt.errors.InputError: timing: expected a TimingModel (e.g. TimingModel('sequential')), got 'sequential'
     """
-    if (type(timing) is TimingModel and collective_model is None and training_loop is None
-            and traffic_model is None and collectives is None and in_network_reduction is None):
-        return timing  # the common call: a TimingModel alone
-    loose = {"collective_model": collective_model, "training_loop": training_loop,
-             "traffic_model": traffic_model, "collectives": collectives,
-             "in_network_reduction": in_network_reduction}
-    if isinstance(timing, TimingModel):
-        given = [k for k, v in loose.items() if v is not None]
-        if given:
-            raise InputError(f"give a TimingModel or the loose options, not both "
-                             f"({', '.join(given)})", field="timing")
-        return timing
-    if timing is not None:
-        if collective_model is not None:
-            raise InputError("collective model given twice (positionally and by keyword)",
-                             field="collective_model")
-        collective_model = timing
-    base = TimingModel()
-    return TimingModel(
-        collective_model if collective_model is not None else base.collective_model,  # type: ignore[arg-type]
-        training_loop if training_loop is not None else base.training_loop,  # type: ignore[arg-type]
-        traffic_model if traffic_model is not None else base.traffic_model,  # type: ignore[arg-type]
-        collectives,
-        tuple(in_network_reduction or ()),
-    )
+    if timing is None:
+        return TimingModel()
+    if not isinstance(timing, TimingModel):
+        raise InputError(f"expected a TimingModel (e.g. TimingModel('sequential')), got "
+                         f"{short_repr(timing)}", field="timing")
+    return timing

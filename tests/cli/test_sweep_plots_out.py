@@ -123,18 +123,24 @@ def _stages(out: Path) -> list[str]:
     return sorted(p.name for p in out.glob(".libra-opt-stage-*"))
 
 
+def _plot_stage(out: Path) -> bool:
+    """Whether the plots' staging folder holds its first plot (every file is written through
+    a staging folder; only the plots' holds a PNG)."""
+    return any((out / name / "sweep.png").exists() for name in _stages(out))
+
+
 def _frozen_while_plotting(out: Path) -> subprocess.Popen | None:
     """A sweep into ``out`` frozen (SIGSTOP to its process group) while its plots are staged;
     None when it finished before it could be caught. The caller continues or kills it."""
     proc = subprocess.Popen([*RUN, "--out", str(out)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, start_new_session=True)
-    while not _stages(out):
+    while not _plot_stage(out):
         if proc.poll() is not None:
             proc.communicate()
             return None
         time.sleep(0.002)
     os.killpg(proc.pid, signal.SIGSTOP)
-    if proc.poll() is not None or not _stages(out):   # done just now
+    if proc.poll() is not None or not _plot_stage(out):   # done just now
         os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate()
         return None
@@ -173,7 +179,8 @@ def test_a_run_killed_while_plotting_leaves_a_stage_the_next_run_removes(plottin
     proc.communicate()
     assert len(_stages(out)) == 1   # SIGKILL: nothing of the run could clean up
     # what an atomic write killed midway leaves, and a file of the user's own
-    (out / ".libra-opt-0123456789abcdef.tmp").write_bytes(b"PAR1")
+    (out / ".libra-opt-stage-0123456789ab").mkdir()
+    (out / ".libra-opt-stage-0123456789ab" / "results.parquet").write_bytes(b"PAR1")
     (out / ".notes").write_text("mine\n")
     assert main([*RUN[1:], "--out", str(out), then]) == 0
     assert [p.name for p in out.iterdir() if p.name.startswith(".")] == [".notes"]

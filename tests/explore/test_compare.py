@@ -14,6 +14,7 @@ from libra_opt.io.presets import catalog_cost_model
 from libra_opt.report.plots import plot_comparison
 from libra_opt.scenario.scenario import Scenario
 from libra_opt.traffic.rail import native_step_time_s
+from libra_opt.traffic.timing import TimingModel
 from libra_opt.traffic.workload import Collective, Layer, Phase, Workload
 
 CM = CostModel.from_tables(
@@ -39,7 +40,8 @@ def moe(h=8, k1=8, dp=512):
 
 def test_equal_bandwidth_reductions_by_hand():
     df = compare_fabrics(moe(), fabrics(), cost_model=CM, bw_gbps=[450.0, 50.0],
-                         collective_model="sequential", modes=["equal_bw"])
+                         timing=TimingModel("sequential", traffic_model="native"),
+                         modes=["equal_bw"])
     ft, ro = df.iloc[0], df.iloc[1]
     # Scale-out per NPU per GB/s: fat-tree (3 tiers) 6 + 50 + 40 + 84 = 180, rail-only
     # (2 tiers) 4 + 30 + 40 + 56 = 130; HB 4 $/GB/s in both.
@@ -62,8 +64,8 @@ def test_equal_bandwidth_reductions_by_hand():
 
 def test_hierarchical_traffic_model_hides_forwarding():
     df = compare_fabrics(moe(), fabrics(), cost_model=CM, bw_gbps=[450.0, 50.0],
-                         collective_model="sequential", modes=["equal_bw"],
-                         traffic_model="hierarchical")
+                         timing=TimingModel("sequential", traffic_model="hierarchical"),
+                         modes=["equal_bw"])
     assert df.step_time_s.iloc[0] == pytest.approx(df.step_time_s.iloc[1], rel=1e-15)
 
 
@@ -73,22 +75,23 @@ def test_equal_budget_matches_brute_force_on_the_budget_line():
     budget = 4.0e7
     w = moe()
     for model in ("pipelined", "sequential"):
-        bw = budget_optimum([w], f, kappa, budget, collective_model=model)
+        timing = TimingModel(model, traffic_model="native")
+        bw = budget_optimum([w], f, kappa, budget, timing=timing)
         assert kappa @ bw == pytest.approx(budget, rel=1e-6)
         # Step time decreases in every B, so the optimum spends the budget: search the line.
         b1 = np.linspace(1e-3, budget / kappa[1] * (1 - 1e-9), 200001)
         b0 = (budget - kappa[1] * b1) / kappa[0]
-        cand = [native_step_time_s(w, f, (x, y), model) for x, y in zip(b0[::50], b1[::50], strict=True)]
+        cand = [native_step_time_s(w, f, (x, y), timing) for x, y in zip(b0[::50], b1[::50], strict=True)]
         best = int(np.argmin(cand)) * 50
         lo, hi = max(best - 50, 0), min(best + 50, b1.size - 1)
 
-        def on_line(y, model=model):
-            return native_step_time_s(w, f, ((budget - kappa[1] * y) / kappa[0], y), model)
+        def on_line(y, timing=timing):
+            return native_step_time_s(w, f, ((budget - kappa[1] * y) / kappa[0], y), timing)
 
         res = minimize_scalar(on_line, bounds=(b1[lo], b1[hi]), method="bounded",
                               options={"xatol": 1e-12})
         fine = min(res.fun, min(on_line(b1[i]) for i in range(lo, hi + 1)))
-        got = native_step_time_s(w, f, bw, model)
+        got = native_step_time_s(w, f, bw, timing)
         assert got <= fine * (1 + 1e-9)
         assert got == pytest.approx(fine, rel=1e-6)
 
@@ -191,7 +194,8 @@ def _idle_hb(floor, model):
     f = fabrics()["fat_tree"]
     cons = () if floor is None else (parse_constraint(f"bw[0] >= {floor}", f),)
     df = compare_fabrics(dp_only(), fabrics(), cost_model=UNPRICED_HB, bw_gbps=[450.0, 50.0],
-                         modes=["equal_budget_joint"], constraints=cons, collective_model=model)
+                         modes=["equal_budget_joint"], constraints=cons,
+                         timing=TimingModel(model, traffic_model="native"))
     return [b[0] for b in df.bw_gbps]
 
 

@@ -13,6 +13,7 @@ from libra_opt.explore.compare import compare_fabrics
 from libra_opt.fabric.builders import multi_dim
 from libra_opt.scenario.evaluate import evaluate
 from libra_opt.scenario.examples import toy_scenario
+from libra_opt.traffic.timing import TimingModel
 from libra_opt.traffic.topology_aware import CollectiveSettings
 
 EFF = {"node": 0.5, "pod": "ndr400_ib_nccl"}
@@ -26,7 +27,7 @@ def test_the_step_time_column_is_the_scenarios_own(model):
     t = evaluate(s, [200.0, 100.0]).weighted_step_time_s
     assert t > evaluate(plain, [200.0, 100.0]).weighted_step_time_s   # the settings matter
     df = compare_fabrics(s, {"same": s.fabric}, bw_gbps=[200.0, 100.0], modes=["equal_bw"],
-                         traffic_model=s.traffic_model)
+                         timing=s.timing)
     assert_allclose(df["step_time_s"].iloc[0], t, rtol=1e-12)
 
 
@@ -37,11 +38,11 @@ def test_a_fabric_without_the_named_dimensions_is_refused():
     with pytest.raises(InputError, match=r"fabrics: fabric 'other' has no dimension node, pod "
                        r"that the scenario's collective settings name"):
         compare_fabrics(s, {"same": s.fabric, "other": other}, bw_gbps=[200.0, 100.0],
-                        modes=["equal_bw"], traffic_model=s.traffic_model)
+                        modes=["equal_bw"], timing=s.timing)
 
 
 def test_topology_aware_defaults_to_hierarchical_traffic():
-    # no traffic_model given: topology_aware runs dimension by dimension, so the comparison
+    # no timing given: topology_aware runs dimension by dimension, so the comparison
     # takes the hierarchical traffic the scenario itself is timed with
     s = dataclasses.replace(toy_scenario(), collective_model="topology_aware",
                             collectives=CollectiveSettings(efficiency=EFF))
@@ -58,7 +59,7 @@ def test_native_traffic_under_topology_aware_is_refused_not_mislabelled():
     with pytest.raises(InputError, match="traffic_model: collective_model 'topology_aware' "
                        "runs collectives dimension by dimension"):
         compare_fabrics(s, {"same": s.fabric}, bw_gbps=[200.0, 100.0], modes=["equal_bw"],
-                        traffic_model="native")
+                        timing=s.timing_with(traffic_model="native"))
 
 
 def test_budget_optimum_follows_the_collective_model():
@@ -66,10 +67,18 @@ def test_budget_optimum_follows_the_collective_model():
 
     s = toy_scenario()
     kappa = np.array([1.0, 1.0])
-    bw = budget_optimum(s.workloads, s.fabric, kappa, 300.0, collective_model="topology_aware")
-    ref = budget_optimum(s.workloads, s.fabric, kappa, 300.0, collective_model="topology_aware",
-                         traffic_model="hierarchical")
-    assert_allclose(bw, ref, rtol=1e-9)
+    aware = TimingModel("topology_aware")
+    bw = budget_optimum(s.workloads, s.fabric, kappa, 300.0, timing=aware)
+    other = budget_optimum(s.workloads, s.fabric, kappa, 300.0)   # pipelined, native
+    assert kappa @ bw == pytest.approx(300.0, rel=1e-6)
+    # the topology_aware optimum is the best point of the budget line under that model: no
+    # worse there than the pipelined optimum, another point of the same line
+    timed = dataclasses.replace(s, collective_model="topology_aware")
+    assert (evaluate(timed, bw).weighted_step_time_s
+            <= evaluate(timed, other).weighted_step_time_s * (1 + 1e-9))
+    with pytest.raises(InputError, match="does not model 'native' routing"):
+        budget_optimum(s.workloads, s.fabric, kappa, 300.0,
+                       timing=TimingModel("topology_aware", traffic_model="native"))
 
 
 def test_the_scenarios_in_network_reduction_reaches_topology_aware_settings():

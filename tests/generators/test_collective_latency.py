@@ -13,6 +13,7 @@ from libra_opt.generators.validation import NCCL_NET_STEP_S, NCCL_NVLINK_STEP_S
 from libra_opt.io.presets import load_device, load_model
 from libra_opt.io.validation import validation_table_from_dict
 from libra_opt.traffic.step_time import step_time, walk_arrays
+from libra_opt.traffic.timing import TimingModel
 from libra_opt.traffic.workload import Workload
 
 
@@ -61,8 +62,8 @@ def test_tp_all_reduce_pays_the_ring_steps():
     n_ar = sum(walk.phase_count[walk.coll_phase[j]]
                for j in range(walk.coll_distinct.size) if walk.coll_distinct[j] in tp_ar)
     loop = "overlap" if w.overlap_form else "no_overlap"
-    t_flat = step_time(w, fabric, bw, training_loop=loop).step_time_s
-    t_hier = step_time(hier, fabric, bw, training_loop=loop).step_time_s
+    t_flat = step_time(w, fabric, bw, TimingModel(training_loop=loop)).step_time_s
+    t_hier = step_time(hier, fabric, bw, TimingModel(training_loop=loop)).step_time_s
     assert_allclose(t_flat - t_hier, n_ar * 40.8e-6, rtol=1e-9)
 
 

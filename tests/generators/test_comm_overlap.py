@@ -24,6 +24,7 @@ from libra_opt.io.astra_sim import export_astra_sim
 from libra_opt.io.presets import load_device
 from libra_opt.io.scenario_file import scenario_from_dict
 from libra_opt.traffic.step_time import step_time
+from libra_opt.traffic.timing import TimingModel
 
 MODEL = model_from_dict(dict(kind="transformer", name="m", n_layers=3, hidden_size=1024,
                              ffn_hidden_size=4096, n_heads=16, vocab_size=32000, seq_len=1024,
@@ -46,7 +47,7 @@ def _times(par, bw):
     over = generate_workload(MODEL, par.model_copy(update={"tp_comm_overlap": True}), DEVICE, FABRIC)
     assert over.workload.overlap_form and not plain.workload.overlap_form
     t_plain = step_time(plain.workload, FABRIC, [bw]).step_time_s
-    t_over = step_time(over.workload, FABRIC, [bw], training_loop="overlap").step_time_s
+    t_over = step_time(over.workload, FABRIC, [bw], TimingModel(training_loop="overlap")).step_time_s
     return plain, over, t_plain, t_over
 
 
@@ -128,7 +129,7 @@ def test_pipeline_bubble_interleave_and_moe_by_hand():
     passes = par.micro_batches + (sum(t_stages) - max(t_stages)) / (par.interleave * max(t_stages))
     bw = [1e-4, 50.0]  # GB/s: tensor-parallel collectives take ~10^3 s each
     t_plain = step_time(plain.workload, fabric, bw).step_time_s
-    t_over = step_time(over.workload, fabric, bw, training_loop="overlap").step_time_s
+    t_over = step_time(over.workload, fabric, bw, TimingModel(training_loop="overlap")).step_time_s
     np.testing.assert_allclose(t_plain - t_over, passes * per_pass, rtol=1e-9)
     names = {layer.name for layer in over.workload.layers}
     assert {"moe_layer~tp_overlap_attention", "moe_layer~tp_overlap_experts",
@@ -239,7 +240,8 @@ def test_gradient_all_reduce_behind_last_backward_by_hand(bw):
     window = (MODEL.n_layers * _backward_s(transformer_layer_operators(MODEL, par, moe=False))
               + _backward_s(head_operators(MODEL, par)) + _backward_s(embedding_operators(MODEL, par)))
     t_plain = step_time(plain.workload, DP_FABRIC, [bw]).step_time_s
-    t_over = step_time(over.workload, DP_FABRIC, [bw], training_loop="overlap").step_time_s
+    t_over = step_time(over.workload, DP_FABRIC, [bw],
+                       TimingModel(training_loop="overlap")).step_time_s
     np.testing.assert_allclose(t_plain - t_over, min(window, t_ar), rtol=1e-9)
     np.testing.assert_allclose(over.workload.compute_s, plain.workload.compute_s, rtol=1e-12)
 
@@ -266,8 +268,9 @@ def test_both_overlaps_together_never_count_a_gemm_twice():
     (sync,) = [x for x in gen[(False, False)].workload.layers if x.name == "dp_grad_sync"]
     (ar,) = sync.weight_grad.collectives
     for bw in ([1000.0, 0.01], [0.5, 1000.0], [20.0, 2.0], [20.0, 0.2]):
-        t = {k: step_time(g.workload, fabric, bw, training_loop="overlap" if any(k) else
-                          "no_overlap").step_time_s for k, g in gen.items()}
+        t = {k: step_time(g.workload, fabric, bw, TimingModel(
+                 training_loop="overlap" if any(k) else "no_overlap")).step_time_s
+             for k, g in gen.items()}
         t_dp = ar.size_bytes / (bw[1] * 1e9)  # all-reduce over 2: 2 (1/2) size / B
         s_tp = t[(False, False)] - t[(True, False)]
         s_dp = t[(False, False)] - t[(False, True)]
@@ -297,7 +300,7 @@ def test_data_and_pipeline_traffic_share_the_scale_out_links(bw):
     assert over.workload.groups["pp"] == (1, 2) and over.workload.groups["dp"] == (1, 2)
     (win,) = [x for x in over.workload.layers if x.name == DP_WINDOW]
     window_s = win.weight_grad.compute_s
-    st = step_time(over.workload, fabric, bw, training_loop="overlap")
+    st = step_time(over.workload, fabric, bw, TimingModel(training_loop="overlap"))
     st_plain = step_time(plain.workload, fabric, bw)
     pod = fabric.names.index("pod")
     by_group = {g: t for g, t in st.comm_by_group_s.items() if t > 0}

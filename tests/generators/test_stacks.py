@@ -108,6 +108,9 @@ def test_zero3_overlap_hides_each_layers_gathers_behind_its_compute_exactly():
     """Per phase, max(compute, ZeRO-3 collectives) + other collectives: checked against the
     plain workload's per-layer phase times computed by hand from the same walk."""
     from libra_opt.traffic.step_time import step_time as st
+    from libra_opt.traffic.timing import TimingModel
+
+    overlap = TimingModel(training_loop="overlap")
 
     f = Fabric((Dim("node", "switch", 8, "NVLink"),))
     dev = load_device("h100_sxm")
@@ -126,10 +129,10 @@ def test_zero3_overlap_hides_each_layers_gathers_behind_its_compute_exactly():
                               for c in p.collectives)
                 hide = gathers and layer.name not in ("optimizer_step", "dp_grad_sync")
                 expect += layer.count * (max(p.compute_s, comm) if hide else p.compute_s + comm)
-        got = st(hidden.workload, f, [bw], training_loop="overlap").step_time_s
+        got = st(hidden.workload, f, [bw], overlap).step_time_s
         assert_allclose(got, expect, rtol=1e-12)
     slow = st(plain.workload, f, [50.0]).step_time_s
-    assert st(hidden.workload, f, [50.0], training_loop="overlap").step_time_s < slow
+    assert st(hidden.workload, f, [50.0], overlap).step_time_s < slow
 
 
 def test_zero3_overlap_needs_zero3():

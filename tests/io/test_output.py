@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from libra_opt.errors import InputError
+from libra_opt.errors import InputError, option_context
 from libra_opt.io.output import (
     CSV_SUFFIXES,
     MAX_SLUG_BYTES,
     PLOT_SUFFIXES,
-    atomic_outputs,
+    STAGE_PREFIX,
     check_output_dir,
     check_writable_output,
     confined_path,
@@ -100,11 +100,14 @@ def test_check_writable_output_refuses_devices():
 
 def test_check_output_dir(tmp_path):
     (tmp_path / "f").write_text("x")
-    assert check_output_dir(tmp_path / "new" / "dir", "--export") == tmp_path / "new" / "dir"
+    assert check_output_dir(tmp_path / "new" / "dir") == tmp_path / "new" / "dir"
     for bad in (tmp_path / "f", tmp_path / "f" / "sub"):
         with pytest.raises(InputError, match="not a directory") as exc:
-            check_output_dir(bad, "--export")
-        assert exc.value.field == "--export"
+            check_output_dir(bad)
+        assert exc.value.field is None and exc.value.source is None  # raised unlabelled
+        with pytest.raises(InputError) as exc, option_context("--export"):
+            check_output_dir(bad)
+        assert (exc.value.source, exc.value.field) == ("<cli>", "--export")
 
 
 def test_atomic_writers_write_and_leave_no_temp(tmp_path):
@@ -152,9 +155,11 @@ class _Frame:
 def test_save_figure_atomic_uses_the_final_suffix(tmp_path):
     fig = _Fig()
     save_figure_atomic(fig, tmp_path / "p.SVG", dpi=130)
-    (tmp_path_written, fmt, kwargs), = fig.calls
+    (written, fmt, kwargs), = fig.calls
     assert fmt == "svg" and kwargs == {"dpi": 130}
-    assert tmp_path_written.parent == tmp_path and tmp_path_written.name != "p.SVG"
+    # drawn under its own name in a staging folder beside the target, then moved in
+    assert written.parent.parent == tmp_path and written.parent.name.startswith(STAGE_PREFIX)
+    assert written.name == "p.SVG"
     assert (tmp_path / "p.SVG").read_bytes() == b"partial and complete"
     assert [p.name for p in tmp_path.iterdir()] == ["p.SVG"]
 
@@ -172,8 +177,8 @@ def test_a_writer_failing_midway_leaves_no_truncated_target(tmp_path, existing):
         csv_path.write_bytes(existing)
     with pytest.raises(RuntimeError, match="renderer crashed"):
         save_figure_atomic(_Fig(fail=True), fig_path)
-    with pytest.raises(InputError, match="No space left") as exc:
-        write_csv_atomic(_Frame(fail=True), csv_path, flag="--csv")
+    with pytest.raises(InputError, match="No space left") as exc, option_context("--csv"):
+        write_csv_atomic(_Frame(fail=True), csv_path)
     assert exc.value.field == "--csv"
     names = sorted(p.name for p in tmp_path.iterdir())
     if existing is None:
@@ -181,20 +186,6 @@ def test_a_writer_failing_midway_leaves_no_truncated_target(tmp_path, existing):
     else:
         assert names == ["p.png", "t.csv"]
         assert fig_path.read_bytes() == existing and csv_path.read_bytes() == existing
-
-
-def test_atomic_outputs_moves_all_or_nothing(tmp_path):
-    a, b = tmp_path / "w.txt", tmp_path / "c.yml"
-    with pytest.raises(ValueError):
-        with atomic_outputs(a, b) as (ta, tb):
-            ta.write_text("one")
-            raise ValueError("second writer failed")
-    assert list(tmp_path.iterdir()) == []
-    with atomic_outputs(a, b) as (ta, tb):
-        ta.write_text("one")
-        tb.write_text("two")
-    assert a.read_text() == "one" and b.read_text() == "two"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.yml", "w.txt"]
 
 
 def test_a_symlink_target_is_replaced_not_written_through(tmp_path):
@@ -233,6 +224,21 @@ def test_staged_outputs_move_all_files_or_none(tmp_path):
         assert not (out / "b.png").exists()  # not before the block succeeds
     assert (out / "a.png").read_bytes() == b"one" and (out / "b.png").read_bytes() == b"two"
     assert sorted(p.name for p in out.iterdir()) == ["a.png", "b.png"]
+    with staged_outputs(out, ["a.png", "c.png"]) as staged:  # a file not written is not moved
+        staged["a.png"].write_bytes(b"again")
+    assert sorted(p.name for p in out.iterdir()) == ["a.png", "b.png"]
+
+
+def test_an_error_of_the_block_is_not_relabelled(tmp_path):
+    """``flag`` blames the option for the writer's own errors, not for the block's."""
+    from libra_opt.io.output import staged_outputs
+
+    with pytest.raises(InputError) as exc, staged_outputs(tmp_path, ["a.png"], flag="--out"):
+        raise InputError("expected a positive budget", field="budget_usd")
+    assert (exc.value.source, exc.value.field) == (None, "budget_usd")
+    with pytest.raises(InputError) as exc, staged_outputs(tmp_path, ["../a.png"], flag="--out"):
+        pass
+    assert (exc.value.source, exc.value.field) == ("<cli>", "--out")
 
 
 def test_prepare_output_dir_checks_every_file_before_creating_anything(tmp_path):

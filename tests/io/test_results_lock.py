@@ -91,7 +91,7 @@ def test_a_staging_folder_removed_under_its_writer_is_an_error(tmp_path):
     import shutil
 
     with pytest.raises(InputError, match="was removed while this run wrote into it"):
-        with staged_outputs(tmp_path, ["a.png"], flag="--out") as staged:
+        with staged_outputs(tmp_path, ["a.png"]) as staged:
             staged["a.png"].write_text("x")
             shutil.rmtree(staged["a.png"].parent)
     assert not (tmp_path / "a.png").exists()

@@ -15,6 +15,7 @@ from libra_opt.scenario.evaluate import evaluate
 from libra_opt.scenario.scenario import Scenario
 from libra_opt.traffic.overlap import OVERLAP_PRESETS, OverlapPolicy, overlap_workload
 from libra_opt.traffic.step_time import step_time
+from libra_opt.traffic.timing import TimingModel
 from libra_opt.traffic.workload import Collective, Layer, Phase, Workload
 from tests.fixtures import write_scenario_files
 from tests.optimize.test_problem import brute_line, check
@@ -56,7 +57,7 @@ def test_closed_form_equals_max_form():
 def test_step_time_by_hand():
     o = overlap_workload(workload(), POLICY)
     for b in ([10.0, 100.0], [300.0, 20.0], [60.0, 60.0]):
-        got = step_time(o, FABRIC, b, training_loop="overlap").step_time_s
+        got = step_time(o, FABRIC, b, TimingModel(training_loop="overlap")).step_time_s
         assert_allclose(got, step(*b), rtol=1e-12)
 
 
@@ -65,10 +66,10 @@ def test_extremes_are_the_two_loops():
     none = overlap_workload(w, OverlapPolicy())
     full = overlap_workload(w, OverlapPolicy((("tp", "all", 1), ("ep", "all", 1), ("dp", "all", 1))))
     b = [50.0, 30.0]
-    assert_allclose(step_time(none, FABRIC, b, training_loop="overlap").step_time_s,
-                    step_time(w, FABRIC, b, training_loop="no_overlap").step_time_s, rtol=1e-12)
-    assert_allclose(step_time(full, FABRIC, b, training_loop="overlap").step_time_s,
-                    step_time(w, FABRIC, b, training_loop="overlap").step_time_s, rtol=1e-12)
+    assert_allclose(step_time(none, FABRIC, b, TimingModel(training_loop="overlap")).step_time_s,
+                    step_time(w, FABRIC, b, TimingModel(training_loop="no_overlap")).step_time_s, rtol=1e-12)
+    assert_allclose(step_time(full, FABRIC, b, TimingModel(training_loop="overlap")).step_time_s,
+                    step_time(w, FABRIC, b, TimingModel(training_loop="overlap")).step_time_s, rtol=1e-12)
 
 
 def scenario(objective="perf"):

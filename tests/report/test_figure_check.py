@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from libra_opt.report.figure_check import figure_problems
+from tests.figure_check import figure_problems
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 DATA = Path(__file__).resolve().parent / "bench_data"

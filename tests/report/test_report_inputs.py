@@ -56,7 +56,7 @@ def gpt_report(built):
 
 
 def test_every_report_figure_passes_the_figure_check(built):
-    from libra_opt.report.figure_check import figure_problems
+    from tests.figure_check import figure_problems
 
     figs = built[1]
     assert len(figs) >= 7

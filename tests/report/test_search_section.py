@@ -148,7 +148,7 @@ def _label_boxes(fig):
 
 
 def _assert_readable(fig) -> list[str]:
-    from libra_opt.report.figure_check import figure_problems
+    from tests.figure_check import figure_problems
 
     texts, boxes, legend = _label_boxes(fig)
     inside = fig.axes[0].get_window_extent()

@@ -10,8 +10,8 @@ import pytest
 import libra_opt
 from libra_opt.explore.sweep import sweep
 from libra_opt.report import plots as P
-from libra_opt.report.figure_check import figure_problems
 from libra_opt.scenario.examples import toy_scenario
+from tests.figure_check import figure_problems
 
 
 @pytest.fixture(autouse=True)

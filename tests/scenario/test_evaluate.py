@@ -13,6 +13,7 @@ from libra_opt.optimize.problem import solve
 from libra_opt.scenario.evaluate import evaluate
 from libra_opt.scenario.scenario import scenario_rows
 from libra_opt.traffic.step_time import step_time
+from libra_opt.traffic.timing import TimingModel
 from libra_opt.traffic.workload import Collective, Layer, Phase, Workload
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,9 +45,9 @@ def test_libra_style_step_time_by_hand():
     assert_allclose(t.comm_by_group_s["ep"], 2 * 1.4e-3, rtol=1e-12)
     assert_allclose(t.traffic_by_dim_bytes, 2 * np.array([120e6 + 240e6, 70e6 + 35e6]))
     assert_allclose(t.busy_by_dim_s, 2 * np.array([1.2e-3 + 2.4e-3, 2.8e-3 + 1.4e-3]))
-    seq = step_time(wl, f, [100.0, 25.0], collective_model="sequential")
+    seq = step_time(wl, f, [100.0, 25.0], TimingModel("sequential"))
     assert_allclose(seq.step_time_s, 2 * (6e-3 + 1.2e-3 + 5.2e-3 + 1.4e-3), rtol=1e-12)
-    ov = step_time(wl, f, [100.0, 25.0], training_loop="overlap")
+    ov = step_time(wl, f, [100.0, 25.0], TimingModel(training_loop="overlap"))
     assert_allclose(ov.step_time_s, 2 * (1.2e-3 + 2.8e-3 + 3e-3), rtol=1e-12)
     with pytest.raises(InputError, match="expected 2 bandwidths"):
         step_time(wl, f, [1.0])

@@ -23,7 +23,10 @@ from libra_opt.traffic.rail import (
     rail_report,
 )
 from libra_opt.traffic.routing import native_traffic_bytes
+from libra_opt.traffic.timing import TimingModel
 from libra_opt.traffic.workload import Collective, Layer, Phase, Workload
+
+SEQ = TimingModel("sequential")
 
 
 def routed_bytes(kind, m, span, fabric):
@@ -91,7 +94,7 @@ def test_forwarded_bytes_by_hand(h):
     ro, ft = rail_only(h * 8, h, None), rail_optimized_fat_tree(h * 8, h, None)
     assert native_traffic_bytes("all_to_all", m, (h, 8), ro)[0] == pytest.approx(m * (h - 1) / h)
     assert native_traffic_bytes("all_to_all", m, (h, 8), ft)[0] == pytest.approx(m * (h - 1) / k)
-    r = forwarding_overhead("all_to_all", m, (h, 8), ro, [450.0, 50.0], "sequential")
+    r = forwarding_overhead("all_to_all", m, (h, 8), ro, [450.0, 50.0], SEQ)
     assert r["extra_bytes"][0] == pytest.approx(m * (h - 1) * (k - h) / (h * k))
     so = m * 7 / 8 / 50e9
     expected = (so + m * (h - 1) / h / 450e9) / (so + m * (h - 1) / k / 450e9) - 1
@@ -110,8 +113,8 @@ def test_p2p_across_rails_pays_an_extra_hop():
     w = Workload("pp", (Layer("l", Phase(0.0, (Collective("p2p", 1e9, "pp"),))),),
                  {"pp": (2, 2)})
     # Fat-tree: 1 GB over the scale-out only, + 5 us; rail-only: also 1 GB over HB, + 1 us.
-    assert native_step_time_s(w, ft, [100.0, 10.0], "sequential") == pytest.approx(0.1 + 5e-6)
-    assert native_step_time_s(w, ro, [100.0, 10.0], "sequential") == pytest.approx(
+    assert native_step_time_s(w, ft, [100.0, 10.0], SEQ) == pytest.approx(0.1 + 5e-6)
+    assert native_step_time_s(w, ro, [100.0, 10.0], SEQ) == pytest.approx(
         0.1 + 5e-6 + 0.01 + 1e-6)
 
 
@@ -148,7 +151,7 @@ def test_native_terms_reproduce_layer_by_layer_time():
         coll_t = (t.traffic_gb / bw + t.latency_s).max(axis=1)
         from_terms = float(t.phase_counts[0] @ (t.phase_compute_s + t.phase_members @ coll_t))
         assert from_terms == pytest.approx(native_step_time_s(w, f, bw), rel=1e-12)
-    report = rail_report(w, f, [450.0, 50.0], "sequential")
+    report = rail_report(w, f, [450.0, 50.0], SEQ)
     assert set(report.category) == {"forwarded", "within_rail"}
     row = report[report.group == "ep"].iloc[0]
     assert row["count"] == 10

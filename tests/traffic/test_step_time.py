@@ -4,7 +4,10 @@ from numpy.testing import assert_allclose
 
 from libra_opt.fabric.builders import rail_only, rail_optimized_fat_tree
 from libra_opt.traffic.step_time import step_time, traffic_by_group_bytes
+from libra_opt.traffic.timing import TimingModel
 from libra_opt.traffic.workload import Collective, Layer, Phase, Workload
+
+NATIVE = TimingModel(traffic_model="native")
 
 
 def _a2a(count=3):
@@ -22,8 +25,8 @@ def test_traffic_by_group_follows_the_traffic_model():
     n, b = traffic_by_group_bytes(w, ft)["ep"]
     assert n == 3
     assert_allclose(b, [3 * 56.0, 3 * 48.0])
-    assert_allclose(traffic_by_group_bytes(w, ft, "native")["ep"][1], [3 * 14.0, 3 * 48.0])
-    assert_allclose(traffic_by_group_bytes(w, ro, "native")["ep"][1], [3 * 56.0, 3 * 48.0])
+    assert_allclose(traffic_by_group_bytes(w, ft, NATIVE)["ep"][1], [3 * 14.0, 3 * 48.0])
+    assert_allclose(traffic_by_group_bytes(w, ro, NATIVE)["ep"][1], [3 * 56.0, 3 * 48.0])
 
 
 def test_step_time_native_by_hand():
@@ -32,9 +35,9 @@ def test_step_time_native_by_hand():
     w = Workload("moe", (Layer("l", Phase(0.0, (Collective("all_to_all", 64e9, "ep"),))),),
                  {"ep": (8, 4)})
     ft = rail_optimized_fat_tree(32, 8, 8)
-    assert_allclose(step_time(w, ft, [50, 50], "sequential", traffic_model="native").step_time_s,
+    assert_allclose(step_time(w, ft, [50, 50], TimingModel("sequential", traffic_model="native")).step_time_s,
                     1.24)
-    assert_allclose(step_time(w, ft, [50, 50], "sequential").step_time_s, 2.08)
+    assert_allclose(step_time(w, ft, [50, 50], TimingModel("sequential")).step_time_s, 2.08)
 
 
 def test_hidden_window_by_hand():
@@ -52,7 +55,7 @@ def test_hidden_window_by_hand():
         for window, want in ((0.0, 0.0606), (0.05, 0.0106), (1.0, 0.0)):
             w = Workload("w", (Layer("l", weight_grad=Phase(0.0, (ar,))),), {"g": (4,)},
                          hidden_window_s=window)
-            t = step_time(w, f, [100.0], training_loop=loop)
+            t = step_time(w, f, [100.0], TimingModel(training_loop=loop))
             assert_allclose(t.step_time_s, want, rtol=1e-12, atol=1e-15)
             assert_allclose(t.exposed_comm_s, want, rtol=1e-12, atol=1e-15)
             assert_allclose(t.comm_s, 0.0606, rtol=1e-12)  # hidden or not

@@ -14,6 +14,7 @@ from numpy.testing import assert_allclose
 from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Dim, Fabric
 from libra_opt.traffic.step_time import step_time
+from libra_opt.traffic.timing import TimingModel
 from libra_opt.traffic.topology_aware import (
     LINE_RATE_PRESETS,
     ChunkedCollective,
@@ -198,7 +199,7 @@ def test_step_time_walk_matches_chunked_collective():
                                 Collective("all_to_all", 8e6, "ep"))), count=5),
         Layer("b", Phase(2e-4, (Collective("p2p", 1e6, "pp"),))),
     ), {"dp": (8, 8), "ep": (8, 8), "pp": (1, 2)})
-    t = step_time(w, f, BW_2D, "topology_aware", collectives=s)
+    t = step_time(w, f, BW_2D, TimingModel("topology_aware", collectives=s))
     expect = 5 * (1e-3 + collective_phases("all_reduce", 64e6, (8, 8), f, s).time_s(BW_2D)
                   + collective_phases("all_to_all", 8e6, (8, 8), f, s).time_s(BW_2D))
     expect += 2e-4 + collective_phases("p2p", 1e6, (1, 2), f, s).time_s(BW_2D)

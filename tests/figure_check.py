@@ -14,8 +14,8 @@
   cut off when saved;
 - two annotations of one axes drawn over each other (labels that cannot be read).
 
-The package's plots, the report's figures and the benchmark scripts' figures are tested
-with it (``tests/report/test_figure_check.py``); a benchmark can call it before saving.
+The package's plots, the report's, the benchmark scripts' and the notebooks' figures are
+tested with it (``tests/report/test_figure_check.py``, ``tests/test_notebooks.py``).
 """
 
 from __future__ import annotations
