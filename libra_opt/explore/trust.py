@@ -27,7 +27,8 @@ def validated_runs(tables: Sequence[ValidationTable],
             out.append(ValidatedRun(
                 r.name, table.name, r.device, r.stack, r.role, r.error, r.variant_set,
                 p.tp, p.cp, p.pp, p.ep, p.micro_batch_size, p.interleave, row.model.seq_len,
-                p.n_npus, p.recompute, r.mfu_measured))
+                p.n_npus, p.recompute,
+                r.mfu_measured if math.isfinite(r.mfu_measured) else None))
     return tuple(out)
 
 

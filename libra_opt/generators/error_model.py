@@ -79,8 +79,8 @@ class ValidatedRun:
     tp, cp, pp, ep, micro_batch_size, interleave, seq_len, n_npus : int
         Its parallelization and scale.
     recompute : str
-    mfu_measured : float
-        MFU implied by the measured step time (NaN when unknown).
+    mfu_measured : float or None
+        MFU implied by the measured step time (``None`` when unknown).
     """
 
     name: str
@@ -99,7 +99,7 @@ class ValidatedRun:
     seq_len: int = 2048
     n_npus: int = 1
     recompute: str = "none"
-    mfu_measured: float = math.nan
+    mfu_measured: float | None = None
 
     @classmethod
     def field_names(cls) -> tuple[str, ...]:
@@ -252,5 +252,5 @@ class ErrorModel:
     def best_mfu(self, device: str) -> tuple[float, str] | None:
         """The highest measured MFU on ``device`` and the run that reached it."""
         runs = [(r.mfu_measured, r.name) for r in self.runs
-                if r.device == device and math.isfinite(r.mfu_measured)]
+                if r.device == device and r.mfu_measured is not None]
         return max(runs) if runs else None

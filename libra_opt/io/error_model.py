@@ -62,12 +62,12 @@ def _run(entry: Any, i: int, source: str) -> ValidatedRun:
         kind = str(f.type)
         ok = (isinstance(v, str) if kind == "str" else
               isinstance(v, int) and not isinstance(v, bool) and v >= 1 if kind == "int" else
-              isinstance(v, (int, float)) and not isinstance(v, bool))
+              isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v))
         if not ok:
-            what = {"str": "a string", "int": "a positive integer"}.get(kind, "a number")
+            what = {"str": "a string", "int": "a positive integer"}.get(kind, "a finite number")
             raise InputError(f"expected {what}, got {short_repr(v, 60)}", source=source,
                              field=f"{where}.{name}")
-        values[name] = float(v) if kind == "float" else v
+        values[name] = v if kind in ("str", "int") else float(v)
     if values["role"] not in _ROLES:
         raise InputError(f"{values['role']!r} is not one of {', '.join(_ROLES)}",
                          source=source, field=f"{where}.role")
@@ -127,7 +127,7 @@ def error_model_yaml(model: ErrorModel, tables: Sequence[str], version: str) -> 
             *(f"#   {t}" for t in tables)]
     names = [f.name for f in fields(ValidatedRun)]
     runs = [{n: (getattr(r, n) if n != "error" else float(f"{r.error:.9g}")) for n in names
-             if not (n == "mfu_measured" and not math.isfinite(r.mfu_measured))}
+             if not (n == "mfu_measured" and r.mfu_measured is None)}
             for r in model.runs]
     for r in runs:
         if "mfu_measured" in r:
