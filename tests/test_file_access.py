@@ -21,7 +21,7 @@ NOT_FILE_ACCESS = {
     ("cli/search.py", "table.to_parquet"),      # to bytes (path None), written through io
     ("explore/executors.py", "os.open"),        # os.devnull onto a worker's stdio
     ("explore/dask_scratch.py", "os.open"),     # a scratch folder's fd, for its flock only
-    ("explore/grid.py", "store.open"),          # a result store's method (io-owned store)
+    ("explore/sweep.py", "store.open"),         # a result store's method (io-owned store)
     ("report/html.py", "fig.savefig"),          # into an in-memory BytesIO
 }
 

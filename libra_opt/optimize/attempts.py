@@ -80,9 +80,9 @@ def _solve_once(
     problem: BandwidthProblem, prog: Any, scen: Scenario, rows: tuple[Row, ...],
     profile: int = 0,
 ) -> _SolveAttempt:
-    """Set the right-hand sides, solve once (Clarabel settings of retry ``profile``),
-    evaluate the answer with numpy."""
-    run = prog.run(rows, profile)
+    """Set the right-hand sides and weights, solve once (Clarabel settings of retry
+    ``profile``), evaluate the answer with numpy."""
+    run = prog.run(rows, profile, np.asarray(scen.weights, dtype=float))
     problem.n_solves += 1
     status = run.status
     if status not in ("optimal", "optimal_inaccurate"):
@@ -108,7 +108,8 @@ def _solve_once(
     gap = abs(ev.objective_value - solver_obj) / max(abs(ev.objective_value), abs(solver_obj),
                                                      1e-30)
     used = problem.terms.used_dims
-    spread = float(np.max(x[used]) / max(np.min(x[used]), 1e-300)) if used.size else 1.0
+    xu = x[used]
+    spread = float(xu.max() / max(xu.min(), 1e-300)) if used.size else 1.0
     # An "almost solved" answer, or one the numpy re-check confirms only to more than a
     # tenth of the tolerance, is polished (re-solved scaled to itself).
     needs_polish = (

@@ -250,5 +250,5 @@ def snap_to_rows(rows: tuple[Row, ...], bw_gbps: np.ndarray) -> np.ndarray:
             bound = r.rhs / r.a[d]
             upper = (r.sense == "<=") == (r.a[d] > 0)
             bw[d] = min(bw[d], bound) if upper else max(bw[d], bound)
-    bw = np.maximum(bw, 0.0)
-    return bw if np.allclose(bw, bw_gbps, rtol=1e-6, atol=0.0) else bw_gbps
+    np.maximum(bw, 0.0, out=bw)
+    return bw if (np.abs(bw - bw_gbps) <= 1e-6 * np.abs(bw_gbps)).all() else bw_gbps

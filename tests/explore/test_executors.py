@@ -12,6 +12,7 @@ import pytest
 
 from libra_opt.errors import InputError
 from libra_opt.explore.executors import (
+    ExecutorOptions,
     LocalPool,
     batch_size,
     executor_session,
@@ -49,7 +50,7 @@ def sleepy(batch):
 def test_every_batch_once_in_item_order(executor):
     items = list(range(23))
     batches = make_batches(items, 4)
-    got = dict(run_batches(squares, batches, executor=executor, max_workers=2))
+    got = dict(run_batches(squares, batches, ExecutorOptions(executor, max_workers=2)))
     assert sorted(got) == list(range(len(batches)))
     assert [r for i in sorted(got) for r in got[i]] == [x * x for x in items]
 
@@ -69,7 +70,7 @@ def test_a_session_keeps_one_pool_for_several_runs():
             def on_items(i, n, heard=heard):
                 heard[i] = heard.get(i, 0) + n
 
-            got = dict(run_batches(whoami, batches, executor=ex, on_items=on_items))
+            got = dict(run_batches(whoami, batches, ExecutorOptions(ex), on_items=on_items))
             assert [x for i in sorted(got) for _, _, x in got[i]] == list(
                 range(10 * run, 10 * run + 10))
             counts.append(heard)
@@ -90,8 +91,8 @@ def test_progress_reaches_the_caller_within_a_batch():
     def on_items(index, n):
         heard.append((index, n, bool(finished)))
 
-    for i, res in run_batches(slow_items, [(1, 2, 3, 4)], executor="processes",
-                              max_workers=1, on_items=on_items):
+    for i, res in run_batches(slow_items, [(1, 2, 3, 4)],
+                              ExecutorOptions("processes", max_workers=1), on_items=on_items):
         finished.append(i)
         assert res == [1, 2, 3, 4]
     assert sum(n for _, n, _ in heard) == 4
@@ -100,11 +101,11 @@ def test_progress_reaches_the_caller_within_a_batch():
 
 @pytest.mark.skipif(not Path("/proc/self/fd/1").exists(), reason="reads /proc")
 def test_workers_write_to_devnull_and_die_when_the_consumer_stops():
-    it = run_batches(sleepy, [(i,) * 1 for i in range(20)], executor="processes",
-                     max_workers=2)
-    pid, _ = next(it)[1][0]
-    assert pid != os.getpid()
-    out = dict(run_batches(whoami, [(1,)], executor="processes", max_workers=1))
+    it = run_batches(sleepy, [(i,) * 1 for i in range(20)],
+                     ExecutorOptions("processes", max_workers=2))
+    # the caller itself takes the last batches while the workers start: wait for a worker's
+    pid = next(p for _, res in it for p, _ in res if p != os.getpid())
+    out = dict(run_batches(whoami, [(1,)], ExecutorOptions("processes", max_workers=1)))
     assert out[0][0][1] == os.devnull
     it.close()  # stop early: the pool's processes are killed before close() returns
     deadline = time.monotonic() + 5

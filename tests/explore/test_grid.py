@@ -252,19 +252,6 @@ def test_a_built_problem_is_reused_for_right_hand_sides():
     assert_allclose(df["weighted_step_time_s"], [0.02, 0.015], rtol=1e-6)
 
 
-def test_older_one_label_form():
-    calls = []
-    df = sweep(toy_scenario(), "sum(bw) == 300", [150, 300],
-               progress=lambda i, n, v: calls.append((i, n, v)))
-    assert df.columns[0] == "value" and "shadow_price" in df.columns
-    assert calls == [(1, 2, 150.0), (2, 2, 300.0)]
-    # d step / d S = -1.5 / S^2 at the optimum
-    assert_allclose(df["shadow_price"], [-1.5 / 150**2, -1.5 / 300**2], rtol=1e-4)
-    with pytest.raises(InputError) as exc:
-        sweep(toy_scenario(), "bw.pod <= 3", [1.0])
-    assert exc.value.field == "label"
-
-
 def test_scenario_object_from_a_file_keeps_its_in_memory_changes():
     # changes made on the scenario's spec (a dataclasses.replace copy has none)
     spec = load_scenario("deepseek_v3_rail_only").spec.edit(
@@ -300,7 +287,7 @@ def test_results_are_identical_whatever_the_executor_batches_and_interruptions(
         tmp_path, uninterrupted):
     """30 points (2 structural groups x 15 right-hand sides): stopped twice, on two
     executors with three batch sizes, then finished: the same rows as one serial run."""
-    from libra_opt.explore.grid import SweepInterrupted
+    from libra_opt.explore.sweep import SweepInterrupted
 
     assert uninterrupted["point"].tolist() == list(range(30))
     out = tmp_path / "run"
@@ -321,7 +308,7 @@ def test_results_are_identical_whatever_the_executor_batches_and_interruptions(
 
 def test_a_torn_last_batch_is_solved_again_on_resume(tmp_path, uninterrupted):
     """A kill during a write leaves a partial last line: resume drops it and re-solves."""
-    from libra_opt.explore.grid import SweepInterrupted
+    from libra_opt.explore.sweep import SweepInterrupted
 
     out = tmp_path / "run"
     with pytest.raises(SweepInterrupted):
@@ -409,13 +396,13 @@ def test_a_sweep_streams_into_any_sink_and_skips_the_points_it_holds():
     """Point 0 already held: only points 1 and 2 are solved and appended. The toy's step
     time is 0.01 s + 1.5 GB / total bandwidth (the module doctest): 300 -> 0.015,
     600 -> 0.0125."""
-    from libra_opt.explore.grid import sweep_grid
     from libra_opt.explore.overrides import ScenarioBase
     from libra_opt.explore.sink import ResultsSink, spec_fingerprint
+    from libra_opt.explore.sweep import sweep
 
     sink = _MemorySink(kept={0})
     assert isinstance(sink, ResultsSink)
-    df = sweep_grid(toy_scenario(), {"sum(bw) == 300": [150, 300, 600]}, progress=False,
+    df = sweep(toy_scenario(), {"sum(bw) == 300": [150, 300, 600]}, progress=False,
                     out=sink)
     assert df["point"].tolist() == [1, 2]
     assert_allclose(df["weighted_step_time_s"], [0.015, 0.0125], rtol=1e-6)
@@ -423,7 +410,7 @@ def test_a_sweep_streams_into_any_sink_and_skips_the_points_it_holds():
         "sum(bw) == 300": [150.0, 300.0, 600.0]}
     assert sink.study["spec_hash"] == spec_fingerprint(ScenarioBase.of(toy_scenario()))
     with pytest.raises(InputError, match="results sink") as err:
-        sweep_grid(toy_scenario(), {"sum(bw) == 300": [150]}, progress=False, out="folder")
+        sweep(toy_scenario(), {"sum(bw) == 300": [150]}, progress=False, out="folder")
     assert err.value.field == "out"
 
 
