@@ -439,6 +439,19 @@ def _start_context(fn: Callable) -> Any:
         module = getattr(fn, "__module__", None) or getattr(
             getattr(fn, "func", None), "__module__", None)
         ctx.set_forkserver_preload([m for m in ("__main__", __name__, module, *_PRELOAD) if m])
+        # Start the server now, with SIGINT ignored (the server inherits that): Ctrl-C
+        # while it imports would print its traceback; it ignores SIGINT once it serves.
+        # It boots while the caller works; the first worker waits for it.
+        try:
+            old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        except ValueError:  # not the main thread: leave the handlers alone
+            return ctx
+        try:
+            from multiprocessing import forkserver
+
+            forkserver.ensure_running()
+        finally:
+            signal.signal(signal.SIGINT, old)
         return ctx
     return multiprocessing.get_context("spawn")
 

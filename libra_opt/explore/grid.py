@@ -128,9 +128,10 @@ class Plan:
         self.base = base
         self._root: BandwidthProblem | LibraOptError | None = given
         self._last: tuple[Any, BandwidthProblem | LibraOptError] | None = None
+        self._sharing = 0  # structural combinations met that keep the base's workloads
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"base": self.base, "_root": None, "_last": None}
+        return {"base": self.base, "_root": None, "_last": None, "_sharing": 0}
 
     def root(self) -> BandwidthProblem | LibraOptError:
         """The base scenario's problem (built once per process)."""
@@ -151,7 +152,13 @@ class Plan:
         problem: BandwidthProblem | LibraOptError
         try:
             scen = self.base.apply(dict(structural))
-            root = self.root() if same_terms(self.base.scenario, scen) else None
+            root = None
+            if same_terms(self.base.scenario, scen):
+                # an edit of bounds, prices or the like: from the second such combination
+                # on, its problem is the base problem's with new numbers
+                self._sharing += 1
+                if self._root is not None or self._sharing > 1:
+                    root = self.root()
             problem = build_problem(scen, like=root if isinstance(root, BandwidthProblem)
                                     else None)
         except LibraOptError as exc:
@@ -239,18 +246,28 @@ def _value_errors(axis: tuple[ScenarioBase, str], values: Sequence[Any]) -> list
     return out
 
 
+def _weight(value: Any) -> float | None:
+    """``value`` as a weight when it plainly is one (a finite number > 0), else ``None``."""
+    if isinstance(value, int | float) and not isinstance(value, bool) \
+            and math.isfinite(value) and value > 0:
+        return float(value)
+    return None
+
+
 def _check_values(base: ScenarioBase, name: str, path: str, values: list[Any]) -> Axis:
-    """One axis's values checked against its kind."""
+    """One axis's values checked against its kind (a weight that plainly is one needs no
+    edit of the spec to tell; any other value is read as the spec reads it)."""
     if base.classify(path) == "rhs":
         return Axis(name, path, "rhs", _check_rhs(name, path, values))
+    workload = base.weight_of(path)
     try:
-        checked = tuple(base.check(path, v) for v in values)
+        if workload is None:
+            return Axis(name, path, "structural", tuple(base.check(path, v) for v in values))
+        base.check(path, values[0])  # the path, as the spec reads it
+        weights = tuple(_weight(v) or float(base.check(path, v)) for v in values)
     except InputError as exc:
         raise InputError(exc.message, field=name) from None
-    workload = base.weight_of(path)
-    if workload is None:
-        return Axis(name, path, "structural", checked)
-    return Axis(name, path, "weight", tuple(float(v) for v in checked), workload)
+    return Axis(name, path, "weight", weights, workload)
 
 
 def check_axes(base: ScenarioBase, axes: Mapping[str, Sequence[Any]],

@@ -112,7 +112,7 @@ class _Clarabel:
     def __init__(self, q: np.ndarray, a: CscMatrix, b: np.ndarray, cones: list) -> None:
         self.data: tuple | None = (q, a, b, cones)
         self.solver: Any = None
-        self.held: tuple[Any, Any] = (None, None)  # the objective and constraint data it holds
+        self.held: tuple[np.ndarray, ...] = ()  # the q, A data and b the solver holds
 
     def solve(self, q: np.ndarray, a: CscMatrix, b: np.ndarray) -> Any:
         """Clarabel's solution of ``min q.z, A z + s = b, s in K`` for this structure."""
@@ -120,22 +120,13 @@ class _Clarabel:
             assert self.data is not None
             q0, a0, b0, cones = self.data
             self.solver = _solver(q0, a0, b0, cones, 0)
-            self.held, self.data = (q0, a0.data), None
-        update: dict[str, np.ndarray] = {"b": b}
-        if self.held[0] is not q:
-            update["q"] = q
-        if self.held[1] is not a.data:
-            update["A"] = a.data
-        self.solver.update(**update)
-        self.held = (q, a.data)
+            self.held, self.data = (q0, a0.data, b0), None
+        update = {k: new for k, new, old in zip("qAb", (q, a.data, b), self.held, strict=True)
+                  if new is not old and not np.array_equal(new, old)}
+        if update:
+            self.solver.update(**update)
+            self.held = (q, a.data, b)
         return self.solver.solve()
-
-
-def _rhs_scaling(scaling: RowScaling) -> tuple[list[int], np.ndarray]:
-    """The rows whose right-hand sides enter the program, ``<=`` rows first, and what each
-    is divided by (its scale, with the sign that turns ``>=`` into ``<=``)."""
-    return ([*scaling.le_rows, *scaling.eq_rows],
-            np.concatenate((scaling.le_scale * scaling.le_sign, scaling.eq_scale)))
 
 
 def _solver(q: np.ndarray, a: CscMatrix, b: np.ndarray, cones: list, profile: int) -> Any:
@@ -195,29 +186,46 @@ class ConicProgram(RowScaling):
     _rhs_slots: np.ndarray | None = None
     _clarabel: _Clarabel | None = None
 
-    def objective(self, weights: np.ndarray | None = None) -> tuple[np.ndarray, float]:
-        """``q`` and the objective's constant for ``weights`` (default: the built ones)."""
+    def objective(self, weights: np.ndarray | None = None
+                  ) -> tuple[np.ndarray, np.ndarray, float]:
+        """``q``, the step time's part of it (``q`` less the regulariser) and the objective's
+        constant for ``weights`` (default: the built ones)."""
         if weights is None or np.array_equal(weights, self.weights):
             return self._objective
-        return weights @ self.q_by_workload + self.q_reg, float(weights @ self.const_by_workload)
+        q_step = weights @ self.q_by_workload
+        return q_step + self.q_reg, q_step, float(weights @ self.const_by_workload)
 
-    def _rhs_of(self, rows: tuple[Row, ...]) -> np.ndarray:
-        """The scaled right-hand sides of the ``<=`` rows, then of the ``==`` rows."""
+    def constraint_data(self, rows: tuple[Row, ...]) -> tuple[CscMatrix, np.ndarray]:
+        """``A`` and ``b`` with the right-hand sides of ``rows`` (scaled, in ``b``, or in the
+        ``u`` column of ``A`` in the perspective form)."""
         order, divisor = self._rhs_scaling
-        return np.array([rows[i].rhs for i in order]) / divisor
+        rhs = np.array([rows[i].rhs for i in order]) / divisor
+        a_csc = self._a_csc
+        assert a_csc is not None
+        b = self.b0.copy()
+        if self.u_col < 0:
+            b[self._rhs_at] = rhs
+            return a_csc, b
+        assert self._rhs_slots is not None
+        data = a_csc.data.copy()
+        data[self._rhs_slots] = -rhs
+        return CscMatrix(a_csc.shape, a_csc.indptr, a_csc.indices, data), b
 
     @functools.cached_property
     def _rhs_scaling(self) -> tuple[list[int], np.ndarray]:
-        return _rhs_scaling(self)
+        """The rows whose right-hand sides enter the program, ``<=`` rows first, and what
+        each is divided by (its scale, with the sign that turns ``>=`` into ``<=``)."""
+        return ([*self.le_rows, *self.eq_rows],
+                np.concatenate((self.le_scale * self.le_sign, self.eq_scale)))
 
     @functools.cached_property
     def _rhs_at(self) -> np.ndarray:
         return np.concatenate((self.le_at, self.eq_at)).astype(int)
 
     @functools.cached_property
-    def _objective(self) -> tuple[np.ndarray, float]:
-        w = self.weights
-        return w @ self.q_by_workload + self.q_reg, float(w @ self.const_by_workload)
+    def _objective(self) -> tuple[np.ndarray, np.ndarray, float]:
+        q_step = self.weights @ self.q_by_workload
+        return q_step + self.q_reg, q_step, float(self.weights @ self.const_by_workload)
 
     def run(self, rows: tuple[Row, ...], profile: int = 0,
             weights: np.ndarray | None = None) -> ProgramRun:
@@ -226,18 +234,9 @@ class ConicProgram(RowScaling):
         ``profile``. ``solve_s`` is the time spent in Clarabel (its set-up or data update
         and its solve), ``compile_s`` the time spent filling in the data."""
         t0 = time.perf_counter()
-        q, const_step = self.objective(weights)
-        rhs = self._rhs_of(rows)
-        b = self.b0.copy()
-        a_csc = self._a_csc
-        assert a_csc is not None and self._clarabel is not None
-        if self.u_col < 0:
-            b[self._rhs_at] = rhs
-        else:
-            assert self._rhs_slots is not None
-            data = a_csc.data.copy()
-            data[self._rhs_slots] = -rhs
-            a_csc = CscMatrix(a_csc.shape, a_csc.indptr, a_csc.indices, data)
+        q, q_step, const_step = self.objective(weights)
+        a_csc, b = self.constraint_data(rows)
+        assert self._clarabel is not None
         t1 = time.perf_counter()
         if profile == 0:
             sol = self._clarabel.solve(q, a_csc, b)
@@ -251,7 +250,7 @@ class ConicProgram(RowScaling):
             status=status,
             x=z[: self.n_x].copy(),
             u=float(z[self.u_col]) if self.u_col >= 0 else None,
-            step_value=const_step + float((q - self.q_reg) @ z),
+            step_value=const_step + float(q_step @ z),
             le_dual=duals[self.le_at] if self.le_at.size else np.zeros(0),
             eq_dual=duals[self.eq_at] if self.eq_at.size else np.zeros(0),
             compile_s=t1 - t0,
@@ -493,8 +492,9 @@ def build_conic_program(
             r[col_e + i] = -1.0
             bld.add_le(r)
             q_w[w, col_e + i] = 1.0
-    q_reg = np.zeros(n_var)
-    q_reg[col_x + np.setdiff1d(np.arange(n_dims), used)] = UNUSED_REG
+    q_reg = np.full(n_var, 0.0)
+    q_reg[col_x : col_x + n_dims] = UNUSED_REG
+    q_reg[col_x + used] = 0.0  # the regulariser pulls dimensions without traffic down
 
     # The perspective normalisation and the constraint rows.
     norm_at = -1
@@ -534,19 +534,7 @@ def build_conic_program(
         start, stop = a_csc.indptr[col_u], a_csc.indptr[col_u + 1]
         where = {int(r): start + i for i, r in enumerate(a_csc.indices[start:stop])}
         slots = np.array([where[int(r)] for r in rhs_rows], dtype=np.int64)
-    # The solver's first data: the built rows' right-hand sides and weights.
-    q0 = weights @ q_w + q_reg
-    b_first = b0.copy()
-    a_first = a_csc
-    order, divisor = _rhs_scaling(scaling)
-    rhs = np.array([rows[i].rhs for i in order]) / divisor
-    if slots is None:
-        b_first[rhs_rows] = rhs
-    else:
-        data = a_csc.data.copy()
-        data[slots] = -rhs
-        a_first = CscMatrix(a_csc.shape, a_csc.indptr, a_csc.indices, data)
-    return ConicProgram(
+    program = ConicProgram(
         **scaling.scaling_fields(),
         build_s=time.perf_counter() - t0,
         a_dense=a_dense,
@@ -563,5 +551,7 @@ def build_conic_program(
         u_col=col_u if product is not None else -1,
         _a_csc=a_csc,
         _rhs_slots=slots,
-        _clarabel=_Clarabel(q0, a_first, b_first, cones),
     )
+    # the solver's first data: the built rows' right-hand sides and weights
+    program._clarabel = _Clarabel(program.objective()[0], *program.constraint_data(rows), cones)
+    return program

@@ -40,7 +40,6 @@ from libra_opt.optimize._verify import (
     MAX_STEP_S,
     OBJECTIVE_REL_TOL,
     check_magnitudes,
-    verification_failure,
 )
 from libra_opt.optimize.attempts import (  # the retry helpers stay reachable from here
     _boxed_program,  # noqa: F401
@@ -558,9 +557,8 @@ def solve(
         first = problem.program
     try:
         run, compile_s, solve_s, attempts = _solve_with_retries(problem, scen, solve_rows, first)
-        failure = verification_failure(run.ev, run.gap, run.solver_obj)
-        if failure is not None:
-            raise VerificationError(failure)
+        if run.failure is not None:
+            raise VerificationError(run.failure)
     except (InfeasibleDesignError, SolverError, VerificationError):
         # A sliver of a feasible set (a budget at its floor) defeats the interior point:
         # decide it exactly, or report the original failure.

@@ -219,10 +219,11 @@ class Scenario(FrozenOnUnpickle):
                 )
         object.__setattr__(self, "weights", weights)
 
-    def _check_limits(self) -> None:
-        """The constraints' shapes and magnitudes and the caps' ranges (part of the checks
-        of ``__post_init__``; the ones that depend on the limits)."""
-        for c in self.constraints:
+    def _check_limits(self, constraints: bool = True) -> None:
+        """The constraints' shapes and magnitudes (unless ``constraints`` is false: they are
+        known good) and the caps' ranges (part of the checks of ``__post_init__``; the ones
+        that depend on the limits)."""
+        for c in self.constraints if constraints else ():
             if len(c.bw_coef) != self.fabric.n_dims:
                 raise InputError(
                     f"constraint {c.label!r} has {len(c.bw_coef)} bandwidth coefficients, "
@@ -291,20 +292,26 @@ class Scenario(FrozenOnUnpickle):
         if "constraints" in changes:
             changes["constraints"] = tuple(changes["constraints"])
         limits = set(changes) != {"weights"}
-        # fields and cached values, without the rows (__getstate__) unless only the weights
-        # change; not copy.copy, whose __setstate__ would walk every (read-only) array again
+        rows = self.__dict__.get("rows")
+        # new values of caps it has, or only weights: the same rows, but for the caps' rhs
+        same = rows is not None and "constraints" not in changes and all(
+            (getattr(self, k) is None) == (v is None) for k, v in changes.items()
+            if k != "weights")
+        # fields and cached values without the rows (__getstate__); not copy.copy, whose
+        # __setstate__ would walk every (read-only) array again
         new = object.__new__(type(self))
         new.__dict__.update(self.__getstate__())
-        if not limits and "rows" in self.__dict__:
-            new.__dict__["rows"] = self.rows
         for key, value in changes.items():
             object.__setattr__(new, key, value)
         object.__setattr__(new, "spec", None)
+        if same:
+            assert rows is not None
+            new.__dict__["rows"] = _with_caps(rows, new)
         with input_context(new.source):  # as in __post_init__: the file names every error
             if "weights" in changes:
                 new._check_weights()
             if limits:
-                new._check_limits()
+                new._check_limits(constraints=not same)
                 new._check_rows()
         return new
 
@@ -487,6 +494,18 @@ def _truncated(items: list[str], limit: int) -> list[str]:
     if len(items) <= limit:
         return items
     return [*items[:limit], f"... ({len(items) - limit} more)"]
+
+
+def _with_caps(rows: tuple[Row, ...], scenario: Scenario) -> tuple[Row, ...]:
+    """``rows`` (a scenario's, which has the caps ``scenario`` has) with ``scenario``'s cap
+    values: the last rows, as :func:`_scenario_rows` writes them."""
+    coeffs = scenario.coefficients
+    caps = [float(cap) - fixed for cap, fixed in ((scenario.budget_usd, coeffs.fixed_usd),
+                                                   (scenario.power_w, coeffs.fixed_w))
+            if cap is not None]
+    k = len(rows) - len(caps)
+    return rows[:k] + tuple(Row(r.label, r.a, r.sense, rhs)
+                            for r, rhs in zip(rows[k:], caps, strict=True))
 
 
 def scenario_rows(scenario: Scenario, coeffs: CostCoefficients | None = None) -> tuple[Row, ...]:
