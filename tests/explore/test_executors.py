@@ -46,6 +46,46 @@ def sleepy(batch):
         yield os.getpid(), x
 
 
+class Counted:
+    """What every batch needs; counts its copies (a fresh count on every unpickling)."""
+
+    def __init__(self) -> None:
+        self.used = 0
+
+    def __getstate__(self):
+        return {"used": 0}
+
+
+def scaled_by_shared(shared, batch):
+    """Task with a shared object: this process, the copy's identity and its use count."""
+    shared.used += 1
+    return [(os.getpid(), id(shared), shared.used, x) for x in batch]
+
+
+@pytest.mark.parametrize("executor", ["serial", "processes", "dask"])
+def test_the_shared_object_goes_to_each_worker_once(executor):
+    """``shared`` reaches every batch; a worker keeps one copy for the whole run (its use
+    count grows batch after batch), whatever process ran the batch (the caller itself runs
+    some while the process pool starts)."""
+    batches = make_batches(list(range(40)), 2)
+    got = dict(run_batches(scaled_by_shared, batches, ExecutorOptions(executor, max_workers=2),
+                           shared=Counted()))
+    assert [x for i in sorted(got) for *_, x in got[i]] == list(range(40))
+    copies: dict[tuple[int, int], list[int]] = {}
+    for res in got.values():
+        pid, ident, used, _ = res[0]
+        copies.setdefault((pid, ident), []).append(used)
+    per_process: dict[int, set[int]] = {}
+    for pid, ident in copies:
+        per_process.setdefault(pid, set()).add(ident)
+    assert all(len(ids) == 1 for ids in per_process.values())  # one copy per process
+    for uses in copies.values():  # each copy counted every batch it served
+        assert sorted(uses) == list(range(1, len(uses) + 1))
+    if executor != "serial":
+        assert len(per_process) <= 3  # two workers, and perhaps the caller
+        assert sum(len(u) for u in copies.values()) == len(batches)
+
+
 @pytest.mark.parametrize("executor", ["serial", "processes"])
 def test_every_batch_once_in_item_order(executor):
     items = list(range(23))
