@@ -53,7 +53,7 @@ __all__ = ["register", "run", "parse_values", "parse_axis"]
 logger = logging.getLogger(__name__)
 
 POSITIVE = ("budget_usd", "power_w", "constraints.budget_usd", "constraints.power_w")
-#: Plots ``--plots`` may write into ``--out`` (each where the report module draws it).
+#: Plots ``--plots`` may write into ``--out``.
 PLOT_NAMES = ("sweep.png", "pareto.png", "bandwidth.png")
 
 
@@ -291,37 +291,26 @@ def _axes(args: argparse.Namespace) -> dict[str, list[Any]]:
     return axes
 
 
-def _plot_sweep(df, axis: str, path, flag: str) -> None:
+def _draw_plots(df: pd.DataFrame, axes: dict[str, list[Any]], staged: dict) -> list[str]:
+    """Draw the sweep (its first axis on x), its Pareto front and, for a budget axis, the
+    bandwidth bought at each budget into ``staged`` (name -> path); returns the names."""
     from libra_opt.cli.backend import pyplot
     from libra_opt.io.output import save_figure_atomic
 
     plt = pyplot()
-    from libra_opt.report.plots import plot_sweep
+    from libra_opt.report.plots import plot_bandwidth_vs_budget, plot_pareto, plot_sweep
 
-    fig = plot_sweep(df, x=axis)
-    try:
-        save_figure_atomic(fig, path, dpi=130, flag=flag)
-    finally:
-        plt.close(fig)
-
-
-def _plot_optional(name: str, df, path, flag: str, **kwargs) -> bool:
-    """Plot ``df`` with :mod:`libra_opt.report.plots`'s function ``name`` when it has one;
-    returns whether a file was written."""
-    from libra_opt.cli.backend import pyplot
-    from libra_opt.io.output import save_figure_atomic
-
-    plt = pyplot()
-    plots = importlib.import_module("libra_opt.report.plots")
-    fn = getattr(plots, name, None)
-    if fn is None:
-        return False
-    fig = fn(df, **kwargs)
-    try:
-        save_figure_atomic(fig, path, dpi=130, flag=flag)
-    finally:
-        plt.close(fig)
-    return True
+    draws = [("sweep.png", lambda: plot_sweep(df, x=next(iter(axes)))),
+             ("pareto.png", lambda: plot_pareto(df))]
+    if "budget_usd" in axes:
+        draws.append(("bandwidth.png", lambda: plot_bandwidth_vs_budget(df, x="budget_usd")))
+    for name, draw in draws:
+        fig = draw()
+        try:
+            save_figure_atomic(fig, staged[name], dpi=130, flag="--out")
+        finally:
+            plt.close(fig)
+    return [name for name, _ in draws]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -430,18 +419,8 @@ def _write_outputs(args: argparse.Namespace, df: pd.DataFrame, axes: dict[str, l
         print(f"wrote {pq}")
     if args.plots:
         # every plot is drawn into a hidden sibling folder, then all are moved in together
-        written = []
-        first = next(iter(axes))
         with staged_outputs(args.out, PLOT_NAMES, flag="--out") as staged:
-            _plot_sweep(df, first, staged["sweep.png"], "--out")
-            written.append("sweep.png")
-            extra: list[tuple[str, str, dict[str, Any]]] = [("plot_pareto", "pareto.png", {})]
-            if "budget_usd" in axes:
-                extra.append(("plot_bandwidth_vs_budget", "bandwidth.png",
-                              {"x": "budget_usd"}))
-            for fn, name, kw in extra:
-                if _plot_optional(fn, df, staged[name], "--out", **kw):
-                    written.append(name)
+            written = _draw_plots(df, axes, staged)
             if stopped():
                 raise KeyboardInterrupt
         for name in written:

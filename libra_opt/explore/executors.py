@@ -39,15 +39,12 @@ worker for load balance.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import functools
 import logging
 import math
 import multiprocessing
 import os
-import select
 import signal
-import sys
 import threading
 import time
 from collections import deque
@@ -58,6 +55,14 @@ from typing import Any, TypeVar
 
 from libra_opt.errors import InputError, short_repr
 from libra_opt.explore.dask_scratch import dask_scratch
+from libra_opt.explore.worker_process import (
+    TICK_INTERVAL_S,
+    call_in_dask,
+    call_in_pool,
+    consume,
+    detach_dask_worker,
+    init_pool_worker,
+)
 
 __all__ = [
     "ExecutorOptions",
@@ -86,19 +91,6 @@ SCHEDULER_ENV = "DASK_SCHEDULER_ADDRESS"
 MAX_BATCH_ITEMS = 1000
 #: Batches per worker by default (load balance against shipping cost).
 BATCHES_PER_WORKER = 4
-#: Seconds between progress messages of one worker (items are counted, not each sent).
-_TICK_INTERVAL_S = 0.1
-#: Seconds between checks, in a worker, that the caller is still alive.
-_WATCH_INTERVAL_S = 0.25
-_PR_SET_PDEATHSIG = 1
-
-# Per-worker-process state, set only by the pool initializer inside worker processes (the
-# initializer protocol offers no other channel to the task function): the progress queue
-# and the object every batch of the run needs (``shared``).
-_worker_state: list[Any] = []
-#: Modules the fork server imports besides this one and the task's (the solver every sweep
-#: point calls).
-_PRELOAD = ("clarabel",)
 
 
 def default_workers() -> int:
@@ -113,23 +105,11 @@ def default_workers() -> int:
 class ExecutorOptions:
     """Where a run's batches are solved and how it reports, as one value passed down.
 
-    Parameters
-    ----------
-    executor : {'serial', 'processes', 'dask'}, a scheduler address or a distributed.Client
-        Where batches run (:func:`resolve_executor`: kept resolved, with ``scheduler``).
-    max_workers : int, optional
-        Workers of a local pool or cluster (default :func:`default_workers`).
-    scheduler : str, optional
-        Address of an existing Dask scheduler.
-    progress : bool or callable, optional
-        A progress bar, or a callback (its form is the caller's: a sweep calls
-        ``progress(done, total, point)``); default on in a terminal or a notebook.
-    batch_size : int, optional
-        Items per batch shipped to a worker (default :func:`batch_size`).
-    stop : callable, optional
-        Polled while batches run; true stops the run as Ctrl-C does (:func:`run_batches`).
-    out : ResultsSink, optional
-        Where a sweep streams its finished rows (:class:`~libra_opt.explore.sink.ResultsSink`).
+    ``executor`` is what :func:`resolve_executor` takes (kept resolved, with ``scheduler``);
+    ``max_workers`` the workers of a local pool or cluster (default :func:`default_workers`);
+    ``progress`` a bar or a callback (its form is the caller's); ``batch_size`` the items per
+    batch shipped to a worker (default :func:`batch_size`); ``stop`` is polled while batches
+    run (:func:`run_batches`); ``out`` a sweep's :class:`~libra_opt.explore.sink.ResultsSink`.
 
     Raises
     ------
@@ -323,112 +303,6 @@ def make_batches(items: Sequence[T], size: int,
     return out
 
 
-# --------------------------------------------------------------------------- workers
-
-
-def _alive(pid: int) -> bool:
-    """Whether process ``pid`` exists and has not exited (a zombie, exited but not yet
-    reaped by its parent, counts as gone).
-
-    A process descriptor (``os.pidfd_open``, Linux 5.3+) polls readable once the process
-    has exited, reaped or not; where there is none, ``os.kill(pid, 0)`` tells only whether
-    the pid exists.
-    """
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        fd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return False
-    except (OSError, AttributeError):  # no pidfd on this system or kernel
-        return True
-    try:
-        poller = select.poll()
-        poller.register(fd, select.POLLIN)
-        return not poller.poll(0)
-    finally:
-        os.close(fd)
-
-
-def _watch_caller(caller_pid: int, parent_pid: int) -> None:
-    while True:
-        time.sleep(_WATCH_INTERVAL_S)
-        if os.getppid() != parent_pid or not _alive(caller_pid):
-            os._exit(1)
-
-
-def _detach_worker(caller_pid: int) -> None:
-    """Make this worker process die with the caller and release the caller's stdio."""
-    with contextlib.suppress(ValueError, OSError):  # not the main thread: keep the default
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-    devnull = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):
-        os.dup2(devnull, fd)
-    os.close(devnull)
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    threading.Thread(target=_watch_caller, args=(caller_pid, os.getppid()), daemon=True,
-                     name="libra-opt-parent-watch").start()
-
-
-def _init_pool_worker(caller_pid: int, ticks: Any, shared: Any = None) -> None:
-    """Initializer of the ``processes`` workers."""
-    _detach_worker(caller_pid)
-    _worker_state[:] = [ticks, shared]
-
-
-def _detach_dask_worker(caller_pid: int) -> bool:
-    """Run on each worker of a cluster started here (``Client.run``)."""
-    _detach_worker(caller_pid)
-    return True
-
-
-def _consume(fn: Callable[[Any], Iterable[Any]], batch: Any,
-             send: Callable[[int], None] | None, every_item: bool = False) -> list[Any]:
-    """``list(fn(batch))``, sending the count of finished items at most every 0.1 s (or
-    after every item)."""
-    out: list[Any] = []
-    last = time.monotonic()
-    unsent = 0
-    for r in fn(batch):
-        out.append(r)
-        unsent += 1
-        if send is not None:
-            now = time.monotonic()
-            if every_item or now - last >= _TICK_INTERVAL_S:
-                send(unsent)
-                unsent, last = 0, now
-    return out
-
-
-def _call_in_pool(fn: Callable[[Any], Iterable[Any]], batch: Any, index: int,
-                  shared: bool = False) -> list[Any]:
-    """Task of the ``processes`` executor (``shared``: pass the worker's shared object)."""
-    ticks, obj = _worker_state if _worker_state else (None, None)
-    if shared:
-        fn = functools.partial(fn, obj)
-    return _consume(fn, batch, None if ticks is None else lambda n: ticks.put((index, n)))
-
-
-def _call_in_dask(fn: Callable[[Any], Iterable[Any]], batch: Any, index: int,
-                  topic: str, *shared: Any) -> list[Any]:
-    """Task of the Dask executors: progress goes to the client as worker events;
-    ``shared``: the object scattered to every worker, when the run has one."""
-    from distributed import get_worker
-
-    try:
-        worker = get_worker()
-    except ValueError:
-        worker = None
-    send = None if worker is None else lambda n: worker.log_event(topic, (index, n))
-    return _consume(functools.partial(fn, *shared), batch, send)
-
-
 # --------------------------------------------------------------------------- the caller
 
 
@@ -438,7 +312,8 @@ def _start_context(fn: Callable) -> Any:
         ctx = multiprocessing.get_context("forkserver")
         module = getattr(fn, "__module__", None) or getattr(
             getattr(fn, "func", None), "__module__", None)
-        ctx.set_forkserver_preload([m for m in ("__main__", __name__, module, *_PRELOAD) if m])
+        preload = ("__main__", __name__, module, "clarabel")  # clarabel: every sweep point's
+        ctx.set_forkserver_preload([m for m in preload if m])
         # Start the server now, with SIGINT ignored (the server inherits that): Ctrl-C
         # while it imports would print its traceback; it ignores SIGINT once it serves.
         # It boots while the caller works; the first worker waits for it.
@@ -476,18 +351,17 @@ def run_batches(
         The batches, each a sized sequence of items.
     options : ExecutorOptions, optional
         Its ``executor``, ``max_workers`` and ``stop`` (default: serial). ``stop`` is polled
-        in the caller's thread after every item (serial) or at least every 0.1 s; when it
-        returns true the run stops as on Ctrl-C (``KeyboardInterrupt``). A signal handler
-        that sets a flag read by ``stop`` stops the run even where a ``KeyboardInterrupt``
-        raised by the handler itself would be lost (inside C code that clears errors).
+        in the caller's thread after every item (serial) or at least every 0.1 s; true
+        stops the run as Ctrl-C does (``KeyboardInterrupt``), also where a
+        ``KeyboardInterrupt`` raised by a signal handler would be lost (inside C code that
+        clears errors).
     on_items : callable, optional
         ``on_items(index, n)``: ``n`` more items of batch ``index`` finished, in item order
         (called in the caller's thread, before the batch is yielded).
     shared : object, optional
-        What every batch needs (a sweep's base scenario): sent to each worker once (a pool
-        started here: at its start; Dask: scattered to every worker), not with every batch
-        (with a pool of :func:`executor_session`, with every batch). Each worker process
-        keeps its copy for the whole run, so what the copy caches serves every batch there.
+        What every batch needs (a sweep's base scenario), sent to each worker once (with
+        every batch on a pool of :func:`executor_session`); each worker keeps its copy, and
+        what the copy caches, for the whole run.
 
     Yields
     ------
@@ -520,7 +394,7 @@ def run_batches(
     if executor == "serial":
         call = fn if shared is None else functools.partial(fn, shared)
         for i, batch in enumerate(batches):
-            yield i, _consume(call, batch, functools.partial(tick, i), every_item=True)
+            yield i, consume(call, batch, functools.partial(tick, i), every_item=True)
         return
     if isinstance(executor, LocalPool):  # started without ``shared``: it goes with the batches
         yield from _run_processes(fn if shared is None else functools.partial(fn, shared),
@@ -560,7 +434,7 @@ class LocalPool:
         self.shared = shared is not None
         self.ticks = ctx.SimpleQueue()
         self.pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
-                                        initializer=_init_pool_worker,
+                                        initializer=init_pool_worker,
                                         initargs=(os.getpid(), self.ticks, shared))
 
     def drain(self) -> None:
@@ -630,12 +504,10 @@ def executor_session(executor: Any, fn: Callable, max_workers: int | None = None
 def _run_processes(fn: Callable, batches: Sequence[Any], tick: Callable[[int, int], None],
                    stop: Callable[[], bool] | None, local: LocalPool,
                    own: Callable | None = None) -> Iterator[tuple[int, list[Any]]]:
-    """Run on ``local``. ``own``: the pool was started for this run (and is closed at its
-    end), and while its workers start (the fork server imports the task's module, the
-    workers what they are sent) the caller runs the last batches itself with ``own`` (the
-    task with what the workers were sent): batches are handed to the pool by a helper
-    thread, in order, and the caller takes from the end those not handed over yet, until
-    a worker reports progress."""
+    """Run on ``local``. ``own``: the pool was started for this run (closed at its end);
+    while its workers start, the caller runs batches itself with ``own`` (the task with what
+    the workers were sent): a helper thread hands the batches to the pool in order, the
+    caller takes from the end those not handed over yet, until a worker reports progress."""
     if own is None:
         local.drain()
     pool, ticks = local.pool, local.ticks
@@ -651,7 +523,7 @@ def _run_processes(fn: Callable, batches: Sequence[Any], tick: Callable[[int, in
                     if not todo:
                         return
                     i = todo.popleft()
-                fut = pool.submit(_call_in_pool, fn, batches[i], i, local.shared)
+                fut = pool.submit(call_in_pool, fn, batches[i], i, local.shared)
                 with lock:
                     pending[fut] = i
         except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
@@ -679,12 +551,12 @@ def _run_processes(fn: Callable, batches: Sequence[Any], tick: Callable[[int, in
                     break
                 i = todo.pop()
             done_batches.add(i)
-            yield i, _consume(steal, batches[i], functools.partial(tick, i), every_item=True)
+            yield i, consume(steal, batches[i], functools.partial(tick, i), every_item=True)
         submitter.join()
         if failed:
             raise failed[0]
         while pending:
-            done, _ = wait(pending, timeout=_TICK_INTERVAL_S, return_when=FIRST_COMPLETED)
+            done, _ = wait(pending, timeout=TICK_INTERVAL_S, return_when=FIRST_COMPLETED)
             _check(stop)
             drain()
             for fut in done:
@@ -718,7 +590,7 @@ def _run_dask(fn: Callable, batches: Sequence[Any], executor: Any, workers: int,
                 client.subscribe_topic(topic, lambda event: events.append(event[1]))
             extra = () if shared is None else (
                 [client.scatter(shared, broadcast=True, hash=False)] * len(batches),)
-            futures = client.map(_call_in_dask, [fn] * len(batches), batches,
+            futures = client.map(call_in_dask, [fn] * len(batches), batches,
                                  range(len(batches)), [topic] * len(batches), *extra,
                                  pure=False)
             seen = [0] * len(batches)
@@ -736,7 +608,7 @@ def _run_dask(fn: Callable, batches: Sequence[Any], executor: Any, workers: int,
                 _check(stop)
                 ready = [i for i, f in pending.items() if f.done()]
                 if not ready:
-                    time.sleep(_TICK_INTERVAL_S / 2)
+                    time.sleep(TICK_INTERVAL_S / 2)
                     drain()
                     continue
                 for i in ready:
@@ -790,7 +662,7 @@ def _dask_connection(executor: Any, workers: int) -> Iterator[Any]:
                                    silence_logs=logging.WARNING)
         try:
             client = Client(cluster, set_as_default=False)
-            client.run(_detach_dask_worker, os.getpid())
+            client.run(detach_dask_worker, os.getpid())
         except BaseException:
             cluster.close()
             raise

@@ -18,13 +18,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from libra_opt.errors import InputError
-from libra_opt.explore.executors import (
-    EXECUTORS,
-    ExecutorOptions,
-    executor_label,
-    make_batches,
-    run_batches,
-)
+from libra_opt.explore.executors import ExecutorOptions, executor_label, make_batches, run_batches
 from libra_opt.explore.executors import batch_size as default_batch_size
 from libra_opt.explore.grid import (
     Plan,
@@ -46,7 +40,7 @@ from libra_opt.scenario.spec import ScenarioSpec
 if TYPE_CHECKING:  # pandas is imported on first use: a fifth of a second
     import pandas as pd
 
-__all__ = ["sweep", "EXECUTORS", "Progress", "SweepInterrupted"]
+__all__ = ["sweep", "Progress", "SweepInterrupted"]
 
 logger = logging.getLogger(__name__)
 
@@ -167,17 +161,13 @@ def sweep(
         :func:`libra_opt.io.resolve_spec`); structural axes that name none read nothing.
     options : ExecutorOptions, optional
         Where the points are solved and how the run reports
-        (:class:`~libra_opt.explore.executors.ExecutorOptions`): ``executor``
-        (``serial``, ``processes``: a local process pool; ``dask``: a ``LocalCluster`` of
-        worker processes on loopback, or the cluster named by ``DASK_SCHEDULER_ADDRESS``;
-        ``tcp://host:port`` or a ``distributed.Client``: that cluster; every executor gives
-        the same rows), ``max_workers``, ``scheduler``, ``progress`` (a tqdm bar, default
-        on in a terminal or a notebook, or ``progress(done, total, point)``),
-        ``batch_size`` (points per task and per write to ``out``), ``stop`` (polled;
-        true stops the sweep as Ctrl-C does) and ``out`` (a
-        :class:`~libra_opt.explore.sink.ResultsSink`: finished points are streamed into
-        it, the points it already holds are not solved again, and the table returned is
-        the sink's, with a ``point`` column first).
+        (:class:`~libra_opt.explore.executors.ExecutorOptions`: executor, max_workers,
+        scheduler, progress, batch_size, stop, out). Every executor gives the same rows.
+        ``progress`` is a tqdm bar (default on in a terminal or a notebook) or
+        ``progress(done, total, point)``. With ``out`` (a
+        :class:`~libra_opt.explore.sink.ResultsSink`) finished points are streamed into
+        it, those it already holds are not solved again, and the table returned is the
+        sink's, with a ``point`` column first.
     **run
         The fields of ``options``, given one by one instead (``executor="processes"``).
 

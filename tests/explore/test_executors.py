@@ -199,7 +199,7 @@ def test_alive_counts_an_exited_unreaped_process_as_gone():
     is not reaped yet (a zombie) and one reaped are gone."""
     import subprocess
 
-    from libra_opt.explore.executors import _alive
+    from libra_opt.explore.worker_process import alive as _alive
 
     assert _alive(os.getpid())
     proc = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"],
