@@ -314,9 +314,9 @@ def _start_context(fn: Callable) -> Any:
             getattr(fn, "func", None), "__module__", None)
         preload = ("__main__", __name__, module, "clarabel")  # clarabel: every sweep point's
         ctx.set_forkserver_preload([m for m in preload if m])
-        # Start the server now, with SIGINT ignored (the server inherits that): Ctrl-C
-        # while it imports would print its traceback; it ignores SIGINT once it serves.
-        # It boots while the caller works; the first worker waits for it.
+        # Start the server now, with SIGINT ignored (the server inherits that; a Ctrl-C
+        # in that moment is lost): Ctrl-C while it imports would print its traceback; it
+        # ignores SIGINT once it serves. It boots while the caller works.
         try:
             old = signal.signal(signal.SIGINT, signal.SIG_IGN)
         except ValueError:  # not the main thread: leave the handlers alone
