@@ -237,10 +237,11 @@ def build_problem(scenario: Scenario, *, backend: str = "clarabel",
     program = None
     if shared and hasattr(like.program, "with_rows"):  # type: ignore[union-attr]
         assert like is not None
-        ref_cost = like.program.ref_cost  # any positive cost unit gives the same optimum
+        unit = like.program.ref_cost  # any positive cost unit gives the same optimum
         program = like.program.with_rows(
-            rows, None if rate is None else (k0 / ref_cost, rate / ref_cost))
+            rows, None if rate is None else (k0 / unit, rate / unit))
         if program is not None:
+            ref_cost = unit
             terms.check_windows(weights, scenario.timing, rate is not None)
     if program is None:
         if rate is not None:
