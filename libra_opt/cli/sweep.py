@@ -98,7 +98,7 @@ def register(subparsers) -> argparse.ArgumentParser:
     return p
 
 
-def parse_values(text: str, name: str, flag: str = "--axis") -> list[Any]:
+def parse_values(text: str, name: str) -> list[Any]:
     """``a,b,c`` or ``start:stop:count`` (linear) or ``start:stop:count:log``.
 
     At most :data:`~libra_opt.explore.grid.MAX_GRID_POINTS` values (checked before any array
@@ -123,11 +123,11 @@ def parse_values(text: str, name: str, flag: str = "--axis") -> list[Any]:
     from libra_opt.explore.overrides import parse_value
 
     def bad(message: str) -> InputError:
-        return InputError(message, source="<cli>", field=flag)
+        return InputError(message, source="<cli>", field="--axis")
 
     vals: list[Any]
     if "[" in text or "{" in text:
-        vals = _flow_values(text, flag)
+        vals = _flow_values(text)
         if name in POSITIVE and not all(isinstance(v, int | float) and not isinstance(v, bool)
                                         for v in vals):
             raise bad(f"{name} takes numbers, got {short_repr(text)}")
@@ -139,7 +139,7 @@ def parse_values(text: str, name: str, flag: str = "--axis") -> list[Any]:
         vals = [parse_value(x) for x in items]
         numeric = [v for v in vals if isinstance(v, int | float) and not isinstance(v, bool)]
         if not vals or (name in POSITIVE and len(numeric) < len(vals)):
-            parse_floats(text, flag)  # "expected comma-separated numbers"
+            parse_floats(text, "--axis")  # "expected comma-separated numbers"
         if not all(np.isfinite(v) for v in numeric):
             raise bad(f"expected finite numbers, got {short_repr(text)}")
     else:
@@ -168,7 +168,7 @@ def parse_values(text: str, name: str, flag: str = "--axis") -> list[Any]:
     return vals
 
 
-def _split_top_level(text: str, flag: str) -> list[str]:
+def _split_top_level(text: str) -> list[str]:
     """``text`` split at the commas outside ``[...]`` and ``{...}`` (brackets must balance)."""
     closing = {"]": "[", "}": "{"}
     items: list[str] = []
@@ -187,32 +187,32 @@ def _split_top_level(text: str, flag: str) -> list[str]:
     if stack:
         raise InputError(f"unbalanced brackets in {short_repr(text)}; expected YAML flow "
                          "values separated by commas, e.g. [],[a],[a,b]", source="<cli>",
-                         field=flag)
+                         field="--axis")
     items.append(text[start:])
     return items
 
 
-def _flow_values(text: str, flag: str) -> list[Any]:
+def _flow_values(text: str) -> list[Any]:
     """Values written as YAML flow items separated by the commas outside brackets:
     ``[],[pod],[pod,node]`` is three values (an empty list, ``[pod]`` and ``[pod, node]``);
     ``[pod,node]`` alone is one value; ``none,[pod]`` mixes a scalar and a list."""
     from libra_opt.explore.overrides import parse_value
 
-    items = _split_top_level(text, flag)
+    items = _split_top_level(text)
     if len(items) > MAX_GRID_POINTS:
         raise InputError(f"more than {MAX_GRID_POINTS:,} values; a sweep solves at most "
-                         f"{MAX_GRID_POINTS:,} points", source="<cli>", field=flag)
+                         f"{MAX_GRID_POINTS:,} points", source="<cli>", field="--axis")
     vals: list[Any] = []
     for item in items:
         if not item.strip():
             raise InputError(f"empty value in {short_repr(text)} (two commas in a row, or a "
-                             "comma at an end)", source="<cli>", field=flag)
+                             "comma at an end)", source="<cli>", field="--axis")
         try:
             vals.append(parse_value(item))
         except InputError:
             raise InputError(f"malformed list or mapping {short_repr(item.strip())}: expected "
                              "a YAML flow value such as [a, b] or {k: v}", source="<cli>",
-                             field=flag) from None
+                             field="--axis") from None
     return vals
 
 
@@ -230,7 +230,7 @@ def parse_axis(text: str) -> tuple[str, list[Any]]:
         raise InputError(f"expected NAME=start:stop:count[:log] or NAME=v1,v2,..., got "
                          f"{short_repr(text)}", source="<cli>", field="--axis")
     try:
-        return name, parse_values(values, name, "--axis")
+        return name, parse_values(values, name)
     except InputError as exc:
         raise InputError(f"{name}: {exc.message}", source="<cli>", field="--axis") from None
 
