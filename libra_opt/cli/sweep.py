@@ -63,7 +63,8 @@ def register(subparsers) -> argparse.ArgumentParser:
         "sweep", help="re-solve over a grid of budgets, bounds or scenario fields",
         description="Solve a scenario at every point of a grid. An axis is budget_usd, "
         "power_w, a linear constraint's text or any scenario field by dotted path "
-        "(the paths of --set).")
+        "(the paths of --set). Budgets, caps, constraints' right-hand sides and workload "
+        "weights re-solve one built problem with new numbers.")
     p.add_argument("scenario", help="scenario YAML file, or the name of a shipped example")
     p.add_argument("--axis", action="append", default=[], metavar="NAME=VALUES",
                    help="NAME=start:stop:count[:log] or NAME=v1,v2,... (repeatable); "
