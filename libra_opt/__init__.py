@@ -182,8 +182,7 @@ def apply_overrides(scenario: Any, overrides: Any) -> Any:
     return apply(_scenario_or_spec(scenario), overrides, resolve=resolve_spec)
 
 
-def sweep(problem: Any, axes: Any, values: Any = None, progress: Any = None, **kwargs: Any
-          ) -> Any:
+def sweep(problem: Any, axes: Any, **kwargs: Any) -> Any:
     """:func:`libra_opt.explore.sweep.sweep` that also takes a scenario file or an example
     name, and reads a model, device or file an axis names (``resolve``).
 
@@ -211,13 +210,13 @@ def sweep(problem: Any, axes: Any, values: Any = None, progress: Any = None, **k
         kwargs["out"] = stream = results_stream(out, resume=resume, overwrite=overwrite,
                                                 flag="out")
         try:
-            return run(_scenario_or_spec(problem), axes, values, progress, **kwargs)
+            return run(_scenario_or_spec(problem), axes, **kwargs)
         finally:
             stream.close()  # release the folder
     if resume or overwrite:
         raise InputError("resume and overwrite work on a results folder: give out=DIR",
                          field="resume" if resume else "overwrite")
-    return run(_scenario_or_spec(problem), axes, values, progress, **kwargs)
+    return run(_scenario_or_spec(problem), axes, **kwargs)
 
 
 def search(scenario: Any, *, error_model: Any = "packaged", **kwargs: Any) -> Any:

@@ -19,8 +19,9 @@ NOT_FILE_ACCESS = {
     ("__init__.py", "solution.to_json"),        # a string, written by io.write_text_atomic
     ("cli/main.py", "os.open"),                 # os.devnull onto stdout (a broken pipe)
     ("cli/search.py", "table.to_parquet"),      # to bytes (path None), written through io
-    ("explore/executors.py", "os.open"),        # os.devnull onto a worker's stdio
-    ("explore/grid.py", "store.open"),          # a result store's method (io-owned store)
+    ("explore/worker_process.py", "os.open"),   # os.devnull onto a worker's stdio
+    ("explore/dask_scratch.py", "os.open"),     # a scratch folder's fd, for its flock only
+    ("explore/sweep.py", "store.open"),         # a result store's method (io-owned store)
     ("report/html.py", "fig.savefig"),          # into an in-memory BytesIO
 }
 

@@ -249,14 +249,16 @@ def aux_file(draw) -> dict[str, str]:
 GOOD_FLAGS = {
     "solve": [["--json"], ["--objective", "perf_per_cost"], ["--plot-dir", "plots"]],
     "evaluate": [["--bw", "500,300,150,50"], ["--json"]],
-    "sweep": [["--param", "sum(bw) == 1000"], ["--values", "800,1000"], ["--csv", "o/s.csv"]],
+    "sweep": [["--axis", "sum(bw) == 1000=800,1000"], ["--axis", "budget_usd=1e7"],
+              ["--out", "o"]],
     "workload": [["--bw", "1,2,3,4"]],
     "compare": [["--fabrics", "fat_tree,rail_only"], ["--csv", "c.csv"]],
 }
 GARBAGE_FLAGS = st.sampled_from([
     ["--bw", "nan,1,1,1"], ["--bw", "1e300,1,1,1"], ["--bw", "-1,2"], ["--bw", ""],
-    ["--values", "1:2:0"], ["--values", "1:1e300:3"], ["--values", "a,b"], ["--values", "1:2:3:lin"],
-    ["--param", "budget_usd"], ["--param", "((((("], ["--param", "power_w"], ["--objective", "x"],
+    ["--axis", "budget_usd=1:2:0"], ["--axis", "budget_usd=1:1e300:3"], ["--axis", "x=a,b"],
+    ["--axis", "budget_usd=1:2:3:lin"], ["--axis", "budget_usd"], ["--axis", "(((((=1"],
+    ["--axis", "power_w=1"], ["--objective", "x"],
     ["--fabrics", "nope"], ["--fabrics", ""], ["--plot", "p.xyz"], ["--csv", "dir/"],
     ["--unknown"], ["-v"], ["--json", "--json"], ["--plot-dir", "a/b/c"], ["--export", "exp"],
 ])
@@ -282,7 +284,7 @@ def cli_args(draw) -> list[str]:
        command=st.sampled_from(["solve", "evaluate", "sweep"]))
 def test_fuzz_scenario_files(scenario, aux, command):
     extra = {"evaluate": ["--bw", "500,300,150,50"],
-             "sweep": ["--param", "sum(bw) == 1000", "--values", "900,1000"]}.get(command, [])
+             "sweep": ["--axis", "sum(bw) == 1000=900,1000"]}.get(command, [])
     run_case({SCENARIO: scenario, **aux}, [command, SCENARIO, *extra])
 
 
@@ -312,10 +314,10 @@ CORPUS = {
     "budget_1e300": (_edit('    - "sum(bw) == 1000"', '    - "sum(bw) == 1000"\n  budget_usd: 1.0e300'),
                      ["solve", SCENARIO], 2),
     "parens_20000": (_edit('"sum(bw) == 1000"', '"' + "(" * 20000 + '"'), ["solve", SCENARIO], 2),
-    "sweep_count_1e12": ({}, ["sweep", SCENARIO, "--param", "sum(bw) == 1000",
-                              "--values", "500:1000:1000000000000"], 2),
-    "plot_xyz": ({}, ["sweep", SCENARIO, "--param", "sum(bw) == 1000", "--values", "900,1000",
-                      "--plot", "x.xyz"], 2),
+    "sweep_count_1e12": ({}, ["sweep", SCENARIO, "--axis",
+                              "sum(bw) == 1000=500:1000:1000000000000"], 2),
+    "plot_xyz": ({}, ["compare", SCENARIO, "--fabrics", "fat_tree,rail_only", "--plot",
+                      "x.xyz"], 2),
     "name_escape": (_edit("name: gpt3_175b_4d", "name: ../../escaped"),
                     ["solve", SCENARIO, "--plot-dir", "plots"], None),
     "python_tag": (_edit("name: gpt3_175b_4d", "name: !!python/object/apply:os.system [touch pwned]"),

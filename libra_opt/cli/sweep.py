@@ -1,19 +1,18 @@
 """``libra-opt sweep``: solve a scenario over a grid of axes and write the table.
 
-Register it in the main CLI with ``cli_sweep.register(sub)``. Two forms:
+Register it in the main CLI with ``cli_sweep.register(sub)``.
 
-* ``--axis NAME=LO:HI:N[:log]`` or ``--axis NAME=v1,v2,...`` (list values as YAML flow
-  lists split at the commas outside brackets: ``NAME=[],[pod],[pod,node]``; repeatable; ``--zip`` pairs the
-  axes instead of taking their product), with ``--out DIR`` writing ``DIR/results.csv``
-  (and, with ``--plots``, ``DIR/sweep.png`` and, where the report module has them,
-  ``DIR/pareto.png`` and, for a budget axis, ``DIR/bandwidth.png``: the plots ``--plot``
-  draws, a second axis with many values thinned to
-  :data:`~libra_opt.report.sweep_plots.MAX_GROUPS` series or panels; ``DIR/manifest.json``
-  lists every file written). ``NAME`` is any path of :mod:`libra_opt.explore.overrides`: ``budget_usd``
-  (added to a scenario without a budget), ``power_w``, a constraint's text, or a scenario
-  field such as ``fabric.hb_domain`` or ``workloads.<name>.parallelism.tp``.
-* ``--param LABEL --values V`` (the older one-axis form): the same as ``--axis LABEL=V``,
-  printing the table (``--csv``, ``--plot`` as before).
+``--axis NAME=LO:HI:N[:log]`` or ``--axis NAME=v1,v2,...`` (list values as YAML flow lists
+split at the commas outside brackets: ``NAME=[],[pod],[pod,node]``; repeatable; ``--zip``
+pairs the axes instead of taking their product). Without ``--out`` the table is printed;
+``--out DIR`` writes ``DIR/results.csv`` (and, with ``--plots``, ``DIR/sweep.png`` and,
+where the report module has them, ``DIR/pareto.png`` and, for a budget axis,
+``DIR/bandwidth.png``, a second axis with many values thinned to
+:data:`~libra_opt.report.sweep_plots.MAX_GROUPS` series or panels; ``DIR/manifest.json``
+lists every file written). ``NAME`` is any path of :mod:`libra_opt.explore.overrides`:
+``budget_usd`` (added to a scenario without a budget), ``power_w``, a constraint's text, a
+workload's weight, or a scenario field such as ``fabric.hb_domain`` or
+``workloads.<name>.parallelism.tp``.
 
 ``--set PATH=VALUE`` applies to the scenario before the sweep, as in ``solve``.
 Matplotlib is imported only when a plot is asked for.
@@ -29,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import importlib
 import logging
 import signal
@@ -53,7 +53,7 @@ __all__ = ["register", "run", "parse_values", "parse_axis"]
 logger = logging.getLogger(__name__)
 
 POSITIVE = ("budget_usd", "power_w", "constraints.budget_usd", "constraints.power_w")
-#: Plots ``--plots`` may write into ``--out`` (each where the report module draws it).
+#: Plots ``--plots`` may write into ``--out``.
 PLOT_NAMES = ("sweep.png", "pareto.png", "bandwidth.png")
 
 
@@ -63,7 +63,8 @@ def register(subparsers) -> argparse.ArgumentParser:
         "sweep", help="re-solve over a grid of budgets, bounds or scenario fields",
         description="Solve a scenario at every point of a grid. An axis is budget_usd, "
         "power_w, a linear constraint's text or any scenario field by dotted path "
-        "(the paths of --set).")
+        "(the paths of --set). Budgets, caps, constraints' right-hand sides and workload "
+        "weights re-solve one built problem with new numbers.")
     p.add_argument("scenario", help="scenario YAML file, or the name of a shipped example")
     p.add_argument("--axis", action="append", default=[], metavar="NAME=VALUES",
                    help="NAME=start:stop:count[:log] or NAME=v1,v2,... (repeatable); "
@@ -71,11 +72,12 @@ def register(subparsers) -> argparse.ArgumentParser:
                    "'in_network_reduction=[],[pod],[pod,node]' is three points")
     p.add_argument("--zip", action="store_true",
                    help="pair the axes' values (one length) instead of their product")
-    p.add_argument("--out", metavar="DIR", help="write DIR/results.csv (created if missing)")
+    p.add_argument("--out", metavar="DIR", help="write DIR/results.csv (created if missing) "
+                   "instead of printing the table")
     p.add_argument("--plots", action="store_true",
                    help="with --out: also write DIR/sweep.png, DIR/pareto.png and, for a "
-                   "budget axis, DIR/bandwidth.png (what --plot draws; a second axis with "
-                   "many values is shown at a dozen of them, evenly spaced)")
+                   "budget axis, DIR/bandwidth.png (a second axis with many values is shown "
+                   "at a dozen of them, evenly spaced)")
     p.add_argument("--parquet", action="store_true",
                    help="with --out: also write DIR/results.parquet (its metadata in the "
                    "Parquet schema) when the run completes")
@@ -92,20 +94,12 @@ def register(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
                    help="override a scenario field before sweeping (repeatable)")
-    p.add_argument("--param", help="older form: budget_usd, power_w or a linear "
-                   "constraint's text (with --values)")
-    p.add_argument("--progress", action="store_true",
-                   help="older form: one progress line per point on stderr")
-    p.add_argument("--values", help="older form: a,b,c or start:stop:count[:log] (at most "
-                   "100,000 points; --values=-1,2 for a leading minus)")
-    p.add_argument("--csv", help="write the table as CSV (.csv)")
-    p.add_argument("--plot", help="write a plot of the sweep (.png, .svg or .pdf)")
     p.add_argument("--objective", choices=OBJECTIVES, help="override the objective")
     p.set_defaults(func=run)
     return p
 
 
-def parse_values(text: str, name: str, flag: str = "--values") -> list[Any]:
+def parse_values(text: str, name: str) -> list[Any]:
     """``a,b,c`` or ``start:stop:count`` (linear) or ``start:stop:count:log``.
 
     At most :data:`~libra_opt.explore.grid.MAX_GRID_POINTS` values (checked before any array
@@ -130,11 +124,11 @@ def parse_values(text: str, name: str, flag: str = "--values") -> list[Any]:
     from libra_opt.explore.overrides import parse_value
 
     def bad(message: str) -> InputError:
-        return InputError(message, source="<cli>", field=flag)
+        return InputError(message, source="<cli>", field="--axis")
 
     vals: list[Any]
     if "[" in text or "{" in text:
-        vals = _flow_values(text, flag)
+        vals = _flow_values(text)
         if name in POSITIVE and not all(isinstance(v, int | float) and not isinstance(v, bool)
                                         for v in vals):
             raise bad(f"{name} takes numbers, got {short_repr(text)}")
@@ -146,7 +140,7 @@ def parse_values(text: str, name: str, flag: str = "--values") -> list[Any]:
         vals = [parse_value(x) for x in items]
         numeric = [v for v in vals if isinstance(v, int | float) and not isinstance(v, bool)]
         if not vals or (name in POSITIVE and len(numeric) < len(vals)):
-            parse_floats(text, flag)  # "expected comma-separated numbers"
+            parse_floats(text, "--axis")  # "expected comma-separated numbers"
         if not all(np.isfinite(v) for v in numeric):
             raise bad(f"expected finite numbers, got {short_repr(text)}")
     else:
@@ -175,7 +169,7 @@ def parse_values(text: str, name: str, flag: str = "--values") -> list[Any]:
     return vals
 
 
-def _split_top_level(text: str, flag: str) -> list[str]:
+def _split_top_level(text: str) -> list[str]:
     """``text`` split at the commas outside ``[...]`` and ``{...}`` (brackets must balance)."""
     closing = {"]": "[", "}": "{"}
     items: list[str] = []
@@ -194,32 +188,32 @@ def _split_top_level(text: str, flag: str) -> list[str]:
     if stack:
         raise InputError(f"unbalanced brackets in {short_repr(text)}; expected YAML flow "
                          "values separated by commas, e.g. [],[a],[a,b]", source="<cli>",
-                         field=flag)
+                         field="--axis")
     items.append(text[start:])
     return items
 
 
-def _flow_values(text: str, flag: str) -> list[Any]:
+def _flow_values(text: str) -> list[Any]:
     """Values written as YAML flow items separated by the commas outside brackets:
     ``[],[pod],[pod,node]`` is three values (an empty list, ``[pod]`` and ``[pod, node]``);
     ``[pod,node]`` alone is one value; ``none,[pod]`` mixes a scalar and a list."""
     from libra_opt.explore.overrides import parse_value
 
-    items = _split_top_level(text, flag)
+    items = _split_top_level(text)
     if len(items) > MAX_GRID_POINTS:
         raise InputError(f"more than {MAX_GRID_POINTS:,} values; a sweep solves at most "
-                         f"{MAX_GRID_POINTS:,} points", source="<cli>", field=flag)
+                         f"{MAX_GRID_POINTS:,} points", source="<cli>", field="--axis")
     vals: list[Any] = []
     for item in items:
         if not item.strip():
             raise InputError(f"empty value in {short_repr(text)} (two commas in a row, or a "
-                             "comma at an end)", source="<cli>", field=flag)
+                             "comma at an end)", source="<cli>", field="--axis")
         try:
             vals.append(parse_value(item))
         except InputError:
             raise InputError(f"malformed list or mapping {short_repr(item.strip())}: expected "
                              "a YAML flow value such as [a, b] or {k: v}", source="<cli>",
-                             field=flag) from None
+                             field="--axis") from None
     return vals
 
 
@@ -237,24 +231,16 @@ def parse_axis(text: str) -> tuple[str, list[Any]]:
         raise InputError(f"expected NAME=start:stop:count[:log] or NAME=v1,v2,..., got "
                          f"{short_repr(text)}", source="<cli>", field="--axis")
     try:
-        return name, parse_values(values, name, "--axis")
+        return name, parse_values(values, name)
     except InputError as exc:
         raise InputError(f"{name}: {exc.message}", source="<cli>", field="--axis") from None
 
 
-def _check_outputs(args: argparse.Namespace) -> None:
-    from libra_opt.io.output import (
-        CSV_SUFFIXES,
-        PLOT_SUFFIXES,
-        check_writable_output,
-        prepare_output_dir,
-    )
+def _check_outputs(args: argparse.Namespace) -> Any:
+    """The outputs and the executor flags, checked before anything else; returns the
+    executor options (without the results folder and the stop flag, added at the run)."""
+    from libra_opt.io.output import prepare_output_dir
 
-    if args.csv is not None:
-        csv = check_writable_output(args.csv, "--csv", CSV_SUFFIXES)
-        prepare_output_dir(csv.parent, [csv.name + ".meta.json"], "--csv", create=False)
-    if args.plot is not None:
-        check_writable_output(args.plot, "--plot", PLOT_SUFFIXES)
     if args.out is not None:
         from libra_opt.io.results import (
             MANIFEST,
@@ -277,28 +263,23 @@ def _check_outputs(args: argparse.Namespace) -> None:
     if args.batch_size is not None and args.batch_size < 1:
         raise InputError(f"expected a batch size >= 1, got {args.batch_size}",
                          source="<cli>", field="--batch-size")
-    from libra_opt.explore.executors import check_scheduler, resolve_executor
+    from libra_opt.explore.executors import ExecutorOptions, check_scheduler
 
     try:
-        args.executor = resolve_executor(args.executor, args.scheduler)
-        if isinstance(args.executor, str) and "://" in args.executor:
-            check_scheduler(args.executor)
+        options = ExecutorOptions(args.executor, max_workers=args.workers,
+                                  scheduler=args.scheduler, batch_size=args.batch_size,
+                                  progress=False if args.no_progress else None)
+        if isinstance(options.executor, str) and "://" in options.executor:
+            check_scheduler(options.executor)
     except InputError as exc:
         raise InputError(exc.message, source="<cli>",
                          field="--executor" if exc.field == "executor" else
                          ("--scheduler" if exc.field == "scheduler" else exc.field)) from None
+    return options
 
 
 def _axes(args: argparse.Namespace) -> dict[str, list[Any]]:
     axes: dict[str, list[Any]] = {}
-    if args.param is not None or args.values is not None:
-        if args.param is None or args.values is None:
-            missing = "--param" if args.param is None else "--values"
-            raise InputError("--param and --values go together", source="<cli>", field=missing)
-        if not args.param.strip():
-            raise InputError("expected a constraint label, got an empty string",
-                             source="<cli>", field="--param")
-        axes[args.param] = parse_values(args.values, args.param)
     for text in args.axis:
         name, values = parse_axis(text)
         if name in axes:
@@ -306,84 +287,31 @@ def _axes(args: argparse.Namespace) -> dict[str, list[Any]]:
                              field="--axis")
         axes[name] = values
     if not axes:
-        raise InputError("give at least one --axis NAME=VALUES (or --param with --values)",
-                         source="<cli>", field="--axis")
+        raise InputError("give at least one --axis NAME=VALUES", source="<cli>",
+                         field="--axis")
     return axes
 
 
-def _legacy(args: argparse.Namespace, base, axes: dict[str, list[Any]]) -> int:
-    """``--param/--values``: the one-axis form, its checks and its printed table."""
-    from libra_opt.explore.sweep import check_sweep
-    from libra_opt.optimize.problem import build_problem
-
-    problem = build_problem(base.scenario)
-    try:
-        values = check_sweep(problem, args.param, axes[args.param])
-    except InputError as exc:
-        flag = "--param" if exc.field == "label" else "--values"
-        raise InputError(exc.message, source="<cli>", field=flag) from None
-
-    def progress(i, n, v):
-        print(f"[{i}/{n}] {args.param} = {v:,.6g}", file=sys.stderr)
-
-    show = args.progress or sys.stderr.isatty()   # stderr of a script keeps only errors
-    sweep = importlib.import_module("libra_opt.explore.sweep").sweep
-    df = sweep(problem, args.param, values, progress=progress if show else None)
-    if args.csv is not None:
-        _write_table(df, args.csv, base, axes, "--csv")
-    cols = ["value", "status", "weighted_step_time_s", "network_cost_usd"] + [
-        c for c in df.columns if c.startswith("bw_")]
-    print(df[[c for c in cols if c in df.columns]].to_string(
-        index=False, float_format=lambda x: f"{x:,.6g}"))
-    if args.plot is not None:
-        _plot_sweep(df, args.param, args.plot, "--plot")
-        print(f"wrote {args.plot}", file=sys.stderr)
-    return 0
-
-
-def _write_table(df, path, base, axes: dict[str, list[Any]], flag: str) -> None:
-    """``df`` as CSV at ``path`` with its metadata sidecar (``<name>.meta.json``)."""
-    from libra_opt.explore.sink import spec_fingerprint
-    from libra_opt.io.results import results_metadata, write_results
-
-    write_results(df, path, results_metadata(
-        "sweep", base.scenario.name, spec_fingerprint(base), axes=axes, points=len(df)),
-        flag=flag)
-    print(f"wrote {path}", file=sys.stderr)
-
-
-def _plot_sweep(df, axis: str, path, flag: str) -> None:
+def _draw_plots(df: pd.DataFrame, axes: dict[str, list[Any]], staged: dict) -> list[str]:
+    """Draw the sweep (its first axis on x), its Pareto front and, for a budget axis, the
+    bandwidth bought at each budget into ``staged`` (name -> path); returns the names."""
     from libra_opt.cli.backend import pyplot
     from libra_opt.io.output import save_figure_atomic
 
     plt = pyplot()
-    from libra_opt.report.plots import plot_sweep
+    from libra_opt.report.plots import plot_bandwidth_vs_budget, plot_pareto, plot_sweep
 
-    data = df if "value" in df.columns else df.assign(value=df[axis])
-    fig = plot_sweep(data, x_label=axis)
-    try:
-        save_figure_atomic(fig, path, dpi=130, flag=flag)
-    finally:
-        plt.close(fig)
-
-
-def _plot_optional(name: str, df, path, flag: str, **kwargs) -> bool:
-    """Plot ``df`` with :mod:`libra_opt.report.plots`'s function ``name`` when it has one;
-    returns whether a file was written."""
-    from libra_opt.cli.backend import pyplot
-    from libra_opt.io.output import save_figure_atomic
-
-    plt = pyplot()
-    plots = importlib.import_module("libra_opt.report.plots")
-    fn = getattr(plots, name, None)
-    if fn is None:
-        return False
-    fig = fn(df, **kwargs)
-    try:
-        save_figure_atomic(fig, path, dpi=130, flag=flag)
-    finally:
-        plt.close(fig)
-    return True
+    draws = [("sweep.png", lambda: plot_sweep(df, x=next(iter(axes)))),
+             ("pareto.png", lambda: plot_pareto(df))]
+    if "budget_usd" in axes:
+        draws.append(("bandwidth.png", lambda: plot_bandwidth_vs_budget(df, x="budget_usd")))
+    for name, draw in draws:
+        fig = draw()
+        try:
+            save_figure_atomic(fig, staged[name], dpi=130, flag="--out")
+        finally:
+            plt.close(fig)
+    return [name for name, _ in draws]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -391,7 +319,7 @@ def run(args: argparse.Namespace) -> int:
     from libra_opt.explore.overrides import ScenarioBase
 
     # The command line first (outputs, flags, values), then the scenario, then the work.
-    _check_outputs(args)
+    options = _check_outputs(args)
     axes = _axes(args)
     sets = parse_sets(args.set)
     if args.objective:
@@ -403,18 +331,14 @@ def run(args: argparse.Namespace) -> int:
     if sets:
         with blamed_on_set():
             base = base.derive(sets)
-    if args.param is not None and not args.axis and args.out is None:
-        return _legacy(args, base, axes)  # with --out, the one axis runs as a grid below
-    sweep = importlib.import_module("libra_opt.explore.sweep").sweep
-    progress = False if args.no_progress else (True if args.progress else None)
-    if not isinstance(args.executor, str) or args.executor not in ("serial", "processes"):
+    sweep = importlib.import_module("libra_opt.explore.sweep")
+    if not isinstance(options.executor, str) or options.executor not in ("serial", "processes"):
         if not getattr(args, "verbose", False):
             # the scheduler and workers log at INFO: a script's stderr keeps errors only (set
             # after importing distributed, which configures its loggers on import)
             importlib.import_module("distributed")
             for name in ("distributed", "tornado"):
                 logging.getLogger(name).setLevel(logging.WARNING)
-    grid = importlib.import_module("libra_opt.explore.grid")
     sink = None
     if args.out is not None:
         from libra_opt.io.results import results_stream
@@ -427,10 +351,9 @@ def run(args: argparse.Namespace) -> int:
         if sink is not None:  # the folder stays held until its other files are written
             held.callback(sink.close)
         try:
-            df = sweep(base, axes, zip=args.zip, executor=args.executor, progress=progress,
-                       max_workers=args.workers, batch_size=args.batch_size,
-                       stop=lambda: bool(signals), out=sink)
-        except grid.SweepInterrupted as exc:
+            df = sweep.sweep(base, axes, zip=args.zip, options=dataclasses.replace(
+                options, stop=lambda: bool(signals), out=sink))
+        except sweep.SweepInterrupted as exc:
             kept = (f"kept {exc.kept:,} of {exc.total:,} points in "
                     f"{exc.path}/results.csv; continue with --resume" if exc.path else
                     f"stopped after {exc.kept:,} of {exc.total:,} points; nothing written "
@@ -440,12 +363,11 @@ def run(args: argparse.Namespace) -> int:
         except InputError as exc:
             if exc.field in axes:
                 raise InputError(f"{exc.field}: {exc.message}", source="<cli>",
-                                 field="--param" if exc.field == args.param else "--axis"
-                                 ) from None
+                                 field="--axis") from None
             raise
         wall_s = time.perf_counter() - t0
         try:
-            _write_outputs(args, df, base, axes, wall_s,
+            _write_outputs(args, df, axes, wall_s,
                            0 if sink is None else sink.kept_at_open, lambda: bool(signals))
         except KeyboardInterrupt:  # the plots' staging folder is gone with its block
             kept = (f"; every point is kept in {args.out}/results.csv: run again with "
@@ -455,23 +377,24 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _write_outputs(args: argparse.Namespace, df: pd.DataFrame, base,
-                   axes: dict[str, list[Any]], wall_s: float, kept: int,
-                   stopped: Callable[[], bool] = lambda: False) -> None:
-    """Print or write what a finished sweep's flags ask for: its table, ``--csv``, ``--plot``
-    and, holding the folder's lock, ``--out``'s Parquet file, plots and manifest. ``kept``
-    points were taken from an earlier run (``--resume``), the rest solved in ``wall_s``.
-    The plots are moved in only when ``stopped()`` is false: a signal whose
-    ``KeyboardInterrupt`` Python swallowed (raised inside a callback that ignores
-    exceptions) still stops them, as the sweep polls it."""
+def _write_outputs(args: argparse.Namespace, df: pd.DataFrame, axes: dict[str, list[Any]],
+                   wall_s: float, kept: int, stopped: Callable[[], bool] = lambda: False
+                   ) -> None:
+    """Print or write what a finished sweep's flags ask for: its table or, holding the
+    folder's lock, ``--out``'s Parquet file, plots and manifest. ``kept`` points were taken
+    from an earlier run (``--resume``), the rest solved in ``wall_s``. The plots are moved
+    in only when ``stopped()`` is false: a signal whose ``KeyboardInterrupt`` Python
+    swallowed (raised inside a callback that ignores exceptions) still stops them, as the
+    sweep polls it."""
     counts = df["status"].value_counts().to_dict()
     summary = ", ".join(f"{n} {s}" for s, n in counts.items())
     n = len(df)
-    if args.out is None and args.csv is None:
+    if args.out is None:
         cols = [c for c in df.columns if c in axes or c.endswith("_axis")]
         cols += ["status", "weighted_step_time_s", "network_cost_usd"]
         cols += [c for c in df.columns if c.startswith("bw_")]
         print(df[cols].to_string(index=False, float_format=lambda x: f"{x:,.6g}"))
+        return
     from libra_opt.io.output import confined_path, staged_outputs
     from libra_opt.io.results import (
         RESULTS_CSV,
@@ -481,24 +404,15 @@ def _write_outputs(args: argparse.Namespace, df: pd.DataFrame, base,
         write_results,
     )
 
-    if args.csv is not None:
-        _write_table(df, args.csv, base, axes, "--csv")
-    if args.out is not None:
-        path = confined_path(args.out, "results.csv", flag="--out")
-        solved = n - kept   # the time and rate are those of the points solved now
-        took = f"in {wall_s:.2f} s, {1e3 * wall_s / max(solved, 1):.2f} ms per point"
-        if not kept:
-            done = f" {took}"
-        else:  # resumed
-            done = (f": {solved:,} solved now" + (f" {took}" if solved else "")
-                    + f", {kept:,} from the earlier run")
-        print(f"wrote {path}: {n:,} points ({summary}){done}")
-    first = next(iter(axes))
-    if args.plot is not None:
-        _plot_sweep(df, first, args.plot, "--plot")
-        print(f"wrote {args.plot}", file=sys.stderr)
-    if args.out is None:
-        return
+    path = confined_path(args.out, "results.csv", flag="--out")
+    solved = n - kept   # the time and rate are those of the points solved now
+    took = f"in {wall_s:.2f} s, {1e3 * wall_s / max(solved, 1):.2f} ms per point"
+    if not kept:
+        done = f" {took}"
+    else:  # resumed
+        done = (f": {solved:,} solved now" + (f" {took}" if solved else "")
+                + f", {kept:,} from the earlier run")
+    print(f"wrote {path}: {n:,} points ({summary}){done}")
     # the results folder is still held (locked) by the finished sweep's stream
     if args.parquet:
         pq = confined_path(args.out, "results.parquet", flag="--out")
@@ -506,17 +420,8 @@ def _write_outputs(args: argparse.Namespace, df: pd.DataFrame, base,
         print(f"wrote {pq}")
     if args.plots:
         # every plot is drawn into a hidden sibling folder, then all are moved in together
-        written = []
         with staged_outputs(args.out, PLOT_NAMES, flag="--out") as staged:
-            _plot_sweep(df, first, staged["sweep.png"], "--out")
-            written.append("sweep.png")
-            extra: list[tuple[str, str, dict[str, Any]]] = [("plot_pareto", "pareto.png", {})]
-            if "budget_usd" in axes:
-                extra.append(("plot_bandwidth_vs_budget", "bandwidth.png",
-                              {"x": "budget_usd"}))
-            for fn, name, kw in extra:
-                if _plot_optional(fn, df, staged[name], "--out", **kw):
-                    written.append(name)
+            written = _draw_plots(df, axes, staged)
             if stopped():
                 raise KeyboardInterrupt
         for name in written:

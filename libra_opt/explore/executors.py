@@ -2,16 +2,18 @@
 
 :func:`run_batches` applies a top-level (picklable) function ``fn`` to each batch of a list
 of batches and yields ``(batch_index, results)`` as batches finish, in completion order.
-``fn(batch)`` returns (or yields) one result per item; the caller's ``on_items(index, n)``
-hears of finished items as they finish (``n`` more items of batch ``index``; a progress bar
-advances per item, not per batch).
+``fn(batch)`` (or ``fn(shared, batch)``, with an object every batch needs sent to each worker
+once) returns (or yields) one result per item; the caller's ``on_items(index, n)`` hears of
+finished items as they finish (``n`` more items of batch ``index``; a progress bar advances
+per item, not per batch). Where a run goes and how it reports is one value,
+:class:`ExecutorOptions`.
 
 Executors (:func:`resolve_executor`):
 
 * ``serial``: in the caller, batch after batch (``fn`` need not be picklable).
 * ``processes``: a local process pool. Workers are started by a fork server (Linux; spawn
-  elsewhere) that imports ``fn``'s module once, so a worker starts in milliseconds and
-  inherits nothing of the caller but what it is sent.
+  elsewhere) that imports ``fn``'s module and the solver once, so a worker starts in
+  milliseconds and inherits nothing of the caller but what it is sent.
 * ``dask``: a ``distributed.LocalCluster`` of worker *processes* (one thread each) on
   loopback, started and closed here; or, with a scheduler address (``scheduler=`` or the
   ``DASK_SCHEDULER_ADDRESS`` environment variable), the existing cluster behind it; or a
@@ -37,26 +39,33 @@ worker for load balance.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import functools
 import logging
 import math
 import multiprocessing
 import os
-import select
 import signal
-import sys
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from libra_opt.errors import InputError, short_repr
 from libra_opt.explore.dask_scratch import dask_scratch
+from libra_opt.explore.worker_process import (
+    TICK_INTERVAL_S,
+    call_in_dask,
+    call_in_pool,
+    consume,
+    detach_dask_worker,
+    init_pool_worker,
+)
 
 __all__ = [
+    "ExecutorOptions",
     "EXECUTORS",
     "SCHEDULER_ENV",
     "resolve_executor",
@@ -82,15 +91,6 @@ SCHEDULER_ENV = "DASK_SCHEDULER_ADDRESS"
 MAX_BATCH_ITEMS = 1000
 #: Batches per worker by default (load balance against shipping cost).
 BATCHES_PER_WORKER = 4
-#: Seconds between progress messages of one worker (items are counted, not each sent).
-_TICK_INTERVAL_S = 0.1
-#: Seconds between checks, in a worker, that the caller is still alive.
-_WATCH_INTERVAL_S = 0.25
-_PR_SET_PDEATHSIG = 1
-
-# Per-worker-process state, set only by the pool initializer inside worker processes (the
-# initializer protocol offers no other channel to the task function): the progress queue.
-_worker_ticks: list[Any] = []
 
 
 def default_workers() -> int:
@@ -99,6 +99,59 @@ def default_workers() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not Linux
         return max(1, os.cpu_count() or 1)
+
+
+@dataclass(frozen=True)
+class ExecutorOptions:
+    """Where a run's batches are solved and how it reports, as one value passed down.
+
+    ``executor`` is what :func:`resolve_executor` takes (kept resolved, with ``scheduler``);
+    ``max_workers`` the workers of a local pool or cluster (default :func:`default_workers`);
+    ``progress`` a bar or a callback (its form is the caller's); ``batch_size`` the items per
+    batch shipped to a worker (default :func:`batch_size`); ``stop`` is polled while batches
+    run (:func:`run_batches`); ``out`` a sweep's :class:`~libra_opt.explore.sink.ResultsSink`.
+
+    Raises
+    ------
+    InputError
+        Naming the field: an unknown executor, a bad address, a count that is not an
+        integer >= 1, an ``out`` that is no results sink.
+
+    Examples
+    --------
+    >>> ExecutorOptions("processes", max_workers=2).workers
+    2
+    >>> ExecutorOptions(batch_size=0)
+    Traceback (most recent call last):
+    ...
+    libra_opt.errors.InputError: batch_size: batch_size 0 must be an integer >= 1
+    """
+
+    executor: Any = "serial"
+    max_workers: int | None = None
+    scheduler: str | None = None
+    progress: Any = None
+    batch_size: int | None = None
+    stop: Callable[[], bool] | None = None
+    out: Any = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "executor", resolve_executor(self.executor, self.scheduler))
+        for name in ("max_workers", "batch_size"):
+            v = getattr(self, name)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+                raise InputError(f"{name} {short_repr(v)} must be an integer >= 1", field=name)
+        from libra_opt.explore.sink import ResultsSink
+
+        if self.out is not None and not isinstance(self.out, ResultsSink):
+            raise InputError(f"expected a results sink, got {short_repr(self.out)} "
+                             "(libra_opt.sweep and libra_opt.io.results.results_stream open "
+                             "a folder)", field="out")
+
+    @property
+    def workers(self) -> int:
+        """Workers of a local pool or cluster: ``max_workers`` or :func:`default_workers`."""
+        return self.max_workers or default_workers()
 
 
 def resolve_executor(executor: Any = "serial", scheduler: str | None = None,
@@ -131,6 +184,8 @@ def resolve_executor(executor: Any = "serial", scheduler: str | None = None,
     libra_opt.errors.InputError: executor: executor 'threads' is not one of serial, processes, dask, a scheduler address (tcp://host:port) or a dask.distributed.Client
     """
     env = os.environ if environ is None else environ
+    if isinstance(executor, LocalPool):
+        return executor
     if isinstance(executor, str) and "://" in executor:
         scheduler, executor = executor, "dask"
     if not isinstance(executor, str):
@@ -248,108 +303,6 @@ def make_batches(items: Sequence[T], size: int,
     return out
 
 
-# --------------------------------------------------------------------------- workers
-
-
-def _alive(pid: int) -> bool:
-    """Whether process ``pid`` exists and has not exited (a zombie, exited but not yet
-    reaped by its parent, counts as gone).
-
-    A process descriptor (``os.pidfd_open``, Linux 5.3+) polls readable once the process
-    has exited, reaped or not; where there is none, ``os.kill(pid, 0)`` tells only whether
-    the pid exists.
-    """
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        fd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return False
-    except (OSError, AttributeError):  # no pidfd on this system or kernel
-        return True
-    try:
-        poller = select.poll()
-        poller.register(fd, select.POLLIN)
-        return not poller.poll(0)
-    finally:
-        os.close(fd)
-
-
-def _watch_caller(caller_pid: int, parent_pid: int) -> None:
-    while True:
-        time.sleep(_WATCH_INTERVAL_S)
-        if os.getppid() != parent_pid or not _alive(caller_pid):
-            os._exit(1)
-
-
-def _detach_worker(caller_pid: int) -> None:
-    """Make this worker process die with the caller and release the caller's stdio."""
-    with contextlib.suppress(ValueError, OSError):  # not the main thread: keep the default
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-    devnull = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):
-        os.dup2(devnull, fd)
-    os.close(devnull)
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    threading.Thread(target=_watch_caller, args=(caller_pid, os.getppid()), daemon=True,
-                     name="libra-opt-parent-watch").start()
-
-
-def _init_pool_worker(caller_pid: int, ticks: Any) -> None:
-    """Initializer of the ``processes`` workers."""
-    _detach_worker(caller_pid)
-    _worker_ticks[:] = [ticks]
-
-
-def _detach_dask_worker(caller_pid: int) -> bool:
-    """Run on each worker of a cluster started here (``Client.run``)."""
-    _detach_worker(caller_pid)
-    return True
-
-
-def _consume(fn: Callable[[Any], Iterable[Any]], batch: Any,
-             send: Callable[[int], None] | None, every_item: bool = False) -> list[Any]:
-    """``list(fn(batch))``, sending the count of finished items at most every 0.1 s (or
-    after every item)."""
-    out: list[Any] = []
-    last = time.monotonic()
-    unsent = 0
-    for r in fn(batch):
-        out.append(r)
-        unsent += 1
-        if send is not None:
-            now = time.monotonic()
-            if every_item or now - last >= _TICK_INTERVAL_S:
-                send(unsent)
-                unsent, last = 0, now
-    return out
-
-
-def _call_in_pool(fn: Callable[[Any], Iterable[Any]], batch: Any, index: int) -> list[Any]:
-    """Task of the ``processes`` executor."""
-    ticks = _worker_ticks[0] if _worker_ticks else None
-    return _consume(fn, batch, None if ticks is None else lambda n: ticks.put((index, n)))
-
-
-def _call_in_dask(fn: Callable[[Any], Iterable[Any]], batch: Any, index: int,
-                  topic: str) -> list[Any]:
-    """Task of the Dask executors: progress goes to the client as worker events."""
-    from distributed import get_worker
-
-    try:
-        worker = get_worker()
-    except ValueError:
-        worker = None
-    send = None if worker is None else lambda n: worker.log_event(topic, (index, n))
-    return _consume(fn, batch, send)
-
-
 # --------------------------------------------------------------------------- the caller
 
 
@@ -359,43 +312,56 @@ def _start_context(fn: Callable) -> Any:
         ctx = multiprocessing.get_context("forkserver")
         module = getattr(fn, "__module__", None) or getattr(
             getattr(fn, "func", None), "__module__", None)
-        ctx.set_forkserver_preload([m for m in ("__main__", module) if m])
+        preload = ("__main__", __name__, module, "clarabel")  # clarabel: every sweep point's
+        ctx.set_forkserver_preload([m for m in preload if m])
+        # Start the server now, with SIGINT ignored (the server inherits that; a Ctrl-C
+        # in that moment is lost): Ctrl-C while it imports would print its traceback; it
+        # ignores SIGINT once it serves. It boots while the caller works.
+        try:
+            old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        except ValueError:  # not the main thread: leave the handlers alone
+            return ctx
+        try:
+            from multiprocessing import forkserver
+
+            forkserver.ensure_running()
+        finally:
+            signal.signal(signal.SIGINT, old)
         return ctx
     return multiprocessing.get_context("spawn")
 
 
 def run_batches(
-    fn: Callable[[Any], Iterable[Any]],
+    fn: Callable[..., Iterable[Any]],
     batches: Sequence[Any],
+    options: ExecutorOptions | None = None,
     *,
-    executor: Any = "serial",
-    max_workers: int | None = None,
     on_items: Callable[[int, int], None] | None = None,
-    stop: Callable[[], bool] | None = None,
+    shared: Any = None,
 ) -> Iterator[tuple[int, list[Any]]]:
     """Apply ``fn`` to every batch; yield ``(index, results)`` as batches finish.
 
     Parameters
     ----------
     fn : callable
-        ``fn(batch)`` returns or yields one result per item of ``batch`` (``len(batch)``
-        items). A module-level function (or a ``functools.partial`` of one) for the process
-        and Dask executors, which pickle it.
+        ``fn(batch)`` (``fn(shared, batch)`` with ``shared``) returns or yields one result
+        per item of ``batch`` (``len(batch)`` items). A module-level function (or a
+        ``functools.partial`` of one) for the process and Dask executors, which pickle it.
     batches : sequence
         The batches, each a sized sequence of items.
-    executor : str or distributed.Client
-        What :func:`resolve_executor` returns.
-    max_workers : int, optional
-        Workers of the local pool or cluster (default :func:`default_workers`).
+    options : ExecutorOptions, optional
+        Its ``executor``, ``max_workers`` and ``stop`` (default: serial). ``stop`` is polled
+        in the caller's thread after every item (serial) or at least every 0.1 s; true
+        stops the run as Ctrl-C does (``KeyboardInterrupt``), also where a
+        ``KeyboardInterrupt`` raised by a signal handler would be lost (inside C code that
+        clears errors).
     on_items : callable, optional
         ``on_items(index, n)``: ``n`` more items of batch ``index`` finished, in item order
         (called in the caller's thread, before the batch is yielded).
-    stop : callable, optional
-        Polled in the caller's thread after every item (serial) or at least every 0.1 s;
-        when it returns true the run stops as on Ctrl-C (``KeyboardInterrupt``). A signal
-        handler that sets a flag read by ``stop`` stops the run even where a
-        ``KeyboardInterrupt`` raised by the handler itself would be lost (inside C code
-        that clears errors).
+    shared : object, optional
+        What every batch needs (a sweep's base scenario), sent to each worker once (with
+        every batch on a pool of :func:`executor_session`); each worker keeps its copy, and
+        what the copy caches, for the whole run.
 
     Yields
     ------
@@ -411,7 +377,11 @@ def run_batches(
     --------
     >>> sorted(run_batches(lambda b: [x * x for x in b], [(1, 2), (3,)]))
     [(0, [1, 4]), (1, [9])]
+    >>> sorted(run_batches(lambda k, b: [k * x for x in b], [(1, 2)], shared=10))
+    [(0, [10, 20])]
     """
+    options = ExecutorOptions() if options is None else options
+    stop, executor = options.stop, options.executor
     user_tick = on_items or (lambda i, n: None)
     if stop is None:
         tick = user_tick
@@ -422,17 +392,20 @@ def run_batches(
     if not batches:  # nothing to do: start no worker
         return
     if executor == "serial":
+        call = fn if shared is None else functools.partial(fn, shared)
         for i, batch in enumerate(batches):
-            yield i, _consume(fn, batch, functools.partial(tick, i), every_item=True)
+            yield i, consume(call, batch, functools.partial(tick, i), every_item=True)
         return
-    if isinstance(executor, LocalPool):
-        yield from _run_processes(fn, batches, executor.workers, tick, stop, executor)
+    if isinstance(executor, LocalPool):  # started without ``shared``: it goes with the batches
+        yield from _run_processes(fn if shared is None else functools.partial(fn, shared),
+                                  batches, tick, stop, executor)
         return
-    workers = max_workers or default_workers()
     if executor == "processes":
-        yield from _run_processes(fn, batches, workers, tick, stop)
+        pool = LocalPool(fn, min(options.workers, max(1, len(batches))), shared)
+        yield from _run_processes(fn, batches, tick, stop, pool,
+                                  fn if shared is None else functools.partial(fn, shared))
         return
-    yield from _run_dask(fn, batches, executor, workers, tick, stop)
+    yield from _run_dask(fn, batches, executor, options.workers, tick, stop, shared)
 
 
 def _check(stop: Callable[[], bool] | None) -> None:
@@ -450,15 +423,19 @@ class LocalPool:
         A task function whose module the workers import at start.
     workers : int
         Worker processes.
+    shared : object, optional
+        Sent to each worker at its start; every task is then called with it
+        (:func:`run_batches`).
     """
 
-    def __init__(self, fn: Callable, workers: int) -> None:
+    def __init__(self, fn: Callable, workers: int, shared: Any = None) -> None:
         ctx = _start_context(fn)
         self.workers = workers
+        self.shared = shared is not None
         self.ticks = ctx.SimpleQueue()
         self.pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
-                                        initializer=_init_pool_worker,
-                                        initargs=(os.getpid(), self.ticks))
+                                        initializer=init_pool_worker,
+                                        initargs=(os.getpid(), self.ticks, shared))
 
     def drain(self) -> None:
         """Drop progress messages left by an earlier run (all were written before its
@@ -501,8 +478,8 @@ def executor_session(executor: Any, fn: Callable, max_workers: int | None = None
     >>> def absolute(batch):
     ...     return [abs(x) for x in batch]
     >>> with executor_session("serial", absolute) as ex:
-    ...     sorted(run_batches(absolute, [(-1, 2)], executor=ex)) + sorted(
-    ...         run_batches(absolute, [(-3,)], executor=ex))
+    ...     sorted(run_batches(absolute, [(-1, 2)], ExecutorOptions(ex))) + sorted(
+    ...         run_batches(absolute, [(-3,)], ExecutorOptions(ex)))
     [(0, [1, 2]), (0, [3])]
     """
     workers = max_workers or default_workers()
@@ -524,19 +501,39 @@ def executor_session(executor: Any, fn: Callable, max_workers: int | None = None
         yield client
 
 
-def _run_processes(fn: Callable, batches: Sequence[Any], workers: int,
-                   tick: Callable[[int, int], None], stop: Callable[[], bool] | None = None,
-                   shared: LocalPool | None = None) -> Iterator[tuple[int, list[Any]]]:
-    if shared is not None:
-        shared.drain()
-        local = shared
-    else:
-        local = LocalPool(fn, min(workers, max(1, len(batches))))
+def _run_processes(fn: Callable, batches: Sequence[Any], tick: Callable[[int, int], None],
+                   stop: Callable[[], bool] | None, local: LocalPool,
+                   own: Callable | None = None) -> Iterator[tuple[int, list[Any]]]:
+    """Run on ``local``. ``own``: the pool was started for this run (closed at its end);
+    while its workers start, the caller runs batches itself with ``own`` (the task with what
+    the workers were sent): a helper thread hands the batches to the pool in order, the
+    caller takes from the end those not handed over yet, until a worker reports progress."""
+    if own is None:
+        local.drain()
     pool, ticks = local.pool, local.ticks
+    lock = threading.Lock()
+    todo = deque(range(len(batches)))  # neither handed to the pool nor taken by the caller
+    pending: dict[Future, int] = {}
+    failed: list[BaseException] = []
+
+    def hand_over() -> None:  # the first submission waits for the fork server to start
+        try:
+            while True:
+                with lock:
+                    if not todo:
+                        return
+                    i = todo.popleft()
+                fut = pool.submit(call_in_pool, fn, batches[i], i, local.shared)
+                with lock:
+                    pending[fut] = i
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            failed.append(exc)
+
     finished = False
     try:
-        pending: dict[Future, int] = {pool.submit(_call_in_pool, fn, b, i): i
-                                      for i, b in enumerate(batches)}
+        submitter = threading.Thread(target=hand_over, daemon=True,
+                                     name="libra-opt-submit")
+        submitter.start()
         seen = [0] * len(batches)
         done_batches: set[int] = set()
 
@@ -547,8 +544,19 @@ def _run_processes(fn: Callable, batches: Sequence[Any], workers: int,
                     seen[i] += n
                     tick(i, n)
 
+        steal = own
+        while steal is not None and ticks.empty():
+            with lock:
+                if not todo or any(f.done() for f in pending):
+                    break
+                i = todo.pop()
+            done_batches.add(i)
+            yield i, consume(steal, batches[i], functools.partial(tick, i), every_item=True)
+        submitter.join()
+        if failed:
+            raise failed[0]
         while pending:
-            done, _ = wait(pending, timeout=_TICK_INTERVAL_S, return_when=FIRST_COMPLETED)
+            done, _ = wait(pending, timeout=TICK_INTERVAL_S, return_when=FIRST_COMPLETED)
             _check(stop)
             drain()
             for fut in done:
@@ -564,13 +572,13 @@ def _run_processes(fn: Callable, batches: Sequence[Any], workers: int,
             # Kill the workers: the pool's manager thread then fails every pending future
             # (cancelling them first would make it trip over the cancelled ones).
             local.kill()
-        if shared is None or not finished:
+        if own is not None or not finished:
             local.close()
 
 
 def _run_dask(fn: Callable, batches: Sequence[Any], executor: Any, workers: int,
-              tick: Callable[[int, int], None], stop: Callable[[], bool] | None = None
-              ) -> Iterator[tuple[int, list[Any]]]:
+              tick: Callable[[int, int], None], stop: Callable[[], bool] | None = None,
+              shared: Any = None) -> Iterator[tuple[int, list[Any]]]:
     import secrets
 
     with _dask_connection(executor, workers) as client:
@@ -580,8 +588,11 @@ def _run_dask(fn: Callable, batches: Sequence[Any], executor: Any, workers: int,
         try:
             with contextlib.suppress(AttributeError, TypeError):
                 client.subscribe_topic(topic, lambda event: events.append(event[1]))
-            futures = client.map(_call_in_dask, [fn] * len(batches), batches,
-                                 range(len(batches)), [topic] * len(batches), pure=False)
+            extra = () if shared is None else (
+                [client.scatter(shared, broadcast=True, hash=False)] * len(batches),)
+            futures = client.map(call_in_dask, [fn] * len(batches), batches,
+                                 range(len(batches)), [topic] * len(batches), *extra,
+                                 pure=False)
             seen = [0] * len(batches)
             done_batches: set[int] = set()
 
@@ -597,7 +608,7 @@ def _run_dask(fn: Callable, batches: Sequence[Any], executor: Any, workers: int,
                 _check(stop)
                 ready = [i for i, f in pending.items() if f.done()]
                 if not ready:
-                    time.sleep(_TICK_INTERVAL_S / 2)
+                    time.sleep(TICK_INTERVAL_S / 2)
                     drain()
                     continue
                 for i in ready:
@@ -651,7 +662,7 @@ def _dask_connection(executor: Any, workers: int) -> Iterator[Any]:
                                    silence_logs=logging.WARNING)
         try:
             client = Client(cluster, set_as_default=False)
-            client.run(_detach_dask_worker, os.getpid())
+            client.run(detach_dask_worker, os.getpid())
         except BaseException:
             cluster.close()
             raise

@@ -275,6 +275,32 @@ class ScenarioBase:
             return "field"
         return "structural"
 
+    def weight_of(self, path: str) -> str | None:
+        """The workload whose weight ``path`` (``workloads.<name|[i]>.weight``) sets, when
+        that weight is the compiled scenario's own (one compiled workload per spec entry,
+        under the same name: not under DiLoCo, whose outer sync weighs a share of it);
+        ``None`` for any other path.
+
+        Examples
+        --------
+        >>> from libra_opt.io import load_scenario
+        >>> ScenarioBase.of(load_scenario("gpt3_175b_4d")).weight_of("workloads[0].weight")
+        'gpt3_175b'
+        """
+        try:
+            segs = segments(path)
+        except InputError:
+            return None
+        if len(segs) != 3 or segs[0] != "workloads" or segs[2] != "weight":
+            return None
+        names = [w.name for w in self.scenario.workloads]
+        if self.spec is not None and [w.name for w in self.spec.workloads] != names:
+            return None
+        key = segs[1]
+        if isinstance(key, int):
+            return names[key] if -len(names) <= key < len(names) else None
+        return key if key in names else None
+
     def check(self, path: str, value: Any) -> Any:
         """Check that ``path`` exists and ``value`` fits its type before anything is
         compiled; returns the value as it will be set (text parsed, integral floats as

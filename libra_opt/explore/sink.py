@@ -1,7 +1,7 @@
 """Where a sweep's finished points go: the results sink a study streams into, and the
 fingerprint of the spec it starts from.
 
-:func:`~libra_opt.explore.grid.sweep_grid` writes nothing itself: given a sink (``out=``)
+:func:`~libra_opt.explore.sweep.sweep` writes nothing itself: given a sink (``out=``)
 it opens it for its study, hands it every finished batch of rows and asks it for the table
 at the end. :func:`libra_opt.io.results.results_stream` is the sink of a results folder
 (``libra_opt.sweep(..., out=DIR)`` and ``libra-opt sweep --out DIR`` make it).

@@ -1,168 +1,280 @@
-"""Parameter sweeps: the public :func:`sweep` (a grid of axes, or one constraint's bound)."""
+"""Parameter sweeps: solve a scenario over the product (or the zip) of several axes,
+serially, on local processes or on a Dask cluster, into one pandas DataFrame.
+
+:func:`sweep` checks the axes and the options, then runs the points of the grid
+(:mod:`libra_opt.explore.grid`) on the executor of its :class:`~libra_opt.explore.executors.
+ExecutorOptions`. With ``out=`` finished batches are streamed into a results sink as they
+finish (:mod:`libra_opt.explore.sink`; a results folder is
+:func:`libra_opt.io.results.results_stream`), and an interrupted sweep resumes there.
+"""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from libra_opt.errors import InputError
+from libra_opt.explore.executors import ExecutorOptions, executor_label, make_batches, run_batches
+from libra_opt.explore.executors import batch_size as default_batch_size
+from libra_opt.explore.grid import (
+    Plan,
+    check_axes,
+    chunks,
+    frame,
+    grid_points,
+    run_batch,
+    shadow_labels,
+    with_caps,
+)
 from libra_opt.explore.overrides import Resolver, ScenarioBase
+from libra_opt.explore.sink import spec_fingerprint
 from libra_opt.optimize.problem import BandwidthProblem, build_problem
-from libra_opt.scenario.compile import compile
+from libra_opt.options import POINT_COLUMN
 from libra_opt.scenario.scenario import Scenario
 from libra_opt.scenario.spec import ScenarioSpec
 
 if TYPE_CHECKING:  # pandas is imported on first use: a fifth of a second
     import pandas as pd
 
-__all__ = ["sweep", "check_sweep", "sweep_labels", "MAX_SWEEP_POINTS", "POSITIVE_LABELS"]
+__all__ = ["sweep", "Progress", "SweepInterrupted"]
 
 logger = logging.getLogger(__name__)
 
-MAX_SWEEP_POINTS = 100_000
-"""Most points one sweep solves (each point is a solve)."""
-POSITIVE_LABELS = ("budget_usd", "power_w")
-"""Constraints whose right-hand side must be > 0 (a budget or a power cap)."""
+#: A progress callback: ``progress(done, total, point)`` with ``point`` the last point's axes.
+Progress = Callable[[int, int, Mapping[str, Any]], None]
 
 
-def sweep_labels(problem: BandwidthProblem) -> tuple[str, ...]:
-    """Labels of the constraints of ``problem`` whose right-hand side can be swept."""
-    return tuple(dict.fromkeys(r.label for r in problem.rows))
-
-
-def check_sweep(problem: BandwidthProblem, label: str, values: Sequence[float]) -> list[float]:
-    """Validate a sweep before solving anything; returns the values as floats.
-
-    ``budget_usd`` (and ``power_w`` with a power model) may be swept on a problem without
-    that cap: the sweep adds it.
-
-    Raises
-    ------
-    InputError
-        ``field="label"`` when ``problem`` has no constraint ``label``; ``field="values"``
-        when there are no values or more than :data:`MAX_SWEEP_POINTS`, a value is not
-        finite, or a ``budget_usd``/``power_w`` value is not > 0.
-
-    Examples
-    --------
-    >>> from libra_opt.scenario.examples import toy_scenario
-    >>> from libra_opt.optimize.problem import build_problem
-    >>> check_sweep(build_problem(toy_scenario()), "budget_usd", [1e6])
-    [1000000.0]
-    >>> check_sweep(build_problem(toy_scenario()), "bw.pod <= 3", [1])
-    Traceback (most recent call last):
-    ...
-    libra_opt.errors.InputError: label: no constraint labelled 'bw.pod <= 3' in this problem (labels: sum(bw) == 300, budget_usd, power_w)
-    """
-    labels = sweep_labels(problem)
-    addable = ("budget_usd", *(("power_w",) if problem.scenario.cost_model.has_power else ()))
-    if label not in labels and label not in addable:
-        raise InputError(
-            f"no constraint labelled {label!r} in this problem (labels: "
-            f"{', '.join(dict.fromkeys([*labels, *addable]))})",
-            field="label",
-        )
-    if len(values) > MAX_SWEEP_POINTS:
-        raise InputError(f"{len(values)} values; a sweep solves at most {MAX_SWEEP_POINTS:,} "
-                         "points", field="values")
+def _in_notebook() -> bool:
+    shell = sys.modules.get("IPython")
+    if shell is None:
+        return False
     try:
-        vals = [float(v) for v in values]
-    except (TypeError, ValueError):
-        raise InputError(f"values must be numbers, got {list(values)!r}", field="values") from None
-    if not vals:
-        raise InputError("no values to sweep", field="values")
-    bad = [v for v in vals if not np.isfinite(v)]
-    if bad:
-        raise InputError(f"values must be finite, got {bad[0]!r}", field="values")
-    if label in POSITIVE_LABELS:
-        bad = [v for v in vals if v <= 0]
-        if bad:
-            raise InputError(f"{label} values must be > 0, got {bad[0]:g}", field="values")
-    return vals
+        ip = shell.get_ipython()  # type: ignore[attr-defined]
+    except AttributeError:
+        return False
+    return ip is not None and type(ip).__name__ == "ZMQInteractiveShell"
+
+
+def _bar_class() -> Any:
+    """tqdm's notebook bar in a notebook with ipywidgets, else the text bar (``tqdm.auto``
+    would warn in a notebook without ipywidgets)."""
+    if _in_notebook():
+        try:
+            import ipywidgets  # noqa: F401
+        except ImportError:
+            pass
+        else:
+            from tqdm.auto import tqdm as auto
+
+            return auto
+    from tqdm import tqdm
+
+    return tqdm
+
+
+def _progress(progress: bool | Progress | None, total: int, initial: int,
+              point_of: Callable[[int], Mapping[str, Any]]
+              ) -> tuple[Callable[[int, int, int], None] | None, Callable[[], None]]:
+    """(update(done, n, last point index) or None, close()) for ``progress``; ``initial``
+    points are done before the run (a resumed sweep)."""
+    if progress is None:
+        progress = _in_notebook() or sys.stderr.isatty()
+    if callable(progress) and not isinstance(progress, bool):
+        cb = progress
+
+        def update(done: int, n: int, last: int) -> None:
+            cb(done, total, point_of(last))
+
+        return update, lambda: None
+    if not progress:
+        return None, lambda: None
+    bar = _bar_class()(total=total, initial=initial, desc="sweep", unit="pt")
+
+    def tick(done: int, n: int, last: int) -> None:
+        bar.update(n)
+
+    return tick, bar.close
+
+
+class SweepInterrupted(KeyboardInterrupt):
+    """A sweep stopped by Ctrl-C (or a signal turned into it) after ``kept`` of ``total``
+    points were solved (and, with ``out``, written to ``path``)."""
+
+    def __init__(self, kept: int, total: int, path: str | None = None) -> None:
+        super().__init__(f"interrupted after {kept:,} of {total:,} points")
+        self.kept, self.total, self.path = kept, total, path
+
+
+def _execute(plan: Plan, batches: list, options: ExecutorOptions,
+             update: Callable[[int, int, int], None] | None,
+             on_batch: Callable[[list], None], done0: int) -> None:
+    """Run ``batches`` on ``options``' executor, reporting points to ``update`` and every
+    finished batch to ``on_batch`` (in completion order)."""
+    on_items = None
+    if update is not None:
+        report = update
+        done = [done0]
+        seen = [0] * len(batches)
+        flat = [[i for ch in b for i, _, _ in ch.points] for b in batches]
+
+        def on_items(index: int, n: int) -> None:
+            k = seen[index] = seen[index] + n
+            done[0] += n
+            report(done[0], n, flat[index][k - 1])
+
+    it = run_batches(run_batch, batches, options, on_items=on_items, shared=plan)
+    try:
+        for _, out in it:
+            on_batch(out)
+    finally:
+        it.close()  # type: ignore[attr-defined]  # a generator: stops the workers now
 
 
 def sweep(
     problem: Scenario | BandwidthProblem | ScenarioBase | ScenarioSpec,
-    axes: Mapping[str, Sequence[Any]] | str,
-    values: Sequence[float] | None = None,
-    progress: Any = None,
+    axes: Mapping[str, Sequence[Any]],
     *,
     zip: bool = False,  # noqa: A002 - the documented keyword
-    executor: Any = "serial",
-    max_workers: int | None = None,
     resolve: Resolver | None = None,
-    **options: Any,
+    options: ExecutorOptions | None = None,
+    **run: Any,
 ) -> pd.DataFrame:
-    """Solve a problem over a grid of axes (or, the older form, one constraint's bound).
-
-    ``sweep(problem, {path: values, ...}, zip=..., executor=..., progress=...,
-    max_workers=...)`` is :func:`libra_opt.explore.grid.sweep_grid`: any number of axes
-    (caps, constraint labels, scenario fields by dotted path), run serially, on local
-    processes or on Dask, into a DataFrame with fixed columns (see
-    :mod:`libra_opt.explore.grid`).
-
-    ``sweep(problem, label, values, progress=None)`` is the one-axis form kept from before:
-    ``label`` is ``budget_usd``, ``power_w`` or a constraint's text; the axis column is
-    named ``value`` and the swept row's shadow price ``shadow_price``; ``progress`` is
-    called as ``progress(i, n, value)``.
+    """Solve ``problem`` at every point of a grid of axes (see :mod:`libra_opt.explore.grid`).
 
     Parameters
     ----------
     problem : Scenario, BandwidthProblem, ScenarioBase or ScenarioSpec
-        (:func:`libra_opt.sweep` also takes a file or example name.)
-    axes : mapping of str to sequence, or str
-        The grid, or (older form) one label.
-    values : sequence of float, optional
-        Older form only: the label's right-hand sides (checked by :func:`check_sweep`).
-    progress : bool or callable, optional
-    zip, executor, max_workers, resolve, **options
-        See :func:`libra_opt.explore.grid.sweep_grid` (``scheduler``, ``batch_size``,
-        ``out``, ``resume``, ``overwrite``).
+        What to sweep; structural axes edit its spec (a scenario compiled from one, or a
+        ``ScenarioBase`` from :meth:`~libra_opt.explore.overrides.ScenarioBase.derive`).
+        :func:`libra_opt.sweep` also takes a file or example name.
+    axes : mapping of str to sequence
+        Path (:mod:`libra_opt.explore.overrides`) -> values: a cap, a constraint's label, a
+        workload's weight, any scenario field.
+    zip : bool
+        Pair the axes' values (all of one length) instead of taking their product.
+    resolve : callable, optional
+        Reads the files an axis names (a model or device by name,
+        :func:`libra_opt.io.resolve_spec`); structural axes that name none read nothing.
+    options : ExecutorOptions, optional
+        Where the points are solved and how the run reports
+        (:class:`~libra_opt.explore.executors.ExecutorOptions`: executor, max_workers,
+        scheduler, progress, batch_size, stop, out). Every executor gives the same rows.
+        ``progress`` is a tqdm bar (default on in a terminal or a notebook) or
+        ``progress(done, total, point)``. With ``out`` (a
+        :class:`~libra_opt.explore.sink.ResultsSink`) finished points are streamed into
+        it, those it already holds are not solved again, and the table returned is the
+        sink's, with a ``point`` column first.
+    **run
+        The fields of ``options``, given one by one instead (``executor="processes"``).
 
     Returns
     -------
     pandas.DataFrame
+        One row per point, in grid order (the last axis varies fastest); columns as
+        :func:`~libra_opt.explore.grid.result_columns`.
+
+    Raises
+    ------
+    InputError
+        Naming the axis, for a bad axis name or value (before anything is solved); naming
+        the option; naming ``out`` for a folder that cannot be written or holds another run.
+    SweepInterrupted
+        On Ctrl-C, after stopping the workers; the points finished are kept in ``out``.
 
     Examples
     --------
     >>> from libra_opt.scenario.examples import toy_scenario
-    >>> df = sweep(toy_scenario(), "sum(bw) == 300", [150, 300, 600])
+    >>> df = sweep(toy_scenario(), {"sum(bw) == 300": [150, 300, 600]}, progress=False)
     >>> df["weighted_step_time_s"].round(6).tolist()   # 0.01 + 1.5 GB / total
     [0.02, 0.015, 0.0125]
+    >>> df[["bw_node_gbps", "bw_pod_gbps"]].iloc[1].round(3).tolist()
+    [200.0, 100.0]
     >>> df = sweep(toy_scenario(), {"budget_usd": [2e5, 4e5], "fabric.dims.pod.size": [4, 8]},
     ...            progress=False)
     >>> df.shape[0], df.columns[:3].tolist()
     (4, ['budget_usd', 'fabric.dims.pod.size', 'status'])
     """
-    from libra_opt.explore.grid import sweep_grid
-
-    if not isinstance(axes, str):
-        if values is not None:
-            raise InputError("give the values inside the axes mapping", field="values")
-        return sweep_grid(problem, axes, zip=zip, executor=executor, progress=progress,
-                          max_workers=max_workers, resolve=resolve, **options)
-    label = axes
-    if isinstance(problem, BandwidthProblem):
-        built = problem
-    elif isinstance(problem, ScenarioBase):
-        built = build_problem(problem.scenario)
-    elif isinstance(problem, ScenarioSpec):
-        built = build_problem(compile(resolve(problem) if resolve is not None else problem))
-    elif isinstance(problem, Scenario):
-        built = build_problem(problem)
+    if options is None:
+        options = ExecutorOptions(**run)
+    elif run:
+        raise InputError(f"give the options in options= or one by one, not both (got "
+                         f"{', '.join(run)})", field="options")
+    given = problem if isinstance(problem, BandwidthProblem) else None
+    if isinstance(problem, ScenarioBase):
+        base = problem if resolve is None else replace(problem, resolve=resolve)
+    elif isinstance(problem, Scenario | ScenarioSpec | BandwidthProblem):
+        base = ScenarioBase.of(problem.scenario if isinstance(problem, BandwidthProblem)
+                               else problem, resolve)
     else:
         raise InputError(f"expected a Scenario, ScenarioSpec or BandwidthProblem, got "
                          f"{type(problem).__name__} (libra_opt.sweep reads a file or example "
                          "name)", field="problem")
-    vals = check_sweep(built, label, values if values is not None else [])
-    legacy = progress
+    ax = check_axes(base, axes, options)
+    base = with_caps(base, ax)
+    scen = base.scenario
+    points = grid_points(ax, zip)
+    root = given if given is not None and given.scenario is scen else None
+    if root is None and not any(a.kind == "structural" for a in ax):
+        # one problem serves every point: built here (a scenario it cannot take is refused
+        # before any work), and used as it is by a serial run
+        root = build_problem(scen)
+    plan = Plan(base, root if options.executor == "serial" else None)
+    workloads = [w.name for w in scen.workloads]
+    dims = list(scen.fabric.names)
+    shadows = shadow_labels(scen, ax)
+    failures = scen.reliability is not None
+    names = [a.name for a in ax]
+    store = options.out
+    kept0: frozenset[int] = frozenset()
+    if store is not None:
+        kept0 = store.open({
+            "kind": "sweep", "scenario": scen.name, "spec_hash": spec_fingerprint(base),
+            "axes": {a.name: list(a.values) for a in ax}, "zip": bool(zip),
+            "points": len(points)})
+    todo = [i for i in range(len(points)) if i not in kept0]
+    if options.batch_size is not None:
+        size = options.batch_size
+    elif options.executor == "serial":  # no shipping to amortise: batches are writes to out
+        size = len(todo) if store is None else default_batch_size(len(todo), 1, max_items=100)
+    else:
+        size = default_batch_size(len(todo), options.workers)
+    batches = make_batches(chunks(ax, points, size, todo), size,
+                           weight=lambda ch: len(ch.points))
+    results: dict[int, Any] = {}
 
-    def relay(done: int, total: int, point: Mapping[str, Any]) -> None:
-        legacy(done, total, float(point[label]))
+    def on_batch(out_: list) -> None:
+        results.update(out_)
+        if store is not None:
+            idx = [i for i, _ in out_]
+            store.append(frame(ax, points, results, workloads, dims, shadows, idx, failures)
+                         .assign(**{POINT_COLUMN: idx}))
 
-    df = sweep_grid(built, {label: vals}, executor=executor, max_workers=max_workers,
-                    progress=relay if callable(legacy) else False, **options)
-    return df.rename(columns={label: "value", f"shadow_{label}": "shadow_price"})
+    done0 = len(points) - len(todo)
+    update, close = _progress(options.progress, len(points), done0,
+                              lambda i: dict(_pairs(names, points[i])))
+    t0 = time.perf_counter()
+    try:
+        _execute(plan, batches, options, update, on_batch, done0)
+    except KeyboardInterrupt:
+        # on disk: the batches whose write completed (one cut short is redone on resume)
+        kept = done0 + len(results) if store is None else len(store.done_points())
+        raise SweepInterrupted(kept, len(points), None if store is None else
+                               store.location) from None
+    finally:
+        close()
+        if store is not None and len(store.done_points()) < len(points):
+            store.close()  # stopped: release the folder now (a traceback keeps this frame)
+    logger.info("sweep of %d points in %.3f s (%s)", len(todo), time.perf_counter() - t0,
+                executor_label(options.executor))
+    if store is not None:
+        return store.finish()
+    return frame(ax, points, results, workloads, dims, shadows, failures=failures)
+
+
+def _pairs(names: Sequence[str], values: Sequence[Any]) -> Any:
+    """``zip`` (``sweep`` takes a keyword named ``zip``)."""
+    return zip(names, values, strict=True)

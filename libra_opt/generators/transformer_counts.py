@@ -295,8 +295,12 @@ def model_flops_per_token(model: TransformerSpec, recompute: str = "none",
         raise ValueError(f"recompute {recompute!r} is not none, selective or full")
     total = 3.0 * head_flops_per_token(model)
     half = 0.5 if causal else 1.0
+    kinds: dict[bool, LayerCounts] = {}  # the same counts for every layer of a kind
     for i in range(model.n_layers):
-        c = layer_counts(model, model.is_moe_layer(i), capacity_factor=1.0)
+        moe = model.is_moe_layer(i)
+        if moe not in kinds:
+            kinds[moe] = layer_counts(model, moe, capacity_factor=1.0)
+        c = kinds[moe]
         forward = c.linear_flops_per_token + half * c.attention_flops_per_token
         total += 3.0 * forward
         if recompute == "full":

@@ -488,7 +488,13 @@ def transformer_workload(
             field="parallelism",
         )
     stages = stage_plan(model, par.pp, par.interleave)
-    per_stage = [_stage_layers(model, par, s, device, efficiency) for s in stages]
+    built: dict[tuple, tuple] = {}  # stages holding the same layers have the same ones
+    per_stage = []
+    for s in stages:
+        key = (s.n_dense, s.n_moe, s.has_embedding, s.has_head)
+        if key not in built:
+            built[key] = _stage_layers(model, par, s, device, efficiency)
+        per_stage.append(built[key])
     times = [_stage_compute_s(layers) for layers, _, _, _ in per_stage]
     rep = max(range(len(stages)), key=lambda i: (times[i], -i))
     layers_mb, dense_p, expert_p, bd_mb = per_stage[rep]

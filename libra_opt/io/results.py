@@ -355,7 +355,7 @@ def results_stream(directory: str | os.PathLike[str], *, resume: bool = False,
                    overwrite: bool = False, flag: str | None = "--out",
                    hold_after_finish: bool = False) -> ResultsStream:
     """The sink that streams a sweep into the results folder ``directory``
-    (``sweep_grid(..., out=results_stream(DIR))``). The folder rules that need no study
+    (``sweep(..., out=results_stream(DIR))``). The folder rules that need no study
     (:func:`check_results_folder`) are checked here, before any work; the study's own
     (another study's folder, a lock held by another run) when the sweep opens it.
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from libra_opt.errors import InfeasibleDesignError, SolverError, UnboundedDesignError
-from libra_opt.optimize._verify import CONSTRAINT_REL_TOL, OBJECTIVE_REL_TOL, verification_failure
+from libra_opt.optimize._verify import OBJECTIVE_REL_TOL, verification_failure
 from libra_opt.optimize.conic import build_conic_program
 from libra_opt.optimize.feasibility import is_feasible, lp_extreme, raise_infeasible, snap_to_rows
 from libra_opt.optimize.scaling import (
@@ -74,15 +74,17 @@ class _SolveAttempt:
     compile_s: float
     solve_s: float
     needs_polish: bool
+    #: Why the numpy evaluation does not confirm it (:func:`verification_failure`), or None.
+    failure: str | None = None
 
 
 def _solve_once(
     problem: BandwidthProblem, prog: Any, scen: Scenario, rows: tuple[Row, ...],
     profile: int = 0,
 ) -> _SolveAttempt:
-    """Set the right-hand sides, solve once (Clarabel settings of retry ``profile``),
-    evaluate the answer with numpy."""
-    run = prog.run(rows, profile)
+    """Set the right-hand sides and weights, solve once (Clarabel settings of retry
+    ``profile``), evaluate the answer with numpy."""
+    run = prog.run(rows, profile, np.asarray(scen.weights, dtype=float))
     problem.n_solves += 1
     status = run.status
     if status not in ("optimal", "optimal_inaccurate"):
@@ -101,23 +103,20 @@ def _solve_once(
         bw = prog.b_ref * x / u
         solver_obj = problem.objective_scale * prog.ref_cost * prog.t_ref * run.step_value
         factor = problem.objective_scale * prog.ref_cost * prog.t_ref * u
-    bw = snap_to_rows(rows, np.where(bw < 0, 0.0, bw))
+    bw = snap_to_rows(rows, np.maximum(bw, 0.0))
     ev = evaluate(scen, bw, problem.walks)
     # Relative gap; an optimum of exactly 0 (no traffic, no compute) is met by solver noise
     # of ~1e-306, which no objective in s, $ or s x $ can mean: 1e-30 is the floor.
     gap = abs(ev.objective_value - solver_obj) / max(abs(ev.objective_value), abs(solver_obj),
                                                      1e-30)
     used = problem.terms.used_dims
-    spread = float(np.max(x[used]) / max(np.min(x[used]), 1e-300)) if used.size else 1.0
+    xu = x[used]
+    spread = float(xu.max() / max(xu.min(), 1e-300)) if used.size else 1.0
+    failure = verification_failure(ev, gap, solver_obj)
     # An "almost solved" answer, or one the numpy re-check confirms only to more than a
-    # tenth of the tolerance, is polished (re-solved scaled to itself).
-    needs_polish = (
-        status != "optimal"
-        or not np.isfinite(gap)
-        or gap > 0.1 * OBJECTIVE_REL_TOL
-        or spread > 1e3
-        or not ev.feasible(CONSTRAINT_REL_TOL)
-    )
+    # tenth of the tolerance (or not at all), is polished (re-solved scaled to itself).
+    needs_polish = (status != "optimal" or not gap <= 0.1 * OBJECTIVE_REL_TOL or spread > 1e3
+                    or failure is not None)
     return _SolveAttempt(
         prog=prog,
         run=run,
@@ -130,6 +129,7 @@ def _solve_once(
         compile_s=run.compile_s,
         solve_s=run.solve_s,
         needs_polish=needs_polish,
+        failure=failure,
     )
 
 
@@ -212,7 +212,7 @@ def _pinned_answer(
 
 def _passes_verification(run: _SolveAttempt) -> bool:
     """Whether the numpy evaluator confirms ``run`` (:func:`verification_failure`)."""
-    return verification_failure(run.ev, run.gap, run.solver_obj) is None
+    return run.failure is None
 
 
 def _program_at(

@@ -20,9 +20,12 @@ DiLoCo's overlapped outer sync; none without one), and in the perspective form `
 ``inv_j x_j >= 1`` with ``inv_j, x_j >= 0`` is the second-order cone
 ``(inv_j + x_j, inv_j - x_j, 2)``: ``(inv + x)^2 >= (inv - x)^2 + 4``.
 
-The sparsity pattern depends on the scenario only; a re-solve with new right-hand sides
-changes numbers in ``b`` (``perf``) or in the ``u`` column of ``A`` (perspective form),
-so a sweep point costs one Clarabel solve and no assembly.
+The sparsity pattern depends on the scenario's structure only: new right-hand sides change
+numbers in ``b`` (``perf``) or in the ``u`` column of ``A`` (perspective form), new workload
+weights numbers in ``q`` (one objective row per workload), and new bounds, prices or TCO
+parameters numbers in the constraint and normalisation rows of ``A``
+(:meth:`ConicProgram.with_rows`). Such a re-solve updates the data of one Clarabel solver
+kept with the structure, so a sweep point costs one Clarabel solve and no assembly.
 
 References
 ----------
@@ -34,8 +37,11 @@ References
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -96,9 +102,51 @@ class CscMatrix:
         return cls(a.shape, indptr, rows.astype(np.int64), a[rows, cols].astype(float))
 
 
+class _Clarabel:
+    """The Clarabel solver of one program structure with the default settings, made once
+    from the data of the program that built the structure and updated in place for every
+    solve (a new solver per solve costs its set-up: equilibration, KKT pattern and
+    ordering). Its equilibration is that of the building program's data, whichever point
+    runs first, so a point's answer does not depend on the points solved before it."""
+
+    def __init__(self, q: np.ndarray, a: CscMatrix, b: np.ndarray, cones: list) -> None:
+        self.data: tuple | None = (q, a, b, cones)
+        self.solver: Any = None
+        self.held: tuple[np.ndarray, ...] = ()  # the q, A data and b the solver holds
+
+    def solve(self, q: np.ndarray, a: CscMatrix, b: np.ndarray) -> Any:
+        """Clarabel's solution of ``min q.z, A z + s = b, s in K`` for this structure."""
+        if self.solver is None:
+            assert self.data is not None
+            q0, a0, b0, cones = self.data
+            self.solver = _solver(q0, a0, b0, cones, 0)
+            self.held, self.data = (q0, a0.data, b0), None
+        update = {k: new for k, new, old in zip("qAb", (q, a.data, b), self.held, strict=True)
+                  if new is not old and not np.array_equal(new, old)}
+        if update:
+            self.solver.update(**update)
+            self.held = (q, a.data, b)
+        return self.solver.solve()
+
+
+def _solver(q: np.ndarray, a: CscMatrix, b: np.ndarray, cones: list, profile: int) -> Any:
+    """A new Clarabel solver with the settings of retry ``profile``."""
+    import clarabel
+
+    settings = clarabel.DefaultSettings()
+    settings.verbose = False
+    for key, value in clarabel_settings(profile).items():
+        setattr(settings, key, value)
+    n = q.size
+    p = CscMatrix((n, n), np.zeros(n + 1, dtype=np.int64), np.zeros(0, np.int64), np.zeros(0))
+    return clarabel.DefaultSolver(p, q, a, b, cones, settings)
+
+
 @dataclass
 class ConicProgram(RowScaling):
-    """Clarabel data of one scenario at one scaling, re-solvable with new right-hand sides.
+    """Clarabel data of one scenario at one scaling, re-solvable with new right-hand sides
+    and workload weights (numbers in ``b``, in the ``u`` column of ``A`` and in ``q``; the
+    structure and, with the default settings, the solver are kept).
 
     Attributes (besides :class:`~libra_opt.optimize.scaling.RowScaling`)
     ----------
@@ -106,76 +154,145 @@ class ConicProgram(RowScaling):
         Constraint matrix without the right-hand-side entries (filled per solve).
     b0 : numpy.ndarray
         Constant part of ``b``.
-    q : numpy.ndarray
-        Objective (step time in units of ``t_ref``, plus the regulariser).
-    q_step : numpy.ndarray
-        Objective without the regulariser.
-    const_step : float
-        Constant part of the step time (compute without overlap, ``perf`` only).
+    q_by_workload, const_by_workload : numpy.ndarray
+        ``(W, n)`` and ``(W,)``: the objective (step time in units of ``t_ref``) is
+        ``weights @ q_by_workload`` plus the regulariser ``q_reg``, plus the constant
+        ``weights @ const_by_workload`` (compute without overlap, ``perf`` only).
+    weights : numpy.ndarray
+        The workload weights the program was built with (a solve may give others).
     cones : list
         Clarabel cone objects, in row order.
     le_at, eq_at : numpy.ndarray
         Row of ``A`` of each scaled ``<=`` / ``==`` constraint row.
+    norm_at : int
+        Row of ``A`` of the perspective form's normalisation (``-1`` without it).
     n_x, u_col : int
         Number of bandwidth variables; column of ``u`` (``-1`` without the perspective form).
     """
 
     a_dense: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
     b0: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    q: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    q_step: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    const_step: float = 0.0
+    q_by_workload: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    const_by_workload: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    q_reg: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    weights: np.ndarray = field(default_factory=lambda: np.zeros(0))
     cones: list = field(default_factory=list)
     le_at: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
     eq_at: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+    norm_at: int = -1
     n_x: int = 0
     u_col: int = -1
     _a_csc: CscMatrix | None = None
     _rhs_slots: np.ndarray | None = None
-    _solver: object | None = None
+    _clarabel: _Clarabel | None = None
 
-    def run(self, rows: tuple[Row, ...], profile: int = 0) -> ProgramRun:
-        """Solve with the right-hand sides of ``rows`` (same rows as built, new numbers) and
-        the Clarabel settings of retry ``profile``."""
-        import clarabel
+    def objective(self, weights: np.ndarray | None = None
+                  ) -> tuple[np.ndarray, np.ndarray, float]:
+        """``q``, the step time's part of it (``q`` less the regulariser) and the objective's
+        constant for ``weights`` (default: the built ones)."""
+        if weights is None or np.array_equal(weights, self.weights):
+            return self._objective
+        q_step = weights @ self.q_by_workload
+        return q_step + self.q_reg, q_step, float(weights @ self.const_by_workload)
 
-        t0 = time.perf_counter()
-        rhs_le = np.array([rows[i].rhs for i in self.le_rows]) * self.le_sign / self.le_scale
-        rhs_eq = np.array([rows[i].rhs for i in self.eq_rows]) / self.eq_scale
-        b = self.b0.copy()
+    def constraint_data(self, rows: tuple[Row, ...]) -> tuple[CscMatrix, np.ndarray]:
+        """``A`` and ``b`` with the right-hand sides of ``rows`` (scaled, in ``b``, or in the
+        ``u`` column of ``A`` in the perspective form)."""
+        order, divisor = self._rhs_scaling
+        rhs = np.array([rows[i].rhs for i in order]) / divisor
         a_csc = self._a_csc
-        if self.u_col < 0:
-            b[self.le_at] = rhs_le
-            b[self.eq_at] = rhs_eq
-        else:
-            assert a_csc is not None and self._rhs_slots is not None
-            data = a_csc.data.copy()
-            data[self._rhs_slots] = -np.concatenate((rhs_le, rhs_eq))
-            a_csc = CscMatrix(a_csc.shape, a_csc.indptr, a_csc.indices, data)
         assert a_csc is not None
-        n = self.a_dense.shape[1]
-        p = CscMatrix((n, n), np.zeros(n + 1, dtype=np.int64), np.zeros(0, np.int64), np.zeros(0))
-        settings = clarabel.DefaultSettings()
-        settings.verbose = False
-        for key, value in clarabel_settings(profile).items():
-            setattr(settings, key, value)
-        solver = clarabel.DefaultSolver(p, self.q, a_csc, b, self.cones, settings)
-        setup_s = time.perf_counter() - t0
-        sol = solver.solve()
+        b = self.b0.copy()
+        if self.u_col < 0:
+            b[self._rhs_at] = rhs
+            return a_csc, b
+        assert self._rhs_slots is not None
+        data = a_csc.data.copy()
+        data[self._rhs_slots] = -rhs
+        return CscMatrix(a_csc.shape, a_csc.indptr, a_csc.indices, data), b
+
+    @functools.cached_property
+    def _rhs_scaling(self) -> tuple[list[int], np.ndarray]:
+        """The rows whose right-hand sides enter the program, ``<=`` rows first, and what
+        each is divided by (its scale, with the sign that turns ``>=`` into ``<=``)."""
+        return ([*self.le_rows, *self.eq_rows],
+                np.concatenate((self.le_scale * self.le_sign, self.eq_scale)))
+
+    @functools.cached_property
+    def _rhs_at(self) -> np.ndarray:
+        return np.concatenate((self.le_at, self.eq_at)).astype(int)
+
+    @functools.cached_property
+    def _objective(self) -> tuple[np.ndarray, np.ndarray, float]:
+        q_step = self.weights @ self.q_by_workload
+        return q_step + self.q_reg, q_step, float(self.weights @ self.const_by_workload)
+
+    def run(self, rows: tuple[Row, ...], profile: int = 0,
+            weights: np.ndarray | None = None) -> ProgramRun:
+        """Solve with the right-hand sides of ``rows`` (same rows as built, new numbers), the
+        workload ``weights`` (default: the built ones) and the Clarabel settings of retry
+        ``profile``. ``solve_s`` is the time spent in Clarabel (its set-up or data update
+        and its solve), ``compile_s`` the time spent filling in the data."""
+        t0 = time.perf_counter()
+        q, q_step, const_step = self.objective(weights)
+        a_csc, b = self.constraint_data(rows)
+        assert self._clarabel is not None
+        t1 = time.perf_counter()
+        if profile == 0:
+            sol = self._clarabel.solve(q, a_csc, b)
+        else:
+            sol = _solver(q, a_csc, b, self.cones, profile).solve()
+        solve_s = time.perf_counter() - t1
         status = _STATUS.get(str(sol.status), str(sol.status))
         z = np.asarray(sol.x, dtype=float)
         duals = np.asarray(sol.z, dtype=float)
-        u = float(z[self.u_col]) if self.u_col >= 0 else None
         return ProgramRun(
             status=status,
             x=z[: self.n_x].copy(),
-            u=u,
-            step_value=float(self.const_step + self.q_step @ z),
+            u=float(z[self.u_col]) if self.u_col >= 0 else None,
+            step_value=const_step + float(q_step @ z),
             le_dual=duals[self.le_at] if self.le_at.size else np.zeros(0),
             eq_dual=duals[self.eq_at] if self.eq_at.size else np.zeros(0),
-            compile_s=setup_s,
-            solve_s=float(sol.solve_time),
+            compile_s=t1 - t0,
+            solve_s=solve_s,
         )
+
+    def with_rows(self, rows: tuple[Row, ...], product: tuple[float, np.ndarray] | None
+                  ) -> ConicProgram | None:
+        """This program with other constraint rows and cost unit (``product``): the numbers of
+        its constraint and normalisation rows replaced, its structure, scales and solver
+        kept (a compiled edit of bounds, prices or TCO parameters); ``None`` when the rows'
+        senses, their order, the objective's form or the pattern of nonzero coefficients
+        differ (build a new program then).
+
+        Examples
+        --------
+        >>> from libra_opt.optimize.problem import build_problem
+        >>> from libra_opt.scenario.examples import toy_scenario
+        >>> p = build_problem(toy_scenario())
+        >>> rows = build_problem(toy_scenario().with_limits(budget_usd=4e5)).rows
+        >>> p.program.with_rows(rows, None) is None    # one more row: another structure
+        True
+        """
+        t0 = time.perf_counter()
+        scaling = scale_rows(rows, self.n_x, self.b_ref, self.t_ref, product)
+        if (scaling.le_rows != self.le_rows or scaling.eq_rows != self.eq_rows
+                or (product is None) != (self.product is None)):
+            return None
+        a = self.a_dense.copy()
+        a[self.le_at, : self.n_x] = scaling.le_a
+        a[self.eq_at, : self.n_x] = scaling.eq_a
+        if product is not None:
+            a[self.norm_at, self.u_col] = product[0]
+            a[self.norm_at, : self.n_x] = product[1] * self.b_ref
+        csc = self._a_csc
+        assert csc is not None
+        data = a[csc.indices, np.repeat(np.arange(csc.shape[1]), np.diff(csc.indptr))]
+        if np.count_nonzero(a) > np.count_nonzero(data):
+            return None  # a coefficient outside the stored pattern
+        return dataclasses.replace(
+            self, **scaling.scaling_fields(), build_s=time.perf_counter() - t0, a_dense=a,
+            _a_csc=CscMatrix(csc.shape, csc.indptr, csc.indices, data))
 
 
 class _Builder:
@@ -327,22 +444,23 @@ def build_conic_program(
         else:
             coll_const = lat_sum
 
-    q_step = np.zeros(n_var)
-    const_step = 0.0
-    w_step = weights  # the weights of workloads whose step time is T_w itself
-    if win.size:
-        w_step = weights.copy()
-        w_step[win] = 0.0
+    # The objective, one row per workload: weights @ q_w (+ weights @ c_w in the perf form),
+    # so new weights change numbers only. A workload with a hidden window weighs e_w.
+    n_w = weights.size
+    q_w = np.zeros((n_w, n_var))
+    c_w = np.zeros(n_w)
+    plain = np.ones(n_w)  # workloads whose step time is T_w itself
+    plain[win] = 0.0
     if not overlap:
-        compute = float(w_step @ terms.compute_s) / t_ref
+        compute = plain * terms.compute_s / t_ref
         if product is not None:
-            q_step[col_inv_u] += compute
+            q_w[:, col_inv_u] += compute
         else:
-            const_step += compute
+            c_w += compute
         if n_k:
-            wk = w_step @ terms.collective_counts
-            q_step += wk @ coll_forms
-            const_step += float(wk @ coll_const)
+            counts = plain[:, None] * terms.collective_counts
+            q_w += counts @ coll_forms
+            c_w += counts @ coll_const
     else:
         for p in range(n_p):
             r = bld.row()
@@ -353,7 +471,7 @@ def build_conic_program(
                 r = terms.phase_members[p] @ coll_forms
                 r[col_s + p] -= 1.0
                 bld.add_le(r, -float(terms.phase_members[p] @ coll_const))
-        q_step[col_s : col_s + n_p] = w_step @ terms.phase_counts
+        q_w[:, col_s : col_s + n_p] = plain[:, None] * terms.phase_counts
     if win.size:
         assert terms.hidden_window_s is not None
         compute_w = terms.compute_s
@@ -373,18 +491,19 @@ def build_conic_program(
             r = bld.row()
             r[col_e + i] = -1.0
             bld.add_le(r)
-            q_step[col_e + i] = weights[w]
-    q = q_step.copy()
-    unused = np.setdiff1d(np.arange(n_dims), used)
-    q[col_x + unused] += UNUSED_REG
+            q_w[w, col_e + i] = 1.0
+    q_reg = np.full(n_var, 0.0)
+    q_reg[col_x : col_x + n_dims] = UNUSED_REG
+    q_reg[col_x + used] = 0.0  # the regulariser pulls dimensions without traffic down
 
     # The perspective normalisation and the constraint rows.
+    norm_at = -1
     if product is not None:
         k0_hat, kappa_hat = product
         r = bld.row()
         r[col_u] = k0_hat
         r[col_x : col_x + n_dims] = kappa_hat * b_ref
-        bld.add_eq(r, 1.0)
+        norm_at = bld.add_eq(r, 1.0)
     le_at = [bld.add_le(np.concatenate((a, np.zeros(n_var - n_dims)))) for a in scaling.le_a]
     eq_at = [bld.add_eq(np.concatenate((a, np.zeros(n_var - n_dims)))) for a in scaling.eq_a]
 
@@ -402,31 +521,37 @@ def build_conic_program(
     if n_le:
         cones.append(clarabel.NonnegativeConeT(n_le))
     cones += [clarabel.SecondOrderConeT(3) for _ in range(len(bld.soc) // 3)]
+    # In the perspective form -rhs * u is stored in each constraint row even when zero, so
+    # that new right-hand sides change numbers, not the pattern.
+    rhs_rows = np.concatenate((le_at_arr, eq_at_arr)).astype(int)
     keep = None
-    slots = None
     if product is not None:
-        # -rhs * u in each constraint row: stored even when zero, so the pattern is fixed.
-        rhs_rows = np.concatenate((le_at_arr, eq_at_arr)).astype(int)
         keep = np.zeros(a_dense.shape, dtype=bool)
         keep[rhs_rows, col_u] = True
     a_csc = CscMatrix.from_dense(a_dense, keep)
+    slots = None
     if product is not None:
         start, stop = a_csc.indptr[col_u], a_csc.indptr[col_u + 1]
         where = {int(r): start + i for i, r in enumerate(a_csc.indices[start:stop])}
         slots = np.array([where[int(r)] for r in rhs_rows], dtype=np.int64)
-    return ConicProgram(
+    program = ConicProgram(
         **scaling.scaling_fields(),
         build_s=time.perf_counter() - t0,
         a_dense=a_dense,
         b0=b0,
-        q=q,
-        q_step=q_step,
-        const_step=const_step,
+        q_by_workload=q_w,
+        const_by_workload=c_w,
+        q_reg=q_reg,
+        weights=np.array(weights, dtype=float),
         cones=cones,
         le_at=le_at_arr,
         eq_at=eq_at_arr,
+        norm_at=norm_at,
         n_x=n_dims,
         u_col=col_u if product is not None else -1,
         _a_csc=a_csc,
         _rhs_slots=slots,
     )
+    # the solver's first data: the built rows' right-hand sides and weights
+    program._clarabel = _Clarabel(program.objective()[0], *program.constraint_data(rows), cones)
+    return program

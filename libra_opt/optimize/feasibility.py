@@ -244,11 +244,10 @@ def snap_to_rows(rows: tuple[Row, ...], bw_gbps: np.ndarray) -> np.ndarray:
         if np.any(resid != 0):
             bw = bw - np.linalg.lstsq(a, resid, rcond=None)[0]
     for r in rows:
-        nz = np.flatnonzero(r.a)
-        if r.sense != "==" and nz.size == 1:
-            d = int(nz[0])
+        if r.sense != "==" and np.count_nonzero(r.a) == 1:
+            d = int(np.flatnonzero(r.a)[0])
             bound = r.rhs / r.a[d]
             upper = (r.sense == "<=") == (r.a[d] > 0)
             bw[d] = min(bw[d], bound) if upper else max(bw[d], bound)
-    bw = np.maximum(bw, 0.0)
-    return bw if np.allclose(bw, bw_gbps, rtol=1e-6, atol=0.0) else bw_gbps
+    np.maximum(bw, 0.0, out=bw)
+    return bw if (np.abs(bw - bw_gbps) <= 1e-6 * np.abs(bw_gbps)).all() else bw_gbps

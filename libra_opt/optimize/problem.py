@@ -17,8 +17,9 @@ never a bottleneck, get the least bandwidth the constraints allow (an LP after t
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,7 +40,6 @@ from libra_opt.optimize._verify import (
     MAX_STEP_S,
     OBJECTIVE_REL_TOL,
     check_magnitudes,
-    verification_failure,
 )
 from libra_opt.optimize.attempts import (  # the retry helpers stay reachable from here
     _boxed_program,  # noqa: F401
@@ -47,6 +47,7 @@ from libra_opt.optimize.attempts import (  # the retry helpers stay reachable fr
     _fresh_program,
     _in_trouble,
     _pinned_answer,
+    _program_at,
     _solve_once,  # noqa: F401
     _solve_with_retries,
     _SolveAttempt,
@@ -71,8 +72,8 @@ from libra_opt.scenario.evaluate import evaluate, scenario_walks
 from libra_opt.scenario.scenario import Scenario, scenario_rows, unique_labels
 from libra_opt.traffic.step_time import WalkArrays
 
-__all__ = ["BandwidthProblem", "build_problem", "solve", "OBJECTIVE_REL_TOL", "MAX_STEP_S",
-           "MAX_BW_GBPS", "BACKENDS"]
+__all__ = ["BandwidthProblem", "build_problem", "solve", "same_terms", "OBJECTIVE_REL_TOL",
+           "MAX_STEP_S", "MAX_BW_GBPS", "BACKENDS"]
 
 logger = logging.getLogger(__name__)
 
@@ -109,6 +110,20 @@ class BandwidthProblem:
         """Shorthand for :func:`solve` on this problem."""
         return solve(self, **kwargs)
 
+    @functools.cached_property
+    def floors_s(self) -> np.ndarray:
+        """Each workload's step time at unlimited bandwidth, bounded above (compute, and every
+        collective at its largest latency), s: the weighted sum must stay finite."""
+        t = self.terms
+        with np.errstate(over="ignore", invalid="ignore"):
+            return t.compute_s + t.collective_counts @ t.latency_s.max(axis=1, initial=0.0)
+
+    @functools.cached_property
+    def labels(self) -> tuple[list[str], list[str]]:
+        """The rows' labels and the scenario's constraints' (repeats numbered)."""
+        return ([r.label for r in self.rows],
+                unique_labels([c.label for c in self.scenario.constraints]))
+
 
 def _check_step_floor(scenario: Scenario, terms: AggregatedTerms, weights: np.ndarray) -> None:
     """Refuse a scenario whose step cannot be timed: traffic or latency terms that overflow,
@@ -127,7 +142,16 @@ def _check_step_floor(scenario: Scenario, terms: AggregatedTerms, weights: np.nd
         source=scenario.source, field="fabric.dims.latency_s")
 
 
-def build_problem(scenario: Scenario, *, backend: str = "clarabel") -> BandwidthProblem:
+def same_terms(a: Scenario, b: Scenario) -> bool:
+    """Whether ``a`` and ``b`` have the same workloads (the same objects, as a compiled edit
+    that leaves them alone keeps them), fabric and timing: then the same terms and walks."""
+    return (len(a.workloads) == len(b.workloads)
+            and all(x is y for x, y in zip(a.workloads, b.workloads, strict=True))
+            and (a.fabric is b.fabric or a.fabric == b.fabric) and a.timing == b.timing)
+
+
+def build_problem(scenario: Scenario, *, backend: str = "clarabel",
+                  like: BandwidthProblem | None = None) -> BandwidthProblem:
     """Compile ``scenario`` into a :class:`BandwidthProblem`.
 
     Parameters
@@ -136,6 +160,13 @@ def build_problem(scenario: Scenario, *, backend: str = "clarabel") -> Bandwidth
     backend : {'clarabel', 'cvxpy'}
         ``clarabel`` assembles Clarabel's conic data directly (default);
         ``cvxpy`` builds the reference cvxpy formulation (DCP/DPP, slower).
+    like : BandwidthProblem, optional
+        A problem built earlier (a sweep's base): what ``scenario`` shares with it is taken
+        from it, not built again. The same workloads, fabric and timing give the same
+        terms and walks; with the objective's form and the rows' senses unchanged too (an
+        edit of weights, bounds, prices, caps or TCO parameters), the program is
+        ``like``'s with new numbers (:meth:`~libra_opt.optimize.conic.ConicProgram.with_rows`).
+        The answer is the same either way.
 
     Examples
     --------
@@ -145,14 +176,25 @@ def build_problem(scenario: Scenario, *, backend: str = "clarabel") -> Bandwidth
     >>> p = build_problem(toy_scenario(), backend="cvxpy")
     >>> p.program.problem.is_dcp(dpp=True)
     True
+    >>> s = toy_scenario()
+    >>> base = build_problem(s)
+    >>> q = build_problem(s.with_limits(weights=(2.0,)), like=base)
+    >>> q.terms is base.terms, q.program.q_by_workload is base.program.q_by_workload
+    (True, True)
     """
     if backend not in BACKENDS:
         raise InputError(f"backend {backend!r} is not one of {', '.join(BACKENDS)}",
                          field="backend")
+    shared = like is not None and like.backend == backend and same_terms(
+        like.scenario, scenario)
     coeffs = scenario.coefficients
     rows = scenario_rows(scenario, coeffs)
-    with np.errstate(over="ignore", invalid="ignore"):  # overflow is refused just below
-        terms = aggregate_terms(scenario.workloads, scenario.fabric, scenario.timing)
+    if shared:
+        assert like is not None
+        terms = like.terms
+    else:
+        with np.errstate(over="ignore", invalid="ignore"):  # overflow is refused just below
+            terms = aggregate_terms(scenario.workloads, scenario.fabric, scenario.timing)
     assert scenario.weights is not None
     weights = np.array(scenario.weights)
     _check_step_floor(scenario, terms, weights)
@@ -192,13 +234,23 @@ def build_problem(scenario: Scenario, *, backend: str = "clarabel") -> Bandwidth
             st, c_min, _ = lp_extreme(rows, n, rate, used)
             ref_cost = c_min if st == "optimal" and c_min > 0 else float(rate.sum())
         ref_cost += k0
-    if rate is not None:
-        product = (k0 / ref_cost, rate / ref_cost)
-    b_ref, t_ref = reference_scales(terms, weights, n, bw_ref)
-    program = _build_program(
-        backend, terms, weights, rows, n, scenario.timing, product, b_ref, t_ref,
-    )
-    program.ref_cost = ref_cost
+    program = None
+    if shared and hasattr(like.program, "with_rows"):  # type: ignore[union-attr]
+        assert like is not None
+        unit = like.program.ref_cost  # any positive cost unit gives the same optimum
+        program = like.program.with_rows(
+            rows, None if rate is None else (k0 / unit, rate / unit))
+        if program is not None:
+            ref_cost = unit
+            terms.check_windows(weights, scenario.timing, rate is not None)
+    if program is None:
+        if rate is not None:
+            product = (k0 / ref_cost, rate / ref_cost)
+        b_ref, t_ref = reference_scales(terms, weights, n, bw_ref)
+        program = _build_program(
+            backend, terms, weights, rows, n, scenario.timing, product, b_ref, t_ref,
+        )
+        program.ref_cost = ref_cost
     return BandwidthProblem(
         scenario=scenario,
         terms=terms,
@@ -209,15 +261,41 @@ def build_problem(scenario: Scenario, *, backend: str = "clarabel") -> Bandwidth
         objective_scale=obj_scale,
         rate=rate,
         backend=backend,
-        walks=scenario_walks(scenario),
+        walks=like.walks if shared and like is not None else scenario_walks(scenario),
     )
 
 
-def _override(problem: BandwidthProblem, overrides: Mapping[str, float]) -> tuple[Scenario, tuple[Row, ...]]:
-    """New scenario and rows with some right-hand sides replaced (labels as in the rows)."""
+def _weights(scen: Scenario, weights: Mapping[str, float] | Sequence[float]) -> tuple[float, ...]:
+    """The scenario's workload weights with ``weights`` (by name, or one per workload)."""
+    names = [w.name for w in scen.workloads]
+    if isinstance(weights, Mapping):
+        unknown = [k for k in weights if k not in names]
+        if unknown:
+            raise InputError(f"no workload named {short_repr(unknown[0])} (workloads: "
+                             f"{', '.join(names)})", field="weights")
+        new = dict(zip(names, scen.weights or (), strict=True)) | dict(weights)
+        values: Sequence[Any] = [new[k] for k in names]
+    elif isinstance(weights, str) or not isinstance(weights, Sequence | np.ndarray):
+        raise InputError(f"weights must map workload names to numbers, got "
+                         f"{short_repr(weights)}", field="weights")
+    else:
+        values = list(weights)
+    try:
+        if any(isinstance(v, bool | np.bool_) for v in values):
+            raise TypeError
+        return tuple(float(v) for v in values)
+    except (TypeError, ValueError):
+        raise InputError(f"weights must be numbers, got {short_repr(weights)}",
+                         field="weights") from None
+
+
+def _override(problem: BandwidthProblem, overrides: Mapping[str, float],
+              weights: Mapping[str, float] | Sequence[float] | None = None
+              ) -> tuple[Scenario, tuple[Row, ...]]:
+    """New scenario and rows with some right-hand sides (labels as in the rows) and
+    workload weights replaced."""
     scen = problem.scenario
-    labels = [r.label for r in problem.rows]
-    cons_labels = unique_labels([c.label for c in scen.constraints])
+    labels, cons_labels = problem.labels
     changes: dict[str, Any] = {}
     new_cons = list(scen.constraints)
     for label, value in overrides.items():
@@ -240,16 +318,26 @@ def _override(problem: BandwidthProblem, overrides: Mapping[str, float]) -> tupl
                 field=label,
             )
         if label in ("budget_usd", "power_w") and label not in cons_labels:
-            changes[label] = v
+            if v != getattr(scen, label):
+                changes[label] = v
         else:
             i = cons_labels.index(label)
-            new_cons[i] = dataclasses.replace(new_cons[i], rhs=v)
-    if new_cons != list(scen.constraints):
-        changes["constraints"] = tuple(new_cons)
+            if v != new_cons[i].rhs:
+                new_cons[i] = dataclasses.replace(new_cons[i], rhs=v)
+                changes["constraints"] = tuple(new_cons)
+    if weights is not None:
+        w = _weights(scen, weights)
+        if w != scen.weights:
+            changes["weights"] = w
     if not changes:
         return scen, problem.rows
-    new = scen.with_limits(**changes)  # checked (and priced) as dataclasses.replace would
-    return new, scenario_rows(new)
+    try:
+        new = scen.with_limits(**changes)  # checked (and priced) as dataclasses.replace would
+    except InputError as exc:
+        if "weights" not in changes or "weight" not in (exc.field or ""):
+            raise
+        raise InputError(exc.message, field="weights") from None
+    return new, (problem.rows if set(changes) == {"weights"} else scenario_rows(new))
 
 
 def _free_dims(problem: BandwidthProblem, scen: Scenario, rows: tuple[Row, ...]) -> np.ndarray:
@@ -387,6 +475,7 @@ def solve(
     budget_usd: float | None = None,
     power_w: float | None = None,
     rhs: Mapping[str, float] | None = None,
+    weights: Mapping[str, float] | Sequence[float] | None = None,
     with_baselines: bool = True,
     backend: str = "clarabel",
 ) -> Solution:
@@ -401,6 +490,9 @@ def solve(
     rhs : mapping, optional
         Constraint label -> new right-hand side; a value of ``None`` keeps the built one
         (as ``budget_usd=None`` does).
+    weights : mapping or sequence, optional
+        New workload weights, by workload name or one per workload (the objective's
+        coefficients: the built program is re-solved with new numbers).
     with_baselines : bool
         Whether the solution reports the equal-split and traffic-proportional baselines
         (evaluated when :attr:`Solution.baselines` is first read).
@@ -445,7 +537,13 @@ def solve(
         overrides["budget_usd"] = budget_usd
     if power_w is not None:
         overrides["power_w"] = power_w
-    scen, rows = _override(problem, overrides) if overrides else (problem.scenario, problem.rows)
+    scen, rows = (_override(problem, overrides, weights) if overrides or weights is not None
+                  else (problem.scenario, problem.rows))
+    if scen.weights != problem.scenario.weights:
+        w = np.array(scen.weights)
+        if not float(w @ problem.floors_s) <= MAX_STEP_S:
+            _check_step_floor(scen, problem.terms, w)
+        problem.terms.check_windows(w, scen.timing, problem.program.product is not None)
     free = _free_dims(problem, scen, rows)
     first_build = problem.program.build_s if problem.n_solves == 0 else 0.0
     solve_rows = rows
@@ -453,13 +551,15 @@ def solve(
         solve_rows = _capped(problem, scen, rows, free)
         first = _fresh_program(problem, scen, solve_rows)
         first_build = 0.0  # counted by the attempt itself
+    elif problem.backend == "cvxpy" and scen.weights != problem.scenario.weights:
+        first = _program_at(problem, scen, rows, problem.program.b_ref, problem.program.t_ref)
+        first_build = 0.0
     else:
         first = problem.program
     try:
         run, compile_s, solve_s, attempts = _solve_with_retries(problem, scen, solve_rows, first)
-        failure = verification_failure(run.ev, run.gap, run.solver_obj)
-        if failure is not None:
-            raise VerificationError(failure)
+        if run.failure is not None:
+            raise VerificationError(run.failure)
     except (InfeasibleDesignError, SolverError, VerificationError):
         # A sliver of a feasible set (a budget at its floor) defeats the interior point:
         # decide it exactly, or report the original failure.

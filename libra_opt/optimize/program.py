@@ -73,11 +73,18 @@ class ConvexProgram(RowScaling):
     le_con: cp.Constraint | None = None
     eq_param: cp.Parameter | None = None
     eq_con: cp.Constraint | None = None
+    weights: np.ndarray | None = None
 
-    def run(self, rows: tuple[Row, ...], profile: int = 0) -> ProgramRun:
+    def run(self, rows: tuple[Row, ...], profile: int = 0,
+            weights: np.ndarray | None = None) -> ProgramRun:
         """Set the right-hand sides of ``rows`` and solve with Clarabel through cvxpy (with
-        the settings of retry ``profile``)."""
+        the settings of retry ``profile``). The weights are the built ones (other
+        ``weights`` need a new program: :func:`~libra_opt.optimize.problem.solve` builds
+        it)."""
         assert self.problem is not None and self.x is not None and self.step_value is not None
+        if (weights is not None and self.weights is not None
+                and not np.array_equal(weights, self.weights)):
+            raise ValueError("a cvxpy program is solved with the weights it was built with")
         if self.le_param is not None:
             self.le_param.value = np.array([rows[i].rhs for i in self.le_rows]) * self.le_sign / self.le_scale
         if self.eq_param is not None:
@@ -239,4 +246,5 @@ def build_program(
         le_con=le_con,
         eq_param=eq_param,
         eq_con=eq_con,
+        weights=np.array(weights, dtype=float),
     )

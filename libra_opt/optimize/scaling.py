@@ -131,19 +131,16 @@ def scale_rows(
     >>> s.le_a.tolist(), s.le_sign.tolist(), s.le_scale.tolist()
     ([[-0.5, -1.0]], [-1.0], [4.0])
     """
-    b_ref = np.broadcast_to(np.asarray(b_ref, dtype=float), (n_dims,)).copy()
+    b_ref = np.full(n_dims, b_ref, dtype=float) if np.ndim(b_ref) == 0 else \
+        np.array(b_ref, dtype=float).reshape(n_dims)
     le_rows = [i for i, r in enumerate(rows) if r.sense != "=="]
     eq_rows = [i for i, r in enumerate(rows) if r.sense == "=="]
-
-    def scale(idx):
-        return np.array([max(np.abs(rows[i].a * b_ref).max(), 1e-300) for i in idx])
-
-    le_scale, eq_scale = scale(le_rows), scale(eq_rows)
+    a = np.array([r.a for r in rows], dtype=float).reshape(len(rows), n_dims) * b_ref
+    scales = np.maximum(np.abs(a).max(axis=1, initial=0.0), 1e-300)
+    le_scale, eq_scale = scales[le_rows], scales[eq_rows]
     le_sign = np.array([1.0 if rows[i].sense == "<=" else -1.0 for i in le_rows])
-    le_a = np.array([rows[i].a * b_ref for i in le_rows]).reshape(len(le_rows), n_dims)
-    le_a = le_a * (le_sign / le_scale)[:, None] if le_rows else le_a
-    eq_a = np.array([rows[i].a * b_ref for i in eq_rows]).reshape(len(eq_rows), n_dims)
-    eq_a = eq_a / eq_scale[:, None] if eq_rows else eq_a
+    le_a = a[le_rows] * (le_sign / le_scale)[:, None]
+    eq_a = a[eq_rows] / eq_scale[:, None]
     return RowScaling(
         le_rows=le_rows, le_sign=le_sign, le_scale=le_scale, le_a=le_a,
         eq_rows=eq_rows, eq_scale=eq_scale, eq_a=eq_a,

@@ -459,23 +459,23 @@ def constraint_reports(
     ``ref_cost * V`` and the row reads ``a . y <= r u``, so ``d f / d r`` gains the factor
     ``ref_cost * u``. Rows the solver added (caps on unbounded dimensions) are not reported.
     """
-    shadow = np.zeros(max([len(rows), *prog.le_rows, *prog.eq_rows], default=0) + 1)
+    shadow = [0.0] * (max([len(rows), *prog.le_rows, *prog.eq_rows], default=0) + 1)
     if result.le_dual.size:
+        le = (-result.le_dual * prog.le_sign / prog.le_scale * factor).tolist()
         for j, i in enumerate(prog.le_rows):
-            shadow[i] = -result.le_dual[j] * prog.le_sign[j] / prog.le_scale[j] * factor
+            shadow[i] = le[j]
     if result.eq_dual.size:
+        eq = (-result.eq_dual / prog.eq_scale * factor).tolist()
         for j, i in enumerate(prog.eq_rows):
-            shadow[i] = -result.eq_dual[j] / prog.eq_scale[j] * factor
+            shadow[i] = eq[j]
     out = []
     for i, r in enumerate(rows):
         lhs = float(r.a @ bw)
-        slack = {"<=": r.rhs - lhs, ">=": lhs - r.rhs, "==": 0.0}[r.sense]
-        scale = max(1.0, abs(r.rhs), float(np.abs(r.a) @ bw))
-        active = r.sense == "==" or same(lhs, r.rhs, scale=scale)
+        slack = r.rhs - lhs if r.sense == "<=" else lhs - r.rhs if r.sense == ">=" else 0.0
+        active = r.sense == "==" or same(lhs, r.rhs, scale=max(1.0, abs(r.rhs),
+                                                                float(np.abs(r.a) @ bw)))
         # Complementary slackness: a row with slack has a zero multiplier; what the interior
         # point leaves there is round-off of the order of the solver's tolerance.
-        out.append(ConstraintReport(
-            label=r.label, lhs=lhs, sense=r.sense, rhs=r.rhs, slack=slack, active=active,
-            shadow_price=float(shadow[i]) if active else 0.0,
-        ))
+        out.append(ConstraintReport(r.label, lhs, r.sense, r.rhs, slack, active,
+                                    shadow[i] if active else 0.0))
     return tuple(out)

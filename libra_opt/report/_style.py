@@ -26,7 +26,6 @@ _UNITS = {
     "": ((1.0, ""),),
 }
 _NAMES = {
-    "value": ("swept value", ""),
     "budget_usd": ("network budget", "usd"),
     "power_w": ("network power cap", "w"),
     "network_cost_usd": ("network cost", "usd"),

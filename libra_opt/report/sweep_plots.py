@@ -97,8 +97,8 @@ def sweep_axes(df: pd.DataFrame) -> list[str]:
     """The axis columns of a sweep's DataFrame.
 
     A sweep's frame puts its axes first, before ``status``
-    (:func:`libra_opt.explore.grid.result_columns`); a one-axis sweep names its axis ``value``.
-    The ``point`` column of a sweep streamed to a folder (its grid index) is not an axis.
+    (:func:`libra_opt.explore.grid.result_columns`). The ``point`` column of a sweep
+    streamed to a folder (its grid index) is not an axis.
 
     Examples
     --------
@@ -107,25 +107,15 @@ def sweep_axes(df: pd.DataFrame) -> list[str]:
     ['budget_usd', 'fabric.hb_domain']
     >>> sweep_axes(pd.DataFrame(columns=["point", "budget_usd", "status", "bw_a_gbps"]))
     ['budget_usd']
-    >>> sweep_axes(pd.DataFrame(columns=["status", "value"]))
-    ['value']
     """
     cols = [str(c) for c in df.columns]
     head = cols[: cols.index("status")] if "status" in cols else []
-    head = [c for c in head if c != POINT_COLUMN]
-    if "value" in cols and "value" not in head:
-        head.insert(0, "value")
-    return head
-
-
-def _same(a: pd.Series, b: pd.Series) -> bool:
-    return bool((a.astype(str).to_numpy() == b.astype(str).to_numpy()).all())
+    return [c for c in head if c != POINT_COLUMN]
 
 
 def _other_axes(df: pd.DataFrame, x: str) -> list[str]:
-    """Axes besides ``x`` that take more than one value in ``df`` (a copy of ``x`` excluded)."""
-    return [c for c in sweep_axes(df)
-            if c != x and df[c].nunique(dropna=False) > 1 and not _same(df[c], df[x])]
+    """Axes besides ``x`` that take more than one value in ``df``."""
+    return [c for c in sweep_axes(df) if c != x and df[c].nunique(dropna=False) > 1]
 
 
 def _group_label(names: Sequence[str], key) -> str:
@@ -194,14 +184,13 @@ def plot_sweep(df: pd.DataFrame, x_label: str | None = None, ax=None, *, x: str 
     Parameters
     ----------
     df : pandas.DataFrame
-        A sweep's rows (:func:`libra_opt.explore.sweep.sweep` or a grid sweep).
+        A sweep's rows (:func:`libra_opt.explore.sweep.sweep`).
     x_label : str, optional
         What was swept — a column or axis name (``budget_usd``, a constraint's text) whose
         label and unit are then used, or free text; default from ``x``.
     ax : matplotlib.axes.Axes, optional
     x : str, optional
-        Column on the x axis; default ``value`` if present, else the first axis
-        (:func:`sweep_axes`).
+        Column on the x axis; default the first axis (:func:`sweep_axes`).
 
     Returns
     -------
@@ -218,10 +207,6 @@ def plot_sweep(df: pd.DataFrame, x_label: str | None = None, ax=None, *, x: str 
     """
     x = _sweep_x(df, x)
     name = x_label or x
-    if name == "value" and x_label is None:
-        name = "swept value"
-    if x == "value" and name in df.columns and _same(df[name], df[x]):
-        x = name   # the copy of an axis the command line makes: group by the others
     series, note = _series(df, x)
     if len(series) > 1:
         return _plot_sweep_groups(df, x, name, series, note, ax)
@@ -351,7 +336,7 @@ def plot_pareto(df: pd.DataFrame, x: str = "network_cost_usd", y: str = "weighte
     points = [(xs, ys)]
     # axes along which a design moves on its own front (a budget, a cap) are not split
     split = [c for c in sweep_axes(ok) if c in ok.columns and ok[c].nunique(dropna=False) > 1
-             and c not in ("budget_usd", "power_w", "value") and quantity(c)[1] not in
+             and c not in ("budget_usd", "power_w") and quantity(c)[1] not in
              ("usd", "w")]
     groups, total = _groups(ok, split) if split else ([], 0)
     # too many combinations to tell apart: every design in one style, the title says so
@@ -415,8 +400,7 @@ def plot_bandwidth_vs_budget(df: pd.DataFrame, x: str | None = None, ax=None):
     df : pandas.DataFrame
         A sweep's rows with ``status`` and ``bw_<dim>_gbps`` columns.
     x : str, optional
-        Column on the x axis; default ``value`` if present, else the first axis
-        (:func:`sweep_axes`).
+        Column on the x axis; default the first axis (:func:`sweep_axes`).
     ax : matplotlib.axes.Axes, optional
 
     Returns

@@ -143,20 +143,7 @@ class Scenario(FrozenOnUnpickle):
             raise InputError(
                 f"workload names must be unique, got {names}", field="workloads"
             )
-        weights = self.weights if self.weights is not None else (1.0,) * len(self.workloads)
-        weights = tuple(float(w) for w in weights)
-        if len(weights) != len(self.workloads):
-            raise InputError(
-                f"{len(weights)} weights for {len(self.workloads)} workloads",
-                field="workloads.weight",
-            )
-        for w, wl in zip(weights, self.workloads, strict=True):
-            if not math.isfinite(w) or w <= 0:
-                raise InputError(
-                    f"weight {w!r} of workload {wl.name!r} must be a finite number > 0",
-                    field=f"workloads[{wl.name}].weight",
-                )
-        object.__setattr__(self, "weights", weights)
+        self._check_weights()
         for wl in self.workloads:
             check_on_fabric(wl, self.fabric)
         self._check_limits()
@@ -235,10 +222,28 @@ class Scenario(FrozenOnUnpickle):
                     f"workload {unsized[0]!r} has no model to size its checkpoint from: give "
                     "reliability.checkpoint_bytes", field="reliability.checkpoint_bytes")
 
-    def _check_limits(self) -> None:
-        """The constraints' shapes and magnitudes and the caps' ranges (part of the checks
-        of ``__post_init__``; the ones that depend on the limits)."""
-        for c in self.constraints:
+    def _check_weights(self) -> None:
+        """The weights: one finite number > 0 per workload (default 1 each)."""
+        weights = self.weights if self.weights is not None else (1.0,) * len(self.workloads)
+        weights = tuple(float(w) for w in weights)
+        if len(weights) != len(self.workloads):
+            raise InputError(
+                f"{len(weights)} weights for {len(self.workloads)} workloads",
+                field="workloads.weight",
+            )
+        for w, wl in zip(weights, self.workloads, strict=True):
+            if not math.isfinite(w) or w <= 0:
+                raise InputError(
+                    f"weight {w!r} of workload {wl.name!r} must be a finite number > 0",
+                    field=f"workloads[{wl.name}].weight",
+                )
+        object.__setattr__(self, "weights", weights)
+
+    def _check_limits(self, constraints: bool = True) -> None:
+        """The constraints' shapes and magnitudes (unless ``constraints`` is false: they are
+        known good) and the caps' ranges (part of the checks of ``__post_init__``; the ones
+        that depend on the limits)."""
+        for c in self.constraints if constraints else ():
             if len(c.bw_coef) != self.fabric.n_dims:
                 raise InputError(
                     f"constraint {c.label!r} has {len(c.bw_coef)} bandwidth coefficients, "
@@ -277,15 +282,15 @@ class Scenario(FrozenOnUnpickle):
                     field=f"constraints.{what}")
 
     def with_limits(self, **changes: Any) -> Scenario:
-        """A copy with new ``constraints``, ``budget_usd`` or ``power_w``, checked as
-        :func:`dataclasses.replace` would check it.
+        """A copy with new ``constraints``, ``budget_usd``, ``power_w`` or ``weights``, checked
+        as :func:`dataclasses.replace` would check it.
 
         Only the checks that depend on those fields run again, in their order in
         ``__post_init__`` (the others passed on this scenario and read nothing that
-        changed), and the cached :attr:`timing` and :attr:`coefficients` are kept (the
-        limits do not enter them); the rows are rebuilt. As after
+        changed), and the cached :attr:`timing` and :attr:`coefficients` are kept (these
+        fields do not enter them); the rows are rebuilt when the limits change. As after
         :func:`dataclasses.replace`, the copy has no :attr:`spec`. A re-solve with new
-        right-hand sides uses it.
+        right-hand sides or workload weights uses it.
 
         Raises
         ------
@@ -300,22 +305,34 @@ class Scenario(FrozenOnUnpickle):
         >>> t == replace(s, budget_usd=1e6), t.coefficients is s.coefficients
         (True, True)
         """
-        unknown = sorted(set(changes) - {"constraints", "budget_usd", "power_w"})
+        unknown = sorted(set(changes) - {"constraints", "budget_usd", "power_w", "weights"})
         if unknown:
-            raise TypeError(f"with_limits() takes constraints, budget_usd, power_w, not "
-                            f"{', '.join(unknown)}")
+            raise TypeError(f"with_limits() takes constraints, budget_usd, power_w, weights, "
+                            f"not {', '.join(unknown)}")
         if "constraints" in changes:
             changes["constraints"] = tuple(changes["constraints"])
-        # fields and cached values, without the rows (__getstate__); not copy.copy, whose
-        # __setstate__ would walk every (already read-only) array again
+        limits = set(changes) != {"weights"}
+        rows = self.__dict__.get("rows")
+        # new values of caps it has, or only weights: the same rows, but for the caps' rhs
+        same = rows is not None and "constraints" not in changes and all(
+            (getattr(self, k) is None) == (v is None) for k, v in changes.items()
+            if k != "weights")
+        # fields and cached values without the rows (__getstate__); not copy.copy, whose
+        # __setstate__ would walk every (read-only) array again
         new = object.__new__(type(self))
         new.__dict__.update(self.__getstate__())
         for key, value in changes.items():
             object.__setattr__(new, key, value)
         object.__setattr__(new, "spec", None)
+        if same:
+            assert rows is not None
+            new.__dict__["rows"] = _with_caps(rows, new)
         with input_context(new.source):  # as in __post_init__: the file names every error
-            new._check_limits()
-            new._check_rows()
+            if "weights" in changes:
+                new._check_weights()
+            if limits:
+                new._check_limits(constraints=not same)
+                new._check_rows()
         return new
 
     @property
@@ -497,6 +514,18 @@ def _truncated(items: list[str], limit: int) -> list[str]:
     if len(items) <= limit:
         return items
     return [*items[:limit], f"... ({len(items) - limit} more)"]
+
+
+def _with_caps(rows: tuple[Row, ...], scenario: Scenario) -> tuple[Row, ...]:
+    """``rows`` (a scenario's, which has the caps ``scenario`` has) with ``scenario``'s cap
+    values: the last rows, as :func:`_scenario_rows` writes them."""
+    coeffs = scenario.coefficients
+    caps = [float(cap) - fixed for cap, fixed in ((scenario.budget_usd, coeffs.fixed_usd),
+                                                   (scenario.power_w, coeffs.fixed_w))
+            if cap is not None]
+    k = len(rows) - len(caps)
+    return rows[:k] + tuple(Row(r.label, r.a, r.sense, rhs)
+                            for r, rhs in zip(rows[k:], caps, strict=True))
 
 
 def scenario_rows(scenario: Scenario, coeffs: CostCoefficients | None = None) -> tuple[Row, ...]:

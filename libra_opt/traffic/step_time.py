@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import ClassVar
 
 import numpy as np
@@ -111,7 +112,9 @@ def check_bandwidth(fabric: Fabric, bw_gbps: object, field: str = "bw") -> np.nd
     ...
     libra_opt.errors.InputError: bw: bandwidths by dimension name need exactly node, pod: unknown 'rack'; missing 'pod'
     """
-    if isinstance(bw_gbps, Mapping) or _is_labelled_series(bw_gbps):
+    if type(bw_gbps) is np.ndarray:  # the solver's answers: no names to read
+        pass
+    elif isinstance(bw_gbps, Mapping) or _is_labelled_series(bw_gbps):
         items = dict(bw_gbps.items())  # type: ignore[attr-defined]
         names = fabric.names
         unknown = [k for k in items if k not in names]
@@ -132,7 +135,7 @@ def check_bandwidth(fabric: Fabric, bw_gbps: object, field: str = "bw") -> np.nd
             f"expected {fabric.n_dims} bandwidths ({', '.join(fabric.names)}), got {bw.size}",
             field=field,
         )
-    if not np.all(np.isfinite(bw)) or np.any(bw < 0):
+    if not (np.isfinite(bw).all() and (bw >= 0).all()):
         raise InputError(f"bandwidths {bw.tolist()} must be finite and >= 0 GB/s", field=field)
     return bw
 
@@ -290,6 +293,22 @@ class WalkArrays(FrozenOnUnpickle):
     def __post_init__(self) -> None:
         freeze_arrays(self)  # shared by every evaluation: read-only
 
+    @cached_property
+    def fixed(self) -> tuple[np.ndarray, float, np.ndarray, np.ndarray, np.ndarray]:
+        """What timing the walk needs that no bandwidth changes, computed once: which
+        distinct collectives use which dimension (``(K, D)``), the compute per step (s),
+        each occurrence's repeat count, the occurrences per step of each distinct
+        collective and the bytes per NPU per step on each dimension (read-only)."""
+        used = self.traffic_bytes > 0
+        c_count = self.phase_count[self.coll_phase]
+        per_distinct = np.bincount(self.coll_distinct, weights=c_count,
+                                   minlength=self.traffic_bytes.shape[0])
+        traffic = per_distinct @ self.traffic_bytes
+        for a in (used, c_count, per_distinct, traffic):
+            a.setflags(write=False)
+        return (used, float(self.phase_count @ self.phase_compute_s), c_count, per_distinct,
+                traffic)
+
 
 def walk_arrays(
     workload: Workload, fabric: Fabric, timing: TimingModel | None = None,
@@ -426,7 +445,7 @@ def step_time_from_walk(
     timing = as_timing(timing)
     bw = np.asarray(bw_gbps, dtype=float)
     traffic = walk.traffic_bytes
-    used = traffic > 0
+    used, compute, c_count, per_distinct, traffic_by_dim = walk.fixed
     # Per distinct collective k: t_kd on each dimension and its time t_k.
     if timing.uses_topology_aware:
         if walk.phases is None:
@@ -444,9 +463,8 @@ def step_time_from_walk(
         rate = 1e9 * bw[None, :] if walk.efficiency is None else 1e9 * bw[None, :] * walk.efficiency
         with np.errstate(divide="ignore", invalid="ignore"):
             t_kd = np.where(used, traffic / rate + walk.latency_s, 0.0)
-        if timing.is_pipelined:
-            t_k = np.where(used, t_kd, -np.inf).max(axis=1, initial=-np.inf)
-            t_k = np.where(used.any(axis=1), t_k, 0.0)
+        if timing.is_pipelined:  # t_kd >= 0 where used, 0 elsewhere: the max over used
+            t_k = t_kd.max(axis=1, initial=0.0)
         else:
             t_k = t_kd.sum(axis=1)
     t_c = t_k[walk.coll_distinct]  # every occurrence, layer by layer
@@ -460,11 +478,7 @@ def step_time_from_walk(
         total = float(count @ np.maximum(compute_p, phase_comm))
     if walk.hidden_window_s:
         total = max(total - walk.hidden_window_s, 0.0)
-    compute = float(count @ compute_p)
     comm = float(count @ phase_comm)
-    c_count = count[walk.coll_phase]
-    # Occurrences per step of each distinct collective (repeat counts included).
-    per_distinct = np.bincount(walk.coll_distinct, weights=c_count, minlength=traffic.shape[0])
     by_phase_arr = np.bincount(walk.phase_kind, weights=count * phase_comm, minlength=len(PHASES))
     by_group_arr = np.bincount(walk.coll_group, weights=c_count * t_c,
                                minlength=len(walk.group_names))
@@ -479,7 +493,7 @@ def step_time_from_walk(
         comm_by_group_s=FrozenMap(
             {g: float(by_group_arr[i]) for i, g in enumerate(walk.group_names)}),
         busy_by_dim_s=per_distinct @ t_kd,
-        traffic_by_dim_bytes=per_distinct @ traffic,
+        traffic_by_dim_bytes=traffic_by_dim,
     )
 
 

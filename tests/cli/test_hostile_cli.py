@@ -142,11 +142,10 @@ def no_work(monkeypatch):
     monkeypatch.setattr("libra_opt.io.load_scenario", _boom)
 
 
-SWEEP = ["sweep", "resnet50_4d_budget", "--param", "budget_usd", "--values", "1e7,2e7"]
 COMPARE = ["compare", DEEPSEEK, "--fabrics", "fat_tree,rail_only"]
 
 
-@pytest.mark.parametrize("command", [SWEEP, COMPARE], ids=["sweep", "compare"])
+@pytest.mark.parametrize("command", [COMPARE], ids=["compare"])
 @pytest.mark.parametrize(
     ("args", "flag", "needle"),
     [
@@ -208,42 +207,34 @@ def test_compare_radix_checked_before_loading(capsys, no_work):
 
 
 @pytest.mark.parametrize(
-    ("param", "values", "flag", "needle"),
+    ("axis", "needle"),
     [
-        ("budget_usd", "-3e7,-1e7", "--values", "budget_usd values must be > 0"),
-        ("budget_usd", "0:1e7:3", "--values", "budget_usd values must be > 0"),
-        ("power_w", "-1", "--values", "power_w values must be > 0"),
-        ("budget_usd", "500:1000:1000000000000", "--values", "at most 100,000 points"),
-        ("budget_usd", "1e7:2e7:100001", "--values", "at most 100,000 points"),
-        ("budget_usd", "1:2:3:lin", "--values", "expected start:stop:count[:log]"),
-        ("budget_usd", "1:2:1e12", "--values", "expected start:stop:count[:log]"),
-        ("budget_usd", "nan:1e7:3", "--values", "must be finite"),
-        ("budget_usd", "1e7,inf", "--values", "expected finite numbers"),
-        ("budget_usd", "1e7," * 100_000 + "1e7", "--values", "at most 100,000 points"),
-        ("", "1e7", "--param", "expected a constraint label"),
+        ("budget_usd=-3e7,-1e7", "budget_usd values must be > 0"),
+        ("budget_usd=0:1e7:3", "budget_usd values must be > 0"),
+        ("power_w=-1", "power_w values must be > 0"),
+        ("budget_usd=500:1000:1000000000000", "at most 100,000 points"),
+        ("budget_usd=1e7:2e7:100001", "at most 100,000 points"),
+        ("budget_usd=1:2:3:lin", "expected start:stop:count[:log]"),
+        ("budget_usd=1:2:1e12", "expected start:stop:count[:log]"),
+        ("budget_usd=nan:1e7:3", "must be finite"),
+        ("budget_usd=1e7,inf", "expected finite numbers"),
+        ("budget_usd=" + "1e7," * 100_000 + "1e7", "at most 100,000 points"),
+        ("=1e7", "expected NAME=start:stop:count[:log] or NAME=v1,v2,..."),
     ],
 )
-def test_sweep_values_checked_before_loading(capsys, no_work, param, values, flag, needle):
-    assert main(["sweep", "resnet50_4d_budget", "--param", param, f"--values={values}"]) == 2
+def test_sweep_values_checked_before_loading(capsys, no_work, axis, needle):
+    assert main(["sweep", "resnet50_4d_budget", f"--axis={axis}"]) == 2
     line = one_error_line(capsys)
-    assert f"<cli>: {flag}: " in line and needle in line, line
+    assert "<cli>: --axis: " in line and needle in line, line
 
 
-def test_sweep_param_naming_no_constraint(capsys, monkeypatch):
-    monkeypatch.setattr(sys.modules["libra_opt.explore.sweep"], "sweep", _boom)
-    assert main(["sweep", "resnet50_4d_budget", "--param", "nope", "--values", "1,2"]) == 2
+def test_sweep_axis_naming_no_field_solves_nothing(capsys, monkeypatch):
+    import libra_opt.optimize.problem as problem
+
+    monkeypatch.setattr(problem, "solve", _boom)
+    assert main(["sweep", "resnet50_4d_budget", "--axis", "nope=1,2"]) == 2
     line = one_error_line(capsys)
-    assert "<cli>: --param: no constraint labelled 'nope'" in line and "budget_usd" in line
-
-
-def test_sweep_writes_csv_and_plot_atomically(work, capsys):
-    rc = main(["sweep", "resnet50_4d_budget", "--param", "budget_usd", "--values", "1e8,2e8",
-               "--csv", "out/s.csv", "--plot", "out/s.svg"])
-    assert rc == 0, capsys.readouterr().err
-    assert sorted(p.name for p in (work / "out").iterdir()) == ["s.csv", "s.csv.meta.json",
-                                                                "s.svg"]
-    assert (work / "out" / "s.svg").read_text().lstrip().startswith("<?xml")
-    assert len((work / "out" / "s.csv").read_text().splitlines()) == 3
+    assert "<cli>: --axis: nope: no field 'nope'" in line, line
 
 
 def test_argument_errors_are_one_libra_opt_line(capsys):

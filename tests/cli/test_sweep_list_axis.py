@@ -33,11 +33,11 @@ def scenario(tmp_path):
 
 
 def test_list_valued_axis_sweeps_sets_of_dimensions(scenario, tmp_path, capsys):
-    csv = tmp_path / "r.csv"
+    out = tmp_path / "r"
     assert main(["sweep", str(scenario), "--axis",
                  "in_network_reduction=[],[hb],[scaleout],[hb, scaleout]",
-                 "--csv", str(csv), "--no-progress"]) == 0
-    df = pd.read_csv(csv)
+                 "--out", str(out), "--no-progress"]) == 0
+    df = pd.read_csv(out / "results.csv")
     assert len(df) == 4 and set(df["status"]) == {"optimal"}
     # Hand derivation (pipelined: step = 1 ms + max_d traffic_d / B_d):
     # * plain: hb reduce-scatter + all-gather 2 x 1 GB x 7/8 = 1.75 GB / 100 = 17.5 ms;
@@ -54,7 +54,7 @@ def test_list_valued_axis_sweeps_sets_of_dimensions(scenario, tmp_path, capsys):
     # 1.1 x 128 x 50 = 7,040 $
     cost = df["network_cost_usd"].to_numpy()
     assert cost[1:] - cost[0] == pytest.approx([6400.0, 7040.0, 13440.0], rel=1e-9)
-    assert "wrote" in capsys.readouterr().err
+    assert "wrote" in capsys.readouterr().out
 
 
 def test_one_list_value_is_one_point(scenario, capsys):

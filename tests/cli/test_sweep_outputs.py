@@ -3,13 +3,13 @@ land together or not at all."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import time
 from pathlib import Path
 
 import pytest
 
-import libra_opt.explore.grid as grid
 import libra_opt.optimize.problem as problem
 from libra_opt.cli.main import main
 
@@ -22,7 +22,7 @@ def _boom(*args, **kwargs):
 
 @pytest.fixture
 def no_points(monkeypatch):
-    monkeypatch.setattr(grid, "run_batches", _boom)
+    monkeypatch.setattr(importlib.import_module("libra_opt.explore.sweep"), "run_batches", _boom)
     monkeypatch.setattr(problem, "solve", _boom)
 
 

@@ -273,7 +273,7 @@ def test_search_on_a_real_cluster_through_scheduler_gives_the_serial_rows(
         assert main([*args, "--scheduler", dask_cluster, "--out",
                      str(tmp_path / "cluster")]) == 0
     # the chunks ran on the cluster's two workers (the task stream of its scheduler)
-    ran = [t for t in stream.data if "_call_in_dask" in str(t["key"])]
+    ran = [t for t in stream.data if "call_in_dask" in str(t["key"])]
     assert ran and {t["worker"] for t in ran} <= set(client_workers(dask_cluster))
     capsys.readouterr()
     serial = pd.read_csv(tmp_path / "serial" / "results.csv").drop(columns="solve_s")

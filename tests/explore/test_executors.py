@@ -12,6 +12,7 @@ import pytest
 
 from libra_opt.errors import InputError
 from libra_opt.explore.executors import (
+    ExecutorOptions,
     LocalPool,
     batch_size,
     executor_session,
@@ -45,11 +46,51 @@ def sleepy(batch):
         yield os.getpid(), x
 
 
+class Counted:
+    """What every batch needs; counts its copies (a fresh count on every unpickling)."""
+
+    def __init__(self) -> None:
+        self.used = 0
+
+    def __getstate__(self):
+        return {"used": 0}
+
+
+def scaled_by_shared(shared, batch):
+    """Task with a shared object: this process, the copy's identity and its use count."""
+    shared.used += 1
+    return [(os.getpid(), id(shared), shared.used, x) for x in batch]
+
+
+@pytest.mark.parametrize("executor", ["serial", "processes", "dask"])
+def test_the_shared_object_goes_to_each_worker_once(executor):
+    """``shared`` reaches every batch; a worker keeps one copy for the whole run (its use
+    count grows batch after batch), whatever process ran the batch (the caller itself runs
+    some while the process pool starts)."""
+    batches = make_batches(list(range(40)), 2)
+    got = dict(run_batches(scaled_by_shared, batches, ExecutorOptions(executor, max_workers=2),
+                           shared=Counted()))
+    assert [x for i in sorted(got) for *_, x in got[i]] == list(range(40))
+    copies: dict[tuple[int, int], list[int]] = {}
+    for res in got.values():
+        pid, ident, used, _ = res[0]
+        copies.setdefault((pid, ident), []).append(used)
+    per_process: dict[int, set[int]] = {}
+    for pid, ident in copies:
+        per_process.setdefault(pid, set()).add(ident)
+    assert all(len(ids) == 1 for ids in per_process.values())  # one copy per process
+    for uses in copies.values():  # each copy counted every batch it served
+        assert sorted(uses) == list(range(1, len(uses) + 1))
+    if executor != "serial":
+        assert len(per_process) <= 3  # two workers, and perhaps the caller
+        assert sum(len(u) for u in copies.values()) == len(batches)
+
+
 @pytest.mark.parametrize("executor", ["serial", "processes"])
 def test_every_batch_once_in_item_order(executor):
     items = list(range(23))
     batches = make_batches(items, 4)
-    got = dict(run_batches(squares, batches, executor=executor, max_workers=2))
+    got = dict(run_batches(squares, batches, ExecutorOptions(executor, max_workers=2)))
     assert sorted(got) == list(range(len(batches)))
     assert [r for i in sorted(got) for r in got[i]] == [x * x for x in items]
 
@@ -69,7 +110,7 @@ def test_a_session_keeps_one_pool_for_several_runs():
             def on_items(i, n, heard=heard):
                 heard[i] = heard.get(i, 0) + n
 
-            got = dict(run_batches(whoami, batches, executor=ex, on_items=on_items))
+            got = dict(run_batches(whoami, batches, ExecutorOptions(ex), on_items=on_items))
             assert [x for i in sorted(got) for _, _, x in got[i]] == list(
                 range(10 * run, 10 * run + 10))
             counts.append(heard)
@@ -90,8 +131,8 @@ def test_progress_reaches_the_caller_within_a_batch():
     def on_items(index, n):
         heard.append((index, n, bool(finished)))
 
-    for i, res in run_batches(slow_items, [(1, 2, 3, 4)], executor="processes",
-                              max_workers=1, on_items=on_items):
+    for i, res in run_batches(slow_items, [(1, 2, 3, 4)],
+                              ExecutorOptions("processes", max_workers=1), on_items=on_items):
         finished.append(i)
         assert res == [1, 2, 3, 4]
     assert sum(n for _, n, _ in heard) == 4
@@ -100,11 +141,11 @@ def test_progress_reaches_the_caller_within_a_batch():
 
 @pytest.mark.skipif(not Path("/proc/self/fd/1").exists(), reason="reads /proc")
 def test_workers_write_to_devnull_and_die_when_the_consumer_stops():
-    it = run_batches(sleepy, [(i,) * 1 for i in range(20)], executor="processes",
-                     max_workers=2)
-    pid, _ = next(it)[1][0]
-    assert pid != os.getpid()
-    out = dict(run_batches(whoami, [(1,)], executor="processes", max_workers=1))
+    it = run_batches(sleepy, [(i,) * 1 for i in range(20)],
+                     ExecutorOptions("processes", max_workers=2))
+    # the caller itself takes the last batches while the workers start: wait for a worker's
+    pid = next(p for _, res in it for p, _ in res if p != os.getpid())
+    out = dict(run_batches(whoami, [(1,)], ExecutorOptions("processes", max_workers=1)))
     assert out[0][0][1] == os.devnull
     it.close()  # stop early: the pool's processes are killed before close() returns
     deadline = time.monotonic() + 5
@@ -158,7 +199,7 @@ def test_alive_counts_an_exited_unreaped_process_as_gone():
     is not reaped yet (a zombie) and one reaped are gone."""
     import subprocess
 
-    from libra_opt.explore.executors import _alive
+    from libra_opt.explore.worker_process import alive as _alive
 
     assert _alive(os.getpid())
     proc = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"],

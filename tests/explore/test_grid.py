@@ -188,6 +188,93 @@ def test_budget_axis_on_a_scenario_without_budget_equals_fresh_solves():
         assert_allclose(got, sol.bw_gbps, rtol=1e-3)
 
 
+def test_a_weight_axis_is_data_and_gives_the_hand_optimum():
+    """Two workloads on the toy fabric (a: 3 GB on node, b: 1.75 GB on pod per step, compute
+    10 and 20 ms) under sum(bw) == 300: with weights w_a, w_b the optimum puts B_i in
+    proportion to sqrt(w_i c_i) (Cauchy-Schwarz); the weighted step time is
+    w_a 0.01 + w_b 0.02 + (sqrt(3 w_a) + sqrt(1.75 w_b))^2 / 300. Both weights are data
+    (numbers in the objective), swept on one built problem, on every executor."""
+    from libra_opt.explore.executors import ExecutorOptions
+    from libra_opt.explore.grid import check_axes
+    from libra_opt.explore.overrides import ScenarioBase
+    from tests.optimize.test_data_updates import hand_optimum, two_workloads
+
+    axes = {"workloads.a.weight": [1.0, 4.0, 0.25], "workloads.b.weight": [1.0, 9.0]}
+    base = ScenarioBase.of(two_workloads())
+    assert [(a.kind, a.workload) for a in check_axes(base, axes, ExecutorOptions())] == [
+        ("weight", "a"), ("weight", "b")]
+    df = sweep(two_workloads(), axes, progress=False)
+    for _, row in df.iterrows():
+        bw, objective = hand_optimum(row["workloads.a.weight"], row["workloads.b.weight"])
+        assert_allclose(row["objective"], objective, rtol=1e-7)
+        assert_allclose(row[["bw_node_gbps", "bw_pod_gbps"]].astype(float), bw, rtol=1e-5)
+    procs = sweep(two_workloads(), axes, progress=False, executor="processes", max_workers=2,
+                  batch_size=2)
+    pd.testing.assert_frame_equal(_no_timing(df), _no_timing(procs), check_exact=True)
+    with pytest.raises(InputError) as exc:  # refused before anything is solved
+        sweep(two_workloads(), {"workloads.a.weight": [1.0, 0.0]}, progress=False)
+    assert exc.value.field == "workloads.a.weight"
+
+
+def test_a_weight_axis_under_diloco_is_structural(tmp_path):
+    """DiLoCo's outer sync weighs a share of its workload's weight: the compiled weights are
+    not the spec's, so a weight edit is compiled (and gives the fresh answer)."""
+    from libra_opt.explore.overrides import ScenarioBase
+    from tests.optimize.test_diloco import write
+
+    base = ScenarioBase.of(load_scenario("gpt3_175b_4d"))
+    assert base.weight_of("workloads.gpt3_175b.weight") == "gpt3_175b"
+    assert base.weight_of("workloads[0].weight") == "gpt3_175b"
+    assert base.weight_of("workloads.nope.weight") is None
+    assert base.weight_of("workloads.gpt3_175b.parallelism") is None
+    path = write(tmp_path)
+    diloco = ScenarioBase.of(load_scenario(path))
+    assert [w.name for w in diloco.scenario.workloads] == ["gpt", "gpt_outer"]
+    assert diloco.weight_of("workloads.gpt.weight") is None
+    df = sweep(path, {"workloads.gpt.weight": [1.0, 3.0]}, progress=False)
+    for w, got in zip([1.0, 3.0], df["objective"], strict=True):
+        want = solve(apply_overrides(path, {"workloads.gpt.weight": w}), with_baselines=False)
+        assert_allclose(got, want.objective_value, rtol=1e-7)
+
+
+def test_a_bounds_axis_keeps_the_base_program_and_equals_fresh_solves():
+    """Bounds are rows: the points' scenarios are compiled once each and their problems
+    built from the base problem with new numbers; the answers are fresh solves'."""
+    values = [40.0, 60.0, 80.0, 100.0]
+    df = sweep("gpt3_175b_a100_cluster", {"constraints.bounds.scaleout[1]": values},
+               progress=False)
+    assert df["status"].tolist() == ["optimal"] * 4
+    for v, (_, row) in zip(values, df.iterrows(), strict=True):
+        sol = solve(apply_overrides("gpt3_175b_a100_cluster",
+                                    {"constraints.bounds.scaleout[1]": v}), with_baselines=False)
+        assert_allclose(row["objective"], sol.objective_value, rtol=1e-7)
+
+
+def test_executor_options_are_one_value():
+    from libra_opt.explore.executors import ExecutorOptions
+
+    for kwargs, field in [({"executor": "threads"}, "executor"),
+                          ({"max_workers": 0}, "max_workers"),
+                          ({"batch_size": "8"}, "batch_size"),
+                          ({"out": "folder"}, "out"),
+                          ({"executor": "processes", "scheduler": "tcp://h:1"}, "scheduler")]:
+        with pytest.raises(InputError) as exc:
+            ExecutorOptions(**kwargs)
+        assert exc.value.field == field
+    opts = ExecutorOptions("processes", max_workers=3, batch_size=7, progress=False)
+    assert (opts.executor, opts.workers, opts.batch_size) == ("processes", 3, 7)
+    from libra_opt.explore.sweep import sweep as explore_sweep
+
+    df = explore_sweep(toy_scenario(), {"sum(bw) == 300": [150.0]}, options=opts)
+    assert df["status"].tolist() == ["optimal"]
+    with pytest.raises(InputError) as exc:
+        explore_sweep(toy_scenario(), {"sum(bw) == 300": [150.0]}, options=opts,
+                      executor="serial")
+    assert exc.value.field == "options"
+    with pytest.raises(TypeError):
+        explore_sweep(toy_scenario(), {"sum(bw) == 300": [150.0]}, workers=2)
+
+
 def _no_timing(df):
     return df.drop(columns=TIMING)
 
@@ -252,19 +339,6 @@ def test_a_built_problem_is_reused_for_right_hand_sides():
     assert_allclose(df["weighted_step_time_s"], [0.02, 0.015], rtol=1e-6)
 
 
-def test_older_one_label_form():
-    calls = []
-    df = sweep(toy_scenario(), "sum(bw) == 300", [150, 300],
-               progress=lambda i, n, v: calls.append((i, n, v)))
-    assert df.columns[0] == "value" and "shadow_price" in df.columns
-    assert calls == [(1, 2, 150.0), (2, 2, 300.0)]
-    # d step / d S = -1.5 / S^2 at the optimum
-    assert_allclose(df["shadow_price"], [-1.5 / 150**2, -1.5 / 300**2], rtol=1e-4)
-    with pytest.raises(InputError) as exc:
-        sweep(toy_scenario(), "bw.pod <= 3", [1.0])
-    assert exc.value.field == "label"
-
-
 def test_scenario_object_from_a_file_keeps_its_in_memory_changes():
     # changes made on the scenario's spec (a dataclasses.replace copy has none)
     spec = load_scenario("deepseek_v3_rail_only").spec.edit(
@@ -300,7 +374,7 @@ def test_results_are_identical_whatever_the_executor_batches_and_interruptions(
         tmp_path, uninterrupted):
     """30 points (2 structural groups x 15 right-hand sides): stopped twice, on two
     executors with three batch sizes, then finished: the same rows as one serial run."""
-    from libra_opt.explore.grid import SweepInterrupted
+    from libra_opt.explore.sweep import SweepInterrupted
 
     assert uninterrupted["point"].tolist() == list(range(30))
     out = tmp_path / "run"
@@ -321,7 +395,7 @@ def test_results_are_identical_whatever_the_executor_batches_and_interruptions(
 
 def test_a_torn_last_batch_is_solved_again_on_resume(tmp_path, uninterrupted):
     """A kill during a write leaves a partial last line: resume drops it and re-solves."""
-    from libra_opt.explore.grid import SweepInterrupted
+    from libra_opt.explore.sweep import SweepInterrupted
 
     out = tmp_path / "run"
     with pytest.raises(SweepInterrupted):
@@ -409,13 +483,13 @@ def test_a_sweep_streams_into_any_sink_and_skips_the_points_it_holds():
     """Point 0 already held: only points 1 and 2 are solved and appended. The toy's step
     time is 0.01 s + 1.5 GB / total bandwidth (the module doctest): 300 -> 0.015,
     600 -> 0.0125."""
-    from libra_opt.explore.grid import sweep_grid
     from libra_opt.explore.overrides import ScenarioBase
     from libra_opt.explore.sink import ResultsSink, spec_fingerprint
+    from libra_opt.explore.sweep import sweep
 
     sink = _MemorySink(kept={0})
     assert isinstance(sink, ResultsSink)
-    df = sweep_grid(toy_scenario(), {"sum(bw) == 300": [150, 300, 600]}, progress=False,
+    df = sweep(toy_scenario(), {"sum(bw) == 300": [150, 300, 600]}, progress=False,
                     out=sink)
     assert df["point"].tolist() == [1, 2]
     assert_allclose(df["weighted_step_time_s"], [0.015, 0.0125], rtol=1e-6)
@@ -423,7 +497,7 @@ def test_a_sweep_streams_into_any_sink_and_skips_the_points_it_holds():
         "sum(bw) == 300": [150.0, 300.0, 600.0]}
     assert sink.study["spec_hash"] == spec_fingerprint(ScenarioBase.of(toy_scenario()))
     with pytest.raises(InputError, match="results sink") as err:
-        sweep_grid(toy_scenario(), {"sum(bw) == 300": [150]}, progress=False, out="folder")
+        sweep(toy_scenario(), {"sum(bw) == 300": [150]}, progress=False, out="folder")
     assert err.value.field == "out"
 
 

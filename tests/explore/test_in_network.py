@@ -6,8 +6,8 @@ import pytest
 
 from libra_opt import apply_overrides
 from libra_opt.errors import InputError
-from libra_opt.explore.grid import sweep_grid
 from libra_opt.explore.in_network import choose_in_network
+from libra_opt.explore.sweep import sweep
 from libra_opt.io import load_scenario
 from libra_opt.optimize.problem import solve
 from tests.fixtures import write_scenario_files
@@ -73,7 +73,7 @@ def test_override_and_sweep_axis(tmp_path):
     assert apply_overrides(s, {"in_network_reduction": "none"}).in_network_reduction == ()
     with pytest.raises(InputError, match="list of dimension names"):
         apply_overrides(s, {"in_network_reduction": "[1, 2]"})
-    df = sweep_grid(load_scenario(p), {"in_network_reduction": [[], ["hb"], ["scaleout"], ["hb", "scaleout"]]},
+    df = sweep(load_scenario(p), {"in_network_reduction": [[], ["hb"], ["scaleout"], ["hb", "scaleout"]]},
                     progress=False)
     assert list(df["status"]) == ["optimal"] * 4
     res = choose_in_network(load_scenario(p))

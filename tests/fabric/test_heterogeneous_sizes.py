@@ -14,8 +14,7 @@ import itertools
 import numpy as np
 import pytest
 
-from libra_opt import apply_overrides
-from libra_opt import sweep as sweep_grid
+from libra_opt import apply_overrides, sweep
 from libra_opt.errors import InputError
 from libra_opt.fabric.builders import fabric_from_spec
 from libra_opt.fabric.dims import Fabric
@@ -256,7 +255,7 @@ def test_set_and_sweep_axis_on_fabric_members(tmp_path):
     path = write_builder(tmp_path)
     s = apply_overrides(load_scenario(path), {"fabric.members.scaleout.fraction[1]": 0.25})
     assert s.fabric.dims[1].members.fraction == (1.0, 0.25)
-    df = sweep_grid(path, {"fabric.members.scaleout.fraction[1]": [1.0, 0.5, 0.25]},
+    df = sweep(path, {"fabric.members.scaleout.fraction[1]": [1.0, 0.5, 0.25]},
                     progress=False)
     assert list(df["status"]) == ["optimal"] * 3
     # a slower member never makes the optimum faster

@@ -10,8 +10,7 @@ import pytest
 import yaml
 from numpy.testing import assert_allclose
 
-from libra_opt import apply_overrides
-from libra_opt import sweep as sweep_grid
+from libra_opt import apply_overrides, sweep
 from libra_opt.cost.aggregators import Aggregators
 from libra_opt.cost.prices import cost_coefficients
 from libra_opt.cost.tco import TcoModel, cluster_rate_coefficients, tco_breakdown
@@ -196,7 +195,7 @@ def test_set_and_sweep_axes(tmp_path):
     s = apply_overrides(load_scenario(p), {"in_network_optimizer.usd_per_port_gbps": 50.0,
                                            "in_network_optimizer.dims": "[node]"})
     assert_allclose(s.coefficients.usd_per_gbps, [16.0 + 400.0, 272.0])
-    df = sweep_grid(p, {"workloads.w.parallelism.optimizer_state": ["aggregator", "host_paging"],
+    df = sweep(p, {"workloads.w.parallelism.optimizer_state": ["aggregator", "host_paging"],
                         "in_network_optimizer.usd_per_port_gbps": [0.0, 100.0]},
                     progress=False)
     assert list(df["status"]) == ["optimal"] * 4

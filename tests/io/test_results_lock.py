@@ -101,17 +101,17 @@ def test_a_finished_stream_releases_its_folder(tmp_path):
     # a sweep into a caller's own stream: once finished, the folder is free again in this
     # same process (flock locks of two descriptors conflict even within one process)
     import libra_opt as lo
-    from libra_opt.explore.grid import sweep_grid
+    from libra_opt.explore.sweep import sweep
     from libra_opt.scenario.examples import toy_scenario
 
     folder = tmp_path / "run"
     axes = {"sum(bw) == 300": [150.0, 300.0]}
-    first = sweep_grid(toy_scenario(), axes, progress=False, out=results_stream(folder))
+    first = sweep(toy_scenario(), axes, progress=False, out=results_stream(folder))
     again = lo.sweep(toy_scenario(), axes, out=folder, resume=True, progress=False)
     assert list(again["point"]) == list(first["point"]) == [0, 1]
     s = results_stream(folder, resume=True, hold_after_finish=True)   # the CLI's: held
     # until close(), while it writes its plots
-    sweep_grid(toy_scenario(), axes, progress=False, out=s)
+    sweep(toy_scenario(), axes, progress=False, out=s)
     with pytest.raises(InputError, match="open results stream of this process holds it"):
         lo.sweep(toy_scenario(), axes, out=folder, resume=True, progress=False)
     s.close()

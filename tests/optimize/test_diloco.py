@@ -351,8 +351,7 @@ def write(tmp_path, text=YAML):
 
 
 def test_yaml_block_matches_hand_derivation_and_sweeps(tmp_path):
-    from libra_opt import apply_overrides
-    from libra_opt import sweep as sweep_grid
+    from libra_opt import apply_overrides, sweep
     from libra_opt.io import load_scenario
 
     p = write(tmp_path)
@@ -366,7 +365,7 @@ def test_yaml_block_matches_hand_derivation_and_sweeps(tmp_path):
     b0, b1 = 20.0, 2.0
     want = 0.3 + 3.0 / b0 + 0.1 * max(3.0 / b0, 0.5 / b1 + 2 * SITE_LAT)
     assert_allclose(evaluate(o, [b0, b1]).weighted_step_time_s, want, rtol=1e-12)
-    df = sweep_grid(p, {"diloco.sync_every_steps": [2, 10, 50, 250]}, progress=False)
+    df = sweep(p, {"diloco.sync_every_steps": [2, 10, 50, 250]}, progress=False)
     assert list(df["status"]) == ["optimal"] * 4
     assert list(df["objective"]) == sorted(df["objective"], reverse=True)
 
@@ -387,8 +386,7 @@ def test_yaml_errors_name_file_and_field(tmp_path):
 def test_yaml_overlap_steps_set_and_sweep(tmp_path):
     """``diloco.overlap_steps`` in the file, through ``--set`` (apply_overrides) and as a sweep
     axis: the evaluation is the hand formula, and more overlap never slows the optimum."""
-    from libra_opt import apply_overrides
-    from libra_opt import sweep as sweep_grid
+    from libra_opt import apply_overrides, sweep
     from libra_opt.io import load_scenario
 
     p = write(tmp_path, YAML.replace("delta_bits: 4,", "delta_bits: 4, overlap_steps: 2,"))
@@ -404,7 +402,7 @@ def test_yaml_overlap_steps_set_and_sweep(tmp_path):
         apply_overrides(p, {"diloco.overlap_steps": 30})  # > H / F = 25
     assert err.value.field == "diloco.overlap_steps"
     taus = [0, 0.05, 0.5, 2, 25]
-    df = sweep_grid(p, {"diloco.overlap_steps": taus}, progress=False)
+    df = sweep(p, {"diloco.overlap_steps": taus}, progress=False)
     assert list(df["status"]) == ["optimal"] * len(taus)
     obj = list(df["objective"])
     assert obj == sorted(obj, reverse=True) and obj[0] > obj[-1]

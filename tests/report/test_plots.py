@@ -69,11 +69,12 @@ def test_plot_sweep_names_the_swept_quantity_and_marks_failures():
     assert "no design (1 points)" in labels and "bw hb" in labels
 
 
-def test_plot_sweep_legacy_value_column_and_label():
-    df = _sweep_df().rename(columns={"budget_usd": "value"})
-    assert P.plot_sweep(df, x_label="budget_usd").axes[0].get_xlabel() == "network budget ($M)"
-    df2 = df.assign(value=[900.0, 1000, 1100, 1200])
-    ax = P.plot_sweep(df2, x_label="sum(bw) == 1000").axes[0]
+def test_plot_sweep_labels_its_axis():
+    ax = P.plot_sweep(_sweep_df(), x_label="budget_usd").axes[0]
+    assert ax.get_xlabel() == "network budget ($M)"
+    df = _sweep_df().rename(columns={"budget_usd": "sum(bw) == 1000"}).assign(
+        **{"sum(bw) == 1000": [900.0, 1000, 1100, 1200]})
+    ax = P.plot_sweep(df).axes[0]
     assert ax.get_xlabel() == "right-hand side of 'sum(bw) == 1000' (GB/s)"
 
 

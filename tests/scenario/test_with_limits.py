@@ -21,6 +21,8 @@ def _rows(s):
     {"budget_usd": None},
     {"constraints": ()},
     {"constraints": ("sum(bw) <= 450", "bw[0] >= bw[1]")},
+    {"weights": (2.5,)},
+    {"weights": (0.5,), "budget_usd": 1e6},
 ])
 def test_same_scenario_as_replace(changes):
     base = toy_scenario()
@@ -44,6 +46,9 @@ def test_same_scenario_as_replace(changes):
     {"budget_usd": float("inf")},
     {"power_w": -1.0},  # out of range
     {"constraints": "bad-rhs"},  # |rhs| beyond MAX_RHS
+    {"weights": (0.0,)},
+    {"weights": (float("nan"),)},
+    {"weights": (1.0, 2.0)},  # two weights, one workload
 ])
 def test_same_refusal_as_replace(changes):
     base = toy_scenario()

@@ -114,12 +114,12 @@ def test_bad_yaml_names_file_and_field(tmp_path, block, field):
 
 
 def test_set_adds_the_block_and_sweeps(tmp_path):
-    from libra_opt import sweep as sweep_grid
+    from libra_opt import sweep
 
     p = write(tmp_path, "constraints: {linear: ['sum(bw) == 150']}")
     s = apply_overrides(p, {"compression": "{groups: {weight_grad: fp8}}"})
     assert_allclose(evaluate(s, [100.0, 50.0]).weighted_step_time_s, 3e-3 + 3e-3 + 17.5e-3)
-    df = sweep_grid(p, {"compression": [{"groups": {"weight_grad": d}}
+    df = sweep(p, {"compression": [{"groups": {"weight_grad": d}}
                                         for d in ("fp32", "bf16", "fp8", "int4")]},
                     progress=False)
     assert list(df["status"]) == ["optimal"] * 4

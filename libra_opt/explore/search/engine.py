@@ -72,6 +72,7 @@ from libra_opt.errors import (
 )
 from libra_opt.explore.executors import (
     EXECUTORS,
+    ExecutorOptions,
     executor_session,
     make_batches,
     resolve_executor,
@@ -543,7 +544,7 @@ def run_search(
 
                 results: dict[int, list[list[dict]]] = {}
                 task = functools.partial(_chunk_task, ctx=ctx, best=tuple(best))
-                it = run_batches(task, chunks, executor=ex, on_items=on_items)
+                it = run_batches(task, chunks, ExecutorOptions(ex), on_items=on_items)
                 try:
                     for i, par_rows in it:
                         results[i] = par_rows
