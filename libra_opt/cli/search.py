@@ -94,7 +94,7 @@ def _hb_domains(text: str | None) -> tuple[int, ...] | None:
 def _dim_family(args: argparse.Namespace) -> dict[str, Any]:
     """``--dim-sizes``, ``--dim-topologies`` and ``--unit-dims`` as
     :class:`~libra_opt.explore.search.space.SearchSpace` fields."""
-    from libra_opt.explore.search.space import DIM_TOPOLOGIES
+    from libra_opt.fabric.topology import topology_names
 
     out: dict[str, Any] = {}
     text = args.dim_sizes
@@ -113,8 +113,8 @@ def _dim_family(args: argparse.Namespace) -> dict[str, Any]:
             out["dim_sizes"] = sizes
     if args.dim_topologies is not None:
         topos = tuple(v.strip() for v in args.dim_topologies.split(",") if v.strip())
-        if not topos or any(t not in (*DIM_TOPOLOGIES, "torus") for t in topos):
-            raise InputError(f"expected some of {', '.join(DIM_TOPOLOGIES)}, got "
+        if not topos or any(t not in topology_names(aliases=True) for t in topos):
+            raise InputError(f"expected some of {', '.join(topology_names())}, got "
                              f"{args.dim_topologies!r}", field="--dim-topologies")
         out["dim_topologies"] = topos
     if args.unit_dims:
