@@ -22,7 +22,7 @@ from typing import Any
 
 from libra_opt.cli.args import add_executor_arguments
 from libra_opt.errors import InputError, option_context
-from libra_opt.options import OBJECTIVE_MEANING, OBJECTIVES
+from libra_opt.options import OBJECTIVE_MEANING, OBJECTIVES, TOPOLOGIES
 
 __all__ = ["register", "run", "format_top", "summary"]
 
@@ -49,8 +49,8 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
                    "tuples such as 4x8x4x32,8x8x2x32, or 'factorizations' (every ordered "
                    "factorization of the NPU count into the fabric's dimensions)")
     p.add_argument("--dim-topologies", metavar="T,T,...",
-                   help="topologies each dimension may take: ring, fully_connected, switch "
-                   "(every combination is a shape; default: each keeps its own)")
+                   help=f"topologies each dimension may take: {', '.join(TOPOLOGIES)} "
+                   "(torus: ring; every combination is a shape; default: each keeps its own)")
     p.add_argument("--unit-dims", action="store_true",
                    help="with --dim-sizes factorizations: also sizes of 1 (fewer dimensions)")
     p.add_argument("--placements", choices=("all", "auto"), default="all",
