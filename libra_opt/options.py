@@ -13,11 +13,20 @@ Examples
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from typing import TYPE_CHECKING, Literal, get_args
+
+from libra_opt.fabric.builders import FABRIC_FAMILIES, FabricFamily
+from libra_opt.fabric.topology import (
+    SWITCH_PRICINGS,
+    SWITCH_SCOPES,
+    TOPOLOGY_CLASSES,
+    SwitchPricing,
+    SwitchScope,
+)
 
 __all__ = [
     "POINT_COLUMN",
-    "Topology",
+    "TopologyName",
     "TOPOLOGIES",
     "SwitchScope",
     "SWITCH_SCOPES",
@@ -51,18 +60,18 @@ __all__ = [
     "COMPARE_MODES",
 ]
 
-#: Topology of one fabric dimension.
-Topology = Literal["ring", "fully_connected", "switch"]
-TOPOLOGIES: tuple[Topology, ...] = get_args(Topology)
+#: Topology of one fabric dimension: the names of the topology classes
+#: (:data:`~libra_opt.fabric.topology.TOPOLOGY_CLASSES`). ``TopologyName`` is their
+#: ``Literal`` at run time (what the scenario schema checks a name against), ``str`` to a
+#: type checker, which cannot read a ``Literal`` built from a tuple.
+TOPOLOGIES: tuple[str, ...] = tuple(t.name for t in TOPOLOGY_CLASSES)
+if TYPE_CHECKING:
+    TopologyName = str
+else:
+    TopologyName = Literal[TOPOLOGIES]
 
-#: What one switch network of a dimension spans: its whole block (fat-tree) or one rail.
-SwitchScope = Literal["block", "rail"]
-SWITCH_SCOPES: tuple[SwitchScope, ...] = get_args(SwitchScope)
-
-#: How a switch network with a radix is priced: whole switches (``switches x radix`` ports
-#: bought, what a buyer pays) or only the ports in use (a shared chassis).
-SwitchPricing = Literal["whole_switch", "used_ports"]
-SWITCH_PRICINGS: tuple[SwitchPricing, ...] = get_args(SwitchPricing)
+# SwitchScope, SwitchPricing (a switch dimension's choices) and FabricFamily are defined
+# with what they choose (libra_opt.fabric.topology, libra_opt.fabric.builders).
 
 #: Collective operations (``p2p``: a pipeline send/receive).
 CollectiveKind = Literal["all_reduce", "reduce_scatter", "all_gather", "all_to_all", "p2p"]
@@ -109,10 +118,6 @@ TRAINING_LOOPS: tuple[TrainingLoop, ...] = get_args(TrainingLoop)
 #: Which bytes cross which dimension: LIBRA's hierarchical model or the fabric's own routing.
 TrafficModel = Literal["hierarchical", "native"]
 TRAFFIC_MODELS: tuple[TrafficModel, ...] = get_args(TrafficModel)
-
-#: Fabric families the builders make and ``compare`` compares.
-FabricFamily = Literal["multi_dim", "fat_tree", "rail_only"]
-FABRIC_FAMILIES: tuple[FabricFamily, ...] = get_args(FabricFamily)
 
 #: Cost columns of a dimension (bought per GB/s of its bandwidth).
 Component = Literal["link", "switch", "nic"]

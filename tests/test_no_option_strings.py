@@ -8,6 +8,13 @@ cross which dimension), to which a ``TimingModel`` hands its names.
 
 Everything else asks ``scenario.timing`` (``is_pipelined``, ``uses_topology_aware``,
 ``overlapped``, ``native_traffic``, ...) or ``scenario.objective_model``.
+
+Nor is a topology's name (or alias, ``torus``) compared anywhere but in the topology classes
+(``fabric/topology.py``): everything else asks a dimension's
+:class:`~libra_opt.fabric.topology.Topology` (``switched``, ``forwards``, ``hops``,
+``links_per_npu``, ...), so a new topology is one new class. ``ring`` is also a collective
+algorithm and ``switch`` a component (a graph node's, a part's or a failure's ``kind``):
+a comparison on a line that speaks of an ``algorithm`` or a ``kind`` is that.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from libra_opt.fabric.topology import topology_names
 from libra_opt.options import COLLECTIVE_MODELS, OBJECTIVES, TRAFFIC_MODELS, TRAINING_LOOPS
 
 ROOT = Path(__file__).resolve().parents[1] / "libra_opt"
@@ -30,16 +38,27 @@ RESOLVERS = {
 
 NAMES = sorted(set(COLLECTIVE_MODELS) | set(TRAINING_LOOPS) | set(TRAFFIC_MODELS)
                | set(OBJECTIVES))
-_LIT = r"""["'](?:{})["']""".format("|".join(map(re.escape, NAMES)))
-COMPARISON = re.compile(
-    rf"(?:==|!=)\s*{_LIT}"                       # x == "pipelined"
-    rf"|{_LIT}\s*(?:==|!=)"                      # "pipelined" == x
-    rf"|\bin\s*[(\[{{][^)\]}}]*{_LIT}"           # x in ("overlap", ...), x not in {...}
-    rf"|\bcase\s+{_LIT}"                         # match x: case "tco":
-)
+TOPOLOGY_RESOLVERS = {"fabric/topology.py"}
+TOPOLOGY_NAMES = sorted(topology_names(aliases=True))
+# names another vocabulary shares, and the word a line comparing that vocabulary names
+SHARED = {"ring": ("algorithm",), "switch": ("kind",)}
 
 
-def comparisons(text: str) -> list[tuple[int, str]]:
+def _pattern(names: list[str]) -> re.Pattern[str]:
+    lit = r"""["'](?:{})["']""".format("|".join(map(re.escape, names)))
+    return re.compile(
+        rf"(?:==|!=)\s*{lit}"                    # x == "pipelined"
+        rf"|{lit}\s*(?:==|!=)"                   # "pipelined" == x
+        rf"|\bin\s*[(\[{{][^)\]}}]*{lit}"        # x in ("overlap", ...), x not in {...}
+        rf"|\bcase\s+{lit}"                      # match x: case "tco":
+    )
+
+
+COMPARISON = _pattern(NAMES)
+TOPOLOGY = {name: _pattern([name]) for name in TOPOLOGY_NAMES}
+
+
+def comparisons(text: str, pattern: re.Pattern[str] = COMPARISON) -> list[tuple[int, str]]:
     """``(line number, line)`` of every comparison with an option's name, doctests and
     comments aside."""
     out = []
@@ -47,9 +66,19 @@ def comparisons(text: str) -> list[tuple[int, str]]:
         code = line.strip()
         if code.startswith(("#", ">>>", "...")):
             continue
-        if COMPARISON.search(code.split("  #")[0]):
+        if pattern.search(code.split("  #")[0]):
             out.append((i, code))
     return out
+
+
+def topology_comparisons(text: str) -> list[tuple[int, str]]:
+    """``(line number, line)`` of every comparison with a topology's name (a shared name
+    on a line that names its other vocabulary aside)."""
+    out = set()
+    for name, pattern in TOPOLOGY.items():
+        out |= {(i, code) for i, code in comparisons(text, pattern)
+                if not any(w in code for w in SHARED.get(name, ()))}
+    return sorted(out)
 
 
 def test_the_pattern_finds_comparisons_and_nothing_else():
@@ -80,3 +109,33 @@ def test_no_option_name_is_compared_outside_its_resolvers():
 
 def test_the_resolvers_exist():
     assert all((ROOT / rel).is_file() for rel in RESOLVERS)
+
+
+def test_the_topology_pattern_finds_comparisons_and_nothing_else():
+    found = topology_comparisons(
+        'if dim.topology == "ring":\n'
+        "if t != 'switch' and d.switch_radix:\n"
+        'if topo in ("ring", "fully_connected"):\n'
+        'topos = tuple("ring" if t == "torus" else t for t in topologies)\n'
+        '    case "mesh":\n'
+        'if algorithm == "ring":\n'                      # a collective algorithm
+        'if a["kind"] == "switch":\n'                    # a graph node's kind
+        'kinds = {"ring": 1, "switch": 2}\n'             # not a comparison
+        '>>> d.topology == "switch"\n'                   # a doctest
+    )
+    assert [n for n, _ in found] == [1, 2, 3, 4, 5]
+
+
+def test_no_topology_name_is_compared_outside_the_topology_classes():
+    hits = []
+    for path in sorted(ROOT.rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        if rel in TOPOLOGY_RESOLVERS:
+            continue
+        hits += [f"{rel}:{n}: {code}" for n, code in topology_comparisons(path.read_text("utf-8"))]
+    assert hits == [], "\n".join(hits)
+
+
+def test_the_topology_resolvers_exist():
+    assert all((ROOT / rel).is_file() for rel in TOPOLOGY_RESOLVERS)
+    assert {"ring", "fully_connected", "switch", "mesh", "torus"} <= set(TOPOLOGY_NAMES)

@@ -22,7 +22,7 @@ from typing import Any
 
 from libra_opt.cli.args import add_executor_arguments
 from libra_opt.errors import InputError, option_context
-from libra_opt.options import OBJECTIVE_MEANING, OBJECTIVES
+from libra_opt.options import OBJECTIVE_MEANING, OBJECTIVES, TOPOLOGIES
 
 __all__ = ["register", "run", "format_top", "summary"]
 
@@ -49,8 +49,8 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
                    "tuples such as 4x8x4x32,8x8x2x32, or 'factorizations' (every ordered "
                    "factorization of the NPU count into the fabric's dimensions)")
     p.add_argument("--dim-topologies", metavar="T,T,...",
-                   help="topologies each dimension may take: ring, fully_connected, switch "
-                   "(every combination is a shape; default: each keeps its own)")
+                   help=f"topologies each dimension may take: {', '.join(TOPOLOGIES)} "
+                   "(torus: ring; every combination is a shape; default: each keeps its own)")
     p.add_argument("--unit-dims", action="store_true",
                    help="with --dim-sizes factorizations: also sizes of 1 (fewer dimensions)")
     p.add_argument("--placements", choices=("all", "auto"), default="all",
@@ -94,7 +94,7 @@ def _hb_domains(text: str | None) -> tuple[int, ...] | None:
 def _dim_family(args: argparse.Namespace) -> dict[str, Any]:
     """``--dim-sizes``, ``--dim-topologies`` and ``--unit-dims`` as
     :class:`~libra_opt.explore.search.space.SearchSpace` fields."""
-    from libra_opt.explore.search.space import DIM_TOPOLOGIES
+    from libra_opt.fabric.topology import topology_names
 
     out: dict[str, Any] = {}
     text = args.dim_sizes
@@ -113,8 +113,8 @@ def _dim_family(args: argparse.Namespace) -> dict[str, Any]:
             out["dim_sizes"] = sizes
     if args.dim_topologies is not None:
         topos = tuple(v.strip() for v in args.dim_topologies.split(",") if v.strip())
-        if not topos or any(t not in (*DIM_TOPOLOGIES, "torus") for t in topos):
-            raise InputError(f"expected some of {', '.join(DIM_TOPOLOGIES)}, got "
+        if not topos or any(t not in topology_names(aliases=True) for t in topos):
+            raise InputError(f"expected some of {', '.join(topology_names())}, got "
                              f"{args.dim_topologies!r}", field="--dim-topologies")
         out["dim_topologies"] = topos
     if args.unit_dims:

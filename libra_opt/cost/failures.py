@@ -10,9 +10,10 @@ so a design with more switches, tiers and optics fails more often.
 Which part stops the job and which only slows it is the fabric family's *blast radius*
 (:func:`failure_modes`). A synchronous job stops when an NPU, its memory, host or NIC fails,
 or when a part fails that cuts NPUs off: a switch network's single switch, a leaf, the cable
-from a NIC to its leaf, the one cable of a 2-NPU clique. It keeps running, slower, when a
-part fails that a network routes around; the step is then evaluated at the design's
-bandwidths with the dimension's bandwidth times a factor ``f`` (never re-solved):
+from a NIC to its leaf, the one cable of a 2-NPU clique, any cable of a mesh. It keeps
+running, slower, when a part fails that a network routes around; the step is then
+evaluated at the design's bandwidths with the dimension's bandwidth times a factor ``f``
+(never re-solved):
 
 * a spine or core switch (level ``l >= 1`` of a Clos of radix ``k``): a switch below it
   with ``L`` uplinks dealt round-robin over ``S`` switches of level ``l`` loses
@@ -26,7 +27,10 @@ bandwidths with the dimension's bandwidth times a factor ``f`` (never re-solved)
   each cable once: ``f = 1/2``;
 * a clique cable of ``n >= 3`` NPUs: the pair's traffic detours over the ``n - 2``
   two-hop paths, loading ``2(n - 2)`` links by ``1 / (n - 2)`` of a link's share:
-  ``f = (n - 2) / (n - 1)``.
+  ``f = (n - 2) / (n - 1)``;
+* a mesh cable stops the job: it splits the line in two, and a collective over the line
+  has no other way across (each topology's
+  :meth:`~libra_opt.fabric.topology.Topology.cable_failure_factor`).
 
 Dimensions inside one host (every block within ``gpus_per_host`` NPUs: an NVLink domain of
 an 8-GPU server) have no failures of their own: Table 5 of [1]_ files NVLink errors under
@@ -263,7 +267,7 @@ def _switch_modes(fabric: Fabric, d: int, rates: Mapping[str, float]) -> list[Fa
     dim, inv = fabric.dims[d], dimension_inventory(fabric, d)
     n_big, block = fabric.n_npus, switch_block_npus(fabric, d)
     levels = clos_level_switches(block, dim.switch_radix)
-    rates = {k: rate_of(rates, k, dim.tier) for k in ("switch", "link")}
+    rates = {kind: rate_of(rates, kind, dim.tier) for kind in ("switch", "link")}
     names = _level_names(len(levels))
     out = [FailureMode("switch", f"{dim.name} {names[0]}", inv.blocks * levels[0],
                        rates["switch"], True),
@@ -332,16 +336,12 @@ def failure_modes(fabric: Fabric, rates_per_h: Mapping[str, float] | None = None
             continue
         inv = dimension_inventory(fabric, d)
         link = rate_of(rates, "link", dim.tier)
-        if dim.topology == "switch":
+        if dim.topology.switched:
             out.append(FailureMode("nic", f"{dim.name} NIC", inv.nics,
                                    rate_of(rates, "nic", dim.tier), True, spare=True))
             out.extend(_switch_modes(fabric, d, rates))
-        elif dim.topology == "ring":
-            out.append(FailureMode("link", f"{dim.name} ring cable", inv.cables, link, False,
-                                   d, 0.5))
         else:
-            n = dim.size
-            out.append(FailureMode("link", f"{dim.name} clique cable", inv.cables, link,
-                                   n == 2, None if n == 2 else d,
-                                   1.0 if n == 2 else (n - 2) / (n - 1)))
+            f = dim.topology.cable_failure_factor(dim.size)
+            out.append(FailureMode("link", f"{dim.name} {dim.topology.block} cable", inv.cables,
+                                   link, f == 0, None if f == 0 else d, f or 1.0))
     return tuple(out)

@@ -45,8 +45,6 @@ __all__ = [
     "network_cost_breakdown",
 ]
 
-# Components each topology buys per GB/s of per-NPU bandwidth.
-_NEEDED = {"ring": ("link",), "fully_connected": ("link",), "switch": ("link", "switch", "nic")}
 
 
 def _price_map(values: Mapping[str, float] | None, what: str, tier: str) -> Mapping[str, float]:
@@ -274,7 +272,7 @@ def cost_coefficients(fabric: Fabric, cost_model: CostModel,
             "nic": float(inv.nics),
         }
         for c, comp in enumerate(COMPONENTS):
-            if comp not in _NEEDED[dim.topology]:
+            if comp not in dim.topology.components:
                 continue
             if comp not in prices.usd_per_gbps:
                 raise InputError(

@@ -518,7 +518,7 @@ def compare_fabrics(
                 "network_cost_usd": float(k.usd_per_gbps @ bw) + k.fixed_usd,
                 "scaleout_cost_usd": float(k.usd_per_gbps[so] * bw[so]),
                 "network_power_w": power,
-                "scaleout_tiers": invs[so].tiers if f.dims[so].topology == "switch" else 0,
+                "scaleout_tiers": invs[so].tiers,  # 0 without switches
                 "hb_switches": int(sum(i.switches for i in invs[:so])),
                 "scaleout_switches": int(invs[so].switches),
                 "usd_per_hour": None, "run_cost_usd": None,

@@ -139,7 +139,7 @@ def choose_in_network(
     """
     fabric = scenario.fabric
     if dims is None:
-        dims = [d.name for d in fabric.dims if d.topology == "switch"]
+        dims = [d.name for d in fabric.dims if d.topology.switched]
     dims = list(dict.fromkeys(dims))
     if len(dims) > 12:
         raise InputError(f"{len(dims)} candidate dimensions: 2^{len(dims)} solves is too many "

@@ -24,16 +24,16 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal, get_args
 
 from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Dim, Fabric
 from libra_opt.fabric.heterogeneous import attach_members
-from libra_opt.fabric.inventory import clos_tiers
-from libra_opt.options import FABRIC_FAMILIES as FAMILIES
-from libra_opt.options import TOPOLOGIES
+from libra_opt.fabric.topology import Switch, clos_tiers, topology_of
 
 __all__ = [
+    "FABRIC_FAMILIES",
+    "FabricFamily",
     "LIBRA_TIERS",
     "multi_dim",
     "rail_optimized_fat_tree",
@@ -45,7 +45,9 @@ __all__ = [
 
 #: Default cost tiers of a multi-dimensional fabric, innermost first (LIBRA's names).
 LIBRA_TIERS: tuple[str, ...] = ("InterChiplet", "InterPackage", "InterNode", "InterPod")
-#: Fabric families understood by :func:`as_family` and :func:`fabric_from_spec`.
+#: Fabric families the builders make, :func:`as_family` rewires and ``compare`` compares.
+FabricFamily = Literal["multi_dim", "fat_tree", "rail_only"]
+FABRIC_FAMILIES: tuple[FabricFamily, ...] = get_args(FabricFamily)
 
 
 def multi_dim(
@@ -88,18 +90,12 @@ def multi_dim(
     (('chiplet', 'package', 'node'), 128, ['ring', 'ring', 'switch'])
     """
     shape = tuple(shape)
-    topos = tuple("ring" if t == "torus" else t for t in topologies)
     n = len(shape)
-    if len(topos) != n:
+    if len(topologies) != n:
         raise InputError(
-            f"{len(topos)} topologies for {n} dimensions", field="fabric.topologies"
+            f"{len(topologies)} topologies for {n} dimensions", field="fabric.topologies"
         )
-    for t in topos:
-        if t not in TOPOLOGIES:
-            raise InputError(
-                f"topology {t!r} is not one of ring, torus, fully_connected, switch",
-                field="fabric.topologies",
-            )
+    topos = [topology_of(t, "fabric.topologies", aliases=True) for t in topologies]
     if tiers is None:
         if n > len(LIBRA_TIERS):
             raise InputError(
@@ -119,13 +115,9 @@ def multi_dim(
     lat = (latency_s,) * n if isinstance(latency_s, int | float) else tuple(latency_s)
     if len(lat) != n:
         raise InputError(f"{len(lat)} latencies for {n} dimensions", field="fabric.latency_s")
-    # topos[i] is a str checked against TOPOLOGIES above; mypy cannot narrow a tuple item
-    # to the Topology Literal from that check.
     dims = tuple(
-        Dim(
-            names[i], topos[i], int(shape[i]), tiers[i], float(lat[i]),  # type: ignore[arg-type]
-            switch_radix=switch_radix if topos[i] == "switch" else None,
-        )
+        Dim(names[i], topos[i], int(shape[i]), tiers[i], float(lat[i]),
+            switch_radix=switch_radix if topos[i].switched else None)
         for i in range(n)
     )
     return Fabric(dims)
@@ -152,12 +144,10 @@ def _two_level(
             f"n_npus {n_npus} is not a multiple of hb_domain {hb_domain}",
             field="fabric.n_npus",
         )
-    if hb_topology == "torus":
-        hb_topology = "ring"
-    # hb_topology is user text ("torus" mapped to "ring" above); Dim checks it is a Topology.
-    hb = Dim("hb", hb_topology, hb_domain, hb_tier, hb_latency_s)  # type: ignore[arg-type]
+    hb = Dim("hb", topology_of(hb_topology, "dim 'hb'.topology", aliases=True), hb_domain,
+             hb_tier, hb_latency_s)
     so = Dim(
-        "scaleout", "switch", n_npus // hb_domain, scale_out_tier, scale_out_latency_s,
+        "scaleout", Switch(), n_npus // hb_domain, scale_out_tier, scale_out_latency_s,
         switch_radix=switch_radix, switch_scope=scope,
         switch_pricing=switch_pricing, copper_levels=copper_levels,  # type: ignore[arg-type]
     )
@@ -283,8 +273,7 @@ def fabric_family(fabric: Fabric) -> str:
     """
     if any(d.switch_scope == "rail" for d in fabric.dims):
         return "rail_only"
-    last = fabric.dims[-1]
-    if last.topology == "switch" and last.switch_radix is not None:
+    if fabric.dims[-1].switch_radix is not None:  # only a switch has a radix
         return "fat_tree"
     return "multi_dim"
 
@@ -304,9 +293,9 @@ def as_family(fabric: Fabric, family: str, switch_radix: int | None = 64) -> Fab
     >>> as_family(f, "rail_only", 64) == rail_only(128, 8, 64)
     True
     """
-    if family not in FAMILIES:
+    if family not in FABRIC_FAMILIES:
         raise InputError(
-            f"fabric family {family!r} is not one of {', '.join(FAMILIES)}", field="fabrics"
+            f"fabric family {family!r} is not one of {', '.join(FABRIC_FAMILIES)}", field="fabrics"
         )
     if family == "multi_dim":
         dims = tuple(dataclasses.replace(d, switch_radix=None, switch_scope="block")
@@ -314,7 +303,7 @@ def as_family(fabric: Fabric, family: str, switch_radix: int | None = 64) -> Fab
         return Fabric(dims)
     last = dataclasses.replace(
         fabric.dims[-1],
-        topology="switch",
+        topology=Switch(),
         switch_radix=switch_radix,
         switch_scope="block" if family == "fat_tree" else "rail",
     )

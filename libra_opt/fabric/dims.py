@@ -1,6 +1,6 @@
 """Multi-dimensional fabric: an ordered list of network dimensions, innermost first.
 
-A dimension has a topology (``ring``, ``fully_connected`` or ``switch``), a size (NPUs
+A dimension has a topology (:mod:`libra_opt.fabric.topology`), a size (NPUs
 along it), a cost tier (which unit-price table applies) and an optional per-step latency.
 A switch dimension may also carry a switch radix (it is then priced as a multi-tier Clos
 instead of one ideal switch) and a scope (``block``: one network over all NPUs of the block,
@@ -17,9 +17,16 @@ from dataclasses import field as dc_field
 
 from libra_opt.errors import InputError, input_context
 from libra_opt.fabric.heterogeneous import DimMembers, members_from_mapping
-from libra_opt.options import SWITCH_PRICINGS, SWITCH_SCOPES, TOPOLOGIES, SwitchPricing, Topology
+from libra_opt.fabric.topology import (
+    SWITCH_PRICINGS,
+    SWITCH_SCOPES,
+    SwitchPricing,
+    Topology,
+    clos_tiers,
+    topology_of,
+)
 
-__all__ = ["Dim", "Fabric", "MAX_NPUS", "clos_max_endpoints", "clos_tiers"]
+__all__ = ["Dim", "Fabric", "MAX_NPUS"]
 
 #: Most NPUs a fabric may have (the product of the dimension sizes), and so the largest
 #: size of one dimension. Beyond it inputs are taken as mistakes, not designs.
@@ -37,8 +44,9 @@ class Dim:
     ----------
     name : str
         Identifier used in constraints (``bw.<name>``) and reports.
-    topology : {'ring', 'fully_connected', 'switch'}
-        Building block of the dimension.
+    topology : Topology or str
+        Building block of the dimension, a :class:`~libra_opt.fabric.topology.Topology` or
+        its name (``ring``, ``fully_connected``, ``switch``, ``mesh``).
     size : int
         NPUs along the dimension (>= 1).
     tier : str
@@ -48,7 +56,7 @@ class Dim:
     switch_radix : int, optional
         Ports per physical switch (switch dimensions only; an even number >= 4). When set,
         a switch network larger than one switch is priced as a folded Clos with the tiers
-        its size needs (see :func:`libra_opt.fabric.inventory.clos_tiers`). ``None`` (default) keeps
+        its size needs (see :func:`~libra_opt.fabric.topology.clos_tiers`). ``None`` (default) keeps
         LIBRA's one-ideal-switch pricing.
     switch_scope : {'block', 'rail'}
         ``block`` (default, LIBRA): one switch network connects every NPU of the block
@@ -104,11 +112,7 @@ class Dim:
                 f"dimension name {self.name!r} must be an identifier (letters, digits, _)",
                 field="fabric.dims.name",
             )
-        if self.topology not in TOPOLOGIES:
-            raise InputError(
-                f"topology {self.topology!r} is not one of {', '.join(TOPOLOGIES)}",
-                field=f"{field}.topology",
-            )
+        object.__setattr__(self, "topology", topology_of(self.topology, f"{field}.topology"))
         if isinstance(self.size, bool) or not isinstance(self.size, int) or self.size < 1:
             raise InputError(
                 f"size {self.size!r} must be a positive integer", field=f"{field}.size"
@@ -118,10 +122,9 @@ class Dim:
                 f"size {self.size:,} is out of range: at most {MAX_NPUS:,} NPUs",
                 field=f"{field}.size",
             )
-        if self.topology == "fully_connected" and self.size < 2:
-            raise InputError(
-                "a fully_connected dimension needs size >= 2", field=f"{field}.size"
-            )
+        if self.size < self.topology.min_size:
+            raise InputError(f"a {self.topology} dimension needs size >= "
+                             f"{self.topology.min_size}", field=f"{field}.size")
         if not isinstance(self.tier, str) or not self.tier:
             raise InputError("tier must be a non-empty string", field=f"{field}.tier")
         lat = float(self.latency_s)
@@ -132,7 +135,7 @@ class Dim:
             )
         if self.switch_radix is not None:
             k = self.switch_radix
-            if self.topology != "switch":
+            if not self.topology.switched:
                 raise InputError(
                     f"switch_radix is only meaningful for a switch dimension, not {self.topology}",
                     field=f"{field}.switch_radix",
@@ -147,7 +150,7 @@ class Dim:
                 f"switch_scope {self.switch_scope!r} is not one of {', '.join(SWITCH_SCOPES)}",
                 field=f"{field}.switch_scope",
             )
-        if self.switch_scope == "rail" and self.topology != "switch":
+        if self.switch_scope == "rail" and not self.topology.switched:
             raise InputError(
                 f"switch_scope 'rail' needs a switch dimension, not {self.topology}",
                 field=f"{field}.switch_scope",
@@ -165,65 +168,18 @@ class Dim:
                 "lowest first)",
                 field=f"{field}.copper_levels",
             )
-        if c and self.topology != "switch":
+        if c and not self.topology.switched:
             raise InputError(
                 f"copper_levels counts the cable levels of a switch network; dimension "
                 f"{self.name!r} is a {self.topology}",
                 field=f"{field}.copper_levels",
             )
 
-
-def clos_max_endpoints(radix: int, tiers: int) -> int:
-    """Largest folded Clos (full bisection) of ``tiers`` tiers built from ``radix``-port switches.
-
-    Notes
-    -----
-    ``k`` endpoints for one switch, ``k^2 / 2`` for two tiers (leaf-spine) and ``k^3 / 4``
-    for three (the fat-tree of Al-Fares et al.); in general ``2 (k/2)^t``.
-
-    Examples
-    --------
-    >>> [clos_max_endpoints(64, t) for t in (1, 2, 3)]
-    [64, 2048, 65536]
-    """
-    return 2 * (radix // 2) ** tiers
-
-
-def clos_tiers(n_endpoints: int, radix: int | None) -> int:
-    """Tiers of the smallest full-bisection folded Clos over ``n_endpoints`` endpoints.
-
-    Parameters
-    ----------
-    n_endpoints : int
-        NPUs (NIC ports) attached to the network.
-    radix : int or None
-        Ports per switch; ``None`` means one ideal switch of any size (1 tier).
-
-    Returns
-    -------
-    int
-        1, 2 or 3.
-
-    Raises
-    ------
-    InputError
-        If more than three tiers would be needed.
-
-    Examples
-    --------
-    >>> [clos_tiers(n, 64) for n in (64, 65, 2048, 2049, 65536)]
-    [1, 2, 2, 3, 3]
-    """
-    if radix is None:
-        return 1
-    for t in (1, 2, 3):
-        if n_endpoints <= clos_max_endpoints(radix, t):
-            return t
-    raise InputError(
-        f"a Clos of {n_endpoints} endpoints with radix-{radix} switches needs more than 3 tiers "
-        f"(3 tiers reach {clos_max_endpoints(radix, 3)}); use a larger switch_radix",
-        field="fabric.dims.switch_radix",
-    )
+    @property
+    def any_to_any(self) -> bool:
+        """A ``block``-scope switch network of more than one NPU: it reaches every NPU of
+        its block directly (a fat-tree; not a ``rail``-scope one, nor NPUs cabled together)."""
+        return self.topology.switched and self.switch_scope == "block" and self.size > 1
 
 
 @dataclass(frozen=True)

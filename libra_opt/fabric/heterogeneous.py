@@ -448,13 +448,13 @@ def check_uneven_sizes(fabric: _Fabric, workloads: Sequence[_Workload],
         if dim.name in in_network:
             raise InputError(f"asymmetric block sizes on {dim.name!r} are not modelled with "
                              "in-network reduction on it", field=field)
-        if dim.topology == "ring" and dim.latency_s > 0:
+        if dim.topology.forwards and dim.latency_s > 0:
             f_eff = dim.members.effective_fraction(dim.size)
             f_full = min(f for f, n in zip(dim.members.fraction, sizes, strict=True)
                          if n == dim.size)
             if f_full > f_eff * (1 + 1e-12):
                 raise InputError(
-                    f"on the ring {dim.name!r} with latency_s > 0 a smaller block is the "
+                    f"on the {dim.topology} {dim.name!r} with latency_s > 0 a smaller block is the "
                     "slowest in bytes while the largest pays the most steps, so "
                     "max_g (bytes_g / (fraction_g B) + alpha (s_g - 1) steps) is not one "
                     "const / B term plus a constant; give latency_s: 0, or sizes where the "
@@ -478,6 +478,10 @@ def check_uneven_sizes(fabric: _Fabric, workloads: Sequence[_Workload],
                     raise InputError(f"{where}: a {kind} moves the same bytes in every block; "
                                      "only all-reduce, reduce-scatter, all-gather and "
                                      "all-to-all are modelled", field=field)
+                if len({dim.topology.traffic_factor(kind, n) for n in dim.members.size
+                        if n > 1}) > 1:
+                    raise InputError(f"{where}: on a {dim.topology} its bytes do not scale "
+                                     "as (k-1)/k with the block size k", field=field)
                 if span[d] != dim.size:
                     raise InputError(f"{where}: the group spans {span[d]} of the "
                                      f"dimension's {dim.size} NPUs; with uneven blocks it "

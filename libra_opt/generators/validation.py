@@ -16,6 +16,7 @@ from typing import Literal
 
 from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Dim, Fabric
+from libra_opt.fabric.topology import Switch
 from libra_opt.generators.descriptors import TransformerSpec
 from libra_opt.generators.devices import Device
 from libra_opt.generators.parallelism import Parallelism
@@ -130,11 +131,11 @@ class Cluster:
                 f"{n_npus} GPUs is not a multiple of gpus_per_node {per}", field="parallelism"
             )
         node_lat = 0.0 if self._curve("node") else self.node_latency_s
-        dims = [Dim("node", "switch", per, self.node_tier, node_lat)]
+        dims = [Dim("node", Switch(), per, self.node_tier, node_lat)]
         bw = [self.node_bw_gbps]
         if n_npus // per > 1:
             pod_lat = 0.0 if self._curve("pod") else self.pod_latency_s
-            dims.append(Dim("pod", "switch", n_npus // per, self.pod_tier, pod_lat))
+            dims.append(Dim("pod", Switch(), n_npus // per, self.pod_tier, pod_lat))
             bw.append(self.pod_bw_gbps)
         return Fabric(tuple(dims)), bw
 

@@ -22,7 +22,7 @@ from libra_opt.options import (
     Objective,
     SwitchPricing,
     SwitchScope,
-    Topology,
+    TopologyName,
     TrafficModel,
     TrainingLoop,
 )
@@ -56,7 +56,7 @@ class MembersSpec(StrictModel):
 
 class DimSpec(StrictModel):
     name: str
-    topology: Topology
+    topology: TopologyName
     size: StrictInt = Field(gt=0)
     tier: str
     latency_s: float = Field(default=0.0, ge=0)

@@ -69,8 +69,9 @@ from typing import Any
 
 from libra_opt.errors import InputError, input_context
 from libra_opt.fabric.dims import Dim, Fabric
+from libra_opt.fabric.topology import TOPOLOGY_CLASSES, Topology
 from libra_opt.io._yaml import read_yaml
-from libra_opt.options import CollectiveAlgorithm, Topology
+from libra_opt.options import CollectiveAlgorithm
 from libra_opt.traffic.astra_sim_model import BACKENDS, Backend
 from libra_opt.traffic.topology_aware import CollectiveSettings, bw_from_link_gbps
 
@@ -89,8 +90,7 @@ __all__ = [
 ASTRA_SIM_GB_BYTES = 2**30
 
 _TOPOLOGY: dict[str, Topology] = {
-    "Ring": "ring", "FullyConnected": "fully_connected", "Switch": "switch",
-}
+    t.astra_sim_name: t() for t in TOPOLOGY_CLASSES if t.astra_sim_name is not None}
 _ALGORITHM: dict[str, CollectiveAlgorithm] = {
     "ring": "ring", "direct": "direct", "halvingDoubling": "halving_doubling",
 }

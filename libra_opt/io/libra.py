@@ -16,10 +16,11 @@ from typing import Any
 
 from libra_opt.errors import InputError, short_repr
 from libra_opt.fabric.dims import Dim, Fabric
+from libra_opt.fabric.topology import TOPOLOGY_CLASSES, Topology
 from libra_opt.io._yaml import dump_yaml, read_yaml
 from libra_opt.io.files import ParseCache
 from libra_opt.io.output import write_text_atomic
-from libra_opt.options import COMPONENTS, Topology
+from libra_opt.options import COMPONENTS
 
 __all__ = [
     "LIBRA_PHASE_GROUPS",
@@ -32,8 +33,9 @@ __all__ = [
     "write_libra_communicator",
 ]
 
-_TOPO_IN: dict[str, Topology] = {"ring": "ring", "fullyconnected": "fully_connected", "switch": "switch"}
-_TOPO_OUT = {"ring": "Ring", "fully_connected": "FullyConnected", "switch": "Switch"}
+#: LIBRA's topologies (ASTRA-sim's names, read case-insensitively).
+_TOPO_IN: dict[str, Topology] = {
+    t.astra_sim_name.lower(): t() for t in TOPOLOGY_CLASSES if t.astra_sim_name is not None}
 _COMP_OUT = {"link": "Link", "switch": "Switch", "nic": "Nic"}
 #: Communicator key -> (phase name, group name used by the ASTRA-sim reader).
 LIBRA_PHASE_GROUPS = {"Forward": "forward", "InputGrad": "input_grad", "WeightGrad": "weight_grad"}
@@ -108,9 +110,14 @@ def read_libra_network(path: str | Path, *, cache: ParseCache | None = None) -> 
 
 
 def write_libra_network(fabric: Fabric, path: str | Path) -> None:
-    """Write ``fabric`` as a LIBRA network YAML (dimension names and latencies are not kept)."""
+    """Write ``fabric`` as a LIBRA network YAML (dimension names and latencies are not kept;
+    a topology LIBRA does not have, a mesh, is refused)."""
+    for d in fabric.dims:
+        if d.topology.astra_sim_name is None:
+            raise InputError(f"LIBRA's network format has no {d.topology} topology "
+                             f"(dimension {d.name!r})", field=f"fabric.dims.{d.name}.topology")
     text = (
-        f"Topology: [ {', '.join(_TOPO_OUT[d.topology] for d in fabric.dims)} ]\n"
+        f"Topology: [ {', '.join(str(d.topology.astra_sim_name) for d in fabric.dims)} ]\n"
         f"NpusCount: [ {', '.join(str(d.size) for d in fabric.dims)} ]  # {fabric.n_npus} NPUs\n"
         f"CostDimension: [ {', '.join(d.tier for d in fabric.dims)} ]\n"
     )

@@ -31,6 +31,7 @@ from libra_opt.errors import InputError, input_context, short_repr
 from libra_opt.fabric.builders import fabric_from_spec
 from libra_opt.fabric.dims import Dim, Fabric
 from libra_opt.fabric.heterogeneous import attach_members, members_from_mapping
+from libra_opt.fabric.topology import topology_of
 from libra_opt.generators.descriptors import TransformerSpec
 from libra_opt.generators.device_links import device_link_efficiency
 from libra_opt.generators.devices import efficiency_from_value
@@ -225,8 +226,8 @@ def _fabric(f: FabricSpec) -> Fabric:
         dims = []
         for i, d in enumerate(f.dims):
             try:
-                dims.append(Dim(name=d.name, topology=d.topology, size=d.size, tier=d.tier,
-                                latency_s=d.latency_s, switch_radix=d.switch_radix,
+                dims.append(Dim(name=d.name, topology=topology_of(d.topology), size=d.size,
+                                tier=d.tier, latency_s=d.latency_s, switch_radix=d.switch_radix,
                                 switch_scope=d.switch_scope, switch_pricing=d.switch_pricing,
                                 copper_levels=d.copper_levels,
                                 members=members_from_mapping(

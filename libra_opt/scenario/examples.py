@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from libra_opt.cost.prices import CostModel
 from libra_opt.fabric.dims import Dim, Fabric
+from libra_opt.fabric.topology import Ring, Switch
 from libra_opt.options import Objective
 from libra_opt.scenario.constraints import parse_constraint
 from libra_opt.scenario.scenario import Scenario
@@ -14,7 +15,7 @@ __all__ = ["toy_fabric", "toy_cost_model", "toy_scenario"]
 
 def toy_fabric() -> Fabric:
     """A 2-D fabric: a ring of 4 inside a switch of 8 (32 NPUs)."""
-    return Fabric((Dim("node", "ring", 4, "Node"), Dim("pod", "switch", 8, "Pod")))
+    return Fabric((Dim("node", Ring(), 4, "Node"), Dim("pod", Switch(), 8, "Pod")))
 
 
 def toy_cost_model() -> CostModel:

@@ -64,7 +64,7 @@ from libra_opt.options import (
     Objective,
     SwitchPricing,
     SwitchScope,
-    Topology,
+    TopologyName,
     TrafficModel,
     TrainingLoop,
 )
@@ -112,7 +112,7 @@ class DimSpec(_Node):
     reads)."""
 
     name: str
-    topology: Topology
+    topology: TopologyName
     size: int
     tier: str
     latency_s: float = 0.0

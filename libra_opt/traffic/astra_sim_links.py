@@ -19,6 +19,8 @@ import heapq
 import itertools
 from collections.abc import Callable
 
+from libra_opt.fabric.topology import Topology, topology_of
+
 __all__ = ["hd_steps", "hd_ring_busiest_link", "hd_link_schedule_span"]
 
 
@@ -53,7 +55,7 @@ def hd_ring_busiest_link(op: str, k: int, x: float) -> float:
     return max(per_link.values())
 
 
-def hd_link_schedule_span(op: str, topology: str, k: int, chunks: int, queues: int,
+def hd_link_schedule_span(op: str, topology: Topology | str, k: int, chunks: int, queues: int,
                           per_queue: int) -> tuple[float, int, int, float]:
     """Span of ``chunks`` halving-doubling chunks on congestion-aware links, per buffer byte,
     and the latencies on its critical path.
@@ -61,7 +63,8 @@ def hd_link_schedule_span(op: str, topology: str, k: int, chunks: int, queues: i
     Parameters
     ----------
     op : {'reduce_scatter', 'all_gather', 'all_reduce'}
-    topology : {'ring', 'fully_connected', 'switch'}
+    topology : Topology or str
+        ASTRA-sim's ``Ring``, ``FullyConnected`` or ``Switch`` (or its name).
     k : int
         NPUs of the dimension (a power of two).
     chunks : int
@@ -108,6 +111,7 @@ def hd_link_schedule_span(op: str, topology: str, k: int, chunks: int, queues: i
     >>> round(hd_link_schedule_span("all_gather", "switch", 8, 8, 1, 2)[0], 6)
     8.625
     """
+    topo = topology_of(topology)
     steps = hd_steps(op, k, 1.0)
     q = k.bit_length() - 1
     Link = tuple[int, int | str]
@@ -118,10 +122,10 @@ def hd_link_schedule_span(op: str, topology: str, k: int, chunks: int, queues: i
 
     def route(i: int, dist: int) -> tuple[int, list[Link]]:
         peer = (i + dist) % k if (i // dist) % 2 == 0 else (i - dist) % k
-        if topology == "fully_connected":
-            return peer, [(i, peer)]
-        if topology == "switch":
+        if topo.switched:
             return peer, [(i, "up"), (peer, "down")]
+        if not topo.forwards:  # a link per peer
+            return peer, [(i, peer)]
         cw = (peer - i) % k
         way, hops = (-1, k - cw) if k - cw < cw else (1, cw)
         return peer, [((i + way * h) % k, way) for h in range(hops)]

@@ -108,6 +108,7 @@ from typing import Literal, get_args
 
 from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Dim
+from libra_opt.fabric.topology import Topology
 from libra_opt.traffic.astra_sim_links import (
     hd_link_schedule_span,
     hd_ring_busiest_link,
@@ -171,7 +172,7 @@ class SimPhase:
     step_gb: float = 0.0
     head_s: float = 0.0
     alt: tuple[float, float] | None = None
-    schedule: tuple[str, str, int, float, float, float, float] | None = None
+    schedule: tuple[str, Topology, int, float, float, float, float] | None = None
 
 
 def sim_chunks(kind: str, size_bytes: float, splits: int, npus: int) -> tuple[float, int]:
@@ -230,7 +231,6 @@ def sim_phase(
     endpoint_delay_s: float,
     local_memory_gbps: float | None,
     efficiency: float = 1.0,
-    links: int = 1,
 ) -> SimPhase:
     """One chunk's phase time under ASTRA-sim's algorithm and analytical backend.
 
@@ -251,9 +251,8 @@ def sim_phase(
     local_memory_gbps : float, optional
         ``M`` (1e9 bytes/s); ``None``: reductions are free.
     efficiency : float
-        Fraction ``eta`` of the link bandwidth achieved.
-    links : int
-        Links ``B_d`` is split over (the link bandwidth is ``X = eta B_d / links``).
+        Fraction ``eta`` of the link bandwidth achieved (a link carries ``X = eta B_d /
+        links``, ``links`` the topology's ``links_per_npu``).
 
     Returns
     -------
@@ -293,31 +292,36 @@ def sim_phase(
     >>> link_gbps = 100 * 2**30 / 1e9
     >>> p = sim_phase("all_gather", "ring", fc, 8, 8 * 2**27, backend="congestion_aware",
     ...               link_latency_s=500e-9, endpoint_delay_s=10e-9,
-    ...               local_memory_gbps=None, links=7)
+    ...               local_memory_gbps=None)
     >>> round((p.coef_gb / (7 * link_gbps) + p.const_s) * 1e3, 6)
     8.75358
     """
     if k < 2:
         return SimPhase(0.0, 0.0, 0.0, "shared", 0.0)
     return replace(_sim_phase(op, algorithm, dim, k, buffer_bytes, backend, link_latency_s,
-                              endpoint_delay_s, local_memory_gbps, efficiency, links),
+                              endpoint_delay_s, local_memory_gbps, efficiency),
                    head_s=endpoint_delay_s)
 
 
 def _sim_phase(op: str, algorithm: str, dim: Dim, k: int, buffer_bytes: float,
                backend: Backend, link_latency_s: float, endpoint_delay_s: float,
-               local_memory_gbps: float | None, efficiency: float, links: int) -> SimPhase:
+               local_memory_gbps: float | None, efficiency: float) -> SimPhase:
     """:func:`sim_phase` without the head."""
     aware = backend == "congestion_aware"
     topo = dim.topology
+    if topo.astra_sim_name is None:
+        raise InputError(f"ASTRA-sim's analytical backends have no {topo}: dimension "
+                         f"{dim.name!r} is a {topo}", field="collectives.backend")
+    # ASTRA-sim's three topologies: Switch, Ring (messages forwarded), FullyConnected
+    ring, switch = topo.forwards, topo.switched
     a, e = link_latency_s, endpoint_delay_s
-    u = links / (1e9 * efficiency)  # s(m) = m * u / B_d
+    u = topo.links_per_npu(dim.size) / (1e9 * efficiency)  # s(m) = m * u / B_d
 
     def red(m: float) -> float:
         return 0.0 if local_memory_gbps is None else 3.0 * m / (1e9 * local_memory_gbps)
 
-    hop = 2 if topo == "switch" else 1
-    fwd = 2 if aware and topo == "switch" else 1
+    hop = topo.hops
+    fwd = hop if aware else 1  # a switch stores and forwards
     x = float(buffer_bytes)
     n = x / k
     if op == "p2p":
@@ -330,20 +334,20 @@ def _sim_phase(op: str, algorithm: str, dim: Dim, k: int, buffer_bytes: float,
         reds = (k - 1) * red(n) if op in ("reduce_scatter", "all_reduce") else 0.0
         tail = e + hop * a + (red(n) if op == "reduce_scatter" else 0.0)
         # both ways round a ring (or clique) of 3 or more use different links
-        channel = "shared" if topo == "switch" or k < 3 else "dir"
+        channel = "shared" if switch or k < 3 else "dir"
         return SimPhase(steps * fwd * n * u, passes * e + steps * hop * a + reds,
                         steps * n * u, channel, tail, (fwd - 1) * n * u, n * u)
     if algorithm == "direct":
-        if topo == "fully_connected":
-            coef, lat, load = n * u, a, n * u
-        elif topo == "switch":
+        if switch:
             coef, lat, load = (k if aware else 1) * n * u, 2 * a, (k - 1) * n * u
+        elif not ring:
+            coef, lat, load = n * u, a, n * u
         else:
             far = k // 2
             on_link = far * (far + 1) // 2
             coef, lat, load = (on_link if aware else 1) * n * u, far * a, on_link * n * u
         alt = None
-        if aware and topo == "ring" and k > 4:
+        if aware and ring and k > 4:
             # serialization-bound: the busiest link busy the whole phase, two latencies
             # exposed; latency-bound: the farthest message's far hops, each after the
             # 2 far - 1 transmissions queued ahead of it on its way (congestion-aware runs)
@@ -369,20 +373,20 @@ def _sim_phase(op: str, algorithm: str, dim: Dim, k: int, buffer_bytes: float,
         coef = const = load = biggest = 0.0
         hops, m = 0, 0.0
         for m, dist in hd_steps(op, k, x):
-            biggest = max(biggest, (dist if topo == "ring" else 1) * m * u)
-            hops = dist if topo == "ring" else hop
-            if topo == "fully_connected" or not aware:
+            biggest = max(biggest, (dist if ring else 1) * m * u)
+            hops = dist if ring else hop
+            if not (ring or switch) or not aware:
                 coef += m * u
             else:
                 coef += hops * m * u
             const += hops * a
-            load += (dist if topo == "ring" else 1) * m * u
+            load += (dist if ring else 1) * m * u
         passes = (2 * q + 1) if op == "all_reduce" else q + 1
         reds = 0.0
         if op in ("reduce_scatter", "all_reduce"):
             reds = sum(red(x / 2**i) for i in range(2, q + 1))
-        last = m * u if aware and topo == "switch" else 0.0  # a ring's hops are all loaded
-        if topo == "fully_connected":
+        last = m * u if aware and switch else 0.0  # a ring's hops are all loaded
+        if not (ring or switch):
             # each peer distance has its own link: the busiest carries its own steps, the
             # other steps' transmissions pass on other links before or after it
             per_link: dict[int, float] = {}
@@ -390,7 +394,7 @@ def _sim_phase(op: str, algorithm: str, dim: Dim, k: int, buffer_bytes: float,
                 per_link[dist] = per_link.get(dist, 0.0) + m_i * u
             load = max(per_link.values())
             last = sum(per_link.values()) - load
-        elif topo == "ring":
+        elif ring:
             load = hd_ring_busiest_link(op, k, x) * u
         return SimPhase(coef, passes * e + const + reds, load, "shared", e + hops * a, last,
                         biggest, schedule=(op, topo, k, x * u, a, e, red(x)) if aware else None)

@@ -11,10 +11,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from types import MappingProxyType
 
 from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Dim, Fabric
+from libra_opt.fabric.topology import TOPOLOGY_CLASSES
 from libra_opt.options import (
     ALL_REDUCE_VARIANTS,
     COLLECTIVE_ALGORITHMS,
@@ -31,9 +31,8 @@ __all__ = ["CollectiveSettings", "link_efficiency_value"]
 _KINDS = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "p2p")
 
 
-_DEFAULT_ALGORITHM: Mapping[str, CollectiveAlgorithm] = MappingProxyType(
-    {"ring": "ring", "fully_connected": "direct", "switch": "direct"}
-)
+#: Topologies halving-doubling runs on (not where messages are forwarded).
+HD_TOPOLOGIES = " or ".join(t.name for t in TOPOLOGY_CLASSES if not t.forwards)
 
 
 def _pairs(value: Mapping | Sequence | None, field: str) -> tuple[tuple[str, object], ...]:
@@ -87,9 +86,9 @@ class CollectiveSettings:
     Parameters
     ----------
     algorithm : mapping dim name -> {'ring', 'direct', 'halving_doubling'}
-        Algorithm per dimension; a dimension not named runs ``ring`` on a ring and
-        ``direct`` on a fully-connected or switch dimension. ``direct`` and
-        ``halving_doubling`` need a fully-connected or switch dimension; all-to-all and
+        Algorithm per dimension; a dimension not named runs ``ring`` on a ring or mesh and
+        ``direct`` on a fully-connected or switch dimension. ``halving_doubling`` needs a
+        fully-connected or switch dimension; all-to-all and
         point-to-point run ``direct`` on a ``halving_doubling`` dimension.
     chunks : int
         Chunks ``S`` each collective is split into (ASTRA-sim's ``preferred-dataset-splits``).
@@ -239,10 +238,16 @@ class CollectiveSettings:
                   for (kind, name), a in self.collective_algorithm]
         for name, a, field in pairs:
             dim = fabric.dims[fabric.index(name)]
-            if self.backend is None and a == "halving_doubling" and dim.topology == "ring":
+            if self.backend is None and a == "halving_doubling" and dim.topology.forwards:
                 raise InputError(
-                    f"algorithm {a!r} needs a fully_connected or switch dimension; "
-                    f"{name!r} is a ring (use 'ring' or 'direct')", field=field)
+                    f"algorithm {a!r} needs a {HD_TOPOLOGIES} dimension; "
+                    f"{name!r} is a {dim.topology} (use 'ring' or 'direct')", field=field)
+        for dim in fabric.dims if self.backend is not None else ():
+            if dim.topology.astra_sim_name is None:
+                raise InputError(
+                    f"ASTRA-sim's analytical backends have no {dim.topology}: dimension "
+                    f"{dim.name!r} is a {dim.topology}; give the backend a fabric of "
+                    "Ring, FullyConnected and Switch dimensions", field="collectives.backend")
         in_network_dims(self.in_network_reduction, fabric,
                         field="collectives.in_network_reduction")
         for name, v in self.efficiency:
@@ -260,7 +265,7 @@ class CollectiveSettings:
             per_kind = dict(self.collective_algorithm).get((kind, dim.name))
             if per_kind is not None:
                 return per_kind
-        return dict(self.algorithm).get(dim.name, _DEFAULT_ALGORITHM[dim.topology])
+        return dict(self.algorithm).get(dim.name, "ring" if dim.topology.forwards else "direct")
 
     def efficiency_of(self, dim: Dim, size_bytes: float | None = None,
                       group_npus: int | None = None) -> float:

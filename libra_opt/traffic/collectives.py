@@ -18,6 +18,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from libra_opt.errors import InputError
+from libra_opt.fabric.topology import topology_of
 from libra_opt.options import COLLECTIVE_KINDS
 
 __all__ = [
@@ -232,36 +233,18 @@ def flat_ring_latency_s(
 
 
 def latency_steps(kind: str, span: Sequence[int], topologies: Sequence[str]) -> np.ndarray:
-    """Number of latency-paying algorithm steps per dimension.
-
-    Parameters
-    ----------
-    kind : str
-        Collective type (see :func:`hierarchical_traffic_bytes`).
-    span : sequence of int
-        ``k_d`` per dimension.
-    topologies : sequence of str
-        Topology of each dimension.
-
-    Returns
-    -------
-    numpy.ndarray
-        Shape ``(D,)``. On a ring a reduce-scatter, all-gather or all-to-all takes
-        ``k - 1`` steps; on a fully-connected or switch dimension one (direct) step;
-        all-reduce takes twice that; point-to-point one step.
+    """Latency-paying algorithm steps of a collective of ``kind`` over ``span`` (``k_d`` per
+    dimension) on dimensions of ``topologies`` (names or
+    :class:`~libra_opt.fabric.topology.Topology`): each spanned dimension's
+    :meth:`~libra_opt.fabric.topology.Topology.latency_steps`, shape ``(D,)``.
 
     Examples
     --------
     >>> latency_steps("all_reduce", (4, 8), ("ring", "switch")).tolist()
     [6.0, 2.0]
     """
-    out = np.zeros(len(span))
-    for d, (k, topo) in enumerate(zip(span, topologies, strict=True)):
-        if k <= 1:
-            continue
-        base = 1.0 if kind == "p2p" else (float(k - 1) if topo == "ring" else 1.0)
-        out[d] = 2.0 * base if kind == "all_reduce" else base
-    return out
+    return np.array([topology_of(t).latency_steps(kind, int(k)) if k > 1 else 0.0
+                     for k, t in zip(span, topologies, strict=True)])
 
 
 def collective_time_s(

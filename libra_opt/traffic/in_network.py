@@ -53,7 +53,7 @@ def in_network_dims(names: Sequence[str], fabric: Fabric, field: str = "in_netwo
             raise InputError(f"no dimension named {name!r}; names: {', '.join(fabric.names)}",
                              field=field)
         d = fabric.index(name)
-        if fabric.dims[d].topology != "switch":
+        if not fabric.dims[d].topology.switched:
             raise InputError(
                 f"dimension {name!r} is a {fabric.dims[d].topology}: in-network reduction needs "
                 "a switch dimension", field=field)

@@ -8,6 +8,10 @@
   point-to-point traffic crosses only the outermost differing dimension; a ``rail``-scope
   switch (Rail-only) does not, and cross-rail bytes are forwarded through the HB domain.
 
+Under both, a dimension's bytes are scaled by its topology's
+:meth:`~libra_opt.fabric.topology.Topology.traffic_factor` (1 but on a mesh, whose
+busiest link is not a ring's).
+
 Every term stays ``c / B_d`` (linear in ``1/B``), so the optimizer's program stays convex.
 
 References
@@ -23,7 +27,7 @@ from collections.abc import Collection, Sequence
 import numpy as np
 
 from libra_opt.errors import InputError
-from libra_opt.fabric.dims import Dim, Fabric
+from libra_opt.fabric.dims import Fabric
 from libra_opt.options import TRAFFIC_MODELS
 from libra_opt.traffic.collectives import (
     flat_ring_latency_s,
@@ -34,17 +38,11 @@ from libra_opt.traffic.collectives import (
 from libra_opt.traffic.in_network import in_network_latency_steps, in_network_traffic_bytes
 
 __all__ = [
-    "is_any_to_any",
     "native_traffic_bytes",
     "native_latency_s",
     "collective_traffic",
 ]
 
-
-
-def is_any_to_any(dim: Dim) -> bool:
-    """True for a ``block``-scope switch of size > 1: it reaches every NPU of its block."""
-    return dim.topology == "switch" and dim.switch_scope == "block" and dim.size > 1
 
 
 def native_traffic_bytes(
@@ -67,7 +65,8 @@ def native_traffic_bytes(
     -----
     Reduce-scatter, all-gather and all-reduce: hierarchical (unchanged). All-to-all, over
     the spanned dimensions from the outermost inward, with ``m`` starting at ``size_bytes``:
-    ``t_e = m (k_e - 1) / k_e``; then, if ``e`` is any-to-any (:func:`is_any_to_any`), the
+    ``t_e = m (k_e - 1) / k_e``; then, if ``e`` is any-to-any (``Dim.any_to_any``: a
+    ``block``-scope switch), the
     bytes for peers with another ``e`` coordinate are already delivered and ``m <- m / k_e``;
     otherwise (ring, clique, per-rail switch) they still have to cross the inner dimensions
     and ``m`` is unchanged (forwarding). Point-to-point: ``t_e = m`` on the outermost spanned
@@ -103,11 +102,11 @@ def native_traffic_bytes(
             continue
         if kind == "all_to_all":
             out[e] = m * (k - 1) / k
-            if is_any_to_any(fabric.dims[e]):
+            if fabric.dims[e].any_to_any:
                 m /= k
         else:
             out[e] = m
-            if is_any_to_any(fabric.dims[e]):
+            if fabric.dims[e].any_to_any:
                 break
     return out
 
@@ -120,9 +119,8 @@ def native_latency_s(kind: str, span: Sequence[int], fabric: Fabric, traffic: np
     """
     if not any(d.latency_s for d in fabric.dims):
         return np.zeros(fabric.n_dims)
-    topologies = [d.topology for d in fabric.dims]
     alpha = np.array([d.latency_s for d in fabric.dims])
-    steps = latency_steps(kind, span, topologies)
+    steps = latency_steps(kind, span, [d.topology for d in fabric.dims])
     return np.where(np.asarray(traffic) > 0, alpha * steps, 0.0)
 
 
@@ -146,10 +144,13 @@ def collective_traffic(
     (:mod:`libra_opt.traffic.in_network`); their reduce-scatter, all-gather and all-reduce
     traffic and steps follow :func:`~libra_opt.traffic.in_network.in_network_traffic_bytes`
     under both traffic models (the native model routes those collectives hierarchically).
+    Each dimension's bytes are then scaled by its topology's ``traffic_factor``.
 
     Examples
     --------
-    >>> from libra_opt.fabric.builders import rail_only
+    >>> from libra_opt.fabric.builders import multi_dim, rail_only
+    >>> collective_traffic("all_reduce", 8.0, (4,), multi_dim((4,), ("mesh",)))[0].tolist()
+    [24.0]
     >>> t, lat = collective_traffic("all_to_all", 64.0, (8, 4), rail_only(32, 8, 8), "native")
     >>> t.tolist(), lat.tolist()
     ([56.0, 48.0], [0.0, 0.0])
@@ -168,9 +169,14 @@ def collective_traffic(
         alpha = np.array([d.latency_s for d in fabric.dims])
         steps = in_network_latency_steps(kind, span, [d.topology for d in fabric.dims],
                                          in_network)
-        return traffic, np.where(traffic > 0, alpha * steps, 0.0)
-    if flat_ring and kind in ("all_reduce", "reduce_scatter", "all_gather") and \
+        lat = np.where(traffic > 0, alpha * steps, 0.0)
+    elif flat_ring and kind in ("all_reduce", "reduce_scatter", "all_gather") and \
             any(int(k) > 1 for k in span):
-        return (flat_ring_traffic_bytes(kind, size_bytes, span),
-                flat_ring_latency_s(kind, span, [d.latency_s for d in fabric.dims]))
-    return traffic, native_latency_s(kind, span, fabric, traffic)
+        traffic = flat_ring_traffic_bytes(kind, size_bytes, span)
+        lat = flat_ring_latency_s(kind, span, [d.latency_s for d in fabric.dims])
+    else:
+        lat = native_latency_s(kind, span, fabric, traffic)
+    if any(d.topology.scales_traffic for d in fabric.dims):
+        traffic = traffic * [d.topology.traffic_factor(kind, int(k))
+                             for d, k in zip(fabric.dims, span, strict=True)]
+    return traffic, lat

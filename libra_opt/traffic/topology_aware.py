@@ -10,22 +10,12 @@ local memory traffic. Chunks stream through the phases as a pipeline. Every phas
 ``coef / B_d + const`` and the collective time is built from them by sums and a max, so the
 optimizer's program stays convex and exact.
 
-What ``B_d`` means (the same as in the cost model, :mod:`libra_opt.fabric.inventory`): the
-aggregate bandwidth one NPU drives into dimension ``d``, in GB/s (1e9 bytes/s), split over
-:func:`links_per_npu` links:
-
-* ``ring``: two links, one to each neighbour, ``B_d / 2`` each. The ring algorithm runs
-  as two counter-rotating rings carrying half of every message, so a step's message of
-  ``n`` bytes takes ``n / B_d``; a single message to one peer (point-to-point) uses one
-  link and takes ``n / (B_d / 2)``.
-* ``fully_connected`` (size ``s``): ``s - 1`` links, ``B_d / (s - 1)`` each. The direct
-  algorithm sends its ``k - 1`` messages at once, each on its own link (``n (s-1) / B_d``);
-  the ring algorithm uses ``min(2, s - 1)`` of the links.
-* ``switch``: one port of ``B_d``; every message goes through it (concurrent messages
-  share it).
-
-A simulator configured with ``X`` GB/s per link (ASTRA-sim's per-dimension ``bandwidth``,
-with GB = 2^30 bytes) is the same fabric as ``B_d = links_per_npu x X x 2^30 / 1e9``
+What ``B_d`` means (the same as in the cost model): the aggregate bandwidth one NPU drives
+into dimension ``d``, in GB/s (1e9 bytes/s), split over the topology's links
+(:mod:`libra_opt.fabric.topology`: two of ``B_d / 2`` on a ring or mesh, ``s - 1`` of
+``B_d / (s - 1)`` in a clique of ``s``, one port of ``B_d`` into a switch). A simulator
+configured with ``X`` GB/s per link (ASTRA-sim's per-dimension ``bandwidth``, with GB =
+2^30 bytes) is the same fabric as ``B_d = links_per_npu x X x 2^30 / 1e9``
 (:func:`bw_from_link_gbps`).
 
 References
@@ -58,27 +48,21 @@ from libra_opt.traffic.astra_sim_model import (
     sim_phase,
     sim_pipeline_pieces,
 )
-from libra_opt.traffic.collective_settings import CollectiveSettings
+from libra_opt.traffic.collective_settings import HD_TOPOLOGIES, CollectiveSettings
 from libra_opt.traffic.collectives import hierarchical_traffic_bytes
 from libra_opt.traffic.links import (
-    HOPS,
     LINE_RATE_PRESETS,
     LineRatePreset,
     bw_from_link_gbps,
-    links_per_npu,
-    message_time_s,
 )
 
 __all__ = [
     "collective_buffers_bytes",
-    "HOPS",
     "LINE_RATE_PRESETS",
     "LineRatePreset",
     "CollectiveSettings",
     "ChunkedCollective",
-    "links_per_npu",
     "bw_from_link_gbps",
-    "message_time_s",
     "phase_time_terms",
     "collective_phases",
 ]
@@ -129,27 +113,28 @@ def phase_time_terms(
 
     Notes
     -----
-    With ``n = x / k`` the message of one step, ``h`` the hops of the topology
-    (:data:`HOPS`), ``l = h alpha + e`` the latency of a step, ``rho = 3 n / M`` (a
-    reduction reads two buffers and writes one) and ``tau = phi n / (eta B_d)`` the
-    serialization of one step, ``phi`` from the links the step uses (module notes:
-    ``phi = 1`` for the ring algorithm on a ring or switch, ``(s-1) / min(2, s-1)`` on a
-    clique of ``s``):
+    With ``n = x / k`` the message of one step, ``h`` the topology's hops, ``l = h alpha +
+    e`` the latency of a step, ``rho = 3 n / M`` (a reduction reads two buffers and writes
+    one) and ``tau = phi n / (eta B_d)``, ``phi`` the topology's ``ring_serialization`` (1
+    on a ring or switch, ``(s-1) / min(2, s-1)`` on a clique of ``s``, 2 on a mesh, whose
+    chain sends each step on one link of ``B_d / 2``):
 
     * ring [1]_, [2]_: reduce-scatter ``(k-1)(tau + l + rho)``; all-gather
       ``(k-1)(tau + l)``; all-reduce ``(k-1)(2 tau + 2 l + rho)``; all-to-all
       ``k(k-1)/2 (tau + l)`` (every message is forwarded around the ring: ``m (k-1) / 2``
       bytes per NPU);
-    * direct (one step, ``k - 1`` messages at once): serialization ``(k-1) n / (eta B_d)``
-      through a switch port, ``(s-1) n / (eta B_d)`` on a clique (each message on its own
-      link), ``sum_j min(j, k-j) n / (eta B_d)`` on a ring (each message the shorter way,
-      the link-hops spread over both links; latency ``floor(k/2) alpha + e``); reduce-scatter ``ser + l + (k-1) rho``; all-gather and all-to-all
-      ``ser + l``; all-reduce ``2 ser + 2 l + (k-1) rho``;
+    * direct (one step, ``k - 1`` messages at once): serialization ``psi n / (eta B_d)``,
+      ``psi`` the topology's ``direct_serialization`` (``k - 1`` through a switch port,
+      ``s - 1`` on a clique, ``sum_j min(j, k-j)`` on a ring, each message the shorter way;
+      the middle cable's ``2 floor(k/2) ceil(k/2)`` on a mesh); latency ``l' = H alpha + e``,
+      ``H`` the farthest peer's hops; reduce-scatter ``ser + l' + (k-1) rho``; all-gather
+      and all-to-all ``ser + l'``; all-reduce ``2 ser + 2 l' + (k-1) rho``;
     * halving-doubling [1]_ (``k = 2^q``, recursive halving then doubling, one peer per
-      step): serialization ``(k-1) n phi_1 / (eta B_d)`` with ``phi_1`` the links of one
-      message (1 on a switch, ``s - 1`` on a clique); reduce-scatter ``ser + q l + (k-1)
-      rho``; all-gather ``ser + q l``; all-reduce twice the serialization and latency plus
-      ``(k-1) rho``; all-to-all as direct;
+      step; not where messages are forwarded, a ring or mesh): serialization
+      ``(k-1) n phi_1 / (eta B_d)`` with ``phi_1`` the links of one message (1 on a switch,
+      ``s - 1`` on a clique); reduce-scatter ``ser + q l + (k-1) rho``; all-gather
+      ``ser + q l``; all-reduce twice the serialization and latency plus ``(k-1) rho``;
+      all-to-all as direct;
     * point-to-point: one message of ``x`` on one link: ``x links_per_npu / (eta B_d) + l``.
 
     The total reduction cost is ``3 (k-1) n / M`` for every algorithm.
@@ -173,25 +158,25 @@ def phase_time_terms(
     if k < 2:
         return 0.0, 0.0
     n = buffer_bytes / k
-    lat = HOPS[dim.topology] * link_latency_s + endpoint_delay_s
+    topo = dim.topology
+    lat = topo.hops * link_latency_s + endpoint_delay_s
     red = 0.0 if local_memory_gbps is None else 3.0 * n / (1e9 * local_memory_gbps)
-    links = links_per_npu(dim)
+    links = topo.links_per_npu(dim.size)
     scale = 1.0 / (1e9 * efficiency)
     if op == "p2p":
         return buffer_bytes * links * scale, lat
-    if in_network and dim.topology == "switch":
+    if in_network and topo.switched:
         if op in ("all_reduce", "reduce_scatter"):
             return buffer_bytes * scale, lat
         if op == "all_gather":
             return (k - 1) * n * scale, lat
     if algorithm == "halving_doubling" and op == "all_to_all":
         algorithm = "direct"
-    if algorithm == "halving_doubling" and dim.topology == "ring":
-        raise InputError(f"algorithm {algorithm!r} needs a fully_connected or switch dimension",
+    if algorithm == "halving_doubling" and topo.forwards:
+        raise InputError(f"algorithm {algorithm!r} needs a {HD_TOPOLOGIES} dimension",
                          field=f"collectives.algorithm.{dim.name}")
     if algorithm == "ring":
-        phi = links / min(2, links) if dim.topology == "fully_connected" else 1.0
-        tau = phi * n * scale
+        tau = topo.ring_serialization(dim.size) * n * scale
         steps = k - 1
         if op == "reduce_scatter":
             return steps * tau, steps * (lat + red)
@@ -202,25 +187,15 @@ def phase_time_terms(
         if op == "all_to_all":
             pairs = k * (k - 1) / 2
             return pairs * tau, pairs * lat
-    elif algorithm == "direct" and dim.topology == "ring":
-        # every peer at once by the shorter way: sum_j min(j, k-j) link-hops per NPU,
-        # spread evenly over its two links of B_d / 2
-        ser = sum(min(j, k - j) for j in range(1, k)) * n * scale
-        far = (k // 2) * link_latency_s + endpoint_delay_s
+    elif algorithm == "direct":
+        ser = topo.direct_serialization(k, dim.size) * n * scale
+        far = topo.farthest_hops(k) * link_latency_s + endpoint_delay_s
         if op == "reduce_scatter":
             return ser, far + (k - 1) * red
         if op in ("all_gather", "all_to_all"):
             return ser, far
         if op == "all_reduce":
             return 2 * ser, 2 * far + (k - 1) * red
-    elif algorithm == "direct":
-        ser = (links if dim.topology == "fully_connected" else k - 1) * n * scale
-        if op == "reduce_scatter":
-            return ser, lat + (k - 1) * red
-        if op in ("all_gather", "all_to_all"):
-            return ser, lat
-        if op == "all_reduce":
-            return 2 * ser, 2 * lat + (k - 1) * red
     elif algorithm == "halving_doubling":
         if not _is_power_of_two(k):
             raise InputError(
@@ -469,8 +444,7 @@ def collective_phases(
                            backend=s.backend, link_latency_s=s.latency_of(dim),
                            endpoint_delay_s=s.endpoint_delay_s,
                            local_memory_gbps=s.local_memory_gbps,
-                           efficiency=s.efficiency_of(dim, buf * s.chunks, int(span[d])),
-                           links=links_per_npu(dim))
+                           efficiency=s.efficiency_of(dim, buf * s.chunks, int(span[d])))
             sim.append((d, group, ph))
             dims.append(d)
             coef.append(ph.coef_gb)

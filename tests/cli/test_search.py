@@ -121,7 +121,7 @@ def test_search_over_dimension_sizes_and_topologies(tmp_path, capsys) -> None:
     assert (df["status"] == "optimal").sum() >= 1
     # bad flags exit 2 naming the flag, before any work
     for flags, name in ((["--dim-sizes", "4x4xq"], "--dim-sizes"),
-                        (["--dim-topologies", "mesh"], "--dim-topologies"),
+                        (["--dim-topologies", "hypercube"], "--dim-topologies"),
                         (["--unit-dims"], "--unit-dims"),
                         (["--dim-sizes", "factorizations", "--hb-domain", "8"], "--dim-sizes")):
         assert main(["search", str(p), *flags]) == 2

@@ -17,8 +17,8 @@ from libra_opt.fabric.inventory import dimension_inventory
 
 
 def build_graph(fabric: Fabric, bw_gbps):
-    """Explicit multigraph of LIBRA's building blocks: per ring both directions between
-    neighbours (B/2 each), per clique every ordered pair (B/(n-1)), per switch block one
+    """Explicit multigraph of LIBRA's building blocks: per ring (and line) both directions
+    between neighbours (B/2 each), per clique every ordered pair (B/(n-1)), per switch block one
     switch node and, per NPU, a NIC and a NIC-switch link of B."""
     g = nx.MultiDiGraph()
     sizes = fabric.sizes
@@ -30,8 +30,10 @@ def build_graph(fabric: Fabric, bw_gbps):
         if n == 1:
             continue
         for c in coords:
-            if dim.topology == "ring":
+            if dim.topology in ("ring", "mesh"):
                 for step in (1, -1):
+                    if dim.topology == "mesh" and not 0 <= c[d] + step < n:
+                        continue  # a line: no wrap-around link
                     nxt = list(c)
                     nxt[d] = (c[d] + step) % n
                     g.add_edge(("npu", c), ("npu", tuple(nxt)), dim=d, bw=b / 2, kind="link")
@@ -58,7 +60,7 @@ def graph_counts(g, d):
     return sum(e[2]["bw"] for e in links), len(links), len(switches), ports, len(nics)
 
 
-topologies = st.sampled_from(["ring", "fully_connected", "switch"])
+topologies = st.sampled_from(["ring", "fully_connected", "switch", "mesh"])
 
 
 @settings(max_examples=40, deadline=None)

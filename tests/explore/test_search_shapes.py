@@ -109,7 +109,7 @@ def test_multi_dim_builder_shapes_and_refusals() -> None:
     with pytest.raises(InputError, match="spec"):
         dim_shapes(f, None, "factorizations")
     with pytest.raises(InputError, match="dim_topologies"):
-        SearchSpace(dim_topologies=("mesh",))
+        SearchSpace(dim_topologies=("hypercube",))
     with pytest.raises(InputError, match="one fabric family"):
         SearchSpace(hb_domains=(8,), dim_sizes="factorizations")
     with pytest.raises(InputError, match="unit_dims"):

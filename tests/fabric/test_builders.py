@@ -27,7 +27,7 @@ def test_multi_dim_defaults_and_tori():
     ("kwargs", "match"),
     [
         (dict(shape=(4, 4), topologies=("ring",)), "1 topologies for 2"),
-        (dict(shape=(4,), topologies=("mesh",)), "not one of ring, torus"),
+        (dict(shape=(4,), topologies=("hypercube",)), "not one of ring, torus"),
         (dict(shape=(2,) * 5, topologies=("ring",) * 5), "give tiers"),
         (dict(shape=(4,), topologies=("ring",), tiers=("A", "B")), "2 tiers for 1"),
         (dict(shape=(4,), topologies=("ring",), latency_s=(0.0, 1.0)), "2 latencies"),

@@ -11,13 +11,7 @@ from hypothesis import strategies as st
 from libra_opt.errors import InputError
 from libra_opt.fabric.builders import multi_dim, rail_only, rail_optimized_fat_tree
 from libra_opt.fabric.dims import Dim, Fabric
-from libra_opt.fabric.graphs import (
-    coordinate_cut_gbps,
-    fabric_graph,
-    graph_counts,
-    graph_cut_gbps,
-    npu_coords,
-)
+from libra_opt.fabric.graphs import fabric_graph, npu_coords
 from libra_opt.fabric.inventory import (
     clos_level_switches,
     clos_max_endpoints,
@@ -25,6 +19,7 @@ from libra_opt.fabric.inventory import (
     dimension_inventory,
 )
 from libra_opt.report.plots import plot_fabric
+from tests.fabric.graph_checks import coordinate_cut_gbps, graph_counts, graph_cut_gbps
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -73,7 +68,7 @@ def mixed_fabrics(draw):
     n_dims = draw(st.integers(1, 3))
     dims = []
     for i in range(n_dims):
-        topo = draw(st.sampled_from(["ring", "fully_connected", "switch"]))
+        topo = draw(st.sampled_from(["ring", "fully_connected", "switch", "mesh"]))
         size = draw(st.integers(2 if topo == "fully_connected" else 1, 6))
         radix = draw(st.sampled_from([None, 4, 6])) if topo == "switch" else None
         scope = draw(st.sampled_from(["block", "rail"])) if topo == "switch" else "block"
@@ -157,8 +152,9 @@ def power_of_two_fabrics(draw):
     if kind == "torus":
         shape = tuple(2 * draw(st.integers(1, 3)) for _ in range(draw(st.integers(1, 3))))
         return multi_dim(shape, ("torus",) * len(shape), tiers=("T",) * len(shape))
+    inner = draw(st.sampled_from(["ring", "mesh"]))
     return multi_dim((2 * draw(st.integers(1, 2)), 4, 2 ** draw(st.integers(1, 3))),
-                     ("ring", "fully_connected", "switch"), switch_radix=8)
+                     (inner, "fully_connected", "switch"), switch_radix=8)
 
 
 @settings(max_examples=40, deadline=None)

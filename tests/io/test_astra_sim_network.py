@@ -11,7 +11,7 @@ from libra_opt.io.astra_sim_network import (
     read_astra_sim_network,
     read_astra_sim_system,
 )
-from libra_opt.traffic.topology_aware import message_time_s
+from tests.traffic.test_topology_aware import message_time_s
 
 NETWORK = """\
 topology: [ Ring, FullyConnected, Switch ]

@@ -21,8 +21,6 @@ from libra_opt.traffic.topology_aware import (
     CollectiveSettings,
     bw_from_link_gbps,
     collective_phases,
-    links_per_npu,
-    message_time_s,
     phase_time_terms,
 )
 from libra_opt.traffic.workload import Collective, Layer, Phase, Workload
@@ -116,6 +114,13 @@ def test_halving_doubling_on_a_ring_is_rejected():
     assert exc.value.field == "collectives.algorithm.r"
 
 
+def message_time_s(size_bytes, dim, bw_gbps, hops):
+    """ASTRA-sim's congestion-unaware message: ``size x links_per_npu / (1e9 B_d) + hops
+    x alpha`` (one link's serialization plus the link latencies)."""
+    links = {"ring": 2, "fully_connected": dim.size - 1, "switch": 1}[dim.topology]
+    return size_bytes * links / (1e9 * bw_gbps) + hops * dim.latency_s
+
+
 @pytest.mark.parametrize(("topology", "hops", "expected_ns"),
                          [("ring", 3, 21031.25), ("fully_connected", 1, 20031.25),
                           ("switch", 2, 20531.25)])
@@ -126,7 +131,7 @@ def test_astra_sim_point_to_point_reference(topology, hops, expected_ns):
     times the links per NPU (2, 15, 1)."""
     dim = Dim("d", topology, 16, "T", latency_s=500e-9)
     bw = bw_from_link_gbps(dim, 50 * 2**30 / 1e9)
-    assert links_per_npu(dim) == {"ring": 2, "fully_connected": 15, "switch": 1}[topology]
+    assert dim.topology.links_per_npu(16) == {"ring": 2, "fully_connected": 15, "switch": 1}[topology]
     assert_allclose(message_time_s(2**20, dim, bw, hops=hops) * 1e9, expected_ns, rtol=1e-12)
 
 

@@ -28,12 +28,12 @@ from typing import Any
 
 from libra_opt.errors import InputError, input_context
 from libra_opt.fabric.dims import Fabric
+from libra_opt.fabric.topology import Ring, topology_of
 from libra_opt.scenario.compile import compile_fabric
 from libra_opt.scenario.constraints import parse_constraint
 from libra_opt.scenario.spec import API_SOURCE, ScenarioSpec
 
 __all__ = [
-    "DIM_TOPOLOGIES",
     "FabricShape",
     "fabric_shapes",
     "dim_shapes",
@@ -42,10 +42,6 @@ __all__ = [
     "require_buildable",
     "shape_reasons",
 ]
-
-#: Topologies a dimension of a multi-dimensional fabric family may take (``torus`` is read
-#: as ``ring``: a torus is a ring along each of its dimensions).
-DIM_TOPOLOGIES = ("ring", "fully_connected", "switch")
 
 
 @dataclass(frozen=True)
@@ -155,9 +151,6 @@ def _factorizations(n: int, k: int, low: int) -> tuple[tuple[int, ...], ...]:
                  for rest in _factorizations(n // d, k - 1, low))
 
 
-_TOPO_ABBR = {"ring": "R", "fully_connected": "FC", "switch": "SW"}
-
-
 def _named_dims(spec: ScenarioSpec, base: Fabric) -> dict[str, str]:
     """For each dimension, the first constraint (its label) that bandwidth on it would help
     meet: a row with a nonzero coefficient on the dimension that is an equality, a ``>=``
@@ -202,7 +195,7 @@ def dim_shapes(base: Fabric, spec: ScenarioSpec | None,
     tuples; ``None``: the base sizes), and for it every combination of ``dim_topologies``
     over the dimensions (``None``: each dimension's own topology), the last dimension
     varying fastest. A dimension of size 1 holds no link: its topology is the base's
-    (``ring`` for a ``fully_connected`` one), it is not varied. Kept with a reason (no
+    (``ring`` for one that needs two NPUs, ``fully_connected``), it is not varied. Kept with a reason (no
     fabric): a tuple of the wrong length or product, a shape the compiler refuses, and a
     shape that gives size 1 to a dimension a constraint or bound names in a way that
     bandwidth on it would help meet (an equality, a minimum: ``sum(bw) == 1000``,
@@ -249,7 +242,7 @@ def dim_shapes(base: Fabric, spec: ScenarioSpec | None,
     else:
         size_list = [tuple(int(v) for v in t) for t in dim_sizes]
     named = _named_dims(spec, base)
-    own = tuple(d.topology for d in base.dims)
+    own = tuple(d.topology.name for d in base.dims)
     out: list[FabricShape] = []
     for sizes in dict.fromkeys(size_list):
         label0 = "x".join(map(str, sizes))
@@ -259,11 +252,11 @@ def dim_shapes(base: Fabric, spec: ScenarioSpec | None,
             continue
         gone = [(name, named[name]) for name, s in zip(base.names, sizes, strict=True)
                 if s == 1 and name in named]
-        choices = [((own[i] if own[i] != "fully_connected" else "ring"),) if s == 1
+        choices = [((own[i] if base.dims[i].topology.min_size == 1 else Ring.name),) if s == 1
                    else (tuple(dim_topologies) if dim_topologies is not None else (own[i],))
                    for i, s in enumerate(sizes)]
         for topos in itertools.product(*choices):
-            label = f"{label0} {','.join(_TOPO_ABBR[t] for t in topos)}"
+            label = f"{label0} {','.join(topology_of(t).abbr for t in topos)}"
             if gone:
                 out.append(FabricShape(label, 0, None, "; ".join(
                     f"the shape removes dimension '{name}' (size 1), which constraint "
@@ -300,9 +293,9 @@ def _dim_edits(spec: ScenarioSpec, base: Fabric, sizes: tuple[int, ...],
             edits.append((f"fabric.dims[{i}].size", s))
         if t != d.topology:
             edits.append((f"fabric.dims[{i}].topology", t))
-            if t != "switch" and d.switch_radix is not None:
+            if not topology_of(t).switched and d.switch_radix is not None:
                 edits.append((f"fabric.dims[{i}].switch_radix", None))
-            if t != "switch" and d.switch_scope != "block":
+            if not topology_of(t).switched and d.switch_scope != "block":
                 edits.append((f"fabric.dims[{i}].switch_scope", "block"))
     return tuple(edits)
 

@@ -45,7 +45,6 @@ from types import MappingProxyType
 
 from libra_opt.errors import InputError
 from libra_opt.explore.search.fabrics import (
-    DIM_TOPOLOGIES,
     FabricShape,
     dim_shapes,
     divisors,
@@ -53,6 +52,7 @@ from libra_opt.explore.search.fabrics import (
     ordered_factorizations,
 )
 from libra_opt.fabric.dims import Fabric
+from libra_opt.fabric.topology import topology_names, topology_of
 from libra_opt.generators.descriptors import TransformerSpec
 from libra_opt.generators.devices import ComputeEfficiency, Device, compute_time_s
 from libra_opt.generators.generator import timing_model
@@ -84,7 +84,6 @@ __all__ = [
     "dim_shapes",
     "search_shapes",
     "ordered_factorizations",
-    "DIM_TOPOLOGIES",
     "divisors",
     "parallelisms",
     "placements",
@@ -207,12 +206,13 @@ class SearchSpace:
                                  f">= 1, got {self.dim_sizes!r}", field="search.dim_sizes")
             object.__setattr__(self, "dim_sizes", tuple(dict.fromkeys(sizes)))
         if self.dim_topologies is not None:
-            topos = tuple("ring" if t == "torus" else t for t in self.dim_topologies)
-            if not topos or any(t not in DIM_TOPOLOGIES for t in topos):
-                raise InputError(f"dim_topologies must be some of {', '.join(DIM_TOPOLOGIES)} "
+            topos = self.dim_topologies
+            if not topos or any(t not in topology_names(aliases=True) for t in topos):
+                raise InputError(f"dim_topologies must be some of {', '.join(topology_names())} "
                                  f"(or torus), got {self.dim_topologies!r}",
                                  field="search.dim_topologies")
-            object.__setattr__(self, "dim_topologies", tuple(dict.fromkeys(topos)))
+            object.__setattr__(self, "dim_topologies", tuple(dict.fromkeys(
+                topology_of(t, aliases=True).name for t in topos)))
         if not isinstance(self.unit_dims, bool):
             raise InputError(f"unit_dims must be true or false, got {self.unit_dims!r}",
                              field="search.unit_dims")
