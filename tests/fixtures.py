@@ -1,6 +1,7 @@
 """Small fabrics and workloads whose traffic is derived by hand, shared by the tests."""
 
 import math
+import signal
 
 from libra_opt.cost.prices import CostModel
 from libra_opt.fabric.dims import Dim, Fabric
@@ -67,3 +68,11 @@ def same(a, b) -> bool:
     if isinstance(a, float) and math.isnan(a):
         return math.isnan(b)
     return bool(a == b)
+
+
+def interruptible() -> None:
+    """``preexec_fn`` of a command a test interrupts with SIGINT: the default disposition,
+    so that the Python it runs turns SIGINT into KeyboardInterrupt as at a terminal. A suite
+    started in the background by a non-interactive shell inherits SIGINT ignored, and a
+    Python started with SIGINT ignored keeps ignoring it (Ctrl-C could not be simulated)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -530,9 +530,8 @@ def _run_processes(fn: Callable, batches: Sequence[Any], tick: Callable[[int, in
             failed.append(exc)
 
     finished = False
+    submitter = threading.Thread(target=hand_over, daemon=True, name="libra-opt-submit")
     try:
-        submitter = threading.Thread(target=hand_over, daemon=True,
-                                     name="libra-opt-submit")
         submitter.start()
         seen = [0] * len(batches)
         done_batches: set[int] = set()
@@ -569,8 +568,14 @@ def _run_processes(fn: Callable, batches: Sequence[Any], tick: Callable[[int, in
         finished = True
     finally:
         if not finished:
-            # Kill the workers: the pool's manager thread then fails every pending future
-            # (cancelling them first would make it trip over the cancelled ones).
+            # Stop the hand-over first: a batch submitted after the kill would start a
+            # worker of its own that the broken pool then waits for forever. Then kill the
+            # workers: the pool's manager thread fails every pending future (cancelling
+            # them first would make it trip over the cancelled ones).
+            with lock:
+                todo.clear()
+            if submitter.is_alive():
+                submitter.join()
             local.kill()
         if own is not None or not finished:
             local.close()
@@ -658,7 +663,9 @@ def _dask_connection(executor: Any, workers: int) -> Iterator[Any]:
                               "distributed.worker.multiprocessing-method": "spawn"}):
             cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                    protocol="tcp://", host="127.0.0.1",
-                                   dashboard_address=None, local_directory=scratch,
+                                   # a free loopback port: two runs on one machine do
+                                   # not collide (a taken port prints a warning)
+                                   dashboard_address="127.0.0.1:0", local_directory=scratch,
                                    silence_logs=logging.WARNING)
         try:
             client = Client(cluster, set_as_default=False)

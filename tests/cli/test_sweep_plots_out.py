@@ -23,6 +23,7 @@ import pytest
 
 import libra_opt.io.output as output
 from libra_opt.cli.main import main
+from tests.fixtures import interruptible
 
 BIN = Path(sys.executable).parent
 SCENARIO = "gpt3_175b_4d"   # four dimensions: chiplet, package, node, pod
@@ -131,7 +132,8 @@ def _frozen_while_plotting(out: Path) -> subprocess.Popen | None:
     """A sweep into ``out`` frozen (SIGSTOP to its process group) while its plots are staged;
     None when it finished before it could be caught. The caller continues or kills it."""
     proc = subprocess.Popen([*RUN, "--out", str(out)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, start_new_session=True)
+                            stderr=subprocess.PIPE, start_new_session=True,
+                            preexec_fn=interruptible)
     while not _plot_stage(out):
         if proc.poll() is not None:
             proc.communicate()

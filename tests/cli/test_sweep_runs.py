@@ -26,6 +26,7 @@ from libra_opt.explore.dask_scratch import SCRATCH_PREFIX, host_tag, remove_orph
 from libra_opt.io.results import read_results
 from tests.cli.test_search import MODEL as SEARCH_MODEL
 from tests.cli.test_search import SCENARIO as SEARCH_SCENARIO
+from tests.fixtures import interruptible
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(),
                                 reason="reads the process tree from /proc")
@@ -108,7 +109,8 @@ def _interrupt_mid_run(out: Path, executor: str, sig: int, tmp: Path):
     tmp.mkdir()
     proc = subprocess.Popen([*RUN, "--executor", executor, "--out", str(out)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True, env={**os.environ, "TMPDIR": str(tmp)})
+                            start_new_session=True, env={**os.environ, "TMPDIR": str(tmp)},
+                            preexec_fn=interruptible)
     try:
         if not _wait_for_rows(out / "results.csv", proc):
             proc.communicate(timeout=60)
