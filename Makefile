@@ -79,6 +79,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/failures.py --out out/bench
 	$(BIN)/python benchmarks/astra_sim_parity.py --out out/bench
 	$(BIN)/python benchmarks/calibration_runs.py --out out/bench
+	$(BIN)/python benchmarks/validation_figures.py --out out/bench
 	$(BIN)/python benchmarks/sweep_speed.py   # beside a git worktree of --ref (see its --help)
 	$(BIN)/python benchmarks/bench_results.py   # the README quotes what the scripts wrote
 

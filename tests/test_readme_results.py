@@ -70,7 +70,8 @@ def test_sync_readme_rewrites_the_quoted_figures(tmp_path):
 #: figures must equal RESULTS.md, so a model change cannot leave the README quoting an
 #: older model (the comm_overlap figures once lagged a model change by 1.3 %).
 MODEL_FIGURE_SCRIPTS = ("comm_overlap", "diloco", "luwu", "in_network", "rail_only",
-                        "small_messages", "calibration_runs", "failures", "astra_sim_parity")
+                        "small_messages", "calibration_runs", "failures", "astra_sim_parity",
+                        "validation_figures")
 #: Figures that are solver round-off, not model outputs (they differ run to run by ulps).
 ROUND_OFF = {"diloco.optimizer_vs_closed_form"}
 

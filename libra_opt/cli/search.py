@@ -339,7 +339,8 @@ def _search(args: argparse.Namespace, base: Any, space: Any, executor: Any) -> i
         print(f"gain of co-design (another {time.perf_counter() - t0:.1f} s wall time): "
               f"{eq} vs the best parallelization with an equal bandwidth "
               f"split; {cv} vs the conventional layout (TP {conv['tp']} on the HB domain, "
-              f"PP {conv['pp']} over scale-out, DP {conv['dp']}) with its optimal bandwidth")
+              f"PP {conv['pp']} over scale-out, DP {conv['dp']}) with its optimal bandwidth"
+              + ("; objectives without failures" if res.rank == "failures" else ""))
     if args.out is not None:
         for path in _write(res, base, args):
             print(f"wrote {path}")

@@ -393,6 +393,7 @@ def _write_outputs(args: argparse.Namespace, df: pd.DataFrame, axes: dict[str, l
         cols = [c for c in df.columns if c in axes or c.endswith("_axis")]
         cols += ["status", "weighted_step_time_s", "network_cost_usd"]
         cols += [c for c in df.columns if c.startswith("bw_")]
+        cols += [c for c in ("goodput", "job_mttf_h", "effective_objective") if c in df]
         print(df[cols].to_string(index=False, float_format=lambda x: f"{x:,.6g}"))
         return
     from libra_opt.io.output import confined_path, staged_outputs

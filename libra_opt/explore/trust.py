@@ -13,7 +13,7 @@ from libra_opt.generators.error_model import Band, ErrorModel, ValidatedRun
 from libra_opt.generators.validation import ValidationTable
 from libra_opt.scenario.scenario import Scenario
 
-__all__ = ["validated_runs", "search_columns", "scenario_bands"]
+__all__ = ["validated_runs", "search_columns", "scenario_bands", "timing_outside", "widened"]
 
 
 def validated_runs(tables: Sequence[ValidationTable],
@@ -33,9 +33,12 @@ def validated_runs(tables: Sequence[ValidationTable],
 
 
 def search_columns(model: ErrorModel, table: object, device: str, stack: str, seq_len: int,
-                   n_npus: int) -> dict[str, list]:
+                   n_npus: int, rank_key: str = "objective", outside: tuple[str, ...] = ()
+                   ) -> dict[str, list]:
     """The trust columns of a search table's rows (pandas ``DataFrame`` with the knob,
-    ``status``, ``rank``, ``step_time_s``, ``objective`` and ``mfu`` columns).
+    ``status``, ``rank``, ``step_time_s``, ``mfu`` columns and ``rank_key``, the value the
+    rows are ranked by: ``objective``, or ``effective_objective`` ranked with failures);
+    ``outside``: what else lies outside the envelope for every row (:func:`timing_outside`).
 
     Returns
     -------
@@ -43,8 +46,8 @@ def search_columns(model: ErrorModel, table: object, device: str, stack: str, se
         ``band_pct`` (the band, percent), ``step_time_lo_s`` / ``step_time_hi_s`` (the
         measured step times it allows), ``outside_envelope`` (what lies outside, ``''``
         inside), ``mfu_above_measured`` (the predicted MFU exceeds the best measured on the
-        device), ``indistinguishable`` (a solved row whose objective is within the ranking
-        band of the best: the model does not tell it from the best); one value per row,
+        device), ``indistinguishable`` (a solved row whose ranking value is within the
+        ranking band of rank 1's: the model does not tell it from the best); one value per row,
         NaN / ``''`` / ``False`` for rows not solved.
     """
     import pandas as pd
@@ -53,7 +56,8 @@ def search_columns(model: ErrorModel, table: object, device: str, stack: str, se
     best = model.best_mfu(device)
     rank_band = model.rank_band(device, stack)
     solved = table["status"] == "optimal"
-    best_obj = float(table.loc[solved, "objective"].min()) if solved.any() else math.nan
+    first = table.loc[table["rank"] == 1, rank_key]
+    best_obj = float(first.iloc[0]) if len(first) else math.nan
     cols: dict[str, list] = {k: [] for k in ("band_pct", "step_time_lo_s", "step_time_hi_s",
                                               "outside_envelope", "mfu_above_measured",
                                               "indistinguishable")}
@@ -67,7 +71,7 @@ def search_columns(model: ErrorModel, table: object, device: str, stack: str, se
         knobs = {"tp": r.tp, "cp": r.cp, "pp": r.pp, "ep": r.ep,
                  "micro_batch_size": r.micro_batch_size, "interleave": r.interleave,
                  "seq_len": seq_len, "n_npus": n_npus, "recompute": r.recompute}
-        b = model.band(device, stack, knobs)
+        b = widened(model, model.band(device, stack, knobs), outside)
         lo, hi = b.interval_s(float(r.step_time_s))
         cols["band_pct"].append(100 * b.rel_error)
         cols["step_time_lo_s"].append(lo)
@@ -75,8 +79,39 @@ def search_columns(model: ErrorModel, table: object, device: str, stack: str, se
         cols["outside_envelope"].append(", ".join(b.outside))
         cols["mfu_above_measured"].append(best is not None and float(r.mfu) > best[0])
         cols["indistinguishable"].append(
-            bool(math.isfinite(rank_band) and float(r.objective) <= best_obj * (1 + rank_band)))
+            bool(math.isfinite(rank_band)
+                 and float(getattr(r, rank_key)) <= best_obj * (1 + rank_band)))
     return cols
+
+
+def timing_outside(scenario: Scenario) -> tuple[str, ...]:
+    """How ``scenario`` is timed otherwise than the validation tables are (pipelined
+    collectives over hierarchical traffic at each device's own collective efficiencies).
+
+    Examples
+    --------
+    >>> from libra_opt.io.scenario_file import load_scenario
+    >>> timing_outside(load_scenario("gpt3_175b_a100_cluster"))
+    ()
+    """
+    timing, out = scenario.timing, []
+    if not (timing.is_pipelined and timing.hierarchical_traffic):
+        out.append(f"timing {timing.collective_model} collectives, {timing.traffic_model} "
+                   "traffic (validated: pipelined, hierarchical)")
+    spec = scenario.spec
+    if spec is not None and spec.collectives is not None and spec.collectives.efficiency:
+        out.append("collectives.efficiency set (validated: each device's own)")
+    return tuple(out)
+
+
+def widened(model: ErrorModel, band: Band, outside: tuple[str, ...]) -> Band:
+    """``band`` with more that lies outside the envelope: the worst error of any run."""
+    if not outside:
+        return band
+    judged = sum(r.role == "validation" for r in model.runs)
+    return Band(model.worst_band, band.basis if band.outside else
+                f"the largest error of any of the {judged} validated runs",
+                (*band.outside, *outside))
 
 
 def scenario_bands(model: ErrorModel, scenario: Scenario) -> dict[str, Band]:
@@ -85,7 +120,9 @@ def scenario_bands(model: ErrorModel, scenario: Scenario) -> dict[str, Band]:
 
     A workload priced by a fixed efficiency (``efficiency: 0.5``, the FLOPs-over-peak model)
     or of a model that is not a transformer is outside the envelope: the validated runs check
-    the per-operator roofline of transformers.
+    the per-operator roofline of transformers. So is a scenario timed otherwise than the
+    validation tables are (pipelined collectives, hierarchical traffic, each device's own
+    collective efficiencies: a ``collectives.efficiency`` of the scenario's own).
 
     Examples
     --------
@@ -101,6 +138,7 @@ def scenario_bands(model: ErrorModel, scenario: Scenario) -> dict[str, Band]:
 
     out: dict[str, Band] = {}
     spec = scenario.spec
+    outside_timing = timing_outside(scenario)
     for w in spec.workloads if spec is not None else ():
         if w.model is None or w.device is None or w.parallelism is None:
             continue
@@ -118,9 +156,8 @@ def scenario_bands(model: ErrorModel, scenario: Scenario) -> dict[str, Band]:
             extra.append(f"model {type(w.model.value).__name__} (validated: transformers)")
         if w.efficiency is not None and not isinstance(w.efficiency, Mapping):
             extra.append("a fixed compute efficiency (validated: the per-operator roofline)")
+        extra += outside_timing
         if extra:
-            band = Band(model.worst_band, band.basis if band.outside else
-                        f"the largest error of any of the {len(model.runs)} validated runs",
-                        (*band.outside, *extra))
+            band = widened(model, band, tuple(extra))
         out[w.name] = band
     return out

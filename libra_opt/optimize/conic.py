@@ -105,12 +105,16 @@ class CscMatrix:
 class _Clarabel:
     """The Clarabel solver of one program structure with the default settings, made once
     from the data of the program that built the structure and updated in place for every
-    solve (a new solver per solve costs its set-up: equilibration, KKT pattern and
-    ordering). Its equilibration is that of the building program's data, whichever point
-    runs first, so a point's answer does not depend on the points solved before it."""
+    solve whose constraint matrix is the building program's (a new solver per solve costs
+    its set-up: equilibration, KKT pattern and ordering): its equilibration is that of the
+    building program's data, whichever point runs first, so a point's answer does not
+    depend on the points solved before it. A solve whose matrix has other numbers (the
+    perspective form carries right-hand sides in its ``u`` column) gets a solver of its own:
+    an updated matrix would keep numerical state from the solves before it."""
 
     def __init__(self, q: np.ndarray, a: CscMatrix, b: np.ndarray, cones: list) -> None:
         self.data: tuple | None = (q, a, b, cones)
+        self.cones = cones
         self.solver: Any = None
         self.held: tuple[np.ndarray, ...] = ()  # the q, A data and b the solver holds
 
@@ -121,11 +125,14 @@ class _Clarabel:
             q0, a0, b0, cones = self.data
             self.solver = _solver(q0, a0, b0, cones, 0)
             self.held, self.data = (q0, a0.data, b0), None
-        update = {k: new for k, new, old in zip("qAb", (q, a.data, b), self.held, strict=True)
+        if a.data is not self.held[1] and not np.array_equal(a.data, self.held[1]):
+            return _solver(q, a, b, self.cones, 0).solve()
+        update = {k: new for k, new, old in zip("qb", (q, b), (self.held[0], self.held[2]),
+                                                strict=True)
                   if new is not old and not np.array_equal(new, old)}
         if update:
             self.solver.update(**update)
-            self.held = (q, a.data, b)
+            self.held = (q, self.held[1], b)
         return self.solver.solve()
 
 

@@ -65,3 +65,18 @@ def test_validate_writes_an_error_model_that_reads_back(tmp_path, capsys):
     assert {r.table for r in m.runs} == {"llama3_h100"}
     assert main(["validate", "--table", "llama3_h100", "--error-model", str(tmp_path)]) == 2
     assert "--error-model" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("edit", "flag"), [
+    ("collectives.efficiency={hb: none}", "collectives.efficiency set"),
+    ("collective_model=sequential", "timing sequential collectives"),
+])
+def test_timing_the_tables_did_not_validate_widens_the_band(capsys, edit, flag):
+    """The tables time pipelined collectives over hierarchical traffic at each device's own
+    efficiency: another timing is outside the envelope (the worst error of any run)."""
+    assert main(["evaluate", "gpt3_175b_a100_cluster", "--bw", "600,50", "--set", edit,
+                 "--json"]) == 0
+    band = json.loads(capsys.readouterr().out)["error_band"]["gpt3_175b"]
+    worst = max(abs(r.error) for r in load_error_model().runs if r.role == "validation")
+    assert any(o.startswith(flag) for o in band["outside_envelope"])
+    assert band["rel_error"] == pytest.approx(worst)

@@ -69,6 +69,6 @@ def test_failure_ranking_needs_a_failure_model(template) -> None:
     bare = search_base(compile(base.spec.replace("reliability", None)))
     with pytest.raises(InputError, match="reliability section") as exc:
         run_search(bare, SMALL_SPACE, rank="failures")
-    assert exc.value.field == "rank"
+    assert exc.value.field == "reliability"   # what is missing, in the scenario's file
     with pytest.raises(InputError, match="not one of objective, failures"):
         run_search(base, SMALL_SPACE, rank="goodput")

@@ -107,3 +107,51 @@ def test_the_api_takes_no_error_model():
         **SPACE, "micro_batch_sizes": (1,), "interleave": (1,), "zero": (1,)}),
         error_model=None)
     assert "band_pct" not in res.table
+
+
+def test_the_best_under_failures_is_the_row_ranked_first():
+    """Ranked by the objective under failures, rank 1 is the one whose flag reads ``=``:
+    A is cheaper without failures (100 vs 112) but dearer with them (130 vs 120)."""
+    import pandas as pd
+
+    from libra_opt.explore.trust import search_columns
+    from libra_opt.generators.error_model import ErrorModel, ValidatedRun
+
+    runs = tuple(ValidatedRun(n, "t", "g", "s", "validation", e, variant_set="v")
+                 for n, e in (("a", 0.05), ("b", 0.0)))    # ranking band 1.05 / 1 - 1 = 5 %
+    t = pd.DataFrame({"status": ["optimal"] * 2, "rank": pd.array([2, 1], dtype="Int64"),
+                      "objective": [100.0, 112.0], "effective_objective": [130.0, 120.0],
+                      "step_time_s": [1.0, 1.1], "mfu": [0.4, 0.4], "tp": [8, 8], "cp": [1, 1],
+                      "pp": [1, 1], "ep": [1, 1], "micro_batch_size": [1, 1],
+                      "interleave": [1, 1], "recompute": ["none", "none"]})
+    cols = search_columns(ErrorModel(runs), t, "g", "s", 2048, 8, "effective_objective")
+    # 120 x 1.05 = 126: B (rank 1) is the best; A at 130 lies outside the band
+    assert cols["indistinguishable"] == [False, True]
+
+
+def test_top_values_count_one_design_once():
+    from libra_opt.explore.search.engine import _kth, _top_values
+
+    assert _top_values([3.0, 1.0, 1.0 * (1 + 1e-7), 2.0, 1.0], 2) == [1.0, 2.0]
+    assert _kth([1.0, 1.0, 1.0], 2) == math.inf      # one value: no second design yet
+    assert _kth([1.0, 1.0, 2.0, 3.0], 2) == 2.0
+
+
+def test_pruning_keeps_the_best_designs_when_alternatives_fill_the_top():
+    """ZeRO 1 and 2 make alternatives of one design; the 3 best designs of a pruned search
+    are those of exhaustive enumeration."""
+    import pandas as pd
+
+    from libra_opt.explore.search import run_search, search_base
+
+    space = lo.SearchSpace(**SPACE)
+    base = search_base(load_scenario("gpt3_175b_a100_cluster"))
+    pruned = run_search(base, space, top=3, solutions=False)
+    every = run_search(base, space, top=3, prune=False, solutions=False)
+    assert pruned.stats["pruned"] > 0 and every.stats["pruned"] == 0
+    assert pruned.table["alternative_of"].notna().any()   # alternatives exist here
+    cols = ["tp", "cp", "pp", "dp", "micro_batch_size", "interleave", "zero", "placement",
+            "objective"]
+    pd.testing.assert_frame_equal(pruned.best(3)[cols].reset_index(drop=True),
+                                  every.best(3)[cols].reset_index(drop=True),
+                                  check_exact=False, rtol=1e-9)

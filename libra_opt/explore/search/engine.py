@@ -60,7 +60,7 @@ import functools
 import logging
 import math
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -119,6 +119,7 @@ from libra_opt.explore.search.space import (
     placement_of,
     search_shapes,
 )
+from libra_opt.explore.trust import timing_outside
 from libra_opt.fabric.heterogeneous import slowest_fractions
 from libra_opt.generators.error_model import ErrorModel
 from libra_opt.generators.mapping import place_groups
@@ -126,7 +127,7 @@ from libra_opt.generators.parallelism import Parallelism
 from libra_opt.optimize.problem import build_problem, solve
 from libra_opt.optimize.solution import Solution
 from libra_opt.options import OBJECTIVES
-from libra_opt.scenario.accuracy import SAME_REL_TOL
+from libra_opt.scenario.accuracy import SAME_REL_TOL, same
 from libra_opt.scenario.constraints import LinearConstraint
 from libra_opt.traffic.in_network import in_network_dims
 from libra_opt.traffic.step_time import walk_arrays
@@ -165,8 +166,23 @@ RANKS = ("objective", "failures")  #: the objective, or the objective under fail
 Progress = Callable[[int, int], None]
 
 
+def _top_values(values: Iterable[float], k: int) -> list[float]:
+    """The ``k`` smallest of ``values`` that are not the same up to round-off, ascending:
+    rows of one design count once, as the table ranks them
+    (:func:`~libra_opt.explore.search.results.designs` merges only rows whose ranking
+    values are the same), so pruning against the ``k``-th keeps the ``k`` best designs."""
+    out: list[float] = []
+    for v in sorted(values):
+        if not out or not same(out[-1], v):
+            out.append(v)
+            if len(out) == k:
+                break
+    return out
+
+
 def _kth(values: Sequence[float], k: int) -> float:
-    return sorted(values)[k - 1] if len(values) >= k else math.inf
+    top = _top_values(values, k)
+    return top[k - 1] if len(top) >= k else math.inf
 
 
 def iter_chunk(ctx: _Context, items: Sequence[tuple[int, Parallelism, float]],
@@ -260,7 +276,7 @@ def iter_chunk(ctx: _Context, items: Sequence[tuple[int, Parallelism, float]],
             values["solve_s"] = time.perf_counter() - t0
             if status == "optimal":
                 best.append(values[ctx.rank_key])
-                best[:] = sorted(best)[: ctx.top]
+                best[:] = _top_values(best, ctx.top)
             values.setdefault("memory_per_npu_gb", mem_gb)
             rows.append(_row(index, shape, par, pl.describe(), status, reason,
                              lower_bound=lb, **values))
@@ -434,10 +450,12 @@ def run_search(
                          field="max_workers")
     executor = resolve_executor(executor, scheduler)
     scen, spec = base.scenario, base.spec
-    if rank not in RANKS or (rank == "failures" and scen.reliability is None):
-        raise InputError(f"rank {rank!r} is not one of {', '.join(RANKS)}" if rank not in RANKS
-                         else "ranking with failures needs the scenario's reliability "
-                         "section", source=scen.source, field="rank")
+    if rank not in RANKS:
+        raise InputError(f"rank {rank!r} is not one of {', '.join(RANKS)}", field="rank")
+    if rank == "failures" and scen.reliability is None:
+        raise InputError("ranking with failures (rank 'failures') needs a failure model: "
+                         "the scenario has no reliability section", source=scen.source,
+                         field="reliability")
     if objective is not None:
         if objective not in OBJECTIVES:
             raise InputError(f"objective {objective!r} is not one of {', '.join(OBJECTIVES)}",
@@ -555,13 +573,14 @@ def run_search(
                         rows.extend(par_rows)
                         best.extend(r[ctx.rank_key] for r in par_rows
                                     if r["status"] == "optimal")
-                best = sorted(best)[:top]
+                best = _top_values(best, top)
     finally:
         bar(-1, total)
 
     table = designs(search_table(rows, scen.fabric.names, ctx.rank_key), ctx.rank_key)
     if error_model is not None:
-        table = table.assign(**trust_columns(error_model, table, entry))
+        table = table.assign(**trust_columns(error_model, table, entry, ctx.rank_key,
+                                             timing_outside(scen)))
     stats = search_stats(table, time.perf_counter() - t_start)
     sols: list[Solution] = []
     cands: list[Candidate] = []

@@ -128,13 +128,15 @@ def designs(table: pd.DataFrame, rank_key: str = "objective") -> pd.DataFrame:
     return table.assign(rank=rank, alternative_of=alt_of, alternatives=alts)
 
 
-def trust_columns(model: ErrorModel, table: pd.DataFrame, entry: ModelEntry) -> dict[str, list]:
+def trust_columns(model: ErrorModel, table: pd.DataFrame, entry: ModelEntry,
+                  rank_key: str = "objective", outside: tuple[str, ...] = ()
+                  ) -> dict[str, list]:
     """The error-band columns of a search table for its model-based workload ``entry``
     (:func:`~libra_opt.explore.trust.search_columns`; the software stack is the
     workload's, else the device's calibration stack)."""
     stack = entry.parallelism.software_stack or entry.device.calibration_stack
     return search_columns(model, table, entry.device.key, stack, entry.model.seq_len,
-                          entry.parallelism.n_npus)
+                          entry.parallelism.n_npus, rank_key, outside)
 
 
 def search_stats(table: pd.DataFrame, wall_s: float) -> dict[str, float]:
