@@ -12,6 +12,7 @@ import logging
 import os
 import sys
 from collections.abc import Mapping, Sequence
+from concurrent.futures import BrokenExecutor
 from pathlib import Path
 from typing import NoReturn
 
@@ -344,6 +345,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except LibraOptError as exc:
         print(f"libra-opt: solver error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 1
+    except BrokenExecutor as exc:  # a worker process died (killed, out of memory)
+        print(f"libra-opt: a worker process died: {' '.join(str(exc).split())}",
+              file=sys.stderr)
         return 1
     except OSError as exc:
         print(f"libra-opt: error: {exc.filename or ''}: cannot write: {exc.strerror}", file=sys.stderr)

@@ -1,6 +1,7 @@
 """The command line at its edges: ``python -m libra_opt``, a reader that goes away, and an
 ASTRA-sim export the format cannot hold (refused before anything is printed or created)."""
 
+import importlib
 import subprocess
 import sys
 
@@ -46,3 +47,18 @@ def test_unexportable_workload_is_refused_before_any_output(name, tmp_path, caps
     # the format's limit, blamed on the flag: the scenario's parallelism is valid
     assert "--export: workload " in err and ".parallelism" not in err
     assert not target.exists()
+
+
+def test_a_dead_worker_is_one_line_and_exit_1(monkeypatch, capsys):
+    """A worker process killed under a run (the pool is broken): no traceback."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    cli_main = importlib.import_module("libra_opt.cli.main")  # the module, not its main
+
+    def dead(args):
+        raise BrokenProcessPool("A process in the process pool was terminated abruptly")
+
+    monkeypatch.setattr(cli_main, "_cmd_solve", dead)
+    assert cli_main.main(["solve", "gpt3_175b_4d"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "a worker process died" in err and "Traceback" not in err
