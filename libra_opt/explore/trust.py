@@ -68,9 +68,7 @@ def search_columns(model: ErrorModel, table: object, device: str, stack: str, se
                          ("mfu_above_measured", False), ("indistinguishable", False)):
                 cols[k].append(v)
             continue
-        knobs = {"tp": r.tp, "cp": r.cp, "pp": r.pp, "ep": r.ep,
-                 "micro_batch_size": r.micro_batch_size, "interleave": r.interleave,
-                 "seq_len": seq_len, "n_npus": n_npus, "recompute": r.recompute}
+        knobs = {**layout_knobs(r), "seq_len": seq_len, "n_npus": n_npus}
         b = widened(model, model.band(device, stack, knobs), outside)
         lo, hi = b.interval_s(float(r.step_time_s))
         cols["band_pct"].append(100 * b.rel_error)
@@ -82,6 +80,15 @@ def search_columns(model: ErrorModel, table: object, device: str, stack: str, se
             bool(math.isfinite(rank_band)
                  and float(getattr(r, rank_key)) <= best_obj * (1 + rank_band)))
     return cols
+
+
+#: The layout knobs a validated envelope checks (with the sequence length and GPU count).
+LAYOUT_KNOBS = ("tp", "cp", "pp", "ep", "micro_batch_size", "interleave", "recompute")
+
+
+def layout_knobs(layout: object) -> dict[str, int | str]:
+    """:data:`LAYOUT_KNOBS` of a parallelization or a search row (same attribute names)."""
+    return {k: getattr(layout, k) for k in LAYOUT_KNOBS}
 
 
 def timing_outside(scenario: Scenario) -> tuple[str, ...]:
@@ -145,9 +152,7 @@ def scenario_bands(model: ErrorModel, scenario: Scenario) -> dict[str, Band]:
         par = parallelism_from_dict(thaw(w.parallelism), None, "parallelism")
         device = w.device.value
         stack = par.software_stack or device.calibration_stack
-        knobs = {"tp": par.tp, "cp": par.cp, "pp": par.pp, "ep": par.ep,
-                 "micro_batch_size": par.micro_batch_size, "interleave": par.interleave,
-                 "n_npus": par.n_npus, "recompute": par.recompute}
+        knobs = {**layout_knobs(par), "n_npus": par.n_npus}
         if isinstance(w.model.value, TransformerSpec):
             knobs["seq_len"] = w.model.value.seq_len
         band = model.band(device.key, stack, knobs)
