@@ -1,7 +1,5 @@
 """Results files: the results table (CSV with a metadata sidecar, or Parquet with its
-metadata in the schema), the manifest of a results folder, and the names and format they
-share. The folders that hold them are :mod:`libra_opt.io.results` (streamed studies) and
-:mod:`libra_opt.io._run_folder` (one-shot runs and the folder lock).
+metadata in the schema), a results folder's manifest, and the names and format they share.
 """
 
 from __future__ import annotations
@@ -16,31 +14,18 @@ from typing import TYPE_CHECKING, Any
 
 from libra_opt.errors import InputError, option_context
 from libra_opt.io.output import staged_outputs
-from libra_opt.scenario.fingerprint import fingerprint
 
 if TYPE_CHECKING:
     import pandas as pd
 
 MANIFEST = "manifest.json"
-
-
 RESULTS_CSV = "results.csv"
-
-
 RESULTS_PARQUET = "results.parquet"
-
-
 #: Files an earlier run may have left in its folder (removed by ``overwrite``).
 RUN_FILES = (MANIFEST, RESULTS_CSV, RESULTS_PARQUET, "sweep.png", "pareto.png",
              "bandwidth.png", "search.png")
-
-
 FORMAT = "libra-opt results"
-
-
 FORMAT_VERSION = 1
-
-
 #: Values read as missing in a results CSV (``None``/``NA`` text stays text).
 NA_VALUES = ["", "NaN", "nan"]
 
@@ -60,19 +45,6 @@ def utc_now() -> str:
     return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def spec_hash(obj: Any) -> str:
-    """SHA-256 (hex) of ``obj``'s canonical JSON
-    (:func:`libra_opt.scenario.fingerprint.fingerprint`): equal for equal specs and
-    scenarios, in any process.
-
-    Examples
-    --------
-    >>> spec_hash({"a": 1}) == spec_hash({"a": 1}), spec_hash({"a": 1}) == spec_hash({"a": 2})
-    (True, False)
-    """
-    return fingerprint(obj)
-
-
 def exact_csv_options() -> dict[str, str]:
     """``read_csv`` options that read floats back exactly (pandas >= 3 does by default and
     deprecates the option)."""
@@ -89,13 +61,8 @@ NULLABLE_INT_COLUMNS = ("rank",)
 def read_results(path: str | os.PathLike[str]) -> pd.DataFrame:
     """A results table written here (``.csv`` or ``.parquet``; a folder: its results file),
     read back exactly: floats round-trip, empty messages are ``""``, text such as ``None``
-    stays text, :data:`NULLABLE_INT_COLUMNS` are ``Int64`` with their gaps.
-
-    Raises
-    ------
-    InputError
-        When the file is missing or not a results table.
-    """
+    stays text, :data:`NULLABLE_INT_COLUMNS` are ``Int64`` with their gaps. An
+    :class:`InputError` when the file is missing or not a results table."""
     import pandas as pd
 
     p = Path(path)
@@ -177,13 +144,7 @@ def write_results(df: pd.DataFrame, path: str | os.PathLike[str], metadata: Mapp
 
 def read_metadata(path: str | os.PathLike[str]) -> dict[str, Any]:
     """The metadata of a results file (Parquet schema, CSV sidecar, or a results folder's
-    manifest).
-
-    Raises
-    ------
-    InputError
-        When there is none.
-    """
+    manifest); an :class:`InputError` when there is none."""
     p = Path(path)
     try:
         if p.is_dir():
@@ -199,13 +160,8 @@ def read_metadata(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 def read_json_document(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """A JSON object from ``path`` (a saved solution, say).
-
-    Raises
-    ------
-    InputError
-        When the file cannot be read or holds no JSON object.
-    """
+    """A JSON object from ``path`` (a saved solution, say); an :class:`InputError` when the
+    file cannot be read or holds no JSON object."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:

@@ -1,11 +1,8 @@
 """One-shot run folders (``report --out``, ``search --out``) and the lock every results
-folder is held by while a run writes into it.
-
-A run holds its folder (:func:`libra_opt.io.folder_lock.lock_folder`) from opening it until
-its last file is written: a second run into the folder is refused meanwhile, and only a run
-holding the lock removes the scratch a stopped run left there. A file system that cannot
-lock is said in a warning, and the run goes on unlocked. Errors are raised unlabelled (the
-command line names its option: :func:`libra_opt.errors.option_context`).
+folder is held by while a run writes into it (:func:`libra_opt.io.folder_lock.lock_folder`):
+a second run into the folder is refused meanwhile, and only a run holding the lock removes
+the scratch a stopped run left there. A file system that cannot lock is said in a warning,
+and the run goes on unlocked.
 """
 
 from __future__ import annotations
@@ -30,18 +27,13 @@ from libra_opt.io.output import (
 
 logger = logging.getLogger(__name__)
 
+
 def check_run_folder(directory: str | os.PathLike[str], names: Sequence[str], *,
                      overwrite: bool = False) -> Path:
-    """Check, before any work and without creating anything, a folder a one-shot run
-    (:func:`write_run_folder`) will write ``names`` and its manifest into: every path
+    """Check, before any work and without creating anything, a folder
+    :func:`write_run_folder` will write ``names`` and its manifest into: every path
     (:func:`~libra_opt.io.output.prepare_output_dir`), and an existing folder empty unless
-    ``overwrite``.
-
-    Raises
-    ------
-    InputError
-        Saying what is wrong and what to do instead.
-    """
+    ``overwrite``; an :class:`InputError` saying what to do instead."""
     prepare_output_dir(directory, (*names, MANIFEST), create=False)
     path = Path(directory)
     entries = sorted(p.name for p in path.iterdir()) if path.is_dir() else []
@@ -57,26 +49,22 @@ def check_run_folder(directory: str | os.PathLike[str], names: Sequence[str], *,
 def write_run_folder(directory: str | os.PathLike[str],
                      writers: Mapping[str, Callable[[Path], object]],
                      metadata: Mapping[str, Any], *, overwrite: bool = False) -> list[Path]:
-    """Write a one-shot run's files into ``directory`` together, with ``manifest.json``.
+    """Write a one-shot run's files into ``directory`` together, with ``manifest.json``;
+    the paths written, the manifest last.
 
     Each ``writers[name](path)`` writes one file into a hidden staging folder inside
-    ``directory``; ``metadata`` (:func:`~libra_opt.io.results.results_metadata`), with ``files`` (the names
-    written) and ``complete: true``, becomes ``manifest.json``. Only when every file is
-    written, and after the earlier run's files are removed (``overwrite``: the names of
-    :data:`~libra_opt.io._results_files.RUN_FILES` and of the old manifest's ``files``), are they moved into place
-    (renames). An error or an interrupt before that leaves ``directory`` as it was (a
-    folder this call created is removed again).
-
-    Returns
-    -------
-    list of Path
-        The files written, ``manifest.json`` last.
+    ``directory``; ``metadata`` (:func:`~libra_opt.io.results.results_metadata`), with
+    ``files`` (the names written) and ``complete: true``, becomes ``manifest.json``. Only
+    when every file is written, and after the earlier run's files are removed
+    (``overwrite``: :data:`~libra_opt.io._results_files.RUN_FILES` and the old manifest's
+    ``files``), are they moved into place. An error or an interrupt before that leaves
+    ``directory`` as it was (a folder this call created is removed again).
 
     Raises
     ------
     InputError
-        The folder is not empty and ``overwrite`` is false, or a file cannot be written or
-        removed.
+        The folder is not empty and ``overwrite`` is false, another run holds it, or a
+        file cannot be written or removed.
     """
     path = check_run_folder(directory, list(writers), overwrite=overwrite)
     names = [*writers, MANIFEST]
@@ -125,16 +113,9 @@ def remove_run_files(path: Path, keep: set[str]) -> None:
 
 
 def flock_folder(directory: str | os.PathLike[str]) -> int | None:
-    """An fd of ``directory`` holding its lock (:func:`libra_opt.io.folder_lock.lock_folder`),
-    or ``None`` where the file system cannot lock (a warning is logged and the run goes on
-    unlocked).
-
-    Raises
-    ------
-    InputError
-        When the lock is held: by another run, or by an open results stream of this
-        process; or when the folder cannot be opened.
-    """
+    """An fd of ``directory`` holding its lock, or ``None`` where the file system cannot
+    lock (a warning is logged); an :class:`InputError` when another run (or an open
+    results stream of this process) holds it, or the folder cannot be opened."""
     try:
         fd, taken = lock_folder(directory)
     except OSError as exc:
@@ -153,22 +134,15 @@ def flock_folder(directory: str | os.PathLike[str]) -> int | None:
 
 def refuse_held(path: Path) -> None:
     """Refuse, before any work, a folder a run is writing into (its lock taken and released
-    at once; the run's own writing takes it again)."""
+    at once)."""
     with hold_results_folder(path):
         pass
 
 
 @contextlib.contextmanager
 def hold_results_folder(directory: str | os.PathLike[str]) -> Iterator[bool]:
-    """Hold ``directory``'s lock (the one :func:`~libra_opt.io.results.open_results` takes)
-    for the block, so another run into the folder is refused meanwhile; yields whether the
-    lock is held (``False`` where the file system cannot lock: :func:`flock_folder`).
-
-    Raises
-    ------
-    InputError
-        When another run holds the folder.
-    """
+    """Hold ``directory``'s lock for the block (:func:`flock_folder`); yields whether it is
+    held (``False`` where the file system cannot lock)."""
     fd = flock_folder(directory)
     try:
         yield fd is not None
@@ -181,12 +155,7 @@ def record_run_files(directory: str | os.PathLike[str], names: Sequence[str],
                      flag: str | None = "--out") -> list[str]:
     """List in ``directory``'s manifest, as its ``files``, those of ``names`` that are files
     there now (in that order; ``updated_utc`` refreshed when the list changes); the list.
-
-    Raises
-    ------
-    InputError
-        When the manifest cannot be read or written; ``flag`` names the option blamed.
-    """
+    An :class:`InputError` blaming ``flag`` when the manifest cannot be read or written."""
     with option_context(flag):
         files = [n for n in names if confined_path(directory, n).is_file()]
         path = confined_path(directory, MANIFEST)

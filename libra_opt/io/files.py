@@ -1,10 +1,9 @@
 """Bounded reading of input files: every error is one :class:`InputError` naming the file.
 
-* a path must be non-empty and name a regular file (not a directory, FIFO or device, nor a
-  symlink to one) of at most :data:`MAX_INPUT_BYTES`; at most that many bytes (+1) are
-  ever read, so a huge or endless file is never read whole;
-* a :class:`ParseCache`, made for one top-level load and passed down, reads and parses
-  each file once however often the load refers to it.
+A path must name a regular file (not a directory, FIFO or device, nor a symlink to one) of
+at most :data:`MAX_INPUT_BYTES`; at most that many bytes (+1) are ever read, so a huge or
+endless file is never read whole. A :class:`ParseCache` reads and parses each file once
+within one top-level load.
 """
 
 from __future__ import annotations
@@ -51,13 +50,9 @@ def _check_path(path: str | Path) -> str:
 
 
 def read_bytes(path: str | Path, *, max_bytes: int | None = None) -> bytes:
-    """The bytes of a regular file of at most ``max_bytes`` (default :data:`MAX_INPUT_BYTES`).
-
-    Raises
-    ------
-    InputError
-        Naming the file: empty path, missing, not a regular file, too large or unreadable.
-    """
+    """The bytes of a regular file of at most ``max_bytes`` (default :data:`MAX_INPUT_BYTES`);
+    an :class:`InputError` naming the file when it is missing, not a regular file, too
+    large or unreadable."""
     limit = MAX_INPUT_BYTES if max_bytes is None else int(max_bytes)
     p = src = _check_path(path)
     try:
@@ -69,9 +64,7 @@ def read_bytes(path: str | Path, *, max_bytes: int | None = None) -> bytes:
     if not stat.S_ISREG(st.st_mode):
         raise InputError(f"is {_kind(st.st_mode)}; expected a regular file", source=src)
     if st.st_size > limit:
-        raise InputError(
-            f"file is {_mib(st.st_size)}; the limit is {_mib(limit)}", source=src
-        )
+        raise InputError(f"file is {_mib(st.st_size)}; the limit is {_mib(limit)}", source=src)
     try:
         # O_NONBLOCK: should the path have been swapped for a FIFO since stat, open does
         # not wait for a writer; fstat below then refuses it.
@@ -116,23 +109,18 @@ def read_text(
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        raise InputError(
-            f"not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})",
-            source=str(path),
-            field=f"line {line}",
-        ) from None
+        raise InputError(f"not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})",
+                         source=str(path), field=f"line {line}") from None
 
 
 class ParseCache:
     """Each file read, and parsed, once within one top-level load.
 
     Make one per load (one :func:`~libra_opt.io.scenario_file.load_scenario` call, say) and
-    pass it down to the readers (their ``cache`` keyword). It lives only as long as that
-    load, so a file changed between two loads is read afresh. A file is known by its device,
-    inode, size and modification time, so two paths to one file (``a/../b.yml``, a symlink)
-    are one entry. For YAML it keeps the parsed node graph, never handed out, and
-    :func:`read_yaml` builds new data from it for every reader (without parsing again), so
-    a reader changing what it got cannot change what another gets.
+    pass it to the readers (their ``cache`` keyword), so a file changed between two loads
+    is read afresh. A file is known by its device, inode, size and modification time, so
+    two paths to one file are one entry. For YAML it keeps the parsed node graph, never
+    handed out: every reader gets new data built from it.
 
     Examples
     --------
@@ -149,51 +137,24 @@ class ParseCache:
     def __init__(self) -> None:
         self._memo: dict[Hashable, Any] = {}
 
-    def get(
-        self,
-        kind: str,
-        path: str | Path | None,
-        make: Callable[[], _T],
-        *extra: Hashable,
-    ) -> _T:
-        """``make()`` the first time ``(kind, file of path, *extra)`` is asked for; then its value.
-
-        Parameters
-        ----------
-        kind : str
-            What is made from the file (``"yaml"``, ``"text"``, a reader's name).
-        path : str or pathlib.Path or None
-            The file; ``None``, or a path that cannot be looked up, is never memoised
-            (``make`` then reports the problem).
-        make : callable
-            Reads and parses the file; an exception it raises is not memoised.
-        *extra : hashable
-            Further parts of the key (limits, the groups a workload is read with...).
-        """
-        ident = _file_key(path)
-        if ident is None:
+    def get(self, kind: str, path: str | Path | None, make: Callable[[], _T],
+            *extra: Hashable) -> _T:
+        """``make()`` the first time ``(kind, file of path, *extra)`` is asked for; then its
+        value. A path that cannot be looked up is never memoised (``make`` then reports the
+        problem), nor is an exception ``make`` raises."""
+        try:
+            st = os.stat(path)  # type: ignore[arg-type]
+        except (OSError, ValueError, TypeError):  # missing, NUL byte, None: make() says it
             return make()
-        key = (kind, ident, *extra)
-        if key in self._memo:
-            return self._memo[key]  # type: ignore[no-any-return]
-        value = make()
-        self._memo[key] = value
-        return value
-
-
-def _file_key(path: str | Path | None) -> Hashable | None:
-    if path is None:
-        return None
-    try:
-        st = os.stat(path)
-    except (OSError, ValueError):  # missing, unreadable, NUL byte: the reader reports it
-        return None
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        key = (kind, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, *extra)
+        if key not in self._memo:
+            self._memo[key] = make()
+        return self._memo[key]  # type: ignore[no-any-return]
 
 
 def read_text_if_any(path: str | Path | None, *, max_bytes: int | None = None) -> str | None:
     """The UTF-8 text of a file, or ``None`` when there is no path or it cannot be read (the
-    reason logged): for text a result quotes if it can, such as a report's scenario file.
+    reason logged).
 
     Examples
     --------

@@ -1,24 +1,11 @@
 """Every file the tool writes: safe names, confined paths, up-front checks, atomic writes.
 
-* :func:`safe_slug` turns a scenario or workload name (user text) into a file-name part
-  that cannot leave the output directory.
-* :func:`confined_path` joins a directory and a file name and proves the result stays
-  inside the directory.
-* :func:`check_writable_output`, :func:`check_output_dir` and :func:`prepare_output_dir`
-  validate an output *before* any work is done.
-* :func:`staged_outputs` is the one way a file is written: into a hidden staging folder
-  inside the target's folder, then ``fsync``-ed and moved onto its target (``os.replace``,
-  the folder ``fsync``-ed after the renames) together with the other files of the set, so a
-  failure or a crash midway never leaves a truncated file nor half a set; an existing
-  symlink at a target is replaced, never written through, and a replaced file keeps its
-  permissions. :func:`write_text_atomic`, :func:`write_bytes_atomic`,
-  :func:`save_figure_atomic` and :func:`write_csv_atomic` write one file through it.
-
-Errors about an output are raised unlabelled: the command line names its option and
-:mod:`libra_opt`'s functions their keyword (:func:`libra_opt.errors.option_context`). A
-``flag`` keyword some of these functions still take names the option the same way.
-
-No matplotlib or pandas here: figures and tables are duck-typed (``savefig``/``to_csv``).
+:func:`staged_outputs` is the one way a file is written: into a hidden staging folder
+inside the target's folder, then ``fsync``-ed and moved onto its target together with the
+other files of the set, so a failure or a crash midway never leaves a truncated file nor
+half a set. Errors about an output are raised unlabelled, or blaming the option a ``flag``
+keyword names (:func:`libra_opt.errors.option_context`). Figures and tables are duck-typed
+(``savefig``/``to_csv``): no matplotlib or pandas here.
 """
 
 from __future__ import annotations
@@ -26,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import secrets
 import stat
 import unicodedata
@@ -33,7 +21,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from libra_opt.errors import InputError, option_context
+from libra_opt.errors import InputError, option_context, short_repr
 
 logger = logging.getLogger(__name__)
 
@@ -56,15 +44,15 @@ __all__ = [
 ]
 
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
-"""File types a plot can be written as (matplotlib's format is taken from the suffix)."""
 CSV_SUFFIXES = (".csv",)
-"""File types a table can be written as."""
+#: Longest slug in UTF-8 bytes (file systems allow 255 per name; suffixes are added).
 MAX_SLUG_BYTES = 100
-"""Longest slug in UTF-8 bytes (file systems allow 255 per name; suffixes are added)."""
-
-_FALLBACK = "unnamed"
-_KEEP = "-_."
-
+#: Longest file name (bytes) and path (bytes) accepted (POSIX NAME_MAX and PATH_MAX - 1).
+NAME_MAX_BYTES = 255
+PATH_MAX_BYTES = 4095
+#: Start of the name of a staging folder :func:`staged_outputs` makes beside its targets
+#: (short, hidden, unique: a target's own name may already be near the 255-byte limit).
+STAGE_PREFIX = ".libra-opt-stage-"
 
 def safe_slug(name: object, *, max_bytes: int = MAX_SLUG_BYTES) -> str:
     """A file-name part made from ``name`` that cannot name another directory.
@@ -96,15 +84,10 @@ def safe_slug(name: object, *, max_bytes: int = MAX_SLUG_BYTES) -> str:
     """
     text = unicodedata.normalize("NFC", str(name))
     parts = [p for p in text.replace("\\", "/").split("/") if p not in ("", ".", "..")]
-    chars = [c if (c.isalnum() or c in _KEEP) else "_" for c in "_".join(parts)]
-    slug = "".join(chars)
-    while "__" in slug:
-        slug = slug.replace("__", "_")
-    slug = slug.strip("._-")
-    while len(slug.encode("utf-8")) > max_bytes:
-        slug = slug[:-1]
-    slug = slug.rstrip("._-")
-    return slug or _FALLBACK
+    slug = "".join(c if (c.isalnum() or c in "-_.") else "_" for c in "_".join(parts))
+    slug = re.sub("_+", "_", slug).strip("._-")
+    slug = slug.encode("utf-8")[:max_bytes].decode("utf-8", "ignore").rstrip("._-")
+    return slug or "unnamed"
 
 
 def confined_path(directory: str | os.PathLike[str], filename: str, *,
@@ -118,7 +101,7 @@ def confined_path(directory: str | os.PathLike[str], filename: str, *,
     ------
     InputError
         When the path would lie outside ``directory`` (or be ``directory`` itself); ``flag``
-        names the option blamed (:func:`~libra_opt.errors.option_context`).
+        names the option blamed.
 
     Examples
     --------
@@ -147,16 +130,9 @@ def _first_existing(path: Path) -> Path:
 
 
 def check_output_dir(directory: str | os.PathLike[str]) -> Path:
-    """Check, before any work, that ``directory`` is or can be made a writable directory.
-
-    Nothing is created here; the writers create missing directories.
-
-    Raises
-    ------
-    InputError
-        An empty path, a path (or an ancestor) that is a file, or an existing directory
-        that cannot be written.
-    """
+    """Check, before any work and without creating it, that ``directory`` is or can be
+    made a writable directory; an :class:`InputError` for an empty path, a path (or an
+    ancestor) that is a file, or an existing directory that cannot be written."""
     if not str(directory).strip():
         raise InputError("expected a directory, got an empty path")
     path = Path(directory)
@@ -181,8 +157,8 @@ def _check_lengths(path: Path, names: Sequence[str]) -> None:
     full = os.path.abspath(path)
     for part in [*Path(full).parts, *names]:
         if len(part.encode("utf-8", "surrogateescape")) > NAME_MAX_BYTES:
-            raise InputError(f"{short(part)!r} is longer than {NAME_MAX_BYTES} bytes, the "
-                             "longest file name the file system takes")
+            raise InputError(f"{short_repr(part, 40)} is longer than {NAME_MAX_BYTES} bytes, "
+                             "the longest file name the file system takes")
     longest = max((len(n.encode("utf-8")) for n in names), default=0)
     if len(full.encode("utf-8", "surrogateescape")) + 1 + longest > PATH_MAX_BYTES:
         raise InputError(f"path of {len(full):,} characters is too long (at most "
@@ -222,44 +198,29 @@ def check_writable_output(path: str | os.PathLike[str], flag: str | None,
     ...
     libra_opt.errors.InputError: <cli>: --plot: unsupported file type '.xyz' in 'plot.xyz'; expected one of .png, .svg, .pdf
     """
-    with option_context(flag):
-        return _check_writable(path, suffixes)
-
-
-def _check_writable(path: str | os.PathLike[str], suffixes: Sequence[str]) -> Path:
     text = str(path)
-    if not text.strip():
-        raise InputError("expected a file name, got an empty path")
     p = Path(path)
-    if text.endswith(("/", os.sep)) or p.is_dir():
-        raise InputError(f"{text!r} is a directory; expected a file name")
-    suffix = p.suffix.lower()
-    if suffix not in {s.lower() for s in suffixes}:
-        shown = repr(suffix) if suffix else "no file type"
-        raise InputError(f"unsupported file type {shown} in {text!r}; expected one of "
-                         f"{', '.join(suffixes)}")
-    if p.exists():
-        mode = p.stat().st_mode
-        if not stat.S_ISREG(mode):
+    with option_context(flag):
+        if not text.strip():
+            raise InputError("expected a file name, got an empty path")
+        if text.endswith(("/", os.sep)) or p.is_dir():
+            raise InputError(f"{text!r} is a directory; expected a file name")
+        suffix = p.suffix.lower()
+        if suffix not in {s.lower() for s in suffixes}:
+            shown = repr(suffix) if suffix else "no file type"
+            raise InputError(f"unsupported file type {shown} in {text!r}; expected one of "
+                             f"{', '.join(suffixes)}")
+        if p.exists() and not stat.S_ISREG(p.stat().st_mode):
             raise InputError(f"{text!r} exists and is not a regular file")
-    _check_lengths(p, ())
-    check_output_dir(p.parent if str(p.parent) else ".")
+        _check_lengths(p, ())
+        check_output_dir(p.parent if str(p.parent) else ".")
     return p
-
-
-#: Start of the name of a staging folder :func:`staged_outputs` makes beside its targets
-#: (short, hidden, unique: a target's own name may already be near the 255-byte limit).
-STAGE_PREFIX = ".libra-opt-stage-"
 
 
 def remove_scratch(directory: str | os.PathLike[str]) -> list[Path]:
     """Remove the staging folders (:data:`STAGE_PREFIX`) a stopped run left in
-    ``directory``; the paths removed.
-
-    Call it only while holding the folder's lock (:func:`libra_opt.io.results.open_results`
-    and :func:`~libra_opt.io.results.write_run_folder` hold it while they have scratch
-    there), so what is left then is a stopped run's. Symbolic links are never followed: one
-    named like a staging folder is left.
+    ``directory``; the paths removed. Call it only while holding the folder's lock, so
+    what is left then is a stopped run's. A symbolic link named like one is left.
 
     Examples
     --------
@@ -300,11 +261,6 @@ def fsync_directory(directory: str | os.PathLike[str]) -> None:
             os.fsync(fd)
     finally:
         os.close(fd)
-
-
-#: Longest file name (bytes) and path (bytes) accepted (POSIX NAME_MAX and PATH_MAX - 1).
-NAME_MAX_BYTES = 255
-PATH_MAX_BYTES = 4095
 
 
 def prepare_output_dir(directory: str | os.PathLike[str], names: Sequence[str],
@@ -352,11 +308,6 @@ def prepare_output_dir(directory: str | os.PathLike[str], names: Sequence[str],
         return path
 
 
-def short(text: str, n: int = 40) -> str:
-    """``text`` cut to ``n`` characters with an ellipsis (for messages)."""
-    return text if len(text) <= n else text[: n - 3] + "..."
-
-
 @contextlib.contextmanager
 def staged_outputs(directory: str | os.PathLike[str], names: Sequence[str], *,
                    flag: str | None = None) -> Iterator[dict[str, Path]]:
@@ -364,15 +315,14 @@ def staged_outputs(directory: str | os.PathLike[str], names: Sequence[str], *,
     if missing); when the block succeeds every file it wrote is ``fsync``-ed and moved onto
     ``directory/name`` together (renames, then an ``fsync`` of the folder; a replaced file
     keeps its permissions, a symlink at a target is replaced, not written through); when it
-    fails nothing in ``directory`` changes. Files the block did not write are not moved;
-    the staging folder is removed either way.
+    fails nothing in ``directory`` changes. The staging folder is removed either way.
 
     Raises
     ------
     InputError
         When a file cannot be written (an ``OSError`` of the block, too) or moved, or the
-        staging folder was removed under the block; ``flag`` names the option blamed
-        (``None``: none). The block's other errors pass unchanged.
+        staging folder was removed under the block; ``flag`` names the option blamed. The
+        block's other errors pass unchanged.
     """
     import shutil
 

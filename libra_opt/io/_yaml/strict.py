@@ -1,19 +1,14 @@
 """Strict, bounded YAML through PyYAML: every error is one :class:`InputError` naming the file.
 
 * duplicate keys are errors, keys must be scalars, no Python tags, and every decimal
-  spelling of a number is a number (``1e7``, ``1.0e7``, ``19.5e12``, ``-3.5E-2``, ``.5``,
-  ``-.5e3``: YAML 1.2's rule, where YAML 1.1 reads those without a dot or an exponent
-  sign as strings);
+  spelling of a number is a number (``1e7``, ``1.0e7``, ``.5``: YAML 1.2's rule);
 * a document may nest at most :data:`MAX_YAML_DEPTH` levels and expand (aliases counted
-  as copies of what they refer to) to at most :data:`MAX_YAML_NODES` nodes. Both are
-  checked on the parser's event stream before a node is composed, so an alias bomb
-  ("billion laughs") or a million nested brackets is refused in microseconds wherever it
-  sits, and libyaml's recursive composer never sees a document deeper than the limit;
-* libyaml parses and composes (PyYAML's pure-Python parser when PyYAML was built without
-  it); a syntax error is worded by PyYAML's pure-Python parser, whose messages name what
-  was expected, with the line and column;
-* the file itself is read by :func:`libra_opt.io.files.read_text` (regular files only,
-  bounded), once per load with a :class:`~libra_opt.io.files.ParseCache`.
+  as copies of what they refer to) to at most :data:`MAX_YAML_NODES` nodes, both checked
+  on the parser's event stream before a node is composed, so an alias bomb or a million
+  nested brackets is refused in microseconds and libyaml's recursive composer never sees
+  a document deeper than the limit;
+* libyaml parses and composes; a syntax error is worded by PyYAML's pure-Python parser,
+  whose messages name what was expected, with the line and column.
 """
 
 from __future__ import annotations
@@ -25,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from libra_opt.errors import InputError
+from libra_opt.errors import InputError, short_repr
 from libra_opt.io.files import ParseCache, _check_path, read_text
 
 __all__ = ["MAX_YAML_BYTES", "MAX_YAML_DEPTH", "MAX_YAML_NODES", "dump_yaml", "read_yaml"]
@@ -50,13 +45,6 @@ _FLOAT = re.compile(r"^[-+]?(?:(?:[0-9][0-9_]*\.[0-9_]*|\.[0-9][0-9_]*)(?:[eE][-
                     r"|[0-9][0-9_]*[eE][-+]?[0-9]+)$")
 
 
-def _short(value: Any, limit: int = 80) -> str:
-    text = repr(value) if isinstance(value, str | int | float | bool) or value is None else (
-        f"<{type(value).__name__}>"
-    )
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 def _error(problem: str, mark: Any) -> yaml.constructor.ConstructorError:
     return yaml.constructor.ConstructorError(None, None, problem, mark)
 
@@ -74,7 +62,7 @@ def _construct_mapping(loader: Any, node: yaml.MappingNode, deep: bool = False) 
         except TypeError:
             raise _error("a mapping key must be a scalar, not a list or mapping", mark) from None
         if key in seen:
-            raise _error(f"duplicate key {_short(key)} (line {mark.line + 1})", mark)
+            raise _error(f"duplicate key {short_repr(key, 80)} (line {mark.line + 1})", mark)
         seen[key] = loader.construct_object(value_node, deep=deep)
     return seen
 
@@ -97,7 +85,7 @@ def _checked(what: str, construct: Callable[[Any, Any], Any]) -> Callable[[Any, 
         try:
             return construct(loader, node)
         except (ValueError, IndexError, KeyError, TypeError, AttributeError, OverflowError):
-            raise _error(f"malformed {what} {_short(node.value)}", node.start_mark) from None
+            raise _error(f"malformed {what} {short_repr(node.value, 80)}", node.start_mark) from None
 
     return checked
 
@@ -165,16 +153,11 @@ _ENDS = (yaml.SequenceEndEvent, yaml.MappingEndEvent)
 
 def _check_limits(loader: Any, max_depth: int, max_nodes: int) -> None:
     """Walk the first document's events: refuse nesting deeper than ``max_depth``, more than
-    ``max_nodes`` nodes with every alias expanded, or an alias inside its own anchor.
+    ``max_nodes`` nodes with every alias expanded, or an alias inside its own anchor
+    (:class:`_Limit`; :class:`RecursionError` deeper than :data:`_COMPOSE_DEPTH`).
 
     A node's level is where it is written (an alias adds no nesting); an alias counts the
     expanded size of its anchor's node, kept per anchor, so nothing is expanded.
-
-    Raises
-    ------
-    yaml.YAMLError
-        :class:`_Limit` for a limit, the parser's error for malformed text, or a
-        :class:`RecursionError` for a document nested deeper than :data:`_COMPOSE_DEPTH`.
     """
     frames: list[list[Any]] = []  # [anchor, expanded size] of each open collection
     sizes: dict[str, int] = {}  # expanded size of each finished anchored node
@@ -296,8 +279,7 @@ def read_yaml(
     max_bytes, max_depth, max_nodes : int, optional
         Override :data:`MAX_YAML_BYTES`, :data:`MAX_YAML_DEPTH`, :data:`MAX_YAML_NODES`.
     cache : ParseCache, optional
-        The current load's cache: a file it already holds is neither read nor parsed again
-        (its node graph is kept, never handed out, and new data built from it).
+        The current load's cache: a file it already holds is neither read nor parsed again.
 
     Raises
     ------
