@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import TypedDict
 
 from libra_opt.errors import InputError, short_repr
 from libra_opt.generators.generated import GeneratedWorkload
@@ -38,6 +37,8 @@ _COMM_IN: dict[str, CollectiveKind] = {
 }
 _COMM_OUT = {v: k.upper() for k, v in _COMM_IN.items()}
 _PHASE_FIELDS = (("forward", 2), ("input_grad", 5), ("weight_grad", 8))
+_TWELVE_FIELDS = ("a layer line has 12 fields (name, reserved, then compute/comm/size for "
+                  "forward, input-gradient, weight-gradient, then update time)")
 
 
 def _number(tok: str, source: str, what: str) -> float:
@@ -67,11 +68,7 @@ def _parse_fields(
     """The phases and the update time in ns (as written) of one layer line split into
     fields; its errors are given the line's position by the caller."""
     if len(f) != 12:
-        raise InputError(
-            f"a layer line has 12 fields (name, reserved, then compute/comm/size for forward, "
-            f"input-gradient, weight-gradient, then update time); found {len(f)}",
-            source=source,
-        )
+        raise InputError(f"{_TWELVE_FIELDS}; found {len(f)}", source=source)
     phases = {}
     for pname, at in _PHASE_FIELDS:
         compute_ns = _number(f[at], source, f"{pname} compute time")
@@ -80,11 +77,9 @@ def _parse_fields(
         colls: tuple[Collective, ...] = ()
         if kind_tok != "none":
             if kind_tok not in _COMM_IN:
-                raise InputError(
-                    f"{pname} communication {short_repr(f[at + 1], 80)} is not NONE, ALLREDUCE, "
-                    "ALLGATHER, REDUCESCATTER or ALLTOALL",
-                    source=source,
-                )
+                raise InputError(f"{pname} communication {short_repr(f[at + 1], 80)} is not "
+                                 "NONE, ALLREDUCE, ALLGATHER, REDUCESCATTER or ALLTOALL",
+                                 source=source)
             if pname not in groups:
                 raise InputError(f"no communicator group for phase {pname}", source=source)
             colls = (Collective(_COMM_IN[kind_tok], size, pname),)
@@ -117,14 +112,9 @@ def parse_astra_sim(
         count_tok = second[0] if len(second) == 1 else ""
         count_ok = count_tok.isascii() and count_tok.isdigit() and len(count_tok) <= 12
         if not (first[0][:1].isalpha() and first[0].upper() == first[0] and count_ok):
-            raise InputError(
-                f"a layer line has 12 fields (name, reserved, then compute/comm/size for "
-                f"forward, input-gradient, weight-gradient, then update time); found "
-                f"{len(first)} (a header is a policy line such as DATA followed by the "
-                "layer count)",
-                source=source,
-                field=f"line {first_no}",
-            )
+            raise InputError(f"{_TWELVE_FIELDS}; found {len(first)} (a header is a policy "
+                             "line such as DATA followed by the layer count)",
+                             source=source, field=f"line {first_no}")
         declared = int(count_tok)
         body_from = head[1][0]
     body = raw[body_from:]
@@ -157,9 +147,8 @@ def parse_astra_sim(
         layer_of[line] = layer
     layers = [layer_of[t] for t in texts]
     if declared is not None and declared != len(layers):
-        raise InputError(
-            f"header declares {declared} layers, the file has {len(layers)}", source=source
-        )
+        raise InputError(f"header declares {declared} layers, the file has {len(layers)}",
+                         source=source)
     return Workload(name, tuple(layers), dict(groups))
 
 
@@ -170,23 +159,16 @@ def read_astra_sim(
     *,
     cache: ParseCache | None = None,
 ) -> Workload:
-    """Read an ASTRA-sim 1.0 workload file (see :func:`parse_astra_sim`).
-
-    With ``cache`` (the current load's :class:`~libra_opt.io.files.ParseCache`) a file
-    already read with the same groups is neither read nor parsed again: the workload read
-    then is returned under ``name``.
-    """
+    """Read an ASTRA-sim 1.0 workload file (see :func:`parse_astra_sim`); with ``cache`` (the
+    current load's :class:`~libra_opt.io.files.ParseCache`) a file already read with the
+    same groups is neither read nor parsed again."""
     p = Path(path)
     label = name or p.stem
     if cache is None:
         return parse_astra_sim(read_text(p), label, groups, source=str(p))
     key = tuple(sorted((str(k), tuple(v)) for k, v in groups.items()))
-    wl = cache.get(
-        "astra_sim",
-        p,
-        lambda: parse_astra_sim(read_text(p, cache=cache), label, groups, source=str(p)),
-        key,
-    )
+    wl = cache.get("astra_sim", p, lambda: parse_astra_sim(read_text(p, cache=cache), label,
+                                                            groups, source=str(p)), key)
     return wl if wl.name == label else replace(wl, name=label)
 
 
@@ -198,58 +180,33 @@ def _fmt(x: float) -> str:
 def write_astra_sim(
     workload: Workload, path: str | Path, header: bool = False
 ) -> dict[str, tuple[int, ...]]:
-    """Write ``workload`` as ASTRA-sim 1.0 text (layers with ``count > 1`` are expanded).
-
-    The format has one collective per phase and one group per phase: a phase with more
-    collectives, or collectives of one phase on different groups, raise ``InputError``.
-    Times are written in ns.
+    """Write ``workload`` as ASTRA-sim 1.0 text (layers with ``count > 1`` are expanded,
+    times in ns), once :func:`check_exportable` (without merging) says the format holds it.
 
     Returns
     -------
     dict
         Phase name -> span of the group its collectives use (for the communicator file).
     """
+    w = check_exportable(workload, merge=False)
     out = []
-    phase_group: dict[str, str] = {}
-    fields: list[str] = []
-    for step in walk_phases(workload):
-        layer, pname, phase = step.layer, step.name, step.phase
-        if pname == PHASES[0]:
-            fields = [layer.name, "-1"]
-        if len(phase.collectives) > 1:
-            raise InputError(
-                f"layer {layer.name!r}, {pname}: {len(phase.collectives)} collectives; the "
-                "ASTRA-sim 1.0 format holds one per phase",
-                field="workload",
-            )
-        fields.append(_fmt(phase.compute_s * 1e9))
-        if phase.collectives:
-            c = phase.collectives[0]
-            if phase_group.setdefault(pname, c.group) != c.group:
-                raise InputError(
-                    f"phase {pname} uses groups {phase_group[pname]!r} and {c.group!r}; the "
-                    "format has one communicator group per phase",
-                    field="workload",
-                )
-            fields += [_COMM_OUT[c.kind], _fmt(c.size_bytes)]
-        else:
-            fields += ["NONE", "0"]
-        if pname == PHASES[-1]:
-            fields.append(_fmt(layer.update_s * 1e9))
-            out.extend([" ".join(fields)] * step.count)
+    for layer in w.layers:
+        fields = [layer.name, "-1"]
+        for _, phase in layer.phases():
+            fields.append(_fmt(phase.compute_s * 1e9))
+            if phase.collectives:
+                c = phase.collectives[0]
+                fields += [_COMM_OUT[c.kind], _fmt(c.size_bytes)]
+            else:
+                fields += ["NONE", "0"]
+        fields.append(_fmt(layer.update_s * 1e9))
+        out.extend([" ".join(fields)] * layer.count)
     text = "\n".join(out) + "\n"
     if header:
         text = f"HYBRID_CUSTOMIZED\n{len(out)}\n" + text
     write_text_atomic(path, text)
-    return {p: workload.groups[g] for p, g in phase_group.items()}
-
-
-class _LayerPhases(TypedDict, total=False):
-    """The phases of one layer, by field name of :class:`Layer` (keyword arguments of ``replace``)."""
-
-    forward: Phase
-    input_grad: Phase
-    weight_grad: Phase
+    return {s.name: w.groups[s.phase.collectives[0].group] for s in walk_phases(w)
+            if s.phase.collectives}
 
 
 def merge_phase_collectives(workload: Workload) -> Workload:
@@ -267,15 +224,16 @@ def merge_phase_collectives(workload: Workload) -> Workload:
     >>> merge_phase_collectives(w).layers[0].forward.collectives
     (Collective(kind='all_reduce', size_bytes=3.0, group='tp'),)
     """
-    phases: dict[str, _LayerPhases] = {}
-    for step in walk_phases(workload):
-        merged: dict[tuple[CollectiveKind, str], float] = {}
-        for c in step.phase.collectives:
-            merged[(c.kind, c.group)] = merged.get((c.kind, c.group), 0.0) + c.size_bytes
-        colls = tuple(Collective(k, s, g) for (k, g), s in merged.items())
-        phases.setdefault(str(id(step.layer)), {})[step.name] = Phase(step.phase.compute_s, colls)
-    layers = tuple(replace(layer, **phases[str(id(layer))]) for layer in workload.layers)
-    return replace(workload, layers=layers)
+
+    def merged(phase: Phase) -> Phase:
+        sizes: dict[tuple[CollectiveKind, str], float] = {}
+        for c in phase.collectives:
+            sizes[(c.kind, c.group)] = sizes.get((c.kind, c.group), 0.0) + c.size_bytes
+        return Phase(phase.compute_s, tuple(Collective(k, s, g) for (k, g), s in sizes.items()))
+
+    return replace(workload, layers=tuple(
+        replace(layer, forward=merged(layer.forward), input_grad=merged(layer.input_grad),
+                weight_grad=merged(layer.weight_grad)) for layer in workload.layers))
 
 
 def check_exportable(workload: Workload | GeneratedWorkload, merge: bool = True) -> Workload:
@@ -311,26 +269,19 @@ def check_exportable(workload: Workload | GeneratedWorkload, merge: bool = True)
         layer, pname, phase = step.layer, step.name, step.phase
         kinds = [f"{c.kind} on {c.group}" for c in phase.collectives]
         if len(kinds) > 1:
-            raise InputError(
-                f"layer {layer.name!r}, {pname}: {', '.join(kinds)}; ASTRA-sim 1.0 text "
-                "holds one collective per phase",
-                field="workload",
-            )
+            raise InputError(f"layer {layer.name!r}, {pname}: {', '.join(kinds)}; ASTRA-sim "
+                             "1.0 text holds one collective per phase", field="workload")
         for c in phase.collectives:
             if c.kind == "p2p":
-                raise InputError(
-                    f"layer {layer.name!r}, {pname}: point-to-point transfers (pipeline "
-                    "parallelism) have no ASTRA-sim 1.0 text form",
-                    field="workload",
-                )
+                raise InputError(f"layer {layer.name!r}, {pname}: point-to-point transfers "
+                                 "(pipeline parallelism) have no ASTRA-sim 1.0 text form",
+                                 field="workload")
             first = used.setdefault(pname, (layer.name, c.group))
             if first[1] != c.group:
                 raise InputError(
                     f"{pname} uses group {first[1]!r} (layer {first[0]!r}) and {c.group!r} "
                     f"(layer {layer.name!r}); ASTRA-sim 1.0 has one communicator group "
-                    "per phase",
-                    field="workload",
-                )
+                    "per phase", field="workload")
     return w
 
 
@@ -361,15 +312,13 @@ def export_astra_sim(
     Raises
     ------
     InputError
-        When the format cannot hold the workload, saying why: it has one collective per
-        phase, one group per phase for the whole file, and no point-to-point transfers
-        (so pipeline parallelism, sequence parallelism's all-gather + reduce-scatter pairs,
-        or tensor- and data-parallel collectives in the same phase cannot be written).
+        When the format cannot hold the workload (:func:`check_exportable`): pipeline
+        parallelism, sequence parallelism's all-gather + reduce-scatter pairs, or tensor-
+        and data-parallel collectives in the same phase cannot be written.
     """
     w = check_exportable(workload, merge)  # refuses before anything is written
     spans = write_astra_sim(w, path, header=True)
     if communicator_path is not None:
         ones = (1,) * len(next(iter(w.groups.values())))
-        full: dict[str, tuple[int, ...]] = {p: spans.get(p, ones) for p in PHASES}
-        write_libra_communicator(full, communicator_path)
+        write_libra_communicator({p: spans.get(p, ones) for p in PHASES}, communicator_path)
     return spans
