@@ -138,12 +138,12 @@ __all__ = [
 
 def _scenario_or_spec(scenario: Any) -> Any:
     """A scenario or spec as given; a file or example name read (:func:`load_scenario`)."""
-    from pathlib import Path
+    if isinstance(scenario, str | os.PathLike):
+        from pathlib import Path
 
-    if isinstance(scenario, str | Path):
         from libra_opt.io.scenario_file import load_scenario
 
-        return load_scenario(scenario)
+        return load_scenario(scenario if isinstance(scenario, str) else Path(scenario))
     return scenario
 
 
@@ -254,10 +254,8 @@ def _error_model(value: Any) -> Any:
 
     if value is None or isinstance(value, ErrorModel):
         return value
-    if isinstance(value, str) and value == "packaged":
-        return load_error_model()
-    if isinstance(value, (str, os.PathLike)):
-        return load_error_model(value)
+    if isinstance(value, str | os.PathLike):
+        return load_error_model(None if value == "packaged" else value)
     raise InputError(f"expected 'packaged', a path, an ErrorModel or None, got "
                      f"{type(value).__name__}", field="error_model")
 
@@ -355,7 +353,6 @@ def write_report(scenario: Any, out_dir: Any, *, budget_points: int = 25,
     from libra_opt.explore.overrides import ScenarioBase
     from libra_opt.explore.sink import spec_fingerprint
     from libra_opt.explore.study import REPORT_FAMILIES, design_study
-    from libra_opt.io import write_bytes_atomic, write_text_atomic
     from libra_opt.io.files import read_text_if_any
     from libra_opt.io.results import (
         MANIFEST,
@@ -383,20 +380,13 @@ def write_report(scenario: Any, out_dir: Any, *, budget_points: int = 25,
         prov = dataclasses.replace(prov, scenario_text=read_text_if_any(study.scenario.source,
                                                                      max_bytes=1_000_000))
     report = build_report(study, provenance=prov)
-
-    def writer(content: str | bytes):
-        if isinstance(content, bytes):
-            return lambda path: write_bytes_atomic(path, content)
-        return lambda path: write_text_atomic(path, content)
-
     scen = study.scenario
     meta = results_metadata("report", scen.name, spec_fingerprint(ScenarioBase.of(scen)),
                             command=prov.command, search=search is not False,
                             budget_points=budget_points)
     with option_context("out_dir"):
-        paths = {p.name: p for p in write_run_folder(
-            out_dir, {name: writer(c) for name, c in report_files(report).items()}, meta,
-            overwrite=overwrite)}
+        paths = {p.name: p for p in write_run_folder(out_dir, report_files(report), meta,
+                                                     overwrite=overwrite)}
     written = {f"png:{name}": paths[figure_file_name(name)]
                for sec in report.sections for name, _c, _png in sec.figures}
     written["markdown"] = paths[MARKDOWN_NAME]
@@ -414,11 +404,7 @@ def _taking_names(func: Any) -> Any:
 
     @functools.wraps(func)
     def call(scenario: Any, *args: Any, **kwargs: Any) -> Any:
-        if isinstance(scenario, (str, os.PathLike)):
-            from libra_opt.io.scenario_file import load_scenario
-
-            scenario = load_scenario(os.fspath(scenario))
-        return func(scenario, *args, **kwargs)
+        return func(_scenario_or_spec(scenario), *args, **kwargs)
 
     return call
 

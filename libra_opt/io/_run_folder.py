@@ -47,13 +47,13 @@ def check_run_folder(directory: str | os.PathLike[str], names: Sequence[str], *,
 
 
 def write_run_folder(directory: str | os.PathLike[str],
-                     writers: Mapping[str, Callable[[Path], object]],
+                     writers: Mapping[str, Callable[[Path], object] | str | bytes],
                      metadata: Mapping[str, Any], *, overwrite: bool = False) -> list[Path]:
     """Write a one-shot run's files into ``directory`` together, with ``manifest.json``;
     the paths written, the manifest last.
 
     Each ``writers[name](path)`` writes one file into a hidden staging folder inside
-    ``directory``; ``metadata`` (:func:`~libra_opt.io.results.results_metadata`), with
+    ``directory`` (text is written as UTF-8, bytes as they are); ``metadata`` (:func:`~libra_opt.io.results.results_metadata`), with
     ``files`` (the names written) and ``complete: true``, becomes ``manifest.json``. Only
     when every file is written, and after the earlier run's files are removed
     (``overwrite``: :data:`~libra_opt.io._results_files.RUN_FILES` and the old manifest's
@@ -79,7 +79,12 @@ def write_run_folder(directory: str | os.PathLike[str],
         # folder for a stopped run's
         with hold_results_folder(path), staged_outputs(path, names) as staged:
             for name, write in writers.items():
-                write(staged[name])
+                if isinstance(write, bytes):
+                    staged[name].write_bytes(write)
+                elif isinstance(write, str):
+                    staged[name].write_text(write, encoding="utf-8")
+                else:
+                    write(staged[name])
             manifest = {**dict(metadata), "complete": True, "files": list(writers)}
             staged[MANIFEST].write_text(json.dumps(manifest, indent=2, default=str) + "\n",
                                         encoding="utf-8")

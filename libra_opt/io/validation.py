@@ -16,29 +16,18 @@ A table file::
       - {name: "8B, 64 GPUs", source: R1, metric: step_time_s, published: 5.1,
          model: llama3_8b, parallelism: {dp: 8, global_batch_size: 512}}
 
-A cluster's ``device`` is a preset name or a mapping such as
-``{preset: h100_sxm, default_efficiency: 0.6}`` (:func:`~libra_opt.io.presets.device_from_value`).
-``metric`` is one of ``step_time_s``, ``hardware_tflops_per_gpu``, ``model_tflops_per_gpu``,
-``mfu`` or ``tokens_per_s_per_gpu``; ``model`` a preset name (with an optional row-level ``seq_len``) or a descriptor
-mapping (merged over ``defaults.model``); ``calibrate: true`` marks the rows the device
-constants are fitted on and ``calibrate: stack`` those the software stack's constant
-(``parallelism.software_stack``, :mod:`libra_opt.generators.stacks`) is fitted on. A row whose
-published metric depends on an unpublished convention states it (``convention``) and the
-fraction it can move the row by (``convention_band``): it is reported, not judged. Rows with
-the same ``variant_set`` are parallelization variants of one model, ranked against each other
-(:mod:`libra_opt.explore.ranking`): by Spearman's rank correlation and the regret of the
-model's pick, or with ``variant_judge: regret`` at the table's top level by the regret alone.
-A link may give ``latency_s``, the latency of one
-collective step on it; without it the node link takes NCCL's per-step ring latency over NVLink
-and the pod link NCCL's over the network
-(:data:`~libra_opt.generators.validation.NCCL_NVLINK_STEP_S`,
-:data:`~libra_opt.generators.validation.NCCL_NET_STEP_S`). A link's ``bw_gbps`` is its line
-rate per GPU (the datasheet figure, as everywhere in libra_opt); what collectives reach of it
-is the device's (its ``scale_up_efficiency`` on the node link, ``scale_out_efficiency`` on
-the pod link: :mod:`~libra_opt.generators.device_links`), or the link's ``efficiency`` (a
-measured curve of :data:`~libra_opt.traffic.nccl_curves.NCCL_CURVES`, a line-rate preset, a
-measured fraction, or ``none``; :class:`~libra_opt.generators.validation.Cluster`).
-The packaged tables are in
+A cluster's ``device`` is a preset name or a mapping
+(:func:`~libra_opt.io.presets.device_from_value`); ``model`` a preset name (with an optional row-level ``seq_len``) or a descriptor mapping
+(merged over ``defaults.model``). ``calibrate: true`` marks the rows the device constants
+are fitted on, ``calibrate: stack`` those the software stack's constant is fitted on. A row
+whose published metric depends on an unpublished convention states it (``convention``) and
+the fraction it can move the row by (``convention_band``): it is reported, not judged. Rows
+with the same ``variant_set`` are parallelization variants of one model, ranked against
+each other (``variant_judge: regret`` at the top level: by the regret alone). A link's
+``bw_gbps`` is its line rate per GPU; ``latency_s`` the latency of one collective step on
+it (default: NCCL's per-step value); ``efficiency`` a measured NCCL curve, a line-rate
+preset, a fraction or ``none`` (default: the device's;
+:class:`~libra_opt.generators.validation.Cluster`). The packaged tables are in
 ``libra_opt/data/validation``.
 """
 
@@ -141,12 +130,8 @@ def _model(row: _Row, defaults: _Defaults, source: str, prefix: str) -> Transfor
 
 
 def validation_table_from_dict(data: Any, source: str) -> ValidationTable:
-    """Validate a table mapping (as read from YAML) into a :class:`ValidationTable`.
-
-    Raises
-    ------
-    InputError
-        Naming ``source`` and the field (``rows[3].parallelism.tp``...).
+    """Validate a table mapping (as read from YAML) into a :class:`ValidationTable`; an
+    :class:`InputError` names ``source`` and the field (``rows[3].parallelism.tp``...).
 
     Examples
     --------
@@ -184,10 +169,8 @@ def validation_table_from_dict(data: Any, source: str) -> ValidationTable:
         row: _Row = validate_as(_Row, raw, source, prefix)
         cname = row.cluster or table.defaults.cluster
         if cname not in clusters:
-            raise InputError(
-                f"unknown cluster {short_repr(cname, 60)}; clusters: {', '.join(clusters)}",
-                source=source, field=f"{prefix}.cluster",
-            )
+            raise InputError(f"unknown cluster {short_repr(cname, 60)}; clusters: "
+                             f"{', '.join(clusters)}", source=source, field=f"{prefix}.cluster")
         par = parallelism_from_dict(_merge(table.defaults.parallelism, row.parallelism), source,
                                     f"{prefix}.parallelism")
         check = table.defaults.check_memory if row.check_memory is None else row.check_memory
@@ -229,12 +212,8 @@ def _packaged(name: str) -> ValidationTable:
 
 
 def load_validation_table(name_or_path: str | Path) -> ValidationTable:
-    """A packaged table by name, or a user's table from a YAML path.
-
-    Raises
-    ------
-    InputError
-        Unknown name, unreadable file or an invalid table.
+    """A packaged table by name, or a user's table from a YAML path (an :class:`InputError`
+    for an unknown name, an unreadable file or an invalid table).
 
     Examples
     --------
@@ -247,9 +226,6 @@ def load_validation_table(name_or_path: str | Path) -> ValidationTable:
         return validation_table_from_dict(read_yaml(Path(text)), text)
     names = validation_table_names()
     if text not in names:
-        raise InputError(
-            f"unknown validation table {short_repr(text, 80)}; tables: {', '.join(names)} "
-            "(or a path to a .yaml table)",
-            field="--table",
-        )
+        raise InputError(f"unknown validation table {short_repr(text, 80)}; tables: "
+                         f"{', '.join(names)} (or a path to a .yaml table)", field="--table")
     return _packaged(text)

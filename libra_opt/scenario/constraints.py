@@ -120,10 +120,8 @@ class _Parser:
 
     def fail(self, msg: str, col: int | None = None) -> NoReturn:
         where = f" (column {col})" if col else ""
-        raise InputError(
-            f"constraint {short_repr(self.text, 120)}{where}: {msg}",
-            field=self.field,
-        )
+        raise InputError(f"constraint {short_repr(self.text, 120)}{where}: {msg}",
+                         field=self.field)
 
     def peek(self) -> tuple[str, str, int] | None:
         return self.tokens[self.i] if self.i < len(self.tokens) else None
@@ -132,7 +130,6 @@ class _Parser:
         tok = self.peek()
         if tok is None:
             self.fail("unexpected end of text")
-            raise AssertionError
         self.i += 1
         return tok
 
@@ -185,10 +182,8 @@ class _Parser:
     def _factor(self) -> tuple[_Vec, float]:
         if self.depth > MAX_CONSTRAINT_DEPTH:
             tok = self.peek()
-            self.fail(
-                f"nested more than {MAX_CONSTRAINT_DEPTH} levels deep (parentheses or signs)",
-                tok[2] if tok else None,
-            )
+            self.fail(f"nested more than {MAX_CONSTRAINT_DEPTH} levels deep (parentheses or "
+                      "signs)", tok[2] if tok else None)
         n = self.fabric.n_dims
         tok = self.take()
         kind, val, col = tok
@@ -221,38 +216,25 @@ class _Parser:
                         self.fail("expected a dimension index, as in bw[0]", idx_tok[2])
                     idx = int(idx_tok[1])
                     if idx >= n:
-                        self.fail(
-                            f"no dimension {idx}; the fabric has {n} (bw[0]..bw[{n - 1}])",
-                            idx_tok[2],
-                        )
+                        self.fail(f"no dimension {idx}; the fabric has {n} "
+                                  f"(bw[0]..bw[{n - 1}])", idx_tok[2])
                     self.expect("]")
                 elif nxt[1] == ".":
                     name_tok = self.take()
                     if name_tok[0] != "name" or name_tok[1] not in self.fabric.names:
-                        self.fail(
-                            f"no dimension named {name_tok[1]!r}; names: "
-                            f"{', '.join(self.fabric.names)}",
-                            name_tok[2],
-                        )
+                        self.fail(f"no dimension named {name_tok[1]!r}; names: "
+                                  f"{', '.join(self.fabric.names)}", name_tok[2])
                     idx = self.fabric.index(name_tok[1])
                 else:
                     self.fail("expected bw[i] or bw.<dimension name>", nxt[2])
-                    raise AssertionError
                 return _unit(n + 2, [idx]), 0.0
-            self.fail(
-                f"unknown name {val!r}; use bw[i], bw.<dimension>, sum(bw), cost or power", col
-            )
+            self.fail(f"unknown name {val!r}; use bw[i], bw.<dimension>, sum(bw), cost or "
+                      "power", col)
         self.fail(f"unexpected {val!r}", col)
-        raise AssertionError
 
 
-def parse_constraint(
-    text: str,
-    fabric: Fabric,
-    *,
-    label: str | None = None,
-    field: str = "constraints.linear",
-) -> LinearConstraint:
+def parse_constraint(text: str, fabric: Fabric, *, label: str | None = None,
+                     field: str = "constraints.linear") -> LinearConstraint:
     """Parse one linear constraint written as text.
 
     Parameters
@@ -285,10 +267,8 @@ def parse_constraint(
     p = _Parser(text, fabric, field)
     ops = [t for t in p.tokens if t[0] == "op" and t[1] in ("<=", ">=", "==", "=", "<", ">")]
     if len(ops) != 1:
-        p.fail(
-            "expected exactly one of <=, >=, ==" if not ops else "only one comparison allowed",
-            ops[1][2] if len(ops) > 1 else None,
-        )
+        p.fail("expected exactly one of <=, >=, ==" if not ops else "only one comparison allowed",
+               ops[1][2] if len(ops) > 1 else None)
     op = ops[0]
     if op[1] in ("<", ">"):
         p.fail(f"strict {op[1]!r} is not supported; use {op[1]}=", op[2])
@@ -297,9 +277,7 @@ def parse_constraint(
     if tok is not op:
         p.fail(f"unexpected {tok[1]!r}", tok[2])
     rhs_c, rhs_k = p.expr()
-    if p.peek() is not None:
-        extra = p.peek()
-        assert extra is not None
+    if (extra := p.peek()) is not None:
         p.fail(f"unexpected {extra[1]!r}", extra[2])
     coef = _axpy(lhs_c, rhs_c, -1.0)
     rhs = rhs_k - lhs_k
@@ -308,15 +286,10 @@ def parse_constraint(
     if not math.isfinite(rhs) or not all(map(math.isfinite, coef)):
         p.fail("coefficients must be finite")
     n = fabric.n_dims
-    sense = _SENSE_OF_OP[op[1]]
     return LinearConstraint(
-        label=label or " ".join(text.split()),
-        bw_coef=tuple(float(x) + 0.0 for x in coef[:n]),
-        cost_coef=float(coef[n]),
-        power_coef=float(coef[n + 1]),
-        sense=sense,
-        rhs=float(rhs),
-    )
+        label=label or " ".join(text.split()), bw_coef=tuple(float(x) + 0.0 for x in coef[:n]),
+        cost_coef=float(coef[n]), power_coef=float(coef[n + 1]), sense=_SENSE_OF_OP[op[1]],
+        rhs=float(rhs))
 
 
 @dataclass(frozen=True)
@@ -329,9 +302,8 @@ class Row:
     rhs: float
 
 
-def constraint_rows(
-    constraints: Sequence[LinearConstraint], coeffs: CostCoefficients
-) -> tuple[Row, ...]:
+def constraint_rows(constraints: Sequence[LinearConstraint], coeffs: CostCoefficients
+                    ) -> tuple[Row, ...]:
     """Substitute ``cost = kappa . B + F`` and ``power = pi . B + F_w`` into each constraint
     (``F``, ``F_w``: the fixed parts, :attr:`~libra_opt.cost.prices.CostCoefficients.fixed_usd`
     and ``fixed_w``, moved to the right-hand side).
@@ -349,10 +321,8 @@ def constraint_rows(
         rhs = c.rhs - c.cost_coef * coeffs.fixed_usd
         if c.power_coef:
             if pi is None:
-                raise InputError(
-                    f"constraint {c.label!r} uses power, but no power model was given",
-                    field="power_model",
-                )
+                raise InputError(f"constraint {c.label!r} uses power, but no power model was "
+                                 "given", field="power_model")
             a = a + c.power_coef * pi
             rhs -= c.power_coef * coeffs.fixed_w
         rows.append(Row(c.label, a, c.sense, rhs))

@@ -1,11 +1,11 @@
-"""Independent numpy evaluation of a scenario at one bandwidth allocation.
+"""Independent numpy evaluation of a scenario at one bandwidth allocation: the reference
+every optimizer answer is checked against.
 
-Step times come from :func:`libra_opt.traffic.step_time.step_time`, which walks every
-workload layer by layer and phase by phase, exactly as written, with no aggregation and no
-solver (a workload with a hidden window ``W``, such as DiLoCo's overlapped outer sync,
-takes ``max(T - W, 0)``); cost, power, the objective and every constraint's residual are
-computed here with plain numpy. On a heterogeneous dimension (:mod:`libra_opt.fabric.heterogeneous`) the
-collectives are timed at the slowest member's bandwidth ``f_min B_d``. This is the reference every optimizer answer is checked against.
+Step times walk every workload layer by layer and phase by phase, exactly as written, with
+no aggregation and no solver (:func:`libra_opt.traffic.step_time.step_time`); cost, power,
+the objective and every constraint's residual are computed here with plain numpy. On a
+heterogeneous dimension the collectives are timed at the slowest member's bandwidth
+``f_min B_d`` (:mod:`libra_opt.fabric.heterogeneous`).
 """
 
 from __future__ import annotations
@@ -103,7 +103,6 @@ class Evaluation(FrozenOnUnpickle):
         return {w.name: w.step_time_s for w in self.workloads}
 
     def _summary(self) -> list[str]:
-        """Weighted step time, network cost and power, feasibility (shared by both reprs)."""
         items = [
             f"weighted step time {self.weighted_step_time_s:.6g} s",
             f"network cost {format_usd(self.cost.network_cost_usd)}",
@@ -149,21 +148,14 @@ class Evaluation(FrozenOnUnpickle):
         power = None if w is None else w.sum(axis=1)
         dims = html_table(
             ["dim", "bandwidth GB/s", "cost $"] + ([] if power is None else ["power W"]),
-            [
-                [self.dim_names[d] if d < len(self.dim_names) else f"#{d}", f"{b:.1f}",
-                 f"{usd[d]:,.0f}"]
-                + ([] if power is None else [f"{power[d]:,.0f}"])
-                for d, b in enumerate(self.bw_gbps)
-            ],
-            caption="Evaluation: " + "; ".join(self._summary()),
-        )
+            [[self.dim_names[d] if d < len(self.dim_names) else f"#{d}", f"{b:.1f}",
+              f"{usd[d]:,.0f}"] + ([] if power is None else [f"{power[d]:,.0f}"])
+             for d, b in enumerate(self.bw_gbps)],
+            caption="Evaluation: " + "; ".join(self._summary()))
         wls = html_table(
             ["workload", "step time s", "compute s", "exposed comm s"],
-            [
-                [t.name, f"{t.step_time_s:.6g}", f"{t.compute_s:.6g}", f"{t.exposed_comm_s:.6g}"]
-                for t in self.workloads
-            ],
-        )
+            [[t.name, f"{t.step_time_s:.6g}", f"{t.compute_s:.6g}", f"{t.exposed_comm_s:.6g}"]
+             for t in self.workloads])
         return f"<div>{dims}{wls}</div>"
 
 
@@ -171,10 +163,7 @@ def scenario_walks(scenario: Scenario) -> tuple[WalkArrays, ...]:
     """Every workload's walk (:func:`~libra_opt.traffic.step_time.walk_arrays`) on the
     scenario's fabric: build once, then pass to :func:`evaluate` as many times as needed."""
     with np.errstate(over="ignore", invalid="ignore"):  # :func:`evaluate` refuses overflow
-        return tuple(
-            walk_arrays(w, scenario.fabric, scenario.timing)
-            for w in scenario.workloads
-        )
+        return tuple(walk_arrays(w, scenario.fabric, scenario.timing) for w in scenario.workloads)
 
 
 def _check_finite(
@@ -205,20 +194,17 @@ def _check_finite(
     traffic = sum((t.traffic_by_dim_bytes for t in times), np.zeros(fabric.n_dims))
     starved = [n for n, b, m in zip(fabric.names, bw, traffic, strict=True) if b == 0 and m > 0]
     if not np.isfinite(traffic).all() or not all(np.isfinite(w.latency_s).all() for w in walks):
-        raise InputError(
-            f"the {bad[0]} is {bad[1]}: a collective's traffic or latency overflows double "
-            "precision (check the fabric's latency_s and the workloads' sizes)",
-            source=source, field="fabric.dims.latency_s")
+        raise InputError(f"the {bad[0]} is {bad[1]}: a collective's traffic or latency "
+                         "overflows double precision (check the fabric's latency_s and the "
+                         "workloads' sizes)", source=source, field="fabric.dims.latency_s")
     why = (f"dimension {starved[0]!r} carries traffic at 0 GB/s" if starved else
            "the bandwidths are outside the range the model computes in double precision")
-    raise InputError(
-        f"at bandwidths {short_repr([float(b) for b in bw])} GB/s the {bad[0]} is "
-        f"{bad[1]}: {why}", field="bw")
+    raise InputError(f"at bandwidths {short_repr([float(b) for b in bw])} GB/s the {bad[0]} "
+                     f"is {bad[1]}: {why}", field="bw")
 
 
-def evaluate(
-    scenario: Scenario, bw_gbps: npt.ArrayLike, walks: tuple[WalkArrays, ...] | None = None
-) -> Evaluation:
+def evaluate(scenario: Scenario, bw_gbps: npt.ArrayLike,
+             walks: tuple[WalkArrays, ...] | None = None) -> Evaluation:
     """Evaluate ``scenario`` at ``bw_gbps`` with plain numpy.
 
     ``walks`` (from :func:`scenario_walks` on this scenario's workloads and fabric) saves
@@ -253,12 +239,10 @@ def evaluate(
     # Overflow and 1/0 are caught below as non-finite results, not warned about.
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
         slowest_bw = bw * slowest_fractions(fabric)  # the slowest member bounds a collective
-        times = tuple(
-            step_time_from_walk(walk, slowest_bw, scenario.timing)
-            for walk in walks
-        )
+        times = tuple(step_time_from_walk(walk, slowest_bw, scenario.timing) for walk in walks)
         assert scenario.weights is not None
-        weighted = float(sum(wt * t.step_time_s for wt, t in zip(scenario.weights, times, strict=True)))
+        weighted = float(sum(wt * t.step_time_s
+                             for wt, t in zip(scenario.weights, times, strict=True)))
         coeffs = scenario.coefficients
         cost = network_cost_breakdown(coeffs, bw)
         objective = scenario.objective_model.value(scenario, weighted, cost.network_cost_usd, bw)
@@ -274,13 +258,6 @@ def evaluate(
                 residuals[row.label] = abs(lhs - row.rhs)
         _check_finite(fabric, bw, times, weighted, cost, objective, residuals, scales, walks,
                       scenario.source)
-    return Evaluation(
-        bw_gbps=bw,
-        workloads=times,
-        weighted_step_time_s=weighted,
-        cost=cost,
-        objective_value=objective,
-        residuals=FrozenMap(residuals),
-        residual_scales=FrozenMap(scales),
-        dim_names=fabric.names,
-    )
+    return Evaluation(bw_gbps=bw, workloads=times, weighted_step_time_s=weighted, cost=cost,
+                      objective_value=objective, residuals=FrozenMap(residuals),
+                      residual_scales=FrozenMap(scales), dim_names=fabric.names)

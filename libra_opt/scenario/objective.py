@@ -16,8 +16,8 @@ the lifetime, plus the network).
 
 Examples
 --------
->>> objective_of("perf_per_cost").label
-'weighted step time x network cost (s*$)'
+>>> objective_of("perf_per_cost").what, objective_of("perf_per_cost").unit
+('weighted step time x network cost', 's*$')
 >>> objective_of("perf").value(None, 0.5, 2e6, None)
 0.5
 >>> objective_of("fast")
@@ -71,11 +71,6 @@ class Objective:
     def unit(self) -> str:
         """The value's unit: ``s``, ``s*$`` or ``$``."""
         return OBJECTIVE_MEANING[self.name][1]
-
-    @property
-    def label(self) -> str:
-        """``what (unit)``, for reports and plot axes."""
-        return f"{self.what} ({self.unit})"
 
     def value(self, scenario: Any, weighted_step_time_s: float,
               network_cost_usd: float, bw_gbps: np.ndarray | None) -> float:
@@ -133,13 +128,8 @@ assert tuple(_BY_NAME) == OBJECTIVES  # one type per option, in the options' ord
 
 
 def objective_of(name: str) -> Objective:
-    """The :class:`Objective` named ``name`` (``perf``, ``perf_per_cost``, ``tco``).
-
-    Raises
-    ------
-    InputError
-        For any other name.
-    """
+    """The :class:`Objective` named ``name`` (``perf``, ``perf_per_cost``, ``tco``); an
+    :class:`InputError` for any other name."""
     obj = _BY_NAME.get(name) if isinstance(name, str) else None
     if obj is None:
         raise InputError(f"{short_repr(name, 60)} is not one of {', '.join(OBJECTIVES)}",
