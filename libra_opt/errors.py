@@ -1,7 +1,5 @@
-"""The exception hierarchy of libra_opt.
-
-Every error the package raises on purpose derives from :class:`LibraOptError`, so a caller
-(and the CLI) can catch one type. Input errors carry the file, the field and what was expected.
+"""The exception hierarchy of libra_opt: every error the package raises on purpose derives
+from :class:`LibraOptError`; input errors carry the file, the field and what was expected.
 """
 
 from __future__ import annotations
@@ -48,10 +46,8 @@ _REPR.maxlist = _REPR.maxtuple = _REPR.maxset = _REPR.maxdict = 8
 
 
 def short_repr(value: Any, limit: int = MAX_QUOTE) -> str:
-    """``repr(value)`` cut to at most ``limit`` characters, without formatting the whole value.
-
-    Containers are shown to a bounded depth and length, so a huge or deeply nested user
-    value costs no more than its first few items.
+    """``repr(value)`` cut to at most ``limit`` characters, without formatting the whole value
+    (containers to a bounded depth and length).
 
     Examples
     --------
@@ -85,7 +81,7 @@ def _shorten(text: str, limit: int, keep: str = "head") -> str:
 
 
 def _one_spaced(text: str, limit: int) -> str:
-    # Bound the work before normalizing whitespace: a message may quote a huge value.
+    """``text`` on one line, cut to ``limit`` (bounded work: it may quote a huge value)."""
     return _shorten(" ".join(str(text)[: 4 * limit].split()), limit)
 
 
@@ -147,18 +143,11 @@ def input_context(source: str | None, field: str | None = None) -> Iterator[None
     """Name the file and field of any :class:`InputError` raised inside the block.
 
     An :class:`InputError` escaping the block that names no file (or only
-    :data:`API_SOURCE`) is raised again, once, naming ``source`` and with its field prefixed
-    by ``field`` (``workloads[2]`` + ``parallelism.tp`` -> ``workloads[2].parallelism.tp``).
-    An error that already names a file (a descriptor or catalog read beside the scenario)
-    is located in that file: it passes unchanged, file and field. Nested contexts compose:
-    the inner field is appended to the outer one. Other exceptions pass through untouched.
-
-    Parameters
-    ----------
-    source : str or None
-        The file (or ``"<api>"``/``"<cli>"``) the values of the block came from.
-    field : str, optional
-        Dotted path of the block's section, e.g. ``"workloads[2]"``.
+    :data:`API_SOURCE`) is raised again naming ``source`` (the file, or ``"<api>"``/
+    ``"<cli>"``), its field prefixed by ``field`` (``workloads[2]`` + ``parallelism.tp`` ->
+    ``workloads[2].parallelism.tp``). An error that already names a file (a descriptor read
+    beside the scenario) passes unchanged. Nested contexts compose. Other exceptions pass
+    through untouched.
 
     Examples
     --------
@@ -196,8 +185,7 @@ def option_context(name: str | None, fields: tuple[str | None, ...] = (None,)) -
     ``name`` is a command-line option (``"--out"``: the error is raised again as
     ``<cli>: --out: message``, a keyword the message suggests, ``overwrite=True``, spelled as
     its option, ``--overwrite``) or a Python keyword (``"out_dir"``: the error's field).
-    ``None`` blames nothing. The writers of :mod:`libra_opt.io` raise their errors about an
-    output unlabelled; the command line and :mod:`libra_opt`'s functions name the option.
+    ``None`` blames nothing.
 
     Examples
     --------
@@ -227,13 +215,8 @@ def option_context(name: str | None, fields: tuple[str | None, ...] = (None,)) -
 
 
 class InfeasibleDesignError(LibraOptError):
-    """No bandwidth allocation satisfies the constraints.
-
-    Attributes
-    ----------
-    constraints : tuple of str
-        Labels of an irreducible set of constraints that cannot hold together.
-    """
+    """No bandwidth allocation satisfies the constraints; ``constraints``: the labels of an
+    irreducible set of constraints that cannot hold together."""
 
     def __init__(self, message: str, constraints: tuple[str, ...] = ()):
         self.constraints = tuple(constraints)

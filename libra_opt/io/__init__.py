@@ -5,7 +5,6 @@ Only this package reads or writes files.
 
 from libra_opt.io._yaml import read_yaml
 from libra_opt.io.astra_sim import export_astra_sim, read_astra_sim, write_astra_sim
-from libra_opt.io.bundle import write_bundle
 from libra_opt.io.libra import (
     read_libra_communicator,
     read_libra_cost_model,
@@ -22,6 +21,7 @@ from libra_opt.io.output import (
     confined_path,
     safe_slug,
     save_figure_atomic,
+    write_bundle,
     write_bytes_atomic,
     write_csv_atomic,
     write_text_atomic,

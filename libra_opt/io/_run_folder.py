@@ -1,6 +1,5 @@
 """One-shot run folders (``report --out``, ``search --out``) and the lock every results
-folder is held by while a run writes into it (:func:`libra_opt.io.folder_lock.lock_folder`):
-a second run into the folder is refused meanwhile, and only a run holding the lock removes
+folder is held by while a run writes into it (:mod:`libra_opt.io.folder_lock`): a second run into the folder is refused meanwhile, and only a run holding the lock removes
 the scratch a stopped run left there. A file system that cannot lock is said in a warning,
 and the run goes on unlocked.
 """

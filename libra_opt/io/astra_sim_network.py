@@ -3,14 +3,12 @@
 * Network YAML (``topology``, ``npus_count``, ``bandwidth`` in GB/s per link, ``latency`` in
   ns per link, one entry per dimension, innermost first) -> a :class:`Fabric` and the
   bandwidth ``B_d`` of every dimension (:func:`read_astra_sim_network`).
-* System JSON -> :class:`~libra_opt.traffic.topology_aware.CollectiveSettings` with
-  ``backend`` set (:func:`read_astra_sim_system`), so the ``topology_aware`` model gives the
-  times of ASTRA-sim's analytical backend (:mod:`libra_opt.traffic.astra_sim_model`).
-  The backend (which simulator binary ran the configuration) and ``num-queues-per-dim`` (a
-  command-line option, default 1) are not in the file; they are arguments, and the backend
-  has no default: the two backends give different times for the same files (a
-  congestion-aware switch stores and forwards, concurrent messages queue on its links), and
-  a congestion-aware run priced as congestion-unaware comes out up to 30 times too fast.
+* System JSON -> :class:`~libra_opt.traffic.topology_aware.CollectiveSettings`
+  (:func:`read_astra_sim_system`), so the ``topology_aware`` model gives the times of
+  ASTRA-sim's analytical backend (:mod:`libra_opt.traffic.astra_sim_model`). The backend
+  and ``num-queues-per-dim`` are not in the file; they are arguments, and the backend has
+  no default: a congestion-aware run priced as congestion-unaware comes out up to 30
+  times too fast.
 
 Every key of the system file, and what it becomes:
 
@@ -128,17 +126,9 @@ def astra_gbps_to_gbps(astra_gbps: float) -> float:
 
 @dataclass(frozen=True)
 class AstraSimNetwork:
-    """A network read from an ASTRA-sim network YAML.
-
-    Attributes
-    ----------
-    fabric : Fabric
-        One dimension per entry (``dim0``, ``dim1``, ...; tier = name), latency per hop.
-    bw_gbps : tuple of float
-        ``B_d`` per dimension, GB/s (1e9 bytes/s) per NPU.
-    link_gbps : tuple of float
-        Bandwidth of one link, GB/s (1e9 bytes/s).
-    """
+    """A network read from an ASTRA-sim network YAML: its fabric (dimensions ``dim0``,
+    ``dim1``, ...; tier = name; latency per hop), ``B_d`` per dimension (``bw_gbps``, GB/s
+    per NPU) and the bandwidth of one link (``link_gbps``), in GB/s of 1e9 bytes/s."""
 
     fabric: Fabric
     bw_gbps: tuple[float, ...]
@@ -209,14 +199,9 @@ def network_from_mapping(data: Any, source: str = "<network>") -> AstraSimNetwor
 
 
 def read_astra_sim_network(path: str | Path) -> AstraSimNetwork:
-    """Read an ASTRA-sim 2.0 analytical network YAML.
-
-    Raises
-    ------
-    InputError
-        Naming the file and the key, for an unknown key, a topology other than ``Ring``,
-        ``FullyConnected`` or ``Switch``, lists of different lengths or bad numbers.
-    """
+    """Read an ASTRA-sim 2.0 analytical network YAML; an :class:`InputError` names the file
+    and the key for an unknown key, another topology than ``Ring``, ``FullyConnected`` or
+    ``Switch``, lists of different lengths or bad numbers."""
     return network_from_mapping(read_yaml(path), str(path))
 
 
@@ -229,16 +214,15 @@ def settings_from_mapping(
     Parameters
     ----------
     data : mapping
-        The parsed system file.
+        The parsed system file (the mapping of every key is in the module notes).
     dim_names : sequence of str
         Dimension names, innermost first (one entry per dimension of each list).
     source : str
         File name for error messages.
     backend : {'congestion_unaware', 'congestion_aware'} or None
-        The analytical backend the configuration runs on (required: not in the file, and
-        the two give different times). ``None`` gives the file's settings alone, for a
-        caller that names the backend later (the scenario compiler, from
-        ``collectives.backend``); they are not ASTRA-sim's times until it does.
+        The analytical backend the configuration runs on (required: the two give different
+        times). ``None``: the file's settings alone, for a caller that names the backend
+        later (the scenario compiler, from ``collectives.backend``).
     queues_per_dim : int
         ASTRA-sim's ``--num-queues-per-dim`` (default 1, the simulator's).
 
@@ -247,10 +231,6 @@ def settings_from_mapping(
     InputError
         Naming the key, for a key that cannot be expressed or a bad value; naming
         ``backend`` for a backend other than the two.
-
-    Notes
-    -----
-    The mapping of every key is in the module notes.
 
     Examples
     --------
@@ -351,20 +331,12 @@ def settings_from_mapping(
         )
 
 
-
 def read_astra_sim_system(
     path: str | Path, dim_names: Sequence[str], *, backend: Backend | None,
     queues_per_dim: int = 1,
 ) -> CollectiveSettings:
     """Read an ASTRA-sim 2.0 system JSON as :class:`CollectiveSettings` for the dimensions
-    ``dim_names`` (innermost first; the per-dimension lists must have one entry each), run
-    on ``backend`` (required, no default: see :func:`settings_from_mapping`) with
-    ``queues_per_dim`` queues.
-
-    Raises
-    ------
-    InputError
-        Naming the file and the key.
-    """
+    ``dim_names`` (see :func:`settings_from_mapping`); an :class:`InputError` names the file
+    and the key."""
     return settings_from_mapping(read_yaml(path), dim_names, str(path), backend=backend,
                                  queues_per_dim=queues_per_dim)

@@ -1,8 +1,6 @@
-"""Where the shipped example scenarios are: names and paths in ``libra_opt/data/examples``.
-
-The files (scenario YAML with the ASTRA-sim workloads, LIBRA communicators, network and cost
-files they refer to) are installed with the package, so examples load from any directory.
-Loading is in :mod:`libra_opt.io.examples`.
+"""Where the shipped example scenarios are: names and paths in ``libra_opt/data/examples``
+(installed with the package, so examples load from any directory; loading is in
+:mod:`libra_opt.io.examples`).
 """
 
 from __future__ import annotations
@@ -22,10 +20,8 @@ def _root():
 
 @functools.cache
 def example_names() -> tuple[str, ...]:
-    """Names of the shipped example scenarios (their file names without ``.yaml``).
-
-    The package's data directory is listed once per process (it is part of the installed
-    package and does not change while it runs).
+    """Names of the shipped example scenarios (their file names without ``.yaml``), listed
+    once per process.
 
     Examples
     --------
@@ -36,19 +32,12 @@ def example_names() -> tuple[str, ...]:
 
 
 def example_path(name: str) -> Path:
-    """Path of the example scenario file called ``name``.
-
-    Raises
-    ------
-    InputError
-        When there is no such example (the message lists the names).
-    """
+    """Path of the example scenario file called ``name``; an :class:`InputError` listing
+    the names when there is no such example."""
     if name not in example_names():
-        raise InputError(
-            f"no example scenario {name!r}; examples: {', '.join(example_names())} "
-            "(or give a path to a scenario .yaml file)",
-            field="scenario",
-        )
+        raise InputError(f"no example scenario {name!r}; examples: "
+                         f"{', '.join(example_names())} (or give a path to a scenario .yaml "
+                         "file)", field="scenario")
     # setuptools installs package data as plain files, so the traversable is a real path
     return Path(str(_root().joinpath(f"{name}.yaml")))
 

@@ -1,15 +1,12 @@
 """The folder lock: an exclusive ``flock`` of a folder's own descriptor, never waited for.
 
 One primitive for every folder a run must own while it works in it: a results folder
-(:mod:`libra_opt.io.results`: a second run into it is refused, a stopped run's scratch is
-removed only under the lock) and a local Dask cluster's scratch folder
-(:mod:`libra_opt.explore.dask_scratch`, the one module of ``explore`` allowed to import it:
-removed by a later run only when nobody holds it).
-The lock is the kernel's: it is dropped when the descriptor is closed or the process ends,
-however it ends (SIGKILL included), and it stays with the folder through a rename. Locking
-the folder itself puts no lock file in it (a results folder holds only the run's files, and
-must be empty for a new run) nor beside it (nothing is written outside the folder the user
-named), which is why a lock-file library such as ``filelock`` is not used here.
+(:mod:`libra_opt.io.results`) and a local Dask cluster's scratch folder
+(:mod:`libra_opt.explore.dask_scratch`). The kernel drops the lock when the descriptor is
+closed or the process ends, however it ends (SIGKILL included), and it stays with the folder
+through a rename. Locking the folder itself puts no lock file in it nor beside it (nothing is
+written outside the folder the user named), which is why a lock-file library such as
+``filelock`` is not used here.
 """
 
 from __future__ import annotations
@@ -30,16 +27,14 @@ def lock_folder(path: str | os.PathLike[str], *, follow_symlinks: bool = True
         The folder's descriptor, which holds the lock when it was taken; the caller closes
         it (which releases the lock).
     taken : bool or None
-        ``True``: taken; ``False``: another descriptor holds it (another process, or another
-        open of this one: ``flock`` locks of two descriptors conflict even in one process);
-        ``None``: the file system cannot lock (no ``fcntl``, or ``flock`` failed for another
-        reason, as on some network file systems).
+        ``True``: taken; ``False``: another descriptor holds it (``flock`` locks of two
+        descriptors conflict even in one process); ``None``: the file system cannot lock.
 
     Raises
     ------
     OSError
-        When ``path`` cannot be opened as a folder (missing, not a folder, or a symbolic
-        link when ``follow_symlinks`` is false).
+        When ``path`` cannot be opened as a folder (or is a symbolic link when
+        ``follow_symlinks`` is false).
 
     Examples
     --------

@@ -17,7 +17,7 @@ import re
 import secrets
 import stat
 import unicodedata
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,7 @@ __all__ = [
     "prepare_output_dir",
     "staged_outputs",
     "remove_scratch",
+    "write_bundle",
 ]
 
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
@@ -396,3 +397,32 @@ def write_csv_atomic(df: Any, path: str | os.PathLike[str], **to_csv_kwargs: Any
     """``df.to_csv`` to ``path`` atomically (``index=False`` unless given)."""
     to_csv_kwargs.setdefault("index", False)
     return _write_with(path, lambda t: df.to_csv(t, **to_csv_kwargs))
+
+
+def write_bundle(out_dir: str | os.PathLike[str], files: Mapping[str, str | bytes]
+                 ) -> dict[str, Path]:
+    """Write ``files`` (relative name to text, written as UTF-8, or bytes) into ``out_dir``
+    together (:func:`staged_outputs`), creating it if missing; each name and its path.
+
+    Raises
+    ------
+    InputError
+        ``field="out_dir"``: ``out_dir`` cannot be a directory, or a name would leave it.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     paths = write_bundle(Path(d) / "r", {"a.md": "# a", "a.png": b"png"})
+    ...     [p.name for p in paths.values()], paths["a.png"].read_bytes()
+    (['a.md', 'a.png'], b'png')
+    """
+    with option_context("out_dir"):
+        check_output_dir(out_dir)
+    with staged_outputs(out_dir, list(files), flag="out_dir") as staged:
+        for name, content in files.items():
+            if isinstance(content, bytes):
+                staged[name].write_bytes(content)
+            else:
+                staged[name].write_text(content, encoding="utf-8")
+    return {name: Path(out_dir) / name for name in files}

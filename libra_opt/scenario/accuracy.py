@@ -1,19 +1,14 @@
 """How accurately an answer is known, and the one rule that decides whether two are the same.
 
-Every answer the optimizer returns is re-checked by the independent numpy evaluation of the
-scenario: the objective must agree with the solver's to :data:`OBJECTIVE_REL_TOL` and every
-constraint must hold to :data:`CONSTRAINT_REL_TOL` of its scale. Two verified answers of the
-same question can therefore differ by a few times those tolerances, and their bandwidths by
-more where the optimum is flat (a bandwidth at a flat optimum is fixed only to about the
-square root of the objective's tolerance, but a design the review board reads is judged by
-its objective, cost and bandwidths together). Differences that small are solver round-off:
-they move with the solver build, the BLAS and the CPU, not with the design.
-
-So every decision of the form "these two results are the same" -- sweep rows that repeat,
-a constraint that binds, "all satisfied", ties in a ranking, search rows that are one design,
-a budget that "changes nothing" -- is made by :func:`same` at :data:`SAME_REL_TOL`, ten times
-the verification tolerance, and by nothing else. A printed note or table cell that depends on
-such a decision then does not flip with round-off.
+Every answer the optimizer returns is re-checked by the independent numpy evaluation: the
+objective must agree with the solver's to :data:`OBJECTIVE_REL_TOL` and every constraint
+hold to :data:`CONSTRAINT_REL_TOL` of its scale. Two verified answers of one question can
+therefore differ by a few times those tolerances (their bandwidths by more where the optimum
+is flat): solver round-off, which moves with the solver build, the BLAS and the CPU, not
+with the design. So every decision "these two results are the same" (sweep rows that
+repeat, a binding constraint, ties in a ranking, search rows that are one design) is made by
+:func:`same` at :data:`SAME_REL_TOL`, ten times the verification tolerance, and by nothing
+else, so a printed note or table cell does not flip with round-off.
 
 Examples
 --------
@@ -62,13 +57,9 @@ def same(a: float | Sequence[float] | np.ndarray, b: float | Sequence[float] | n
     Returns
     -------
     bool
-        ``max |a - b| <= SAME_REL_TOL * scale``; arrays of different shapes, or any NaN,
-        are not the same.
-
-    Notes
-    -----
-    ``scale`` defaults to ``max(max |a|, max |b|)``, floored at the smallest normal double so
-    that two zeros are the same and a zero is never the same as a non-zero.
+        ``max |a - b| <= SAME_REL_TOL * scale``, ``scale`` floored at the smallest normal
+        double (two zeros are the same, a zero never the same as a non-zero); arrays of
+        different shapes, or any NaN, are not the same.
     """
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if x.shape != y.shape or np.isnan(x).any() or np.isnan(y).any():
