@@ -222,10 +222,8 @@ def sweep(problem: Any, axes: Any, **kwargs: Any) -> Any:
 def search(scenario: Any, *, error_model: Any = "packaged", **kwargs: Any) -> Any:
     """:func:`libra_opt.explore.search.base.search` (the co-design search) that also takes a
     :class:`ScenarioSpec` (compiled with :func:`compile`), a scenario file or an example
-    name (read through :func:`load_scenario`); the search itself works on the compiled
-    scenario's spec and reads no file. ``error_model`` is where the solved rows' error
-    bands come from: ``"packaged"`` (the packaged validation tables' runs), a path to a
-    file written by ``libra-opt validate --error-model``, an
+    name. ``error_model`` gives the solved rows' error bands: ``"packaged"`` (the packaged
+    validation tables' runs), a file written by ``libra-opt validate --error-model``, an
     :class:`~libra_opt.generators.error_model.ErrorModel`, or ``None`` (no bands).
 
     Examples
@@ -247,8 +245,7 @@ def search(scenario: Any, *, error_model: Any = "packaged", **kwargs: Any) -> An
 
 
 def _error_model(value: Any) -> Any:
-    """An :class:`~libra_opt.generators.error_model.ErrorModel` (or ``None``) from
-    ``"packaged"``, a path, a model or ``None``."""
+    """The ``error_model`` argument of :func:`search` as an ErrorModel (or ``None``)."""
     from libra_opt.generators.error_model import ErrorModel
     from libra_opt.io.error_model import load_error_model
 
@@ -261,9 +258,9 @@ def _error_model(value: Any) -> Any:
 
 
 def save_solution(solution: Any, path: str | os.PathLike[str]) -> Any:
-    """Write ``solution`` as JSON to ``path`` (atomically) with its metadata: the
-    document of :meth:`Solution.to_json <libra_opt.optimize.solution.Solution.to_json>` with
-    the scenario's ``spec_hash``, the library version and the date. Returns the path.
+    """Write ``solution`` as JSON to ``path`` (atomically): :meth:`Solution.to_json
+    <libra_opt.optimize.solution.Solution.to_json>` with the scenario's ``spec_hash``, the
+    library version and the date. Returns the path.
 
     Examples
     --------
@@ -288,16 +285,15 @@ def save_solution(solution: Any, path: str | os.PathLike[str]) -> Any:
 
 def load_solution(path: str | os.PathLike[str], scenario: Any = None) -> Any:
     """The solution saved in ``path`` (by :func:`save_solution`), for ``scenario`` (a
-    Scenario, a scenario file or an example's name; default: the scenario file or example
-    the document names). The design is re-evaluated with the numpy evaluator against the
-    scenario, so a file paired with another scenario is refused.
+    Scenario, a scenario file or an example's name; default: the one the document names),
+    re-evaluated with the numpy evaluator against it (:meth:`Solution.from_json
+    <libra_opt.optimize.solution.Solution.from_json>`).
 
     Raises
     ------
     InputError
         The file is not a saved solution, names no loadable scenario, or does not match the
-        scenario (:meth:`Solution.from_json
-        <libra_opt.optimize.solution.Solution.from_json>`).
+        scenario.
     """
     from libra_opt.errors import input_context
     from libra_opt.io.results import read_json_document
@@ -327,14 +323,12 @@ def write_report(scenario: Any, out_dir: Any, *, budget_points: int = 25,
     the Markdown's PNGs and ``manifest.json`` into ``out_dir`` and nowhere else, together
     (:func:`libra_opt.io.results.write_run_folder`).
 
-    ``scenario`` is a Scenario, a Solution, a scenario file or an example's name. The
-    scenario file's text goes into the report's provenance when the scenario has a file and
-    ``provenance`` gives no text. ``search`` is the study's co-design search (``True``: the
-    bounded space of :func:`libra_opt.explore.study.report_search_space`; a
-    :class:`SearchSpace`; ``False``: none). A non-empty ``out_dir`` is refused before any
-    work unless ``overwrite``, which removes the earlier run's files this one does not
-    write (those its manifest lists); a folder another run is writing into is refused.
-    ``error_model`` gives the error bands, as for :func:`search`.
+    ``scenario`` is a Scenario, a Solution, a scenario file or an example's name; its file's
+    text goes into the report's provenance unless ``provenance`` gives one. ``search`` is
+    the study's co-design search (``True``: the bounded space of
+    :func:`libra_opt.explore.study.report_search_space`; a :class:`SearchSpace`; ``False``:
+    none). A non-empty ``out_dir`` is refused before any work unless ``overwrite`` (which
+    removes the earlier run's files). ``error_model`` is as for :func:`search`.
 
     Returns
     -------

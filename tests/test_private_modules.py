@@ -1,7 +1,7 @@
 """Nothing imports an underscore module of another package (import graph walked with grimp).
 
 A module whose dotted name has a component starting with ``_`` (dunder names aside) is
-private to the package holding that component: ``libra_opt.io._yaml.strict`` belongs to
+private to the package holding that component: ``libra_opt.io._yaml`` belongs to
 ``libra_opt.io`` and only modules under ``libra_opt.io`` may import it; the rest of the
 code goes through the package's face (``libra_opt.io.read_yaml``).
 """

@@ -55,11 +55,8 @@ class WorkloadGoodput:
         Checkpoint size, write time and the compute seconds between checkpoints.
     goodput : float
         Fraction of wall time that advances training (checkpoint/restart).
-    step_time_s : float
-        The failure-free step time.
-    expected_step_time_s : float
-        With degraded parts (``E[T]``, module notes).
-    effective_step_time_s : float
+    step_time_s, expected_step_time_s, effective_step_time_s : float
+        The failure-free step time ``T``, with degraded parts ``E[T]`` (module notes), and
         ``E[T] / goodput``: wall seconds per step of progress.
     tokens_per_s, effective_tokens_per_s : float or None
         Throughput without and with failures (``None`` without model metrics).
@@ -88,9 +85,8 @@ class FailureReport:
         ``m_j``, parts of each mode down on average (0 for stopping modes).
     degraded_step_time_s : tuple of tuple of float
         ``T_j`` per mode and workload (the failure-free ``T`` for stopping modes).
-    job_mttf_h : float
-        Mean time between stopping failures of the job, hours.
-    stop_failures_per_h, degrade_failures_per_h : float
+    job_mttf_h, stop_failures_per_h, degrade_failures_per_h : float
+        Mean hours between stopping failures of the job; failure rates per hour.
     recovery_s : float
         Mean recovery time of a stopping failure.
     spare_shortfall : float

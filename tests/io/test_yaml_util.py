@@ -19,8 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from libra_opt.errors import InputError
-from libra_opt.io._yaml import strict as yu
-from libra_opt.io._yaml.strict import MAX_YAML_DEPTH, read_yaml
+from libra_opt.io import _yaml as yu
+from libra_opt.io._yaml import MAX_YAML_DEPTH, read_yaml
 from libra_opt.io.files import ParseCache
 from libra_opt.io.scenario_file import load_scenario
 from tests.fixtures import same

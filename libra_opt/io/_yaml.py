@@ -1,4 +1,5 @@
 """Strict, bounded YAML through PyYAML: every error is one :class:`InputError` naming the file.
+Private to ``libra_opt.io``: other packages read YAML through ``libra_opt.io.read_yaml``.
 
 * duplicate keys are errors, keys must be scalars, no Python tags, and every decimal
   spelling of a number is a number (``1e7``, ``1.0e7``, ``.5``: YAML 1.2's rule);
