@@ -1,4 +1,5 @@
-"""Results on disk: a study's folder streamed point by point, its manifest, and resume.
+"""Results on disk: the results table, a study's folder streamed point by point with its
+manifest and resume, and one-shot run folders.
 
 A results folder (``libra-opt sweep --out DIR``, ``sweep(..., out=DIR)``) holds:
 
@@ -16,48 +17,34 @@ A results folder (``libra-opt sweep --out DIR``, ``sweep(..., out=DIR)``) holds:
 A new run needs an empty (or missing) folder, or ``overwrite`` (which deletes the earlier
 run's files first); ``resume`` continues the run the manifest records, refusing another
 study's folder, and drops a batch torn by a kill (a last line without its newline).
+One-shot runs (``report --out``, ``search --out``) write their files and manifest together
+(:func:`write_run_folder`). A run holds its folder's lock (:mod:`libra_opt.io.folder_lock`)
+while it writes into it: a second run into the folder is refused meanwhile, and only a run
+holding the lock removes the scratch a stopped run left there. A file system that cannot
+lock is said in a warning, and the run goes on unlocked.
 """
 
 from __future__ import annotations
 
+import contextlib
+import datetime as _dt
 import json
+import logging
+import math
 import os
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from libra_opt.errors import InputError, option_context
-from libra_opt.io._results_files import (
-    FORMAT,
-    FORMAT_VERSION,
-    MANIFEST,
-    NA_VALUES,
-    RESULTS_CSV,
-    RESULTS_PARQUET,
-    exact_csv_options,
-    fsync_write,
-    library_version,
-    load_manifest,
-    read_json_document,
-    read_metadata,
-    read_results,
-    results_metadata,
-    utc_now,
-    write_results,
-)
-from libra_opt.io._run_folder import (
-    check_run_folder,
-    flock_folder,
-    record_run_files,
-    refuse_held,
-    remove_run_files,
-    write_run_folder,
-)
+from libra_opt.io.folder_lock import lock_folder
 from libra_opt.io.output import (
+    confined_path,
     fsync_directory,
     prepare_output_dir,
     remove_scratch,
+    staged_outputs,
     write_text_atomic,
 )
 from libra_opt.options import POINT_COLUMN
@@ -84,6 +71,314 @@ __all__ = [
     "write_run_folder",
     "record_run_files",
 ]
+
+logger = logging.getLogger(__name__)
+
+MANIFEST = "manifest.json"
+RESULTS_CSV = "results.csv"
+RESULTS_PARQUET = "results.parquet"
+#: Files an earlier run may have left in its folder (removed by ``overwrite``).
+RUN_FILES = (MANIFEST, RESULTS_CSV, RESULTS_PARQUET, "sweep.png", "pareto.png",
+             "bandwidth.png", "search.png")
+FORMAT = "libra-opt results"
+FORMAT_VERSION = 1
+#: Values read as missing in a results CSV (``None``/``NA`` text stays text).
+NA_VALUES = ["", "NaN", "nan"]
+
+
+def library_version() -> str:
+    """The installed ``libra_opt`` version (package metadata; ``"unknown"`` when the
+    package is not installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("libra_opt")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def utc_now() -> str:
+    return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def exact_csv_options() -> dict[str, str]:
+    """``read_csv`` options that read floats back exactly (pandas >= 3 does by default and
+    deprecates the option)."""
+    import pandas as pd
+
+    return {} if int(pd.__version__.split(".")[0]) >= 3 else {"float_precision": "round_trip"}
+
+
+#: Integer columns of results tables that may have gaps (pandas ``Int64``: the search's
+#: ``rank``, empty for candidates not solved): read back as ``Int64`` from CSV too.
+NULLABLE_INT_COLUMNS = ("rank",)
+
+
+def read_results(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """A results table written here (``.csv`` or ``.parquet``; a folder: its results file),
+    read back exactly: floats round-trip, empty messages are ``""``, text such as ``None``
+    stays text, :data:`NULLABLE_INT_COLUMNS` are ``Int64`` with their gaps. An
+    :class:`InputError` when the file is missing or not a results table."""
+    import pandas as pd
+
+    p = Path(path)
+    if p.is_dir():
+        p = p / (RESULTS_PARQUET if (p / RESULTS_PARQUET).is_file() and not
+                 (p / RESULTS_CSV).is_file() else RESULTS_CSV)
+    try:
+        if p.suffix.lower() == ".parquet":
+            df = pd.read_parquet(p)
+        else:
+            df = pd.read_csv(p, keep_default_na=False, na_values=NA_VALUES, **exact_csv_options())
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot read results: {exc}", source=str(p)) from None
+    for col in ("status", "message"):
+        if col in df.columns:
+            df[col] = ["" if isinstance(v, float) and math.isnan(v) else str(v)
+                       for v in df[col]]
+    for col in NULLABLE_INT_COLUMNS:  # a CSV reads an integer column with gaps as floats
+        if col in df.columns and df[col].dtype.kind == "f":
+            vals = df[col].dropna()
+            if (vals == vals.round()).all():
+                df[col] = df[col].astype("Int64")
+    return df
+
+
+def results_metadata(kind: str, scenario: str, spec: str, **extra: Any) -> dict[str, Any]:
+    """The metadata every results file carries: ``kind``, ``scenario`` (name),
+    ``spec_hash``, ``library_version`` and ``created_utc`` (plus ``extra``)."""
+    return {"format": FORMAT, "format_version": FORMAT_VERSION, "kind": kind,
+            "scenario": scenario, "spec_hash": spec, "library_version": library_version(),
+            "created_utc": utc_now(), **extra}
+
+
+#: Key of the metadata in a Parquet file's schema.
+PARQUET_KEY = b"libra_opt"
+
+
+def _sidecar(path: Path) -> Path:
+    return path.with_name(path.name + ".meta.json")
+
+
+def write_results(df: pd.DataFrame, path: str | os.PathLike[str], metadata: Mapping[str, Any],
+                  *, flag: str | None = None) -> Path:
+    """Write a results table with its metadata, atomically.
+
+    ``.parquet``: one Parquet file whose schema metadata holds ``metadata`` as JSON under
+    the key ``libra_opt`` (``pyarrow.parquet.read_schema(path).metadata``). ``.csv``: the
+    CSV (read back by :func:`read_results` or plain ``pandas.read_csv``) and a sidecar
+    ``<name>.meta.json`` beside it, moved in together. :func:`read_metadata` reads either.
+
+    Raises
+    ------
+    InputError
+        An unsupported suffix or a file that cannot be written; ``flag`` names the option
+        blamed (``None``: none).
+    """
+    p = Path(path)
+    text = json.dumps(dict(metadata), indent=2, default=str) + "\n"
+    suffix = p.suffix.lower()
+    if suffix not in (".csv", ".parquet"):
+        with option_context(flag):
+            raise InputError(f"unsupported results file type {suffix or 'none'!r} in "
+                             f"{str(p)!r}; expected .csv or .parquet")
+    names = [p.name] if suffix == ".parquet" else [p.name, _sidecar(p).name]
+    with staged_outputs(p.parent, names, flag=flag) as staged:
+        if suffix == ".parquet":
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            table = pa.Table.from_pandas(df, preserve_index=False)
+            table = table.replace_schema_metadata({**(table.schema.metadata or {}),
+                                                   PARQUET_KEY: text.encode("utf-8")})
+            pq.write_table(table, staged[p.name])
+        else:
+            df.to_csv(staged[p.name], index=False)
+            staged[_sidecar(p).name].write_text(text, encoding="utf-8")
+    return p
+
+
+def read_metadata(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The metadata of a results file (Parquet schema, CSV sidecar, or a results folder's
+    manifest); an :class:`InputError` when there is none."""
+    p = Path(path)
+    try:
+        if p.is_dir():
+            return load_manifest(p / MANIFEST)
+        if p.suffix.lower() == ".parquet":
+            import pyarrow.parquet as pq
+
+            meta = pq.read_schema(p).metadata or {}
+            return json.loads(meta[PARQUET_KEY].decode("utf-8"))
+        return json.loads(_sidecar(p).read_text(encoding="utf-8"))
+    except (OSError, KeyError, ValueError) as exc:
+        raise InputError(f"no results metadata: {exc}", source=str(p)) from None
+
+
+def read_json_document(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """A JSON object from ``path`` (a saved solution, say); an :class:`InputError` when the
+    file cannot be read or holds no JSON object."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot read a JSON document: {exc}", source=str(path)) from None
+    if not isinstance(data, dict):
+        raise InputError("expected a JSON object", source=str(path))
+    return data
+
+
+def load_manifest(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot read {str(path)!r}: {exc}") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise InputError(f"{str(path)!r} is not a {FORMAT} manifest")
+    return data
+
+
+def check_run_folder(directory: str | os.PathLike[str], names: Sequence[str], *,
+                     overwrite: bool = False) -> Path:
+    """Check, before any work and without creating anything, a folder
+    :func:`write_run_folder` will write ``names`` and its manifest into: every path
+    (:func:`~libra_opt.io.output.prepare_output_dir`), and an existing folder empty unless
+    ``overwrite``; an :class:`InputError` saying what to do instead."""
+    prepare_output_dir(directory, (*names, MANIFEST), create=False)
+    path = Path(directory)
+    entries = sorted(p.name for p in path.iterdir()) if path.is_dir() else []
+    if entries and not overwrite:
+        shown = ", ".join(entries[:4]) + (", ..." if len(entries) > 4 else "")
+        raise InputError(f"{str(directory)!r} is not empty ({shown}): give overwrite=True to "
+                         "replace its run, or another folder")
+    if entries:
+        refuse_held(path)
+    return path
+
+
+def write_run_folder(directory: str | os.PathLike[str],
+                     writers: Mapping[str, Callable[[Path], object] | str | bytes],
+                     metadata: Mapping[str, Any], *, overwrite: bool = False) -> list[Path]:
+    """Write a one-shot run's files into ``directory`` together, with ``manifest.json``;
+    the paths written, the manifest last.
+
+    Each ``writers[name](path)`` writes one file into a hidden staging folder inside
+    ``directory`` (text is written as UTF-8, bytes as they are); ``metadata`` (:func:`~libra_opt.io.results.results_metadata`), with
+    ``files`` (the names written) and ``complete: true``, becomes ``manifest.json``. Only
+    when every file is written, and after the earlier run's files are removed
+    (``overwrite``: :data:`RUN_FILES` and the old manifest's
+    ``files``), are they moved into place. An error or an interrupt before that leaves
+    ``directory`` as it was (a folder this call created is removed again).
+
+    Raises
+    ------
+    InputError
+        The folder is not empty and ``overwrite`` is false, another run holds it, or a
+        file cannot be written or removed.
+    """
+    path = check_run_folder(directory, list(writers), overwrite=overwrite)
+    names = [*writers, MANIFEST]
+    existed = path.is_dir()
+    try:
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InputError(f"cannot create {str(path)!r}: {exc.strerror or exc}") from None
+        # held while staging and moving in: a run still writing into the folder (a sweep
+        # streaming its points) is never overwritten, and no other run takes the staging
+        # folder for a stopped run's
+        with hold_results_folder(path), staged_outputs(path, names) as staged:
+            for name, write in writers.items():
+                if isinstance(write, bytes):
+                    staged[name].write_bytes(write)
+                elif isinstance(write, str):
+                    staged[name].write_text(write, encoding="utf-8")
+                else:
+                    write(staged[name])
+            manifest = {**dict(metadata), "complete": True, "files": list(writers)}
+            staged[MANIFEST].write_text(json.dumps(manifest, indent=2, default=str) + "\n",
+                                        encoding="utf-8")
+            if overwrite:
+                remove_run_files(path, set(names))
+    except BaseException:
+        if not existed:
+            with contextlib.suppress(OSError):
+                path.rmdir()
+        raise
+    return [path / n for n in names]
+
+
+def remove_run_files(path: Path, keep: set[str]) -> None:
+    """Remove the earlier run's files from ``path`` (those ``keep`` names are replaced by
+    the renames that follow)."""
+    old: dict[str, Any] = {}
+    if (path / MANIFEST).is_file():
+        with contextlib.suppress(InputError):
+            old = load_manifest(path / MANIFEST)
+    names = set(RUN_FILES) | {str(n) for n in old.get("files") or ()}
+    for name in sorted(names - keep):
+        if "/" in name or "\\" in name or name in ("", ".", ".."):
+            continue
+        target = path / name  # a symlink is removed itself, never followed
+        if target.is_symlink() or target.is_file():
+            try:
+                target.unlink()
+            except OSError as exc:
+                raise InputError(f"cannot remove {str(target)!r}: {exc.strerror}") from None
+
+
+def flock_folder(directory: str | os.PathLike[str]) -> int | None:
+    """An fd of ``directory`` holding its lock, or ``None`` where the file system cannot
+    lock (a warning is logged); an :class:`InputError` when another run (or an open
+    results stream of this process) holds it, or the folder cannot be opened."""
+    try:
+        fd, taken = lock_folder(directory)
+    except OSError as exc:
+        raise InputError(f"cannot open {str(directory)!r}: {exc.strerror or exc}") from None
+    if taken:
+        return fd
+    os.close(fd)
+    if taken is False:
+        raise InputError(f"another run is writing into {str(directory)!r} (or an open results "
+                         "stream of this process holds it): wait for it, stop it or close() "
+                         "it first")
+    logger.warning("cannot lock %s: going on without a lock, so another run into it is not "
+                   "refused meanwhile", directory)
+    return None
+
+
+def refuse_held(path: Path) -> None:
+    """Refuse, before any work, a folder a run is writing into (its lock taken and released
+    at once)."""
+    with hold_results_folder(path):
+        pass
+
+
+@contextlib.contextmanager
+def hold_results_folder(directory: str | os.PathLike[str]) -> Iterator[bool]:
+    """Hold ``directory``'s lock for the block (:func:`flock_folder`); yields whether it is
+    held (``False`` where the file system cannot lock)."""
+    fd = flock_folder(directory)
+    try:
+        yield fd is not None
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+def record_run_files(directory: str | os.PathLike[str], names: Sequence[str],
+                     flag: str | None = "--out") -> list[str]:
+    """List in ``directory``'s manifest, as its ``files``, those of ``names`` that are files
+    there now (in that order; ``updated_utc`` refreshed when the list changes); the list.
+    An :class:`InputError` blaming ``flag`` when the manifest cannot be read or written."""
+    with option_context(flag):
+        files = [n for n in names if confined_path(directory, n).is_file()]
+        path = confined_path(directory, MANIFEST)
+        manifest = load_manifest(path)
+        if manifest.get("files") != files:
+            manifest["files"] = files
+            manifest["updated_utc"] = utc_now()
+            write_text_atomic(path, json.dumps(manifest, indent=2, default=str) + "\n")
+    return files
 
 
 def _read_intact(path: Path) -> pd.DataFrame | None:
@@ -260,7 +555,10 @@ class ResultsStream:
                 self.columns = cols
             header = self.columns is None
             try:
-                fsync_write(self.csv, frame.to_csv(index=False, header=header, columns=cols))
+                with open(self.csv, "a", encoding="utf-8", newline="") as f:
+                    f.write(frame.to_csv(index=False, header=header, columns=cols))
+                    f.flush()
+                    os.fsync(f.fileno())
             except OSError as exc:
                 raise InputError(f"cannot write {str(self.csv)!r}: {exc.strerror or exc}"
                                  ) from None
