@@ -91,9 +91,8 @@ def parse_astra_sim(
     text: str, name: str, groups: Mapping[str, tuple[int, ...]], source: str = "<text>"
 ) -> Workload:
     """Parse ASTRA-sim 1.0 text. Collectives of each phase use the group of that phase
-    (``forward``, ``input_grad``, ``weight_grad`` keys of ``groups``)."""
-    # Repeated layers repeat their line: each distinct line is stripped, split, parsed and
-    # validated once, and its layer (immutable) is shared by the lines that repeat it.
+    (``forward``, ``input_grad``, ``weight_grad`` keys of ``groups``). Each distinct line is
+    parsed once; the lines that repeat it share its (immutable) layer."""
     raw = _lines(text)
     content = {r: s if (s := r.strip()) and s[0] != "#" else "" for r in dict.fromkeys(raw)}
     head: list[tuple[int, str]] = []  # (line number, text) of the first two content lines
@@ -291,30 +290,11 @@ def export_astra_sim(
     communicator_path: str | Path | None = None,
     merge: bool = True,
 ) -> dict[str, tuple[int, ...]]:
-    """Write ASTRA-sim 1.0 workload text (and optionally the LIBRA communicator YAML).
-
-    Parameters
-    ----------
-    workload : Workload or GeneratedWorkload
-    path : path
-        Workload text file (with the ``HYBRID_CUSTOMIZED`` / layer-count header).
-    communicator_path : path, optional
-        Where to write the communicator (``Forward``/``InputGrad``/``WeightGrad`` spans).
-    merge : bool
-        First merge same-kind, same-group collectives of a phase
-        (:func:`merge_phase_collectives`).
-
-    Returns
-    -------
-    dict
-        Phase -> span of the group its collectives use.
-
-    Raises
-    ------
-    InputError
-        When the format cannot hold the workload (:func:`check_exportable`): pipeline
-        parallelism, sequence parallelism's all-gather + reduce-scatter pairs, or tensor-
-        and data-parallel collectives in the same phase cannot be written.
+    """Write ASTRA-sim 1.0 workload text with its header to ``path``, and the LIBRA
+    communicator YAML to ``communicator_path`` if given; phase -> span of the group its
+    collectives use. ``merge``: first merge same-kind, same-group collectives of a phase
+    (:func:`merge_phase_collectives`). An :class:`InputError` when the format cannot hold
+    the workload (:func:`check_exportable`).
     """
     w = check_exportable(workload, merge)  # refuses before anything is written
     spans = write_astra_sim(w, path, header=True)

@@ -1,13 +1,10 @@
 """The validated runs behind the model's error band, read and written as YAML.
 
 An error model (:class:`~libra_opt.generators.error_model.ErrorModel`) is a list of validated
-runs: what each run of the validation tables measured against what the model predicts, with
-its device, software stack, parallelization and scale. The packaged one,
-``libra_opt/data/error_model.yaml``, is what the packaged validation tables give the current
-model (``libra-opt validate --error-model libra_opt/data/error_model.yaml`` rewrites it; the
-tests check it is current). A user who validates the model on their own runs writes theirs
-the same way (``libra-opt validate --table my_runs.yaml --error-model my_errors.yaml``) and
-gives it to ``libra-opt search`` / ``solve`` with ``--error-model``.
+runs: what each run measured against what the model predicts, with its device, software
+stack, parallelization and scale. The packaged one, ``libra_opt/data/error_model.yaml``, is
+what the packaged validation tables give the current model (``libra-opt validate
+--error-model`` writes one, from the packaged tables or the user's own ``--table``).
 
 File format::
 
@@ -78,12 +75,8 @@ def _run(entry: Any, i: int, source: str) -> ValidatedRun:
 
 
 def load_error_model(path: str | os.PathLike[str] | None = None) -> ErrorModel:
-    """The error model of a YAML file (default: the packaged one).
-
-    Raises
-    ------
-    InputError
-        Unreadable file or a bad entry (naming the file and ``runs[i].<field>``).
+    """The error model of a YAML file (default: the packaged one); an :class:`InputError`
+    names the file and ``runs[i].<field>`` of a bad entry.
 
     Examples
     --------

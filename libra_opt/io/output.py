@@ -56,13 +56,10 @@ PATH_MAX_BYTES = 4095
 STAGE_PREFIX = ".libra-opt-stage-"
 
 def safe_slug(name: object, *, max_bytes: int = MAX_SLUG_BYTES) -> str:
-    """A file-name part made from ``name`` that cannot name another directory.
-
-    Path components are split on ``/`` and ``\\``; empty, ``.`` and ``..`` components are
-    dropped and the rest joined with ``_``. Every character that is not a (unicode) letter,
-    digit, ``-``, ``_`` or ``.`` becomes ``_`` (spaces, ``:``, control characters), runs of
-    ``_`` collapse, leading and trailing dots, underscores and dashes are stripped, and the
-    result is cut to ``max_bytes`` UTF-8 bytes. An empty result is ``"unnamed"``.
+    """A file-name part made from ``name`` that cannot name another directory: path
+    components joined with ``_`` (``.`` and ``..`` dropped), every character but a letter,
+    digit, ``-``, ``_`` or ``.`` made ``_``, cut to ``max_bytes`` UTF-8 bytes; ``"unnamed"``
+    when nothing is left.
 
     Examples
     --------
@@ -93,10 +90,8 @@ def safe_slug(name: object, *, max_bytes: int = MAX_SLUG_BYTES) -> str:
 
 def confined_path(directory: str | os.PathLike[str], filename: str, *,
                   flag: str | None = None) -> Path:
-    """``directory / filename``, after checking it resolves to a path inside ``directory``.
-
-    Symlinks are resolved for the check, so neither ``..``, an absolute ``filename`` nor a
-    symlink planted in ``directory`` can point the write elsewhere.
+    """``directory / filename``, after checking it resolves (symlinks too) to a path inside
+    ``directory``.
 
     Raises
     ------
@@ -181,11 +176,9 @@ def _probe(where: Path) -> None:
 
 def check_writable_output(path: str | os.PathLike[str], flag: str | None,
                           suffixes: Sequence[str]) -> Path:
-    """Check, before any work, that ``path`` can be written as one of ``suffixes``.
-
-    The suffix must be supported (case-insensitive), ``path`` must not be a directory or
-    another non-regular file (a device, a FIFO), and its parent must be a directory or
-    creatable as one.
+    """Check, before any work, that ``path`` can be written as one of ``suffixes``
+    (case-insensitive): not a directory or another non-regular file, in a directory that
+    is or can be made writable.
 
     Raises
     ------
@@ -269,12 +262,10 @@ def prepare_output_dir(directory: str | os.PathLike[str], names: Sequence[str],
     """Check, before any work, that ``directory`` can hold the files ``names``; create it
     when ``create``. Returns ``directory`` as a path.
 
-    Every name must stay inside ``directory`` (no ``..``, no symlink in the folder pointing
-    elsewhere), must not be a directory or another non-regular file, and every path
-    component must fit the file system (255 bytes, 4095 for the whole path). Writability is
-    proved by creating and removing a file in the folder (or, when it does not exist yet
-    and ``create`` is false, in its nearest existing ancestor), so read-only and virtual
-    file systems (``/sys``, ``/proc``) are refused here, not after the work.
+    Every name must stay inside ``directory``, must not be a directory or another
+    non-regular file, and fit the file system (255 bytes, 4095 for the whole path).
+    Writability is proved by creating and removing a file (in the nearest existing ancestor
+    when nothing is created), so read-only and virtual file systems are refused here.
 
     Raises
     ------

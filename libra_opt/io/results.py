@@ -162,18 +162,10 @@ def _sidecar(path: Path) -> Path:
 
 def write_results(df: pd.DataFrame, path: str | os.PathLike[str], metadata: Mapping[str, Any],
                   *, flag: str | None = None) -> Path:
-    """Write a results table with its metadata, atomically.
-
-    ``.parquet``: one Parquet file whose schema metadata holds ``metadata`` as JSON under
-    the key ``libra_opt`` (``pyarrow.parquet.read_schema(path).metadata``). ``.csv``: the
-    CSV (read back by :func:`read_results` or plain ``pandas.read_csv``) and a sidecar
-    ``<name>.meta.json`` beside it, moved in together. :func:`read_metadata` reads either.
-
-    Raises
-    ------
-    InputError
-        An unsupported suffix or a file that cannot be written; ``flag`` names the option
-        blamed (``None``: none).
+    """Write a results table with its metadata, atomically: ``.parquet``, the metadata as
+    JSON under the key ``libra_opt`` of the schema's metadata; ``.csv``, a sidecar
+    ``<name>.meta.json`` moved in with it (:func:`read_metadata` reads either). An
+    :class:`InputError` blaming ``flag`` for another suffix or a file that cannot be written.
     """
     p = Path(path)
     text = json.dumps(dict(metadata), indent=2, default=str) + "\n"
@@ -475,10 +467,7 @@ class ResultsStream:
     def open(self, study: Mapping[str, Any]) -> frozenset[int]:
         """Check and open the folder for ``study`` (``kind``, ``scenario``, ``spec_hash``,
         ``axes``, ``zip``, ``points``) before any point is solved; the points kept there.
-
-        Holding the folder's lock, it removes the staging folders a killed run left there
-        (:func:`~libra_opt.io.output.remove_scratch`); where the file system cannot lock,
-        it removes nothing.
+        Holding the lock, it removes the staging folders a killed run left there.
 
         Raises
         ------

@@ -1,9 +1,7 @@
-"""User constraints: linear (in)equalities over bandwidth, network cost and power, from text.
-
-A constraint is written as text, e.g. ``"bw[0] >= bw[1]"``, ``"bw.node + bw.pod == 200"``,
-``"2*bw.pod - 0.5 * bw[0] <= 10"``, ``"cost <= 2e7"`` or ``"sum(bw) == 1000"``. Units:
-bandwidth in GB/s per NPU, ``cost`` in $, ``power`` in W. Text is parsed by a small
-recursive-descent parser (no ``eval``); every error names the constraint and the column.
+"""User constraints: linear (in)equalities over bandwidth (GB/s per NPU), network cost ($)
+and power (W), written as text (``"bw[0] >= bw[1]"``, ``"bw.node + bw.pod == 200"``,
+``"cost <= 2e7"``, ``"sum(bw) == 1000"``) and parsed by a small recursive-descent parser
+(no ``eval``); every error names the constraint and the column.
 """
 
 from __future__ import annotations
@@ -246,8 +244,7 @@ def parse_constraint(text: str, fabric: Fabric, *, label: str | None = None,
     label : str, optional
         Report label; defaults to the text itself.
     field : str
-        Field named in error messages (the caller's :func:`~libra_opt.errors.input_context`
-        names the file).
+        Field named in error messages.
 
     Returns
     -------

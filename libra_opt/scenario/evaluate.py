@@ -171,9 +171,8 @@ def _check_finite(
     cost: CostBreakdown, objective: float, residuals: dict[str, float],
     scales: dict[str, float], walks: tuple[WalkArrays, ...] = (), source: str | None = None,
 ) -> None:
-    """Refuse an evaluation with a non-finite figure (an infinite step time at 0 GB/s on a
-    dimension that carries traffic, or a bandwidth so large or small that a time, a cost
-    or a constraint overflows double precision): its feasibility and objective mean nothing."""
+    """Refuse an evaluation with a non-finite figure: its feasibility and objective mean
+    nothing."""
     isfinite = math.isfinite
     power = cost.network_power_w
     if (isfinite(weighted) and isfinite(cost.network_cost_usd) and isfinite(objective)
@@ -205,19 +204,16 @@ def _check_finite(
 
 def evaluate(scenario: Scenario, bw_gbps: npt.ArrayLike,
              walks: tuple[WalkArrays, ...] | None = None) -> Evaluation:
-    """Evaluate ``scenario`` at ``bw_gbps`` with plain numpy.
-
-    ``walks`` (from :func:`scenario_walks` on this scenario's workloads and fabric) saves
-    re-walking the workloads when one scenario is evaluated many times. ``bw_gbps`` is read
-    by position, or by dimension name from a mapping or a labelled ``pandas.Series``.
+    """Evaluate ``scenario`` at ``bw_gbps`` (by position, or by dimension name from a mapping
+    or a labelled ``pandas.Series``) with plain numpy; ``walks`` (:func:`scenario_walks`)
+    saves re-walking the workloads when one scenario is evaluated many times.
 
     Raises
     ------
     InputError
         ``field="bw"`` for bandwidths that are not one finite number >= 0 per dimension, or
         at which a figure is not finite (an infinite step time at 0 GB/s on a dimension that
-        carries traffic; a cost, a time or a constraint that overflows double precision):
-        such an evaluation has no meaningful objective nor feasibility.
+        carries traffic; an overflow of double precision).
 
     Examples
     --------
