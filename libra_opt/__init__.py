@@ -48,69 +48,38 @@ from libra_opt.errors import (
 __version__ = "0.1.0"
 
 #: Public name -> module that defines it (loaded on first attribute access).
-_LAZY: dict[str, str] = {
-    # fabric
-    "Dim": "libra_opt.fabric.dims",
-    "Fabric": "libra_opt.fabric.dims",
-    "multi_dim": "libra_opt.fabric.builders",
-    "rail_optimized_fat_tree": "libra_opt.fabric.builders",
-    "rail_only": "libra_opt.fabric.builders",
-    "as_family": "libra_opt.fabric.builders",
-    # traffic
-    "Collective": "libra_opt.traffic.workload",
-    "Layer": "libra_opt.traffic.workload",
-    "Phase": "libra_opt.traffic.workload",
-    "Workload": "libra_opt.traffic.workload",
-    "step_time": "libra_opt.traffic.step_time",
-    "TimingModel": "libra_opt.traffic.timing",
-    # cost
-    "CostModel": "libra_opt.cost.prices",
-    "cost_coefficients": "libra_opt.cost.prices",
-    "TcoModel": "libra_opt.cost.tco",
-    "ReliabilityModel": "libra_opt.cost.goodput",
-    "daly_interval_s": "libra_opt.cost.goodput",
-    "expected_goodput": "libra_opt.cost.goodput",
-    "failure_modes": "libra_opt.cost.failures",
-    # generators
-    "generate_workload": "libra_opt.generators.generator",
-    "ErrorModel": "libra_opt.generators.error_model",
-    # scenario
-    "Scenario": "libra_opt.scenario.scenario",
-    "ScenarioSpec": "libra_opt.scenario.spec",
-    "LinearConstraint": "libra_opt.scenario.constraints",
-    "parse_constraint": "libra_opt.scenario.constraints",
-    "Evaluation": "libra_opt.scenario.evaluate",
-    "evaluate": "libra_opt.scenario.evaluate",
-    "failure_report": "libra_opt.scenario.failures",
-    # optimize
-    "BandwidthProblem": "libra_opt.optimize.problem",
-    "build_problem": "libra_opt.optimize.problem",
-    "solve": "libra_opt.optimize.problem",
-    "Solution": "libra_opt.optimize.solution",
-    # io
-    "load_scenario": "libra_opt.io.scenario_file",
-    "load_spec": "libra_opt.io.scenario_file",
-    "save_spec": "libra_opt.io.scenario_file",
-    "spec_to_yaml": "libra_opt.io.scenario_file",
-    "load_model": "libra_opt.io.presets",
-    "load_device": "libra_opt.io.presets",
-    "catalog_cost_model": "libra_opt.io.presets",
-    "load_error_model": "libra_opt.io.error_model",
-    # explore
-    "compare_fabrics": "libra_opt.explore.compare",
-    "pareto_front": "libra_opt.explore.pareto",
-    "sensitivity": "libra_opt.explore.sensitivity",
-    "SearchSpace": "libra_opt.explore.search.space",
-    "goodput_by_size": "libra_opt.explore.failures",
-    # report
-    "format_solution": "libra_opt.report.text",
-    "plot_allocation": "libra_opt.report.plots",
-    "plot_step_breakdown": "libra_opt.report.plots",
-    "plot_sweep": "libra_opt.report.sweep_plots",
-    "plot_comparison": "libra_opt.report.plots",
-    "plot_fabric": "libra_opt.report.plots",
-    "plot_goodput_by_size": "libra_opt.report.plots",
-}
+_LAZY: dict[str, str] = {name: module for module, names in {
+    "libra_opt.fabric.dims": ("Dim", "Fabric"),
+    "libra_opt.fabric.builders": ("multi_dim", "rail_optimized_fat_tree", "rail_only", "as_family"),
+    "libra_opt.traffic.workload": ("Collective", "Layer", "Phase", "Workload"),
+    "libra_opt.traffic.step_time": ("step_time",),
+    "libra_opt.traffic.timing": ("TimingModel",),
+    "libra_opt.cost.prices": ("CostModel", "cost_coefficients"),
+    "libra_opt.cost.tco": ("TcoModel",),
+    "libra_opt.cost.goodput": ("ReliabilityModel", "daly_interval_s", "expected_goodput"),
+    "libra_opt.cost.failures": ("failure_modes",),
+    "libra_opt.generators.generator": ("generate_workload",),
+    "libra_opt.generators.error_model": ("ErrorModel",),
+    "libra_opt.scenario.scenario": ("Scenario",),
+    "libra_opt.scenario.spec": ("ScenarioSpec",),
+    "libra_opt.scenario.constraints": ("LinearConstraint", "parse_constraint"),
+    "libra_opt.scenario.evaluate": ("Evaluation", "evaluate"),
+    "libra_opt.scenario.failures": ("failure_report",),
+    "libra_opt.optimize.problem": ("BandwidthProblem", "build_problem", "solve"),
+    "libra_opt.optimize.solution": ("Solution",),
+    "libra_opt.io.scenario_file": ("load_scenario", "load_spec", "save_spec", "spec_to_yaml"),
+    "libra_opt.io.presets": ("load_model", "load_device", "catalog_cost_model"),
+    "libra_opt.io.error_model": ("load_error_model",),
+    "libra_opt.explore.compare": ("compare_fabrics",),
+    "libra_opt.explore.pareto": ("pareto_front",),
+    "libra_opt.explore.sensitivity": ("sensitivity",),
+    "libra_opt.explore.search.space": ("SearchSpace",),
+    "libra_opt.explore.failures": ("goodput_by_size",),
+    "libra_opt.report.text": ("format_solution",),
+    "libra_opt.report.plots": ("plot_allocation", "plot_step_breakdown", "plot_comparison",
+                               "plot_fabric", "plot_goodput_by_size"),
+    "libra_opt.report.sweep_plots": ("plot_sweep",),
+}.items() for name in names}
 
 #: Public submodules reachable as attributes (``lo.examples.load("gpt3_175b_4d")``).
 _LAZY_MODULES: dict[str, str] = {

@@ -114,13 +114,10 @@ def read_text(
 
 
 class ParseCache:
-    """Each file read, and parsed, once within one top-level load.
-
-    Make one per load (one :func:`~libra_opt.io.scenario_file.load_scenario` call, say) and
-    pass it to the readers (their ``cache`` keyword), so a file changed between two loads
-    is read afresh. A file is known by its device, inode, size and modification time, so
-    two paths to one file are one entry. For YAML it keeps the parsed node graph, never
-    handed out: every reader gets new data built from it.
+    """Each file read, and parsed, once within one top-level load (make one per load and
+    pass it to the readers' ``cache``). A file is known by its device, inode, size and
+    modification time; for YAML the parsed node graph is kept and every reader gets new
+    data built from it.
 
     Examples
     --------

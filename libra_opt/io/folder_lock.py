@@ -21,20 +21,11 @@ def lock_folder(path: str | os.PathLike[str], *, follow_symlinks: bool = True
                 ) -> tuple[int, bool | None]:
     """Open the folder ``path`` and try its exclusive lock without waiting.
 
-    Returns
-    -------
-    fd : int
-        The folder's descriptor, which holds the lock when it was taken; the caller closes
-        it (which releases the lock).
-    taken : bool or None
-        ``True``: taken; ``False``: another descriptor holds it (``flock`` locks of two
-        descriptors conflict even in one process); ``None``: the file system cannot lock.
-
-    Raises
-    ------
-    OSError
-        When ``path`` cannot be opened as a folder (or is a symbolic link when
-        ``follow_symlinks`` is false).
+    Returns the folder's descriptor (holding the lock when taken; closing it releases the
+    lock) and whether the lock was taken: ``True``; ``False``, another descriptor holds it
+    (two descriptors conflict even in one process); ``None``, the file system cannot lock.
+    An ``OSError`` when ``path`` cannot be opened as a folder (or is a symbolic link when
+    ``follow_symlinks`` is false).
 
     Examples
     --------

@@ -253,13 +253,12 @@ def write_run_folder(directory: str | os.PathLike[str],
     """Write a one-shot run's files into ``directory`` together, with ``manifest.json``;
     the paths written, the manifest last.
 
-    Each ``writers[name](path)`` writes one file into a hidden staging folder inside
-    ``directory`` (text is written as UTF-8, bytes as they are); ``metadata`` (:func:`~libra_opt.io.results.results_metadata`), with
-    ``files`` (the names written) and ``complete: true``, becomes ``manifest.json``. Only
-    when every file is written, and after the earlier run's files are removed
-    (``overwrite``: :data:`RUN_FILES` and the old manifest's
-    ``files``), are they moved into place. An error or an interrupt before that leaves
-    ``directory`` as it was (a folder this call created is removed again).
+    Each ``writers[name](path)`` writes one file into a hidden staging folder (a ``str`` or
+    ``bytes`` value is written as it is); ``metadata`` (:func:`results_metadata`), with
+    ``files`` and ``complete: true``, becomes ``manifest.json``. Only when every file is
+    written, and the earlier run's files are removed (``overwrite``: :data:`RUN_FILES` and
+    the old manifest's ``files``), are they moved into place. An error or an interrupt
+    before that leaves ``directory`` as it was.
 
     Raises
     ------

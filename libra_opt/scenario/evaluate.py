@@ -50,9 +50,7 @@ class Evaluation(FrozenOnUnpickle):
         ``sum_w weight_w * step_time_w``.
     cost : CostBreakdown
     objective_value : float
-        ``weighted_step_time_s`` for ``perf``; times network cost ($) for
-        ``perf_per_cost`` (units s x $); for ``tco`` the cost of one training run in $,
-        ``steps x weighted_step_time_s x (r0 + r . B)`` (:mod:`libra_opt.cost.tco`).
+        The objective's value (:mod:`libra_opt.scenario.objective`).
     residuals : mapping
         Constraint label -> signed violation (> 0 means violated) in the row's units.
     residual_scales : mapping
