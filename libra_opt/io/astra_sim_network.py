@@ -304,17 +304,11 @@ def settings_from_mapping(
         raise InputError("ASTRA-sim's halvingDoubling has no all-to-all (the simulator "
                          "stops); use ring or direct", source=source,
                          field=f"all-to-all-implementation[{i}]")
-    algo: dict[str, CollectiveAlgorithm] = {}
-    per_kind: dict[tuple[str, str], CollectiveAlgorithm] = {}
-    order = [k for k in _IMPLEMENTATIONS if k in given]
-    for i, name in enumerate(dim_names):
-        if not order:
-            break
-        base = given[order[0]][i]
-        algo[name] = base
-        for key in order[1:]:
-            if given[key][i] != base:
-                per_kind[(_IMPLEMENTATIONS[key], name)] = given[key][i]
+    order = list(given)  # the first given sets each dimension's algorithm, the rest differ
+    algo = dict(zip(dim_names, given[order[0]], strict=True)) if order else {}
+    per_kind = {(_IMPLEMENTATIONS[key], name): given[key][i]
+                for i, name in enumerate(dim_names) for key in order[1:]
+                if given[key][i] != given[order[0]][i]}
     mem = number("local-mem-bw")
     delay_ns = number("endpoint-delay")
     with input_context(source):
