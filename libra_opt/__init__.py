@@ -352,10 +352,8 @@ def write_report(scenario: Any, out_dir: Any, *, budget_points: int = 25,
                                                      overwrite=overwrite)}
     written = {f"png:{name}": paths[figure_file_name(name)]
                for sec in report.sections for name, _c, _png in sec.figures}
-    written["markdown"] = paths[MARKDOWN_NAME]
-    written["html"] = paths[HTML_NAME]
-    written["manifest"] = paths[MANIFEST]
-    return written
+    return {**written, "markdown": paths[MARKDOWN_NAME], "html": paths[HTML_NAME],
+            "manifest": paths[MANIFEST]}
 
 
 #: Names whose first argument may also be a shipped example's name or a scenario file's path.

@@ -60,18 +60,13 @@ __all__ = [
     "COMPARE_MODES",
 ]
 
-#: Topology of one fabric dimension: the names of the topology classes
-#: (:data:`~libra_opt.fabric.topology.TOPOLOGY_CLASSES`). ``TopologyName`` is their
-#: ``Literal`` at run time (what the scenario schema checks a name against), ``str`` to a
-#: type checker, which cannot read a ``Literal`` built from a tuple.
+#: Topology of one fabric dimension: the names of the topology classes; ``TopologyName`` is
+#: their ``Literal`` at run time, ``str`` to a type checker (it reads no tuple-built Literal).
 TOPOLOGIES: tuple[str, ...] = tuple(t.name for t in TOPOLOGY_CLASSES)
 if TYPE_CHECKING:
     TopologyName = str
 else:
     TopologyName = Literal[TOPOLOGIES]
-
-# SwitchScope, SwitchPricing (a switch dimension's choices) and FabricFamily are defined
-# with what they choose (libra_opt.fabric.topology, libra_opt.fabric.builders).
 
 #: Collective operations (``p2p``: a pipeline send/receive).
 CollectiveKind = Literal["all_reduce", "reduce_scatter", "all_gather", "all_to_all", "p2p"]
@@ -123,12 +118,10 @@ TRAFFIC_MODELS: tuple[TrafficModel, ...] = get_args(TrafficModel)
 Component = Literal["link", "switch", "nic"]
 COMPONENTS: tuple[Component, ...] = get_args(Component)
 
-#: Components a tier may price: the three columns plus ``transceiver`` (optics at both ends
-#: of an optical cable) and ``copper`` (a copper cable, e.g. a DAC, replacing the ``link``
-#: price and both transceivers on the copper cable levels of a switch network), both folded
-#: into the ``link`` column; ``in_network_reduction`` is the premium per GB/s of switch port
-#: for in-network reduction (SHARP class), bought only on dimensions that use it and folded
-#: into the ``switch`` column.
+#: Components a tier may price: the three columns, ``transceiver`` (optics at both ends of an
+#: optical cable) and ``copper`` (a DAC replacing ``link`` and both transceivers) folded into
+#: ``link``, and ``in_network_reduction`` (the SHARP-class premium per GB/s of switch port)
+#: folded into ``switch``.
 PricedComponent = Literal["link", "switch", "nic", "transceiver", "copper", "in_network_reduction"]
 PRICED_COMPONENTS: tuple[PricedComponent, ...] = get_args(PricedComponent)
 

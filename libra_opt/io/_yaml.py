@@ -26,9 +26,8 @@ from libra_opt.io.files import ParseCache, _check_path, read_text
 
 __all__ = ["MAX_YAML_BYTES", "MAX_YAML_DEPTH", "MAX_YAML_NODES", "dump_yaml", "read_yaml"]
 
-#: Largest YAML file read (bytes): YAML (scenarios, LIBRA files, catalogs, model
-#: descriptors: kilobytes in practice) gets a tighter bound than plain text such as
-#: ASTRA-sim workloads; ``max_bytes`` overrides it.
+#: Largest YAML file read (bytes): YAML (kilobytes in practice) gets a tighter bound than
+#: plain text such as ASTRA-sim workloads.
 MAX_YAML_BYTES = 4 * 1024 * 1024
 #: Deepest nesting of sequences/mappings in a YAML document (a scalar in 99 lists is at 100).
 MAX_YAML_DEPTH = 100
@@ -264,21 +263,16 @@ def _construct(root: yaml.Node | None) -> Any:
         loader.dispose()
 
 
-def read_yaml(
-    path: str | Path,
-    *,
-    max_bytes: int | None = None,
-    max_depth: int | None = None,
-    max_nodes: int | None = None,
-    cache: ParseCache | None = None,
-) -> Any:
+def read_yaml(path: str | Path, *, max_bytes: int = MAX_YAML_BYTES,
+              max_depth: int = MAX_YAML_DEPTH, max_nodes: int = MAX_YAML_NODES,
+              cache: ParseCache | None = None) -> Any:
     """Read a YAML file strictly and within bounds.
 
     Parameters
     ----------
     path : str or pathlib.Path
-    max_bytes, max_depth, max_nodes : int, optional
-        Override :data:`MAX_YAML_BYTES`, :data:`MAX_YAML_DEPTH`, :data:`MAX_YAML_NODES`.
+    max_bytes, max_depth, max_nodes : int
+        Largest file, deepest nesting, and most nodes with every alias expanded.
     cache : ParseCache, optional
         The current load's cache: a file it already holds is neither read nor parsed again.
 
@@ -302,16 +296,13 @@ def read_yaml(
     libra_opt.errors.InputError: ...: line 2, column 1: malformed YAML: duplicate key 'a' (line 2)
     """
     p = _check_path(path)
-    depth = MAX_YAML_DEPTH if max_depth is None else int(max_depth)
-    nodes = MAX_YAML_NODES if max_nodes is None else int(max_nodes)
 
     def compose() -> yaml.Node | None:
-        text = read_text(p, max_bytes=MAX_YAML_BYTES if max_bytes is None else max_bytes)
-        return _compose(text, depth, nodes)
+        return _compose(read_text(p, max_bytes=max_bytes), max_depth, max_nodes)
 
     try:
-        root = compose() if cache is None else cache.get(
-            "yaml", p, compose, max_bytes, max_depth, max_nodes)
+        root = compose() if cache is None else cache.get("yaml", p, compose, max_bytes,
+                                                         max_depth, max_nodes)
         return _construct(root)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)

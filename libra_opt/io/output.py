@@ -55,6 +55,7 @@ PATH_MAX_BYTES = 4095
 #: (short, hidden, unique: a target's own name may already be near the 255-byte limit).
 STAGE_PREFIX = ".libra-opt-stage-"
 
+
 def safe_slug(name: object, *, max_bytes: int = MAX_SLUG_BYTES) -> str:
     """A file-name part made from ``name`` that cannot name another directory: path
     components joined with ``_`` (``.`` and ``..`` dropped), every character but a letter,

@@ -1,8 +1,6 @@
 """The question: the recipe (ScenarioSpec), compiled without file access into a Scenario
-(fabric, prices, workloads, constraints, objective), and its evaluation.
-
-The compiler is :func:`libra_opt.scenario.compile.compile` (not re-exported here: the name is
-its module's)."""
+(fabric, prices, workloads, constraints, objective) by
+:func:`libra_opt.scenario.compile.compile`, and its evaluation."""
 
 from libra_opt.scenario.constraints import LinearConstraint, parse_constraint
 from libra_opt.scenario.evaluate import Evaluation, evaluate

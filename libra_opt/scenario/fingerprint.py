@@ -1,10 +1,6 @@
-"""Fingerprints: a SHA-256 of a value's canonical form, equal in every process.
-
-A study's results record the fingerprint of what it started from (a
-:class:`~libra_opt.scenario.spec.ScenarioSpec`, or a scenario built from objects) so that a
-resumed run can tell its own folder from another study's, and a saved solution names the
-scenario it answers. Computing it reads no file: the exploration layer and the file layer
-both use it.
+"""Fingerprints: a SHA-256 of a value's canonical form, equal in every process, so that a
+resumed study tells its own folder from another's and a saved solution names the scenario
+it answers (reading no file: the exploration and file layers both use it).
 """
 
 from __future__ import annotations
