@@ -62,9 +62,8 @@ def _lines(text: str) -> list[str]:
     return text.splitlines()
 
 
-def _parse_fields(
-    f: list[str], groups: Mapping[str, tuple[int, ...]], source: str
-) -> tuple[dict[str, Phase], float]:
+def _parse_fields(f: list[str], groups: Mapping[str, tuple[int, ...]], source: str
+                  ) -> tuple[dict[str, Phase], float]:
     """The phases and the update time in ns (as written) of one layer line split into
     fields; its errors are given the line's position by the caller."""
     if len(f) != 12:
@@ -87,9 +86,8 @@ def _parse_fields(
     return phases, _number(f[11], source, "update time")
 
 
-def parse_astra_sim(
-    text: str, name: str, groups: Mapping[str, tuple[int, ...]], source: str = "<text>"
-) -> Workload:
+def parse_astra_sim(text: str, name: str, groups: Mapping[str, tuple[int, ...]],
+                    source: str = "<text>") -> Workload:
     """Parse ASTRA-sim 1.0 text. Collectives of each phase use the group of that phase
     (``forward``, ``input_grad``, ``weight_grad`` keys of ``groups``). Each distinct line is
     parsed once; the lines that repeat it share its (immutable) layer."""
@@ -151,13 +149,8 @@ def parse_astra_sim(
     return Workload(name, tuple(layers), dict(groups))
 
 
-def read_astra_sim(
-    path: str | Path,
-    groups: Mapping[str, tuple[int, ...]],
-    name: str | None = None,
-    *,
-    cache: ParseCache | None = None,
-) -> Workload:
+def read_astra_sim(path: str | Path, groups: Mapping[str, tuple[int, ...]],
+                   name: str | None = None, *, cache: ParseCache | None = None) -> Workload:
     """Read an ASTRA-sim 1.0 workload file (see :func:`parse_astra_sim`); with ``cache`` (the
     current load's :class:`~libra_opt.io.files.ParseCache`) a file already read with the
     same groups is neither read nor parsed again."""
@@ -176,9 +169,8 @@ def _fmt(x: float) -> str:
     return str(int(r)) if abs(x - r) <= 1e-9 * max(1.0, abs(x)) else repr(float(x))
 
 
-def write_astra_sim(
-    workload: Workload, path: str | Path, header: bool = False
-) -> dict[str, tuple[int, ...]]:
+def write_astra_sim(workload: Workload, path: str | Path, header: bool = False
+                    ) -> dict[str, tuple[int, ...]]:
     """Write ``workload`` as ASTRA-sim 1.0 text (layers with ``count > 1`` are expanded,
     times in ns), once :func:`check_exportable` (without merging) says the format holds it.
 
@@ -284,12 +276,9 @@ def check_exportable(workload: Workload | GeneratedWorkload, merge: bool = True)
     return w
 
 
-def export_astra_sim(
-    workload: Workload | GeneratedWorkload,
-    path: str | Path,
-    communicator_path: str | Path | None = None,
-    merge: bool = True,
-) -> dict[str, tuple[int, ...]]:
+def export_astra_sim(workload: Workload | GeneratedWorkload, path: str | Path,
+                     communicator_path: str | Path | None = None, merge: bool = True
+                     ) -> dict[str, tuple[int, ...]]:
     """Write ASTRA-sim 1.0 workload text with its header to ``path``, and the LIBRA
     communicator YAML to ``communicator_path`` if given; phase -> span of the group its
     collectives use. ``merge``: first merge same-kind, same-group collectives of a phase

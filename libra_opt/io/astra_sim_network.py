@@ -205,10 +205,9 @@ def read_astra_sim_network(path: str | Path) -> AstraSimNetwork:
     return network_from_mapping(read_yaml(path), str(path))
 
 
-def settings_from_mapping(
-    data: Any, dim_names: Sequence[str], source: str = "<system>", *,
-    backend: Backend | None, queues_per_dim: int = 1,
-) -> CollectiveSettings:
+def settings_from_mapping(data: Any, dim_names: Sequence[str], source: str = "<system>", *,
+                          backend: Backend | None, queues_per_dim: int = 1
+                          ) -> CollectiveSettings:
     """:class:`CollectiveSettings` of a parsed system JSON for dimensions ``dim_names``.
 
     Parameters
@@ -325,10 +324,9 @@ def settings_from_mapping(
         )
 
 
-def read_astra_sim_system(
-    path: str | Path, dim_names: Sequence[str], *, backend: Backend | None,
-    queues_per_dim: int = 1,
-) -> CollectiveSettings:
+def read_astra_sim_system(path: str | Path, dim_names: Sequence[str], *,
+                          backend: Backend | None, queues_per_dim: int = 1
+                          ) -> CollectiveSettings:
     """Read an ASTRA-sim 2.0 system JSON as :class:`CollectiveSettings` for the dimensions
     ``dim_names`` (see :func:`settings_from_mapping`); an :class:`InputError` names the file
     and the key."""

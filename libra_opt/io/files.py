@@ -96,9 +96,8 @@ def read_bytes(path: str | Path, *, max_bytes: int | None = None) -> bytes:
     return data
 
 
-def read_text(
-    path: str | Path, *, max_bytes: int | None = None, cache: ParseCache | None = None
-) -> str:
+def read_text(path: str | Path, *, max_bytes: int | None = None,
+              cache: ParseCache | None = None) -> str:
     """The UTF-8 text of a file (bounded as :func:`read_bytes`); an :class:`InputError`
     naming it when it cannot be read. With ``cache`` (the current load's
     :class:`ParseCache`) a file already read is not read again."""

@@ -68,16 +68,15 @@ class Evaluation(FrozenOnUnpickle):
     residual_scales: Mapping[str, float]
     dim_names: tuple[str, ...] = ()
 
-    #: Its arrays are read-only from construction (:func:`~libra_opt.fabric.frozen.freeze_arrays`).
+    #: Its arrays are read-only from construction.
     ARRAYS_FROZEN_AT_INIT: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
-        # Read-only and owned: never a view of the caller's bandwidth array.
+        # read-only and owned (the workloads' times and the cost freeze their own arrays)
         object.__setattr__(self, "bw_gbps", readonly_array(self.bw_gbps))
         for key in ("residuals", "residual_scales"):
             if type(getattr(self, key)) is not FrozenMap:  # a FrozenMap is read-only already
                 object.__setattr__(self, key, FrozenMap(getattr(self, key)))
-        # (the workloads' times and the cost freeze their own arrays)
 
     def violated(self) -> tuple[str, ...]:
         """Labels of the constraints broken by more than solver round-off: a residual that
@@ -164,11 +163,10 @@ def scenario_walks(scenario: Scenario) -> tuple[WalkArrays, ...]:
         return tuple(walk_arrays(w, scenario.fabric, scenario.timing) for w in scenario.workloads)
 
 
-def _check_finite(
-    fabric: Fabric, bw: np.ndarray, times: tuple[WorkloadTimes, ...], weighted: float,
-    cost: CostBreakdown, objective: float, residuals: dict[str, float],
-    scales: dict[str, float], walks: tuple[WalkArrays, ...] = (), source: str | None = None,
-) -> None:
+def _check_finite(fabric: Fabric, bw: np.ndarray, times: tuple[WorkloadTimes, ...],
+                  weighted: float, cost: CostBreakdown, objective: float,
+                  residuals: dict[str, float], scales: dict[str, float],
+                  walks: tuple[WalkArrays, ...], source: str | None) -> None:
     """Refuse an evaluation with a non-finite figure: its feasibility and objective mean
     nothing."""
     isfinite = math.isfinite
@@ -183,21 +181,18 @@ def _check_finite(
     if cost.network_power_w is not None:
         figures.append(("network power", cost.network_power_w))
     figures.append(("objective", objective))
-    figures += [(f"constraint {k!r}", v) for k, v in residuals.items()]
-    figures += [(f"constraint {k!r}", v) for k, v in scales.items()]
-    bad = next(((what, v) for what, v in figures if not math.isfinite(v)), None)
-    if bad is None:
-        return
+    figures += [(f"constraint {k!r}", v) for d in (residuals, scales) for k, v in d.items()]
+    what, value = next((w, v) for w, v in figures if not math.isfinite(v))
     traffic = sum((t.traffic_by_dim_bytes for t in times), np.zeros(fabric.n_dims))
     starved = [n for n, b, m in zip(fabric.names, bw, traffic, strict=True) if b == 0 and m > 0]
     if not np.isfinite(traffic).all() or not all(np.isfinite(w.latency_s).all() for w in walks):
-        raise InputError(f"the {bad[0]} is {bad[1]}: a collective's traffic or latency "
+        raise InputError(f"the {what} is {value}: a collective's traffic or latency "
                          "overflows double precision (check the fabric's latency_s and the "
                          "workloads' sizes)", source=source, field="fabric.dims.latency_s")
     why = (f"dimension {starved[0]!r} carries traffic at 0 GB/s" if starved else
            "the bandwidths are outside the range the model computes in double precision")
-    raise InputError(f"at bandwidths {short_repr([float(b) for b in bw])} GB/s the {bad[0]} "
-                     f"is {bad[1]}: {why}", field="bw")
+    raise InputError(f"at bandwidths {short_repr([float(b) for b in bw])} GB/s the {what} is "
+                     f"{value}: {why}", field="bw")
 
 
 def evaluate(scenario: Scenario, bw_gbps: npt.ArrayLike,
