@@ -240,16 +240,13 @@ def save_solution(solution: Any, path: str | os.PathLike[str]) -> Any:
     ...     lo.load_solution(p, lo.examples.toy_scenario()).bw_gbps.round(3).tolist()
     [200.0, 100.0]
     """
-    from datetime import UTC, datetime
-
     from libra_opt.io.output import write_text_atomic
-    from libra_opt.io.results import library_version
+    from libra_opt.io.results import library_version, utc_now
     from libra_opt.scenario.fingerprint import fingerprint
 
-    text = solution.to_json(
+    return write_text_atomic(path, solution.to_json(
         spec_hash=fingerprint(solution.scenario), library_version=library_version(),
-        created_utc=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
-    return write_text_atomic(path, text)
+        created_utc=utc_now()))
 
 
 def load_solution(path: str | os.PathLike[str], scenario: Any = None) -> Any:

@@ -1,6 +1,5 @@
-"""Every file read or written: scenario YAML, LIBRA's YAML inputs, ASTRA-sim text, presets, examples.
-
-Only this package reads or writes files.
+"""Every file read or written (only this package reads or writes files): scenario YAML,
+LIBRA's YAML inputs, ASTRA-sim text, presets, examples, results.
 """
 
 from libra_opt.io._yaml import read_yaml

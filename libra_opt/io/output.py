@@ -118,22 +118,15 @@ def confined_path(directory: str | os.PathLike[str], filename: str, *,
     return Path(directory) / filename
 
 
-def _first_existing(path: Path) -> Path:
-    """``path`` or its nearest existing ancestor (``lexists``: a dangling link counts)."""
-    p = path
-    while not os.path.lexists(p) and p.parent != p:
-        p = p.parent
-    return p
-
-
 def check_output_dir(directory: str | os.PathLike[str]) -> Path:
     """Check, before any work and without creating it, that ``directory`` is or can be
     made a writable directory; an :class:`InputError` for an empty path, a path (or an
     ancestor) that is a file, or an existing directory that cannot be written."""
     if not str(directory).strip():
         raise InputError("expected a directory, got an empty path")
-    path = Path(directory)
-    existing = _first_existing(path)
+    path = existing = Path(directory)
+    while not os.path.lexists(existing) and existing.parent != existing:
+        existing = existing.parent  # the nearest existing ancestor (a dangling link counts)
     if os.path.islink(existing) and not existing.exists():
         raise InputError(f"{str(existing)!r} is a dangling symbolic link")
     if existing.exists() and not existing.is_dir():

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import io
 import json
 import logging
 import math
@@ -373,9 +374,7 @@ def _read_intact(path: Path) -> pd.DataFrame | None:
     end = data.rfind(b"\n") + 1
     while end > 0:
         try:
-            from io import BytesIO
-
-            df = pd.read_csv(BytesIO(data[:end]), keep_default_na=False, na_values=NA_VALUES,
+            df = pd.read_csv(io.BytesIO(data[:end]), keep_default_na=False, na_values=NA_VALUES,
                              **exact_csv_options())
         except (ValueError, pd.errors.ParserError):
             end = data.rfind(b"\n", 0, end - 1) + 1

@@ -70,10 +70,8 @@ _Vec = tuple[float, ...] | None
 
 
 def _unit(size: int, ones: Iterable[int]) -> tuple[float, ...]:
-    v = [0.0] * size
-    for i in ones:
-        v[i] = 1.0
-    return tuple(v)
+    hot = set(ones)
+    return tuple(1.0 if i in hot else 0.0 for i in range(size))
 
 
 def _axpy(a: _Vec, b: _Vec, s: float) -> _Vec:
