@@ -85,7 +85,8 @@ def _checked(what: str, construct: Callable[[Any, Any], Any]) -> Callable[[Any, 
         try:
             return construct(loader, node)
         except (ValueError, IndexError, KeyError, TypeError, AttributeError, OverflowError):
-            raise _error(f"malformed {what} {short_repr(node.value, 80)}", node.start_mark) from None
+            raise _error(f"malformed {what} {short_repr(node.value, 80)}",
+                         node.start_mark) from None
 
     return checked
 

@@ -8,6 +8,7 @@ policy line and a layer-count line) are accepted.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -93,12 +94,8 @@ def parse_astra_sim(text: str, name: str, groups: Mapping[str, tuple[int, ...]],
     parsed once; the lines that repeat it share its (immutable) layer."""
     raw = _lines(text)
     content = {r: s if (s := r.strip()) and s[0] != "#" else "" for r in dict.fromkeys(raw)}
-    head: list[tuple[int, str]] = []  # (line number, text) of the first two content lines
-    for i, r in enumerate(raw):
-        if content[r]:
-            head.append((i + 1, content[r]))
-            if len(head) == 2:
-                break
+    # (line number, text) of the first two content lines
+    head = list(itertools.islice(((i + 1, content[r]) for i, r in enumerate(raw) if content[r]), 2))
     declared = None
     body_from = head[0][0] - 1 if head else len(raw)
     if head and len(head[0][1].split()) != 12:

@@ -17,18 +17,18 @@ A table file::
          model: llama3_8b, parallelism: {dp: 8, global_batch_size: 512}}
 
 A cluster's ``device`` is a preset name or a mapping
-(:func:`~libra_opt.io.presets.device_from_value`); ``model`` a preset name (with an optional row-level ``seq_len``) or a descriptor mapping
-(merged over ``defaults.model``). ``calibrate: true`` marks the rows the device constants
-are fitted on, ``calibrate: stack`` those the software stack's constant is fitted on. A row
-whose published metric depends on an unpublished convention states it (``convention``) and
-the fraction it can move the row by (``convention_band``): it is reported, not judged. Rows
-with the same ``variant_set`` are parallelization variants of one model, ranked against
-each other (``variant_judge: regret`` at the top level: by the regret alone). A link's
-``bw_gbps`` is its line rate per GPU; ``latency_s`` the latency of one collective step on
-it (default: NCCL's per-step value); ``efficiency`` a measured NCCL curve, a line-rate
-preset, a fraction or ``none`` (default: the device's;
-:class:`~libra_opt.generators.validation.Cluster`). The packaged tables are in
-``libra_opt/data/validation``.
+(:func:`~libra_opt.io.presets.device_from_value`); ``model`` a preset name (with an optional
+row-level ``seq_len``) or a descriptor mapping (merged over ``defaults.model``).
+``calibrate: true`` marks the rows the device constants are fitted on, ``calibrate: stack``
+those the software stack's constant is fitted on. A row whose published metric depends on
+an unpublished convention states it (``convention``) and the fraction it can move the row by
+(``convention_band``): it is reported, not judged. Rows with the same ``variant_set`` are
+parallelization variants of one model, ranked against each other (``variant_judge:
+regret`` at the top level: by the regret alone). A link's ``bw_gbps`` is its line rate per
+GPU; ``latency_s`` the latency of one collective step on it (default: NCCL's per-step
+value); ``efficiency`` a measured NCCL curve, a line-rate preset, a fraction or ``none``
+(default: the device's; :class:`~libra_opt.generators.validation.Cluster`). The packaged
+tables are in ``libra_opt/data/validation``.
 """
 
 from __future__ import annotations
