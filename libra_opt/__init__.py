@@ -1,20 +1,10 @@
 """libra_opt: exact, fast bandwidth allocation for multi-dimensional AI training fabrics.
 
-One package per stage of the data path (the import layers, lowest first; a package imports
-only packages below it, siblings on one line are independent)::
-
-    fabric                       what is built
-    traffic | cost               what moves and how long it takes | what it costs
-    generators                   model configs -> workloads
-    scenario                     the question: ScenarioSpec (the recipe), compile -> Scenario
-    optimize | io                the answer | every file read or written
-    explore                      many answers (sweeps, fabric comparison)
-    report                       text, JSON and plots
-    cli                          the command line
-
-``import libra_opt as lo`` is light: the names below load their module on first use
-(PEP 562), so evaluating a design never imports cvxpy, and nothing imports matplotlib until
-a plot is drawn.
+One package per stage of the data path, lowest first (a package imports only those below
+it): fabric, traffic | cost, generators, scenario, optimize | io, explore, report, cli (the
+README's package table says what each holds). ``import libra_opt as lo`` is light: the
+names below load their module on first use (PEP 562), so evaluating a design never imports
+cvxpy, and nothing imports matplotlib until a plot is drawn.
 
 Examples
 --------
@@ -296,16 +286,9 @@ def write_report(scenario: Any, out_dir: Any, *, budget_points: int = 25,
     none). A non-empty ``out_dir`` is refused before any work unless ``overwrite`` (which
     removes the earlier run's files). ``error_model`` is as for :func:`search`.
 
-    Returns
-    -------
-    dict of str to Path
-        ``html``, ``markdown``, ``manifest`` and ``png:<name>`` per figure.
-
-    Raises
-    ------
-    InputError
-        ``field="out_dir"``: the folder is not empty and ``overwrite`` is false, another run
-        holds it, or a file cannot be written.
+    Returns ``{"html", "markdown", "manifest", "png:<name>" per figure: Path}``; an
+    :class:`InputError` with ``field="out_dir"`` when the folder is not empty and
+    ``overwrite`` is false, another run holds it, or a file cannot be written.
     """
     import dataclasses
 

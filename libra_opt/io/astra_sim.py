@@ -226,13 +226,9 @@ def merge_phase_collectives(workload: Workload) -> Workload:
 
 def check_exportable(workload: Workload | GeneratedWorkload, merge: bool = True) -> Workload:
     """The workload as ASTRA-sim 1.0 text will hold it (same-kind, same-group collectives of
-    a phase merged when ``merge``), or :class:`InputError` saying why the format cannot,
-    before anything is written.
-
-    The format has one collective per phase, one communicator group per phase for the
-    whole file, and no point-to-point transfers; a workload in overlap form
-    (``tp_comm_overlap`` / ``dp_comm_overlap``) cannot say which collectives hide behind
-    which compute.
+    a phase merged when ``merge``), or :class:`InputError` saying why the format cannot: it
+    has one collective per phase, one communicator group per phase, no point-to-point
+    transfers, and no overlap form (which collectives hide behind which compute).
 
     Examples
     --------

@@ -217,7 +217,6 @@ def settings_from_mapping(data: Any, dim_names: Sequence[str], source: str = "<s
     dim_names : sequence of str
         Dimension names, innermost first (one entry per dimension of each list).
     source : str
-        File name for error messages.
     backend : {'congestion_unaware', 'congestion_aware'} or None
         The analytical backend the configuration runs on (required: the two give different
         times). ``None``: the file's settings alone, for a caller that names the backend

@@ -387,12 +387,9 @@ def write_csv_atomic(df: Any, path: str | os.PathLike[str], **to_csv_kwargs: Any
 def write_bundle(out_dir: str | os.PathLike[str], files: Mapping[str, str | bytes]
                  ) -> dict[str, Path]:
     """Write ``files`` (relative name to text, written as UTF-8, or bytes) into ``out_dir``
-    together (:func:`staged_outputs`), creating it if missing; each name and its path.
-
-    Raises
-    ------
-    InputError
-        ``field="out_dir"``: ``out_dir`` cannot be a directory, or a name would leave it.
+    together (:func:`staged_outputs`), creating it if missing; each name and its path. An
+    :class:`InputError` (``field="out_dir"``) when ``out_dir`` cannot be a directory, or a
+    name would leave it.
 
     Examples
     --------

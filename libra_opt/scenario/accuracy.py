@@ -47,9 +47,8 @@ def same(a: float | Sequence[float] | np.ndarray, b: float | Sequence[float] | n
     Parameters
     ----------
     a, b : float or array_like
-        Two numbers, or two arrays of one shape (a bandwidth vector is one result: its
-        entries are compared at the scale of its largest entry, so a dimension left at
-        ~1e-9 GB/s by one solve and ~3e-9 by another does not make two designs differ).
+        Two numbers, or two arrays of one shape (one result: a bandwidth vector's entries
+        are compared at the scale of its largest).
     scale : float, optional
         The magnitude the difference is judged against (a constraint row's scale, say);
         default: the larger magnitude of ``a`` and ``b``.
