@@ -396,13 +396,8 @@ def check_results_folder(directory: str | os.PathLike[str], *, resume: bool = Fa
                          overwrite: bool = False, flag: str | None = "--out") -> None:
     """The folder rules that need no study (checked before the scenario is loaded):
     ``resume`` and ``overwrite`` exclude each other; without either, an existing folder
-    must be empty; ``resume`` needs a manifest in a non-empty folder.
-
-    Raises
-    ------
-    InputError
-        Saying what to do instead; ``flag`` names the option blamed (``None``: none).
-    """
+    must be empty; ``resume`` needs a manifest in a non-empty folder. An
+    :class:`InputError` blaming ``flag`` says what to do instead."""
     path = Path(directory)
     with option_context(flag):
         if resume and overwrite:
