@@ -1,8 +1,10 @@
 """Strict, bounded YAML through PyYAML: every error is one :class:`InputError` naming the file.
 Private to ``libra_opt.io``: other packages read YAML through ``libra_opt.io.read_yaml``.
 
-* duplicate keys are errors, keys must be scalars, no Python tags, and every decimal
-  spelling of a number is a number (``1e7``, ``1.0e7``, ``.5``: YAML 1.2's rule);
+* duplicate keys are errors, keys must be scalars, no Python tags, and numbers follow
+  YAML 1.2's core schema: every decimal spelling of a number is a number (``1e7``,
+  ``1.0e7``, ``.5``), ``012`` is twelve and ``1:20`` is text (YAML 1.1 read them as octal
+  ten and sexagesimal eighty);
 * a document may nest at most :data:`MAX_YAML_DEPTH` levels and expand (aliases counted
   as copies of what they refer to) to at most :data:`MAX_YAML_NODES` nodes, both checked
   on the parser's event stream before a node is composed, so an alias bomb or a million
@@ -42,7 +44,12 @@ _COMPOSE_DEPTH = 400
 #: A decimal number with a dot or an exponent, the exponent sign optional (YAML 1.2); PyYAML's
 #: own float rule (which wants ``1.0e+7``) is tried first, this one after the integers.
 _FLOAT = re.compile(r"^[-+]?(?:(?:[0-9][0-9_]*\.[0-9_]*|\.[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)?"
-                    r"|[0-9][0-9_]*[eE][-+]?[0-9]+)$")
+                    r"|[0-9][0-9_]*[eE][-+]?[0-9]+|\.(?:inf|Inf|INF))$|^\.(?:nan|NaN|NAN)$")
+#: An integer by YAML 1.2's core schema (decimal, ``0o`` octal, ``0x`` hexadecimal; ``_``
+#: between digits): ``012`` is twelve, not YAML 1.1's octal ten, and ``1:20`` is text, not
+#: YAML 1.1's sexagesimal eighty.
+_INT = re.compile(r"^(?:[-+]?[0-9][0-9_]*|0o[0-7_]+|0x[0-9a-fA-F_]+)$")
+_NUMBER_START = list("-+0123456789.")
 
 
 def _error(problem: str, mark: Any) -> yaml.constructor.ConstructorError:
@@ -71,9 +78,11 @@ def _construct_int(loader: Any, node: yaml.ScalarNode) -> int:
     digits = sum(ch.isdigit() for ch in str(node.value))
     if digits > MAX_INT_DIGITS:
         raise _error(f"an integer of {digits} digits is too long", node.start_mark)
+    text = str(node.value).replace("_", "")
+    base = {"0o": 8, "0x": 16}.get(text[:2], 10)
     try:
-        return loader.construct_yaml_int(node)
-    except (ValueError, IndexError):  # e.g. "!!int x", or "!!int ''" (PyYAML indexes [0])
+        return int(text[2:] if base != 10 else text, base)
+    except ValueError:  # e.g. "!!int x"
         raise _error("malformed integer", node.start_mark) from None
 
 
@@ -115,8 +124,19 @@ def _strict(base: type) -> Any:
     for what, tag in (("number", "float"), ("boolean", "bool"), ("timestamp", "timestamp")):
         construct = getattr(yaml.constructor.SafeConstructor, f"construct_yaml_{tag}")
         cls.add_constructor(f"tag:yaml.org,2002:{tag}", _checked(what, construct))
-    cls.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT, list("-+0123456789."))
+    _numbers_by_yaml_1_2(cls)
     return cls
+
+
+def _numbers_by_yaml_1_2(cls: Any) -> None:
+    """``cls`` (a loader or dumper) resolving plain integers and floats by :data:`_INT` and
+    :data:`_FLOAT` alone, in place of YAML 1.1's rules."""
+    cls.add_implicit_resolver("tag:yaml.org,2002:int", _INT, _NUMBER_START)  # own the table
+    numbers = {"tag:yaml.org,2002:int", "tag:yaml.org,2002:float"}
+    for first, resolvers in cls.yaml_implicit_resolvers.items():
+        resolvers[:] = [r for r in resolvers if r[0] not in numbers]
+        if first in _NUMBER_START:
+            resolvers += [("tag:yaml.org,2002:int", _INT), ("tag:yaml.org,2002:float", _FLOAT)]
 
 
 #: PyYAML's pure-Python loader with the rules: it words every syntax error.
@@ -129,7 +149,7 @@ class _Dumper(yaml.SafeDumper):
     """PyYAML's safe dumper, quoting every string :data:`_FLOAT` would read as a number."""
 
 
-_Dumper.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT, list("-+0123456789."))
+_numbers_by_yaml_1_2(_Dumper)
 
 
 def dump_yaml(data: Any, **options: Any) -> str:
@@ -287,9 +307,9 @@ def read_yaml(path: str | Path, *, max_bytes: int = MAX_YAML_BYTES,
     --------
     >>> import tempfile, pathlib
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "n.yaml"
-    >>> _ = p.write_text("[1e7, 1.0e7, 19.5e12, -3.5E-2, .5, 1_000, '1e7', 09]")
+    >>> _ = p.write_text("[1e7, 1.0e7, 19.5e12, -3.5E-2, .5, 1_000, '1e7', 012, 1:20]")
     >>> read_yaml(p)
-    [10000000.0, 10000000.0, 19500000000000.0, -0.035, 0.5, 1000, '1e7', '09']
+    [10000000.0, 10000000.0, 19500000000000.0, -0.035, 0.5, 1000, '1e7', 12, '1:20']
     >>> _ = p.write_text("a: 1\\na: 2\\n")
     >>> read_yaml(p)
     Traceback (most recent call last):

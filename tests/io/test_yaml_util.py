@@ -76,13 +76,14 @@ def test_libyaml_reads_when_pyyaml_has_it():
 
 
 # (text, value written out by hand): every decimal spelling with a dot or an exponent is a
-# number (the exponent sign optional); what is not a number stays a string
+# number (the exponent sign optional); integers by YAML 1.2's core schema (leading zeros
+# decimal, no sexagesimal); what is not a number stays a string
 NUMBERS = [
     ("1e7", 1e7), ("1.0e7", 1e7), ("19.5e12", 19.5e12), ("-3.5E-2", -0.035), (".5", 0.5),
     ("-.5", -0.5), ("+.5e3", 500.0), ("1.e3", 1000.0), ("7.", 7.0), ("1e+7", 1e7),
     ("1.0e+7", 1e7), ("2.5E10", 2.5e10), ("1_000.5e1", 10005.0), ("-0.0", -0.0),
-    ("1_000", 1000), ("0x1F", 31), ("017", 15), ("1:30", 90), (".inf", math.inf),
-    ("09", "09"), ("1e", "1e"), ("e7", "e7"), ("1.2.3", "1.2.3"), ("'1e7'", "1e7"),
+    ("1_000", 1000), ("0x1F", 31), ("017", 17), ("1:30", "1:30"), (".inf", math.inf),
+    ("09", 9), ("1e", "1e"), ("e7", "e7"), ("1.2.3", "1.2.3"), ("'1e7'", "1e7"),
     ('"1.0e7"', "1.0e7"), (".", "."), ("+", "+"), ("1e7x", "1e7x"), ("._5", "._5"),
 ]
 
@@ -439,3 +440,24 @@ def test_merged_collections_are_shared_as_pyyaml_shares_them(tmp_path, monkeypat
     for got in (read_yaml(p, cache=cache), read_yaml(p, cache=cache), read_yaml(p)):
         assert same(got, want)
         assert got["m"]["x"] is got["base"]["x"]
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("012", 12),  # YAML 1.1: octal 10
+    ("1:20", "1:20"),  # YAML 1.1: sexagesimal 80
+    ("1:20.5", "1:20.5"),  # YAML 1.1: sexagesimal 80.5
+    ("0o17", 15),
+    ("0x1F", 31),
+    ("-0x1F", "-0x1F"),  # the core schema has no signed hexadecimal
+    ("0b11", "0b11"),  # YAML 1.1: binary 3; not in YAML 1.2's core schema
+    ("1_000", 1000),
+    ("+5", 5),
+    ("-.inf", -math.inf),
+])
+def test_numbers_follow_yaml_1_2_core_schema(tmp_path, text, value):
+    p = tmp_path / "n.yaml"
+    p.write_text(f"v: {text}\n")
+    got = read_yaml(p)["v"]
+    assert type(got) is type(value) and got == value
+    p.write_text(yu.dump_yaml({"v": text}))
+    assert read_yaml(p)["v"] == text  # text written stays text
