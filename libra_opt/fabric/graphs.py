@@ -1,23 +1,11 @@
 """Explicit networkx graphs of fabrics: NPUs, NICs, switches and links with bandwidth.
 
-The cost and power model counts components in closed form
+The cost model counts components in closed form
 (:func:`libra_opt.fabric.inventory.dimension_inventory`); this module builds the same fabric
 node by node, so the tests count them (and bisection bandwidths by max-flow) on the graph.
-
-Graph conventions (:func:`fabric_graph`, a :class:`networkx.MultiGraph`):
-
-* nodes ``("npu", i)`` (``kind="npu"``, ``coords``), ``("nic", d, i)`` (one NIC port per
-  NPU per switch dimension) and ``("switch", d, block, level, j)`` (``level`` 0 = leaf;
-  ``radix``: ports of the physical switch, ``None`` for an ideal switch);
-* edges carry ``kind`` (``direct`` NPU-NPU, ``pcie`` NPU-NIC inside the host, ``host``
-  NIC-switch, ``fabric`` switch-switch), ``dim``, ``bw_gbps`` (capacity per direction) and,
-  for cables (direct, host, fabric), ``media``: ``copper`` on the lowest
-  ``copper_levels`` cable levels of a switch network (``host`` is level 0, leaf-to-next
-  level 1, and so on), ``optical`` otherwise.
-
-NPU ``i`` has coordinates ``c_d`` with ``i = sum_d c_d prod(size_0..size_{d-1})``
-(innermost fastest). Inside a ``block``-scope switch network the endpoints are ordered
-rail-major (local rank first), so in a rail-optimized fat-tree each leaf serves one rail.
+NPU ``i`` has coordinates ``c_d`` with ``i = sum_d c_d prod(size_0..size_{d-1})`` (innermost
+fastest); inside a ``block``-scope switch network the endpoints are ordered rail-major, so
+in a rail-optimized fat-tree each leaf serves one rail.
 """
 
 from __future__ import annotations
@@ -61,9 +49,8 @@ def _index(sizes: Sequence[int], coords: Sequence[int]) -> int:
 def _clos(
     g: nx.MultiGraph, d: int, block: int, ends: list, k: int | None, bw: float, copper: int = 0
 ) -> None:
-    """Add a full-bisection folded Clos over ``ends`` (NIC nodes) with ``k``-port switches.
-
-    Cable level ``l`` (0 = NIC-to-leaf) is copper when ``l < copper``.
+    """Add a full-bisection folded Clos over ``ends`` (NIC nodes) with ``k``-port switches;
+    cable level ``l`` (0 = NIC-to-leaf) is copper when ``l < copper``.
     """
     n = len(ends)
     t = clos_tiers(n, k)
@@ -128,33 +115,29 @@ def fabric_graph(
     ----------
     fabric : Fabric
     bw_gbps : sequence of float, optional
-        Per-NPU bandwidth of every dimension (default 1 GB/s each, so capacities are "per
-        GB/s of B").
+        Per-NPU bandwidth of every dimension (default 1 GB/s each: capacities per GB/s of B).
     max_npus : int
         Refuse larger fabrics (graphs grow with ``N``).
 
     Returns
     -------
     networkx.MultiGraph
-        See the module notes for node and edge attributes. Parallel links (a ring of 2, a
-        leaf with more uplinks than spines) are separate edges.
+        Nodes ``("npu", i)`` (``coords``), ``("nic", d, i)`` and ``("switch", d, block, level,
+        j)`` (``level`` 0 = leaf; ``radix``, ``None`` for an ideal switch). Edges carry
+        ``kind`` (``direct`` NPU-NPU, ``pcie`` NPU-NIC, ``host`` NIC-switch, ``fabric``
+        switch-switch), ``dim``, ``bw_gbps`` (per direction) and, for cables, ``media``
+        (``copper`` on the lowest ``copper_levels`` cable levels, else ``optical``). Parallel
+        links are separate edges.
 
     Notes
     -----
-    * NPUs cabled to each other: the topology's
-      :meth:`~libra_opt.fabric.topology.Topology.wiring` of every block, each cable an edge
-      of ``B / links_per_npu`` (a ring of ``n >= 2``: ``n`` edges of ``B/2``, LIBRA's ``2n``
-      unidirectional links; a mesh ``n - 1``; fully connected ``n(n-1)/2`` of ``B/(n-1)``);
-    * switch without radix: one switch per block, a ``host`` edge of ``B`` per NPU;
-    * switch with radix ``k``: a Clos of ``clos_tiers`` tiers per block (per rail for
-      ``rail`` scope): leaves of ``k/2`` endpoints; each tier's uplinks equal its
-      downlinks, dealt round-robin over the next level (pods of ``k^2/4`` for 3 tiers);
-    * the cables of the lowest ``copper_levels`` levels of a switch network are copper.
-
-    Counts always equal :func:`libra_opt.fabric.inventory.dimension_inventory` (the tests
-    count them). A switch network's bisection is full when the sizes divide evenly (powers
-    of two); with irregular sizes, integral links cannot be spread perfectly and a cut may
-    fall a few links short.
+    NPUs cabled to each other get their topology's
+    :meth:`~libra_opt.fabric.topology.Topology.wiring` per block, each cable of ``B /
+    links_per_npu``; a switch without radix is one switch per block; with radix ``k``, a Clos
+    of ``clos_tiers`` tiers per block (per rail for ``rail`` scope) with leaves of ``k/2``
+    endpoints, each tier's uplinks dealt round-robin over the next level (pods of ``k^2/4`` for
+    3 tiers). Counts equal :func:`~libra_opt.fabric.inventory.dimension_inventory`; with
+    irregular sizes a bisection cut may fall a few links short of full.
 
     Examples
     --------

@@ -1,18 +1,16 @@
 """Topologies of a fabric dimension: one class each, owning what the package asks of it.
 
 A dimension's :attr:`~libra_opt.fabric.dims.Dim.topology` is an instance of one of
-:data:`TOPOLOGY_CLASSES`: a ``str`` equal to its name (``topology: ring`` in a scenario
-file) whose attributes answer for the topology: parsing (:func:`topology_of`), component
-counts (:meth:`Topology.inventory`; checked against the graphs of
-:mod:`libra_opt.fabric.graphs`, wired by :meth:`Topology.wiring`), the steps and link loads
-of the collective models, the cost columns it buys and what a failed cable does. A new
-topology is one new class in :data:`TOPOLOGY_CLASSES`; nothing else compares names.
+:data:`TOPOLOGY_CLASSES`, a ``str`` equal to its name, whose attributes answer for the
+topology: parsing (:func:`topology_of`), component counts (:meth:`Topology.inventory`,
+checked against the graphs of :mod:`libra_opt.fabric.graphs`), the steps and link loads of
+the collective models, the cost columns it buys and what a failed cable does. A new topology
+is one new class in :data:`TOPOLOGY_CLASSES`.
 
-``B_d``, the bandwidth one NPU drives into dimension ``d`` (GB/s, the line rate the cost
-model prices), is split over ``links_per_npu`` links of ``B_d / links_per_npu``: on a
-``ring`` two, one to each neighbour (``torus`` is read as ``ring`` where a builder or the
-search takes names); on a ``mesh`` (a line) two, one at the ends; ``fully_connected`` (size
-``s``) ``s - 1``, one per peer; on a ``switch`` one port into its switch network.
+``B_d``, the bandwidth one NPU drives into dimension ``d`` (GB/s), is split over
+``links_per_npu`` links of ``B_d / links_per_npu``: two on a ``ring`` (``torus`` is read as
+``ring`` where a builder or the search takes names) and a ``mesh`` (a line), ``s - 1`` on a
+``fully_connected`` clique of ``s``, one port into a ``switch`` network.
 
 References
 ----------
@@ -68,11 +66,6 @@ class DimInventory:
     cables: int = 0  #: one per switched link, one per pair of opposite links between NPUs
     #: copper cables (the lowest ``copper_levels`` cable levels of a switch network)
     copper_cables: int = 0
-
-    @property
-    def switch_ports_used(self) -> int:
-        """Switch ports in use (the same as :attr:`switch_ports`)."""
-        return self.switch_ports
 
     @property
     def link_gbps_per_gbps(self) -> float:
@@ -346,13 +339,11 @@ class Switch(Topology):
 
         Notes
         -----
-        Without a radix: one ideal switch per block, one link (cable), switch port and NIC
-        of ``B`` per NPU. With a radix ``k``: each block is a folded Clos of ``t`` tiers
-        (:func:`clos_tiers`) and ``S`` switches (:func:`clos_level_switches`): per NPU one
-        NIC port, ``t`` links (cables) and ``2t - 1`` switch ports of ``B`` in use; ``S k``
-        ports bought (whole switches). Of the ``t`` cable levels the lowest
-        ``copper_levels`` (``N`` cables each) are copper; the others optical, with
-        ``2(t - c)N`` transceivers of ``B``.
+        Without a radix: one ideal switch per block, one link, switch port and NIC of ``B`` per
+        NPU. With a radix ``k``: a folded Clos of ``t`` tiers (:func:`clos_tiers`) and ``S``
+        switches (:func:`clos_level_switches`) per block: per NPU one NIC port, ``t`` cables and
+        ``2t - 1`` switch ports of ``B`` in use; ``S k`` ports bought. The lowest ``copper_levels``
+        cable levels are copper, the others optical with ``2(t - c)N`` transceivers.
         """
         blocks, t = n_npus // block, clos_tiers(block, dim.switch_radix)
         switches = blocks * sum(clos_level_switches(block, dim.switch_radix))
