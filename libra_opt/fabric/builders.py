@@ -16,7 +16,7 @@ References
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, get_args
 
 from libra_opt.errors import InputError
@@ -331,5 +331,6 @@ def fabric_from_spec(spec: Mapping[str, Any]) -> Fabric:
     for key in ("shape", "topologies") if builder == "multi_dim" else ("n_npus", "hb_domain"):
         if key not in kwargs:
             raise InputError("required field is missing", field=f"fabric.{key}")
-    fn = {"multi_dim": multi_dim, "fat_tree": rail_optimized_fat_tree, "rail_only": rail_only}
+    fn: dict[str, Callable[..., Fabric]] = {
+        "multi_dim": multi_dim, "fat_tree": rail_optimized_fat_tree, "rail_only": rail_only}
     return fn[builder](**kwargs)
