@@ -35,20 +35,16 @@ def validated_runs(tables: Sequence[ValidationTable],
 def search_columns(model: ErrorModel, table: object, device: str, stack: str, seq_len: int,
                    n_npus: int, rank_key: str = "objective", outside: tuple[str, ...] = ()
                    ) -> dict[str, list]:
-    """The trust columns of a search table's rows (pandas ``DataFrame`` with the knob,
-    ``status``, ``rank``, ``step_time_s``, ``mfu`` columns and ``rank_key``, the value the
-    rows are ranked by: ``objective``, or ``effective_objective`` ranked with failures);
-    ``outside``: what else lies outside the envelope for every row (:func:`timing_outside`).
+    """The trust columns of a search table's rows (``rank_key``: the value they are ranked by;
+    ``outside``: what else lies outside the envelope for every row, :func:`timing_outside`).
 
     Returns
     -------
     dict
-        ``band_pct`` (the band, percent), ``step_time_lo_s`` / ``step_time_hi_s`` (the
-        measured step times it allows), ``outside_envelope`` (what lies outside, ``''``
-        inside), ``mfu_above_measured`` (the predicted MFU exceeds the best measured on the
-        device), ``indistinguishable`` (a solved row whose ranking value is within the
-        ranking band of rank 1's: the model does not tell it from the best); one value per row,
-        NaN / ``''`` / ``False`` for rows not solved.
+        One value per row (NaN, ``''`` or ``False`` for rows not solved): ``band_pct``,
+        ``step_time_lo_s`` / ``step_time_hi_s`` (the measured step times the band allows),
+        ``outside_envelope``, ``mfu_above_measured`` (above the best measured on the device)
+        and ``indistinguishable`` (within the ranking band of rank 1's value).
     """
     import pandas as pd
 
@@ -122,14 +118,11 @@ def widened(model: ErrorModel, band: Band, outside: tuple[str, ...]) -> Band:
 
 
 def scenario_bands(model: ErrorModel, scenario: Scenario) -> dict[str, Band]:
-    """The error band of each model-based workload of a compiled ``scenario`` (by workload
-    name; empty for a scenario without a spec or without model-based workloads).
+    """The error band of each model-based workload of a compiled ``scenario``, by name.
 
-    A workload priced by a fixed efficiency (``efficiency: 0.5``, the FLOPs-over-peak model)
-    or of a model that is not a transformer is outside the envelope: the validated runs check
-    the per-operator roofline of transformers. So is a scenario timed otherwise than the
-    validation tables are (pipelined collectives, hierarchical traffic, each device's own
-    collective efficiencies: a ``collectives.efficiency`` of the scenario's own).
+    A workload priced by a fixed efficiency, of a model that is not a transformer, or in a
+    scenario timed otherwise than the validation tables (:func:`timing_outside`) is outside the
+    envelope: its band is widened (:func:`widened`).
 
     Examples
     --------

@@ -116,14 +116,17 @@ def _two_level(
     hb_domain: int,
     switch_radix: int | None,
     scope: str,
-    hb_topology: str,
-    hb_tier: str,
-    scale_out_tier: str,
-    hb_latency_s: float,
-    scale_out_latency_s: float,
+    *,
+    hb_topology: str = "switch",
+    hb_tier: str = "ScaleUp",
+    scale_out_tier: str = "ScaleOut",
+    hb_latency_s: float = 0.0,
+    scale_out_latency_s: float = 0.0,
     switch_pricing: str = "whole_switch",
     copper_levels: int = 0,
 ) -> Fabric:
+    """The HB dimension and the scale-out switch dimension of ``scope`` (the keyword
+    arguments are those of :func:`rail_optimized_fat_tree`)."""
     for key, v in (("n_npus", n_npus), ("hb_domain", hb_domain)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise InputError(f"{key} {v!r} must be a positive integer", field=f"fabric.{key}")
@@ -143,19 +146,8 @@ def _two_level(
     return Fabric((hb, so))
 
 
-def rail_optimized_fat_tree(
-    n_npus: int,
-    hb_domain: int,
-    switch_radix: int | None = 64,
-    *,
-    hb_topology: str = "switch",
-    hb_tier: str = "ScaleUp",
-    scale_out_tier: str = "ScaleOut",
-    hb_latency_s: float = 0.0,
-    scale_out_latency_s: float = 0.0,
-    switch_pricing: str = "whole_switch",
-    copper_levels: int = 0,
-) -> Fabric:
+def rail_optimized_fat_tree(n_npus: int, hb_domain: int, switch_radix: int | None = 64,
+                            **options: Any) -> Fabric:
     """HB domains of ``hb_domain`` NPUs plus one full-bisection Clos over all NPUs.
 
     Parameters
@@ -166,16 +158,12 @@ def rail_optimized_fat_tree(
         NPUs per scale-up domain, e.g. 8 for a DGX H100, 72 for an NVL72.
     switch_radix : int or None
         Ports per scale-out switch; ``None`` prices one ideal switch.
-    hb_topology : str
-        Topology of the HB domain.
-    hb_tier, scale_out_tier : str
-        Cost tiers of the two dimensions.
-    hb_latency_s, scale_out_latency_s : float
-        Per-step latencies.
-    switch_pricing : {'whole_switch', 'used_ports'}
-        Scale-out switches priced whole or by the ports in use.
-    copper_levels : int
-        Lowest cable levels of the scale-out Clos on copper (no transceivers).
+    **options
+        Keyword-only: ``hb_topology`` (default ``switch``), the cost tiers ``hb_tier`` and
+        ``scale_out_tier`` (``ScaleUp``, ``ScaleOut``), the per-step latencies
+        ``hb_latency_s`` and ``scale_out_latency_s`` (0), ``switch_pricing``
+        (``whole_switch`` or ``used_ports``) and ``copper_levels`` (lowest cable levels of
+        the scale-out Clos on copper, 0).
 
     Returns
     -------
@@ -189,28 +177,14 @@ def rail_optimized_fat_tree(
     >>> f.sizes, dimension_inventory(f, 1).tiers
     ((8, 512), 3)
     """
-    return _two_level(
-        n_npus, hb_domain, switch_radix, "block", hb_topology, hb_tier, scale_out_tier,
-        hb_latency_s, scale_out_latency_s, switch_pricing, copper_levels,
-    )
+    return _two_level(n_npus, hb_domain, switch_radix, "block", **options)
 
 
-def rail_only(
-    n_npus: int,
-    hb_domain: int,
-    switch_radix: int | None = 64,
-    *,
-    hb_topology: str = "switch",
-    hb_tier: str = "ScaleUp",
-    scale_out_tier: str = "ScaleOut",
-    hb_latency_s: float = 0.0,
-    scale_out_latency_s: float = 0.0,
-    switch_pricing: str = "whole_switch",
-    copper_levels: int = 0,
-) -> Fabric:
+def rail_only(n_npus: int, hb_domain: int, switch_radix: int | None = 64,
+              **options: Any) -> Fabric:
     """HB domains of ``hb_domain`` NPUs plus one Clos per rail, no spine across rails.
 
-    Parameters are those of :func:`rail_optimized_fat_tree`; the ``scaleout`` dimension has
+    Parameters and ``options`` are those of :func:`rail_optimized_fat_tree`; the ``scaleout`` dimension has
     ``rail`` scope: ``hb_domain`` Clos networks of ``N / hb_domain`` NPUs, with fewer tiers than
     the fat-tree's. Traffic between rails is forwarded through the HB domain
     (:mod:`libra_opt.traffic.rail`).
@@ -223,10 +197,7 @@ def rail_only(
     >>> inv.tiers, inv.switches, inv.switch_ports
     (1, 64, 4096)
     """
-    return _two_level(
-        n_npus, hb_domain, switch_radix, "rail", hb_topology, hb_tier, scale_out_tier,
-        hb_latency_s, scale_out_latency_s, switch_pricing, copper_levels,
-    )
+    return _two_level(n_npus, hb_domain, switch_radix, "rail", **options)
 
 
 def fabric_family(fabric: Fabric) -> str:
