@@ -62,6 +62,19 @@ def _clos(
             g.add_node(node, kind="switch", dim=d, block=block, level=level, radix=k)
         return node
 
+    def uplink(level: int, lower: list[tuple[int, int]], n_upper: int, first: int = 0
+               ) -> list[int]:
+        """Deal the uplinks of the level-``level`` switches ``(j, count)`` round-robin over
+        ``n_upper`` switches of the next level from ``first``; return their loads."""
+        loads, up = [0] * n_upper, 0
+        for j, count in lower:
+            for _ in range(count):
+                g.add_edge(sw(level, j), sw(level + 1, first + up % n_upper), kind="fabric",
+                           dim=d, bw_gbps=bw, media=media[level + 1])
+                loads[up % n_upper] += 1
+                up += 1
+        return loads
+
     if t == 1:
         for e in ends:
             g.add_edge(e, sw(0, 0), kind="host", dim=d, bw_gbps=bw, media=media[0])
@@ -74,36 +87,15 @@ def _clos(
             g.add_edge(e, sw(0, li), kind="host", dim=d, bw_gbps=bw, media=media[0])
     n_top = -(-n // k)
     if t == 2:
-        g_up = 0
-        for li, members in enumerate(leaves):
-            for _ in members:
-                g.add_edge(sw(0, li), sw(1, g_up % n_top), kind="fabric", dim=d, bw_gbps=bw,
-                           media=media[1])
-                g_up += 1
+        uplink(0, [(li, len(m)) for li, m in enumerate(leaves)], n_top)
         return
-    pod = half * half
-    agg_offset = 0
     agg_loads: list[int] = []
-    for p0 in range(0, n, pod):
-        pod_leaves = range(p0 // half, -(-min(p0 + pod, n) // half))
-        n_pod = min(p0 + pod, n) - p0
-        n_agg = -(-n_pod // half)
-        agg_loads.extend([0] * n_agg)
-        g_up = 0
-        for li in pod_leaves:
-            for _ in leaves[li]:
-                a = agg_offset + g_up % n_agg
-                g.add_edge(sw(0, li), sw(1, a), kind="fabric", dim=d, bw_gbps=bw,
-                           media=media[1])
-                agg_loads[a] += 1
-                g_up += 1
-        agg_offset += n_agg
-    h_up = 0
-    for a, load in enumerate(agg_loads):
-        for _ in range(load):
-            g.add_edge(sw(1, a), sw(2, h_up % n_top), kind="fabric", dim=d, bw_gbps=bw,
-                       media=media[2])
-            h_up += 1
+    for p0 in range(0, n, half * half):  # pods of k^2/4 endpoints
+        n_pod = min(half * half, n - p0)
+        pod_leaves = range(p0 // half, -(-(p0 + n_pod) // half))
+        agg_loads += uplink(0, [(li, len(leaves[li])) for li in pod_leaves],
+                            -(-n_pod // half), len(agg_loads))
+    uplink(1, list(enumerate(agg_loads)), n_top)
 
 
 def fabric_graph(
