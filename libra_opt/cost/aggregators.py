@@ -57,21 +57,10 @@ W_PER_STATE_GB = 10.0 / 64.0
 
 @dataclass(frozen=True)
 class Aggregators:
-    """Where the aggregation nodes attach, what state they hold and their unit prices.
-
-    Parameters
-    ----------
-    dims : tuple of str
-        Dimensions whose per-NPU bandwidth feeds aggregator ports.
-    state_bytes : float
-        Optimizer state held by the aggregators (bytes, whole cluster).
-    usd_per_port_gbps, w_per_port_gbps, usd_per_state_gb, w_per_state_gb : float
-        $ and W per GB/s of ingress port and per GB of state memory.
-
-    Raises
-    ------
-    InputError
-        A negative or non-finite number (field ``in_network_optimizer.<name>``).
+    """Where the aggregation nodes attach (``dims``: one GB/s of port per GB/s of ``B_d`` per
+    NPU), the optimizer state they hold (bytes, whole cluster) and their $ and W per GB/s of
+    port and per GB of state; a negative or non-finite number is an
+    :class:`~libra_opt.errors.InputError` naming ``in_network_optimizer.<name>``.
     """
 
     dims: tuple[str, ...]

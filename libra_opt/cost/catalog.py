@@ -198,24 +198,10 @@ def _part(name: str, entry: Any, source: str) -> Part:
 def catalog_from_dict(
     doc: Any, source: str, overrides: Mapping[str, Any] | None = None, name: str = "catalog"
 ) -> Catalog:
-    """Validate a catalog mapping (as read from YAML) and apply ``overrides``.
-
-    Parameters
-    ----------
-    doc : mapping
-        ``name``, ``description``, ``currency`` (USD), ``parts`` and ``tiers``.
-    source : str
-        Where the mapping came from (for messages).
-    overrides : mapping, optional
-        Dotted path -> value, applied before validation: ``"parts.<part>.<field>"`` (a new part
-        name adds a part) or ``"tiers.<tier>.<component>"`` -> part name; ``None`` removes it.
-    name : str
-        Catalog name when ``doc`` gives none.
-
-    Raises
-    ------
-    InputError
-        Naming ``source``, the field and what was expected.
+    """Validate a catalog mapping (``name``, ``description``, ``currency`` USD, ``parts`` and
+    ``tiers``, read from ``source``) after applying ``overrides``: dotted path -> value,
+    ``"parts.<part>.<field>"`` (a new part name adds a part) or ``"tiers.<tier>.<component>"``
+    -> part name, ``None`` removing it. Errors name ``source``, the field and what was expected.
 
     Examples
     --------

@@ -157,26 +157,11 @@ def check_rates(rates_per_h: Mapping[str, float] | None = None,
 
 @dataclass(frozen=True)
 class FailureMode:
-    """One kind of part of one place in the fabric, and what its failure does.
-
-    Attributes
-    ----------
-    kind : str
-        One of :data:`COMPONENT_KINDS`.
-    where : str
-        The place (``"cluster"``, or a dimension and Clos level: ``"scaleout leaf"``).
-    count : int
-        Parts of this mode in the fabric.
-    rate_per_h : float
-        Failures per part-hour.
-    stops : bool
-        A failure stops the job (checkpoint restart); else the job runs degraded.
-    dim : int or None
-        The dimension a degrading failure slows.
-    bw_factor : float
-        The dimension's bandwidth while the part is down, as a fraction (1 for a stop).
-    spare : bool
-        A hot spare NPU can take the failed part's place (GPU, HBM, NIC).
+    """One kind of part (:data:`COMPONENT_KINDS`) of one place in the fabric (``where``:
+    ``"NPU"``, ``"scaleout leaf"``...), its ``count`` and failures per part-hour, and what a
+    failure does: it ``stops`` the job (checkpoint restart), or leaves dimension ``dim`` at
+    ``bw_factor`` of its bandwidth while the part is down; ``spare``: a hot spare NPU can take
+    the failed part's place (GPU, HBM, NIC).
     """
 
     kind: Kind

@@ -94,18 +94,10 @@ def daly_interval_s(checkpoint_s: float, mtbf_s: float) -> float:
 def expected_goodput(interval_s: float, checkpoint_s: float, mtbf_s: float,
                      recovery_s: float | Sequence[float] | np.ndarray,
                      weights: Sequence[float] | np.ndarray | None = None) -> float:
-    """Fraction of wall time that advances training under checkpoint/restart.
-
-    Parameters
-    ----------
-    interval_s, checkpoint_s : float
-        Compute seconds between checkpoints ``tau``; seconds to write one ``delta``.
-    mtbf_s : float
-        The job's mean time between stopping failures ``M`` (``inf``: none).
-    recovery_s : float or sequence of float
-        Recovery time of each kind of failure ``R_i``.
-    weights : sequence of float, optional
-        Probability of each kind (default equal).
+    """Fraction of wall time that advances training under checkpoint/restart: ``interval_s``
+    (``tau``) compute seconds between checkpoints of ``checkpoint_s`` (``delta``), a mean time
+    between stopping failures ``mtbf_s`` (``M``, ``inf``: none) and recoveries ``recovery_s``
+    (``R_i``) of probabilities ``weights`` (default equal).
 
     Notes
     -----
@@ -182,36 +174,16 @@ _POSITIVE = ("checkpoint_write_gbps", "repair_h", "checkpoint_interval_s", "run_
 class ReliabilityModel:
     """The ``reliability:`` section: failure rates, recovery and spares.
 
-    Parameters
-    ----------
-    detection_s, restart_s : float
-        Seconds from a failure to the job being stopped; seconds to restart and reload.
-    rates_per_h, mtbf_h : mapping, optional
-        Failures per component-hour, or MTBF in hours, by kind, replacing the defaults
-        (:func:`~libra_opt.cost.failures.check_rates`).
-    gpus_per_host : int
-        NPUs per host (default 8, the Grand Teton servers of [3]_).
-    checkpoint_write_gbps : float
-        Aggregate storage write bandwidth, GB/s (default :data:`CHECKPOINT_WRITE_GBPS`).
-    replace_s : float
-        Extra seconds of recovery when no hot spare is at hand.
-    spares_per_domain : int
-        Hot spare NPUs per HB domain beyond the job's (they cost money and power).
-    repair_h : float
-        Mean time to repair a failed part, hours (default :data:`REPAIR_H`).
-    checkpoint_interval_s : float, optional
-        Compute seconds between checkpoints; default Daly's optimum.
-    run_days : float, optional
-        Days over which interruptions are counted; default the training run's own (from
-        ``tco``), else none.
-    checkpoint_bytes : float, optional
-        Bytes of one checkpoint; default each model-based workload's weights and optimizer
-        state (:func:`~libra_opt.generators.memory.checkpoint_bytes`).
-
-    Attributes
-    ----------
-    rates : mapping
-        Every kind's rate after the overrides (failures per component-hour).
+    ``detection_s`` and ``restart_s`` (no defaults) are the seconds from a failure to the job
+    being stopped and to restart it from its checkpoint; ``replace_s`` is added when no hot
+    spare is at hand. ``rates_per_h`` or ``mtbf_h`` replace default rates by kind
+    (:func:`~libra_opt.cost.failures.check_rates`; the result is ``rates``). ``gpus_per_host``
+    (default 8, the Grand Teton servers of [3]_), ``checkpoint_write_gbps`` (aggregate, default
+    :data:`CHECKPOINT_WRITE_GBPS`), ``spares_per_domain`` (hot spare NPUs per HB domain, which
+    cost money and power), ``repair_h`` (default :data:`REPAIR_H`), and optionally
+    ``checkpoint_interval_s`` (default Daly's optimum), ``run_days`` (default the training run's
+    own, from ``tco``) and ``checkpoint_bytes`` (default the workload's weights and optimizer
+    state, :func:`~libra_opt.generators.memory.checkpoint_bytes`).
 
     Examples
     --------

@@ -135,18 +135,10 @@ class CostModel:
 
 @dataclass(frozen=True)
 class CostCoefficients(FrozenOnUnpickle):
-    """Linear cost and power coefficients.
-
-    Attributes
-    ----------
-    usd_by_component : numpy.ndarray
-        Shape ``(D, 3)``: $ per GB/s of ``B_d`` for link, switch, nic.
-    w_by_component : numpy.ndarray or None
-        The same in W per GB/s, ``None`` when power is not modelled.
-    fixed_usd, fixed_w : float
-        $ and W that do not depend on ``B`` (the in-network optimizer's state memory); added
-        to the network cost and power, off the caps, the constant of ``perf_per_cost``'s cost
-        and of the TCO rate.
+    """Linear cost and power coefficients: ``(D, 3)`` $ and W (``None`` without power) per GB/s
+    of ``B_d`` for link, switch and nic, and the $ and W that do not depend on ``B`` (the
+    in-network optimizer's state memory), added to the network's cost and power and taken off
+    the caps.
     """
 
     usd_by_component: np.ndarray
@@ -199,7 +191,7 @@ def _add_part(
 def cost_coefficients(fabric: Fabric, cost_model: CostModel,
                       in_network: Collection[int] = ()) -> CostCoefficients:
     """Linear $ and W coefficients of every dimension (``in_network``: indices of switch
-    dimensions that reduce in the network and buy their tier's ``in_network_reduction`` premium).
+    dimensions that reduce in the network and buy their tier's ``in_network_reduction``).
 
     Notes
     -----
@@ -209,12 +201,8 @@ def cost_coefficients(fabric: Fabric, cost_model: CostModel,
     with W for ``pi_d``. An in-network dimension adds ``s_d p_in_network_reduction``; one the
     aggregators attach to adds ``N p_port`` to its ``nic`` column; a heterogeneous dimension
     multiplies its row by ``sum_g share_g fraction_g price_factor_g`` (``power_factor_g`` for W).
-
-    Raises
-    ------
-    InputError
-        If a dimension's tier is missing from the cost model, or lacks a component its
-        topology or its copper cable levels need.
+    A tier missing, or lacking a component a dimension needs, is an
+    :class:`~libra_opt.errors.InputError`.
 
     Examples
     --------

@@ -53,25 +53,10 @@ HOURS_PER_YEAR = 8760.0
 
 @dataclass(frozen=True)
 class TcoModel:
-    """Non-network cost parameters of a cluster.
-
-    Parameters
-    ----------
-    accelerator_usd, host_usd_per_npu : float
-        Price of one NPU, and of its share of server, CPU, memory and storage ($).
-    npu_power_w, host_power_w_per_npu : float
-        Average power of one NPU under training load, and its host's share (W).
-    pue : float
-        Power usage effectiveness (facility power / IT power, >= 1).
-    electricity_usd_per_kwh : float
-    lifetime_years : float
-        Amortization period of the capex.
-    steps : float, optional
-        Training steps of one run.
-    tokens, tokens_per_step : float, optional
-        Tokens of one run and the global batch in tokens (instead of ``steps``).
-    maintenance_fraction_per_year : float
-        Yearly maintenance cost as a fraction of capex (default 0).
+    """Non-network cost parameters of a cluster: the price of one NPU and of its host share
+    (server, CPU, memory, storage; $), their average power under training load (W), the PUE
+    (>= 1), the energy price ($/kWh), the capex lifetime (years), the run length (``steps``, or
+    ``tokens`` and ``tokens_per_step``) and the yearly maintenance as a fraction of capex.
 
     Examples
     --------

@@ -90,32 +90,15 @@ def calibrate_device(
     device: Device,
     constants: Sequence[str] = ("default_efficiency", "mem_efficiency"),
 ) -> Device:
-    """Fit up to two device constants so the calibration ``rows`` are reproduced.
-
-    Parameters
-    ----------
-    rows : sequence of ValidationRow
-        At least as many rows as constants.
-    device : Device
-        Starting values.
-    constants : sequence of str
-        One or two of :data:`CALIBRABLE`.
-
-    Returns
-    -------
-    Device
-        A copy of ``device`` with the fitted constants.
-
-    Raises
-    ------
-    ValueError
-        More than two constants, or fewer rows than constants.
+    """Fit one or two device constants (:data:`CALIBRABLE`) so the calibration ``rows`` (at
+    least as many) are reproduced; a copy of ``device`` with them (a ``ValueError`` for more
+    than two constants or fewer rows).
 
     Notes
     -----
     The constants are divided by their scale (1 for the efficiencies, 100 for
     ``gemm_k_overhead``, 1 us for ``kernel_overhead_s``) so that the finite-difference steps
-    suit each; bounds are those of ``_BOUNDS``.
+    suit each.
 
     Examples
     --------
@@ -189,19 +172,10 @@ def calibrate_tables(
     constants: Sequence[str],
     rows: Literal["marked", "all"] = "marked",
 ) -> tuple[DeviceCalibration, ...]:
-    """Fit ``constants`` (one or two of :data:`CALIBRABLE`) of each device on the rows of
-    ``tables`` that run on it: the rows marked ``calibrate: true``, or with ``rows='all'``
-    every row (an in-sample fit, not a validation).
-
-    Returns
-    -------
-    tuple of DeviceCalibration
-        One per device with rows to fit, in order of first appearance.
-
-    Raises
-    ------
-    InputError
-        No row to fit, or a device with fewer rows than constants (naming it).
+    """Fit ``constants`` (one or two of :data:`CALIBRABLE`) of each device, in order of first
+    appearance, on the rows of ``tables`` that run on it: those marked ``calibrate: true``, or
+    with ``rows='all'`` every row (an in-sample fit, not a validation). No row to fit, or a
+    device with fewer rows than constants, is an :class:`~libra_opt.errors.InputError`.
 
     Examples
     --------
@@ -294,12 +268,8 @@ def _fit(rows: Sequence[ValidationRow], device: Device, stack: str, start: float
 
 def calibrate_stacks(tables: Sequence[ValidationTable]) -> tuple[StackCalibration, ...]:
     """Fit each software stack's constant on its rows marked ``calibrate: stack``, grouped by
-    (stack, device); a device's calibration stack cannot be fitted (its constant is 1).
-
-    Raises
-    ------
-    InputError
-        A calibration row that runs its device's calibration stack.
+    (stack, device) in order of first appearance; a row of its device's calibration stack
+    (whose constant is 1) is an :class:`~libra_opt.errors.InputError`.
 
     Examples
     --------

@@ -64,26 +64,14 @@ def budget_optimum(
     constraints: Sequence[LinearConstraint] = (),
     power_w: float | None = None,
 ) -> np.ndarray:
-    """Bandwidth minimizing the weighted step time under ``usd_per_gbps . B <= budget_usd``.
+    """Bandwidth (GB/s per NPU) minimizing the weighted step time under ``usd_per_gbps . B <=
+    budget_usd``.
 
-    Parameters
-    ----------
-    usd_per_gbps : array_like
-        Prices of the budget row, $ per GB/s per dimension (0 leaves a dimension out of it).
-    timing : TimingModel, optional
-        Default pipelined, no_overlap and the ``native`` traffic model.
-    cost_model : CostModel, optional
-        For ``constraints`` that use ``cost`` or ``power`` and for ``power_w``; default one that
-        prices nothing.
-    constraints : sequence of LinearConstraint
-        Further constraints, e.g. the scenario's bounds.
-    power_w : float, optional
-        Network power cap in W (needs a power model in ``cost_model``).
-
-    Returns
-    -------
-    numpy.ndarray
-        ``B`` in GB/s per NPU (dimensions without traffic at the least the constraints allow).
+    ``usd_per_gbps`` prices the budget row ($ per GB/s per dimension; 0 leaves a dimension out
+    of it); ``timing`` defaults to pipelined, no_overlap and the ``native`` traffic model;
+    ``constraints`` (e.g. the scenario's bounds) and ``power_w`` are kept, ``cost_model``
+    pricing what they need (default one that prices nothing). Dimensions without traffic get
+    the least the constraints allow.
 
     Raises
     ------
@@ -328,26 +316,20 @@ def compare_fabrics(
     fabrics : mapping of str to Fabric
         Label -> fabric, all of the same shape (e.g. from
         :func:`libra_opt.fabric.builders.as_family`); the outermost dimension is the scale-out.
-    cost_model : CostModel, optional
-        Must price every tier the fabrics use.
     bw_gbps : sequence or mapping, optional
         Equal-bandwidth allocation, for all fabrics or by label; default the scenario's optimum.
-    budget_usd : float, optional
-        Total budget of the ``equal_budget_joint`` rows; default the baseline's cost at equal
-        bandwidth.
-    scaleout_budget_usd : float, optional
-        Scale-out budget of the ``equal_budget`` rows; default ``budget_usd`` minus the
-        baseline's HB cost, else the baseline's scale-out cost, at equal bandwidth.
+    budget_usd, scaleout_budget_usd : float, optional
+        Budgets of the ``equal_budget_joint`` (total) and ``equal_budget`` (scale-out) rows;
+        default the baseline's cost at equal bandwidth (the scale-out: ``budget_usd`` minus the
+        baseline's HB cost when given).
     tco : TcoModel, optional
         Adds ``usd_per_hour`` and ``run_cost_usd`` (needs a power model).
     baseline : str, optional
         Reference of the reduction columns: default the first ``fat_tree``, else the first.
-    timing : TimingModel, optional
-        Default :func:`_checked_timing`'s.
     modes : sequence of str
         Any of ``equal_bw``, ``equal_budget`` and ``equal_budget_joint``.
-    constraints, power_w : optional
-        What every budget-mode row respects; default the scenario's.
+    cost_model, weights, timing, constraints, power_w : optional
+        Default the scenario's (the timing: :func:`_checked_timing`).
 
     Returns
     -------

@@ -135,23 +135,11 @@ def design_study(
     search: bool | SearchSpace = True,
     error_model: ErrorModel | None = None,
 ) -> DesignStudy:
-    """Solve (if needed) and run the sensitivity, the budget sweep, the fabric comparison and the
-    co-design search.
-
-    Parameters
-    ----------
-    scenario_or_solution : Scenario or Solution
-    budget_points : int
-        Points of the budget sweep (:func:`budget_values`).
-    families : sequence of str
-        Fabric families to compare; empty: the scenario's own.
-    progress : callable or bool, optional
-        Passed to the sweep.
-    search : bool or SearchSpace
-        The co-design search over :func:`report_search_space` (``True``), over a given space,
-        or none (``False``).
-    error_model : ErrorModel, optional
-        Validated runs: the error bands of the model-based workloads and of the search's rows.
+    """Solve (if needed) and run the sensitivity, the budget sweep (``budget_points`` budgets,
+    :func:`budget_values`; ``progress`` goes to the sweep), the fabric comparison of
+    ``families`` (empty: the scenario's own) and the co-design search (``True``: over
+    :func:`report_search_space`; a :class:`SearchSpace`; ``False``: none); ``error_model``
+    gives the error bands of the workloads and of the search's rows.
 
     Examples
     --------

@@ -22,28 +22,14 @@ __all__ = ["DesignStudy"]
 class DesignStudy:
     """A solution and the studies run around it (what a design review shows).
 
-    Attributes
-    ----------
-    solution : Solution
-    sensitivity, sensitivity_error
-        :func:`libra_opt.explore.sensitivity.sensitivity` of the optimum, or why not.
-    budget_usd : tuple of float
-        The swept network budgets, $ (empty when the optimum costs nothing).
-    sweep_scenario, sweep
-        The scenario swept (objective perf) and one row per budget.
-    families, scaleout_radix, own_label
-        Fabric families compared, the re-wired scale-out radix and the scenario's own label.
-    comparison, comparison_error
-        :func:`libra_opt.explore.compare.compare_fabrics` (``equal_bw``, ``equal_budget``), or
-        why not.
-    timings_s : FrozenMap of str to float
-        Wall time of each part, s.
-    search, search_error, search_space
-        The co-design search (:class:`libra_opt.explore.search.SearchResult`, typed ``Any`` so
-        rendering it needs no search module) with its gains, or why there is none, and its space.
-    bands : FrozenMap of str to Band
-        The error band of each model-based workload (empty without an error model).
-    error_model : ErrorModel or None
+    Each study is its table or result, or ``None`` with its ``*_error`` reason:
+    ``sensitivity`` (:func:`libra_opt.explore.sensitivity.sensitivity`), ``sweep`` (one row per
+    network budget in ``budget_usd`` of ``sweep_scenario``, objective perf), ``comparison``
+    (:func:`libra_opt.explore.compare.compare_fabrics` of ``families`` re-wired at
+    ``scaleout_radix``, the scenario's own fabric labelled ``own_label``) and ``search`` (a
+    :class:`libra_opt.explore.search.SearchResult` with its gains over ``search_space``, typed
+    ``Any`` so rendering it needs no search module). ``timings_s`` holds each part's wall time;
+    ``bands`` the error band of each model-based workload from ``error_model``.
     """
 
     solution: Solution

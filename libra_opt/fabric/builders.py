@@ -51,23 +51,11 @@ def multi_dim(
     switch_radix: int | None = None,
     latency_s: float | Sequence[float] = 0.0,
 ) -> Fabric:
-    """A multi-dimensional fabric, innermost dimension first.
-
-    Parameters
-    ----------
-    shape : sequence of int
-        NPUs along each dimension.
-    topologies : sequence of str
-        Topology per dimension (``torus`` is read as ``ring``).
-    tiers : sequence of str, optional
-        Cost tier per dimension; default :data:`LIBRA_TIERS` (up to four dimensions).
-    names : sequence of str, optional
-        Default the tiers without ``Inter`` in lower case, or ``dim0``, ``dim1``... when tiers
-        are given.
-    switch_radix : int, optional
-        Radix of every switch dimension (``None``: ideal switches).
-    latency_s : float or sequence of float
-        Per-step latency of every dimension, or one value per dimension.
+    """A multi-dimensional fabric, innermost dimension first: NPUs along each dimension
+    (``shape``), their topologies (``torus`` read as ``ring``), cost tiers (default
+    :data:`LIBRA_TIERS`, up to four dimensions), names (default the tiers without ``Inter`` in
+    lower case, or ``dim0``, ``dim1``... when tiers are given), the radix of every switch
+    dimension (``None``: ideal switches) and per-step latencies (one value or one per dimension).
 
     Examples
     --------
@@ -148,27 +136,14 @@ def _two_level(
 
 def rail_optimized_fat_tree(n_npus: int, hb_domain: int, switch_radix: int | None = 64,
                             **options: Any) -> Fabric:
-    """HB domains of ``hb_domain`` NPUs plus one full-bisection Clos over all NPUs.
+    """HB domains of ``hb_domain`` NPUs (8 for a DGX H100, 72 for an NVL72) plus one
+    full-bisection Clos of ``switch_radix``-port switches (``None``: one ideal switch) over all
+    ``n_npus`` NPUs: dimensions ``hb`` and ``scaleout`` (``block`` scope).
 
-    Parameters
-    ----------
-    n_npus : int
-        Total NPUs ``N`` (a multiple of ``hb_domain``).
-    hb_domain : int
-        NPUs per scale-up domain, e.g. 8 for a DGX H100, 72 for an NVL72.
-    switch_radix : int or None
-        Ports per scale-out switch; ``None`` prices one ideal switch.
-    **options
-        Keyword-only: ``hb_topology`` (default ``switch``), the cost tiers ``hb_tier`` and
-        ``scale_out_tier`` (``ScaleUp``, ``ScaleOut``), the per-step latencies
-        ``hb_latency_s`` and ``scale_out_latency_s`` (0), ``switch_pricing``
-        (``whole_switch`` or ``used_ports``) and ``copper_levels`` (lowest cable levels of
-        the scale-out Clos on copper, 0).
-
-    Returns
-    -------
-    Fabric
-        Dimensions ``hb`` and ``scaleout`` (``block`` scope: its Clos spans all ``N`` NPUs).
+    ``options`` are keyword-only: ``hb_topology`` (default ``switch``), the cost tiers
+    ``hb_tier`` and ``scale_out_tier`` (``ScaleUp``, ``ScaleOut``), the per-step latencies
+    ``hb_latency_s`` and ``scale_out_latency_s`` (0), ``switch_pricing`` (``whole_switch`` or
+    ``used_ports``) and ``copper_levels`` (lowest cable levels of the Clos on copper, 0).
 
     Examples
     --------
@@ -182,12 +157,10 @@ def rail_optimized_fat_tree(n_npus: int, hb_domain: int, switch_radix: int | Non
 
 def rail_only(n_npus: int, hb_domain: int, switch_radix: int | None = 64,
               **options: Any) -> Fabric:
-    """HB domains of ``hb_domain`` NPUs plus one Clos per rail, no spine across rails.
-
-    Parameters and ``options`` are those of :func:`rail_optimized_fat_tree`; the ``scaleout`` dimension has
-    ``rail`` scope: ``hb_domain`` Clos networks of ``N / hb_domain`` NPUs, with fewer tiers than
-    the fat-tree's. Traffic between rails is forwarded through the HB domain
-    (:mod:`libra_opt.traffic.rail`).
+    """HB domains of ``hb_domain`` NPUs plus one Clos per rail, no spine across rails: the
+    ``scaleout`` dimension has ``rail`` scope, ``hb_domain`` Clos networks of ``N / hb_domain``
+    NPUs with fewer tiers than the fat-tree's; traffic between rails is forwarded through the
+    HB domain (:mod:`libra_opt.traffic.rail`). Parameters are :func:`rail_optimized_fat_tree`'s.
 
     Examples
     --------

@@ -101,35 +101,20 @@ def _clos(
 def fabric_graph(
     fabric: Fabric, bw_gbps: Sequence[float] | None = None, *, max_npus: int = 65536
 ) -> nx.MultiGraph:
-    """Build ``fabric`` as an explicit graph.
+    """``fabric`` as an explicit graph, capacities at ``bw_gbps`` per NPU (default 1 GB/s each);
+    fabrics over ``max_npus`` are refused.
 
-    Parameters
-    ----------
-    fabric : Fabric
-    bw_gbps : sequence of float, optional
-        Per-NPU bandwidth of every dimension (default 1 GB/s each: capacities per GB/s of B).
-    max_npus : int
-        Refuse larger fabrics (graphs grow with ``N``).
-
-    Returns
-    -------
-    networkx.MultiGraph
-        Nodes ``("npu", i)`` (``coords``), ``("nic", d, i)`` and ``("switch", d, block, level,
-        j)`` (``level`` 0 = leaf; ``radix``, ``None`` for an ideal switch). Edges carry
-        ``kind`` (``direct`` NPU-NPU, ``pcie`` NPU-NIC, ``host`` NIC-switch, ``fabric``
-        switch-switch), ``dim``, ``bw_gbps`` (per direction) and, for cables, ``media``
-        (``copper`` on the lowest ``copper_levels`` cable levels, else ``optical``). Parallel
-        links are separate edges.
-
-    Notes
-    -----
-    NPUs cabled to each other get their topology's
+    Nodes are ``("npu", i)`` (``coords``), ``("nic", d, i)`` and ``("switch", d, block, level,
+    j)`` (``level`` 0 = leaf; ``radix``, ``None`` for an ideal switch); edges carry ``kind``
+    (``direct``, ``pcie``, ``host`` NIC-switch, ``fabric`` switch-switch), ``dim``, ``bw_gbps``
+    (per direction) and, for cables, ``media`` (``copper`` on the lowest ``copper_levels``
+    levels). NPUs cabled to each other get their topology's
     :meth:`~libra_opt.fabric.topology.Topology.wiring` per block, each cable of ``B /
-    links_per_npu``; a switch without radix is one switch per block; with radix ``k``, a Clos
-    of ``clos_tiers`` tiers per block (per rail for ``rail`` scope) with leaves of ``k/2``
-    endpoints, each tier's uplinks dealt round-robin over the next level (pods of ``k^2/4`` for
-    3 tiers). Counts equal :func:`~libra_opt.fabric.inventory.dimension_inventory`; with
-    irregular sizes a bisection cut may fall a few links short of full.
+    links_per_npu``; a switch is one ideal switch per block or, with a radix ``k``, a Clos per
+    block (per rail for ``rail`` scope) with leaves of ``k/2`` endpoints, each tier's uplinks
+    dealt round-robin over the next level (pods of ``k^2/4`` for 3 tiers). Counts equal
+    :func:`~libra_opt.fabric.inventory.dimension_inventory`; with irregular sizes a bisection
+    cut may fall a few links short of full.
 
     Examples
     --------

@@ -96,24 +96,10 @@ def _floats(values: Any, key: str, field: str) -> tuple[float, ...]:
 
 @dataclass(frozen=True)
 class DimMembers:
-    """Member groups of one dimension: bandwidth fraction, share of NPUs, price and power.
-
-    Parameters
-    ----------
-    fraction : tuple of float
-        Bandwidth of each group as a fraction of ``B_d``, each in (0, 1].
-    share : tuple of float
-        Fraction of the dimension's NPUs in each group, each in (0, 1], summing to 1.
-    price_factor, power_factor : tuple of float, optional
-        Multipliers (>= 0) of the tier's $ and W per GB/s for each group (default 1 each).
-    size : tuple of int, optional
-        NPUs of one block of each group along the dimension (module notes); the largest must
-        equal the dimension's size (:func:`check_uneven_sizes`).
-
-    Raises
-    ------
-    InputError
-        Naming the field (``members.fraction`` etc.) of a bad value.
+    """Member groups of one dimension: bandwidth ``fraction`` of ``B_d`` (each in (0, 1]),
+    ``share`` of the NPUs (each in (0, 1], summing to 1), optional ``price_factor`` and
+    ``power_factor`` (>= 0, default 1) and block ``size`` (the largest must equal the
+    dimension's size, :func:`check_uneven_sizes`).
 
     Examples
     --------

@@ -118,17 +118,10 @@ def search(
     error_model: ErrorModel | None = None,
     rank: str = "objective",
 ) -> SearchResult:
-    """Co-design search of a scenario: parallelization, placement, fabric shape and bandwidth
-    chosen together (:func:`~libra_opt.explore.search.run_search`, whose parameters these are).
-
-    Parameters
-    ----------
-    scenario : Scenario or SearchBase
-        A compiled scenario (its spec is the base, :func:`search_base`), or a base.
-    hb_domains : tuple of int, optional
-        HB-domain sizes of the fabric family (replaces ``space.hb_domains``).
-    gains : bool
-        Also compute :func:`~libra_opt.explore.search.codesign_gains`.
+    """Co-design search of a compiled scenario (its spec is the base, :func:`search_base`) or of
+    a base: :func:`~libra_opt.explore.search.run_search` with its parameters, ``hb_domains``
+    replacing ``space.hb_domains`` and ``gains`` adding
+    :func:`~libra_opt.explore.search.codesign_gains`.
 
     Examples
     --------

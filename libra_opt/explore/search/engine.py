@@ -245,35 +245,20 @@ def iter_chunk(ctx: _Context, items: Sequence[tuple[int, Parallelism, float]],
 class SearchResult:
     """The outcome of :func:`run_search`.
 
-    Attributes
-    ----------
-    table : pandas.DataFrame
-        One row per candidate (or per group pruned together, with their count in
-        ``n_candidates`` and ``placement`` ``*``), in enumeration order: the knobs
-        (:data:`KNOB_COLUMNS`), ``status`` (``optimal``, ``pruned``, ``memory``, ``infeasible``,
-        ``unbounded``, ``error``, ``invalid_shape``) and ``reason``, ``lower_bound`` and
-        ``objective``, ``step_time_s``, ``tokens_per_s``, ``mfu`` (a fraction of the peak),
-        ``memory_per_npu_gb``, ``bw_<dim>_gbps``, ``network_cost_usd``, ``network_power_w``,
-        ``run_cost_usd`` (one training run at the cluster's amortized $/s; NaN without a TCO
-        model and run length) and ``run_cost_usd_per_mtoken``, ``solve_s`` (ranked with
-        failures: ``goodput``, ``effective_objective``) and ``rank`` (1 = best among the solved
-        rows, NA otherwise; :func:`~libra_opt.explore.search.results.designs` adds
-        ``alternative_of`` and ``alternatives``).
-    solutions : tuple of Solution
-        The ``top`` best candidates' full solutions, best first (none at a fixed bandwidth).
-    candidates : tuple of Candidate
-        The candidates of ``solutions``.
-    stats : mapping
-        Candidate counts (``enumerated``, ``memory``, ``pruned``, ``solved``, ``infeasible``,
-        ``errors``), ``wall_s``, ``solve_s`` (solver time summed over workers) and
-        ``solves_per_solver_s``.
-    objective : str
-    gains : mapping, optional
-        :func:`codesign_gains`, when asked for.
-    device, stack : str
-        The workload's device key and software stack (its error bands').
-    rank : str
-        ``objective`` or ``failures`` (``effective_objective``).
+    ``table`` (pandas) has one row per candidate, or per group pruned together (their count in
+    ``n_candidates``, ``placement`` ``*``), in enumeration order: the knobs
+    (:data:`KNOB_COLUMNS`), ``status`` (``optimal``, ``pruned``, ``memory``, ``infeasible``,
+    ``unbounded``, ``error``, ``invalid_shape``) and ``reason``, ``lower_bound``, ``objective``,
+    ``step_time_s``, ``tokens_per_s``, ``mfu`` (a fraction of the peak), ``memory_per_npu_gb``,
+    ``bw_<dim>_gbps``, ``network_cost_usd``, ``network_power_w``, ``run_cost_usd`` (one run at
+    the cluster's amortized $/s; NaN without a TCO run length) and ``run_cost_usd_per_mtoken``,
+    ``solve_s``, with failures ``goodput`` and ``effective_objective``, and ``rank`` (1 = best,
+    NA for rows not solved; ``alternative_of`` and ``alternatives``:
+    :func:`~libra_opt.explore.search.results.designs`). ``solutions`` and ``candidates`` are the
+    ``top`` best, best first (none at a fixed bandwidth); ``stats`` the candidate counts,
+    ``wall_s``, ``solve_s`` (solver time summed over workers) and ``solves_per_solver_s``;
+    ``gains`` the :func:`codesign_gains` when asked for; ``device`` and ``stack`` what the error
+    bands are drawn for; ``rank`` ``objective`` or ``failures``.
     """
 
     table: pd.DataFrame
@@ -341,9 +326,8 @@ def run_search(
     prune : bool
         ``False`` solves every candidate that fits (exhaustive enumeration).
     executor, max_workers, scheduler
-        Where the chunks run (:func:`libra_opt.explore.executors.resolve_executor`): serially,
-        on a local process pool, a local Dask cluster or an existing one; one pool or cluster
-        serves the whole search and the rows are the same on all.
+        Where the chunks run (:func:`libra_opt.explore.executors.resolve_executor`); the rows
+        are the same on all.
     progress : bool or callable
         ``True``: a progress bar on stderr; a callable gets ``(done, total)``.
     extra_constraints : sequence of LinearConstraint
@@ -351,15 +335,9 @@ def run_search(
     solutions : bool
         Re-solve the ``top`` candidates for their full :class:`Solution`.
     error_model : ErrorModel, optional
-        Validated runs: each solved row gets the model's error band and envelope columns
-        (:func:`~libra_opt.explore.search.results.trust_columns`).
+        Validated runs: the error band and envelope columns of each solved row.
     rank : {'objective', 'failures'}
         By the objective, or by the objective under failures (a ``reliability`` section).
-
-    Raises
-    ------
-    InputError
-        Bad options.
 
     Examples
     --------

@@ -55,13 +55,8 @@ def fabric_shapes(base: Fabric, hb_domains: Sequence[int] | None,
                   spec: ScenarioSpec | None = None) -> tuple[FabricShape, ...]:
     """The fabric shapes of a search: ``base`` alone, or the fabric of each HB size of a
     two-level ``fat_tree`` or ``rail_only`` builder (the spec with ``fabric.hb_domain``
-    replaced); a size that does not divide the NPU count is kept with a reason.
-
-    Raises
-    ------
-    InputError
-        When ``hb_domains`` is given without a spec, for a spec whose fabric is not a two-level
-        builder call, or for a ``base`` that is not the spec's fabric.
+    replaced; a size that does not divide the NPU count is kept with a reason). Sizes without a
+    spec, or for a fabric that is not the spec's two-level builder call, are refused.
 
     Examples
     --------
@@ -161,21 +156,16 @@ def dim_shapes(base: Fabric, spec: ScenarioSpec | None,
                unit_dims: bool = False) -> tuple[FabricShape, ...]:
     """The shapes of a multi-dimensional fabric family: sizes x topologies per dimension.
 
-    Each shape is the spec with ``fabric.dims[i].size`` and ``.topology`` replaced where they
-    change (``fabric.shape`` and ``fabric.topologies`` of a ``multi_dim`` call); every other
-    field stays with its position, a switch radix or rail scope dropped where a dimension stops
-    being a switch. Sizes: ``'factorizations'`` (:func:`ordered_factorizations` of the NPU count,
-    factors ``>= 2``, ``>= 1`` with ``unit_dims``), the given tuples, or the base sizes; for
-    each, every combination of ``dim_topologies`` (default each dimension's own), the last
-    dimension varying fastest; a dimension of size 1 keeps the base's topology (``ring`` for one
-    that needs two NPUs). Kept with a reason: a tuple of the wrong length or product, a shape
-    the compiler refuses, and one giving size 1 to a dimension a constraint or bound names in a
-    way bandwidth would help meet (a maximum alone is kept).
-
-    Raises
-    ------
-    InputError
-        Without a spec, or for a fabric that is not inline ``dims`` or ``multi_dim``.
+    Each is the spec with ``fabric.dims[i].size`` and ``.topology`` replaced where they change
+    (``fabric.shape`` and ``fabric.topologies`` of ``multi_dim``), a switch radix or rail scope
+    dropped where a dimension stops being a switch. Sizes: :func:`ordered_factorizations` of the
+    NPU count (``'factorizations'``; factors ``>= 1`` with ``unit_dims``), the given tuples, or
+    the base's; for each, every combination of ``dim_topologies`` (default each dimension's
+    own), the last dimension fastest; a dimension of size 1 keeps the base's topology (``ring``
+    for one needing two NPUs). Kept with a reason: a tuple of the wrong length or product, a
+    shape the compiler refuses, one giving size 1 to a dimension a constraint names in a way
+    bandwidth would help meet. Without a spec, or for a fabric that is not inline ``dims`` or
+    ``multi_dim``: :class:`~libra_opt.errors.InputError`.
 
     Examples
     --------

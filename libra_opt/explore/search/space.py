@@ -85,27 +85,14 @@ RECOMPUTE = ("none", "selective", "full")
 class SearchSpace:
     """Which knobs the search varies, and over which values.
 
-    Parameters
-    ----------
-    micro_batch_sizes, interleave, recompute, sequence_parallel, zero : tuple
-        Values of each knob (interleave only with ``pp > 1``, sequence parallelism only a
-        choice with ``tp > 1``, ZeRO ``0`` only with the in-network optimizer).
-    tp, cp, pp, ep : tuple of int, optional
-        Restrict a degree to these values; ``None``: every value the model allows.
-    max_cp : int
-        Largest context-parallel degree when ``cp`` is ``None``.
-    placements : {'all', 'auto'}
-        Every distinct span matrix, or only the automatic placement.
-    hb_domains : tuple of int, optional
-        HB-domain family of a two-level fabric (:func:`fabric_shapes`); ``None``: the base.
-    dim_sizes : 'factorizations' or tuple of tuple of int, optional
-        Multi-dimensional family (:func:`dim_shapes`): every ordered factorization of the NPU
-        count into the base's number of dimensions, or the size tuples to try.
-    dim_topologies : tuple of str, optional
-        Topologies each dimension may take (every combination is a shape).
-    unit_dims : bool
-        With ``dim_sizes='factorizations'``: also dimensions of size 1 (fewer dimensions); a
-        shape removing a dimension that a constraint or bound names is refused.
+    ``micro_batch_sizes``, ``interleave`` (with ``pp > 1``), ``recompute``,
+    ``sequence_parallel`` (a choice with ``tp > 1``) and ``zero`` (``0`` only with the
+    in-network optimizer) list each knob's values; ``tp``, ``cp``, ``pp``, ``ep`` restrict a
+    degree (``None``: every value the model allows, ``cp`` up to ``max_cp``); ``placements`` is
+    ``all`` (every distinct span matrix) or ``auto``. The fabric family is the base fabric, an
+    HB-domain family (``hb_domains``, :func:`fabric_shapes`) or a multi-dimensional one
+    (:func:`dim_shapes`: ``dim_sizes`` ``'factorizations'`` or size tuples, ``dim_topologies``,
+    and ``unit_dims`` to allow dimensions of size 1).
 
     Examples
     --------
