@@ -1,22 +1,17 @@
 """Price and power of the in-network optimizer's aggregation nodes (LuWu class [1]_).
 
-With ``dp_mode: in_network_optimizer`` every NPU pushes its gradients to aggregation nodes
-and pulls the result back. Two things are bought for them:
-
-* **ingress ports**, linear in the bandwidth: ``N B_d`` GB/s of port on the dimension they
-  attach to (``N B_d sum_g share_g fraction_g`` on a heterogeneous one), so ``N p_port B_d``
-  and ``N w_port B_d`` join that dimension's ``kappa_d`` and ``pi_d`` (``nic`` column);
-* **state memory**, a constant: ``S`` bytes of optimizer state at ``p_mem`` $ and ``w_mem``
-  W per GB, carried as :attr:`~libra_opt.cost.prices.CostCoefficients.fixed_usd` /
-  ``fixed_w`` (reported cost and power, caps, ``perf_per_cost`` and the TCO's ``r0``). With
-  ``optimizer_state: host_paging`` the state is in the hosts' memory and not bought here.
+With ``dp_mode: in_network_optimizer`` every NPU pushes its gradients to aggregation nodes.
+Their ingress ports are linear in the bandwidth: ``N p_port B_d`` $ and ``N w_port B_d`` W
+join the ``nic`` column of the dimension they attach to (times ``sum_g share_g fraction_g``
+on a heterogeneous one). Their state memory (``S`` bytes of optimizer state, none with
+``optimizer_state: host_paging``) is a constant,
+:attr:`~libra_opt.cost.prices.CostCoefficients.fixed_usd` / ``fixed_w``.
 
 Default prices are **estimates** (no public list price exists): a port is one dual-socket
-server (15,000 $, 700 W) with four 400 Gb/s NICs (the ``current_2025`` catalog's
-``cx7_nic_400g``, 2,200 $ and 20 W each): 200 GB/s for 23,800 $ and 780 W, **119 $ and 3.9 W
-per GB/s**; state memory is DDR5 at 300 $ and 10 W per 64 GB module (2024-2025 reseller
-listings), **4.6875 $ and 0.15625 W per GB**. A scenario overrides any of them
-(``in_network_optimizer: {usd_per_port_gbps: ...}``).
+server (15,000 $, 700 W) with four 400 Gb/s NICs (the ``current_2025`` catalog's, 2,200 $
+and 20 W each), **119 $ and 3.9 W per GB/s**; state memory is DDR5 at 300 $ and 10 W per
+64 GB module (2024-2025 reseller listings), **4.6875 $ and 0.15625 W per GB**. A scenario
+overrides them (``in_network_optimizer: {usd_per_port_gbps: ...}``).
 
 References
 ----------

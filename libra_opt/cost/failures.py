@@ -1,27 +1,20 @@
 """What breaks in a fabric, how often, and what each break does to a training job.
 
-A failure model is a rate per component-hour for each *kind* of part (:data:`COMPONENT_KINDS`:
-the accelerator, its memory, its host, a NIC port, a switch, a cable with its transceivers,
-and ``software`` per NPU), counted from the fabric's inventory, so a design with more
-switches, tiers and optics fails more often.
+A failure model is a rate per component-hour for each kind of part
+(:data:`COMPONENT_KINDS`), counted from the fabric's inventory. The family's *blast radius*
+(:func:`failure_modes`) says what stops a synchronous job (an NPU's own parts, its host, a
+leaf or single switch, a cable to a leaf, a cable the topology cannot route around) and what
+slows it: its step is then evaluated (never re-solved) with the dimension's bandwidth times
+``f``. A spine or core switch of a Clos of radix ``k`` takes ``ceil(L / S)`` of the ``L``
+uplinks a lower switch deals round-robin over ``S``, ``f = 1 - ceil(L / S) / L`` for the
+worst; a cable above the leaves ``f = 1 - 1/L``; either stops the job when ``f`` would be 0.
+A cable between NPUs leaves the topology's
+:meth:`~libra_opt.fabric.topology.Topology.cable_failure_factor`. Dimensions inside one host
+have no failures of their own (Table 5 of [1]_ files NVLink errors under the GPU).
 
-Which part stops the job and which only slows it is the family's *blast radius*
-(:func:`failure_modes`). An NPU's own parts, its host, a leaf or single switch, the cable to
-a leaf, and cables the topology cannot route around stop a synchronous job. Otherwise the
-step is evaluated (never re-solved) with the dimension's bandwidth times a factor ``f``:
-
-* a spine or core switch of a Clos of radix ``k`` (level ``l >= 1``): a lower switch with
-  ``L`` uplinks dealt round-robin over ``S`` switches loses ``ceil(L / S)``; the worst sets
-  ``f = 1 - ceil(L / S) / L`` (``1 - 1 / min(S, k/2)`` when full); a cable above the leaves
-  ``f = 1 - 1/L``; either stops the job when ``f`` would be 0;
-* a cable of a dimension cabled NPU to NPU: its topology's
-  :meth:`~libra_opt.fabric.topology.Topology.cable_failure_factor` (a ring ``1/2``, a clique
-  of ``n`` ``(n - 2)/(n - 1)``, a mesh stops the job).
-
-Dimensions inside one host have no failures of their own (Table 5 of [1]_ files NVLink errors
-under the GPU). Defaults (:data:`DEFAULT_RATES_PER_H`) divide each category of Table 5 of [1]_
-(419 interruptions in 54 days of Llama 3 405B on 16,384 H100s in 2,048 hosts of 8) by its
-component-hours; "network switch/cable" is spread evenly over the 1,280 switches and 49,152
+Defaults (:data:`DEFAULT_RATES_PER_H`) divide each category of Table 5 of [1]_ (419
+interruptions in 54 days of Llama 3 405B on 16,384 H100s in 2,048 hosts of 8) by its
+component-hours, "network switch/cable" spread evenly over the 1,280 switches and 49,152
 cables of that job's scale-out Clos as modelled here (``llama3_405b_h100_tco``).
 
 References
@@ -109,14 +102,9 @@ def check_rates(rates_per_h: Mapping[str, float] | None = None,
                 mtbf_h: Mapping[str, float] | None = None,
                 field: str = "reliability") -> dict[str, float]:
     """The rate of every kind: the defaults, replaced by ``rates_per_h`` (failures per
-    component-hour) or ``mtbf_h`` (hours); ``<kind>.<tier>`` (``link.ScaleUp``) replaces a
-    network kind's rate on the dimensions of that cost tier (:func:`rate_of`).
-
-    Raises
-    ------
-    InputError
-        For an unknown kind, a kind given both ways, or a value that is not a finite
-        number > 0, naming ``<field>.rates_per_h.<kind>`` or ``<field>.mtbf_h.<kind>``.
+    component-hour) or ``mtbf_h`` (hours), ``<kind>.<tier>`` (``link.ScaleUp``) for a network
+    kind on one cost tier (:func:`rate_of`). An unknown kind, a kind given both ways or a value
+    that is not a finite number > 0 is an :class:`~libra_opt.errors.InputError` naming it.
 
     Examples
     --------
@@ -250,13 +238,9 @@ def _switch_modes(fabric: Fabric, d: int, rates: Mapping[str, float]) -> list[Fa
 
 def failure_modes(fabric: Fabric, rates_per_h: Mapping[str, float] | None = None,
                   gpus_per_host: int = 8) -> tuple[FailureMode, ...]:
-    """Every failure mode of ``fabric``: counts from its inventory, blast radius by family
-    (module notes); ``gpus_per_host`` must divide the NPU count.
-
-    Returns
-    -------
-    tuple of FailureMode
-        NPU parts and hosts first, then each dimension's NICs, switches and cables.
+    """Every failure mode of ``fabric`` (NPU parts and hosts first, then each dimension's NICs,
+    switches and cables): counts from its inventory, blast radius by family (module notes);
+    ``gpus_per_host`` must divide the NPU count.
 
     Examples
     --------

@@ -3,20 +3,15 @@
 
 Notes
 -----
-Failures arrive as a Poisson process of rate ``1/M``; the job computes ``tau`` seconds and
-writes a checkpoint in ``delta``; a failure loses the work since the last checkpoint and
-costs a recovery ``R_i`` (probability ``p_i``; a failure during recovery starts it again).
-The expected wall time of one segment ``L = tau + delta`` is
-
-``E = M (e^{L/M} - 1) sum_i p_i e^{R_i / M}``
-
-and goodput is ``tau / E`` (Daly's expected run time [2]_, the recovery mixed over failure
-kinds). Young's optimum interval is ``sqrt(2 delta M)`` [1]_; Daly's, the default here,
-``sqrt(2 delta M) [1 + sqrt(delta / 2M) / 3 + (delta / 2M) / 9] - delta`` for ``delta <
-2M``, else ``M`` [2]_. A hot spare takes a failed NPU's place at once (else recovery also
-waits ``replace_s``); parts under repair in a domain of failure rate ``lambda`` are Poisson
-with mean ``lambda x repair_h`` (M/G/inf), so a failure finds no free spare among ``s`` with
-probability ``P(Poisson(lambda repair_h) >= s)``.
+With failures a Poisson process of rate ``1/M``, ``tau`` seconds of compute between
+checkpoints written in ``delta``, and recoveries ``R_i`` of probability ``p_i`` (restarted
+by a failure during them), one segment ``L = tau + delta`` takes ``E = M (e^{L/M} - 1)
+sum_i p_i e^{R_i / M}`` on average and goodput is ``tau / E`` [2]_. Young's optimum interval
+is ``sqrt(2 delta M)`` [1]_; Daly's, the default, ``sqrt(2 delta M) [1 + sqrt(delta / 2M) / 3
++ (delta / 2M) / 9] - delta`` for ``delta < 2M``, else ``M`` [2]_. Parts under repair in a
+domain of failure rate ``lambda`` are Poisson with mean ``lambda repair_h`` (M/G/inf), so a
+failure finds none of ``s`` hot spares free with probability ``P(Poisson(lambda repair_h)
+>= s)`` (recovery then also waits ``replace_s``).
 
 References
 ----------

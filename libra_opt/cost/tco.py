@@ -1,21 +1,17 @@
 """Total cost of ownership of a training cluster and the cost of one training run.
 
-With the network's linear cost and power (:func:`libra_opt.cost.prices.cost_coefficients`),
-the cluster's cost per second is linear in the bandwidth, ``rate(B) = r0 + r . B``, so a
-run's cost ``steps x step_time(B) x rate(B)`` has the product form the optimizer solves
-exactly (objective ``tco``).
+With the network's linear cost and power, the cluster's cost per second is linear in the
+bandwidth, ``rate(B) = r0 + r . B``, so a run's cost ``steps x step_time(B) x rate(B)`` has
+the product form the optimizer solves exactly (objective ``tco``).
 
 Notes
 -----
-With ``N`` NPUs, ``H = 8760 Y`` hours over ``Y`` years, ``m`` the yearly maintenance
-fraction of capex, ``kappa``, ``pi`` the network's $ and W per GB/s and ``F_usd``, ``F_w``
-its parts that do not depend on ``B``:
-
-* capex ``= N (a + h) + kappa . B + F_usd``; IT power ``= N (p_a + p_h) + pi . B + F_w``;
-* energy ``= IT power / 1000 x PUE x c x H`` (``c`` $/kWh); TCO ``= capex (1 + m Y) +
-  energy``, amortized over ``3600 H`` seconds;
-* hence ``r0 = [(N (a + h) + F_usd)(1 + m Y) + (N (p_a + p_h) + F_w) PUE c H / 1000] / (3600
-  H)`` and ``r_d = [kappa_d (1 + m Y) + pi_d PUE c H / 1000] / (3600 H)``.
+With ``N`` NPUs of price ``a`` and power ``p_a`` (hosts ``h``, ``p_h``), ``H = 8760 Y``
+hours, maintenance ``m`` of capex per year, energy ``c`` $/kWh, ``kappa``, ``pi`` the
+network's $ and W per GB/s and ``F_usd``, ``F_w`` its parts independent of ``B``: TCO ``=
+capex (1 + m Y) + IT power / 1000 x PUE x c x H``, amortized over ``3600 H`` s, hence ``r0 =
+[(N (a + h) + F_usd)(1 + m Y) + (N (p_a + p_h) + F_w) PUE c H / 1000] / (3600 H)`` and
+``r_d = [kappa_d (1 + m Y) + pi_d PUE c H / 1000] / (3600 H)``.
 
 References
 ----------
@@ -164,14 +160,8 @@ def _network_power(coeffs: CostCoefficients, n_dims: int, allow_missing_power: b
 def cluster_rate_coefficients(
     tco: TcoModel, fabric: Fabric, coeffs: CostCoefficients, *, allow_missing_power: bool = False
 ) -> tuple[float, np.ndarray]:
-    """Cluster cost per second, ``r0 + r . B``, in $/s (module notes); ``allow_missing_power``
-    counts the network at 0 W when ``coeffs`` has no power (otherwise an error).
-
-    Returns
-    -------
-    r0_usd_per_s : float
-    r_usd_per_s_per_gbps : numpy.ndarray
-        Shape ``(D,)``.
+    """Cluster cost per second ``(r0, r)``, ``r0 + r . B`` in $/s (module notes);
+    ``allow_missing_power`` counts the network at 0 W when ``coeffs`` has no power.
 
     Examples
     --------

@@ -65,20 +65,10 @@ def budget_optimum(
     power_w: float | None = None,
 ) -> np.ndarray:
     """Bandwidth (GB/s per NPU) minimizing the weighted step time under ``usd_per_gbps . B <=
-    budget_usd``.
-
-    ``usd_per_gbps`` prices the budget row ($ per GB/s per dimension; 0 leaves a dimension out
-    of it); ``timing`` defaults to pipelined, no_overlap and the ``native`` traffic model;
-    ``constraints`` (e.g. the scenario's bounds) and ``power_w`` are kept, ``cost_model``
-    pricing what they need (default one that prices nothing). Dimensions without traffic get
-    the least the constraints allow.
-
-    Raises
-    ------
-    InputError
-        If a dimension that carries traffic has no price (the problem would be unbounded).
-    InfeasibleDesignError
-        If the budget and the constraints leave no design.
+    budget_usd`` ($ per GB/s; 0 leaves a dimension out), the ``constraints`` and ``power_w``
+    (``cost_model`` pricing what they need; default one that prices nothing); ``timing``
+    defaults to pipelined, no_overlap, ``native``. A dimension carrying traffic without a price
+    is an :class:`~libra_opt.errors.InputError`; no design, an ``InfeasibleDesignError``.
 
     Examples
     --------
@@ -279,15 +269,14 @@ def _inputs(scenario_or_workloads, cost_model, weights, timing):
     return (wls, cost_model, weights or (1.0,) * len(wls), _checked_timing(timing), None)
 
 
-def _is_number(value: object) -> bool:
-    """A real number (Python, numpy or pandas scalar), not a bool nor a string."""
+def _positive(value: object) -> bool:
+    """A finite real number > 0 (Python, numpy or pandas scalar; not a bool nor a string)."""
     if isinstance(value, (bool, np.bool_, str, bytes)):
         return False
     try:
-        float(value)  # type: ignore[arg-type]
+        return math.isfinite(float(value)) and float(value) > 0  # type: ignore[arg-type]
     except (TypeError, ValueError):
         return False
-    return True
 
 
 def compare_fabrics(
@@ -308,28 +297,16 @@ def compare_fabrics(
 ):
     """Step time, network cost and power, TCO and reductions of several fabrics.
 
-    Parameters
-    ----------
-    scenario_or_workloads : Scenario, Workload or sequence of Workload
-        A scenario supplies workloads, weights, cost model, timing, constraints and power cap
-        (each overridable by the keyword arguments).
-    fabrics : mapping of str to Fabric
-        Label -> fabric, all of the same shape (e.g. from
-        :func:`libra_opt.fabric.builders.as_family`); the outermost dimension is the scale-out.
-    bw_gbps : sequence or mapping, optional
-        Equal-bandwidth allocation, for all fabrics or by label; default the scenario's optimum.
-    budget_usd, scaleout_budget_usd : float, optional
-        Budgets of the ``equal_budget_joint`` (total) and ``equal_budget`` (scale-out) rows;
-        default the baseline's cost at equal bandwidth (the scale-out: ``budget_usd`` minus the
-        baseline's HB cost when given).
-    tco : TcoModel, optional
-        Adds ``usd_per_hour`` and ``run_cost_usd`` (needs a power model).
-    baseline : str, optional
-        Reference of the reduction columns: default the first ``fat_tree``, else the first.
-    modes : sequence of str
-        Any of ``equal_bw``, ``equal_budget`` and ``equal_budget_joint``.
-    cost_model, weights, timing, constraints, power_w : optional
-        Default the scenario's (the timing: :func:`_checked_timing`).
+    ``scenario_or_workloads`` is a scenario (supplying workloads, weights, cost model, timing,
+    constraints and power cap, each overridable by the keywords) or workloads. ``fabrics`` maps
+    labels to fabrics of one shape (e.g. :func:`libra_opt.fabric.builders.as_family`), the
+    outermost dimension the scale-out. ``bw_gbps`` is the equal-bandwidth allocation, for all or
+    by label (default the scenario's optimum); ``budget_usd`` the total budget of the
+    ``equal_budget_joint`` rows and ``scaleout_budget_usd`` the scale-out budget of the
+    ``equal_budget`` rows (default the baseline's costs at equal bandwidth, the scale-out's
+    ``budget_usd`` minus the baseline's HB cost when given); ``tco`` adds ``usd_per_hour`` and
+    ``run_cost_usd``; ``baseline`` (default the first ``fat_tree``, else the first) is the
+    reference of the reductions; ``timing`` defaults as :func:`_checked_timing`.
 
     Returns
     -------
@@ -392,24 +369,17 @@ def compare_fabrics(
         _settings(timing, f, name)  # the scenario's collective settings fit every fabric
     coeffs = {n: cost_coefficients(f, cm) for n, f in fabrics.items()}
     # Equal-bandwidth vectors.
-    given: dict[str, npt.ArrayLike]
     if bw_gbps is None:
         if scen is None:
             raise InputError("bw_gbps is required when no scenario is given", field="bw_gbps")
-        common = solve(scen, with_baselines=False).bw_gbps
-        given = {n: common for n in names}
-    elif isinstance(bw_gbps, Mapping):
-        missing = [n for n in names if n not in bw_gbps]
-        if missing:
-            raise InputError(f"no bandwidth for fabric(s) {', '.join(missing)}",
-                             field="bw_gbps")
-        given = dict(bw_gbps)
-    else:
-        given = {n: bw_gbps for n in names}
+        bw_gbps = solve(scen, with_baselines=False).bw_gbps
+    given = bw_gbps if isinstance(bw_gbps, Mapping) else dict.fromkeys(names, bw_gbps)
+    missing = [n for n in names if n not in given]
+    if missing:
+        raise InputError(f"no bandwidth for fabric(s) {', '.join(missing)}", field="bw_gbps")
     bws = {n: check_bandwidth(fabrics[n], given[n], field=f"bw_gbps[{n}]") for n in names}
     for what, value in (("budget_usd", budget_usd), ("scaleout_budget_usd", scaleout_budget_usd)):
-        if value is not None and not (_is_number(value) and math.isfinite(float(value))
-                                      and float(value) > 0):
+        if value is not None and not _positive(value):
             raise InputError(f"{what} {short_repr(value)} must be a finite number > 0",
                              field=what)
     k_base, bw_base = coeffs[baseline].usd_per_gbps, bws[baseline]

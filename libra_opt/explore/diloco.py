@@ -1,10 +1,8 @@
-"""DiLoCo across sites as a scenario the optimizer solves exactly (blocking or overlapped sync).
-
-:func:`diloco_scenario` keeps the inner steps' data-parallel collectives inside a site and
-adds a workload ``<name>_outer``, one fragment's outer all-reduce of ``P_npu b / (8 F)``
-bytes over the whole data-parallel group, weighted ``F / H`` and hidden behind ``tau C`` of
-compute, so the weighted step time is ``T_inner(B) + (F / H) max(T_f(B) - tau C, 0)``
-exactly (:func:`libra_opt.traffic.diloco.diloco_workloads`; ``tau > 0`` needs the
+"""DiLoCo across sites as a scenario the optimizer solves exactly (blocking or overlapped sync):
+the inner steps' data-parallel collectives stay inside a site and ``<name>_outer`` (one
+fragment's outer all-reduce of ``P_npu b / (8 F)`` bytes, weighted ``F / H``, hidden behind
+``tau C`` of compute) makes the weighted step time ``T_inner(B) + (F / H) max(T_f(B) - tau
+C, 0)`` (:func:`libra_opt.traffic.diloco.diloco_workloads`; ``tau > 0`` needs the
 ``no_overlap`` loop).
 
 References

@@ -27,13 +27,9 @@ __all__ = ["goodput_by_size", "scaled_overrides"]
 
 
 def scaled_overrides(scenario: Scenario, n_npus: int, family: str) -> dict[str, Any]:
-    """The overrides that move ``scenario`` to ``n_npus`` NPUs of fabric ``family``.
-
-    Raises
-    ------
-    InputError
-        When the scenario is not a two-level builder fabric with one model-based
-        workload, or ``n_npus`` does not split into its parallelization.
+    """The overrides that move ``scenario`` to ``n_npus`` NPUs of fabric ``family`` (refused for a
+    scenario that is not a two-level builder fabric with one model-based workload, or an
+    ``n_npus`` its parallelization does not split).
 
     Examples
     --------
@@ -76,22 +72,14 @@ def scaled_overrides(scenario: Scenario, n_npus: int, family: str) -> dict[str, 
 
 def goodput_by_size(scenario: Scenario, n_npus: Sequence[int],
                     families: Sequence[str] = ("fat_tree", "rail_only")) -> pd.DataFrame:
-    """Goodput, throughput and cost under failures for each size of each family.
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per family and size: ``family``, ``n_npus``, ``status`` (``optimal`` or the
-        error of a point that cannot be built or solved), ``step_time_s``, ``goodput``,
-        ``throughput_fraction`` (failure-free over effective step time), ``job_mttf_h``,
-        ``interruptions_per_day``, ``degradations_per_day``, ``network_parts``,
-        ``tokens_per_s``, ``effective_tokens_per_s``, ``network_cost_usd``, ``run_cost_usd``
-        and ``run_cost_with_failures_usd``.
-
-    Raises
-    ------
-    InputError
-        Without a ``reliability`` section, or for a scenario :func:`scaled_overrides` refuses.
+    """Goodput, throughput and cost under failures for each size of each family (an
+    :class:`~libra_opt.errors.InputError` without a ``reliability`` section or for a scenario
+    :func:`scaled_overrides` refuses): one row per family and size with ``status``
+    (``optimal`` or the error of a point that cannot be built or solved), ``step_time_s``,
+    ``goodput``, ``throughput_fraction`` (failure-free over effective step time),
+    ``job_mttf_h``, ``interruptions_per_day``, ``degradations_per_day``, ``network_parts``,
+    ``tokens_per_s``, ``effective_tokens_per_s``, ``network_cost_usd``, ``run_cost_usd`` and
+    ``run_cost_with_failures_usd``.
     """
     import pandas as pd
 

@@ -47,15 +47,10 @@ def dominated(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 def pareto_front(
     df: pd.DataFrame, x: str = "network_cost_usd", y: str = "weighted_step_time_s"
 ) -> pd.DataFrame:
-    """The non-dominated rows of ``df`` (minimising ``x`` and ``y``), sorted by ``x`` then ``y``,
-    with their original index; only rows with ``status == "optimal"`` (when there is a status)
-    and finite ``x`` and ``y`` take part. ``x="network_power_w"`` gives the power front.
-
-    Raises
-    ------
-    InputError
-        If ``x`` or ``y`` is not a column of ``df``, or has no finite number in the rows that
-        take part.
+    """The non-dominated rows of ``df`` (minimising ``x`` and ``y``; ``x="network_power_w"`` for
+    the power front), sorted by ``x`` then ``y``, with their index; only rows with ``status ==
+    "optimal"`` (when there is a status) and finite ``x`` and ``y`` take part. A column missing,
+    or without a finite number in those rows, is an :class:`~libra_opt.errors.InputError`.
 
     Examples
     --------

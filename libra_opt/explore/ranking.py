@@ -67,13 +67,9 @@ def stack_summaries(results: Sequence[TableResult]) -> tuple[StackSummary, ...]:
 
 
 def spearman(a: Sequence[float], b: Sequence[float]) -> float:
-    """Spearman's rank correlation (ties averaged; NaN when either sequence is constant or has
-    fewer than two values).
-
-    Notes
-    -----
-    Without ties, :math:`\\rho = 1 - 6 \\sum_i d_i^2 / (n (n^2 - 1))` with :math:`d_i` the
-    difference of the ranks of item ``i``; computed by :func:`scipy.stats.spearmanr`.
+    """Spearman's rank correlation (ties averaged; NaN for a constant sequence or fewer than two
+    values): without ties :math:`1 - 6 \\sum_i d_i^2 / (n (n^2 - 1))` with :math:`d_i` the
+    difference of the ranks of item ``i`` [1]_ (:func:`scipy.stats.spearmanr`).
 
     References
     ----------

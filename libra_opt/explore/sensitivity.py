@@ -37,13 +37,13 @@ def _single_dim(row: Row) -> int | None:
 
 
 def sensitivity(solution: Solution) -> pd.DataFrame:
-    """Marginal value of budget and bandwidth per dimension at an optimum: one row per dimension
-    with ``dim``, ``bw_gbps``, ``usd_per_gbps``, ``step_s_per_gbps`` (d weighted step time / d
-    ``B_d`` on the model, <= 0), ``step_s_per_usd`` (NaN when free),
-    ``bound_objective_per_gbps`` (the duals of the dimension's bound rows) and
-    ``budget_objective_per_usd`` (the budget row's dual, NaN without a budget); ``attrs`` hold
-    ``objective``, ``budget_objective_per_usd``, ``power_objective_per_w`` and
-    ``total_bw_objective_per_gbps`` (by label).
+    """Marginal value of budget and bandwidth per dimension at an optimum.
+
+    One row per dimension: ``dim``, ``bw_gbps``, ``usd_per_gbps``, ``step_s_per_gbps`` (d
+    weighted step time / d ``B_d`` on the model, <= 0), ``step_s_per_usd`` (NaN when free),
+    ``bound_objective_per_gbps`` and ``budget_objective_per_usd`` (the duals of the dimension's
+    bound rows and of the budget row); ``attrs`` add ``objective``, ``power_objective_per_w``
+    and ``total_bw_objective_per_gbps`` (by label).
 
     Examples
     --------

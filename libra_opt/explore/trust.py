@@ -54,27 +54,21 @@ def search_columns(model: ErrorModel, table: object, device: str, stack: str, se
     solved = table["status"] == "optimal"
     first = table.loc[table["rank"] == 1, rank_key]
     best_obj = float(first.iloc[0]) if len(first) else math.nan
-    cols: dict[str, list] = {k: [] for k in ("band_pct", "step_time_lo_s", "step_time_hi_s",
-                                              "outside_envelope", "mfu_above_measured",
-                                              "indistinguishable")}
+    unsolved = (math.nan, math.nan, math.nan, "", False, False)
+    values = []
     for ok, r in zip(solved, table.itertuples(index=False), strict=True):
         if not ok:
-            for k, v in (("band_pct", math.nan), ("step_time_lo_s", math.nan),
-                         ("step_time_hi_s", math.nan), ("outside_envelope", ""),
-                         ("mfu_above_measured", False), ("indistinguishable", False)):
-                cols[k].append(v)
+            values.append(unsolved)
             continue
         knobs = {**layout_knobs(r), "seq_len": seq_len, "n_npus": n_npus}
         b = widened(model, model.band(device, stack, knobs), outside)
-        lo, hi = b.interval_s(float(r.step_time_s))
-        cols["band_pct"].append(100 * b.rel_error)
-        cols["step_time_lo_s"].append(lo)
-        cols["step_time_hi_s"].append(hi)
-        cols["outside_envelope"].append(", ".join(b.outside))
-        cols["mfu_above_measured"].append(best is not None and float(r.mfu) > best[0])
-        cols["indistinguishable"].append(
-            bool(math.isfinite(rank_band)
-                 and float(getattr(r, rank_key)) <= best_obj * (1 + rank_band)))
+        values.append((100 * b.rel_error, *b.interval_s(float(r.step_time_s)),
+                       ", ".join(b.outside), best is not None and float(r.mfu) > best[0],
+                       bool(math.isfinite(rank_band)
+                            and float(getattr(r, rank_key)) <= best_obj * (1 + rank_band))))
+    names = ("band_pct", "step_time_lo_s", "step_time_hi_s", "outside_envelope",
+             "mfu_above_measured", "indistinguishable")
+    cols: dict[str, list] = {k: [v[i] for v in values] for i, k in enumerate(names)}
     return cols
 
 

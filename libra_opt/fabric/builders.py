@@ -233,14 +233,10 @@ _SPEC_KEYS["rail_only"] = _SPEC_KEYS["fat_tree"]
 
 
 def fabric_from_spec(spec: Mapping[str, Any]) -> Fabric:
-    """Build a fabric from a mapping such as a scenario's ``fabric:`` section: ``builder``
-    (``multi_dim``, ``fat_tree`` or ``rail_optimized_fat_tree``, ``rail_only``), the builder's
-    parameters and ``members`` (:func:`~libra_opt.fabric.heterogeneous.attach_members`).
-
-    Raises
-    ------
-    InputError
-        Naming the unknown key or the bad value.
+    """A fabric from a mapping such as a scenario's ``fabric:`` section: ``builder``
+    (``multi_dim``, ``fat_tree`` or ``rail_optimized_fat_tree``, ``rail_only``), its parameters
+    and ``members`` (:func:`~libra_opt.fabric.heterogeneous.attach_members`); an unknown key or
+    a bad value is an :class:`~libra_opt.errors.InputError`.
 
     Examples
     --------

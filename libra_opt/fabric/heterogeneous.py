@@ -1,33 +1,23 @@
 """Heterogeneous dimensions: NPUs of one dimension with different NIC speeds or efficiencies.
 
-A dimension's NPUs may fall into member groups (Holmes class clusters [1]_: NICs of different
-generations or vendors). Group ``g`` holds a ``share_g`` of the dimension's NPUs, each with
-``fraction_g x B_d`` GB/s into the dimension (``B_d``, the decision variable, is a full-speed
-member's), optionally at its own ``price_factor_g`` / ``power_factor_g`` times the tier's
-prices, and optionally in blocks of its own ``size_g`` NPUs. The YAML block (inline on a
-dimension, or by dimension name under ``fabric.members``, :func:`attach_members`) is shown in
-the README.
+Group ``g`` of a dimension's NPUs (Holmes class clusters [1]_) holds a ``share_g`` of them,
+each with ``fraction_g x B_d`` GB/s (``B_d``: a full-speed member's), optionally at
+``price_factor_g`` / ``power_factor_g`` times the tier's prices and in blocks of ``size_g``
+NPUs (the YAML is shown in the README).
 
 Notes
 -----
-*Time.* A collective runs in lock step, so the slowest member bounds it: with ``f_min =
-min_g fraction_g`` the time on ``d`` is ``traffic_d / (f_min B_d)`` plus the unchanged
-latency, still ``const / B_d`` (convex and exact). The optimizer divides each term's bytes
-by ``f_min``; the numpy evaluator multiplies the bandwidth by it.
-
-*Cost and power.* ``kappa_d' = kappa_d sum_g share_g fraction_g price_factor_g`` (the same
-for power with ``power_factor``); 1 for a homogeneous dimension.
-
-*Asymmetric sizes* (``size``, the largest equal to the dimension's size ``n_d``). The slowest
-block bounds a collective spanning the dimension, ``t_d = max_g traffic_d(s_g) / (fraction_g
-B_d)``. For all-reduce, reduce-scatter, all-gather and all-to-all the hierarchical traffic on
-``k`` NPUs is ``c m (k-1)/k``, so with ``r(k) = (k - 1)/k``
+A collective runs in lock step, so the slowest member bounds it: the time on ``d`` is
+``traffic_d / (f_min B_d)``, ``f_min = min_g fraction_g``, still ``const / B_d``. Cost and
+power scale by ``sum_g share_g fraction_g price_factor_g`` (``power_factor_g``). With block
+sizes (the largest ``n_d``, the dimension's size) the slowest block bounds it, and for
+all-reduce, reduce-scatter, all-gather and all-to-all (traffic ``c m (k-1)/k`` on ``k``
+NPUs, ``r(k) = (k - 1)/k``)
 
 ``t_d = traffic_d(n_d) / (f_eff B_d)``, ``f_eff = min_{g: s_g > 1} fraction_g r(n_d) / r(s_g)``
 
-(:func:`slowest_fractions`), with the latency steps of the largest block. What this does not
-time exactly is refused by :func:`check_uneven_sizes`. The cost counts are those of full
-blocks (an upper bound for the smaller ones).
+(:func:`slowest_fractions`), with the largest block's latency steps; what this does not
+time exactly is refused (:func:`check_uneven_sizes`). Costs count full blocks.
 
 References
 ----------
@@ -257,13 +247,8 @@ def member_cost_factors(fabric: _Fabric) -> tuple[np.ndarray, np.ndarray]:
 def attach_members(fabric: Any, members: Mapping[str, Any] | None, field: str = "fabric.members"
                    ) -> Any:
     """``fabric`` with the ``members:`` blocks of a mapping keyed by dimension name (for fabrics
-    not written inline); a dimension that already has members is an error.
-
-    Raises
-    ------
-    InputError
-        An unknown dimension name, a dimension given twice, or a bad block (the field
-        ``<field>.<name>.<key>``).
+    not written inline); an unknown name, a dimension that already has members or a bad block
+    is an :class:`~libra_opt.errors.InputError` naming ``<field>.<name>.<key>``.
 
     Examples
     --------
@@ -312,20 +297,14 @@ class _Workload(Protocol):
 def check_uneven_sizes(fabric: _Fabric, workloads: Sequence[_Workload],
                        timing_refusal: str | None = None,
                        in_network: Sequence[str] = ()) -> None:
-    """Refuse what the asymmetric-size model (``members.size``) does not time exactly.
+    """Refuse what the asymmetric-size model (``members.size``) does not time exactly, naming
+    ``fabric.dims.<name>.members.size`` and, for a collective, the workload and group.
 
-    On a dimension ``d`` with sizes: the largest block equals its size, and every collective
-    whose group spans ``d`` is an all-reduce, reduce-scatter, all-gather or all-to-all over the
-    whole dimension, with no spanned dimension outside ``d`` (but for all-to-all), under the
-    hierarchical traffic model, a collective model other than ``topology_aware``
-    (``timing_refusal`` names the choice that rules sizes out, ``None`` when none does) and no
-    in-network reduction on ``d`` (``in_network``: the dimensions that reduce in the network).
-
-    Raises
-    ------
-    InputError
-        Naming the dimension (``fabric.dims.<name>.members.size``) and, for a collective,
-        the workload, its group and the reason.
+    On a dimension with sizes the largest block must equal its size, and every collective over
+    it must be an all-reduce, reduce-scatter, all-gather or all-to-all over the whole dimension,
+    not reaching outside it (but for all-to-all), under the hierarchical traffic model, a
+    collective model other than ``topology_aware`` (``timing_refusal`` names the choice that
+    rules sizes out) and no in-network reduction on it (``in_network``).
 
     Examples
     --------

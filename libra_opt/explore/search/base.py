@@ -37,14 +37,10 @@ __all__ = ["search_base", "search"]
 
 def search_base(scenario: Scenario) -> SearchBase:
     """The :class:`~libra_opt.explore.search.SearchBase` of a compiled scenario, from its spec.
-
-    Raises
-    ------
-    InputError
-        When the scenario has no spec, does not have exactly one workload, the workload is not
-        a transformer described by ``model`` + ``parallelism`` + ``device``, or the scenario
-        transforms it (compression, fine-grained overlap, DiLoCo): the search regenerates every
-        candidate's workload.
+    A scenario without a spec, without exactly one workload, whose workload is not a
+    transformer described by ``model`` + ``parallelism`` + ``device``, or that transforms it
+    (compression, fine-grained overlap, DiLoCo) is refused: the search regenerates every
+    candidate's workload.
 
     Examples
     --------

@@ -1,35 +1,24 @@
 """Valid lower bounds of the co-design search: a candidate is skipped only when it cannot
 beat the incumbent.
 
-They rest on two facts of the model. **Monotonicity**: a step time ``T(B)`` is a sum or a
-sum of maxima of compute constants and collective times, each a maximum, a sum or a chunk
-pipeline of terms ``c / B_d + alpha`` with ``c, alpha >= 0``, so ``B <= B'`` componentwise
-implies ``T(B) >= T(B')``. **The objective increases with the step time**: ``T``, ``T C(B)``
-or ``S T (r0 + r . B)``, with ``C, r0 + r . B > 0``.
-
-:class:`ShapeBounds` holds, per fabric shape, ``B^max_d = max B_d`` over the feasible set
-``F`` (one LP per dimension) and ``R_min = min_F R(B)``, ``R`` the factor of ``T`` in the
-objective (1, ``C(B)`` or ``S (r0 + r.B)``). Then
-
-``objective(B) = T(B) R(B) >= T(B^max) R_min``                                 (bound 1)
-
-and, before a workload is generated, with ``T_c`` the compute and bubble of
-:func:`~libra_opt.explore.search.space.compute_lower_bound_s`,
-
-``objective(B) >= T_c min_shape R_min(shape)``                                 (bound 2)
+A step time ``T(B)`` is built of terms ``c / B_d + alpha`` (``c, alpha >= 0``) by sums and
+maxima, so ``B <= B'`` implies ``T(B) >= T(B')``; the objective (``T``, ``T C(B)`` or ``S T
+(r0 + r . B)``) increases with ``T``. :class:`ShapeBounds` holds per fabric shape ``B^max_d =
+max_F B_d`` over the feasible set ``F`` and ``R_min = min_F R(B)``, ``R`` the factor of
+``T`` in the objective, so ``objective(B) >= T(B^max) R_min`` (bound 1) and, before a
+workload is generated, ``>= T_c min_shape R_min`` (bound 2, ``T_c`` the compute and bubble
+of :func:`~libra_opt.explore.search.space.compute_lower_bound_s`).
 
 **Cost levels** (bound 1'): with ``R(B) = s (k0 + rho . B)`` and levels ``c_0 = min_F rho .
-B <= ... <= c_K = max_F rho . B``, every feasible ``B`` lies in some ``[c_{j-1}, c_j]``, so
-``B <= B^max(c_j)`` (maxima over ``F`` and ``rho . B <= c_j``) and
+B <= ... <= c_K = max_F rho . B``, a feasible ``B`` lies in some ``[c_{j-1}, c_j]``, so
 
 ``objective(B) >= min_j T(B^max(c_j)) s (k0 + c_{j-1})``                      (bound 1')
 
-At a fixed bandwidth ``B0``, ``F = {B0}`` and bound 1 is the objective itself.
-
-**Ranking with failures**: the ranked value is the objective times factors that are each at
-least 1, and ``1 / goodput >= E_i[e^{R_i/M}]`` whatever the checkpoint
-(:func:`~libra_opt.scenario.failures.recovery_terms`), a function of the shape alone, so
-each shape's bounds times it (:func:`failure_bounds`) still bound the ranked value.
+with ``B^max(c_j)`` the maxima over ``F`` and ``rho . B <= c_j``. At a fixed bandwidth bound
+1 is the objective itself. **With failures** the ranked value is the objective times
+factors of at least 1, and ``1 / goodput >= E_i[e^{R_i/M}]``
+(:func:`~libra_opt.scenario.failures.recovery_terms`), a function of the shape alone
+(:func:`failure_bounds`).
 """
 
 from __future__ import annotations

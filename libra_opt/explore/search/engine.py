@@ -311,33 +311,16 @@ def run_search(
 ) -> SearchResult:
     """Search parallelization, placement, fabric shape and bandwidth together.
 
-    Parameters
-    ----------
-    base : SearchBase
-        From :func:`libra_opt.explore.search.base.search_base`.
-    space : SearchSpace, optional
-        Default every knob, every placement, the base fabric.
-    top : int
-        How many best candidates are exact (pruning keeps them) and returned as solutions.
-    objective : {'perf', 'perf_per_cost', 'tco'}, optional
-        Override the scenario's objective.
-    fixed_bw_gbps : sequence of float, optional
-        Evaluate every candidate at this bandwidth instead of optimizing it.
-    prune : bool
-        ``False`` solves every candidate that fits (exhaustive enumeration).
-    executor, max_workers, scheduler
-        Where the chunks run (:func:`libra_opt.explore.executors.resolve_executor`); the rows
-        are the same on all.
-    progress : bool or callable
-        ``True``: a progress bar on stderr; a callable gets ``(done, total)``.
-    extra_constraints : sequence of LinearConstraint
-        Added to the scenario's constraints (e.g. an equal split).
-    solutions : bool
-        Re-solve the ``top`` candidates for their full :class:`Solution`.
-    error_model : ErrorModel, optional
-        Validated runs: the error band and envelope columns of each solved row.
-    rank : {'objective', 'failures'}
-        By the objective, or by the objective under failures (a ``reliability`` section).
+    ``base`` comes from :func:`libra_opt.explore.search.base.search_base`; ``space`` defaults to
+    every knob and placement on the base fabric. The ``top`` best candidates are exact (pruning
+    keeps them; ``prune=False`` solves every one that fits) and, with ``solutions``, re-solved
+    for their full :class:`Solution`. ``objective`` overrides the scenario's;
+    ``fixed_bw_gbps`` evaluates every candidate at one bandwidth instead of optimizing it;
+    ``extra_constraints`` are added (e.g. an equal split); ``executor``, ``max_workers`` and
+    ``scheduler`` say where the chunks run (:func:`libra_opt.explore.executors.resolve_executor`;
+    the rows are the same on all); ``progress`` is a bar on stderr (``True``) or a callable of
+    ``(done, total)``; ``error_model`` adds each solved row's error band and envelope columns;
+    ``rank='failures'`` ranks by the objective under failures (a ``reliability`` section).
 
     Examples
     --------

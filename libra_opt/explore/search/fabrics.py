@@ -286,13 +286,9 @@ def _split_vectors(degree: int, free: Sequence[int]) -> Iterator[tuple[int, ...]
 
 
 def require_buildable(shapes: Sequence[FabricShape], field: str) -> tuple[FabricShape, ...]:
-    """``shapes``, after checking that at least one has a fabric (a family none of whose shapes
-    can be built is bad input, not an infeasible design).
-
-    Raises
-    ------
-    InputError
-        ``field=field``, listing each shape with its reason (distinct reasons once).
+    """``shapes``, after checking that at least one has a fabric: a family none of whose shapes
+    can be built is bad input (an :class:`~libra_opt.errors.InputError` on ``field`` listing
+    each shape with its reason), not an infeasible design.
 
     Examples
     --------

@@ -533,14 +533,11 @@ def compute_lower_bound_s(model: TransformerSpec, par: Parallelism, cache: Layer
 
     Notes
     -----
-    The generated step charges the slowest stage ``r`` for ``m`` micro-batches plus the bubble
-    ``sum_{s != r} c_s / v``, with ``c_s = L_s + e_s``, ``L_s = n_dense,s t_dense + n_moe,s
-    t_moe`` and ``e_s >= 0``, plus an optimizer step and communication (both ``>= 0``). Since
-    ``c_r >= max_s L_s`` and ``sum_{s != r} c_s >= sum_s L_s - max_s L_s``,
-
-    ``T(B) >= m max_s L_s + (sum_s L_s - max_s L_s) / v = LB``
-
-    for every ``B``; the test suite checks ``LB <= T(B)`` against generated workloads.
+    The step charges the slowest stage ``r`` for ``m`` micro-batches plus the bubble ``sum_{s
+    != r} c_s / v``, with ``c_s = L_s + e_s`` (``L_s`` its layers' compute, ``e_s >= 0``) and
+    an optimizer step and communication ``>= 0``; since ``c_r >= max_s L_s`` and ``sum_{s != r}
+    c_s >= sum_s L_s - max_s L_s``, ``T(B) >= m max_s L_s + (sum_s L_s - max_s L_s) / v``. The
+    test suite checks it against generated workloads.
 
     Examples
     --------
