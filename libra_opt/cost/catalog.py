@@ -1,16 +1,11 @@
 """Price and power catalogs: parts with sources and dates, turned into a :class:`CostModel`.
 
-A catalog (read by :func:`libra_opt.io.presets.load_catalog`) has ``parts`` (``kind``
-switch, nic, transceiver or link; a device price and power with its ports or GB/s, or direct
-``usd_per_gbps`` / ``w_per_gbps``; a ``source`` and ``date``) and ``tiers`` (tier ->
-component -> part; ``copper`` names a ``link`` part used on a switch dimension's copper cable
-levels, ``in_network_reduction`` a ``switch`` part priced per GB/s of port).
-
-Notes
------
-``usd_per_gbps = price_usd / (ports * port_gbps)`` for a switch or NIC, ``price_usd / gbps``
-for a transceiver or cable; the same with ``power_w``. Bandwidths are GB/s per direction
-(400 Gb/s = 50 GB/s).
+A catalog (:func:`libra_opt.io.presets.load_catalog`) has ``parts`` (switch, nic,
+transceiver or link, with a ``source`` and ``date``) and ``tiers`` (tier -> component ->
+part; ``copper`` names a link used on copper cable levels, ``in_network_reduction`` a
+switch part). A device's ``usd_per_gbps`` is ``price_usd / (ports * port_gbps)`` for a
+switch or NIC, ``price_usd / gbps`` for a transceiver or cable (the same with ``power_w``),
+bandwidths in GB/s per direction (400 Gb/s = 50 GB/s).
 """
 
 from __future__ import annotations

@@ -184,11 +184,6 @@ def host_dims(fabric: Fabric, gpus_per_host: int) -> tuple[bool, ...]:
     return tuple(out)
 
 
-def _level_names(t: int) -> tuple[str, ...]:
-    return ("switch",) if t == 1 else ("leaf", "spine") if t == 2 else ("leaf", "aggregation",
-                                                                      "core")
-
-
 def _uplinks(n: int, k: int, t: int) -> list[list[tuple[int, int]]]:
     """Per switch level above the leaves, ``(L, S)`` of each kind of lower switch: its
     ``L`` uplinks dealt round-robin over ``S`` switches of the level (the wiring of
@@ -216,7 +211,8 @@ def _switch_modes(fabric: Fabric, d: int, rates: Mapping[str, float]) -> list[Fa
     n_big, block = fabric.n_npus, switch_block_npus(fabric, d)
     levels = clos_level_switches(block, dim.switch_radix)
     rates = {kind: rate_of(rates, kind, dim.tier) for kind in ("switch", "link")}
-    names = _level_names(len(levels))
+    names = {1: ("switch",), 2: ("leaf", "spine")}.get(len(levels),
+                                                      ("leaf", "aggregation", "core"))
     out = [FailureMode("switch", f"{dim.name} {names[0]}", inv.blocks * levels[0],
                        rates["switch"], True),
            FailureMode("link", f"{dim.name} host cable", n_big, rates["link"], True)]

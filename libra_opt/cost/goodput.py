@@ -89,15 +89,11 @@ def daly_interval_s(checkpoint_s: float, mtbf_s: float) -> float:
 def expected_goodput(interval_s: float, checkpoint_s: float, mtbf_s: float,
                      recovery_s: float | Sequence[float] | np.ndarray,
                      weights: Sequence[float] | np.ndarray | None = None) -> float:
-    """Fraction of wall time that advances training under checkpoint/restart: ``interval_s``
-    (``tau``) compute seconds between checkpoints of ``checkpoint_s`` (``delta``), a mean time
-    between stopping failures ``mtbf_s`` (``M``, ``inf``: none) and recoveries ``recovery_s``
-    (``R_i``) of probabilities ``weights`` (default equal).
-
-    Notes
-    -----
-    ``tau / (M (e^{(tau + delta)/M} - 1) sum_i p_i e^{R_i/M})``; without failures,
-    ``tau / (tau + delta)``.
+    """Fraction of wall time that advances training: ``interval_s`` (``tau``) compute seconds
+    between checkpoints of ``checkpoint_s`` (``delta``), a mean time between stopping failures
+    ``mtbf_s`` (``M``, ``inf``: none), recoveries ``recovery_s`` (``R_i``) of probabilities
+    ``weights`` (default equal): ``tau / (M (e^{(tau + delta)/M} - 1) sum_i p_i e^{R_i/M})``,
+    without failures ``tau / (tau + delta)``.
 
     Examples
     --------
@@ -170,15 +166,13 @@ class ReliabilityModel:
     """The ``reliability:`` section: failure rates, recovery and spares.
 
     ``detection_s`` and ``restart_s`` (no defaults) are the seconds from a failure to the job
-    being stopped and to restart it from its checkpoint; ``replace_s`` is added when no hot
-    spare is at hand. ``rates_per_h`` or ``mtbf_h`` replace default rates by kind
-    (:func:`~libra_opt.cost.failures.check_rates`; the result is ``rates``). ``gpus_per_host``
-    (default 8, the Grand Teton servers of [3]_), ``checkpoint_write_gbps`` (aggregate, default
-    :data:`CHECKPOINT_WRITE_GBPS`), ``spares_per_domain`` (hot spare NPUs per HB domain, which
-    cost money and power), ``repair_h`` (default :data:`REPAIR_H`), and optionally
-    ``checkpoint_interval_s`` (default Daly's optimum), ``run_days`` (default the training run's
-    own, from ``tco``) and ``checkpoint_bytes`` (default the workload's weights and optimizer
-    state, :func:`~libra_opt.generators.memory.checkpoint_bytes`).
+    being stopped and to restart it; ``replace_s`` is added when no hot spare is at hand.
+    ``rates_per_h`` or ``mtbf_h`` replace default rates (giving ``rates``, :func:`check_rates`).
+    Also ``gpus_per_host`` (8, the Grand Teton servers of [3]_), ``checkpoint_write_gbps``
+    (:data:`CHECKPOINT_WRITE_GBPS`), ``spares_per_domain`` (per HB domain, priced),
+    ``repair_h`` (:data:`REPAIR_H`), and optionally
+    ``checkpoint_interval_s`` (Daly's optimum), ``run_days`` (the run's own, from ``tco``) and
+    ``checkpoint_bytes`` (:func:`~libra_opt.generators.memory.checkpoint_bytes`).
 
     Examples
     --------

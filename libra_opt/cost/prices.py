@@ -195,14 +195,13 @@ def cost_coefficients(fabric: Fabric, cost_model: CostModel,
 
     Notes
     -----
-    ``kappa_d = l_d p_link + u_d p_copper + s_d p_switch + c_d p_nic + o_d p_transceiver`` with
-    ``l_d``, ``u_d``, ``s_d``, ``c_d``, ``o_d`` the optical link, copper link, priced switch-port,
-    NIC-port and transceiver GB/s per GB/s of ``B_d`` (:func:`dimension_inventory`); the same
-    with W for ``pi_d``. An in-network dimension adds ``s_d p_in_network_reduction``; one the
-    aggregators attach to adds ``N p_port`` to its ``nic`` column; a heterogeneous dimension
-    multiplies its row by ``sum_g share_g fraction_g price_factor_g`` (``power_factor_g`` for W).
-    A tier missing, or lacking a component a dimension needs, is an
-    :class:`~libra_opt.errors.InputError`.
+    ``kappa_d = l_d p_link + u_d p_copper + s_d p_switch + c_d p_nic + o_d p_transceiver``, the
+    GB/s of optical link, copper link, priced switch port, NIC port and transceiver per GB/s of
+    ``B_d`` (:func:`dimension_inventory`) at their prices; the same with W for ``pi_d``. An
+    in-network dimension adds ``s_d p_in_network_reduction``, one the aggregators attach to
+    ``N p_port`` (``nic`` column); a heterogeneous dimension's row is multiplied by ``sum_g
+    share_g fraction_g price_factor_g`` (``power_factor_g`` for W). A tier missing, or lacking
+    a component a dimension needs, is an :class:`~libra_opt.errors.InputError`.
 
     Examples
     --------

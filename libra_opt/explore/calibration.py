@@ -1,12 +1,9 @@
-"""Fitting model constants on published runs: device constants and software-stack constants.
-
-:func:`calibrate_device` fits at most two device constants so that calibration rows of a
-validation table are reproduced (:func:`calibrate_tables`: per device, on the rows marked
-``calibrate: true``); :func:`calibrate_stacks` fits each software stack's efficiency
-constant on its rows marked ``calibrate: stack``. Both are bounded least squares in log
-error, :math:`\\min_x \\sum_i (\\ln \\hat y_i(x) / y_i)^2` over the constants inside their
-bounds (:func:`scipy.optimize.least_squares`, trust-region reflective [1]_): exact with as
-many rows as constants.
+"""Fitting model constants on published runs: device constants (:func:`calibrate_device`, per
+device on rows marked ``calibrate: true`` by :func:`calibrate_tables`) and each software
+stack's efficiency constant (:func:`calibrate_stacks`, rows marked ``calibrate: stack``), by
+bounded least squares in log error, :math:`\\min_x \\sum_i (\\ln \\hat y_i(x) / y_i)^2`
+(:func:`scipy.optimize.least_squares`, trust-region reflective [1]_): exact with as many
+rows as constants.
 
 References
 ----------
@@ -91,14 +88,9 @@ def calibrate_device(
     constants: Sequence[str] = ("default_efficiency", "mem_efficiency"),
 ) -> Device:
     """Fit one or two device constants (:data:`CALIBRABLE`) so the calibration ``rows`` (at
-    least as many) are reproduced; a copy of ``device`` with them (a ``ValueError`` for more
-    than two constants or fewer rows).
-
-    Notes
-    -----
-    The constants are divided by their scale (1 for the efficiencies, 100 for
-    ``gemm_k_overhead``, 1 us for ``kernel_overhead_s``) so that the finite-difference steps
-    suit each.
+    least as many) are reproduced: a copy of ``device`` with them. The constants are fitted
+    divided by their scale (1 for the efficiencies, 100 for ``gemm_k_overhead``, 1 us for
+    ``kernel_overhead_s``) so that the finite-difference steps suit each.
 
     Examples
     --------

@@ -2,11 +2,10 @@
 
 A local cluster's workers keep spill and lock files in
 ``<tmp>/libra-opt-dask-<host>-<pid>-<random>`` (``<host>``: 8 hex digits of the host name's
-SHA-256), removed when the run ends and locked by the run (an exclusive ``flock``,
-:func:`libra_opt.io.folder_lock.lock_folder`) from before it gets that name, so a folder
-left by a killed run is the one whose lock nobody holds: every Dask run first removes those
-of this host. Folders whose lock cannot be tried, of another host or name, and symbolic
-links are never removed.
+SHA-256), locked by the run (an exclusive ``flock``, :func:`libra_opt.io.folder_lock.lock_folder`)
+from before it gets that name until it is removed, so a folder whose lock nobody holds was
+left by a killed run: every Dask run first removes those of this host (never folders whose
+lock cannot be tried, of another host or name, or symbolic links).
 """
 
 from __future__ import annotations

@@ -28,9 +28,9 @@ def diloco_scenario(
     dp_group: str = "dp",
 ) -> Scenario:
     """``scenario`` trained with DiLoCo across the sites of ``site_dim`` (``settings``: ``H``,
-    ``F``, ``b`` and ``tau``; ``params_per_npu``: the parameters each NPU holds; ``dp_group``:
-    every workload's data-parallel group), with workloads ``<name>`` and ``<name>_outer``
-    weighted ``w`` and ``w F / H``.
+    ``F``, ``b``, ``tau``; ``params_per_npu``: the parameters each NPU holds; ``dp_group``: the
+    workloads' data-parallel group): workloads ``<name>`` and ``<name>_outer`` weighted ``w``
+    and ``w F / H``.
 
     Examples
     --------

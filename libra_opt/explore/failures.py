@@ -1,10 +1,6 @@
-"""Failure studies: goodput against cluster size for each fabric family.
-
-:func:`goodput_by_size` moves a two-level scenario (a ``fat_tree`` or ``rail_only`` builder
-fabric, one model-based workload, a ``reliability`` section) to other NPU counts and
-families by path overrides (:func:`scaled_overrides`: fabric size and builder, the
-data-parallel degree, the global batch per data-parallel rank and the outermost
-data-parallel span), solves each and evaluates it under failures
+"""Failure studies: goodput against cluster size for each fabric family. :func:`goodput_by_size`
+moves a two-level scenario to other NPU counts and families by path overrides
+(:func:`scaled_overrides`), solves each and evaluates it under failures
 (:func:`~libra_opt.scenario.failures.failure_report`).
 """
 

@@ -1,9 +1,7 @@
-"""Should a switch dimension reduce in the network? Enumerate the choices, solve each exactly.
-
-In-network reduction (SHARP class, :mod:`libra_opt.traffic.in_network`) changes a
-dimension's traffic and price by an integer choice, so it is not a variable of the convex
-program: each of the ``2^E`` choices over ``E`` eligible dimensions is solved to its global
-optimum, and the best of them is the exact optimum of the joint choice.
+"""Should a switch dimension reduce in the network? In-network reduction (SHARP class,
+:mod:`libra_opt.traffic.in_network`) changes a dimension's traffic and price by an integer
+choice, so each of the ``2^E`` choices is solved to its global optimum and the best of them
+is the exact optimum of the joint choice.
 
 Examples
 --------
@@ -106,11 +104,13 @@ def choose_in_network(
     if len(dims) > 12:
         raise InputError(f"{len(dims)} candidate dimensions: 2^{len(dims)} solves is too many "
                          "(at most 12)", field="in_network_reduction")
+    c = scenario.collectives  # without its own in-network dimensions
+    settings = c if c is None else dataclasses.replace(c, in_network_reduction=())
     out = []
     for r in range(len(dims) + 1):
         for subset in itertools.combinations(dims, r):
             scen = dataclasses.replace(scenario, in_network_reduction=tuple(subset),
-                                       collectives=_without_inr(scenario))
+                                       collectives=settings)
             try:
                 sol = solve(scen, with_baselines=False, backend=backend)
             except InfeasibleDesignError:
@@ -123,9 +123,3 @@ def choose_in_network(
                                        np.asarray(sol.bw_gbps, dtype=float)))
     out.sort(key=lambda c: (not c.feasible, c.objective_value, len(c.dims)))
     return InNetworkResult(tuple(out), scenario.objective)
-
-
-def _without_inr(scenario: Scenario):
-    """The scenario's collective settings without their own in-network dimensions."""
-    c = scenario.collectives
-    return c if c is None else dataclasses.replace(c, in_network_reduction=())

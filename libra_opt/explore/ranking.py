@@ -148,7 +148,7 @@ def _cost(r: RowResult, t_s: float) -> float:
 
 
 def variant_rankings(results: Sequence[TableResult]) -> tuple[VariantRanking, ...]:
-    """One :class:`VariantRanking` per ``variant_set`` with at least two rows.
+    """One :class:`VariantRanking` per ``variant_set`` of at least two rows.
 
     Examples
     --------

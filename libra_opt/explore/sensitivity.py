@@ -1,13 +1,9 @@
-"""Sensitivities of an optimum: what one more $, W or GB/s is worth, per dimension.
-
-Two kinds, read at the optimum of a :class:`~libra_opt.optimize.solution.Solution`:
-**re-optimized**, from the duals (the budget row's shadow price is the objective's change
-per extra $ with every dimension re-balanced; a row bounding one dimension alone gives the
-change per GB/s of moving that bound; the sign convention of
-:class:`~libra_opt.optimize.solution.ConstraintReport`), and **model**, the one-sided
-derivative of the weighted step time when dimension ``d`` alone gets more bandwidth (a
-forward step of ``1e-7 B_d``, nothing re-balanced: often 0 at a pipelined optimum, where
-another dimension ties).
+"""Sensitivities of an optimum: what one more $, W or GB/s is worth, per dimension,
+**re-optimized** (the duals: the budget row's shadow price, the change per GB/s of moving a
+row that bounds one dimension alone; the sign convention of
+:class:`~libra_opt.optimize.solution.ConstraintReport`) or on the **model** (the one-sided
+derivative of the weighted step time when dimension ``d`` alone gets more bandwidth, a
+forward step of ``1e-7 B_d``: often 0 at a pipelined optimum, where another dimension ties).
 """
 
 from __future__ import annotations

@@ -112,11 +112,9 @@ def widened(model: ErrorModel, band: Band, outside: tuple[str, ...]) -> Band:
 
 
 def scenario_bands(model: ErrorModel, scenario: Scenario) -> dict[str, Band]:
-    """The error band of each model-based workload of a compiled ``scenario``, by name.
-
-    A workload priced by a fixed efficiency, of a model that is not a transformer, or in a
-    scenario timed otherwise than the validation tables (:func:`timing_outside`) is outside the
-    envelope: its band is widened (:func:`widened`).
+    """The error band of each model-based workload of a compiled ``scenario``, by name, widened
+    (:func:`widened`) for a fixed efficiency, a model that is not a transformer, or a timing
+    other than the validation tables' (:func:`timing_outside`).
 
     Examples
     --------

@@ -1,10 +1,7 @@
-"""Fabric builders: multi-dimensional fabrics, rail-optimized fat-trees and Rail-only networks.
-
-Every builder returns a plain :class:`~libra_opt.fabric.dims.Fabric`. :func:`multi_dim`
-builds LIBRA's fabrics [2]_; :func:`rail_optimized_fat_tree` an HB (scale-up) domain plus one
-full-bisection Clos over all NPUs; :func:`rail_only` the same HB domain plus one Clos per rail,
-no spine across rails [1]_. The two-level builders give the same dimension names (``hb``,
-``scaleout``) and sizes, so they compare one-to-one.
+"""Fabric builders: :func:`multi_dim` (LIBRA's fabrics [2]_), :func:`rail_optimized_fat_tree`
+(an HB domain plus one full-bisection Clos over all NPUs) and :func:`rail_only` (the same HB
+domain plus one Clos per rail [1]_). The two-level builders give the same dimension names
+(``hb``, ``scaleout``) and sizes, so they compare one-to-one.
 
 References
 ----------

@@ -1,10 +1,7 @@
-"""Immutable containers for results and inputs: a read-only mapping that pickles, and
-read-only numpy arrays.
-
-Frozen dataclasses stop attribute assignment, not writes into the arrays or mappings they
-hold: every mapping a result exposes is a :class:`FrozenMap` (pickled by value), every array
-read-only and owned (:func:`readonly_array`, :func:`freeze_arrays`), and results holding
-arrays derive from :class:`FrozenOnUnpickle` (numpy unpickles arrays writable).
+"""Immutable containers for results and inputs: every mapping a result exposes is a
+:class:`FrozenMap` (read-only, pickled by value), every array read-only and owned
+(:func:`readonly_array`, :func:`freeze_arrays`), and results holding arrays derive from
+:class:`FrozenOnUnpickle` (numpy unpickles arrays writable).
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
-"""Explicit networkx graphs of fabrics: NPUs, NICs, switches and links with bandwidth.
-
-The cost model counts components in closed form
-(:func:`libra_opt.fabric.inventory.dimension_inventory`); this module builds the same fabric
-node by node, so the tests count them (and bisection bandwidths by max-flow) on the graph.
-NPU ``i`` has coordinates ``c_d`` with ``i = sum_d c_d prod(size_0..size_{d-1})`` (innermost
-fastest); inside a ``block``-scope switch network the endpoints are ordered rail-major, so
-in a rail-optimized fat-tree each leaf serves one rail.
+"""Explicit networkx graphs of fabrics, node by node, so the tests count the components of
+:func:`libra_opt.fabric.inventory.dimension_inventory` (and bisections by max-flow) on them.
+NPU ``i`` has coordinates ``c_d``, ``i = sum_d c_d prod(size_0..size_{d-1})``; a
+``block``-scope switch network orders its endpoints rail-major, so in a rail-optimized
+fat-tree each leaf serves one rail.
 """
 
 from __future__ import annotations
@@ -105,14 +102,12 @@ def fabric_graph(
     fabrics over ``max_npus`` are refused.
 
     Nodes are ``("npu", i)`` (``coords``), ``("nic", d, i)`` and ``("switch", d, block, level,
-    j)`` (``level`` 0 = leaf; ``radix``, ``None`` for an ideal switch); edges carry ``kind``
-    (``direct``, ``pcie``, ``host`` NIC-switch, ``fabric`` switch-switch), ``dim``, ``bw_gbps``
-    (per direction) and, for cables, ``media`` (``copper`` on the lowest ``copper_levels``
-    levels). NPUs cabled to each other get their topology's
-    :meth:`~libra_opt.fabric.topology.Topology.wiring` per block, each cable of ``B /
-    links_per_npu``; a switch is one ideal switch per block or, with a radix ``k``, a Clos per
-    block (per rail for ``rail`` scope) with leaves of ``k/2`` endpoints, each tier's uplinks
-    dealt round-robin over the next level (pods of ``k^2/4`` for 3 tiers). Counts equal
+    j)`` (``level`` 0 = leaf; ``radix``); edges carry ``kind`` (``direct``, ``pcie``, ``host``,
+    ``fabric``), ``dim``, ``bw_gbps`` (per direction) and, for cables, ``media``. NPUs cabled to
+    each other get their topology's :meth:`~libra_opt.fabric.topology.Topology.wiring` per
+    block; a switch dimension one ideal switch per block or a Clos per block (per rail for
+    ``rail`` scope) with leaves of ``k/2`` endpoints and each tier's uplinks dealt round-robin
+    over the next level (pods of ``k^2/4`` for 3 tiers). Counts equal
     :func:`~libra_opt.fabric.inventory.dimension_inventory`; with irregular sizes a bisection
     cut may fall a few links short of full.
 

@@ -1,9 +1,7 @@
-"""Component counts of a fabric: links, switch ports, NICs, transceivers and Clos tiers.
-
-Every count is per GB/s of a dimension's per-NPU bandwidth ``B_d``, so pricing them
-(:mod:`libra_opt.cost.prices`) gives linear cost and power. Each topology counts its own
+"""Component counts of a fabric per GB/s of a dimension's per-NPU bandwidth ``B_d`` (so that
+pricing them, :mod:`libra_opt.cost.prices`, is linear): each topology counts its own
 (:meth:`~libra_opt.fabric.topology.Topology.inventory`, LIBRA's building blocks [1]_ or a
-folded Clos of whole switches); :mod:`libra_opt.fabric.graphs` checks them on explicit graphs.
+folded Clos of whole switches), checked on the graphs of :mod:`libra_opt.fabric.graphs`.
 
 References
 ----------

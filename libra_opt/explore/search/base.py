@@ -1,10 +1,8 @@
-"""The base of a co-design search, taken from a compiled scenario's spec (no file is read).
-
-The spec gives the fabric family, prices, constraints, objective and TCO; its one
-model-based workload the model, device, compute model, batch, precision and mapping. The
-search builds each candidate's scenario directly (:func:`candidate_scenario`, the layers
-generated once per parallelization: about 0.15 ms against 9 ms for a compile on Llama 3
-405B); the test suite checks on samples that compiling the candidate's spec
+"""The base of a co-design search, from a compiled scenario's spec (no file is read): the
+fabric family, prices, constraints, objective and TCO, and the one model-based workload.
+The search builds each candidate's scenario directly (:func:`candidate_scenario`, the
+layers generated once per parallelization: about 0.15 ms against 9 ms for a compile on
+Llama 3 405B); the test suite checks on samples that compiling the candidate's spec
 (:func:`~libra_opt.explore.search.spec.candidate_spec`) gives the same scenario.
 """
 

@@ -241,20 +241,16 @@ def additive(scenario: Scenario) -> bool:
 
 @dataclass
 class GroupTimes:
-    """Step times of one generated workload at a few bandwidth vectors, by group span.
+    """Step times of one generated workload at a few bandwidth rows (``(L, D)``, scaled by the
+    slowest members' fractions), by group span.
 
-    Under the ``no_overlap`` loop ``T(B) = T_comp + sum_k n_k t_k(B)`` over the distinct
-    collectives ``k``, and ``t_k`` depends only on the span of ``k``'s group, so ``T = T_comp +
-    sum_g C_g(span_g)``: a placement's step time is a few table look-ups
-    (:meth:`step_times_s`, checked by the tests against
-    :func:`~libra_opt.traffic.step_time.step_time_from_walk`), and
-
-    ``min over placements T >= T_comp + sum_g min over spans C_g(span)``       (bound 3)
-
-    bounds every placement of a parallelization on a shape at once (:meth:`floor_s`).
-    ``bw_gbps`` are ``(L, D)`` rows already scaled by the slowest members' fractions; ``units``
-    (unit-size traffic by kind, span and flat ring) is shared by every workload on one fabric;
-    ``flat_ring_groups`` are priced as one flat ring, as the exact step time prices them.
+    Under the ``no_overlap`` loop ``T(B) = T_comp + sum_g C_g(span_g)``, ``C_g`` the time of
+    group ``g``'s collectives, which depends only on its span: a placement's step time is a few
+    table look-ups (:meth:`step_times_s`, checked against
+    :func:`~libra_opt.traffic.step_time.step_time_from_walk`), and ``min over placements T >=
+    T_comp + sum_g min over spans C_g`` (bound 3, :meth:`floor_s`). ``units`` (unit-size traffic
+    by kind, span and flat ring) is shared by every workload on one fabric; ``flat_ring_groups``
+    are priced as one flat ring, as the exact step time prices them.
     """
 
     flat: Any

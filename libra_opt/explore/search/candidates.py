@@ -1,7 +1,6 @@
 """Candidates of the co-design search: what one is made of, the scenario it becomes
-(:func:`candidate_scenario`, the one place it happens), its exact bandwidth optimum or its
-evaluation at a fixed bandwidth (``_inner``), its full solution (``_resolve``) and the
-conventional layout the co-design gains compare against (:func:`conventional_parallelism`).
+(:func:`candidate_scenario`), its optimum or fixed-bandwidth evaluation (``_inner``), its
+full solution (``_resolve``) and the conventional layout (:func:`conventional_parallelism`).
 """
 
 from __future__ import annotations

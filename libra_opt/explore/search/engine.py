@@ -1,16 +1,10 @@
 """The co-design search's enumeration, pruning and executors.
 
-For one model-based workload the search enumerates the candidates of
-:mod:`~libra_opt.explore.search.space` (parallelization x placement x fabric shape) and gives
-each surviving one the exact bandwidth optimum of the scenario's objective
-(:func:`libra_opt.optimize.problem.solve`). Cheapest first: the exact memory check
-(:class:`~libra_opt.explore.search.space.MemoryModel`); bound 2 per parallelization (compute,
-bubble and the least data-parallel sync, bound 2'); bound 3 per parallelization and shape
-(the least time of each group's collectives over its spans); bounds 1 and 1' per candidate
-(:mod:`~libra_opt.explore.search.bounds`); then the solve.
-
-A candidate is pruned when its bound exceeds the ``top``-th best objective found so far by
-more than :data:`PRUNE_RTOL`, so the ``top`` best are those of exhaustive enumeration.
+Each candidate of :mod:`~libra_opt.explore.search.space` gets the exact bandwidth optimum of
+the scenario's objective unless a bound proves it cannot be among the ``top`` best: the
+exact memory check, bound 2 per parallelization, bound 3 per parallelization and shape,
+bounds 1 and 1' per candidate (:mod:`~libra_opt.explore.search.bounds`), each pruning when
+it exceeds the ``top``-th best found so far by more than :data:`PRUNE_RTOL`.
 Parallelizations are visited in increasing bound 2 in rounds of 1, 2, 4, ... chunks, each
 chunk pruning against the best values known when its round started and its own solves, so
 the rows are the same whatever executor (:mod:`libra_opt.explore.executors`) runs them.
@@ -248,17 +242,14 @@ class SearchResult:
     ``table`` (pandas) has one row per candidate, or per group pruned together (their count in
     ``n_candidates``, ``placement`` ``*``), in enumeration order: the knobs
     (:data:`KNOB_COLUMNS`), ``status`` (``optimal``, ``pruned``, ``memory``, ``infeasible``,
-    ``unbounded``, ``error``, ``invalid_shape``) and ``reason``, ``lower_bound``, ``objective``,
-    ``step_time_s``, ``tokens_per_s``, ``mfu`` (a fraction of the peak), ``memory_per_npu_gb``,
-    ``bw_<dim>_gbps``, ``network_cost_usd``, ``network_power_w``, ``run_cost_usd`` (one run at
-    the cluster's amortized $/s; NaN without a TCO run length) and ``run_cost_usd_per_mtoken``,
-    ``solve_s``, with failures ``goodput`` and ``effective_objective``, and ``rank`` (1 = best,
-    NA for rows not solved; ``alternative_of`` and ``alternatives``:
+    ``unbounded``, ``error``, ``invalid_shape``), ``reason``, ``lower_bound``, ``objective``,
+    ``step_time_s``, ``tokens_per_s``, ``mfu`` (a fraction), ``memory_per_npu_gb``,
+    ``bw_<dim>_gbps``, ``network_cost_usd``, ``network_power_w``, ``run_cost_usd`` (NaN without
+    a TCO run length), ``run_cost_usd_per_mtoken``, ``solve_s``, with failures ``goodput`` and
+    ``effective_objective``, and ``rank`` (1 = best, NA when not solved; see also
     :func:`~libra_opt.explore.search.results.designs`). ``solutions`` and ``candidates`` are the
-    ``top`` best, best first (none at a fixed bandwidth); ``stats`` the candidate counts,
-    ``wall_s``, ``solve_s`` (solver time summed over workers) and ``solves_per_solver_s``;
-    ``gains`` the :func:`codesign_gains` when asked for; ``device`` and ``stack`` what the error
-    bands are drawn for; ``rank`` ``objective`` or ``failures``.
+    ``top`` best (none at a fixed bandwidth); ``stats`` the counts, ``wall_s``, ``solve_s``
+    (summed over workers) and ``solves_per_solver_s``; ``gains`` the :func:`codesign_gains`.
     """
 
     table: pd.DataFrame

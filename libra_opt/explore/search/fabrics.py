@@ -99,12 +99,8 @@ def fabric_shapes(base: Fabric, hb_domains: Sequence[int] | None,
 
 
 def ordered_factorizations(n: int, k: int, min_factor: int = 2) -> list[tuple[int, ...]]:
-    """Every ordered factorization of ``n`` into ``k`` factors ``>= min_factor``, lexicographic.
-
-    Notes
-    -----
-    With ``min_factor = 1`` the count is ``prod_p C(a_p + k - 1, k - 1)`` for ``n = prod_p
-    p^{a_p}``; with 2, inclusion-exclusion over the factors forced to 1.
+    """Every ordered factorization of ``n`` into ``k`` factors ``>= min_factor``, lexicographic
+    (``prod_p C(a_p + k - 1, k - 1)`` of them for ``n = prod_p p^{a_p}`` and factors ``>= 1``).
 
     Examples
     --------
@@ -156,16 +152,15 @@ def dim_shapes(base: Fabric, spec: ScenarioSpec | None,
                unit_dims: bool = False) -> tuple[FabricShape, ...]:
     """The shapes of a multi-dimensional fabric family: sizes x topologies per dimension.
 
-    Each is the spec with ``fabric.dims[i].size`` and ``.topology`` replaced where they change
-    (``fabric.shape`` and ``fabric.topologies`` of ``multi_dim``), a switch radix or rail scope
-    dropped where a dimension stops being a switch. Sizes: :func:`ordered_factorizations` of the
-    NPU count (``'factorizations'``; factors ``>= 1`` with ``unit_dims``), the given tuples, or
-    the base's; for each, every combination of ``dim_topologies`` (default each dimension's
-    own), the last dimension fastest; a dimension of size 1 keeps the base's topology (``ring``
-    for one needing two NPUs). Kept with a reason: a tuple of the wrong length or product, a
-    shape the compiler refuses, one giving size 1 to a dimension a constraint names in a way
-    bandwidth would help meet. Without a spec, or for a fabric that is not inline ``dims`` or
-    ``multi_dim``: :class:`~libra_opt.errors.InputError`.
+    Each is the spec with ``fabric.dims[i].size`` and ``.topology`` (``fabric.shape`` and
+    ``fabric.topologies`` of ``multi_dim``) replaced where they change, a radix or rail scope
+    dropped where a dimension stops being a switch. Sizes are :func:`ordered_factorizations` of
+    the NPU count (``'factorizations'``, factors ``>= 1`` with ``unit_dims``), the given tuples
+    or the base's; topologies every combination of ``dim_topologies`` (default each
+    dimension's own), the last dimension fastest, a dimension of size 1 keeping the base's
+    (``ring`` for one needing two NPUs). Kept with a reason: a tuple of the wrong length or
+    product, a shape the compiler refuses, one giving size 1 to a dimension a constraint names
+    in a way bandwidth would help meet. The fabric must be inline ``dims`` or ``multi_dim``.
 
     Examples
     --------

@@ -1,12 +1,10 @@
-"""The search's result table: its rows as a DataFrame (:func:`search_table`), the designs and
-their alternatives (:func:`designs`), the error band on each solved row
-(:func:`trust_columns`) and the counts (:func:`search_stats`).
+"""The search's result table (:func:`search_table`), its designs (:func:`designs`), error bands
+(:func:`trust_columns`) and counts (:func:`search_stats`).
 
 Rows that are one design (same fabric, and step time, cost and bandwidths the same up to
-solver round-off, :func:`~libra_opt.scenario.accuracy.same`) but differ in a knob that
-changes only memory are ranked once: the one needing least memory per NPU keeps the
-``rank`` and lists the others in ``alternatives``; each other one names it in
-``alternative_of``.
+solver round-off) but differ in a knob that changes only memory are ranked once: the one
+needing least memory per NPU keeps the ``rank`` and lists the others in ``alternatives``,
+which name it in ``alternative_of``.
 """
 
 from __future__ import annotations
@@ -76,7 +74,8 @@ def _differs(design: Any, alt: Any) -> str:
 
 
 def designs(table: pd.DataFrame, rank_key: str = "objective") -> pd.DataFrame:
-    """``table`` with the rows of one design ranked once (module notes).
+    """``table`` with the rows of one design ranked once (module notes): ``rank`` counts designs,
+    ``alternative_of`` and ``alternatives`` are added.
 
     Examples
     --------

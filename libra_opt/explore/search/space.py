@@ -1,17 +1,13 @@
 """The co-design search space: parallelizations, placements and fabric shapes.
 
-A candidate is a :class:`~libra_opt.generators.parallelism.Parallelism` (degrees ``tp x cp x
-pp x dp``, ``ep`` inside ``dp``, and the micro-batch, interleave, recomputation, sequence
-parallelism and ZeRO knobs), a placement of the axes ``tp, cp, ep, edp, pp`` on the fabric's
-dimensions (a span matrix ``k_{a,d}``) and a fabric shape
-(:mod:`~libra_opt.explore.search.fabrics`). Enumeration is deterministic: parallelisms in
-increasing ``tp``, ``cp``, ``pp``, ``ep``, then the knobs in the order the
-:class:`SearchSpace` lists them; placements in lexicographic order of their span matrices.
-
-A collective over ``k_d`` NPUs of dimension ``d`` costs the same whichever ``k_d`` of them
-(:mod:`libra_opt.traffic.collectives` depends on ``k_d`` and the dimension only), so rank
-orders with the same span matrix are one candidate; Megatron-Core's ``tp-cp-ep-dp-pp``
-(:func:`~libra_opt.generators.mapping.place_groups`) is one of them.
+A candidate is a :class:`~libra_opt.generators.parallelism.Parallelism`, a placement of the
+axes ``tp, cp, ep, edp, pp`` on the fabric's dimensions (a span matrix ``k_{a,d}``) and a
+fabric shape (:mod:`~libra_opt.explore.search.fabrics`), enumerated in increasing ``tp``,
+``cp``, ``pp``, ``ep``, the knobs in :class:`SearchSpace`'s order and the span matrices
+lexicographically. A collective over ``k_d`` NPUs of dimension ``d`` costs the same
+whichever ``k_d`` of them, so rank orders with the same span matrix are one candidate
+(Megatron-Core's ``tp-cp-ep-dp-pp``, :func:`~libra_opt.generators.mapping.place_groups`, is
+one of them).
 """
 
 from __future__ import annotations
@@ -199,14 +195,12 @@ def _allowed(values: tuple[int, ...] | None, candidates: list[int]) -> list[int]
 def parallelisms(
     model: TransformerSpec, n_npus: int, base: Parallelism, space: SearchSpace
 ) -> Iterator[Parallelism]:
-    """Every parallelization of ``model`` on ``n_npus`` NPUs in ``space``.
-
-    ``tp`` divides the heads and ``tp``, ``n_kv_heads`` divide one another; ``cp`` divides a
-    micro-batch's tokens; ``pp x interleave <= layers + 2``
-    (:func:`~libra_opt.generators.pipeline.stage_plan`); ``ep`` divides the experts and ``dp``,
-    and ``tp > 1`` with ``ep > 1`` needs sequence parallelism; ``dp x micro_batch`` divides the
-    global batch. ``base`` gives what is not varied (global batch, precision, data-parallel
-    mode, the overlap options, dropped where a candidate cannot have them).
+    """Every parallelization of ``model`` on ``n_npus`` NPUs in ``space``: ``tp`` divides the
+    heads and ``tp``, ``n_kv_heads`` divide one another; ``cp`` a micro-batch's tokens; ``pp x
+    interleave <= layers + 2`` (:func:`~libra_opt.generators.pipeline.stage_plan`); ``ep`` the
+    experts and ``dp`` (``tp > 1`` with ``ep > 1`` needs sequence parallelism); ``dp x
+    micro_batch`` the global batch. ``base`` gives what is not varied (global batch, precision,
+    data-parallel mode, the overlap options, dropped where a candidate cannot have them).
 
     Examples
     --------

@@ -50,8 +50,8 @@ def candidate_spec(spec: ScenarioSpec, workload: str, base: Parallelism, par: Pa
                    placement: Placement, hb_domain: int | None = None,
                    fabric_edits: Sequence[tuple[str, Any]] = ()) -> ScenarioSpec:
     """The spec of one candidate: workload ``workload``'s knobs set to ``par``'s (those that
-    differ from ``base``, or that ``spec`` writes), its ``mapping`` to ``placement``, then
-    ``fabric.hb_domain`` (when given and different) and the shape's ``fabric_edits``.
+    differ from ``base`` or that ``spec`` writes), its ``mapping`` to ``placement``, then
+    ``fabric.hb_domain`` and the shape's ``fabric_edits``.
 
     Examples
     --------
