@@ -1,40 +1,17 @@
-"""Price and power of the in-network optimizer's aggregation nodes (LuWu class).
+"""Price and power of the in-network optimizer's aggregation nodes (LuWu class [1]_).
 
-With ``dp_mode: in_network_optimizer`` (:mod:`libra_opt.generators.in_network_optimizer`)
-every NPU pushes its gradients to aggregation nodes in the network and pulls the result
-back; in the default placement the aggregators also hold the optimizer state of the whole
-model. Two things are bought for them:
+With ``dp_mode: in_network_optimizer`` every NPU pushes its gradients to aggregation nodes.
+Their ingress ports are linear in the bandwidth: ``N p_port B_d`` $ and ``N w_port B_d`` W
+join the ``nic`` column of the dimension they attach to (times ``sum_g share_g fraction_g``
+on a heterogeneous one). Their state memory (``S`` bytes of optimizer state, none with
+``optimizer_state: host_paging``) is a constant,
+:attr:`~libra_opt.cost.prices.CostCoefficients.fixed_usd` / ``fixed_w``.
 
-* **ingress ports**, linear in the bandwidth: every NPU pushes at its line rate ``B_d`` on
-  the dimension the aggregators attach to, so absorbing all pushes at once takes
-  ``N B_d`` GB/s of aggregator port (``N`` NPUs; ``N B_d sum_g share_g fraction_g`` when
-  the dimension has slower member groups, :mod:`libra_opt.fabric.heterogeneous`). Cost
-  ``N p_port B_d`` and power ``N w_port B_d`` join that dimension's ``kappa_d`` and ``pi_d``
-  (reported in the ``nic`` column, not discounted by the members' price factors), so
-  budgets, power caps, ``perf_per_cost`` and ``tco`` see them exactly;
-* **state memory**, a constant: ``S`` bytes of optimizer state (``Psi_total k_o``, 12 bytes
-  per parameter for mixed-precision Adam, once per model: the data-parallel replicas share
-  it) at ``p_mem`` $ and ``w_mem`` W per GB. It does not depend on ``B``; it is carried as
-  :attr:`~libra_opt.cost.prices.CostCoefficients.fixed_usd` / ``fixed_w``: it is part of the
-  reported network cost and power, it comes off ``budget_usd``, ``power_w`` and ``cost`` /
-  ``power`` rows (``kappa . B + F <= cap``), it is the constant of the cost in
-  ``perf_per_cost`` (``T(B) (F + kappa . B)``) and it enters the TCO's constant rate ``r0``
-  (:func:`libra_opt.cost.tco.cluster_rate_coefficients`).
-
-With the out-of-core variant (``optimizer_state: host_paging``) the state lives in the
-GPU servers' host memory (priced with the hosts, ``tco.host_usd_per_npu``) and the
-aggregators only sum gradients: ports are bought, state memory is not.
-
-Default prices are **estimates** (no public list price of an aggregation node exists):
-
-* port: one dual-socket aggregation server (estimate 15,000 $ without memory, 700 W)
-  with four 400 Gb/s NICs (the ``cx7_nic_400g`` part of the ``current_2025`` catalog,
-  2,200 $ and 20 W each, itself an estimate from reseller listings): 200 GB/s of ingress for
-  23,800 $ and 780 W, i.e. **119 $ and 3.9 W per GB/s**;
-* state memory: DDR5 RDIMMs, estimate 300 $ and 10 W per 64 GB module from 2024-2025
-  reseller listings and typical module power, i.e. **4.6875 $ and 0.15625 W per GB**.
-
-Override any of them in the scenario (``in_network_optimizer: {usd_per_port_gbps: ...}``).
+Default prices are **estimates** (no public list price exists): a port is one dual-socket
+server (15,000 $, 700 W) with four 400 Gb/s NICs (the ``current_2025`` catalog's, 2,200 $
+and 20 W each), **119 $ and 3.9 W per GB/s**; state memory is DDR5 at 300 $ and 10 W per
+64 GB module (2024-2025 reseller listings), **4.6875 $ and 0.15625 W per GB**. A scenario
+overrides them (``in_network_optimizer: {usd_per_port_gbps: ...}``).
 
 References
 ----------
@@ -75,25 +52,10 @@ W_PER_STATE_GB = 10.0 / 64.0
 
 @dataclass(frozen=True)
 class Aggregators:
-    """Where the aggregation nodes attach, what state they hold and their unit prices.
-
-    Parameters
-    ----------
-    dims : tuple of str
-        Dimensions whose per-NPU bandwidth feeds aggregator ports (one GB/s of port per
-        GB/s of ``B_d`` per NPU).
-    state_bytes : float
-        Optimizer state held by the aggregators (bytes, whole cluster); 0 when it lives in
-        host memory.
-    usd_per_port_gbps, w_per_port_gbps : float
-        $ and W per GB/s of aggregator ingress port.
-    usd_per_state_gb, w_per_state_gb : float
-        $ and W per GB of state memory.
-
-    Raises
-    ------
-    InputError
-        A negative or non-finite number (field ``in_network_optimizer.<name>``).
+    """Where the aggregation nodes attach (``dims``: one GB/s of port per GB/s of ``B_d`` per
+    NPU), the optimizer state they hold (bytes, whole cluster) and their $ and W per GB/s of
+    port and per GB of state; a negative or non-finite number is an
+    :class:`~libra_opt.errors.InputError` naming ``in_network_optimizer.<name>``.
     """
 
     dims: tuple[str, ...]

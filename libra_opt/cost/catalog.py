@@ -1,28 +1,11 @@
 """Price and power catalogs: parts with sources and dates, turned into a :class:`CostModel`.
 
-A catalog is a mapping (read by :func:`libra_opt.io.presets.load_catalog` from
-``libra_opt/data/catalog/<name>.yaml`` or any path) with
-
-* ``parts``: each with ``kind`` (``switch``, ``nic``, ``transceiver``, ``link``), either a
-  device (``price_usd``, ``power_w`` and ``ports`` x ``port_gbps`` for switches and NICs,
-  ``gbps`` for transceivers and links) or direct ``usd_per_gbps`` / ``w_per_gbps``, and a
-  ``source`` and ``date`` for its numbers;
-* ``tiers``: cost tier -> component (``link``, ``switch``, ``nic``, ``transceiver``,
-  ``copper``) -> part. ``copper`` names a ``link`` part (a copper cable such as a DAC),
-  used on the copper cable levels of a switch dimension (``copper_levels``);
-  ``in_network_reduction`` names a ``switch`` part priced per GB/s of switch port: the
-  premium of in-network reduction (SHARP class), bought only by dimensions that use it
-  (``Scenario.in_network_reduction``).
-
-Presets: ``libra_ispass24`` (LIBRA's example $ per GB/s, no power) and ``current_2025``
-(InfiniBand and Ethernet switches by radix and port speed, NICs, optics and copper, an
-NVLink-class scale-up tier, with watts).
-
-Notes
------
-Per-GB/s unit prices of one part: ``usd_per_gbps = price_usd / (ports * port_gbps)`` for a
-switch or NIC (the price of one port's GB/s), ``price_usd / gbps`` for a transceiver or a
-cable; the same with ``power_w``. Bandwidths are GB/s per direction (400 Gb/s = 50 GB/s).
+A catalog (:func:`libra_opt.io.presets.load_catalog`) has ``parts`` (switch, nic,
+transceiver or link, with a ``source`` and ``date``) and ``tiers`` (tier -> component ->
+part; ``copper`` names a link used on copper cable levels, ``in_network_reduction`` a
+switch part). A device's ``usd_per_gbps`` is ``price_usd / (ports * port_gbps)`` for a
+switch or NIC, ``price_usd / gbps`` for a transceiver or cable (the same with ``power_w``),
+bandwidths in GB/s per direction (400 Gb/s = 50 GB/s).
 """
 
 from __future__ import annotations
@@ -49,18 +32,8 @@ _PART_KEYS = {"kind", "model", "ports", "port_gbps", "gbps", "price_usd", "power
 
 @dataclass(frozen=True)
 class Part:
-    """One catalog entry, already converted to $ and W per GB/s.
-
-    Attributes
-    ----------
-    name, kind, model : str
-    usd_per_gbps : float
-    w_per_gbps : float or None
-        ``None`` when the catalog gives no power for it.
-    ports : int or None
-        Radix of a switch (ports per device).
-    port_gbps : float or None
-    source, date : str
+    """One catalog entry, converted to $ and W per GB/s (``w_per_gbps`` ``None`` without a power;
+    ``ports``: a switch's radix).
     """
 
     name: str
@@ -93,17 +66,12 @@ class Catalog:
 
     def cost_model(self) -> CostModel:
         """The :class:`~libra_opt.cost.prices.CostModel` of every tier (power when every part has it)."""
-        usd: dict[str, dict[str, float]] = {}
-        watts: dict[str, dict[str, float]] = {}
-        has_power = True
-        for tier, comps in self.tiers.items():
-            usd[tier] = {c: self.parts[p].usd_per_gbps for c, p in comps.items()}
-            w = {c: self.parts[p].w_per_gbps for c, p in comps.items()}
-            if any(v is None for v in w.values()):
-                has_power = False
-            # Values may be None here, but ``watts`` is used only when has_power (none is None).
-            watts[tier] = w  # type: ignore[assignment]
-        return CostModel.from_tables(usd, watts if has_power else None)
+        usd = {t: {c: self.parts[p].usd_per_gbps for c, p in comps.items()}
+               for t, comps in self.tiers.items()}
+        watts = {t: {c: self.parts[p].w_per_gbps for c, p in comps.items()}
+                 for t, comps in self.tiers.items()}
+        has_power = all(w is not None for comps in watts.values() for w in comps.values())
+        return CostModel.from_tables(usd, watts if has_power else None)  # type: ignore[arg-type]
 
     def switch_radix(self, tier: str) -> int | None:
         """Ports per switch of ``tier``'s switch part (``None`` when it gives none)."""
@@ -145,9 +113,7 @@ def _apply_overrides(doc: dict, overrides: Mapping[str, Any], source: str) -> di
         section = doc.setdefault(keys[0], {})
         if not isinstance(section, dict):
             raise InputError(f"{keys[0]} must be a mapping", source=source, field=keys[0])
-        if keys[0] == "parts" and keys[1] not in section and value is not None:
-            section[keys[1]] = {}
-        if keys[0] == "tiers" and keys[1] not in section:
+        if keys[1] not in section and (keys[0] == "tiers" or value is not None):
             section[keys[1]] = {}
         if keys[1] not in section:
             raise InputError(f"override {short_repr(path, 80)}: no part {short_repr(keys[1], 80)}",
@@ -163,14 +129,16 @@ def _apply_overrides(doc: dict, overrides: Mapping[str, Any], source: str) -> di
 
 
 def _number(entry: Mapping[str, Any], key: str, fld: str, source: str, positive=False) -> float:
+    """``entry[key]`` as a finite number ``>= 0`` (``> 0`` when ``positive``)."""
     v = entry[key]
     try:
         x = float(v)
     except (TypeError, ValueError):
-        raise InputError(f"{short_repr(v)} is not a number", source=source, field=fld) from None
+        raise InputError(f"{short_repr(v)} is not a number", source=source,
+                         field=f"{fld}.{key}") from None
     if not math.isfinite(x) or x < 0 or (positive and x == 0):
         raise InputError(f"{short_repr(v)} must be finite and {'> 0' if positive else '>= 0'}",
-                         source=source, field=fld)
+                         source=source, field=f"{fld}.{key}")
     return x
 
 
@@ -190,32 +158,33 @@ def _part(name: str, entry: Any, source: str) -> Part:
         if not str(entry.get(key) or "").strip():
             raise InputError("every part needs a source and a date for its numbers",
                              source=source, field=f"{fld}.{key}")
+
+    def number(key: str, positive: bool = False) -> float:
+        return _number(entry, key, fld, source, positive)
+
     ports = port_gbps = None
     if "usd_per_gbps" in entry:
-        usd = _number(entry, "usd_per_gbps", f"{fld}.usd_per_gbps", source)
-        w = _number(entry, "w_per_gbps", f"{fld}.w_per_gbps", source) if "w_per_gbps" in entry else None
+        usd = number("usd_per_gbps")
+        w = number("w_per_gbps") if "w_per_gbps" in entry else None
         if "ports" in entry:
-            ports = int(_number(entry, "ports", f"{fld}.ports", source, positive=True))
+            ports = int(number("ports", positive=True))
     else:
+        needs = ("ports", "port_gbps") if kind in ("switch", "nic") else ("gbps",)
+        for key in needs:
+            if key not in entry:
+                raise InputError(f"a {kind} needs {' and '.join(needs)} (or usd_per_gbps)",
+                                 source=source, field=f"{fld}.{key}")
         if kind in ("switch", "nic"):
-            for key in ("ports", "port_gbps"):
-                if key not in entry:
-                    raise InputError(f"a {kind} needs ports and port_gbps (or usd_per_gbps)",
-                                     source=source, field=f"{fld}.{key}")
-            ports = int(_number(entry, "ports", f"{fld}.ports", source, positive=True))
-            port_gbps = _number(entry, "port_gbps", f"{fld}.port_gbps", source, positive=True)
+            ports = int(number("ports", positive=True))
+            port_gbps = number("port_gbps", positive=True)
             gbps = ports * port_gbps
         else:
-            if "gbps" not in entry:
-                raise InputError(f"a {kind} needs gbps (or usd_per_gbps)", source=source,
-                                 field=f"{fld}.gbps")
-            gbps = _number(entry, "gbps", f"{fld}.gbps", source, positive=True)
+            gbps = number("gbps", positive=True)
         if "price_usd" not in entry:
             raise InputError("needs price_usd (or usd_per_gbps)", source=source,
                              field=f"{fld}.price_usd")
-        usd = _number(entry, "price_usd", f"{fld}.price_usd", source) / gbps
-        w = (_number(entry, "power_w", f"{fld}.power_w", source) / gbps
-             if "power_w" in entry else None)
+        usd = number("price_usd") / gbps
+        w = number("power_w") / gbps if "power_w" in entry else None
     return Part(name=name, kind=kind, model=str(entry.get("model", name)), usd_per_gbps=usd,
                 w_per_gbps=w, ports=ports, port_gbps=port_gbps, source=str(entry["source"]),
                 date=str(entry["date"]))
@@ -224,25 +193,10 @@ def _part(name: str, entry: Any, source: str) -> Part:
 def catalog_from_dict(
     doc: Any, source: str, overrides: Mapping[str, Any] | None = None, name: str = "catalog"
 ) -> Catalog:
-    """Validate a catalog mapping (as read from YAML) and apply ``overrides``.
-
-    Parameters
-    ----------
-    doc : mapping
-        ``name``, ``description``, ``currency`` (USD), ``parts`` and ``tiers``.
-    source : str
-        Where the mapping came from (for messages).
-    overrides : mapping, optional
-        Dotted path -> value, applied before validation: ``"parts.<part>.<field>"``
-        (e.g. ``price_usd``, ``power_w``, ``usd_per_gbps``; a new part name adds a part)
-        or ``"tiers.<tier>.<component>"`` -> part name. ``None`` removes the entry.
-    name : str
-        Catalog name when ``doc`` gives none.
-
-    Raises
-    ------
-    InputError
-        Naming ``source``, the field and what was expected.
+    """Validate a catalog mapping (``name``, ``description``, ``currency`` USD, ``parts`` and
+    ``tiers``, read from ``source``) after applying ``overrides``: dotted path -> value,
+    ``"parts.<part>.<field>"`` (a new part name adds a part) or ``"tiers.<tier>.<component>"``
+    -> part name, ``None`` removing it. Errors name ``source``, the field and what was expected.
 
     Examples
     --------

@@ -1,49 +1,21 @@
 """What breaks in a fabric, how often, and what each break does to a training job.
 
-A failure model is a rate per component (failures per component-hour) for each *kind* of
-part: the accelerator (``gpu``), its memory (``hbm``), the host it sits in, a NIC port, a
-network switch, a cable (``link``, with its transceivers), and ``software`` (job failures
-that are not a part's: bugs, collective timeouts, dependencies; counted per NPU). The counts
-come from the fabric's inventory (:func:`~libra_opt.fabric.inventory.dimension_inventory`),
-so a design with more switches, tiers and optics fails more often.
+A failure model is a rate per component-hour for each kind of part
+(:data:`COMPONENT_KINDS`), counted from the fabric's inventory. The family's *blast radius*
+(:func:`failure_modes`) says what stops a synchronous job (an NPU's own parts, its host, a
+leaf or single switch, a cable to a leaf, a cable the topology cannot route around) and what
+slows it: its step is then evaluated (never re-solved) with the dimension's bandwidth times
+``f``. A spine or core switch of a Clos of radix ``k`` takes ``ceil(L / S)`` of the ``L``
+uplinks a lower switch deals round-robin over ``S``, ``f = 1 - ceil(L / S) / L`` for the
+worst; a cable above the leaves ``f = 1 - 1/L``; either stops the job when ``f`` would be 0.
+A cable between NPUs leaves the topology's
+:meth:`~libra_opt.fabric.topology.Topology.cable_failure_factor`. Dimensions inside one host
+have no failures of their own (Table 5 of [1]_ files NVLink errors under the GPU).
 
-Which part stops the job and which only slows it is the fabric family's *blast radius*
-(:func:`failure_modes`). A synchronous job stops when an NPU, its memory, host or NIC fails,
-or when a part fails that cuts NPUs off: a switch network's single switch, a leaf, the cable
-from a NIC to its leaf, the one cable of a 2-NPU clique, any cable of a mesh. It keeps
-running, slower, when a part fails that a network routes around; the step is then
-evaluated at the design's bandwidths with the dimension's bandwidth times a factor ``f``
-(never re-solved):
-
-* a spine or core switch (level ``l >= 1`` of a Clos of radix ``k``): a switch below it
-  with ``L`` uplinks dealt round-robin over ``S`` switches of level ``l`` loses
-  ``ceil(L / S)`` of them; the worst such switch sets ``f = 1 - ceil(L / S) / L``
-  (``1 - 1 / min(S, k/2)`` when the Clos is full: ``L = k/2``);
-* a cable above the leaves: its switch loses one of ``L`` uplinks: ``f = 1 - 1/L``
-  (``1 - 2/k`` when full);
-* either stops the job instead when a lower switch hangs on that one part (``f`` would be 0:
-  a leaf of a single endpoint, in an irregular Clos);
-* a ring cable: the ring runs as a folded ring over the remaining line, each direction of
-  each cable once: ``f = 1/2``;
-* a clique cable of ``n >= 3`` NPUs: the pair's traffic detours over the ``n - 2``
-  two-hop paths, loading ``2(n - 2)`` links by ``1 / (n - 2)`` of a link's share:
-  ``f = (n - 2) / (n - 1)``;
-* a mesh cable stops the job: it splits the line in two, and a collective over the line
-  has no other way across (each topology's
-  :meth:`~libra_opt.fabric.topology.Topology.cable_failure_factor`).
-
-Dimensions inside one host (every block within ``gpus_per_host`` NPUs: an NVLink domain of
-an 8-GPU server) have no failures of their own: Table 5 of [1]_ files NVLink errors under
-the GPU. A rail-optimized fat-tree and a Rail-only network lose the same NPUs to a leaf or
-a NIC-to-leaf cable (their leaves serve one rail each); Rail-only has fewer tiers, hence
-fewer spine-level parts, whose failures only slow the job.
-
-Defaults (:data:`DEFAULT_RATES_PER_H`) are derived from Table 5 of [1]_: 419 unexpected
-interruptions of a 54-day (1,296 h) snapshot of Llama 3 405B pre-training on 16,384 H100
-GPUs in 2,048 hosts of 8, each category divided by its component-hours. Table 5 counts
-"network switch/cable" together; it is spread evenly over the 1,280 switches and 49,152
-cables of the scale-out network as this package models that job's fabric (the
-``llama3_405b_h100_tco`` example: a 3-tier Clos of radix 64), one rate per part.
+Defaults (:data:`DEFAULT_RATES_PER_H`) divide each category of Table 5 of [1]_ (419
+interruptions in 54 days of Llama 3 405B on 16,384 H100s in 2,048 hosts of 8) by its
+component-hours, "network switch/cable" spread evenly over the 1,280 switches and 49,152
+cables of that job's scale-out Clos as modelled here (``llama3_405b_h100_tco``).
 
 References
 ----------
@@ -130,17 +102,9 @@ def check_rates(rates_per_h: Mapping[str, float] | None = None,
                 mtbf_h: Mapping[str, float] | None = None,
                 field: str = "reliability") -> dict[str, float]:
     """The rate of every kind: the defaults, replaced by ``rates_per_h`` (failures per
-    component-hour) or ``mtbf_h`` (a component's mean time between failures, hours).
-
-    A network part's rate may be given per cost tier, ``<kind>.<tier>`` (``link.ScaleUp``,
-    ``switch.ScaleOut``, ``nic.ScaleOut``): it replaces the kind's rate on the dimensions
-    of that tier (:func:`rate_of`).
-
-    Raises
-    ------
-    InputError
-        For an unknown kind, a kind given both ways, or a value that is not a finite
-        number > 0, naming ``<field>.rates_per_h.<kind>`` or ``<field>.mtbf_h.<kind>``.
+    component-hour) or ``mtbf_h`` (hours), ``<kind>.<tier>`` (``link.ScaleUp``) for a network
+    kind on one cost tier (:func:`rate_of`). An unknown kind, a kind given both ways or a value
+    that is not a finite number > 0 is an :class:`~libra_opt.errors.InputError` naming it.
 
     Examples
     --------
@@ -181,27 +145,11 @@ def check_rates(rates_per_h: Mapping[str, float] | None = None,
 
 @dataclass(frozen=True)
 class FailureMode:
-    """One kind of part of one place in the fabric, and what its failure does.
-
-    Attributes
-    ----------
-    kind : str
-        One of :data:`COMPONENT_KINDS`.
-    where : str
-        The place (``"cluster"``, or a dimension and Clos level: ``"scaleout leaf"``).
-    count : int
-        Parts of this mode in the fabric.
-    rate_per_h : float
-        Failures per part-hour.
-    stops : bool
-        A failure stops the job (checkpoint restart); else the job runs degraded.
-    dim : int or None
-        The dimension a degrading failure slows.
-    bw_factor : float
-        The dimension's bandwidth while the part is down, as a fraction (1 for a stop).
-    spare : bool
-        A hot spare NPU in the failed part's domain can take its place (an NPU's own
-        parts: GPU, HBM, NIC).
+    """One kind of part (:data:`COMPONENT_KINDS`) of one place in the fabric (``where``:
+    ``"NPU"``, ``"scaleout leaf"``...), its ``count`` and failures per part-hour, and what a
+    failure does: it ``stops`` the job (checkpoint restart), or leaves dimension ``dim`` at
+    ``bw_factor`` of its bandwidth while the part is down; ``spare``: a hot spare NPU can take
+    the failed part's place (GPU, HBM, NIC).
     """
 
     kind: Kind
@@ -236,11 +184,6 @@ def host_dims(fabric: Fabric, gpus_per_host: int) -> tuple[bool, ...]:
     return tuple(out)
 
 
-def _level_names(t: int) -> tuple[str, ...]:
-    return ("switch",) if t == 1 else ("leaf", "spine") if t == 2 else ("leaf", "aggregation",
-                                                                      "core")
-
-
 def _uplinks(n: int, k: int, t: int) -> list[list[tuple[int, int]]]:
     """Per switch level above the leaves, ``(L, S)`` of each kind of lower switch: its
     ``L`` uplinks dealt round-robin over ``S`` switches of the level (the wiring of
@@ -268,7 +211,8 @@ def _switch_modes(fabric: Fabric, d: int, rates: Mapping[str, float]) -> list[Fa
     n_big, block = fabric.n_npus, switch_block_npus(fabric, d)
     levels = clos_level_switches(block, dim.switch_radix)
     rates = {kind: rate_of(rates, kind, dim.tier) for kind in ("switch", "link")}
-    names = _level_names(len(levels))
+    names = {1: ("switch",), 2: ("leaf", "spine")}.get(len(levels),
+                                                      ("leaf", "aggregation", "core"))
     out = [FailureMode("switch", f"{dim.name} {names[0]}", inv.blocks * levels[0],
                        rates["switch"], True),
            FailureMode("link", f"{dim.name} host cable", n_big, rates["link"], True)]
@@ -290,21 +234,9 @@ def _switch_modes(fabric: Fabric, d: int, rates: Mapping[str, float]) -> list[Fa
 
 def failure_modes(fabric: Fabric, rates_per_h: Mapping[str, float] | None = None,
                   gpus_per_host: int = 8) -> tuple[FailureMode, ...]:
-    """Every failure mode of ``fabric``: counts from its inventory, blast radius by family
-    (see the module notes).
-
-    Parameters
-    ----------
-    fabric : Fabric
-    rates_per_h : mapping, optional
-        Failures per component-hour by kind (default :data:`DEFAULT_RATES_PER_H`).
-    gpus_per_host : int
-        NPUs per host (server); must divide the NPU count.
-
-    Returns
-    -------
-    tuple of FailureMode
-        NPU parts and hosts first, then each dimension's NICs, switches and cables.
+    """Every failure mode of ``fabric`` (NPU parts and hosts first, then each dimension's NICs,
+    switches and cables): counts from its inventory, blast radius by family (module notes);
+    ``gpus_per_host`` must divide the NPU count.
 
     Examples
     --------

@@ -1,33 +1,17 @@
 """Checkpoint/restart under failures: the checkpoint interval, goodput, hot spares, and the
 ``reliability:`` section of a scenario (:class:`ReliabilityModel`).
 
-A job whose failures arrive as a Poisson process of rate ``1/M`` (``M``: the job's mean time
-between stopping failures, s) computes ``tau`` seconds, writes a checkpoint in ``delta``
-seconds, and so on. A failure loses the work since the last checkpoint and costs a recovery
-of ``R`` seconds (detection, restart, reload; a failure during recovery starts it again),
-after which the job resumes from the checkpoint.
-
 Notes
 -----
-The expected wall time to finish one segment of ``L = tau + delta`` seconds, each failure
-drawing its recovery ``R_i`` with probability ``p_i``, is
-
-``E = M (e^{L/M} - 1) sum_i p_i e^{R_i / M}``
-
-(each attempt fails before ``L`` with probability ``1 - e^{-L/M}`` after ``E[min(X, L)]
-= M (1 - e^{-L/M})``; a recovery of ``R`` completes after ``M (e^{R/M} - 1)`` on average;
-solving the renewal equation gives the product). Goodput, the fraction of wall time that
-advances training, is ``tau / E`` (Daly's eq. for the expected run time [2]_, with the
-recovery mixed over failure kinds). Young's first-order optimum of ``tau`` is
-``sqrt(2 delta M)`` [1]_; Daly's higher-order one, the default here, is
-``sqrt(2 delta M) [1 + sqrt(delta / 2M) / 3 + (delta / 2M) / 9] - delta`` for
-``delta < 2M``, else ``M`` [2]_.
-
-A hot spare takes a failed NPU's place in its domain at once; without one, recovery also
-waits ``replace_s`` for a replacement. Failed parts are repaired in ``repair_h`` on
-average, so the parts under repair in a domain with failure rate ``lambda`` are Poisson with
-mean ``lambda x repair_h`` (an M/G/inf queue), and a failure finds no free spare among
-``s`` with probability ``P(Poisson(lambda repair_h) >= s)``.
+With failures a Poisson process of rate ``1/M``, ``tau`` seconds of compute between
+checkpoints written in ``delta``, and recoveries ``R_i`` of probability ``p_i`` (restarted
+by a failure during them), one segment ``L = tau + delta`` takes ``E = M (e^{L/M} - 1)
+sum_i p_i e^{R_i / M}`` on average and goodput is ``tau / E`` [2]_. Young's optimum interval
+is ``sqrt(2 delta M)`` [1]_; Daly's, the default, ``sqrt(2 delta M) [1 + sqrt(delta / 2M) / 3
++ (delta / 2M) / 9] - delta`` for ``delta < 2M``, else ``M`` [2]_. Parts under repair in a
+domain of failure rate ``lambda`` are Poisson with mean ``lambda repair_h`` (M/G/inf), so a
+failure finds none of ``s`` hot spares free with probability ``P(Poisson(lambda repair_h)
+>= s)`` (recovery then also waits ``replace_s``).
 
 References
 ----------
@@ -43,14 +27,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from libra_opt.cost.failures import check_rates
-from libra_opt.cost.tco import TcoModel
-from libra_opt.errors import InputError, input_context, short_repr
+from libra_opt.cost.tco import TcoModel, section_from_mapping
+from libra_opt.errors import InputError, short_repr
 from libra_opt.fabric.dims import Fabric
 from libra_opt.fabric.frozen import FrozenMap
 
@@ -105,25 +89,11 @@ def daly_interval_s(checkpoint_s: float, mtbf_s: float) -> float:
 def expected_goodput(interval_s: float, checkpoint_s: float, mtbf_s: float,
                      recovery_s: float | Sequence[float] | np.ndarray,
                      weights: Sequence[float] | np.ndarray | None = None) -> float:
-    """Fraction of wall time that advances training under checkpoint/restart.
-
-    Parameters
-    ----------
-    interval_s : float
-        Compute seconds between checkpoints ``tau``.
-    checkpoint_s : float
-        Seconds to write one checkpoint ``delta``.
-    mtbf_s : float
-        The job's mean time between stopping failures ``M`` (``inf``: none).
-    recovery_s : float or sequence of float
-        Recovery time of each kind of failure ``R_i``.
-    weights : sequence of float, optional
-        Probability of each kind (default equal).
-
-    Notes
-    -----
-    ``tau / (M (e^{(tau + delta)/M} - 1) sum_i p_i e^{R_i/M})`` (module notes); without
-    failures, ``tau / (tau + delta)``.
+    """Fraction of wall time that advances training: ``interval_s`` (``tau``) compute seconds
+    between checkpoints of ``checkpoint_s`` (``delta``), a mean time between stopping failures
+    ``mtbf_s`` (``M``, ``inf``: none), recoveries ``recovery_s`` (``R_i``) of probabilities
+    ``weights`` (default equal): ``tau / (M (e^{(tau + delta)/M} - 1) sum_i p_i e^{R_i/M})``,
+    without failures ``tau / (tau + delta)``.
 
     Examples
     --------
@@ -160,8 +130,7 @@ def spare_shortfall_probability(failures_per_h: float, repair_h: float, spares: 
 
 def spares_rate_usd_per_s(tco: TcoModel, n_spares: int) -> float:
     """What ``n_spares`` hot spare NPUs (with their host share, powered) add to the cluster's
-    amortized cost, $ per second (:func:`~libra_opt.cost.tco.cluster_rate_coefficients`'s
-    ``r0`` per NPU).
+    amortized cost, $ per second.
 
     Examples
     --------
@@ -196,43 +165,14 @@ _POSITIVE = ("checkpoint_write_gbps", "repair_h", "checkpoint_interval_s", "run_
 class ReliabilityModel:
     """The ``reliability:`` section: failure rates, recovery and spares.
 
-    Parameters
-    ----------
-    detection_s : float
-        Seconds from a failure to the job being stopped (detection, timeouts).
-    restart_s : float
-        Seconds to restart the job and reload its checkpoint.
-    rates_per_h : mapping, optional
-        Failures per component-hour by kind, replacing defaults
-        (:data:`~libra_opt.cost.failures.DEFAULT_RATES_PER_H`, from Llama 3's Table 5).
-    mtbf_h : mapping, optional
-        The same as a component's MTBF in hours (``1 / rate``).
-    gpus_per_host : int
-        NPUs per host (default 8, the Grand Teton servers of [3]_).
-    checkpoint_write_gbps : float
-        Aggregate storage write bandwidth, GB/s (default :data:`CHECKPOINT_WRITE_GBPS`).
-    replace_s : float
-        Extra seconds of recovery when no hot spare is at hand (a replacement host from a
-        pool, or a repair); default 0.
-    spares_per_domain : int
-        Hot spare NPUs per HB domain (the innermost dimension's block), beyond the job's;
-        they cost money and power (:func:`spares_rate_usd_per_s`). Default 0.
-    repair_h : float
-        Mean time to repair a failed part (a degraded network part, a used spare), hours
-        (default :data:`REPAIR_H`).
-    checkpoint_interval_s : float, optional
-        Compute seconds between checkpoints; default Daly's optimum.
-    run_days : float, optional
-        Wall-clock days over which interruptions are counted; default the training run's
-        own (from ``tco``'s run length), else none (rates only).
-    checkpoint_bytes : float, optional
-        Bytes of one checkpoint; default each model-based workload's weights and optimizer
-        state (:func:`~libra_opt.generators.memory.checkpoint_bytes`).
-
-    Attributes
-    ----------
-    rates : mapping
-        Every kind's rate after the overrides (failures per component-hour).
+    ``detection_s`` and ``restart_s`` (no defaults) are the seconds from a failure to the job
+    being stopped and to restart it; ``replace_s`` is added when no hot spare is at hand.
+    ``rates_per_h`` or ``mtbf_h`` replace default rates (giving ``rates``, :func:`check_rates`).
+    Also ``gpus_per_host`` (8, the Grand Teton servers of [3]_), ``checkpoint_write_gbps``
+    (:data:`CHECKPOINT_WRITE_GBPS`), ``spares_per_domain`` (per HB domain, priced),
+    ``repair_h`` (:data:`REPAIR_H`), and optionally
+    ``checkpoint_interval_s`` (Daly's optimum), ``run_days`` (the run's own, from ``tco``) and
+    ``checkpoint_bytes`` (:func:`~libra_opt.generators.memory.checkpoint_bytes`).
 
     Examples
     --------
@@ -296,35 +236,15 @@ class ReliabilityModel:
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any], source: str | None = None
                      ) -> ReliabilityModel:
-        """Build from a scenario's ``reliability:`` mapping (keys are the parameters).
-
-        Raises
-        ------
-        InputError
-            An unknown or missing key, or a bad value, naming ``reliability.<key>``.
+        """Build from a scenario's ``reliability:`` mapping; an unknown or missing key, or a bad
+        value, raises :class:`~libra_opt.errors.InputError` naming ``reliability.<key>``.
         """
-        if not isinstance(data, Mapping):
-            raise InputError("expected a mapping", source=source, field="reliability")
-        names = [f.name for f in fields(cls) if f.init]
-        unknown = sorted(map(str, set(data) - set(names)))
-        if unknown:
-            raise InputError(f"unknown key(s) {', '.join(unknown)}; expected "
-                             f"{', '.join(names)}", source=source, field="reliability")
-        missing = [k for k in ("detection_s", "restart_s") if k not in data]
-        if missing:
-            raise InputError(f"missing {', '.join(missing)} (seconds; no default: state "
-                             "the recovery you assume)", source=source, field="reliability")
-        with input_context(source):
-            return cls(**dict(data))
+        return section_from_mapping(cls, data, source, "reliability", ("detection_s", "restart_s"),
+                                    " (seconds; no default: state the recovery you assume)")
 
     def check(self, fabric: Fabric) -> None:
-        """Refuse what does not fit ``fabric``: a host size that does not divide the NPU
-        count, or more spares than an HB domain holds NPUs.
-
-        Raises
-        ------
-        InputError
-            Naming ``reliability.gpus_per_host`` or ``reliability.spares_per_domain``.
+        """Refuse what does not fit ``fabric``: a tier no dimension has, a host size that does not
+        divide the NPU count, or more spares than an HB domain holds NPUs.
         """
         tiers = {d.tier for d in fabric.dims}
         for key in (*(self.rates_per_h or {}), *(self.mtbf_h or {})):

@@ -1,18 +1,10 @@
 """Network cost and power: per-tier unit prices turned into linear coefficients per dimension.
 
-For every topology the link, switch-port and NIC bandwidth bought is linear in the
-per-NPU bandwidth ``B_d`` (the counts of :func:`libra_opt.fabric.inventory.dimension_inventory`:
-LIBRA's building blocks [1]_, or a folded Clos per switch block when a radix is given), so
-network cost is ``C(B) = sum_d kappa_d B_d`` and power ``P(B) = sum_d pi_d B_d``. A tier may
-price ``transceiver`` (optics: one transceiver at each end of every optical cable) and
-``copper`` (a copper cable, used on a switch dimension's lowest ``copper_levels`` cable
-levels instead of the ``link`` part and its two transceivers); their cost and power are
-added to the ``link`` column of :class:`CostCoefficients`.
-
-A switch network with a radix is priced by whole switches by default: the switch column
-buys ``switches x radix`` ports of ``B_d`` (the switch count does not depend on ``B_d``,
-so this stays linear), cost and power alike; ``switch_pricing="used_ports"`` charges only
-the ``(2t - 1) N`` ports in use (:class:`libra_opt.fabric.dims.Dim`).
+Every topology buys link, switch-port and NIC bandwidth linear in the per-NPU bandwidth
+``B_d`` (:func:`libra_opt.fabric.inventory.dimension_inventory`), so network cost is ``C(B) =
+sum_d kappa_d B_d`` and power ``P(B) = sum_d pi_d B_d`` (LIBRA [1]_). Transceivers and copper
+cables are added to the ``link`` column; a switch network with a radix is priced by whole
+switches unless ``switch_pricing="used_ports"``.
 
 References
 ----------
@@ -73,17 +65,8 @@ def _price_map(values: Mapping[str, float] | None, what: str, tier: str) -> Mapp
 
 @dataclass(frozen=True)
 class TierPrices:
-    """Unit prices of one cost tier.
-
-    Parameters
-    ----------
-    tier : str
-        Tier name (``InterPod`` etc.).
-    usd_per_gbps : mapping
-        Component (``link``, ``switch``, ``nic``, optionally ``transceiver`` and ``copper``)
-        -> $ per GB/s.
-    w_per_gbps : mapping, optional
-        Component -> W per GB/s. ``None`` when power is not modelled.
+    """Unit prices of one cost tier: component -> $ per GB/s, and W per GB/s (``None`` when power
+    is not modelled).
     """
 
     tier: str
@@ -100,17 +83,14 @@ class TierPrices:
 
 @dataclass(frozen=True)
 class CostModel:
-    """Per-tier unit prices (and optionally power) for the network components.
+    """Per-tier unit prices (and optionally power) for the network components; ``aggregators``
+    prices the in-network optimizer's aggregation nodes (:mod:`libra_opt.cost.aggregators`).
 
     Examples
     --------
     >>> cm = CostModel.from_tables({"T": {"link": 2.0}}, {"T": {"link": 0.01}})
     >>> cm.tiers["T"].usd_per_gbps["link"], cm.has_power
     (2.0, True)
-
-    ``aggregators`` (optional) prices the in-network optimizer's aggregation nodes
-    (:mod:`libra_opt.cost.aggregators`): the dimensions they attach to buy their ingress
-    ports, and their state memory is a fixed cost.
     """
 
     tiers: Mapping[str, TierPrices] = field(default_factory=dict)
@@ -155,19 +135,10 @@ class CostModel:
 
 @dataclass(frozen=True)
 class CostCoefficients(FrozenOnUnpickle):
-    """Linear cost and power coefficients.
-
-    Attributes
-    ----------
-    usd_by_component : numpy.ndarray
-        Shape ``(D, 3)``: $ per GB/s of ``B_d`` for link, switch, nic.
-    w_by_component : numpy.ndarray or None
-        Shape ``(D, 3)`` in W per GB/s, ``None`` when power is not modelled.
-    fixed_usd, fixed_w : float
-        $ and W that do not depend on ``B`` (the in-network optimizer's state memory,
-        :mod:`libra_opt.cost.aggregators`); 0 otherwise. Not part of ``kappa . B``: they
-        are added to the network cost and power, come off the caps, and are the constant of
-        the cost in ``perf_per_cost`` and of the TCO rate.
+    """Linear cost and power coefficients: ``(D, 3)`` $ and W (``None`` without power) per GB/s
+    of ``B_d`` for link, switch and nic, and the $ and W that do not depend on ``B`` (the
+    in-network optimizer's state memory), added to the network's cost and power and taken off
+    the caps.
     """
 
     usd_by_component: np.ndarray
@@ -196,10 +167,10 @@ def _add_part(
     usd: np.ndarray, power: np.ndarray | None, d: int, col: int, amount: float, key: str,
     prices: TierPrices, why: str, of: str = "",
 ) -> None:
-    """Add ``amount`` GB/s of the priced part ``key`` per GB/s of ``B_d`` to column ``col``
-    (0 link, 1 switch) of dimension ``d``: transceivers and copper cables (link), the
-    in-network reduction premium of switch ports (switch). ``why`` starts the error raised
-    when the tier has no price (``of``: what the price is per) or no power entry for it."""
+    """Add ``amount`` GB/s of the priced part ``key`` per GB/s of ``B_d`` to column ``col`` of
+    dimension ``d``; ``why`` starts the error raised when the tier lacks its price (``of``: what
+    the price is per) or power.
+    """
     if key not in prices.usd_per_gbps:
         raise InputError(
             f"{why} but tier {prices.tier!r} has no {key} price ($ per GB/s{of}; write 0 if "
@@ -219,32 +190,18 @@ def _add_part(
 
 def cost_coefficients(fabric: Fabric, cost_model: CostModel,
                       in_network: Collection[int] = ()) -> CostCoefficients:
-    """Linear $ and W coefficients of every dimension.
-
-    ``in_network`` holds the indices of switch dimensions that reduce in the network: each
-    also buys its tier's ``in_network_reduction`` premium per GB/s of switch port (added
-    to the ``switch`` column).
+    """Linear $ and W coefficients of every dimension (``in_network``: indices of switch
+    dimensions that reduce in the network and buy their tier's ``in_network_reduction``).
 
     Notes
     -----
-    ``kappa_d = l_d p_link + u_d p_copper + s_d p_switch + c_d p_nic + o_d p_transceiver``
-    with ``l_d``, ``u_d``, ``s_d``, ``c_d``, ``o_d`` the optical link, copper link, switch-port
-    (bought under ``whole_switch`` pricing, in use under ``used_ports``), NIC-port and
-    transceiver GB/s per GB/s of ``B_d`` (:func:`dimension_inventory`); the same with W for
-    ``pi_d``; an in-network dimension adds ``s_d p_in_network_reduction``; a dimension the
-    in-network optimizer's aggregators attach to (``cost_model.aggregators``) adds
-    ``N p_port`` to its ``nic`` column (:mod:`libra_opt.cost.aggregators`). A heterogeneous
-    dimension (:mod:`libra_opt.fabric.heterogeneous`) multiplies its row by
-    ``sum_g share_g fraction_g price_factor_g`` ($) and ``... power_factor_g`` (W). ``transceiver`` is optional (absent = the ``link`` part is a passive cable, no
-    optics); ``copper`` is needed only by dimensions with ``copper_levels``; both are
-    reported in the ``link`` column.
-
-    Raises
-    ------
-    InputError
-        If a dimension's tier is missing from the cost model, or lacks a component its
-        topology needs (ring/fully-connected: link; switch: link, switch, nic; copper
-        cable levels: copper).
+    ``kappa_d = l_d p_link + u_d p_copper + s_d p_switch + c_d p_nic + o_d p_transceiver``, the
+    GB/s of optical link, copper link, priced switch port, NIC port and transceiver per GB/s of
+    ``B_d`` (:func:`dimension_inventory`) at their prices; the same with W for ``pi_d``. An
+    in-network dimension adds ``s_d p_in_network_reduction``, one the aggregators attach to
+    ``N p_port`` (``nic`` column); a heterogeneous dimension's row is multiplied by ``sum_g
+    share_g fraction_g price_factor_g`` (``power_factor_g`` for W). A tier missing, or lacking
+    a component a dimension needs, is an :class:`~libra_opt.errors.InputError`.
 
     Examples
     --------
@@ -332,10 +289,8 @@ def cost_coefficients(fabric: Fabric, cost_model: CostModel,
 
 @dataclass(frozen=True)
 class CostBreakdown(FrozenOnUnpickle):
-    """Network cost and power at one bandwidth allocation.
-
-    ``usd_by_dim_component`` and ``w_by_dim_component`` have shape ``(D, 3)``
-    (link, switch, nic); power entries are ``None`` when power is not modelled.
+    """Network cost and power at one bandwidth allocation: ``(D, 3)`` arrays (link, switch, nic;
+    power ``None`` when not modelled) and the fixed part.
     """
 
     usd_by_dim_component: np.ndarray
@@ -347,14 +302,11 @@ class CostBreakdown(FrozenOnUnpickle):
     ARRAYS_FROZEN_AT_INIT: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
-        self.usd_by_dim_component.setflags(write=False)  # a result: never writable
-        if self.w_by_dim_component is not None:
-            self.w_by_dim_component.setflags(write=False)
+        freeze_arrays(self)  # a result: never writable
 
     @property
     def network_cost_usd(self) -> float:
-        """Total network cost in $: the per-dimension parts and the fixed part
-        (:attr:`CostCoefficients.fixed_usd`, e.g. in-network aggregators' state memory)."""
+        """Total network cost in $, the fixed part included."""
         return float(self.usd_by_dim_component.sum()) + self.fixed_usd
 
     @property

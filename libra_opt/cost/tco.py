@@ -1,30 +1,17 @@
 """Total cost of ownership of a training cluster and the cost of one training run.
 
-A :class:`TcoModel` holds the non-network parameters (accelerator and host prices and power,
-PUE, electricity price, lifetime, run length). With the network's linear cost and power
-(:func:`libra_opt.cost.prices.cost_coefficients`), the cluster's cost per second is linear in the
-bandwidth vector ``B``:
-
-``rate(B) = r0 + r . B``   ($ per second of cluster time),
-
-so the cost of a training run, ``steps x step_time(B) x rate(B)``, has the product form the
-optimizer already solves exactly with a perspective transform (objective ``tco``).
+With the network's linear cost and power, the cluster's cost per second is linear in the
+bandwidth, ``rate(B) = r0 + r . B``, so a run's cost ``steps x step_time(B) x rate(B)`` has
+the product form the optimizer solves exactly (objective ``tco``).
 
 Notes
 -----
-With ``N`` NPUs, ``H = 8760 lifetime_years`` hours, ``kappa`` and ``pi`` the network's $ and
-W per GB/s, ``m`` the yearly maintenance fraction of capex and ``Y`` the lifetime in years:
-
-* capex ``= N (accelerator_usd + host_usd_per_npu) + kappa . B + F_usd``;
-* IT power ``= N (npu_power_w + host_power_w_per_npu) + pi . B + F_w`` (W);
-
-(``F_usd``, ``F_w``: network parts that do not depend on ``B``, the in-network optimizer's
-state memory, :attr:`~libra_opt.cost.prices.CostCoefficients.fixed_usd`; 0 otherwise)
-* energy cost ``= IT power / 1000 x PUE x usd_per_kwh x H``;
-* lifetime TCO ``= capex (1 + m Y) + energy cost``; amortized rate ``= TCO / (3600 H)``;
-* hence ``r0 = [(N (a + h) + F_usd)(1 + m Y) + (N (p_a + p_h) + F_w) PUE c H / 1000] / (3600 H)`` and
-  ``r_d = [kappa_d (1 + m Y) + pi_d PUE c H / 1000] / (3600 H)``;
-* run cost ``= steps x step_time_s x rate``.
+With ``N`` NPUs of price ``a`` and power ``p_a`` (hosts ``h``, ``p_h``), ``H = 8760 Y``
+hours, maintenance ``m`` of capex per year, energy ``c`` $/kWh, ``kappa``, ``pi`` the
+network's $ and W per GB/s and ``F_usd``, ``F_w`` its parts independent of ``B``: TCO ``=
+capex (1 + m Y) + IT power / 1000 x PUE x c x H``, amortized over ``3600 H`` s, hence ``r0 =
+[(N (a + h) + F_usd)(1 + m Y) + (N (p_a + p_h) + F_w) PUE c H / 1000] / (3600 H)`` and
+``r_d = [kappa_d (1 + m Y) + pi_d PUE c H / 1000] / (3600 H)``.
 
 References
 ----------
@@ -35,7 +22,7 @@ References
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -51,6 +38,7 @@ __all__ = [
     "TcoModel",
     "TcoBreakdown",
     "cluster_rate_coefficients",
+    "section_from_mapping",
     "tco_breakdown",
     "training_run_cost_usd",
 ]
@@ -61,32 +49,10 @@ HOURS_PER_YEAR = 8760.0
 
 @dataclass(frozen=True)
 class TcoModel:
-    """Non-network cost parameters of a cluster.
-
-    Parameters
-    ----------
-    accelerator_usd : float
-        Price of one NPU/GPU ($).
-    host_usd_per_npu : float
-        Server, CPU, memory, chassis, storage share per NPU ($).
-    npu_power_w : float
-        Average power of one NPU under training load (W).
-    host_power_w_per_npu : float
-        Host power per NPU (W).
-    pue : float
-        Power usage effectiveness (facility power / IT power, >= 1).
-    electricity_usd_per_kwh : float
-        Energy price ($ per kWh).
-    lifetime_years : float
-        Amortization period of the capex (years).
-    steps : float, optional
-        Training steps of one run.
-    tokens : float, optional
-        Tokens of one run (with ``tokens_per_step``, an alternative to ``steps``).
-    tokens_per_step : float, optional
-        Global batch in tokens.
-    maintenance_fraction_per_year : float
-        Yearly maintenance/support cost as a fraction of capex (default 0).
+    """Non-network cost parameters of a cluster: the price of one NPU and of its host share
+    (server, CPU, memory, storage; $), their average power under training load (W), the PUE
+    (>= 1), the energy price ($/kWh), the capex lifetime (years), the run length (``steps``, or
+    ``tokens`` and ``tokens_per_step``) and the yearly maintenance as a fraction of capex.
 
     Examples
     --------
@@ -137,12 +103,8 @@ class TcoModel:
 
     @property
     def n_steps(self) -> float:
-        """Steps of one training run (``steps``, or ``tokens / tokens_per_step``).
-
-        Raises
-        ------
-        InputError
-            If neither was given.
+        """Steps of one training run (``steps``, or ``tokens / tokens_per_step``); an
+        :class:`~libra_opt.errors.InputError` if neither was given.
         """
         if self.steps is not None:
             return self.steps
@@ -162,19 +124,25 @@ class TcoModel:
         ...     "electricity_usd_per_kwh": 0.1, "lifetime_years": 1, "steps": 10}).steps
         10.0
         """
-        if not isinstance(data, Mapping):
-            raise InputError("expected a mapping", source=source, field="tco")
-        names = {f.name for f in fields(cls)}
-        unknown = sorted(map(str, set(data) - names))
-        if unknown:
-            raise InputError(f"unknown key(s) {', '.join(map(str, unknown))}; expected "
-                             f"{', '.join(sorted(names))}", source=source, field="tco")
-        required = [f.name for f in fields(cls)][:7]
-        missing = [k for k in required if k not in data]
-        if missing:
-            raise InputError(f"missing {', '.join(missing)}", source=source, field="tco")
-        with input_context(source):
-            return cls(**dict(data))
+        return section_from_mapping(cls, data, source, "tco", [f.name for f in fields(cls)][:7])
+
+
+def section_from_mapping(cls: type, data: Mapping[str, Any], source: str | None, section: str,
+                         required: Sequence[str], hint: str = "") -> Any:
+    """``cls(**data)`` for a scenario's ``section:`` mapping, refusing unknown and missing keys
+    (``hint`` follows the missing ones)."""
+    if not isinstance(data, Mapping):
+        raise InputError("expected a mapping", source=source, field=section)
+    names = [f.name for f in fields(cls) if f.init]
+    unknown = sorted(map(str, set(data) - set(names)))
+    if unknown:
+        raise InputError(f"unknown key(s) {', '.join(unknown)}; expected {', '.join(names)}",
+                         source=source, field=section)
+    missing = [k for k in required if k not in data]
+    if missing:
+        raise InputError(f"missing {', '.join(missing)}{hint}", source=source, field=section)
+    with input_context(source):
+        return cls(**dict(data))
 
 
 def _network_power(coeffs: CostCoefficients, n_dims: int, allow_missing_power: bool) -> np.ndarray:
@@ -192,23 +160,8 @@ def _network_power(coeffs: CostCoefficients, n_dims: int, allow_missing_power: b
 def cluster_rate_coefficients(
     tco: TcoModel, fabric: Fabric, coeffs: CostCoefficients, *, allow_missing_power: bool = False
 ) -> tuple[float, np.ndarray]:
-    """Cluster cost per second, ``r0 + r . B``, in $/s (see module notes).
-
-    Parameters
-    ----------
-    tco : TcoModel
-    fabric : Fabric
-        Gives ``N``.
-    coeffs : CostCoefficients
-        Network $ and W per GB/s of each dimension.
-    allow_missing_power : bool
-        Count the network at 0 W when ``coeffs`` has no power (otherwise an error).
-
-    Returns
-    -------
-    r0_usd_per_s : float
-    r_usd_per_s_per_gbps : numpy.ndarray
-        Shape ``(D,)``.
+    """Cluster cost per second ``(r0, r)``, ``r0 + r . B`` in $/s (module notes);
+    ``allow_missing_power`` counts the network at 0 W when ``coeffs`` has no power.
 
     Examples
     --------
@@ -237,22 +190,9 @@ def cluster_rate_coefficients(
 
 @dataclass(frozen=True)
 class TcoBreakdown:
-    """Lifetime TCO of a cluster at one bandwidth allocation (all in $ or W).
-
-    Attributes
-    ----------
-    accelerators_usd, hosts_usd, network_usd : float
-        Capex parts.
-    maintenance_usd : float
-    it_power_w : float
-        NPUs + hosts + network.
-    energy_usd : float
-        Over the lifetime, PUE included.
-    total_usd : float
-    usd_per_hour : float
-        Amortized cluster cost.
-    run_usd : float or None
-        Cost of one training run (needs a step time and a run length).
+    """Lifetime TCO of a cluster at one bandwidth allocation ($ or W): capex parts, maintenance,
+    IT power (NPUs, hosts and network), lifetime energy (PUE included), the total, the amortized
+    $/hour and the cost of one run (``None`` without a step time).
     """
 
     accelerators_usd: float

@@ -1,26 +1,14 @@
-"""Fitting model constants on published runs: device constants and software-stack constants.
-
-:func:`calibrate_device` fits at most two device constants (e.g. ``default_efficiency`` and
-``gemm_k_overhead``) so that the calibration rows of a validation table are reproduced;
-:func:`calibrate_tables` does so per device on the rows marked ``calibrate: true``.
-:func:`calibrate_stacks` fits the one efficiency constant ``eta_s`` of each software stack on
-its rows marked ``calibrate: stack`` (:mod:`libra_opt.generators.stacks`); the stack's other
-rows are out-of-sample predictions (:func:`~libra_opt.explore.validation.validate`).
-
-Both fits are bounded least squares in log error (:func:`scipy.optimize.least_squares`,
-trust-region reflective, finite-difference Jacobian): with as many rows as constants the rows
-are reproduced exactly, with more the fit minimises
-
-.. math:: \\sum_i \\left(\\ln \\frac{\\hat y_i(x)}{y_i}\\right)^2
-
-over the constants ``x`` inside their bounds, where ``y_i`` is the published value of row
-``i`` and ``\\hat y_i`` its prediction.
+"""Fitting model constants on published runs: device constants (:func:`calibrate_device`, per
+device on rows marked ``calibrate: true`` by :func:`calibrate_tables`) and each software
+stack's efficiency constant (:func:`calibrate_stacks`, rows marked ``calibrate: stack``), by
+bounded least squares in log error, :math:`\\min_x \\sum_i (\\ln \\hat y_i(x) / y_i)^2`
+(:func:`scipy.optimize.least_squares`, trust-region reflective [1]_): exact with as many
+rows as constants.
 
 References
 ----------
 .. [1] Branch, Coleman and Li, "A subspace, interior, and conjugate gradient method for
-   large-scale bound-constrained minimization problems", SIAM J. Sci. Comput. 21(1), 1999
-   (the trust-region reflective method of ``scipy.optimize.least_squares``).
+   large-scale bound-constrained minimization problems", SIAM J. Sci. Comput. 21(1), 1999.
 """
 
 from __future__ import annotations
@@ -99,35 +87,10 @@ def calibrate_device(
     device: Device,
     constants: Sequence[str] = ("default_efficiency", "mem_efficiency"),
 ) -> Device:
-    """Fit up to two device constants so the calibration ``rows`` are reproduced.
-
-    Parameters
-    ----------
-    rows : sequence of ValidationRow
-        As many rows as constants (exact fit) or more (least squares in log error).
-    device : Device
-        Starting values.
-    constants : sequence of str
-        Names of ``Device`` fields to fit (at most two): ``default_efficiency`` (GEMM
-        fraction), ``mem_efficiency``, ``gemm_k_overhead`` or ``kernel_overhead_s``.
-
-    Returns
-    -------
-    Device
-        A copy of ``device`` with the fitted constants.
-
-    Raises
-    ------
-    ValueError
-        More than two constants, or fewer rows than constants.
-
-    Notes
-    -----
-    Bounded least squares in log error, :math:`\\min_x \\sum_i \\ln^2(\\hat y_i(x) / y_i)`,
-    over the constants divided by their scale (1 for the efficiencies, 100 for
-    ``gemm_k_overhead``, 1 us for ``kernel_overhead_s``) so that the finite-difference steps
-    suit every constant; the efficiencies are kept in [0.05, 1], ``gemm_k_overhead`` in
-    [0, 1e4] and ``kernel_overhead_s`` in [0, 1 ms].
+    """Fit one or two device constants (:data:`CALIBRABLE`) so the calibration ``rows`` (at
+    least as many) are reproduced: a copy of ``device`` with them. The constants are fitted
+    divided by their scale (1 for the efficiencies, 100 for ``gemm_k_overhead``, 1 us for
+    ``kernel_overhead_s``) so that the finite-difference steps suit each.
 
     Examples
     --------
@@ -167,20 +130,9 @@ def calibrate_device(
 
 @dataclass(frozen=True)
 class DeviceCalibration:
-    """Constants of one device fitted on validation rows (:func:`calibrate_tables`).
-
-    Attributes
-    ----------
-    device : Device
-        The device with the fitted constants (its ``efficiency_source`` names the rows).
-    constants : tuple of str
-        The fitted fields.
-    before, after : tuple of float
-        Their values before and after the fit.
-    rows : tuple of str
-        ``table: row`` of every row used.
-    errors : tuple of float
-        Relative error of each of those rows with the fitted device.
+    """Constants of one device fitted on validation rows (:func:`calibrate_tables`): the device
+    with them, their names, values before and after, the rows used (``table: row``) and each
+    row's relative error with the fitted device.
     """
 
     device: Device
@@ -196,7 +148,7 @@ class DeviceCalibration:
         for n, b, a in zip(self.constants, self.before, self.after, strict=True):
             lo, hi, _ = _BOUNDS[n]
             edge = " (at its bound: the rows pull it further)" if a in (lo, hi) else ""
-            parts.append(f"{n} {_fmt(b)} -> {_fmt(a)}{edge}")
+            parts.append(f"{n} {b:.5g} -> {a:.5g}{edge}")
         worst = max(abs(e) for e in self.errors)
         return (f"calibrated {self.device.key} on {_rows(len(self.rows))}: {', '.join(parts)}; "
                 f"those rows reproduced within {100 * worst:.2f} %")
@@ -207,39 +159,15 @@ def _rows(n: int) -> str:
     return f"{n} row" if n == 1 else f"{n} rows"
 
 
-def _fmt(x: float) -> str:
-    return f"{x:.5g}"
-
-
 def calibrate_tables(
     tables: Sequence[ValidationTable],
     constants: Sequence[str],
     rows: Literal["marked", "all"] = "marked",
 ) -> tuple[DeviceCalibration, ...]:
-    """Fit ``constants`` of each device on the rows of ``tables`` that run on it.
-
-    Parameters
-    ----------
-    tables : sequence of ValidationTable
-    constants : sequence of str
-        One or two of :data:`CALIBRABLE`.
-    rows : {'marked', 'all'}
-        ``marked``: the rows with ``calibrate: true`` (then validate the others with
-        ``validate(table, {c.device.key: c.device for c in result})``). ``all``: every row --
-        an in-sample least-squares fit, how close these constants can bring the model to all
-        the rows at once, not a validation.
-
-    Returns
-    -------
-    tuple of DeviceCalibration
-        One per device key with rows to fit, in order of first appearance. Exactly as many
-        rows as constants are reproduced exactly; more are fitted by least squares in log
-        error (:func:`calibrate_device`).
-
-    Raises
-    ------
-    InputError
-        No row to fit, or a device with fewer rows than constants (naming it).
+    """Fit ``constants`` (one or two of :data:`CALIBRABLE`) of each device, in order of first
+    appearance, on the rows of ``tables`` that run on it: those marked ``calibrate: true``, or
+    with ``rows='all'`` every row (an in-sample fit, not a validation). No row to fit, or a
+    device with fewer rows than constants, is an :class:`~libra_opt.errors.InputError`.
 
     Examples
     --------
@@ -298,19 +226,8 @@ def calibrate_tables(
 
 @dataclass(frozen=True)
 class StackCalibration:
-    """The constant of one software stack on one device, fitted on its calibration rows.
-
-    Attributes
-    ----------
-    stack : str
-    device : str
-        Key of the device it was fitted on.
-    before, after : float
-        The constant before (the device's value, 1 if it had none) and after the fit.
-    rows : tuple of str
-        ``table: row`` of the rows used.
-    errors : tuple of float
-        Relative error of each of those rows with the fitted constant.
+    """The constant of one software stack on one device (key), fitted on its calibration rows:
+    before (the device's value, 1 if none) and after, the rows used and their errors.
     """
 
     stack: str
@@ -335,30 +252,16 @@ def _fit(rows: Sequence[ValidationRow], device: Device, stack: str, start: float
     upper = min(ETA_BOUNDS[1], 1.0 / top)  # no kernel faster than the peak
     lo, hi = math.log(ETA_BOUNDS[0]), math.log(upper)
 
-    def residual(x: np.ndarray) -> list[float]:
-        dev = with_stacks(device, {stack: math.exp(float(x[0]))})
-        return [math.log(predict_row(row, dev).predicted / row.published) for row in rows]
-
-    (x,) = _bounded_least_squares(residual, [math.log(max(start, 1e-9))], [lo], [hi])
+    (x,) = _bounded_least_squares(
+        lambda x: _log_errors(rows, with_stacks(device, {stack: math.exp(float(x[0]))})),
+        [math.log(max(start, 1e-9))], [lo], [hi])
     return math.exp(float(x))
 
 
 def calibrate_stacks(tables: Sequence[ValidationTable]) -> tuple[StackCalibration, ...]:
-    """Fit each software stack's constant on its rows marked ``calibrate: stack``.
-
-    Rows are grouped by (stack, device key); each group fits one constant by least squares
-    in log error (one row: reproduced exactly). The calibration stack of a device cannot be
-    fitted (its constant is 1 by definition).
-
-    Returns
-    -------
-    tuple of StackCalibration
-        In order of first appearance.
-
-    Raises
-    ------
-    InputError
-        A calibration row that runs its device's calibration stack.
+    """Fit each software stack's constant on its rows marked ``calibrate: stack``, grouped by
+    (stack, device) in order of first appearance; a row of its device's calibration stack
+    (whose constant is 1) is an :class:`~libra_opt.errors.InputError`.
 
     Examples
     --------

@@ -1,30 +1,13 @@
 """Compare fabrics on the same workloads: step time, network cost, power and TCO.
 
-:func:`compare_fabrics` evaluates every fabric in up to three modes:
-
-* ``equal_bw`` — at the same per-NPU bandwidth vector (the design question "what does the
-  same bandwidth cost on each fabric, and does it run as fast?");
-* ``equal_budget`` — the HB domain (every dimension but the outermost) held at its
-  equal-bandwidth value (or, when the scenario's constraints forbid that value, e.g. a
-  ``bw_gbps`` below an HB floor, at the nearest value they allow), and the scale-out
-  dimension given the most bandwidth the same
-  *scale-out* budget buys (default: the baseline's scale-out cost at equal bandwidth) within
-  the constraints: a cheaper scale-out fabric turns its savings into scale-out bandwidth,
-  nothing else changes (step time never grows with bandwidth, so this is the optimum);
-* ``equal_budget_joint`` — the joint re-optimization of every dimension under the same
-  *total* network budget (default: the baseline's total cost at equal bandwidth), so money
-  may move between the HB domain and the scale-out.
-
-Both budget modes stay inside the scenario's own linear constraints (bounds) and power cap;
-the compare budget replaces the scenario's budget cap.
-
-Step times use the routing-aware traffic of :mod:`libra_opt.traffic.rail` by default (a fat-tree
-serves all-to-all directly, a Rail-only fabric forwards cross-rail bytes through the HB
-domain); a ``timing`` with ``traffic_model="hierarchical"`` uses LIBRA's model for every
-fabric, which is the default under the ``topology_aware`` collective model (it runs
-collectives dimension by dimension and has no routing-aware form). The
-equal-budget optimum is the global one of the convex program of
-:func:`libra_opt.optimize.problem.solve`, re-checked layer by layer.
+:func:`compare_fabrics` evaluates every fabric in up to three modes: ``equal_bw`` (the
+same per-NPU bandwidth vector), ``equal_budget`` (the HB domain held at its equal-bandwidth
+value, or the nearest the constraints allow, and the scale-out given the most bandwidth the
+same scale-out budget buys: step time never grows with bandwidth, so this is the optimum)
+and ``equal_budget_joint`` (every dimension re-optimized under the same total budget). Both
+budget modes keep the scenario's constraints and power cap; the compare budget replaces its
+budget. Step times use the routing-aware ``native`` traffic by default
+(:mod:`libra_opt.traffic.rail`), ``hierarchical`` under the ``topology_aware`` model.
 """
 
 from __future__ import annotations
@@ -54,7 +37,7 @@ from libra_opt.scenario.scenario import Scenario, scenario_rows
 from libra_opt.traffic.step_time import check_bandwidth, step_time
 from libra_opt.traffic.timing import TimingModel, as_timing
 from libra_opt.traffic.topology_aware import CollectiveSettings
-from libra_opt.traffic.workload import Workload, check_on_fabric
+from libra_opt.traffic.workload import Layer, Workload, check_on_fabric
 
 __all__ = ["compare_fabrics", "budget_optimum"]
 
@@ -81,38 +64,11 @@ def budget_optimum(
     constraints: Sequence[LinearConstraint] = (),
     power_w: float | None = None,
 ) -> np.ndarray:
-    """Bandwidth minimizing the weighted step time under ``usd_per_gbps . B <= budget_usd``.
-
-    Parameters
-    ----------
-    timing : TimingModel, optional
-        How steps are timed (its collective model, training loop and traffic model); default
-        pipelined, no_overlap and the ``native`` traffic model.
-    usd_per_gbps : array_like
-        Prices of the budget row, $ per GB/s per dimension (0 leaves a dimension out of the
-        budget, e.g. the HB domain of a scale-out budget).
-    cost_model : CostModel, optional
-        The fabric's cost model, for ``constraints`` that use ``cost`` or ``power`` and for
-        ``power_w``; default one that prices nothing (then those must not be given).
-    constraints : sequence of LinearConstraint
-        Further constraints, e.g. the scenario's bounds (kept as they are).
-    power_w : float, optional
-        Network power cap in W (needs a power model in ``cost_model``).
-
-    Returns
-    -------
-    numpy.ndarray
-        ``B`` in GB/s per NPU. Dimensions that carry no traffic get the least bandwidth the
-        constraints allow (:func:`libra_opt.optimize.problem.solve`).
-
-    Raises
-    ------
-    InputError
-        If a dimension that carries traffic has no price (the problem would be unbounded).
-    InfeasibleDesignError
-        If the budget and the constraints leave no design.
-    VerificationError
-        If the layer-by-layer re-evaluation disagrees with the solver (relative 1e-6).
+    """Bandwidth (GB/s per NPU) minimizing the weighted step time under ``usd_per_gbps . B <=
+    budget_usd`` ($ per GB/s; 0 leaves a dimension out), the ``constraints`` and ``power_w``
+    (``cost_model`` pricing what they need; default one that prices nothing); ``timing``
+    defaults to pipelined, no_overlap, ``native``. A dimension carrying traffic without a price
+    is an :class:`~libra_opt.errors.InputError`; no design, an ``InfeasibleDesignError``.
 
     Examples
     --------
@@ -162,9 +118,9 @@ def budget_optimum(
 
 
 def _settings(timing: TimingModel, fabric: Fabric, label: str = "") -> CollectiveSettings | None:
-    """``timing``'s collective settings (``topology_aware``) or per-dimension efficiency as
-    the settings of a scenario on ``fabric``; refused when they name a dimension ``fabric``
-    lacks (a compared family with other dimension names)."""
+    """``timing``'s collective settings (or per-dimension efficiency) as a scenario's on
+    ``fabric``; refused when they name a dimension ``fabric`` lacks.
+    """
     settings = timing.collectives
     if settings is None and timing.efficiency:
         settings = CollectiveSettings(efficiency=timing.efficiency)
@@ -194,10 +150,10 @@ def _scaleout_at_budget(
     budget_usd: float, hb_gbps: npt.ArrayLike, constraints: Sequence[LinearConstraint],
     power_w: float | None, timing: TimingModel, label: str,
 ) -> np.ndarray:
-    """The HB dimensions held at ``hb_gbps``, the scale-out (outermost) dimension at the
-    largest bandwidth its budget, ``constraints`` and ``power_w`` allow (the least if it
-    carries no traffic). Step time never grows with bandwidth, so with one free dimension
-    this is the equal-budget optimum, and the unique one that spends the budget."""
+    """The HB dimensions held at ``hb_gbps``, the scale-out at the largest bandwidth its budget,
+    ``constraints`` and ``power_w`` allow (the least if it carries no traffic): the unique
+    equal-budget optimum.
+    """
     n = fabric.n_dims
     so = n - 1
     hb = np.asarray(hb_gbps, dtype=float)
@@ -229,14 +185,14 @@ def _nearest_hold(
     fabric: Fabric, cost_model: CostModel, constraints: Sequence[LinearConstraint],
     power_w: float | None, timing: TimingModel, hb_gbps: np.ndarray, label: str,
 ) -> np.ndarray:
-    """The HB bandwidth to hold in ``equal_budget``: ``hb_gbps`` when the scenario's
-    constraints allow it (with some scale-out bandwidth), else the allowed HB bandwidth
-    nearest to it (least sum of absolute differences, a linear program): an equal-bandwidth
-    vector given outside the bounds (``--bw``) must not make the budget rows break them."""
+    """The HB bandwidth to hold in ``equal_budget``: ``hb_gbps`` when the constraints allow it,
+    else the allowed one nearest to it (least sum of absolute differences, an LP).
+    """
     n, so = fabric.n_dims, fabric.n_dims - 1
     if so == 0:
         return hb_gbps
-    scen = Scenario(fabric, cost_model, (_idle_workload(fabric),), constraints=tuple(constraints),
+    idle = Workload("idle", (Layer("l"),), {})  # no traffic: the constraint rows only
+    scen = Scenario(fabric, cost_model, (idle,), constraints=tuple(constraints),
                     power_w=power_w, traffic_model=timing.traffic_model)
     rows = scenario_rows(scen)
     # variables: B (n), then t (so) with t_d >= |B_d - hb_d|; minimise sum t
@@ -261,16 +217,8 @@ def _nearest_hold(
     return held
 
 
-def _idle_workload(fabric: Fabric) -> Workload:
-    """A workload without traffic, to build the constraint rows of a fabric."""
-    from libra_opt.traffic.workload import Layer
-
-    return Workload("idle", (Layer("l"),), {})
-
-
 def _held_hb(df, baseline: str, requested: np.ndarray) -> tuple[float, ...]:
-    """The HB bandwidth the baseline's ``equal_budget`` row holds (the requested one when
-    that mode was not asked for)."""
+    """The HB bandwidth the baseline's ``equal_budget`` row holds (the requested one without it)."""
     sel = df[(df["mode"] == "equal_budget") & (df["fabric"] == baseline)]
     hb = sel["bw_gbps"].iloc[0][:len(requested)] if len(sel) else requested
     return tuple(float(x) for x in hb)
@@ -278,10 +226,8 @@ def _held_hb(df, baseline: str, requested: np.ndarray) -> tuple[float, ...]:
 
 def _checked_timing(timing: TimingModel | None, scenario: Scenario | None = None
                     ) -> TimingModel:
-    """``timing``, checked; by default the scenario's (without one, the defaults) with the
-    ``native`` traffic model -- or ``hierarchical`` under a collective model that runs
-    collectives dimension by dimension (``topology_aware``, which has no routing-aware
-    form: ``native`` with it is refused).
+    """``timing``, checked; by default the scenario's (or the defaults) with the ``native``
+    traffic model, ``hierarchical`` under ``topology_aware`` (which refuses ``native``).
 
     Examples
     --------
@@ -306,8 +252,7 @@ def _checked_timing(timing: TimingModel | None, scenario: Scenario | None = None
 
 
 def _inputs(scenario_or_workloads, cost_model, weights, timing):
-    """Workloads, cost model, weights, the timing (:func:`_checked_timing`) and the
-    scenario (``None`` without one)."""
+    """Workloads, cost model, weights, timing and the scenario (``None`` without one)."""
     if isinstance(scenario_or_workloads, Scenario):
         s = scenario_or_workloads
         return (s.workloads, cost_model or s.cost_model, weights or s.weights,
@@ -324,15 +269,14 @@ def _inputs(scenario_or_workloads, cost_model, weights, timing):
     return (wls, cost_model, weights or (1.0,) * len(wls), _checked_timing(timing), None)
 
 
-def _is_number(value: object) -> bool:
-    """A real number (Python, numpy or pandas scalar), not a bool nor a string."""
+def _positive(value: object) -> bool:
+    """A finite real number > 0 (Python, numpy or pandas scalar; not a bool nor a string)."""
     if isinstance(value, (bool, np.bool_, str, bytes)):
         return False
     try:
-        float(value)  # type: ignore[arg-type]
+        return math.isfinite(float(value)) and float(value) > 0  # type: ignore[arg-type]
     except (TypeError, ValueError):
         return False
-    return True
 
 
 def compare_fabrics(
@@ -353,44 +297,16 @@ def compare_fabrics(
 ):
     """Step time, network cost and power, TCO and reductions of several fabrics.
 
-    Parameters
-    ----------
-    scenario_or_workloads : Scenario, Workload or sequence of Workload
-        A scenario supplies workloads, weights, cost model, timing, constraints and power
-        cap (each overridable by the keyword arguments).
-    fabrics : mapping of str to Fabric
-        Label -> fabric. Every workload's group spans must fit every fabric (same number of
-        dimensions, divisors of the sizes): compare fabrics of the same shape, e.g. from
-        :func:`libra_opt.fabric.builders.as_family`. The outermost dimension is the
-        scale-out, the others form the HB domain.
-    cost_model : CostModel, optional
-        Must price every tier the fabrics use.
-    bw_gbps : sequence or mapping, optional
-        Equal-bandwidth allocation: one vector for all fabrics, or label -> vector. Default
-        with a scenario: the scenario's own optimum (:func:`libra_opt.optimize.problem.solve`).
-    budget_usd : float, optional
-        Total network budget of the ``equal_budget_joint`` rows; default the baseline's
-        cost at equal bandwidth.
-    scaleout_budget_usd : float, optional
-        Scale-out budget of the ``equal_budget`` rows; default ``budget_usd`` minus the
-        baseline's HB cost at equal bandwidth when ``budget_usd`` is given, else the
-        baseline's scale-out cost at equal bandwidth.
-    tco : TcoModel, optional
-        Adds ``usd_per_hour`` and ``run_cost_usd`` (needs a power model).
-    baseline : str, optional
-        Reference fabric of the reduction columns: default the first ``fat_tree`` fabric,
-        else the first.
-    timing : TimingModel, optional
-        How steps are timed. Default the scenario's (without one, :class:`TimingModel`'s
-        defaults) with the ``native`` traffic model, or ``hierarchical`` under the
-        ``topology_aware`` collective model (see the module notes).
-    modes : sequence of str
-        Any of ``equal_bw``, ``equal_budget`` and ``equal_budget_joint``.
-    constraints : sequence of LinearConstraint, optional
-        Constraints every budget-mode row respects; default the scenario's (none without
-        a scenario).
-    power_w : float, optional
-        Power cap of the budget-mode rows; default the scenario's.
+    ``scenario_or_workloads`` is a scenario (supplying workloads, weights, cost model, timing,
+    constraints and power cap, each overridable by the keywords) or workloads. ``fabrics`` maps
+    labels to fabrics of one shape (e.g. :func:`libra_opt.fabric.builders.as_family`), the
+    outermost dimension the scale-out. ``bw_gbps`` is the equal-bandwidth allocation, for all or
+    by label (default the scenario's optimum); ``budget_usd`` the total budget of the
+    ``equal_budget_joint`` rows and ``scaleout_budget_usd`` the scale-out budget of the
+    ``equal_budget`` rows (default the baseline's costs at equal bandwidth, the scale-out's
+    ``budget_usd`` minus the baseline's HB cost when given); ``tco`` adds ``usd_per_hour`` and
+    ``run_cost_usd``; ``baseline`` (default the first ``fat_tree``, else the first) is the
+    reference of the reductions; ``timing`` defaults as :func:`_checked_timing`.
 
     Returns
     -------
@@ -398,12 +314,10 @@ def compare_fabrics(
         One row per mode and fabric: ``mode``, ``fabric``, ``family``, ``bw_gbps``,
         ``step_time_s``, ``network_cost_usd``, ``scaleout_cost_usd``, ``network_power_w``,
         ``scaleout_tiers``, ``hb_switches``, ``scaleout_switches``, ``usd_per_hour``,
-        ``run_cost_usd``, and ``cost_reduction_pct``, ``power_reduction_pct``,
-        ``run_cost_reduction_pct`` (``100 (1 - x / x_baseline)``) and
-        ``step_time_change_pct`` (``100 (t / t_baseline - 1)``; 0 where the two are the
-        same up to solver round-off, :func:`~libra_opt.scenario.accuracy.same`). ``attrs`` hold
-        ``baseline``, ``budget_usd``, ``scaleout_budget_usd``, ``hb_gbps`` (the HB bandwidth
-        held in ``equal_budget``, of the baseline) and ``traffic_model``.
+        ``run_cost_usd``, the reductions ``cost_reduction_pct``, ``power_reduction_pct``,
+        ``run_cost_reduction_pct`` (``100 (1 - x / x_baseline)``) and ``step_time_change_pct``
+        (0 within solver round-off). ``attrs`` hold ``baseline``, ``budget_usd``,
+        ``scaleout_budget_usd``, ``hb_gbps`` (held in ``equal_budget``) and ``traffic_model``.
 
     Examples
     --------
@@ -455,24 +369,17 @@ def compare_fabrics(
         _settings(timing, f, name)  # the scenario's collective settings fit every fabric
     coeffs = {n: cost_coefficients(f, cm) for n, f in fabrics.items()}
     # Equal-bandwidth vectors.
-    given: dict[str, npt.ArrayLike]
     if bw_gbps is None:
         if scen is None:
             raise InputError("bw_gbps is required when no scenario is given", field="bw_gbps")
-        common = solve(scen, with_baselines=False).bw_gbps
-        given = {n: common for n in names}
-    elif isinstance(bw_gbps, Mapping):
-        missing = [n for n in names if n not in bw_gbps]
-        if missing:
-            raise InputError(f"no bandwidth for fabric(s) {', '.join(missing)}",
-                             field="bw_gbps")
-        given = dict(bw_gbps)
-    else:
-        given = {n: bw_gbps for n in names}
+        bw_gbps = solve(scen, with_baselines=False).bw_gbps
+    given = bw_gbps if isinstance(bw_gbps, Mapping) else dict.fromkeys(names, bw_gbps)
+    missing = [n for n in names if n not in given]
+    if missing:
+        raise InputError(f"no bandwidth for fabric(s) {', '.join(missing)}", field="bw_gbps")
     bws = {n: check_bandwidth(fabrics[n], given[n], field=f"bw_gbps[{n}]") for n in names}
     for what, value in (("budget_usd", budget_usd), ("scaleout_budget_usd", scaleout_budget_usd)):
-        if value is not None and not (_is_number(value) and math.isfinite(float(value))
-                                      and float(value) > 0):
+        if value is not None and not _positive(value):
             raise InputError(f"{what} {short_repr(value)} must be a finite number > 0",
                              field=what)
     k_base, bw_base = coeffs[baseline].usd_per_gbps, bws[baseline]

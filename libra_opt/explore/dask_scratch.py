@@ -1,14 +1,11 @@
 """Scratch folders of the local Dask clusters the executors start.
 
-A local cluster's workers keep spill and lock files in a folder of the temporary directory,
-``libra-opt-dask-<host>-<pid>-<random>`` (``<host>``: 8 hex digits of the host name's
-SHA-256), removed when the run ends. The run holds the folder's lock
-(:func:`libra_opt.io.folder_lock.lock_folder`, an exclusive ``flock``) from
-before it gets that name until it is removed; the kernel drops the lock when the process
-dies, however it dies. A run killed with SIGKILL cannot remove its folder, so every Dask
-run first removes the folders of this host whose lock nobody holds. A folder whose lock
-cannot be tried (a file system without ``flock``), of another host, of another name, or
-that is a symbolic link is never removed.
+A local cluster's workers keep spill and lock files in
+``<tmp>/libra-opt-dask-<host>-<pid>-<random>`` (``<host>``: 8 hex digits of the host name's
+SHA-256), locked by the run (an exclusive ``flock``, :func:`libra_opt.io.folder_lock.lock_folder`)
+from before it gets that name until it is removed, so a folder whose lock nobody holds was
+left by a killed run: every Dask run first removes those of this host (never folders whose
+lock cannot be tried, of another host or name, or symbolic links).
 """
 
 from __future__ import annotations
@@ -46,9 +43,9 @@ def host_tag() -> str:
 
 @contextlib.contextmanager
 def dask_scratch() -> Iterator[str]:
-    """A scratch folder for a local Dask cluster's workers, locked by this process while it
-    exists and removed on exit; first, the folders of runs that were killed are removed
-    (:func:`remove_orphaned_scratch`)."""
+    """A scratch folder for a local Dask cluster's workers, locked while it exists and removed
+    on exit, after removing those of killed runs (:func:`remove_orphaned_scratch`).
+    """
     remove_orphaned_scratch()
     root = tempfile.gettempdir()
     new = tempfile.mkdtemp(prefix=_NEW_PREFIX, dir=root)
@@ -68,11 +65,6 @@ def dask_scratch() -> Iterator[str]:
 def remove_orphaned_scratch(root: str | None = None) -> list[str]:
     """Remove the scratch folders of this host under ``root`` (default: the temporary
     directory) whose lock no process holds; return their paths.
-
-    A folder is removed only when its exclusive ``flock`` can be taken now: its run has
-    ended without removing it (killed). Other names, other hosts' folders, symbolic links,
-    folders whose lock is held or cannot be tried, and entries that cannot be read are left
-    alone.
     """
     root = root or tempfile.gettempdir()
     mine = f"{SCRATCH_PREFIX}{host_tag()}-"

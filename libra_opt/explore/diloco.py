@@ -1,26 +1,9 @@
-"""DiLoCo across sites as a scenario the optimizer solves exactly (blocking or overlapped sync).
-
-:func:`diloco_scenario` turns a scenario whose data-parallel group spans a *site*
-dimension (the datacenter interconnect, a dimension of the fabric with its own tier,
-price, power and latency) into one where
-
-* the inner steps' data-parallel collectives stay inside a site (the group's span on the
-  site dimension becomes 1), and
-* a second workload, ``<name>_outer``, is one fragment's outer all-reduce of
-  ``P_npu b / (8 F)`` bytes over the whole data-parallel group, weighted ``F / H`` times
-  the workload's weight, with the hidden window ``tau C`` when the sync overlaps ``tau``
-  inner steps of compute (``C``: the workload's compute per step,
-  :attr:`~libra_opt.traffic.workload.Workload.compute_s`).
-
-The weighted step time the optimizer minimizes is then the amortized step time
-``T_inner(B) + (F / H) max(T_f(B) - tau C, 0)`` exactly (bandwidth and latency terms
-alike; ``tau = 0`` is the blocking sync), under every collective and traffic model, so
-budgets, power caps, sweeps of ``H``, ``F``, ``b`` and ``tau`` and the fast conic path all
-apply; the numpy re-check evaluates the same formula
-(:func:`libra_opt.traffic.diloco.amortized_exposed_s` in closed form). With ``tau > 0``
-the scenario needs ``training_loop: no_overlap``: the sync hides behind compute on links
-that are idle then (under an overlapped loop the step's own collectives would use them,
-which the window does not charge; :class:`~libra_opt.errors.InputError` otherwise).
+"""DiLoCo across sites as a scenario the optimizer solves exactly (blocking or overlapped sync):
+the inner steps' data-parallel collectives stay inside a site and ``<name>_outer`` (one
+fragment's outer all-reduce of ``P_npu b / (8 F)`` bytes, weighted ``F / H``, hidden behind
+``tau C`` of compute) makes the weighted step time ``T_inner(B) + (F / H) max(T_f(B) - tau
+C, 0)`` (:func:`libra_opt.traffic.diloco.diloco_workloads`; ``tau > 0`` needs the
+``no_overlap`` loop).
 
 References
 ----------
@@ -44,26 +27,10 @@ def diloco_scenario(
     scenario: Scenario, site_dim: str, settings: DiLoCoSettings, params_per_npu: float,
     dp_group: str = "dp",
 ) -> Scenario:
-    """``scenario`` trained with DiLoCo across the sites of ``site_dim``.
-
-    Parameters
-    ----------
-    scenario : Scenario
-    site_dim : str
-        The dimension joining the sites.
-    settings : DiLoCoSettings
-        ``H``, ``F``, ``b`` and ``tau`` (``overlap_steps``; 0: blocking sync).
-    params_per_npu : float
-        ``P_npu``: parameters each NPU holds (the model over its tensor and pipeline
-        parallel degrees).
-    dp_group : str
-        The data-parallel group of every workload.
-
-    Returns
-    -------
-    Scenario
-        Workloads ``<name>`` (inner) and ``<name>_outer`` (hidden window ``tau C``),
-        weights ``w`` and ``w F / H``.
+    """``scenario`` trained with DiLoCo across the sites of ``site_dim`` (``settings``: ``H``,
+    ``F``, ``b``, ``tau``; ``params_per_npu``: the parameters each NPU holds; ``dp_group``: the
+    workloads' data-parallel group): workloads ``<name>`` and ``<name>_outer`` weighted ``w``
+    and ``w F / H``.
 
     Examples
     --------

@@ -1,12 +1,7 @@
-"""Failure studies: goodput against cluster size for each fabric family.
-
-:func:`goodput_by_size` scales a two-level scenario (a ``fat_tree`` or ``rail_only``
-builder fabric with one model-based workload and a ``reliability`` section) to other NPU
-counts and families: the fabric's ``n_npus`` and ``builder``, the workload's data-parallel
-degree (the other degrees kept) and global batch (the same sequences per data-parallel
-rank), and a data-parallel span of the outermost dimension in its mapping are edited by
-path (:func:`~libra_opt.explore.overrides.apply_overrides`); each scenario is solved and its
-optimum evaluated under failures (:func:`~libra_opt.scenario.failures.failure_report`).
+"""Failure studies: goodput against cluster size for each fabric family. :func:`goodput_by_size`
+moves a two-level scenario to other NPU counts and families by path overrides
+(:func:`scaled_overrides`), solves each and evaluates it under failures
+(:func:`~libra_opt.scenario.failures.failure_report`).
 """
 
 from __future__ import annotations
@@ -28,13 +23,9 @@ __all__ = ["goodput_by_size", "scaled_overrides"]
 
 
 def scaled_overrides(scenario: Scenario, n_npus: int, family: str) -> dict[str, Any]:
-    """The overrides that move ``scenario`` to ``n_npus`` NPUs of fabric ``family``.
-
-    Raises
-    ------
-    InputError
-        When the scenario is not a two-level builder fabric with one model-based
-        workload, or ``n_npus`` does not split into its parallelization.
+    """The overrides that move ``scenario`` to ``n_npus`` NPUs of fabric ``family`` (refused for a
+    scenario that is not a two-level builder fabric with one model-based workload, or an
+    ``n_npus`` its parallelization does not split).
 
     Examples
     --------
@@ -77,33 +68,14 @@ def scaled_overrides(scenario: Scenario, n_npus: int, family: str) -> dict[str, 
 
 def goodput_by_size(scenario: Scenario, n_npus: Sequence[int],
                     families: Sequence[str] = ("fat_tree", "rail_only")) -> pd.DataFrame:
-    """Goodput, throughput and cost under failures for each size and family.
-
-    Parameters
-    ----------
-    scenario : Scenario
-        Compiled from a spec (see the module notes), with a ``reliability`` section.
-    n_npus : sequence of int
-    families : sequence of {'fat_tree', 'rail_only'}
-        Each size of each family is one row; a point that cannot be built or solved (too
-        many tiers for the radix, infeasible) has its error as ``status``.
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per family and size: ``family``, ``n_npus``, ``status`` (``optimal`` or
-        the error), ``step_time_s``, ``goodput``, ``throughput_fraction`` (failure-free over
-        effective step time: goodput and degraded parts), ``job_mttf_h``,
-        ``interruptions_per_day``, ``degradations_per_day``, ``network_parts`` (switches and
-        cables of the network outside the hosts), ``tokens_per_s``,
-        ``effective_tokens_per_s``, ``network_cost_usd``, ``run_cost_usd`` and
-        ``run_cost_with_failures_usd``.
-
-    Raises
-    ------
-    InputError
-        Without a ``reliability`` section, or for a scenario :func:`scaled_overrides`
-        refuses.
+    """Goodput, throughput and cost under failures for each size of each family (an
+    :class:`~libra_opt.errors.InputError` without a ``reliability`` section or for a scenario
+    :func:`scaled_overrides` refuses): one row per family and size with ``status``
+    (``optimal`` or the error of a point that cannot be built or solved), ``step_time_s``,
+    ``goodput``, ``throughput_fraction`` (failure-free over effective step time),
+    ``job_mttf_h``, ``interruptions_per_day``, ``degradations_per_day``, ``network_parts``,
+    ``tokens_per_s``, ``effective_tokens_per_s``, ``network_cost_usd``, ``run_cost_usd`` and
+    ``run_cost_with_failures_usd``.
     """
     import pandas as pd
 

@@ -1,10 +1,7 @@
-"""Should a switch dimension reduce in the network? Enumerate the choices, solve each exactly.
-
-In-network reduction (SHARP class, :mod:`libra_opt.traffic.in_network`) changes a
-dimension's traffic (an integer choice) and its price (a premium per GB/s), so it is not
-a variable of the convex program. With ``E`` eligible (``switch``) dimensions there are
-``2^E`` choices; each is a convex program solved to its global optimum, so the best of
-them is the exact optimum over the joint choice.
+"""Should a switch dimension reduce in the network? In-network reduction (SHARP class,
+:mod:`libra_opt.traffic.in_network`) changes a dimension's traffic and price by an integer
+choice, so each of the ``2^E`` choices is solved to its global optimum and the best of them
+is the exact optimum of the joint choice.
 
 Examples
 --------
@@ -43,20 +40,8 @@ __all__ = ["InNetworkChoice", "InNetworkResult", "choose_in_network"]
 
 @dataclass(frozen=True)
 class InNetworkChoice:
-    """The optimum of one choice of in-network dimensions.
-
-    Attributes
-    ----------
-    dims : tuple of str
-        Dimensions that reduce in the network.
-    feasible : bool
-    objective_value : float
-        The scenario's objective at the optimum (``inf`` when infeasible).
-    step_time_s : float
-        Weighted step time (s).
-    network_cost_usd : float
-    bw_gbps : numpy.ndarray
-        Optimal bandwidth per dimension (GB/s per NPU; empty when infeasible).
+    """The optimum of one choice of in-network dimensions: the objective (``inf`` when
+    infeasible), weighted step time (s), network cost and bandwidths (empty when infeasible).
     """
 
     dims: tuple[str, ...]
@@ -69,14 +54,7 @@ class InNetworkChoice:
 
 @dataclass(frozen=True)
 class InNetworkResult:
-    """Every choice, best first.
-
-    Attributes
-    ----------
-    choices : tuple of InNetworkChoice
-        Sorted by objective (infeasible last).
-    objective : str
-    """
+    """Every choice, best first (infeasible last)."""
 
     choices: tuple[InNetworkChoice, ...]
     objective: str
@@ -91,51 +69,33 @@ class InNetworkResult:
         """The second best choice (``None`` with a single choice)."""
         return self.choices[1] if len(self.choices) > 1 else None
 
-    def _rows(self) -> list[list[str]]:
-        return [[", ".join(c.dims) or "none",
-                 f"{c.objective_value:.6g}" if c.feasible else "infeasible",
-                 f"{c.step_time_s:.6g}" if c.feasible else "-",
-                 format_usd(c.network_cost_usd) if c.feasible else "-",
-                 " / ".join(f"{b:.1f}" for b in c.bw_gbps) if c.feasible else "-"]
-                for c in self.choices]
-
-    def __repr__(self) -> str:
+    def _table(self) -> tuple[list[str], list[list[str]]]:
         head = ["in-network dims", f"objective ({self.objective})", "step time s",
                 "network cost", "bw GB/s"]
+        return head, [[", ".join(c.dims) or "none",
+                       f"{c.objective_value:.6g}" if c.feasible else "infeasible",
+                       f"{c.step_time_s:.6g}" if c.feasible else "-",
+                       format_usd(c.network_cost_usd) if c.feasible else "-",
+                       " / ".join(f"{b:.1f}" for b in c.bw_gbps) if c.feasible else "-"]
+                      for c in self.choices]
+
+    def __repr__(self) -> str:
+        head, rows = self._table()
         lines = [f"In-network reduction: {len(self.choices)} choices, each solved exactly, "
                  "best first", "  " + " | ".join(head)]
-        lines += ["  " + " | ".join(r) for r in self._rows()]
-        return "\n".join(lines)
+        return "\n".join([*lines, *("  " + " | ".join(r) for r in rows)])
 
     def _repr_html_(self) -> str:
-        return html_table(["in-network dims", f"objective ({self.objective})", "step time s",
-                           "network cost", "bw GB/s"], self._rows(),
+        return html_table(*self._table(),
                           caption="In-network reduction: every choice solved exactly, best first")
 
 
 def choose_in_network(
     scenario: Scenario, dims: Sequence[str] | None = None, *, backend: str = "clarabel",
 ) -> InNetworkResult:
-    """Solve ``scenario`` for every subset of ``dims`` reducing in the network.
-
-    Parameters
-    ----------
-    scenario : Scenario
-        Its own ``in_network_reduction`` is replaced by each choice.
-    dims : sequence of str, optional
-        Candidate dimensions (default: every ``switch`` dimension). At most 12.
-    backend : {'clarabel', 'cvxpy'}
-
-    Returns
-    -------
-    InNetworkResult
-        ``2^E`` choices, best first; ``best`` and ``runner_up``.
-
-    Notes
-    -----
-    ``min_{S subset E} min_B f_S(B)`` with each inner problem convex and solved to its
-    global optimum: the enumeration is exact. An infeasible choice (e.g. a budget the
-    premium no longer fits) is reported as such.
+    """Solve ``scenario`` for every subset of ``dims`` (default every switch dimension, at most
+    12) reducing in the network; an infeasible choice (say, a budget the premium no longer
+    fits) is reported as such.
     """
     fabric = scenario.fabric
     if dims is None:
@@ -144,11 +104,13 @@ def choose_in_network(
     if len(dims) > 12:
         raise InputError(f"{len(dims)} candidate dimensions: 2^{len(dims)} solves is too many "
                          "(at most 12)", field="in_network_reduction")
+    c = scenario.collectives  # without its own in-network dimensions
+    settings = c if c is None else dataclasses.replace(c, in_network_reduction=())
     out = []
     for r in range(len(dims) + 1):
         for subset in itertools.combinations(dims, r):
             scen = dataclasses.replace(scenario, in_network_reduction=tuple(subset),
-                                       collectives=_without_inr(scenario))
+                                       collectives=settings)
             try:
                 sol = solve(scen, with_baselines=False, backend=backend)
             except InfeasibleDesignError:
@@ -161,9 +123,3 @@ def choose_in_network(
                                        np.asarray(sol.bw_gbps, dtype=float)))
     out.sort(key=lambda c: (not c.feasible, c.objective_value, len(c.dims)))
     return InNetworkResult(tuple(out), scenario.objective)
-
-
-def _without_inr(scenario: Scenario):
-    """The scenario's collective settings without their own in-network dimensions."""
-    c = scenario.collectives
-    return c if c is None else dataclasses.replace(c, in_network_reduction=())

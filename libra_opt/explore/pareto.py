@@ -15,11 +15,10 @@ __all__ = ["pareto_front", "dominated"]
 
 
 def dominated(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Which points are dominated (minimising both): some other point is no worse on both
-    coordinates and better on one. Exact duplicates do not dominate each other.
-
-    ``O(n log n)``: sorted by ``x`` then ``y``, a point is kept when its ``y`` is below every
-    ``y`` of a strictly smaller ``x`` and is the least ``y`` of its own ``x``.
+    """Which points are dominated (minimising both): another point is no worse on both and
+    better on one; exact duplicates do not dominate each other. ``O(n log n)``: sorted by ``x``
+    then ``y``, a point is kept when its ``y`` is the least of its ``x`` and below every ``y``
+    of a smaller ``x``.
 
     Examples
     --------
@@ -48,28 +47,10 @@ def dominated(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 def pareto_front(
     df: pd.DataFrame, x: str = "network_cost_usd", y: str = "weighted_step_time_s"
 ) -> pd.DataFrame:
-    """The non-dominated rows of ``df`` (minimising ``x`` and ``y``), sorted by ``x``.
-
-    Only rows with ``status == "optimal"`` (when ``df`` has a ``status`` column) and finite
-    ``x`` and ``y`` take part. Use ``x="network_power_w"`` for the power / step-time front.
-
-    Parameters
-    ----------
-    df : pandas.DataFrame
-        E.g. from :func:`libra_opt.explore.sweep.sweep`.
-    x, y : str
-        Columns to minimise.
-
-    Returns
-    -------
-    pandas.DataFrame
-        The front's rows with their original index, sorted by ``x`` then ``y``.
-
-    Raises
-    ------
-    InputError
-        If ``x`` or ``y`` is not a column of ``df``, or has no finite number in the rows
-        that take part (all NaN: a front of such a column would be silently empty).
+    """The non-dominated rows of ``df`` (minimising ``x`` and ``y``; ``x="network_power_w"`` for
+    the power front), sorted by ``x`` then ``y``, with their index; only rows with ``status ==
+    "optimal"`` (when there is a status) and finite ``x`` and ``y`` take part. A column missing,
+    or without a finite number in those rows, is an :class:`~libra_opt.errors.InputError`.
 
     Examples
     --------

@@ -1,15 +1,10 @@
 """Validation statistics across tables: per software stack, and the ranking of published
 parallelization variants of one model.
 
-:func:`stack_summaries` pools the rows of every table by software stack: the out-of-sample
-average and worst absolute error over the rows that are neither calibration rows nor
-convention-dependent. :func:`variant_rankings` compares, within each ``variant_set``, the
-order of the predicted and the measured cost of the variants -- GPU-seconds per sample,
-``n_gpus x t_step / samples per step`` -- by Spearman's rank correlation and by the regret of
-the model's pick: the measured cost of the variant the model predicts cheapest over the
-measured cheapest, minus 1. A set meets the ranking target with a Spearman of at least
-:data:`SPEARMAN_TARGET` and a regret of at most :data:`REGRET_TARGET`; a set whose table
-judges it by regret (``variant_judge: regret``) needs the regret alone.
+:func:`stack_summaries` pools the out-of-sample rows of every table by software stack.
+:func:`variant_rankings` compares, within each ``variant_set``, the predicted and measured
+order of the variants' cost (GPU-seconds per sample) by Spearman's rank correlation and by
+the regret of the model's pick (its measured cost over the measured cheapest, minus 1).
 """
 
 from __future__ import annotations
@@ -72,14 +67,9 @@ def stack_summaries(results: Sequence[TableResult]) -> tuple[StackSummary, ...]:
 
 
 def spearman(a: Sequence[float], b: Sequence[float]) -> float:
-    """Spearman's rank correlation: Pearson's correlation of the ranks (ties averaged).
-
-    NaN when either sequence is constant or has fewer than two values.
-
-    Notes
-    -----
-    Without ties, :math:`\\rho = 1 - 6 \\sum_i d_i^2 / (n (n^2 - 1))` with :math:`d_i` the
-    difference of the ranks of item ``i``; computed by :func:`scipy.stats.spearmanr`.
+    """Spearman's rank correlation (ties averaged; NaN for a constant sequence or fewer than two
+    values): without ties :math:`1 - 6 \\sum_i d_i^2 / (n (n^2 - 1))` with :math:`d_i` the
+    difference of the ranks of item ``i`` [1]_ (:func:`scipy.stats.spearmanr`).
 
     References
     ----------
@@ -105,16 +95,7 @@ def spearman(a: Sequence[float], b: Sequence[float]) -> float:
 
 @dataclass(frozen=True)
 class VariantRanking:
-    """Predicted vs measured cost of the variants of one set.
-
-    Attributes
-    ----------
-    name : str
-    rows : tuple of RowResult
-    measured_cost, predicted_cost : tuple of float
-        GPU-seconds per sample of each row, measured (implied by the published figure) and
-        predicted.
-    """
+    """Predicted vs measured cost (GPU-seconds per sample) of the variants of one set."""
 
     name: str
     rows: tuple[RowResult, ...]
@@ -144,22 +125,21 @@ class VariantRanking:
 
     @property
     def judged_by(self) -> str:
-        """``rank`` (Spearman and regret) or ``regret`` (the regret alone): how the set's
-        table judges it."""
+        """``rank`` (Spearman and regret) or ``regret`` (regret alone), as the set's table judges it."""
         return "regret" if all(r.variant_judge == "regret" for r in self.rows) else "rank"
 
     @property
     def meets_target(self) -> bool:
-        """Regret at most :data:`REGRET_TARGET` and, when judged by rank, Spearman at least
-        :data:`SPEARMAN_TARGET`."""
+        """Regret at most :data:`REGRET_TARGET` and, judged by rank, Spearman at least
+        :data:`SPEARMAN_TARGET`.
+        """
         if not self.regret <= REGRET_TARGET + 1e-12:
             return False
         return self.judged_by == "regret" or self.spearman >= SPEARMAN_TARGET - 1e-12
 
     @property
     def mean_abs_error(self) -> float:
-        """Average absolute error of the set's rows that are judged (not calibration or
-        convention-dependent rows; NaN if none)."""
+        """Average absolute error of the set's judged rows (NaN if none)."""
         return abs_errors(r.error for r in self.rows if r.role == "validation")[0]
 
 
@@ -168,7 +148,7 @@ def _cost(r: RowResult, t_s: float) -> float:
 
 
 def variant_rankings(results: Sequence[TableResult]) -> tuple[VariantRanking, ...]:
-    """One :class:`VariantRanking` per ``variant_set`` with at least two rows.
+    """One :class:`VariantRanking` per ``variant_set`` of at least two rows.
 
     Examples
     --------

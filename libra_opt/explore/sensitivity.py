@@ -1,18 +1,9 @@
-"""Sensitivities of an optimum: what one more $, W or GB/s is worth, per dimension.
-
-Two kinds of marginal value, both read at the optimum of a
-:class:`~libra_opt.optimize.solution.Solution`:
-
-* **Re-optimized** (from the duals): the shadow price of the budget row is the objective's
-  change per extra $ of budget with every dimension re-balanced; the shadow prices of the
-  rows that bound one dimension alone (``bw.<dim> <= x``, ``bw.<dim> >= x``, bounds) are the
-  change per GB/s of moving that dimension's bound up. Duals are the solver's, with the sign
-  convention of :class:`~libra_opt.optimize.solution.ConstraintReport` (d objective / d rhs).
-* **Model** (this allocation, nothing re-balanced): the one-sided derivative of the weighted
-  step time when dimension ``d`` alone gets more bandwidth, measured on the step-time model
-  by a forward step of ``1e-7 B_d``. Pipelined collectives equalise the dimensions' times at
-  an optimum, so this is often 0 for one dimension alone (another ties) — the gain of a
-  budget comes from re-balancing, which is what the duals measure.
+"""Sensitivities of an optimum: what one more $, W or GB/s is worth, per dimension,
+**re-optimized** (the duals: the budget row's shadow price, the change per GB/s of moving a
+row that bounds one dimension alone; the sign convention of
+:class:`~libra_opt.optimize.solution.ConstraintReport`) or on the **model** (the one-sided
+derivative of the weighted step time when dimension ``d`` alone gets more bandwidth, a
+forward step of ``1e-7 B_d``: often 0 at a pipelined optimum, where another dimension ties).
 """
 
 from __future__ import annotations
@@ -44,28 +35,11 @@ def _single_dim(row: Row) -> int | None:
 def sensitivity(solution: Solution) -> pd.DataFrame:
     """Marginal value of budget and bandwidth per dimension at an optimum.
 
-    Parameters
-    ----------
-    solution : Solution
-        From :func:`libra_opt.optimize.problem.solve`.
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per dimension:
-
-        * ``dim``, ``bw_gbps``, ``usd_per_gbps`` (network $ per GB/s of the dimension);
-        * ``step_s_per_gbps``: d weighted step time / d B_d, this dimension alone, on the
-          model (s per GB/s; <= 0);
-        * ``step_s_per_usd``: the same per $ spent on the dimension (NaN when it is free);
-        * ``bound_objective_per_gbps``: objective change per GB/s of raising this
-          dimension's bounds, re-optimized (the duals of its bound rows; 0 when none binds);
-        * ``budget_objective_per_usd``: objective change per extra $ of budget,
-          re-optimized (the budget row's dual; the same on every row, NaN without a budget).
-
-        ``attrs`` hold ``objective`` (its name and unit), ``budget_objective_per_usd``,
-        ``power_objective_per_w`` and ``total_bw_objective_per_gbps`` (the duals of the
-        caps and of the total-bandwidth rows, by label).
+    One row per dimension: ``dim``, ``bw_gbps``, ``usd_per_gbps``, ``step_s_per_gbps`` (d
+    weighted step time / d ``B_d`` on the model, <= 0), ``step_s_per_usd`` (NaN when free),
+    ``bound_objective_per_gbps`` and ``budget_objective_per_usd`` (the duals of the dimension's
+    bound rows and of the budget row); ``attrs`` add ``objective``, ``power_objective_per_w``
+    and ``total_bw_objective_per_gbps`` (by label).
 
     Examples
     --------

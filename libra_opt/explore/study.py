@@ -1,18 +1,10 @@
 """The studies a design review rests on, run once and handed over as one frozen value.
 
-:func:`design_study` solves a scenario (unless handed a solution) and runs, around its
-optimum, the sensitivity of each dimension, a budget sweep (log-spaced network budgets, the
-objective perf), the fabric-family comparison (the scenario's dimensions re-wired as each
-family, at the optimum's bandwidth and at equal scale-out budget) and, for a scenario whose
-one workload is generated from a model, a co-design search over a bounded space
-(:func:`report_search_space`: every TP x CP x PP x DP factorization and every placement on
-the scenario's own fabric, the workload's other knobs kept) with its co-design gains. The answer,
-:class:`~libra_opt.explore.study_result.DesignStudy`, holds the solution and the three tables; ``libra_opt.report`` renders
-it and runs nothing itself.
-
-A study that cannot be run for this scenario (a comparison with no feasible fabric, a
-sensitivity the solver refuses, a search of a workload the search cannot regenerate) is
-recorded as the reason, not raised, so the review still shows every other part.
+:func:`design_study` solves a scenario (unless handed a solution) and runs around its
+optimum the sensitivity, a budget sweep, the fabric-family comparison and, for a scenario
+whose one workload is generated from a model, a co-design search over a bounded space with
+its gains. A study that cannot be run for the scenario is recorded as the reason, not
+raised, so the review still shows every other part.
 """
 
 from __future__ import annotations
@@ -64,9 +56,8 @@ REPORT_SEARCH_TOP = 5
 
 def report_search_space(base: SearchBase) -> SearchSpace:
     """The bounded space of a design study's search: every TP x CP x PP x DP (x EP)
-    factorization the model allows and every distinct placement, on the scenario's own fabric
-    (its HB domain), with the workload's own micro-batch size, interleaving, recomputation,
-    sequence parallelism and ZeRO stage.
+    factorization and placement on the scenario's own fabric, with the workload's own
+    micro-batch size, interleaving, recomputation, sequence parallelism and ZeRO stage.
 
     Examples
     --------
@@ -84,25 +75,9 @@ def report_search_space(base: SearchBase) -> SearchSpace:
 def study_search(scenario: Scenario, space: SearchSpace | None = None,
                  top: int = REPORT_SEARCH_TOP, error_model: ErrorModel | None = None
                  ) -> tuple[SearchResult | None, str | None, SearchSpace | None]:
-    """The co-design search of a design study and its gains, or why there is none.
-
-    Parameters
-    ----------
-    scenario : Scenario
-        A compiled scenario (its spec is the search's base).
-    space : SearchSpace, optional
-        Default :func:`report_search_space`.
-    top : int
-        Best candidates kept exact.
-    error_model : ErrorModel, optional
-        Where the solved rows' error bands come from
-        (:func:`~libra_opt.explore.search.run_search`).
-
-    Returns
-    -------
-    (SearchResult or None, str or None, SearchSpace or None)
-        The result (with ``gains``: :func:`~libra_opt.explore.search.codesign_gains`), the
-        one-line reason when the search cannot take the scenario, and the space searched.
+    """The co-design search of a design study with its gains, the one-line reason when the
+    search cannot take the scenario, and the space searched (default
+    :func:`report_search_space`).
 
     Examples
     --------
@@ -123,9 +98,8 @@ def study_search(scenario: Scenario, space: SearchSpace | None = None,
 
 
 def budget_values(sol: Solution, n_points: int) -> list[float]:
-    """Network budgets around an optimum's cost, $: ``n_points`` log-spaced from 0.25x to
-    4x the optimum's network cost (to 2x when the scenario already has a budget); empty when
-    the optimum costs nothing.
+    """Network budgets around an optimum's cost, $: ``n_points`` log-spaced from 0.25x to 4x its
+    network cost (2x when the scenario has a budget); empty when it costs nothing.
 
     Examples
     --------
@@ -161,29 +135,11 @@ def design_study(
     search: bool | SearchSpace = True,
     error_model: ErrorModel | None = None,
 ) -> DesignStudy:
-    """Solve (if needed) and run the sensitivity, the budget sweep, the fabric comparison
-    and the co-design search.
-
-    Parameters
-    ----------
-    scenario_or_solution : Scenario or Solution
-    budget_points : int
-        Points of the budget sweep (:func:`budget_values`).
-    families : sequence of str
-        Fabric families to compare (:data:`REPORT_FAMILIES`); empty: the scenario's own.
-    progress : callable or bool, optional
-        Passed to the sweep.
-    search : bool or SearchSpace
-        ``True`` (default): the co-design search over :func:`report_search_space` (top
-        :data:`REPORT_SEARCH_TOP`), for a scenario whose one workload is model-based; a
-        :class:`SearchSpace`: that space; ``False``: no search.
-    error_model : ErrorModel, optional
-        Validated runs: the error band of each model-based workload
-        (:func:`~libra_opt.explore.trust.scenario_bands`) and of the search's rows.
-
-    Returns
-    -------
-    DesignStudy
+    """Solve (if needed) and run the sensitivity, the budget sweep (``budget_points`` budgets,
+    :func:`budget_values`; ``progress`` goes to the sweep), the fabric comparison of
+    ``families`` (empty: the scenario's own) and the co-design search (``True``: over
+    :func:`report_search_space`; a :class:`SearchSpace`; ``False``: none); ``error_model``
+    gives the error bands of the workloads and of the search's rows.
 
     Examples
     --------

@@ -35,20 +35,16 @@ def validated_runs(tables: Sequence[ValidationTable],
 def search_columns(model: ErrorModel, table: object, device: str, stack: str, seq_len: int,
                    n_npus: int, rank_key: str = "objective", outside: tuple[str, ...] = ()
                    ) -> dict[str, list]:
-    """The trust columns of a search table's rows (pandas ``DataFrame`` with the knob,
-    ``status``, ``rank``, ``step_time_s``, ``mfu`` columns and ``rank_key``, the value the
-    rows are ranked by: ``objective``, or ``effective_objective`` ranked with failures);
-    ``outside``: what else lies outside the envelope for every row (:func:`timing_outside`).
+    """The trust columns of a search table's rows (``rank_key``: the value they are ranked by;
+    ``outside``: what else lies outside the envelope for every row, :func:`timing_outside`).
 
     Returns
     -------
     dict
-        ``band_pct`` (the band, percent), ``step_time_lo_s`` / ``step_time_hi_s`` (the
-        measured step times it allows), ``outside_envelope`` (what lies outside, ``''``
-        inside), ``mfu_above_measured`` (the predicted MFU exceeds the best measured on the
-        device), ``indistinguishable`` (a solved row whose ranking value is within the
-        ranking band of rank 1's: the model does not tell it from the best); one value per row,
-        NaN / ``''`` / ``False`` for rows not solved.
+        One value per row (NaN, ``''`` or ``False`` for rows not solved): ``band_pct``,
+        ``step_time_lo_s`` / ``step_time_hi_s`` (the measured step times the band allows),
+        ``outside_envelope``, ``mfu_above_measured`` (above the best measured on the device)
+        and ``indistinguishable`` (within the ranking band of rank 1's value).
     """
     import pandas as pd
 
@@ -58,27 +54,21 @@ def search_columns(model: ErrorModel, table: object, device: str, stack: str, se
     solved = table["status"] == "optimal"
     first = table.loc[table["rank"] == 1, rank_key]
     best_obj = float(first.iloc[0]) if len(first) else math.nan
-    cols: dict[str, list] = {k: [] for k in ("band_pct", "step_time_lo_s", "step_time_hi_s",
-                                              "outside_envelope", "mfu_above_measured",
-                                              "indistinguishable")}
+    unsolved = (math.nan, math.nan, math.nan, "", False, False)
+    values = []
     for ok, r in zip(solved, table.itertuples(index=False), strict=True):
         if not ok:
-            for k, v in (("band_pct", math.nan), ("step_time_lo_s", math.nan),
-                         ("step_time_hi_s", math.nan), ("outside_envelope", ""),
-                         ("mfu_above_measured", False), ("indistinguishable", False)):
-                cols[k].append(v)
+            values.append(unsolved)
             continue
         knobs = {**layout_knobs(r), "seq_len": seq_len, "n_npus": n_npus}
         b = widened(model, model.band(device, stack, knobs), outside)
-        lo, hi = b.interval_s(float(r.step_time_s))
-        cols["band_pct"].append(100 * b.rel_error)
-        cols["step_time_lo_s"].append(lo)
-        cols["step_time_hi_s"].append(hi)
-        cols["outside_envelope"].append(", ".join(b.outside))
-        cols["mfu_above_measured"].append(best is not None and float(r.mfu) > best[0])
-        cols["indistinguishable"].append(
-            bool(math.isfinite(rank_band)
-                 and float(getattr(r, rank_key)) <= best_obj * (1 + rank_band)))
+        values.append((100 * b.rel_error, *b.interval_s(float(r.step_time_s)),
+                       ", ".join(b.outside), best is not None and float(r.mfu) > best[0],
+                       bool(math.isfinite(rank_band)
+                            and float(getattr(r, rank_key)) <= best_obj * (1 + rank_band))))
+    names = ("band_pct", "step_time_lo_s", "step_time_hi_s", "outside_envelope",
+             "mfu_above_measured", "indistinguishable")
+    cols: dict[str, list] = {k: [v[i] for v in values] for i, k in enumerate(names)}
     return cols
 
 
@@ -122,14 +112,9 @@ def widened(model: ErrorModel, band: Band, outside: tuple[str, ...]) -> Band:
 
 
 def scenario_bands(model: ErrorModel, scenario: Scenario) -> dict[str, Band]:
-    """The error band of each model-based workload of a compiled ``scenario`` (by workload
-    name; empty for a scenario without a spec or without model-based workloads).
-
-    A workload priced by a fixed efficiency (``efficiency: 0.5``, the FLOPs-over-peak model)
-    or of a model that is not a transformer is outside the envelope: the validated runs check
-    the per-operator roofline of transformers. So is a scenario timed otherwise than the
-    validation tables are (pipelined collectives, hierarchical traffic, each device's own
-    collective efficiencies: a ``collectives.efficiency`` of the scenario's own).
+    """The error band of each model-based workload of a compiled ``scenario``, by name, widened
+    (:func:`widened`) for a fixed efficiency, a model that is not a transformer, or a timing
+    other than the validation tables' (:func:`timing_outside`).
 
     Examples
     --------

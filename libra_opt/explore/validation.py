@@ -1,13 +1,9 @@
 """Predicting published training runs: the step-time model against a validation table.
 
-:func:`validate` predicts each row of a :class:`~libra_opt.generators.validation.ValidationTable`
-with the default compute model (:func:`~libra_opt.generators.generator.generate_workload` and
-:func:`~libra_opt.traffic.step_time.step_time` under the cluster's timing model,
-:meth:`~libra_opt.generators.validation.Cluster.timing`, at its per-GPU bandwidths) and reports the error per row and the average and worst absolute error over the
-rows not used for calibration (:class:`TableResult`). Tables are read by
-:mod:`libra_opt.io.validation` and handed over as values; constants are fitted on them by
-:mod:`libra_opt.explore.calibration`, and the statistics across tables are in
-:mod:`libra_opt.explore.ranking`.
+:func:`validate` predicts each row of a
+:class:`~libra_opt.generators.validation.ValidationTable` with the default compute model at
+the cluster's per-GPU bandwidths and timing, and reports the error per row and over the rows
+not used for calibration (:class:`TableResult`).
 """
 
 from __future__ import annotations
@@ -38,11 +34,9 @@ __all__ = [
 class RowResult:
     """Published and predicted value of one row; ``error = predicted / published - 1``.
 
-    ``calibrate`` marks a row excluded from the error statistics: used to fit the device
-    constants or (``calibrate_stack``) the stack's constant, or convention-dependent
-    (``convention_band`` > 0 or ``convention`` set). ``mfu_measured`` is the MFU of the
-    measured step time (:attr:`measured_step_time_s`) at the model's FLOP count (NaN when
-    not predicted by :func:`predict_row`).
+    ``calibrate`` marks a row left out of the error statistics (a calibration row of the device
+    or, ``calibrate_stack``, of the stack, or convention-dependent); ``mfu_measured`` is the MFU
+    of the measured step time (NaN when not predicted by :func:`predict_row`).
     """
 
     name: str
@@ -85,8 +79,8 @@ class RowResult:
 
     @property
     def time_ratio(self) -> float:
-        """Predicted step time over the step time the published figure implies (throughput
-        metrics are inversely proportional to the step time at a fixed configuration).
+        """Predicted step time over the one the published figure implies (throughput metrics are
+        inversely proportional to it).
 
         Examples
         --------
@@ -123,8 +117,7 @@ class TableResult:
 
 
 def abs_errors(errors: Iterable[float]) -> tuple[float, float]:
-    """(average, largest) absolute value of the relative ``errors``; NaN, NaN when there are
-    none.
+    """(average, largest) absolute value of the relative ``errors`` (NaN, NaN for none).
 
     Examples
     --------
@@ -160,12 +153,7 @@ def _metric(g: GeneratedWorkload, t_s: float, metric: str) -> float:
 
 
 def predict_row(row: ValidationRow, device: Device | None = None) -> RowResult:
-    """Predict one row (with ``device`` instead of the cluster's, e.g. while calibrating).
-
-    Examples
-    --------
-    See :func:`validate`.
-    """
+    """Predict one row (with ``device`` instead of the cluster's, e.g. while calibrating)."""
     dev = device if device is not None else row.cluster.device
     g, t = _generate(row, dev)
     res = RowResult(row.name, row.source, dev.key, row.metric, row.published,
@@ -183,11 +171,6 @@ def predict_row(row: ValidationRow, device: Device | None = None) -> RowResult:
 
 def validate(table: ValidationTable, devices: Mapping[str, Device] | None = None) -> TableResult:
     """Predict every row of ``table``; ``devices`` (by key) replaces the clusters' devices.
-
-    Returns
-    -------
-    TableResult
-        ``mean_abs_error`` and ``worst_abs_error`` cover the rows not marked ``calibrate``.
 
     Examples
     --------

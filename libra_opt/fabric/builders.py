@@ -1,17 +1,7 @@
-"""Fabric builders: multi-dimensional fabrics, rail-optimized fat-trees and Rail-only networks.
-
-Every builder returns a plain :class:`~libra_opt.fabric.dims.Fabric`, so the optimizer, the
-evaluator, the cost model and :mod:`libra_opt.fabric.graphs` treat them alike.
-
-* :func:`multi_dim` — rings (tori are rings along each dimension), fully-connected cliques
-  and switches, innermost first (LIBRA's fabrics).
-* :func:`rail_optimized_fat_tree` — a high-bandwidth (HB) scale-up domain of ``hb_domain``
-  NPUs plus one full-bisection Clos over all ``n_npus`` NPUs (NVIDIA DGX SuperPOD style).
-* :func:`rail_only` — the same HB domain plus one Clos per rail (the NPUs with the same
-  local rank), with no spine across rails (Wang, Ghobadi et al. [1]_).
-
-Both two-level builders give the same dimension names (``hb``, ``scaleout``) and sizes, so a
-workload's group spans fit both and they can be compared one-to-one.
+"""Fabric builders: :func:`multi_dim` (LIBRA's fabrics [2]_), :func:`rail_optimized_fat_tree`
+(an HB domain plus one full-bisection Clos over all NPUs) and :func:`rail_only` (the same HB
+domain plus one Clos per rail [1]_). The two-level builders give the same dimension names
+(``hb``, ``scaleout``) and sizes, so they compare one-to-one.
 
 References
 ----------
@@ -23,7 +13,7 @@ References
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, get_args
 
 from libra_opt.errors import InputError
@@ -58,28 +48,11 @@ def multi_dim(
     switch_radix: int | None = None,
     latency_s: float | Sequence[float] = 0.0,
 ) -> Fabric:
-    """A multi-dimensional fabric, innermost dimension first.
-
-    Parameters
-    ----------
-    shape : sequence of int
-        NPUs along each dimension.
-    topologies : sequence of str
-        ``ring`` (``torus`` is accepted: a torus is a ring along each of its dimensions),
-        ``fully_connected`` or ``switch`` per dimension.
-    tiers : sequence of str, optional
-        Cost tier per dimension; default :data:`LIBRA_TIERS` (up to four dimensions).
-    names : sequence of str, optional
-        Dimension names; default the tiers without ``Inter`` in lower case (``chiplet``...),
-        or ``dim0``, ``dim1``... when tiers are given.
-    switch_radix : int, optional
-        Radix applied to every switch dimension (``None``: ideal switches, LIBRA pricing).
-    latency_s : float or sequence of float
-        Per-step latency of every dimension, or one value per dimension.
-
-    Returns
-    -------
-    Fabric
+    """A multi-dimensional fabric, innermost dimension first: NPUs along each dimension
+    (``shape``), their topologies (``torus`` read as ``ring``), cost tiers (default
+    :data:`LIBRA_TIERS`, up to four dimensions), names (default the tiers without ``Inter`` in
+    lower case, or ``dim0``, ``dim1``... when tiers are given), the radix of every switch
+    dimension (``None``: ideal switches) and per-step latencies (one value or one per dimension).
 
     Examples
     --------
@@ -128,14 +101,17 @@ def _two_level(
     hb_domain: int,
     switch_radix: int | None,
     scope: str,
-    hb_topology: str,
-    hb_tier: str,
-    scale_out_tier: str,
-    hb_latency_s: float,
-    scale_out_latency_s: float,
+    *,
+    hb_topology: str = "switch",
+    hb_tier: str = "ScaleUp",
+    scale_out_tier: str = "ScaleOut",
+    hb_latency_s: float = 0.0,
+    scale_out_latency_s: float = 0.0,
     switch_pricing: str = "whole_switch",
     copper_levels: int = 0,
 ) -> Fabric:
+    """The HB dimension and the scale-out switch dimension of ``scope`` (the keyword
+    arguments are those of :func:`rail_optimized_fat_tree`)."""
     for key, v in (("n_npus", n_npus), ("hb_domain", hb_domain)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise InputError(f"{key} {v!r} must be a positive integer", field=f"fabric.{key}")
@@ -155,53 +131,16 @@ def _two_level(
     return Fabric((hb, so))
 
 
-def rail_optimized_fat_tree(
-    n_npus: int,
-    hb_domain: int,
-    switch_radix: int | None = 64,
-    *,
-    hb_topology: str = "switch",
-    hb_tier: str = "ScaleUp",
-    scale_out_tier: str = "ScaleOut",
-    hb_latency_s: float = 0.0,
-    scale_out_latency_s: float = 0.0,
-    switch_pricing: str = "whole_switch",
-    copper_levels: int = 0,
-) -> Fabric:
-    """HB domains of ``hb_domain`` NPUs plus one full-bisection Clos over all NPUs.
+def rail_optimized_fat_tree(n_npus: int, hb_domain: int, switch_radix: int | None = 64,
+                            **options: Any) -> Fabric:
+    """HB domains of ``hb_domain`` NPUs (8 for a DGX H100, 72 for an NVL72) plus one
+    full-bisection Clos of ``switch_radix``-port switches (``None``: one ideal switch) over all
+    ``n_npus`` NPUs: dimensions ``hb`` and ``scaleout`` (``block`` scope).
 
-    Parameters
-    ----------
-    n_npus : int
-        Total NPUs ``N`` (a multiple of ``hb_domain``).
-    hb_domain : int
-        NPUs per scale-up (high-bandwidth) domain, e.g. 8 for a DGX H100, 72 for an NVL72.
-    switch_radix : int or None
-        Ports per scale-out switch (default 64); ``None`` prices one ideal switch.
-    hb_topology : str
-        Topology of the HB domain (``switch`` for NVSwitch, ``ring``, ``fully_connected``).
-    hb_tier, scale_out_tier : str
-        Cost tiers of the two dimensions.
-    hb_latency_s, scale_out_latency_s : float
-        Per-step latencies.
-    switch_pricing : {'whole_switch', 'used_ports'}
-        Scale-out switches priced whole (default: every port of every switch) or by the
-        ports in use (shared chassis).
-    copper_levels : int
-        Lowest cable levels of the scale-out Clos on copper (no transceivers); default 0, all
-        optics, as in rail-optimized clusters whose leaf switches sit outside the GPU racks.
-
-    Returns
-    -------
-    Fabric
-        Dimensions ``hb`` (size ``hb_domain``) and ``scaleout`` (size ``N / hb_domain``,
-        ``block`` scope: its Clos spans all ``N`` NPUs).
-
-    Notes
-    -----
-    The Clos has ``t = clos_tiers(N, k)`` tiers, so ``2t - 1`` switch ports, ``t`` links and
-    ``2t`` transceivers of ``B`` per NPU (:func:`libra_opt.fabric.inventory.dimension_inventory`). The
-    rail-optimized wiring (leaf switches serve one local rank) does not change the counts.
+    ``options`` are keyword-only: ``hb_topology`` (default ``switch``), the cost tiers
+    ``hb_tier`` and ``scale_out_tier`` (``ScaleUp``, ``ScaleOut``), the per-step latencies
+    ``hb_latency_s`` and ``scale_out_latency_s`` (0), ``switch_pricing`` (``whole_switch`` or
+    ``used_ports``) and ``copper_levels`` (lowest cable levels of the Clos on copper, 0).
 
     Examples
     --------
@@ -210,41 +149,15 @@ def rail_optimized_fat_tree(
     >>> f.sizes, dimension_inventory(f, 1).tiers
     ((8, 512), 3)
     """
-    return _two_level(
-        n_npus, hb_domain, switch_radix, "block", hb_topology, hb_tier, scale_out_tier,
-        hb_latency_s, scale_out_latency_s, switch_pricing, copper_levels,
-    )
+    return _two_level(n_npus, hb_domain, switch_radix, "block", **options)
 
 
-def rail_only(
-    n_npus: int,
-    hb_domain: int,
-    switch_radix: int | None = 64,
-    *,
-    hb_topology: str = "switch",
-    hb_tier: str = "ScaleUp",
-    scale_out_tier: str = "ScaleOut",
-    hb_latency_s: float = 0.0,
-    scale_out_latency_s: float = 0.0,
-    switch_pricing: str = "whole_switch",
-    copper_levels: int = 0,
-) -> Fabric:
-    """HB domains of ``hb_domain`` NPUs plus one Clos per rail, no spine across rails.
-
-    Parameters are those of :func:`rail_optimized_fat_tree`.
-
-    Returns
-    -------
-    Fabric
-        Dimensions ``hb`` and ``scaleout`` (``rail`` scope: ``hb_domain`` separate Clos
-        networks of ``N / hb_domain`` NPUs each).
-
-    Notes
-    -----
-    Each rail's Clos has ``t_r = clos_tiers(N / h, k)`` tiers, against
-    ``t = clos_tiers(N, k)`` for the fat-tree; cost and power fall by the ports, links and
-    transceivers of the ``t - t_r`` tiers removed. Traffic between different rails is
-    forwarded through the HB domain (:mod:`libra_opt.traffic.rail`).
+def rail_only(n_npus: int, hb_domain: int, switch_radix: int | None = 64,
+              **options: Any) -> Fabric:
+    """HB domains of ``hb_domain`` NPUs plus one Clos per rail, no spine across rails: the
+    ``scaleout`` dimension has ``rail`` scope, ``hb_domain`` Clos networks of ``N / hb_domain``
+    NPUs with fewer tiers than the fat-tree's; traffic between rails is forwarded through the
+    HB domain (:mod:`libra_opt.traffic.rail`). Parameters are :func:`rail_optimized_fat_tree`'s.
 
     Examples
     --------
@@ -254,10 +167,7 @@ def rail_only(
     >>> inv.tiers, inv.switches, inv.switch_ports
     (1, 64, 4096)
     """
-    return _two_level(
-        n_npus, hb_domain, switch_radix, "rail", hb_topology, hb_tier, scale_out_tier,
-        hb_latency_s, scale_out_latency_s, switch_pricing, copper_levels,
-    )
+    return _two_level(n_npus, hb_domain, switch_radix, "rail", **options)
 
 
 def fabric_family(fabric: Fabric) -> str:
@@ -281,10 +191,9 @@ def fabric_family(fabric: Fabric) -> str:
 def as_family(fabric: Fabric, family: str, switch_radix: int | None = 64) -> Fabric:
     """The same shape re-wired as another family (dimension names and sizes kept).
 
-    ``fat_tree`` turns the outermost dimension into a ``block``-scope Clos of radix
-    ``switch_radix``; ``rail_only`` into one Clos per rail; ``multi_dim`` returns
-    ``fabric`` with every radix and rail scope removed (LIBRA's ideal switches). The inner
-    dimensions form the HB domain and are left as they are.
+    ``fat_tree`` and ``rail_only`` turn the outermost dimension into a Clos of radix
+    ``switch_radix`` (one per rail for ``rail_only``); ``multi_dim`` removes every radix and
+    rail scope. The inner dimensions are left as they are.
 
     Examples
     --------
@@ -321,18 +230,10 @@ _SPEC_KEYS["rail_only"] = _SPEC_KEYS["fat_tree"]
 
 
 def fabric_from_spec(spec: Mapping[str, Any]) -> Fabric:
-    """Build a fabric from a mapping such as a scenario's ``fabric:`` section.
-
-    ``builder`` is ``multi_dim``, ``fat_tree`` (or ``rail_optimized_fat_tree``) or
-    ``rail_only``; the other keys are the builder's parameters, plus ``members``: member
-    groups of the built dimensions by name (heterogeneous dimensions,
-    :func:`~libra_opt.fabric.heterogeneous.attach_members`).
-
-    Raises
-    ------
-    InputError
-        Naming the unknown key or the bad value (the caller's
-        :func:`~libra_opt.errors.input_context` names the file).
+    """A fabric from a mapping such as a scenario's ``fabric:`` section: ``builder``
+    (``multi_dim``, ``fat_tree`` or ``rail_optimized_fat_tree``, ``rail_only``), its parameters
+    and ``members`` (:func:`~libra_opt.fabric.heterogeneous.attach_members`); an unknown key or
+    a bad value is an :class:`~libra_opt.errors.InputError`.
 
     Examples
     --------
@@ -364,13 +265,9 @@ def fabric_from_spec(spec: Mapping[str, Any]) -> Fabric:
             field="fabric",
         )
     kwargs = {k: v for k, v in spec.items() if k != "builder"}
-    if builder == "multi_dim":
-        for key in ("shape", "topologies"):
-            if key not in kwargs:
-                raise InputError("required field is missing", field=f"fabric.{key}")
-        return multi_dim(**kwargs)
-    for key in ("n_npus", "hb_domain"):
+    for key in ("shape", "topologies") if builder == "multi_dim" else ("n_npus", "hb_domain"):
         if key not in kwargs:
             raise InputError("required field is missing", field=f"fabric.{key}")
-    fn = rail_only if builder == "rail_only" else rail_optimized_fat_tree
-    return fn(**kwargs)
+    fn: dict[str, Callable[..., Fabric]] = {
+        "multi_dim": multi_dim, "fat_tree": rail_optimized_fat_tree, "rail_only": rail_only}
+    return fn[builder](**kwargs)

@@ -1,14 +1,7 @@
-"""Immutable containers for results and inputs: a read-only mapping that pickles, and
-read-only numpy arrays.
-
-Frozen dataclasses stop attribute assignment, not writes into the arrays or mappings they
-hold. Every mapping a scenario, an evaluation or a solution exposes is a :class:`FrozenMap`
-(read-only, picklable by value, so processes and Dask workers receive it without any
-process-wide pickle registration), and every array is read-only and owned by the object
-(:func:`readonly_array` copies what a caller passed in; :func:`freeze_arrays` locks arrays the
-library built itself). Unpickling rebuilds an object without running its ``__post_init__``,
-and numpy unpickles arrays writable: results that hold arrays derive from
-:class:`FrozenOnUnpickle`, which locks them again.
+"""Immutable containers for results and inputs: every mapping a result exposes is a
+:class:`FrozenMap` (read-only, pickled by value), every array read-only and owned
+(:func:`readonly_array`, :func:`freeze_arrays`), and results holding arrays derive from
+:class:`FrozenOnUnpickle` (numpy unpickles arrays writable).
 """
 
 from __future__ import annotations
@@ -123,12 +116,9 @@ def readonly_array(values: npt.ArrayLike, dtype: Any = float) -> np.ndarray:
 def freeze_arrays(obj: Any, _depth: int = 0) -> Any:
     """Make every numpy array reachable from ``obj`` read-only, in place, and return ``obj``.
 
-    Walks dataclass fields (but those annotated as plain data, see
-    :func:`_dataclass_field_names`), tuples, lists and mappings (a few levels deep); meant
-    for arrays the library built itself and hands out inside a frozen result. A dataclass
-    that declares ``ARRAYS_FROZEN_AT_INIT = True`` (a ``ClassVar``) makes its own arrays
-    read-only when it is built (its ``__post_init__`` calls this function on itself): inside
-    another object it is not walked again.
+    Walks dataclass fields (but those annotated as plain data), tuples, lists and mappings, a
+    few levels deep. A dataclass declaring ``ARRAYS_FROZEN_AT_INIT = True`` freezes its own
+    arrays when built and is not walked again inside another object.
 
     Examples
     --------
@@ -154,12 +144,8 @@ def freeze_arrays(obj: Any, _depth: int = 0) -> Any:
             v = getattr(obj, name, None)
             if type(v) not in _LEAF_TYPES:
                 freeze_arrays(v, _depth + 1)
-    elif isinstance(obj, (tuple, list)):
-        for v in obj:
-            if type(v) not in _LEAF_TYPES:
-                freeze_arrays(v, _depth + 1)
-    elif isinstance(obj, Mapping):
-        for v in obj.values():
+    elif isinstance(obj, (tuple, list, Mapping)):
+        for v in obj.values() if isinstance(obj, Mapping) else obj:
             if type(v) not in _LEAF_TYPES:
                 freeze_arrays(v, _depth + 1)
     return obj
@@ -171,10 +157,9 @@ _LEAF_TYPES = frozenset({int, float, bool, str, bytes, complex, type(None)})
 
 @functools.cache
 def _dataclass_field_names(cls: type) -> tuple[str, ...] | None:
-    """The fields of a dataclass type that may hold an array (``None`` for any other
-    type): every field but those annotated with plain data only (numbers, text, ``None``,
-    literals, and tuples, unions and mappings of those), whose values cannot hold one. A
-    pure function of the class, cached."""
+    """The fields of a dataclass type that may hold an array (``None`` for any other type):
+    every field not annotated with plain data only; cached.
+    """
     if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
         return None
     fields = dataclasses.fields(cls)
@@ -185,13 +170,9 @@ def _dataclass_field_names(cls: type) -> tuple[str, ...] | None:
     return tuple(f.name for f in fields if not _plain_data(hints.get(f.name, Any)))
 
 
-#: Annotations of plain data (no array inside).
-_PLAIN = frozenset({int, float, bool, str, bytes, complex, type(None)})
-
-
 def _plain_data(tp: Any) -> bool:
-    """Whether values of annotation ``tp`` are plain data (see :data:`_PLAIN`)."""
-    if tp in _PLAIN:
+    """Whether values of annotation ``tp`` are plain data (no array inside)."""
+    if tp in _LEAF_TYPES:
         return True
     origin = typing.get_origin(tp)
     args = typing.get_args(tp)
@@ -205,18 +186,11 @@ def _plain_data(tp: Any) -> bool:
 
 
 class FrozenOnUnpickle:
-    """Mixin for frozen results holding arrays: unpickling locks every array again.
-
-    Pickle restores an object's state without calling ``__init__`` / ``__post_init__``,
-    and numpy unpickles arrays writable, so a result shipped through a process or Dask
-    executor would come back writable. ``__setstate__`` restores the state (fields and
-    cached values) and applies :func:`freeze_arrays` to it.
+    """Mixin for frozen results holding arrays: unpickling (or a deep copy) locks every array
+    again (``__setstate__`` restores the state, then :func:`freeze_arrays`).
 
     Examples
     --------
-    A deep copy goes through the same ``__setstate__`` as unpickling (and numpy copies
-    the array writable):
-
     >>> import copy
     >>> @dataclasses.dataclass(frozen=True)
     ... class Result(FrozenOnUnpickle):

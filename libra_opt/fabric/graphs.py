@@ -1,23 +1,8 @@
-"""Explicit networkx graphs of fabrics: NPUs, NICs, switches and links with bandwidth.
-
-The cost and power model counts components in closed form
-(:func:`libra_opt.fabric.inventory.dimension_inventory`); this module builds the same fabric
-node by node, so the tests count them (and bisection bandwidths by max-flow) on the graph.
-
-Graph conventions (:func:`fabric_graph`, a :class:`networkx.MultiGraph`):
-
-* nodes ``("npu", i)`` (``kind="npu"``, ``coords``), ``("nic", d, i)`` (one NIC port per
-  NPU per switch dimension) and ``("switch", d, block, level, j)`` (``level`` 0 = leaf;
-  ``radix``: ports of the physical switch, ``None`` for an ideal switch);
-* edges carry ``kind`` (``direct`` NPU-NPU, ``pcie`` NPU-NIC inside the host, ``host``
-  NIC-switch, ``fabric`` switch-switch), ``dim``, ``bw_gbps`` (capacity per direction) and,
-  for cables (direct, host, fabric), ``media``: ``copper`` on the lowest
-  ``copper_levels`` cable levels of a switch network (``host`` is level 0, leaf-to-next
-  level 1, and so on), ``optical`` otherwise.
-
-NPU ``i`` has coordinates ``c_d`` with ``i = sum_d c_d prod(size_0..size_{d-1})``
-(innermost fastest). Inside a ``block``-scope switch network the endpoints are ordered
-rail-major (local rank first), so in a rail-optimized fat-tree each leaf serves one rail.
+"""Explicit networkx graphs of fabrics, node by node, so the tests count the components of
+:func:`libra_opt.fabric.inventory.dimension_inventory` (and bisections by max-flow) on them.
+NPU ``i`` has coordinates ``c_d``, ``i = sum_d c_d prod(size_0..size_{d-1})``; a
+``block``-scope switch network orders its endpoints rail-major, so in a rail-optimized
+fat-tree each leaf serves one rail.
 """
 
 from __future__ import annotations
@@ -61,9 +46,8 @@ def _index(sizes: Sequence[int], coords: Sequence[int]) -> int:
 def _clos(
     g: nx.MultiGraph, d: int, block: int, ends: list, k: int | None, bw: float, copper: int = 0
 ) -> None:
-    """Add a full-bisection folded Clos over ``ends`` (NIC nodes) with ``k``-port switches.
-
-    Cable level ``l`` (0 = NIC-to-leaf) is copper when ``l < copper``.
+    """Add a full-bisection folded Clos over ``ends`` (NIC nodes) with ``k``-port switches;
+    cable level ``l`` (0 = NIC-to-leaf) is copper when ``l < copper``.
     """
     n = len(ends)
     t = clos_tiers(n, k)
@@ -74,6 +58,19 @@ def _clos(
         if node not in g:
             g.add_node(node, kind="switch", dim=d, block=block, level=level, radix=k)
         return node
+
+    def uplink(level: int, lower: list[tuple[int, int]], n_upper: int, first: int = 0
+               ) -> list[int]:
+        """Deal the uplinks of the level-``level`` switches ``(j, count)`` round-robin over
+        ``n_upper`` switches of the next level from ``first``; return their loads."""
+        loads, up = [0] * n_upper, 0
+        for j, count in lower:
+            for _ in range(count):
+                g.add_edge(sw(level, j), sw(level + 1, first + up % n_upper), kind="fabric",
+                           dim=d, bw_gbps=bw, media=media[level + 1])
+                loads[up % n_upper] += 1
+                up += 1
+        return loads
 
     if t == 1:
         for e in ends:
@@ -87,74 +84,32 @@ def _clos(
             g.add_edge(e, sw(0, li), kind="host", dim=d, bw_gbps=bw, media=media[0])
     n_top = -(-n // k)
     if t == 2:
-        g_up = 0
-        for li, members in enumerate(leaves):
-            for _ in members:
-                g.add_edge(sw(0, li), sw(1, g_up % n_top), kind="fabric", dim=d, bw_gbps=bw,
-                           media=media[1])
-                g_up += 1
+        uplink(0, [(li, len(m)) for li, m in enumerate(leaves)], n_top)
         return
-    pod = half * half
-    agg_offset = 0
     agg_loads: list[int] = []
-    for p0 in range(0, n, pod):
-        pod_leaves = range(p0 // half, -(-min(p0 + pod, n) // half))
-        n_pod = min(p0 + pod, n) - p0
-        n_agg = -(-n_pod // half)
-        agg_loads.extend([0] * n_agg)
-        g_up = 0
-        for li in pod_leaves:
-            for _ in leaves[li]:
-                a = agg_offset + g_up % n_agg
-                g.add_edge(sw(0, li), sw(1, a), kind="fabric", dim=d, bw_gbps=bw,
-                           media=media[1])
-                agg_loads[a] += 1
-                g_up += 1
-        agg_offset += n_agg
-    h_up = 0
-    for a, load in enumerate(agg_loads):
-        for _ in range(load):
-            g.add_edge(sw(1, a), sw(2, h_up % n_top), kind="fabric", dim=d, bw_gbps=bw,
-                       media=media[2])
-            h_up += 1
+    for p0 in range(0, n, half * half):  # pods of k^2/4 endpoints
+        n_pod = min(half * half, n - p0)
+        pod_leaves = range(p0 // half, -(-(p0 + n_pod) // half))
+        agg_loads += uplink(0, [(li, len(leaves[li])) for li in pod_leaves],
+                            -(-n_pod // half), len(agg_loads))
+    uplink(1, list(enumerate(agg_loads)), n_top)
 
 
 def fabric_graph(
     fabric: Fabric, bw_gbps: Sequence[float] | None = None, *, max_npus: int = 65536
 ) -> nx.MultiGraph:
-    """Build ``fabric`` as an explicit graph.
+    """``fabric`` as an explicit graph, capacities at ``bw_gbps`` per NPU (default 1 GB/s each);
+    fabrics over ``max_npus`` are refused.
 
-    Parameters
-    ----------
-    fabric : Fabric
-    bw_gbps : sequence of float, optional
-        Per-NPU bandwidth of every dimension (default 1 GB/s each, so capacities are "per
-        GB/s of B").
-    max_npus : int
-        Refuse larger fabrics (graphs grow with ``N``).
-
-    Returns
-    -------
-    networkx.MultiGraph
-        See the module notes for node and edge attributes. Parallel links (a ring of 2, a
-        leaf with more uplinks than spines) are separate edges.
-
-    Notes
-    -----
-    * NPUs cabled to each other: the topology's
-      :meth:`~libra_opt.fabric.topology.Topology.wiring` of every block, each cable an edge
-      of ``B / links_per_npu`` (a ring of ``n >= 2``: ``n`` edges of ``B/2``, LIBRA's ``2n``
-      unidirectional links; a mesh ``n - 1``; fully connected ``n(n-1)/2`` of ``B/(n-1)``);
-    * switch without radix: one switch per block, a ``host`` edge of ``B`` per NPU;
-    * switch with radix ``k``: a Clos of ``clos_tiers`` tiers per block (per rail for
-      ``rail`` scope): leaves of ``k/2`` endpoints; each tier's uplinks equal its
-      downlinks, dealt round-robin over the next level (pods of ``k^2/4`` for 3 tiers);
-    * the cables of the lowest ``copper_levels`` levels of a switch network are copper.
-
-    Counts always equal :func:`libra_opt.fabric.inventory.dimension_inventory` (the tests
-    count them). A switch network's bisection is full when the sizes divide evenly (powers
-    of two); with irregular sizes, integral links cannot be spread perfectly and a cut may
-    fall a few links short.
+    Nodes are ``("npu", i)`` (``coords``), ``("nic", d, i)`` and ``("switch", d, block, level,
+    j)`` (``level`` 0 = leaf; ``radix``); edges carry ``kind`` (``direct``, ``pcie``, ``host``,
+    ``fabric``), ``dim``, ``bw_gbps`` (per direction) and, for cables, ``media``. NPUs cabled to
+    each other get their topology's :meth:`~libra_opt.fabric.topology.Topology.wiring` per
+    block; a switch dimension one ideal switch per block or a Clos per block (per rail for
+    ``rail`` scope) with leaves of ``k/2`` endpoints and each tier's uplinks dealt round-robin
+    over the next level (pods of ``k^2/4`` for 3 tiers). Counts equal
+    :func:`~libra_opt.fabric.inventory.dimension_inventory`; with irregular sizes a bisection
+    cut may fall a few links short of full.
 
     Examples
     --------

@@ -1,92 +1,23 @@
 """Heterogeneous dimensions: NPUs of one dimension with different NIC speeds or efficiencies.
 
-A dimension's NPUs may fall into member groups (Holmes class clusters [1]_: the same job
-spread over NICs of different generations or vendors). Group ``g`` holds a ``share_g`` of
-the dimension's NPUs, each with ``fraction_g x B_d`` GB/s of bandwidth into the dimension,
-where ``B_d`` (the decision variable) is the bandwidth of a full-speed member. The group may
-also have its own unit price and power (``price_factor_g``, ``power_factor_g``: multipliers
-of the tier's prices, e.g. an older NIC generation that is cheaper per GB/s).
-
-In YAML the block sits on the dimension::
-
-    fabric:
-      dims:
-        - name: pod
-          topology: switch
-          size: 16
-          tier: InterPod
-          members:                        # optional; absent = every NPU at full speed
-            fraction: [1.0, 0.5]          # bandwidth of each group, fraction of B_pod
-            share: [0.5, 0.5]             # fraction of the dimension's NPUs in each group
-            price_factor: [1.0, 0.6]      # optional, x the tier's $ per GB/s (default 1)
-            power_factor: [1.0, 0.8]      # optional, x the tier's W per GB/s (default 1)
-            size: [16, 12]                # optional: NPUs of one block of each group along
-                                          # the dim (asymmetric sizes; max = the dim's size)
-
-A fabric that is not written inline (``libra_network:`` or ``builder:``) takes the same
-blocks in a ``members:`` mapping keyed by dimension name, next to the reference::
-
-    fabric:
-      builder: fat_tree
-      n_npus: 1024
-      hb_domain: 8
-      members:
-        scaleout: {fraction: [1.0, 0.5], share: [0.75, 0.25]}
-
-(:func:`attach_members`; inline dims may use either place, not both for one dimension).
-Every path is reachable by ``--set`` and sweep axes
-(``fabric.dims.pod.members.fraction[1]=0.25``, ``fabric.members.scaleout.share[0]=0.5``).
+Group ``g`` of a dimension's NPUs (Holmes class clusters [1]_) holds a ``share_g`` of them,
+each with ``fraction_g x B_d`` GB/s (``B_d``: a full-speed member's), optionally at
+``price_factor_g`` / ``power_factor_g`` times the tier's prices and in blocks of ``size_g``
+NPUs (the YAML is shown in the README).
 
 Notes
 -----
-*Time.* A collective on dimension ``d`` runs in lock step: every NPU of the group must send
-and receive its share before the next step, so the slowest member bounds it. With
-``f_min = min_g fraction_g`` the time on ``d`` is ``traffic_d / (f_min B_d)`` (+ the
-unchanged latency): still ``const / B_d``, so every objective stays convex and exact. The
-optimizer divides each term's bytes by ``f_min``; the numpy evaluator multiplies the
-bandwidth by ``f_min`` (the same formula from the other side).
-
-*Cost and power.* Group ``g`` buys ``share_g x fraction_g x B_d`` GB/s per NPU of the
-dimension's components at ``price_factor_g`` times the tier's price, so
-``kappa_d' = kappa_d sum_g share_g fraction_g price_factor_g`` (and the same for power
-with ``power_factor``): still linear in ``B_d``. A homogeneous dimension has factor 1.
-
-*Asymmetric sizes* (``size``). The groups of the dimension are blocks of different sizes
-``s_g`` (say servers of 8 and of 4 GPUs on the scale-up dimension, or pods of 16 and 12
-nodes); the dimension's ``size`` ``n_d`` is the largest block, ``max_g s_g = n_d``. A
-collective spanning the dimension runs in every block at once, in lock step, so the slowest
-block bounds it:
-
-``t_d = max_g traffic_d(s_g) / (fraction_g B_d)``.
-
-For all-reduce, reduce-scatter, all-gather and all-to-all the hierarchical per-NPU
-traffic on a dimension of ``k`` NPUs is ``c m (k-1)/k`` (``m`` the buffer entering the
-dimension, which is the same in every block when ``d`` is the outermost dimension a
-reduction spans, and for an all-gather when the *gathered* buffer is the same in every
-block: smaller blocks hold larger shards). Then ``traffic_d(s_g) = traffic_d(n_d)
-r(s_g) / r(n_d)`` with ``r(k) = (k - 1)/k``, and
+A collective runs in lock step, so the slowest member bounds it: the time on ``d`` is
+``traffic_d / (f_min B_d)``, ``f_min = min_g fraction_g``, still ``const / B_d``. Cost and
+power scale by ``sum_g share_g fraction_g price_factor_g`` (``power_factor_g``). With block
+sizes (the largest ``n_d``, the dimension's size) the slowest block bounds it, and for
+all-reduce, reduce-scatter, all-gather and all-to-all (traffic ``c m (k-1)/k`` on ``k``
+NPUs, ``r(k) = (k - 1)/k``)
 
 ``t_d = traffic_d(n_d) / (f_eff B_d)``, ``f_eff = min_{g: s_g > 1} fraction_g r(n_d) / r(s_g)``
 
--- still ``const / B_d``: the optimizer and the evaluator use ``f_eff`` where a dimension
-without sizes uses ``f_min`` (:func:`slowest_fractions`). The latency steps are those of the
-largest block (``n_d``): on a switch or fully-connected dimension every block takes the
-same steps, so ``max_g (bytes_g / (fraction_g B) + alpha steps)`` is exactly the formula's
-sum; on a ring (``s_g - 1`` steps) it is exact only when the largest block is also the
-slowest in bytes, and a ring with ``latency_s > 0`` where it is not is refused. A block of
-one NPU moves nothing on the dimension.
-
-What is *not* modelled with ``size`` (refused by :func:`check_uneven_sizes`, which the
-scenario runs, with the collective and the reason): point-to-point transfers on the
-dimension (their bytes do not depend on the block), a group spanning only part of the
-dimension (``k_d < n_d``: which blocks it uses is undefined), a reduction or all-gather
-with a spanned dimension outside ``d`` (the shard leaving ``d`` would differ by block, so
-the outer dimensions' traffic would too), in-network reduction on ``d``, the
-``topology_aware`` collective model and the ``native`` traffic model (their traffic does
-not scale by ``r(k)``). The cost counts are those of full blocks (an upper bound on the
-components of the smaller ones). Beyond that, this model treats all members alike apart
-from speed: it does not re-balance work (Holmes's scheduler places pipeline stages by NIC
-type, which the mapping input can express).
+(:func:`slowest_fractions`), with the largest block's latency steps; what this does not
+time exactly is refused (:func:`check_uneven_sizes`). Costs count full blocks.
 
 References
 ----------
@@ -155,27 +86,10 @@ def _floats(values: Any, key: str, field: str) -> tuple[float, ...]:
 
 @dataclass(frozen=True)
 class DimMembers:
-    """Member groups of one dimension: bandwidth fraction, share of NPUs, price and power.
-
-    Parameters
-    ----------
-    fraction : tuple of float
-        Bandwidth of each group as a fraction of ``B_d``, each in (0, 1].
-    share : tuple of float
-        Fraction of the dimension's NPUs in each group, each in (0, 1], summing to 1.
-    price_factor : tuple of float, optional
-        Multiplier (>= 0) of the tier's $ per GB/s for each group (default 1 each).
-    power_factor : tuple of float, optional
-        Multiplier (>= 0) of the tier's W per GB/s for each group (default 1 each).
-    size : tuple of int, optional
-        NPUs of one block of each group along the dimension (asymmetric sizes, see the
-        module notes); the largest must equal the dimension's size (checked with the
-        dimension, :func:`check_uneven_sizes`). Default: every block has the dimension's size.
-
-    Raises
-    ------
-    InputError
-        Naming the field (``members.fraction`` etc.) of a bad value.
+    """Member groups of one dimension: bandwidth ``fraction`` of ``B_d`` (each in (0, 1]),
+    ``share`` of the NPUs (each in (0, 1], summing to 1), optional ``price_factor`` and
+    ``power_factor`` (>= 0, default 1) and block ``size`` (the largest must equal the
+    dimension's size, :func:`check_uneven_sizes`).
 
     Examples
     --------
@@ -200,14 +114,11 @@ class DimMembers:
         if len(share) != len(frac):
             raise InputError(f"{len(share)} shares for {len(frac)} fractions (one per group)",
                              field=f"{field}.share")
-        for i, f in enumerate(frac):
-            if not 0 < f <= 1:
-                raise InputError(f"fraction {f!r} of group {i} must be in (0, 1]",
-                                 field=f"{field}.fraction")
-        for i, s in enumerate(share):
-            if not 0 < s <= 1:
-                raise InputError(f"share {s!r} of group {i} must be in (0, 1]",
-                                 field=f"{field}.share")
+        for key, vals in (("fraction", frac), ("share", share)):
+            for i, v in enumerate(vals):
+                if not 0 < v <= 1:
+                    raise InputError(f"{key} {v!r} of group {i} must be in (0, 1]",
+                                     field=f"{field}.{key}")
         if abs(sum(share) - 1.0) > SHARE_TOL:
             raise InputError(f"shares {list(share)} sum to {sum(share):.12g}, not 1",
                              field=f"{field}.share")
@@ -258,19 +169,20 @@ class DimMembers:
         """``f_min``: the bandwidth fraction of the slowest group (it bounds a collective)."""
         return min(self.fraction)
 
+    def _bought(self, factors: tuple[float, ...] | None) -> float:
+        assert factors is not None
+        return float(sum(s * f * p for s, f, p in
+                         zip(self.share, self.fraction, factors, strict=True)))
+
     @property
     def usd_factor(self) -> float:
         """``sum_g share_g fraction_g price_factor_g``: multiplier of the dimension's $/GB/s."""
-        assert self.price_factor is not None
-        return float(sum(s * f * p for s, f, p in
-                         zip(self.share, self.fraction, self.price_factor, strict=True)))
+        return self._bought(self.price_factor)
 
     @property
     def w_factor(self) -> float:
         """``sum_g share_g fraction_g power_factor_g``: multiplier of the dimension's W/GB/s."""
-        assert self.power_factor is not None
-        return float(sum(s * f * p for s, f, p in
-                         zip(self.share, self.fraction, self.power_factor, strict=True)))
+        return self._bought(self.power_factor)
 
 
 def members_from_mapping(data: Mapping[str, Any] | DimMembers | None) -> DimMembers | None:
@@ -334,25 +246,9 @@ def member_cost_factors(fabric: _Fabric) -> tuple[np.ndarray, np.ndarray]:
 
 def attach_members(fabric: Any, members: Mapping[str, Any] | None, field: str = "fabric.members"
                    ) -> Any:
-    """``fabric`` with the ``members:`` blocks of a mapping keyed by dimension name.
-
-    For fabrics not written inline (a LIBRA network file, a builder): the same blocks as a
-    dimension's inline ``members:``. A dimension that already has members is an error
-    (give them in one place).
-
-    Parameters
-    ----------
-    fabric : Fabric
-    members : mapping of str to mapping, or None
-        ``{dim name: {fraction: [...], share: [...], ...}}``.
-    field : str
-        Where the mapping was read (named in errors).
-
-    Raises
-    ------
-    InputError
-        An unknown dimension name, a dimension given twice, or a bad block (the field
-        ``fabric.members.<name>.<key>``).
+    """``fabric`` with the ``members:`` blocks of a mapping keyed by dimension name (for fabrics
+    not written inline); an unknown name, a dimension that already has members or a bad block
+    is an :class:`~libra_opt.errors.InputError` naming ``<field>.<name>.<key>``.
 
     Examples
     --------
@@ -401,25 +297,14 @@ class _Workload(Protocol):
 def check_uneven_sizes(fabric: _Fabric, workloads: Sequence[_Workload],
                        timing_refusal: str | None = None,
                        in_network: Sequence[str] = ()) -> None:
-    """Refuse what the asymmetric-size model (``members.size``) does not time exactly.
+    """Refuse what the asymmetric-size model (``members.size``) does not time exactly, naming
+    ``fabric.dims.<name>.members.size`` and, for a collective, the workload and group.
 
-    Nothing is checked on a fabric without ``size`` on any dimension. On a dimension ``d``
-    with sizes: the largest block equals the dimension's size, every block fits in it, and
-    every collective whose group spans ``d`` is an all-reduce, reduce-scatter, all-gather or
-    all-to-all over the whole dimension (``k_d = n_d``), with no spanned dimension outside
-    ``d`` for the three reductions / gathers, under the hierarchical traffic model and a
-    collective model other than ``topology_aware``, and ``d`` not reducing in the network.
-    Under these conditions :func:`slowest_fractions` is exact (module notes).
-
-    ``timing_refusal`` names the timing choice that rules the sizes out (``"collective_model
-    'topology_aware'"``, from ``TimingModel.uneven_sizes_refusal``), ``None`` when the
-    timing allows them; ``in_network`` names the dimensions that reduce in the network.
-
-    Raises
-    ------
-    InputError
-        Naming the dimension (``fabric.dims.<name>.members.size``) and, for a collective,
-        the workload, its group and the reason.
+    On a dimension with sizes the largest block must equal its size, and every collective over
+    it must be an all-reduce, reduce-scatter, all-gather or all-to-all over the whole dimension,
+    not reaching outside it (but for all-to-all), under the hierarchical traffic model, a
+    collective model other than ``topology_aware`` (``timing_refusal`` names the choice that
+    rules sizes out) and no in-network reduction on it (``in_network``).
 
     Examples
     --------

@@ -1,14 +1,7 @@
-"""Component counts of a fabric: links, switch ports, NICs, transceivers and Clos tiers.
-
-Every count is per GB/s of a dimension's per-NPU bandwidth ``B_d`` (linear in ``B_d``), so
-pricing them (:mod:`libra_opt.cost.prices`) gives linear cost and power. Each topology
-counts its own (:meth:`~libra_opt.fabric.topology.Topology.inventory`): NPUs cabled to each
-other (LIBRA [1]_), or a switch network per block, one ideal switch or, with a radix
-(:attr:`libra_opt.fabric.dims.Dim.switch_radix`), a full-bisection folded Clos whose tier
-count follows from its size (:func:`clos_tiers`), made of whole switches: its ports bought
-(``switches x radix``) may exceed the ports in use, and its lowest ``copper_levels`` cable
-levels are copper (no transceivers). The counts are checked against explicit graphs
-(:mod:`libra_opt.fabric.graphs`).
+"""Component counts of a fabric per GB/s of a dimension's per-NPU bandwidth ``B_d`` (so that
+pricing them, :mod:`libra_opt.cost.prices`, is linear): each topology counts its own
+(:meth:`~libra_opt.fabric.topology.Topology.inventory`, LIBRA's building blocks [1]_ or a
+folded Clos of whole switches), checked on the graphs of :mod:`libra_opt.fabric.graphs`.
 
 References
 ----------
@@ -39,9 +32,8 @@ __all__ = [
 
 
 def switch_block_npus(fabric: Fabric, d: int) -> int:
-    """NPUs attached to one switch network of dimension ``d``.
-
-    ``prod(size_0..size_d)`` for ``block`` scope (LIBRA), ``size_d`` for ``rail`` scope.
+    """NPUs attached to one switch network of dimension ``d``: ``prod(size_0..size_d)`` for
+    ``block`` scope, ``size_d`` for ``rail`` scope.
 
     Examples
     --------
@@ -59,10 +51,7 @@ def switch_block_npus(fabric: Fabric, d: int) -> int:
 
 
 def dimension_inventory(fabric: Fabric, d: int) -> DimInventory:
-    """Closed-form component counts of dimension ``d``: its topology's
-    (:meth:`~libra_opt.fabric.topology.Topology.inventory`; a ring of ``n``: ``N/n`` rings
-    of ``2n`` links of ``B/2``; a switch: one link, port and NIC of ``B`` per NPU, or a Clos
-    with a radix), none for a dimension of size 1.
+    """Closed-form component counts of dimension ``d`` (its topology's; none for size 1).
 
     Examples
     --------

@@ -1,18 +1,12 @@
 """Topologies of a fabric dimension: one class each, owning what the package asks of it.
 
-A dimension's :attr:`~libra_opt.fabric.dims.Dim.topology` is an instance of one of
-:data:`TOPOLOGY_CLASSES`: a ``str`` equal to its name (``topology: ring`` in a scenario
-file) whose attributes answer for the topology: parsing (:func:`topology_of`), component
-counts (:meth:`Topology.inventory`; checked against the graphs of
-:mod:`libra_opt.fabric.graphs`, wired by :meth:`Topology.wiring`), the steps and link loads
-of the collective models, the cost columns it buys and what a failed cable does. A new
-topology is one new class in :data:`TOPOLOGY_CLASSES`; nothing else compares names.
-
-``B_d``, the bandwidth one NPU drives into dimension ``d`` (GB/s, the line rate the cost
-model prices), is split over ``links_per_npu`` links of ``B_d / links_per_npu``: on a
-``ring`` two, one to each neighbour (``torus`` is read as ``ring`` where a builder or the
-search takes names); on a ``mesh`` (a line) two, one at the ends; ``fully_connected`` (size
-``s``) ``s - 1``, one per peer; on a ``switch`` one port into its switch network.
+A dimension's topology is an instance of one of :data:`TOPOLOGY_CLASSES`, a ``str`` equal
+to its name, answering for parsing (:func:`topology_of`), component counts
+(:meth:`Topology.inventory`), the steps and link loads of the collective models, the cost
+columns it buys and what a failed cable does. ``B_d``, the bandwidth one NPU drives into
+the dimension, is split over ``links_per_npu`` links: two on a ``ring`` (``torus`` where a
+builder or the search takes names) or a ``mesh``, ``s - 1`` on a clique of ``s``, one port
+into a ``switch`` network.
 
 References
 ----------
@@ -70,11 +64,6 @@ class DimInventory:
     copper_cables: int = 0
 
     @property
-    def switch_ports_used(self) -> int:
-        """Switch ports in use (the same as :attr:`switch_ports`)."""
-        return self.switch_ports
-
-    @property
     def link_gbps_per_gbps(self) -> float:
         """Total link bandwidth bought per GB/s of ``B`` (copper and optical)."""
         return self.blocks * self.links_per_block * self.link_share
@@ -114,13 +103,9 @@ def clos_max_endpoints(radix: int, tiers: int) -> int:
 
 
 def clos_tiers(n_endpoints: int, radix: int | None) -> int:
-    """Tiers (1, 2 or 3) of the smallest full-bisection folded Clos over ``n_endpoints``
-    NIC ports; ``radix`` ``None`` means one ideal switch of any size (1 tier).
-
-    Raises
-    ------
-    InputError
-        If more than three tiers would be needed.
+    """Tiers (1, 2 or 3) of the smallest full-bisection folded Clos over ``n_endpoints`` NIC
+    ports (``radix`` ``None``: one ideal switch); more than three is an
+    :class:`~libra_opt.errors.InputError`.
 
     Examples
     --------
@@ -144,12 +129,10 @@ def clos_level_switches(n_endpoints: int, radix: int | None) -> tuple[int, ...]:
 
     Notes
     -----
-    With ``k`` the radix and ``n`` the endpoints: one switch when ``n <= k``; otherwise
-    ``ceil(2n/k)`` leaves (``k/2`` endpoints each) and, for two tiers, ``ceil(n/k)`` spines;
-    for three tiers, pods of ``k^2/4`` endpoints with ``ceil(2n/k)`` leaves and as many
-    aggregation switches in total, and ``ceil(n/k)`` cores. Every switch-to-switch tier
-    carries as many links as endpoints (full bisection), so the ports used are
-    ``(2t - 1) n`` whatever the fill.
+    With radix ``k`` and ``n`` endpoints: one switch when ``n <= k``; else ``ceil(2n/k)`` leaves
+    of ``k/2`` endpoints and ``ceil(n/k)`` spines (two tiers), or as many aggregation switches
+    as leaves (in pods of ``k^2/4`` endpoints) and ``ceil(n/k)`` cores (three). Every tier
+    carries as many links as endpoints, so ``(2t - 1) n`` ports are used whatever the fill.
 
     Examples
     --------
@@ -346,13 +329,11 @@ class Switch(Topology):
 
         Notes
         -----
-        Without a radix: one ideal switch per block, one link (cable), switch port and NIC
-        of ``B`` per NPU. With a radix ``k``: each block is a folded Clos of ``t`` tiers
-        (:func:`clos_tiers`) and ``S`` switches (:func:`clos_level_switches`): per NPU one
-        NIC port, ``t`` links (cables) and ``2t - 1`` switch ports of ``B`` in use; ``S k``
-        ports bought (whole switches). Of the ``t`` cable levels the lowest
-        ``copper_levels`` (``N`` cables each) are copper; the others optical, with
-        ``2(t - c)N`` transceivers of ``B``.
+        Without a radix: one ideal switch per block, one link, switch port and NIC of ``B`` per
+        NPU. With a radix ``k``: a folded Clos of ``t`` tiers (:func:`clos_tiers`) and ``S``
+        switches (:func:`clos_level_switches`) per block: per NPU one NIC port, ``t`` cables and
+        ``2t - 1`` switch ports of ``B`` in use; ``S k`` ports bought. The lowest ``copper_levels``
+        cable levels are copper, the others optical with ``2(t - c)N`` transceivers.
         """
         blocks, t = n_npus // block, clos_tiers(block, dim.switch_radix)
         switches = blocks * sum(clos_level_switches(block, dim.switch_radix))
@@ -371,26 +352,18 @@ class Switch(Topology):
 
 
 class Mesh(Topology):
-    """A line of NPUs: a ring without its wrap-around cable (on-package chiplet fabrics).
-    ``B_d`` is what an inner NPU drives, two links of ``B_d / 2``; the two NPUs at the ends
-    have one, so a line of ``n`` buys ``(n - 1) B_d`` of links where a ring buys ``n B_d``.
+    """A line of NPUs: a ring without its wrap-around cable (on-package chiplet fabrics); the
+    two end NPUs have one link of ``B_d / 2``, so a line of ``n`` buys ``(n - 1) B_d``.
 
     Notes
     -----
-    Collectives run the ring algorithm laid on the line (a chain): ``k - 1`` steps of one
-    hop, partial results flowing both ways, every directed link carrying at most one
-    message of ``m = x / k`` per step: ``2m / B_d``, twice a ring's step. The hierarchical
-    model charges the line's busiest link, ``B_d / 2`` each way (:meth:`traffic_factor`):
-
-    * reduce-scatter, all-gather: an end NPU has one link, over which it must send
-      ``x (k-1)/k`` (receive ``k - 1`` shards); the chain meets that bound: factor 2, and
-      so for all-reduce (reduce-scatter then all-gather);
-    * all-to-all: the middle cable carries ``floor(k/2) ceil(k/2)`` messages of ``x/k``
-      each way, ``2 floor(k/2) ceil(k/2) x / (k B_d)``: factor
-      ``2 floor(k/2) ceil(k/2) / (k - 1)`` over LIBRA's ``x (k-1)/k``;
-    * point-to-point: one link of ``B_d / 2``: factor 2.
-
-    A failed cable splits the line: the job stops. ASTRA-sim and LIBRA have no mesh.
+    Collectives run the ring algorithm laid on the line: ``k - 1`` one-hop steps, each directed
+    link carrying at most one message of ``x / k`` per step, twice a ring's step. The
+    hierarchical model charges the busiest link (:meth:`traffic_factor`): reduce-scatter and
+    all-gather, whose end NPU sends ``x (k-1)/k`` over one link, factor 2 (so all-reduce);
+    all-to-all, whose middle cable carries ``floor(k/2) ceil(k/2)`` messages of ``x/k`` each way,
+    ``2 floor(k/2) ceil(k/2) / (k - 1)``; point-to-point 2. A failed cable splits the line: the
+    job stops. ASTRA-sim and LIBRA have no mesh.
 
     Examples
     --------
@@ -443,12 +416,8 @@ def topology_names(aliases: bool = False) -> tuple[str, ...]:
 
 
 def topology_of(name: object, field: str = "topology", *, aliases: bool = False) -> Topology:
-    """The topology called ``name`` (a :class:`Topology` is returned as it is).
-
-    Raises
-    ------
-    InputError
-        Naming ``field`` and the names accepted (with the aliases when ``aliases``).
+    """The topology called ``name`` (a :class:`Topology` is returned as it is); another name is an
+    :class:`~libra_opt.errors.InputError` naming ``field`` and the names accepted.
 
     Examples
     --------

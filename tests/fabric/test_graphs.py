@@ -244,7 +244,7 @@ def test_whole_switch_and_copper_counts_by_hand(fabric, d, want, copper):
     f = _with(fabric, d, copper_levels=copper)
     inv = dimension_inventory(f, d)
     n = f.n_npus
-    assert (inv.tiers, inv.switches, inv.switch_ports_bought, inv.switch_ports_used,
+    assert (inv.tiers, inv.switches, inv.switch_ports_bought, inv.switch_ports,
             inv.cables) == (t, want["switches"], want["bought"], want["used"], want["cables"])
     # Copper: the lowest ``copper`` cable levels, N cables each, no transceivers.
     assert inv.copper_cables == copper * n
@@ -288,7 +288,7 @@ def test_issue_switch_counts_rail_only_vs_fat_tree():
         == (256, 320)
     # 2,048 GPUs, HB 64: rails of 32 -> 64 switches (half their ports idle).
     ro = dimension_inventory(rail_only(2048, 64, 64), 1)
-    assert (ro.switches, ro.switch_ports_bought, ro.switch_ports_used) == (64, 4096, 2048)
+    assert (ro.switches, ro.switch_ports_bought, ro.switch_ports) == (64, 4096, 2048)
     # 6,000 GPUs, HB 24, radix 128: 24 rails of 250 = 2 tiers of ceil(500/128)=4 leaves and
     # ceil(250/128)=2 spines (144) vs one leaf-spine of 94 + 47 = 141.
     assert (switches(rail_only(6000, 24, 128)), switches(rail_optimized_fat_tree(6000, 24, 128))) \

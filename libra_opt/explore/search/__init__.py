@@ -2,21 +2,10 @@
 chosen together, exactly.
 
 Start here: :func:`search` (a compiled scenario in, a :class:`SearchResult` out) and
-:class:`SearchSpace` (which knobs, placements and fabric shapes are searched). The package's
-modules, in the order a candidate meets them:
-
-* :mod:`~libra_opt.explore.search.base` -- the search's base (model, device, fabric family,
-  prices, constraints) taken from a scenario's spec: :func:`search_base`, :func:`search`;
-* :mod:`~libra_opt.explore.search.space` -- the candidates: parallelizations that the model
-  and the NPU count allow, placements of their groups on the fabric's dimensions, and the
-  exact memory check; :mod:`~libra_opt.explore.search.fabrics` -- the fabric shapes of a
-  family (HB-domain sizes, dimension sizes and topologies);
-* :mod:`~libra_opt.explore.search.bounds` -- lower bounds on a candidate's objective that
-  never exceed its optimum (pruning keeps the exact best);
-* :mod:`~libra_opt.explore.search.candidates` -- a candidate's scenario, solved exactly;
-  :mod:`~libra_opt.explore.search.spec` -- the same candidate as a spec edit;
-* :mod:`~libra_opt.explore.search.engine` -- the enumeration, the pruning and the executors:
-  :func:`run_search`, :class:`SearchResult`, :func:`codesign_gains`.
+:class:`SearchSpace`. The modules, in the order a candidate meets them: ``base`` (the base
+from a scenario's spec), ``space`` and ``fabrics`` (the candidates), ``bounds`` (lower bounds
+that keep the exact best), ``candidates`` and ``spec`` (a candidate's scenario and spec),
+``engine`` (enumeration, pruning, executors) and ``results`` (the table).
 """
 
 from libra_opt.explore.search.base import search, search_base

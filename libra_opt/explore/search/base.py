@@ -1,20 +1,9 @@
-"""The base of a co-design search, taken from a compiled scenario's spec (no file is read).
-
-The scenario's :class:`~libra_opt.scenario.spec.ScenarioSpec` gives the fabric family (its
-builder call and ``hb_domain``), prices, constraints, objective and TCO; its one model-based
-workload entry gives the model, device, compute model, global batch, precision, options and
-mapping. A scenario file or an example name is read by :func:`libra_opt.search` and
-``libra-opt search`` (through :mod:`libra_opt.io`), which hand the compiled scenario here.
-
-A candidate *is* a spec edit (:func:`libra_opt.explore.search.spec.candidate_spec`: the
-parallelism knobs, the placement as a ``mapping`` and ``fabric.hb_domain`` replaced by dotted
-path); compiling it with the pure :func:`libra_opt.scenario.compile.compile` gives the
-candidate's scenario. The search builds the same scenario directly
-(:func:`libra_opt.explore.search.candidate_scenario`: the layers generated once per
-parallelization and shared by its placements; measured on Llama 3 405B, a compile per
-candidate costs about 9 ms against 0.15 ms); the test suite checks on samples of
-candidates that both give the same scenario and step time. The returned top solutions'
-scenarios carry their candidate's spec.
+"""The base of a co-design search, from a compiled scenario's spec (no file is read): the
+fabric family, prices, constraints, objective and TCO, and the one model-based workload.
+The search builds each candidate's scenario directly (:func:`candidate_scenario`, the
+layers generated once per parallelization: about 0.15 ms against 9 ms for a compile on
+Llama 3 405B); the test suite checks on samples that compiling the candidate's spec
+(:func:`~libra_opt.explore.search.spec.candidate_spec`) gives the same scenario.
 """
 
 from __future__ import annotations
@@ -45,17 +34,11 @@ from libra_opt.scenario.spec import API_SOURCE, thaw
 __all__ = ["search_base", "search"]
 
 def search_base(scenario: Scenario) -> SearchBase:
-    """The :class:`~libra_opt.explore.search.SearchBase` of a compiled scenario, from its
-    spec (``scenario.spec``).
-
-    Raises
-    ------
-    InputError
-        When the scenario has no spec (built from objects, not compiled), does not have
-        exactly one workload, the workload is not a transformer described by ``model`` +
-        ``parallelism`` + ``device``, or the scenario transforms it (compression,
-        fine-grained overlap, DiLoCo) so that the generator's workload is not the
-        scenario's: the search regenerates every candidate's workload.
+    """The :class:`~libra_opt.explore.search.SearchBase` of a compiled scenario, from its spec.
+    A scenario without a spec, without exactly one workload, whose workload is not a
+    transformer described by ``model`` + ``parallelism`` + ``device``, or that transforms it
+    (compression, fine-grained overlap, DiLoCo) is refused: the search regenerates every
+    candidate's workload.
 
     Examples
     --------
@@ -129,35 +112,10 @@ def search(
     error_model: ErrorModel | None = None,
     rank: str = "objective",
 ) -> SearchResult:
-    """Co-design search of a scenario: parallelization, placement, fabric shape and
-    bandwidth chosen together (:func:`libra_opt.explore.search.run_search`).
-
-    :func:`libra_opt.search` also takes a scenario file or a shipped example's name.
-
-    Parameters
-    ----------
-    scenario : Scenario or SearchBase
-        A compiled scenario (its spec is the base, :func:`search_base`), or a base.
-    top : int
-        Best candidates kept exact and returned with full solutions.
-    objective : {'perf', 'perf_per_cost', 'tco'}, optional
-        Override the scenario's objective.
-    space : SearchSpace, optional
-        The knobs and their values (default: all).
-    hb_domains : tuple of int, optional
-        HB-domain sizes of the fabric family (replaces ``space.hb_domains``).
-    executor, max_workers, scheduler, progress
-        Where it runs and its progress bar; see :func:`~libra_opt.explore.search.run_search`.
-    gains : bool
-        Also compute :func:`~libra_opt.explore.search.codesign_gains` (one more search with
-        an equal bandwidth split, and the conventional layout's optimum).
-    error_model : ErrorModel, optional
-        The validated runs the solved rows' error bands come from (see
-        :func:`~libra_opt.explore.search.run_search`; :func:`libra_opt.search` gives the
-        packaged ones unless told otherwise).
-    rank : {'objective', 'failures'}
-        Rank by the objective, or by the objective under failures (the scenario's
-        ``reliability`` section; :mod:`libra_opt.explore.search`).
+    """Co-design search of a compiled scenario (its spec is the base, :func:`search_base`) or of
+    a base: :func:`~libra_opt.explore.search.run_search` with its parameters, ``hb_domains``
+    replacing ``space.hb_domains`` and ``gains`` adding
+    :func:`~libra_opt.explore.search.codesign_gains`.
 
     Examples
     --------

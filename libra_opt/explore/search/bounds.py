@@ -1,58 +1,24 @@
 """Valid lower bounds of the co-design search: a candidate is skipped only when it cannot
 beat the incumbent.
 
-Everything here rests on two facts of the model:
+A step time ``T(B)`` is built of terms ``c / B_d + alpha`` (``c, alpha >= 0``) by sums and
+maxima, so ``B <= B'`` implies ``T(B) >= T(B')``; the objective (``T``, ``T C(B)`` or ``S T
+(r0 + r . B)``) increases with ``T``. :class:`ShapeBounds` holds per fabric shape ``B^max_d =
+max_F B_d`` over the feasible set ``F`` and ``R_min = min_F R(B)``, ``R`` the factor of
+``T`` in the objective, so ``objective(B) >= T(B^max) R_min`` (bound 1) and, before a
+workload is generated, ``>= T_c min_shape R_min`` (bound 2, ``T_c`` the compute and bubble
+of :func:`~libra_opt.explore.search.space.compute_lower_bound_s`).
 
-1. **Monotonicity.** A step time ``T(B)`` is a sum (``no_overlap``) or a sum of maxima
-   (``overlap``) of compute constants and collective times; every collective time is a
-   maximum (``pipelined``), a sum (``sequential``) or a chunk pipeline (``topology_aware``)
-   of terms ``c / B_d + alpha`` with ``c, alpha >= 0`` (on a heterogeneous dimension at the
-   slowest member's ``f B_d``). Each is non-increasing in every ``B_d``, so ``T`` is too:
-   ``B <= B'`` componentwise implies ``T(B) >= T(B')``.
-2. **The objective is increasing in the step time.** ``perf = T``; ``perf_per_cost =
-   T C(B)``; ``tco = S T (r0 + r . B)`` with ``C, r0 + r . B > 0``.
-
-:class:`ShapeBounds` holds, per fabric shape, ``B^max_d = max B_d`` over the feasible set
-``F`` (one LP per dimension; ``inf`` when unbounded) and ``R_min = min_{B in F} R(B)``,
-``R`` the factor that multiplies ``T`` in the objective (1, ``C(B)`` or ``S (r0 + r.B)``).
-Then for every feasible ``B``, ``B <= B^max`` and ``R(B) >= R_min``, so
-
-``objective(B) = T(B) R(B) >= T(B^max) R_min``                                 (bound 1)
-
-(:meth:`ShapeBounds.objective_lower_bound`). ``T(B^max)`` is the exact step time at the
-per-dimension best case of the budget and bounds ("communication at the budget's best
-case"); the DP sync floor leaves a per-dimension efficiency (``collectives.efficiency``)
-out, which only lowers it (every fraction is at most 1). Before a workload is generated, ``T(B^max) >= T_c`` with ``T_c`` the compute and
-bubble of :func:`~libra_opt.explore.search.space.compute_lower_bound_s` (communication
-``>= 0``), so
-
-``objective(B) >= T_c min_shape R_min(shape)``                                 (bound 2)
-
-bounds every placement on every shape of one parallelization at once.
-
-**Cost levels** (``perf_per_cost`` and ``tco``, bound 1'): with ``R(B) = s (k0 + rho . B)``
-and levels ``c_0 = min rho . B <= c_1 <= ... <= c_K = max rho . B`` over ``F``, every
-feasible ``B`` has ``rho . B`` in some ``[c_{j-1}, c_j]``; then ``B`` is feasible for
-``F_j = F and rho . B <= c_j``, so ``B <= B^max(c_j)`` (per-dimension maxima over ``F_j``)
-and ``R(B) >= s (k0 + c_{j-1})``:
+**Cost levels** (bound 1'): with ``R(B) = s (k0 + rho . B)`` and levels ``c_0 = min_F rho .
+B <= ... <= c_K = max_F rho . B``, a feasible ``B`` lies in some ``[c_{j-1}, c_j]``, so
 
 ``objective(B) >= min_j T(B^max(c_j)) s (k0 + c_{j-1})``                      (bound 1')
 
-which is at least bound 1 when the levels include ``c_K`` (then ``B^max(c_K) = B^max``)
-and much tighter when the optimum buys far less than the most bandwidth allowed.
-
-With the bandwidth fixed at ``B0`` (a fixed-network search) ``F = {B0}``: ``B^max = B0``
-and ``R_min = R(B0)``, and bound 1 is the objective itself.
-
-**Ranking with failures** (``rank="failures"``, a scenario with a ``reliability`` section).
-Candidates are ranked by the objective under failures, ``objective x (E[T] / T) /
-goodput`` (for ``tco`` also times ``(rate + spares' rate) / rate``;
-:func:`~libra_opt.scenario.failures.failure_report`), each at its failure-free bandwidth
-optimum (degraded parts are evaluated, never re-solved). Every factor is at least 1, and
-``1 / goodput >= E_i[e^{R_i/M}]`` whatever the checkpoint and its interval (the goodput
-formula with ``delta = 0`` and ``tau -> 0``; :func:`~libra_opt.scenario.failures.
-recovery_terms`), a function of the fabric shape alone: each shape's bounds times it
-(:func:`failure_bounds`) are lower bounds of the ranked value.
+with ``B^max(c_j)`` the maxima over ``F`` and ``rho . B <= c_j``. At a fixed bandwidth bound
+1 is the objective itself. **With failures** the ranked value is the objective times
+factors of at least 1, and ``1 / goodput >= E_i[e^{R_i/M}]``
+(:func:`~libra_opt.scenario.failures.recovery_terms`), a function of the shape alone
+(:func:`failure_bounds`).
 """
 
 from __future__ import annotations
@@ -66,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from libra_opt.cost.tco import cluster_rate_coefficients
+from libra_opt.explore.search.fabrics import _split_vectors
 from libra_opt.fabric.heterogeneous import slowest_fractions
 from libra_opt.optimize.feasibility import lp_extreme
 from libra_opt.scenario.constraints import Row
@@ -105,16 +72,9 @@ def objective_factor(scenario: Scenario, bw_gbps: np.ndarray) -> float:
 
 @dataclass(frozen=True)
 class ShapeBounds:
-    """Per-shape quantities of the bounds (see the module docstring).
-
-    Attributes
-    ----------
-    bw_max_gbps : numpy.ndarray
-        ``B^max_d``, GB/s per NPU (``inf`` where nothing bounds the dimension).
-    factor_min : float
-        ``R_min`` (1 for ``perf``, $ for ``perf_per_cost``, $/s x steps for ``tco``).
-    feasible : bool
-        Whether the shape's constraints admit any bandwidth.
+    """Per-shape quantities of the bounds (module notes): ``bw_max_gbps`` (``B^max``, ``inf``
+    where nothing bounds a dimension), ``factor_min`` (``R_min``), whether the constraints admit
+    any bandwidth, and the cost levels' maxima and factors (bound 1').
     """
 
     bw_max_gbps: np.ndarray
@@ -146,11 +106,9 @@ class ShapeBounds:
         return weight * float(np.min(times * self.level_factor))
 
     def step_time_lower_bound_s(self, walk: WalkArrays, scenario: Scenario) -> float:
-        """``T(B^max)``: the step time at every dimension's largest feasible bandwidth.
-
-        Where ``B^max_d`` is infinite the dimension's transfer terms vanish; under the
-        ``topology_aware`` model, whose chunk pipeline is not evaluated at infinity, the
-        compute alone (a weaker valid bound) is used then.
+        """``T(B^max)``: the step time at every dimension's largest feasible bandwidth (transfer
+        terms vanish where it is infinite; under ``topology_aware``, whose chunk pipeline is not
+        evaluated at infinity, the compute alone, a weaker valid bound).
         """
         bw = self.bw_max_gbps * slowest_fractions(scenario.fabric)
         if np.isinf(bw).any() and scenario.timing.uses_topology_aware:
@@ -166,9 +124,9 @@ class ShapeBounds:
 
 def step_times_s(walk: WalkArrays, bw_gbps: np.ndarray, timing: TimingModel) -> np.ndarray:
     """Step times at each row of ``bw_gbps`` (``(K, D)``): :func:`step_time_from_walk`
-    vectorized over the rows for the ``pipelined`` and ``sequential`` models (the same
-    formula; the tests compare the two), a loop otherwise. Infinite bandwidth makes a
-    transfer term vanish."""
+    vectorized over the rows for the ``pipelined`` and ``sequential`` models (the tests compare
+    the two), a loop otherwise. Infinite bandwidth makes a transfer term vanish.
+    """
     if timing.uses_topology_aware or walk.hidden_window_s:
         compute = float(walk.phase_count @ walk.phase_compute_s)
         out = []
@@ -184,11 +142,8 @@ def step_times_s(walk: WalkArrays, bw_gbps: np.ndarray, timing: TimingModel) -> 
     with np.errstate(divide="ignore", invalid="ignore"):
         t_kd = np.where(used[None], traffic[None] / (1e9 * bw_gbps[:, None, :])
                         + walk.latency_s[None], 0.0)  # (K, C, D)
-    if timing.is_pipelined:
-        t_k = np.where(used[None], t_kd, -np.inf).max(axis=2, initial=-np.inf)
-        t_k = np.where(np.asarray(used.any(axis=1))[None], t_k, 0.0)
-    else:
-        t_k = t_kd.sum(axis=2)
+    # every term >= 0 and 0 where unused: the max over the used dimensions, or their sum
+    t_k = t_kd.max(axis=2, initial=0.0) if timing.is_pipelined else t_kd.sum(axis=2)
     t_c = t_k[:, walk.coll_distinct]  # (K, occurrences)
     n_p = walk.phase_compute_s.size
     comm = np.zeros((bw_gbps.shape[0], n_p))
@@ -200,9 +155,8 @@ def step_times_s(walk: WalkArrays, bw_gbps: np.ndarray, timing: TimingModel) -> 
 
 
 def shape_bounds(scenario: Scenario, fixed_bw_gbps: np.ndarray | None = None) -> ShapeBounds:
-    """:class:`ShapeBounds` of ``scenario``'s fabric and constraints (LPs over its rows,
-    ``B >= 0``: the closure of the feasible set, so the extremes bound it), or of the
-    fixed allocation ``fixed_bw_gbps``.
+    """:class:`ShapeBounds` of ``scenario``'s fabric and constraints (LPs over its rows and ``B >=
+    0``), or of the fixed allocation ``fixed_bw_gbps``.
 
     Examples
     --------
@@ -216,15 +170,9 @@ def shape_bounds(scenario: Scenario, fixed_bw_gbps: np.ndarray | None = None) ->
         bw = np.asarray(fixed_bw_gbps, dtype=float)
         return ShapeBounds(bw, objective_factor(scenario, bw))
     rows = scenario.rows
-    bw_max = np.full(n, np.inf)
-    for d in range(n):
-        c = np.zeros(n)
-        c[d] = -1.0
-        status, value, _ = lp_extreme(rows, n, c)
-        if status == "infeasible":
-            return ShapeBounds(np.full(n, np.inf), 0.0, feasible=False)
-        if status == "optimal":
-            bw_max[d] = max(-value, 0.0) * (1.0 + 1e-7)  # the LP's optimum, rounded up
+    bw_max = _maxima(rows, n, np.full(n, np.inf))
+    if bw_max is None:
+        return ShapeBounds(np.full(n, np.inf), 0.0, feasible=False)
     obj = scenario.objective_model
     if not (obj.prices_network or obj.needs_tco):  # perf
         return ShapeBounds(bw_max, 1.0)
@@ -248,16 +196,27 @@ def shape_bounds(scenario: Scenario, fixed_bw_gbps: np.ndarray | None = None) ->
     level_bw = np.empty((LEVELS, n))
     for j in range(1, LEVELS + 1):
         cap = (*rows, Row("cost level", rate, "<=", float(levels[j]) * (1 + 1e-9)))
-        for d in range(n):
-            c = np.zeros(n)
-            c[d] = -1.0
-            status, value, _ = lp_extreme(cap, n, c)
-            level_bw[j - 1, d] = (max(-value, 0.0) * (1.0 + 1e-7) if status == "optimal"
-                                  else bw_max[d])
+        level = _maxima(cap, n, bw_max)
+        level_bw[j - 1] = bw_max if level is None else level
     level_bw[-1] = np.maximum(level_bw[-1], bw_max)
     factor = scale * np.maximum(k0 + levels[:-1] * (1.0 - 1e-9), 0.0)
     factor[0] = factor_min
     return ShapeBounds(bw_max, factor_min, True, level_bw, factor)
+
+
+def _maxima(rows: Sequence[Row], n: int, default: np.ndarray) -> np.ndarray | None:
+    """Each dimension's largest bandwidth over ``rows`` (the LP's optimum rounded up;
+    ``default`` where unbounded), ``None`` when the rows admit nothing."""
+    out = np.array(default, dtype=float)
+    for d in range(n):
+        c = np.zeros(n)
+        c[d] = -1.0
+        status, value, _ = lp_extreme(rows, n, c)
+        if status == "infeasible":
+            return None
+        if status == "optimal":
+            out[d] = max(-value, 0.0) * (1.0 + 1e-7)
+    return out
 
 
 def failure_bounds(scenario: Scenario, bounds: ShapeBounds) -> ShapeBounds:
@@ -273,48 +232,25 @@ def failure_bounds(scenario: Scenario, bounds: ShapeBounds) -> ShapeBounds:
 
 
 def additive(scenario: Scenario) -> bool:
-    """Whether the step time of ``scenario``'s workloads is compute plus a sum of
-    per-collective times (bound 3 applies): ``no_overlap`` loop, ``pipelined`` or
-    ``sequential`` collectives."""
+    """Whether the step time is compute plus a sum of per-collective times (bound 3 applies):
+    ``no_overlap`` loop, ``pipelined`` or ``sequential`` collectives.
+    """
     timing = scenario.timing
     return not timing.overlapped and (timing.is_pipelined or timing.is_sequential)
 
 
 @dataclass
 class GroupTimes:
-    """Step times of one generated workload at a few bandwidth vectors, by group span.
+    """Step times of one generated workload at a few bandwidth rows (``(L, D)``, scaled by the
+    slowest members' fractions), by group span.
 
-    Under the ``no_overlap`` loop a step time is ``T(B) = T_comp + sum_k n_k t_k(B)`` over
-    the workload's distinct collectives ``k`` (``n_k`` occurrences per step), and ``t_k``
-    depends only on the span of ``k``'s group (:func:`libra_opt.traffic.routing.collective_traffic`).
-    So ``T = T_comp + sum_g C_g(span_g)`` with ``C_g`` the time of group ``g``'s collectives:
-    a placement's step time is a few table look-ups (:meth:`step_times_s`, with the
-    per-dimension efficiency of ``efficiency``, read per collective and span), and
-
-    ``min over placements T >= T_comp + sum_g min over spans C_g(span)``       (bound 3)
-
-    (the minimum of a sum is at least the sum of the minima), which bounds every placement
-    of a parallelization on a shape before any is enumerated (:meth:`floor_s`). The tests
-    check :meth:`step_times_s` against :func:`~libra_opt.traffic.step_time.step_time_from_walk`.
-
-    Parameters
-    ----------
-    flat : FlatWalk
-        The workload's flat walk (``Workload.flat``).
-    compute_s : float
-        ``T_comp``.
-    bw_gbps : numpy.ndarray
-        ``(L, D)`` bandwidth rows (already scaled by the slowest members' fractions).
-    timing : TimingModel
-        The scenario's timing: its collective and traffic models, in-network dimensions
-        and per-dimension efficiency (:attr:`TimingModel.efficiency`, dividing each
-        collective's bytes on each dimension as the step time does).
-    units : dict
-        Unit-size traffic by (kind, span, flat ring), shared by every workload on one fabric.
-    flat_ring_groups : frozenset of str
-        The groups the workload runs as one flat ring
-        (:attr:`~libra_opt.traffic.workload.Workload.flat_ring_groups`), priced as the
-        exact step time prices them.
+    Under the ``no_overlap`` loop ``T(B) = T_comp + sum_g C_g(span_g)``, ``C_g`` the time of
+    group ``g``'s collectives, which depends only on its span: a placement's step time is a few
+    table look-ups (:meth:`step_times_s`, checked against
+    :func:`~libra_opt.traffic.step_time.step_time_from_walk`), and ``min over placements T >=
+    T_comp + sum_g min over spans C_g`` (bound 3, :meth:`floor_s`). ``units`` (unit-size traffic
+    by kind, span and flat ring) is shared by every workload on one fabric; ``flat_ring_groups``
+    are priced as one flat ring, as the exact step time prices them.
     """
 
     flat: Any
@@ -365,20 +301,16 @@ class GroupTimes:
             with np.errstate(divide="ignore", invalid="ignore"):
                 t = np.where(used[None], size[None, :, None] * tu[None]
                              / (1e9 * self.bw_gbps[:, None, :]) + lat[None], 0.0)  # (L, K, D)
-            if self.timing.is_pipelined:
-                t_k = np.where(used[None], t, -np.inf).max(axis=2)
-                t_k = np.where(np.asarray(used.any(axis=1))[None], t_k, 0.0)
-            else:
-                t_k = t.sum(axis=2)
+            t_k = t.max(axis=2) if self.timing.is_pipelined else t.sum(axis=2)  # terms >= 0
             out = t_k @ self._counts[ks]
         self._cache[key] = out
         return out
 
     def unit(self, kind: str, span: tuple[int, ...],
              flat_ring: bool = False) -> tuple[np.ndarray, np.ndarray]:
-        """Bytes per NPU of a one-byte ``kind`` collective on ``span`` (as one flat ring when
-        ``flat_ring``), and its latency (traffic is linear in the size; a test checks it),
-        shared through ``units``."""
+        """Bytes per NPU and latency of a one-byte ``kind`` collective on ``span`` (traffic is linear
+        in the size; a test checks it), shared through ``units``.
+        """
         key = (kind, span, flat_ring)
         if key not in self.units:
             self.units[key] = collective_traffic(kind, 1.0, span, self.fabric,
@@ -405,24 +337,16 @@ class GroupTimes:
 
 @dataclass
 class SyncFloor:
-    """A lower bound on the data-parallel gradient synchronisation of any placement, before
-    the workload is generated (bound 2', added to bound 2).
+    """A lower bound on the data-parallel gradient synchronisation of any placement, before the
+    workload is generated (bound 2').
 
-    With ZeRO 0-2, the ``collective`` data-parallel mode and no ``dp_comm_overlap``, the
-    generated step has, once per step and outside any compute (so additive under the
-    ``no_overlap`` loop), an all-reduce (ZeRO 0) or a reduce-scatter of ``P g`` bytes and,
-    in the optimizer step, an all-gather of ``P p / (dp cp)`` bytes (ZeRO 1/2) over the
-    group ``dp`` (``ep x edp x cp``), ``P`` the dense parameters of the described stage,
-    ``g``/``p`` bytes per gradient/parameter. Traffic is linear in the size
-    (:mod:`libra_opt.traffic.collectives`), so with ``P >= P_min`` (the fewest dense
-    parameters of any stage) and ``u_s`` the traffic of a one-byte collective on span ``s``,
-
-    ``t_sync(B) >= min over spans s of [ max_d (P_min g u_s,d / B_d + alpha_s,d) + ... ]``
-
-    and ``T(B) >= T_c + t_sync(B)`` (every other term is >= 0). The data-parallel groups
-    are not flat rings (``FLAT_RING_GROUPS`` in
-    :mod:`libra_opt.generators.transformer_workload` holds tp, cp and ep only), so the
-    hierarchical traffic priced here is the one the exact step time uses.
+    With ZeRO 0-2, the ``collective`` data-parallel mode and no ``dp_comm_overlap``, the step
+    has, outside any compute, an all-reduce (ZeRO 0) or a reduce-scatter of ``P g`` bytes and an
+    all-gather of ``P p / (dp cp)`` bytes over the group ``dp``, ``P`` the stage's dense
+    parameters. Traffic is linear in the size, so with ``P >= P_min`` and ``u_s`` the traffic of
+    a one-byte collective on span ``s``, ``t_sync(B) >= min_s [max_d (P_min g u_s,d / B_d +
+    alpha_s,d) + ...]`` and ``T(B) >= T_c + t_sync(B)``. Data-parallel groups are not flat rings,
+    so the hierarchical traffic priced here is the exact step time's.
     """
 
     fabric: Any
@@ -438,7 +362,7 @@ class SyncFloor:
             self._units = {}
         key = (kind, group_size)
         if key not in self._units:
-            spans = [s for s in _spans(group_size, tuple(self.fabric.sizes))]
+            spans = _split_vectors(group_size, tuple(self.fabric.sizes))
             tr, lat = zip(*(collective_traffic(kind, 1.0, s, self.fabric, self.traffic_model,
                                                self.in_network) for s in spans), strict=True)
             self._units[key] = (np.array(tr), np.array(lat))
@@ -471,13 +395,3 @@ class SyncFloor:
                  + self._time("all_gather", params * param_bytes / ranks, ranks))
         self._memo[key] = t.min(axis=0)
         return self._memo[key]
-
-
-def _spans(n: int, sizes: tuple[int, ...]) -> list[tuple[int, ...]]:
-    if not sizes:
-        return [()] if n == 1 else []
-    out = []
-    for k in range(1, sizes[0] + 1):
-        if sizes[0] % k == 0 and n % k == 0:
-            out += [(k, *rest) for rest in _spans(n // k, sizes[1:])]
-    return out

@@ -1,12 +1,6 @@
-"""Candidates of the co-design search: what one is made of, the scenario it becomes, and
-how it is resolved (its exact bandwidth optimum or its evaluation at a fixed bandwidth,
-the values of its row in the result table, and its full solution).
-
-:mod:`libra_opt.explore.search.engine` enumerates and prunes the candidates; this module turns
-one into a scenario (:func:`candidate_scenario`, the one place it happens), solves it
-(``_inner``) and rebuilds the full solution of a solved row (``_resolve``). The
-conventional layout the co-design gains compare against is
-:func:`conventional_parallelism`.
+"""Candidates of the co-design search: what one is made of, the scenario it becomes
+(:func:`candidate_scenario`), its optimum or fixed-bandwidth evaluation (``_inner``), its
+full solution (``_resolve``) and the conventional layout (:func:`conventional_parallelism`).
 """
 
 from __future__ import annotations
@@ -65,23 +59,9 @@ __all__ = [
 
 @dataclass(frozen=True)
 class ModelEntry:
-    """What a model-based workload of the base scenario is made of (the search varies its
-    parallelization and placement, and keeps the rest).
-
-    Attributes
-    ----------
-    name : str
-        Workload name in the scenario.
-    model : TransformerSpec
-    device : Device
-    efficiency : ComputeEfficiency
-        The requested compute model, before the software stack's constant (the
-        generator applies it, :func:`~libra_opt.generators.generator.timing_model`).
-    parallelism : Parallelism
-        The base parallelization: its global batch, precision, data-parallel mode and
-        options are kept; degrees and knobs are the search's.
-    mapping : mapping, optional
-        The base placement (for the base candidate and the conventional baseline).
+    """What the base scenario's model-based workload is made of: its name, model, device, the
+    requested compute model (before the software stack's constant), the base parallelization
+    (its global batch, precision, data-parallel mode and options are kept) and placement.
     """
 
     name: str
@@ -94,14 +74,9 @@ class ModelEntry:
 
 @dataclass(frozen=True)
 class SearchBase:
-    """The base scenario (fabric family, prices, constraints, objective, TCO), its one
-    model-based workload and the spec both come from
-    (:func:`libra_opt.explore.search.base.search_base`).
-
-    ``spec`` (the recipe the scenario was compiled from) gives the HB-domain family of the
-    fabric (``fabric.hb_domain``) and each returned solution's candidate spec
-    (:func:`~libra_opt.explore.search.spec.candidate_spec`); without one, only the base
-    fabric is searched.
+    """The base scenario, its one model-based workload and the spec both come from
+    (:func:`libra_opt.explore.search.base.search_base`); without a spec only the base fabric
+    is searched.
     """
 
     scenario: Scenario
@@ -133,9 +108,9 @@ def generate(entry: ModelEntry, par: Parallelism, fabric: Fabric) -> GeneratedWo
 
 
 def _placed(generated: GeneratedWorkload, placement: Placement, **changes: Any) -> Any:
-    """The generated workload with the placement's groups. Its flat walk (arrays of
-    phases and collectives by group *name*) does not depend on the spans, so the one
-    already built is kept instead of walking the layers again."""
+    """The generated workload with the placement's groups, keeping its flat walk (which does not
+    depend on the spans).
+    """
     wl = dataclasses.replace(generated.workload, groups=placement.groups(), **changes)
     flat = generated.workload.__dict__.get("flat")
     if flat is not None:
@@ -145,10 +120,8 @@ def _placed(generated: GeneratedWorkload, placement: Placement, **changes: Any) 
 
 def candidate_scenario(base: SearchBase, fabric: Fabric, generated: GeneratedWorkload,
                        placement: Placement) -> Scenario:
-    """The scenario of one candidate: the base scenario with the candidate's fabric and
-    its workload (the generated layers, the placement's groups).
-
-    This is the one place a candidate becomes a scenario.
+    """The scenario of one candidate: the base scenario with the candidate's fabric and its
+    workload (the generated layers, the placement's groups).
 
     Examples
     --------
@@ -228,12 +201,6 @@ def _matrices(ctx: _Context, shape: FabricShape, par: Parallelism,
     return out
 
 
-def _placements(ctx: _Context, shape: FabricShape, par: Parallelism,
-                cache: dict | None = None) -> list[Placement]:
-    assert shape.fabric is not None
-    return [placement_of(shape.fabric, m) for m in _matrices(ctx, shape, par, cache)]
-
-
 def _solved_values(ctx: _Context, scen: Scenario, g: GeneratedWorkload, ev: Evaluation,
                    objective: float) -> dict:
     bw, step_s = ev.bw_gbps, ev.weighted_step_time_s
@@ -287,13 +254,9 @@ def _inner(ctx: _Context, scen: Scenario, g: GeneratedWorkload) -> tuple[str, st
 
 def _generate_shared(ctx: _Context, par: Parallelism, fabric: Fabric,
                      shared: dict) -> GeneratedWorkload:
-    """:func:`generate`, sharing one generation between ZeRO 1 and ZeRO 2.
-
-    The two stages give the same step (a reduce-scatter of gradients and an all-gather of
-    parameters once per step; :mod:`libra_opt.generators.transformer_workload` tests only
-    ``zero == 0``, ``< 3`` and ``== 3`` for the step) and differ only in memory (ZeRO 2
-    shards the gradients), which :class:`MemoryModel` gives exactly; the test suite checks
-    the shared result equals a fresh generation.
+    """:func:`generate`, one generation shared by ZeRO 1 and ZeRO 2: they give the same step and
+    differ only in memory, which :class:`MemoryModel` gives exactly (the test suite checks the
+    shared result equals a fresh generation).
     """
     if par.zero not in (1, 2):
         return generate(ctx.base.entry, par, fabric)
@@ -327,10 +290,8 @@ def _resolve(ctx: _Context, row: Any) -> tuple[Candidate, Solution]:
 
 
 def conventional_parallelism(base: SearchBase) -> tuple[Parallelism, dict[str, Any]]:
-    """The conventional layout: TP = the HB (innermost) dimension, the base's PP over the
-    scale-out (outermost) dimension, DP the rest; the base's other knobs.
-
-    Returns the parallelization and its mapping.
+    """The conventional layout and its mapping: TP = the HB (innermost) dimension, the base's PP
+    over the scale-out (outermost) dimension, DP the rest; the base's other knobs.
     """
     fabric = base.scenario.fabric
     p0 = base.entry.parallelism

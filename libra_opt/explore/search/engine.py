@@ -1,56 +1,13 @@
-"""Co-design search: parallelization, placement, fabric shape and per-dimension bandwidth,
-chosen together, exactly.
+"""The co-design search's enumeration, pruning and executors.
 
-For one model-based workload the search enumerates the candidates of
-:mod:`libra_opt.explore.search.space` (parallelization x placement x fabric shape) and gives
-each surviving one the exact bandwidth optimum of the scenario's objective under its
-constraints (:func:`libra_opt.optimize.problem.solve`: the conic program, re-checked by the
-numpy evaluator). The steps, cheapest first:
-
-1. **Memory** (exact, per parallelization): :class:`~libra_opt.explore.search.space.MemoryModel`;
-   the generated workload's own memory is checked again before anything is solved.
-2. **Bound 2** (per parallelization, before its workload is generated): compute and bubble,
-   plus the least data-parallel gradient synchronisation any placement can have (bound
-   2'), at the shapes' best-case bandwidths, times the objective factor; the least over
-   the shapes (:mod:`libra_opt.explore.search.bounds`).
-3. **Bound 3** (per parallelization and shape, after generation): the sum over groups of
-   the least time of each group's collectives over its possible spans.
-4. **Bounds 1 and 1'** (per candidate): the exact step time at the per-dimension best case
-   of the constraints (and at the best case of each cost level), times the objective
-   factor.
-5. **Solve** the rest.
-
-With ``rank="failures"`` candidates are ranked, exactly, by the objective under failures
-(:mod:`libra_opt.explore.search.bounds` says why the bounds still hold).
-
-A candidate is pruned when its bound exceeds the ``top``-th best objective found so far by
-more than :data:`PRUNE_RTOL` (relative): its optimum is then worse than ``top`` solved
-candidates, so the ``top`` best are those of exhaustive enumeration. Parallelizations are
-visited in increasing bound 2 in rounds of fixed size (1, 2, 4, ... chunks), each chunk
-pruning against the best values known when its round started and its own solves, so the
-rows are the same whatever executor runs the chunks. The chunks run on
-:mod:`libra_opt.explore.executors` (serial, a local process pool, a local Dask cluster or
-an existing one by its scheduler address), one pool or cluster for the whole search.
-
-Every candidate is a row of :attr:`SearchResult.table` (pandas): the knobs (``placement``
-names the data-parallel axis ``dp``, and ``edp`` only beside an ``ep`` axis:
-:meth:`Placement.describe <libra_opt.generators.mapping.Placement.describe>`), ``status`` (``optimal``,
-``pruned``, ``memory``, ``infeasible``, ``unbounded``, ``error``, ``invalid_shape``) and
-``reason``, ``lower_bound`` and ``objective`` (the objective's unit), ``step_time_s``,
-``tokens_per_s``, ``mfu`` (model FLOPs utilization, a fraction of the NPUs' peak, not a
-percentage), ``memory_per_npu_gb``, ``bw_<dim>_gbps``, ``network_cost_usd``,
-``network_power_w``, ``run_cost_usd`` (the cost of one training run: its steps x step time
-x the cluster's amortized $/s, :func:`~libra_opt.cost.tco.training_run_cost_usd`; not the
-cluster's lifetime TCO; NaN without a TCO model and run length) and
-``run_cost_usd_per_mtoken`` (that cost per million tokens trained), ``solve_s`` (ranked
-with failures: ``goodput``, ``effective_objective``) and ``rank`` (1 = best by the ranking
-among the solved rows; NA, a missing value of the nullable ``Int64`` type, for every row not
-solved). Rows that stand for many candidates pruned together (a parallelization that does
-not fit, or whose bound 2 exceeds the incumbent) say how many in ``n_candidates`` and have
-``placement`` ``*`` (and ``fabric`` ``*`` for memory).
-
-What a candidate is, the scenario it becomes and how it is solved and resolved live in
-:mod:`libra_opt.explore.search.candidates` (its public names are importable from here).
+Each candidate of :mod:`~libra_opt.explore.search.space` gets the exact bandwidth optimum of
+the scenario's objective unless a bound proves it cannot be among the ``top`` best: the
+exact memory check, bound 2 per parallelization, bound 3 per parallelization and shape,
+bounds 1 and 1' per candidate (:mod:`~libra_opt.explore.search.bounds`), each pruning when
+it exceeds the ``top``-th best found so far by more than :data:`PRUNE_RTOL`.
+Parallelizations are visited in increasing bound 2 in rounds of 1, 2, 4, ... chunks, each
+chunk pruning against the best values known when its round started and its own solves, so
+the rows are the same whatever executor (:mod:`libra_opt.explore.executors`) runs them.
 """
 
 from __future__ import annotations
@@ -149,7 +106,6 @@ __all__ = [
     "RANKS",
     "KNOB_COLUMNS",
     "generate",
-    "run_chunk",
     "iter_chunk",
 ]
 
@@ -167,10 +123,9 @@ Progress = Callable[[int, int], None]
 
 
 def _top_values(values: Iterable[float], k: int) -> list[float]:
-    """The ``k`` smallest of ``values`` that are not the same up to round-off, ascending:
-    rows of one design count once, as the table ranks them
-    (:func:`~libra_opt.explore.search.results.designs` merges only rows whose ranking
-    values are the same), so pruning against the ``k``-th keeps the ``k`` best designs."""
+    """The ``k`` smallest of ``values`` that are not the same up to round-off, ascending: rows of
+    one design count once, as :func:`~libra_opt.explore.search.results.designs` ranks them.
+    """
     out: list[float] = []
     for v in sorted(values):
         if not out or not same(out[-1], v):
@@ -187,16 +142,10 @@ def _kth(values: Sequence[float], k: int) -> float:
 
 def iter_chunk(ctx: _Context, items: Sequence[tuple[int, Parallelism, float]],
                best: Sequence[float]) -> Iterator[list[dict]]:
-    """The rows of each parallelization of one chunk, one list per item, in item order
-    (the executors count finished items as the lists come).
+    """The rows of each parallelization of one chunk, one list per item, in item order.
 
-    Parameters
-    ----------
-    ctx : _Context
-    items : sequence of (index, Parallelism, bound 2)
-        In increasing bound.
-    best : sequence of float
-        The best objective values known when the chunk's round started.
+    ``items`` are ``(index, Parallelism, bound 2)`` in increasing bound; ``best`` the best
+    objective values known when the chunk's round started.
     """
     best = list(best)
     cache: dict = {}
@@ -286,45 +235,21 @@ def iter_chunk(ctx: _Context, items: Sequence[tuple[int, Parallelism, float]],
         yield one(pi, par, lb_par)
 
 
-def run_chunk(ctx: _Context, items: Sequence[tuple[int, Parallelism, float]],
-              best: Sequence[float]) -> list[dict]:
-    """Rows of one chunk of parallelizations (:func:`iter_chunk`, concatenated)."""
-    return [r for rows in iter_chunk(ctx, items, best) for r in rows]
-
-
-def _chunk_task(items: Sequence[tuple[int, Parallelism, float]], *, ctx: _Context,
-                best: Sequence[float]) -> Iterator[list[dict]]:
-    """The executors' task (module level: the process and Dask executors pickle it)."""
-    return iter_chunk(ctx, items, best)
-
-
 @dataclass(frozen=True, repr=False)
 class SearchResult:
     """The outcome of :func:`run_search`.
 
-    Attributes
-    ----------
-    table : pandas.DataFrame
-        One row per candidate (or per group of candidates pruned together), in enumeration
-        order; see the module docstring.
-    solutions : tuple of Solution
-        The ``top`` best candidates' full solutions, best first (empty for a fixed-bandwidth
-        search).
-    candidates : tuple of Candidate
-        The candidates of ``solutions``.
-    stats : mapping
-        ``enumerated``, ``memory``, ``pruned``, ``solved``, ``infeasible``, ``errors``
-        (candidate counts), ``wall_s`` (wall-clock seconds of the search), ``solve_s``
-        (solver time: seconds building, solving and checking candidates' problems, summed
-        over workers) and ``solves_per_solver_s`` (``solved / solve_s``: solves per second
-        of solver time, not of wall time).
-    objective : str
-    gains : mapping, optional
-        :func:`codesign_gains`, when asked for.
-    device, stack : str
-        The workload's device key and software stack (what its error bands are drawn for).
-    rank : str
-        What the rows are ranked by: ``objective`` or ``failures`` (``effective_objective``).
+    ``table`` (pandas) has one row per candidate, or per group pruned together (their count in
+    ``n_candidates``, ``placement`` ``*``), in enumeration order: the knobs
+    (:data:`KNOB_COLUMNS`), ``status`` (``optimal``, ``pruned``, ``memory``, ``infeasible``,
+    ``unbounded``, ``error``, ``invalid_shape``), ``reason``, ``lower_bound``, ``objective``,
+    ``step_time_s``, ``tokens_per_s``, ``mfu`` (a fraction), ``memory_per_npu_gb``,
+    ``bw_<dim>_gbps``, ``network_cost_usd``, ``network_power_w``, ``run_cost_usd`` (NaN without
+    a TCO run length), ``run_cost_usd_per_mtoken``, ``solve_s``, with failures ``goodput`` and
+    ``effective_objective``, and ``rank`` (1 = best, NA when not solved; see also
+    :func:`~libra_opt.explore.search.results.designs`). ``solutions`` and ``candidates`` are the
+    ``top`` best (none at a fixed bandwidth); ``stats`` the counts, ``wall_s``, ``solve_s``
+    (summed over workers) and ``solves_per_solver_s``; ``gains`` the :func:`codesign_gains`.
     """
 
     table: pd.DataFrame
@@ -377,54 +302,16 @@ def run_search(
 ) -> SearchResult:
     """Search parallelization, placement, fabric shape and bandwidth together.
 
-    Parameters
-    ----------
-    base : SearchBase
-        From :func:`libra_opt.explore.search.base.search_base` (a compiled scenario's spec).
-    space : SearchSpace, optional
-        Default :class:`SearchSpace` (every knob, every placement, the base fabric).
-    top : int
-        How many best candidates are exact (pruning keeps them) and returned as solutions.
-    objective : {'perf', 'perf_per_cost', 'tco'}, optional
-        Override the scenario's objective.
-    fixed_bw_gbps : sequence of float, optional
-        Fix the bandwidth of every dimension instead of optimizing it (a fixed-network
-        parallelism search: each candidate is evaluated, not solved).
-    prune : bool
-        ``False`` solves every candidate that fits (exhaustive enumeration).
-    executor : {'serial', 'processes', 'dask'}, str or dask.distributed.Client
-        Where the chunks run (:func:`libra_opt.explore.executors.resolve_executor`): in
-        this process, on a local process pool, on a local Dask cluster of worker processes
-        (or, with ``DASK_SCHEDULER_ADDRESS`` set, the cluster it names), on the cluster
-        whose scheduler address (``tcp://host:port``) is given, or on a Dask client. One
-        pool or cluster serves the whole search; the rows are the same on all.
-    max_workers : int, optional
-        Workers of the local pool or cluster (default: the usable CPU cores).
-    scheduler : str, optional
-        The address of an existing Dask scheduler (as ``executor``).
-    progress : bool or callable
-        ``True``: a progress bar (``tqdm.auto``) on stderr moving per candidate; a callable
-        gets ``(done, total)``.
-    extra_constraints : sequence of LinearConstraint
-        Added to the scenario's constraints (e.g. an equal split).
-    solutions : bool
-        Re-solve the ``top`` candidates for their full :class:`Solution` (default).
-    error_model : ErrorModel, optional
-        Validated runs (:func:`libra_opt.io.error_model.load_error_model`): each solved row
-        gets the model's error band, whether it lies inside the validated envelope, whether
-        its MFU exceeds the best measured on the device, and whether the model tells it
-        apart from the best (:func:`~libra_opt.explore.search.results.trust_columns`).
-    rank : {'objective', 'failures'}
-        By the objective, or by the objective under failures (a ``reliability`` section).
-
-    Returns
-    -------
-    SearchResult
-
-    Raises
-    ------
-    InputError
-        Bad options.
+    ``base`` comes from :func:`libra_opt.explore.search.base.search_base`; ``space`` defaults to
+    every knob and placement on the base fabric. The ``top`` best candidates are exact (pruning
+    keeps them; ``prune=False`` solves every one that fits) and, with ``solutions``, re-solved
+    for their full :class:`Solution`. ``objective`` overrides the scenario's;
+    ``fixed_bw_gbps`` evaluates every candidate at one bandwidth instead of optimizing it;
+    ``extra_constraints`` are added (e.g. an equal split); ``executor``, ``max_workers`` and
+    ``scheduler`` say where the chunks run (:func:`libra_opt.explore.executors.resolve_executor`;
+    the rows are the same on all); ``progress`` is a bar on stderr (``True``) or a callable of
+    ``(done, total)``; ``error_model`` adds each solved row's error band and envelope columns;
+    ``rank='failures'`` ranks by the objective under failures (a ``reliability`` section).
 
     Examples
     --------
@@ -538,13 +425,14 @@ def run_search(
     bar(done, total)
     best: list[float] = []
     try:
-        with executor_session(executor, _chunk_task, max_workers) as ex:
+        with executor_session(executor, iter_chunk, max_workers) as ex:
             for start, stop in _rounds(len(work), CHUNK):
                 thr = _kth(best, top)
                 batch = work[start:stop]
                 if prune and batch[0][0] > thr * (1 + PRUNE_RTOL):
                     rest = [(pi, par, lb) for lb, pi, par in work[start:]]
-                    pruned = run_chunk(ctx, rest, best)  # rows only: every item is pruned
+                    # rows only: every item is pruned
+                    pruned = [r for rows in iter_chunk(ctx, rest, best) for r in rows]
                     rows.extend(pruned)
                     done += sum(r["n_candidates"] for r in pruned)
                     bar(done, total)
@@ -560,12 +448,10 @@ def run_search(
                     seen[i] += n
                     bar(done, total)
 
-                results: dict[int, list[list[dict]]] = {}
-                task = functools.partial(_chunk_task, ctx=ctx, best=tuple(best))
+                task = functools.partial(iter_chunk, ctx, best=tuple(best))
                 it = run_batches(task, chunks, ExecutorOptions(ex), on_items=on_items)
                 try:
-                    for i, par_rows in it:
-                        results[i] = par_rows
+                    results: dict[int, list[list[dict]]] = dict(it)
                 finally:
                     it.close()  # type: ignore[attr-defined]  # a generator: stops the workers
                 for i in range(len(chunks)):  # chunk order: deterministic whatever finished first
@@ -582,14 +468,12 @@ def run_search(
         table = table.assign(**trust_columns(error_model, table, entry, ctx.rank_key,
                                              timing_outside(scen)))
     stats = search_stats(table, time.perf_counter() - t_start)
-    sols: list[Solution] = []
-    cands: list[Candidate] = []
+    resolved: list[tuple[Candidate, Solution]] = []
     if solutions and fixed is None:
-        for _, r in table[table["rank"].notna()].sort_values("rank").head(top).iterrows():
-            cand, sol = _resolve(ctx, r)
-            cands.append(cand)
-            sols.append(sol)
-    return SearchResult(table, tuple(sols), tuple(cands), stats, scen.objective, rank=rank,
+        ranked = table[table["rank"].notna()].sort_values("rank").head(top)
+        resolved = [_resolve(ctx, r) for _, r in ranked.iterrows()]
+    return SearchResult(table, tuple(sol for _, sol in resolved),
+                        tuple(cand for cand, _ in resolved), stats, scen.objective, rank=rank,
                         device=entry.device.key,
                         stack=entry.parallelism.software_stack or entry.device.calibration_stack)
 
@@ -644,14 +528,10 @@ def _progress_bar(progress: bool | Progress, total: int) -> Callable[[int, int],
 
 def codesign_gains(base: SearchBase, result: SearchResult, space: SearchSpace | None = None,
                    **kwargs: Any) -> dict[str, Any]:
-    """The gain of choosing everything together, as ratios of objective values (>= 1 means
-    the co-design is better).
-
-    * ``equal_split``: the best parallelization (same space) when every dimension gets the
-      same bandwidth (an added constraint ``B_0 = B_d``), over the co-design optimum;
-    * ``conventional``: the exact bandwidth optimum of the conventional layout
-      (:func:`conventional_parallelism`) on the base fabric, over the co-design optimum.
-
+    """The gain of choosing everything together, as ratios of objective values (>= 1: the
+    co-design is better): ``equal_split``, the best parallelization when every dimension gets
+    the same bandwidth, and ``conventional``, the optimum of the conventional layout
+    (:func:`conventional_parallelism`) on the base fabric, each over the co-design optimum.
     ``kwargs`` go to :func:`run_search` for the equal-split search.
     """
     scen = base.scenario

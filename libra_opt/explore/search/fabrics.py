@@ -1,20 +1,10 @@
 """Fabric shapes of the co-design search: the families a scenario's fabric spans.
 
-A fabric shape (:class:`FabricShape`) is the scenario's
-:class:`~libra_opt.scenario.spec.ScenarioSpec` with its fabric edited by dotted path and
-compiled by the pure :func:`~libra_opt.scenario.compile.compile_fabric`, so its prices come
-from the scenario's own cost model:
-
-* an HB-domain family (:func:`fabric_shapes`): ``fabric.hb_domain`` of a two-level
-  ``fat_tree`` or ``rail_only`` builder call;
-* a multi-dimensional family (:func:`dim_shapes`): ``fabric.dims[i].size`` and
-  ``fabric.dims[i].topology`` of inline dimensions (``fabric.shape`` and
-  ``fabric.topologies`` of a ``multi_dim`` call), over the ordered factorizations of the NPU
-  count (:func:`ordered_factorizations`) or given size tuples, and a set of topologies per
-  dimension. Each dimension keeps its name and cost tier by position.
-
-A shape that cannot be built or priced is kept with its reason (the search's
-``invalid_shape`` rows), never dropped.
+A shape (:class:`FabricShape`) is the scenario's spec with its fabric edited by dotted path
+and compiled (:func:`~libra_opt.scenario.compile.compile_fabric`), so its prices come from
+the scenario's cost model: ``fabric.hb_domain`` of a two-level builder (:func:`fabric_shapes`),
+or the sizes and topologies of a multi-dimensional fabric's dimensions (:func:`dim_shapes`).
+A shape that cannot be built or priced is kept with its reason, never dropped.
 """
 
 from __future__ import annotations
@@ -22,7 +12,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,10 +36,9 @@ __all__ = [
 
 @dataclass(frozen=True)
 class FabricShape:
-    """One fabric shape of the search: a label, its HB domain size (0 when the base fabric
-    is not a two-level family) and the fabric, or why it cannot be built; ``edits``: the
-    dotted-path spec edits (:meth:`~libra_opt.scenario.spec.ScenarioSpec.replace`) that
-    make it from the scenario's spec."""
+    """One fabric shape: a label, its HB domain size (0 outside a two-level family), the fabric
+    or why it cannot be built, and the spec ``edits`` (dotted path, value) that make it.
+    """
 
     label: str
     hb_domain: int
@@ -64,21 +53,10 @@ _TWO_LEVEL_BUILDERS = ("fat_tree", "rail_optimized_fat_tree", "rail_only")
 
 def fabric_shapes(base: Fabric, hb_domains: Sequence[int] | None,
                   spec: ScenarioSpec | None = None) -> tuple[FabricShape, ...]:
-    """The fabric shapes of a search: ``base`` alone, or the fabric of each HB size.
-
-    A shape of the family is the scenario's spec with ``fabric.hb_domain`` replaced
-    (:meth:`~libra_opt.scenario.spec.ScenarioSpec.replace`), its fabric compiled
-    (:func:`~libra_opt.scenario.compile.compile_fabric`): the builder call keeps every
-    other parameter of the base (tiers, radix, latencies, pricing), so its prices come from
-    the same cost model. Only two-level builder fabrics (``fat_tree`` or ``rail_only``:
-    ``hb`` + ``scaleout``) have an HB-domain family. A size that does not divide the NPU
-    count is kept as a shape with a reason.
-
-    Raises
-    ------
-    InputError
-        When ``hb_domains`` is given without a spec, for a spec whose fabric is not a
-        two-level builder call, or for a ``base`` that is not the spec's fabric.
+    """The fabric shapes of a search: ``base`` alone, or the fabric of each HB size of a
+    two-level ``fat_tree`` or ``rail_only`` builder (the spec with ``fabric.hb_domain``
+    replaced; a size that does not divide the NPU count is kept with a reason). Sizes without a
+    spec, or for a fabric that is not the spec's two-level builder call, are refused.
 
     Examples
     --------
@@ -121,14 +99,8 @@ def fabric_shapes(base: Fabric, hb_domains: Sequence[int] | None,
 
 
 def ordered_factorizations(n: int, k: int, min_factor: int = 2) -> list[tuple[int, ...]]:
-    """Every ordered factorization of ``n`` into ``k`` factors ``>= min_factor``, in
-    lexicographic order.
-
-    Notes
-    -----
-    For ``n = prod_p p^{a_p}`` and ``min_factor = 1`` the count is
-    ``prod_p C(a_p + k - 1, k - 1)`` (each prime's exponent split over ``k`` factors); with
-    ``min_factor = 2`` it follows by inclusion-exclusion over the factors forced to 1.
+    """Every ordered factorization of ``n`` into ``k`` factors ``>= min_factor``, lexicographic
+    (``prod_p C(a_p + k - 1, k - 1)`` of them for ``n = prod_p p^{a_p}`` and factors ``>= 1``).
 
     Examples
     --------
@@ -152,11 +124,10 @@ def _factorizations(n: int, k: int, low: int) -> tuple[tuple[int, ...], ...]:
 
 
 def _named_dims(spec: ScenarioSpec, base: Fabric) -> dict[str, str]:
-    """For each dimension, the first constraint (its label) that bandwidth on it would help
-    meet: a row with a nonzero coefficient on the dimension that is an equality, a ``>=``
-    with a positive or a ``<=`` with a negative coefficient (linear constraints, then the
-    ``bounds``, as the compiler orders them). A shape that gives such a dimension size 1
-    (no link) would meet the row with bandwidth that does not exist."""
+    """For each dimension, the label of the first constraint that bandwidth on it would help meet
+    (an equality, a ``>=`` with a positive or a ``<=`` with a negative coefficient): a shape
+    giving it size 1 would meet the row with bandwidth that does not exist.
+    """
     c = spec.constraints
     texts = [(t, f"constraints.linear[{i}]") for i, t in enumerate(c.linear)]
     for key, (lo, hi) in c.bounds.items():
@@ -181,30 +152,15 @@ def dim_shapes(base: Fabric, spec: ScenarioSpec | None,
                unit_dims: bool = False) -> tuple[FabricShape, ...]:
     """The shapes of a multi-dimensional fabric family: sizes x topologies per dimension.
 
-    The family is the scenario's spec with, for each dimension ``i`` that changes,
-    ``fabric.dims[i].size`` and ``fabric.dims[i].topology`` replaced (inline ``dims``; a
-    ``multi_dim`` builder call: ``fabric.shape`` and ``fabric.topologies``), compiled by
-    :func:`~libra_opt.scenario.compile.compile_fabric`. Every other field of a dimension
-    (name, cost tier, latency, switch pricing) stays with its position, so a shape's
-    prices come from the same cost model; a switch radix or rail scope is dropped where
-    the dimension stops being a switch.
-
-    Shapes, in order: each size tuple (``dim_sizes='factorizations'``:
-    :func:`ordered_factorizations` of the NPU count into the base's number of
-    dimensions, with factors ``>= 2``, or ``>= 1`` with ``unit_dims``; a list: those
-    tuples; ``None``: the base sizes), and for it every combination of ``dim_topologies``
-    over the dimensions (``None``: each dimension's own topology), the last dimension
-    varying fastest. A dimension of size 1 holds no link: its topology is the base's
-    (``ring`` for one that needs two NPUs, ``fully_connected``), it is not varied. Kept with a reason (no
-    fabric): a tuple of the wrong length or product, a shape the compiler refuses, and a
-    shape that gives size 1 to a dimension a constraint or bound names in a way that
-    bandwidth on it would help meet (an equality, a minimum: ``sum(bw) == 1000``,
-    ``bounds: {node: [10, null]}``); a maximum alone (``sum(bw) <= 900``) is kept.
-
-    Raises
-    ------
-    InputError
-        Without a spec, or for a fabric that is not inline ``dims`` or ``multi_dim``.
+    Each is the spec with ``fabric.dims[i].size`` and ``.topology`` (``fabric.shape`` and
+    ``fabric.topologies`` of ``multi_dim``) replaced where they change, a radix or rail scope
+    dropped where a dimension stops being a switch. Sizes are :func:`ordered_factorizations` of
+    the NPU count (``'factorizations'``, factors ``>= 1`` with ``unit_dims``), the given tuples
+    or the base's; topologies every combination of ``dim_topologies`` (default each
+    dimension's own), the last dimension fastest, a dimension of size 1 keeping the base's
+    (``ring`` for one needing two NPUs). Kept with a reason: a tuple of the wrong length or
+    product, a shape the compiler refuses, one giving size 1 to a dimension a constraint names
+    in a way bandwidth would help meet. The fabric must be inline ``dims`` or ``multi_dim``.
 
     Examples
     --------
@@ -312,17 +268,22 @@ def divisors(n: int) -> list[int]:
     return small + [n // d for d in reversed(small) if d * d != n]
 
 
+def _split_vectors(degree: int, free: Sequence[int]) -> Iterator[tuple[int, ...]]:
+    """Vectors ``k`` with ``k_d | free_d`` and ``prod k_d = degree``, lexicographic."""
+    if not free:
+        if degree == 1:
+            yield ()
+        return
+    for k in divisors(math.gcd(degree, free[0])):
+        for rest in _split_vectors(degree // k, free[1:]):
+            yield (k, *rest)
+
+
 
 def require_buildable(shapes: Sequence[FabricShape], field: str) -> tuple[FabricShape, ...]:
-    """``shapes``, after checking that at least one of them has a fabric.
-
-    A family none of whose shapes can be built (every HB size fails to divide the NPU
-    count, every size tuple has the wrong product) is bad input, not an infeasible design.
-
-    Raises
-    ------
-    InputError
-        ``field=field``, listing each shape with its reason (distinct reasons once).
+    """``shapes``, after checking that at least one has a fabric: a family none of whose shapes
+    can be built is bad input (an :class:`~libra_opt.errors.InputError` on ``field`` listing
+    each shape with its reason), not an infeasible design.
 
     Examples
     --------
@@ -341,12 +302,8 @@ def require_buildable(shapes: Sequence[FabricShape], field: str) -> tuple[Fabric
 
 
 def shape_reasons(shapes: Iterable[tuple[str, str]]) -> str:
-    """Shapes that cannot be searched, as one line: their labels grouped by reason (each
-    reason once, at most three labels named per reason).
-
-    Parameters
-    ----------
-    shapes : iterable of (label, reason)
+    """``(label, reason)`` pairs of shapes that cannot be searched, as one line: labels grouped by
+    reason, at most three named per reason.
 
     Examples
     --------

@@ -1,13 +1,10 @@
-"""The search's result table: its rows as a DataFrame (:func:`search_table`), the designs
-and their alternatives (:func:`designs`), the model's error band on each solved row
-(:func:`trust_columns`) and the counts (:func:`search_stats`).
+"""The search's result table (:func:`search_table`), its designs (:func:`designs`), error bands
+(:func:`trust_columns`) and counts (:func:`search_stats`).
 
-Rows that are one design -- the same fabric, and step time, network cost and bandwidths the
-same up to solver round-off (:func:`~libra_opt.scenario.accuracy.same`) -- but differ in a
-knob that changes only what the candidate needs (memory: a ZeRO stage, say), are ranked once:
-the one needing least memory per NPU keeps the rank (``rank``) and lists the others
-(``alternatives``: the knobs they change and the memory they need); each other one names it
-(``alternative_of``: its rank) and has no rank of its own.
+Rows that are one design (same fabric, and step time, cost and bandwidths the same up to
+solver round-off) but differ in a knob that changes only memory are ranked once: the one
+needing least memory per NPU keeps the ``rank`` and lists the others in ``alternatives``,
+which name it in ``alternative_of``.
 """
 
 from __future__ import annotations
@@ -77,9 +74,8 @@ def _differs(design: Any, alt: Any) -> str:
 
 
 def designs(table: pd.DataFrame, rank_key: str = "objective") -> pd.DataFrame:
-    """``table`` (from :func:`search_table`, ranked by ``rank_key``) with the rows of one
-    design ranked once (module notes): ``rank`` counts designs, ``alternative_of`` and
-    ``alternatives`` added.
+    """``table`` with the rows of one design ranked once (module notes): ``rank`` counts designs,
+    ``alternative_of`` and ``alternatives`` are added.
 
     Examples
     --------
@@ -131,9 +127,9 @@ def designs(table: pd.DataFrame, rank_key: str = "objective") -> pd.DataFrame:
 def trust_columns(model: ErrorModel, table: pd.DataFrame, entry: ModelEntry,
                   rank_key: str = "objective", outside: tuple[str, ...] = ()
                   ) -> dict[str, list]:
-    """The error-band columns of a search table for its model-based workload ``entry``
-    (:func:`~libra_opt.explore.trust.search_columns`; the software stack is the
-    workload's, else the device's calibration stack)."""
+    """The error-band columns of a search table for its workload ``entry``
+    (:func:`~libra_opt.explore.trust.search_columns`).
+    """
     stack = entry.parallelism.software_stack or entry.device.calibration_stack
     return search_columns(model, table, entry.device.key, stack, entry.model.seq_len,
                           entry.parallelism.n_npus, rank_key, outside)

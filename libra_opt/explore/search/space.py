@@ -1,38 +1,13 @@
 """The co-design search space: parallelizations, placements and fabric shapes.
 
-A candidate of the co-design search (:mod:`libra_opt.explore.search.engine`) is a triple
-
-* a :class:`~libra_opt.generators.parallelism.Parallelism`: degrees ``tp x cp x pp x dp``
-  (``ep`` inside ``dp`` for mixture-of-experts models) multiplying to the NPU count, micro-batch
-  size, pipeline interleaving, recomputation, sequence parallelism and ZeRO stage;
-* a placement of the five orthogonal axes ``tp, cp, ep, edp, pp`` on the fabric dimensions
-  (:class:`~libra_opt.generators.mapping.Placement`): ``k_{a,d}`` NPUs of dimension ``d``
-  for axis ``a``, a group may take part of a dimension;
-* a fabric shape: the base fabric, or one member of a named family
-  (:mod:`libra_opt.explore.search.fabrics`): the scale-up HB domain size of a two-level
-  fat-tree or Rail-only fabric (the scenario's spec with ``fabric.hb_domain`` replaced), or
-  the dimension sizes and topologies of a multi-dimensional fabric
-  (``fabric.dims[i].size`` and ``fabric.dims[i].topology`` replaced).
-
-Enumeration is deterministic: parallelisms in increasing ``tp``, ``cp``, ``pp``, ``ep``,
-then micro-batch, interleave, recomputation, sequence parallelism and ZeRO in the order the
-:class:`SearchSpace` lists them; placements in lexicographic order of their span matrices.
-
-**Which degrees the model allows** (:func:`parallelisms`): ``tp`` divides the heads and
-``tp``, ``n_kv_heads`` divide one another; ``cp`` divides the tokens of a micro-batch;
-``pp x interleave <= layers + 2`` (:func:`libra_opt.generators.pipeline.stage_plan`: uneven
-stages, and the Llama 3 plan with one or two spare virtual stages holding only the
-embedding or the output layer); ``ep`` divides the experts and ``dp``, and ``tp > 1`` with
-``ep > 1`` needs sequence parallelism (Megatron-Core); ``dp x micro_batch`` divides the
-global batch. Sequence parallelism is only a choice when ``tp > 1``.
-
-**Distinct placements** (:func:`placements`): in this model a collective over ``k_d`` NPUs
-of dimension ``d`` costs the same whichever ``k_d`` of them (any stride, any rank order:
-the traffic terms of :mod:`libra_opt.traffic.collectives` depend on ``k_d`` and the
-dimension only), so two rank orders with the same span matrix ``k_{a,d}`` are the same
-candidate; the search enumerates span matrices, each once. Megatron-Core's rank order
-``tp-cp-ep-dp-pp`` (TP innermost) is the one :func:`~libra_opt.generators.mapping.place_groups`
-picks automatically; it is one of them.
+A candidate is a :class:`~libra_opt.generators.parallelism.Parallelism`, a placement of the
+axes ``tp, cp, ep, edp, pp`` on the fabric's dimensions (a span matrix ``k_{a,d}``) and a
+fabric shape (:mod:`~libra_opt.explore.search.fabrics`), enumerated in increasing ``tp``,
+``cp``, ``pp``, ``ep``, the knobs in :class:`SearchSpace`'s order and the span matrices
+lexicographically. A collective over ``k_d`` NPUs of dimension ``d`` costs the same
+whichever ``k_d`` of them, so rank orders with the same span matrix are one candidate
+(Megatron-Core's ``tp-cp-ep-dp-pp``, :func:`~libra_opt.generators.mapping.place_groups`, is
+one of them).
 """
 
 from __future__ import annotations
@@ -42,10 +17,12 @@ import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any
 
 from libra_opt.errors import InputError
 from libra_opt.explore.search.fabrics import (
     FabricShape,
+    _split_vectors,
     dim_shapes,
     divisors,
     fabric_shapes,
@@ -104,43 +81,14 @@ RECOMPUTE = ("none", "selective", "full")
 class SearchSpace:
     """Which knobs the search varies, and over which values.
 
-    Parameters
-    ----------
-    micro_batch_sizes : tuple of int
-        Sequences per micro-batch.
-    interleave : tuple of int
-        Virtual pipeline stages per device (only with ``pp > 1``).
-    recompute : tuple of str
-        Activation recomputation: ``none``, ``selective``, ``full``.
-    sequence_parallel : tuple of bool
-        Megatron sequence parallelism (only a choice when ``tp > 1``).
-    zero : tuple of int
-        ZeRO stages (``0`` only with the in-network optimizer).
-    tp, cp, pp, ep : tuple of int, optional
-        Restrict a degree to these values; ``None``: every value the model allows.
-    max_cp : int
-        Largest context-parallel degree when ``cp`` is ``None`` (the sequence is cut into
-        ``cp`` parts; Llama 3 used 16 for 128K tokens).
-    placements : {'all', 'auto'}
-        ``all``: every distinct span matrix (:func:`placements`); ``auto``: only the
-        automatic placement (:func:`~libra_opt.generators.mapping.place_groups`).
-    hb_domains : tuple of int, optional
-        Fabric family: HB (scale-up) domain sizes of the base two-level fabric
-        (:func:`fabric_shapes`); ``None``: the base fabric only.
-    dim_sizes : 'factorizations' or tuple of tuple of int, optional
-        Fabric family of a multi-dimensional fabric (inline ``dims`` or the ``multi_dim``
-        builder, :func:`dim_shapes`): ``factorizations``, every ordered factorization of
-        the NPU count into as many dimensions as the base fabric has; or the size tuples
-        to try, one size per dimension. ``None``: the base sizes (when ``dim_topologies``
-        is given) or the base fabric only.
-    dim_topologies : tuple of str, optional
-        Topologies each dimension may take (``ring``, ``fully_connected``, ``switch``);
-        every combination is a shape. ``None``: each dimension keeps its own.
-    unit_dims : bool
-        With ``dim_sizes='factorizations'``: also factorizations with dimensions of size 1,
-        that is shapes with fewer dimensions (a dimension of size 1 holds no link). A shape
-        that removes a dimension which a constraint or bound names is refused (a reason
-        row).
+    ``micro_batch_sizes``, ``interleave`` (with ``pp > 1``), ``recompute``,
+    ``sequence_parallel`` (a choice with ``tp > 1``) and ``zero`` (``0`` only with the
+    in-network optimizer) list each knob's values; ``tp``, ``cp``, ``pp``, ``ep`` restrict a
+    degree (``None``: every value the model allows, ``cp`` up to ``max_cp``); ``placements`` is
+    ``all`` (every distinct span matrix) or ``auto``. The fabric family is the base fabric, an
+    HB-domain family (``hb_domains``, :func:`fabric_shapes`) or a multi-dimensional one
+    (:func:`dim_shapes`: ``dim_sizes`` ``'factorizations'`` or size tuples, ``dim_topologies``,
+    and ``unit_dims`` to allow dimensions of size 1).
 
     Examples
     --------
@@ -247,12 +195,12 @@ def _allowed(values: tuple[int, ...] | None, candidates: list[int]) -> list[int]
 def parallelisms(
     model: TransformerSpec, n_npus: int, base: Parallelism, space: SearchSpace
 ) -> Iterator[Parallelism]:
-    """Every parallelization of ``model`` on ``n_npus`` NPUs in ``space`` (see module docstring).
-
-    ``base`` gives what the search does not vary: the global batch, precision, data-parallel
-    mode, flash attention, capacity factor and the overlap options (dropped where a candidate
-    cannot have them: ``tp_comm_overlap`` needs ``tp > 1``, ``dp_comm_overlap`` a
-    data-parallel reduction).
+    """Every parallelization of ``model`` on ``n_npus`` NPUs in ``space``: ``tp`` divides the
+    heads and ``tp``, ``n_kv_heads`` divide one another; ``cp`` a micro-batch's tokens; ``pp x
+    interleave <= layers + 2`` (:func:`~libra_opt.generators.pipeline.stage_plan`); ``ep`` the
+    experts and ``dp`` (``tp > 1`` with ``ep > 1`` needs sequence parallelism); ``dp x
+    micro_batch`` the global batch. ``base`` gives what is not varied (global batch, precision,
+    data-parallel mode, the overlap options, dropped where a candidate cannot have them).
 
     Examples
     --------
@@ -316,21 +264,9 @@ def _with(base: Parallelism, **updates: object) -> Parallelism:
     return Parallelism.model_validate({**base.model_dump(), **updates})
 
 
-def _split_vectors(degree: int, free: Sequence[int]) -> Iterator[tuple[int, ...]]:
-    """Vectors ``k`` with ``k_d | free_d`` and ``prod k_d = degree``, lexicographic."""
-    if not free:
-        if degree == 1:
-            yield ()
-        return
-    for k in divisors(math.gcd(degree, free[0])):
-        for rest in _split_vectors(degree // k, free[1:]):
-            yield (k, *rest)
-
-
 def span_matrices(sizes: Sequence[int], degrees: dict[str, int]) -> list[tuple[tuple[int, ...], ...]]:
     """Every span matrix ``k_{a,d}`` (rows: the axes ``tp, cp, ep, edp, pp``; columns: the
-    dimensions) with row products the degrees and column products the dimension sizes, in
-    lexicographic order (see :func:`placements`).
+    dimensions) with row products the degrees and column products the sizes, lexicographic.
 
     Examples
     --------
@@ -343,8 +279,7 @@ def span_matrices(sizes: Sequence[int], degrees: dict[str, int]) -> list[tuple[t
 @functools.lru_cache(maxsize=8192)
 def _span_matrices(sizes: tuple[int, ...], deg: tuple[int, ...]
                    ) -> tuple[tuple[tuple[int, ...], ...], ...]:
-    """:func:`span_matrices` of integer tuples, memoized (a pure function of its arguments;
-    the search asks for the same shapes and degrees many times)."""
+    """:func:`span_matrices` of integer tuples, memoized."""
     out: list[tuple[tuple[int, ...], ...]] = []
 
     def rec(i: int, free: tuple[int, ...], rows: tuple[tuple[int, ...], ...]) -> None:
@@ -361,9 +296,7 @@ def _span_matrices(sizes: tuple[int, ...], deg: tuple[int, ...]
 
 
 def groups_of(matrix: tuple[tuple[int, ...], ...]) -> dict[str, tuple[int, ...]]:
-    """The workload groups of a span matrix, as :meth:`Placement.groups
-    <libra_opt.generators.mapping.Placement.groups>` derives them (``dp = ep x edp x cp``,
-    ``edp = edp x cp``).
+    """The workload groups of a span matrix (``dp = ep x edp x cp``, ``edp = edp x cp``).
 
     Examples
     --------
@@ -393,12 +326,8 @@ def group_spans(sizes: Sequence[int], degrees: dict[str, int]) -> dict[str, list
 
 
 def placements(fabric: Fabric, degrees: dict[str, int]) -> Iterator[Placement]:
-    """Every distinct placement of the axes ``tp, cp, ep, edp, pp`` on ``fabric``.
-
-    Each axis ``a`` takes ``k_{a,d}`` NPUs of each dimension ``d`` (``prod_d k_{a,d}`` = its
-    degree, ``prod_a k_{a,d}`` = the size of ``d``), in lexicographic order of the span
-    matrix (:func:`span_matrices`), each matrix once (rank orders with the same spans are
-    the same candidate; see the module docstring).
+    """Every distinct placement of the axes ``tp, cp, ep, edp, pp`` on ``fabric``, in
+    lexicographic order of the span matrix (:func:`span_matrices`).
 
     Examples
     --------
@@ -437,19 +366,10 @@ def _head_local(model: TransformerSpec, tp: int, has_emb: bool) -> float:
 
 @dataclass
 class MemoryModel:
-    """HBM bytes of the most loaded NPU: the generator's memory model
-    (:mod:`libra_opt.generators.memory`, per pipeline stage), without generating the
-    workload; per-layer quantities are cached by the knobs they depend on.
-    ``capacity_bytes`` is the device's HBM (reported in the breakdown).
-
-    Weights, gradients and optimizer state of a stage's local parameters under ZeRO
-    (:func:`~libra_opt.generators.memory.model_state_bytes`, sharded over ``dp x cp`` and
-    ``dp / ep x cp`` ranks), counted as the generator counts them (embedding split
-    ``1/tp`` over the vocabulary, output layer unless tied to an embedding on the same
-    stage), plus the activations of the micro-batches in flight at the 1F1B peak
-    (:func:`~libra_opt.generators.pipeline.inflight_microbatches`) and the output layer's
-    activations on the last stage. The test suite checks it equals
-    ``GeneratedWorkload.memory.total_bytes`` on random configurations.
+    """HBM bytes of the most loaded NPU as the generator counts them
+    (:mod:`libra_opt.generators.memory`, per pipeline stage), without generating the workload;
+    per-layer quantities are cached by the knobs they depend on. The test suite checks it
+    equals ``GeneratedWorkload.memory.total_bytes`` on random configurations.
 
     Examples
     --------
@@ -485,20 +405,21 @@ class MemoryModel:
             self._plans[(pp, v)] = stage_plan(self.model, pp, v)
         return self._plans[(pp, v)]
 
+    def _dense(self, s: Any, tp: int, d_dense: float, d_moe: float) -> float:
+        """Dense parameters of stage ``s`` (layers, embedding and output layer)."""
+        dense = s.n_dense * d_dense + s.n_moe * d_moe
+        if s.has_embedding:
+            dense += _embedding_local(self.model, tp)
+        if s.has_head:
+            dense += _head_local(self.model, tp, s.has_embedding)
+        return dense
+
     def min_dense_params(self, par: Parallelism) -> float:
         """The fewest dense parameters any pipeline stage holds (before ZeRO sharding)."""
-        model = self.model
         d_dense, _ = self._layer_params(par, False)
-        d_moe, _ = self._layer_params(par, True) if model.moe is not None else (0.0, 0.0)
-        out = math.inf
-        for s in self._plan(par.pp, par.interleave):
-            dense = s.n_dense * d_dense + s.n_moe * d_moe
-            if s.has_embedding:
-                dense += _embedding_local(model, par.tp)
-            if s.has_head:
-                dense += _head_local(model, par.tp, s.has_embedding)
-            out = min(out, dense)
-        return out
+        d_moe, _ = self._layer_params(par, True) if self.model.moe is not None else (0.0, 0.0)
+        return min(self._dense(s, par.tp, d_dense, d_moe)
+                   for s in self._plan(par.pp, par.interleave))
 
     def bytes_per_npu(self, par: Parallelism) -> float:
         """Peak HBM bytes over the pipeline stages (see the class docstring)."""
@@ -522,12 +443,8 @@ class MemoryModel:
             if sig in seen:
                 continue
             seen.add(sig)
-            dense = s.n_dense * d_dense + s.n_moe * d_moe
+            dense = self._dense(s, par.tp, d_dense, d_moe)
             expert = s.n_dense * e_dense + s.n_moe * e_moe
-            if s.has_embedding:
-                dense += _embedding_local(model, par.tp)
-            if s.has_head:
-                dense += _head_local(model, par.tp, s.has_embedding)
             w1, g1, o1 = model_state_bytes(dense, par.precision, par.zero, par.dp * par.cp)
             w2, g2, o2 = model_state_bytes(expert, par.precision, par.zero,
                                            par.expert_dp * par.cp)
@@ -552,13 +469,10 @@ class MemoryModel:
 
 @dataclass
 class LayerTimeCache:
-    """Per-micro-batch compute seconds of one transformer layer, by the knobs they depend
-    on (``tp, cp, ep, micro-batch, sequence parallelism, recomputation``, software stack,
-    dense or MoE).
-
-    ``device`` and ``efficiency`` are as requested; each parallelization's software stack
-    is applied by :func:`~libra_opt.generators.generator.timing_model`, as the generator
-    applies it."""
+    """Per-micro-batch compute seconds of one transformer layer, cached by the knobs they depend
+    on; each parallelization's software stack is applied as the generator applies it
+    (:func:`~libra_opt.generators.generator.timing_model`).
+    """
 
     model: TransformerSpec
     device: Device
@@ -613,20 +527,11 @@ def compute_lower_bound_s(model: TransformerSpec, par: Parallelism, cache: Layer
 
     Notes
     -----
-    The generated step (:mod:`libra_opt.generators.transformer_workload`) charges the
-    slowest stage ``r`` for ``m`` micro-batches plus the bubble's ``sum_{s != r} c_s / v``
-    (:func:`~libra_opt.generators.pipeline.pipeline_bubble_passes`), each stage's
-    per-micro-batch compute being ``c_s = L_s + e_s`` with ``L_s = n_dense,s t_dense +
-    n_moe,s t_moe`` and ``e_s >= 0`` (embedding and output layer), plus the optimizer step
-    (``>= 0``) and communication (``>= 0`` under every collective model and training loop: a
-    phase costs ``compute + comm`` or ``max(compute, comm)``). Since ``c_r = max_s c_s >=
-    max_s L_s`` and ``sum_{s != r} c_s >= sum_{s != r} L_s >= sum_s L_s - max_s L_s``,
-
-    ``T(B) >= m max_s L_s + (sum_s L_s - max_s L_s) / v = LB``
-
-    for every bandwidth ``B``, with ``t_dense``, ``t_moe`` priced by the generator's own
-    operator model (:class:`LayerTimeCache`). The test suite checks ``LB <= T(B)`` against
-    generated workloads.
+    The step charges the slowest stage ``r`` for ``m`` micro-batches plus the bubble ``sum_{s
+    != r} c_s / v``, with ``c_s = L_s + e_s`` (``L_s`` its layers' compute, ``e_s >= 0``) and
+    an optimizer step and communication ``>= 0``; since ``c_r >= max_s L_s`` and ``sum_{s != r}
+    c_s >= sum_s L_s - max_s L_s``, ``T(B) >= m max_s L_s + (sum_s L_s - max_s L_s) / v``. The
+    test suite checks it against generated workloads.
 
     Examples
     --------

@@ -1,22 +1,8 @@
-"""A co-design search candidate as a spec edit.
-
-A candidate (a parallelization, a placement, a fabric shape) is the base scenario's
-:class:`~libra_opt.scenario.spec.ScenarioSpec` with, by dotted path
-(:meth:`~libra_opt.scenario.spec.ScenarioSpec.replace`):
-
-* ``workloads.<w>.parallelism.<knob>`` for each knob the search sets (:data:`SEARCH_KNOBS`),
-* ``workloads.<w>.mapping``: the placement (:func:`placement_mapping`),
-* ``fabric.hb_domain``: the shape's HB-domain size, for a shape of an HB-domain family;
-  ``fabric.dims[i].size`` and ``fabric.dims[i].topology`` for a shape of a
-  multi-dimensional family (the shape's ``edits``,
-  :func:`~libra_opt.explore.search.space.dim_shapes`).
-
-Compiling it with the pure :func:`libra_opt.scenario.compile.compile` gives the candidate's
-scenario; :func:`libra_opt.explore.search.candidate_scenario` builds the same scenario
-directly from values taken from the spec (the layers generated once per parallelization
-and shared by its placements), which is what the search runs on (see
-:mod:`libra_opt.explore.search.base`). The test suite checks on samples of candidates that
-the two give equal scenarios and step times.
+"""A co-design search candidate as a spec edit: the base spec with, by dotted path, the
+parallelism knobs the search sets (:data:`SEARCH_KNOBS`), the placement as the workload's
+``mapping`` (:func:`placement_mapping`) and the fabric shape's edits. Compiling it gives the
+candidate's scenario (:mod:`libra_opt.explore.search.base` says why the search builds that
+scenario directly).
 """
 
 from __future__ import annotations
@@ -37,9 +23,8 @@ SEARCH_KNOBS = ("tp", "cp", "pp", "dp", "ep", "micro_batch_size", "interleave", 
 
 
 def placement_mapping(placement: Placement) -> dict[str, dict[str, int]]:
-    """A placement as a scenario's ``mapping`` (``{axis: {dim: count}}``; ``dp`` is the
-    data-parallel group ``ep x edp``, ``ep`` the part of it that holds experts), which
-    :func:`~libra_opt.generators.mapping.place_groups` turns back into ``placement``.
+    """A placement as a scenario's ``mapping`` (``{axis: {dim: count}}``; ``dp`` is ``ep x edp``),
+    which :func:`~libra_opt.generators.mapping.place_groups` turns back into ``placement``.
 
     Examples
     --------
@@ -64,10 +49,9 @@ def placement_mapping(placement: Placement) -> dict[str, dict[str, int]]:
 def candidate_spec(spec: ScenarioSpec, workload: str, base: Parallelism, par: Parallelism,
                    placement: Placement, hb_domain: int | None = None,
                    fabric_edits: Sequence[tuple[str, Any]] = ()) -> ScenarioSpec:
-    """The spec of one candidate: ``spec`` with the workload ``workload``'s parallelism
-    knobs set to ``par``'s (those that differ from ``base``, or that ``spec`` writes), its
-    ``mapping`` set to ``placement`` and, when given and different, ``fabric.hb_domain``;
-    then the fabric shape's ``fabric_edits`` (dotted path, value), in order.
+    """The spec of one candidate: workload ``workload``'s knobs set to ``par``'s (those that
+    differ from ``base`` or that ``spec`` writes), its ``mapping`` to ``placement``, then
+    ``fabric.hb_domain`` and the shape's ``fabric_edits``.
 
     Examples
     --------
