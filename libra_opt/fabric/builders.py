@@ -101,17 +101,16 @@ def _two_level(
     hb_domain: int,
     switch_radix: int | None,
     scope: str,
-    *,
-    hb_topology: str = "switch",
-    hb_tier: str = "ScaleUp",
-    scale_out_tier: str = "ScaleOut",
-    hb_latency_s: float = 0.0,
-    scale_out_latency_s: float = 0.0,
-    switch_pricing: str = "whole_switch",
-    copper_levels: int = 0,
+    hb_topology: str,
+    hb_tier: str,
+    scale_out_tier: str,
+    hb_latency_s: float,
+    scale_out_latency_s: float,
+    switch_pricing: str,
+    copper_levels: int,
 ) -> Fabric:
-    """The HB dimension and the scale-out switch dimension of ``scope`` (the keyword
-    arguments are those of :func:`rail_optimized_fat_tree`)."""
+    """The HB dimension and the scale-out switch dimension of ``scope`` (the other arguments
+    are those of :func:`rail_optimized_fat_tree`)."""
     for key, v in (("n_npus", n_npus), ("hb_domain", hb_domain)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise InputError(f"{key} {v!r} must be a positive integer", field=f"fabric.{key}")
@@ -131,16 +130,19 @@ def _two_level(
     return Fabric((hb, so))
 
 
-def rail_optimized_fat_tree(n_npus: int, hb_domain: int, switch_radix: int | None = 64,
-                            **options: Any) -> Fabric:
+def rail_optimized_fat_tree(n_npus: int, hb_domain: int, switch_radix: int | None = 64, *,
+                            hb_topology: str = "switch", hb_tier: str = "ScaleUp",
+                            scale_out_tier: str = "ScaleOut", hb_latency_s: float = 0.0,
+                            scale_out_latency_s: float = 0.0, switch_pricing: str = "whole_switch",
+                            copper_levels: int = 0) -> Fabric:
     """HB domains of ``hb_domain`` NPUs (8 for a DGX H100, 72 for an NVL72) plus one
     full-bisection Clos of ``switch_radix``-port switches (``None``: one ideal switch) over all
     ``n_npus`` NPUs: dimensions ``hb`` and ``scaleout`` (``block`` scope).
 
-    ``options`` are keyword-only: ``hb_topology`` (default ``switch``), the cost tiers
-    ``hb_tier`` and ``scale_out_tier`` (``ScaleUp``, ``ScaleOut``), the per-step latencies
-    ``hb_latency_s`` and ``scale_out_latency_s`` (0), ``switch_pricing`` (``whole_switch`` or
-    ``used_ports``) and ``copper_levels`` (lowest cable levels of the Clos on copper, 0).
+    Keyword-only: ``hb_topology`` of the HB domain, the cost tiers ``hb_tier`` and
+    ``scale_out_tier``, the per-step latencies ``hb_latency_s`` and ``scale_out_latency_s``,
+    ``switch_pricing`` (``whole_switch`` or ``used_ports``) and ``copper_levels`` (lowest
+    cable levels of the Clos on copper).
 
     Examples
     --------
@@ -149,11 +151,16 @@ def rail_optimized_fat_tree(n_npus: int, hb_domain: int, switch_radix: int | Non
     >>> f.sizes, dimension_inventory(f, 1).tiers
     ((8, 512), 3)
     """
-    return _two_level(n_npus, hb_domain, switch_radix, "block", **options)
+    return _two_level(n_npus, hb_domain, switch_radix, "block", hb_topology, hb_tier,
+                      scale_out_tier, hb_latency_s, scale_out_latency_s, switch_pricing,
+                      copper_levels)
 
 
-def rail_only(n_npus: int, hb_domain: int, switch_radix: int | None = 64,
-              **options: Any) -> Fabric:
+def rail_only(n_npus: int, hb_domain: int, switch_radix: int | None = 64, *,
+              hb_topology: str = "switch", hb_tier: str = "ScaleUp",
+              scale_out_tier: str = "ScaleOut", hb_latency_s: float = 0.0,
+              scale_out_latency_s: float = 0.0, switch_pricing: str = "whole_switch",
+              copper_levels: int = 0) -> Fabric:
     """HB domains of ``hb_domain`` NPUs plus one Clos per rail, no spine across rails: the
     ``scaleout`` dimension has ``rail`` scope, ``hb_domain`` Clos networks of ``N / hb_domain``
     NPUs with fewer tiers than the fat-tree's; traffic between rails is forwarded through the
@@ -167,7 +174,9 @@ def rail_only(n_npus: int, hb_domain: int, switch_radix: int | None = 64,
     >>> inv.tiers, inv.switches, inv.switch_ports
     (1, 64, 4096)
     """
-    return _two_level(n_npus, hb_domain, switch_radix, "rail", **options)
+    return _two_level(n_npus, hb_domain, switch_radix, "rail", hb_topology, hb_tier,
+                      scale_out_tier, hb_latency_s, scale_out_latency_s, switch_pricing,
+                      copper_levels)
 
 
 def fabric_family(fabric: Fabric) -> str:
