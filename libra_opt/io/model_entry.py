@@ -34,63 +34,20 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
-
 from libra_opt.errors import InputError, input_context
 from libra_opt.fabric.dims import Fabric
 from libra_opt.generators.generated import GeneratedWorkload
 from libra_opt.io.files import ParseCache
 from libra_opt.io.presets import device_from_value, load_model
 from libra_opt.scenario.compile import generate_entry
-from libra_opt.scenario.spec import Ref, WorkloadSpec, thaw
-from libra_opt.schema import StrictModel, validate_as
+from libra_opt.scenario.spec import Ref, WorkloadSpec, from_mapping, missing_error, thaw
 from libra_opt.traffic.workload import Workload
 
 __all__ = [
-    "MODEL_ENTRY_KEYS",
-    "ModelWorkloadEntry",
     "generated_from_entry",
-    "model_workload_spec",
     "resolve_model_refs",
     "workload_from_entry",
 ]
-
-#: Keys a model-based workload entry may have.
-MODEL_ENTRY_KEYS: tuple[str, ...] = (
-    "name",
-    "model",
-    "parallelism",
-    "device",
-    "mapping",
-    "efficiency",
-    "check_memory",
-    "weight",
-)
-
-
-class ModelWorkloadEntry(StrictModel):
-    """Schema of a model-based workload entry (see module docstring)."""
-
-    name: str = Field(min_length=1)
-    model: str = Field(min_length=1)
-    parallelism: dict[str, Any]
-    device: str | dict[str, Any]
-    mapping: dict[str, Any] | None = None
-    efficiency: float | dict[str, Any] | None = None
-    check_memory: bool = True
-    weight: float | None = None
-
-
-def model_workload_spec(entry: ModelWorkloadEntry, source: str, prefix: str) -> WorkloadSpec:
-    """The :class:`~libra_opt.scenario.spec.WorkloadSpec` of a validated entry (its model
-    and device unresolved)."""
-    with input_context(source, prefix):
-        return WorkloadSpec(
-            name=entry.name, weight=1.0 if entry.weight is None else entry.weight,
-            model=Ref(entry.model), parallelism=entry.parallelism, device=Ref(entry.device),
-            mapping=entry.mapping, efficiency=entry.efficiency,
-            check_memory=entry.check_memory if "check_memory" in entry.model_fields_set
-            else None)
 
 
 def resolve_model_refs(w: WorkloadSpec, base_dir: Path, source: str,
@@ -122,7 +79,7 @@ def generated_from_entry(
     Parameters
     ----------
     entry : mapping
-        One item of the scenario's ``workloads:`` list (keys :data:`MODEL_ENTRY_KEYS`).
+        One model-based item of the scenario's ``workloads:`` list.
     fabric : Fabric
         The scenario's fabric.
     base_dir : pathlib.Path
@@ -140,9 +97,11 @@ def generated_from_entry(
         raise InputError("expected a mapping (a workload entry)", source=source, field="workloads")
     name = entry.get("name")
     label = name[:60] if isinstance(name, str) and name else "?"  # never format a whole value
-    prefix = f"workloads[{label}]"
-    spec: ModelWorkloadEntry = validate_as(ModelWorkloadEntry, dict(entry), source, prefix)
-    w = resolve_model_refs(model_workload_spec(spec, source, prefix), base_dir, source)
+    with input_context(source, f"workloads[{label}]"):
+        w = from_mapping(WorkloadSpec, {"model": None, **entry}, strict=True)
+        if w.model is None:
+            raise missing_error(["model"])
+    w = resolve_model_refs(w, base_dir, source)
     return generate_entry(w, fabric, source)
 
 

@@ -221,7 +221,7 @@ def _set(node: Any, segs: list[str | int], value: Any, path: str, where: str,
         if tp is not None and _is_spec_type(tp):
             # an absent section: built from the one key given (its checks apply)
             built = _set(FrozenMap(), segs, value, path, where, None)
-            return coerce(tp, built, path)
+            return coerce(tp, built, where)
         node = FrozenMap()
     if isinstance(node, tuple):
         i = _index(node, key, path, where)

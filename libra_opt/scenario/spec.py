@@ -58,13 +58,13 @@ from libra_opt.cost.aggregators import (
     W_PER_STATE_GB,
 )
 from libra_opt.errors import InputError, short_repr
+from libra_opt.fabric.dims import Dim
 from libra_opt.options import (
     AllReduceVariant,
+    CollectiveAlgorithm,
     CollectiveModel,
     Objective,
     SwitchPricing,
-    SwitchScope,
-    TopologyName,
     TrafficModel,
     TrainingLoop,
 )
@@ -72,10 +72,11 @@ from libra_opt.scenario._values import (
     API_SOURCE,
     FrozenMap,
     Ref,
-    _bad,
-    _is_number,
     _Node,
+    bounded,
     freeze,
+    from_mapping,
+    missing_error,
     thaw,
     unique_labels,
 )
@@ -98,6 +99,7 @@ __all__ = [
     "ScenarioSpec",
     "WorkloadSpec",
     "freeze",
+    "from_mapping",
     "thaw",
     "with_read",
 ]
@@ -107,20 +109,38 @@ _EMPTY = FrozenMap()
 
 @dataclass(frozen=True)
 class DimSpec(_Node):
-    """One inline fabric dimension (the fields of :class:`~libra_opt.fabric.dims.Dim`;
-    ``members`` as the mapping :func:`~libra_opt.fabric.heterogeneous.members_from_mapping`
+    """One inline fabric dimension: the fields of :class:`~libra_opt.fabric.dims.Dim`, checked
+    by it (``members`` as the mapping :func:`~libra_opt.fabric.heterogeneous.members_from_mapping`
     reads)."""
 
     name: str
-    topology: TopologyName
+    topology: str
     size: int
     tier: str
     latency_s: float = 0.0
     switch_radix: int | None = None
-    switch_scope: SwitchScope = "block"
+    switch_scope: str = "block"
     switch_pricing: SwitchPricing = "whole_switch"
     copper_levels: int = 0
     members: Mapping[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.dim()
+
+    def dim(self) -> Dim:
+        """The :class:`~libra_opt.fabric.dims.Dim`; its errors name the field of this entry."""
+        try:
+            return Dim(self.name, self.topology,  # type: ignore[arg-type]  # a name is read
+                       self.size, self.tier, self.latency_s, self.switch_radix,
+                       self.switch_scope, self.switch_pricing, self.copper_levels,
+                       None if self.members is None else thaw(self.members))
+        except InputError as exc:
+            prefix = f"dim '{self.name}'."
+            fld = exc.field or ""
+            leaf = (fld[len(prefix):] if fld.startswith(prefix) else fld
+                    if fld.startswith("members") else fld.rsplit(".", 1)[-1])
+            raise InputError(exc.message, source=API_SOURCE, field=leaf) from None
 
 
 @dataclass(frozen=True)
@@ -141,11 +161,9 @@ class FabricSpec(_Node):
         given = [k for k in ("dims", "builder", "libra_network") if getattr(self, k) is not None]
         if len(given) != 1:
             raise InputError("give exactly one of 'dims' (inline), 'libra_network' (path) or "
-                             "'builder' (multi_dim, fat_tree, rail_only)", source=API_SOURCE,
-                             field="fabric")
+                             "'builder' (multi_dim, fat_tree, rail_only)", source=API_SOURCE)
         if self.args and self.builder is None:
-            raise InputError("builder parameters without a builder", source=API_SOURCE,
-                             field="fabric")
+            raise InputError("builder parameters without a builder", source=API_SOURCE)
 
 
 @dataclass(frozen=True)
@@ -181,7 +199,7 @@ class WorkloadSpec(_Node):
     ``communicator`` files."""
 
     name: str
-    weight: float = 1.0
+    weight: float = bounded(1.0, gt=0)
     astra_sim: Ref | None = None
     communicator: Ref | None = None
     model: Ref | None = None
@@ -199,9 +217,14 @@ class WorkloadSpec(_Node):
         super().__post_init__()
         if not self.name:
             raise InputError("a workload needs a name", source=API_SOURCE, field="name")
-        if not self.weight > 0:
-            raise InputError(f"weight must be > 0, got {self.weight:g}", source=API_SOURCE,
-                             field="weight")
+        if self.model is not None:
+            stray = [k for k in ("astra_sim", "communicator") if getattr(self, k) is not None]
+            if stray:
+                raise InputError(f"a model-based workload takes no {', '.join(stray)}",
+                                 source=API_SOURCE)
+            missing = [k for k in ("parallelism", "device") if getattr(self, k) is None]
+            if missing:
+                raise missing_error(missing)
 
 
 @dataclass(frozen=True)
@@ -211,26 +234,17 @@ class ConstraintsSpec(_Node):
     ``--set "<label>=<value>"`` and right-hand-side sweeps change)."""
 
     linear: tuple[str, ...] = ()
-    bounds: Mapping[str, Any] = _EMPTY
-    budget_usd: float | None = None
-    power_w: float | None = None
-    rhs: Mapping[str, Any] = _EMPTY
+    bounds: Mapping[str, tuple[float | None, ...]] = _EMPTY
+    budget_usd: float | None = bounded(None, gt=0)
+    power_w: float | None = bounded(None, gt=0)
+    rhs: Mapping[str, float] = _EMPTY
 
     def __post_init__(self) -> None:
         super().__post_init__()
         for key, pair in self.bounds.items():
-            if not isinstance(pair, tuple) or len(pair) != 2 or not all(
-                    v is None or _is_number(v) for v in pair):
+            if len(pair) != 2:
                 raise InputError(f"bounds of {short_repr(key, 80)} must be [min, max] (null "
                                  "for none)", source=API_SOURCE, field=f"bounds.{key}")
-        for key in ("budget_usd", "power_w"):
-            v = getattr(self, key)
-            if v is not None and not v > 0:
-                raise InputError(f"{key} {v!r} is out of range: expected a number > 0",
-                                 source=API_SOURCE, field=key)
-        for label, v in self.rhs.items():
-            if not _is_number(v):
-                raise _bad(f"rhs.{label}", "a number", v)
 
     def labels(self) -> list[str]:
         """The labels of the constraints' rows, in order, before repeats are numbered
@@ -261,22 +275,31 @@ class CollectivesSpec(_Node):
     ``topology_aware`` only.
     """
 
-    algorithm: Mapping[str, Any] = _EMPTY
-    chunks: int = 1
-    active_chunks: int | None = None
-    endpoint_delay_s: float = 0.0
-    local_memory_gbps: float | None = None
+    algorithm: Mapping[str, CollectiveAlgorithm] = _EMPTY
+    chunks: int = bounded(1, ge=1, le=1_000_000)
+    active_chunks: int | None = bounded(None, ge=1)
+    endpoint_delay_s: float = bounded(0.0, ge=0)
+    local_memory_gbps: float | None = bounded(None, gt=0)
     all_reduce: AllReduceVariant = "hierarchical"
-    efficiency: Mapping[str, Any] = _EMPTY
-    link_latency_s: Mapping[str, Any] = _EMPTY
+    efficiency: Mapping[str, float | str] = _EMPTY
+    link_latency_s: Mapping[str, float] = _EMPTY
     backend: Backend | None = None
-    queues_per_dim: int = 1
-    active_chunks_per_dim: int = 1
-    collective_algorithm: Mapping[str, Any] = _EMPTY
+    queues_per_dim: int = bounded(1, ge=1)
+    active_chunks_per_dim: int = bounded(1, ge=1)
+    collective_algorithm: Mapping[str, Mapping[str, CollectiveAlgorithm]] = _EMPTY
     astra_sim_system: Ref | None = None
     #: Keys that may be given beside ``astra_sim_system`` (not in ASTRA-sim's system file).
     BESIDE_SYSTEM: ClassVar[tuple[str, ...]] = ("backend", "queues_per_dim")
     _REFS: ClassVar[dict[str, str]] = {"astra_sim_system": "astra_sim_system"}
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.astra_sim_system is not None:
+            given = sorted(f.name for f in dataclasses.fields(self) if f.name not in (
+                "astra_sim_system", *self.BESIDE_SYSTEM) and getattr(self, f.name) != f.default)
+            if given:
+                raise InputError(f"give either astra_sim_system or the settings "
+                                 f"({', '.join(given)}), not both", source=API_SOURCE)
 
 
 @dataclass(frozen=True)
@@ -285,7 +308,7 @@ class CompressionSpec(_Node):
     element by group and phase, against the ``baseline`` the workload's sizes assume."""
 
     baseline: str = "bf16"
-    groups: Mapping[str, Any] = _EMPTY
+    groups: Mapping[str, str | Mapping[str, str]] = _EMPTY
 
 
 @dataclass(frozen=True)
@@ -293,7 +316,7 @@ class OverlapSpec(_Node):
     """``fine_grained_overlap:`` (:class:`~libra_opt.traffic.overlap.OverlapPolicy`)."""
 
     presets: tuple[str, ...] = ()
-    groups: Mapping[str, Any] = _EMPTY
+    groups: Mapping[str, float | Mapping[str, float]] = _EMPTY
 
 
 @dataclass(frozen=True)
@@ -301,11 +324,11 @@ class DiLoCoSpec(_Node):
     """``diloco:`` (:func:`~libra_opt.traffic.diloco.diloco_workloads`)."""
 
     site_dim: str
-    params_per_npu: float
-    sync_every_steps: int
-    fragments: int = 1
-    delta_bits: float = 16.0
-    overlap_steps: float = 0.0
+    params_per_npu: float = bounded(gt=0)
+    sync_every_steps: int = bounded(ge=1)
+    fragments: int = bounded(1, ge=1)
+    delta_bits: float = bounded(16.0, gt=0, le=32)
+    overlap_steps: float = bounded(0.0, ge=0)
     dp_group: str = "dp"
 
 
@@ -315,10 +338,10 @@ class InNetworkOptimizerSpec(_Node):
     :class:`~libra_opt.cost.aggregators.Aggregators`)."""
 
     dims: tuple[str, ...] | None = None
-    usd_per_port_gbps: float = USD_PER_PORT_GBPS
-    w_per_port_gbps: float = W_PER_PORT_GBPS
-    usd_per_state_gb: float = USD_PER_STATE_GB
-    w_per_state_gb: float = W_PER_STATE_GB
+    usd_per_port_gbps: float = bounded(USD_PER_PORT_GBPS, ge=0)
+    w_per_port_gbps: float = bounded(W_PER_PORT_GBPS, ge=0)
+    usd_per_state_gb: float = bounded(USD_PER_STATE_GB, ge=0)
+    w_per_state_gb: float = bounded(W_PER_STATE_GB, ge=0)
 
 
 @dataclass(frozen=True)
@@ -455,32 +478,3 @@ def iter_refs(spec: ScenarioSpec) -> Iterator[tuple[str, Ref]]:
                 yield f"workloads[{i}].{key}", v
     if spec.collectives is not None and spec.collectives.astra_sim_system is not None:
         yield "collectives.astra_sim_system", spec.collectives.astra_sim_system
-
-
-def map_refs(spec: ScenarioSpec, fn: Callable[[str, str, Ref], Ref]) -> ScenarioSpec:
-    """``spec`` with each :class:`Ref` replaced by ``fn(kind, path, ref)`` (kinds: the
-    ``_REFS`` names, ``catalog`` for a catalog)."""
-    changes: dict[str, Any] = {}
-    for key in ("cost_model", "power_model"):
-        v = getattr(spec, key)
-        if isinstance(v, Ref):
-            changes[key] = fn(key, key, v)
-    if isinstance(spec.cost_model, CatalogSpec):
-        cat = fn("catalog", "cost_model.catalog", spec.cost_model.catalog)
-        changes["cost_model"] = dataclasses.replace(spec.cost_model, catalog=cat)
-    fabric = spec.fabric
-    if fabric.libra_network is not None:
-        fabric = dataclasses.replace(
-            fabric, libra_network=fn("libra_network", "fabric.libra_network",
-                                     fabric.libra_network))
-    workloads = []
-    for i, w in enumerate(spec.workloads):
-        repl: dict[str, Any] = {k: fn(k, f"workloads[{i}].{k}", getattr(w, k))
-                                for k in WorkloadSpec._REFS if getattr(w, k) is not None}
-        workloads.append(dataclasses.replace(w, **repl) if repl else w)
-    coll = spec.collectives
-    if coll is not None and coll.astra_sim_system is not None:
-        coll = dataclasses.replace(coll, astra_sim_system=fn(
-            "astra_sim_system", "collectives.astra_sim_system", coll.astra_sim_system))
-    return dataclasses.replace(spec, fabric=fabric, workloads=tuple(workloads),
-                               collectives=coll, **changes)

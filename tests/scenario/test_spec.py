@@ -131,7 +131,7 @@ def test_replace_checks_types_and_names_the_path():
         (dims, "fabric.dimz", 3, "no field 'dimz'"),
         (spec, "workloads.nosuch.weight", 1.0, "no item named 'nosuch'"),
         (spec, "workloads[0].weight", -1.0, "weight must be > 0"),
-        (spec, "diloco.site_dim", "x", "missing params_per_npu"),
+        (spec, "diloco.site_dim", "x", "params_per_npu: required field is missing"),
     ]:
         with pytest.raises(InputError) as exc:
             base.replace(path, value)
