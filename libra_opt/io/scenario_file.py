@@ -1,84 +1,8 @@
 """The scenario YAML: read into a :class:`~libra_opt.scenario.spec.ScenarioSpec` by its own
-checked construction (:func:`~libra_opt.scenario.spec.from_mapping`), its files and presets read
-(:func:`resolve_spec`), compiled into a :class:`Scenario` (:func:`load_scenario`), and a spec
-written back (:func:`spec_to_yaml`, :func:`save_spec`).
-
-Example::
-
-    name: gpt3_4d
-    fabric:
-      dims:
-        - {name: chiplet, topology: ring, size: 4, tier: InterChiplet}
-        - {name: package, topology: fully_connected, size: 8, tier: InterPackage,
-           members: {fraction: [1.0, 0.5], share: [0.75, 0.25]}}   # optional: NPUs with
-                                                    # slower NICs (fabric.heterogeneous)
-      # or: libra_network: path/to/network.yml      (paths relative to this file)
-      # members: {package: {fraction: [1.0, 0.5], share: [0.5, 0.5], size: [8, 6]}}
-      #   (members by dimension name: beside libra_network or a builder as well)
-    cost_model: path/to/cost_model.yml              # LIBRA format, or an inline mapping
-    power_model: {InterChiplet: {Link: 0.01}}       # optional, W per GB/s, same shape
-    workloads:
-      - name: gpt3
-        astra_sim: path/to/workload.txt
-        communicator: path/to/communicator.yml
-        weight: 1.0
-    constraints:
-      linear: ["sum(bw) == 1000", "bw[0] >= bw[1]"]
-      bounds: {chiplet: [100, null]}                # per-dimension [min, max] GB/s
-      budget_usd: 2.0e7
-      power_w: 5.0e5
-    objective: perf                                  # or perf_per_cost
-    collective_model: pipelined                      # or sequential, topology_aware
-    collectives:                                     # topology_aware settings (efficiency: all models)
-      algorithm: {package: direct}                   # ring | direct | halving_doubling
-      chunks: 4                                      # chunks per collective
-      active_chunks: 2                               # chunks in flight (default unlimited)
-      endpoint_delay_s: 1.0e-8                       # per message
-      local_memory_gbps: 1600                        # reductions: 3 n / M per step
-      all_reduce: hierarchical                       # or full
-      efficiency: {chiplet: 0.9, package: h100_nvlink}   # fraction of line rate, preset or
-      #   NCCL curve (a100_nvlink_nccl...: the fraction at each collective's size); applies
-      #   under every collective model, the other settings under topology_aware only
-      link_latency_s: {chiplet: 5.0e-7}              # per hop (default: the dim's latency_s)
-      collective_algorithm: {all_to_all: {package: ring}}   # one kind's algorithm on a dim
-      # backend: congestion_aware                    (ASTRA-sim 2.0 analytical backend's
-      #                                               times; or congestion_unaware; not with
-      #                                               in_network_reduction)
-      # queues_per_dim: 2, active_chunks_per_dim: 2  (with backend: its queues per dim and
-      #                                               chunks in flight per dim; default 1)
-      # or: astra_sim_system: path/to/system.json    (ASTRA-sim 2.0 system configuration)
-      #     with backend: congestion_aware           (or congestion_unaware; required: the
-      #                                               file does not say which binary ran it)
-      #     and queues_per_dim: 1                     (ASTRA-sim's --num-queues-per-dim)
-    training_loop: no_overlap                        # or overlap
-    in_network_reduction: [package]                  # switch dims reducing in the network
-    compression:                                     # bytes per element of collectives
-      baseline: bf16                                 # what the workload's sizes assume
-      groups: {dp: fp8, tp: {forward: bf16, input_grad: fp8}}   # fp32 bf16 fp16 fp8 int8 int4
-    fine_grained_overlap:                            # needs training_loop: overlap
-      presets: [dp_backward, tp_layer, moe_all_to_all]
-      groups: {tp: 0.3, ep: {forward: 0.6}}          # fraction of a collective hidden
-    in_network_optimizer:                            # aggregators of dp_mode in_network_optimizer
-      dims: [pod]                                    # where their ports attach (default: the
-                                                     # outermost dim the DP group spans)
-      usd_per_port_gbps: 119                         # estimates by default (cost.aggregators)
-      usd_per_state_gb: 4.6875
-    diloco:                                          # DiLoCo across the sites of a dim
-      site_dim: site                                 # the datacenter interconnect dimension
-      params_per_npu: 1.4e9                          # parameters each NPU holds
-      sync_every_steps: 100                          # H
-      fragments: 1                                   # F (streaming)
-      delta_bits: 4                                  # b
-      overlap_steps: 0                               # tau (<= H / F; 0: blocking sync)
-      dp_group: dp
-    reliability:                                     # failures and goodput (cost.goodput)
-      detection_s: 120                               # required: seconds to notice a failure
-      restart_s: 480                                 #   and to restart from the checkpoint
-      rates_per_h: {gpu: 1.2e-5}                     # failures per part-hour (or mtbf_h:
-                                                     # hours); default Llama 3 Table 5
-      spares_per_domain: 1                           # hot spare NPUs per HB domain
-      replace_s: 1800                                # extra recovery without a free spare
-      checkpoint_write_gbps: 2000                    # storage write bandwidth, GB/s
+checked construction (:func:`~libra_opt.scenario.spec.from_mapping`), its files and presets
+read (:func:`resolve_spec`), compiled into a :class:`Scenario` (:func:`load_scenario`), and a
+spec written back (:func:`spec_to_yaml`, :func:`save_spec`). The format (the spec's fields;
+paths relative to the file) is the README's "Scenario file" section.
 """
 
 from __future__ import annotations

@@ -1,30 +1,15 @@
 """The design as a value: :class:`ScenarioSpec`, the recipe a scenario is compiled from.
 
-A spec holds everything a scenario file can say, as a frozen tree of dataclasses whose field
-names are the file's keys: the fabric (inline dimensions, a builder call or a LIBRA network),
-prices (inline tables, a LIBRA cost file or a catalog with overrides), the power model, the
-workloads (model + parallelism + device + mapping, or ASTRA-sim + LIBRA communicator files),
-the timing options, compression, fine-grained overlap, DiLoCo, in-network reduction and the
-in-network optimizer's aggregators, the constraints, caps, TCO, the failure model
-(``reliability``) and the objective.
-
-:func:`libra_opt.scenario.compile.compile` turns a spec into a
-:class:`~libra_opt.scenario.scenario.Scenario` without touching a file. An entry that comes
-from a file or a packaged preset (a model descriptor, a device preset, a LIBRA file, an
-ASTRA-sim workload or system file, a catalog) is a :class:`Ref`: what the scenario wrote
-(``ref``: the name, the path text or the mapping) and the value :mod:`libra_opt.io` parsed
-from it (``value``), with the file it came from (``path``, for messages). A ``Ref`` whose
-value is still ``None`` is *unresolved*: :func:`libra_opt.compile` (and
-:func:`libra_opt.load_spec`) resolve it through :mod:`libra_opt.io`; the pure compiler
-refuses it.
-
-Open parts whose checks live with the model that reads them (parallelism, device fields, a
-mapping, builder parameters, members, TCO, catalog overrides) are :class:`FrozenMap` values:
-read-only, hashable mappings whose lists are tuples.
-
-A spec is edited by dotted path with :meth:`ScenarioSpec.replace` (the grammar of
-:mod:`libra_opt.scenario.edit`), which returns a new spec and checks the value against the
-field's type.
+A spec holds everything a scenario file can say as a frozen tree of dataclasses whose field
+names are the file's keys; a field's type (and :func:`bounded` range) is its one check, run on
+every construction: when a file is read (:func:`from_mapping`, strict), when a spec is built in
+Python and when :meth:`ScenarioSpec.replace` edits it (the grammar of
+:mod:`libra_opt.scenario.edit`). An entry read from a file or a packaged preset is a
+:class:`Ref` (what the scenario wrote, and the value :mod:`libra_opt.io` parsed from it; an
+unresolved one is read by :func:`libra_opt.compile`). Open parts whose checks live with the
+model that reads them (parallelism, device fields, mapping, builder parameters, TCO) are
+:class:`FrozenMap` values. :func:`libra_opt.scenario.compile.compile` turns a spec into a
+:class:`~libra_opt.scenario.scenario.Scenario` without touching a file.
 
 Examples
 --------
