@@ -43,13 +43,14 @@ from libra_opt.cost.aggregators import (
     W_PER_STATE_GB,
 )
 from libra_opt.errors import InputError, short_repr
-from libra_opt.fabric.dims import Dim
 from libra_opt.options import (
     AllReduceVariant,
     CollectiveAlgorithm,
     CollectiveModel,
     Objective,
     SwitchPricing,
+    SwitchScope,
+    TopologyName,
     TrafficModel,
     TrainingLoop,
 )
@@ -94,38 +95,20 @@ _EMPTY = FrozenMap()
 
 @dataclass(frozen=True)
 class DimSpec(_Node):
-    """One inline fabric dimension: the fields of :class:`~libra_opt.fabric.dims.Dim`, checked
-    by it (``members`` as the mapping :func:`~libra_opt.fabric.heterogeneous.members_from_mapping`
+    """One inline fabric dimension: the fields of :class:`~libra_opt.fabric.dims.Dim`, which
+    checks them when the spec is compiled (``members`` as the mapping :func:`~libra_opt.fabric.heterogeneous.members_from_mapping`
     reads)."""
 
     name: str
-    topology: str
+    topology: TopologyName
     size: int
     tier: str
     latency_s: float = 0.0
     switch_radix: int | None = None
-    switch_scope: str = "block"
+    switch_scope: SwitchScope = "block"
     switch_pricing: SwitchPricing = "whole_switch"
     copper_levels: int = 0
     members: Mapping[str, Any] | None = None
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        self.dim()
-
-    def dim(self) -> Dim:
-        """The :class:`~libra_opt.fabric.dims.Dim`; its errors name the field of this entry."""
-        try:
-            return Dim(self.name, self.topology,  # type: ignore[arg-type]  # a name is read
-                       self.size, self.tier, self.latency_s, self.switch_radix,
-                       self.switch_scope, self.switch_pricing, self.copper_levels,
-                       None if self.members is None else thaw(self.members))
-        except InputError as exc:
-            prefix = f"dim '{self.name}'."
-            fld = exc.field or ""
-            leaf = (fld[len(prefix):] if fld.startswith(prefix) else fld
-                    if fld.startswith("members") else fld.rsplit(".", 1)[-1])
-            raise InputError(exc.message, source=API_SOURCE, field=leaf) from None
 
 
 @dataclass(frozen=True)

@@ -227,9 +227,9 @@ def test_a_bad_value_of_a_long_structural_axis_is_refused_by_the_workers_as_seri
     from libra_opt.explore.grid import PARALLEL_CHECK_VALUES
 
     values = [float(v) for v in np.linspace(0.0, 1e-6, PARALLEL_CHECK_VALUES + 200)]
-    values[700] = -1.0   # a latency must be >= 0: refused when compiled, not by the spec
+    values[700] = -1.0   # a latency must be >= 0: refused by the fabric, not by the type
     values[900] = -2.0
-    axis = "collectives.link_latency_s.pod"
+    axis = "fabric.dims.pod.latency_s"
     messages = {}
     for executor in ("serial", "processes"):
         with pytest.raises(InputError) as exc:
