@@ -101,6 +101,8 @@ def spec_from_dict(data: Any, source: str = "<dict>", base_dir: str | Path = "."
                 doc[key] = _priced(doc[key], source, key)
         spec = from_mapping(ScenarioSpec, doc, strict=True, source=source,
                             base_dir=str(base_dir))
+    if spec.fabric.dims is not None:  # the dimensions' own checks (Dim), at the boundary
+        compile_fabric(spec.fabric, source)
     return resolve_spec(spec, cache=cache) if resolve else spec
 
 
