@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field
-from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from libra_opt.errors import InputError, input_context
 from libra_opt.fabric.frozen import FrozenMap
@@ -42,7 +41,7 @@ ComputeDtype = Literal["fp32", "tf32", "bf16", "fp16", "fp8"]
 _Positive = Annotated[int, Field(gt=0, strict=True)]
 
 
-@pydantic_dataclass(frozen=True, config=ConfigDict(extra="forbid", allow_inf_nan=False))
+@dataclass(frozen=True)
 class Device:
     """One accelerator.
 
@@ -105,6 +104,9 @@ class Device:
         innermost dimensions of a fabric given dimension by dimension that fit in it are
         the device's scale-up links.
     """
+
+    #: How :func:`device_from_dict` validates an entry against the fields' annotations.
+    __pydantic_config__ = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     key: str
     name: str

@@ -55,6 +55,7 @@ __all__ = [
     "calibrated_devices_yaml",
     "available_catalogs",
     "load_catalog",
+    "catalog_document",
     "catalog_cost_model",
 ]
 
@@ -389,23 +390,36 @@ def load_catalog(
     >>> cat.switch_radix("ScaleOut")
     64
     """
-    p = Path(name_or_path)
+    doc, path = catalog_document(name_or_path, cache=cache)
+    where = path or f"libra_opt/data/catalog/{name_or_path}.yaml"
+    return catalog_from_dict(doc, where, overrides,
+                             name=Path(path).stem if path else str(name_or_path))
+
+
+def catalog_document(ref: str | Path, base_dir: str | Path | None = None, *,
+                     cache: ParseCache | None = None) -> tuple[Any, str | None]:
+    """A catalog's document, by preset name or path (relative to ``base_dir``), and the file
+    it was read from (``None``: a preset).
+
+    Raises
+    ------
+    InputError
+        An unknown preset name (field ``catalog``), or the file's reading error.
+    """
+    p = Path(ref)
+    if base_dir is not None and not p.is_absolute():
+        p = Path(base_dir) / p
     try:
         exists = p.exists()
     except OSError:  # e.g. a name too long for the file system: not a file, so a preset name
         exists = False
     if p.suffix in (".yaml", ".yml") or exists:
-        return catalog_from_dict(read_yaml(p, cache=cache), str(p), overrides, name=p.stem)
+        return read_yaml(p, cache=cache), str(p)
     names = available_catalogs()
-    if str(name_or_path) not in names:
-        raise InputError(
-            f"no catalog {short_repr(str(name_or_path), 80)}; presets: {', '.join(names)} (or a path)",
-            field="catalog",
-        )
-    doc = _read_packaged("catalog", f"{name_or_path}.yaml", cache=cache)
-    return catalog_from_dict(
-        doc, f"libra_opt/data/catalog/{name_or_path}.yaml", overrides, name=str(name_or_path)
-    )
+    if str(ref) not in names:
+        raise InputError(f"no catalog {short_repr(str(ref), 80)}; presets: {', '.join(names)} "
+                         "(or a path)", field="catalog")
+    return _read_packaged("catalog", f"{ref}.yaml", cache=cache), None
 
 
 def catalog_cost_model(

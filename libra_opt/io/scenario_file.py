@@ -27,7 +27,7 @@ from libra_opt.io.libra import (
     read_libra_network,
 )
 from libra_opt.io.model_entry import resolve_model_refs
-from libra_opt.io.presets import _read_packaged, available_catalogs
+from libra_opt.io.presets import catalog_document
 from libra_opt.scenario.compile import compile, compile_fabric, compile_with_models
 from libra_opt.scenario.scenario import Scenario
 from libra_opt.scenario.spec import (
@@ -108,26 +108,13 @@ def spec_from_dict(data: Any, source: str = "<dict>", base_dir: str | Path = "."
 
 def _catalog(ref: str, base: Path, source: str, cache: ParseCache) -> Ref:
     """A catalog by name or path: its document (validated when compiled)."""
-    path = _resolve(base, ref, source, "cost_model.catalog")
-    p = path if path.suffix in (".yaml", ".yml") else Path(ref)
-    try:
-        exists = p.exists()
-    except OSError:  # e.g. a name too long for the file system: a preset name
-        exists = False
-    if p.suffix in (".yaml", ".yml") or exists:
-        return Ref(ref, FrozenMap(_mapping(read_yaml(p, cache=cache), str(p))), str(p))
-    names = available_catalogs()
-    if ref not in names:
-        raise InputError(f"no catalog {short_repr(ref, 80)}; presets: {', '.join(names)} "
-                         "(or a path)", source=source, field="cost_model.catalog")
-    doc = _read_packaged("catalog", f"{ref}.yaml", cache=cache)
-    return Ref(ref, FrozenMap(_mapping(doc, f"libra_opt/data/catalog/{ref}.yaml")))
-
-
-def _mapping(doc: Any, source: str) -> Any:
+    _resolve(base, ref, source, "cost_model.catalog")  # an empty path is an error
+    with input_context(source, "cost_model"):
+        doc, path = catalog_document(ref, base, cache=cache)
     if not isinstance(doc, Mapping):
-        raise InputError("expected a mapping (a parts catalog)", source=source)
-    return doc
+        raise InputError("expected a mapping (a parts catalog)",
+                         source=path or f"libra_opt/data/catalog/{ref}.yaml")
+    return Ref(ref, FrozenMap(doc), path)
 
 
 def resolve_spec(spec: ScenarioSpec, *, cache: ParseCache | None = None) -> ScenarioSpec:

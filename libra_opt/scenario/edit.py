@@ -33,7 +33,6 @@ Examples
 from __future__ import annotations
 
 import dataclasses
-import math
 import re
 import typing
 from collections.abc import Mapping
@@ -150,15 +149,9 @@ def _dim_names(value: Any, path: str) -> tuple[str, ...]:
     raise InputError(f"expected a list of dimension names, got {short_repr(value)}", field=path)
 
 
-@input_context(API_SOURCE)
 def _number(value: Any, path: str) -> float:
-    if isinstance(value, str):
-        value = parse_value(value)
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise InputError(f"expected a finite number, got {short_repr(value)}", field=path)
-    return float(value)
+    """``value`` as a finite number (text parsed); errors name ``path``."""
+    return float(coerce(float, value, path))
 
 
 @input_context(API_SOURCE)
