@@ -23,7 +23,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field
 
-from libra_opt.errors import InputError, input_context
+from libra_opt.errors import InputError
 from libra_opt.fabric.frozen import FrozenMap
 from libra_opt.schema import StrictModel, validate_as
 from libra_opt.traffic.collective_settings import link_efficiency_value
@@ -186,9 +186,8 @@ def device_from_dict(key: str, value: Any, field: str | None = None) -> Device:
     where = field or str(key)
     if isinstance(value, Mapping) and "key" in value:
         raise InputError("unknown key 'key'", field=where)
-    with input_context(None, where):
-        return validate_as(Device, {**value, "key": str(key)} if isinstance(value, Mapping)
-                           else value, None)
+    entry = {**value, "key": str(key)} if isinstance(value, Mapping) else value
+    return validate_as(Device, entry, None, where)
 
 
 @dataclass(frozen=True)

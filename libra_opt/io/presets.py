@@ -25,6 +25,7 @@ from libra_opt.generators.descriptors import DLRMSpec, ResNetSpec, TransformerSp
 from libra_opt.generators.devices import Device, device_from_dict
 from libra_opt.io._yaml import dump_yaml, read_yaml
 from libra_opt.io.files import ParseCache
+from libra_opt.scenario.spec import thaw
 
 
 class FittedDevice(Protocol):
@@ -266,19 +267,8 @@ def device_from_value(value: Any, source: str, field: str = "device") -> Device:
 
 
 def _entry_fields(device: Device) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for f in dataclasses.fields(device):
-        if f.name == "key":
-            continue
-        v = getattr(device, f.name)
-        if f.name == "peak_flops":
-            v = {str(k): float(x) for k, x in v.items()}
-        elif f.name == "gemm_tiles":
-            v = [[int(a), int(b)] for a, b in v]
-        elif f.name == "software_stacks":
-            v = {str(k): float(x) for k, x in v.items()}
-        out[f.name] = v
-    return out
+    return {f.name: thaw(getattr(device, f.name)) for f in dataclasses.fields(device)
+            if f.name != "key"}
 
 
 def device_entry(device: Device) -> dict[str, Any]:

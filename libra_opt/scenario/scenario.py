@@ -16,10 +16,6 @@ from libra_opt.fabric.dims import Fabric
 from libra_opt.fabric.frozen import FrozenOnUnpickle
 from libra_opt.fabric.heterogeneous import check_uneven_sizes
 from libra_opt.options import (
-    COLLECTIVE_MODELS,
-    OBJECTIVES,
-    TRAFFIC_MODELS,
-    TRAINING_LOOPS,
     CollectiveModel,
     Objective,
     TrafficModel,
@@ -147,17 +143,8 @@ class Scenario(FrozenOnUnpickle):
         for wl in self.workloads:
             check_on_fabric(wl, self.fabric)
         self._check_limits()
-        checks = (
-            ("objective", OBJECTIVES),
-            ("collective_model", COLLECTIVE_MODELS),
-            ("training_loop", TRAINING_LOOPS),
-            ("traffic_model", TRAFFIC_MODELS),
-        )
-        for key, allowed in checks:
-            if getattr(self, key) not in allowed:
-                raise InputError(
-                    f"{getattr(self, key)!r} is not one of {', '.join(allowed)}", field=key,
-                )
+        self.objective_model  # noqa: B018 - the objective's name, checked by its type
+        self.timing  # noqa: B018 - the collective model, training loop and traffic model
         inr = self.in_network_reduction
         if isinstance(inr, str) or not all(isinstance(n, str) for n in inr):
             raise InputError(f"expected a list of dimension names, got {inr!r}",
