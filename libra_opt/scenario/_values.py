@@ -182,7 +182,8 @@ def _check_bounds(name: str, value: Any, bounds: tuple[tuple[str, float], ...]) 
     for op, b in bounds:
         if not _OPS[op](float(value), b):
             shown = int(b) if float(b).is_integer() else b
-            raise InputError(f"{name} must be {op} {shown}, got {short_repr(value, 60)}",
+            raise InputError(f"{name} {short_repr(value, 60)} is out of range: expected a "
+                             f"number {op} {shown}",
                              source=API_SOURCE, field=name)
 
 

@@ -96,8 +96,9 @@ _EMPTY = FrozenMap()
 @dataclass(frozen=True)
 class DimSpec(_Node):
     """One inline fabric dimension: the fields of :class:`~libra_opt.fabric.dims.Dim`, which
-    checks them when the spec is compiled (``members`` as the mapping :func:`~libra_opt.fabric.heterogeneous.members_from_mapping`
-    reads)."""
+    checks their values when a file is read and when the spec is compiled (an edit may pass
+    through a combination only its next edit makes valid). ``members``: the mapping
+    :func:`~libra_opt.fabric.heterogeneous.members_from_mapping` reads."""
 
     name: str
     topology: TopologyName

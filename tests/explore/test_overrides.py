@@ -63,7 +63,7 @@ def test_in_place_dims_without_a_file():
         ("gpt3_175b_4d", "fabric.dims.pod.size", "many", "expected a number"),
         ("gpt3_175b_4d", "fabric.dims.pod.size", 0, "fabric.dims[3].size"),
         ("gpt3_175b_4d", "objective", "fast", "is not one of perf"),
-        ("gpt3_175b_4d", "budget_usd", -5, "budget_usd must be > 0"),
+        ("gpt3_175b_4d", "budget_usd", -5, "out of range"),
         ("gpt3_175b_4d", "power_w", 1e6, "no power model"),
         ("gpt3_175b_4d", "fabric..size", 1, "malformed path"),
         ("deepseek_v3_rail_only", "fabric.hb_domain", 3, "not a multiple of hb_domain 3"),

@@ -150,7 +150,7 @@ BAD = [
     ('linear: ["sum(bw) == 1000"]', 'linear: ["sum(bw) == 1000"]\n  budget_usd: .nan',
      ["constraints.budget_usd", "finite"]),
     ('linear: ["sum(bw) == 1000"]', 'linear: ["sum(bw) == 1000"]\n  budget_usd: -5',
-     ["constraints.budget_usd", "must be > 0"]),
+     ["constraints.budget_usd", "expected a number > 0"]),
     ("workloads:\n", "workloads:\n  - {name: w, astra_sim: workload.txt, communicator: comm.yml, weight: 0}\n",
      ["workloads[0].weight"]),
     ("cost_model: cost.yml\n", "cost_model: cost.yml\ncost_model: cost.yml\n", ["duplicate key 'cost_model'"]),
