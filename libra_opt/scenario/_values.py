@@ -11,7 +11,7 @@ import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 import yaml
@@ -150,9 +150,6 @@ class _Node:
     """Base of the spec's dataclasses: fields checked and frozen against their types, and
     against the bounds of :func:`bounded` fields."""
 
-    #: Fields that are a Ref, with what they name (for the resolver and messages).
-    _REFS: ClassVar[dict[str, str]] = {}
-
     def __post_init__(self) -> None:
         for name, tp, kind, optional, kept, words, bounds in _init_fields(
                 typing.cast(Any, type(self))):
@@ -189,7 +186,7 @@ def _check_bounds(name: str, value: Any, bounds: tuple[tuple[str, float], ...]) 
 
 @cache
 def _init_fields(cls: Any) -> tuple[tuple[Any, ...], ...]:
-    """``(name, annotated type, Ref kind, None allowed, types kept, words kept, bounds)`` of
+    """``(name, annotated type, Ref kind (the name), None allowed, types kept, words kept, bounds)`` of
     each init field of a spec dataclass, worked out once: :func:`coerce` returns a value of
     a kept type (the annotated class, or a union's first member or a Ref; never ``float``,
     which is checked for finiteness) or a kept word (an option of a ``Literal``) as it is."""
@@ -209,7 +206,7 @@ def _init_fields(cls: Any) -> tuple[tuple[Any, ...], ...]:
         kept = {k for k in kept if isinstance(k, type) and k is not float}
         words = frozenset(a for a in args if type(a) is str) if origin is typing.Literal \
             else frozenset()
-        out.append((f.name, tp, cls._REFS.get(f.name), optional, frozenset(kept), words,
+        out.append((f.name, tp, f.name, optional, frozenset(kept), words,
                     f.metadata.get("bounds", ())))
     return tuple(out)
 
@@ -408,7 +405,7 @@ def from_mapping(cls: type, data: Mapping[str, Any], path: str = "", *, strict: 
         hints = _hints(cls)
         for key, value in values.items():
             values[key] = coerce(hints[key], value, f"{path}.{key}" if path else key,
-                                 kind=getattr(cls, "_REFS", {}).get(key), strict=True)
+                                 kind=key, strict=True)
     with input_context(API_SOURCE if path else None, where):
         return cls(**values, **given)
 

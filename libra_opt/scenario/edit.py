@@ -201,7 +201,7 @@ def _set(node: Any, segs: list[str | int], value: Any, path: str, where: str,
     if not segs:
         if tp is None:
             return compatible(node, value, path)
-        return coerce(tp, value, path, kind=_kind_of(where))
+        return coerce(tp, value, path, kind=where.rsplit(".", 1)[-1])  # a Ref: its field
     key, rest = segs[0], segs[1:]
     if isinstance(node, _Node):
         return _set_field(node, key, rest, value, path, where)
@@ -263,12 +263,6 @@ def _set_field(node: Any, key: str | int, rest: list[str | int], value: Any, pat
         if exc.source not in (None, API_SOURCE):
             raise
         raise InputError(exc.message, field=path) from None
-
-
-def _kind_of(where: str) -> str | None:
-    last = where.rsplit(".", 1)[-1]
-    return last if last in ("model", "device", "astra_sim", "communicator", "libra_network",
-                            "cost_model", "power_model", "catalog", "astra_sim_system") else None
 
 
 def _members(tp: Any) -> tuple[Any, ...]:

@@ -123,7 +123,6 @@ class FabricSpec(_Node):
     args: Mapping[str, Any] = _EMPTY
     libra_network: Ref | None = None
     members: Mapping[str, Any] | None = None
-    _REFS: ClassVar[dict[str, str]] = {"libra_network": "libra_network"}
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -142,7 +141,6 @@ class CatalogSpec(_Node):
 
     catalog: Ref
     overrides: Mapping[str, Any] = _EMPTY
-    _REFS: ClassVar[dict[str, str]] = {"catalog": "catalog"}
 
 
 def _parallelism_key_type(key: str) -> Any:
@@ -177,8 +175,8 @@ class WorkloadSpec(_Node):
     mapping: Mapping[str, Any] | None = None
     efficiency: float | Mapping[str, Any] | None = None
     check_memory: bool | None = None
-    _REFS: ClassVar[dict[str, str]] = {"astra_sim": "astra_sim", "communicator": "communicator",
-                                       "model": "model", "device": "device"}
+    #: The fields that are a :class:`Ref` (a Ref's kind is its field's name).
+    REFS: ClassVar[tuple[str, ...]] = ("astra_sim", "communicator", "model", "device")
     #: Open mappings whose keys have types (checked by :meth:`ScenarioSpec.replace`).
     _OPEN: ClassVar[dict[str, Callable[[str], Any]]] = {"parallelism": _parallelism_key_type}
 
@@ -259,7 +257,6 @@ class CollectivesSpec(_Node):
     astra_sim_system: Ref | None = None
     #: Keys that may be given beside ``astra_sim_system`` (not in ASTRA-sim's system file).
     BESIDE_SYSTEM: ClassVar[tuple[str, ...]] = ("backend", "queues_per_dim")
-    _REFS: ClassVar[dict[str, str]] = {"astra_sim_system": "astra_sim_system"}
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -341,8 +338,6 @@ class ScenarioSpec(_Node):
     name: str | None = None
     source: str | None = field(default=None, compare=False)
     base_dir: str | None = field(default=None, compare=False)
-    _REFS: ClassVar[dict[str, str]] = {"cost_model": "cost_model",
-                                       "power_model": "power_model"}
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -441,7 +436,7 @@ def iter_refs(spec: ScenarioSpec) -> Iterator[tuple[str, Ref]]:
     if spec.fabric.libra_network is not None:
         yield "fabric.libra_network", spec.fabric.libra_network
     for i, w in enumerate(spec.workloads):
-        for key in WorkloadSpec._REFS:
+        for key in WorkloadSpec.REFS:
             v = getattr(w, key)
             if v is not None:
                 yield f"workloads[{i}].{key}", v
