@@ -186,9 +186,9 @@ def _check_bounds(name: str, value: Any, bounds: tuple[tuple[str, float], ...]) 
 
 @cache
 def _init_fields(cls: Any) -> tuple[tuple[Any, ...], ...]:
-    """``(name, annotated type, Ref kind (the name), None allowed, types kept, words kept, bounds)`` of
-    each init field of a spec dataclass, worked out once: :func:`coerce` returns a value of
-    a kept type (the annotated class, or a union's first member or a Ref; never ``float``,
+    """``(name, annotated type, Ref kind (the name), None allowed, types kept, words kept,
+    bounds)`` of each init field of a spec dataclass, worked out once: :func:`coerce` returns
+    a value of a kept type (the annotated class, or a union's first member or a Ref; never ``float``,
     which is checked for finiteness) or a kept word (an option of a ``Literal``) as it is."""
     hints = typing.get_type_hints(cls)
     out = []
