@@ -178,10 +178,8 @@ class Fabric:
         names = [d.name for d in self.dims]
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
-            raise InputError(
-                f"dimension names must be unique; repeated: {', '.join(dup)}",
-                field="fabric.dims",
-            )
+            raise InputError(f"dimension names must be unique; repeated: {', '.join(dup)}",
+                             field="fabric.dims")
         if self.n_npus > MAX_NPUS:
             raise InputError(
                 f"{self.n_npus:,} NPUs (the product of the dimension sizes) is out of range: "
@@ -238,7 +236,5 @@ class Fabric:
         for i, d in enumerate(self.dims):
             if d.name == name:
                 return i
-        raise InputError(
-            f"no dimension named {name!r}; the fabric has {', '.join(self.names)}",
-            field="fabric.dims",
-        )
+        raise InputError(f"no dimension named {name!r}; the fabric has {', '.join(self.names)}",
+                         field="fabric.dims")

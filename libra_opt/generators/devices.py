@@ -235,13 +235,11 @@ class ComputeEfficiency:
                 field="efficiency.kind",
             )
         if not 0 < float(self.value) <= 1:
-            raise InputError(
-                f"efficiency {self.value!r} must be in (0, 1]", field="efficiency.value"
-            )
+            raise InputError(f"efficiency {self.value!r} must be in (0, 1]",
+                             field="efficiency.value")
         if self.kind == "saturating" and not float(self.half_flops) > 0:
-            raise InputError(
-                "a saturating efficiency needs half_flops > 0", field="efficiency.half_flops"
-            )
+            raise InputError("a saturating efficiency needs half_flops > 0",
+                             field="efficiency.half_flops")
 
     def at(self, flops: float) -> float:
         """Efficiency for a piece of work of ``flops`` FLOPs."""
@@ -299,10 +297,8 @@ def efficiency_from_value(
     if isinstance(value, int | float) and not isinstance(value, bool):
         value = {"kind": "constant", "value": value}
     if not isinstance(value, Mapping):
-        raise InputError(
-            f"expected a number in (0, 1] or a mapping with kind, got {value!r}",
-            field=prefix,
-        )
+        raise InputError(f"expected a number in (0, 1] or a mapping with kind, got {value!r}",
+                         field=prefix)
     if value.get("kind") == "roofline":
         r: _RooflineSpec = validate_as(_RooflineSpec, dict(value), None, prefix)
         if r.value is not None:

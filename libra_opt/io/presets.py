@@ -167,9 +167,8 @@ def load_device(name: str) -> Device:
     """
     presets = _devices()
     if name not in presets:
-        raise InputError(
-            f"unknown device {short_repr(name, 80)}; presets: {', '.join(presets)}", field="device"
-        )
+        raise InputError(f"unknown device {short_repr(name, 80)}; presets: {', '.join(presets)}",
+                         field="device")
     return presets[name]
 
 
@@ -224,10 +223,8 @@ def device_from_value(value: Any, source: str, field: str = "device") -> Device:
         except InputError as exc:
             raise InputError(exc.message, source=source, field=field) from None
     if not isinstance(value, Mapping):
-        raise InputError(
-            f"expected a device preset name or a mapping, got {short_repr(value, 60)}",
-            source=source, field=field,
-        )
+        raise InputError(f"expected a device preset name or a mapping, got {short_repr(value, 60)}",
+                         source=source, field=field)
     entry = {str(k): v for k, v in value.items()}
     preset = entry.pop("preset", None)
     key = entry.pop("key", None)

@@ -136,9 +136,7 @@ class Scenario(FrozenOnUnpickle):
             raise InputError("a scenario needs at least one workload", field="workloads")
         names = [w.name for w in self.workloads]
         if len(set(names)) != len(names):
-            raise InputError(
-                f"workload names must be unique, got {names}", field="workloads"
-            )
+            raise InputError(f"workload names must be unique, got {names}", field="workloads")
         self._check_weights()
         for wl in self.workloads:
             check_on_fabric(wl, self.fabric)
@@ -214,10 +212,8 @@ class Scenario(FrozenOnUnpickle):
         weights = self.weights if self.weights is not None else (1.0,) * len(self.workloads)
         weights = tuple(float(w) for w in weights)
         if len(weights) != len(self.workloads):
-            raise InputError(
-                f"{len(weights)} weights for {len(self.workloads)} workloads",
-                field="workloads.weight",
-            )
+            raise InputError(f"{len(weights)} weights for {len(self.workloads)} workloads",
+                             field="workloads.weight")
         for w, wl in zip(weights, self.workloads, strict=True):
             if not math.isfinite(w) or w <= 0:
                 raise InputError(
