@@ -141,13 +141,13 @@ class Scenario(FrozenOnUnpickle):
         for wl in self.workloads:
             check_on_fabric(wl, self.fabric)
         self._check_limits()
-        self.objective_model  # noqa: B018 - the objective's name, checked by its type
-        self.timing  # noqa: B018 - the collective model, training loop and traffic model
         inr = self.in_network_reduction
         if isinstance(inr, str) or not all(isinstance(n, str) for n in inr):
             raise InputError(f"expected a list of dimension names, got {inr!r}",
-            field="in_network_reduction")
+                             field="in_network_reduction")
         object.__setattr__(self, "in_network_reduction", tuple(sorted(set(inr))))
+        self.objective_model  # noqa: B018 - the objective's name, checked by its type
+        self.timing  # noqa: B018 - the collective model, training loop and traffic model
         in_network_dims(self.in_network_reduction, self.fabric)
         if self.collectives is not None:
             self.collectives.check(self.fabric)
@@ -174,8 +174,7 @@ class Scenario(FrozenOnUnpickle):
             assert self.tco is not None
             self.tco.n_steps  # noqa: B018 - raises InputError when the run length is missing
 
-        if self.timing.overlapped and any(w.hidden_window_s > 0
-                                                       for w in self.workloads):
+        if self.timing.overlapped and any(w.hidden_window_s > 0 for w in self.workloads):
             # a window hides a sync behind compute on links idle during compute; under an
             # overlapped loop the step's own collectives use those links then
             raise InputError(
