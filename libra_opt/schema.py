@@ -39,14 +39,18 @@ def input_error_from_pydantic(
     # Otherwise the deepest location: a union reports each member's complaint, and the one
     # that got furthest into the value is the real problem (not "should be a string").
     err = next(
-        (e for e in errors if e["type"] == "extra_forbidden"),
+        (e for e in errors if e["type"] in _UNKNOWN),
         max(errors, key=lambda e: len([p for p in e["loc"] if not (isinstance(p, str) and _is_tag(p))])),
     )
     # Discriminated unions and validators add their own tags to the location; drop them.
     loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and _is_tag(p)))
-    if err["type"] == "extra_forbidden":
+    inner = err.get("ctx", {}).get("error")
+    if err["type"] in _UNKNOWN:
         msg = f"unknown key {short_repr(loc[-1], 80)}"
         loc = loc[:-1]
+    elif isinstance(inner, InputError):  # a check of a validated dataclass
+        msg = inner.message
+        loc = (*loc, *([inner.field] if inner.field else []))
     elif err["type"] == "missing":
         msg = "required field is missing"
     else:
@@ -64,6 +68,8 @@ def input_error_from_pydantic(
     return InputError(msg, source=source, field=path or None)
 
 
+#: Error types of a key the model does not have (a model's, a dataclass's).
+_UNKNOWN = ("extra_forbidden", "unexpected_keyword_argument")
 _UNION_TAGS = {"transformer", "dlrm", "resnet", "constant", "saturating", "str", "int", "float", "bool"}
 
 

@@ -1,7 +1,6 @@
 """No module compares a timing option's or an objective's name outside the modules that
 resolve them: the option vocabularies (``options.py``), the :class:`TimingModel`
-(``traffic/timing.py``), the objective types (``scenario/objective.py``), the scenario file's
-schema (``io/_scenario_schema.py``), and the two functions that define what a name means at
+(``traffic/timing.py``), the objective types (``scenario/objective.py``), and the two functions that define what a name means at
 the bottom of the step-time model — ``collective_time_s`` (``traffic/collectives.py``: max
 or sum over the dimensions) and ``collective_traffic`` (``traffic/routing.py``: which bytes
 cross which dimension), to which a ``TimingModel`` hands its names.
@@ -31,7 +30,6 @@ RESOLVERS = {
     "options.py",
     "traffic/timing.py",
     "scenario/objective.py",
-    "io/_scenario_schema.py",
     "traffic/collectives.py",
     "traffic/routing.py",
 }

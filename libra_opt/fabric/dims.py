@@ -113,67 +113,43 @@ class Dim:
                 field="fabric.dims.name",
             )
         object.__setattr__(self, "topology", topology_of(self.topology, f"{field}.topology"))
-        if isinstance(self.size, bool) or not isinstance(self.size, int) or self.size < 1:
-            raise InputError(
-                f"size {self.size!r} must be a positive integer", field=f"{field}.size"
-            )
-        if self.size > MAX_NPUS:
-            raise InputError(
-                f"size {self.size:,} is out of range: at most {MAX_NPUS:,} NPUs",
-                field=f"{field}.size",
-            )
-        if self.size < self.topology.min_size:
-            raise InputError(f"a {self.topology} dimension needs size >= "
-                             f"{self.topology.min_size}", field=f"{field}.size")
+        with input_context(None, field):
+            self._check(self.topology)
+
+    def _check(self, topo: Topology) -> None:
+        """The values' ranges, and the switch settings against the topology."""
+        size, k, c = self.size, self.switch_radix, self.copper_levels
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise InputError(f"size {size!r} must be a positive integer", field="size")
+        if size > MAX_NPUS:
+            raise InputError(f"size {size:,} is out of range: at most {MAX_NPUS:,} NPUs",
+                             field="size")
+        if size < topo.min_size:
+            raise InputError(f"a {topo} dimension needs size >= {topo.min_size}", field="size")
         if not isinstance(self.tier, str) or not self.tier:
-            raise InputError("tier must be a non-empty string", field=f"{field}.tier")
-        lat = float(self.latency_s)
-        if not math.isfinite(lat) or lat < 0:
-            raise InputError(
-                f"latency_s {self.latency_s!r} must be a finite number >= 0",
-                field=f"{field}.latency_s",
-            )
-        if self.switch_radix is not None:
-            k = self.switch_radix
-            if not self.topology.switched:
-                raise InputError(
-                    f"switch_radix is only meaningful for a switch dimension, not {self.topology}",
-                    field=f"{field}.switch_radix",
-                )
-            if isinstance(k, bool) or not isinstance(k, int) or k < 4 or k % 2:
-                raise InputError(
-                    f"switch_radix {k!r} must be an even integer >= 4 (ports per switch)",
-                    field=f"{field}.switch_radix",
-                )
-        if self.switch_scope not in SWITCH_SCOPES:
-            raise InputError(
-                f"switch_scope {self.switch_scope!r} is not one of {', '.join(SWITCH_SCOPES)}",
-                field=f"{field}.switch_scope",
-            )
-        if self.switch_scope == "rail" and not self.topology.switched:
-            raise InputError(
-                f"switch_scope 'rail' needs a switch dimension, not {self.topology}",
-                field=f"{field}.switch_scope",
-            )
-        if self.switch_pricing not in SWITCH_PRICINGS:
-            raise InputError(
-                f"switch_pricing {self.switch_pricing!r} is not one of "
-                f"{', '.join(SWITCH_PRICINGS)}",
-                field=f"{field}.switch_pricing",
-            )
-        c = self.copper_levels
+            raise InputError("tier must be a non-empty string", field="tier")
+        if not math.isfinite(float(self.latency_s)) or float(self.latency_s) < 0:
+            raise InputError(f"latency_s {self.latency_s!r} must be a finite number >= 0",
+                             field="latency_s")
+        if k is not None and not topo.switched:
+            raise InputError("switch_radix is only meaningful for a switch dimension, not "
+                             f"{topo}", field="switch_radix")
+        if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 4 or k % 2):
+            raise InputError(f"switch_radix {k!r} must be an even integer >= 4 (ports per "
+                             "switch)", field="switch_radix")
+        for key, allowed in (("switch_scope", SWITCH_SCOPES), ("switch_pricing", SWITCH_PRICINGS)):
+            if getattr(self, key) not in allowed:
+                raise InputError(f"{key} {getattr(self, key)!r} is not one of "
+                                 f"{', '.join(allowed)}", field=key)
+        if self.switch_scope == "rail" and not topo.switched:
+            raise InputError(f"switch_scope 'rail' needs a switch dimension, not {topo}",
+                             field="switch_scope")
         if isinstance(c, bool) or not isinstance(c, int) or not 0 <= c <= 3:
-            raise InputError(
-                f"copper_levels {c!r} must be an integer in 0..3 (cable levels of copper, "
-                "lowest first)",
-                field=f"{field}.copper_levels",
-            )
-        if c and not self.topology.switched:
-            raise InputError(
-                f"copper_levels counts the cable levels of a switch network; dimension "
-                f"{self.name!r} is a {self.topology}",
-                field=f"{field}.copper_levels",
-            )
+            raise InputError(f"copper_levels {c!r} must be an integer in 0..3 (cable levels of "
+                             "copper, lowest first)", field="copper_levels")
+        if c and not topo.switched:
+            raise InputError("copper_levels counts the cable levels of a switch network; "
+                             f"dimension {self.name!r} is a {topo}", field="copper_levels")
 
     @property
     def any_to_any(self) -> bool:
@@ -202,10 +178,8 @@ class Fabric:
         names = [d.name for d in self.dims]
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
-            raise InputError(
-                f"dimension names must be unique; repeated: {', '.join(dup)}",
-                field="fabric.dims",
-            )
+            raise InputError(f"dimension names must be unique; repeated: {', '.join(dup)}",
+                             field="fabric.dims")
         if self.n_npus > MAX_NPUS:
             raise InputError(
                 f"{self.n_npus:,} NPUs (the product of the dimension sizes) is out of range: "
@@ -262,7 +236,5 @@ class Fabric:
         for i, d in enumerate(self.dims):
             if d.name == name:
                 return i
-        raise InputError(
-            f"no dimension named {name!r}; the fabric has {', '.join(self.names)}",
-            field="fabric.dims",
-        )
+        raise InputError(f"no dimension named {name!r}; the fabric has {', '.join(self.names)}",
+                         field="fabric.dims")

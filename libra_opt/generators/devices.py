@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from libra_opt.errors import InputError
 from libra_opt.fabric.frozen import FrozenMap
@@ -36,6 +36,9 @@ __all__ = [
     "compute_time_s",
     "memory_time_s",
 ]
+
+ComputeDtype = Literal["fp32", "tf32", "bf16", "fp16", "fp8"]
+_Positive = Annotated[int, Field(gt=0, strict=True)]
 
 
 @dataclass(frozen=True)
@@ -102,29 +105,53 @@ class Device:
         the device's scale-up links.
     """
 
+    #: How :func:`device_from_dict` validates an entry against the fields' annotations.
+    __pydantic_config__ = ConfigDict(extra="forbid", allow_inf_nan=False)
+
     key: str
     name: str
-    peak_flops: Mapping[str, float]
-    hbm_bytes: float
-    hbm_gbps: float
-    default_efficiency: float
+    peak_flops: Annotated[Mapping[ComputeDtype, float], Field(min_length=1)]
+    hbm_bytes: Annotated[float, Field(gt=0)]
+    hbm_gbps: Annotated[float, Field(gt=0)]
+    default_efficiency: Annotated[float, Field(gt=0, le=1)]
     source: str
     date: str
     efficiency_source: str = ""
-    sm_count: int = 0
-    gemm_tiles: tuple[tuple[int, int], ...] = ((128, 128),)
-    vector_flops: float = 0.0
-    mem_efficiency: float = 0.8
-    kernel_overhead_s: float = 0.0
-    gemm_k_overhead: float = 0.0
-    attention_efficiency: float = 0.0
+    sm_count: Annotated[int, Field(ge=0, strict=True)] = 0
+    gemm_tiles: Annotated[tuple[tuple[_Positive, _Positive], ...], Field(min_length=1)] = (
+        (128, 128),)
+    vector_flops: Annotated[float, Field(ge=0)] = 0.0
+    mem_efficiency: Annotated[float, Field(gt=0, le=1)] = 0.8
+    kernel_overhead_s: Annotated[float, Field(ge=0, le=1.0)] = 0.0
+    gemm_k_overhead: Annotated[float, Field(ge=0, le=1e5)] = 0.0
+    attention_efficiency: Annotated[float, Field(ge=0, le=1)] = 0.0
     roofline_source: str = ""
-    flops_efficiency: float = 0.0
+    flops_efficiency: Annotated[float, Field(ge=0, le=1)] = 0.0
     calibration_stack: str = ""
-    software_stacks: Mapping[str, float] = field(default_factory=lambda: FrozenMap({}))
+    software_stacks: Mapping[str, Annotated[float, Field(gt=0, le=2)]] = field(
+        default_factory=lambda: FrozenMap({}))
     scale_up_efficiency: float | str = ""
     scale_out_efficiency: float | str = ""
-    scale_up_npus: int = 0
+    scale_up_npus: Annotated[int, Field(ge=0, strict=True)] = 0
+
+    def __post_init__(self) -> None:
+        for link in ("scale_up_efficiency", "scale_out_efficiency"):
+            if getattr(self, link) != "":  # the collective settings' rules
+                link_efficiency_value(getattr(self, link), link)
+        stacks = {str(k): float(v) for k, v in self.software_stacks.items()}
+        if self.calibration_stack:
+            if stacks.get(self.calibration_stack, 1.0) != 1.0:
+                raise InputError(
+                    f"software_stacks.{self.calibration_stack} must be 1 (it is the "
+                    f"calibration stack), got {stacks[self.calibration_stack]}",
+                    field="software_stacks")
+            stacks[self.calibration_stack] = 1.0
+        elif stacks:
+            raise InputError("software_stacks needs calibration_stack (the stack the device "
+                             "constants were calibrated on)", field="calibration_stack")
+        object.__setattr__(self, "peak_flops", FrozenMap(
+            {str(k): float(v) for k, v in self.peak_flops.items()}))
+        object.__setattr__(self, "software_stacks", FrozenMap(stacks))
 
     def peak_flops_for(self, dtype: str) -> float:
         """Peak FLOP/s for ``dtype``.
@@ -140,34 +167,7 @@ class Device:
                 f"{', '.join(self.peak_flops)}",
                 field="parallelism.precision.compute_dtype",
             )
-        return float(self.peak_flops[dtype])
-
-
-class _DeviceEntry(StrictModel):
-    name: str
-    peak_flops: dict[Literal["fp32", "tf32", "bf16", "fp16", "fp8"], float] = Field(min_length=1)
-    hbm_bytes: float = Field(gt=0)
-    hbm_gbps: float = Field(gt=0)
-    source: str
-    date: str
-    default_efficiency: float = Field(gt=0, le=1)
-    efficiency_source: str = ""
-    sm_count: int = Field(default=0, ge=0, strict=True)
-    gemm_tiles: list[tuple[Annotated[int, Field(gt=0, strict=True)], Annotated[int, Field(gt=0, strict=True)]]] = Field(
-        default_factory=lambda: [(128, 128)], min_length=1
-    )
-    vector_flops: float = Field(default=0.0, ge=0)
-    mem_efficiency: float = Field(default=0.8, gt=0, le=1)
-    kernel_overhead_s: float = Field(default=0.0, ge=0, le=1.0)
-    gemm_k_overhead: float = Field(default=0.0, ge=0, le=1e5)
-    attention_efficiency: float = Field(default=0.0, ge=0, le=1)
-    roofline_source: str = ""
-    flops_efficiency: float = Field(default=0.0, ge=0, le=1)
-    calibration_stack: str = ""
-    software_stacks: dict[str, Annotated[float, Field(gt=0, le=2)]] = Field(default_factory=dict)
-    scale_up_efficiency: float | str = ""
-    scale_out_efficiency: float | str = ""
-    scale_up_npus: int = Field(default=0, ge=0, strict=True)
+        return float(self.peak_flops[dtype])  # type: ignore[index]  # checked above
 
 
 def device_from_dict(key: str, value: Any, field: str | None = None) -> Device:
@@ -183,52 +183,11 @@ def device_from_dict(key: str, value: Any, field: str | None = None) -> Device:
     >>> d.peak_flops_for("bf16")
     1000000000000000.0
     """
-    e: _DeviceEntry = validate_as(_DeviceEntry, value, None, field or str(key))
-    for link in ("scale_up_efficiency", "scale_out_efficiency"):
-        if getattr(e, link) != "":  # the collective settings' rules
-            link_efficiency_value(getattr(e, link), f"{field or key}.{link}")
-    return Device(
-        key=str(key),
-        name=e.name,
-        peak_flops=FrozenMap({str(k): float(v) for k, v in e.peak_flops.items()}),
-        hbm_bytes=e.hbm_bytes,
-        hbm_gbps=e.hbm_gbps,
-        default_efficiency=e.default_efficiency,
-        source=e.source,
-        date=str(e.date),
-        efficiency_source=e.efficiency_source,
-        sm_count=e.sm_count,
-        gemm_tiles=tuple((int(a), int(b)) for a, b in e.gemm_tiles),
-        vector_flops=e.vector_flops,
-        mem_efficiency=e.mem_efficiency,
-        kernel_overhead_s=e.kernel_overhead_s,
-        gemm_k_overhead=e.gemm_k_overhead,
-        attention_efficiency=e.attention_efficiency,
-        flops_efficiency=e.flops_efficiency,
-        roofline_source=e.roofline_source,
-        calibration_stack=e.calibration_stack,
-        software_stacks=FrozenMap(_stacks(e, field or str(key))),
-        scale_up_efficiency=e.scale_up_efficiency,
-        scale_out_efficiency=e.scale_out_efficiency,
-        scale_up_npus=e.scale_up_npus,
-    )
-
-
-def _stacks(e: _DeviceEntry, where: str) -> dict[str, float]:
-    """The entry's stack constants, the calibration stack at exactly 1."""
-    out = {str(k): float(v) for k, v in e.software_stacks.items()}
-    if e.calibration_stack:
-        if out.get(e.calibration_stack, 1.0) != 1.0:
-            raise InputError(
-                f"software_stacks.{e.calibration_stack} must be 1 (it is the calibration "
-                f"stack), got {out[e.calibration_stack]}",
-                field=f"{where}.software_stacks")
-        out[e.calibration_stack] = 1.0
-    elif out:
-        raise InputError("software_stacks needs calibration_stack (the stack the device "
-                         "constants were calibrated on)",
-                         field=f"{where}.calibration_stack")
-    return out
+    where = field or str(key)
+    if isinstance(value, Mapping) and "key" in value:
+        raise InputError("unknown key 'key'", field=where)
+    entry = {**value, "key": str(key)} if isinstance(value, Mapping) else value
+    return validate_as(Device, entry, None, where)
 
 
 @dataclass(frozen=True)
@@ -276,13 +235,11 @@ class ComputeEfficiency:
                 field="efficiency.kind",
             )
         if not 0 < float(self.value) <= 1:
-            raise InputError(
-                f"efficiency {self.value!r} must be in (0, 1]", field="efficiency.value"
-            )
+            raise InputError(f"efficiency {self.value!r} must be in (0, 1]",
+                             field="efficiency.value")
         if self.kind == "saturating" and not float(self.half_flops) > 0:
-            raise InputError(
-                "a saturating efficiency needs half_flops > 0", field="efficiency.half_flops"
-            )
+            raise InputError("a saturating efficiency needs half_flops > 0",
+                             field="efficiency.half_flops")
 
     def at(self, flops: float) -> float:
         """Efficiency for a piece of work of ``flops`` FLOPs."""
@@ -340,10 +297,8 @@ def efficiency_from_value(
     if isinstance(value, int | float) and not isinstance(value, bool):
         value = {"kind": "constant", "value": value}
     if not isinstance(value, Mapping):
-        raise InputError(
-            f"expected a number in (0, 1] or a mapping with kind, got {value!r}",
-            field=prefix,
-        )
+        raise InputError(f"expected a number in (0, 1] or a mapping with kind, got {value!r}",
+                         field=prefix)
     if value.get("kind") == "roofline":
         r: _RooflineSpec = validate_as(_RooflineSpec, dict(value), None, prefix)
         if r.value is not None:

@@ -25,6 +25,7 @@ from libra_opt.generators.descriptors import DLRMSpec, ResNetSpec, TransformerSp
 from libra_opt.generators.devices import Device, device_from_dict
 from libra_opt.io._yaml import dump_yaml, read_yaml
 from libra_opt.io.files import ParseCache
+from libra_opt.scenario.spec import thaw
 
 
 class FittedDevice(Protocol):
@@ -55,6 +56,7 @@ __all__ = [
     "calibrated_devices_yaml",
     "available_catalogs",
     "load_catalog",
+    "catalog_document",
     "catalog_cost_model",
 ]
 
@@ -165,9 +167,8 @@ def load_device(name: str) -> Device:
     """
     presets = _devices()
     if name not in presets:
-        raise InputError(
-            f"unknown device {short_repr(name, 80)}; presets: {', '.join(presets)}", field="device"
-        )
+        raise InputError(f"unknown device {short_repr(name, 80)}; presets: {', '.join(presets)}",
+                         field="device")
     return presets[name]
 
 
@@ -222,10 +223,8 @@ def device_from_value(value: Any, source: str, field: str = "device") -> Device:
         except InputError as exc:
             raise InputError(exc.message, source=source, field=field) from None
     if not isinstance(value, Mapping):
-        raise InputError(
-            f"expected a device preset name or a mapping, got {short_repr(value, 60)}",
-            source=source, field=field,
-        )
+        raise InputError(f"expected a device preset name or a mapping, got {short_repr(value, 60)}",
+                         source=source, field=field)
     entry = {str(k): v for k, v in value.items()}
     preset = entry.pop("preset", None)
     key = entry.pop("key", None)
@@ -265,19 +264,8 @@ def device_from_value(value: Any, source: str, field: str = "device") -> Device:
 
 
 def _entry_fields(device: Device) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for f in dataclasses.fields(device):
-        if f.name == "key":
-            continue
-        v = getattr(device, f.name)
-        if f.name == "peak_flops":
-            v = {str(k): float(x) for k, x in v.items()}
-        elif f.name == "gemm_tiles":
-            v = [[int(a), int(b)] for a, b in v]
-        elif f.name == "software_stacks":
-            v = {str(k): float(x) for k, x in v.items()}
-        out[f.name] = v
-    return out
+    return {f.name: thaw(getattr(device, f.name)) for f in dataclasses.fields(device)
+            if f.name != "key"}
 
 
 def device_entry(device: Device) -> dict[str, Any]:
@@ -389,23 +377,36 @@ def load_catalog(
     >>> cat.switch_radix("ScaleOut")
     64
     """
-    p = Path(name_or_path)
+    doc, path = catalog_document(name_or_path, cache=cache)
+    where = path or f"libra_opt/data/catalog/{name_or_path}.yaml"
+    return catalog_from_dict(doc, where, overrides,
+                             name=Path(path).stem if path else str(name_or_path))
+
+
+def catalog_document(ref: str | Path, base_dir: str | Path | None = None, *,
+                     cache: ParseCache | None = None) -> tuple[Any, str | None]:
+    """A catalog's document, by preset name or path (relative to ``base_dir``), and the file
+    it was read from (``None``: a preset).
+
+    Raises
+    ------
+    InputError
+        An unknown preset name (field ``catalog``), or the file's reading error.
+    """
+    p = Path(ref)
+    if base_dir is not None and not p.is_absolute():
+        p = Path(base_dir) / p
     try:
         exists = p.exists()
     except OSError:  # e.g. a name too long for the file system: not a file, so a preset name
         exists = False
     if p.suffix in (".yaml", ".yml") or exists:
-        return catalog_from_dict(read_yaml(p, cache=cache), str(p), overrides, name=p.stem)
+        return read_yaml(p, cache=cache), str(p)
     names = available_catalogs()
-    if str(name_or_path) not in names:
-        raise InputError(
-            f"no catalog {short_repr(str(name_or_path), 80)}; presets: {', '.join(names)} (or a path)",
-            field="catalog",
-        )
-    doc = _read_packaged("catalog", f"{name_or_path}.yaml", cache=cache)
-    return catalog_from_dict(
-        doc, f"libra_opt/data/catalog/{name_or_path}.yaml", overrides, name=str(name_or_path)
-    )
+    if str(ref) not in names:
+        raise InputError(f"no catalog {short_repr(str(ref), 80)}; presets: {', '.join(names)} "
+                         "(or a path)", field="catalog")
+    return _read_packaged("catalog", f"{ref}.yaml", cache=cache), None
 
 
 def catalog_cost_model(

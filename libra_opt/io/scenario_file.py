@@ -1,84 +1,8 @@
-"""The scenario YAML: read into a :class:`~libra_opt.scenario.spec.ScenarioSpec` in one
-validation pass (schema: :mod:`libra_opt.io._scenario_schema`), its files and presets read
-(:func:`resolve_spec`), compiled into a :class:`Scenario` (:func:`load_scenario`), and a spec
-written back (:func:`spec_to_yaml`, :func:`save_spec`).
-
-Example::
-
-    name: gpt3_4d
-    fabric:
-      dims:
-        - {name: chiplet, topology: ring, size: 4, tier: InterChiplet}
-        - {name: package, topology: fully_connected, size: 8, tier: InterPackage,
-           members: {fraction: [1.0, 0.5], share: [0.75, 0.25]}}   # optional: NPUs with
-                                                    # slower NICs (fabric.heterogeneous)
-      # or: libra_network: path/to/network.yml      (paths relative to this file)
-      # members: {package: {fraction: [1.0, 0.5], share: [0.5, 0.5], size: [8, 6]}}
-      #   (members by dimension name: beside libra_network or a builder as well)
-    cost_model: path/to/cost_model.yml              # LIBRA format, or an inline mapping
-    power_model: {InterChiplet: {Link: 0.01}}       # optional, W per GB/s, same shape
-    workloads:
-      - name: gpt3
-        astra_sim: path/to/workload.txt
-        communicator: path/to/communicator.yml
-        weight: 1.0
-    constraints:
-      linear: ["sum(bw) == 1000", "bw[0] >= bw[1]"]
-      bounds: {chiplet: [100, null]}                # per-dimension [min, max] GB/s
-      budget_usd: 2.0e7
-      power_w: 5.0e5
-    objective: perf                                  # or perf_per_cost
-    collective_model: pipelined                      # or sequential, topology_aware
-    collectives:                                     # topology_aware settings (efficiency: all models)
-      algorithm: {package: direct}                   # ring | direct | halving_doubling
-      chunks: 4                                      # chunks per collective
-      active_chunks: 2                               # chunks in flight (default unlimited)
-      endpoint_delay_s: 1.0e-8                       # per message
-      local_memory_gbps: 1600                        # reductions: 3 n / M per step
-      all_reduce: hierarchical                       # or full
-      efficiency: {chiplet: 0.9, package: h100_nvlink}   # fraction of line rate, preset or
-      #   NCCL curve (a100_nvlink_nccl...: the fraction at each collective's size); applies
-      #   under every collective model, the other settings under topology_aware only
-      link_latency_s: {chiplet: 5.0e-7}              # per hop (default: the dim's latency_s)
-      collective_algorithm: {all_to_all: {package: ring}}   # one kind's algorithm on a dim
-      # backend: congestion_aware                    (ASTRA-sim 2.0 analytical backend's
-      #                                               times; or congestion_unaware; not with
-      #                                               in_network_reduction)
-      # queues_per_dim: 2, active_chunks_per_dim: 2  (with backend: its queues per dim and
-      #                                               chunks in flight per dim; default 1)
-      # or: astra_sim_system: path/to/system.json    (ASTRA-sim 2.0 system configuration)
-      #     with backend: congestion_aware           (or congestion_unaware; required: the
-      #                                               file does not say which binary ran it)
-      #     and queues_per_dim: 1                     (ASTRA-sim's --num-queues-per-dim)
-    training_loop: no_overlap                        # or overlap
-    in_network_reduction: [package]                  # switch dims reducing in the network
-    compression:                                     # bytes per element of collectives
-      baseline: bf16                                 # what the workload's sizes assume
-      groups: {dp: fp8, tp: {forward: bf16, input_grad: fp8}}   # fp32 bf16 fp16 fp8 int8 int4
-    fine_grained_overlap:                            # needs training_loop: overlap
-      presets: [dp_backward, tp_layer, moe_all_to_all]
-      groups: {tp: 0.3, ep: {forward: 0.6}}          # fraction of a collective hidden
-    in_network_optimizer:                            # aggregators of dp_mode in_network_optimizer
-      dims: [pod]                                    # where their ports attach (default: the
-                                                     # outermost dim the DP group spans)
-      usd_per_port_gbps: 119                         # estimates by default (cost.aggregators)
-      usd_per_state_gb: 4.6875
-    diloco:                                          # DiLoCo across the sites of a dim
-      site_dim: site                                 # the datacenter interconnect dimension
-      params_per_npu: 1.4e9                          # parameters each NPU holds
-      sync_every_steps: 100                          # H
-      fragments: 1                                   # F (streaming)
-      delta_bits: 4                                  # b
-      overlap_steps: 0                               # tau (<= H / F; 0: blocking sync)
-      dp_group: dp
-    reliability:                                     # failures and goodput (cost.goodput)
-      detection_s: 120                               # required: seconds to notice a failure
-      restart_s: 480                                 #   and to restart from the checkpoint
-      rates_per_h: {gpu: 1.2e-5}                     # failures per part-hour (or mtbf_h:
-                                                     # hours); default Llama 3 Table 5
-      spares_per_domain: 1                           # hot spare NPUs per HB domain
-      replace_s: 1800                                # extra recovery without a free spare
-      checkpoint_write_gbps: 2000                    # storage write bandwidth, GB/s
+"""The scenario YAML: read into a :class:`~libra_opt.scenario.spec.ScenarioSpec` by its own
+checked construction (:func:`~libra_opt.scenario.spec.from_mapping`), its files and presets
+read (:func:`resolve_spec`), compiled into a :class:`Scenario` (:func:`load_scenario`), and a
+spec written back (:func:`spec_to_yaml`, :func:`save_spec`). The format (the spec's fields;
+paths relative to the file) is the README's "Scenario file" section.
 """
 
 from __future__ import annotations
@@ -89,13 +13,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from libra_opt.errors import InputError, input_context, short_repr
 from libra_opt.generators.generated import GeneratedWorkload
-from libra_opt.io._scenario_schema import FabricSpec as FabricSchema
-from libra_opt.io._scenario_schema import ScenarioFile
-from libra_opt.io._scenario_schema import WorkloadSpec as WorkloadSchema
 from libra_opt.io._yaml import dump_yaml, read_yaml
 from libra_opt.io.astra_sim import read_astra_sim
 from libra_opt.io.astra_sim_network import read_astra_sim_system
@@ -107,32 +26,23 @@ from libra_opt.io.libra import (
     read_libra_cost_model,
     read_libra_network,
 )
-from libra_opt.io.model_entry import ModelWorkloadEntry, model_workload_spec, resolve_model_refs
-from libra_opt.io.presets import _read_packaged, available_catalogs
+from libra_opt.io.model_entry import resolve_model_refs
+from libra_opt.io.presets import catalog_document
 from libra_opt.scenario.compile import compile, compile_fabric, compile_with_models
 from libra_opt.scenario.scenario import Scenario
 from libra_opt.scenario.spec import (
     API_SOURCE,
     CatalogSpec,
-    CollectivesSpec,
-    CompressionSpec,
-    ConstraintsSpec,
-    DiLoCoSpec,
-    DimSpec,
-    FabricSpec,
     FrozenMap,
-    InNetworkOptimizerSpec,
-    OverlapSpec,
     Ref,
     ScenarioSpec,
     WorkloadSpec,
+    from_mapping,
     thaw,
     with_read,
 )
-from libra_opt.schema import input_error_from_pydantic, validate_as
 
 __all__ = [
-    "ScenarioFile",
     "load_scenario",
     "load_scenario_with_models",
     "load_spec",
@@ -157,105 +67,14 @@ def _resolve(base: Path, rel: str, source: str, field: str) -> Path:
 # --------------------------------------------------------------------------- reading
 
 
-def _fabric_spec(data: dict[str, Any], source: str) -> FabricSpec:
-    """``fabric:``: inline ``dims``, a LIBRA ``libra_network`` file, or a ``builder``;
-    ``members:`` (by dimension name) beside any of them."""
-    members = data.get("members")
-    rest = {k: v for k, v in data.items() if k != "members"}
-    if members is not None and not isinstance(members, Mapping):
-        raise InputError("expected a mapping of dimension name -> members", source=source,
-                         field="fabric.members")
-    if "builder" in rest:
-        builder = rest["builder"]
-        if not isinstance(builder, str):
-            raise InputError(f"builder {builder!r} is not one of multi_dim, fat_tree, "
-                             "rail_only", source=source, field="fabric.builder")
-        args = {k: v for k, v in rest.items() if k != "builder"}
-        return _made(lambda: FabricSpec(builder=builder, args=FrozenMap(args),
-                                        members=members), source, "fabric")
-    try:
-        spec = FabricSchema.model_validate(rest)
-    except ValidationError as exc:
-        err = input_error_from_pydantic(exc, source)
-        raise InputError(
-            err.message, source=source, field=f"fabric.{err.field}" if err.field else "fabric"
-        ) from None
-    if (spec.dims is None) == (spec.libra_network is None):
-        raise InputError(
-            "give exactly one of 'dims' (inline), 'libra_network' (path) or 'builder' "
-            "(multi_dim, fat_tree, rail_only)",
-            source=source,
-            field="fabric",
-        )
-    if spec.libra_network is not None:
-        return _made(lambda: FabricSpec(libra_network=Ref(spec.libra_network),
-                                        members=members), source, "fabric")
-    assert spec.dims is not None
-    dims = tuple(DimSpec(**{**d.model_dump(exclude={"members"}),
-                            "members": None if d.members is None else d.members.model_dump()})
-                 for d in spec.dims)
-    return _made(lambda: FabricSpec(dims=dims, members=members), source, "fabric")
-
-
-def _made(build: Any, source: str, field: str) -> Any:
-    """``build()``, its errors (about values given in Python) blamed on ``source``."""
-    with input_context(source, field):
-        return build()
-
-
-def _cost_spec(f: ScenarioFile, source: str) -> tuple[Any, Any]:
-    """``cost_model:`` (a LIBRA file, inline tiers or ``{catalog, overrides}``) and
-    ``power_model:``, unresolved where they name files."""
-    data = f.cost_model
-    if isinstance(data, dict) and "catalog" in data:
-        unknown = sorted(set(data) - {"catalog", "overrides"})
-        if unknown:
-            raise InputError(f"unknown key(s) {', '.join(unknown)}; expected catalog, overrides",
-                             source=source, field="cost_model")
-        ref = data["catalog"]
-        if not isinstance(ref, str):
-            raise InputError(f"expected a catalog name or path, got {type(ref).__name__}",
-                             source=source, field="cost_model.catalog")
-        if not ref.strip():
-            raise InputError("empty path; expected the name of a file", source=source,
-                             field="cost_model.catalog")
-        overrides = data.get("overrides") or {}
-        if not isinstance(overrides, Mapping):
-            raise InputError("expected a mapping of dotted path -> value", source=source,
-                             field="cost_model.overrides")
-        cost: Any = CatalogSpec(Ref(ref), FrozenMap(overrides))
-    elif isinstance(data, str):
-        cost = Ref(data)
-    else:
-        cost = FrozenMap(parse_libra_prices(data, source, "cost_model"))
-    pm = f.power_model
-    power: Any = None
-    if isinstance(pm, str):
-        power = Ref(pm)
-    elif pm is not None:
-        power = FrozenMap(parse_libra_prices(pm, source, "power_model"))
-    return cost, power
-
-
-def _workload_spec(w: WorkloadSchema, i: int, source: str) -> WorkloadSpec:
-    """One ``workloads:`` entry (files and presets unresolved)."""
-    if w.model is not None:
-        stray = [k for k in ("astra_sim", "communicator") if getattr(w, k) is not None]
-        if stray:
-            raise InputError(f"a model-based workload takes no {', '.join(stray)}",
-                             source=source, field=f"workloads[{i}]")
-        given = {k: getattr(w, k) for k in WorkloadSchema.model_fields
-                 if getattr(w, k) is not None and k not in ("astra_sim", "communicator")}
-        prefix = f"workloads[{w.name[:60] or '?'}]"
-        entry: ModelWorkloadEntry = validate_as(ModelWorkloadEntry, given, source, prefix)
-        return model_workload_spec(entry, source, prefix)
-    return _made(lambda: WorkloadSpec(
-        name=w.name, weight=w.weight,
-        astra_sim=None if w.astra_sim is None else Ref(w.astra_sim),
-        communicator=None if w.communicator is None else Ref(w.communicator),
-        parallelism=w.parallelism, device=None if w.device is None else Ref(w.device),
-        mapping=w.mapping, efficiency=w.efficiency, check_memory=w.check_memory),
-        source, "workloads")
+def _priced(value: Any, source: str, field: str) -> Any:
+    """``cost_model:`` / ``power_model:`` as the spec holds it: a file's name (read later), a
+    catalog with overrides, or inline LIBRA price tables (checked here)."""
+    if not isinstance(value, Mapping):
+        return value
+    if "catalog" in value:
+        return from_mapping(CatalogSpec, value, field, strict=True)
+    return FrozenMap(parse_libra_prices(value, source, field))
 
 
 def spec_from_dict(data: Any, source: str = "<dict>", base_dir: str | Path = ".",
@@ -270,86 +89,32 @@ def spec_from_dict(data: Any, source: str = "<dict>", base_dir: str | Path = "."
     """
     if not isinstance(data, dict):
         raise InputError("expected a mapping at the top of the scenario", source=source)
-    try:
-        f = ScenarioFile.model_validate(data)
-    except ValidationError as exc:
-        raise input_error_from_pydantic(exc, source) from None
-    fabric = _fabric_spec(f.fabric, source)
-    cost, power = _cost_spec(f, source)
-    c = f.constraints
-    coll = None
-    if f.collectives is not None:
-        cs = f.collectives
-        if cs.astra_sim_system is not None:
-            # the backend and the queues are not in ASTRA-sim's system file
-            beside = CollectivesSpec.BESIDE_SYSTEM
-            given = sorted(k for k in cs.model_fields_set
-                           if k != "astra_sim_system" and k not in beside)
-            if given:
-                raise InputError(
-                    f"give either astra_sim_system or the settings ({', '.join(given)}), "
-                    "not both", source=source, field="collectives")
-            coll = _made(lambda: CollectivesSpec(
-                astra_sim_system=Ref(cs.astra_sim_system),
-                **{k: getattr(cs, k) for k in beside}), source, "collectives")
-        else:
-            coll = _made(lambda: CollectivesSpec(**cs.model_dump(exclude={"astra_sim_system"})),
-                         source, "collectives")
-
-    def section(cls: Any, value: Any, key: str) -> Any:
-        return None if value is None else _made(lambda: cls(**value.model_dump()), source, key)
-
-    spec = _made(lambda: ScenarioSpec(
-        fabric=fabric,
-        cost_model=cost,
-        power_model=power,
-        workloads=tuple(_workload_spec(w, i, source) for i, w in enumerate(f.workloads)),
-        constraints=ConstraintsSpec(linear=tuple(c.linear), bounds=FrozenMap(c.bounds),
-                                    budget_usd=c.budget_usd, power_w=c.power_w,
-                                    rhs=FrozenMap(c.rhs)),
-        objective=f.objective,
-        collective_model=f.collective_model,
-        training_loop=f.training_loop,
-        traffic_model=f.traffic_model,
-        collectives=coll,
-        in_network_reduction=tuple(f.in_network_reduction),
-        compression=section(CompressionSpec, f.compression, "compression"),
-        fine_grained_overlap=section(OverlapSpec, f.fine_grained_overlap,
-                                     "fine_grained_overlap"),
-        diloco=section(DiLoCoSpec, f.diloco, "diloco"),
-        in_network_optimizer=section(InNetworkOptimizerSpec, f.in_network_optimizer,
-                                     "in_network_optimizer"),
-        tco=None if f.tco is None else FrozenMap(f.tco),
-        reliability=None if f.reliability is None else FrozenMap(f.reliability),
-        name=f.name,
-        source=source,
-        base_dir=str(base_dir),
-    ), source, "scenario")
+    doc = dict(data)
+    fabric = doc.get("fabric")
+    if isinstance(fabric, Mapping) and "builder" in fabric:  # its parameters beside it
+        doc["fabric"] = {"builder": fabric["builder"], "members": fabric.get("members"),
+                         "args": {k: v for k, v in fabric.items()
+                                  if k not in ("builder", "members")}}
+    with input_context(source):
+        for key in ("cost_model", "power_model"):
+            if key in doc:
+                doc[key] = _priced(doc[key], source, key)
+        spec = from_mapping(ScenarioSpec, doc, strict=True, source=source,
+                            base_dir=str(base_dir))
+    if spec.fabric.dims is not None:  # the dimensions' own checks (Dim), at the boundary
+        compile_fabric(spec.fabric, source)
     return resolve_spec(spec, cache=cache) if resolve else spec
 
 
 def _catalog(ref: str, base: Path, source: str, cache: ParseCache) -> Ref:
     """A catalog by name or path: its document (validated when compiled)."""
-    path = _resolve(base, ref, source, "cost_model.catalog")
-    p = path if path.suffix in (".yaml", ".yml") else Path(ref)
-    try:
-        exists = p.exists()
-    except OSError:  # e.g. a name too long for the file system: a preset name
-        exists = False
-    if p.suffix in (".yaml", ".yml") or exists:
-        return Ref(ref, FrozenMap(_mapping(read_yaml(p, cache=cache), str(p))), str(p))
-    names = available_catalogs()
-    if ref not in names:
-        raise InputError(f"no catalog {short_repr(ref, 80)}; presets: {', '.join(names)} "
-                         "(or a path)", source=source, field="cost_model.catalog")
-    doc = _read_packaged("catalog", f"{ref}.yaml", cache=cache)
-    return Ref(ref, FrozenMap(_mapping(doc, f"libra_opt/data/catalog/{ref}.yaml")))
-
-
-def _mapping(doc: Any, source: str) -> Any:
+    _resolve(base, ref, source, "cost_model.catalog")  # an empty path is an error
+    with input_context(source, "cost_model"):
+        doc, path = catalog_document(ref, base, cache=cache)
     if not isinstance(doc, Mapping):
-        raise InputError("expected a mapping (a parts catalog)", source=source)
-    return doc
+        raise InputError("expected a mapping (a parts catalog)",
+                         source=path or f"libra_opt/data/catalog/{ref}.yaml")
+    return Ref(ref, FrozenMap(doc), path)
 
 
 def resolve_spec(spec: ScenarioSpec, *, cache: ParseCache | None = None) -> ScenarioSpec:

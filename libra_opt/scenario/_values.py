@@ -11,7 +11,7 @@ import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 import yaml
@@ -23,9 +23,11 @@ __all__ = [
     "API_SOURCE",
     "FrozenMap",
     "Ref",
+    "bounded",
     "coerce",
     "freeze",
     "from_mapping",
+    "missing_error",
     "parse_value",
     "thaw",
     "unique_labels",
@@ -145,31 +147,49 @@ class Ref:
 
 
 class _Node:
-    """Base of the spec's dataclasses: fields checked and frozen against their types."""
-
-    #: Fields that are a Ref, with what they name (for the resolver and messages).
-    _REFS: ClassVar[dict[str, str]] = {}
+    """Base of the spec's dataclasses: fields checked and frozen against their types, and
+    against the bounds of :func:`bounded` fields."""
 
     def __post_init__(self) -> None:
-        for name, tp, kind, optional, kept, words in _init_fields(typing.cast(Any, type(self))):
-            old = getattr(self, name)
-            if (old is None and optional) or type(old) in kept or (
-                    type(old) is str and old in words):
-                continue  # what coerce returns as it is
-            new = coerce(tp, old, name, kind=kind)
-            if new is not old:
-                object.__setattr__(self, name, new)
+        for name, tp, kind, optional, kept, words, bounds in _init_fields(
+                typing.cast(Any, type(self))):
+            value = getattr(self, name)
+            if not ((value is None and optional) or type(value) in kept or (
+                    type(value) is str and value in words)):  # else what coerce returns
+                new = coerce(tp, value, name, kind=kind)
+                if new is not value:
+                    object.__setattr__(self, name, new)
+                    value = new
+            if bounds and value is not None:
+                _check_bounds(name, value, bounds)
+
+
+def bounded(default: Any = dataclasses.MISSING, *, gt: float | None = None,
+            ge: float | None = None, le: float | None = None) -> Any:
+    """A spec field whose number is checked against ``gt`` / ``ge`` / ``le`` on every
+    construction (``None``, where the type allows it, is not checked)."""
+    bounds = tuple((op, b) for op, b in ((">", gt), (">=", ge), ("<=", le)) if b is not None)
+    return field(default=default, metadata={"bounds": bounds})
+
+
+_OPS = {">": float.__gt__, ">=": float.__ge__, "<=": float.__le__}
+
+
+def _check_bounds(name: str, value: Any, bounds: tuple[tuple[str, float], ...]) -> None:
+    for op, b in bounds:
+        if not _OPS[op](float(value), b):
+            shown = int(b) if float(b).is_integer() else b
+            raise InputError(f"{name} {short_repr(value, 60)} is out of range: expected a "
+                             f"number {op} {shown}",
+                             source=API_SOURCE, field=name)
 
 
 @cache
-def _init_fields(
-    cls: Any,
-) -> tuple[tuple[str, Any, str | None, bool, frozenset[type], frozenset[str]], ...]:
-    """``(name, annotated type, Ref kind, None allowed, types kept, words kept)`` of each
-    init field of a spec dataclass, where :func:`coerce` returns a value of a kept type as
-    it is (the annotated class, or a union's first member or a Ref; never ``float``, which
-    is checked for finiteness), and so a kept word (an option of a ``Literal`` of text): a
-    pure function of the class, worked out once."""
+def _init_fields(cls: Any) -> tuple[tuple[Any, ...], ...]:
+    """``(name, annotated type, Ref kind (the name), None allowed, types kept, words kept,
+    bounds)`` of each init field of a spec dataclass, worked out once: :func:`coerce` returns
+    a value of a kept type (the annotated class, or a union's first member or a Ref; never ``float``,
+    which is checked for finiteness) or a kept word (an option of a ``Literal``) as it is."""
     hints = typing.get_type_hints(cls)
     out = []
     for f in dataclasses.fields(cls):
@@ -186,7 +206,8 @@ def _init_fields(
         kept = {k for k in kept if isinstance(k, type) and k is not float}
         words = frozenset(a for a in args if type(a) is str) if origin is typing.Literal \
             else frozenset()
-        out.append((f.name, tp, cls._REFS.get(f.name), optional, frozenset(kept), words))
+        out.append((f.name, tp, f.name, optional, frozenset(kept), words,
+                    f.metadata.get("bounds", ())))
     return tuple(out)
 
 
@@ -219,9 +240,11 @@ def _parse_text(value: Any) -> Any:
     return parse_value(value) if isinstance(value, str) else value
 
 
-def coerce(tp: Any, value: Any, path: str, *, kind: str | None = None) -> Any:
+def coerce(tp: Any, value: Any, path: str, *, kind: str | None = None,
+           strict: bool = False) -> Any:
     """``value`` checked and converted to the annotated type ``tp`` (numbers given as text
-    are parsed; numpy integers and integral floats are taken for integers).
+    are parsed; numpy integers and integral floats are taken for integers, unless
+    ``strict``: a file's integer is an integer).
 
     Raises
     ------
@@ -255,39 +278,39 @@ def coerce(tp: Any, value: Any, path: str, *, kind: str | None = None) -> Any:
         members = [a for a in args if a is not type(None)]
         if type(value) is members[0] or (type(value) is Ref and Ref in members):
             # the first member's type, or a Ref (which no other member takes): one try
-            return coerce(type(value), value, path, kind=kind)
+            return coerce(type(value), value, path, kind=kind, strict=strict)
         errors = []
         for a in members:
             try:
-                return coerce(a, value, path, kind=kind)
+                return coerce(a, value, path, kind=kind, strict=strict)
             except InputError as exc:
                 errors.append(exc)
         if len(errors) == 1:
             raise errors[0]
-        raise _bad(path, " or ".join(_describe(a) for a in members), value)
+        raise _bad(path, " or ".join(dict.fromkeys(_describe(a, kind) for a in members)), value)
     if origin is typing.Literal:
-        options = args
-        if vt is str and value in options:
+        if vt is str and value in args:
             return value
-        if isinstance(value, str) and value not in options:
+        if isinstance(value, str):
             value = parse_value(value)  # a number given as text
         if isinstance(value, np.generic):
             value = value.item()
-        if isinstance(value, float) and value.is_integer() and int(value) in options:
+        if isinstance(value, float) and value.is_integer() and int(value) in args:
             value = int(value)
-        if value not in options or isinstance(value, bool) != any(
-                isinstance(o, bool) for o in options if o == value):
+        if value not in args or isinstance(value, bool) != any(
+                isinstance(o, bool) for o in args if o == value):
             raise InputError(f"{short_repr(value, 60)} is not one of "
-                             f"{', '.join(map(str, options))}", source=API_SOURCE, field=path)
+                             f"{', '.join(map(str, args))}", source=API_SOURCE, field=path)
         return value
     if origin is tuple:
-        (item, *_rest) = args
+        item = args[0]
         if vt is tuple and item is not float and all(type(v) is item for v in value):
             return value  # each item already the annotated class: kept as it is
         value = _parse_text(value)
         if isinstance(value, str | bytes) or not isinstance(value, list | tuple):
             raise _bad(path, "a list", value)
-        out = tuple(coerce(item, v, f"{path}[{i}]", kind=kind) for i, v in enumerate(value))
+        out = tuple(coerce(item, v, f"{path}[{i}]", kind=kind, strict=strict)
+                    for i, v in enumerate(value))
         return value if isinstance(value, tuple) and all(
             a is b for a, b in zip(out, value, strict=True)) else out
     if tp is bool:
@@ -296,10 +319,9 @@ def coerce(tp: Any, value: Any, path: str, *, kind: str | None = None) -> Any:
             raise _bad(path, "true or false", value)
         return bool(value)
     if tp is int:
-        value = _parse_text(value)
-        if _is_int(value):
-            return int(value)
-        if _is_number(value) and float(value).is_integer():
+        if not strict:
+            value = _parse_text(value)
+        if _is_int(value) or (not strict and _is_number(value) and float(value).is_integer()):
             return int(value)
         raise _bad(path, "a number (an integer)", value)
     if tp is float:
@@ -311,13 +333,17 @@ def coerce(tp: Any, value: Any, path: str, *, kind: str | None = None) -> Any:
         if not isinstance(value, str):
             raise _bad(path, "text", value)
         return value
-    if tp is FrozenMap or origin is Mapping:  # an open mapping, frozen
-        if isinstance(value, FrozenMap):
-            return value
-        value = _parse_text(value)
+    if tp is FrozenMap or origin is Mapping:  # a mapping, frozen; its values typed when given
+        value = value if isinstance(value, FrozenMap) else _parse_text(value)
         if not isinstance(value, Mapping):
             raise _bad(path, "a mapping", value)
-        return FrozenMap(value)
+        item = args[1] if args else Any
+        if item is Any:
+            return value if isinstance(value, FrozenMap) else FrozenMap(value)
+        items = {k: coerce(item, v, f"{path}.{k}", kind=kind, strict=strict)
+                 for k, v in value.items()}
+        return value if isinstance(value, FrozenMap) and all(
+            items[k] is v for k, v in value.items()) else FrozenMap(items)
     if tp is Ref:
         if isinstance(value, Ref):
             return value
@@ -328,50 +354,67 @@ def coerce(tp: Any, value: Any, path: str, *, kind: str | None = None) -> Any:
         name = getattr(value, "key", None) or getattr(value, "name", None)
         if kind in ("model", "device") and isinstance(name, str):
             return Ref(name, value)  # a value built in Python (a preset's object)
-        raise _bad(path, f"a {kind or 'file'} reference (a name, a path or a Ref)", value)
+        raise _bad(path, _describe(Ref, kind), value)
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         if isinstance(value, tp):
             return value
         value = _parse_text(value)
         if not isinstance(value, Mapping):
             raise _bad(path, "a mapping", value)
-        return from_mapping(tp, value, path)
+        return from_mapping(tp, value, path, strict=strict)
     raise TypeError(f"no rule for {tp!r}")  # pragma: no cover - a spec class's own bug
 
 
 _UnionType = type(int | None)
 
 
-def _describe(tp: Any) -> str:
+def _describe(tp: Any, kind: str | None = None) -> str:
+    if tp is Ref:
+        return "a device preset name or a mapping" if kind == "device" else \
+            "a name or a path"
     if tp is int:
         return "an integer"
     if tp is float:
         return "a number"
     if tp is str:
         return "text"
-    if tp is FrozenMap or (isinstance(tp, type) and dataclasses.is_dataclass(tp)):
+    origin = typing.get_origin(tp)
+    if tp is FrozenMap or origin is Mapping or dataclasses.is_dataclass(tp):
         return "a mapping"
-    if typing.get_origin(tp) is tuple:
-        return "a list"
-    return getattr(tp, "__name__", str(tp))
+    return "a list" if origin is tuple else getattr(tp, "__name__", str(tp))
 
 
-def from_mapping(cls: type, data: Mapping[str, Any], path: str = "") -> Any:
-    """A spec dataclass from a mapping of its fields (unknown or missing keys are errors
-    naming ``path``)."""
-    names = [f.name for f in dataclasses.fields(cls) if f.init]
+def from_mapping(cls: type, data: Mapping[str, Any], path: str = "", *, strict: bool = False,
+                 **given: Any) -> Any:
+    """A spec dataclass from a mapping of its fields, as a file holds it (``strict``: each
+    value checked against its field's type before the class's own checks), with the
+    fields ``given`` beside them. Unknown or missing keys are errors naming ``path``."""
+    fields = [f for f in dataclasses.fields(cls) if f.init and f.compare]
+    names = [f.name for f in fields]
+    where = path or None
     unknown = sorted(str(k) for k in data if k not in names)
-    where = path or cls.__name__
     if unknown:
         raise InputError(f"unknown key(s) {', '.join(unknown)}; expected "
                          f"{', '.join(names)}", source=API_SOURCE, field=where)
-    required = [f.name for f in dataclasses.fields(cls) if f.init
-                and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
-    missing = [k for k in required if k not in data]
+    missing = [f.name for f in fields if f.name not in data
+               and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
     if missing:
-        raise InputError(f"missing {', '.join(missing)}", source=API_SOURCE, field=where)
-    with input_context(API_SOURCE if path else None, path or None):
-        return cls(**dict(data))
+        raise missing_error(missing, path)
+    values = dict(data)
+    if strict:
+        hints = _hints(cls)
+        for key, value in values.items():
+            values[key] = coerce(hints[key], value, f"{path}.{key}" if path else key,
+                                 kind=key, strict=True)
+    with input_context(API_SOURCE if path else None, where):
+        return cls(**values, **given)
+
+
+def missing_error(keys: list[str], path: str = "") -> InputError:
+    """The error for required ``keys`` (of the section at ``path``) that were not given."""
+    more = f" (so are {', '.join(keys[1:])})" if keys[1:] else ""
+    return InputError(f"required field is missing{more}", source=API_SOURCE,
+                      field=f"{path}.{keys[0]}" if path else keys[0])
 
 
 def unique_labels(labels: list[str]) -> list[str]:

@@ -33,7 +33,6 @@ Examples
 from __future__ import annotations
 
 import dataclasses
-import math
 import re
 import typing
 from collections.abc import Mapping
@@ -150,15 +149,9 @@ def _dim_names(value: Any, path: str) -> tuple[str, ...]:
     raise InputError(f"expected a list of dimension names, got {short_repr(value)}", field=path)
 
 
-@input_context(API_SOURCE)
 def _number(value: Any, path: str) -> float:
-    if isinstance(value, str):
-        value = parse_value(value)
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise InputError(f"expected a finite number, got {short_repr(value)}", field=path)
-    return float(value)
+    """``value`` as a finite number (text parsed); errors name ``path``."""
+    return float(coerce(float, value, path))
 
 
 @input_context(API_SOURCE)
@@ -208,7 +201,7 @@ def _set(node: Any, segs: list[str | int], value: Any, path: str, where: str,
     if not segs:
         if tp is None:
             return compatible(node, value, path)
-        return coerce(tp, value, path, kind=_kind_of(where))
+        return coerce(tp, value, path, kind=where.rsplit(".", 1)[-1])  # a Ref: its field
     key, rest = segs[0], segs[1:]
     if isinstance(node, _Node):
         return _set_field(node, key, rest, value, path, where)
@@ -221,7 +214,7 @@ def _set(node: Any, segs: list[str | int], value: Any, path: str, where: str,
         if tp is not None and _is_spec_type(tp):
             # an absent section: built from the one key given (its checks apply)
             built = _set(FrozenMap(), segs, value, path, where, None)
-            return coerce(tp, built, path)
+            return coerce(tp, built, where)
         node = FrozenMap()
     if isinstance(node, tuple):
         i = _index(node, key, path, where)
@@ -270,12 +263,6 @@ def _set_field(node: Any, key: str | int, rest: list[str | int], value: Any, pat
         if exc.source not in (None, API_SOURCE):
             raise
         raise InputError(exc.message, field=path) from None
-
-
-def _kind_of(where: str) -> str | None:
-    last = where.rsplit(".", 1)[-1]
-    return last if last in ("model", "device", "astra_sim", "communicator", "libra_network",
-                            "cost_model", "power_model", "catalog", "astra_sim_system") else None
 
 
 def _members(tp: Any) -> tuple[Any, ...]:

@@ -16,10 +16,6 @@ from libra_opt.fabric.dims import Fabric
 from libra_opt.fabric.frozen import FrozenOnUnpickle
 from libra_opt.fabric.heterogeneous import check_uneven_sizes
 from libra_opt.options import (
-    COLLECTIVE_MODELS,
-    OBJECTIVES,
-    TRAFFIC_MODELS,
-    TRAINING_LOOPS,
     CollectiveModel,
     Objective,
     TrafficModel,
@@ -140,29 +136,18 @@ class Scenario(FrozenOnUnpickle):
             raise InputError("a scenario needs at least one workload", field="workloads")
         names = [w.name for w in self.workloads]
         if len(set(names)) != len(names):
-            raise InputError(
-                f"workload names must be unique, got {names}", field="workloads"
-            )
+            raise InputError(f"workload names must be unique, got {names}", field="workloads")
         self._check_weights()
         for wl in self.workloads:
             check_on_fabric(wl, self.fabric)
         self._check_limits()
-        checks = (
-            ("objective", OBJECTIVES),
-            ("collective_model", COLLECTIVE_MODELS),
-            ("training_loop", TRAINING_LOOPS),
-            ("traffic_model", TRAFFIC_MODELS),
-        )
-        for key, allowed in checks:
-            if getattr(self, key) not in allowed:
-                raise InputError(
-                    f"{getattr(self, key)!r} is not one of {', '.join(allowed)}", field=key,
-                )
         inr = self.in_network_reduction
         if isinstance(inr, str) or not all(isinstance(n, str) for n in inr):
             raise InputError(f"expected a list of dimension names, got {inr!r}",
-            field="in_network_reduction")
+                             field="in_network_reduction")
         object.__setattr__(self, "in_network_reduction", tuple(sorted(set(inr))))
+        self.objective_model  # noqa: B018 - the objective's name, checked by its type
+        self.timing  # noqa: B018 - the collective model, training loop and traffic model
         in_network_dims(self.in_network_reduction, self.fabric)
         if self.collectives is not None:
             self.collectives.check(self.fabric)
@@ -189,8 +174,7 @@ class Scenario(FrozenOnUnpickle):
             assert self.tco is not None
             self.tco.n_steps  # noqa: B018 - raises InputError when the run length is missing
 
-        if self.timing.overlapped and any(w.hidden_window_s > 0
-                                                       for w in self.workloads):
+        if self.timing.overlapped and any(w.hidden_window_s > 0 for w in self.workloads):
             # a window hides a sync behind compute on links idle during compute; under an
             # overlapped loop the step's own collectives use those links then
             raise InputError(
@@ -227,10 +211,8 @@ class Scenario(FrozenOnUnpickle):
         weights = self.weights if self.weights is not None else (1.0,) * len(self.workloads)
         weights = tuple(float(w) for w in weights)
         if len(weights) != len(self.workloads):
-            raise InputError(
-                f"{len(weights)} weights for {len(self.workloads)} workloads",
-                field="workloads.weight",
-            )
+            raise InputError(f"{len(weights)} weights for {len(self.workloads)} workloads",
+                             field="workloads.weight")
         for w, wl in zip(weights, self.workloads, strict=True):
             if not math.isfinite(w) or w <= 0:
                 raise InputError(

@@ -1,30 +1,15 @@
 """The design as a value: :class:`ScenarioSpec`, the recipe a scenario is compiled from.
 
-A spec holds everything a scenario file can say, as a frozen tree of dataclasses whose field
-names are the file's keys: the fabric (inline dimensions, a builder call or a LIBRA network),
-prices (inline tables, a LIBRA cost file or a catalog with overrides), the power model, the
-workloads (model + parallelism + device + mapping, or ASTRA-sim + LIBRA communicator files),
-the timing options, compression, fine-grained overlap, DiLoCo, in-network reduction and the
-in-network optimizer's aggregators, the constraints, caps, TCO, the failure model
-(``reliability``) and the objective.
-
-:func:`libra_opt.scenario.compile.compile` turns a spec into a
-:class:`~libra_opt.scenario.scenario.Scenario` without touching a file. An entry that comes
-from a file or a packaged preset (a model descriptor, a device preset, a LIBRA file, an
-ASTRA-sim workload or system file, a catalog) is a :class:`Ref`: what the scenario wrote
-(``ref``: the name, the path text or the mapping) and the value :mod:`libra_opt.io` parsed
-from it (``value``), with the file it came from (``path``, for messages). A ``Ref`` whose
-value is still ``None`` is *unresolved*: :func:`libra_opt.compile` (and
-:func:`libra_opt.load_spec`) resolve it through :mod:`libra_opt.io`; the pure compiler
-refuses it.
-
-Open parts whose checks live with the model that reads them (parallelism, device fields, a
-mapping, builder parameters, members, TCO, catalog overrides) are :class:`FrozenMap` values:
-read-only, hashable mappings whose lists are tuples.
-
-A spec is edited by dotted path with :meth:`ScenarioSpec.replace` (the grammar of
-:mod:`libra_opt.scenario.edit`), which returns a new spec and checks the value against the
-field's type.
+A spec holds everything a scenario file can say as a frozen tree of dataclasses whose field
+names are the file's keys; a field's type (and :func:`bounded` range) is its one check, run on
+every construction: when a file is read (:func:`from_mapping`, strict), when a spec is built in
+Python and when :meth:`ScenarioSpec.replace` edits it (the grammar of
+:mod:`libra_opt.scenario.edit`). An entry read from a file or a packaged preset is a
+:class:`Ref` (what the scenario wrote, and the value :mod:`libra_opt.io` parsed from it; an
+unresolved one is read by :func:`libra_opt.compile`). Open parts whose checks live with the
+model that reads them (parallelism, device fields, mapping, builder parameters, TCO) are
+:class:`FrozenMap` values. :func:`libra_opt.scenario.compile.compile` turns a spec into a
+:class:`~libra_opt.scenario.scenario.Scenario` without touching a file.
 
 Examples
 --------
@@ -60,6 +45,7 @@ from libra_opt.cost.aggregators import (
 from libra_opt.errors import InputError, short_repr
 from libra_opt.options import (
     AllReduceVariant,
+    CollectiveAlgorithm,
     CollectiveModel,
     Objective,
     SwitchPricing,
@@ -72,10 +58,11 @@ from libra_opt.scenario._values import (
     API_SOURCE,
     FrozenMap,
     Ref,
-    _bad,
-    _is_number,
     _Node,
+    bounded,
     freeze,
+    from_mapping,
+    missing_error,
     thaw,
     unique_labels,
 )
@@ -98,6 +85,7 @@ __all__ = [
     "ScenarioSpec",
     "WorkloadSpec",
     "freeze",
+    "from_mapping",
     "thaw",
     "with_read",
 ]
@@ -107,9 +95,10 @@ _EMPTY = FrozenMap()
 
 @dataclass(frozen=True)
 class DimSpec(_Node):
-    """One inline fabric dimension (the fields of :class:`~libra_opt.fabric.dims.Dim`;
-    ``members`` as the mapping :func:`~libra_opt.fabric.heterogeneous.members_from_mapping`
-    reads)."""
+    """One inline fabric dimension: the fields of :class:`~libra_opt.fabric.dims.Dim`, which
+    checks their values when a file is read and when the spec is compiled (an edit may pass
+    through a combination only its next edit makes valid). ``members``: the mapping
+    :func:`~libra_opt.fabric.heterogeneous.members_from_mapping` reads."""
 
     name: str
     topology: TopologyName
@@ -134,18 +123,15 @@ class FabricSpec(_Node):
     args: Mapping[str, Any] = _EMPTY
     libra_network: Ref | None = None
     members: Mapping[str, Any] | None = None
-    _REFS: ClassVar[dict[str, str]] = {"libra_network": "libra_network"}
 
     def __post_init__(self) -> None:
         super().__post_init__()
         given = [k for k in ("dims", "builder", "libra_network") if getattr(self, k) is not None]
         if len(given) != 1:
             raise InputError("give exactly one of 'dims' (inline), 'libra_network' (path) or "
-                             "'builder' (multi_dim, fat_tree, rail_only)", source=API_SOURCE,
-                             field="fabric")
+                             "'builder' (multi_dim, fat_tree, rail_only)", source=API_SOURCE)
         if self.args and self.builder is None:
-            raise InputError("builder parameters without a builder", source=API_SOURCE,
-                             field="fabric")
+            raise InputError("builder parameters without a builder", source=API_SOURCE)
 
 
 @dataclass(frozen=True)
@@ -155,7 +141,6 @@ class CatalogSpec(_Node):
 
     catalog: Ref
     overrides: Mapping[str, Any] = _EMPTY
-    _REFS: ClassVar[dict[str, str]] = {"catalog": "catalog"}
 
 
 def _parallelism_key_type(key: str) -> Any:
@@ -181,7 +166,7 @@ class WorkloadSpec(_Node):
     ``communicator`` files."""
 
     name: str
-    weight: float = 1.0
+    weight: float = bounded(1.0, gt=0)
     astra_sim: Ref | None = None
     communicator: Ref | None = None
     model: Ref | None = None
@@ -190,8 +175,8 @@ class WorkloadSpec(_Node):
     mapping: Mapping[str, Any] | None = None
     efficiency: float | Mapping[str, Any] | None = None
     check_memory: bool | None = None
-    _REFS: ClassVar[dict[str, str]] = {"astra_sim": "astra_sim", "communicator": "communicator",
-                                       "model": "model", "device": "device"}
+    #: The fields that are a :class:`Ref` (a Ref's kind is its field's name).
+    REFS: ClassVar[tuple[str, ...]] = ("astra_sim", "communicator", "model", "device")
     #: Open mappings whose keys have types (checked by :meth:`ScenarioSpec.replace`).
     _OPEN: ClassVar[dict[str, Callable[[str], Any]]] = {"parallelism": _parallelism_key_type}
 
@@ -199,9 +184,14 @@ class WorkloadSpec(_Node):
         super().__post_init__()
         if not self.name:
             raise InputError("a workload needs a name", source=API_SOURCE, field="name")
-        if not self.weight > 0:
-            raise InputError(f"weight must be > 0, got {self.weight:g}", source=API_SOURCE,
-                             field="weight")
+        if self.model is not None:
+            stray = [k for k in ("astra_sim", "communicator") if getattr(self, k) is not None]
+            if stray:
+                raise InputError(f"a model-based workload takes no {', '.join(stray)}",
+                                 source=API_SOURCE)
+            missing = [k for k in ("parallelism", "device") if getattr(self, k) is None]
+            if missing:
+                raise missing_error(missing)
 
 
 @dataclass(frozen=True)
@@ -211,26 +201,17 @@ class ConstraintsSpec(_Node):
     ``--set "<label>=<value>"`` and right-hand-side sweeps change)."""
 
     linear: tuple[str, ...] = ()
-    bounds: Mapping[str, Any] = _EMPTY
-    budget_usd: float | None = None
-    power_w: float | None = None
-    rhs: Mapping[str, Any] = _EMPTY
+    bounds: Mapping[str, tuple[float | None, ...]] = _EMPTY
+    budget_usd: float | None = bounded(None, gt=0)
+    power_w: float | None = bounded(None, gt=0)
+    rhs: Mapping[str, float] = _EMPTY
 
     def __post_init__(self) -> None:
         super().__post_init__()
         for key, pair in self.bounds.items():
-            if not isinstance(pair, tuple) or len(pair) != 2 or not all(
-                    v is None or _is_number(v) for v in pair):
+            if len(pair) != 2:
                 raise InputError(f"bounds of {short_repr(key, 80)} must be [min, max] (null "
                                  "for none)", source=API_SOURCE, field=f"bounds.{key}")
-        for key in ("budget_usd", "power_w"):
-            v = getattr(self, key)
-            if v is not None and not v > 0:
-                raise InputError(f"{key} {v!r} is out of range: expected a number > 0",
-                                 source=API_SOURCE, field=key)
-        for label, v in self.rhs.items():
-            if not _is_number(v):
-                raise _bad(f"rhs.{label}", "a number", v)
 
     def labels(self) -> list[str]:
         """The labels of the constraints' rows, in order, before repeats are numbered
@@ -261,22 +242,30 @@ class CollectivesSpec(_Node):
     ``topology_aware`` only.
     """
 
-    algorithm: Mapping[str, Any] = _EMPTY
-    chunks: int = 1
-    active_chunks: int | None = None
-    endpoint_delay_s: float = 0.0
-    local_memory_gbps: float | None = None
+    algorithm: Mapping[str, CollectiveAlgorithm] = _EMPTY
+    chunks: int = bounded(1, ge=1, le=1_000_000)
+    active_chunks: int | None = bounded(None, ge=1)
+    endpoint_delay_s: float = bounded(0.0, ge=0)
+    local_memory_gbps: float | None = bounded(None, gt=0)
     all_reduce: AllReduceVariant = "hierarchical"
-    efficiency: Mapping[str, Any] = _EMPTY
-    link_latency_s: Mapping[str, Any] = _EMPTY
+    efficiency: Mapping[str, float | str] = _EMPTY
+    link_latency_s: Mapping[str, float] = _EMPTY
     backend: Backend | None = None
-    queues_per_dim: int = 1
-    active_chunks_per_dim: int = 1
-    collective_algorithm: Mapping[str, Any] = _EMPTY
+    queues_per_dim: int = bounded(1, ge=1)
+    active_chunks_per_dim: int = bounded(1, ge=1)
+    collective_algorithm: Mapping[str, Mapping[str, CollectiveAlgorithm]] = _EMPTY
     astra_sim_system: Ref | None = None
     #: Keys that may be given beside ``astra_sim_system`` (not in ASTRA-sim's system file).
     BESIDE_SYSTEM: ClassVar[tuple[str, ...]] = ("backend", "queues_per_dim")
-    _REFS: ClassVar[dict[str, str]] = {"astra_sim_system": "astra_sim_system"}
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.astra_sim_system is not None:
+            given = sorted(f.name for f in dataclasses.fields(self) if f.name not in (
+                "astra_sim_system", *self.BESIDE_SYSTEM) and getattr(self, f.name) != f.default)
+            if given:
+                raise InputError(f"give either astra_sim_system or the settings "
+                                 f"({', '.join(given)}), not both", source=API_SOURCE)
 
 
 @dataclass(frozen=True)
@@ -285,7 +274,7 @@ class CompressionSpec(_Node):
     element by group and phase, against the ``baseline`` the workload's sizes assume."""
 
     baseline: str = "bf16"
-    groups: Mapping[str, Any] = _EMPTY
+    groups: Mapping[str, str | Mapping[str, str]] = _EMPTY
 
 
 @dataclass(frozen=True)
@@ -293,7 +282,7 @@ class OverlapSpec(_Node):
     """``fine_grained_overlap:`` (:class:`~libra_opt.traffic.overlap.OverlapPolicy`)."""
 
     presets: tuple[str, ...] = ()
-    groups: Mapping[str, Any] = _EMPTY
+    groups: Mapping[str, float | Mapping[str, float]] = _EMPTY
 
 
 @dataclass(frozen=True)
@@ -301,11 +290,11 @@ class DiLoCoSpec(_Node):
     """``diloco:`` (:func:`~libra_opt.traffic.diloco.diloco_workloads`)."""
 
     site_dim: str
-    params_per_npu: float
-    sync_every_steps: int
-    fragments: int = 1
-    delta_bits: float = 16.0
-    overlap_steps: float = 0.0
+    params_per_npu: float = bounded(gt=0)
+    sync_every_steps: int = bounded(ge=1)
+    fragments: int = bounded(1, ge=1)
+    delta_bits: float = bounded(16.0, gt=0, le=32)
+    overlap_steps: float = bounded(0.0, ge=0)
     dp_group: str = "dp"
 
 
@@ -315,10 +304,10 @@ class InNetworkOptimizerSpec(_Node):
     :class:`~libra_opt.cost.aggregators.Aggregators`)."""
 
     dims: tuple[str, ...] | None = None
-    usd_per_port_gbps: float = USD_PER_PORT_GBPS
-    w_per_port_gbps: float = W_PER_PORT_GBPS
-    usd_per_state_gb: float = USD_PER_STATE_GB
-    w_per_state_gb: float = W_PER_STATE_GB
+    usd_per_port_gbps: float = bounded(USD_PER_PORT_GBPS, ge=0)
+    w_per_port_gbps: float = bounded(W_PER_PORT_GBPS, ge=0)
+    usd_per_state_gb: float = bounded(USD_PER_STATE_GB, ge=0)
+    w_per_state_gb: float = bounded(W_PER_STATE_GB, ge=0)
 
 
 @dataclass(frozen=True)
@@ -349,8 +338,6 @@ class ScenarioSpec(_Node):
     name: str | None = None
     source: str | None = field(default=None, compare=False)
     base_dir: str | None = field(default=None, compare=False)
-    _REFS: ClassVar[dict[str, str]] = {"cost_model": "cost_model",
-                                       "power_model": "power_model"}
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -449,38 +436,9 @@ def iter_refs(spec: ScenarioSpec) -> Iterator[tuple[str, Ref]]:
     if spec.fabric.libra_network is not None:
         yield "fabric.libra_network", spec.fabric.libra_network
     for i, w in enumerate(spec.workloads):
-        for key in WorkloadSpec._REFS:
+        for key in WorkloadSpec.REFS:
             v = getattr(w, key)
             if v is not None:
                 yield f"workloads[{i}].{key}", v
     if spec.collectives is not None and spec.collectives.astra_sim_system is not None:
         yield "collectives.astra_sim_system", spec.collectives.astra_sim_system
-
-
-def map_refs(spec: ScenarioSpec, fn: Callable[[str, str, Ref], Ref]) -> ScenarioSpec:
-    """``spec`` with each :class:`Ref` replaced by ``fn(kind, path, ref)`` (kinds: the
-    ``_REFS`` names, ``catalog`` for a catalog)."""
-    changes: dict[str, Any] = {}
-    for key in ("cost_model", "power_model"):
-        v = getattr(spec, key)
-        if isinstance(v, Ref):
-            changes[key] = fn(key, key, v)
-    if isinstance(spec.cost_model, CatalogSpec):
-        cat = fn("catalog", "cost_model.catalog", spec.cost_model.catalog)
-        changes["cost_model"] = dataclasses.replace(spec.cost_model, catalog=cat)
-    fabric = spec.fabric
-    if fabric.libra_network is not None:
-        fabric = dataclasses.replace(
-            fabric, libra_network=fn("libra_network", "fabric.libra_network",
-                                     fabric.libra_network))
-    workloads = []
-    for i, w in enumerate(spec.workloads):
-        repl: dict[str, Any] = {k: fn(k, f"workloads[{i}].{k}", getattr(w, k))
-                                for k in WorkloadSpec._REFS if getattr(w, k) is not None}
-        workloads.append(dataclasses.replace(w, **repl) if repl else w)
-    coll = spec.collectives
-    if coll is not None and coll.astra_sim_system is not None:
-        coll = dataclasses.replace(coll, astra_sim_system=fn(
-            "astra_sim_system", "collectives.astra_sim_system", coll.astra_sim_system))
-    return dataclasses.replace(spec, fabric=fabric, workloads=tuple(workloads),
-                               collectives=coll, **changes)

@@ -182,11 +182,13 @@ def test_whole_switch_solve_is_exact_brute_force(pricing, kappa_pod):
 
 
 def test_scenario_dims_carry_pricing_and_copper():
-    from libra_opt.io.scenario_file import _fabric_spec
+    from libra_opt.errors import input_context
     from libra_opt.scenario.compile import compile_fabric
+    from libra_opt.scenario.spec import FabricSpec, from_mapping
 
     def _fabric(data, source, base):  # the file's fabric section, read then compiled
-        return compile_fabric(_fabric_spec(data, source), source)
+        with input_context(source):
+            return compile_fabric(from_mapping(FabricSpec, data, "fabric", strict=True), source)
 
     dims = [{"name": "hb", "topology": "switch", "size": 8, "tier": "ScaleUp"},
             {"name": "so", "topology": "switch", "size": 100, "tier": "ScaleOut",

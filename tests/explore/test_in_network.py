@@ -56,8 +56,8 @@ def test_yaml_key_and_premium(tmp_path):
 
 
 @pytest.mark.parametrize(("value", "match"), [("[nope]", "no dimension named"),
-                                              ("3", "valid list"),
-                                              ("[hb, 3]", "valid string")])
+                                              ("3", "expected a list"),
+                                              ("[hb, 3]", "expected text")])
 def test_bad_yaml_names_file_and_field(tmp_path, value, match):
     p = write(tmp_path, value)
     with pytest.raises(InputError, match=match) as err:

@@ -52,7 +52,7 @@ def test_default_efficiency_comes_from_the_device_file():
     ("change", "field", "message"),
     [
         ({"device": None}, "workloads[w].device", "valid string"),
-        ({"models": "x"}, "workloads[w]", "unknown key 'models'"),
+        ({"models": "x"}, "workloads[w]", "unknown key(s) models"),
         ({"device": "h900"}, "workloads[w].device", "unknown device 'h900'"),
         ({"efficiency": 1.5}, "workloads[w].efficiency.value", "less than or equal to 1"),
         ({"parallelism": {"tp": 0, "global_batch_size": 8}}, "workloads[w].parallelism.tp", "greater than 0"),

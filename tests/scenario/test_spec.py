@@ -130,8 +130,8 @@ def test_replace_checks_types_and_names_the_path():
         (dims, "fabric.dims[0].topology", "torus", "is not one of ring"),
         (dims, "fabric.dimz", 3, "no field 'dimz'"),
         (spec, "workloads.nosuch.weight", 1.0, "no item named 'nosuch'"),
-        (spec, "workloads[0].weight", -1.0, "weight must be > 0"),
-        (spec, "diloco.site_dim", "x", "missing params_per_npu"),
+        (spec, "workloads[0].weight", -1.0, "weight -1.0 is out of range: expected a number > 0"),
+        (spec, "diloco.site_dim", "x", "params_per_npu: required field is missing"),
     ]:
         with pytest.raises(InputError) as exc:
             base.replace(path, value)
@@ -273,3 +273,38 @@ def test_each_objective_owns_its_label_unit_and_value(name, unit):
     r0, r = cluster_rate_coefficients(scen.tco, scen.fabric, scen.coefficients)
     want = {"perf": T, "perf_per_cost": T * C, "tco": scen.tco.n_steps * T * (r0 + r @ bw)}
     assert_allclose(ev.objective_value, want[name], rtol=1e-12)
+
+
+def test_a_field_has_one_check_for_files_python_and_edits():
+    """A spec field's type and range (``bounded``) are checked where the value comes in: a
+    file (strict: its integers are integers), a spec built in Python, an edit by path."""
+    from libra_opt.scenario.spec import CollectivesSpec
+
+    example = lo.load_spec("gpt3_175b_4d")
+    doc = yaml.safe_load(pathlib.Path(example.source).read_text())
+    base = example.base_dir
+
+    def file_error(collectives):
+        with pytest.raises(InputError) as exc:
+            spec_from_dict({**doc, "collectives": collectives}, "s.yaml", base, resolve=False)
+        return exc.value.source, exc.value.field, exc.value.message
+
+    assert file_error({"chunks": 0}) == ("s.yaml", "collectives.chunks",
+                                         "chunks 0 is out of range: expected a number >= 1")
+    assert file_error({"chunks": 2.0}) == ("s.yaml", "collectives.chunks",
+                                           "expected a number (an integer), got 2.0")
+    source, field, message = file_error({"chunk": 2})
+    assert (source, field) == ("s.yaml", "collectives")
+    assert message.startswith("unknown key(s) chunk; expected algorithm, chunks,")
+    with pytest.raises(InputError, match="chunks 0 is out of range: expected a number >= 1") as exc:
+        CollectivesSpec(chunks=0)
+    assert exc.value.field == "chunks"
+    with pytest.raises(InputError, match="chunks 0 is out of range: expected a number >= 1") as exc:
+        example.replace("collectives.chunks", 0)
+    assert exc.value.field == "collectives.chunks"
+    # an edit takes an integral number (a sweep's 2.0, the command line's "2") for an integer
+    assert example.replace("collectives.chunks", 2.0).collectives.chunks == 2
+    assert example.replace("collectives.chunks", "2").collectives.chunks == 2
+    with_file = spec_from_dict({**doc, "collectives": {"chunks": 2}}, "s.yaml", base,
+                               resolve=False)
+    assert with_file.collectives == example.replace("collectives.chunks", 2).collectives

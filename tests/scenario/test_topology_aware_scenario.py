@@ -272,7 +272,8 @@ def test_settings_the_system_file_gives_are_refused_beside_it(scen_dir):
         load_scenario(p)
     assert exc.value.field == "collectives" and "active_chunks_per_dim" in exc.value.message
     spec = load_spec(write(scen_dir, BODY + "collectives: {astra_sim_system: sys.json}\n"))
-    with pytest.raises(InputError) as exc:
-        compile(spec.replace("collectives.collective_algorithm.all_to_all.pod", "ring"))
-    assert exc.value.field == "collectives"
+    path = "collectives.collective_algorithm.all_to_all.pod"
+    with pytest.raises(InputError) as exc:  # the edit itself is refused
+        compile(spec.replace(path, "ring"))
+    assert exc.value.field == path
     assert "collective_algorithm" in exc.value.message

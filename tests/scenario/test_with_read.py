@@ -26,7 +26,7 @@ def test_reading_refs_matches_replace():
 
 def test_other_changes_are_checked():
     w = WorkloadSpec("w", astra_sim=Ref("w.txt"), communicator=Ref("c.yml"))
-    with pytest.raises(InputError, match="weight must be > 0"):
+    with pytest.raises(InputError, match="weight -1.0 is out of range: expected a number > 0"):
         with_read(w, weight=-1.0)
     # a Ref naming another entry is an edit: made (and checked) by dataclasses.replace
     assert with_read(w, astra_sim=Ref("other.txt")).astra_sim.ref == "other.txt"
