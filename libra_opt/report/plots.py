@@ -1,9 +1,5 @@
-"""Plots for design reviews (matplotlib). Every function takes ``ax=None`` and returns the figure.
-
-Axes carry human labels with units in engineering steps (``ms``, ``$M``, ``kW``) and plain
-tick numbers (never an offset such as ``1e7``). Infeasible baselines are drawn hollow and
-hatched, and say so in the legend. No function here chooses a matplotlib backend.
-"""
+"""Plots for design reviews (matplotlib): each takes ``ax=None`` and returns the figure.
+Infeasible baselines are drawn hollow and hatched, and say so in the legend."""
 
 from __future__ import annotations
 
@@ -68,25 +64,29 @@ def plot_allocation(sol: Solution, ax=None):
     'bandwidth per NPU (GB/s)'
     """
     fig, ax = _axes(ax)
-    names = sol.scenario.fabric.names
-    series = _allocations(sol)
-    x = np.arange(len(names))
-    width = 0.8 / len(series)
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    for i, (label, ev, ok) in enumerate(series):
-        c = colors[i % len(colors)]
-        style = {"color": c} if ok else {"facecolor": "none", "edgecolor": c, "hatch": "///"}
-        bars = ax.bar(x + (i - (len(series) - 1) / 2) * width, ev.bw_gbps, width,
-                      label=_series_label(label, ok), **style)
-        if i == 0:
-            ax.bar_label(bars, fmt="%.0f", fontsize=8)
-    ax.set_xticks(x, [f"{n}\n({d.topology}, {d.size})"
-                      for n, d in zip(names, sol.scenario.fabric.dims, strict=True)])
+    series = [(name, ev.bw_gbps, ok) for name, ev, ok in _allocations(sol)]
+    ax.bar_label(_grouped_bars(ax, series)[0], fmt="%.0f", fontsize=8)
+    ax.set_xticks(range(sol.scenario.fabric.n_dims),
+                  [f"{d.name}\n({d.topology}, {d.size})" for d in sol.scenario.fabric.dims])
     ax.set_ylabel("bandwidth per NPU (GB/s)")
-    ax.set_ylim(0, 1.12 * max(float(np.max(ev.bw_gbps)) for _, ev, _ in series))
+    ax.set_ylim(0, 1.12 * max(float(np.max(bw)) for _, bw, _ in series))
     ax.set_title(f"{sol.scenario.name}: bandwidth allocation ({sol.objective})")
     _legend_below(ax, ncols=len(series))
     return fig
+
+
+def _grouped_bars(ax, series) -> list:
+    """One bar per dimension for each ``(label, values, feasible)`` of ``series``, side by
+    side; infeasible series hollow and hatched. Returns the bar containers."""
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    width = 0.8 / len(series)
+    out = []
+    for i, (label, values, ok) in enumerate(series):
+        c = colors[i % len(colors)]
+        style = {"color": c} if ok else {"facecolor": "none", "edgecolor": c, "hatch": "///"}
+        out.append(ax.bar(np.arange(len(values)) + (i - (len(series) - 1) / 2) * width, values,
+                          width, label=_series_label(label, ok), **style))
+    return out
 
 
 def plot_step_breakdown(sol: Solution, ax=None):
@@ -161,21 +161,13 @@ def plot_dim_time(sol: Solution, ax=None):
     'busy time per step (ms)'
     """
     fig, ax = _axes(ax)
-    names = sol.scenario.fabric.names
     weights = sol.scenario.weights or (1.0,) * len(sol.scenario.workloads)
     series = [(name, np.asarray(sum(w * t.busy_by_dim_s for w, t in
                                     zip(weights, ev.workloads, strict=True)), dtype=float), ok)
               for name, ev, ok in _allocations(sol)]
     _axis(ax, "y", np.concatenate([s[1] for s in series]), "busy time per step", "s")
-    x = np.arange(len(names))
-    width = 0.8 / len(series)
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    for i, (label, busy, ok) in enumerate(series):
-        c = colors[i % len(colors)]
-        style = {"color": c} if ok else {"facecolor": "none", "edgecolor": c, "hatch": "///"}
-        ax.bar(x + (i - (len(series) - 1) / 2) * width, busy, width,
-               label=_series_label(label, ok), **style)
-    ax.set_xticks(x, list(names))
+    _grouped_bars(ax, series)
+    ax.set_xticks(range(sol.scenario.fabric.n_dims), list(sol.scenario.fabric.names))
     ax.set_title(f"{sol.scenario.name}: time per step each dimension is busy (weighted)")
     _legend_below(ax, ncols=len(series))
     return fig
@@ -343,9 +335,7 @@ def plot_fabric(fabric: Fabric, ax=None, *, max_npus: int = 256, bw_gbps=None):
     else:
         fig = ax.figure
     n_npus = fabric.n_npus
-    pos = {}
-    for i in range(n_npus):
-        pos[("npu", i)] = (i / max(n_npus - 1, 1), 0.0)
+    pos = {("npu", i): (i / max(n_npus - 1, 1), 0.0) for i in range(n_npus)}
     level_rows: dict[tuple[int, int], list] = {}
     for node, a in g.nodes(data=True):
         if a["kind"] == "nic":

@@ -20,7 +20,7 @@ from libra_opt.scenario.scenario import Scenario
 
 __all__ = ["table", "format_evaluation", "format_solution", "solution_to_dict", "evaluation_to_dict",
            "rail_forwarding", "format_number", "format_column", "format_whole", "format_pct",
-           "format_quantity", "settled", "failure_lines", "failure_dict", "failure_section_parts"]
+           "format_quantity", "settled", "constraint_rows", "failure_lines", "failure_dict", "failure_section_parts"]
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: str | None = None) -> str:
@@ -48,12 +48,10 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: str | No
 
 def format_number(x: float | None, digits: int = 6) -> str:
     """``x`` to ``digits`` significant digits with thousands separators: the one rule for
-    the numbers of every table and sentence of the reports and the command line.
+    the numbers of the reports and the command line.
 
-    A number with ``digits`` or more integer digits is written whole (``1,937,540``, never
-    ``1.93754e+06``); magnitudes below 1e-4 keep the scientific form (``-1.583e-08``); a
-    value that rounds to zero is ``0`` (never ``-0``); a missing or non-finite value is
-    ``n/a``. Step times use the default 6 digits everywhere (``10.9748``).
+    A number with ``digits`` or more integer digits is written whole, magnitudes below 1e-4
+    in scientific form; zero is never ``-0``; a missing or non-finite value is ``n/a``.
 
     Examples
     --------
@@ -73,8 +71,8 @@ def format_number(x: float | None, digits: int = 6) -> str:
 
 
 def format_column(values: Sequence[float], digits: int = 4) -> list[str]:
-    """The numbers of one table column with one number of decimals: enough for ``digits``
-    significant digits of the largest magnitude, thousands separators, never an exponent.
+    """One table column's numbers with one number of decimals: ``digits`` significant digits
+    of the largest magnitude, thousands separators, never an exponent.
 
     Examples
     --------
@@ -103,9 +101,8 @@ def format_whole(x: float | None) -> str:
 
 
 def format_pct(x: float | None, decimals: int = 1, *, sign: bool = False) -> str:
-    """A percentage (``x`` in percent) with a fixed number of decimals and ``%``; with
-    ``sign`` a ``+`` before positive values. A value that rounds to zero is ``0.0%``,
-    never ``-0.0%`` or ``+0.0%``.
+    """A percentage (``x`` in percent) with ``decimals`` decimals; with ``sign`` a ``+``
+    before positive values. A value that rounds to zero is ``0.0%``, never signed.
 
     Examples
     --------
@@ -119,8 +116,8 @@ def format_pct(x: float | None, decimals: int = 1, *, sign: bool = False) -> str
 
 
 def format_quantity(x: float | None, unit: str) -> str:
-    """``x`` with its unit, for sentences: dollars ``$62,776,039``, anything else
-    :func:`format_number` then the unit (``10.9748 s``, ``2.87517e+07`` never).
+    """``x`` with its unit, for sentences: dollars whole, anything else
+    :func:`format_number` then the unit.
 
     Examples
     --------
@@ -134,14 +131,24 @@ def format_quantity(x: float | None, unit: str) -> str:
     return f"{format_number(x)} {unit}".rstrip()
 
 
+def constraint_rows(sol: Solution) -> list[list[str]]:
+    """The cells of each constraint of ``sol``: label, value, sense, bound, slack, active and
+    shadow price (:func:`settled` values)."""
+    rows = []
+    for c in sol.constraints:
+        lhs, slack = settled(c)
+        rows.append([c.label, format_number(lhs), c.sense, format_number(c.rhs),
+                     format_number(slack, 4), "yes" if c.active else "no",
+                     format_number(c.shadow_price, 4) if c.active else "0"])
+    return rows
+
+
 def settled(c: ConstraintReport) -> tuple[float, float]:
     """A constraint row's value and slack with solver noise snapped to zero.
 
-    ``c`` is a row of ``Solution.constraints`` (``lhs``, ``rhs``, ``slack``). The solver
-    meets a bound only to its tolerance, so a value or slack that is the same as 0 at the
-    scale ``max(1, |bound|)`` (:func:`~libra_opt.scenario.accuracy.same`) is read as 0 (an
-    active bound shows slack 0, not ``4.791e-09``); the command line and the HTML report
-    show the same numbers.
+    A value or slack that is the same as 0 at the scale ``max(1, |bound|)``
+    (:func:`~libra_opt.scenario.accuracy.same`) is read as 0: an active bound shows slack 0,
+    not ``4.791e-09``.
 
     Examples
     --------
@@ -266,10 +273,9 @@ def _tco_lines(scen: Scenario, ev: Evaluation) -> list[str]:
 def rail_forwarding(scen: Scenario, ev: Evaluation) -> list[dict[str, Any]]:
     """The Rail-only forwarding overhead of each workload (empty on other fabrics).
 
-    Cross-rail all-to-all and point-to-point bytes are relayed through the HB domain
-    (:mod:`libra_opt.traffic.rail`); the overhead is measured against the same fabric with
-    its rails joined by a spine (the fat-tree), both under the native routing, at the
-    evaluated bandwidth.
+    Cross-rail bytes are relayed through the HB domain (:mod:`libra_opt.traffic.rail`); the
+    overhead is against the same fabric with its rails joined by a spine, both under the
+    native routing, at the evaluated bandwidth.
 
     Returns
     -------
@@ -292,8 +298,7 @@ def rail_forwarding(scen: Scenario, ev: Evaluation) -> list[dict[str, Any]]:
     if fabric_family(scen.fabric) != "rail_only":
         return []
     joined = joined_rails(scen.fabric)
-    # the native routing with the scenario's loop and per-dimension efficiency, timed per
-    # dimension (the pipelined model for a topology_aware scenario: rails have no chunks)
+    # native routing, timed per dimension (rails have no chunks for topology_aware)
     native = scen.timing_with(scen.timing.dims_at_once, traffic_model="native")
     out = []
     for wl in scen.workloads:
@@ -333,11 +338,14 @@ def _effect(rep: FailureReport, i: int, dims: tuple[str, ...]) -> str:
             "average)")
 
 
-def _parts(scen: Scenario, ev: Evaluation) -> tuple[list[str], list[tuple[str, list[str],
-                                                                       list[list[str]]]]]:
-    """Summary lines and tables (caption, header, rows) of the design under failures."""
-    rel, rep = scen.reliability, failure_report(scen, ev)
-    assert rel is not None
+def failure_section_parts(scen: Scenario, ev: Evaluation
+                          ) -> tuple[list[str], list[tuple[str, list[str], list[list[str]]]]]:
+    """The report section's paragraphs and tables (caption, header, rows) of the design under
+    failures (none without a ``reliability`` section)."""
+    rel = scen.reliability
+    if rel is None:
+        return [], []
+    rep = failure_report(scen, ev)
     per, unit = (rep.run_h, f"per {rep.run_h / 24:,.1f} days") if rep.run_h is not None \
         else (24.0, "per day")
     given = sorted({*(rel.rates_per_h or {}), *(rel.mtbf_h or {})})
@@ -373,15 +381,6 @@ def _parts(scen: Scenario, ev: Evaluation) -> tuple[list[str], list[tuple[str, l
     return text, tables
 
 
-def failure_section_parts(scen: Scenario, ev: Evaluation
-                          ) -> tuple[list[str], list[tuple[str, list[str], list[list[str]]]]]:
-    """The report section's paragraphs and tables (none without a ``reliability``
-    section)."""
-    if scen.reliability is None:
-        return [], []
-    return _parts(scen, ev)
-
-
 def failure_lines(scen: Scenario, ev: Evaluation) -> list[str]:
     """Report lines of the design under failures (none without a ``reliability`` section).
 
@@ -392,9 +391,9 @@ def failure_lines(scen: Scenario, ev: Evaluation) -> list[str]:
     >>> failure_lines(toy_scenario(), evaluate(toy_scenario(), [200, 100]))
     []
     """
-    if scen.reliability is None:
+    text, tables = failure_section_parts(scen, ev)
+    if not tables:
         return []
-    text, tables = _parts(scen, ev)
     return ["", "Failures and goodput:", table(*tables[0][1:], "lrrrl"), text[1],
             table(*tables[1][1:], "lrrrrrrrr"), text[0], *text[2:]]
 
@@ -405,35 +404,26 @@ def failure_dict(scen: Scenario, ev: Evaluation) -> dict[str, Any]:
     if scen.reliability is None:
         return {}
     rep = failure_report(scen, ev)
+    head = ("job_mttf_h", "stop_failures_per_h", "degrade_failures_per_h", "run_h",
+            "interruptions", "degradations", "recovery_s", "n_spares", "spare_shortfall")
+    per_workload = ("checkpoint_bytes", "checkpoint_s", "interval_s", "goodput",
+                    "expected_step_time_s", "effective_step_time_s", "effective_tokens_per_s")
+    tail = ("effective_objective_value", "run_cost_usd", "failure_free_run_cost_usd",
+            "spares_usd")
     return {"reliability": {
-        "job_mttf_h": rep.job_mttf_h,
-        "stop_failures_per_h": rep.stop_failures_per_h,
-        "degrade_failures_per_h": rep.degrade_failures_per_h,
-        "run_h": rep.run_h,
-        "interruptions": rep.interruptions,
-        "degradations": rep.degradations,
-        "recovery_s": rep.recovery_s,
-        "n_spares": rep.n_spares,
-        "spare_shortfall": rep.spare_shortfall,
+        **{k: getattr(rep, k) for k in head},
         "modes": [{"kind": m.kind, "where": m.where, "parts": m.count,
                    "rate_per_h": m.rate_per_h, "stops": m.stops,
                    "dim": None if m.dim is None else scen.fabric.names[m.dim],
                    "bw_factor": m.bw_factor, "down_parts": n}
                   for m, n in zip(rep.modes, rep.down_parts, strict=True)],
-        "workloads": {w.name: {
-            "checkpoint_bytes": w.checkpoint_bytes, "checkpoint_s": w.checkpoint_s,
-            "interval_s": w.interval_s, "goodput": w.goodput,
-            "expected_step_time_s": w.expected_step_time_s,
-            "effective_step_time_s": w.effective_step_time_s,
-            "effective_tokens_per_s": w.effective_tokens_per_s} for w in rep.workloads},
-        "effective_objective_value": rep.effective_objective_value,
-        "run_cost_usd": rep.run_cost_usd,
-        "failure_free_run_cost_usd": rep.failure_free_run_cost_usd,
-        "spares_usd": rep.spares_usd,
+        "workloads": {w.name: {k: getattr(w, k) for k in per_workload} for w in rep.workloads},
+        **{k: getattr(rep, k) for k in tail},
     }}
+
+
 def _timing_text(scen: Scenario) -> str:
-    """The scenario's timing choices and what collectives reach of each dimension's line rate
-    (``hb at a100_nvlink_nccl``), under every collective model."""
+    """The timing choices and each dimension's collective efficiency (``hb at 0.8``)."""
     eff = () if scen.collectives is None else scen.collectives.efficiency
     text = f"{scen.collective_model} collectives, {scen.training_loop} loop, " \
            f"{scen.traffic_model} traffic"
@@ -488,20 +478,10 @@ def format_solution(sol: Solution) -> str:
         f"Objective ({sol.objective}): {_objective_str(sol.objective, sol.objective_value)}",
     ]
     if sol.constraints:
-        rows = []
-        for c in sol.constraints:
-            lhs, slack = settled(c)
-            rows.append([
-                c.label, format_number(lhs), c.sense, format_number(c.rhs),
-                format_number(slack, 4), "yes" if c.active else "no",
-                format_number(c.shadow_price, 4) if c.active else "0",
-            ])
         unit = OBJECTIVE_MEANING[sol.objective][1]
         lines += ["", table(
             ["constraint", "value", "", "bound", "slack", "active", f"shadow price ({unit}/unit)"],
-            rows,
-            "lrlrrlr",
-        )]
+            constraint_rows(sol), "lrlrrlr")]
         if ev.cost.fixed_usd or ev.cost.fixed_w:
             fixed = format_usd(ev.cost.fixed_usd)
             watts = f" and {ev.cost.fixed_w:,.0f} W" if ev.cost.fixed_w else ""

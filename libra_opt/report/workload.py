@@ -1,9 +1,5 @@
-"""Text report of a generated workload (the body of ``libra-opt workload SCENARIO.yaml``).
-
-Per-step traffic per group and fabric dimension, memory per NPU, FLOPs and tokens, and --
-given a bandwidth vector -- step time, throughput and MFU, all under the scenario's traffic,
-collective and training-loop models.
-"""
+"""Text report of a generated workload (``libra-opt workload``): traffic per group and
+dimension, memory, FLOPs and tokens, and at a bandwidth step time, throughput and MFU."""
 
 from __future__ import annotations
 
@@ -37,14 +33,8 @@ def workload_summary(
     bw_gbps: Sequence[float] | np.ndarray | None = None,
     timing: TimingModel | None = None,
 ) -> dict:
-    """The numbers of :func:`workload_report` as a JSON-ready dict.
-
-    Keys: ``workload``, ``model``, ``n_npus``, ``device``, ``compute_model``, ``tokens_per_step``,
-    ``micro_batches``, ``bubble_fraction``, ``model_flops_per_step``,
-    ``hardware_flops_per_step``, ``compute_s``, ``compute_breakdown_s`` (by operator class),
-    ``bubble_compute_s``, ``stage_compute_s``, ``memory_bytes``, ``traffic_bytes`` (per group
-    and dimension) and, with ``bw_gbps``: ``step_time_s``, ``exposed_comm_s``,
-    ``tokens_per_s``, ``mfu``, ``hfu``.
+    """The numbers of :func:`workload_report` as a JSON-ready dict (with ``bw_gbps`` also
+    ``step_time_s``, ``exposed_comm_s``, ``tokens_per_s``, ``mfu`` and ``hfu``).
 
     Examples
     --------
@@ -105,8 +95,8 @@ def workload_summary(
 
 
 def _breakdown_lines(g: GeneratedWorkload, exposed_s: float | None) -> list[str]:
-    """Time per step by class, each with its share of the step (with the exposed
-    communication at a bandwidth) or of the compute, bubble included (without one)."""
+    """Time per step by class and its share of the step (with the exposed communication)
+    or of the compute, bubble included."""
     parts = dict(g.compute_breakdown_s)
     if g.bubble_compute_s:
         parts["bubble"] = g.bubble_compute_s
@@ -120,7 +110,6 @@ def _breakdown_lines(g: GeneratedWorkload, exposed_s: float | None) -> list[str]
     return [f"  time by class    ({base}) " + ", ".join(
         f"{k} {v:.4g} s ({100 * v / total:.1f} %)" for k, v in parts.items() if v > 0
     )]
-
 
 
 def _gb(x: float) -> str:
@@ -142,9 +131,7 @@ def workload_report(
     bw_gbps : sequence of float or numpy.ndarray, optional
         Bandwidth per dimension (GB/s per NPU); adds step time, throughput and MFU.
     timing : TimingModel, optional
-        How steps are timed (``Scenario.timing``; default pipelined, no_overlap,
-        hierarchical), passed to :func:`libra_opt.traffic.step_time.step_time` (traffic per
-        dimension also follows its traffic model and in-network dimensions).
+        How steps and traffic are timed (``Scenario.timing``; default ``TimingModel()``).
 
     Returns
     -------
@@ -195,7 +182,7 @@ def workload_report(
     lines.append(f"  {'total':<8}{'':>11}" + "".join(f" {_gb(x)}" for x in total))
     if bw_gbps is None:
         lines += _breakdown_lines(g, None)
-    if bw_gbps is not None:
+    else:
         t = step_time(w, fabric, bw_gbps, timing)
         lines += _breakdown_lines(g, t.exposed_comm_s)
         lines += [
@@ -211,5 +198,3 @@ def workload_report(
             f"HFU {100 * _hfu(g, t.step_time_s):.1f} %",
         ]
     return "\n".join(lines)
-
-
