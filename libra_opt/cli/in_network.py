@@ -1,10 +1,5 @@
-"""``libra-opt in-network``: which switch dimensions should reduce in the network?
-
-Solves the scenario once per subset of the candidate dimensions
-(:func:`libra_opt.explore.in_network.choose_in_network`) and prints every choice, best
-first. Register it with ``cli_in_network.register(sub)``; errors map to exit codes as for
-the other sub-commands.
-"""
+"""``libra-opt in-network``: which switch dimensions should reduce in the network
+(:func:`libra_opt.explore.in_network.choose_in_network`)?"""
 
 from __future__ import annotations
 

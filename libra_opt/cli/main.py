@@ -24,8 +24,13 @@ from libra_opt.cli import report as cli_report
 from libra_opt.cli import search as cli_search
 from libra_opt.cli import sweep as cli_sweep
 from libra_opt.cli import validate as cli_validate
-from libra_opt.cli.args import add_set_argument, load_with_sets, parse_floats
-from libra_opt.cli.backend import pyplot
+from libra_opt.cli.args import (
+    add_error_model_argument,
+    add_set_argument,
+    load_with_sets,
+    parse_floats,
+)
+from libra_opt.cli.backend import save_drawn
 from libra_opt.errors import (
     InfeasibleDesignError,
     InputError,
@@ -55,20 +60,15 @@ def _plot_names(scen) -> list[str]:
 
 
 def _write_plots(sol, plot_dir: str) -> list[str]:
-    """The allocation and breakdown PNGs, named after the scenario's slug, inside
-    ``plot_dir``: drawn into a hidden sibling folder, then moved in together."""
-    plt = pyplot()
-    from libra_opt.io.output import save_figure_atomic, staged_outputs
+    """The allocation and breakdown PNGs inside ``plot_dir``: drawn into a hidden sibling
+    folder, then moved in together."""
+    from libra_opt.io.output import staged_outputs
     from libra_opt.report.plots import plot_allocation, plot_step_breakdown
 
     names = _plot_names(sol.scenario)
     with staged_outputs(plot_dir, names, flag="--plot-dir") as staged:
         for name, fn in zip(names, (plot_allocation, plot_step_breakdown), strict=True):
-            fig = fn(sol)
-            try:
-                save_figure_atomic(fig, staged[name], dpi=130)
-            finally:
-                plt.close(fig)
+            save_drawn(lambda fn=fn: fn(sol), staged[name])
     return [str(Path(plot_dir) / n) for n in names]
 
 
@@ -113,13 +113,9 @@ def _cmd_evaluate(args) -> int:
     from libra_opt.traffic.step_time import check_bandwidth
 
     scen = _load(args)
-    try:
-        bw = check_bandwidth(scen.fabric, parse_floats(args.bw, "--bw"), field="--bw")
-        ev = evaluate(scen, bw)
-    except InputError as exc:
-        if exc.field not in ("bw", "--bw"):
-            raise
-        raise InputError(exc.message, source="<cli>", field="--bw") from None
+    with option_context("--bw", fields=("bw", "--bw")):
+        ev = evaluate(scen, check_bandwidth(scen.fabric, parse_floats(args.bw, "--bw"),
+                                            field="--bw"))
     bands, times = _bands(args, scen, ev)
     if args.json:
         print(_json({**evaluation_to_dict(scen, ev), **_bands_json(bands, times)}))
@@ -209,23 +205,20 @@ def _cmd_workload(args) -> int:
         _check_exportable(scen.workloads, scen.source)
     bw = None
     if args.bw:
-        try:
+        with option_context("--bw", fields=("--bw",)):
             bw = check_bandwidth(scen.fabric, parse_floats(args.bw, "--bw"), field="--bw")
-        except InputError as exc:
-            raise InputError(exc.message, source="<cli>", field="--bw") from None
     if not generated:
         raise InputError(
             "no model-based workloads (entries with model/parallelism/device) in this scenario",
             source=scen.source,
             field="workloads",
         )
-    if getattr(args, "json", False):
+    if args.json:
         print(_json([workload_summary(g, scen.fabric, bw, scen.timing)
                      for g in generated.values()]))
-    for i, g in enumerate(generated.values() if not getattr(args, "json", False) else ()):
-        if i:
-            print()
-        print(workload_report(g, scen.fabric, bw, scen.timing))
+    else:
+        print("\n\n".join(workload_report(g, scen.fabric, bw, scen.timing)
+                          for g in generated.values()))
     if args.export is not None:
         _export_workloads(scen.workloads, args.export)
     return 0
@@ -269,7 +262,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--objective", choices=OBJECTIVES, help="override the objective")
     p.add_argument("--plot-dir", help="write allocation and breakdown PNGs here (file names "
                    "from the scenario name, made safe)")
-    _add_error_model(p)
+    add_error_model_argument(p)
     add_set_argument(p)
     p.set_defaults(func=_cmd_solve)
 
@@ -278,7 +271,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bw", required=True, help="GB/s per NPU for each dimension, e.g. 500,300,150,50")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--objective", choices=OBJECTIVES, help="override the objective")
-    _add_error_model(p)
+    add_error_model_argument(p)
     add_set_argument(p)
     p.set_defaults(func=_cmd_evaluate)
 
@@ -302,13 +295,6 @@ def build_parser() -> argparse.ArgumentParser:
     cli_report.register(sub)
     cli_search.register(sub)
     return parser
-
-
-def _add_error_model(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--error-model", metavar="FILE",
-                   help="validated runs the model-based workloads' error bands come from "
-                   "(written by libra-opt validate --error-model; default: the packaged "
-                   "validation tables' runs)")
 
 
 def _reader_gone() -> int:

@@ -1,16 +1,5 @@
-"""``libra-opt report``: a design-review report of a scenario as HTML and Markdown.
-
-Register it in the main CLI with ``cli_report.register(sub)``; it sets ``func`` like the
-other sub-commands, so the main ``try/except`` maps errors to one line and an exit code.
-
-``libra-opt report SCENARIO --out DIR`` writes ``DIR/report.html`` (one self-contained file:
-plots embedded as data URIs, inline CSS, nothing loaded from elsewhere) and ``DIR/report.md``
-with its PNGs beside it, and ``DIR/manifest.json`` listing them: the studies run in
-``libra_opt.explore.study``, ``libra_opt.report`` renders them, and ``libra_opt.io`` writes the
-files. Nothing is written outside ``DIR``. As for ``search`` and ``sweep``, a non-empty ``DIR``
-is refused before any work unless ``--overwrite``, which replaces the earlier run: the files
-of its manifest that this report does not write (a figure it no longer draws) are removed.
-"""
+"""``libra-opt report``: a design-review report of a scenario, ``DIR/report.html`` and
+``DIR/report.md`` with its PNGs (:func:`libra_opt.write_report`)."""
 
 from __future__ import annotations
 
@@ -24,8 +13,7 @@ from libra_opt.errors import InputError, option_context
 
 __all__ = ["register", "run"]
 
-MAX_REPORT_POINTS = 1000
-"""Most points of the report's budget sweep."""
+MAX_REPORT_POINTS = 1000   # of the report's budget sweep
 
 
 def register(subparsers) -> argparse.ArgumentParser:

@@ -1,27 +1,7 @@
-"""``libra-opt sweep``: solve a scenario over a grid of axes and write the table.
-
-Register it in the main CLI with ``cli_sweep.register(sub)``.
-
-``--axis NAME=LO:HI:N[:log]`` or ``--axis NAME=v1,v2,...`` (list values as YAML flow lists
-split at the commas outside brackets: ``NAME=[],[pod],[pod,node]``; repeatable; ``--zip``
-pairs the axes instead of taking their product). Without ``--out`` the table is printed;
-``--out DIR`` writes ``DIR/results.csv`` (and, with ``--plots``, ``DIR/sweep.png`` and,
-where the report module has them, ``DIR/pareto.png`` and, for a budget axis,
-``DIR/bandwidth.png``, a second axis with many values thinned to
-:data:`~libra_opt.report.sweep_plots.MAX_GROUPS` series or panels; ``DIR/manifest.json``
-lists every file written). ``NAME`` is any path of :mod:`libra_opt.explore.overrides`:
-``budget_usd`` (added to a scenario without a budget), ``power_w``, a constraint's text, a
-workload's weight, or a scenario field such as ``fabric.hb_domain`` or
-``workloads.<name>.parallelism.tp``.
-
-``--set PATH=VALUE`` applies to the scenario before the sweep, as in ``solve``.
-Matplotlib is imported only when a plot is asked for.
-
-A run into ``--out DIR`` holds the folder's lock (:func:`libra_opt.io.results.open_results`)
-from opening it until its Parquet file, plots and manifest are written, so a second run
-into ``DIR`` is refused meanwhile. Once it holds the lock, a run removes the staging
-folders and temporary files a killed run left in ``DIR`` (no live run can own them then).
-SIGTERM stops the plots as Ctrl-C does (their staging folder removed, the points kept).
+"""``libra-opt sweep``: solve a scenario over a grid of axes (any path of
+:mod:`libra_opt.explore.overrides`) and print the table or write it to ``--out DIR``, whose
+lock the run holds until its Parquet file, plots and manifest are written. SIGTERM stops
+it as Ctrl-C does (finished points kept, staging folders removed).
 """
 
 from __future__ import annotations
@@ -39,7 +19,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from libra_opt.cli.args import add_executor_arguments, blamed_on_set, parse_floats, parse_sets
+from libra_opt.cli.args import (
+    add_executor_arguments,
+    blamed_on_set,
+    checked_executor,
+    parse_floats,
+    parse_sets,
+)
 from libra_opt.errors import InputError, short_repr
 from libra_opt.explore.grid import MAX_GRID_POINTS
 from libra_opt.options import OBJECTIVES
@@ -263,19 +249,11 @@ def _check_outputs(args: argparse.Namespace) -> Any:
     if args.batch_size is not None and args.batch_size < 1:
         raise InputError(f"expected a batch size >= 1, got {args.batch_size}",
                          source="<cli>", field="--batch-size")
-    from libra_opt.explore.executors import ExecutorOptions, check_scheduler
+    from libra_opt.explore.executors import ExecutorOptions
 
-    try:
-        options = ExecutorOptions(args.executor, max_workers=args.workers,
-                                  scheduler=args.scheduler, batch_size=args.batch_size,
-                                  progress=False if args.no_progress else None)
-        if isinstance(options.executor, str) and "://" in options.executor:
-            check_scheduler(options.executor)
-    except InputError as exc:
-        raise InputError(exc.message, source="<cli>",
-                         field="--executor" if exc.field == "executor" else
-                         ("--scheduler" if exc.field == "scheduler" else exc.field)) from None
-    return options
+    return checked_executor(args, lambda: ExecutorOptions(
+        args.executor, max_workers=args.workers, scheduler=args.scheduler,
+        batch_size=args.batch_size, progress=False if args.no_progress else None))
 
 
 def _axes(args: argparse.Namespace) -> dict[str, list[Any]]:
@@ -295,10 +273,9 @@ def _axes(args: argparse.Namespace) -> dict[str, list[Any]]:
 def _draw_plots(df: pd.DataFrame, axes: dict[str, list[Any]], staged: dict) -> list[str]:
     """Draw the sweep (its first axis on x), its Pareto front and, for a budget axis, the
     bandwidth bought at each budget into ``staged`` (name -> path); returns the names."""
-    from libra_opt.cli.backend import pyplot
-    from libra_opt.io.output import save_figure_atomic
+    from libra_opt.cli.backend import pyplot, save_drawn
 
-    plt = pyplot()
+    pyplot()
     from libra_opt.report.plots import plot_bandwidth_vs_budget, plot_pareto, plot_sweep
 
     draws = [("sweep.png", lambda: plot_sweep(df, x=next(iter(axes)))),
@@ -306,11 +283,7 @@ def _draw_plots(df: pd.DataFrame, axes: dict[str, list[Any]], staged: dict) -> l
     if "budget_usd" in axes:
         draws.append(("bandwidth.png", lambda: plot_bandwidth_vs_budget(df, x="budget_usd")))
     for name, draw in draws:
-        fig = draw()
-        try:
-            save_figure_atomic(fig, staged[name], dpi=130, flag="--out")
-        finally:
-            plt.close(fig)
+        save_drawn(draw, staged[name], flag="--out")
     return [name for name, _ in draws]
 
 
@@ -332,13 +305,6 @@ def run(args: argparse.Namespace) -> int:
         with blamed_on_set():
             base = base.derive(sets)
     sweep = importlib.import_module("libra_opt.explore.sweep")
-    if not isinstance(options.executor, str) or options.executor not in ("serial", "processes"):
-        if not getattr(args, "verbose", False):
-            # the scheduler and workers log at INFO: a script's stderr keeps errors only (set
-            # after importing distributed, which configures its loggers on import)
-            importlib.import_module("distributed")
-            for name in ("distributed", "tornado"):
-                logging.getLogger(name).setLevel(logging.WARNING)
     sink = None
     if args.out is not None:
         from libra_opt.io.results import results_stream
