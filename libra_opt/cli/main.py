@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import logging
 import os
@@ -68,7 +69,7 @@ def _write_plots(sol, plot_dir: str) -> list[str]:
     names = _plot_names(sol.scenario)
     with staged_outputs(plot_dir, names, flag="--plot-dir") as staged:
         for name, fn in zip(names, (plot_allocation, plot_step_breakdown), strict=True):
-            save_drawn(lambda fn=fn: fn(sol), staged[name])
+            save_drawn(functools.partial(fn, sol), staged[name])
     return [str(Path(plot_dir) / n) for n in names]
 
 
