@@ -81,8 +81,7 @@ def _hb_domains(text: str | None) -> tuple[int, ...] | None:
 
 
 def _dim_family(args: argparse.Namespace) -> dict[str, Any]:
-    """``--dim-sizes``, ``--dim-topologies`` and ``--unit-dims`` as
-    :class:`~libra_opt.explore.search.space.SearchSpace` fields."""
+    """``--dim-sizes``, ``--dim-topologies`` and ``--unit-dims`` as ``SearchSpace`` fields."""
     from libra_opt.fabric.topology import topology_names
 
     out: dict[str, Any] = {}
@@ -121,8 +120,7 @@ _INT_KNOBS = ("tp", "cp", "pp", "ep", "micro_batch_sizes", "interleave", "zero")
 
 
 def parse_space(items: list[str]) -> dict[str, Any]:
-    """``--space KNOB=V1,V2`` items as :class:`~libra_opt.explore.search.space.SearchSpace`
-    fields.
+    """``--space KNOB=V1,V2`` items as ``SearchSpace`` fields.
 
     Examples
     --------
@@ -234,20 +232,13 @@ def _out_names() -> list[str]:
     return [RESULTS_CSV, *((RESULTS_PARQUET,) if parquet else ()), "search.png"]
 
 
-def _family_flag(args: argparse.Namespace) -> str:
-    if args.dim_sizes is not None:
-        return "--dim-sizes"
-    if args.dim_topologies is not None:
-        return "--dim-topologies"
-    return "--hb-domain"
-
-
 def _check_shapes(base: Any, space: Any, args: argparse.Namespace) -> None:
     """Refuse, before the work, a fabric family none of whose shapes can be built."""
     from libra_opt.explore.search.fabrics import require_buildable
     from libra_opt.explore.search.space import search_shapes
 
-    flag = _family_flag(args)
+    flag = ("--dim-sizes" if args.dim_sizes is not None else
+            "--dim-topologies" if args.dim_topologies is not None else "--hb-domain")
     try:
         require_buildable(search_shapes(base.scenario.fabric, space, base.spec), flag)
     except InputError as exc:

@@ -191,10 +191,6 @@ def plot_sensitivity(df: pd.DataFrame, ax=None):
     ax : matplotlib.axes.Axes or pair of Axes, optional
         One Axes draws only the per-$ panel; default a new figure with both panels.
 
-    Returns
-    -------
-    matplotlib.figure.Figure
-
     Examples
     --------
     >>> import pandas as pd
@@ -244,14 +240,9 @@ def plot_comparison(df, ax=None, *, mode: str = "equal_bw",
     ----------
     df : pandas.DataFrame
         From :func:`libra_opt.explore.compare.compare_fabrics`.
-    ax : matplotlib.axes.Axes, optional
     mode : {'equal_bw', 'equal_budget', 'equal_budget_joint'}
     metrics : sequence of str
         Columns to plot; missing or empty ones are skipped.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
 
     Examples
     --------
@@ -312,10 +303,6 @@ def plot_fabric(fabric: Fabric, ax=None, *, max_npus: int = 256, bw_gbps=None):
         Refuse larger fabrics (the drawing would be unreadable).
     bw_gbps : sequence of float, optional
         Line widths follow the link bandwidth.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
 
     Examples
     --------
@@ -386,11 +373,6 @@ def plot_goodput_by_size(table: pd.DataFrame, ax=None):
     table : pandas.DataFrame
         :func:`libra_opt.explore.failures.goodput_by_size`: columns ``family``, ``n_npus``,
         ``goodput``, ``throughput_fraction``.
-    ax : matplotlib.axes.Axes, optional
-
-    Returns
-    -------
-    matplotlib.figure.Figure
     """
     fig, ax = _axes(ax)
     for i, (family, rows) in enumerate(table.groupby("family", sort=False)):

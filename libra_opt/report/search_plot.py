@@ -58,15 +58,9 @@ def plot_search(result: Any, ax: Any = None, *, top: int = 5, title: str | None 
     ----------
     result : SearchResult
         From :func:`libra_opt.explore.search.run_search` (or :func:`libra_opt.search`).
-    ax : matplotlib Axes, optional
-        Draw here (default: a new figure).
     top : int
         How many of the best candidates to number.
     title : str, optional
-
-    Returns
-    -------
-    matplotlib.figure.Figure
 
     Examples
     --------

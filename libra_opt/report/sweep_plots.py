@@ -155,13 +155,8 @@ def plot_sweep(df: pd.DataFrame, x_label: str | None = None, ax=None, *, x: str 
     x_label : str, optional
         What was swept — a column or axis name (``budget_usd``, a constraint's text) whose
         label and unit are then used, or free text; default from ``x``.
-    ax : matplotlib.axes.Axes, optional
     x : str, optional
         Column on the x axis; default the first axis (:func:`sweep_axes`).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
 
     Examples
     --------
@@ -260,13 +255,8 @@ def plot_pareto(df: pd.DataFrame, x: str = "network_cost_usd", y: str = "weighte
         Marks its optimum (star) and its baselines at the same total bandwidth (equal split:
         square, traffic-proportional: triangle); an infeasible baseline is hollow and its
         legend entry says so.
-    ax : matplotlib.axes.Axes, optional
     label : str
         Legend text of the sweep's points.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
 
     Examples
     --------
@@ -354,11 +344,6 @@ def plot_bandwidth_vs_budget(df: pd.DataFrame, x: str | None = None, ax=None):
         A sweep's rows with ``status`` and ``bw_<dim>_gbps`` columns.
     x : str, optional
         Column on the x axis; default the first axis (:func:`sweep_axes`).
-    ax : matplotlib.axes.Axes, optional
-
-    Returns
-    -------
-    matplotlib.figure.Figure
 
     Examples
     --------

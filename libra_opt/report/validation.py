@@ -159,10 +159,6 @@ def plot_variants(sets: Sequence[VariantRanking], ax=None):
     normalised by the set's measured best: one point per variant, one colour and marker
     per set, and the diagonal.
 
-    Returns
-    -------
-    matplotlib.figure.Figure
-
     Examples
     --------
     >>> from libra_opt.explore.validation import RowResult, TableResult, abs_errors
@@ -243,10 +239,6 @@ def plot_validation(results: Sequence[TableResult], ax=None):
     Rows published as throughput (TFLOP/s, MFU) are converted: the step time is inversely
     proportional to them. Above 1 the model is too slow; the +-3.5 % and +-8 % bands are
     drawn. Calibration rows are hollow circles, convention-dependent rows hollow diamonds.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
 
     Examples
     --------
