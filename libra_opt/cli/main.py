@@ -12,12 +12,10 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import BrokenExecutor
 from pathlib import Path
 from typing import NoReturn
-
-import numpy as np
 
 from libra_opt.cli import compare as cli_compare
 from libra_opt.cli import in_network as cli_in_network
@@ -96,12 +94,8 @@ def _cmd_solve(args) -> int:
                 "conflicting_constraints": list(getattr(exc, "constraints", ())),
             }))
         raise
-    bands, times = _bands(args, scen, sol.evaluation)
-    if args.json:
-        print(_json({**solution_to_dict(sol), **_bands_json(bands, times)}))
-    else:
-        print(format_solution(sol))
-        _print_bands(bands, times)
+    _print_result(args, scen, sol.evaluation, lambda: solution_to_dict(sol),
+                  lambda: format_solution(sol))
     if args.plot_dir is not None:
         for p in _write_plots(sol, args.plot_dir):
             print(f"wrote {p}", file=sys.stderr if args.json else sys.stdout)
@@ -117,40 +111,28 @@ def _cmd_evaluate(args) -> int:
     with option_context("--bw", fields=("bw", "--bw")):
         ev = evaluate(scen, check_bandwidth(scen.fabric, parse_floats(args.bw, "--bw"),
                                             field="--bw"))
-    bands, times = _bands(args, scen, ev)
-    if args.json:
-        print(_json({**evaluation_to_dict(scen, ev), **_bands_json(bands, times)}))
-    else:
-        print(format_evaluation(scen, ev))
-        print(f"Objective ({scen.objective}): {objective_label(scen.objective)} = "
-              f"{ev.objective_value:.6g}")
-        _print_bands(bands, times)
+    _print_result(args, scen, ev, lambda: evaluation_to_dict(scen, ev), lambda: (
+        f"{format_evaluation(scen, ev)}\nObjective ({scen.objective}): "
+        f"{objective_label(scen.objective)} = {ev.objective_value:.6g}"))
     return 0
 
 
-def _bands(args, scen, ev) -> tuple[dict, dict[str, float]]:
-    """The error band of each model-based workload (``--error-model`` or the packaged
-    validated runs) and the step times they apply to."""
+def _print_result(args, scen, ev, as_dict: Callable[[], dict], as_text: Callable[[], str]
+                  ) -> None:
+    """The result as text or, with ``--json``, one JSON object, with the error band of each
+    model-based workload (``--error-model`` or the packaged validated runs)."""
     from libra_opt.explore.trust import scenario_bands
     from libra_opt.io.error_model import load_error_model
+    from libra_opt.report.trust import band_lines, bands_to_dict
 
-    if scen.spec is None or not any(w.model is not None for w in scen.spec.workloads):
-        return {}, {}
-    bands = scenario_bands(load_error_model(args.error_model), scen)
-    return bands, {t.name: t.step_time_s for t in ev.workloads}
-
-
-def _bands_json(bands: Mapping, times: Mapping[str, float]) -> dict:
-    from libra_opt.report.trust import bands_to_dict
-
-    return {"error_band": bands_to_dict(bands, times)} if bands else {}
-
-
-def _print_bands(bands: Mapping, times: Mapping[str, float]) -> None:
-    from libra_opt.report.trust import band_lines
-
-    for line in band_lines(bands, times):
-        print(line)
+    bands, times = {}, {t.name: t.step_time_s for t in ev.workloads}
+    if scen.spec is not None and any(w.model is not None for w in scen.spec.workloads):
+        bands = scenario_bands(load_error_model(args.error_model), scen)
+    if args.json:
+        print(_json({**as_dict(), **({"error_band": bands_to_dict(bands, times)} if bands
+                                      else {})}))
+    else:
+        print("\n".join([as_text(), *band_lines(bands, times)]))
 
 
 def _check_exportable(workloads, source: str | None) -> None:
@@ -235,17 +217,8 @@ class _Parser(argparse.ArgumentParser):
 
 def _json(obj) -> str:
     """JSON with non-finite numbers (an infinite step time) written as null."""
-
-    def clean(x):
-        if isinstance(x, float) and not np.isfinite(x):
-            return None
-        if isinstance(x, dict):
-            return {k: clean(v) for k, v in x.items()}
-        if isinstance(x, list | tuple):
-            return [clean(v) for v in x]
-        return x
-
-    return json.dumps(clean(obj), indent=2, allow_nan=False)
+    return json.dumps(json.loads(json.dumps(obj), parse_constant=lambda _: None), indent=2,
+                      allow_nan=False)
 
 
 def build_parser() -> argparse.ArgumentParser:
