@@ -30,6 +30,7 @@ from libra_opt.report.notes import (
     identical_rows_note,
 )
 from libra_opt.report.text import (
+    allocations,
     constraint_rows,
     failure_section_parts,
     format_number,
@@ -176,15 +177,9 @@ def _constraint_section(sol: Solution) -> ReportSection:
 def _baseline_section(sol: Solution) -> ReportSection:
     ev = sol.evaluation
     scale, unit = _unit([ev.weighted_step_time_s], "s")
-    rows = [["optimum", " / ".join(f"{b:.1f}" for b in sol.bw_gbps),
-             _g(ev.weighted_step_time_s / scale), _usd(ev.cost.network_cost_usd), "yes",
-             "1", "1"]]
-    for b in sol.baselines:
-        bev = b.evaluation
-        rows.append([b.name, " / ".join(f"{x:.1f}" for x in bev.bw_gbps),
-                     _g(bev.weighted_step_time_s / scale), _usd(bev.cost.network_cost_usd),
-                     "yes" if b.feasible else "no", _g(b.step_time_ratio, 4),
-                     _g(b.objective_ratio, 4)])
+    rows = [[name, " / ".join(f"{x:.1f}" for x in e.bw_gbps), _g(e.weighted_step_time_s / scale),
+             _usd(e.cost.network_cost_usd), "yes" if ok else "no", _g(step, 4), _g(obj, 4)]
+            for name, e, ok, step, obj in allocations(sol)]
     total = float(np.sum(sol.bw_gbps))
     return ReportSection(
         "Baselines",

@@ -25,13 +25,13 @@ from libra_opt.report._style import (
 )
 from libra_opt.report.notes import family_label
 from libra_opt.report.sweep_plots import (
-    _allocations,
     _series_label,
     plot_bandwidth_vs_budget,
     plot_pareto,
     plot_sweep,
     sweep_axes,
 )
+from libra_opt.report.text import allocations
 
 __all__ = [
     "plot_allocation",
@@ -64,7 +64,7 @@ def plot_allocation(sol: Solution, ax=None):
     'bandwidth per NPU (GB/s)'
     """
     fig, ax = _axes(ax)
-    series = [(name, ev.bw_gbps, ok) for name, ev, ok in _allocations(sol)]
+    series = [(name, ev.bw_gbps, ok) for name, ev, ok, *_ in allocations(sol)]
     ax.bar_label(_grouped_bars(ax, series)[0], fmt="%.0f", fontsize=8)
     ax.set_xticks(range(sol.scenario.fabric.n_dims),
                   [f"{d.name}\n({d.topology}, {d.size})" for d in sol.scenario.fabric.dims])
@@ -107,7 +107,7 @@ def plot_step_breakdown(sol: Solution, ax=None):
     rows = []   # (label, compute, {group: exposed}, feasible)
     optimum = [t.step_time_s for t in sol.evaluation.workloads]
     ref = []    # the optimum's step time of the same workload
-    for name, ev, ok in _allocations(sol):
+    for name, ev, ok, *_ in allocations(sol):
         for i, t in enumerate(ev.workloads):
             label = f"{name} — {t.name}" if len(ev.workloads) > 1 else name
             comm = sum(t.comm_by_group_s.values())
@@ -164,7 +164,7 @@ def plot_dim_time(sol: Solution, ax=None):
     weights = sol.scenario.weights or (1.0,) * len(sol.scenario.workloads)
     series = [(name, np.asarray(sum(w * t.busy_by_dim_s for w, t in
                                     zip(weights, ev.workloads, strict=True)), dtype=float), ok)
-              for name, ev, ok in _allocations(sol)]
+              for name, ev, ok, *_ in allocations(sol)]
     _axis(ax, "y", np.concatenate([s[1] for s in series]), "busy time per step", "s")
     _grouped_bars(ax, series)
     ax.set_xticks(range(sol.scenario.fabric.n_dims), list(sol.scenario.fabric.names))

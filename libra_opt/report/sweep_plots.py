@@ -27,6 +27,7 @@ from libra_opt.report._style import (
     format_value,
     quantity,
 )
+from libra_opt.report.text import allocations
 
 __all__ = ["plot_sweep", "plot_pareto", "plot_bandwidth_vs_budget", "sweep_axes", "MAX_GROUPS"]
 
@@ -34,13 +35,6 @@ __all__ = ["plot_sweep", "plot_pareto", "plot_bandwidth_vs_budget", "sweep_axes"
 MAX_GROUPS = 12
 
 _BASELINE_MARKERS = {"equal split": "s", "traffic-proportional": "^"}
-
-
-def _allocations(sol: Solution):
-    """``(label, evaluation, feasible)`` of the optimum and each baseline."""
-    out = [("optimum", sol.evaluation, True)]
-    out += [(b.name, b.evaluation, b.feasible) for b in sol.baselines]
-    return out
 
 
 def _series_label(name: str, feasible: bool) -> str:
@@ -307,7 +301,7 @@ def plot_pareto(df: pd.DataFrame, x: str = "network_cost_usd", y: str = "weighte
         ax.plot(fx, fy, "o", color="tab:blue", ms=3.5, label=f"{label}: Pareto front")
     if solution is not None:
         power = x == "network_power_w"
-        for name, ev, ok_ in _allocations(solution):
+        for name, ev, ok_, *_ in allocations(solution):
             px = ev.cost.network_power_w if power else ev.cost.network_cost_usd
             if px is None:
                 continue

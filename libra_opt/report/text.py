@@ -20,7 +20,7 @@ from libra_opt.scenario.scenario import Scenario
 
 __all__ = ["table", "format_evaluation", "format_solution", "solution_to_dict", "evaluation_to_dict",
            "rail_forwarding", "format_number", "format_column", "format_whole", "format_pct",
-           "format_quantity", "settled", "constraint_rows", "failure_lines", "failure_dict", "failure_section_parts"]
+           "format_quantity", "settled", "constraint_rows", "allocations", "failure_lines", "failure_dict", "failure_section_parts"]
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: str | None = None) -> str:
@@ -455,6 +455,14 @@ def format_evaluation(scen: Scenario, ev: Evaluation) -> str:
     return "\n".join(lines)
 
 
+def allocations(sol: Solution) -> list[tuple[str, Evaluation, bool, float, float]]:
+    """``(name, evaluation, feasible, step time ratio, objective ratio)`` of the optimum, then
+    of each baseline."""
+    return [("optimum", sol.evaluation, True, 1.0, 1.0),
+            *((b.name, b.evaluation, b.feasible, b.step_time_ratio, b.objective_ratio)
+              for b in sol.baselines)]
+
+
 def _objective_str(objective: Objective, value: float) -> str:
     obj = objective_of(objective)
     if obj.unit == "s":
@@ -489,18 +497,9 @@ def format_solution(sol: Solution) -> str:
                          f"the fixed {fixed}{watts} of aggregator state memory)")
     if sol.baselines:
         total = float(np.sum(sol.bw_gbps))
-        rows = [[
-            "optimum", " ".join(f"{b:.1f}" for b in sol.bw_gbps),
-            _si_time(ev.weighted_step_time_s), format_usd(ev.cost.network_cost_usd), "yes", "1.000x",
-            "1.000x",
-        ]]
-        for b in sol.baselines:
-            rows.append([
-                b.name, " ".join(f"{x:.1f}" for x in b.evaluation.bw_gbps),
-                _si_time(b.evaluation.weighted_step_time_s),
-                format_usd(b.evaluation.cost.network_cost_usd),
-                "yes" if b.feasible else "no", f"{b.step_time_ratio:.3f}x", f"{b.objective_ratio:.3f}x",
-            ])
+        rows = [[name, " ".join(f"{x:.1f}" for x in e.bw_gbps), _si_time(e.weighted_step_time_s),
+                 format_usd(e.cost.network_cost_usd), "yes" if ok else "no", f"{step:.3f}x",
+                 f"{obj:.3f}x"] for name, e, ok, step, obj in allocations(sol)]
         lines += [
             "",
             f"Baselines at the same total bandwidth ({total:,.2f} GB/s per NPU):",
