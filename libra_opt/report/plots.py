@@ -105,7 +105,6 @@ def plot_step_breakdown(sol: Solution, ax=None):
     'time per training step (ms)'
     """
     rows = []   # (label, compute, {group: exposed}, feasible)
-    optimum = [t.step_time_s for t in sol.evaluation.workloads]
     ref = []    # the optimum's step time of the same workload
     for name, ev, ok, *_ in allocations(sol):
         for i, t in enumerate(ev.workloads):
@@ -114,7 +113,7 @@ def plot_step_breakdown(sol: Solution, ax=None):
             share = t.exposed_comm_s / comm if comm > 0 else 0.0
             exposed = {g: v * share for g, v in t.comm_by_group_s.items() if v > 0}
             rows.append((_series_label(label, ok), t.compute_s, exposed, ok))
-            ref.append(optimum[i])
+            ref.append(sol.evaluation.workloads[i].step_time_s)
     fig, ax = _axes(ax, (7.5, 1.2 + 0.45 * len(rows)))
     groups = list(dict.fromkeys(g for r in rows for g in r[2]))
     totals = [c + sum(gs.values()) for _, c, gs, _ in rows]
@@ -297,8 +296,6 @@ def plot_fabric(fabric: Fabric, ax=None, *, max_npus: int = 256, bw_gbps=None):
     Parameters
     ----------
     fabric : Fabric
-    ax : matplotlib.axes.Axes, optional
-        Axes to draw into; a new figure is made when ``None``.
     max_npus : int
         Refuse larger fabrics (the drawing would be unreadable).
     bw_gbps : sequence of float, optional
@@ -312,15 +309,10 @@ def plot_fabric(fabric: Fabric, ax=None, *, max_npus: int = 256, bw_gbps=None):
     1
     """
     if fabric.n_npus > max_npus:
-        raise InputError(
-            f"fabric has {fabric.n_npus} NPUs; plot_fabric draws at most {max_npus}",
-            field="max_npus",
-        )
+        raise InputError(f"fabric has {fabric.n_npus} NPUs; plot_fabric draws at most "
+                         f"{max_npus}", field="max_npus")
     g = fabric_graph(fabric, bw_gbps)
-    if ax is None:
-        fig, ax = plt.subplots(figsize=(max(6.0, 0.25 * fabric.n_npus), 5.0))
-    else:
-        fig = ax.figure
+    fig, ax = _axes(ax, (max(6.0, 0.25 * fabric.n_npus), 5.0))
     n_npus = fabric.n_npus
     pos = {("npu", i): (i / max(n_npus - 1, 1), 0.0) for i in range(n_npus)}
     level_rows: dict[tuple[int, int], list] = {}

@@ -274,7 +274,7 @@ def plot_pareto(df: pd.DataFrame, x: str = "network_cost_usd", y: str = "weighte
     front = ~dominated(xs, ys)
     order = np.argsort(xs[front])
     fx, fy = xs[front][order], ys[front][order]
-    points = [(xs, ys)]
+    allx, ally = list(xs), list(ys)
     # axes along which a design moves on its own front (a budget, a cap) are not split
     split = [c for c in sweep_axes(ok) if ok[c].nunique(dropna=False) > 1
              and quantity(c)[1] not in ("usd", "w")]
@@ -306,17 +306,15 @@ def plot_pareto(df: pd.DataFrame, x: str = "network_cost_usd", y: str = "weighte
             if px is None:
                 continue
             py = ev.weighted_step_time_s
-            points.append((np.array([px]), np.array([py])))
+            allx.append(px)
+            ally.append(py)
             if name == "optimum":
                 ax.plot(px, py, "*", color="tab:orange", ms=14, mec="black", mew=0.6,
                         label="scenario optimum", zorder=4)
                 continue
             m = _BASELINE_MARKERS.get(name, "D")
-            style = (dict(color="tab:red") if ok_ else
-                     dict(mfc="none", mec="tab:red", mew=1.5))
+            style = dict(color="tab:red") if ok_ else dict(mfc="none", mec="tab:red", mew=1.5)
             ax.plot(px, py, m, ms=9, zorder=4, label=_series_label(name, ok_), **style)
-    allx = np.concatenate([p[0] for p in points])
-    ally = np.concatenate([p[1] for p in points])
     _axis(ax, "x", allx, x)
     _axis(ax, "y", ally, y)
     ax.grid(alpha=0.3)

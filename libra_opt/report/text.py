@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -176,58 +176,42 @@ def _fabric_table(scen: Scenario, ev: Evaluation) -> str:
     usd = ev.cost.usd_by_dim_component.sum(axis=1)
     power = None if ev.cost.w_by_dim_component is None else ev.cost.w_by_dim_component.sum(axis=1)
     busy = np.asarray(sum(t.busy_by_dim_s for t in ev.workloads), dtype=float)
-    rows = []
-    for d, dim in enumerate(scen.fabric.dims):
-        rows.append([
-            dim.name, dim.topology, dim.size, dim.tier,
-            f"{ev.bw_gbps[d]:.2f}",
-            f"{100 * ev.bw_gbps[d] / total:.1f}%" if total > 0 else "-",
-            format_usd(usd[d]),
-            "n/a" if power is None else f"{power[d]:,.0f}",
-            _si_time(float(busy[d])),
-        ])
-    return table(
-        ["dim", "topology", "size", "tier", "bw GB/s", "share", "cost", "power W", "busy/step"],
-        rows,
-        "llrlrrrrr",
-    )
+    rows = [[dim.name, dim.topology, dim.size, dim.tier, f"{ev.bw_gbps[d]:.2f}",
+             f"{100 * ev.bw_gbps[d] / total:.1f}%" if total > 0 else "-", format_usd(usd[d]),
+             "n/a" if power is None else f"{power[d]:,.0f}", _si_time(float(busy[d]))]
+            for d, dim in enumerate(scen.fabric.dims)]
+    return table(["dim", "topology", "size", "tier", "bw GB/s", "share", "cost", "power W",
+                  "busy/step"], rows, "llrlrrrrr")
 
 
 def _workload_table(scen: Scenario, ev: Evaluation) -> str:
     rows = []
     for wt, t in zip(scen.weights or (), ev.workloads, strict=True):
         groups = ", ".join(f"{g} {_si_time(v)}" for g, v in t.comm_by_group_s.items() if v > 0)
-        rows.append([
-            t.name, f"{wt:g}", _si_time(t.step_time_s), _si_time(t.compute_s),
-            _si_time(t.comm_s), _si_time(t.exposed_comm_s),
-            " / ".join(_si_time(t.comm_by_phase_s[p]) for p in ("forward", "input_grad", "weight_grad")),
-            groups or "-",
-        ])
-    return table(
-        ["workload", "weight", "step", "compute", "comm", "exposed comm",
-         "comm fwd / in-grad / w-grad", "comm per group"],
-        rows,
-        "lrrrrrll",
-    )
+        phases = (t.comm_by_phase_s[p] for p in ("forward", "input_grad", "weight_grad"))
+        rows.append([t.name, f"{wt:g}", *map(_si_time, (t.step_time_s, t.compute_s, t.comm_s,
+                                                         t.exposed_comm_s)),
+                     " / ".join(map(_si_time, phases)), groups or "-"])
+    return table(["workload", "weight", "step", "compute", "comm", "exposed comm",
+                  "comm fwd / in-grad / w-grad", "comm per group"], rows, "lrrrrrll")
+
+
+def _parts_text(by_dim_component, fixed: float, fmt: Callable[[float], str]) -> str:
+    """``'switch $1.2M, nic $0.8M'``: each component's total, then the fixed part."""
+    items = [f"{c} {fmt(v)}" for c, v in zip(COMPONENTS, by_dim_component.sum(axis=0),
+                                              strict=True) if v > 0]
+    return ", ".join(items + ([f"aggregator state memory {fmt(fixed)}"] if fixed else []))
 
 
 def _cost_lines(ev: Evaluation) -> list[str]:
-    by_comp = ev.cost.usd_by_dim_component.sum(axis=0)
-    items = [f"{c} {format_usd(v)}" for c, v in zip(COMPONENTS, by_comp, strict=True) if v > 0]
-    if ev.cost.fixed_usd:
-        items.append(f"aggregator state memory {format_usd(ev.cost.fixed_usd)}")
-    parts = ", ".join(items)
-    lines = [f"Network cost: {format_usd(ev.cost.network_cost_usd)} ({parts or 'no priced components'})"]
-    if ev.cost.network_power_w is None:
+    c = ev.cost
+    parts = _parts_text(c.usd_by_dim_component, c.fixed_usd, format_usd)
+    lines = [f"Network cost: {format_usd(c.network_cost_usd)} ({parts or 'no priced components'})"]
+    if c.network_power_w is None or c.w_by_dim_component is None:
         lines.append("Network power: not modelled (no power_model given)")
     else:
-        assert ev.cost.w_by_dim_component is not None
-        pw = ev.cost.w_by_dim_component.sum(axis=0)
-        pitems = [f"{c} {v:,.0f} W" for c, v in zip(COMPONENTS, pw, strict=True) if v > 0]
-        if ev.cost.fixed_w:
-            pitems.append(f"aggregator state memory {ev.cost.fixed_w:,.0f} W")
-        pparts = ", ".join(pitems)
-        lines.append(f"Network power: {ev.cost.network_power_w:,.0f} W ({pparts or 'none'})")
+        parts = _parts_text(c.w_by_dim_component, c.fixed_w, lambda v: f"{v:,.0f} W")
+        lines.append(f"Network power: {c.network_power_w:,.0f} W ({parts or 'none'})")
     return lines
 
 
@@ -240,31 +224,25 @@ def _throughput_table(scen: Scenario, ev: Evaluation) -> str | None:
         mem = "-"
         if m.memory_per_npu_bytes is not None and m.memory_capacity_bytes:
             mem = f"{m.memory_per_npu_bytes / 1e9:.1f} / {m.memory_capacity_bytes / 1e9:.0f} GB"
-        rows.append([
-            t.name, f"{m.n_npus:,}", f"{m.tokens_per_step:,.0f}",
-            f"{m.model_flops_per_step:.3e}", f"{m.throughput_tokens_per_s(t.step_time_s):,.0f}",
-            f"{100 * m.mfu(t.step_time_s):.1f}%", mem,
-        ])
+        rows.append([t.name, f"{m.n_npus:,}", f"{m.tokens_per_step:,.0f}",
+                     f"{m.model_flops_per_step:.3e}",
+                     f"{m.throughput_tokens_per_s(t.step_time_s):,.0f}",
+                     f"{100 * m.mfu(t.step_time_s):.1f}%", mem])
     if not rows:
         return None
-    return table(
-        ["workload", "NPUs", "tokens/step", "model FLOPs/step", "tokens/s", "MFU", "memory/NPU"],
-        rows,
-        "lrrrrrr",
-    )
+    return table(["workload", "NPUs", "tokens/step", "model FLOPs/step", "tokens/s", "MFU",
+                  "memory/NPU"], rows, "lrrrrrr")
 
 
 def _tco_lines(scen: Scenario, ev: Evaluation) -> list[str]:
     if scen.tco is None:
         return []
     b = tco_breakdown(scen.tco, scen.fabric, scen.coefficients, ev.bw_gbps, ev.weighted_step_time_s)
-    line = (
-        f"TCO over {scen.tco.lifetime_years:g} years: {format_usd(b.total_usd)} (accelerators "
-        f"{format_usd(b.accelerators_usd)}, hosts {format_usd(b.hosts_usd)}, network {format_usd(b.network_usd)}, "
-        f"maintenance {format_usd(b.maintenance_usd)}, energy {format_usd(b.energy_usd)} at "
-        f"{b.it_power_w / 1e3:,.1f} kW IT); {format_usd(b.usd_per_hour)}/hour"
-    )
-    out = [line]
+    out = [f"TCO over {scen.tco.lifetime_years:g} years: {format_usd(b.total_usd)} (accelerators "
+           f"{format_usd(b.accelerators_usd)}, hosts {format_usd(b.hosts_usd)}, network "
+           f"{format_usd(b.network_usd)}, maintenance {format_usd(b.maintenance_usd)}, energy "
+           f"{format_usd(b.energy_usd)} at {b.it_power_w / 1e3:,.1f} kW IT); "
+           f"{format_usd(b.usd_per_hour)}/hour"]
     if b.run_usd is not None:
         out.append(f"One training run ({scen.tco.n_steps:,.0f} steps): {format_usd(b.run_usd)}")
     return out
