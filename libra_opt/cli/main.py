@@ -1,7 +1,5 @@
-"""Command-line interface: a thin layer over the Python API.
-
-Exit codes: 0 success, 1 infeasible/unbounded design or solver failure, 2 bad input.
-"""
+"""Command-line interface, a thin layer over the Python API. Exit codes: 0 success, 1
+infeasible/unbounded design or solver failure, 2 bad input."""
 
 from __future__ import annotations
 
@@ -136,8 +134,7 @@ def _print_result(args, scen, ev, as_dict: Callable[[], dict], as_text: Callable
 
 
 def _check_exportable(workloads, source: str | None) -> None:
-    """Refuse before anything is printed or written: the export's own check, blamed on
-    ``--export`` (the workload is valid; the ASTRA-sim 1.0 text format cannot hold it)."""
+    """The export's own check, before anything is printed or written, blamed on ``--export``."""
     from libra_opt.io.astra_sim import check_exportable
 
     for wl in workloads:
@@ -191,11 +188,8 @@ def _cmd_workload(args) -> int:
         with option_context("--bw", fields=("--bw",)):
             bw = check_bandwidth(scen.fabric, parse_floats(args.bw, "--bw"), field="--bw")
     if not generated:
-        raise InputError(
-            "no model-based workloads (entries with model/parallelism/device) in this scenario",
-            source=scen.source,
-            field="workloads",
-        )
+        raise InputError("no model-based workloads (entries with model/parallelism/device) "
+                         "in this scenario", source=scen.source, field="workloads")
     if args.json:
         print(_json([workload_summary(g, scen.fabric, bw, scen.timing)
                      for g in generated.values()]))

@@ -501,18 +501,12 @@ def evaluation_to_dict(scen: Scenario, ev: Evaluation) -> dict[str, Any]:
         "bw_gbps": [float(x) for x in ev.bw_gbps],
         "step_time_s": {t.name: t.step_time_s for t in ev.workloads},
         "weighted_step_time_s": ev.weighted_step_time_s,
-        "breakdown": {
-            t.name: {
-                "compute_s": t.compute_s,
-                "comm_s": t.comm_s,
-                "exposed_comm_s": t.exposed_comm_s,
-                "comm_by_phase_s": dict(t.comm_by_phase_s),
-                "comm_by_group_s": dict(t.comm_by_group_s),
-                "busy_by_dim_s": [float(x) for x in t.busy_by_dim_s],
-                "traffic_by_dim_bytes": [float(x) for x in t.traffic_by_dim_bytes],
-            }
-            for t in ev.workloads
-        },
+        "breakdown": {t.name: {
+            "compute_s": t.compute_s, "comm_s": t.comm_s, "exposed_comm_s": t.exposed_comm_s,
+            "comm_by_phase_s": dict(t.comm_by_phase_s), "comm_by_group_s": dict(t.comm_by_group_s),
+            "busy_by_dim_s": [float(x) for x in t.busy_by_dim_s],
+            "traffic_by_dim_bytes": [float(x) for x in t.traffic_by_dim_bytes],
+        } for t in ev.workloads},
         "network_cost_usd": ev.cost.network_cost_usd,
         "network_cost_by_dim_usd": [float(x) for x in ev.cost.usd_by_dim_component.sum(axis=1)],
         "network_cost_by_component_usd": dict(
@@ -521,16 +515,12 @@ def evaluation_to_dict(scen: Scenario, ev: Evaluation) -> dict[str, Any]:
         "network_power_w": ev.cost.network_power_w,
         "network_fixed_usd": ev.cost.fixed_usd,
         "network_fixed_w": None if ev.cost.network_power_w is None else ev.cost.fixed_w,
-        "throughput": {
-            t.name: {
-                "tokens_per_s": wl.metrics.throughput_tokens_per_s(t.step_time_s),
-                "mfu": wl.metrics.mfu(t.step_time_s),
-                "model_flops_per_step": wl.metrics.model_flops_per_step,
-                "memory_per_npu_bytes": wl.metrics.memory_per_npu_bytes,
-            }
-            for wl, t in zip(scen.workloads, ev.workloads, strict=True)
-            if wl.metrics is not None
-        },
+        "throughput": {t.name: {
+            "tokens_per_s": wl.metrics.throughput_tokens_per_s(t.step_time_s),
+            "mfu": wl.metrics.mfu(t.step_time_s),
+            "model_flops_per_step": wl.metrics.model_flops_per_step,
+            "memory_per_npu_bytes": wl.metrics.memory_per_npu_bytes,
+        } for wl, t in zip(scen.workloads, ev.workloads, strict=True) if wl.metrics is not None},
         "objective_value": ev.objective_value,
         "constraint_violation": {k: float(v) for k, v in ev.residuals.items()},
     } | ({"rail_forwarding": forwarding} if (forwarding := rail_forwarding(scen, ev)) else {}) \
@@ -544,13 +534,8 @@ def solution_to_dict(sol: Solution) -> dict[str, Any]:
         "status": sol.solver.status,
         "objective": sol.objective,
         "objective_value": sol.objective_value,
-        "solver": {
-            "name": sol.solver.solver,
-            "method": sol.solver.method,
-            "compile_s": sol.solver.compile_s,
-            "solve_s": sol.solver.solve_s,
-            "objective_rel_gap": sol.solver.objective_rel_gap,
-        },
+        "solver": {"name": sol.solver.solver, **{k: getattr(sol.solver, k) for k in (
+            "method", "compile_s", "solve_s", "objective_rel_gap")}},
         "constraints": [
             {"label": c.label, "value": c.lhs, "sense": c.sense, "bound": c.rhs,
              "slack": c.slack, "active": c.active, "shadow_price": c.shadow_price}

@@ -27,12 +27,9 @@ def _hfu(g: GeneratedWorkload, step_s: float) -> float:
     return achieved_flops_per_npu(g, step_s, hardware=True) / peak
 
 
-def workload_summary(
-    generated: GeneratedWorkload,
-    fabric: Fabric,
-    bw_gbps: Sequence[float] | np.ndarray | None = None,
-    timing: TimingModel | None = None,
-) -> dict:
+def workload_summary(generated: GeneratedWorkload, fabric: Fabric,
+                     bw_gbps: Sequence[float] | np.ndarray | None = None,
+                     timing: TimingModel | None = None) -> dict:
     """The numbers of :func:`workload_report` as a JSON-ready dict (with ``bw_gbps`` also
     ``step_time_s``, ``exposed_comm_s``, ``tokens_per_s``, ``mfu`` and ``hfu``).
 
@@ -54,28 +51,15 @@ def workload_summary(
     w = g.workload
     timing = timing if timing is not None else TimingModel()
     traffic = traffic_by_group_bytes(w, fabric, timing)
+    same = ("compute_dtype", "tokens_per_step", "samples_per_step", "micro_batches",
+            "bubble_fraction", "model_flops_per_step", "hardware_flops_per_step")
     out: dict = {
-        "workload": w.name,
-        "model": g.model_name,
-        "n_npus": g.n_npus,
-        "device": g.device.key,
-        "compute_model": g.efficiency.describe(),
-        "compute_dtype": g.compute_dtype,
-        "tokens_per_step": g.tokens_per_step,
-        "samples_per_step": g.samples_per_step,
-        "micro_batches": g.micro_batches,
-        "bubble_fraction": g.bubble_fraction,
-        "model_flops_per_step": g.model_flops_per_step,
-        "hardware_flops_per_step": g.hardware_flops_per_step,
-        "compute_s": w.compute_s,
-        "compute_breakdown_s": dict(g.compute_breakdown_s),
-        "bubble_compute_s": g.bubble_compute_s,
-        "stage_compute_s": list(g.stage_compute_s),
-        "memory_bytes": {
-            "weights": g.memory.weights_bytes, "grads": g.memory.grads_bytes,
-            "optimizer": g.memory.optimizer_bytes, "activations": g.memory.activations_bytes,
-            "capacity": g.memory.capacity_bytes,
-        },
+        "workload": w.name, "model": g.model_name, "n_npus": g.n_npus, "device": g.device.key,
+        "compute_model": g.efficiency.describe(), **{k: getattr(g, k) for k in same},
+        "compute_s": w.compute_s, "compute_breakdown_s": dict(g.compute_breakdown_s),
+        "bubble_compute_s": g.bubble_compute_s, "stage_compute_s": list(g.stage_compute_s),
+        "memory_bytes": {k: getattr(g.memory, f"{k}_bytes") for k in (
+            "weights", "grads", "optimizer", "activations", "capacity")},
         "traffic_bytes": {
             group: dict(zip(fabric.names, (float(x) for x in b), strict=True))
             for group, (_, b) in sorted(traffic.items())
@@ -116,12 +100,9 @@ def _gb(x: float) -> str:
     return f"{x / 1e9:10.3f}"
 
 
-def workload_report(
-    generated: GeneratedWorkload,
-    fabric: Fabric,
-    bw_gbps: Sequence[float] | np.ndarray | None = None,
-    timing: TimingModel | None = None,
-) -> str:
+def workload_report(generated: GeneratedWorkload, fabric: Fabric,
+                    bw_gbps: Sequence[float] | np.ndarray | None = None,
+                    timing: TimingModel | None = None) -> str:
     """Human-readable summary of a generated workload.
 
     Parameters
