@@ -20,11 +20,9 @@ __all__ = ["register", "run"]
 def register(subparsers) -> argparse.ArgumentParser:
     """Add the ``compare`` sub-command to ``subparsers`` and return its parser."""
     p = subparsers.add_parser(
-        "compare",
-        help="compare fat-tree, rail-only and multi-dimensional fabrics on a scenario",
+        "compare", help="compare fat-tree, rail-only and multi-dimensional fabrics on a scenario",
         description="Step time, network cost, power and reductions vs the fat-tree, at "
-        "equal bandwidth and at equal network budget.",
-    )
+        "equal bandwidth and at equal network budget.")
     p.add_argument("scenario", help="scenario YAML file, or the name of a shipped example")
     p.add_argument("--fabrics", default="fat_tree,rail_only,multi_dim",
                    help="comma-separated subset of fat_tree, rail_only, multi_dim")
@@ -65,26 +63,10 @@ def _fabric_names(text: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def _check_radix(radix: int) -> None:
-    """``--radix``: the scale-out switch radix, an even integer >= 4."""
-    if radix < 4 or radix % 2:
-        raise InputError(f"switch_radix {radix} must be an even integer >= 4 (ports per switch)",
-                         source="<cli>", field="--radix")
-
-
 def _check_budget(budget: float | None, flag: str = "--budget-usd") -> None:
     if budget is not None and not (math.isfinite(budget) and budget > 0):
         raise InputError(f"budget {budget!r} $ must be a finite number > 0", source="<cli>",
                          field=flag)
-
-
-def _check_outputs(args: argparse.Namespace) -> None:
-    from libra_opt.io.output import CSV_SUFFIXES, PLOT_SUFFIXES, check_writable_output
-
-    if args.csv is not None:
-        check_writable_output(args.csv, "--csv", CSV_SUFFIXES)
-    if args.plot is not None:
-        check_writable_output(args.plot, "--plot", PLOT_SUFFIXES)
 
 
 def _table(df) -> str:
@@ -118,7 +100,12 @@ def _fabrics(scen_fabric, names: list[str], radix: int) -> dict:
 def run(args: argparse.Namespace) -> int:
     """Execute ``compare`` for parsed ``args``; prints the table and returns 0."""
     from libra_opt.explore.compare import compare_fabrics
-    from libra_opt.io.output import write_csv_atomic
+    from libra_opt.io.output import (
+        CSV_SUFFIXES,
+        PLOT_SUFFIXES,
+        check_writable_output,
+        write_csv_atomic,
+    )
     from libra_opt.io.presets import catalog_cost_model
     from libra_opt.report.notes import family_notes
     from libra_opt.report.plots import plot_comparison
@@ -126,10 +113,15 @@ def run(args: argparse.Namespace) -> int:
     from libra_opt.traffic.step_time import check_bandwidth
 
     # the command line first (outputs, flags), then the scenario, then the work
-    _check_outputs(args)
+    if args.csv is not None:
+        check_writable_output(args.csv, "--csv", CSV_SUFFIXES)
+    if args.plot is not None:
+        check_writable_output(args.plot, "--plot", PLOT_SUFFIXES)
     names = _fabric_names(args.fabrics)
-    if args.radix is not None and set(names) - {"multi_dim"}:
-        _check_radix(args.radix)
+    odd_radix = args.radix is not None and (args.radix < 4 or args.radix % 2)
+    if odd_radix and set(names) - {"multi_dim"}:   # the Clos needs an even radix >= 4
+        raise InputError(f"switch_radix {args.radix} must be an even integer >= 4 (ports per "
+                         "switch)", source="<cli>", field="--radix")
     _check_budget(args.budget_usd)
     _check_budget(getattr(args, "scaleout_budget_usd", None), "--scaleout-budget-usd")
     bw = parse_floats(args.bw, "--bw") if args.bw is not None else None

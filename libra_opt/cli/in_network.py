@@ -17,8 +17,7 @@ def register(subparsers) -> argparse.ArgumentParser:
         "in-network",
         help="decide per switch dimension whether to buy in-network reduction (SHARP class)",
         description="Solve the scenario for every choice of switch dimensions that reduce in "
-        "the network (each exactly) and print them, best first.",
-    )
+        "the network (each exactly) and print them, best first.")
     p.add_argument("scenario", help="scenario YAML file or example name")
     p.add_argument("--dims", help="comma-separated candidate dimensions (default: every "
                    "switch dimension)")

@@ -19,13 +19,11 @@ MAX_REPORT_POINTS = 1000   # of the report's budget sweep
 def register(subparsers) -> argparse.ArgumentParser:
     """Add the ``report`` sub-command to ``subparsers`` and return its parser."""
     p = subparsers.add_parser(
-        "report",
-        help="write a self-contained HTML report (and Markdown) of a scenario",
+        "report", help="write a self-contained HTML report (and Markdown) of a scenario",
         description="Solve a scenario and write DIR/report.html (one self-contained file) and "
         "DIR/report.md with its PNGs: the solution, constraints and shadow prices, baselines, "
         "sensitivity, a budget sweep with its Pareto front, the fabric-family comparison, and a "
-        "co-design search of a model-based workload's parallelization and placement.",
-    )
+        "co-design search of a model-based workload's parallelization and placement.")
     p.add_argument("scenario", help="scenario YAML file, or the name of a shipped example")
     p.add_argument("--out", required=True, metavar="DIR", help="directory to write into "
                    "(created if missing); a non-empty DIR is refused unless --overwrite")

@@ -13,14 +13,12 @@ _DEVICES_FILE = "calibrated_devices.yaml"
 def register(subparsers) -> argparse.ArgumentParser:
     """Add the ``validate`` sub-command to ``subparsers`` and return its parser."""
     p = subparsers.add_parser(
-        "validate",
-        help="compare the step-time model with published training runs",
+        "validate", help="compare the step-time model with published training runs",
         description="Predict every row of the packaged validation tables (or --table) and "
         "print published vs predicted values, the error per row and the average and worst "
         "error per table (calibration rows excluded). With --calibrate, first fit one or two "
         "device constants on the rows marked 'calibrate: true' (per device) and predict with "
-        "them: the way to see how far to trust the model on your own hardware.",
-    )
+        "them: the way to see how far to trust the model on your own hardware.")
     p.add_argument("--table", action="append", metavar="NAME",
                    help="a packaged table name or a YAML file of your own runs (repeatable; "
                    "default: every packaged table)")

@@ -164,13 +164,12 @@ def performance_section_parts(sol: Solution):
     if scen.tco is not None:
         b = tco_breakdown(scen.tco, scen.fabric, scen.coefficients, ev.bw_gbps,
                           ev.weighted_step_time_s)
-        usd = format_whole
-        trows = [["accelerators", usd(b.accelerators_usd)], ["hosts", usd(b.hosts_usd)],
-                 ["network", usd(b.network_usd)], ["maintenance", usd(b.maintenance_usd)],
-                 ["energy", usd(b.energy_usd)], ["total", usd(b.total_usd)],
-                 ["per hour", usd(b.usd_per_hour)]]
+        trows = [[p, format_whole(getattr(b, f"{p}_usd"))]
+                 for p in ("accelerators", "hosts", "network", "maintenance", "energy", "total")]
+        trows.append(["per hour", format_whole(b.usd_per_hour)])
         if b.run_usd is not None:
-            trows.append([f"one training run ({scen.tco.n_steps:,.0f} steps)", usd(b.run_usd)])
+            trows.append([f"one training run ({scen.tco.n_steps:,.0f} steps)",
+                          format_whole(b.run_usd)])
         tables.append((f"Total cost of ownership over {scen.tco.lifetime_years:g} years ($)",
                        ["part", "cost ($)"], trows))
         text.append(f"TCO: capital (accelerators, hosts, network), maintenance and energy at "
