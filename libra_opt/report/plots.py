@@ -33,21 +33,9 @@ from libra_opt.report.sweep_plots import (
 )
 from libra_opt.report.text import allocations
 
-__all__ = [
-    "plot_allocation",
-    "plot_step_breakdown",
-    "plot_dim_time",
-    "plot_sweep",
-    "sweep_axes",
-    "plot_pareto",
-    "plot_bandwidth_vs_budget",
-    "plot_sensitivity",
-    "plot_comparison",
-    "plot_fabric",
-    "plot_goodput_by_size",
-    "quantity",
-    "format_value",
-]
+__all__ = ["plot_allocation", "plot_step_breakdown", "plot_dim_time", "plot_sweep", "sweep_axes",
+           "plot_pareto", "plot_bandwidth_vs_budget", "plot_sensitivity", "plot_comparison",
+           "plot_fabric", "plot_goodput_by_size", "quantity", "format_value"]
 
 
 def plot_allocation(sol: Solution, ax=None):

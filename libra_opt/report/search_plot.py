@@ -137,13 +137,7 @@ def plot_search(result: Any, ax: Any = None, *, top: int = 5, title: str | None 
 
 def _snapped(v: np.ndarray) -> np.ndarray:
     """``v`` with values the same up to solver round-off replaced by the smallest of them
-    (round-off is neither a Pareto step nor an axis range).
-
-    Examples
-    --------
-    >>> _snapped(np.array([17388800.0, 17388799.9992, 17100000.0])).tolist()
-    [17388799.9992, 17388799.9992, 17100000.0]
-    """
+    (round-off is neither a Pareto step nor an axis range)."""
     out = v.copy()
     order = np.argsort(v, kind="stable")
     for i, j in zip(order[:-1], order[1:], strict=True):
@@ -155,19 +149,7 @@ def _snapped(v: np.ndarray) -> np.ndarray:
 def _layouts(best: Any) -> list[str]:
     """``TP4 CP4 PP16 DP64`` for each row of ``best`` and the knobs of :data:`_VARYING` that
     differ among the rows; rows still alike get the placement of the first groups that tell
-    them apart, then their rank.
-
-    Examples
-    --------
-    >>> import pandas as pd
-    >>> best = pd.DataFrame({"rank": [1, 2], "tp": [4, 4], "cp": [4, 4], "pp": [16, 16],
-    ...                      "dp": [64, 64], "placement": [
-    ...     "tp: hb 4 | cp: hb 2, scaleout 2 | dp: scaleout 64 | pp: scaleout 16",
-    ...     "tp: hb 4 | cp: scaleout 4 | dp: hb 2, scaleout 32 | pp: scaleout 16"]})
-    >>> for text in _layouts(best): print(text)
-    TP4 CP4 PP16 DP64 [cp: hb 2, scaleout 2]
-    TP4 CP4 PP16 DP64 [cp: scaleout 4]
-    """
+    them apart, then their rank."""
     varying = [c for c in _VARYING if c in best and best[c].nunique() > 1]
     rows = [r for _, r in best.iterrows()]
     out = [" ".join([f"TP{r['tp']} CP{r['cp']} PP{r['pp']} DP{r['dp']}",
