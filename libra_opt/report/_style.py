@@ -99,10 +99,7 @@ def _unit(values, kind: str) -> tuple[float, str]:
     arr = arr[np.isfinite(arr)]
     top = float(arr.max()) if arr.size else 0.0
     steps = _UNITS.get(kind, _UNITS[""])
-    for scale, unit in steps:
-        if top >= scale:
-            return scale, unit
-    return steps[-1] if top > 0 else steps[0]
+    return next((step for step in steps if top >= step[0]), steps[-1] if top > 0 else steps[0])
 
 
 def _num(x: float) -> str:

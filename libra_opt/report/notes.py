@@ -5,6 +5,7 @@ same design (:func:`identical_rows_note`)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from itertools import combinations
 from typing import Any
 
 import numpy as np
@@ -159,14 +160,11 @@ def family_notes(df: pd.DataFrame, scen: Scenario | None = None) -> list[str]:
         out.append(MULTI_DIM_NOTE)
     same_tiers: dict[tuple[str, str, int], list[str]] = {}
     for mode, g in df.groupby("mode", sort=False):
-        rows = list(g.itertuples(index=False))
-        for i, a in enumerate(rows):
-            for b in rows[i + 1:]:
-                if not same(float(a.network_cost_usd), float(b.network_cost_usd)):
-                    continue
-                if "scaleout_tiers" in g and a.scaleout_tiers == b.scaleout_tiers:
-                    key = (str(a.fabric), str(b.fabric), int(a.scaleout_tiers))
-                    same_tiers.setdefault(key, []).append(str(mode))
+        for a, b in combinations(g.itertuples(index=False), 2):
+            if ("scaleout_tiers" in g and a.scaleout_tiers == b.scaleout_tiers
+                    and same(float(a.network_cost_usd), float(b.network_cost_usd))):
+                key = (str(a.fabric), str(b.fabric), int(a.scaleout_tiers))
+                same_tiers.setdefault(key, []).append(str(mode))
     for (a_fab, b_fab, tiers), modes in same_tiers.items():
         out.append(f"{', '.join(modes)}: {a_fab} and {b_fab} cost the same because both need "
                    f"{tiers} scale-out tier{'s' if tiers != 1 else ''} at this size and radix: "
