@@ -80,9 +80,8 @@ def _grouped_bars(ax, series) -> list:
 def plot_step_breakdown(sol: Solution, ax=None):
     """Horizontal stacked bars: compute, then exposed communication split by group.
 
-    One bar per allocation (optimum, then baselines) and workload; each bar is labelled with
-    its total and its ratio to the optimum's step time of that workload. The exposed time of a group is its share of
-    the communication time times the exposed time (all of it in the ``no_overlap`` loop).
+    One bar per allocation and workload, labelled with its total and its ratio to the
+    optimum's; a group's exposed time is its share of the communication times the exposed.
 
     Examples
     --------
@@ -136,8 +135,7 @@ def plot_step_breakdown(sol: Solution, ax=None):
 def plot_dim_time(sol: Solution, ax=None):
     """Grouped bars: time each dimension is busy per step, optimum vs baselines.
 
-    At a ``perf`` optimum of the pipelined model the busy dimensions tend to be balanced;
-    a baseline's tallest bar is its bottleneck.
+    A baseline's tallest bar is its bottleneck.
 
     Examples
     --------
@@ -168,15 +166,10 @@ def _sens_col(df: pd.DataFrame, unit: str) -> str | None:
 def plot_sensitivity(df: pd.DataFrame, ax=None):
     """Bars per dimension: step time saved per extra $ and per extra GB/s.
 
-    Parameters
-    ----------
-    df : pandas.DataFrame
-        One row per dimension (column ``dim``, else the index), with a column whose name
-        contains ``per_usd`` (s per $) and one with ``per_gbps`` (s per GB/s), as from
-        :func:`libra_opt.explore.sensitivity.sensitivity`. Values may be negative (time
-        falls as the resource grows); the bars show the saving, ``-value``.
-    ax : matplotlib.axes.Axes or pair of Axes, optional
-        One Axes draws only the per-$ panel; default a new figure with both panels.
+    ``df`` has one row per dimension (column ``dim``, else the index) and columns whose
+    names hold ``per_usd`` (s per $) and ``per_gbps`` (s per GB/s), as from
+    :func:`libra_opt.explore.sensitivity.sensitivity`; the bars show ``-value``. One ``ax``
+    draws only the per-$ panel, a pair both.
 
     Examples
     --------
@@ -223,13 +216,8 @@ def plot_comparison(df, ax=None, *, mode: str = "equal_bw",
                                               "step_time_s", "run_cost_usd")):
     """Grouped bars of each metric relative to the baseline fabric (1.0 = baseline).
 
-    Parameters
-    ----------
-    df : pandas.DataFrame
-        From :func:`libra_opt.explore.compare.compare_fabrics`.
-    mode : {'equal_bw', 'equal_budget', 'equal_budget_joint'}
-    metrics : sequence of str
-        Columns to plot; missing or empty ones are skipped.
+    ``df`` is from :func:`libra_opt.explore.compare.compare_fabrics`, ``mode`` one of its
+    modes; ``metrics`` missing or empty in it are skipped.
 
     Examples
     --------
@@ -240,8 +228,6 @@ def plot_comparison(df, ax=None, *, mode: str = "equal_bw",
     >>> fig = plot_comparison(df)
     >>> [t.get_text() for t in fig.axes[0].get_xticklabels()]
     ['network cost', 'step time']
-
-    A ``multi_dim`` row is labelled as LIBRA's ideal switch (no radix limit).
     """
     sub = df[df["mode"] == mode]
     if sub.empty:
@@ -281,13 +267,7 @@ def plot_comparison(df, ax=None, *, mode: str = "equal_bw",
 def plot_fabric(fabric: Fabric, ax=None, *, max_npus: int = 256, bw_gbps=None):
     """Draw a small fabric: NPUs at the bottom, NICs, then switch levels, coloured by dim.
 
-    Parameters
-    ----------
-    fabric : Fabric
-    max_npus : int
-        Refuse larger fabrics (the drawing would be unreadable).
-    bw_gbps : sequence of float, optional
-        Line widths follow the link bandwidth.
+    Fabrics of more than ``max_npus`` are refused; line widths follow ``bw_gbps``.
 
     Examples
     --------
@@ -348,11 +328,7 @@ def plot_goodput_by_size(table: pd.DataFrame, ax=None):
     """Goodput (and the throughput fraction kept with degraded parts) against cluster size,
     one line per fabric family.
 
-    Parameters
-    ----------
-    table : pandas.DataFrame
-        :func:`libra_opt.explore.failures.goodput_by_size`: columns ``family``, ``n_npus``,
-        ``goodput``, ``throughput_fraction``.
+    ``table`` is from :func:`libra_opt.explore.failures.goodput_by_size`.
     """
     fig, ax = _axes(ax)
     for i, (family, rows) in enumerate(table.groupby("family", sort=False)):

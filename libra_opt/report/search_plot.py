@@ -49,18 +49,9 @@ def plot_search(result: Any, ax: Any = None, *, top: int = 5, title: str | None 
     """Scatter the solved candidates of a search; mark the Pareto front (least network cost
     for a given step time or cost per token) and the ``top`` best by the objective.
 
-    Each of the best is numbered by its rank next to its point (at the first spot, once
-    the figure is laid out, that overlaps no other number, star or the legend; a thin line
-    joins a number put further away) and its layout is listed in the legend, no two
-    entries alike.
-
-    Parameters
-    ----------
-    result : SearchResult
-        From :func:`libra_opt.explore.search.run_search` (or :func:`libra_opt.search`).
-    top : int
-        How many of the best candidates to number.
-    title : str, optional
+    Each of the best is numbered by its rank next to its point, where the number overlaps
+    no other, and its layout is listed in the legend. ``result`` is a ``SearchResult``
+    (:func:`libra_opt.explore.search.run_search`).
 
     Examples
     --------

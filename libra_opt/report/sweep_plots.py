@@ -142,15 +142,8 @@ def plot_sweep(df: pd.DataFrame, x_label: str | None = None, ax=None, *, x: str 
     A sweep over several axes draws one colour per combination of the other axes' values;
     without ``ax`` its figure has two panels: step time above, bandwidth below.
 
-    Parameters
-    ----------
-    df : pandas.DataFrame
-        A sweep's rows (:func:`libra_opt.explore.sweep.sweep`).
-    x_label : str, optional
-        What was swept — a column or axis name (``budget_usd``, a constraint's text) whose
-        label and unit are then used, or free text; default from ``x``.
-    x : str, optional
-        Column on the x axis; default the first axis (:func:`sweep_axes`).
+    ``x`` is the column on the x axis (default the first axis); ``x_label`` what was swept,
+    a column name whose label and unit are used, or free text.
 
     Examples
     --------
@@ -246,11 +239,7 @@ def plot_pareto(df: pd.DataFrame, x: str = "network_cost_usd", y: str = "weighte
     x, y : str
         Columns; ``x="network_power_w"`` draws the power/step-time front.
     solution : Solution, optional
-        Marks its optimum (star) and its baselines at the same total bandwidth (equal split:
-        square, traffic-proportional: triangle); an infeasible baseline is hollow and its
-        legend entry says so.
-    label : str
-        Legend text of the sweep's points.
+        Marks its optimum (star) and its baselines (hollow: infeasible).
 
     Examples
     --------
@@ -330,12 +319,7 @@ def plot_bandwidth_vs_budget(df: pd.DataFrame, x: str | None = None, ax=None):
     A sweep over several axes gets one panel per combination of the other axes' values, or
     in the given ``ax`` one line per dimension (colour) and combination (line style).
 
-    Parameters
-    ----------
-    df : pandas.DataFrame
-        A sweep's rows with ``status`` and ``bw_<dim>_gbps`` columns.
-    x : str, optional
-        Column on the x axis; default the first axis (:func:`sweep_axes`).
+    ``x`` is the column on the x axis (default the first axis).
 
     Examples
     --------

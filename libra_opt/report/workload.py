@@ -103,21 +103,8 @@ def _gb(x: float) -> str:
 def workload_report(generated: GeneratedWorkload, fabric: Fabric,
                     bw_gbps: Sequence[float] | np.ndarray | None = None,
                     timing: TimingModel | None = None) -> str:
-    """Human-readable summary of a generated workload.
-
-    Parameters
-    ----------
-    generated : GeneratedWorkload
-    fabric : Fabric
-    bw_gbps : sequence of float or numpy.ndarray, optional
-        Bandwidth per dimension (GB/s per NPU); adds step time, throughput and MFU.
-    timing : TimingModel, optional
-        How steps and traffic are timed (``Scenario.timing``; default ``TimingModel()``).
-
-    Returns
-    -------
-    str
-        Several lines of text (no trailing newline).
+    """Human-readable summary of a generated workload; with ``bw_gbps`` (GB/s per NPU per
+    dimension) also step time, throughput and MFU under ``timing`` (``Scenario.timing``).
 
     Examples
     --------
