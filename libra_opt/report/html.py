@@ -127,10 +127,10 @@ def _solution_sections(sol: Solution) -> list[ReportSection]:
     rows.append(["total", "", f"{scen.fabric.n_npus:,}", "", f"{total:.6g}", "100%",
                  _usd(ev.cost.network_cost_usd)]
                 + ([] if power is None else [format_whole(ev.cost.network_power_w)]))
-    alloc = ReportSection("Optimal bandwidth allocation", tables=[("Bandwidth per dimension",
-                                                                   header, rows)])
-    alloc.figures.append(("allocation", "Optimum and baselines, GB/s per NPU per dimension "
-                          "(hatched: infeasible)", _png(plot_allocation(sol))))
+    alloc = ReportSection(
+        "Optimal bandwidth allocation", tables=[("Bandwidth per dimension", header, rows)],
+        figures=[("allocation", "Optimum and baselines, GB/s per NPU per dimension (hatched: "
+                  "infeasible)", _png(plot_allocation(sol)))])
     scale, unit = _unit([t.step_time_s for t in ev.workloads], "s")
     weights = scen.weights or (1.0,) * len(ev.workloads)
     wrows = [[t.name, f"{w:g}", _g(t.step_time_s / scale), _g(t.compute_s / scale),
@@ -140,11 +140,10 @@ def _solution_sections(sol: Solution) -> list[ReportSection]:
     times = ReportSection("Step time", tables=[(
         "Step time per workload",
         ["workload", "weight", f"step time ({unit})", f"compute ({unit})",
-         f"communication ({unit})", f"exposed communication ({unit})"], wrows)])
-    times.figures.append(("step_breakdown", "Compute and exposed communication per group",
-                          _png(plot_step_breakdown(sol))))
-    times.figures.append(("dim_time", "Time per step each dimension is busy",
-                          _png(plot_dim_time(sol))))
+         f"communication ({unit})", f"exposed communication ({unit})"], wrows)], figures=[
+        ("step_breakdown", "Compute and exposed communication per group",
+         _png(plot_step_breakdown(sol))),
+        ("dim_time", "Time per step each dimension is busy", _png(plot_dim_time(sol)))])
     return [alloc, times]
 
 
@@ -158,19 +157,18 @@ def _constraint_section(sol: Solution) -> ReportSection:
                        "slack", "active", f"shadow price ({unit} per unit of bound)"],
                        constraint_rows(sol)))
     active = [c for c in sol.constraints if c.active and c.shadow_price != 0]
-    if active:
-        sec.text.append("A shadow price is the objective's change per unit the bound moves, to "
-                        "first order; the binding constraint with the largest effect is where "
-                        "extra money, power or bandwidth pays off most.")
-    for c in active:
-        what = {"budget_usd": ("$", 1e6, "$1M"), "power_w": ("W", 1e3, "kW")}.get(
-            c.label, ("GB/s", 100.0, "100 GB/s"))
-        sec.text.append(
-            f"{c.label}: {_g(c.shadow_price, 4)} {unit} per {what[0]} "
-            f"({_g(c.shadow_price * what[1], 4)} {unit} per {what[2]}).")
     if not active:
         sec.text.append("No constraint binds with a non-zero shadow price: the optimum is "
                         "interior to every bound.")
+        return sec
+    sec.text.append("A shadow price is the objective's change per unit the bound moves, to "
+                    "first order; the binding constraint with the largest effect is where "
+                    "extra money, power or bandwidth pays off most.")
+    for c in active:
+        per, scale, big = {"budget_usd": ("$", 1e6, "$1M"), "power_w": ("W", 1e3, "kW")}.get(
+            c.label, ("GB/s", 100.0, "100 GB/s"))
+        sec.text.append(f"{c.label}: {_g(c.shadow_price, 4)} {unit} per {per} "
+                        f"({_g(c.shadow_price * scale, 4)} {unit} per {big}).")
     return sec
 
 
@@ -382,18 +380,8 @@ def _search_section(study: DesignStudy) -> ReportSection:
 def build_report(study: DesignStudy, *, provenance: Provenance | None = None) -> Report:
     """Every section of the report, rendered from a study already run.
 
-    Parameters
-    ----------
-    study : DesignStudy
-        The solution and its studies (:func:`libra_opt.explore.study.design_study`).
-    provenance : Provenance, optional
-        The command and the scenario file's text; default: no command (the Python API) and
-        no scenario text.
-
-    Returns
-    -------
-    Report
-    """
+    ``study`` is from :func:`libra_opt.explore.study.design_study`; ``provenance`` the
+    command and the scenario file's text (default: the Python API, no text)."""
     sol = study.solution
     scen, ev = sol.scenario, sol.evaluation
     summary = [
