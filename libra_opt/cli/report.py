@@ -55,8 +55,7 @@ def run(args: argparse.Namespace) -> int:
     sets = parse_sets(args.set)
     pyplot()   # draw with Agg: the command only writes files
     scen = load_with_sets(args.scenario, args.set)
-    given = getattr(args, "command_line", None) or ["libra-opt", *sys.argv[1:]]
-    command = " ".join([given[0], *(shlex.quote(a) for a in given[1:])])
+    command = shlex.join(getattr(args, "command_line", None) or ["libra-opt", *sys.argv[1:]])
     prov = Provenance(command=command, overrides=tuple(f"{k}={v}" for k, v in sets.items()))
     with option_context("--out", fields=("out_dir",)):  # write_report names its out_dir
         written = lo.write_report(scen, args.out, budget_points=args.budget_points,

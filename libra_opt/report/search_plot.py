@@ -191,8 +191,7 @@ def _number(ax: Any, legend: Any, x: np.ndarray, y: np.ndarray, labels: list[str
     fig.draw_without_rendering()  # final limits, legend place and text sizes
     # the legend stays where "best" put it (it would move away from the labels otherwise)
     legend.set_loc(tuple(legend.get_window_extent().transformed(ax.transAxes.inverted()).p0))
-    px = fig.dpi / 72.0  # pixels per point
-    pad = px
+    pad = px = fig.dpi / 72.0  # pixels per point
     inside = ax.get_window_extent().padded(-pad)
     centres = ax.transData.transform(np.column_stack([x, y]))
     taken = [legend.get_window_extent().padded(pad),
