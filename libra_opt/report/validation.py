@@ -40,6 +40,11 @@ def error_summary(errors: Sequence[float]) -> str:
     return f"average |error| {100 * average:.2f} %, worst {100 * worst:.2f} %"
 
 
+def _judged(errors: Sequence[float], kind: tuple[str, str]) -> str:
+    """``'2 validation rows, average |error| 1.00 %, worst 1.50 %'``."""
+    return f"{_count(len(errors), *kind)}, {error_summary(errors)}"
+
+
 def _rows_table(header: list[str], rows: list[list[str]], marks: list[str], align: str) -> list[str]:
     """``rows`` as an indented table, with a ``note`` column when a row has a mark."""
     if any(marks):
@@ -73,14 +78,11 @@ def validation_report(results: Sequence[TableResult], in_sample: bool = False) -
         lines += _rows_table(["row", "source", "metric", "published", "predicted", "error"],
                              rows, [_mark(r) for r in res.rows], "lllrrr")
         judged = [r.error for r in res.validation_rows]
-        if judged:
-            lines.append(f"  {res.name}: {_count(len(judged), *kind)}, {error_summary(judged)}")
-        else:
-            lines.append(f"  {res.name}: no validation rows (all rows calibrate)")
+        lines.append(f"  {res.name}: {_judged(judged, kind)}" if judged else
+                     f"  {res.name}: no validation rows (all rows calibrate)")
     pool = [r.error for res in results for r in res.validation_rows]
     if len(results) > 1 and pool:
-        lines.append(f"all {len(results)} tables: {_count(len(pool), *kind)}, "
-                     f"{error_summary(pool)}")
+        lines.append(f"all {len(results)} tables: {_judged(pool, kind)}")
     return "\n".join(lines)
 
 
@@ -109,15 +111,12 @@ def stack_report(summaries: Sequence[StackSummary], in_sample: bool = False) -> 
                               for r in st.rows], [_mark(r) for r in st.rows], "llr")
         cal = [r.name for r in st.rows if r.role in ("device", "stack")]
         where = f" (calibrated on: {'; '.join(cal)})" if cal else ""
-        if st.judged:
-            lines.append(f"  {st.stack}: {_count(len(st.judged), *kind)}, "
-                         f"{error_summary([r.error for r in st.judged])}{where}")
-        else:
-            lines.append(f"  {st.stack}: no {kind[0]}s{kind[1]}{where}")
-    judged = [r.error for st in summaries for r in st.judged]
-    if judged:
-        lines.append(f"pooled over all stacks: {_count(len(judged), *kind)}, "
-                     f"{error_summary(judged)}")
+        judged = [r.error for r in st.judged]
+        lines.append(f"  {st.stack}: " + (_judged(judged, kind) if judged else
+                                          f"no {kind[0]}s{kind[1]}") + where)
+    pool = [r.error for st in summaries for r in st.judged]
+    if pool:
+        lines.append(f"pooled over all stacks: {_judged(pool, kind)}")
     return "\n".join(lines)
 
 
