@@ -490,8 +490,8 @@ def render_markdown(report: Report, figure_names: dict[str, str] | None = None) 
             if name in names:
                 lines += [f"![{_md(caption)}]({names[name]})", ""]
         for caption, text in sec.code:
-            runs = [len(r) for r in re.findall("~+", text)]
-            fence = "~" * max(3, 1 + max(runs, default=0))   # longer than any ~ run inside
+            # a fence longer than any run of ~ inside
+            fence = "~" * max(3, 1 + max(map(len, re.findall("~+", text)), default=0))
             lines += [f"**{_md(caption)}**", "", fence + "yaml", text.rstrip("\n"), fence, ""]
     if report.provenance is not None:
         lines += [_md(report.footer), ""]

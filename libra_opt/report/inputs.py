@@ -83,12 +83,9 @@ def inputs_section_parts(sol: Solution, prov: Provenance):
              if c.label not in ("budget_usd", "power_w")]
     tiers = scen.cost_model.tiers
     comps = sorted({c for t in tiers.values() for c in t.usd_per_gbps})
-    price_rows = []
-    for name, t in tiers.items():
-        row = [name] + [_g(t.usd_per_gbps.get(c, 0.0)) for c in comps]
-        if t.w_per_gbps is not None:
-            row += [_g(t.w_per_gbps.get(c, 0.0)) for c in comps]
-        price_rows.append(row)
+    price_rows = [[name, *(_g(t.usd_per_gbps.get(c, 0.0)) for c in comps),
+                   *(_g(t.w_per_gbps.get(c, 0.0)) for c in comps if t.w_per_gbps is not None)]
+                  for name, t in tiers.items()]
     power = scen.cost_model.has_power
     price_header = (["tier"] + [f"{c} ($ per GB/s)" for c in comps]
                     + ([f"{c} (W per GB/s)" for c in comps] if power else []))
