@@ -37,12 +37,9 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: str | No
     cells = [[str(h) for h in headers]] + [[str(c) for c in r] for r in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
     align = align or "l" * len(headers)
-    lines = []
-    for n, r in enumerate(cells):
-        parts = [c.rjust(w) if a == "r" else c.ljust(w) for c, w, a in zip(r, widths, align, strict=True)]
-        lines.append("  ".join(parts).rstrip())
-        if n == 0:
-            lines.append("  ".join("-" * w for w in widths))
+    lines = ["  ".join(c.rjust(w) if a == "r" else c.ljust(w)
+                       for c, w, a in zip(r, widths, align, strict=True)).rstrip() for r in cells]
+    lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
 
 
