@@ -4,6 +4,7 @@ infeasible/unbounded design or solver failure, 2 bad input."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import functools
 import json
@@ -268,11 +269,9 @@ def build_parser() -> argparse.ArgumentParser:
 def _reader_gone() -> int:
     """The reader of stdout went away (``libra-opt solve ... | head -1``): stop quietly with
     the status of a Unix tool ended by SIGPIPE (128 + 13), writing nothing more."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())  # the final flush must not fail again
-    except (OSError, ValueError):
-        pass  # stdout is not a file descriptor (captured): nothing to flush
+    # the final flush must not fail again (a captured stdout has no descriptor: no flush)
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 141
 
 
@@ -281,10 +280,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
     args.command_line = ["libra-opt", *argv]  # what a report records as its command
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
     try:
         code = int(args.func(args))
         sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
