@@ -243,12 +243,10 @@ def plot_comparison(df, ax=None, *, mode: str = "equal_bw",
         vals = [float(row[c]) / float(base[c]) for c in cols]
         top = max(top, *vals) if vals else top
         tiers = row.get("scaleout_tiers")
-        extra = f", {int(tiers)}-tier scale-out" if tiers is not None and pd.notna(tiers) and tiers else ""
+        extra = f", {int(tiers)}-tier scale-out" if pd.notna(tiers) and tiers else ""
         bars = ax.bar(x + (i - (len(sub) - 1) / 2) * width, vals, width,
                       label=f"{family_label(str(row['fabric']))}{extra}")
-        for b, v in zip(bars, vals, strict=True):
-            ax.annotate(f"{v:.2f}", (b.get_x() + b.get_width() / 2, v), ha="center",
-                        va="bottom", fontsize=7)
+        ax.bar_label(bars, fmt="%.2f", fontsize=7)
     labels = {"network_cost_usd": "network cost", "network_power_w": "network power",
               "step_time_s": "step time", "run_cost_usd": "training-run cost"}
     ax.set_xticks(x, [labels.get(c, c) for c in cols])
