@@ -346,16 +346,13 @@ def _search_section(study: DesignStudy) -> ReportSection:
     banded = "band_pct" in best
     if banded:
         header += ["step time band", "trust"]
-    rows = []
-    for _, r in best.iterrows():
-        rows.append([str(int(r["rank"])), *(str(int(r[k])) for k in ("tp", "cp", "pp", "dp",
-                                                                    "ep")),
-                     str(r["placement"]), _g(r["step_time_s"]), f"{r['tokens_per_s']:,.0f}",
-                     f"{100 * r['mfu']:.1f}%", f"{r['memory_per_npu_gb']:.1f}",
-                     *(f"{r[c]:.1f}" for c in bw_cols), _usd(r["network_cost_usd"]),
-                     *([_g(r["run_cost_usd_per_mtoken"])] if run_cost else []),
-                     _g(r["objective"]),
-                     *([f"+-{r['band_pct']:.1f}%", trust_flags(r)] if banded else [])])
+    rows = [[str(int(r["rank"])), *(str(int(r[k])) for k in ("tp", "cp", "pp", "dp", "ep")),
+             str(r["placement"]), _g(r["step_time_s"]), f"{r['tokens_per_s']:,.0f}",
+             f"{100 * r['mfu']:.1f}%", f"{r['memory_per_npu_gb']:.1f}",
+             *(f"{r[c]:.1f}" for c in bw_cols), _usd(r["network_cost_usd"]),
+             *([_g(r["run_cost_usd_per_mtoken"])] if run_cost else []), _g(r["objective"]),
+             *([f"+-{r['band_pct']:.1f}%", trust_flags(r)] if banded else [])]
+            for _, r in best.iterrows()]
     sec.tables.append((f"The {len(rows)} best candidates", header, rows))
     if study.error_model is not None:
         sec.text += trust_lines(res, len(rows), study.error_model)
