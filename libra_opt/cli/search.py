@@ -86,19 +86,17 @@ def _dim_family(args: argparse.Namespace) -> dict[str, Any]:
 
     out: dict[str, Any] = {}
     text = args.dim_sizes
-    if text is not None:
-        if text.strip() == "factorizations":
-            out["dim_sizes"] = "factorizations"
-        else:
-            try:
-                sizes = tuple(tuple(int(v) for v in item.split("x"))
-                              for item in text.split(","))
-            except ValueError:
-                raise InputError(f"expected size tuples such as 4x8x4x32,8x8x2x32 or "
-                                 f"'factorizations', got {text!r}", field="--dim-sizes") from None
-            if any(v < 1 for t in sizes for v in t):
-                raise InputError(f"sizes must be positive, got {text!r}", field="--dim-sizes")
-            out["dim_sizes"] = sizes
+    if text is not None and text.strip() == "factorizations":
+        out["dim_sizes"] = "factorizations"
+    elif text is not None:
+        try:
+            out["dim_sizes"] = tuple(tuple(int(v) for v in item.split("x"))
+                                     for item in text.split(","))
+        except ValueError:
+            raise InputError(f"expected size tuples such as 4x8x4x32,8x8x2x32 or "
+                             f"'factorizations', got {text!r}", field="--dim-sizes") from None
+        if any(v < 1 for t in out["dim_sizes"] for v in t):
+            raise InputError(f"sizes must be positive, got {text!r}", field="--dim-sizes")
     if args.dim_topologies is not None:
         topos = tuple(v.strip() for v in args.dim_topologies.split(",") if v.strip())
         if not topos or any(t not in topology_names(aliases=True) for t in topos):

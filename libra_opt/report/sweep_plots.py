@@ -351,14 +351,13 @@ def plot_bandwidth_vs_budget(df: pd.DataFrame, x: str | None = None, ax=None):
         _legend_below(ax, ncols=2)
         return fig
     if len(series) > 1:
-        n = len(series)
-        ncols = min(n, 3)
-        nrows = math.ceil(n / ncols)
+        ncols = min(len(series), 3)
+        nrows = math.ceil(len(series) / ncols)
         fig, grid = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 3.4 * nrows + 0.6),
                                  sharey=True, squeeze=False, layout="constrained")
         _OWN.add(fig)
         axes_ = list(grid.ravel())
-        for extra in axes_[n:]:
+        for extra in axes_[len(series):]:
             extra.remove()
     else:
         fig, a0 = _axes(ax, (7.0, 4.4))
