@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import importlib
+import logging
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from libra_opt.errors import InputError, short_repr
 
 if TYPE_CHECKING:
     from libra_opt.scenario.scenario import Scenario
 
-__all__ = ["SET_HELP", "add_set_argument", "blamed_on_set", "load_with_sets", "parse_floats",
-           "parse_sets"]
+__all__ = ["SET_HELP", "add_error_model_argument", "add_executor_arguments", "add_set_argument",
+           "blamed_on_set", "checked_executor", "load_with_sets", "parse_floats", "parse_sets"]
 
+T = TypeVar("T")
 SET_HELP = ("override a scenario field by dotted path, e.g. budget_usd=3e7, "
             "fabric.hb_domain=16, workloads.NAME.parallelism.tp=4, 'sum(bw) == 1000=1200' "
             "(repeatable)")
@@ -66,7 +69,7 @@ def parse_sets(items: Sequence[str] | None, flag: str = "--set") -> dict[str, st
 
 def add_executor_arguments(parser) -> None:
     """``--executor``, ``--scheduler`` and ``--workers``: where a sweep's or a search's work
-    runs (:mod:`libra_opt.explore.executors`)."""
+    runs."""
     from libra_opt.explore.executors import EXECUTORS, SCHEDULER_ENV
 
     parser.add_argument("--executor", choices=EXECUTORS, default="serial",
@@ -79,16 +82,45 @@ def add_executor_arguments(parser) -> None:
     parser.add_argument("--workers", type=int, help="workers of the processes/dask executors")
 
 
+def checked_executor(args, make: Callable[[], T]) -> T:
+    """``make()``, the executor (or its options) of ``--executor`` and ``--scheduler``, with a
+    scheduler address checked reachable before the work and errors naming the flag; a Dask
+    cluster's INFO logs are kept off stderr unless ``--verbose``."""
+    from libra_opt.explore.executors import check_scheduler
+
+    try:
+        made = make()
+        executor = getattr(made, "executor", made)
+        if isinstance(executor, str) and "://" in executor:
+            check_scheduler(executor)
+    except InputError as exc:
+        flag = {"executor": "--executor", "scheduler": "--scheduler"}.get(exc.field or "")
+        raise InputError(exc.message, source="<cli>", field=flag or exc.field) from None
+    if executor not in ("serial", "processes") and not getattr(args, "verbose", False):
+        # set after importing distributed, which configures its loggers on import
+        importlib.import_module("distributed")
+        for name in ("distributed", "tornado"):
+            logging.getLogger(name).setLevel(logging.WARNING)
+    return made
+
+
 def add_set_argument(parser) -> None:
     """Add the repeatable ``--set PATH=VALUE`` option (read by :func:`load_with_sets`)."""
     parser.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
                         help=SET_HELP)
 
 
+def add_error_model_argument(parser, what: str = "the model-based workloads' error bands"
+                             ) -> None:
+    """Add ``--error-model FILE``: the validated runs error bands come from."""
+    parser.add_argument("--error-model", metavar="FILE",
+                        help=f"validated runs {what} come from (written by libra-opt validate "
+                        "--error-model; default: the packaged validation tables' runs)")
+
+
 @contextmanager
 def blamed_on_set(flag: str = "--set") -> Iterator[None]:
-    """Inside: an :class:`InputError` (raised by an edit) is blamed on ``flag`` and the path it
-    names, never on the scenario's file.
+    """Inside: an :class:`InputError` (of an edit) is blamed on ``flag`` and its path.
 
     Examples
     --------
@@ -107,11 +139,8 @@ def blamed_on_set(flag: str = "--set") -> Iterator[None]:
 
 def load_with_sets(scenario: str, items: Sequence[str] | None, flag: str = "--set"
                    ) -> Scenario:
-    """The scenario named on the command line (a file or a shipped example) with the
-    ``--set PATH=VALUE`` items applied to its spec.
-
-    An error of the file is the file's; an error of an edit names ``flag`` and the path.
-    The items are checked (``PATH=VALUE``, each path once) before the file is read.
+    """The scenario named on the command line with the ``--set PATH=VALUE`` items (checked
+    before the file is read) applied; an error of an edit names ``flag`` and the path.
 
     Examples
     --------

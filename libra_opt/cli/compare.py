@@ -1,18 +1,6 @@
-"""``libra-opt compare``: compare fabric families on a scenario's workloads.
-
-Register it in the main CLI with ``cli_compare.register(sub)`` (``sub`` the object returned
-by ``parser.add_subparsers``); it sets ``func`` like the other sub-commands, so the main
-``try/except`` maps :class:`~libra_opt.errors.InputError` to one line and exit code 2.
-:func:`main` runs it on its own with the same exit codes.
-
-The fabrics are derived from the scenario's fabric, keeping its dimensions (so the
-workloads' group spans fit all of them; :func:`libra_opt.fabric.builders.as_family`):
-``fat_tree`` turns its outermost dimension into a full-bisection Clos over all NPUs,
-``rail_only`` into one Clos per rail, ``multi_dim`` removes every radix and rail scope
-(LIBRA's ideal switches). The Clos radix is ``--radix``, default the scenario's own
-scale-out ``switch_radix`` (64 when it has none; the footer says so). The scenario's own
-fabric is one more row, labelled ``scenario (<family>)``; when it equals one of the
-requested families it takes that row's place instead of repeating it.
+"""``libra-opt compare``: fabric families derived from a scenario's fabric
+(:func:`libra_opt.fabric.builders.as_family`) compared on its workloads; the scenario's own
+fabric is one more row, ``scenario (<family>)``, unless it equals a requested family.
 """
 
 from __future__ import annotations
@@ -22,7 +10,7 @@ import dataclasses
 import math
 
 from libra_opt.cli.args import add_set_argument, load_with_sets, parse_floats
-from libra_opt.cli.backend import pyplot
+from libra_opt.cli.backend import pyplot, save_drawn
 from libra_opt.errors import InputError, option_context
 from libra_opt.options import FABRIC_FAMILIES, TRAFFIC_MODELS
 
@@ -32,11 +20,9 @@ __all__ = ["register", "run"]
 def register(subparsers) -> argparse.ArgumentParser:
     """Add the ``compare`` sub-command to ``subparsers`` and return its parser."""
     p = subparsers.add_parser(
-        "compare",
-        help="compare fat-tree, rail-only and multi-dimensional fabrics on a scenario",
+        "compare", help="compare fat-tree, rail-only and multi-dimensional fabrics on a scenario",
         description="Step time, network cost, power and reductions vs the fat-tree, at "
-        "equal bandwidth and at equal network budget.",
-    )
+        "equal bandwidth and at equal network budget.")
     p.add_argument("scenario", help="scenario YAML file, or the name of a shipped example")
     p.add_argument("--fabrics", default="fat_tree,rail_only,multi_dim",
                    help="comma-separated subset of fat_tree, rail_only, multi_dim")
@@ -77,31 +63,14 @@ def _fabric_names(text: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def _check_radix(radix: int) -> None:
-    """``--radix``: the scale-out switch radix, an even integer >= 4 (as the fabric needs)."""
-    if radix < 4 or radix % 2:
-        raise InputError(f"switch_radix {radix} must be an even integer >= 4 (ports per switch)",
-                         source="<cli>", field="--radix")
-
-
 def _check_budget(budget: float | None, flag: str = "--budget-usd") -> None:
     if budget is not None and not (math.isfinite(budget) and budget > 0):
         raise InputError(f"budget {budget!r} $ must be a finite number > 0", source="<cli>",
                          field=flag)
 
 
-def _check_outputs(args: argparse.Namespace) -> None:
-    from libra_opt.io.output import CSV_SUFFIXES, PLOT_SUFFIXES, check_writable_output
-
-    if args.csv is not None:
-        check_writable_output(args.csv, "--csv", CSV_SUFFIXES)
-    if args.plot is not None:
-        check_writable_output(args.plot, "--plot", PLOT_SUFFIXES)
-
-
 def _table(df) -> str:
-    """The comparison as a text table (:data:`~libra_opt.report.notes.COMPARISON_COLUMNS`);
-    columns with no value are left out."""
+    """The comparison as a text table, columns with no value left out."""
     from libra_opt.report.notes import COMPARISON_COLUMNS, comparison_rows
     from libra_opt.report.text import table
 
@@ -131,18 +100,28 @@ def _fabrics(scen_fabric, names: list[str], radix: int) -> dict:
 def run(args: argparse.Namespace) -> int:
     """Execute ``compare`` for parsed ``args``; prints the table and returns 0."""
     from libra_opt.explore.compare import compare_fabrics
-    from libra_opt.io.output import save_figure_atomic, write_csv_atomic
+    from libra_opt.io.output import (
+        CSV_SUFFIXES,
+        PLOT_SUFFIXES,
+        check_writable_output,
+        write_csv_atomic,
+    )
     from libra_opt.io.presets import catalog_cost_model
     from libra_opt.report.notes import family_notes
     from libra_opt.report.plots import plot_comparison
     from libra_opt.scenario.display import format_usd
     from libra_opt.traffic.step_time import check_bandwidth
 
-    # The command line first (outputs, flags), then the scenario, then the work.
-    _check_outputs(args)
+    # the command line first (outputs, flags), then the scenario, then the work
+    if args.csv is not None:
+        check_writable_output(args.csv, "--csv", CSV_SUFFIXES)
+    if args.plot is not None:
+        check_writable_output(args.plot, "--plot", PLOT_SUFFIXES)
     names = _fabric_names(args.fabrics)
-    if args.radix is not None and set(names) - {"multi_dim"}:
-        _check_radix(args.radix)
+    odd_radix = args.radix is not None and (args.radix < 4 or args.radix % 2)
+    if odd_radix and set(names) - {"multi_dim"}:   # the Clos needs an even radix >= 4
+        raise InputError(f"switch_radix {args.radix} must be an even integer >= 4 (ports per "
+                         "switch)", source="<cli>", field="--radix")
     _check_budget(args.budget_usd)
     _check_budget(getattr(args, "scaleout_budget_usd", None), "--scaleout-budget-usd")
     bw = parse_floats(args.bw, "--bw") if args.bw is not None else None
@@ -150,10 +129,8 @@ def run(args: argparse.Namespace) -> int:
     if args.catalog:
         scen = dataclasses.replace(scen, cost_model=catalog_cost_model(args.catalog))
     if bw is not None:  # every family keeps the scenario's dimensions
-        try:
+        with option_context("--bw", fields=("--bw",)):
             bw = check_bandwidth(scen.fabric, bw, field="--bw").tolist()
-        except InputError as exc:
-            raise InputError(exc.message, source="<cli>", field="--bw") from None
     radix, radix_note = args.radix, "--radix"
     if radix is None:
         radix = scen.fabric.dims[-1].switch_radix
@@ -186,17 +163,15 @@ def run(args: argparse.Namespace) -> int:
         with option_context("--csv"):
             write_csv_atomic(df, args.csv, index=False)
     if args.plot is not None:
-        plt = pyplot()
-
-        shown_modes = list(dict.fromkeys(df["mode"]))
-        fig, axes = plt.subplots(1, len(shown_modes), figsize=(6 * len(shown_modes), 4),
-                                 squeeze=False)
-        try:
-            for ax, m in zip(axes[0], shown_modes, strict=True):
+        def draw():
+            modes = list(dict.fromkeys(df["mode"]))
+            fig, axes = pyplot().subplots(1, len(modes), figsize=(6 * len(modes), 4),
+                                          squeeze=False)
+            for ax, m in zip(axes[0], modes, strict=True):
                 plot_comparison(df, ax, mode=m)
             fig.tight_layout()
-            with option_context("--plot"):
-                save_figure_atomic(fig, args.plot, dpi=130)
-        finally:
-            plt.close(fig)
+            return fig
+
+        with option_context("--plot"):
+            save_drawn(draw, args.plot)
     return 0

@@ -1,10 +1,5 @@
-"""``libra-opt in-network``: which switch dimensions should reduce in the network?
-
-Solves the scenario once per subset of the candidate dimensions
-(:func:`libra_opt.explore.in_network.choose_in_network`) and prints every choice, best
-first. Register it with ``cli_in_network.register(sub)``; errors map to exit codes as for
-the other sub-commands.
-"""
+"""``libra-opt in-network``: which switch dimensions should reduce in the network
+(:func:`libra_opt.explore.in_network.choose_in_network`)?"""
 
 from __future__ import annotations
 
@@ -22,8 +17,7 @@ def register(subparsers) -> argparse.ArgumentParser:
         "in-network",
         help="decide per switch dimension whether to buy in-network reduction (SHARP class)",
         description="Solve the scenario for every choice of switch dimensions that reduce in "
-        "the network (each exactly) and print them, best first.",
-    )
+        "the network (each exactly) and print them, best first.")
     p.add_argument("scenario", help="scenario YAML file or example name")
     p.add_argument("--dims", help="comma-separated candidate dimensions (default: every "
                    "switch dimension)")

@@ -1,22 +1,20 @@
-"""Command-line interface: a thin layer over the Python API.
-
-Exit codes: 0 success, 1 infeasible/unbounded design or solver failure, 2 bad input.
-"""
+"""Command-line interface, a thin layer over the Python API. Exit codes: 0 success, 1
+infeasible/unbounded design or solver failure, 2 bad input."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
+import functools
 import json
 import logging
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import BrokenExecutor
 from pathlib import Path
 from typing import NoReturn
-
-import numpy as np
 
 from libra_opt.cli import compare as cli_compare
 from libra_opt.cli import in_network as cli_in_network
@@ -24,8 +22,13 @@ from libra_opt.cli import report as cli_report
 from libra_opt.cli import search as cli_search
 from libra_opt.cli import sweep as cli_sweep
 from libra_opt.cli import validate as cli_validate
-from libra_opt.cli.args import add_set_argument, load_with_sets, parse_floats
-from libra_opt.cli.backend import pyplot
+from libra_opt.cli.args import (
+    add_error_model_argument,
+    add_set_argument,
+    load_with_sets,
+    parse_floats,
+)
+from libra_opt.cli.backend import save_drawn
 from libra_opt.errors import (
     InfeasibleDesignError,
     InputError,
@@ -55,20 +58,15 @@ def _plot_names(scen) -> list[str]:
 
 
 def _write_plots(sol, plot_dir: str) -> list[str]:
-    """The allocation and breakdown PNGs, named after the scenario's slug, inside
-    ``plot_dir``: drawn into a hidden sibling folder, then moved in together."""
-    plt = pyplot()
-    from libra_opt.io.output import save_figure_atomic, staged_outputs
+    """The allocation and breakdown PNGs inside ``plot_dir``: drawn into a hidden sibling
+    folder, then moved in together."""
+    from libra_opt.io.output import staged_outputs
     from libra_opt.report.plots import plot_allocation, plot_step_breakdown
 
     names = _plot_names(sol.scenario)
     with staged_outputs(plot_dir, names, flag="--plot-dir") as staged:
         for name, fn in zip(names, (plot_allocation, plot_step_breakdown), strict=True):
-            fig = fn(sol)
-            try:
-                save_figure_atomic(fig, staged[name], dpi=130)
-            finally:
-                plt.close(fig)
+            save_drawn(functools.partial(fn, sol), staged[name])
     return [str(Path(plot_dir) / n) for n in names]
 
 
@@ -95,12 +93,8 @@ def _cmd_solve(args) -> int:
                 "conflicting_constraints": list(getattr(exc, "constraints", ())),
             }))
         raise
-    bands, times = _bands(args, scen, sol.evaluation)
-    if args.json:
-        print(_json({**solution_to_dict(sol), **_bands_json(bands, times)}))
-    else:
-        print(format_solution(sol))
-        _print_bands(bands, times)
+    _print_result(args, scen, sol.evaluation, lambda: solution_to_dict(sol),
+                  lambda: format_solution(sol))
     if args.plot_dir is not None:
         for p in _write_plots(sol, args.plot_dir):
             print(f"wrote {p}", file=sys.stderr if args.json else sys.stdout)
@@ -113,52 +107,35 @@ def _cmd_evaluate(args) -> int:
     from libra_opt.traffic.step_time import check_bandwidth
 
     scen = _load(args)
-    try:
-        bw = check_bandwidth(scen.fabric, parse_floats(args.bw, "--bw"), field="--bw")
-        ev = evaluate(scen, bw)
-    except InputError as exc:
-        if exc.field not in ("bw", "--bw"):
-            raise
-        raise InputError(exc.message, source="<cli>", field="--bw") from None
-    bands, times = _bands(args, scen, ev)
-    if args.json:
-        print(_json({**evaluation_to_dict(scen, ev), **_bands_json(bands, times)}))
-    else:
-        print(format_evaluation(scen, ev))
-        print(f"Objective ({scen.objective}): {objective_label(scen.objective)} = "
-              f"{ev.objective_value:.6g}")
-        _print_bands(bands, times)
+    with option_context("--bw", fields=("bw", "--bw")):
+        ev = evaluate(scen, check_bandwidth(scen.fabric, parse_floats(args.bw, "--bw"),
+                                            field="--bw"))
+    _print_result(args, scen, ev, lambda: evaluation_to_dict(scen, ev), lambda: (
+        f"{format_evaluation(scen, ev)}\nObjective ({scen.objective}): "
+        f"{objective_label(scen.objective)} = {ev.objective_value:.6g}"))
     return 0
 
 
-def _bands(args, scen, ev) -> tuple[dict, dict[str, float]]:
-    """The error band of each model-based workload (``--error-model`` or the packaged
-    validated runs) and the step times they apply to."""
+def _print_result(args, scen, ev, as_dict: Callable[[], dict], as_text: Callable[[], str]
+                  ) -> None:
+    """The result as text or, with ``--json``, one JSON object, with the error band of each
+    model-based workload (``--error-model`` or the packaged validated runs)."""
     from libra_opt.explore.trust import scenario_bands
     from libra_opt.io.error_model import load_error_model
+    from libra_opt.report.trust import band_lines, bands_to_dict
 
-    if scen.spec is None or not any(w.model is not None for w in scen.spec.workloads):
-        return {}, {}
-    bands = scenario_bands(load_error_model(args.error_model), scen)
-    return bands, {t.name: t.step_time_s for t in ev.workloads}
-
-
-def _bands_json(bands: Mapping, times: Mapping[str, float]) -> dict:
-    from libra_opt.report.trust import bands_to_dict
-
-    return {"error_band": bands_to_dict(bands, times)} if bands else {}
-
-
-def _print_bands(bands: Mapping, times: Mapping[str, float]) -> None:
-    from libra_opt.report.trust import band_lines
-
-    for line in band_lines(bands, times):
-        print(line)
+    bands, times = {}, {t.name: t.step_time_s for t in ev.workloads}
+    if scen.spec is not None and any(w.model is not None for w in scen.spec.workloads):
+        bands = scenario_bands(load_error_model(args.error_model), scen)
+    if args.json:
+        print(_json({**as_dict(), **({"error_band": bands_to_dict(bands, times)} if bands
+                                      else {})}))
+    else:
+        print("\n".join([as_text(), *band_lines(bands, times)]))
 
 
 def _check_exportable(workloads, source: str | None) -> None:
-    """Refuse before anything is printed or written: the export's own check, blamed on
-    ``--export`` (the workload is valid; the ASTRA-sim 1.0 text format cannot hold it)."""
+    """The export's own check, before anything is printed or written, blamed on ``--export``."""
     from libra_opt.io.astra_sim import check_exportable
 
     for wl in workloads:
@@ -209,23 +186,17 @@ def _cmd_workload(args) -> int:
         _check_exportable(scen.workloads, scen.source)
     bw = None
     if args.bw:
-        try:
+        with option_context("--bw", fields=("--bw",)):
             bw = check_bandwidth(scen.fabric, parse_floats(args.bw, "--bw"), field="--bw")
-        except InputError as exc:
-            raise InputError(exc.message, source="<cli>", field="--bw") from None
     if not generated:
-        raise InputError(
-            "no model-based workloads (entries with model/parallelism/device) in this scenario",
-            source=scen.source,
-            field="workloads",
-        )
-    if getattr(args, "json", False):
+        raise InputError("no model-based workloads (entries with model/parallelism/device) "
+                         "in this scenario", source=scen.source, field="workloads")
+    if args.json:
         print(_json([workload_summary(g, scen.fabric, bw, scen.timing)
                      for g in generated.values()]))
-    for i, g in enumerate(generated.values() if not getattr(args, "json", False) else ()):
-        if i:
-            print()
-        print(workload_report(g, scen.fabric, bw, scen.timing))
+    else:
+        print("\n\n".join(workload_report(g, scen.fabric, bw, scen.timing)
+                          for g in generated.values()))
     if args.export is not None:
         _export_workloads(scen.workloads, args.export)
     return 0
@@ -241,17 +212,8 @@ class _Parser(argparse.ArgumentParser):
 
 def _json(obj) -> str:
     """JSON with non-finite numbers (an infinite step time) written as null."""
-
-    def clean(x):
-        if isinstance(x, float) and not np.isfinite(x):
-            return None
-        if isinstance(x, dict):
-            return {k: clean(v) for k, v in x.items()}
-        if isinstance(x, list | tuple):
-            return [clean(v) for v in x]
-        return x
-
-    return json.dumps(clean(obj), indent=2, allow_nan=False)
+    return json.dumps(json.loads(json.dumps(obj), parse_constant=lambda _: None), indent=2,
+                      allow_nan=False)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -269,7 +231,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--objective", choices=OBJECTIVES, help="override the objective")
     p.add_argument("--plot-dir", help="write allocation and breakdown PNGs here (file names "
                    "from the scenario name, made safe)")
-    _add_error_model(p)
+    add_error_model_argument(p)
     add_set_argument(p)
     p.set_defaults(func=_cmd_solve)
 
@@ -278,7 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bw", required=True, help="GB/s per NPU for each dimension, e.g. 500,300,150,50")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--objective", choices=OBJECTIVES, help="override the objective")
-    _add_error_model(p)
+    add_error_model_argument(p)
     add_set_argument(p)
     p.set_defaults(func=_cmd_evaluate)
 
@@ -304,21 +266,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _add_error_model(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--error-model", metavar="FILE",
-                   help="validated runs the model-based workloads' error bands come from "
-                   "(written by libra-opt validate --error-model; default: the packaged "
-                   "validation tables' runs)")
-
-
 def _reader_gone() -> int:
     """The reader of stdout went away (``libra-opt solve ... | head -1``): stop quietly with
     the status of a Unix tool ended by SIGPIPE (128 + 13), writing nothing more."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())  # the final flush must not fail again
-    except (OSError, ValueError):
-        pass  # stdout is not a file descriptor (captured): nothing to flush
+    # the final flush must not fail again (a captured stdout has no descriptor: no flush)
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 141
 
 
@@ -327,10 +280,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
     args.command_line = ["libra-opt", *argv]  # what a report records as its command
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
     try:
         code = int(args.func(args))
         sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
@@ -356,7 +307,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:  # outside a sweep's own handling: one line, no traceback
         print("libra-opt: interrupted", file=sys.stderr)
         return 130
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

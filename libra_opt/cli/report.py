@@ -1,16 +1,5 @@
-"""``libra-opt report``: a design-review report of a scenario as HTML and Markdown.
-
-Register it in the main CLI with ``cli_report.register(sub)``; it sets ``func`` like the
-other sub-commands, so the main ``try/except`` maps errors to one line and an exit code.
-
-``libra-opt report SCENARIO --out DIR`` writes ``DIR/report.html`` (one self-contained file:
-plots embedded as data URIs, inline CSS, nothing loaded from elsewhere) and ``DIR/report.md``
-with its PNGs beside it, and ``DIR/manifest.json`` listing them: the studies run in
-``libra_opt.explore.study``, ``libra_opt.report`` renders them, and ``libra_opt.io`` writes the
-files. Nothing is written outside ``DIR``. As for ``search`` and ``sweep``, a non-empty ``DIR``
-is refused before any work unless ``--overwrite``, which replaces the earlier run: the files
-of its manifest that this report does not write (a figure it no longer draws) are removed.
-"""
+"""``libra-opt report``: a design-review report of a scenario, ``DIR/report.html`` and
+``DIR/report.md`` with its PNGs (:func:`libra_opt.write_report`)."""
 
 from __future__ import annotations
 
@@ -24,20 +13,17 @@ from libra_opt.errors import InputError, option_context
 
 __all__ = ["register", "run"]
 
-MAX_REPORT_POINTS = 1000
-"""Most points of the report's budget sweep."""
+MAX_REPORT_POINTS = 1000   # of the report's budget sweep
 
 
 def register(subparsers) -> argparse.ArgumentParser:
     """Add the ``report`` sub-command to ``subparsers`` and return its parser."""
     p = subparsers.add_parser(
-        "report",
-        help="write a self-contained HTML report (and Markdown) of a scenario",
+        "report", help="write a self-contained HTML report (and Markdown) of a scenario",
         description="Solve a scenario and write DIR/report.html (one self-contained file) and "
         "DIR/report.md with its PNGs: the solution, constraints and shadow prices, baselines, "
         "sensitivity, a budget sweep with its Pareto front, the fabric-family comparison, and a "
-        "co-design search of a model-based workload's parallelization and placement.",
-    )
+        "co-design search of a model-based workload's parallelization and placement.")
     p.add_argument("scenario", help="scenario YAML file, or the name of a shipped example")
     p.add_argument("--out", required=True, metavar="DIR", help="directory to write into "
                    "(created if missing); a non-empty DIR is refused unless --overwrite")
@@ -69,8 +55,7 @@ def run(args: argparse.Namespace) -> int:
     sets = parse_sets(args.set)
     pyplot()   # draw with Agg: the command only writes files
     scen = load_with_sets(args.scenario, args.set)
-    given = getattr(args, "command_line", None) or ["libra-opt", *sys.argv[1:]]
-    command = " ".join([given[0], *(shlex.quote(a) for a in given[1:])])
+    command = shlex.join(getattr(args, "command_line", None) or ["libra-opt", *sys.argv[1:]])
     prov = Provenance(command=command, overrides=tuple(f"{k}={v}" for k, v in sets.items()))
     with option_context("--out", fields=("out_dir",)):  # write_report names its out_dir
         written = lo.write_report(scen, args.out, budget_points=args.budget_points,

@@ -1,15 +1,6 @@
 """``libra-opt search``: the co-design search of parallelization, placement, fabric shape and
-bandwidth (:mod:`libra_opt.explore.search.engine`).
-
-Prints the candidate counts, the search's wall time and solver time (:func:`summary`), the
-fabric shapes not searched and why, the top-k table and the gain of co-design; with ``--out DIR``
-writes ``DIR/results.csv``, ``DIR/results.parquet`` (when pyarrow is installed; its
-metadata in the Parquet schema), ``DIR/manifest.json`` (kind, scenario, spec hash, library
-version, date, files) and ``DIR/search.png`` as one set: checked before the work, staged in
-a hidden folder inside ``DIR`` and moved in together
-(:func:`~libra_opt.io.results.write_run_folder`); a non-empty ``DIR`` is refused unless
-``--overwrite``. A search is not streamed to ``DIR`` and cannot be resumed. Register it in
-the main CLI with ``cli_search.register(sub)``.
+bandwidth. Prints the counts, timings, top-k table and gain of co-design; ``--out DIR`` gets
+the results, manifest and plot as one set (:func:`~libra_opt.io.results.write_run_folder`).
 """
 
 from __future__ import annotations
@@ -20,7 +11,7 @@ import sys
 import time
 from typing import Any
 
-from libra_opt.cli.args import add_executor_arguments
+from libra_opt.cli.args import add_error_model_argument, add_executor_arguments, checked_executor
 from libra_opt.errors import InputError, option_context
 from libra_opt.options import OBJECTIVE_MEANING, OBJECTIVES, TOPOLOGIES
 
@@ -68,9 +59,7 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
                    help="with --out: replace the earlier run's files in DIR (removed once "
                    "the new results are ready)")
     add_executor_arguments(p)
-    p.add_argument("--error-model", metavar="FILE",
-                   help="validated runs the error bands come from (written by libra-opt "
-                   "validate --error-model; default: the packaged validation tables' runs)")
+    add_error_model_argument(p, "the error bands")
     p.add_argument("--no-gains", action="store_true",
                    help="skip the equal-split and conventional-layout comparisons")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
@@ -92,25 +81,22 @@ def _hb_domains(text: str | None) -> tuple[int, ...] | None:
 
 
 def _dim_family(args: argparse.Namespace) -> dict[str, Any]:
-    """``--dim-sizes``, ``--dim-topologies`` and ``--unit-dims`` as
-    :class:`~libra_opt.explore.search.space.SearchSpace` fields."""
+    """``--dim-sizes``, ``--dim-topologies`` and ``--unit-dims`` as ``SearchSpace`` fields."""
     from libra_opt.fabric.topology import topology_names
 
     out: dict[str, Any] = {}
     text = args.dim_sizes
-    if text is not None:
-        if text.strip() == "factorizations":
-            out["dim_sizes"] = "factorizations"
-        else:
-            try:
-                sizes = tuple(tuple(int(v) for v in item.split("x"))
-                              for item in text.split(","))
-            except ValueError:
-                raise InputError(f"expected size tuples such as 4x8x4x32,8x8x2x32 or "
-                                 f"'factorizations', got {text!r}", field="--dim-sizes") from None
-            if any(v < 1 for t in sizes for v in t):
-                raise InputError(f"sizes must be positive, got {text!r}", field="--dim-sizes")
-            out["dim_sizes"] = sizes
+    if text is not None and text.strip() == "factorizations":
+        out["dim_sizes"] = "factorizations"
+    elif text is not None:
+        try:
+            out["dim_sizes"] = tuple(tuple(int(v) for v in item.split("x"))
+                                     for item in text.split(","))
+        except ValueError:
+            raise InputError(f"expected size tuples such as 4x8x4x32,8x8x2x32 or "
+                             f"'factorizations', got {text!r}", field="--dim-sizes") from None
+        if any(v < 1 for t in out["dim_sizes"] for v in t):
+            raise InputError(f"sizes must be positive, got {text!r}", field="--dim-sizes")
     if args.dim_topologies is not None:
         topos = tuple(v.strip() for v in args.dim_topologies.split(",") if v.strip())
         if not topos or any(t not in topology_names(aliases=True) for t in topos):
@@ -132,8 +118,7 @@ _INT_KNOBS = ("tp", "cp", "pp", "ep", "micro_batch_sizes", "interleave", "zero")
 
 
 def parse_space(items: list[str]) -> dict[str, Any]:
-    """``--space KNOB=V1,V2`` items as :class:`~libra_opt.explore.search.space.SearchSpace`
-    fields.
+    """``--space KNOB=V1,V2`` items as ``SearchSpace`` fields.
 
     Examples
     --------
@@ -166,15 +151,9 @@ def parse_space(items: list[str]) -> dict[str, Any]:
 
 
 def format_top(result: Any, k: int) -> str:
-    """The ``k`` best designs as a fixed-width table, with units in the headers (MFU as
-    a percentage of the NPUs' peak, tokens/s with thousands separators; step time and
-    objective in the reports' one number format,
-    :func:`~libra_opt.report.text.format_number`, the objective's unit from
-    :data:`~libra_opt.options.OBJECTIVE_MEANING`). With error bands
-    (:func:`~libra_opt.explore.search.results.trust_columns`), the step time's band and a
-    ``trust`` column: ``=`` the model does not tell the row from the best, ``E`` outside the
-    validated envelope, ``M`` an MFU above the best measured on the device."""
-    from libra_opt.report.text import format_number
+    """The ``k`` best designs as a fixed-width table, units in the headers; with error bands,
+    the step time's band and the trust flags (:func:`~libra_opt.report.trust.trust_flags`)."""
+    from libra_opt.report.text import format_number, table
     from libra_opt.report.trust import trust_flags
 
     best = result.best(k)
@@ -204,14 +183,8 @@ def format_top(result: Any, k: int) -> str:
             *((f"{100 * r['goodput']:.2f}%", format_number(r["effective_objective"]))
               if failures else ()), *trust, str(r["placement"]),
         ])
-    widths = [max(len(h), *(len(row[i]) for row in lines)) if lines else len(h)
-              for i, h in enumerate(head)]
-    out = ["  ".join(h.rjust(w) for h, w in zip(head[:-1], widths[:-1], strict=True))
-           + "  " + head[-1]]
-    for row in lines:
-        out.append("  ".join(v.rjust(w) for v, w in zip(row[:-1], widths[:-1], strict=True))
-                   + "  " + row[-1])
-    return "\n".join(out)
+    header, _rule, *body = table(head, lines, "r" * (len(head) - 1) + "l").splitlines()
+    return "\n".join([header, *body])
 
 
 def run(args: argparse.Namespace) -> int:
@@ -227,7 +200,9 @@ def run(args: argparse.Namespace) -> int:
     if args.overwrite and args.out is None:
         raise InputError("--overwrite works on the --out directory: give --out DIR",
                          source="<cli>", field="--overwrite")
-    executor = _executor(args)
+    from libra_opt.explore.executors import resolve_executor
+
+    executor = checked_executor(args, lambda: resolve_executor(args.executor, args.scheduler))
     hb = _hb_domains(args.hb_domain)
     knobs = parse_space(args.space)
     family = _dim_family(args)
@@ -255,21 +230,13 @@ def _out_names() -> list[str]:
     return [RESULTS_CSV, *((RESULTS_PARQUET,) if parquet else ()), "search.png"]
 
 
-def _family_flag(args: argparse.Namespace) -> str:
-    if args.dim_sizes is not None:
-        return "--dim-sizes"
-    if args.dim_topologies is not None:
-        return "--dim-topologies"
-    return "--hb-domain"
-
-
 def _check_shapes(base: Any, space: Any, args: argparse.Namespace) -> None:
-    """Refuse, before the work, a fabric family none of whose shapes can be built (bad
-    input naming the flag, not an infeasible design)."""
+    """Refuse, before the work, a fabric family none of whose shapes can be built."""
     from libra_opt.explore.search.fabrics import require_buildable
     from libra_opt.explore.search.space import search_shapes
 
-    flag = _family_flag(args)
+    flag = ("--dim-sizes" if args.dim_sizes is not None else
+            "--dim-topologies" if args.dim_topologies is not None else "--hb-domain")
     try:
         require_buildable(search_shapes(base.scenario.fabric, space, base.spec), flag)
     except InputError as exc:
@@ -279,9 +246,8 @@ def _check_shapes(base: Any, space: Any, args: argparse.Namespace) -> None:
 
 
 def summary(result: Any, name: str) -> list[str]:
-    """The lines printed above the top-k table: candidate counts; the search's wall time,
-    its solver time (summed over workers) and the solves per second of solver time; and, if
-    some, the fabric shapes that were not searched and why.
+    """The lines above the top-k table: candidate counts, wall and solver time, and the
+    fabric shapes not searched and why.
 
     Examples
     --------
@@ -347,36 +313,11 @@ def _search(args: argparse.Namespace, base: Any, space: Any, executor: Any) -> i
     return 0
 
 
-def _executor(args: argparse.Namespace) -> Any:
-    """The executor of ``--executor`` / ``--scheduler`` / ``$DASK_SCHEDULER_ADDRESS``, with a
-    scheduler address checked reachable before the work."""
-    import importlib
-    import logging
-
-    from libra_opt.explore.executors import check_scheduler, resolve_executor
-
-    try:
-        executor = resolve_executor(args.executor, args.scheduler)
-        if isinstance(executor, str) and "://" in executor:
-            check_scheduler(executor)
-    except InputError as exc:
-        raise InputError(exc.message, source="<cli>",
-                         field="--executor" if exc.field == "executor" else
-                         ("--scheduler" if exc.field == "scheduler" else exc.field)) from None
-    if executor not in ("serial", "processes") and not getattr(args, "verbose", False):
-        # the scheduler and workers log at INFO: stderr keeps errors only (set after
-        # importing distributed, which configures its loggers on import)
-        importlib.import_module("distributed")
-        for name in ("distributed", "tornado"):
-            logging.getLogger(name).setLevel(logging.WARNING)
-    return executor
-
-
 def _write(res: Any, base: Any, args: argparse.Namespace) -> list[Any]:
     """The ``--out`` set: staged, then moved in together with its manifest."""
-    from libra_opt.cli.backend import pyplot
+    from libra_opt.cli.backend import save_drawn
     from libra_opt.explore.sink import spec_fingerprint
-    from libra_opt.io.output import save_figure_atomic, write_csv_atomic
+    from libra_opt.io.output import write_csv_atomic
     from libra_opt.io.results import (
         RESULTS_CSV,
         RESULTS_PARQUET,
@@ -395,18 +336,11 @@ def _write(res: Any, base: Any, args: argparse.Namespace) -> list[Any]:
         placements=args.placements, rows=len(table),
         stats=dict(res.stats))
 
-    def draw(path: Any) -> None:
-        plt = pyplot()
-        fig = plot_search(res, top=len(res.solutions))
-        try:
-            save_figure_atomic(fig, path, dpi=130, bbox_inches="tight")
-        finally:
-            plt.close(fig)
-
     writers: dict[str, Any] = {RESULTS_CSV: lambda p: write_csv_atomic(table, p)}
     names = _out_names()
     if RESULTS_PARQUET in names:
         writers[RESULTS_PARQUET] = lambda p: write_results(table, p, meta)
-    writers["search.png"] = draw
+    writers["search.png"] = lambda p: save_drawn(lambda: plot_search(res, top=len(res.solutions)),
+                                                 p, bbox_inches="tight")
     with option_context("--out"):
         return write_run_folder(args.out, writers, meta, overwrite=args.overwrite)

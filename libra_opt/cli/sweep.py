@@ -1,27 +1,7 @@
-"""``libra-opt sweep``: solve a scenario over a grid of axes and write the table.
-
-Register it in the main CLI with ``cli_sweep.register(sub)``.
-
-``--axis NAME=LO:HI:N[:log]`` or ``--axis NAME=v1,v2,...`` (list values as YAML flow lists
-split at the commas outside brackets: ``NAME=[],[pod],[pod,node]``; repeatable; ``--zip``
-pairs the axes instead of taking their product). Without ``--out`` the table is printed;
-``--out DIR`` writes ``DIR/results.csv`` (and, with ``--plots``, ``DIR/sweep.png`` and,
-where the report module has them, ``DIR/pareto.png`` and, for a budget axis,
-``DIR/bandwidth.png``, a second axis with many values thinned to
-:data:`~libra_opt.report.sweep_plots.MAX_GROUPS` series or panels; ``DIR/manifest.json``
-lists every file written). ``NAME`` is any path of :mod:`libra_opt.explore.overrides`:
-``budget_usd`` (added to a scenario without a budget), ``power_w``, a constraint's text, a
-workload's weight, or a scenario field such as ``fabric.hb_domain`` or
-``workloads.<name>.parallelism.tp``.
-
-``--set PATH=VALUE`` applies to the scenario before the sweep, as in ``solve``.
-Matplotlib is imported only when a plot is asked for.
-
-A run into ``--out DIR`` holds the folder's lock (:func:`libra_opt.io.results.open_results`)
-from opening it until its Parquet file, plots and manifest are written, so a second run
-into ``DIR`` is refused meanwhile. Once it holds the lock, a run removes the staging
-folders and temporary files a killed run left in ``DIR`` (no live run can own them then).
-SIGTERM stops the plots as Ctrl-C does (their staging folder removed, the points kept).
+"""``libra-opt sweep``: solve a scenario over a grid of axes (any path of
+:mod:`libra_opt.explore.overrides`) and print the table or write it to ``--out DIR``, whose
+lock the run holds until its Parquet file, plots and manifest are written. SIGTERM stops
+it as Ctrl-C does (finished points kept, staging folders removed).
 """
 
 from __future__ import annotations
@@ -39,7 +19,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from libra_opt.cli.args import add_executor_arguments, blamed_on_set, parse_floats, parse_sets
+from libra_opt.cli.args import (
+    add_executor_arguments,
+    blamed_on_set,
+    checked_executor,
+    parse_floats,
+    parse_sets,
+)
 from libra_opt.errors import InputError, short_repr
 from libra_opt.explore.grid import MAX_GRID_POINTS
 from libra_opt.options import OBJECTIVES
@@ -53,6 +39,8 @@ __all__ = ["register", "run", "parse_values", "parse_axis"]
 logger = logging.getLogger(__name__)
 
 POSITIVE = ("budget_usd", "power_w", "constraints.budget_usd", "constraints.power_w")
+_TOO_MANY = (f"more than {MAX_GRID_POINTS:,} values; a sweep solves at most "
+             f"{MAX_GRID_POINTS:,} points")
 #: Plots ``--plots`` may write into ``--out``.
 PLOT_NAMES = ("sweep.png", "pareto.png", "bandwidth.png")
 
@@ -99,18 +87,20 @@ def register(subparsers) -> argparse.ArgumentParser:
     return p
 
 
+def _axis_error(message: str) -> InputError:
+    return InputError(message, source="<cli>", field="--axis")
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
 def parse_values(text: str, name: str) -> list[Any]:
     """``a,b,c`` or ``start:stop:count`` (linear) or ``start:stop:count:log``.
 
     At most :data:`~libra_opt.explore.grid.MAX_GRID_POINTS` values (checked before any array
-    is made). Numbers for ranges; a list may hold text (``pipelined,sequential``). Budgets
-    and power caps must be > 0.
-
-    List- or mapping-valued points (an axis over sets of dimensions, say): when ``text``
-    holds a ``[`` or ``{``, it is read as YAML flow values separated by the commas *outside*
-    brackets, so ``[],[pod],[pod,node]`` is three points and ``[pod,node]`` alone is one
-    point (a two-element list). A range never holds brackets, so the two readings cannot
-    be confused.
+    is made); budgets and power caps > 0. A ``text`` holding ``[`` or ``{`` is YAML flow
+    values separated by the commas outside brackets (:func:`_flow_values`).
 
     Examples
     --------
@@ -123,54 +113,48 @@ def parse_values(text: str, name: str) -> list[Any]:
     """
     from libra_opt.explore.overrides import parse_value
 
-    def bad(message: str) -> InputError:
-        return InputError(message, source="<cli>", field="--axis")
-
     vals: list[Any]
     if "[" in text or "{" in text:
         vals = _flow_values(text)
-        if name in POSITIVE and not all(isinstance(v, int | float) and not isinstance(v, bool)
-                                        for v in vals):
-            raise bad(f"{name} takes numbers, got {short_repr(text)}")
+        if name in POSITIVE and not all(map(_is_number, vals)):
+            raise _axis_error(f"{name} takes numbers, got {short_repr(text)}")
     elif ":" not in text:
         if text.count(",") >= MAX_GRID_POINTS:
-            raise bad(f"more than {MAX_GRID_POINTS:,} values; a sweep solves at most "
-                      f"{MAX_GRID_POINTS:,} points")
-        items = [x for x in text.split(",") if x.strip()]
-        vals = [parse_value(x) for x in items]
-        numeric = [v for v in vals if isinstance(v, int | float) and not isinstance(v, bool)]
+            raise _axis_error(_TOO_MANY)
+        vals = [parse_value(x) for x in text.split(",") if x.strip()]
+        numeric = [v for v in vals if _is_number(v)]
         if not vals or (name in POSITIVE and len(numeric) < len(vals)):
             parse_floats(text, "--axis")  # "expected comma-separated numbers"
         if not all(np.isfinite(v) for v in numeric):
-            raise bad(f"expected finite numbers, got {short_repr(text)}")
+            raise _axis_error(f"expected finite numbers, got {short_repr(text)}")
     else:
         parts = text.split(":")
         try:
             start, stop, count = float(parts[0]), float(parts[1]), int(parts[2])
         except (ValueError, IndexError):
-            raise bad(f"expected start:stop:count[:log], got {short_repr(text)}") from None
+            raise _axis_error(f"expected start:stop:count[:log], got {short_repr(text)}") from None
         if count < 1 or len(parts) > 4 or (len(parts) == 4 and parts[3] != "log"):
-            raise bad(f"expected start:stop:count[:log] with count >= 1, got {short_repr(text)}")
+            raise _axis_error("expected start:stop:count[:log] with count >= 1, got "
+                              f"{short_repr(text)}")
         if count > MAX_GRID_POINTS:
-            raise bad(f"count {count:,} is too large; a sweep solves at most "
-                      f"{MAX_GRID_POINTS:,} points")
+            raise _axis_error(f"count {count:,} is too large; a sweep solves at most "
+                              f"{MAX_GRID_POINTS:,} points")
         if not (np.isfinite(start) and np.isfinite(stop)):
-            raise bad(f"start and stop must be finite numbers, got {short_repr(text)}")
-        if len(parts) == 4:
-            if start <= 0 or stop <= 0:
-                raise bad("log spacing needs positive bounds")
-            vals = [float(v) for v in np.geomspace(start, stop, count)]
-        else:
-            vals = [float(v) for v in np.linspace(start, stop, count)]
-    if name in POSITIVE:
-        neg = [v for v in vals if v <= 0]
-        if neg:
-            raise bad(f"{name} values must be > 0, got {neg[0]:g}")
+            raise _axis_error(f"start and stop must be finite numbers, got {short_repr(text)}")
+        if len(parts) == 4 and (start <= 0 or stop <= 0):
+            raise _axis_error("log spacing needs positive bounds")
+        vals = (np.geomspace if len(parts) == 4 else np.linspace)(start, stop, count).tolist()
+    neg = [v for v in vals if v <= 0] if name in POSITIVE else []
+    if neg:
+        raise _axis_error(f"{name} values must be > 0, got {neg[0]:g}")
     return vals
 
 
-def _split_top_level(text: str) -> list[str]:
-    """``text`` split at the commas outside ``[...]`` and ``{...}`` (brackets must balance)."""
+def _flow_values(text: str) -> list[Any]:
+    """YAML flow values separated by the commas outside brackets: ``[],[pod],[pod,node]`` is
+    three values, ``[pod,node]`` alone one, ``none,[pod]`` a scalar and a list."""
+    from libra_opt.explore.overrides import parse_value
+
     closing = {"]": "[", "}": "{"}
     items: list[str] = []
     stack: list[str] = []
@@ -178,42 +162,28 @@ def _split_top_level(text: str) -> list[str]:
     for i, ch in enumerate(text):
         if ch in "[{":
             stack.append(ch)
-        elif ch in "]}":
-            if not stack or stack.pop() != closing[ch]:
-                stack = ["?"]
-                break
+        elif ch in "]}" and (not stack or stack.pop() != closing[ch]):
+            stack = ["?"]
+            break
         elif ch == "," and not stack:
             items.append(text[start:i])
             start = i + 1
     if stack:
-        raise InputError(f"unbalanced brackets in {short_repr(text)}; expected YAML flow "
-                         "values separated by commas, e.g. [],[a],[a,b]", source="<cli>",
-                         field="--axis")
+        raise _axis_error(f"unbalanced brackets in {short_repr(text)}; expected YAML flow "
+                          "values separated by commas, e.g. [],[a],[a,b]")
     items.append(text[start:])
-    return items
-
-
-def _flow_values(text: str) -> list[Any]:
-    """Values written as YAML flow items separated by the commas outside brackets:
-    ``[],[pod],[pod,node]`` is three values (an empty list, ``[pod]`` and ``[pod, node]``);
-    ``[pod,node]`` alone is one value; ``none,[pod]`` mixes a scalar and a list."""
-    from libra_opt.explore.overrides import parse_value
-
-    items = _split_top_level(text)
     if len(items) > MAX_GRID_POINTS:
-        raise InputError(f"more than {MAX_GRID_POINTS:,} values; a sweep solves at most "
-                         f"{MAX_GRID_POINTS:,} points", source="<cli>", field="--axis")
+        raise _axis_error(_TOO_MANY)
     vals: list[Any] = []
     for item in items:
         if not item.strip():
-            raise InputError(f"empty value in {short_repr(text)} (two commas in a row, or a "
-                             "comma at an end)", source="<cli>", field="--axis")
+            raise _axis_error(f"empty value in {short_repr(text)} (two commas in a row, or a "
+                              "comma at an end)")
         try:
             vals.append(parse_value(item))
         except InputError:
-            raise InputError(f"malformed list or mapping {short_repr(item.strip())}: expected "
-                             "a YAML flow value such as [a, b] or {k: v}", source="<cli>",
-                             field="--axis") from None
+            raise _axis_error(f"malformed list or mapping {short_repr(item.strip())}: expected "
+                              "a YAML flow value such as [a, b] or {k: v}") from None
     return vals
 
 
@@ -228,17 +198,17 @@ def parse_axis(text: str) -> tuple[str, list[Any]]:
     name, sep, values = text.rpartition("=")
     name = name.strip()
     if not sep or not name or not values.strip() or name[-1] in "=<>!":
-        raise InputError(f"expected NAME=start:stop:count[:log] or NAME=v1,v2,..., got "
-                         f"{short_repr(text)}", source="<cli>", field="--axis")
+        raise _axis_error("expected NAME=start:stop:count[:log] or NAME=v1,v2,..., got "
+                          f"{short_repr(text)}")
     try:
         return name, parse_values(values, name)
     except InputError as exc:
-        raise InputError(f"{name}: {exc.message}", source="<cli>", field="--axis") from None
+        raise _axis_error(f"{name}: {exc.message}") from None
 
 
 def _check_outputs(args: argparse.Namespace) -> Any:
     """The outputs and the executor flags, checked before anything else; returns the
-    executor options (without the results folder and the stop flag, added at the run)."""
+    executor options."""
     from libra_opt.io.output import prepare_output_dir
 
     if args.out is not None:
@@ -263,19 +233,11 @@ def _check_outputs(args: argparse.Namespace) -> Any:
     if args.batch_size is not None and args.batch_size < 1:
         raise InputError(f"expected a batch size >= 1, got {args.batch_size}",
                          source="<cli>", field="--batch-size")
-    from libra_opt.explore.executors import ExecutorOptions, check_scheduler
+    from libra_opt.explore.executors import ExecutorOptions
 
-    try:
-        options = ExecutorOptions(args.executor, max_workers=args.workers,
-                                  scheduler=args.scheduler, batch_size=args.batch_size,
-                                  progress=False if args.no_progress else None)
-        if isinstance(options.executor, str) and "://" in options.executor:
-            check_scheduler(options.executor)
-    except InputError as exc:
-        raise InputError(exc.message, source="<cli>",
-                         field="--executor" if exc.field == "executor" else
-                         ("--scheduler" if exc.field == "scheduler" else exc.field)) from None
-    return options
+    return checked_executor(args, lambda: ExecutorOptions(
+        args.executor, max_workers=args.workers, scheduler=args.scheduler,
+        batch_size=args.batch_size, progress=False if args.no_progress else None))
 
 
 def _axes(args: argparse.Namespace) -> dict[str, list[Any]]:
@@ -283,22 +245,19 @@ def _axes(args: argparse.Namespace) -> dict[str, list[Any]]:
     for text in args.axis:
         name, values = parse_axis(text)
         if name in axes:
-            raise InputError(f"axis {short_repr(name, 80)} is given twice", source="<cli>",
-                             field="--axis")
+            raise _axis_error(f"axis {short_repr(name, 80)} is given twice")
         axes[name] = values
     if not axes:
-        raise InputError("give at least one --axis NAME=VALUES", source="<cli>",
-                         field="--axis")
+        raise _axis_error("give at least one --axis NAME=VALUES")
     return axes
 
 
 def _draw_plots(df: pd.DataFrame, axes: dict[str, list[Any]], staged: dict) -> list[str]:
-    """Draw the sweep (its first axis on x), its Pareto front and, for a budget axis, the
-    bandwidth bought at each budget into ``staged`` (name -> path); returns the names."""
-    from libra_opt.cli.backend import pyplot
-    from libra_opt.io.output import save_figure_atomic
+    """Draw the sweep, its Pareto front and, for a budget axis, the bandwidth bought into
+    ``staged`` (name -> path); returns the names."""
+    from libra_opt.cli.backend import pyplot, save_drawn
 
-    plt = pyplot()
+    pyplot()
     from libra_opt.report.plots import plot_bandwidth_vs_budget, plot_pareto, plot_sweep
 
     draws = [("sweep.png", lambda: plot_sweep(df, x=next(iter(axes)))),
@@ -306,11 +265,7 @@ def _draw_plots(df: pd.DataFrame, axes: dict[str, list[Any]], staged: dict) -> l
     if "budget_usd" in axes:
         draws.append(("bandwidth.png", lambda: plot_bandwidth_vs_budget(df, x="budget_usd")))
     for name, draw in draws:
-        fig = draw()
-        try:
-            save_figure_atomic(fig, staged[name], dpi=130, flag="--out")
-        finally:
-            plt.close(fig)
+        save_drawn(draw, staged[name], flag="--out")
     return [name for name, _ in draws]
 
 
@@ -332,13 +287,6 @@ def run(args: argparse.Namespace) -> int:
         with blamed_on_set():
             base = base.derive(sets)
     sweep = importlib.import_module("libra_opt.explore.sweep")
-    if not isinstance(options.executor, str) or options.executor not in ("serial", "processes"):
-        if not getattr(args, "verbose", False):
-            # the scheduler and workers log at INFO: a script's stderr keeps errors only (set
-            # after importing distributed, which configures its loggers on import)
-            importlib.import_module("distributed")
-            for name in ("distributed", "tornado"):
-                logging.getLogger(name).setLevel(logging.WARNING)
     sink = None
     if args.out is not None:
         from libra_opt.io.results import results_stream
@@ -378,17 +326,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _write_outputs(args: argparse.Namespace, df: pd.DataFrame, axes: dict[str, list[Any]],
-                   wall_s: float, kept: int, stopped: Callable[[], bool] = lambda: False
-                   ) -> None:
-    """Print or write what a finished sweep's flags ask for: its table or, holding the
-    folder's lock, ``--out``'s Parquet file, plots and manifest. ``kept`` points were taken
-    from an earlier run (``--resume``), the rest solved in ``wall_s``. The plots are moved
-    in only when ``stopped()`` is false: a signal whose ``KeyboardInterrupt`` Python
-    swallowed (raised inside a callback that ignores exceptions) still stops them, as the
-    sweep polls it."""
-    counts = df["status"].value_counts().to_dict()
-    summary = ", ".join(f"{n} {s}" for s, n in counts.items())
-    n = len(df)
+                   wall_s: float, kept: int, stopped: Callable[[], bool]) -> None:
+    """Print the table of a finished sweep or, holding the folder's lock, write ``--out``'s
+    Parquet file, plots (moved in only if not ``stopped()``: a signal whose
+    ``KeyboardInterrupt`` was swallowed still stops them) and manifest. ``kept`` points were
+    taken from an earlier run, the rest solved in ``wall_s``."""
     if args.out is None:
         cols = [c for c in df.columns if c in axes or c.endswith("_axis")]
         cols += ["status", "weighted_step_time_s", "network_cost_usd"]
@@ -406,6 +348,8 @@ def _write_outputs(args: argparse.Namespace, df: pd.DataFrame, axes: dict[str, l
     )
 
     path = confined_path(args.out, "results.csv", flag="--out")
+    summary = ", ".join(f"{n} {s}" for s, n in df["status"].value_counts().items())
+    n = len(df)
     solved = n - kept   # the time and rate are those of the points solved now
     took = f"in {wall_s:.2f} s, {1e3 * wall_s / max(solved, 1):.2f} ms per point"
     if not kept:
@@ -432,10 +376,9 @@ def _write_outputs(args: argparse.Namespace, df: pd.DataFrame, axes: dict[str, l
 
 @contextlib.contextmanager
 def _signals_interrupt(received: list[int]):
-    """While the sweep runs and its outputs are written, SIGTERM stops it like Ctrl-C
-    (workers stopped, finished points kept, staging folders removed); ``received`` collects
-    the signal numbers (the sweep also polls it: a ``KeyboardInterrupt`` raised inside C
-    code that clears errors would be lost). An ignored signal stays ignored."""
+    """Inside, SIGTERM stops the sweep like Ctrl-C; ``received`` collects the signal numbers
+    (the sweep polls it: a ``KeyboardInterrupt`` raised in C code can be lost). An ignored
+    signal stays ignored."""
 
     def stop(signum, frame):
         received.append(signum)

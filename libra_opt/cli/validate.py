@@ -1,8 +1,4 @@
-"""``libra-opt validate``: the step-time model against published (or your own) runs.
-
-Register it in the main CLI with ``cli_validate.register(sub)``; errors surface as
-:class:`~libra_opt.errors.InputError` (one line, exit code 2) through the main ``try``.
-"""
+"""``libra-opt validate``: the step-time model against published (or your own) runs."""
 
 from __future__ import annotations
 
@@ -17,14 +13,12 @@ _DEVICES_FILE = "calibrated_devices.yaml"
 def register(subparsers) -> argparse.ArgumentParser:
     """Add the ``validate`` sub-command to ``subparsers`` and return its parser."""
     p = subparsers.add_parser(
-        "validate",
-        help="compare the step-time model with published training runs",
+        "validate", help="compare the step-time model with published training runs",
         description="Predict every row of the packaged validation tables (or --table) and "
         "print published vs predicted values, the error per row and the average and worst "
         "error per table (calibration rows excluded). With --calibrate, first fit one or two "
         "device constants on the rows marked 'calibrate: true' (per device) and predict with "
-        "them: the way to see how far to trust the model on your own hardware.",
-    )
+        "them: the way to see how far to trust the model on your own hardware.")
     p.add_argument("--table", action="append", metavar="NAME",
                    help="a packaged table name or a YAML file of your own runs (repeatable; "
                    "default: every packaged table)")
@@ -84,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         check_output_dir,
         check_writable_output,
         confined_path,
-        save_figure_atomic,
+        write_text_atomic,
     )
     from libra_opt.io.validation import load_validation_table, validation_table_names
     from libra_opt.report.validation import stack_report, validation_report, variant_report
@@ -103,12 +97,8 @@ def run(args: argparse.Namespace) -> int:
     devices: dict[str, Device] = {}
     calibrations: tuple[DeviceCalibration, ...] = ()
     if constants is not None:
-        try:
+        with option_context("--calibrate", fields=("calibrate", "rows")):
             calibrations = calibrate_tables(tables, constants, rows=args.calibrate_rows)
-        except InputError as exc:
-            if exc.field not in ("calibrate", "rows"):
-                raise  # a row or table problem, already naming its file and row
-            raise InputError(exc.message, source="<cli>", field="--calibrate") from None
         devices = {c.device.key: c.device for c in calibrations}
         for c in calibrations:
             print(c.describe())
@@ -144,34 +134,27 @@ def run(args: argparse.Namespace) -> int:
         from libra_opt.explore.trust import validated_runs
         from libra_opt.generators.error_model import ErrorModel
         from libra_opt.io.error_model import error_model_yaml
-        from libra_opt.io.output import write_text_atomic
 
         model = ErrorModel(validated_runs(tables, results))
         with option_context("--error-model"):
             write_text_atomic(args.error_model, error_model_yaml(model, names, __version__))
         print(f"wrote {args.error_model}")
     if args.out is not None:
-        from libra_opt.cli.backend import pyplot
+        from libra_opt.cli.backend import save_drawn
         from libra_opt.report.validation import plot_validation, plot_variants
 
         if calibrations:
-            from libra_opt.io.output import write_text_atomic
             from libra_opt.io.presets import calibrated_devices_yaml
 
             with option_context("--out"):
                 path = confined_path(args.out, _DEVICES_FILE)
                 write_text_atomic(path, calibrated_devices_yaml(calibrations, names))
             print(f"wrote {path}")
-        plt = pyplot()
         figures = [("validation.png", lambda: plot_validation(results))]
         if any(r.variant_set for t in results for r in t.rows):
             figures.append(("variants.png", lambda: plot_variants(variant_sets)))
         for name, draw in figures:
-            fig = draw()
-            try:
-                with option_context("--out"):
-                    path = save_figure_atomic(fig, confined_path(args.out, name), dpi=130)
-            finally:
-                plt.close(fig)
+            with option_context("--out"):
+                path = save_drawn(draw, confined_path(args.out, name))
             print(f"wrote {path}")
     return 0

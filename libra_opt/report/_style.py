@@ -1,7 +1,5 @@
-"""The look shared by every plot of the package: human axis labels with units in engineering
-steps (``ms``, ``$M``, ``kW``), plain tick numbers (never an offset such as ``1e7``) and
-legends that never cover data.
-"""
+"""The look of every plot: axis labels with units in engineering steps (``ms``, ``$M``,
+``kW``), plain tick numbers (never an offset such as ``1e7``), legends that cover no data."""
 
 from __future__ import annotations
 
@@ -36,18 +34,14 @@ _NAMES = {
 }
 _SUFFIX_KIND = (("_usd", "usd"), ("_gbps", "gbps"), ("_bytes", "bytes"), ("_w", "w"), ("_s", "s"))
 _OWN: weakref.WeakSet = weakref.WeakSet()   # figures made here (constrained layout)
-_BASELINE_MARKERS = {"equal split": "s", "traffic-proportional": "^"}
-#: Markers of :func:`series_styles`, one per round of the colour cycle.
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "h", "<", ">", "p")
 
 
 def series_styles(n: int) -> list[tuple[str | tuple[float, ...], str]]:
     """A ``(colour, marker)`` for each of ``n`` series, no two alike for any ``n``.
 
-    The colours of the colour cycle (``C0``, ``C1``, ...) in turn, the marker changing each
-    time the colours come round again: 13 series on the ten default colours are ten circles,
-    then squares in the first three colours. With more series than colours x markers, the
-    colours are sampled from the ``turbo`` colour map instead (one distinct colour each).
+    The colour cycle in turn, the marker changing each time the colours come round again;
+    beyond colours x markers series, colours sampled from the ``turbo`` colour map.
 
     Examples
     --------
@@ -105,16 +99,11 @@ def _unit(values, kind: str) -> tuple[float, str]:
     arr = arr[np.isfinite(arr)]
     top = float(arr.max()) if arr.size else 0.0
     steps = _UNITS.get(kind, _UNITS[""])
-    for scale, unit in steps:
-        if top >= scale:
-            return scale, unit
-    return steps[-1] if top > 0 else steps[0]
+    return next((step for step in steps if top >= step[0]), steps[-1] if top > 0 else steps[0])
 
 
 def _num(x: float) -> str:
-    if abs(x) < 1e-12:
-        return "0"
-    return f"{x:,.4g}"
+    return "0" if abs(x) < 1e-12 else f"{x:,.4g}"
 
 
 def format_value(x: float, kind: str) -> str:
@@ -155,14 +144,8 @@ def _axes(ax, figsize=(7.0, 4.0)):
 
 
 def _legend_below(ax, handles=None, labels=None, ncols: int | None = None):
-    """A frameless legend under the plot, never over the data.
-
-    In a figure of our own (constrained layout) it is a figure legend below everything,
-    x label included, and as wide as the figure at most: with fewer columns than ``ncols``
-    when the labels as drawn are too wide for them, long labels wrapped when even one
-    column is (:func:`_fit_legend`); in the caller's axes it goes where it covers the least
-    data.
-    """
+    """A frameless legend: below everything in a figure of our own (:func:`_fit_legend`),
+    where it covers the least data in the caller's axes."""
     if handles is None:
         handles, labels = ax.get_legend_handles_labels()
     if not handles:
@@ -175,10 +158,8 @@ def _legend_below(ax, handles=None, labels=None, ncols: int | None = None):
 
 
 def _fit_legend(fig, handles: list, labels: list[str], ncols: int):
-    """A figure legend below everything in at most ``ncols`` columns, no wider than the
-    figure: the most columns (up to ``ncols``) whose labels, as drawn, fit its width; when
-    even one column does not, each label longer than the width allows is wrapped at spaces.
-    """
+    """A figure legend below everything, no wider than the figure: the most columns (up to
+    ``ncols``) that fit, then long labels wrapped at spaces if one column does not."""
     room = 0.98 * fig.bbox.width
 
     def make(texts: list[str], n: int):

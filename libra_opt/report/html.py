@@ -1,19 +1,8 @@
-"""A design-review report of one scenario: ``report.html`` (one self-contained file) and
-``report.md`` (with its PNGs beside it), rendered from a study already run.
-
-:func:`build_report` turns a :class:`~libra_opt.explore.study.DesignStudy` (the solution,
-its sensitivity, the budget sweep and the fabric-family comparison, run by
-:func:`libra_opt.explore.study.design_study`) into sections — the solution table, workload
-times, constraints with their shadow prices, the baselines, the sensitivity of each
-dimension, the budget sweep with its Pareto front, the fabric-family comparison and the
-co-design search (its best candidates, the gains of co-design and its plot). It solves,
-sweeps, compares and searches nothing. :func:`render_html` and :func:`render_markdown` turn
-the sections into text, and :func:`report_files` gives every file of the report (name and
-content) for ``libra_opt.io`` to write.
-
-The HTML file embeds its plots as ``data:image/png;base64`` URIs and its CSS inline; it
-loads no script, font, style sheet or image from anywhere. Every piece of user text
-(scenario, workload, dimension and constraint names) is HTML-escaped.
+"""A design-review report of one scenario, rendered from a study already run
+(:func:`libra_opt.explore.study.design_study`): :func:`build_report` makes its sections,
+:func:`report_files` the files ``libra_opt.io`` writes: ``report.md`` with its PNGs and
+``report.html``, one self-contained file (plots as data URIs, inline CSS, nothing loaded
+from elsewhere, every piece of user text escaped).
 """
 
 from __future__ import annotations
@@ -24,7 +13,6 @@ import io
 import logging
 import math
 import re
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -33,6 +21,7 @@ from libra_opt.errors import InputError
 from libra_opt.explore.study_result import DesignStudy
 from libra_opt.optimize.solution import Solution
 from libra_opt.options import OBJECTIVE_MEANING
+from libra_opt.report._style import _unit, format_value
 from libra_opt.report.inputs import Provenance, inputs_section_parts, performance_section_parts
 from libra_opt.report.notes import (
     COMPARISON_COLUMNS,
@@ -41,13 +30,15 @@ from libra_opt.report.notes import (
     identical_rows_note,
 )
 from libra_opt.report.text import (
+    allocations,
+    constraint_rows,
     failure_section_parts,
     format_number,
     format_quantity,
     format_whole,
-    settled,
 )
 from libra_opt.report.trust import band_lines, trust_flags, trust_lines
+from libra_opt.scenario.display import html_table
 
 __all__ = ["ReportSection", "Report", "build_report", "render_html", "render_markdown",
            "report_files", "Provenance"]
@@ -71,20 +62,9 @@ p.note{font-size:.9em;color:#444}
 
 @dataclass
 class ReportSection:
-    """One section of the report: paragraphs, tables and figures (PNG bytes).
-
-    Attributes
-    ----------
-    title : str
-    text : list of str
-        Paragraphs (plain text; escaped when rendered).
-    tables : list of (caption, header, rows)
-        Cells are strings.
-    figures : list of (name, caption, png bytes)
-        ``name`` is a file-name part (``report_<name>.png`` beside ``report.md``).
-    code : list of (caption, text)
-        Verbatim text (the scenario file), shown preformatted.
-    """
+    """One section of the report: paragraphs (plain text), tables ``(caption, header,
+    rows)`` of strings, figures ``(name, caption, PNG bytes)`` (``report_<name>.png`` beside
+    ``report.md``) and verbatim text ``(caption, text)``."""
 
     title: str
     text: list[str] = field(default_factory=list)
@@ -102,8 +82,6 @@ class Report:
     sections: list[ReportSection]
     solution: Solution
     sweep: object = None
-    comparison: object = None
-    timings_s: Mapping[str, float] = field(default_factory=dict)
     provenance: Provenance | None = None
 
     @property
@@ -129,16 +107,7 @@ def _png(fig) -> bytes:
 
 
 _g = format_number
-"""A number in the report's one rule (:func:`libra_opt.report.text.format_number`)."""
-
-_usd = format_whole
-"""Whole dollars with thousands separators (the column header says $)."""
-
-
-def _unit_of(values: Sequence[float], kind: str) -> tuple[float, str]:
-    from libra_opt.report.plots import _unit
-
-    return _unit(list(values), kind)
+_usd = format_whole   # whole dollars (the column header says $)
 
 
 def _solution_sections(sol: Solution) -> list[ReportSection]:
@@ -158,11 +127,11 @@ def _solution_sections(sol: Solution) -> list[ReportSection]:
     rows.append(["total", "", f"{scen.fabric.n_npus:,}", "", f"{total:.6g}", "100%",
                  _usd(ev.cost.network_cost_usd)]
                 + ([] if power is None else [format_whole(ev.cost.network_power_w)]))
-    alloc = ReportSection("Optimal bandwidth allocation", tables=[("Bandwidth per dimension",
-                                                                   header, rows)])
-    alloc.figures.append(("allocation", "Optimum and baselines, GB/s per NPU per dimension "
-                          "(hatched: infeasible)", _png(plot_allocation(sol))))
-    scale, unit = _unit_of([t.step_time_s for t in ev.workloads], "s")
+    alloc = ReportSection(
+        "Optimal bandwidth allocation", tables=[("Bandwidth per dimension", header, rows)],
+        figures=[("allocation", "Optimum and baselines, GB/s per NPU per dimension (hatched: "
+                  "infeasible)", _png(plot_allocation(sol)))])
+    scale, unit = _unit([t.step_time_s for t in ev.workloads], "s")
     weights = scen.weights or (1.0,) * len(ev.workloads)
     wrows = [[t.name, f"{w:g}", _g(t.step_time_s / scale), _g(t.compute_s / scale),
               _g(t.comm_s / scale), _g(t.exposed_comm_s / scale)]
@@ -171,11 +140,10 @@ def _solution_sections(sol: Solution) -> list[ReportSection]:
     times = ReportSection("Step time", tables=[(
         "Step time per workload",
         ["workload", "weight", f"step time ({unit})", f"compute ({unit})",
-         f"communication ({unit})", f"exposed communication ({unit})"], wrows)])
-    times.figures.append(("step_breakdown", "Compute and exposed communication per group",
-                          _png(plot_step_breakdown(sol))))
-    times.figures.append(("dim_time", "Time per step each dimension is busy",
-                          _png(plot_dim_time(sol))))
+         f"communication ({unit})", f"exposed communication ({unit})"], wrows)], figures=[
+        ("step_breakdown", "Compute and exposed communication per group",
+         _png(plot_step_breakdown(sol))),
+        ("dim_time", "Time per step each dimension is busy", _png(plot_dim_time(sol)))])
     return [alloc, times]
 
 
@@ -185,42 +153,31 @@ def _constraint_section(sol: Solution) -> ReportSection:
     if not sol.constraints:
         sec.text.append("The scenario has no constraints besides positive bandwidth.")
         return sec
-    rows = []
-    for c in sol.constraints:
-        lhs, slack = settled(c)
-        rows.append([c.label, _g(lhs), c.sense, _g(c.rhs), _g(slack, 4),
-                     "yes" if c.active else "no", _g(c.shadow_price, 4) if c.active else "0"])
     sec.tables.append(("Constraints at the optimum", ["constraint", "value", "sense", "bound",
-                       "slack", "active", f"shadow price ({unit} per unit of bound)"], rows))
+                       "slack", "active", f"shadow price ({unit} per unit of bound)"],
+                       constraint_rows(sol)))
     active = [c for c in sol.constraints if c.active and c.shadow_price != 0]
-    if active:
-        sec.text.append("A shadow price is the objective's change per unit the bound moves, to "
-                        "first order; the binding constraint with the largest effect is where "
-                        "extra money, power or bandwidth pays off most.")
-    for c in active:
-        what = {"budget_usd": ("$", 1e6, "$1M"), "power_w": ("W", 1e3, "kW")}.get(
-            c.label, ("GB/s", 100.0, "100 GB/s"))
-        sec.text.append(
-            f"{c.label}: {_g(c.shadow_price, 4)} {unit} per {what[0]} "
-            f"({_g(c.shadow_price * what[1], 4)} {unit} per {what[2]}).")
     if not active:
         sec.text.append("No constraint binds with a non-zero shadow price: the optimum is "
                         "interior to every bound.")
+        return sec
+    sec.text.append("A shadow price is the objective's change per unit the bound moves, to "
+                    "first order; the binding constraint with the largest effect is where "
+                    "extra money, power or bandwidth pays off most.")
+    for c in active:
+        per, scale, big = {"budget_usd": ("$", 1e6, "$1M"), "power_w": ("W", 1e3, "kW")}.get(
+            c.label, ("GB/s", 100.0, "100 GB/s"))
+        sec.text.append(f"{c.label}: {_g(c.shadow_price, 4)} {unit} per {per} "
+                        f"({_g(c.shadow_price * scale, 4)} {unit} per {big}).")
     return sec
 
 
 def _baseline_section(sol: Solution) -> ReportSection:
     ev = sol.evaluation
-    scale, unit = _unit_of([ev.weighted_step_time_s], "s")
-    rows = [["optimum", " / ".join(f"{b:.1f}" for b in sol.bw_gbps),
-             _g(ev.weighted_step_time_s / scale), _usd(ev.cost.network_cost_usd), "yes",
-             "1", "1"]]
-    for b in sol.baselines:
-        bev = b.evaluation
-        rows.append([b.name, " / ".join(f"{x:.1f}" for x in bev.bw_gbps),
-                     _g(bev.weighted_step_time_s / scale), _usd(bev.cost.network_cost_usd),
-                     "yes" if b.feasible else "no", _g(b.step_time_ratio, 4),
-                     _g(b.objective_ratio, 4)])
+    scale, unit = _unit([ev.weighted_step_time_s], "s")
+    rows = [[name, " / ".join(f"{x:.1f}" for x in e.bw_gbps), _g(e.weighted_step_time_s / scale),
+             _usd(e.cost.network_cost_usd), "yes" if ok else "no", _g(step, 4), _g(obj, 4)]
+            for name, e, ok, step, obj in allocations(sol)]
     total = float(np.sum(sol.bw_gbps))
     return ReportSection(
         "Baselines",
@@ -270,12 +227,7 @@ def _sensitivity_section(study: DesignStudy) -> ReportSection:
 
 
 def _sweep_section(study: DesignStudy) -> ReportSection:
-    from libra_opt.report.plots import (
-        format_value,
-        plot_bandwidth_vs_budget,
-        plot_pareto,
-        plot_sweep,
-    )
+    from libra_opt.report.plots import plot_bandwidth_vs_budget, plot_pareto, plot_sweep
 
     sol, values, df, scen = study.solution, study.budget_usd, study.sweep, study.sweep_scenario
     sec = ReportSection("Budget sweep and Pareto front")
@@ -296,7 +248,7 @@ def _sweep_section(study: DesignStudy) -> ReportSection:
     note = identical_rows_note(df, scen)
     if note:
         sec.text.append(note)
-    scale, unit = _unit_of(ok["weighted_step_time_s"], "s")
+    scale, unit = _unit(ok["weighted_step_time_s"], "s")
     bw_cols = [c for c in df.columns if c.startswith("bw_") and c.endswith("_gbps")]
     rows = [[_usd(r["budget_usd"]), str(r["status"]),
              _g(r["weighted_step_time_s"] / scale) if r["status"] == "optimal" else "",
@@ -320,7 +272,7 @@ def _sweep_section(study: DesignStudy) -> ReportSection:
 
 
 def _comparison_section(study: DesignStudy) -> ReportSection:
-    from libra_opt.report.plots import format_value, plot_comparison
+    from libra_opt.report.plots import plot_comparison
 
     scen, df, radix = study.scenario, study.comparison, study.scaleout_radix
     sec = ReportSection("Fabric families")
@@ -394,16 +346,13 @@ def _search_section(study: DesignStudy) -> ReportSection:
     banded = "band_pct" in best
     if banded:
         header += ["step time band", "trust"]
-    rows = []
-    for _, r in best.iterrows():
-        rows.append([str(int(r["rank"])), *(str(int(r[k])) for k in ("tp", "cp", "pp", "dp",
-                                                                    "ep")),
-                     str(r["placement"]), _g(r["step_time_s"]), f"{r['tokens_per_s']:,.0f}",
-                     f"{100 * r['mfu']:.1f}%", f"{r['memory_per_npu_gb']:.1f}",
-                     *(f"{r[c]:.1f}" for c in bw_cols), _usd(r["network_cost_usd"]),
-                     *([_g(r["run_cost_usd_per_mtoken"])] if run_cost else []),
-                     _g(r["objective"]),
-                     *([f"+-{r['band_pct']:.1f}%", trust_flags(r)] if banded else [])])
+    rows = [[str(int(r["rank"])), *(str(int(r[k])) for k in ("tp", "cp", "pp", "dp", "ep")),
+             str(r["placement"]), _g(r["step_time_s"]), f"{r['tokens_per_s']:,.0f}",
+             f"{100 * r['mfu']:.1f}%", f"{r['memory_per_npu_gb']:.1f}",
+             *(f"{r[c]:.1f}" for c in bw_cols), _usd(r["network_cost_usd"]),
+             *([_g(r["run_cost_usd_per_mtoken"])] if run_cost else []), _g(r["objective"]),
+             *([f"+-{r['band_pct']:.1f}%", trust_flags(r)] if banded else [])]
+            for _, r in best.iterrows()]
     sec.tables.append((f"The {len(rows)} best candidates", header, rows))
     if study.error_model is not None:
         sec.text += trust_lines(res, len(rows), study.error_model)
@@ -428,20 +377,8 @@ def _search_section(study: DesignStudy) -> ReportSection:
 def build_report(study: DesignStudy, *, provenance: Provenance | None = None) -> Report:
     """Every section of the report, rendered from a study already run.
 
-    Parameters
-    ----------
-    study : DesignStudy
-        The solution and its studies (:func:`libra_opt.explore.study.design_study`).
-    provenance : Provenance, optional
-        The command and the scenario file's text; default: no command (the Python API) and
-        no scenario text.
-
-    Returns
-    -------
-    Report
-    """
-    from libra_opt.report.plots import format_value
-
+    ``study`` is from :func:`libra_opt.explore.study.design_study`; ``provenance`` the
+    command and the scenario file's text (default: the Python API, no text)."""
     sol = study.solution
     scen, ev = sol.scenario, sol.evaluation
     summary = [
@@ -460,11 +397,10 @@ def build_report(study: DesignStudy, *, provenance: Provenance | None = None) ->
     prov = provenance or Provenance()
     sections = _solution_sections(sol)
     ptext, ptables = performance_section_parts(sol)
-    ptext = [*ptext, *band_lines(study.bands, {t.name: t.step_time_s for t in ev.workloads})]
-    summary += [line for line in band_lines(study.bands, {t.name: t.step_time_s
-                                                          for t in ev.workloads})]
+    bands = band_lines(study.bands, {t.name: t.step_time_s for t in ev.workloads})
+    summary += bands
     sections.append(ReportSection("Throughput, MFU, memory" + (" and TCO" if scen.tco else ""),
-                                  text=ptext, tables=ptables))
+                                  text=[*ptext, *bands], tables=ptables))
     ftext, ftables = failure_section_parts(scen, ev)
     if ftables:
         sections.append(ReportSection("Failures and goodput", text=ftext, tables=ftables))
@@ -476,14 +412,7 @@ def build_report(study: DesignStudy, *, provenance: Provenance | None = None) ->
     summary.append(f"libra_opt {prov.version}, {prov.created_utc}"
                    + (f", command `{prov.command}`" if prov.command else "")
                    + "; every input is listed under 'Inputs and provenance'.")
-    return Report(f"libra_opt report: {scen.name}", summary, sections, sol, study.sweep,
-                  study.comparison, dict(study.timings_s), prov)
-
-
-def _html_table(caption: str, header: list[str], rows: list[list[str]]) -> str:
-    from libra_opt.scenario.display import html_table
-
-    return html_table(header, rows, caption)
+    return Report(f"libra_opt report: {scen.name}", summary, sections, sol, study.sweep, prov)
 
 
 def render_html(report: Report) -> str:
@@ -507,7 +436,7 @@ def render_html(report: Report) -> str:
     for sec in report.sections:
         parts.append(f"<h2>{esc(sec.title)}</h2>")
         parts += [f'<p class="note">{esc(t)}</p>' for t in sec.text]
-        parts += [_html_table(*t) for t in sec.tables]
+        parts += [html_table(header, rows, caption) for caption, header, rows in sec.tables]
         for _name, caption, png in sec.figures:
             data = base64.b64encode(png).decode("ascii")
             parts.append(f'<figure><img alt="{html.escape(caption)}" '
@@ -558,19 +487,15 @@ def render_markdown(report: Report, figure_names: dict[str, str] | None = None) 
             if name in names:
                 lines += [f"![{_md(caption)}]({names[name]})", ""]
         for caption, text in sec.code:
-            runs = [len(r) for r in re.findall("~+", text)]
-            fence = "~" * max(3, 1 + max(runs, default=0))   # longer than any ~ run inside
+            # a fence longer than any run of ~ inside
+            fence = "~" * max(3, 1 + max(map(len, re.findall("~+", text)), default=0))
             lines += [f"**{_md(caption)}**", "", fence + "yaml", text.rstrip("\n"), fence, ""]
     if report.provenance is not None:
         lines += [_md(report.footer), ""]
     return "\n".join(lines)
 
 
-HTML_NAME = "report.html"
-"""File name of the HTML report."""
-
-MARKDOWN_NAME = "report.md"
-"""File name of the Markdown report (its PNGs beside it)."""
+HTML_NAME, MARKDOWN_NAME = "report.html", "report.md"
 
 
 def figure_file_name(name: str) -> str:
@@ -579,8 +504,8 @@ def figure_file_name(name: str) -> str:
 
 
 def report_files(report: Report) -> dict[str, str | bytes]:
-    """Every file of the report, name (relative) to content: the PNG of each figure (bytes),
-    ``report.md`` linking to them and ``report.html`` (text) — for ``libra_opt.io`` to write.
+    """Every file of the report, relative name to content: each figure's PNG (bytes),
+    ``report.md`` linking to them and ``report.html``.
 
     Examples
     --------

@@ -1,19 +1,12 @@
-"""The report's inputs, provenance and performance sections.
-
-A figure in a design review is only as good as what it was computed from. The
-:func:`inputs_section` lists the provenance (library version, date, the command, the scenario
-file) and every input behind the numbers: the model options, the constraints, the unit prices
-of each cost tier, the workloads with their parallel groups and the scenario text itself.
-:func:`performance_section` gives what a step achieves -- tokens per second, model FLOPs
-utilisation (MFU), memory per NPU -- and, where the scenario has a TCO model, the total cost
-of ownership broken down by part.
-"""
+"""The report's inputs-and-provenance section (every input behind the numbers) and its
+performance section (tokens per second, MFU, memory per NPU and the TCO)."""
 
 from __future__ import annotations
 
 import datetime
 import platform
 from dataclasses import dataclass, field
+from importlib import metadata
 
 import numpy as np
 
@@ -26,22 +19,8 @@ __all__ = ["Provenance", "inputs_section_parts", "performance_section_parts"]
 
 @dataclass(frozen=True)
 class Provenance:
-    """Where a report comes from.
-
-    Attributes
-    ----------
-    command : str, optional
-        The command line that produced it (``libra-opt report gpt3_175b_4d --out r``).
-    scenario_text : str, optional
-        The scenario file's text, as read (before ``overrides``).
-    overrides : tuple of str
-        The edits applied to the file's scenario, ``PATH=VALUE`` each (``--set``); the
-        report's numbers are those of the edited scenario.
-    created_utc : str
-        ISO 8601 time of creation, UTC (default: now).
-    version : str
-        ``libra_opt.__version__``.
-    """
+    """Where a report comes from: the command line, the scenario file's text as read, the
+    ``--set PATH=VALUE`` edits applied to it, the time of creation (UTC) and the version."""
 
     command: str | None = None
     scenario_text: str | None = None
@@ -52,11 +31,9 @@ class Provenance:
 
 
 def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
-        return version("libra_opt")
-    except PackageNotFoundError:  # pragma: no cover - run from a source tree
+        return metadata.version("libra_opt")
+    except metadata.PackageNotFoundError:  # pragma: no cover - run from a source tree
         return "unknown (not installed)"
 
 
@@ -75,9 +52,6 @@ def _groups_text(groups, dims) -> str:
 
 def inputs_section_parts(sol: Solution, prov: Provenance):
     """``(text, tables, code)`` of the inputs-and-provenance section.
-
-    ``tables`` are ``(caption, header, rows)`` of strings; ``code`` is
-    ``[(caption, text)]`` (the scenario file's text when known).
 
     Examples
     --------
@@ -109,12 +83,9 @@ def inputs_section_parts(sol: Solution, prov: Provenance):
              if c.label not in ("budget_usd", "power_w")]
     tiers = scen.cost_model.tiers
     comps = sorted({c for t in tiers.values() for c in t.usd_per_gbps})
-    price_rows = []
-    for name, t in tiers.items():
-        row = [name] + [_g(t.usd_per_gbps.get(c, 0.0)) for c in comps]
-        if t.w_per_gbps is not None:
-            row += [_g(t.w_per_gbps.get(c, 0.0)) for c in comps]
-        price_rows.append(row)
+    price_rows = [[name, *(_g(t.usd_per_gbps.get(c, 0.0)) for c in comps),
+                   *(_g(t.w_per_gbps.get(c, 0.0)) for c in comps if t.w_per_gbps is not None)]
+                  for name, t in tiers.items()]
     power = scen.cost_model.has_power
     price_header = (["tier"] + [f"{c} ($ per GB/s)" for c in comps]
                     + ([f"{c} (W per GB/s)" for c in comps] if power else []))
@@ -152,8 +123,7 @@ def inputs_section_parts(sol: Solution, prov: Provenance):
 
 
 def performance_section_parts(sol: Solution):
-    """``(text, tables)`` of the performance section: tokens/s, MFU, memory per NPU and,
-    with a TCO model, its breakdown.
+    """``(text, tables)`` of the performance section.
 
     Examples
     --------
@@ -191,13 +161,12 @@ def performance_section_parts(sol: Solution):
     if scen.tco is not None:
         b = tco_breakdown(scen.tco, scen.fabric, scen.coefficients, ev.bw_gbps,
                           ev.weighted_step_time_s)
-        usd = format_whole
-        trows = [["accelerators", usd(b.accelerators_usd)], ["hosts", usd(b.hosts_usd)],
-                 ["network", usd(b.network_usd)], ["maintenance", usd(b.maintenance_usd)],
-                 ["energy", usd(b.energy_usd)], ["total", usd(b.total_usd)],
-                 ["per hour", usd(b.usd_per_hour)]]
+        trows = [[p, format_whole(getattr(b, f"{p}_usd"))]
+                 for p in ("accelerators", "hosts", "network", "maintenance", "energy", "total")]
+        trows.append(["per hour", format_whole(b.usd_per_hour)])
         if b.run_usd is not None:
-            trows.append([f"one training run ({scen.tco.n_steps:,.0f} steps)", usd(b.run_usd)])
+            trows.append([f"one training run ({scen.tco.n_steps:,.0f} steps)",
+                          format_whole(b.run_usd)])
         tables.append((f"Total cost of ownership over {scen.tco.lifetime_years:g} years ($)",
                        ["part", "cost ($)"], trows))
         text.append(f"TCO: capital (accelerators, hosts, network), maintenance and energy at "

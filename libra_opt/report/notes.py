@@ -1,19 +1,11 @@
-"""Sentences that explain a table before a reader misreads it.
-
-- :func:`family_notes`: what the ``multi_dim`` row of a fabric comparison is (LIBRA's ideal
-  switch: one logical switch per dimension, no radix limit -- a bound, not a buildable
-  network), and why two fabrics cost the same (the same number of scale-out tiers).
-- :func:`identical_rows_note` / :func:`binding_constraints`: why rows of a budget sweep or a
-  comparison give the same design (a constraint other than the budget pins the bandwidth,
-  ``sum(bw) == 1000`` for instance) -- named, not left for the reader to guess.
-
-Pure functions of the results handed to them; the report and the ``compare`` command print
-them.
-"""
+"""Sentences that explain a table before a reader misreads it: what a fabric comparison's
+rows are and why two cost the same (:func:`family_notes`), and why rows of a sweep give the
+same design (:func:`identical_rows_note`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from itertools import combinations
 from typing import Any
 
 import numpy as np
@@ -50,7 +42,6 @@ def family_label(fabric: str) -> str:
     return fabric.replace("(multi_dim)", "(multi_dim, ideal, no radix limit)")
 
 
-
 def _count(x) -> str:
     return "n/a" if x is None or x != x else f"{int(x):,}"
 
@@ -59,9 +50,7 @@ def _pct(x) -> str:
     return format_pct(x, 2)
 
 
-#: Column of a fabric comparison -> (header, cell format, alignment): step times to 6
-#: significant digits (a change of a few hundredths of a percent shows), dollars and watts
-#: whole with thousands separators, percentages to 2 decimals.
+#: Column of a fabric comparison -> (header, cell format, alignment).
 COMPARISON_COLUMNS: dict[str, tuple[str, Callable[[Any], str], str]] = {
     "mode": ("mode", str, "l"),
     "fabric": ("fabric", lambda f: family_label(str(f)), "l"),
@@ -84,13 +73,13 @@ def comparison_rows(df: pd.DataFrame, columns: Sequence[str]) -> list[list[str]]
     one list per row."""
     return [[COMPARISON_COLUMNS[c][1](r.get(c)) for c in columns] for _, r in df.iterrows()]
 
+
 def binding_constraints(scen: Scenario, bw_gbps: Sequence[float], *,
                         exclude: Sequence[str] = ("budget_usd", "power_w")) -> list[str]:
     """Labels of the scenario's constraints that hold with equality at ``bw_gbps``.
 
-    Equality constraints always bind; an inequality binds when its two sides are the same up
-    to solver round-off (:func:`~libra_opt.scenario.accuracy.same`). The budget and power cap
-    are left out (``exclude``): the question this answers is what *else* fixes the design.
+    An inequality binds when its two sides are the same up to solver round-off; the budget
+    and power cap are left out (``exclude``): what *else* fixes the design?
 
     Examples
     --------
@@ -115,9 +104,8 @@ def binding_constraints(scen: Scenario, bw_gbps: Sequence[float], *,
 def identical_rows_note(df: pd.DataFrame, scen: Scenario, *, x: str = "budget_usd") -> str | None:
     """Why consecutive rows of a sweep over ``x`` give the same design, or ``None``.
 
-    Rows are the same design when their ``bw_<dim>_gbps`` are the same up to solver round-off
-    (:func:`~libra_opt.scenario.accuracy.same`). The note counts
-    them, says over which range of ``x`` and names the constraints binding there.
+    Rows are the same design when their ``bw_<dim>_gbps`` are the same up to round-off; the
+    note counts them, gives the range of ``x`` and names the constraints binding there.
 
     Examples
     --------
@@ -140,39 +128,31 @@ def identical_rows_note(df: pd.DataFrame, scen: Scenario, *, x: str = "budget_us
     repeats = [i for i in range(1, len(ok)) if same(bws[i], bws[i - 1])]
     if not repeats:
         return None
-    rows = sorted({i for i in repeats} | {i - 1 for i in repeats})
+    rows = sorted({*repeats, *(i - 1 for i in repeats)})
     first, last = ok.iloc[rows[0]], ok.iloc[rows[-1]]
     binding = binding_constraints(scen, bws[rows[-1]])
     what = ", ".join(binding) if binding else "the per-dimension bounds"
-    cost = ""
-    if "network_cost_usd" in ok:
-        cost = f" (the design costs ${float(last['network_cost_usd']):,.0f})"
+    cost = (f" (the design costs ${float(last['network_cost_usd']):,.0f})"
+            if "network_cost_usd" in ok else "")
     label, kind = quantity(x)
     lo, hi = format_value(float(first[x]), kind), format_value(float(last[x]), kind)
     return (f"{len(rows)} of {len(df)} rows give the same design ({label} {lo} to {hi}): "
             f"the {label} does not bind there{cost}, the bandwidth is pinned by {what}.")
 
 
-#: A comparison with LIBRA's hierarchical traffic times a Rail-only fabric as if its
-#: cross-rail traffic had a direct path (it is forwarded through the HB domain).
 RAIL_HIERARCHICAL_NOTE = (
     "traffic model hierarchical: the rail_only rows do not charge the forwarding of "
     "cross-rail traffic through the HB domain (the native traffic model does; the "
     "topology_aware collective model has only the hierarchical one), so their step times "
     "are optimistic where a workload sends across rails (all-to-all, groups spanning rails)")
-RAIL_ONLY = "rail_only"
 
 
 def family_notes(df: pd.DataFrame, scen: Scenario | None = None) -> list[str]:
     """Notes on a fabric comparison (:func:`libra_opt.explore.compare.compare_fabrics`).
 
-    - the ``multi_dim`` row (its own or the scenario's): :data:`MULTI_DIM_NOTE`;
-    - two fabrics of one mode with the same network cost and the same number of scale-out
-      tiers: the saving of one over the other needs a tier fewer, which this size does not
-      give;
-    - a budget mode whose rows repeat the equal-bandwidth rows: the binding constraints
-      (with ``scen``);
-    - Rail-only rows timed with hierarchical traffic: :data:`RAIL_HIERARCHICAL_NOTE`.
+    The ``multi_dim`` row (:data:`MULTI_DIM_NOTE`); two fabrics of one cost and number of
+    scale-out tiers; budget rows that repeat the equal-bandwidth rows (their binding
+    constraints, with ``scen``); Rail-only rows timed with hierarchical traffic.
     """
     out = []
     fabrics = [str(f) for f in df["fabric"]]
@@ -180,14 +160,11 @@ def family_notes(df: pd.DataFrame, scen: Scenario | None = None) -> list[str]:
         out.append(MULTI_DIM_NOTE)
     same_tiers: dict[tuple[str, str, int], list[str]] = {}
     for mode, g in df.groupby("mode", sort=False):
-        rows = list(g.itertuples(index=False))
-        for i, a in enumerate(rows):
-            for b in rows[i + 1:]:
-                if not same(float(a.network_cost_usd), float(b.network_cost_usd)):
-                    continue
-                if "scaleout_tiers" in g and a.scaleout_tiers == b.scaleout_tiers:
-                    key = (str(a.fabric), str(b.fabric), int(a.scaleout_tiers))
-                    same_tiers.setdefault(key, []).append(str(mode))
+        for a, b in combinations(g.itertuples(index=False), 2):
+            if ("scaleout_tiers" in g and a.scaleout_tiers == b.scaleout_tiers
+                    and same(float(a.network_cost_usd), float(b.network_cost_usd))):
+                key = (str(a.fabric), str(b.fabric), int(a.scaleout_tiers))
+                same_tiers.setdefault(key, []).append(str(mode))
     for (a_fab, b_fab, tiers), modes in same_tiers.items():
         out.append(f"{', '.join(modes)}: {a_fab} and {b_fab} cost the same because both need "
                    f"{tiers} scale-out tier{'s' if tiers != 1 else ''} at this size and radix: "
@@ -209,6 +186,6 @@ def family_notes(df: pd.DataFrame, scen: Scenario | None = None) -> list[str]:
                        "budget changes nothing.")
     traffic = df.attrs.get("traffic_model")
     if (traffic is not None and TimingModel(traffic_model=traffic).hierarchical_traffic
-            and "family" in df and (df["family"] == RAIL_ONLY).any()):
+            and "family" in df and (df["family"] == "rail_only").any()):
         out.append(RAIL_HIERARCHICAL_NOTE)
     return list(dict.fromkeys(out))

@@ -1,9 +1,5 @@
-"""Plots for design reviews (matplotlib). Every function takes ``ax=None`` and returns the figure.
-
-Axes carry human labels with units in engineering steps (``ms``, ``$M``, ``kW``) and plain
-tick numbers (never an offset such as ``1e7``). Infeasible baselines are drawn hollow and
-hatched, and say so in the legend. No function here chooses a matplotlib backend.
-"""
+"""Plots for design reviews (matplotlib): each takes ``ax=None`` and returns the figure.
+Infeasible baselines are drawn hollow and hatched, and say so in the legend."""
 
 from __future__ import annotations
 
@@ -29,29 +25,17 @@ from libra_opt.report._style import (
 )
 from libra_opt.report.notes import family_label
 from libra_opt.report.sweep_plots import (
-    _allocations,
     _series_label,
     plot_bandwidth_vs_budget,
     plot_pareto,
     plot_sweep,
     sweep_axes,
 )
+from libra_opt.report.text import allocations
 
-__all__ = [
-    "plot_allocation",
-    "plot_step_breakdown",
-    "plot_dim_time",
-    "plot_sweep",
-    "sweep_axes",
-    "plot_pareto",
-    "plot_bandwidth_vs_budget",
-    "plot_sensitivity",
-    "plot_comparison",
-    "plot_fabric",
-    "plot_goodput_by_size",
-    "quantity",
-    "format_value",
-]
+__all__ = ["plot_allocation", "plot_step_breakdown", "plot_dim_time", "plot_sweep", "sweep_axes",
+           "plot_pareto", "plot_bandwidth_vs_budget", "plot_sensitivity", "plot_comparison",
+           "plot_fabric", "plot_goodput_by_size", "quantity", "format_value"]
 
 
 def plot_allocation(sol: Solution, ax=None):
@@ -68,33 +52,36 @@ def plot_allocation(sol: Solution, ax=None):
     'bandwidth per NPU (GB/s)'
     """
     fig, ax = _axes(ax)
-    names = sol.scenario.fabric.names
-    series = _allocations(sol)
-    x = np.arange(len(names))
-    width = 0.8 / len(series)
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    for i, (label, ev, ok) in enumerate(series):
-        c = colors[i % len(colors)]
-        style = {"color": c} if ok else {"facecolor": "none", "edgecolor": c, "hatch": "///"}
-        bars = ax.bar(x + (i - (len(series) - 1) / 2) * width, ev.bw_gbps, width,
-                      label=_series_label(label, ok), **style)
-        if i == 0:
-            ax.bar_label(bars, fmt="%.0f", fontsize=8)
-    ax.set_xticks(x, [f"{n}\n({d.topology}, {d.size})"
-                      for n, d in zip(names, sol.scenario.fabric.dims, strict=True)])
+    series = [(name, ev.bw_gbps, ok) for name, ev, ok, *_ in allocations(sol)]
+    ax.bar_label(_grouped_bars(ax, series)[0], fmt="%.0f", fontsize=8)
+    ax.set_xticks(range(sol.scenario.fabric.n_dims),
+                  [f"{d.name}\n({d.topology}, {d.size})" for d in sol.scenario.fabric.dims])
     ax.set_ylabel("bandwidth per NPU (GB/s)")
-    ax.set_ylim(0, 1.12 * max(float(np.max(ev.bw_gbps)) for _, ev, _ in series))
+    ax.set_ylim(0, 1.12 * max(float(np.max(bw)) for _, bw, _ in series))
     ax.set_title(f"{sol.scenario.name}: bandwidth allocation ({sol.objective})")
     _legend_below(ax, ncols=len(series))
     return fig
 
 
+def _grouped_bars(ax, series) -> list:
+    """One bar per dimension for each ``(label, values, feasible)`` of ``series``, side by
+    side; infeasible series hollow and hatched. Returns the bar containers."""
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    width = 0.8 / len(series)
+    out = []
+    for i, (label, values, ok) in enumerate(series):
+        c = colors[i % len(colors)]
+        style = {"color": c} if ok else {"facecolor": "none", "edgecolor": c, "hatch": "///"}
+        out.append(ax.bar(np.arange(len(values)) + (i - (len(series) - 1) / 2) * width, values,
+                          width, label=_series_label(label, ok), **style))
+    return out
+
+
 def plot_step_breakdown(sol: Solution, ax=None):
     """Horizontal stacked bars: compute, then exposed communication split by group.
 
-    One bar per allocation (optimum, then baselines) and workload; each bar is labelled with
-    its total and its ratio to the optimum's step time of that workload. The exposed time of a group is its share of
-    the communication time times the exposed time (all of it in the ``no_overlap`` loop).
+    One bar per allocation and workload, labelled with its total and its ratio to the
+    optimum's; a group's exposed time is its share of the communication times the exposed.
 
     Examples
     --------
@@ -105,16 +92,15 @@ def plot_step_breakdown(sol: Solution, ax=None):
     'time per training step (ms)'
     """
     rows = []   # (label, compute, {group: exposed}, feasible)
-    optimum = [t.step_time_s for t in sol.evaluation.workloads]
     ref = []    # the optimum's step time of the same workload
-    for name, ev, ok in _allocations(sol):
+    for name, ev, ok, *_ in allocations(sol):
         for i, t in enumerate(ev.workloads):
             label = f"{name} — {t.name}" if len(ev.workloads) > 1 else name
             comm = sum(t.comm_by_group_s.values())
             share = t.exposed_comm_s / comm if comm > 0 else 0.0
             exposed = {g: v * share for g, v in t.comm_by_group_s.items() if v > 0}
             rows.append((_series_label(label, ok), t.compute_s, exposed, ok))
-            ref.append(optimum[i])
+            ref.append(sol.evaluation.workloads[i].step_time_s)
     fig, ax = _axes(ax, (7.5, 1.2 + 0.45 * len(rows)))
     groups = list(dict.fromkeys(g for r in rows for g in r[2]))
     totals = [c + sum(gs.values()) for _, c, gs, _ in rows]
@@ -149,8 +135,7 @@ def plot_step_breakdown(sol: Solution, ax=None):
 def plot_dim_time(sol: Solution, ax=None):
     """Grouped bars: time each dimension is busy per step, optimum vs baselines.
 
-    At a ``perf`` optimum of the pipelined model the busy dimensions tend to be balanced;
-    a baseline's tallest bar is its bottleneck.
+    A baseline's tallest bar is its bottleneck.
 
     Examples
     --------
@@ -161,21 +146,13 @@ def plot_dim_time(sol: Solution, ax=None):
     'busy time per step (ms)'
     """
     fig, ax = _axes(ax)
-    names = sol.scenario.fabric.names
     weights = sol.scenario.weights or (1.0,) * len(sol.scenario.workloads)
     series = [(name, np.asarray(sum(w * t.busy_by_dim_s for w, t in
                                     zip(weights, ev.workloads, strict=True)), dtype=float), ok)
-              for name, ev, ok in _allocations(sol)]
+              for name, ev, ok, *_ in allocations(sol)]
     _axis(ax, "y", np.concatenate([s[1] for s in series]), "busy time per step", "s")
-    x = np.arange(len(names))
-    width = 0.8 / len(series)
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    for i, (label, busy, ok) in enumerate(series):
-        c = colors[i % len(colors)]
-        style = {"color": c} if ok else {"facecolor": "none", "edgecolor": c, "hatch": "///"}
-        ax.bar(x + (i - (len(series) - 1) / 2) * width, busy, width,
-               label=_series_label(label, ok), **style)
-    ax.set_xticks(x, list(names))
+    _grouped_bars(ax, series)
+    ax.set_xticks(range(sol.scenario.fabric.n_dims), list(sol.scenario.fabric.names))
     ax.set_title(f"{sol.scenario.name}: time per step each dimension is busy (weighted)")
     _legend_below(ax, ncols=len(series))
     return fig
@@ -189,19 +166,10 @@ def _sens_col(df: pd.DataFrame, unit: str) -> str | None:
 def plot_sensitivity(df: pd.DataFrame, ax=None):
     """Bars per dimension: step time saved per extra $ and per extra GB/s.
 
-    Parameters
-    ----------
-    df : pandas.DataFrame
-        One row per dimension (column ``dim``, else the index), with a column whose name
-        contains ``per_usd`` (s per $) and one with ``per_gbps`` (s per GB/s), as from
-        :func:`libra_opt.explore.sensitivity.sensitivity`. Values may be negative (time
-        falls as the resource grows); the bars show the saving, ``-value``.
-    ax : matplotlib.axes.Axes or pair of Axes, optional
-        One Axes draws only the per-$ panel; default a new figure with both panels.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
+    ``df`` has one row per dimension (column ``dim``, else the index) and columns whose
+    names hold ``per_usd`` (s per $) and ``per_gbps`` (s per GB/s), as from
+    :func:`libra_opt.explore.sensitivity.sensitivity`; the bars show ``-value``. One ``ax``
+    draws only the per-$ panel, a pair both.
 
     Examples
     --------
@@ -248,18 +216,8 @@ def plot_comparison(df, ax=None, *, mode: str = "equal_bw",
                                               "step_time_s", "run_cost_usd")):
     """Grouped bars of each metric relative to the baseline fabric (1.0 = baseline).
 
-    Parameters
-    ----------
-    df : pandas.DataFrame
-        From :func:`libra_opt.explore.compare.compare_fabrics`.
-    ax : matplotlib.axes.Axes, optional
-    mode : {'equal_bw', 'equal_budget', 'equal_budget_joint'}
-    metrics : sequence of str
-        Columns to plot; missing or empty ones are skipped.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
+    ``df`` is from :func:`libra_opt.explore.compare.compare_fabrics`, ``mode`` one of its
+    modes; ``metrics`` missing or empty in it are skipped.
 
     Examples
     --------
@@ -270,8 +228,6 @@ def plot_comparison(df, ax=None, *, mode: str = "equal_bw",
     >>> fig = plot_comparison(df)
     >>> [t.get_text() for t in fig.axes[0].get_xticklabels()]
     ['network cost', 'step time']
-
-    A ``multi_dim`` row is labelled as LIBRA's ideal switch (no radix limit).
     """
     sub = df[df["mode"] == mode]
     if sub.empty:
@@ -287,12 +243,10 @@ def plot_comparison(df, ax=None, *, mode: str = "equal_bw",
         vals = [float(row[c]) / float(base[c]) for c in cols]
         top = max(top, *vals) if vals else top
         tiers = row.get("scaleout_tiers")
-        extra = f", {int(tiers)}-tier scale-out" if tiers is not None and pd.notna(tiers) and tiers else ""
+        extra = f", {int(tiers)}-tier scale-out" if pd.notna(tiers) and tiers else ""
         bars = ax.bar(x + (i - (len(sub) - 1) / 2) * width, vals, width,
                       label=f"{family_label(str(row['fabric']))}{extra}")
-        for b, v in zip(bars, vals, strict=True):
-            ax.annotate(f"{v:.2f}", (b.get_x() + b.get_width() / 2, v), ha="center",
-                        va="bottom", fontsize=7)
+        ax.bar_label(bars, fmt="%.2f", fontsize=7)
     labels = {"network_cost_usd": "network cost", "network_power_w": "network power",
               "step_time_s": "step time", "run_cost_usd": "training-run cost"}
     ax.set_xticks(x, [labels.get(c, c) for c in cols])
@@ -311,19 +265,7 @@ def plot_comparison(df, ax=None, *, mode: str = "equal_bw",
 def plot_fabric(fabric: Fabric, ax=None, *, max_npus: int = 256, bw_gbps=None):
     """Draw a small fabric: NPUs at the bottom, NICs, then switch levels, coloured by dim.
 
-    Parameters
-    ----------
-    fabric : Fabric
-    ax : matplotlib.axes.Axes, optional
-        Axes to draw into; a new figure is made when ``None``.
-    max_npus : int
-        Refuse larger fabrics (the drawing would be unreadable).
-    bw_gbps : sequence of float, optional
-        Line widths follow the link bandwidth.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
+    Fabrics of more than ``max_npus`` are refused; line widths follow ``bw_gbps``.
 
     Examples
     --------
@@ -333,19 +275,12 @@ def plot_fabric(fabric: Fabric, ax=None, *, max_npus: int = 256, bw_gbps=None):
     1
     """
     if fabric.n_npus > max_npus:
-        raise InputError(
-            f"fabric has {fabric.n_npus} NPUs; plot_fabric draws at most {max_npus}",
-            field="max_npus",
-        )
+        raise InputError(f"fabric has {fabric.n_npus} NPUs; plot_fabric draws at most "
+                         f"{max_npus}", field="max_npus")
     g = fabric_graph(fabric, bw_gbps)
-    if ax is None:
-        fig, ax = plt.subplots(figsize=(max(6.0, 0.25 * fabric.n_npus), 5.0))
-    else:
-        fig = ax.figure
+    fig, ax = _axes(ax, (max(6.0, 0.25 * fabric.n_npus), 5.0))
     n_npus = fabric.n_npus
-    pos = {}
-    for i in range(n_npus):
-        pos[("npu", i)] = (i / max(n_npus - 1, 1), 0.0)
+    pos = {("npu", i): (i / max(n_npus - 1, 1), 0.0) for i in range(n_npus)}
     level_rows: dict[tuple[int, int], list] = {}
     for node, a in g.nodes(data=True):
         if a["kind"] == "nic":
@@ -391,16 +326,7 @@ def plot_goodput_by_size(table: pd.DataFrame, ax=None):
     """Goodput (and the throughput fraction kept with degraded parts) against cluster size,
     one line per fabric family.
 
-    Parameters
-    ----------
-    table : pandas.DataFrame
-        :func:`libra_opt.explore.failures.goodput_by_size`: columns ``family``, ``n_npus``,
-        ``goodput``, ``throughput_fraction``.
-    ax : matplotlib.axes.Axes, optional
-
-    Returns
-    -------
-    matplotlib.figure.Figure
+    ``table`` is from :func:`libra_opt.explore.failures.goodput_by_size`.
     """
     fig, ax = _axes(ax)
     for i, (family, rows) in enumerate(table.groupby("family", sort=False)):

@@ -17,12 +17,10 @@ __all__ = ["plot_search", "search_plot_columns"]
 
 #: Directions tried, in this order, around a point for its rank number.
 _DIRECTIONS = ((1, 1), (1, 0), (1, -1), (0, 1), (0, -1), (-1, 1), (-1, 0), (-1, -1))
-#: Distance between the rings of spots tried around a point (points), and how many rings.
-_RING_PT, _RINGS = 6.0, 60
-#: Half the size of a best candidate's star marker (points), kept free of numbers.
-_STAR_PT = 4.5
-#: Knobs a legend entry names besides the degrees when they differ among the numbered
-#: candidates: column -> text.
+#: Distance between the rings of spots tried around a point (points), and how many rings;
+#: half the size of a best candidate's star marker (points), kept free of numbers.
+_RING_PT, _RINGS, _STAR_PT = 6.0, 60, 4.5
+#: Knobs a legend entry names besides the degrees when they differ: column -> text.
 _VARYING: dict[str, Callable[[Any], str]] = {
     "fabric": str, "ep": "EP{}".format, "micro_batch_size": "mb {}".format,
     "interleave": "v {}".format, "recompute": "recompute {}".format,
@@ -30,8 +28,8 @@ _VARYING: dict[str, Callable[[Any], str]] = {
 
 
 def search_plot_columns(table: Any, objective: str) -> tuple[str, str]:
-    """The (x, y) columns plotted for ``objective``: network cost against the training
-    run's cost per million tokens (``tco``, when present) or the step time.
+    """The (x, y) columns plotted: network cost against the training run's cost per million
+    tokens (``tco``, when known) or the step time.
 
     Examples
     --------
@@ -51,29 +49,9 @@ def plot_search(result: Any, ax: Any = None, *, top: int = 5, title: str | None 
     """Scatter the solved candidates of a search; mark the Pareto front (least network cost
     for a given step time or cost per token) and the ``top`` best by the objective.
 
-    Each of the best is numbered by its rank next to its point and its layout is listed in
-    the legend (degrees, and the other knobs that differ among the numbered candidates;
-    candidates alike in all of these also by the groups they place differently), no two
-    entries alike.
-    The numbers are placed once the figure is laid out: each at the first free spot around
-    its point (rings of growing radius, directions in a fixed order) where it overlaps no
-    other number, no best candidate's marker and not the legend, inside the axes; a thin
-    line joins a number put further than the first ring to its point. (Changing the
-    figure's layout afterwards, e.g. resizing the axes, can move points under them.)
-
-    Parameters
-    ----------
-    result : SearchResult
-        From :func:`libra_opt.explore.search.run_search` (or :func:`libra_opt.search`).
-    ax : matplotlib Axes, optional
-        Draw here (default: a new figure).
-    top : int
-        How many of the best candidates to number.
-    title : str, optional
-
-    Returns
-    -------
-    matplotlib.figure.Figure
+    Each of the best is numbered by its rank next to its point, where the number overlaps
+    no other, and its layout is listed in the legend. ``result`` is a ``SearchResult``
+    (:func:`libra_opt.explore.search.run_search`).
 
     Examples
     --------
@@ -149,15 +127,8 @@ def plot_search(result: Any, ax: Any = None, *, top: int = 5, title: str | None 
 
 
 def _snapped(v: np.ndarray) -> np.ndarray:
-    """``v`` with values that are the same up to solver round-off
-    (:func:`~libra_opt.scenario.accuracy.same`) replaced by the smallest of them, so that
-    round-off is neither a Pareto step nor an axis range.
-
-    Examples
-    --------
-    >>> _snapped(np.array([17388800.0, 17388799.9992, 17100000.0])).tolist()
-    [17388799.9992, 17388799.9992, 17100000.0]
-    """
+    """``v`` with values the same up to solver round-off replaced by the smallest of them
+    (round-off is neither a Pareto step nor an axis range)."""
     out = v.copy()
     order = np.argsort(v, kind="stable")
     for i, j in zip(order[:-1], order[1:], strict=True):
@@ -167,24 +138,9 @@ def _snapped(v: np.ndarray) -> np.ndarray:
 
 
 def _layouts(best: Any) -> list[str]:
-    """``TP4 CP4 PP16 DP64`` for each row of ``best``, followed by the knobs of
-    :data:`_VARYING` whose values differ among the rows; rows whose texts are then alike
-    (they differ in placement only) get, in brackets, the placement of the first groups
-    that tell them apart (``[cp: hb 2, scaleout 2]``; the placement of a group that is
-    placed alike in all of them is not repeated), and rows still alike their rank, so that
-    no two entries of the legend read the same.
-
-    Examples
-    --------
-    >>> import pandas as pd
-    >>> best = pd.DataFrame({"rank": [1, 2], "tp": [4, 4], "cp": [4, 4], "pp": [16, 16],
-    ...                      "dp": [64, 64], "placement": [
-    ...     "tp: hb 4 | cp: hb 2, scaleout 2 | dp: scaleout 64 | pp: scaleout 16",
-    ...     "tp: hb 4 | cp: scaleout 4 | dp: hb 2, scaleout 32 | pp: scaleout 16"]})
-    >>> for text in _layouts(best): print(text)
-    TP4 CP4 PP16 DP64 [cp: hb 2, scaleout 2]
-    TP4 CP4 PP16 DP64 [cp: scaleout 4]
-    """
+    """``TP4 CP4 PP16 DP64`` for each row of ``best`` and the knobs of :data:`_VARYING` that
+    differ among the rows; rows still alike get the placement of the first groups that tell
+    them apart, then their rank."""
     varying = [c for c in _VARYING if c in best and best[c].nunique() > 1]
     rows = [r for _, r in best.iterrows()]
     out = [" ".join([f"TP{r['tp']} CP{r['cp']} PP{r['pp']} DP{r['dp']}",
@@ -218,9 +174,8 @@ def _alike(texts: list[str]) -> list[list[int]]:
 
 
 def _placement_groups(placement: str) -> dict[str, str]:
-    """``{'tp': 'hb 4', 'cp': 'hb 2, scaleout 2', ...}`` of a placement as the search's
-    table writes it (``tp: hb 4 | cp: hb 2, scaleout 2 | ...``); a text of another form is
-    one unnamed group (``{'': text}``)."""
+    """``{'tp': 'hb 4', 'cp': 'hb 2, scaleout 2'}`` of ``tp: hb 4 | cp: hb 2, scaleout 2``;
+    a text of another form is one unnamed group (``{'': text}``)."""
     parts = [p.partition(": ") for p in placement.split(" | ")]
     if not all(sep for _, sep, _ in parts):
         return {"": placement}
@@ -228,17 +183,15 @@ def _placement_groups(placement: str) -> dict[str, str]:
 
 
 def _number(ax: Any, legend: Any, x: np.ndarray, y: np.ndarray, labels: list[str]) -> None:
-    """Write ``labels[i]`` by the point ``(x[i], y[i])`` (data coordinates) where it overlaps
-    no other label, no point's marker and not ``legend``, inside the axes (see
-    :func:`plot_search`)."""
+    """Write ``labels[i]`` by the point ``(x[i], y[i])`` where it overlaps no other label,
+    star or ``legend``, inside the axes."""
     from matplotlib.transforms import Bbox
 
     fig = ax.figure
     fig.draw_without_rendering()  # final limits, legend place and text sizes
     # the legend stays where "best" put it (it would move away from the labels otherwise)
     legend.set_loc(tuple(legend.get_window_extent().transformed(ax.transAxes.inverted()).p0))
-    px = fig.dpi / 72.0  # pixels per point
-    pad = px
+    pad = px = fig.dpi / 72.0  # pixels per point
     inside = ax.get_window_extent().padded(-pad)
     centres = ax.transData.transform(np.column_stack([x, y]))
     taken = [legend.get_window_extent().padded(pad),
@@ -258,16 +211,14 @@ def _number(ax: Any, legend: Any, x: np.ndarray, y: np.ndarray, labels: list[str
 
 
 def _put(ann: Any, ring: int, dx: int, dy: int) -> None:
-    """Move ``ann``'s text ``ring`` rings from its point in direction ``(dx, dy)``,
-    anchored on the side that faces the point."""
+    """Move ``ann``'s text ``ring`` rings from its point in direction ``(dx, dy)``."""
     ann.xyann = (ring * _RING_PT * dx, ring * _RING_PT * dy)
     ann.set_horizontalalignment({1: "left", 0: "center", -1: "right"}[dx])
     ann.set_verticalalignment({1: "bottom", 0: "center", -1: "top"}[dy])
 
 
 def _free_spot(ann: Any, inside: Any, taken: list) -> tuple[int, tuple[int, int]] | None:
-    """The first (ring, direction) where ``ann`` lies inside ``inside`` and overlaps no
-    box of ``taken``; ``None`` if there is none."""
+    """The first (ring, direction) where ``ann`` lies inside ``inside`` clear of ``taken``."""
     for ring in range(1, _RINGS + 1):
         for dx, dy in _DIRECTIONS:
             _put(ann, ring, dx, dy)

@@ -1,19 +1,7 @@
 """Plots of sweeps: step time and bandwidth over a swept quantity, the Pareto front and the
 bandwidth stack. A sweep over several axes draws one series (or panel) per combination of the
-other axes' values, never one line through every point.
-
-The axes of a sweep's frame are its columns before ``status`` (:func:`sweep_axes`), except
-the ``point`` column of a sweep streamed to a folder (the row's index in grid order,
-:data:`libra_opt.options.POINT_COLUMN`): bookkeeping, never an axis, so a table read
-back from ``--out DIR`` is drawn as the same sweep held in memory.
-
-At most :data:`MAX_GROUPS` combinations of the other axes' values are drawn as series or
-panels: a sweep with more shows that many, evenly spaced in sorted order (the first and the
-last included), and its title says how many of how many are shown. The Pareto plot, whose
-front is taken over every design, instead draws every design without telling those
-combinations apart, and says so in its title. A figure never grows with the number of
-points.
-"""
+other axes' values, at most :data:`MAX_GROUPS` of them (evenly spaced, the title saying how
+many are shown), never one line through every point."""
 
 from __future__ import annotations
 
@@ -24,6 +12,7 @@ from typing import Any
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.lines import Line2D
 
 from libra_opt.errors import InputError
 from libra_opt.explore.pareto import dominated
@@ -38,21 +27,14 @@ from libra_opt.report._style import (
     format_value,
     quantity,
 )
+from libra_opt.report.text import allocations
 
 __all__ = ["plot_sweep", "plot_pareto", "plot_bandwidth_vs_budget", "sweep_axes", "MAX_GROUPS"]
 
-#: Most combinations of the other axes' values a plot draws as series (one colour and marker
-#: each) or panels; more are thinned to this many, evenly spaced (see the module notes).
+#: Most combinations of the other axes' values drawn as series or panels.
 MAX_GROUPS = 12
 
 _BASELINE_MARKERS = {"equal split": "s", "traffic-proportional": "^"}
-
-
-def _allocations(sol: Solution):
-    """``(label, evaluation, feasible)`` of the optimum and each baseline."""
-    out = [("optimum", sol.evaluation, True)]
-    out += [(b.name, b.evaluation, b.feasible) for b in sol.baselines]
-    return out
 
 
 def _series_label(name: str, feasible: bool) -> str:
@@ -60,8 +42,7 @@ def _series_label(name: str, feasible: bool) -> str:
 
 
 def _sweep_x(df: pd.DataFrame, x: str | None) -> str:
-    """The swept column: ``x``, else the first axis of the sweep (:func:`sweep_axes`), else
-    the first column."""
+    """``x``, else the sweep's first axis, else its first column."""
     if x is None:
         axes = sweep_axes(df)
         x = axes[0] if axes else str(df.columns[0])
@@ -80,25 +61,15 @@ _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 
 
 def _value_ticks(ax, values) -> None:
-    """Ticks at the swept values when there are few of them (no 9, 10, ... 15 between an
-    HB domain of 8 and one of 16)."""
+    """Ticks at the swept values when there are 2 to 8 of them."""
     v = pd.to_numeric(pd.Series(values), errors="coerce").dropna().unique()
     if 2 <= len(v) <= 8:
         ax.set_xticks(sorted(float(x) for x in v))
 
 
-def _proxy(label: str, **style):
-    from matplotlib.lines import Line2D
-
-    return Line2D([], [], label=label, **style)
-
-
 def sweep_axes(df: pd.DataFrame) -> list[str]:
-    """The axis columns of a sweep's DataFrame.
-
-    A sweep's frame puts its axes first, before ``status``
-    (:func:`libra_opt.explore.grid.result_columns`). The ``point`` column of a sweep
-    streamed to a folder (its grid index) is not an axis.
+    """The axis columns of a sweep's DataFrame: those before ``status``, except the ``point``
+    column of a sweep streamed to a folder (its grid index).
 
     Examples
     --------
@@ -123,30 +94,25 @@ def _group_label(names: Sequence[str], key) -> str:
     key = key if isinstance(key, tuple) else (key,)
     parts = []
     for name, v in zip(names, key, strict=False):
-        label, kind = quantity(name)
-        short = label if kind else name.rsplit(".", 1)[-1]
+        kind = quantity(name)[1]
         try:
             text = format_value(float(v), kind) if kind else _num(float(v))
         except (TypeError, ValueError):
             text = str(v)
-        parts.append(f"{short} = {text}")
+        parts.append(f"{_short(name)} = {text}")
     return ", ".join(parts)
 
 
 def _groups(df: pd.DataFrame, by: list[str]
             ) -> tuple[list[tuple[tuple[Any, ...], pd.DataFrame]], int]:
-    """``(key, rows)`` of at most :data:`MAX_GROUPS` combinations of ``by``'s values, in
-    sorted order (evenly spaced, first and last kept, when there are more), and how many
-    combinations there are. Only the rows of the combinations kept are split off."""
+    """``(key, rows)`` of at most :data:`MAX_GROUPS` combinations of ``by``'s values (evenly
+    spaced in sorted order, first and last kept), and how many there are."""
     ids = df.groupby(by, sort=True, dropna=False).ngroup().to_numpy()
     total = int(ids.max()) + 1 if len(ids) else 0
     keep = (range(total) if total <= MAX_GROUPS else
             np.unique(np.linspace(0, total - 1, MAX_GROUPS).round().astype(int)))
-    out = []
-    for k in keep:
-        g = df[ids == k]
-        out.append((tuple(g[c].iloc[0] for c in by), g))
-    return out, total
+    groups = [df[ids == k] for k in keep]
+    return [(tuple(g[c].iloc[0] for c in by), g) for g in groups], total
 
 
 def _what(others: Sequence[str]) -> str:
@@ -155,15 +121,13 @@ def _what(others: Sequence[str]) -> str:
 
 
 def _shown(others: Sequence[str], shown: int, total: int) -> str:
-    """``''``, or what a thinned plot's title adds: ``'12 of 40 values shown, evenly
-    spaced'``."""
+    """What a thinned plot's title adds: ``'12 of 40 values shown, evenly spaced'``."""
     return "" if shown >= total else f"{shown} of {total} {_what(others)} shown, evenly spaced"
 
 
 def _series(df: pd.DataFrame, x: str) -> tuple[list[tuple[str, pd.DataFrame]], str]:
     """One ``(label, rows)`` per combination of the other axes' values (one unlabelled series
-    when ``x`` is the only axis), rows sorted by ``x``, at most :data:`MAX_GROUPS` of them;
-    and the title's note when some are left out (:func:`_shown`)."""
+    without them), rows sorted by ``x``; and the title's note (:func:`_shown`)."""
     others = _other_axes(df, x)
     if not others:
         return [("", df.sort_values(x))], ""
@@ -175,26 +139,11 @@ def _series(df: pd.DataFrame, x: str) -> tuple[list[tuple[str, pd.DataFrame]], s
 def plot_sweep(df: pd.DataFrame, x_label: str | None = None, ax=None, *, x: str | None = None):
     """Step time (left axis) and bandwidth per dimension (right axis) over a sweep.
 
-    A sweep over several axes draws one series per combination of the other axes' values
-    (one colour each) — never one line through every point; at most :data:`MAX_GROUPS`
-    series, evenly spaced, the title saying how many are shown. Without ``ax`` such a figure
-    has two panels: step time above, bandwidth per dimension below (one line style per
-    dimension).
+    A sweep over several axes draws one colour per combination of the other axes' values;
+    without ``ax`` its figure has two panels: step time above, bandwidth below.
 
-    Parameters
-    ----------
-    df : pandas.DataFrame
-        A sweep's rows (:func:`libra_opt.explore.sweep.sweep`).
-    x_label : str, optional
-        What was swept — a column or axis name (``budget_usd``, a constraint's text) whose
-        label and unit are then used, or free text; default from ``x``.
-    ax : matplotlib.axes.Axes, optional
-    x : str, optional
-        Column on the x axis; default the first axis (:func:`sweep_axes`).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
+    ``x`` is the column on the x axis (default the first axis); ``x_label`` what was swept,
+    a column name whose label and unit are used, or free text.
 
     Examples
     --------
@@ -208,34 +157,46 @@ def plot_sweep(df: pd.DataFrame, x_label: str | None = None, ax=None, *, x: str 
     x = _sweep_x(df, x)
     name = x_label or x
     series, note = _series(df, x)
-    if len(series) > 1:
-        return _plot_sweep_groups(df, x, name, series, note, ax)
-    fig, ax = _axes(ax, (7.5, 4.4))
     ok = df[df["status"] == "optimal"].sort_values(x)
     bad = df[df["status"] != "optimal"]
+    if len(series) > 1:
+        fig, ax, axb, handles = _sweep_groups(df, x, series, ax)
+    else:
+        fig, ax = _axes(ax, (7.5, 4.4))
+        ax.plot(ok[x], ok["weighted_step_time_s"], "k-o", ms=3, label="weighted step time")
+        axb = ax.twinx()
+        for col in _bw_cols(ok):
+            axb.plot(ok[x], ok[col], "--", label=f"bw {col[3:-5]}")
+    no_design = [] if bad.empty else ax.plot(bad[x], np.zeros(len(bad)), "x", color="tab:red",
+                                             ms=7, clip_on=False,
+                                             label=f"no design ({len(bad)} points)")
     _axis(ax, "x", df[x], name)
     _axis(ax, "y", ok["weighted_step_time_s"], "weighted_step_time_s")
-    ax.plot(ok[x], ok["weighted_step_time_s"], "k-o", ms=3, label="weighted step time")
-    ax2 = ax.twinx()
-    for col in _bw_cols(ok):
-        ax2.plot(ok[x], ok[col], "--", label=f"bw {col[3:-5]}")
-    ax2.set_ylabel("bandwidth per NPU (GB/s)")
-    ax2.set_ylim(bottom=0)
-    if not bad.empty:
-        ax.plot(bad[x], np.zeros(len(bad)), "x", color="tab:red", ms=7, clip_on=False,
-                label=f"no design ({len(bad)} points)")
+    axb.set_ylabel("bandwidth per NPU (GB/s)")
+    axb.set_ylim(bottom=0)
     if not ok.empty:
         ax.set_ylim(0, 1.08 * float(ok["weighted_step_time_s"].max()))
-    h1, l1 = ax.get_legend_handles_labels()
-    h2, l2 = ax2.get_legend_handles_labels()
-    _legend_below(ax, h1 + h2, l1 + l2, ncols=min(len(h1) + len(h2), 5))
-    ax.set_title(f"Optimal allocation over the {quantity(name)[0]} sweep")
+    title = f"Optimal allocation over the {quantity(name)[0]} sweep"
+    if len(series) == 1:
+        h1, l1 = ax.get_legend_handles_labels()
+        h2, l2 = axb.get_legend_handles_labels()
+        _legend_below(ax, h1 + h2, l1 + l2, ncols=min(len(h1) + len(h2), 5))
+        ax.set_title(title)
+        return fig
+    _value_ticks(ax, df[x])
+    if axb.get_shared_x_axes().joined(ax, axb):   # two panels: the x label once, below
+        _axis(axb, "x", df[x], name)
+        ax.set_xlabel("")
+    handles += no_design
+    _legend_below(ax, handles, [h.get_label() for h in handles], ncols=3)
+    ax.set_title(f"{title}\none colour per {', '.join(_short(c) for c in _other_axes(df, x))}"
+                 + (f" ({note})" if note else ""), fontsize=10)
     return fig
 
 
-def _plot_sweep_groups(df, x, name, series, note, ax):
-    """:func:`plot_sweep` of a multi-axis sweep: one colour per value of the other axes
-    (``series``; ``note``: how many are shown when they are thinned)."""
+def _sweep_groups(df, x, series, ax):
+    """The lines of :func:`plot_sweep` for a multi-axis sweep, one colour per group of
+    ``series``: ``(figure, step-time axes, bandwidth axes, legend handles)``."""
     if ax is None:
         fig, (ax, axb) = plt.subplots(2, 1, figsize=(7.5, 6.6), sharex=True,
                                       layout="constrained")
@@ -243,39 +204,19 @@ def _plot_sweep_groups(df, x, name, series, note, ax):
     else:
         fig, axb = ax.figure, ax.twinx()
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    ok_all = df[df["status"] == "optimal"]
     cols = _bw_cols(df)
     handles = []
     for i, (label, g) in enumerate(series):
-        c = colors[i % len(colors)]
+        c, m = colors[i % len(colors)], _MARKERS[i % len(_MARKERS)]
         ok = g[g["status"] == "optimal"]
-        ax.plot(ok[x], ok["weighted_step_time_s"], "-", marker=_MARKERS[i % len(_MARKERS)],
-                color=c, ms=4, label=label)
+        ax.plot(ok[x], ok["weighted_step_time_s"], "-", marker=m, color=c, ms=4, label=label)
         for j, col in enumerate(cols):
-            axb.plot(ok[x], ok[col], linestyle=_LINESTYLES[j % len(_LINESTYLES)],
-                     marker=_MARKERS[i % len(_MARKERS)], ms=3, color=c)
-        handles.append(_proxy(label, color=c, marker=_MARKERS[i % len(_MARKERS)]))
-    handles += [_proxy(f"bw {col[3:-5]}", color="0.3", linestyle=_LINESTYLES[j % len(_LINESTYLES)])
-                for j, col in enumerate(cols)]
-    bad = df[df["status"] != "optimal"]
-    if not bad.empty:
-        handles.append(ax.plot(bad[x], np.zeros(len(bad)), "x", color="tab:red", ms=7,
-                               clip_on=False, label=f"no design ({len(bad)} points)")[0])
-    _axis(ax, "x", df[x], name)
-    _value_ticks(ax, df[x])
-    if axb.get_shared_x_axes().joined(ax, axb):   # two panels: the x label once, below
-        _axis(axb, "x", df[x], name)
-        ax.set_xlabel("")
-    _axis(ax, "y", ok_all["weighted_step_time_s"], "weighted_step_time_s")
-    axb.set_ylabel("bandwidth per NPU (GB/s)")
-    axb.set_ylim(bottom=0)
-    if not ok_all.empty:
-        ax.set_ylim(0, 1.08 * float(ok_all["weighted_step_time_s"].max()))
-    _legend_below(ax, handles, [h.get_label() for h in handles], ncols=3)
-    ax.set_title(f"Optimal allocation over the {quantity(name)[0]} sweep\n"
-                 f"one colour per {', '.join(_short(c) for c in _other_axes(df, x))}"
-                 + (f" ({note})" if note else ""), fontsize=10)
-    return fig
+            axb.plot(ok[x], ok[col], linestyle=_LINESTYLES[j % len(_LINESTYLES)], marker=m,
+                     ms=3, color=c)
+        handles.append(Line2D([], [], label=label, color=c, marker=m))
+    handles += [Line2D([], [], label=f"bw {col[3:-5]}", color="0.3",
+                       linestyle=_LINESTYLES[j % len(_LINESTYLES)]) for j, col in enumerate(cols)]
+    return fig, ax, axb, handles
 
 
 def _short(name: str) -> str:
@@ -287,11 +228,9 @@ def plot_pareto(df: pd.DataFrame, x: str = "network_cost_usd", y: str = "weighte
                 *, solution: Solution | None = None, ax=None, label: str = "sweep"):
     """Step time against network cost (or power): every design of a sweep and its front.
 
-    In a sweep over several axes the points of each combination of the axes' values have
-    their own colour and marker (axes that only move along the front, a budget or a
-    power cap, are not split); the front is taken over all of them. With more than
-    :data:`MAX_GROUPS` combinations every design is drawn without telling them apart, and
-    the title says so.
+    In a sweep over several axes each combination of the axes' values (budgets and caps
+    aside) has its own colour and marker, the front taken over all; beyond
+    :data:`MAX_GROUPS` combinations they are not told apart, and the title says so.
 
     Parameters
     ----------
@@ -300,16 +239,7 @@ def plot_pareto(df: pd.DataFrame, x: str = "network_cost_usd", y: str = "weighte
     x, y : str
         Columns; ``x="network_power_w"`` draws the power/step-time front.
     solution : Solution, optional
-        Marks its optimum (star) and its baselines at the same total bandwidth (equal split:
-        square, traffic-proportional: triangle); an infeasible baseline is hollow and its
-        legend entry says so.
-    ax : matplotlib.axes.Axes, optional
-    label : str
-        Legend text of the sweep's points.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
+        Marks its optimum (star) and its baselines (hollow: infeasible).
 
     Examples
     --------
@@ -333,11 +263,10 @@ def plot_pareto(df: pd.DataFrame, x: str = "network_cost_usd", y: str = "weighte
     front = ~dominated(xs, ys)
     order = np.argsort(xs[front])
     fx, fy = xs[front][order], ys[front][order]
-    points = [(xs, ys)]
+    allx, ally = list(xs), list(ys)
     # axes along which a design moves on its own front (a budget, a cap) are not split
-    split = [c for c in sweep_axes(ok) if c in ok.columns and ok[c].nunique(dropna=False) > 1
-             and c not in ("budget_usd", "power_w") and quantity(c)[1] not in
-             ("usd", "w")]
+    split = [c for c in sweep_axes(ok) if ok[c].nunique(dropna=False) > 1
+             and quantity(c)[1] not in ("usd", "w")]
     groups, total = _groups(ok, split) if split else ([], 0)
     # too many combinations to tell apart: every design in one style, the title says so
     unsplit = (f"\n({total} {_what(split)} of {', '.join(_short(c) for c in split)}: not "
@@ -361,22 +290,20 @@ def plot_pareto(df: pd.DataFrame, x: str = "network_cost_usd", y: str = "weighte
         ax.plot(fx, fy, "o", color="tab:blue", ms=3.5, label=f"{label}: Pareto front")
     if solution is not None:
         power = x == "network_power_w"
-        for name, ev, ok_ in _allocations(solution):
+        for name, ev, ok_, *_ in allocations(solution):
             px = ev.cost.network_power_w if power else ev.cost.network_cost_usd
             if px is None:
                 continue
             py = ev.weighted_step_time_s
-            points.append((np.array([px]), np.array([py])))
+            allx.append(px)
+            ally.append(py)
             if name == "optimum":
                 ax.plot(px, py, "*", color="tab:orange", ms=14, mec="black", mew=0.6,
                         label="scenario optimum", zorder=4)
                 continue
             m = _BASELINE_MARKERS.get(name, "D")
-            style = (dict(color="tab:red") if ok_ else
-                     dict(mfc="none", mec="tab:red", mew=1.5))
+            style = dict(color="tab:red") if ok_ else dict(mfc="none", mec="tab:red", mew=1.5)
             ax.plot(px, py, m, ms=9, zorder=4, label=_series_label(name, ok_), **style)
-    allx = np.concatenate([p[0] for p in points])
-    ally = np.concatenate([p[1] for p in points])
     _axis(ax, "x", allx, x)
     _axis(ax, "y", ally, y)
     ax.grid(alpha=0.3)
@@ -389,23 +316,10 @@ def plot_pareto(df: pd.DataFrame, x: str = "network_cost_usd", y: str = "weighte
 def plot_bandwidth_vs_budget(df: pd.DataFrame, x: str | None = None, ax=None):
     """Stacked areas: the optimal bandwidth of each dimension over a budget (or any) sweep.
 
-    A sweep over several axes gets one panel per combination of the other axes' values
-    (without ``ax``), or one line per dimension and combination (colour: dimension, line
-    style: combination) in the given ``ax`` — never one stack through every point; at most
-    :data:`MAX_GROUPS` panels (or combinations), evenly spaced, the title saying how many
-    are shown.
+    A sweep over several axes gets one panel per combination of the other axes' values, or
+    in the given ``ax`` one line per dimension (colour) and combination (line style).
 
-    Parameters
-    ----------
-    df : pandas.DataFrame
-        A sweep's rows with ``status`` and ``bw_<dim>_gbps`` columns.
-    x : str, optional
-        Column on the x axis; default the first axis (:func:`sweep_axes`).
-    ax : matplotlib.axes.Axes, optional
-
-    Returns
-    -------
-    matplotlib.figure.Figure
+    ``x`` is the column on the x axis (default the first axis).
 
     Examples
     --------
@@ -437,14 +351,13 @@ def plot_bandwidth_vs_budget(df: pd.DataFrame, x: str | None = None, ax=None):
         _legend_below(ax, ncols=2)
         return fig
     if len(series) > 1:
-        n = len(series)
-        ncols = min(n, 3)
-        nrows = math.ceil(n / ncols)
+        ncols = min(len(series), 3)
+        nrows = math.ceil(len(series) / ncols)
         fig, grid = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 3.4 * nrows + 0.6),
                                  sharey=True, squeeze=False, layout="constrained")
         _OWN.add(fig)
         axes_ = list(grid.ravel())
-        for extra in axes_[n:]:
+        for extra in axes_[len(series):]:
             extra.remove()
     else:
         fig, a0 = _axes(ax, (7.0, 4.4))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -20,7 +20,7 @@ from libra_opt.scenario.scenario import Scenario
 
 __all__ = ["table", "format_evaluation", "format_solution", "solution_to_dict", "evaluation_to_dict",
            "rail_forwarding", "format_number", "format_column", "format_whole", "format_pct",
-           "format_quantity", "settled", "failure_lines", "failure_dict", "failure_section_parts"]
+           "format_quantity", "settled", "constraint_rows", "allocations", "failure_lines", "failure_dict", "failure_section_parts"]
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: str | None = None) -> str:
@@ -37,23 +37,18 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: str | No
     cells = [[str(h) for h in headers]] + [[str(c) for c in r] for r in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
     align = align or "l" * len(headers)
-    lines = []
-    for n, r in enumerate(cells):
-        parts = [c.rjust(w) if a == "r" else c.ljust(w) for c, w, a in zip(r, widths, align, strict=True)]
-        lines.append("  ".join(parts).rstrip())
-        if n == 0:
-            lines.append("  ".join("-" * w for w in widths))
+    lines = ["  ".join(c.rjust(w) if a == "r" else c.ljust(w)
+                       for c, w, a in zip(r, widths, align, strict=True)).rstrip() for r in cells]
+    lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
 
 
 def format_number(x: float | None, digits: int = 6) -> str:
     """``x`` to ``digits`` significant digits with thousands separators: the one rule for
-    the numbers of every table and sentence of the reports and the command line.
+    the numbers of the reports and the command line.
 
-    A number with ``digits`` or more integer digits is written whole (``1,937,540``, never
-    ``1.93754e+06``); magnitudes below 1e-4 keep the scientific form (``-1.583e-08``); a
-    value that rounds to zero is ``0`` (never ``-0``); a missing or non-finite value is
-    ``n/a``. Step times use the default 6 digits everywhere (``10.9748``).
+    A number with ``digits`` or more integer digits is written whole, magnitudes below 1e-4
+    in scientific form; zero is never ``-0``; a missing or non-finite value is ``n/a``.
 
     Examples
     --------
@@ -73,8 +68,8 @@ def format_number(x: float | None, digits: int = 6) -> str:
 
 
 def format_column(values: Sequence[float], digits: int = 4) -> list[str]:
-    """The numbers of one table column with one number of decimals: enough for ``digits``
-    significant digits of the largest magnitude, thousands separators, never an exponent.
+    """One table column's numbers with one number of decimals: ``digits`` significant digits
+    of the largest magnitude, thousands separators, never an exponent.
 
     Examples
     --------
@@ -103,9 +98,8 @@ def format_whole(x: float | None) -> str:
 
 
 def format_pct(x: float | None, decimals: int = 1, *, sign: bool = False) -> str:
-    """A percentage (``x`` in percent) with a fixed number of decimals and ``%``; with
-    ``sign`` a ``+`` before positive values. A value that rounds to zero is ``0.0%``,
-    never ``-0.0%`` or ``+0.0%``.
+    """A percentage (``x`` in percent) with ``decimals`` decimals; with ``sign`` a ``+``
+    before positive values. A value that rounds to zero is ``0.0%``, never signed.
 
     Examples
     --------
@@ -119,8 +113,8 @@ def format_pct(x: float | None, decimals: int = 1, *, sign: bool = False) -> str
 
 
 def format_quantity(x: float | None, unit: str) -> str:
-    """``x`` with its unit, for sentences: dollars ``$62,776,039``, anything else
-    :func:`format_number` then the unit (``10.9748 s``, ``2.87517e+07`` never).
+    """``x`` with its unit, for sentences: dollars whole, anything else
+    :func:`format_number` then the unit.
 
     Examples
     --------
@@ -134,14 +128,24 @@ def format_quantity(x: float | None, unit: str) -> str:
     return f"{format_number(x)} {unit}".rstrip()
 
 
+def constraint_rows(sol: Solution) -> list[list[str]]:
+    """The cells of each constraint of ``sol``: label, value, sense, bound, slack, active and
+    shadow price (:func:`settled` values)."""
+    rows = []
+    for c in sol.constraints:
+        lhs, slack = settled(c)
+        rows.append([c.label, format_number(lhs), c.sense, format_number(c.rhs),
+                     format_number(slack, 4), "yes" if c.active else "no",
+                     format_number(c.shadow_price, 4) if c.active else "0"])
+    return rows
+
+
 def settled(c: ConstraintReport) -> tuple[float, float]:
     """A constraint row's value and slack with solver noise snapped to zero.
 
-    ``c`` is a row of ``Solution.constraints`` (``lhs``, ``rhs``, ``slack``). The solver
-    meets a bound only to its tolerance, so a value or slack that is the same as 0 at the
-    scale ``max(1, |bound|)`` (:func:`~libra_opt.scenario.accuracy.same`) is read as 0 (an
-    active bound shows slack 0, not ``4.791e-09``); the command line and the HTML report
-    show the same numbers.
+    A value or slack that is the same as 0 at the scale ``max(1, |bound|)``
+    (:func:`~libra_opt.scenario.accuracy.same`) is read as 0: an active bound shows slack 0,
+    not ``4.791e-09``.
 
     Examples
     --------
@@ -169,58 +173,42 @@ def _fabric_table(scen: Scenario, ev: Evaluation) -> str:
     usd = ev.cost.usd_by_dim_component.sum(axis=1)
     power = None if ev.cost.w_by_dim_component is None else ev.cost.w_by_dim_component.sum(axis=1)
     busy = np.asarray(sum(t.busy_by_dim_s for t in ev.workloads), dtype=float)
-    rows = []
-    for d, dim in enumerate(scen.fabric.dims):
-        rows.append([
-            dim.name, dim.topology, dim.size, dim.tier,
-            f"{ev.bw_gbps[d]:.2f}",
-            f"{100 * ev.bw_gbps[d] / total:.1f}%" if total > 0 else "-",
-            format_usd(usd[d]),
-            "n/a" if power is None else f"{power[d]:,.0f}",
-            _si_time(float(busy[d])),
-        ])
-    return table(
-        ["dim", "topology", "size", "tier", "bw GB/s", "share", "cost", "power W", "busy/step"],
-        rows,
-        "llrlrrrrr",
-    )
+    rows = [[dim.name, dim.topology, dim.size, dim.tier, f"{ev.bw_gbps[d]:.2f}",
+             f"{100 * ev.bw_gbps[d] / total:.1f}%" if total > 0 else "-", format_usd(usd[d]),
+             "n/a" if power is None else f"{power[d]:,.0f}", _si_time(float(busy[d]))]
+            for d, dim in enumerate(scen.fabric.dims)]
+    return table(["dim", "topology", "size", "tier", "bw GB/s", "share", "cost", "power W",
+                  "busy/step"], rows, "llrlrrrrr")
 
 
 def _workload_table(scen: Scenario, ev: Evaluation) -> str:
     rows = []
     for wt, t in zip(scen.weights or (), ev.workloads, strict=True):
         groups = ", ".join(f"{g} {_si_time(v)}" for g, v in t.comm_by_group_s.items() if v > 0)
-        rows.append([
-            t.name, f"{wt:g}", _si_time(t.step_time_s), _si_time(t.compute_s),
-            _si_time(t.comm_s), _si_time(t.exposed_comm_s),
-            " / ".join(_si_time(t.comm_by_phase_s[p]) for p in ("forward", "input_grad", "weight_grad")),
-            groups or "-",
-        ])
-    return table(
-        ["workload", "weight", "step", "compute", "comm", "exposed comm",
-         "comm fwd / in-grad / w-grad", "comm per group"],
-        rows,
-        "lrrrrrll",
-    )
+        phases = (t.comm_by_phase_s[p] for p in ("forward", "input_grad", "weight_grad"))
+        rows.append([t.name, f"{wt:g}", *map(_si_time, (t.step_time_s, t.compute_s, t.comm_s,
+                                                         t.exposed_comm_s)),
+                     " / ".join(map(_si_time, phases)), groups or "-"])
+    return table(["workload", "weight", "step", "compute", "comm", "exposed comm",
+                  "comm fwd / in-grad / w-grad", "comm per group"], rows, "lrrrrrll")
+
+
+def _parts_text(by_dim_component, fixed: float, fmt: Callable[[float], str]) -> str:
+    """``'switch $1.2M, nic $0.8M'``: each component's total, then the fixed part."""
+    items = [f"{c} {fmt(v)}" for c, v in zip(COMPONENTS, by_dim_component.sum(axis=0),
+                                              strict=True) if v > 0]
+    return ", ".join(items + ([f"aggregator state memory {fmt(fixed)}"] if fixed else []))
 
 
 def _cost_lines(ev: Evaluation) -> list[str]:
-    by_comp = ev.cost.usd_by_dim_component.sum(axis=0)
-    items = [f"{c} {format_usd(v)}" for c, v in zip(COMPONENTS, by_comp, strict=True) if v > 0]
-    if ev.cost.fixed_usd:
-        items.append(f"aggregator state memory {format_usd(ev.cost.fixed_usd)}")
-    parts = ", ".join(items)
-    lines = [f"Network cost: {format_usd(ev.cost.network_cost_usd)} ({parts or 'no priced components'})"]
-    if ev.cost.network_power_w is None:
+    c = ev.cost
+    parts = _parts_text(c.usd_by_dim_component, c.fixed_usd, format_usd)
+    lines = [f"Network cost: {format_usd(c.network_cost_usd)} ({parts or 'no priced components'})"]
+    if c.network_power_w is None or c.w_by_dim_component is None:
         lines.append("Network power: not modelled (no power_model given)")
     else:
-        assert ev.cost.w_by_dim_component is not None
-        pw = ev.cost.w_by_dim_component.sum(axis=0)
-        pitems = [f"{c} {v:,.0f} W" for c, v in zip(COMPONENTS, pw, strict=True) if v > 0]
-        if ev.cost.fixed_w:
-            pitems.append(f"aggregator state memory {ev.cost.fixed_w:,.0f} W")
-        pparts = ", ".join(pitems)
-        lines.append(f"Network power: {ev.cost.network_power_w:,.0f} W ({pparts or 'none'})")
+        parts = _parts_text(c.w_by_dim_component, c.fixed_w, lambda v: f"{v:,.0f} W")
+        lines.append(f"Network power: {c.network_power_w:,.0f} W ({parts or 'none'})")
     return lines
 
 
@@ -233,31 +221,25 @@ def _throughput_table(scen: Scenario, ev: Evaluation) -> str | None:
         mem = "-"
         if m.memory_per_npu_bytes is not None and m.memory_capacity_bytes:
             mem = f"{m.memory_per_npu_bytes / 1e9:.1f} / {m.memory_capacity_bytes / 1e9:.0f} GB"
-        rows.append([
-            t.name, f"{m.n_npus:,}", f"{m.tokens_per_step:,.0f}",
-            f"{m.model_flops_per_step:.3e}", f"{m.throughput_tokens_per_s(t.step_time_s):,.0f}",
-            f"{100 * m.mfu(t.step_time_s):.1f}%", mem,
-        ])
+        rows.append([t.name, f"{m.n_npus:,}", f"{m.tokens_per_step:,.0f}",
+                     f"{m.model_flops_per_step:.3e}",
+                     f"{m.throughput_tokens_per_s(t.step_time_s):,.0f}",
+                     f"{100 * m.mfu(t.step_time_s):.1f}%", mem])
     if not rows:
         return None
-    return table(
-        ["workload", "NPUs", "tokens/step", "model FLOPs/step", "tokens/s", "MFU", "memory/NPU"],
-        rows,
-        "lrrrrrr",
-    )
+    return table(["workload", "NPUs", "tokens/step", "model FLOPs/step", "tokens/s", "MFU",
+                  "memory/NPU"], rows, "lrrrrrr")
 
 
 def _tco_lines(scen: Scenario, ev: Evaluation) -> list[str]:
     if scen.tco is None:
         return []
     b = tco_breakdown(scen.tco, scen.fabric, scen.coefficients, ev.bw_gbps, ev.weighted_step_time_s)
-    line = (
-        f"TCO over {scen.tco.lifetime_years:g} years: {format_usd(b.total_usd)} (accelerators "
-        f"{format_usd(b.accelerators_usd)}, hosts {format_usd(b.hosts_usd)}, network {format_usd(b.network_usd)}, "
-        f"maintenance {format_usd(b.maintenance_usd)}, energy {format_usd(b.energy_usd)} at "
-        f"{b.it_power_w / 1e3:,.1f} kW IT); {format_usd(b.usd_per_hour)}/hour"
-    )
-    out = [line]
+    out = [f"TCO over {scen.tco.lifetime_years:g} years: {format_usd(b.total_usd)} (accelerators "
+           f"{format_usd(b.accelerators_usd)}, hosts {format_usd(b.hosts_usd)}, network "
+           f"{format_usd(b.network_usd)}, maintenance {format_usd(b.maintenance_usd)}, energy "
+           f"{format_usd(b.energy_usd)} at {b.it_power_w / 1e3:,.1f} kW IT); "
+           f"{format_usd(b.usd_per_hour)}/hour"]
     if b.run_usd is not None:
         out.append(f"One training run ({scen.tco.n_steps:,.0f} steps): {format_usd(b.run_usd)}")
     return out
@@ -266,10 +248,9 @@ def _tco_lines(scen: Scenario, ev: Evaluation) -> list[str]:
 def rail_forwarding(scen: Scenario, ev: Evaluation) -> list[dict[str, Any]]:
     """The Rail-only forwarding overhead of each workload (empty on other fabrics).
 
-    Cross-rail all-to-all and point-to-point bytes are relayed through the HB domain
-    (:mod:`libra_opt.traffic.rail`); the overhead is measured against the same fabric with
-    its rails joined by a spine (the fat-tree), both under the native routing, at the
-    evaluated bandwidth.
+    Cross-rail bytes are relayed through the HB domain (:mod:`libra_opt.traffic.rail`); the
+    overhead is against the same fabric with its rails joined by a spine, both under the
+    native routing, at the evaluated bandwidth.
 
     Returns
     -------
@@ -292,8 +273,7 @@ def rail_forwarding(scen: Scenario, ev: Evaluation) -> list[dict[str, Any]]:
     if fabric_family(scen.fabric) != "rail_only":
         return []
     joined = joined_rails(scen.fabric)
-    # the native routing with the scenario's loop and per-dimension efficiency, timed per
-    # dimension (the pipelined model for a topology_aware scenario: rails have no chunks)
+    # native routing, timed per dimension (rails have no chunks for topology_aware)
     native = scen.timing_with(scen.timing.dims_at_once, traffic_model="native")
     out = []
     for wl in scen.workloads:
@@ -333,11 +313,14 @@ def _effect(rep: FailureReport, i: int, dims: tuple[str, ...]) -> str:
             "average)")
 
 
-def _parts(scen: Scenario, ev: Evaluation) -> tuple[list[str], list[tuple[str, list[str],
-                                                                       list[list[str]]]]]:
-    """Summary lines and tables (caption, header, rows) of the design under failures."""
-    rel, rep = scen.reliability, failure_report(scen, ev)
-    assert rel is not None
+def failure_section_parts(scen: Scenario, ev: Evaluation
+                          ) -> tuple[list[str], list[tuple[str, list[str], list[list[str]]]]]:
+    """The report section's paragraphs and tables (caption, header, rows) of the design under
+    failures (none without a ``reliability`` section)."""
+    rel = scen.reliability
+    if rel is None:
+        return [], []
+    rep = failure_report(scen, ev)
     per, unit = (rep.run_h, f"per {rep.run_h / 24:,.1f} days") if rep.run_h is not None \
         else (24.0, "per day")
     given = sorted({*(rel.rates_per_h or {}), *(rel.mtbf_h or {})})
@@ -373,15 +356,6 @@ def _parts(scen: Scenario, ev: Evaluation) -> tuple[list[str], list[tuple[str, l
     return text, tables
 
 
-def failure_section_parts(scen: Scenario, ev: Evaluation
-                          ) -> tuple[list[str], list[tuple[str, list[str], list[list[str]]]]]:
-    """The report section's paragraphs and tables (none without a ``reliability``
-    section)."""
-    if scen.reliability is None:
-        return [], []
-    return _parts(scen, ev)
-
-
 def failure_lines(scen: Scenario, ev: Evaluation) -> list[str]:
     """Report lines of the design under failures (none without a ``reliability`` section).
 
@@ -392,9 +366,9 @@ def failure_lines(scen: Scenario, ev: Evaluation) -> list[str]:
     >>> failure_lines(toy_scenario(), evaluate(toy_scenario(), [200, 100]))
     []
     """
-    if scen.reliability is None:
+    text, tables = failure_section_parts(scen, ev)
+    if not tables:
         return []
-    text, tables = _parts(scen, ev)
     return ["", "Failures and goodput:", table(*tables[0][1:], "lrrrl"), text[1],
             table(*tables[1][1:], "lrrrrrrrr"), text[0], *text[2:]]
 
@@ -405,35 +379,26 @@ def failure_dict(scen: Scenario, ev: Evaluation) -> dict[str, Any]:
     if scen.reliability is None:
         return {}
     rep = failure_report(scen, ev)
+    head = ("job_mttf_h", "stop_failures_per_h", "degrade_failures_per_h", "run_h",
+            "interruptions", "degradations", "recovery_s", "n_spares", "spare_shortfall")
+    per_workload = ("checkpoint_bytes", "checkpoint_s", "interval_s", "goodput",
+                    "expected_step_time_s", "effective_step_time_s", "effective_tokens_per_s")
+    tail = ("effective_objective_value", "run_cost_usd", "failure_free_run_cost_usd",
+            "spares_usd")
     return {"reliability": {
-        "job_mttf_h": rep.job_mttf_h,
-        "stop_failures_per_h": rep.stop_failures_per_h,
-        "degrade_failures_per_h": rep.degrade_failures_per_h,
-        "run_h": rep.run_h,
-        "interruptions": rep.interruptions,
-        "degradations": rep.degradations,
-        "recovery_s": rep.recovery_s,
-        "n_spares": rep.n_spares,
-        "spare_shortfall": rep.spare_shortfall,
+        **{k: getattr(rep, k) for k in head},
         "modes": [{"kind": m.kind, "where": m.where, "parts": m.count,
                    "rate_per_h": m.rate_per_h, "stops": m.stops,
                    "dim": None if m.dim is None else scen.fabric.names[m.dim],
                    "bw_factor": m.bw_factor, "down_parts": n}
                   for m, n in zip(rep.modes, rep.down_parts, strict=True)],
-        "workloads": {w.name: {
-            "checkpoint_bytes": w.checkpoint_bytes, "checkpoint_s": w.checkpoint_s,
-            "interval_s": w.interval_s, "goodput": w.goodput,
-            "expected_step_time_s": w.expected_step_time_s,
-            "effective_step_time_s": w.effective_step_time_s,
-            "effective_tokens_per_s": w.effective_tokens_per_s} for w in rep.workloads},
-        "effective_objective_value": rep.effective_objective_value,
-        "run_cost_usd": rep.run_cost_usd,
-        "failure_free_run_cost_usd": rep.failure_free_run_cost_usd,
-        "spares_usd": rep.spares_usd,
+        "workloads": {w.name: {k: getattr(w, k) for k in per_workload} for w in rep.workloads},
+        **{k: getattr(rep, k) for k in tail},
     }}
+
+
 def _timing_text(scen: Scenario) -> str:
-    """The scenario's timing choices and what collectives reach of each dimension's line rate
-    (``hb at a100_nvlink_nccl``), under every collective model."""
+    """The timing choices and each dimension's collective efficiency (``hb at 0.8``)."""
     eff = () if scen.collectives is None else scen.collectives.efficiency
     text = f"{scen.collective_model} collectives, {scen.training_loop} loop, " \
            f"{scen.traffic_model} traffic"
@@ -465,6 +430,14 @@ def format_evaluation(scen: Scenario, ev: Evaluation) -> str:
     return "\n".join(lines)
 
 
+def allocations(sol: Solution) -> list[tuple[str, Evaluation, bool, float, float]]:
+    """``(name, evaluation, feasible, step time ratio, objective ratio)`` of the optimum, then
+    of each baseline."""
+    return [("optimum", sol.evaluation, True, 1.0, 1.0),
+            *((b.name, b.evaluation, b.feasible, b.step_time_ratio, b.objective_ratio)
+              for b in sol.baselines)]
+
+
 def _objective_str(objective: Objective, value: float) -> str:
     obj = objective_of(objective)
     if obj.unit == "s":
@@ -488,20 +461,10 @@ def format_solution(sol: Solution) -> str:
         f"Objective ({sol.objective}): {_objective_str(sol.objective, sol.objective_value)}",
     ]
     if sol.constraints:
-        rows = []
-        for c in sol.constraints:
-            lhs, slack = settled(c)
-            rows.append([
-                c.label, format_number(lhs), c.sense, format_number(c.rhs),
-                format_number(slack, 4), "yes" if c.active else "no",
-                format_number(c.shadow_price, 4) if c.active else "0",
-            ])
         unit = OBJECTIVE_MEANING[sol.objective][1]
         lines += ["", table(
             ["constraint", "value", "", "bound", "slack", "active", f"shadow price ({unit}/unit)"],
-            rows,
-            "lrlrrlr",
-        )]
+            constraint_rows(sol), "lrlrrlr")]
         if ev.cost.fixed_usd or ev.cost.fixed_w:
             fixed = format_usd(ev.cost.fixed_usd)
             watts = f" and {ev.cost.fixed_w:,.0f} W" if ev.cost.fixed_w else ""
@@ -509,18 +472,9 @@ def format_solution(sol: Solution) -> str:
                          f"the fixed {fixed}{watts} of aggregator state memory)")
     if sol.baselines:
         total = float(np.sum(sol.bw_gbps))
-        rows = [[
-            "optimum", " ".join(f"{b:.1f}" for b in sol.bw_gbps),
-            _si_time(ev.weighted_step_time_s), format_usd(ev.cost.network_cost_usd), "yes", "1.000x",
-            "1.000x",
-        ]]
-        for b in sol.baselines:
-            rows.append([
-                b.name, " ".join(f"{x:.1f}" for x in b.evaluation.bw_gbps),
-                _si_time(b.evaluation.weighted_step_time_s),
-                format_usd(b.evaluation.cost.network_cost_usd),
-                "yes" if b.feasible else "no", f"{b.step_time_ratio:.3f}x", f"{b.objective_ratio:.3f}x",
-            ])
+        rows = [[name, " ".join(f"{x:.1f}" for x in e.bw_gbps), _si_time(e.weighted_step_time_s),
+                 format_usd(e.cost.network_cost_usd), "yes" if ok else "no", f"{step:.3f}x",
+                 f"{obj:.3f}x"] for name, e, ok, step, obj in allocations(sol)]
         lines += [
             "",
             f"Baselines at the same total bandwidth ({total:,.2f} GB/s per NPU):",
@@ -544,18 +498,12 @@ def evaluation_to_dict(scen: Scenario, ev: Evaluation) -> dict[str, Any]:
         "bw_gbps": [float(x) for x in ev.bw_gbps],
         "step_time_s": {t.name: t.step_time_s for t in ev.workloads},
         "weighted_step_time_s": ev.weighted_step_time_s,
-        "breakdown": {
-            t.name: {
-                "compute_s": t.compute_s,
-                "comm_s": t.comm_s,
-                "exposed_comm_s": t.exposed_comm_s,
-                "comm_by_phase_s": dict(t.comm_by_phase_s),
-                "comm_by_group_s": dict(t.comm_by_group_s),
-                "busy_by_dim_s": [float(x) for x in t.busy_by_dim_s],
-                "traffic_by_dim_bytes": [float(x) for x in t.traffic_by_dim_bytes],
-            }
-            for t in ev.workloads
-        },
+        "breakdown": {t.name: {
+            "compute_s": t.compute_s, "comm_s": t.comm_s, "exposed_comm_s": t.exposed_comm_s,
+            "comm_by_phase_s": dict(t.comm_by_phase_s), "comm_by_group_s": dict(t.comm_by_group_s),
+            "busy_by_dim_s": [float(x) for x in t.busy_by_dim_s],
+            "traffic_by_dim_bytes": [float(x) for x in t.traffic_by_dim_bytes],
+        } for t in ev.workloads},
         "network_cost_usd": ev.cost.network_cost_usd,
         "network_cost_by_dim_usd": [float(x) for x in ev.cost.usd_by_dim_component.sum(axis=1)],
         "network_cost_by_component_usd": dict(
@@ -564,16 +512,12 @@ def evaluation_to_dict(scen: Scenario, ev: Evaluation) -> dict[str, Any]:
         "network_power_w": ev.cost.network_power_w,
         "network_fixed_usd": ev.cost.fixed_usd,
         "network_fixed_w": None if ev.cost.network_power_w is None else ev.cost.fixed_w,
-        "throughput": {
-            t.name: {
-                "tokens_per_s": wl.metrics.throughput_tokens_per_s(t.step_time_s),
-                "mfu": wl.metrics.mfu(t.step_time_s),
-                "model_flops_per_step": wl.metrics.model_flops_per_step,
-                "memory_per_npu_bytes": wl.metrics.memory_per_npu_bytes,
-            }
-            for wl, t in zip(scen.workloads, ev.workloads, strict=True)
-            if wl.metrics is not None
-        },
+        "throughput": {t.name: {
+            "tokens_per_s": wl.metrics.throughput_tokens_per_s(t.step_time_s),
+            "mfu": wl.metrics.mfu(t.step_time_s),
+            "model_flops_per_step": wl.metrics.model_flops_per_step,
+            "memory_per_npu_bytes": wl.metrics.memory_per_npu_bytes,
+        } for wl, t in zip(scen.workloads, ev.workloads, strict=True) if wl.metrics is not None},
         "objective_value": ev.objective_value,
         "constraint_violation": {k: float(v) for k, v in ev.residuals.items()},
     } | ({"rail_forwarding": forwarding} if (forwarding := rail_forwarding(scen, ev)) else {}) \
@@ -587,13 +531,8 @@ def solution_to_dict(sol: Solution) -> dict[str, Any]:
         "status": sol.solver.status,
         "objective": sol.objective,
         "objective_value": sol.objective_value,
-        "solver": {
-            "name": sol.solver.solver,
-            "method": sol.solver.method,
-            "compile_s": sol.solver.compile_s,
-            "solve_s": sol.solver.solve_s,
-            "objective_rel_gap": sol.solver.objective_rel_gap,
-        },
+        "solver": {"name": sol.solver.solver, **{k: getattr(sol.solver, k) for k in (
+            "method", "compile_s", "solve_s", "objective_rel_gap")}},
         "constraints": [
             {"label": c.label, "value": c.lhs, "sense": c.sense, "bound": c.rhs,
              "slack": c.slack, "active": c.active, "shadow_price": c.shadow_price}

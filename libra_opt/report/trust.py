@@ -1,10 +1,10 @@
-"""The model's error band, as text: on the model-based workloads of a solution or an
-evaluation (:func:`band_lines`, :func:`bands_to_dict`) and on a search's best designs
-(:func:`trust_lines`)."""
+"""The model's error band as text: of model-based workloads (:func:`band_lines`) and of a
+search's best designs (:func:`trust_lines`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from itertools import groupby
 from typing import Any
 
 from libra_opt.generators.error_model import Band, ErrorModel
@@ -15,7 +15,7 @@ __all__ = ["band_lines", "bands_to_dict", "trust_flags", "trust_lines"]
 
 def band_lines(bands: Mapping[str, Band], step_times_s: Mapping[str, float]) -> list[str]:
     """One line per model-based workload: its step time, the measured times its error band
-    allows and where the band comes from (:func:`libra_opt.explore.trust.scenario_bands`).
+    allows and where the band comes from.
 
     Examples
     --------
@@ -62,21 +62,14 @@ def trust_flags(row: Any) -> str:
 
 def _ranks(ranks: list[int]) -> str:
     """``#1-#3, #5`` for ``[1, 2, 3, 5]``."""
-    out, i = [], 0
-    while i < len(ranks):
-        j = i
-        while j + 1 < len(ranks) and ranks[j + 1] == ranks[j] + 1:
-            j += 1
-        out.append(f"#{ranks[i]}" if i == j else f"#{ranks[i]}-#{ranks[j]}")
-        i = j + 1
-    return ", ".join(out)
+    runs = [[r for _, r in g] for _, g in groupby(enumerate(ranks), lambda p: p[1] - p[0])]
+    return ", ".join(f"#{r[0]}" if len(r) == 1 else f"#{r[0]}-#{r[-1]}" for r in runs)
 
 
 def trust_lines(result: Any, k: int, model: ErrorModel) -> list[str]:
     """What the error bands say about the ``k`` best designs: the band inside and outside
-    the validated envelope, which rows lie outside it and why, which exceed the best
-    measured MFU, which the model cannot tell from the best, and each design's
-    alternatives."""
+    the validated envelope, the rows outside it, above the best measured MFU or not told
+    from the best, and each design's alternatives."""
     best = result.best(k)
     if "band_pct" not in best or best.empty:
         return []

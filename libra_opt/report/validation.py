@@ -15,31 +15,21 @@ from libra_opt.report.text import format_column, format_pct, table
 __all__ = ["validation_report", "plot_validation", "stack_report", "variant_report",
            "plot_variants", "error_summary"]
 
-#: Row marks: device-constant calibration, stack-constant calibration, convention-dependent.
-_MARKS = {"device": "cal", "stack": "cal-stack", "convention": "conv"}
-
-
 def _mark(r: RowResult) -> str:
+    """A row's note: device- or stack-constant calibration, or convention-dependent."""
     if r.role == "convention":
         return f"conv +-{100 * r.convention_band:.0f}%"
-    return _MARKS.get(r.role, "")
+    return {"device": "cal", "stack": "cal-stack"}.get(r.role, "")
 
 
 def _count(n: int, noun: str, note: str = "") -> str:
-    """``'1 validation row'``, ``'2 validation rows'``; ``note`` after the noun.
-
-    Examples
-    --------
-    >>> _count(1, "validation row"), _count(3, "fitted row", " (in-sample)")
-    ('1 validation row', '3 fitted rows (in-sample)')
-    """
+    """``'1 validation row'``, ``'2 validation rows'``; ``note`` after the noun."""
     return f"{n} {noun}{'' if n == 1 else 's'}{note}"
 
 
 def error_summary(errors: Sequence[float]) -> str:
-    """``average |error| 0.80 %, worst 0.80 %`` of relative ``errors`` (0.008 is 0.8 %),
-    to two decimals: the one rounding of every figure ``libra-opt validate`` prints, and
-    the one a document quoting them must use.
+    """``average |error| 0.80 %, worst 0.80 %`` of relative ``errors``: the one rounding of
+    every figure ``libra-opt validate`` prints, and of a document quoting them.
 
     Examples
     --------
@@ -50,9 +40,13 @@ def error_summary(errors: Sequence[float]) -> str:
     return f"average |error| {100 * average:.2f} %, worst {100 * worst:.2f} %"
 
 
+def _judged(errors: Sequence[float], kind: tuple[str, str]) -> str:
+    """``'2 validation rows, average |error| 1.00 %, worst 1.50 %'``."""
+    return f"{_count(len(errors), *kind)}, {error_summary(errors)}"
+
+
 def _rows_table(header: list[str], rows: list[list[str]], marks: list[str], align: str) -> list[str]:
-    """``rows`` as an indented table, with a ``note`` column when a row has a mark; row
-    names whole (never cut), numbers right-aligned."""
+    """``rows`` as an indented table, with a ``note`` column when a row has a mark."""
     if any(marks):
         header, align = [*header, "note"], align + "l"
         rows = [[*r, m] for r, m in zip(rows, marks, strict=True)]
@@ -63,12 +57,7 @@ def validation_report(results: Sequence[TableResult], in_sample: bool = False) -
     """Per row: published, predicted and error; then the average and worst per table.
 
     Calibration rows are marked ``cal`` and left out of the statistics; with ``in_sample``
-    (every row was fitted, ``libra-opt validate --calibrate-rows all``) the statistics are
-    labelled as fitted rows, not validation rows.
-
-    Published and predicted values of a table share one number of decimals (4 significant
-    digits of its largest value, never an exponent); errors have one decimal and a sign
-    (0.0% when they round to zero); row names are whole.
+    (every row was fitted) the statistics are labelled as fitted rows.
 
     Examples
     --------
@@ -89,23 +78,17 @@ def validation_report(results: Sequence[TableResult], in_sample: bool = False) -
         lines += _rows_table(["row", "source", "metric", "published", "predicted", "error"],
                              rows, [_mark(r) for r in res.rows], "lllrrr")
         judged = [r.error for r in res.validation_rows]
-        if judged:
-            lines.append(f"  {res.name}: {_count(len(judged), *kind)}, {error_summary(judged)}")
-        else:
-            lines.append(f"  {res.name}: no validation rows (all rows calibrate)")
+        lines.append(f"  {res.name}: {_judged(judged, kind)}" if judged else
+                     f"  {res.name}: no validation rows (all rows calibrate)")
     pool = [r.error for res in results for r in res.validation_rows]
     if len(results) > 1 and pool:
-        lines.append(f"all {len(results)} tables: {_count(len(pool), *kind)}, "
-                     f"{error_summary(pool)}")
+        lines.append(f"all {len(results)} tables: {_judged(pool, kind)}")
     return "\n".join(lines)
 
 
 def stack_report(summaries: Sequence[StackSummary], in_sample: bool = False) -> str:
-    """One table per software stack (``summaries`` from
-    :func:`~libra_opt.explore.ranking.stack_summaries`): its rows (calibration rows marked
-    ``cal`` for the device constants and ``cal-stack`` for the stack's constant,
-    convention-dependent rows ``conv`` with their band), the out-of-sample average and worst
-    error, then the figure pooled over the stacks' out-of-sample rows.
+    """One table per software stack (:func:`~libra_opt.explore.ranking.stack_summaries`):
+    its rows, their out-of-sample average and worst error; then the pooled figure.
 
     Examples
     --------
@@ -128,24 +111,19 @@ def stack_report(summaries: Sequence[StackSummary], in_sample: bool = False) -> 
                               for r in st.rows], [_mark(r) for r in st.rows], "llr")
         cal = [r.name for r in st.rows if r.role in ("device", "stack")]
         where = f" (calibrated on: {'; '.join(cal)})" if cal else ""
-        if st.judged:
-            lines.append(f"  {st.stack}: {_count(len(st.judged), *kind)}, "
-                         f"{error_summary([r.error for r in st.judged])}{where}")
-        else:
-            lines.append(f"  {st.stack}: no {kind[0]}s{kind[1]}{where}")
-    judged = [r.error for st in summaries for r in st.judged]
-    if judged:
-        lines.append(f"pooled over all stacks: {_count(len(judged), *kind)}, "
-                     f"{error_summary(judged)}")
+        judged = [r.error for r in st.judged]
+        lines.append(f"  {st.stack}: " + (_judged(judged, kind) if judged else
+                                          f"no {kind[0]}s{kind[1]}") + where)
+    pool = [r.error for st in summaries for r in st.judged]
+    if pool:
+        lines.append(f"pooled over all stacks: {_judged(pool, kind)}")
     return "\n".join(lines)
 
 
 def variant_report(sets: Sequence[VariantRanking]) -> str:
-    """Per variant set (``sets`` from :func:`~libra_opt.explore.ranking.variant_rankings`):
-    Spearman's rank correlation between predicted and measured cost
-    (GPU-seconds per sample), the regret of the model's pick, the average absolute error of
-    its judged rows, whether it meets the ranking target (Spearman >= 0.9 and regret <= 3 %,
-    or the regret alone for a set judged by regret) and the two picks.
+    """Per variant set (:func:`~libra_opt.explore.ranking.variant_rankings`): Spearman's
+    rank correlation of predicted and measured cost, the regret of the model's pick, the
+    average |error|, whether it meets the ranking target and the two picks.
 
     Examples
     --------
@@ -176,16 +154,9 @@ def variant_report(sets: Sequence[VariantRanking]) -> str:
 
 
 def plot_variants(sets: Sequence[VariantRanking], ax=None):
-    """Predicted vs measured cost (GPU-seconds per sample) of the variants of each set
-    (``sets`` from :func:`~libra_opt.explore.ranking.variant_rankings`), normalised by the
-    set's measured best: a scatter, one point per variant (no line joins them: the variants
-    of a set have no order), one colour and marker per set (no two sets alike, however
-    many: :func:`~libra_opt.report._style.series_styles`), the diagonal (predicted =
-    measured) drawn, the legend below the plot (never over the points).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
+    """Predicted vs measured cost (GPU-seconds per sample) of the variants of each set,
+    normalised by the set's measured best: one point per variant, one colour and marker
+    per set, and the diagonal.
 
     Examples
     --------
@@ -219,9 +190,7 @@ def plot_variants(sets: Sequence[VariantRanking], ax=None):
     return fig
 
 
-#: Point of each kind of row in validation.png: legend text and marker style. Calibration
-#: rows are hollow; convention-dependent rows (reported, not judged; they are kept out of
-#: the statistics like calibration rows) are hollow orange diamonds.
+#: Point of each kind of row in validation.png: legend text and marker style.
 _ROW_STYLES: dict[str, tuple[str, dict[str, Any]]] = {
     "validation": ("validation row (judged)", {"marker": "o", "color": "C0"}),
     "calibration": ("calibration row (constants fitted on it; not judged)",
@@ -239,16 +208,14 @@ def _row_kind(r: RowResult) -> str:
     return "calibration" if r.calibrate else "validation"
 
 
-#: Layout of validation.png: inches of width per row, points of tick and table-name text,
-#: inches per character per point (an upper bound of the average width), points between
-#: the levels of table names.
+#: Layout of validation.png: inches per row, points of tick and table-name text, inches
+#: per character per point (an upper bound), points between the levels of table names.
 _SLOT_IN, _TICK_PT, _NAME_PT, _CHAR_IN, _LEVEL_PT = 0.17, 6.5, 7.5, 0.0095, 11
 
 
 def _title_levels(ax, spans: Sequence[tuple[int, str]]) -> int:
     """Write each table's name above its first row (``spans``: first slot, name), on the
-    lowest level where it clears the names already there by a character or more, as the
-    names measure once the figure is laid out; returns the number of levels used."""
+    lowest level where it clears the names there; returns the number of levels used."""
     names = [ax.annotate(name, xy=(x0 - 0.4, 1.0), xycoords=("data", "axes fraction"),
                          xytext=(0, 3), textcoords="offset points", ha="left", va="bottom",
                          fontsize=_NAME_PT) for x0, name in spans]
@@ -268,19 +235,9 @@ def _title_levels(ax, spans: Sequence[tuple[int, str]]) -> int:
 def plot_validation(results: Sequence[TableResult], ax=None):
     """Predicted over published step time of every row (one point per row, grouped by table).
 
-    Rows published as throughput (TFLOP/s, MFU) are converted: at a fixed configuration the
-    step time is inversely proportional to them, so the ratio is ``published / predicted``.
-    Above 1 the model is too slow, below 1 too fast; the +-3.5 % and +-8 % bands are drawn.
-    Validation rows are filled circles, calibration rows hollow circles and
-    convention-dependent rows (reported, not judged) hollow orange diamonds, each kind
-    present named in the legend (below the plot in a figure of its own). Each row is
-    labelled with its whole name (one vertical line, one slot of the width per row), the
-    tables are parted by thin lines and each table's name stands above its rows, raised to
-    another level where it would run into the previous name.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
+    Rows published as throughput (TFLOP/s, MFU) are converted: the step time is inversely
+    proportional to them. Above 1 the model is too slow; the +-3.5 % and +-8 % bands are
+    drawn. Calibration rows are hollow circles, convention-dependent rows hollow diamonds.
 
     Examples
     --------

@@ -1,9 +1,5 @@
-"""Text report of a generated workload (the body of ``libra-opt workload SCENARIO.yaml``).
-
-Per-step traffic per group and fabric dimension, memory per NPU, FLOPs and tokens, and --
-given a bandwidth vector -- step time, throughput and MFU, all under the scenario's traffic,
-collective and training-loop models.
-"""
+"""Text report of a generated workload (``libra-opt workload``): traffic per group and
+dimension, memory, FLOPs and tokens, and at a bandwidth step time, throughput and MFU."""
 
 from __future__ import annotations
 
@@ -31,20 +27,11 @@ def _hfu(g: GeneratedWorkload, step_s: float) -> float:
     return achieved_flops_per_npu(g, step_s, hardware=True) / peak
 
 
-def workload_summary(
-    generated: GeneratedWorkload,
-    fabric: Fabric,
-    bw_gbps: Sequence[float] | np.ndarray | None = None,
-    timing: TimingModel | None = None,
-) -> dict:
-    """The numbers of :func:`workload_report` as a JSON-ready dict.
-
-    Keys: ``workload``, ``model``, ``n_npus``, ``device``, ``compute_model``, ``tokens_per_step``,
-    ``micro_batches``, ``bubble_fraction``, ``model_flops_per_step``,
-    ``hardware_flops_per_step``, ``compute_s``, ``compute_breakdown_s`` (by operator class),
-    ``bubble_compute_s``, ``stage_compute_s``, ``memory_bytes``, ``traffic_bytes`` (per group
-    and dimension) and, with ``bw_gbps``: ``step_time_s``, ``exposed_comm_s``,
-    ``tokens_per_s``, ``mfu``, ``hfu``.
+def workload_summary(generated: GeneratedWorkload, fabric: Fabric,
+                     bw_gbps: Sequence[float] | np.ndarray | None = None,
+                     timing: TimingModel | None = None) -> dict:
+    """The numbers of :func:`workload_report` as a JSON-ready dict (with ``bw_gbps`` also
+    ``step_time_s``, ``exposed_comm_s``, ``tokens_per_s``, ``mfu`` and ``hfu``).
 
     Examples
     --------
@@ -64,28 +51,15 @@ def workload_summary(
     w = g.workload
     timing = timing if timing is not None else TimingModel()
     traffic = traffic_by_group_bytes(w, fabric, timing)
+    same = ("compute_dtype", "tokens_per_step", "samples_per_step", "micro_batches",
+            "bubble_fraction", "model_flops_per_step", "hardware_flops_per_step")
     out: dict = {
-        "workload": w.name,
-        "model": g.model_name,
-        "n_npus": g.n_npus,
-        "device": g.device.key,
-        "compute_model": g.efficiency.describe(),
-        "compute_dtype": g.compute_dtype,
-        "tokens_per_step": g.tokens_per_step,
-        "samples_per_step": g.samples_per_step,
-        "micro_batches": g.micro_batches,
-        "bubble_fraction": g.bubble_fraction,
-        "model_flops_per_step": g.model_flops_per_step,
-        "hardware_flops_per_step": g.hardware_flops_per_step,
-        "compute_s": w.compute_s,
-        "compute_breakdown_s": dict(g.compute_breakdown_s),
-        "bubble_compute_s": g.bubble_compute_s,
-        "stage_compute_s": list(g.stage_compute_s),
-        "memory_bytes": {
-            "weights": g.memory.weights_bytes, "grads": g.memory.grads_bytes,
-            "optimizer": g.memory.optimizer_bytes, "activations": g.memory.activations_bytes,
-            "capacity": g.memory.capacity_bytes,
-        },
+        "workload": w.name, "model": g.model_name, "n_npus": g.n_npus, "device": g.device.key,
+        "compute_model": g.efficiency.describe(), **{k: getattr(g, k) for k in same},
+        "compute_s": w.compute_s, "compute_breakdown_s": dict(g.compute_breakdown_s),
+        "bubble_compute_s": g.bubble_compute_s, "stage_compute_s": list(g.stage_compute_s),
+        "memory_bytes": {k: getattr(g.memory, f"{k}_bytes") for k in (
+            "weights", "grads", "optimizer", "activations", "capacity")},
         "traffic_bytes": {
             group: dict(zip(fabric.names, (float(x) for x in b), strict=True))
             for group, (_, b) in sorted(traffic.items())
@@ -105,8 +79,8 @@ def workload_summary(
 
 
 def _breakdown_lines(g: GeneratedWorkload, exposed_s: float | None) -> list[str]:
-    """Time per step by class, each with its share of the step (with the exposed
-    communication at a bandwidth) or of the compute, bubble included (without one)."""
+    """Time per step by class and its share of the step (with the exposed communication)
+    or of the compute, bubble included."""
     parts = dict(g.compute_breakdown_s)
     if g.bubble_compute_s:
         parts["bubble"] = g.bubble_compute_s
@@ -122,34 +96,15 @@ def _breakdown_lines(g: GeneratedWorkload, exposed_s: float | None) -> list[str]
     )]
 
 
-
 def _gb(x: float) -> str:
     return f"{x / 1e9:10.3f}"
 
 
-def workload_report(
-    generated: GeneratedWorkload,
-    fabric: Fabric,
-    bw_gbps: Sequence[float] | np.ndarray | None = None,
-    timing: TimingModel | None = None,
-) -> str:
-    """Human-readable summary of a generated workload.
-
-    Parameters
-    ----------
-    generated : GeneratedWorkload
-    fabric : Fabric
-    bw_gbps : sequence of float or numpy.ndarray, optional
-        Bandwidth per dimension (GB/s per NPU); adds step time, throughput and MFU.
-    timing : TimingModel, optional
-        How steps are timed (``Scenario.timing``; default pipelined, no_overlap,
-        hierarchical), passed to :func:`libra_opt.traffic.step_time.step_time` (traffic per
-        dimension also follows its traffic model and in-network dimensions).
-
-    Returns
-    -------
-    str
-        Several lines of text (no trailing newline).
+def workload_report(generated: GeneratedWorkload, fabric: Fabric,
+                    bw_gbps: Sequence[float] | np.ndarray | None = None,
+                    timing: TimingModel | None = None) -> str:
+    """Human-readable summary of a generated workload; with ``bw_gbps`` (GB/s per NPU per
+    dimension) also step time, throughput and MFU under ``timing`` (``Scenario.timing``).
 
     Examples
     --------
@@ -195,7 +150,7 @@ def workload_report(
     lines.append(f"  {'total':<8}{'':>11}" + "".join(f" {_gb(x)}" for x in total))
     if bw_gbps is None:
         lines += _breakdown_lines(g, None)
-    if bw_gbps is not None:
+    else:
         t = step_time(w, fabric, bw_gbps, timing)
         lines += _breakdown_lines(g, t.exposed_comm_s)
         lines += [
@@ -211,5 +166,3 @@ def workload_report(
             f"HFU {100 * _hfu(g, t.step_time_s):.1f} %",
         ]
     return "\n".join(lines)
-
-

@@ -39,3 +39,23 @@ def test_distinct_costs_draw_the_front_they_name():
     (front,) = ax.lines
     assert front.get_xdata().tolist() == [1.0, 2.0, 3.0]
     assert front.get_ydata().tolist() == [3.0, 2.0, 1.5]
+
+
+def test_snapped_takes_the_smallest_of_values_alike_up_to_round_off():
+    import numpy as np
+
+    from libra_opt.report.search_plot import _snapped
+
+    got = _snapped(np.array([17388800.0, 17388799.9992, 17100000.0])).tolist()
+    assert got == [17388799.9992, 17388799.9992, 17100000.0]
+
+
+def test_layouts_tell_apart_designs_that_differ_in_placement_only():
+    from libra_opt.report.search_plot import _layouts
+
+    best = pd.DataFrame({"rank": [1, 2], "tp": [4, 4], "cp": [4, 4], "pp": [16, 16],
+                         "dp": [64, 64], "placement": [
+                             "tp: hb 4 | cp: hb 2, scaleout 2 | dp: scaleout 64 | pp: scaleout 16",
+                             "tp: hb 4 | cp: scaleout 4 | dp: hb 2, scaleout 32 | pp: scaleout 16"]})
+    assert _layouts(best) == ["TP4 CP4 PP16 DP64 [cp: hb 2, scaleout 2]",
+                              "TP4 CP4 PP16 DP64 [cp: scaleout 4]"]

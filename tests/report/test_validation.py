@@ -218,3 +218,10 @@ def test_variants_are_points_not_lines_in_table_order():
     assert list(diag.get_xdata()) == list(diag.get_ydata())
     assert diag.get_label() in [t.get_text() for t in fig.legends[0].get_texts()]
     plt.close(fig)
+
+
+def test_count_plural_and_note():
+    from libra_opt.report.validation import _count
+
+    assert _count(1, "validation row") == "1 validation row"
+    assert _count(3, "fitted row", " (in-sample)") == "3 fitted rows (in-sample)"
