@@ -1,9 +1,9 @@
 """Hostile command lines: nothing is written outside the place asked for, outputs are checked
 before any work, and every bad flag is named in one ``libra-opt: error:`` line with exit 2."""
 
+import importlib
 import os
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
@@ -133,7 +133,8 @@ def no_work(monkeypatch):
     import libra_opt.io.scenario_file as scenario_file
     import libra_opt.optimize.problem as problem
 
-    monkeypatch.setattr(sys.modules["libra_opt.explore.sweep"], "sweep", _boom)
+    # the module, not the package's function of the same name
+    monkeypatch.setattr(importlib.import_module("libra_opt.explore.sweep"), "sweep", _boom)
     monkeypatch.setattr(problem, "solve", _boom)
     monkeypatch.setattr(problem, "build_problem", _boom)
     monkeypatch.setattr(explore_compare, "compare_fabrics", _boom)
