@@ -90,7 +90,7 @@ def _solve_once(
     if status not in ("optimal", "optimal_inaccurate"):
         raise _SolverAttemptFailed(status)
     x = run.x
-    if not np.isfinite(x).all() or not np.isfinite(run.step_value):
+    if not (np.isfinite(x).all() and np.isfinite(run.step_value)):
         raise _SolverAttemptFailed(f"{status} with a non-finite answer")
     if prog.product is None:
         bw = prog.b_ref * x
@@ -107,11 +107,10 @@ def _solve_once(
     ev = evaluate(scen, bw, problem.walks)
     # Relative gap; an optimum of exactly 0 (no traffic, no compute) is met by solver noise
     # of ~1e-306, which no objective in s, $ or s x $ can mean: 1e-30 is the floor.
-    gap = abs(ev.objective_value - solver_obj) / max(abs(ev.objective_value), abs(solver_obj),
-                                                     1e-30)
-    used = problem.terms.used_dims
-    xu = x[used]
-    spread = float(xu.max() / max(xu.min(), 1e-300)) if used.size else 1.0
+    value = ev.objective_value
+    gap = abs(value - solver_obj) / max(abs(value), abs(solver_obj), 1e-30)
+    xu = x[problem.terms.used_dims].tolist()
+    spread = max(xu) / max(min(xu), 1e-300) if xu else 1.0
     failure = verification_failure(ev, gap, solver_obj)
     # An "almost solved" answer, or one the numpy re-check confirms only to more than a
     # tenth of the tolerance (or not at all), is polished (re-solved scaled to itself).

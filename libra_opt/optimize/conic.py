@@ -125,14 +125,17 @@ class _Clarabel:
             q0, a0, b0, cones = self.data
             self.solver = _solver(q0, a0, b0, cones, 0)
             self.held, self.data = (q0, a0.data, b0), None
-        if a.data is not self.held[1] and not np.array_equal(a.data, self.held[1]):
+        q0, a0, b0 = self.held
+        if a.data is not a0 and not np.array_equal(a.data, a0):
             return _solver(q, a, b, self.cones, 0).solve()
-        update = {k: new for k, new, old in zip("qb", (q, b), (self.held[0], self.held[2]),
-                                                strict=True)
-                  if new is not old and not np.array_equal(new, old)}
+        update = {}
+        if q is not q0 and not np.array_equal(q, q0):
+            update["q"] = q
+        if not np.array_equal(b, b0):
+            update["b"] = b
         if update:
             self.solver.update(**update)
-            self.held = (q, self.held[1], b)
+            self.held = (q, a0, b)
         return self.solver.solve()
 
 

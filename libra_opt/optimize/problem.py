@@ -34,6 +34,7 @@ from libra_opt.errors import (
     VerificationError,
     short_repr,
 )
+from libra_opt.fabric.frozen import freeze_arrays
 from libra_opt.optimize._verify import (
     CONSTRAINT_REL_TOL,
     MAX_BW_GBPS,
@@ -261,7 +262,8 @@ def build_problem(scenario: Scenario, *, backend: str = "clarabel",
         objective_scale=obj_scale,
         rate=rate,
         backend=backend,
-        walks=like.walks if shared and like is not None else scenario_walks(scenario),
+        walks=like.walks if shared and like is not None else freeze_arrays(
+            scenario_walks(scenario)),
     )
 
 

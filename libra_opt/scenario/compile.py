@@ -107,7 +107,8 @@ def compile(spec: ScenarioSpec, previous: Scenario | None = None  # noqa: A001
 
 
 def _reusable(spec: ScenarioSpec, previous: Scenario | None) -> tuple[Any, ...] | None:
-    """The compiled parts of ``previous`` (fabric, prices, workloads) and its spec."""
+    """The compiled parts of ``previous`` (fabric, prices, workloads, checkpoint sizes) and
+    its spec."""
     if previous is None or previous.spec is None:
         return None
     parts = previous.__dict__.get("_compiled_parts")
@@ -143,18 +144,20 @@ def _compile(
                              "libra_opt.compile, which reads files and presets", field=path)
     old = _reusable(spec, previous)
     built: list[tuple[Workload, GeneratedWorkload | None]]
-    if old is not None and old[0].fabric == spec.fabric:
+    same_fabric = old is not None and old[0].fabric == spec.fabric
+    sizes: list = [] if old is None else old[4]  # checkpoint sizes by model and precision
+    if old is not None and same_fabric:
         fabric = old[1]
         if (old[0].cost_model, old[0].power_model) == (spec.cost_model, spec.power_model):
             priced = old[2]
         else:
             priced = _cost_model(spec)
-        built = [_reused(w, i, old) or _workload(w, i, fabric)
+        built = [_reused(w, i, old) or _workload(w, i, fabric, sizes)
                  for i, w in enumerate(spec.workloads)]
     else:
         fabric = compile_fabric(spec.fabric)
         priced = _cost_model(spec)
-        built = [_workload(w, i, fabric) for i, w in enumerate(spec.workloads)]
+        built = [_workload(w, i, fabric, sizes) for i, w in enumerate(spec.workloads)]
     cost_model = _with_aggregators(spec, built, priced, fabric)
     workloads = [wl for wl, _ in built]
     compression = _compression(spec.compression)
@@ -172,7 +175,8 @@ def _compile(
                                    d.params_per_npu, d.dp_group)
         workloads, weights = list(ws), list(wts)
     generated = MappingProxyType({wl.name: g for wl, g in built if g is not None})
-    cons = _constraints(spec, fabric)
+    same_rows = same_fabric and previous is not None and old[0].constraints == spec.constraints
+    cons = list(previous.constraints) if same_rows else _constraints(spec, fabric)
     c = spec.constraints
     collectives = _with_device_links(_collectives(spec.collectives), fabric,
                                      [g.device for _, g in built if g is not None])
@@ -203,7 +207,7 @@ def _compile(
         )
     object.__setattr__(scenario, "spec", spec)
     # what a later compile from an edit of ``spec`` may take over (not pickled)
-    scenario.__dict__["_compiled_parts"] = (fabric, priced, tuple(built))
+    scenario.__dict__["_compiled_parts"] = (fabric, priced, tuple(built), sizes)
     return scenario, generated
 
 
@@ -310,9 +314,10 @@ def _generate(w: WorkloadSpec, fabric: Fabric) -> GeneratedWorkload:
 
 
 def _workload(
-    w: WorkloadSpec, i: int, fabric: Fabric
+    w: WorkloadSpec, i: int, fabric: Fabric, sizes: list
 ) -> tuple[Workload, GeneratedWorkload | None]:
-    """One ``workloads:`` entry: ASTRA-sim files or a model-based description."""
+    """One ``workloads:`` entry: ASTRA-sim files or a model-based description (``sizes``:
+    the checkpoint sizes known, ``(model, precision, bytes)``; a new one is added)."""
     given = [k for k in ("astra_sim", "communicator", "model", "parallelism", "device",
                          "mapping", "efficiency", "check_memory") if getattr(w, k) is not None]
     model_keys = {"model", "parallelism", "device", "mapping", "efficiency", "check_memory"}
@@ -324,7 +329,12 @@ def _workload(
         g = generate_entry(w, fabric, None)
         assert w.parallelism is not None
         precision = parallelism_from_dict(thaw(w.parallelism)).precision
-        metrics = step_metrics(g, model_checkpoint_bytes(w.model.value, precision))
+        model = w.model.value
+        size = next((b for m, p, b in sizes if m is model and p == precision), None)
+        if size is None:
+            size = model_checkpoint_bytes(model, precision)
+            sizes.append((model, precision, size))
+        metrics = step_metrics(g, size)
         return dataclasses.replace(g.workload, name=w.name, metrics=metrics), g
     stray = sorted(set(given) & model_keys)
     if stray or w.astra_sim is None or w.communicator is None:
