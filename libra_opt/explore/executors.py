@@ -274,10 +274,13 @@ def batch_size(n_items: int, n_workers: int, *, max_items: int = MAX_BATCH_ITEMS
     return max(1, min(max_items, math.ceil(n_items / (per_worker * max(1, n_workers)))))
 
 
-def make_batches(items: Sequence[T], size: int,
-                 weight: Callable[[T], int] | None = None) -> list[tuple[T, ...]]:
+def make_batches(items: Sequence[T], size: int, weight: Callable[[T], int] | None = None,
+                 workers: int | None = None) -> list[tuple[T, ...]]:
     """Consecutive ``items`` packed into batches of total ``weight`` at most ``size`` (an
-    item heavier than ``size`` is a batch alone). ``weight`` defaults to 1 per item.
+    item heavier than ``size`` is a batch alone). ``weight`` defaults to 1 per item. With
+    ``workers``, a batch holds at most the weight left over twice the workers (and at least
+    a sixteenth of ``size``): batches shrink toward the end, so that the workers finish
+    together.
 
     Examples
     --------
@@ -285,19 +288,25 @@ def make_batches(items: Sequence[T], size: int,
     [(1, 2), (3, 4), (5,)]
     >>> make_batches(["aaa", "b", "cc", "d"], 3, weight=len)
     [('aaa',), ('b', 'cc'), ('d',)]
+    >>> [len(b) for b in make_batches(range(20), 8, workers=2)]
+    [5, 4, 3, 2, 2, 1, 1, 1, 1]
     """
     if size < 1:
         raise InputError(f"batch size must be >= 1, got {size}", field="batch_size")
+    weights = [1 if weight is None else weight(item) for item in items]
+    left = sum(weights)
     out: list[tuple[T, ...]] = []
     cur: list[T] = []
-    load = 0
-    for item in items:
-        w = 1 if weight is None else weight(item)
-        if cur and load + w > size:
+    load, limit = 0, size
+    for item, w in zip(items, weights, strict=True):
+        if cur and load + w > limit:
             out.append(tuple(cur))
             cur, load = [], 0
+        if not cur and workers is not None:
+            limit = max(math.ceil(size / 16), min(size, math.ceil(left / (2 * workers))))
         cur.append(item)
         load += w
+        left -= w
     if cur:
         out.append(tuple(cur))
     return out

@@ -11,6 +11,7 @@ finish (:mod:`libra_opt.explore.sink`; a results folder is
 from __future__ import annotations
 
 import logging
+import math
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -220,9 +221,9 @@ def sweep(
     root = given if given is not None and given.scenario is scen else None
     if root is None and not any(a.kind == "structural" for a in ax):
         # one problem serves every point: built here (a scenario it cannot take is refused
-        # before any work), and used as it is by a serial run
+        # before any work), and used as it is by the points solved in this process
         root = build_problem(scen)
-    plan = Plan(base, root if options.executor == "serial" else None)
+    plan = Plan(base, root)  # a worker builds its own (a Plan is pickled without it)
     workloads = [w.name for w in scen.workloads]
     dims = list(scen.fabric.names)
     shadows = shadow_labels(scen, ax)
@@ -242,8 +243,10 @@ def sweep(
         size = len(todo) if store is None else default_batch_size(len(todo), 1, max_items=100)
     else:
         size = default_batch_size(len(todo), options.workers)
-    batches = make_batches(chunks(ax, points, size, todo), size,
-                           weight=lambda ch: len(ch.points))
+    parallel = options.executor != "serial"
+    batches = make_batches(chunks(ax, points, math.ceil(size / 16) if parallel else size, todo),
+                           size, weight=lambda ch: len(ch.points),
+                           workers=options.workers if parallel else None)
     results: dict[int, Any] = {}
 
     def on_batch(out_: list) -> None:

@@ -316,6 +316,8 @@ def _solve_with_retries(
                 return
             attempt(_polished_program(problem, scen, rows, best))
 
+    if best is not None and not best.needs_polish:
+        return best, compile_s, solve_s, attempts  # the usual case: verified at once
     polish()
     if best is None or not _passes_verification(best):
         logger.info("re-solving with scales fresh for these right-hand sides")

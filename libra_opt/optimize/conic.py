@@ -253,7 +253,8 @@ class ConicProgram(RowScaling):
         else:
             sol = _solver(q, a_csc, b, self.cones, profile).solve()
         solve_s = time.perf_counter() - t1
-        status = _STATUS.get(str(sol.status), str(sol.status))
+        status = str(sol.status)
+        status = _STATUS.get(status, status)
         z = np.asarray(sol.x, dtype=float)
         duals = np.asarray(sol.z, dtype=float)
         return ProgramRun(

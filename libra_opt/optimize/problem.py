@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -310,7 +311,7 @@ def _override(problem: BandwidthProblem, overrides: Mapping[str, float],
         except (TypeError, ValueError):
             raise InputError(f"override {label}={short_repr(value)} must be a number",
                              field=label) from None
-        if not np.isfinite(v):
+        if not math.isfinite(v):
             raise InputError(f"override {label}={value!r} must be finite", field=label)
         if label not in labels:
             raise InputError(
