@@ -53,7 +53,7 @@ from libra_opt.errors import (
 )
 from libra_opt.explore.executors import ExecutorOptions, make_batches, run_batches
 from libra_opt.explore.executors import batch_size as default_batch_size
-from libra_opt.explore.overrides import ScenarioBase, canonical_path
+from libra_opt.explore.overrides import ScenarioBase, canonical_path, edit_key
 from libra_opt.optimize.problem import BandwidthProblem, build_problem, same_terms, solve
 from libra_opt.scenario.scenario import MAX_RHS, Scenario
 
@@ -150,7 +150,7 @@ class Plan:
         """The problem of a structural combination (``()``: the base's), or why it has none."""
         if not structural:
             return self.root()
-        key = _key(structural)
+        key = edit_key(structural)
         if self._last is not None and self._last[0] == key:
             return self._last[1]
         problem: BandwidthProblem | LibraOptError
@@ -317,7 +317,7 @@ def check_axes(base: ScenarioBase, axes: Mapping[str, Sequence[Any]],
         a = structural[0]
         first: dict[Any, Any] = {}  # each distinct value once (one pass: not quadratic)
         for x in a.values:
-            first.setdefault(_key(x), x)
+            first.setdefault(edit_key(x), x)
         distinct = list(first.values())
         errors: Iterable[str | None]
         if options.executor != "serial" and len(distinct) >= PARALLEL_CHECK_VALUES:
@@ -368,30 +368,20 @@ def with_caps(base: ScenarioBase, axes: list[Axis]) -> ScenarioBase:
         raise InputError(exc.message, field=name) from None
 
 
-def _key(value: Any) -> Any:
-    """A hashable stand-in for a structural value (lists and mappings given as values)."""
-    if isinstance(value, Mapping):
-        return tuple(sorted((k, _key(v)) for k, v in value.items()))
-    if isinstance(value, list | tuple):
-        return tuple(_key(v) for v in value)
-    return value
-
-
 def chunks(axes: list[Axis], points: list[tuple[Any, ...]], size: int,
            todo: Sequence[int]) -> list[_Chunk]:
     """The points ``todo`` grouped by their structural values, in grid order, each group cut
     into chunks of at most ``size`` points."""
-    kinds = [a.kind for a in axes]
+    kinds = {kind: [j for j, a in enumerate(axes) if a.kind == kind]
+             for kind in ("structural", "rhs", "weight")}
     groups: dict[Any, tuple[tuple[tuple[str, Any], ...], list]] = {}
     for i in todo:
         p = points[i]
-        structural = tuple((a.path, v) for a, v, k in zip(axes, p, kinds, strict=True)
-                           if k == "structural")
-        rhs = tuple((a.path, float(v)) for a, v, k in zip(axes, p, kinds, strict=True)
-                    if k == "rhs")
-        weights = tuple((a.workload, float(v)) for a, v, k in zip(axes, p, kinds, strict=True)
-                        if k == "weight")
-        groups.setdefault(_key(structural), (structural, []))[1].append((i, rhs, weights))
+        structural = tuple((axes[j].path, p[j]) for j in kinds["structural"])
+        rhs = tuple((axes[j].path, float(p[j])) for j in kinds["rhs"])
+        weights = tuple((axes[j].workload, float(p[j])) for j in kinds["weight"])
+        key = edit_key(structural) if structural else ()
+        groups.setdefault(key, (structural, []))[1].append((i, rhs, weights))
     out = []
     for structural, pts in groups.values():
         for j in range(0, len(pts), size):
@@ -460,16 +450,17 @@ def frame(
     data["message"] = [r.message for r in recs]
     for c in ("objective", "weighted_step_time_s"):
         data[c] = np.array([getattr(r, c) for r in recs], dtype=float)
+    named = [(dict(r.step_time_s), dict(r.bw_gbps), dict(r.shadow)) for r in recs]
     for w in workloads:
-        data[f"step_time_{w}_s"] = np.array([dict(r.step_time_s).get(w, np.nan) for r in recs])
+        data[f"step_time_{w}_s"] = np.array([t.get(w, np.nan) for t, _, _ in named])
     for j, c in enumerate(_FAILURE_COLS if failures else ()):
         data[c] = np.array([r.failures[j] if r.failures else np.nan for r in recs])
     for c in ("network_cost_usd", "network_power_w"):
         data[c] = np.array([getattr(r, c) for r in recs], dtype=float)
     for d in dims:
-        data[f"bw_{d}_gbps"] = np.array([dict(r.bw_gbps).get(d, np.nan) for r in recs])
+        data[f"bw_{d}_gbps"] = np.array([b.get(d, np.nan) for _, b, _ in named])
     for label in shadows:
-        data[f"shadow_{label}"] = np.array([dict(r.shadow).get(label, np.nan) for r in recs])
+        data[f"shadow_{label}"] = np.array([sh.get(label, np.nan) for _, _, sh in named])
     for c in _TIMING_COLS:
         data[c] = np.array([getattr(r, c) for r in recs], dtype=float)
     import pandas as pd

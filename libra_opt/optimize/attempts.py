@@ -209,11 +209,6 @@ def _pinned_answer(
     )
 
 
-def _passes_verification(run: _SolveAttempt) -> bool:
-    """Whether the numpy evaluator confirms ``run`` (:func:`verification_failure`)."""
-    return run.failure is None
-
-
 def _program_at(
     problem: BandwidthProblem, scen: Scenario, rows: tuple[Row, ...], b_ref: np.ndarray,
     t_ref: float, product: tuple[float, np.ndarray] | None = None, ref_cost: float | None = None,
@@ -275,7 +270,7 @@ def _polished_program(
 def _rank(run: _SolveAttempt) -> tuple[bool, bool, float]:
     """Order of preference between attempts: verified, then certified optimal, then the
     smaller gap between the solver's objective and the numpy evaluation."""
-    return (_passes_verification(run), run.status == "optimal", -run.gap)
+    return (run.failure is None, run.status == "optimal", -run.gap)
 
 
 def _solve_with_retries(
@@ -319,11 +314,11 @@ def _solve_with_retries(
     if best is not None and not best.needs_polish:
         return best, compile_s, solve_s, attempts  # the usual case: verified at once
     polish()
-    if best is None or not _passes_verification(best):
+    if best is None or best.failure is not None:
         logger.info("re-solving with scales fresh for these right-hand sides")
         attempt(_fresh_program(problem, scen, rows))
         polish()
-    if best is None or not _passes_verification(best):
+    if best is None or best.failure is not None:
         logger.info("re-solving scaled per dimension to the rows' largest bandwidths")
         attempt(_boxed_program(problem, scen, rows))
         polish()

@@ -1,17 +1,12 @@
 """Exact bandwidth allocation: build a problem from a scenario, then solve it.
 
-:func:`build_problem` compiles a scenario into a convex program
-(:mod:`libra_opt.optimize.program`: DCP for ``perf``, a perspective transform for ``perf_per_cost``
-and ``tco``); :func:`solve` sets the right-hand sides (DPP parameters, so sweeps re-solve
-without re-compiling), checks feasibility and boundedness with linear programs, solves with
-Clarabel, re-evaluates the answer with the independent numpy evaluator and returns a frozen
-:class:`~libra_opt.optimize.solution.Solution`.
-
-Robustness: a solve that fails or disagrees with the numpy check is repeated with the
-program rescaled, per dimension, to the first answer (a polish) and then rebuilt with fresh
-scales for the current right-hand sides; only if every attempt fails is an error raised.
-Dimensions that carry no traffic, and dimensions whose bandwidth nothing bounds but that are
-never a bottleneck, get the least bandwidth the constraints allow (an LP after the solve).
+:func:`build_problem` compiles a scenario into a convex program (:mod:`~.conic`, or the cvxpy
+reference :mod:`~.program`); :func:`solve` sets new right-hand sides and weights as data,
+checks feasibility and boundedness with linear programs, solves with Clarabel, re-checks the
+answer with the independent numpy evaluator and returns a frozen
+:class:`~libra_opt.optimize.solution.Solution`. A solve that fails or disagrees with the
+check is retried rescaled (:mod:`~.attempts`); idle and unbounded-but-harmless dimensions
+get the least bandwidth the constraints allow (an LP after the solve).
 """
 
 from __future__ import annotations
@@ -89,12 +84,8 @@ BACKENDS = ("clarabel", "cvxpy")
 
 @dataclass
 class BandwidthProblem:
-    """A scenario compiled into a convex program that can be re-solved with new bounds.
-
-    Build it with :func:`build_problem`; solve it with :func:`solve` (or :meth:`solve`),
-    optionally overriding ``budget_usd``, ``power_w`` or the right-hand side of any
-    labelled constraint — those are DPP parameters, so re-solves skip compilation.
-    """
+    """A scenario compiled into a convex program (:func:`build_problem`), re-solvable by
+    :func:`solve` with new caps, right-hand sides and weights without rebuilding it."""
 
     scenario: Scenario
     terms: AggregatedTerms
