@@ -1,24 +1,14 @@
 """The grid of a sweep: its axes, its points grouped into work, the task that solves them and
 the table they make (:func:`libra_opt.explore.sweep.sweep` runs it).
 
-An axis is a path of :mod:`libra_opt.explore.overrides` with a sequence of values, of one of
-three kinds:
-
-* ``rhs``: a cap (``budget_usd``, ``power_w``) or a constraint's label, a number in ``b``
-  (or in the ``u`` column of ``A``) of the built conic program;
-* ``weight``: a workload's weight (``workloads.<name>.weight``), numbers in ``q``;
-* ``structural``: any other path. The point's spec is edited and compiled once per distinct
-  combination of structural values, and its problem built from the base problem
-  (:func:`libra_opt.optimize.problem.build_problem` with ``like=``): what the edit leaves
-  alone (the terms of unchanged workloads, the program of an edit of bounds or prices) is
-  kept.
-
-Right-hand-side and weight values are data: the points of one structural combination
-re-solve one built problem with new numbers (:func:`libra_opt.optimize.problem.solve` with
-``rhs=`` and ``weights=``), one Clarabel solver updated in place. Points are grouped by
-their structural values, cut into chunks and packed into batches
-(:mod:`libra_opt.explore.executors`); the base scenario goes to each worker once
-(:class:`Plan`), and a batch carries only the points' edits.
+An axis is a path of :mod:`libra_opt.explore.overrides` with values, of one of three kinds:
+``rhs`` (a cap or a constraint's label) and ``weight`` (``workloads.<name>.weight``) are data
+of the built program: the points of one structural combination re-solve one problem with new
+numbers (:func:`~libra_opt.optimize.problem.solve` with ``rhs=`` and ``weights=``);
+``structural`` (any other path) edits the spec, compiled once per distinct combination, and
+its problem is built from the base problem (``build_problem(like=)``), keeping what the edit
+leaves alone. Points are grouped by their structural values into chunks and batches
+(:mod:`libra_opt.explore.executors`); the base goes to each worker once (:class:`Plan`).
 
 The result always has the same columns in the same order (:func:`result_columns`): the axes,
 ``status`` (``optimal``/``infeasible``/``unbounded``/``error``), ``message`` (``""`` when
@@ -116,17 +106,9 @@ class _Record(NamedTuple):
 
 
 class Plan:
-    """What every batch of one sweep needs: the base its points edit. Sent to each worker
-    once (:func:`~libra_opt.explore.executors.run_batches` ``shared=``); each process keeps
-    the problems it builds from it (the base problem, and the last structural
-    combination's: the chunks of one combination are consecutive), never pickled.
-
-    Parameters
-    ----------
-    base : ScenarioBase
-    given : BandwidthProblem, optional
-        The base problem, already built (in the caller).
-    """
+    """What every batch of one sweep needs: the ``base`` its points edit, sent to each worker
+    once (``run_batches(shared=)``). Each process keeps the problems it builds (the base's,
+    or ``given``, and the last structural combination's), never pickled."""
 
     def __init__(self, base: ScenarioBase, given: BandwidthProblem | None = None) -> None:
         self.base = base
@@ -239,9 +221,8 @@ def _check_rhs(axis: str, path: str, values: Sequence[Any]) -> tuple[float, ...]
 
 
 def _value_errors(axis: tuple[ScenarioBase, str], values: Sequence[Any]) -> list[str | None]:
-    """The message of the error each value of a one-structural-axis sweep raises when it
-    alone edits the scenario (``None`` when it builds): the axis check of :func:`check_axes`,
-    run in a worker for the process and Dask executors. ``axis``: the base and the path."""
+    """The error message of each value of a one-structural-axis sweep (``None`` when it
+    builds; ``axis``: the base and the path): :func:`check_axes`, run in a worker."""
     base, path = axis
     out: list[str | None] = []
     for value in values:
@@ -262,8 +243,7 @@ def _weight(value: Any) -> float | None:
 
 
 def _check_values(base: ScenarioBase, name: str, path: str, values: list[Any]) -> Axis:
-    """One axis's values checked against its kind (a weight that plainly is one needs no
-    edit of the spec to tell; any other value is read as the spec reads it)."""
+    """One axis's values checked against its kind (a plain weight needs no spec edit)."""
     if base.classify(path) == "rhs":
         return Axis(name, path, "rhs", _check_rhs(name, path, values))
     workload = base.weight_of(path)

@@ -1,15 +1,13 @@
 """Parameter sweeps: solve a scenario over the product (or the zip) of several axes,
-serially, on local processes or on a Dask cluster, into one pandas DataFrame.
-
-:func:`sweep` checks the axes and the options, then runs the points of the grid
-(:mod:`libra_opt.explore.grid`) on the executor of its :class:`~libra_opt.explore.executors.
-ExecutorOptions`. With ``out=`` finished batches are streamed into a results sink as they
-finish (:mod:`libra_opt.explore.sink`; a results folder is
-:func:`libra_opt.io.results.results_stream`), and an interrupted sweep resumes there.
+serially, on local processes or on a Dask cluster, into one pandas DataFrame (the grid:
+:mod:`libra_opt.explore.grid`). With ``out=`` finished batches are streamed into a results
+sink (:mod:`libra_opt.explore.sink`), where an interrupted sweep resumes.
 """
 
 from __future__ import annotations
 
+import builtins
+import importlib.util
 import logging
 import math
 import sys
@@ -63,15 +61,10 @@ def _in_notebook() -> bool:
 def _bar_class() -> Any:
     """tqdm's notebook bar in a notebook with ipywidgets, else the text bar (``tqdm.auto``
     would warn in a notebook without ipywidgets)."""
-    if _in_notebook():
-        try:
-            import ipywidgets  # noqa: F401
-        except ImportError:
-            pass
-        else:
-            from tqdm.auto import tqdm as auto
+    if _in_notebook() and importlib.util.find_spec("ipywidgets") is not None:
+        from tqdm.auto import tqdm as auto
 
-            return auto
+        return auto
     from tqdm import tqdm
 
     return tqdm
@@ -258,7 +251,7 @@ def sweep(
 
     done0 = len(points) - len(todo)
     update, close = _progress(options.progress, len(points), done0,
-                              lambda i: dict(_pairs(names, points[i])))
+                              lambda i: dict(builtins.zip(names, points[i], strict=True)))
     t0 = time.perf_counter()
     try:
         _execute(plan, batches, options, update, on_batch, done0)
@@ -276,8 +269,3 @@ def sweep(
     if store is not None:
         return store.finish()
     return frame(ax, points, results, workloads, dims, shadows, failures=failures)
-
-
-def _pairs(names: Sequence[str], values: Sequence[Any]) -> Any:
-    """``zip`` (``sweep`` takes a keyword named ``zip``)."""
-    return zip(names, values, strict=True)

@@ -1,17 +1,11 @@
 """Compile a :class:`~libra_opt.scenario.spec.ScenarioSpec` into a
 :class:`~libra_opt.scenario.scenario.Scenario`: pure, no file access.
 
-Every file-backed entry of the spec already holds its parsed value
-(:class:`~libra_opt.scenario.spec.Ref`); an unresolved one is refused (resolve it with
-:func:`libra_opt.compile`, which reads it through :mod:`libra_opt.io`). Errors name the
-spec's ``source`` (the scenario file, or ``<api>``) and the field, as the file loader did.
-
-The steps, in order: the fabric (inline dimensions, a builder call or a LIBRA network, then
-members), the cost model (tables, a catalog with overrides, the power model), the workloads
-(generated from model + parallelism + device, or ASTRA-sim), the in-network optimizer's
-aggregators, compression, fine-grained overlap, DiLoCo, the constraints and bounds with
-right-hand sides replaced by label, TCO and the failure model, then the scenario's own
-checks.
+Every file-backed entry must hold its parsed value already (:func:`libra_opt.compile` reads
+them through :mod:`libra_opt.io`). Errors name the spec's ``source`` (the scenario file, or
+``<api>``) and the field. The steps: fabric, cost model, workloads, in-network aggregators,
+compression, fine-grained overlap, DiLoCo, constraints, TCO and failure model, then the
+scenario's own checks.
 """
 
 from __future__ import annotations
@@ -145,7 +139,7 @@ def _compile(
     old = _reusable(spec, previous)
     built: list[tuple[Workload, GeneratedWorkload | None]]
     same_fabric = old is not None and old[0].fabric == spec.fabric
-    sizes: list = [] if old is None else old[4]  # checkpoint sizes by model and precision
+    sizes: list = [] if old is None else list(old[4])  # checkpoint sizes, the previous's first
     if old is not None and same_fabric:
         fabric = old[1]
         if (old[0].cost_model, old[0].power_model) == (spec.cost_model, spec.power_model):
@@ -350,10 +344,8 @@ def _workload(
 
 def _check_communicator(groups: Mapping[str, tuple[int, ...]], fabric: Fabric,
                         src: str | None) -> None:
-    """Every phase group of a LIBRA communicator fits ``fabric``: one entry per dimension,
-    each a divisor of the dimension's size. Errors name the communicator file and its key
-    (``Forward``, ``InputGrad``, ``WeightGrad``), not the scenario (the scenario's file
-    when the communicator was given inline)."""
+    """Every phase group of a LIBRA communicator fits ``fabric`` (one divisor of each
+    dimension's size); errors name the communicator file and its key (``Forward``, ...)."""
     for g_name, span in groups.items():
         key = _COMMUNICATOR_KEYS.get(g_name, g_name)
         if len(span) != fabric.n_dims:
@@ -377,14 +369,10 @@ def _with_aggregators(
     spec: ScenarioSpec, built: list[tuple[Workload, GeneratedWorkload | None]],
     cost_model: CostModel, fabric: Fabric,
 ) -> CostModel:
-    """``cost_model`` with the in-network optimizer's aggregators priced
-    (:mod:`libra_opt.cost.aggregators`) when a model-based workload uses
-    ``dp_mode: in_network_optimizer``; unchanged otherwise.
-
-    Ports on the ``in_network_optimizer.dims`` (default: the outermost dimension each such
-    workload's data-parallel group spans); state: the largest of the workloads' optimizer
-    state (one cluster runs one workload at a time).
-    """
+    """``cost_model`` with the in-network optimizer's aggregators priced when a model-based
+    workload uses ``dp_mode: in_network_optimizer``: ports on ``in_network_optimizer.dims``
+    (default: the outermost dimension each such workload's data-parallel group spans), state
+    the largest of the workloads' (one cluster runs one workload at a time)."""
     opts = spec.in_network_optimizer or InNetworkOptimizerSpec()
     dims: list[str] = []
     state = 0.0
