@@ -48,11 +48,8 @@ def _build_program(backend: str, *args) -> RowScaling:
 
 
 class _SolverAttemptFailed(Exception):
-    """Clarabel raised or returned a non-optimal status, so an attempt has no answer to check.
-
-    ``status`` says why (the solver status, or the solver's error); the retry loop keeps the
-    last one to name the failure when every attempt fails.
-    """
+    """Clarabel raised or returned a non-optimal status (``status``: why); the retry loop
+    keeps the last one to name the failure when every attempt fails."""
 
     def __init__(self, status: str):
         self.status = status
@@ -153,16 +150,12 @@ def _in_trouble(run: _SolveAttempt, rows: tuple[Row, ...]) -> bool:
 def _pinned_answer(
     problem: BandwidthProblem, scen: Scenario, rows: tuple[Row, ...]
 ) -> _SolveAttempt | None:
-    """The answer when the rows pin every used bandwidth to within :data:`_PINNED_REL`
-    (a budget or power cap at its floor, bounds that meet), decided exactly; ``None`` when
-    the feasible set is wider (the solver's own answer or failure stands).
+    """The answer when the rows pin every used bandwidth to within :data:`_PINNED_REL` (a
+    cap at its floor, bounds that meet), decided exactly; ``None`` when the set is wider.
 
-    Two linear programs per used dimension give its least and greatest feasible bandwidth.
-    When every range is that narrow, the least-cost vertex is moved exactly onto its bound
-    rows (:func:`~libra_opt.optimize.feasibility.snap_to_rows`) and every row is checked in
-    numpy: a row still broken beyond round-off (1e-12 of its scale) means the rows cannot
-    hold together (a budget below its floor), reported with the rows that meet there;
-    otherwise the point is the optimum to within the range.
+    Two LPs per used dimension give its feasible range; when every range is that narrow, the
+    vertex is snapped onto its bound rows and every row checked in numpy: a row still broken
+    beyond round-off (1e-12 of its scale) means the rows cannot hold together.
 
     Raises
     ------
@@ -232,10 +225,8 @@ def _fresh_program(problem: BandwidthProblem, scen: Scenario, rows: tuple[Row, .
 
 
 def _boxed_program(problem: BandwidthProblem, scen: Scenario, rows: tuple[Row, ...]) -> Any:
-    """A program scaled per dimension to the most bandwidth the rows allow that dimension
-    (one LP each): for designs whose dimensions differ by orders of magnitude (a site link
-    capped at a few MB/s beside a fixed 17 GB/s), where a uniform scale can leave the
-    interior-point method without progress and there is no answer to polish from."""
+    """A program scaled per dimension to the most bandwidth the rows allow it (one LP each),
+    for dimensions orders of magnitude apart, where a uniform scale can stall the solver."""
     n, used = scen.fabric.n_dims, problem.terms.used_dims
     weights = np.array(scen.weights)
     b_ref, _ = reference_scales(problem.terms, weights, n, reference_bw(rows, n, used))

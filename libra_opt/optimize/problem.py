@@ -394,12 +394,9 @@ def _idle_minimum(
     problem: BandwidthProblem, scen: Scenario, rows: tuple[Row, ...], run: _SolveAttempt,
     free: np.ndarray,
 ) -> _SolveAttempt:
-    """Give idle dimensions the least bandwidth the constraints allow.
-
-    Idle: dimensions without traffic, and ``free`` dimensions (nothing bounds them; with
-    pipelined collectives they are no bottleneck). A free dimension keeps every collective's
-    time: ``B_d >= c_kd / (T_k - l_kd)`` with ``T_k`` the time of collective ``k`` on its
-    other dimensions. The step time cannot grow, so the objective is unchanged or better.
+    """Give idle dimensions (no traffic, or ``free``: unbounded, no bottleneck) the least
+    bandwidth the constraints allow; a free one keeps every collective's time,
+    ``B_d >= c_kd / (T_k - l_kd)`` (``T_k`` on its other dimensions), so the step cannot grow.
     """
     n = scen.fabric.n_dims
     used = problem.terms.used_dims

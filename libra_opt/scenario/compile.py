@@ -169,8 +169,11 @@ def _compile(
                                    d.params_per_npu, d.dp_group)
         workloads, weights = list(ws), list(wts)
     generated = MappingProxyType({wl.name: g for wl, g in built if g is not None})
-    same_rows = same_fabric and previous is not None and old[0].constraints == spec.constraints
-    cons = list(previous.constraints) if same_rows else _constraints(spec, fabric)
+    if (old is not None and previous is not None and same_fabric
+            and old[0].constraints == spec.constraints):
+        cons = list(previous.constraints)  # the same rows on the same fabric
+    else:
+        cons = _constraints(spec, fabric)
     c = spec.constraints
     collectives = _with_device_links(_collectives(spec.collectives), fabric,
                                      [g.device for _, g in built if g is not None])
