@@ -8,32 +8,19 @@ finished items as they finish (``n`` more items of batch ``index``; a progress b
 per item, not per batch). Where a run goes and how it reports is one value,
 :class:`ExecutorOptions`.
 
-Executors (:func:`resolve_executor`):
+Executors (:func:`resolve_executor`): ``serial`` (in the caller; ``fn`` need not be
+picklable); ``processes``, a local pool whose workers a fork server (Linux; spawn elsewhere)
+starts with ``fn``'s module and the solver imported; ``dask``, a loopback
+``distributed.LocalCluster`` of worker processes started here, the cluster at a scheduler
+address (``scheduler=`` or ``DASK_SCHEDULER_ADDRESS``), or a ``distributed.Client``.
 
-* ``serial``: in the caller, batch after batch (``fn`` need not be picklable).
-* ``processes``: a local process pool. Workers are started by a fork server (Linux; spawn
-  elsewhere) that imports ``fn``'s module and the solver once, so a worker starts in
-  milliseconds and inherits nothing of the caller but what it is sent.
-* ``dask``: a ``distributed.LocalCluster`` of worker *processes* (one thread each) on
-  loopback, started and closed here; or, with a scheduler address (``scheduler=`` or the
-  ``DASK_SCHEDULER_ADDRESS`` environment variable), the existing cluster behind it; or a
-  ``distributed.Client`` passed in.
-
-Workers started here never outlive the caller: each ignores SIGINT (the caller handles
-Ctrl-C and stops them), sets Linux's parent-death signal, and watches the caller's process
-id from a thread, exiting when it is gone (SIGKILL included). Their stdin, stdout and stderr
-are ``/dev/null``, so a caller reading this process's output sees end-of-file as soon as the
-caller itself exits. When the consumer stops iterating (an exception, Ctrl-C, ``close()``),
-unfinished batches are cancelled and the local workers are killed before the generator
-returns.
-
-Several runs in a row (a search visiting its candidates in rounds, each round pruned by
-the results of the ones before) share one pool or cluster through
-:func:`executor_session`.
-
-Batch sizes (:func:`batch_size`) amortise the cost of shipping work (pickling the problem
-description, a round trip to a worker) over many items while leaving several batches per
-worker for load balance.
+Workers started here never outlive the caller (:mod:`libra_opt.explore.worker_process`):
+they ignore SIGINT, set Linux's parent-death signal, watch the caller's process id and have
+``/dev/null`` for stdin, stdout and stderr. When the consumer stops iterating (an exception,
+Ctrl-C, ``close()``), unfinished batches are cancelled and local workers killed before the
+generator returns. Several runs in a row share one pool or cluster through
+:func:`executor_session`. Batches (:func:`batch_size`, :func:`make_batches`) amortise
+shipping work over many items while leaving several per worker for load balance.
 """
 
 from __future__ import annotations
@@ -103,13 +90,11 @@ def default_workers() -> int:
 
 @dataclass(frozen=True)
 class ExecutorOptions:
-    """Where a run's batches are solved and how it reports, as one value passed down.
-
-    ``executor`` is what :func:`resolve_executor` takes (kept resolved, with ``scheduler``);
-    ``max_workers`` the workers of a local pool or cluster (default :func:`default_workers`);
-    ``progress`` a bar or a callback (its form is the caller's); ``batch_size`` the items per
-    batch shipped to a worker (default :func:`batch_size`); ``stop`` is polled while batches
-    run (:func:`run_batches`); ``out`` a sweep's :class:`~libra_opt.explore.sink.ResultsSink`.
+    """Where a run's batches are solved and how it reports, as one value passed down:
+    ``executor`` as :func:`resolve_executor` takes it (kept resolved, with ``scheduler``),
+    ``max_workers`` (default :func:`default_workers`), ``progress`` (a bar or a callback),
+    ``batch_size`` (default :func:`batch_size`), ``stop`` (polled, :func:`run_batches`) and
+    ``out`` (a sweep's :class:`~libra_opt.explore.sink.ResultsSink`).
 
     Raises
     ------
@@ -157,12 +142,8 @@ class ExecutorOptions:
 def resolve_executor(executor: Any = "serial", scheduler: str | None = None,
                      environ: Mapping[str, str] | None = None) -> Any:
     """The executor to run on: ``serial``, ``processes``, ``dask``, a scheduler address
-    (``tcp://...``) or a ``distributed.Client``.
-
-    A scheduler address (``scheduler``, or ``executor`` given as an address) means the
-    existing cluster behind it. With ``executor='dask'`` and no address, the environment
-    variable ``DASK_SCHEDULER_ADDRESS`` names the cluster when set; otherwise a local
-    cluster is started.
+    (``scheduler``, ``executor`` given as one, or ``DASK_SCHEDULER_ADDRESS`` with ``dask``)
+    or a ``distributed.Client``.
 
     Raises
     ------
@@ -223,9 +204,8 @@ def _check_address(address: str, field: str = "scheduler") -> str:
 
 
 def check_scheduler(address: str, timeout_s: float = 5.0, field: str = "scheduler") -> None:
-    """Check that something listens at a ``tcp://`` scheduler address (a refused or
-    unroutable address fails here in a moment, not after the client's connect timeout).
-    Other protocols are left to the client.
+    """Check that something listens at a ``tcp://`` scheduler address (a bad address fails
+    here at once, not after the client's timeout); other protocols are left to the client.
 
     Raises
     ------
@@ -274,10 +254,13 @@ def batch_size(n_items: int, n_workers: int, *, max_items: int = MAX_BATCH_ITEMS
     return max(1, min(max_items, math.ceil(n_items / (per_worker * max(1, n_workers)))))
 
 
-def make_batches(items: Sequence[T], size: int,
-                 weight: Callable[[T], int] | None = None) -> list[tuple[T, ...]]:
+def make_batches(items: Sequence[T], size: int, weight: Callable[[T], int] | None = None,
+                 workers: int | None = None) -> list[tuple[T, ...]]:
     """Consecutive ``items`` packed into batches of total ``weight`` at most ``size`` (an
-    item heavier than ``size`` is a batch alone). ``weight`` defaults to 1 per item.
+    item heavier than ``size`` is a batch alone). ``weight`` defaults to 1 per item. With
+    ``workers``, a batch holds at most the weight left over twice the workers (and at least
+    a sixteenth of ``size``): batches shrink toward the end, so that the workers finish
+    together.
 
     Examples
     --------
@@ -285,19 +268,25 @@ def make_batches(items: Sequence[T], size: int,
     [(1, 2), (3, 4), (5,)]
     >>> make_batches(["aaa", "b", "cc", "d"], 3, weight=len)
     [('aaa',), ('b', 'cc'), ('d',)]
+    >>> [len(b) for b in make_batches(range(20), 8, workers=2)]
+    [5, 4, 3, 2, 2, 1, 1, 1, 1]
     """
     if size < 1:
         raise InputError(f"batch size must be >= 1, got {size}", field="batch_size")
+    weights = [1 if weight is None else weight(item) for item in items]
+    left = sum(weights)
     out: list[tuple[T, ...]] = []
     cur: list[T] = []
-    load = 0
-    for item in items:
-        w = 1 if weight is None else weight(item)
-        if cur and load + w > size:
+    load, limit = 0, size
+    for item, w in zip(items, weights, strict=True):
+        if cur and load + w > limit:
             out.append(tuple(cur))
             cur, load = [], 0
+        if not cur and workers is not None:
+            limit = max(math.ceil(size / 16), min(size, math.ceil(left / (2 * workers))))
         cur.append(item)
         load += w
+        left -= w
     if cur:
         out.append(tuple(cur))
     return out
@@ -345,23 +334,19 @@ def run_batches(
     ----------
     fn : callable
         ``fn(batch)`` (``fn(shared, batch)`` with ``shared``) returns or yields one result
-        per item of ``batch`` (``len(batch)`` items). A module-level function (or a
-        ``functools.partial`` of one) for the process and Dask executors, which pickle it.
+        per item of ``batch``; picklable (module-level) for the process and Dask executors.
     batches : sequence
         The batches, each a sized sequence of items.
     options : ExecutorOptions, optional
         Its ``executor``, ``max_workers`` and ``stop`` (default: serial). ``stop`` is polled
         in the caller's thread after every item (serial) or at least every 0.1 s; true
-        stops the run as Ctrl-C does (``KeyboardInterrupt``), also where a
-        ``KeyboardInterrupt`` raised by a signal handler would be lost (inside C code that
-        clears errors).
+        stops the run as Ctrl-C does (``KeyboardInterrupt``).
     on_items : callable, optional
-        ``on_items(index, n)``: ``n`` more items of batch ``index`` finished, in item order
-        (called in the caller's thread, before the batch is yielded).
+        ``on_items(index, n)``: ``n`` more items of batch ``index`` finished (called in the
+        caller's thread, before the batch is yielded).
     shared : object, optional
         What every batch needs (a sweep's base scenario), sent to each worker once (with
-        every batch on a pool of :func:`executor_session`); each worker keeps its copy, and
-        what the copy caches, for the whole run.
+        every batch on a pool of :func:`executor_session`) and kept for the whole run.
 
     Yields
     ------
@@ -414,19 +399,9 @@ def _check(stop: Callable[[], bool] | None) -> None:
 
 
 class LocalPool:
-    """A started ``processes`` pool that several :func:`run_batches` calls share (made by
-    :func:`executor_session`, which closes it).
-
-    Parameters
-    ----------
-    fn : callable
-        A task function whose module the workers import at start.
-    workers : int
-        Worker processes.
-    shared : object, optional
-        Sent to each worker at its start; every task is then called with it
-        (:func:`run_batches`).
-    """
+    """A started ``processes`` pool of ``workers`` processes that import ``fn``'s module
+    at start; ``shared`` is sent to each at its start and every task called with it
+    (:func:`run_batches`). Several runs share it through :func:`executor_session`."""
 
     def __init__(self, fn: Callable, workers: int, shared: Any = None) -> None:
         ctx = _start_context(fn)
@@ -460,18 +435,10 @@ class LocalPool:
 def executor_session(executor: Any, fn: Callable, max_workers: int | None = None
                      ) -> Iterator[Any]:
     """An executor for several :func:`run_batches` calls in a row, started once and closed
-    when the block ends: a :class:`LocalPool` for ``processes``, a ``distributed.Client``
-    (of a loopback cluster of worker processes started here, or of the scheduler at an
-    address) for Dask; ``serial`` and a given ``Client`` pass through.
-
-    Parameters
-    ----------
-    executor : str or distributed.Client
-        What :func:`resolve_executor` returns.
-    fn : callable
-        The task function (its module is preloaded by the local workers).
-    max_workers : int, optional
-        Workers of a local pool or cluster (default :func:`default_workers`).
+    when the block ends: a :class:`LocalPool` for ``processes`` (preloading ``fn``'s
+    module), a ``distributed.Client`` for Dask; ``serial`` and a given ``Client`` pass
+    through. ``executor`` is what :func:`resolve_executor` returns; ``max_workers`` as in
+    :class:`ExecutorOptions`.
 
     Examples
     --------

@@ -1,24 +1,14 @@
 """The grid of a sweep: its axes, its points grouped into work, the task that solves them and
 the table they make (:func:`libra_opt.explore.sweep.sweep` runs it).
 
-An axis is a path of :mod:`libra_opt.explore.overrides` with a sequence of values, of one of
-three kinds:
-
-* ``rhs``: a cap (``budget_usd``, ``power_w``) or a constraint's label, a number in ``b``
-  (or in the ``u`` column of ``A``) of the built conic program;
-* ``weight``: a workload's weight (``workloads.<name>.weight``), numbers in ``q``;
-* ``structural``: any other path. The point's spec is edited and compiled once per distinct
-  combination of structural values, and its problem built from the base problem
-  (:func:`libra_opt.optimize.problem.build_problem` with ``like=``): what the edit leaves
-  alone (the terms of unchanged workloads, the program of an edit of bounds or prices) is
-  kept.
-
-Right-hand-side and weight values are data: the points of one structural combination
-re-solve one built problem with new numbers (:func:`libra_opt.optimize.problem.solve` with
-``rhs=`` and ``weights=``), one Clarabel solver updated in place. Points are grouped by
-their structural values, cut into chunks and packed into batches
-(:mod:`libra_opt.explore.executors`); the base scenario goes to each worker once
-(:class:`Plan`), and a batch carries only the points' edits.
+An axis is a path of :mod:`libra_opt.explore.overrides` with values, of one of three kinds:
+``rhs`` (a cap or a constraint's label) and ``weight`` (``workloads.<name>.weight``) are data
+of the built program: the points of one structural combination re-solve one problem with new
+numbers (:func:`~libra_opt.optimize.problem.solve` with ``rhs=`` and ``weights=``);
+``structural`` (any other path) edits the spec, compiled once per distinct combination, and
+its problem is built from the base problem (``build_problem(like=)``), keeping what the edit
+leaves alone. Points are grouped by their structural values into chunks and batches
+(:mod:`libra_opt.explore.executors`); the base goes to each worker once (:class:`Plan`).
 
 The result always has the same columns in the same order (:func:`result_columns`): the axes,
 ``status`` (``optimal``/``infeasible``/``unbounded``/``error``), ``message`` (``""`` when
@@ -53,7 +43,7 @@ from libra_opt.errors import (
 )
 from libra_opt.explore.executors import ExecutorOptions, make_batches, run_batches
 from libra_opt.explore.executors import batch_size as default_batch_size
-from libra_opt.explore.overrides import ScenarioBase, canonical_path
+from libra_opt.explore.overrides import ScenarioBase, canonical_path, edit_key
 from libra_opt.optimize.problem import BandwidthProblem, build_problem, same_terms, solve
 from libra_opt.scenario.scenario import MAX_RHS, Scenario
 
@@ -116,17 +106,9 @@ class _Record(NamedTuple):
 
 
 class Plan:
-    """What every batch of one sweep needs: the base its points edit. Sent to each worker
-    once (:func:`~libra_opt.explore.executors.run_batches` ``shared=``); each process keeps
-    the problems it builds from it (the base problem, and the last structural
-    combination's: the chunks of one combination are consecutive), never pickled.
-
-    Parameters
-    ----------
-    base : ScenarioBase
-    given : BandwidthProblem, optional
-        The base problem, already built (in the caller).
-    """
+    """What every batch of one sweep needs: the ``base`` its points edit, sent to each worker
+    once (``run_batches(shared=)``). Each process keeps the problems it builds (the base's,
+    or ``given``, and the last structural combination's), never pickled."""
 
     def __init__(self, base: ScenarioBase, given: BandwidthProblem | None = None) -> None:
         self.base = base
@@ -150,7 +132,7 @@ class Plan:
         """The problem of a structural combination (``()``: the base's), or why it has none."""
         if not structural:
             return self.root()
-        key = _key(structural)
+        key = edit_key(structural)
         if self._last is not None and self._last[0] == key:
             return self._last[1]
         problem: BandwidthProblem | LibraOptError
@@ -239,9 +221,8 @@ def _check_rhs(axis: str, path: str, values: Sequence[Any]) -> tuple[float, ...]
 
 
 def _value_errors(axis: tuple[ScenarioBase, str], values: Sequence[Any]) -> list[str | None]:
-    """The message of the error each value of a one-structural-axis sweep raises when it
-    alone edits the scenario (``None`` when it builds): the axis check of :func:`check_axes`,
-    run in a worker for the process and Dask executors. ``axis``: the base and the path."""
+    """The error message of each value of a one-structural-axis sweep (``None`` when it
+    builds; ``axis``: the base and the path): :func:`check_axes`, run in a worker."""
     base, path = axis
     out: list[str | None] = []
     for value in values:
@@ -262,8 +243,7 @@ def _weight(value: Any) -> float | None:
 
 
 def _check_values(base: ScenarioBase, name: str, path: str, values: list[Any]) -> Axis:
-    """One axis's values checked against its kind (a weight that plainly is one needs no
-    edit of the spec to tell; any other value is read as the spec reads it)."""
+    """One axis's values checked against its kind (a plain weight needs no spec edit)."""
     if base.classify(path) == "rhs":
         return Axis(name, path, "rhs", _check_rhs(name, path, values))
     workload = base.weight_of(path)
@@ -317,7 +297,7 @@ def check_axes(base: ScenarioBase, axes: Mapping[str, Sequence[Any]],
         a = structural[0]
         first: dict[Any, Any] = {}  # each distinct value once (one pass: not quadratic)
         for x in a.values:
-            first.setdefault(_key(x), x)
+            first.setdefault(edit_key(x), x)
         distinct = list(first.values())
         errors: Iterable[str | None]
         if options.executor != "serial" and len(distinct) >= PARALLEL_CHECK_VALUES:
@@ -368,30 +348,20 @@ def with_caps(base: ScenarioBase, axes: list[Axis]) -> ScenarioBase:
         raise InputError(exc.message, field=name) from None
 
 
-def _key(value: Any) -> Any:
-    """A hashable stand-in for a structural value (lists and mappings given as values)."""
-    if isinstance(value, Mapping):
-        return tuple(sorted((k, _key(v)) for k, v in value.items()))
-    if isinstance(value, list | tuple):
-        return tuple(_key(v) for v in value)
-    return value
-
-
 def chunks(axes: list[Axis], points: list[tuple[Any, ...]], size: int,
            todo: Sequence[int]) -> list[_Chunk]:
     """The points ``todo`` grouped by their structural values, in grid order, each group cut
     into chunks of at most ``size`` points."""
-    kinds = [a.kind for a in axes]
+    kinds = {kind: [j for j, a in enumerate(axes) if a.kind == kind]
+             for kind in ("structural", "rhs", "weight")}
     groups: dict[Any, tuple[tuple[tuple[str, Any], ...], list]] = {}
     for i in todo:
         p = points[i]
-        structural = tuple((a.path, v) for a, v, k in zip(axes, p, kinds, strict=True)
-                           if k == "structural")
-        rhs = tuple((a.path, float(v)) for a, v, k in zip(axes, p, kinds, strict=True)
-                    if k == "rhs")
-        weights = tuple((a.workload, float(v)) for a, v, k in zip(axes, p, kinds, strict=True)
-                        if k == "weight")
-        groups.setdefault(_key(structural), (structural, []))[1].append((i, rhs, weights))
+        structural = tuple((axes[j].path, p[j]) for j in kinds["structural"])
+        rhs = tuple((axes[j].path, float(p[j])) for j in kinds["rhs"])
+        weights = tuple((axes[j].workload, float(p[j])) for j in kinds["weight"])
+        key = edit_key(structural) if structural else ()
+        groups.setdefault(key, (structural, []))[1].append((i, rhs, weights))
     out = []
     for structural, pts in groups.values():
         for j in range(0, len(pts), size):
@@ -460,16 +430,17 @@ def frame(
     data["message"] = [r.message for r in recs]
     for c in ("objective", "weighted_step_time_s"):
         data[c] = np.array([getattr(r, c) for r in recs], dtype=float)
+    named = [(dict(r.step_time_s), dict(r.bw_gbps), dict(r.shadow)) for r in recs]
     for w in workloads:
-        data[f"step_time_{w}_s"] = np.array([dict(r.step_time_s).get(w, np.nan) for r in recs])
+        data[f"step_time_{w}_s"] = np.array([t.get(w, np.nan) for t, _, _ in named])
     for j, c in enumerate(_FAILURE_COLS if failures else ()):
         data[c] = np.array([r.failures[j] if r.failures else np.nan for r in recs])
     for c in ("network_cost_usd", "network_power_w"):
         data[c] = np.array([getattr(r, c) for r in recs], dtype=float)
     for d in dims:
-        data[f"bw_{d}_gbps"] = np.array([dict(r.bw_gbps).get(d, np.nan) for r in recs])
+        data[f"bw_{d}_gbps"] = np.array([b.get(d, np.nan) for _, b, _ in named])
     for label in shadows:
-        data[f"shadow_{label}"] = np.array([dict(r.shadow).get(label, np.nan) for r in recs])
+        data[f"shadow_{label}"] = np.array([sh.get(label, np.nan) for _, _, sh in named])
     for c in _TIMING_COLS:
         data[c] = np.array([getattr(r, c) for r in recs], dtype=float)
     import pandas as pd

@@ -1,20 +1,11 @@
 """Override any field of a scenario by a dotted path: ``--set PATH=VALUE`` and sweep axes.
 
-A scenario compiled from a :class:`~libra_opt.scenario.spec.ScenarioSpec` (every scenario
-read from a file, and every one made by :func:`libra_opt.compile`) is edited through its
-spec: the path (the grammar of :mod:`libra_opt.scenario.edit`: ``fabric.dims.pod.size``,
-``fabric.hb_domain``, ``workloads.gpt3.parallelism.tp``, ``workloads[0].device``,
-``constraints.bounds.scaleout[1]``, ``tco.pue``, ``budget_usd``, a constraint's label, ...)
-sets a field of the spec, and the spec is compiled again, so derived data follows (a
-model-generated workload's traffic and compute). Nothing is read from a file unless the edit
-names one (a model or a device by name: ``resolve`` reads it, :func:`libra_opt.apply_overrides`
-and the CLI pass :func:`libra_opt.io.resolve_spec`).
-
-A scenario built from objects has no spec; it takes the scenario fields (``objective``,
-``collective_model``, ``training_loop``, ``traffic_model``, ``name``,
-``in_network_reduction``), ``workloads.<name>.weight``, the caps, constraint labels and
-``fabric.dims.<name|[i]>.<field>`` (edited in place; the workloads' group spans must still
-fit).
+A scenario compiled from a :class:`~libra_opt.scenario.spec.ScenarioSpec` is edited through
+its spec (the path grammar of :mod:`libra_opt.scenario.edit`), which is compiled again, so
+derived data follows. Nothing is read from a file unless the edit names one (``resolve``
+reads it). A scenario built from objects has no spec; it takes the scenario fields
+(:data:`SCENARIO_FIELDS`), ``workloads.<name>.weight``, the caps, constraint labels and
+``fabric.dims.<name|[i]>.<field>`` (edited in place).
 
 Examples
 --------
@@ -60,6 +51,7 @@ __all__ = [
     "ScenarioBase",
     "apply_overrides",
     "canonical_path",
+    "edit_key",
     "parse_assignment",
     "parse_value",
     "rhs_labels",
@@ -218,10 +210,8 @@ def _set_rhs(scen: Scenario, label: str, value: float) -> Scenario:
 
 @dataclass(frozen=True)
 class ScenarioBase:
-    """What overrides apply to: a scenario and, when it has one, its spec.
-
-    Build with :meth:`of`; :meth:`apply` returns a new scenario, :meth:`derive` a new base.
-    Picklable, so a sweep's workers build their own scenarios from it.
+    """What overrides apply to: a scenario and, when it has one, its spec (picklable: a
+    sweep's workers build their own scenarios from it).
 
     Parameters
     ----------
@@ -237,8 +227,7 @@ class ScenarioBase:
     scenario: Scenario
     spec: ScenarioSpec | None = None
     resolve: Resolver | None = None
-    # scenarios already compiled from this base, by edit (checking a sweep's axis compiles
-    # each value once and its points reuse them); bounded, never pickled
+    # scenarios compiled from this base, by edit (bounded, never pickled)
     _built: dict[Any, Scenario] = field(default_factory=dict, init=False, repr=False,
                                         compare=False)
 
@@ -277,9 +266,8 @@ class ScenarioBase:
 
     def weight_of(self, path: str) -> str | None:
         """The workload whose weight ``path`` (``workloads.<name|[i]>.weight``) sets, when
-        that weight is the compiled scenario's own (one compiled workload per spec entry,
-        under the same name: not under DiLoCo, whose outer sync weighs a share of it);
-        ``None`` for any other path.
+        that weight is the compiled scenario's own (not under DiLoCo, whose outer sync weighs
+        a share of it); ``None`` for any other path.
 
         Examples
         --------
@@ -302,9 +290,8 @@ class ScenarioBase:
         return key if key in names else None
 
     def check(self, path: str, value: Any) -> Any:
-        """Check that ``path`` exists and ``value`` fits its type before anything is
-        compiled; returns the value as it will be set (text parsed, integral floats as
-        integers).
+        """``value`` as it will be set at ``path`` (text parsed, integral floats as
+        integers), checked before anything is compiled.
 
         Raises
         ------
@@ -354,7 +341,7 @@ class ScenarioBase:
         if not overrides:
             return self.scenario
         if self.spec is not None:
-            key = _hashable(overrides)
+            key = edit_key(overrides)
             if key in self._built:
                 return self._built[key]
             spec = self._edited_spec(overrides)
@@ -381,7 +368,7 @@ class ScenarioBase:
         return scen
 
     def derive(self, overrides: Mapping[str, Any]) -> ScenarioBase:
-        """A base with ``overrides`` applied (for ``--set`` followed by sweep axes).
+        """A base with ``overrides`` applied (``--set`` before sweep axes).
 
         Examples
         --------
@@ -396,12 +383,12 @@ class ScenarioBase:
         return ScenarioBase(scen, scen.spec, self.resolve)
 
 
-def _hashable(value: Any) -> Any:
-    """A hashable stand-in for overrides (their values may be lists or mappings)."""
+def edit_key(value: Any) -> Any:
+    """A hashable stand-in for overrides or a value (lists and mappings given as values)."""
     if isinstance(value, Mapping):
-        return tuple((k, _hashable(v)) for k, v in value.items())
+        return tuple((k, edit_key(v)) for k, v in value.items())
     if isinstance(value, list | tuple):
-        return ("__seq__", *(_hashable(v) for v in value))
+        return ("__seq__", *(edit_key(v) for v in value))
     try:
         hash(value)
     except TypeError:

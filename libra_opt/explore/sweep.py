@@ -1,16 +1,15 @@
 """Parameter sweeps: solve a scenario over the product (or the zip) of several axes,
-serially, on local processes or on a Dask cluster, into one pandas DataFrame.
-
-:func:`sweep` checks the axes and the options, then runs the points of the grid
-(:mod:`libra_opt.explore.grid`) on the executor of its :class:`~libra_opt.explore.executors.
-ExecutorOptions`. With ``out=`` finished batches are streamed into a results sink as they
-finish (:mod:`libra_opt.explore.sink`; a results folder is
-:func:`libra_opt.io.results.results_stream`), and an interrupted sweep resumes there.
+serially, on local processes or on a Dask cluster, into one pandas DataFrame (the grid:
+:mod:`libra_opt.explore.grid`). With ``out=`` finished batches are streamed into a results
+sink (:mod:`libra_opt.explore.sink`), where an interrupted sweep resumes.
 """
 
 from __future__ import annotations
 
+import builtins
+import importlib.util
 import logging
+import math
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -62,15 +61,10 @@ def _in_notebook() -> bool:
 def _bar_class() -> Any:
     """tqdm's notebook bar in a notebook with ipywidgets, else the text bar (``tqdm.auto``
     would warn in a notebook without ipywidgets)."""
-    if _in_notebook():
-        try:
-            import ipywidgets  # noqa: F401
-        except ImportError:
-            pass
-        else:
-            from tqdm.auto import tqdm as auto
+    if _in_notebook() and importlib.util.find_spec("ipywidgets") is not None:
+        from tqdm.auto import tqdm as auto
 
-            return auto
+        return auto
     from tqdm import tqdm
 
     return tqdm
@@ -220,9 +214,9 @@ def sweep(
     root = given if given is not None and given.scenario is scen else None
     if root is None and not any(a.kind == "structural" for a in ax):
         # one problem serves every point: built here (a scenario it cannot take is refused
-        # before any work), and used as it is by a serial run
+        # before any work), and used as it is by the points solved in this process
         root = build_problem(scen)
-    plan = Plan(base, root if options.executor == "serial" else None)
+    plan = Plan(base, root)  # a worker builds its own (a Plan is pickled without it)
     workloads = [w.name for w in scen.workloads]
     dims = list(scen.fabric.names)
     shadows = shadow_labels(scen, ax)
@@ -242,8 +236,10 @@ def sweep(
         size = len(todo) if store is None else default_batch_size(len(todo), 1, max_items=100)
     else:
         size = default_batch_size(len(todo), options.workers)
-    batches = make_batches(chunks(ax, points, size, todo), size,
-                           weight=lambda ch: len(ch.points))
+    parallel = options.executor != "serial"
+    batches = make_batches(chunks(ax, points, math.ceil(size / 16) if parallel else size, todo),
+                           size, weight=lambda ch: len(ch.points),
+                           workers=options.workers if parallel else None)
     results: dict[int, Any] = {}
 
     def on_batch(out_: list) -> None:
@@ -255,7 +251,7 @@ def sweep(
 
     done0 = len(points) - len(todo)
     update, close = _progress(options.progress, len(points), done0,
-                              lambda i: dict(_pairs(names, points[i])))
+                              lambda i: dict(builtins.zip(names, points[i], strict=True)))
     t0 = time.perf_counter()
     try:
         _execute(plan, batches, options, update, on_batch, done0)
@@ -273,8 +269,3 @@ def sweep(
     if store is not None:
         return store.finish()
     return frame(ax, points, results, workloads, dims, shadows, failures=failures)
-
-
-def _pairs(names: Sequence[str], values: Sequence[Any]) -> Any:
-    """``zip`` (``sweep`` takes a keyword named ``zip``)."""
-    return zip(names, values, strict=True)

@@ -48,11 +48,8 @@ def _build_program(backend: str, *args) -> RowScaling:
 
 
 class _SolverAttemptFailed(Exception):
-    """Clarabel raised or returned a non-optimal status, so an attempt has no answer to check.
-
-    ``status`` says why (the solver status, or the solver's error); the retry loop keeps the
-    last one to name the failure when every attempt fails.
-    """
+    """Clarabel raised or returned a non-optimal status (``status``: why); the retry loop
+    keeps the last one to name the failure when every attempt fails."""
 
     def __init__(self, status: str):
         self.status = status
@@ -90,7 +87,7 @@ def _solve_once(
     if status not in ("optimal", "optimal_inaccurate"):
         raise _SolverAttemptFailed(status)
     x = run.x
-    if not np.isfinite(x).all() or not np.isfinite(run.step_value):
+    if not (np.isfinite(x).all() and np.isfinite(run.step_value)):
         raise _SolverAttemptFailed(f"{status} with a non-finite answer")
     if prog.product is None:
         bw = prog.b_ref * x
@@ -107,11 +104,10 @@ def _solve_once(
     ev = evaluate(scen, bw, problem.walks)
     # Relative gap; an optimum of exactly 0 (no traffic, no compute) is met by solver noise
     # of ~1e-306, which no objective in s, $ or s x $ can mean: 1e-30 is the floor.
-    gap = abs(ev.objective_value - solver_obj) / max(abs(ev.objective_value), abs(solver_obj),
-                                                     1e-30)
-    used = problem.terms.used_dims
-    xu = x[used]
-    spread = float(xu.max() / max(xu.min(), 1e-300)) if used.size else 1.0
+    value = ev.objective_value
+    gap = abs(value - solver_obj) / max(abs(value), abs(solver_obj), 1e-30)
+    xu = x[problem.terms.used_dims].tolist()
+    spread = max(xu) / max(min(xu), 1e-300) if xu else 1.0
     failure = verification_failure(ev, gap, solver_obj)
     # An "almost solved" answer, or one the numpy re-check confirms only to more than a
     # tenth of the tolerance (or not at all), is polished (re-solved scaled to itself).
@@ -154,16 +150,12 @@ def _in_trouble(run: _SolveAttempt, rows: tuple[Row, ...]) -> bool:
 def _pinned_answer(
     problem: BandwidthProblem, scen: Scenario, rows: tuple[Row, ...]
 ) -> _SolveAttempt | None:
-    """The answer when the rows pin every used bandwidth to within :data:`_PINNED_REL`
-    (a budget or power cap at its floor, bounds that meet), decided exactly; ``None`` when
-    the feasible set is wider (the solver's own answer or failure stands).
+    """The answer when the rows pin every used bandwidth to within :data:`_PINNED_REL` (a
+    cap at its floor, bounds that meet), decided exactly; ``None`` when the set is wider.
 
-    Two linear programs per used dimension give its least and greatest feasible bandwidth.
-    When every range is that narrow, the least-cost vertex is moved exactly onto its bound
-    rows (:func:`~libra_opt.optimize.feasibility.snap_to_rows`) and every row is checked in
-    numpy: a row still broken beyond round-off (1e-12 of its scale) means the rows cannot
-    hold together (a budget below its floor), reported with the rows that meet there;
-    otherwise the point is the optimum to within the range.
+    Two LPs per used dimension give its feasible range; when every range is that narrow, the
+    vertex is snapped onto its bound rows and every row checked in numpy: a row still broken
+    beyond round-off (1e-12 of its scale) means the rows cannot hold together.
 
     Raises
     ------
@@ -210,11 +202,6 @@ def _pinned_answer(
     )
 
 
-def _passes_verification(run: _SolveAttempt) -> bool:
-    """Whether the numpy evaluator confirms ``run`` (:func:`verification_failure`)."""
-    return run.failure is None
-
-
 def _program_at(
     problem: BandwidthProblem, scen: Scenario, rows: tuple[Row, ...], b_ref: np.ndarray,
     t_ref: float, product: tuple[float, np.ndarray] | None = None, ref_cost: float | None = None,
@@ -238,10 +225,8 @@ def _fresh_program(problem: BandwidthProblem, scen: Scenario, rows: tuple[Row, .
 
 
 def _boxed_program(problem: BandwidthProblem, scen: Scenario, rows: tuple[Row, ...]) -> Any:
-    """A program scaled per dimension to the most bandwidth the rows allow that dimension
-    (one LP each): for designs whose dimensions differ by orders of magnitude (a site link
-    capped at a few MB/s beside a fixed 17 GB/s), where a uniform scale can leave the
-    interior-point method without progress and there is no answer to polish from."""
+    """A program scaled per dimension to the most bandwidth the rows allow it (one LP each),
+    for dimensions orders of magnitude apart, where a uniform scale can stall the solver."""
     n, used = scen.fabric.n_dims, problem.terms.used_dims
     weights = np.array(scen.weights)
     b_ref, _ = reference_scales(problem.terms, weights, n, reference_bw(rows, n, used))
@@ -276,7 +261,7 @@ def _polished_program(
 def _rank(run: _SolveAttempt) -> tuple[bool, bool, float]:
     """Order of preference between attempts: verified, then certified optimal, then the
     smaller gap between the solver's objective and the numpy evaluation."""
-    return (_passes_verification(run), run.status == "optimal", -run.gap)
+    return (run.failure is None, run.status == "optimal", -run.gap)
 
 
 def _solve_with_retries(
@@ -317,12 +302,14 @@ def _solve_with_retries(
                 return
             attempt(_polished_program(problem, scen, rows, best))
 
+    if best is not None and not best.needs_polish:
+        return best, compile_s, solve_s, attempts  # the usual case: verified at once
     polish()
-    if best is None or not _passes_verification(best):
+    if best is None or best.failure is not None:
         logger.info("re-solving with scales fresh for these right-hand sides")
         attempt(_fresh_program(problem, scen, rows))
         polish()
-    if best is None or not _passes_verification(best):
+    if best is None or best.failure is not None:
         logger.info("re-solving scaled per dimension to the rows' largest bandwidths")
         attempt(_boxed_program(problem, scen, rows))
         polish()

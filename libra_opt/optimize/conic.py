@@ -20,12 +20,10 @@ DiLoCo's overlapped outer sync; none without one), and in the perspective form `
 ``inv_j x_j >= 1`` with ``inv_j, x_j >= 0`` is the second-order cone
 ``(inv_j + x_j, inv_j - x_j, 2)``: ``(inv + x)^2 >= (inv - x)^2 + 4``.
 
-The sparsity pattern depends on the scenario's structure only: new right-hand sides change
-numbers in ``b`` (``perf``) or in the ``u`` column of ``A`` (perspective form), new workload
-weights numbers in ``q`` (one objective row per workload), and new bounds, prices or TCO
-parameters numbers in the constraint and normalisation rows of ``A``
-(:meth:`ConicProgram.with_rows`). Such a re-solve updates the data of one Clarabel solver
-kept with the structure, so a sweep point costs one Clarabel solve and no assembly.
+The sparsity pattern depends on the scenario's structure only: new right-hand sides, weights,
+bounds, prices or TCO parameters change numbers (in ``b``, in the ``u`` column of ``A``, in
+``q``, in rows of ``A``: :meth:`ConicProgram.with_rows`), and a re-solve updates the data of
+one Clarabel solver kept with the structure: a sweep point costs one solve, no assembly.
 
 References
 ----------
@@ -103,14 +101,11 @@ class CscMatrix:
 
 
 class _Clarabel:
-    """The Clarabel solver of one program structure with the default settings, made once
-    from the data of the program that built the structure and updated in place for every
-    solve whose constraint matrix is the building program's (a new solver per solve costs
-    its set-up: equilibration, KKT pattern and ordering): its equilibration is that of the
-    building program's data, whichever point runs first, so a point's answer does not
-    depend on the points solved before it. A solve whose matrix has other numbers (the
-    perspective form carries right-hand sides in its ``u`` column) gets a solver of its own:
-    an updated matrix would keep numerical state from the solves before it."""
+    """The Clarabel solver of one program structure (default settings), made once from the
+    building program's data and updated in place (``q``, ``b``) for every solve with the
+    same constraint matrix, so that a point's answer does not depend on the points solved
+    before it; a solve whose matrix has other numbers (the perspective form's ``u`` column)
+    gets a solver of its own."""
 
     def __init__(self, q: np.ndarray, a: CscMatrix, b: np.ndarray, cones: list) -> None:
         self.data: tuple | None = (q, a, b, cones)
@@ -125,14 +120,17 @@ class _Clarabel:
             q0, a0, b0, cones = self.data
             self.solver = _solver(q0, a0, b0, cones, 0)
             self.held, self.data = (q0, a0.data, b0), None
-        if a.data is not self.held[1] and not np.array_equal(a.data, self.held[1]):
+        q0, a0, b0 = self.held
+        if a.data is not a0 and not np.array_equal(a.data, a0):
             return _solver(q, a, b, self.cones, 0).solve()
-        update = {k: new for k, new, old in zip("qb", (q, b), (self.held[0], self.held[2]),
-                                                strict=True)
-                  if new is not old and not np.array_equal(new, old)}
+        update = {}
+        if q is not q0 and not np.array_equal(q, q0):
+            update["q"] = q
+        if not np.array_equal(b, b0):
+            update["b"] = b
         if update:
             self.solver.update(**update)
-            self.held = (q, self.held[1], b)
+            self.held = (q, a0, b)
         return self.solver.solve()
 
 
@@ -152,8 +150,7 @@ def _solver(q: np.ndarray, a: CscMatrix, b: np.ndarray, cones: list, profile: in
 @dataclass
 class ConicProgram(RowScaling):
     """Clarabel data of one scenario at one scaling, re-solvable with new right-hand sides
-    and workload weights (numbers in ``b``, in the ``u`` column of ``A`` and in ``q``; the
-    structure and, with the default settings, the solver are kept).
+    and workload weights (the structure and, with the default settings, the solver kept).
 
     Attributes (besides :class:`~libra_opt.optimize.scaling.RowScaling`)
     ----------
@@ -236,10 +233,10 @@ class ConicProgram(RowScaling):
 
     def run(self, rows: tuple[Row, ...], profile: int = 0,
             weights: np.ndarray | None = None) -> ProgramRun:
-        """Solve with the right-hand sides of ``rows`` (same rows as built, new numbers), the
-        workload ``weights`` (default: the built ones) and the Clarabel settings of retry
-        ``profile``. ``solve_s`` is the time spent in Clarabel (its set-up or data update
-        and its solve), ``compile_s`` the time spent filling in the data."""
+        """Solve with the right-hand sides of ``rows`` (the built rows, new numbers), the
+        workload ``weights`` (default: the built ones) and the settings of retry ``profile``;
+        ``solve_s`` is the time in Clarabel (set-up or update, and solve), ``compile_s`` the
+        time filling in the data."""
         t0 = time.perf_counter()
         q, q_step, const_step = self.objective(weights)
         a_csc, b = self.constraint_data(rows)
@@ -250,7 +247,8 @@ class ConicProgram(RowScaling):
         else:
             sol = _solver(q, a_csc, b, self.cones, profile).solve()
         solve_s = time.perf_counter() - t1
-        status = _STATUS.get(str(sol.status), str(sol.status))
+        status = str(sol.status)
+        status = _STATUS.get(status, status)
         z = np.asarray(sol.x, dtype=float)
         duals = np.asarray(sol.z, dtype=float)
         return ProgramRun(
@@ -266,11 +264,9 @@ class ConicProgram(RowScaling):
 
     def with_rows(self, rows: tuple[Row, ...], product: tuple[float, np.ndarray] | None
                   ) -> ConicProgram | None:
-        """This program with other constraint rows and cost unit (``product``): the numbers of
-        its constraint and normalisation rows replaced, its structure, scales and solver
-        kept (a compiled edit of bounds, prices or TCO parameters); ``None`` when the rows'
-        senses, their order, the objective's form or the pattern of nonzero coefficients
-        differ (build a new program then).
+        """This program with other constraint rows and cost unit (``product``), structure,
+        scales and solver kept (an edit of bounds, prices or TCO parameters); ``None`` when
+        the senses, the order, the objective's form or the nonzero pattern differ.
 
         Examples
         --------

@@ -1,17 +1,12 @@
 """Exact bandwidth allocation: build a problem from a scenario, then solve it.
 
-:func:`build_problem` compiles a scenario into a convex program
-(:mod:`libra_opt.optimize.program`: DCP for ``perf``, a perspective transform for ``perf_per_cost``
-and ``tco``); :func:`solve` sets the right-hand sides (DPP parameters, so sweeps re-solve
-without re-compiling), checks feasibility and boundedness with linear programs, solves with
-Clarabel, re-evaluates the answer with the independent numpy evaluator and returns a frozen
-:class:`~libra_opt.optimize.solution.Solution`.
-
-Robustness: a solve that fails or disagrees with the numpy check is repeated with the
-program rescaled, per dimension, to the first answer (a polish) and then rebuilt with fresh
-scales for the current right-hand sides; only if every attempt fails is an error raised.
-Dimensions that carry no traffic, and dimensions whose bandwidth nothing bounds but that are
-never a bottleneck, get the least bandwidth the constraints allow (an LP after the solve).
+:func:`build_problem` compiles a scenario into a convex program (:mod:`~.conic`, or the cvxpy
+reference :mod:`~.program`); :func:`solve` sets new right-hand sides and weights as data,
+checks feasibility and boundedness with linear programs, solves with Clarabel, re-checks the
+answer with the independent numpy evaluator and returns a frozen
+:class:`~libra_opt.optimize.solution.Solution`. A solve that fails or disagrees with the
+check is retried rescaled (:mod:`~.attempts`); idle and unbounded-but-harmless dimensions
+get the least bandwidth the constraints allow (an LP after the solve).
 """
 
 from __future__ import annotations
@@ -19,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +30,7 @@ from libra_opt.errors import (
     VerificationError,
     short_repr,
 )
+from libra_opt.fabric.frozen import freeze_arrays
 from libra_opt.optimize._verify import (
     CONSTRAINT_REL_TOL,
     MAX_BW_GBPS,
@@ -87,12 +84,8 @@ BACKENDS = ("clarabel", "cvxpy")
 
 @dataclass
 class BandwidthProblem:
-    """A scenario compiled into a convex program that can be re-solved with new bounds.
-
-    Build it with :func:`build_problem`; solve it with :func:`solve` (or :meth:`solve`),
-    optionally overriding ``budget_usd``, ``power_w`` or the right-hand side of any
-    labelled constraint — those are DPP parameters, so re-solves skip compilation.
-    """
+    """A scenario compiled into a convex program (:func:`build_problem`), re-solvable by
+    :func:`solve` with new caps, right-hand sides and weights without rebuilding it."""
 
     scenario: Scenario
     terms: AggregatedTerms
@@ -261,7 +254,8 @@ def build_problem(scenario: Scenario, *, backend: str = "clarabel",
         objective_scale=obj_scale,
         rate=rate,
         backend=backend,
-        walks=like.walks if shared and like is not None else scenario_walks(scenario),
+        walks=like.walks if shared and like is not None else freeze_arrays(
+            scenario_walks(scenario)),
     )
 
 
@@ -308,7 +302,7 @@ def _override(problem: BandwidthProblem, overrides: Mapping[str, float],
         except (TypeError, ValueError):
             raise InputError(f"override {label}={short_repr(value)} must be a number",
                              field=label) from None
-        if not np.isfinite(v):
+        if not math.isfinite(v):
             raise InputError(f"override {label}={value!r} must be finite", field=label)
         if label not in labels:
             raise InputError(
@@ -400,12 +394,9 @@ def _idle_minimum(
     problem: BandwidthProblem, scen: Scenario, rows: tuple[Row, ...], run: _SolveAttempt,
     free: np.ndarray,
 ) -> _SolveAttempt:
-    """Give idle dimensions the least bandwidth the constraints allow.
-
-    Idle: dimensions without traffic, and ``free`` dimensions (nothing bounds them; with
-    pipelined collectives they are no bottleneck). A free dimension keeps every collective's
-    time: ``B_d >= c_kd / (T_k - l_kd)`` with ``T_k`` the time of collective ``k`` on its
-    other dimensions. The step time cannot grow, so the objective is unchanged or better.
+    """Give idle dimensions (no traffic, or ``free``: unbounded, no bottleneck) the least
+    bandwidth the constraints allow; a free one keeps every collective's time,
+    ``B_d >= c_kd / (T_k - l_kd)`` (``T_k`` on its other dimensions), so the step cannot grow.
     """
     n = scen.fabric.n_dims
     used = problem.terms.used_dims

@@ -10,10 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from libra_opt.fabric.frozen import FrozenOnUnpickle, freeze_arrays, readonly_array
+from libra_opt.fabric.frozen import FrozenOnUnpickle, readonly_array
 from libra_opt.optimize.scaling import ProgramRun, RowScaling
 from libra_opt.options import OBJECTIVE_MEANING, Objective
-from libra_opt.scenario.accuracy import same
+from libra_opt.scenario.accuracy import SAME_REL_TOL
 from libra_opt.scenario.constraints import Row
 from libra_opt.scenario.display import format_usd, html_table
 from libra_opt.scenario.evaluate import Evaluation, evaluate
@@ -164,10 +164,8 @@ class Solution(FrozenOnUnpickle):
     walks: tuple[WalkArrays, ...] | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        # Read-only and owned: writing into a result must not reach the scenario's walks
-        # nor any later evaluation.
+        # Read-only and owned (the evaluation freezes itself, a problem its walks).
         object.__setattr__(self, "bw_gbps", readonly_array(self.bw_gbps))
-        freeze_arrays((self.evaluation, self.walks))
 
     @cached_property
     def baselines(self) -> tuple[Baseline, ...]:
@@ -459,23 +457,26 @@ def constraint_reports(
     ``ref_cost * V`` and the row reads ``a . y <= r u``, so ``d f / d r`` gains the factor
     ``ref_cost * u``. Rows the solver added (caps on unbounded dimensions) are not reported.
     """
-    shadow = [0.0] * (max([len(rows), *prog.le_rows, *prog.eq_rows], default=0) + 1)
+    shadow = np.zeros(max([len(rows), *prog.le_rows, *prog.eq_rows], default=0) + 1)
     if result.le_dual.size:
-        le = (-result.le_dual * prog.le_sign / prog.le_scale * factor).tolist()
-        for j, i in enumerate(prog.le_rows):
-            shadow[i] = le[j]
+        shadow[prog.le_rows] = -result.le_dual * prog.le_sign / prog.le_scale * factor
     if result.eq_dual.size:
-        eq = (-result.eq_dual / prog.eq_scale * factor).tolist()
-        for j, i in enumerate(prog.eq_rows):
-            shadow[i] = eq[j]
+        shadow[prog.eq_rows] = -result.eq_dual / prog.eq_scale * factor
+    a = np.array([r.a for r in rows]).reshape(len(rows), bw.size)
+    rhs = np.array([r.rhs for r in rows], dtype=float)
+    lhs = a @ bw
+    # active: equal to the bound as :func:`~libra_opt.scenario.accuracy.same` decides, at
+    # the row's scale max(1, |rhs|, |a| . B)
+    scale = np.maximum(np.maximum(np.abs(rhs), np.abs(a) @ bw), 1.0)
+    near = ((np.abs(lhs - rhs) <= SAME_REL_TOL * scale) | (lhs == rhs)).tolist()
+    lhs_l, shadow_l = lhs.tolist(), shadow.tolist()
     out = []
     for i, r in enumerate(rows):
-        lhs = float(r.a @ bw)
-        slack = r.rhs - lhs if r.sense == "<=" else lhs - r.rhs if r.sense == ">=" else 0.0
-        active = r.sense == "==" or same(lhs, r.rhs, scale=max(1.0, abs(r.rhs),
-                                                                float(np.abs(r.a) @ bw)))
+        slack = (r.rhs - lhs_l[i] if r.sense == "<=" else lhs_l[i] - r.rhs if r.sense == ">="
+                 else 0.0)
+        active = r.sense == "==" or near[i]
         # Complementary slackness: a row with slack has a zero multiplier; what the interior
         # point leaves there is round-off of the order of the solver's tolerance.
-        out.append(ConstraintReport(r.label, lhs, r.sense, r.rhs, slack, active,
-                                    shadow[i] if active else 0.0))
+        out.append(ConstraintReport(r.label, lhs_l[i], r.sense, r.rhs, slack, active,
+                                    shadow_l[i] if active else 0.0))
     return tuple(out)

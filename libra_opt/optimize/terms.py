@@ -138,11 +138,6 @@ class AggregatedTerms(FrozenOnUnpickle):
         return used
 
     @property
-    def has_latency(self) -> bool:
-        """True when any collective pays a latency term."""
-        return bool((self.latency_s > 0).any())
-
-    @property
     def windowed(self) -> np.ndarray:
         """Indices of the workloads with a hidden window (empty when none has one)."""
         if self.hidden_window_s is None:

@@ -1,17 +1,11 @@
 """Compile a :class:`~libra_opt.scenario.spec.ScenarioSpec` into a
 :class:`~libra_opt.scenario.scenario.Scenario`: pure, no file access.
 
-Every file-backed entry of the spec already holds its parsed value
-(:class:`~libra_opt.scenario.spec.Ref`); an unresolved one is refused (resolve it with
-:func:`libra_opt.compile`, which reads it through :mod:`libra_opt.io`). Errors name the
-spec's ``source`` (the scenario file, or ``<api>``) and the field, as the file loader did.
-
-The steps, in order: the fabric (inline dimensions, a builder call or a LIBRA network, then
-members), the cost model (tables, a catalog with overrides, the power model), the workloads
-(generated from model + parallelism + device, or ASTRA-sim), the in-network optimizer's
-aggregators, compression, fine-grained overlap, DiLoCo, the constraints and bounds with
-right-hand sides replaced by label, TCO and the failure model, then the scenario's own
-checks.
+Every file-backed entry must hold its parsed value already (:func:`libra_opt.compile` reads
+them through :mod:`libra_opt.io`). Errors name the spec's ``source`` (the scenario file, or
+``<api>``) and the field. The steps: fabric, cost model, workloads, in-network aggregators,
+compression, fine-grained overlap, DiLoCo, constraints, TCO and failure model, then the
+scenario's own checks.
 """
 
 from __future__ import annotations
@@ -107,7 +101,8 @@ def compile(spec: ScenarioSpec, previous: Scenario | None = None  # noqa: A001
 
 
 def _reusable(spec: ScenarioSpec, previous: Scenario | None) -> tuple[Any, ...] | None:
-    """The compiled parts of ``previous`` (fabric, prices, workloads) and its spec."""
+    """The compiled parts of ``previous`` (fabric, prices, workloads, checkpoint sizes) and
+    its spec."""
     if previous is None or previous.spec is None:
         return None
     parts = previous.__dict__.get("_compiled_parts")
@@ -143,18 +138,20 @@ def _compile(
                              "libra_opt.compile, which reads files and presets", field=path)
     old = _reusable(spec, previous)
     built: list[tuple[Workload, GeneratedWorkload | None]]
-    if old is not None and old[0].fabric == spec.fabric:
+    same_fabric = old is not None and old[0].fabric == spec.fabric
+    sizes: list = [] if old is None else list(old[4])  # checkpoint sizes, the previous's first
+    if old is not None and same_fabric:
         fabric = old[1]
         if (old[0].cost_model, old[0].power_model) == (spec.cost_model, spec.power_model):
             priced = old[2]
         else:
             priced = _cost_model(spec)
-        built = [_reused(w, i, old) or _workload(w, i, fabric)
+        built = [_reused(w, i, old) or _workload(w, i, fabric, sizes)
                  for i, w in enumerate(spec.workloads)]
     else:
         fabric = compile_fabric(spec.fabric)
         priced = _cost_model(spec)
-        built = [_workload(w, i, fabric) for i, w in enumerate(spec.workloads)]
+        built = [_workload(w, i, fabric, sizes) for i, w in enumerate(spec.workloads)]
     cost_model = _with_aggregators(spec, built, priced, fabric)
     workloads = [wl for wl, _ in built]
     compression = _compression(spec.compression)
@@ -172,7 +169,11 @@ def _compile(
                                    d.params_per_npu, d.dp_group)
         workloads, weights = list(ws), list(wts)
     generated = MappingProxyType({wl.name: g for wl, g in built if g is not None})
-    cons = _constraints(spec, fabric)
+    if (old is not None and previous is not None and same_fabric
+            and old[0].constraints == spec.constraints):
+        cons = list(previous.constraints)  # the same rows on the same fabric
+    else:
+        cons = _constraints(spec, fabric)
     c = spec.constraints
     collectives = _with_device_links(_collectives(spec.collectives), fabric,
                                      [g.device for _, g in built if g is not None])
@@ -203,7 +204,7 @@ def _compile(
         )
     object.__setattr__(scenario, "spec", spec)
     # what a later compile from an edit of ``spec`` may take over (not pickled)
-    scenario.__dict__["_compiled_parts"] = (fabric, priced, tuple(built))
+    scenario.__dict__["_compiled_parts"] = (fabric, priced, tuple(built), sizes)
     return scenario, generated
 
 
@@ -310,9 +311,10 @@ def _generate(w: WorkloadSpec, fabric: Fabric) -> GeneratedWorkload:
 
 
 def _workload(
-    w: WorkloadSpec, i: int, fabric: Fabric
+    w: WorkloadSpec, i: int, fabric: Fabric, sizes: list
 ) -> tuple[Workload, GeneratedWorkload | None]:
-    """One ``workloads:`` entry: ASTRA-sim files or a model-based description."""
+    """One ``workloads:`` entry: ASTRA-sim files or a model-based description (``sizes``:
+    the checkpoint sizes known, ``(model, precision, bytes)``; a new one is added)."""
     given = [k for k in ("astra_sim", "communicator", "model", "parallelism", "device",
                          "mapping", "efficiency", "check_memory") if getattr(w, k) is not None]
     model_keys = {"model", "parallelism", "device", "mapping", "efficiency", "check_memory"}
@@ -324,7 +326,12 @@ def _workload(
         g = generate_entry(w, fabric, None)
         assert w.parallelism is not None
         precision = parallelism_from_dict(thaw(w.parallelism)).precision
-        metrics = step_metrics(g, model_checkpoint_bytes(w.model.value, precision))
+        model = w.model.value
+        size = next((b for m, p, b in sizes if m is model and p == precision), None)
+        if size is None:
+            size = model_checkpoint_bytes(model, precision)
+            sizes.append((model, precision, size))
+        metrics = step_metrics(g, size)
         return dataclasses.replace(g.workload, name=w.name, metrics=metrics), g
     stray = sorted(set(given) & model_keys)
     if stray or w.astra_sim is None or w.communicator is None:
@@ -340,10 +347,8 @@ def _workload(
 
 def _check_communicator(groups: Mapping[str, tuple[int, ...]], fabric: Fabric,
                         src: str | None) -> None:
-    """Every phase group of a LIBRA communicator fits ``fabric``: one entry per dimension,
-    each a divisor of the dimension's size. Errors name the communicator file and its key
-    (``Forward``, ``InputGrad``, ``WeightGrad``), not the scenario (the scenario's file
-    when the communicator was given inline)."""
+    """Every phase group of a LIBRA communicator fits ``fabric`` (one divisor of each
+    dimension's size); errors name the communicator file and its key (``Forward``, ...)."""
     for g_name, span in groups.items():
         key = _COMMUNICATOR_KEYS.get(g_name, g_name)
         if len(span) != fabric.n_dims:
@@ -367,14 +372,10 @@ def _with_aggregators(
     spec: ScenarioSpec, built: list[tuple[Workload, GeneratedWorkload | None]],
     cost_model: CostModel, fabric: Fabric,
 ) -> CostModel:
-    """``cost_model`` with the in-network optimizer's aggregators priced
-    (:mod:`libra_opt.cost.aggregators`) when a model-based workload uses
-    ``dp_mode: in_network_optimizer``; unchanged otherwise.
-
-    Ports on the ``in_network_optimizer.dims`` (default: the outermost dimension each such
-    workload's data-parallel group spans); state: the largest of the workloads' optimizer
-    state (one cluster runs one workload at a time).
-    """
+    """``cost_model`` with the in-network optimizer's aggregators priced when a model-based
+    workload uses ``dp_mode: in_network_optimizer``: ports on ``in_network_optimizer.dims``
+    (default: the outermost dimension each such workload's data-parallel group spans), state
+    the largest of the workloads' (one cluster runs one workload at a time)."""
     opts = spec.in_network_optimizer or InNetworkOptimizerSpec()
     dims: list[str] = []
     state = 0.0
