@@ -1,18 +1,13 @@
 """Traffic models: which bytes cross which dimension, given the fabric's routing.
 
-* ``hierarchical`` (LIBRA, the default): :func:`libra_opt.traffic.collectives.hierarchical_traffic_bytes`,
-  every byte crosses each dimension in which source and destination differ
-  (dimension-ordered routing).
+* ``hierarchical`` (LIBRA, the default): every byte crosses each dimension in which source and
+  destination differ (dimension-ordered routing).
 * ``native``: the fabric's own routing (:func:`native_traffic_bytes`): a ``block``-scope
-  switch (a fat-tree) reaches every NPU of its block directly, so all-to-all and
-  point-to-point traffic crosses only the outermost differing dimension; a ``rail``-scope
-  switch (Rail-only) does not, and cross-rail bytes are forwarded through the HB domain.
+  switch (a fat-tree) reaches every NPU of its block directly; a ``rail``-scope switch does
+  not, and cross-rail bytes are forwarded through the HB domain [1]_.
 
-Under both, a dimension's bytes are scaled by its topology's
-:meth:`~libra_opt.fabric.topology.Topology.traffic_factor` (1 but on a mesh, whose
-busiest link is not a ring's).
-
-Every term stays ``c / B_d`` (linear in ``1/B``), so the optimizer's program stays convex.
+A dimension's bytes are scaled by its topology's
+:meth:`~libra_opt.fabric.topology.Topology.traffic_factor`; every term stays ``c / B_d``.
 
 References
 ----------
@@ -44,7 +39,6 @@ __all__ = [
 ]
 
 
-
 def native_traffic_bytes(
     kind: str, size_bytes: float, span: Sequence[int], fabric: Fabric
 ) -> np.ndarray:
@@ -56,26 +50,13 @@ def native_traffic_bytes(
         As in :func:`libra_opt.traffic.collectives.hierarchical_traffic_bytes`.
     fabric : Fabric
 
-    Returns
-    -------
-    numpy.ndarray
-        Shape ``(D,)``, bytes per NPU.
-
     Notes
     -----
-    Reduce-scatter, all-gather and all-reduce: hierarchical (unchanged). All-to-all, over
-    the spanned dimensions from the outermost inward, with ``m`` starting at ``size_bytes``:
-    ``t_e = m (k_e - 1) / k_e``; then, if ``e`` is any-to-any (``Dim.any_to_any``: a
-    ``block``-scope switch), the
-    bytes for peers with another ``e`` coordinate are already delivered and ``m <- m / k_e``;
-    otherwise (ring, clique, per-rail switch) they still have to cross the inner dimensions
-    and ``m`` is unchanged (forwarding). Point-to-point: ``t_e = m`` on the outermost spanned
-    dimension, and on the next ones inward until an any-to-any dimension is crossed.
-
-    For a fat-tree ``(h, N/h)`` and an all-to-all over ``(k_0, k_1)``, ``K = k_0 k_1``:
-    HB traffic ``m (k_0 - 1) / K``, scale-out ``m (k_1 - 1) / k_1``. On a Rail-only fabric the
-    HB dimension carries ``m (k_0 - 1) / k_0``: ``m (k_0 - 1)(K - k_0) / (k_0 K)`` more, the
-    bytes forwarded to another rail.
+    Reduce-scatter, all-gather and all-reduce: hierarchical. All-to-all, over the spanned
+    dimensions outermost first, ``m`` starting at ``size_bytes``: ``t_e = m (k_e - 1) / k_e``,
+    then ``m <- m / k_e`` if ``e`` is any-to-any (a ``block``-scope switch), else ``m`` unchanged
+    (forwarded). Point-to-point: ``t_e = m`` from the outermost spanned dimension inward until an
+    any-to-any dimension is crossed.
 
     Examples
     --------
@@ -112,11 +93,7 @@ def native_traffic_bytes(
 
 
 def native_latency_s(kind: str, span: Sequence[int], fabric: Fabric, traffic: np.ndarray) -> np.ndarray:
-    """Constant latency ``alpha_d x steps_d`` on the dimensions that carry traffic.
-
-    A forwarded byte pays one more hop (the HB-domain step) than on a fat-tree, where a
-    point-to-point transfer crosses only the outermost spanned dimension.
-    """
+    """Constant latency ``alpha_d x steps_d`` on the dimensions that carry traffic."""
     if not any(d.latency_s for d in fabric.dims):
         return np.zeros(fabric.n_dims)
     alpha = np.array([d.latency_s for d in fabric.dims])
@@ -131,20 +108,11 @@ def collective_traffic(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Bytes per NPU and constant latency (s) of one collective on every dimension.
 
-    ``flat_ring`` (set for the groups a model-based workload runs as one NCCL
-    communicator, :attr:`~libra_opt.traffic.workload.Workload.flat_ring_groups`): an
-    all-reduce, reduce-scatter or all-gather runs as one flat ring over all members
-    (:func:`~libra_opt.traffic.collectives.flat_ring_traffic_bytes` and
-    :func:`~libra_opt.traffic.collectives.flat_ring_latency_s`) under both traffic models.
-    Within one dimension the ring's bytes are the hierarchical ones and only its latency
-    differs (``2 (k - 1)`` ring steps, as NCCL's ring, instead of the topology's step
-    count); all-to-all, point-to-point and in-network reductions are routed as without it.
-
-    ``in_network`` holds the indices of switch dimensions that reduce in the network
-    (:mod:`libra_opt.traffic.in_network`); their reduce-scatter, all-gather and all-reduce
-    traffic and steps follow :func:`~libra_opt.traffic.in_network.in_network_traffic_bytes`
-    under both traffic models (the native model routes those collectives hierarchically).
-    Each dimension's bytes are then scaled by its topology's ``traffic_factor``.
+    ``flat_ring``: an all-reduce, reduce-scatter or all-gather runs as one flat ring over all
+    members (:func:`~libra_opt.traffic.collectives.flat_ring_traffic_bytes`), under both traffic
+    models. ``in_network``: indices of switch dimensions that reduce in the network, whose
+    reductions and gathers follow
+    :func:`~libra_opt.traffic.in_network.in_network_traffic_bytes`.
 
     Examples
     --------
