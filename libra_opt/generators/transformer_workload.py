@@ -58,9 +58,9 @@ from types import MappingProxyType
 from libra_opt.errors import InputError, LibraOptError
 from libra_opt.fabric.dims import Fabric
 from libra_opt.generators.comm_overlap import (
+    ATTENTION_LINEARS,
     DP_WINDOW,
     TpBlock,
-    attention_block_linears,
     dp_overlapped,
     overlap_form,
     split_overlapped,
@@ -266,7 +266,7 @@ def _bubble(layer: Layer, per_microbatch: int, passes: float) -> list[Layer]:
 
 def _tp_blocks(model: TransformerSpec, par: Parallelism, moe: bool, act: float) -> tuple[TpBlock, ...]:
     """The tensor-parallel blocks of a layer, as :func:`layer_collectives` builds them."""
-    blocks = [TpBlock("attention", act, attention_block_linears())]
+    blocks = [TpBlock("attention", act, ATTENTION_LINEARS)]
     if moe and model.moe is not None:
         spec = model.moe
         cf = par.capacity_factor if par.capacity_factor is not None else spec.capacity_factor
