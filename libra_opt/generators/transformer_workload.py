@@ -1,51 +1,29 @@
 """Transformer training step -> :class:`~libra_opt.traffic.workload.Workload` for one NPU.
 
-The workload describes the NPU on the slowest pipeline stage (the most compute per
-micro-batch). One step of the 1F1B schedule with ``m`` micro-batches, ``p`` stages and ``v``
-virtual stages per device is modelled as:
+The workload describes the NPU on the slowest pipeline stage. One step of the 1F1B schedule
+with ``m`` micro-batches, ``p`` stages and ``v`` virtual stages per device is:
 
-* ``m`` passes (forward, input gradient, weight gradient) through the stage's layers --
-  ``dense_layer`` (count ``m x dense layers``), ``moe_layer``, ``embedding`` and
-  ``output_layer`` where the stage holds them -- with their TP/CP/EP/ZeRO-3 collectives;
+* ``m`` passes through the stage's layers (``dense_layer``, ``moe_layer``, ``embedding``,
+  ``output_layer``) with their TP/CP/EP/ZeRO-3 collectives;
 * the pipeline bubble as ``sum_{s != r} t_s / (v t_r)`` *extra* passes through the same
-  layers (``bubble_*`` layers; :func:`~libra_opt.generators.pipeline.pipeline_bubble_passes`,
-  ``(p - 1) / v`` for equal stages): while it fills and drains the pipeline, the stage waits
-  for the others, which do the same work -- compute *and* collectives -- so the bubble grows
-  when the network slows down. Whole passes repeat the layers; the fractional rest is one
-  copy with its compute and collective sizes scaled (traffic is linear in size, so bytes are
-  exact);
-* ``pp_send_recv``: ``v m + p - 1`` point-to-point transfers of the stage-boundary
-  activation (forward) and its gradient (input gradient) on group ``pp`` -- ``v`` per
-  micro-batch and ``p - 1`` on the fill/drain critical path;
-* ``dp_grad_sync``: gradient all-reduce (ZeRO-0) or reduce-scatter (ZeRO-1/2) on ``dp``
-  (dense parameters) and ``edp`` (experts), once per step, not overlapped (with
-  ``dp_comm_overlap``, behind the last micro-batch's backward compute, and with
-  ``tp_comm_overlap`` the tensor-parallel backward collectives behind their GEMMs:
-  :mod:`~libra_opt.generators.comm_overlap`);
-* ``optimizer_step``: the (memory-bound) optimizer update as compute time, and with
-  ZeRO-1/2 the all-gather of updated parameters;
-* ``tied_embedding_grad_sync``: with tied embeddings and ``p > 1``, the sum of the word
-  embedding's gradients held by the first and the last stage (``V h / tp`` values; with
-  ZeRO-3 the ``1 / (dp cp)`` shard each rank keeps), once per step: a two-rank ring
-  all-reduce, so one point-to-point transfer of the copy on group ``pp``, not overlapped
-  (every stage then waits for the gradient-norm reduction). With the in-network optimizer
-  both copies are in the gradient push and the aggregators sum them: no transfer.
+  layers, compute and collectives (``bubble_*``;
+  :func:`~libra_opt.generators.pipeline.pipeline_bubble_passes`), the fractional rest one
+  scaled copy;
+* ``pp_send_recv``: ``v m + p - 1`` point-to-point transfers of the stage-boundary activation
+  and its gradient on ``pp``;
+* ``dp_grad_sync``: gradient all-reduce (ZeRO-0) or reduce-scatter (ZeRO-1/2) on ``dp`` and
+  ``edp`` once per step, not overlapped unless ``dp_comm_overlap``
+  (:mod:`~libra_opt.generators.comm_overlap`);
+* ``optimizer_step``: the memory-bound update, and with ZeRO-1/2 the parameter all-gather;
+* ``tied_embedding_grad_sync``: with tied embeddings and ``p > 1``, one point-to-point
+  transfer of the word embedding's gradient copy (``V h / tp``) on ``pp``.
 
-With ``dp_mode: in_network_optimizer``
-(:mod:`~libra_opt.generators.in_network_optimizer`) ``dp_grad_sync`` is the gradient push
-and ``optimizer_step`` the parameter pull (point-to-point, once per step, no GPU compute)
-and the optimizer state is not in the NPU's memory; with ``optimizer_state: host_paging``
-the pull is the summed gradient and ``optimizer_step`` is the GPU's update overlapped with
-paging the state over the host link, ``max(t_update, Psi k_o / B_host)``.
-
-Compute times: with the default ``roofline`` efficiency every layer is a list of operators
-(:mod:`~libra_opt.generators.operators`) priced on a roofline
-(:mod:`~libra_opt.generators.roofline`); with an explicit constant or saturating efficiency,
-``FLOPs / (peak x eta)`` per phase (the legacy model). Either way a phase's compute time is a
-constant, so the step time stays a constant plus convex communication terms.
-
-Not modelled: load imbalance between experts, the gradient-norm and overflow reductions (a
-few bytes).
+With ``dp_mode: in_network_optimizer`` (:mod:`~libra_opt.generators.in_network_optimizer`)
+``dp_grad_sync`` is the push and ``optimizer_step`` the pull (with ``host_paging``: the update
+overlapped with paging, ``max(t_update, Psi k_o / B_host)``). Compute is priced operator by
+operator on a roofline (default) or as ``FLOPs / (peak x eta)`` per phase; either way a
+constant, so the step time stays a constant plus convex communication terms. Not modelled:
+expert load imbalance, the gradient-norm and overflow reductions.
 """
 
 from __future__ import annotations
@@ -168,8 +146,8 @@ def check_transformer_parallelism(model: TransformerSpec, par: Parallelism) -> N
 def layer_params_local(model: TransformerSpec, par: Parallelism, c: LayerCounts) -> tuple[float, float]:
     """(dense, expert) parameters of one layer held by one NPU.
 
-    Projections and FFNs are split ``1/tp``; with ``tp > g`` each rank keeps one key/value
-    head; norms and the router are replicated; routed experts are split ``n_experts / ep``.
+    Projections and FFNs are split ``1/tp``; with ``tp > g`` each rank keeps one key/value head;
+    norms and the router are replicated; routed experts are split ``n_experts / ep``.
 
     Examples
     --------
@@ -234,8 +212,6 @@ def _op_phases(
         Phase(times[1], colls.input_grad),
         Phase(times[2], colls.weight_grad),
     )
-
-
 
 
 def _scaled(phase: Phase, factor: float) -> Phase:
@@ -393,13 +369,8 @@ def _with_zero3_overlap(out: list[tuple[Layer, int]]) -> list[tuple[Layer, int]]
 
 def _check_not_faster_than_peak(useful_flops: float, stage_s: float, n_npus: int,
                                 device: Device, dtype: str, name: str) -> None:
-    """Raise when the slowest stage computes its micro-batches faster than the useful FLOPs
-    per NPU allow at the peak: the step time (at least that compute) would give MFU > 1.
-
-    The slowest stage takes at least the average stage time, and that is at least the
-    average useful FLOPs per NPU over the peak when no kernel beats the peak; causal
-    attention is counted as useful (FlashAttention executes it), so this holds for every
-    operator the roofline prices at a fraction <= 1 of the peak.
+    """Raise when the slowest stage computes faster than the useful FLOPs per NPU allow at the peak
+    (MFU > 1: a model error, as no operator is priced above the peak).
     """
     ideal_s = useful_flops / (n_npus * device.peak_flops_for(dtype))
     if stage_s < ideal_s * (1.0 - 1e-9):
@@ -452,7 +423,7 @@ def transformer_workload(
     name: str | None = None,
     check_memory: bool = True,
 ) -> GeneratedWorkload:
-    """Build the workload of one training step of ``model`` (see module docstring).
+    """Build the workload of one training step of ``model`` (module notes).
 
     Parameters
     ----------
@@ -461,7 +432,7 @@ def transformer_workload(
     device : Device
     fabric : Fabric
     placement : Placement
-        Spans of the parallelism axes (from :func:`libra_opt.generators.mapping.place_groups`).
+        Spans of the parallelism axes (:func:`libra_opt.generators.mapping.place_groups`).
     efficiency : ComputeEfficiency
     name : str, optional
         Workload name (default: the model's).
@@ -521,11 +492,8 @@ def transformer_workload(
             fwd = fwd + (Collective("all_gather", act / par.tp, "tp"),)
         layers.append(Layer("pp_send_recv", Phase(0.0, fwd), Phase(0.0, fwd), count=v * m + pp - 1))
 
-    pb, gb, ob = (
-        par.precision.param_bytes,
-        par.precision.grad_bytes,
-        par.precision.optimizer_bytes,
-    )
+    prec = par.precision
+    pb, gb, ob = prec.param_bytes, prec.grad_bytes, prec.optimizer_bytes
     dp_ranks, edp_ranks = par.dp * par.cp, par.expert_dp * par.cp
     sync: list[Collective] = []
     gather: list[Collective] = []
@@ -548,10 +516,8 @@ def transformer_workload(
     elif sync:
         layers.append(Layer("dp_grad_sync", weight_grad=Phase(0.0, tuple(sync))))
     if pp > 1 and model.tied_embeddings and not inopt:
-        # the first and the last stage both hold the V x h / tp word embedding; the two copies'
-        # gradients are summed once per step (a ring all-reduce of two ranks: each sends its
-        # whole copy once -- with ZeRO-3 its 1 / (dp cp) shard), before the gradient-norm
-        # reduction every stage waits for
+        # the first and last stages' word-embedding copies: a two-rank all-reduce sends each
+        # copy once (with ZeRO-3 its 1 / (dp cp) shard)
         tied = model.vocab_size * model.hidden_size / par.tp * gb
         if par.zero == 3:
             tied /= dp_ranks
