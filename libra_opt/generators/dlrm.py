@@ -14,6 +14,8 @@ samples, ``T`` tables of width ``d``:
 
 from __future__ import annotations
 
+import itertools
+
 from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Fabric
 from libra_opt.generators.descriptors import DLRMSpec
@@ -42,7 +44,7 @@ def dlrm_mlp_shapes(spec: DLRMSpec) -> tuple[list[tuple[int, int]], list[tuple[i
     n_vec = len(spec.embedding_rows) + 1
     bot = [spec.n_dense_features, *spec.bottom_mlp]
     top = [spec.embedding_dim + n_vec * (n_vec - 1) // 2, *spec.top_mlp]
-    return list(zip(bot, bot[1:])), list(zip(top, top[1:]))
+    return list(itertools.pairwise(bot)), list(itertools.pairwise(top))
 
 
 def dlrm_params(spec: DLRMSpec) -> tuple[int, int]:
