@@ -42,8 +42,8 @@ from libra_opt.generators.parallelism import Parallelism
 from libra_opt.generators.roofline import operator_time_s
 from libra_opt.traffic.workload import Collective, Layer, Phase
 
-__all__ = ["TpBlock", "ATTENTION_LINEARS", "hidden_collectives", "split_overlapped",
-           "overlap_form", "dp_overlapped", "is_window", "DP_WINDOW", "zero3_overlapped"]
+__all__ = ["TpBlock", "ATTENTION_LINEARS", "hidden_collectives", "split_overlapped", "overlap_form",
+           "dp_overlapped", "is_window", "DP_WINDOW", "zero3_overlapped"]
 
 #: Name of the layer that carries the data-parallel gradient reduction with its window.
 DP_WINDOW = "dp_grad_sync~dp_overlap"

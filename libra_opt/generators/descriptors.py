@@ -14,16 +14,8 @@ from pydantic import Field, model_validator
 from libra_opt.errors import InputError
 from libra_opt.schema import StrictModel, validate_as
 
-__all__ = [
-    "MLASpec",
-    "MoESpec",
-    "TransformerSpec",
-    "DLRMSpec",
-    "ResNetStage",
-    "ResNetSpec",
-    "ModelSpec",
-    "model_from_dict",
-]
+__all__ = ["MLASpec", "MoESpec", "TransformerSpec", "DLRMSpec", "ResNetStage", "ResNetSpec",
+           "ModelSpec", "model_from_dict"]
 
 PosInt = Annotated[int, Field(gt=0, strict=True)]
 

@@ -12,14 +12,8 @@ from libra_opt.generators.mapping import Placement
 from libra_opt.generators.memory import MemoryBreakdown
 from libra_opt.traffic.workload import StepMetrics, Workload
 
-__all__ = [
-    "GeneratedWorkload",
-    "step_metrics",
-    "throughput_tokens_per_s",
-    "throughput_samples_per_s",
-    "achieved_flops_per_npu",
-    "model_flops_utilization",
-]
+__all__ = ["GeneratedWorkload", "step_metrics", "throughput_tokens_per_s",
+           "throughput_samples_per_s", "achieved_flops_per_npu", "model_flops_utilization"]
 
 
 @dataclass(frozen=True)

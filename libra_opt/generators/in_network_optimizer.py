@@ -51,17 +51,9 @@ from libra_opt.generators.comm_overlap import overlap_form
 from libra_opt.generators.parallelism import Parallelism, Precision
 from libra_opt.traffic.workload import Collective, Layer, Phase, Workload
 
-__all__ = [
-    "IN_NETWORK_OPTIMIZER",
-    "HOST_PAGING",
-    "in_network_optimizer_collectives",
-    "dp_sync_bytes_per_npu",
-    "host_paging_bytes",
-    "host_paging_time_s",
-    "aggregator_state_bytes",
-    "zero3_prefetched",
-    "ZERO3_GROUPS",
-]
+__all__ = ["IN_NETWORK_OPTIMIZER", "HOST_PAGING", "in_network_optimizer_collectives",
+           "dp_sync_bytes_per_npu", "host_paging_bytes", "host_paging_time_s",
+           "aggregator_state_bytes", "zero3_prefetched", "ZERO3_GROUPS"]
 
 #: Groups whose per-layer collectives are ZeRO-3's (dense and expert data parallelism).
 ZERO3_GROUPS: tuple[str, ...] = ("dp", "edp")

@@ -33,13 +33,8 @@ from dataclasses import dataclass
 from libra_opt.generators.descriptors import TransformerSpec
 from libra_opt.generators.parallelism import Parallelism, Precision
 
-__all__ = [
-    "MemoryBreakdown",
-    "checkpoint_bytes",
-    "model_state_bytes",
-    "transformer_layer_activation_bytes",
-    "head_activation_bytes",
-]
+__all__ = ["MemoryBreakdown", "checkpoint_bytes", "model_state_bytes",
+           "transformer_layer_activation_bytes", "head_activation_bytes"]
 
 
 @dataclass(frozen=True)

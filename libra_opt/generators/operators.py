@@ -25,20 +25,9 @@ from typing import Literal
 from libra_opt.generators.descriptors import TransformerSpec
 from libra_opt.generators.parallelism import Parallelism
 
-__all__ = [
-    "Operator",
-    "LayerOperators",
-    "OP_CLASSES",
-    "gemm_op",
-    "linear_ops",
-    "fused_softmax",
-    "transformer_layer_operators",
-    "embedding_operators",
-    "head_operators",
-    "optimizer_operator",
-    "total_flops",
-    "total_bytes",
-]
+__all__ = ["Operator", "LayerOperators", "OP_CLASSES", "gemm_op", "linear_ops", "fused_softmax",
+           "transformer_layer_operators", "embedding_operators", "head_operators",
+           "optimizer_operator", "total_flops", "total_bytes"]
 
 OpClass = Literal["gemm", "attention", "elementwise", "embedding", "loss", "optimizer"]
 #: Operator classes, in report order.

@@ -21,13 +21,8 @@ from dataclasses import dataclass
 from libra_opt.errors import InputError
 from libra_opt.generators.descriptors import TransformerSpec
 
-__all__ = [
-    "StagePlan",
-    "partition_layers",
-    "stage_plan",
-    "pipeline_bubble_passes",
-    "inflight_microbatches",
-]
+__all__ = ["StagePlan", "partition_layers", "stage_plan", "pipeline_bubble_passes",
+           "inflight_microbatches"]
 
 
 @dataclass(frozen=True)

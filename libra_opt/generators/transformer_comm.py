@@ -31,13 +31,8 @@ from libra_opt.generators.descriptors import TransformerSpec
 from libra_opt.generators.parallelism import Parallelism
 from libra_opt.traffic.workload import Collective
 
-__all__ = [
-    "PhaseCollectives",
-    "tp_block",
-    "layer_collectives",
-    "kv_bytes_per_token",
-    "zero3_collectives",
-]
+__all__ = ["PhaseCollectives", "tp_block", "layer_collectives", "kv_bytes_per_token",
+           "zero3_collectives"]
 
 
 @dataclass(frozen=True)

@@ -12,16 +12,8 @@ from dataclasses import dataclass
 
 from libra_opt.generators.descriptors import TransformerSpec
 
-__all__ = [
-    "LayerCounts",
-    "layer_counts",
-    "embedding_params",
-    "head_params",
-    "total_params",
-    "active_params",
-    "head_flops_per_token",
-    "model_flops_per_token",
-]
+__all__ = ["LayerCounts", "layer_counts", "embedding_params", "head_params", "total_params",
+           "active_params", "head_flops_per_token", "model_flops_per_token"]
 
 
 @dataclass(frozen=True)

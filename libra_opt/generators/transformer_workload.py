@@ -91,11 +91,7 @@ from libra_opt.generators.transformer_counts import (
 )
 from libra_opt.traffic.workload import Collective, Layer, Phase, Workload
 
-__all__ = [
-    "transformer_workload",
-    "layer_params_local",
-    "check_transformer_parallelism",
-]
+__all__ = ["transformer_workload", "layer_params_local", "check_transformer_parallelism"]
 
 log = logging.getLogger(__name__)
 

@@ -19,14 +19,8 @@ from libra_opt.options import TrainingLoop
 from libra_opt.traffic.collective_settings import link_efficiency_value
 from libra_opt.traffic.timing import TimingModel
 
-__all__ = [
-    "Cluster",
-    "ValidationRow",
-    "ValidationTable",
-    "check_device_keys",
-    "NCCL_NVLINK_STEP_S",
-    "NCCL_NET_STEP_S",
-]
+__all__ = ["Cluster", "ValidationRow", "ValidationTable", "check_device_keys", "NCCL_NVLINK_STEP_S",
+           "NCCL_NET_STEP_S"]
 
 Metric = Literal["step_time_s", "hardware_tflops_per_gpu", "model_tflops_per_gpu", "mfu",
                  "tokens_per_s_per_gpu"]

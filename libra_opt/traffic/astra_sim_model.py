@@ -68,21 +68,10 @@ from typing import Literal, get_args
 from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Dim
 from libra_opt.fabric.topology import Topology
-from libra_opt.traffic.astra_sim_links import (
-    hd_link_schedule_span,
-    hd_ring_busiest_link,
-    hd_steps,
-)
+from libra_opt.traffic.astra_sim_links import hd_link_schedule_span, hd_ring_busiest_link, hd_steps
 
-__all__ = [
-    "Backend",
-    "BACKENDS",
-    "SimPhase",
-    "hd_link_schedule_span",
-    "sim_chunks",
-    "sim_phase",
-    "sim_pipeline_pieces",
-]
+__all__ = ["Backend", "BACKENDS", "SimPhase", "hd_link_schedule_span", "sim_chunks", "sim_phase",
+           "sim_pipeline_pieces"]
 
 #: ASTRA-sim's analytical network backends.
 Backend = Literal["congestion_unaware", "congestion_aware"]

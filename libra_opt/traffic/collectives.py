@@ -16,13 +16,8 @@ from libra_opt.errors import InputError
 from libra_opt.fabric.topology import topology_of
 from libra_opt.options import COLLECTIVE_KINDS
 
-__all__ = [
-    "hierarchical_traffic_bytes",
-    "flat_ring_traffic_bytes",
-    "flat_ring_latency_s",
-    "latency_steps",
-    "collective_time_s",
-]
+__all__ = ["hierarchical_traffic_bytes", "flat_ring_traffic_bytes", "flat_ring_latency_s",
+           "latency_steps", "collective_time_s"]
 
 
 def _check(kind: str, size_bytes: float, span: Sequence[int]) -> None:

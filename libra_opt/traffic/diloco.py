@@ -32,12 +32,8 @@ from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Fabric
 from libra_opt.traffic.workload import Collective, Layer, Phase, Workload, walk_collectives
 
-__all__ = [
-    "DiLoCoSettings",
-    "diloco_workloads",
-    "amortized_exposed_s",
-    "min_bandwidth_for_slowdown_gbps",
-]
+__all__ = ["DiLoCoSettings", "diloco_workloads", "amortized_exposed_s",
+           "min_bandwidth_for_slowdown_gbps"]
 
 
 @dataclass(frozen=True)

@@ -24,11 +24,7 @@ from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Fabric
 from libra_opt.traffic.collectives import hierarchical_traffic_bytes, latency_steps
 
-__all__ = [
-    "in_network_dims",
-    "in_network_traffic_bytes",
-    "in_network_latency_steps",
-]
+__all__ = ["in_network_dims", "in_network_traffic_bytes", "in_network_latency_steps"]
 
 
 def in_network_dims(names: Sequence[str], fabric: Fabric, field: str = "in_network_reduction"

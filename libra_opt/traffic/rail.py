@@ -33,16 +33,8 @@ from libra_opt.traffic.step_time import check_bandwidth, step_time
 from libra_opt.traffic.timing import TimingModel, as_timing
 from libra_opt.traffic.workload import Workload, walk_collectives
 
-__all__ = [
-    "joined_rails",
-    "RailUse",
-    "classify_collective",
-    "ForwardingOverhead",
-    "forwarding_overhead",
-    "rail_report",
-    "check_rail_mapping",
-    "native_step_time_s",
-]
+__all__ = ["joined_rails", "RailUse", "classify_collective", "ForwardingOverhead",
+           "forwarding_overhead", "rail_report", "check_rail_mapping", "native_step_time_s"]
 
 def joined_rails(fabric: Fabric) -> Fabric:
     """``fabric`` with every ``rail``-scope dimension in ``block`` scope (a spine joins the rails).

@@ -32,11 +32,7 @@ from libra_opt.traffic.collectives import (
 )
 from libra_opt.traffic.in_network import in_network_latency_steps, in_network_traffic_bytes
 
-__all__ = [
-    "native_traffic_bytes",
-    "native_latency_s",
-    "collective_traffic",
-]
+__all__ = ["native_traffic_bytes", "native_latency_s", "collective_traffic"]
 
 
 def native_traffic_bytes(

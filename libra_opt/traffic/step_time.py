@@ -23,16 +23,8 @@ from libra_opt.traffic.timing import TimingModel, as_timing
 from libra_opt.traffic.topology_aware import CollectiveSettings, collective_phases
 from libra_opt.traffic.workload import Workload, walk_collectives
 
-__all__ = [
-    "PhaseArrays",
-    "WalkArrays",
-    "WorkloadTimes",
-    "check_bandwidth",
-    "step_time",
-    "step_time_from_walk",
-    "traffic_by_group_bytes",
-    "walk_arrays",
-]
+__all__ = ["PhaseArrays", "WalkArrays", "WorkloadTimes", "check_bandwidth", "step_time",
+           "step_time_from_walk", "traffic_by_group_bytes", "walk_arrays"]
 
 
 @dataclass(frozen=True)

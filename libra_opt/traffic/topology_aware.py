@@ -37,14 +37,8 @@ from libra_opt.traffic.collective_settings import HD_TOPOLOGIES, CollectiveSetti
 from libra_opt.traffic.collectives import hierarchical_traffic_bytes
 from libra_opt.traffic.links import bw_from_link_gbps
 
-__all__ = [
-    "collective_buffers_bytes",
-    "CollectiveSettings",
-    "ChunkedCollective",
-    "bw_from_link_gbps",
-    "phase_time_terms",
-    "collective_phases",
-]
+__all__ = ["collective_buffers_bytes", "CollectiveSettings", "ChunkedCollective",
+           "bw_from_link_gbps", "phase_time_terms", "collective_phases"]
 
 
 def phase_time_terms(

@@ -19,22 +19,9 @@ from libra_opt.fabric.dims import Fabric
 from libra_opt.fabric.frozen import FrozenMap, FrozenOnUnpickle, freeze_arrays
 from libra_opt.options import COLLECTIVE_KINDS, PHASES, CollectiveKind, PhaseName
 
-__all__ = [
-    "Collective",
-    "Phase",
-    "Layer",
-    "StepMetrics",
-    "Workload",
-    "PhaseStep",
-    "CollectiveStep",
-    "FlatWalk",
-    "flat_walk",
-    "walk_phases",
-    "walk_collectives",
-    "check_on_fabric",
-    "MAX_COLLECTIVE_BYTES",
-    "MAX_COMPUTE_S",
-]
+__all__ = ["Collective", "Phase", "Layer", "StepMetrics", "Workload", "PhaseStep", "CollectiveStep",
+           "FlatWalk", "flat_walk", "walk_phases", "walk_collectives", "check_on_fabric",
+           "MAX_COLLECTIVE_BYTES", "MAX_COMPUTE_S"]
 
 #: Largest collective input accepted, in bytes (1 EB); larger sizes are taken as mistakes.
 MAX_COLLECTIVE_BYTES = 1e18
