@@ -288,8 +288,6 @@ def model_from_dict(data: object) -> TransformerSpec | DLRMSpec | ResNetSpec:
     if not isinstance(data, dict):
         raise InputError("expected a mapping (a model descriptor)")
     if "kind" not in data:
-        raise InputError(
-            "required field is missing (one of transformer, dlrm, resnet)",
-            field="kind",
-        )
+        raise InputError("required field is missing (one of transformer, dlrm, resnet)",
+                         field="kind")
     return validate_as(ModelSpec, data, None)

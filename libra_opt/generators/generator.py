@@ -130,10 +130,8 @@ def generate_workload(
     eta = stack_efficiency(device, par.software_stack)
     dev, eff = timing_model(model, par, device, efficiency)
     if par.dp_mode != "collective" and not isinstance(model, TransformerSpec):
-        raise InputError(
-            f"dp_mode {par.dp_mode!r} is only modelled for transformer models",
-            field="parallelism.dp_mode",
-        )
+        raise InputError(f"dp_mode {par.dp_mode!r} is only modelled for transformer models",
+                         field="parallelism.dp_mode")
     placement = place_groups(fabric, par.degrees(), mapping)
     args = (par, dev, fabric, placement, eff, name, check_memory)
     if isinstance(model, TransformerSpec):

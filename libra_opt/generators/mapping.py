@@ -113,10 +113,8 @@ def _parse_entry(key: str, value: Any, fabric: Fabric, prefix: str) -> list[int]
         for name, count in value.items():
             d = _dim_index(fabric, str(name), fld)
             if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-                raise InputError(
-                    f"count {count!r} on {name!r} must be a positive integer",
-                    field=f"{fld}.{name}",
-                )
+                raise InputError(f"count {count!r} on {name!r} must be a positive integer",
+                                 field=f"{fld}.{name}")
             if fabric.dims[d].size % count:
                 raise InputError(
                     f"{count} does not divide the size {fabric.dims[d].size} of dimension "
@@ -133,10 +131,8 @@ def _parse_entry(key: str, value: Any, fabric: Fabric, prefix: str) -> list[int]
 
 def _dim_index(fabric: Fabric, name: str, fld: str) -> int:
     if name not in fabric.names:
-        raise InputError(
-            f"no dimension named {name!r}; the fabric has {', '.join(fabric.names)}",
-            field=fld,
-        )
+        raise InputError(f"no dimension named {name!r}; the fabric has {', '.join(fabric.names)}",
+                         field=fld)
     return fabric.names.index(name)
 
 

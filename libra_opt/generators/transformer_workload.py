@@ -450,10 +450,8 @@ def transformer_workload(
             f"individual GEMMs); a {efficiency.kind} efficiency prices whole phases",
             field="parallelism.tp_comm_overlap")
     if par.n_npus != fabric.n_npus:
-        raise InputError(
-            f"tp x cp x dp x pp = {par.n_npus} NPUs, the fabric has {fabric.n_npus}",
-            field="parallelism",
-        )
+        raise InputError(f"tp x cp x dp x pp = {par.n_npus} NPUs, the fabric has {fabric.n_npus}",
+                         field="parallelism")
     stages = stage_plan(model, par.pp, par.interleave)
     built: dict[tuple, tuple] = {}  # stages holding the same layers have the same ones
     per_stage = []

@@ -22,15 +22,11 @@ __all__ = ["hierarchical_traffic_bytes", "flat_ring_traffic_bytes", "flat_ring_l
 
 def _check(kind: str, size_bytes: float, span: Sequence[int]) -> None:
     if kind not in COLLECTIVE_KINDS:
-        raise InputError(
-            f"collective kind {kind!r} is not one of {', '.join(COLLECTIVE_KINDS)}",
-            field="collective.kind",
-        )
+        raise InputError(f"collective kind {kind!r} is not one of {', '.join(COLLECTIVE_KINDS)}",
+                         field="collective.kind")
     if not math.isfinite(size_bytes) or size_bytes < 0:
-        raise InputError(
-            f"collective size {size_bytes!r} must be a finite number of bytes >= 0",
-            field="collective.size_bytes",
-        )
+        raise InputError(f"collective size {size_bytes!r} must be a finite number of bytes >= 0",
+                         field="collective.size_bytes")
     for k in span:
         if int(k) != k or k < 1:
             raise InputError(
@@ -236,7 +232,5 @@ def collective_time_s(
         return float(np.max(t))
     if mode == "sequential":
         return float(np.sum(t))
-    raise InputError(
-        f"collective_model {mode!r} is not 'pipelined' or 'sequential'",
-        field="collective_model",
-    )
+    raise InputError(f"collective_model {mode!r} is not 'pipelined' or 'sequential'",
+                     field="collective_model")
