@@ -82,7 +82,6 @@ class TransformerSpec(StrictModel):
 
     Parameters
     ----------
-    name : str
     n_layers, hidden_size, ffn_hidden_size, n_heads : int
         Layers ``L``, model width ``h``, dense FFN inner size ``f``, query heads ``a``.
     n_kv_heads : int, optional

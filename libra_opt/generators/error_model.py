@@ -61,8 +61,6 @@ class ValidatedRun:
         ``t_predicted / t_measured - 1``.
     variant_set : str
         The set of parallelization variants it belongs to ('' for none).
-    tp, cp, pp, ep, micro_batch_size, interleave, seq_len, n_npus : int
-    recompute : str
     mfu_measured : float or None
         MFU implied by the measured step time.
     """

@@ -24,11 +24,6 @@ class GeneratedWorkload:
     ----------
     workload : Workload
         One training step on the slowest NPU.
-    model_name : str
-    n_npus : int
-    device : Device
-    efficiency : ComputeEfficiency
-    compute_dtype : str
     model_flops_per_step : float
         Useful FLOPs of one step over the cluster (no recomputation): the numerator of MFU
         (Chowdhery et al. 2022), attention counted over the causal half

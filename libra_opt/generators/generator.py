@@ -81,9 +81,6 @@ def generate_workload(
 
     Parameters
     ----------
-    model : TransformerSpec, DLRMSpec or ResNetSpec
-    parallelism : Parallelism or mapping
-    device : Device
     fabric : Fabric
         Its NPU count must equal ``tp x cp x dp x pp``.
     mapping : mapping, optional

@@ -151,7 +151,6 @@ def place_groups(
 
     Parameters
     ----------
-    fabric : Fabric
     degrees : mapping
         Degree of each axis: ``tp``, ``cp``, ``ep``, ``edp``, ``pp`` (missing = 1).
     mapping : mapping, optional

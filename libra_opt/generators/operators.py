@@ -46,7 +46,6 @@ class Operator:
 
     Attributes
     ----------
-    name : str
     op_class : {'gemm', 'attention', 'elementwise', 'embedding', 'loss', 'optimizer'}
     flops, size_bytes : float
         FLOPs executed and bytes read plus written from HBM, per copy.

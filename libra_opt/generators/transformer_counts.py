@@ -206,7 +206,6 @@ def model_flops_per_token(model: TransformerSpec, recompute: str = "none",
 
     Parameters
     ----------
-    model : TransformerSpec
     recompute : {'none', 'selective', 'full'}
         ``none``: model FLOPs (``3 x`` forward); ``full``: every layer's forward twice (Narayanan
         et al.'s "hardware FLOPs" [1]_); ``selective``: the attention products twice [2]_.

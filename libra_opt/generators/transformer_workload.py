@@ -423,13 +423,8 @@ def transformer_workload(
 
     Parameters
     ----------
-    model : TransformerSpec
-    par : Parallelism
-    device : Device
-    fabric : Fabric
     placement : Placement
         Spans of the parallelism axes (:func:`libra_opt.generators.mapping.place_groups`).
-    efficiency : ComputeEfficiency
     name : str, optional
         Workload name (default: the model's).
     check_memory : bool

@@ -120,17 +120,12 @@ class ValidationRow:
     ----------
     name, source : str
         The row and its citation key (explained in the table's ``sources``).
-    cluster : Cluster
     metric : {'step_time_s', 'hardware_tflops_per_gpu', 'model_tflops_per_gpu', 'mfu', 'tokens_per_s_per_gpu'}
     published : float
         The published value of ``metric``.
-    model : TransformerSpec
-    parallelism : Parallelism
     calibrate, calibrate_stack : bool
         Used to calibrate the device constants / its software stack's constant (excluded from
         the error statistics).
-    check_memory : bool
-    notes : str
     convention : str
         What the published metric depends on that its source does not state (reported, not
         judged), and ``convention_band`` how far that can move it.

@@ -160,7 +160,6 @@ def sim_phase(
     ----------
     op : {'reduce_scatter', 'all_gather', 'all_reduce', 'all_to_all', 'p2p'}
     algorithm : {'ring', 'direct', 'halving_doubling'}
-    dim : Dim
     k : int
         NPUs of the group along ``dim``.
     buffer_bytes : float

@@ -127,7 +127,6 @@ def min_bandwidth_for_slowdown_gbps(
         Constant latency of one fragment's sync on the site dimension.
     inner_step_s, inner_compute_s : float
         ``T0`` (the reference of the slowdown) and ``C``.
-    settings : DiLoCoSettings
     slowdown : float
         ``s``, e.g. 0.05 for 5%.
 

@@ -44,7 +44,6 @@ def native_traffic_bytes(
     ----------
     kind, size_bytes, span
         As in :func:`libra_opt.traffic.collectives.hierarchical_traffic_bytes`.
-    fabric : Fabric
 
     Notes
     -----

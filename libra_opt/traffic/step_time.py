@@ -33,7 +33,6 @@ class WorkloadTimes(FrozenOnUnpickle):
 
     Attributes
     ----------
-    name : str
     step_time_s, compute_s, comm_s : float
         Step time (less a hidden window), compute and collective time (hidden or not).
     exposed_comm_s : float
@@ -211,8 +210,6 @@ class WalkArrays(FrozenOnUnpickle):
 
     Attributes
     ----------
-    name : str
-    group_names : tuple of str
     phase_compute_s, phase_count, phase_kind : numpy.ndarray
         ``(P,)`` compute time, repeat count and :data:`~libra_opt.options.PHASES` index.
     coll_phase, coll_group, coll_distinct : numpy.ndarray

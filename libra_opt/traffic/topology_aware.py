@@ -59,7 +59,6 @@ def phase_time_terms(
     ----------
     op : {'reduce_scatter', 'all_gather', 'all_reduce', 'all_to_all', 'p2p'}
     algorithm : {'ring', 'direct', 'halving_doubling'}
-    dim : Dim
     k : int
         NPUs of the group along ``dim``.
     buffer_bytes : float
@@ -327,8 +326,6 @@ def collective_phases(
     ----------
     kind, size_bytes, span
         As in :func:`libra_opt.traffic.collectives.hierarchical_traffic_bytes`.
-    fabric : Fabric
-    settings : CollectiveSettings
 
     Notes
     -----

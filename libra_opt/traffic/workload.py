@@ -136,7 +136,6 @@ class StepMetrics:
         Tokens (samples for non-transformers) and sequences per step, whole cluster.
     model_flops_per_step : float
         Useful FLOPs per step over the cluster (no recomputation): the numerator of MFU.
-    n_npus : int
     peak_flops_per_npu : float
         Device peak FLOP/s for the compute data type.
     memory_per_npu_bytes, memory_capacity_bytes : float, optional
@@ -169,7 +168,6 @@ class Workload(FrozenOnUnpickle):
 
     Parameters
     ----------
-    name : str
     layers : tuple of Layer
         Layers in forward order.
     groups : mapping of str to tuple of int
