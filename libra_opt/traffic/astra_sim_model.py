@@ -284,10 +284,7 @@ def _sim_phase(op: str, algorithm: str, dim: Dim, k: int, buffer_bytes: float,
         for m, dist in hd_steps(op, k, x):
             biggest = max(biggest, (dist if ring else 1) * m * u)
             hops = dist if ring else hop
-            if not (ring or switch) or not aware:
-                coef += m * u
-            else:
-                coef += hops * m * u
+            coef += (hops if aware and (ring or switch) else 1) * m * u
             const += hops * a
             load += (dist if ring else 1) * m * u
         passes = (2 * q + 1) if op == "all_reduce" else q + 1
@@ -445,10 +442,8 @@ def sim_pipeline_pieces(
         shared = cw = acw = 0.0
         for i in on_d:
             ph = phases[i][2]
-            if ph.channel == "shared":
-                shared += ph.load_gb
-            elif hierarchical_all_reduce and not split:
-                shared += ph.load_gb  # one queue: all reduce-scatters, then all-gathers
+            if ph.channel == "shared" or (hierarchical_all_reduce and not split):
+                shared += ph.load_gb  # (one queue: all reduce-scatters, then all-gathers)
             elif hierarchical_all_reduce:
                 if phases[i][1] == "last":
                     acw += ph.load_gb
