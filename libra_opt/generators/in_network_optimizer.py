@@ -185,7 +185,7 @@ def aggregator_state_bytes(total_params: float, precision: Precision,
 
 
 def _is_zero3(c: Collective, phase: str) -> bool:
-    """A ZeRO-3 parameter all-gather (forward, input grad) or gradient reduce-scatter on dp / edp."""
+    """A ZeRO-3 parameter all-gather or gradient reduce-scatter on dp / edp."""
     if c.group not in ZERO3_GROUPS:
         return False
     return c.kind == ("reduce_scatter" if phase == "weight_grad" else "all_gather")

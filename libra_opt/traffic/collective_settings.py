@@ -194,8 +194,8 @@ class CollectiveSettings:
                 field="collectives.all_reduce")
 
     def check(self, fabric: Fabric) -> None:
-        """Raise :class:`InputError` when a named dimension is not in ``fabric``, an algorithm does not
-        fit its topology, or a curve-priced dimension has a latency of its own.
+        """Raise :class:`InputError` when a named dimension is not in ``fabric``, an algorithm does
+        not fit its topology, or a curve-priced dimension has a latency of its own.
         """
         named = [(name, f"{key}.{name}") for key in ("algorithm", "efficiency", "link_latency_s")
                  for name, _ in getattr(self, key)]

@@ -246,8 +246,9 @@ class WalkArrays(FrozenOnUnpickle):
 
     @cached_property
     def fixed(self) -> tuple[np.ndarray, float, np.ndarray, np.ndarray, np.ndarray]:
-        """What no bandwidth changes (read-only): dimensions each distinct collective uses, compute per
-        step (s), each occurrence's count, occurrences per distinct collective, bytes per dimension.
+        """What no bandwidth changes (read-only): dimensions each distinct collective uses, compute
+        per step (s), each occurrence's count, occurrences per distinct collective, bytes per
+        dimension.
         """
         used = self.traffic_bytes > 0
         c_count = self.phase_count[self.coll_phase]

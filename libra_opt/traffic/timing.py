@@ -97,9 +97,10 @@ class TimingModel:
         """The fraction of each dimension's bandwidth a collective reaches under :attr:`efficiency`;
         ``None`` when it names none.
 
-        A dimension not spanned or not named runs at 1; a curve is read at the buffer the dimension's
-        phase handles (:func:`~libra_opt.traffic.topology_aware.collective_buffers_bytes`). ``eta_d``
-        fixed per collective keeps every phase ``coef / B_d + const``.
+        A dimension not spanned or not named runs at 1; a curve is read at the buffer the
+        dimension's phase handles (:func:`~libra_opt.traffic.topology_aware.
+        collective_buffers_bytes`). ``eta_d`` fixed per collective keeps every phase
+        ``coef / B_d + const``.
 
         Examples
         --------
@@ -185,7 +186,7 @@ class TimingModel:
         return None
 
     def describe(self) -> str:
-        """``<collective model> collectives, <loop> loop, <traffic model> traffic`` and the efficiency."""
+        """``<collective model> collectives, <loop> loop, <traffic model> traffic``, efficiency."""
         eff = "".join(f", {name} at {v if isinstance(v, str) else f'{v:g}'}"
                       for name, v in self.efficiency)
         return (f"{self.collective_model} collectives, {self.training_loop} loop, "

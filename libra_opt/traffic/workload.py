@@ -307,8 +307,8 @@ class CollectiveStep:
 
 
 def walk_phases(workload: Workload) -> Iterator[PhaseStep]:
-    """Every (layer, phase) of ``workload`` in step order, with its repeat count: the one walk over a
-    workload.
+    """Every (layer, phase) of ``workload`` in step order, with its repeat count: the one walk
+    over a workload.
 
     Examples
     --------
