@@ -94,15 +94,8 @@ def _gemm_s(ops: Sequence, names: set[str], device: Device, dtype: str, eff: flo
     return sum(operator_time_s(o, device, dtype, eff) for o in ops if o.name in names)
 
 
-def split_overlapped(
-    layer: Layer,
-    ops: LayerOperators,
-    blocks: Sequence[TpBlock],
-    par: Parallelism,
-    device: Device,
-    dtype: str,
-    gemm_efficiency: float,
-) -> list[Layer]:
+def split_overlapped(layer: Layer, ops: LayerOperators, blocks: Sequence[TpBlock], par: Parallelism,
+                     device: Device, dtype: str, gemm_efficiency: float) -> list[Layer]:
     """``layer`` (one micro-batch, count 1, priced from ``ops``) in overlap form: the compute layer,
     the exposed-collectives layer and one overlap layer per block of ``blocks`` (empty ones left
     out); ``par``, ``device``, ``dtype``, ``gemm_efficiency`` as for

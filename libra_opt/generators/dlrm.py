@@ -71,16 +71,9 @@ def dlrm_flops_per_sample(spec: DLRMSpec) -> tuple[float, float]:
     return mlp, inter
 
 
-def dlrm_workload(
-    spec: DLRMSpec,
-    par: Parallelism,
-    device: Device,
-    fabric: Fabric,
-    placement: Placement,
-    efficiency: ComputeEfficiency,
-    name: str | None = None,
-    check_memory: bool = True,
-) -> GeneratedWorkload:
+def dlrm_workload(spec: DLRMSpec, par: Parallelism, device: Device, fabric: Fabric,
+                  placement: Placement, efficiency: ComputeEfficiency, name: str | None = None,
+                  check_memory: bool = True) -> GeneratedWorkload:
     """DLRM training step on one NPU (see module docstring). Group ``emb`` = all NPUs."""
     check_data_parallel_only(par, "DLRM")
     prec = par.precision

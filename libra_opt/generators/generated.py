@@ -110,9 +110,8 @@ def throughput_samples_per_s(generated: GeneratedWorkload, step_time_s: float) -
     return generated.samples_per_step / step_time_s
 
 
-def achieved_flops_per_npu(
-    generated: GeneratedWorkload, step_time_s: float, hardware: bool = False
-) -> float:
+def achieved_flops_per_npu(generated: GeneratedWorkload, step_time_s: float,
+                           hardware: bool = False) -> float:
     """FLOP/s per NPU: model (or hardware, as Narayanan et al. 2021 report) FLOPs per step over
     step time x NPUs.
 

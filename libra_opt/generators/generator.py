@@ -67,16 +67,11 @@ def timing_model(
     return dev, eff
 
 
-def generate_workload(
-    model: TransformerSpec | DLRMSpec | ResNetSpec,
-    parallelism: Parallelism | Mapping[str, Any],
-    device: Device,
-    fabric: Fabric,
-    mapping: Mapping[str, Any] | None = None,
-    efficiency: ComputeEfficiency | float | Mapping[str, Any] | None = None,
-    name: str | None = None,
-    check_memory: bool = True,
-) -> GeneratedWorkload:
+def generate_workload(model: TransformerSpec | DLRMSpec | ResNetSpec,
+                      parallelism: Parallelism | Mapping[str, Any], device: Device, fabric: Fabric,
+                      mapping: Mapping[str, Any] | None = None,
+                      efficiency: ComputeEfficiency | float | Mapping[str, Any] | None = None,
+                      name: str | None = None, check_memory: bool = True) -> GeneratedWorkload:
     """Generate the training-step workload of ``model`` on ``fabric``.
 
     Parameters

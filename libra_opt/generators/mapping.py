@@ -141,12 +141,8 @@ def _fmt(span: Sequence[int], fabric: Fabric) -> str:
     return ", ".join(parts) or "no dimension"
 
 
-def place_groups(
-    fabric: Fabric,
-    degrees: Mapping[str, int],
-    mapping: Mapping[str, Any] | None = None,
-    prefix: str = "mapping",
-) -> Placement:
+def place_groups(fabric: Fabric, degrees: Mapping[str, int],
+                 mapping: Mapping[str, Any] | None = None, prefix: str = "mapping") -> Placement:
     """Place the parallelism axes on ``fabric``.
 
     Parameters

@@ -74,9 +74,8 @@ class MemoryBreakdown:
         )
 
 
-def model_state_bytes(
-    params: float, precision: Precision, zero: int, shard_ranks: int
-) -> tuple[float, float, float]:
+def model_state_bytes(params: float, precision: Precision, zero: int,
+                      shard_ranks: int) -> tuple[float, float, float]:
     """Weights, gradients and optimizer state in bytes of ``params`` parameters (before ZeRO) on one
     NPU, ZeRO stage ``zero`` sharding over ``shard_ranks``.
 
@@ -99,9 +98,8 @@ def model_state_bytes(
     return w, g, o
 
 
-def transformer_layer_activation_bytes(
-    model: TransformerSpec, par: Parallelism, moe: bool
-) -> float:
+def transformer_layer_activation_bytes(model: TransformerSpec, par: Parallelism,
+                                       moe: bool) -> float:
     """Activation bytes one layer keeps for one micro-batch on one NPU (module notes [2]_); for an
     MoE layer the routed-expert terms are multiplied by ``top_k x capacity factor`` and shared
     experts count as a dense MLP.

@@ -104,16 +104,9 @@ def check_data_parallel_only(par: Parallelism, what: str) -> None:
             field="parallelism.dp_comm_overlap")
 
 
-def resnet_workload(
-    spec: ResNetSpec,
-    par: Parallelism,
-    device: Device,
-    fabric: Fabric,
-    placement: Placement,
-    efficiency: ComputeEfficiency,
-    name: str | None = None,
-    check_memory: bool = True,
-) -> GeneratedWorkload:
+def resnet_workload(spec: ResNetSpec, par: Parallelism, device: Device, fabric: Fabric,
+                    placement: Placement, efficiency: ComputeEfficiency, name: str | None = None,
+                    check_memory: bool = True) -> GeneratedWorkload:
     """Data-parallel ResNet training step on one NPU: ``2 MACs b`` FLOPs per pass and stage, a
     gradient all-reduce of ``params x grad_bytes`` on ``dp``, activations ``2 x
     activation_elements x b x beta``.

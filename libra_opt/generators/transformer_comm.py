@@ -91,13 +91,8 @@ def kv_bytes_per_token(model: TransformerSpec, par: Parallelism) -> float:
     return g_local * (model.qk_head_dim + model.v_head_dim) * par.precision.activation_bytes
 
 
-def layer_collectives(
-    model: TransformerSpec,
-    par: Parallelism,
-    moe: bool,
-    dense_params_local: float,
-    expert_params_local: float,
-) -> PhaseCollectives:
+def layer_collectives(model: TransformerSpec, par: Parallelism, moe: bool,
+                      dense_params_local: float, expert_params_local: float) -> PhaseCollectives:
     """All collectives of one layer for one micro-batch on one NPU; the local parameters (after
     tensor and expert sharding) size ZeRO-3's gathers and reductions.
 
@@ -145,9 +140,8 @@ def layer_collectives(
     return out
 
 
-def zero3_collectives(
-    par: Parallelism, dense_params_local: float, expert_params_local: float
-) -> PhaseCollectives:
+def zero3_collectives(par: Parallelism, dense_params_local: float,
+                      expert_params_local: float) -> PhaseCollectives:
     """ZeRO-3 gathers (forward, input gradient) and gradient reduce-scatter, dense parameters over
     ``dp x cp`` ranks, expert parameters over ``dp / ep x cp``.
 

@@ -170,13 +170,8 @@ def layer_params_local(model: TransformerSpec, par: Parallelism, c: LayerCounts)
     return dense, expert
 
 
-def _phases(
-    flops: tuple[float, float, float],
-    colls: PhaseCollectives,
-    device: Device,
-    dtype: str,
-    eff: ComputeEfficiency,
-) -> tuple[Phase, Phase, Phase]:
+def _phases(flops: tuple[float, float, float], colls: PhaseCollectives, device: Device, dtype: str,
+            eff: ComputeEfficiency) -> tuple[Phase, Phase, Phase]:
     f, i, w = (compute_time_s(x, device, dtype, eff) for x in flops)
     return Phase(f, colls.forward), Phase(i, colls.input_grad), Phase(w, colls.weight_grad)
 
@@ -184,15 +179,9 @@ def _phases(
 Breakdown = dict[str, float]
 
 
-def _op_phases(
-    ops: LayerOperators,
-    colls: PhaseCollectives,
-    device: Device,
-    dtype: str,
-    eff: ComputeEfficiency,
-    breakdown: Breakdown,
-    repeats: int,
-) -> tuple[Phase, Phase, Phase]:
+def _op_phases(ops: LayerOperators, colls: PhaseCollectives, device: Device, dtype: str,
+               eff: ComputeEfficiency, breakdown: Breakdown,
+               repeats: int) -> tuple[Phase, Phase, Phase]:
     """Phases priced operator by operator; adds ``repeats x`` each operator's time to
     ``breakdown`` (by operator class)."""
     times = []
@@ -380,14 +369,8 @@ def _stage_compute_s(layers: list[tuple[Layer, int]]) -> float:
     return sum(n * sum(p.compute_s for _, p in layer.phases()) for layer, n in layers)
 
 
-def _stage_memory(
-    model: TransformerSpec,
-    par: Parallelism,
-    stage: StagePlan,
-    dense_p: float,
-    expert_p: float,
-    device: Device,
-) -> MemoryBreakdown:
+def _stage_memory(model: TransformerSpec, par: Parallelism, stage: StagePlan, dense_p: float,
+                  expert_p: float, device: Device) -> MemoryBreakdown:
     w1, g1, o1 = model_state_bytes(dense_p, par.precision, par.zero, par.dp * par.cp)
     w2, g2, o2 = model_state_bytes(expert_p, par.precision, par.zero, par.expert_dp * par.cp)
     host = 0.0
@@ -409,16 +392,9 @@ def _stage_memory(
     )
 
 
-def transformer_workload(
-    model: TransformerSpec,
-    par: Parallelism,
-    device: Device,
-    fabric: Fabric,
-    placement: Placement,
-    efficiency: ComputeEfficiency,
-    name: str | None = None,
-    check_memory: bool = True,
-) -> GeneratedWorkload:
+def transformer_workload(model: TransformerSpec, par: Parallelism, device: Device, fabric: Fabric,
+                         placement: Placement, efficiency: ComputeEfficiency,
+                         name: str | None = None, check_memory: bool = True) -> GeneratedWorkload:
     """Build the workload of one training step of ``model`` (module notes).
 
     Parameters

@@ -10,12 +10,7 @@ terms, so the optimizer's program stays convex. What the simulator does (its sou
   no sharing. Congestion-aware: FIFO links, store and forward: ``h (alpha + m / X)``, and
   concurrent messages on one link queue. Rings are bidirectional (shorter way, ties
   clockwise); a clique has one link per ordered pair; a switch one up- and one down-link.
-* **Algorithms** (``k`` NPUs, buffer ``x``, message ``n = x / k``): ring reduce-scatter and
-  all-gather ``k - 1`` steps of ``n``, all-reduce ``2 (k - 1)``, all-to-all ``k (k - 1) / 2``
-  (``k``, ``k``, ``2 k - 1``, ``1 + k (k - 1) / 2`` endpoint passes; one direction per
-  queue); direct: the ``k - 1`` messages at once (all-reduce: a second round; 2 passes, 3 for
-  all-reduce); halving-doubling (``k = 2^q``): reduce-scatter sends ``x / 2^i`` at distance
-  ``2^(i-1)``, all-gather the reverse, all-reduce both (``q + 1``, ``2 q + 1`` passes).
+* **Algorithms**: ring, direct and halving-doubling, step by step (:func:`sim_phase`).
 * **Chunks.** ``D`` bytes run as ``S`` chunks (``preferred-dataset-splits``) through the
   phases; each dimension has ``Q`` queues (``num-queues-per-dim``, round-robin) each running
   ``ceil(A / Q)`` chunks at once (``active-chunks-per-dimension``). A ``localBWAware``
@@ -141,19 +136,9 @@ def sim_chunks(kind: str, size_bytes: float, splits: int, npus: int) -> tuple[fl
     return float(chunk), -(-size // chunk)
 
 
-def sim_phase(
-    op: str,
-    algorithm: str,
-    dim: Dim,
-    k: int,
-    buffer_bytes: float,
-    *,
-    backend: Backend,
-    link_latency_s: float,
-    endpoint_delay_s: float,
-    local_memory_gbps: float | None,
-    efficiency: float = 1.0,
-) -> SimPhase:
+def sim_phase(op: str, algorithm: str, dim: Dim, k: int, buffer_bytes: float, *, backend: Backend,
+              link_latency_s: float, endpoint_delay_s: float, local_memory_gbps: float | None,
+              efficiency: float = 1.0) -> SimPhase:
     """One chunk's phase time under ASTRA-sim's algorithm and analytical backend.
 
     Parameters
@@ -186,9 +171,11 @@ def sim_phase(
       ``max(L s(n) + 2 alpha, (2H - 1) s(n) + H alpha)`` (aware) on a ring, ``H = floor(k/2)``,
       ``L = H (H + 1) / 2``: reduce-scatter ``2 e + N + r(n)``; all-gather and all-to-all
       ``2 e + N``; all-reduce ``3 e + 2 N + r(n)``.
-    * halving-doubling steps ``(m_i, d_i)``: ``s(m_i) + h_i alpha`` unaware, ``h_i (s(m_i) +
-      alpha)`` aware on a ring (``h_i = d_i``) or switch (``h_i = 2``), ``s(m_i) + alpha`` on a
-      clique; plus endpoint passes and reductions.
+    * halving-doubling (``k = 2^q``), steps ``(m_i, d_i)`` (reduce-scatter ``x / 2^i`` at
+      distance ``2^(i-1)``, all-gather the reverse, all-reduce both): ``s(m_i) + h_i alpha``
+      unaware, ``h_i (s(m_i) + alpha)`` aware on a ring (``h_i = d_i``) or switch
+      (``h_i = 2``), ``s(m_i) + alpha`` on a clique; plus ``q + 1`` (all-reduce ``2 q + 1``)
+      endpoint passes and the reductions.
     * point-to-point: ``2 e + f s(x) + h alpha``.
 
     Examples
@@ -307,15 +294,9 @@ def _sim_phase(op: str, algorithm: str, dim: Dim, k: int, buffer_bytes: float,
     raise InputError(f"no {algorithm!r} phase time for {op!r}", field="collectives.algorithm")
 
 
-def sim_pipeline_pieces(
-    phases: Sequence[tuple[int, str, SimPhase]],
-    chunks: int,
-    *,
-    backend: Backend,
-    queues_per_dim: int,
-    active_chunks_per_dim: int,
-    hierarchical_all_reduce: bool,
-) -> list[tuple[dict[int, float], float]]:
+def sim_pipeline_pieces(phases: Sequence[tuple[int, str, SimPhase]], chunks: int, *,
+                        backend: Backend, queues_per_dim: int, active_chunks_per_dim: int,
+                        hierarchical_all_reduce: bool) -> list[tuple[dict[int, float], float]]:
     """The pieces of the pipeline max (module notes) for one chunk's ``phases``.
 
     Parameters
@@ -464,12 +445,8 @@ def sim_pipeline_pieces(
     return pieces
 
 
-def _regime_pieces(
-    phases: Sequence[tuple[int, str, SimPhase]],
-    regimes: list[int],
-    chunks: int,
-    **settings: object,
-) -> list[tuple[dict[int, float], float]]:
+def _regime_pieces(phases: Sequence[tuple[int, str, SimPhase]], regimes: list[int], chunks: int,
+                   **settings: object) -> list[tuple[dict[int, float], float]]:
     """Pieces of a pipeline whose phases ``regimes`` take the larger of two affine times: per
     choice of regimes, its pieces shifted by the chosen phases' extra time.
     """

@@ -35,9 +35,7 @@ def _check(kind: str, size_bytes: float, span: Sequence[int]) -> None:
             )
 
 
-def hierarchical_traffic_bytes(
-    kind: str, size_bytes: float, span: Sequence[int]
-) -> np.ndarray:
+def hierarchical_traffic_bytes(kind: str, size_bytes: float, span: Sequence[int]) -> np.ndarray:
     """Bytes each NPU sends on every dimension for one hierarchical collective.
 
     Parameters
@@ -98,9 +96,7 @@ def hierarchical_traffic_bytes(
     return np.array(out)
 
 
-def flat_ring_traffic_bytes(
-    kind: str, size_bytes: float, span: Sequence[int]
-) -> np.ndarray:
+def flat_ring_traffic_bytes(kind: str, size_bytes: float, span: Sequence[int]) -> np.ndarray:
     """Bytes each NPU sends on every spanned dimension when one flat ring joins all members.
 
     NCCL runs a communicator's collective as rings through all ``k = prod(k_d)`` ranks [1]_: a
@@ -152,9 +148,8 @@ def flat_ring_traffic_bytes(
     return out
 
 
-def flat_ring_latency_s(
-    kind: str, span: Sequence[int], latency_per_step_s: Sequence[float]
-) -> np.ndarray:
+def flat_ring_latency_s(kind: str, span: Sequence[int],
+                        latency_per_step_s: Sequence[float]) -> np.ndarray:
     """Constant latency of a flat ring, the same on every spanned dimension: ``k - 1`` steps
     (``2 (k - 1)`` for all-reduce), each at the largest per-step latency of the spanned
     dimensions.
@@ -191,12 +186,8 @@ def latency_steps(kind: str, span: Sequence[int], topologies: Sequence[str]) -> 
                      for k, t in zip(span, topologies, strict=True)])
 
 
-def collective_time_s(
-    traffic_bytes: np.ndarray,
-    bw_gbps: np.ndarray,
-    latency_s: np.ndarray | None = None,
-    mode: str = "pipelined",
-) -> float:
+def collective_time_s(traffic_bytes: np.ndarray, bw_gbps: np.ndarray,
+                      latency_s: np.ndarray | None = None, mode: str = "pipelined") -> float:
     """Time of one collective given its per-dimension traffic.
 
     Parameters

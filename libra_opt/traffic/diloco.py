@@ -112,10 +112,9 @@ def amortized_exposed_s(fragment_time_s: float, inner_compute_s: float,
     return s.syncs_per_step * max(fragment_time_s - s.overlap_steps * inner_compute_s, 0.0)
 
 
-def min_bandwidth_for_slowdown_gbps(
-    fragment_site_bytes: float, latency_s: float, inner_step_s: float, inner_compute_s: float,
-    settings: DiLoCoSettings, slowdown: float = 0.05,
-) -> float:
+def min_bandwidth_for_slowdown_gbps(fragment_site_bytes: float, latency_s: float,
+                                    inner_step_s: float, inner_compute_s: float,
+                                    settings: DiLoCoSettings, slowdown: float = 0.05) -> float:
     """Smallest site bandwidth (GB/s per NPU) with exposed outer sync ``<= slowdown x`` the inner
     step time.
 
@@ -155,10 +154,9 @@ def min_bandwidth_for_slowdown_gbps(
     return fragment_site_bytes / (1e9 * denom)
 
 
-def diloco_workloads(
-    workloads: Sequence[Workload], weights: Sequence[float], fabric: Fabric, site_dim: str,
-    settings: DiLoCoSettings, params_per_npu: float, dp_group: str = "dp",
-) -> tuple[tuple[Workload, ...], tuple[float, ...]]:
+def diloco_workloads(workloads: Sequence[Workload], weights: Sequence[float], fabric: Fabric,
+                     site_dim: str, settings: DiLoCoSettings, params_per_npu: float,
+                     dp_group: str = "dp") -> tuple[tuple[Workload, ...], tuple[float, ...]]:
     """Inner and outer-sync workloads and their weights.
 
     Notes

@@ -52,9 +52,8 @@ def in_network_dims(names: Sequence[str], fabric: Fabric, field: str = "in_netwo
     return frozenset(out)
 
 
-def in_network_traffic_bytes(
-    kind: str, size_bytes: float, span: Sequence[int], in_network: Collection[int] = (),
-) -> np.ndarray:
+def in_network_traffic_bytes(kind: str, size_bytes: float, span: Sequence[int],
+                             in_network: Collection[int] = ()) -> np.ndarray:
     """Bytes per NPU on every dimension when the dimensions ``in_network`` reduce in the switch.
 
     Parameters
@@ -105,9 +104,8 @@ def in_network_traffic_bytes(
     return out
 
 
-def in_network_latency_steps(
-    kind: str, span: Sequence[int], topologies: Sequence[str], in_network: Collection[int] = (),
-) -> np.ndarray:
+def in_network_latency_steps(kind: str, span: Sequence[int], topologies: Sequence[str],
+                             in_network: Collection[int] = ()) -> np.ndarray:
     """Latency-paying steps per dimension, one per reduction or multicast on an in-network
     dimension (two for an inner all-reduce).
 

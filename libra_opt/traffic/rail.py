@@ -100,16 +100,9 @@ class ForwardingOverhead(TypedDict):
     overhead_pct: float
 
 
-def forwarding_overhead(
-    kind: str,
-    size_bytes: float,
-    span: Sequence[int],
-    fabric: Fabric,
-    bw_gbps: npt.ArrayLike,
-    timing: TimingModel | None = None,
-    *,
-    flat_ring: bool = False,
-) -> ForwardingOverhead:
+def forwarding_overhead(kind: str, size_bytes: float, span: Sequence[int], fabric: Fabric,
+                        bw_gbps: npt.ArrayLike, timing: TimingModel | None = None, *,
+                        flat_ring: bool = False) -> ForwardingOverhead:
     """Extra traffic and time of one collective on ``fabric`` against its rails joined, under
     ``timing``'s collective model, efficiency and in-network dimensions (``flat_ring``: the group
     runs as one flat ring).
@@ -153,12 +146,8 @@ def forwarding_overhead(
             "overhead_pct": pct}
 
 
-def rail_report(
-    workload: Workload,
-    fabric: Fabric,
-    bw_gbps: npt.ArrayLike,
-    timing: TimingModel | None = None,
-):
+def rail_report(workload: Workload, fabric: Fabric, bw_gbps: npt.ArrayLike,
+                timing: TimingModel | None = None):
     """One row per distinct collective of ``workload``: rail use and forwarding overhead.
 
     Returns
@@ -203,9 +192,8 @@ def rail_report(
     return df
 
 
-def check_rail_mapping(
-    workloads: Sequence[Workload], fabric: Fabric, allow_forwarding: bool = True
-) -> dict[str, str]:
+def check_rail_mapping(workloads: Sequence[Workload], fabric: Fabric,
+                       allow_forwarding: bool = True) -> dict[str, str]:
     """Check that ``fabric`` can serve every group; return group -> worst category.
 
     Raises
@@ -251,12 +239,8 @@ def check_rail_mapping(
     return out
 
 
-def native_step_time_s(
-    workload: Workload,
-    fabric: Fabric,
-    bw_gbps: npt.ArrayLike,
-    timing: TimingModel | None = None,
-) -> float:
+def native_step_time_s(workload: Workload, fabric: Fabric, bw_gbps: npt.ArrayLike,
+                       timing: TimingModel | None = None) -> float:
     """Step time of ``workload`` under ``timing`` with the ``native`` traffic model.
 
     Examples

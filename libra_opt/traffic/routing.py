@@ -35,9 +35,8 @@ from libra_opt.traffic.in_network import in_network_latency_steps, in_network_tr
 __all__ = ["native_traffic_bytes", "native_latency_s", "collective_traffic"]
 
 
-def native_traffic_bytes(
-    kind: str, size_bytes: float, span: Sequence[int], fabric: Fabric
-) -> np.ndarray:
+def native_traffic_bytes(kind: str, size_bytes: float, span: Sequence[int],
+                         fabric: Fabric) -> np.ndarray:
     """Bytes each NPU sends on every dimension under the fabric's own routing.
 
     Parameters
@@ -96,11 +95,9 @@ def native_latency_s(kind: str, span: Sequence[int], fabric: Fabric, traffic: np
     return np.where(np.asarray(traffic) > 0, alpha * steps, 0.0)
 
 
-def collective_traffic(
-    kind: str, size_bytes: float, span: Sequence[int], fabric: Fabric,
-    traffic_model: str = "hierarchical", in_network: Collection[int] = (),
-    flat_ring: bool = False,
-) -> tuple[np.ndarray, np.ndarray]:
+def collective_traffic(kind: str, size_bytes: float, span: Sequence[int], fabric: Fabric,
+                       traffic_model: str = "hierarchical", in_network: Collection[int] = (),
+                       flat_ring: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Bytes per NPU and constant latency (s) of one collective on every dimension.
 
     ``flat_ring``: an all-reduce, reduce-scatter or all-gather runs as one flat ring over all

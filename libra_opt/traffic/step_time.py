@@ -167,10 +167,8 @@ class PhaseArrays(FrozenOnUnpickle):
         return total + extra, busy * self.chunks[:, None]
 
 
-def phase_arrays(
-    collectives: list[tuple[str, float, tuple[int, ...]]], fabric: Fabric,
-    settings: CollectiveSettings,
-) -> PhaseArrays:
+def phase_arrays(collectives: list[tuple[str, float, tuple[int, ...]]], fabric: Fabric,
+                 settings: CollectiveSettings) -> PhaseArrays:
     """:class:`PhaseArrays` of ``(kind, size_bytes, span)`` collectives."""
     owner: list[int] = []
     dim: list[int] = []
@@ -261,9 +259,8 @@ class WalkArrays(FrozenOnUnpickle):
                 traffic)
 
 
-def walk_arrays(
-    workload: Workload, fabric: Fabric, timing: TimingModel | None = None,
-) -> WalkArrays:
+def walk_arrays(workload: Workload, fabric: Fabric,
+                timing: TimingModel | None = None) -> WalkArrays:
     """The walk of ``workload`` on ``fabric`` under ``timing`` as :class:`WalkArrays`.
 
     Examples
@@ -316,12 +313,8 @@ def walk_arrays(
     )
 
 
-def step_time(
-    workload: Workload,
-    fabric: Fabric,
-    bw_gbps: npt.ArrayLike,
-    timing: TimingModel | None = None,
-) -> WorkloadTimes:
+def step_time(workload: Workload, fabric: Fabric, bw_gbps: npt.ArrayLike,
+              timing: TimingModel | None = None) -> WorkloadTimes:
     """Step time of ``workload`` on ``fabric`` at bandwidth ``bw_gbps`` under ``timing``.
 
     Notes
@@ -358,11 +351,8 @@ def step_time(
         walk_arrays(workload, fabric, timing), bw * slowest_fractions(fabric), timing)
 
 
-def step_time_from_walk(
-    walk: WalkArrays,
-    bw_gbps: np.ndarray,
-    timing: TimingModel | None = None,
-) -> WorkloadTimes:
+def step_time_from_walk(walk: WalkArrays, bw_gbps: np.ndarray,
+                        timing: TimingModel | None = None) -> WorkloadTimes:
     """:func:`step_time` of a walk built by :func:`walk_arrays`, ``bw_gbps`` already checked.
 
     Notes
@@ -426,9 +416,8 @@ def step_time_from_walk(
     )
 
 
-def traffic_by_group_bytes(
-    workload: Workload, fabric: Fabric, timing: TimingModel | None = None,
-) -> dict[str, tuple[int, np.ndarray]]:
+def traffic_by_group_bytes(workload: Workload, fabric: Fabric,
+                           timing: TimingModel | None = None) -> dict[str, tuple[int, np.ndarray]]:
     """Per group: (collectives per step, bytes per NPU per dimension per step) under ``timing``.
 
     Examples

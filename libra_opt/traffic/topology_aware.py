@@ -41,18 +41,10 @@ __all__ = ["collective_buffers_bytes", "CollectiveSettings", "ChunkedCollective"
            "bw_from_link_gbps", "phase_time_terms", "collective_phases"]
 
 
-def phase_time_terms(
-    op: str,
-    algorithm: CollectiveAlgorithm,
-    dim: Dim,
-    k: int,
-    buffer_bytes: float,
-    link_latency_s: float,
-    endpoint_delay_s: float = 0.0,
-    local_memory_gbps: float | None = None,
-    efficiency: float = 1.0,
-    in_network: bool = False,
-) -> tuple[float, float]:
+def phase_time_terms(op: str, algorithm: CollectiveAlgorithm, dim: Dim, k: int, buffer_bytes: float,
+                     link_latency_s: float, endpoint_delay_s: float = 0.0,
+                     local_memory_gbps: float | None = None, efficiency: float = 1.0,
+                     in_network: bool = False) -> tuple[float, float]:
     """Time of one phase on one dimension as ``coef_gb / B_d + const_s``.
 
     Parameters
@@ -316,10 +308,8 @@ def collective_buffers_bytes(kind: str, size_bytes: float, span: Sequence[int],
     return out
 
 
-def collective_phases(
-    kind: str, size_bytes: float, span: Sequence[int], fabric: Fabric,
-    settings: CollectiveSettings,
-) -> ChunkedCollective:
+def collective_phases(kind: str, size_bytes: float, span: Sequence[int], fabric: Fabric,
+                      settings: CollectiveSettings) -> ChunkedCollective:
     """The phases of one chunk of a collective, in hierarchical order.
 
     Parameters
