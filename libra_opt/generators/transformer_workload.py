@@ -192,11 +192,8 @@ def _op_phases(ops: LayerOperators, colls: PhaseCollectives, device: Device, dty
             total += t
             breakdown[op.op_class] = breakdown.get(op.op_class, 0.0) + repeats * t
         times.append(total)
-    return (
-        Phase(times[0], colls.forward),
-        Phase(times[1], colls.input_grad),
-        Phase(times[2], colls.weight_grad),
-    )
+    f, i, w = times
+    return Phase(f, colls.forward), Phase(i, colls.input_grad), Phase(w, colls.weight_grad)
 
 
 def _scaled(phase: Phase, factor: float) -> Phase:
@@ -218,10 +215,8 @@ def _bubble(layer: Layer, per_microbatch: int, passes: float) -> list[Layer]:
     if whole:
         out.append(Layer(name, layer.forward, layer.input_grad, layer.weight_grad, whole))
     if rest > 1e-9:
-        out.append(Layer(
-            f"{name}_part", _scaled(layer.forward, rest), _scaled(layer.input_grad, rest),
-            _scaled(layer.weight_grad, rest), 1,
-        ))
+        f, i, w = (_scaled(p, rest) for _, p in layer.phases())
+        out.append(Layer(f"{name}_part", f, i, w))
     return out
 
 
