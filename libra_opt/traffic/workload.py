@@ -63,14 +63,9 @@ class Collective:
                 f"collective kind {self.kind!r} is not one of {', '.join(COLLECTIVE_KINDS)}",
                 field="collective.kind",
             )
-        object.__setattr__(
-            self,
-            "size_bytes",
-            _finite_nonneg(
-                self.size_bytes, "collective size", "collective.size_bytes",
-                MAX_COLLECTIVE_BYTES, "bytes",
-            ),
-        )
+        size = _finite_nonneg(self.size_bytes, "collective size", "collective.size_bytes",
+                              MAX_COLLECTIVE_BYTES, "bytes")
+        object.__setattr__(self, "size_bytes", size)
         if not isinstance(self.group, str) or not self.group:
             raise InputError("collective group must be a non-empty name", field="collective.group")
 
@@ -83,10 +78,9 @@ class Phase:
     collectives: tuple[Collective, ...] = ()
 
     def __post_init__(self) -> None:
-        object.__setattr__(
-            self, "compute_s",
-            _finite_nonneg(self.compute_s, "compute time", "phase.compute_s", MAX_COMPUTE_S, "s"),
-        )
+        compute_s = _finite_nonneg(self.compute_s, "compute time", "phase.compute_s",
+                                   MAX_COMPUTE_S, "s")
+        object.__setattr__(self, "compute_s", compute_s)
         object.__setattr__(self, "collectives", tuple(self.collectives))
 
 
@@ -106,10 +100,9 @@ class Layer:
     update_s: float = 0.0
 
     def __post_init__(self) -> None:
-        object.__setattr__(
-            self, "update_s",
-            _finite_nonneg(self.update_s, "update time", "layer.update_s", MAX_COMPUTE_S, "s"),
-        )
+        update_s = _finite_nonneg(self.update_s, "update time", "layer.update_s", MAX_COMPUTE_S,
+                                  "s")
+        object.__setattr__(self, "update_s", update_s)
         if isinstance(self.count, bool) or not isinstance(self.count, int) or self.count < 1:
             raise InputError(
                 f"layer {self.name!r}: count {self.count!r} must be a positive integer",
