@@ -13,7 +13,7 @@ from libra_opt.generators.memory import MemoryBreakdown
 from libra_opt.traffic.workload import StepMetrics, Workload
 
 __all__ = ["GeneratedWorkload", "step_metrics", "throughput_tokens_per_s",
-           "throughput_samples_per_s", "achieved_flops_per_npu", "model_flops_utilization"]
+           "achieved_flops_per_npu", "model_flops_utilization"]
 
 
 @dataclass(frozen=True)
@@ -103,11 +103,6 @@ def throughput_tokens_per_s(generated: GeneratedWorkload, step_time_s: float) ->
     2000000.0
     """
     return generated.tokens_per_step / step_time_s
-
-
-def throughput_samples_per_s(generated: GeneratedWorkload, step_time_s: float) -> float:
-    """Sequences / samples / images per second."""
-    return generated.samples_per_step / step_time_s
 
 
 def achieved_flops_per_npu(generated: GeneratedWorkload, step_time_s: float,

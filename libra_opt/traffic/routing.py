@@ -32,7 +32,7 @@ from libra_opt.traffic.collectives import (
 )
 from libra_opt.traffic.in_network import in_network_latency_steps, in_network_traffic_bytes
 
-__all__ = ["native_traffic_bytes", "native_latency_s", "collective_traffic"]
+__all__ = ["native_traffic_bytes", "collective_traffic"]
 
 
 def native_traffic_bytes(kind: str, size_bytes: float, span: Sequence[int],
@@ -86,15 +86,6 @@ def native_traffic_bytes(kind: str, size_bytes: float, span: Sequence[int],
     return out
 
 
-def native_latency_s(kind: str, span: Sequence[int], fabric: Fabric, traffic: np.ndarray) -> np.ndarray:
-    """Constant latency ``alpha_d x steps_d`` on the dimensions that carry traffic."""
-    if not any(d.latency_s for d in fabric.dims):
-        return np.zeros(fabric.n_dims)
-    alpha = np.array([d.latency_s for d in fabric.dims])
-    steps = latency_steps(kind, span, [d.topology for d in fabric.dims])
-    return np.where(np.asarray(traffic) > 0, alpha * steps, 0.0)
-
-
 def collective_traffic(kind: str, size_bytes: float, span: Sequence[int], fabric: Fabric,
                        traffic_model: str = "hierarchical", in_network: Collection[int] = (),
                        flat_ring: bool = False) -> tuple[np.ndarray, np.ndarray]:
@@ -124,18 +115,20 @@ def collective_traffic(kind: str, size_bytes: float, span: Sequence[int], fabric
             f"traffic_model {traffic_model!r} is not one of {', '.join(TRAFFIC_MODELS)}",
             field="traffic_model",
         )
+    alpha = np.array([d.latency_s for d in fabric.dims])
+    topologies = [d.topology for d in fabric.dims]
     if in_network and kind in ("all_reduce", "reduce_scatter", "all_gather"):
         traffic = in_network_traffic_bytes(kind, size_bytes, span, in_network)
-        alpha = np.array([d.latency_s for d in fabric.dims])
-        steps = in_network_latency_steps(kind, span, [d.topology for d in fabric.dims],
-                                         in_network)
+        steps = in_network_latency_steps(kind, span, topologies, in_network)
         lat = np.where(traffic > 0, alpha * steps, 0.0)
     elif flat_ring and kind in ("all_reduce", "reduce_scatter", "all_gather") and \
             any(int(k) > 1 for k in span):
         traffic = flat_ring_traffic_bytes(kind, size_bytes, span)
         lat = flat_ring_latency_s(kind, span, [d.latency_s for d in fabric.dims])
+    elif alpha.any():
+        lat = np.where(traffic > 0, alpha * latency_steps(kind, span, topologies), 0.0)
     else:
-        lat = native_latency_s(kind, span, fabric, traffic)
+        lat = np.zeros(fabric.n_dims)
     if any(d.topology.scales_traffic for d in fabric.dims):
         traffic = traffic * [d.topology.traffic_factor(kind, int(k))
                              for d, k in zip(fabric.dims, span, strict=True)]
