@@ -81,11 +81,6 @@ def in_network_optimizer_collectives(
         ``p2p`` of ``Psi k_g`` bytes and of ``Psi k_p`` bytes per group (with ``host_paging``
         the pull is the summed gradient, ``Psi k_g``).
 
-    Notes
-    -----
-    Under the hierarchical traffic model a ``p2p`` of ``m`` bytes puts ``m`` on every spanned
-    dimension, so each dimension of the group carries ``G + P`` (``2 G``) per NPU and step.
-
     Examples
     --------
     1e9 dense parameters on 8 replicas, bf16 gradients and parameters:
@@ -192,12 +187,9 @@ def _is_zero3(c: Collective, phase: str) -> bool:
 
 
 def zero3_prefetched(workload: Workload) -> Workload:
-    """A ZeRO-3 workload as DeepSpeed ZeRO-3 and FSDP run it: each layer's ZeRO-3 collectives
-    behind its compute.
-
-    Each layer with ZeRO-3 collectives becomes ``<name>~zero3_prefetch`` (its compute with those
-    collectives) and ``<name>~comm`` (its other collectives, exposed); other layers go through
-    :func:`~libra_opt.generators.comm_overlap.overlap_form`. The bytes are unchanged.
+    """A ZeRO-3 workload as DeepSpeed ZeRO-3 and FSDP run it (module notes): each layer's ZeRO-3
+    collectives behind its compute (``<name>~zero3_prefetch``), its others exposed
+    (``<name>~comm``).
 
     Parameters
     ----------

@@ -400,10 +400,6 @@ def transformer_workload(model: TransformerSpec, par: Parallelism, device: Devic
         Workload name (default: the model's).
     check_memory : bool
         Raise :class:`InputError` when the most loaded NPU needs more than its HBM.
-
-    Returns
-    -------
-    GeneratedWorkload
     """
     check_transformer_parallelism(model, par)
     if par.zero3_overlap and efficiency.kind != "roofline":

@@ -197,12 +197,8 @@ def collective_time_s(traffic_bytes: np.ndarray, bw_gbps: np.ndarray,
     latency_s : numpy.ndarray, optional
         Constant latency per dimension (s).
     mode : {'pipelined', 'sequential'}
-        ``max_d t_d`` or ``sum_d t_d``.
-
-    Notes
-    -----
-    ``t_d = traffic_d / (1e9 * B_d) + latency_d`` for every dimension with traffic (infinite on a
-    zero bandwidth).
+        ``max_d t_d`` or ``sum_d t_d``, ``t_d = traffic_d / (1e9 * B_d) + latency_d`` on every
+        dimension with traffic (infinite on a zero bandwidth).
 
     Examples
     --------

@@ -65,10 +65,6 @@ def phase_time_terms(op: str, algorithm: CollectiveAlgorithm, dim: Dim, k: int, 
     in_network : bool
         The switch of ``dim`` reduces and multicasts in the network (SHARP class).
 
-    Returns
-    -------
-    coef_gb, const_s : float
-
     Notes
     -----
     With ``n = x / k``, ``l = h alpha + e`` (``h`` the topology's hops), ``rho = 3 n / M`` and
