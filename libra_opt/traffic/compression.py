@@ -73,11 +73,6 @@ class Compression:
             rules.append((group, phase, dtype))
         object.__setattr__(self, "rules", tuple(rules))
 
-    @property
-    def groups(self) -> frozenset[str]:
-        """Groups the rules name."""
-        return frozenset(g for g, _, _ in self.rules)
-
     def factor(self, group: str, phase: str) -> float:
         """Traffic multiplier of ``group``'s collectives in ``phase``."""
         by_phase = {p: d for g, p, d in self.rules if g == group}
@@ -105,7 +100,7 @@ def compress_workload(workload: Workload, compression: Compression) -> Workload:
     """
     if not compression.rules:
         return workload
-    missing = sorted(compression.groups - set(workload.groups))
+    missing = sorted({g for g, _, _ in compression.rules} - set(workload.groups))
     if missing:
         raise InputError(
             f"workload {workload.name!r} has no group {missing[0]!r} (groups: "
