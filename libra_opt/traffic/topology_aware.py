@@ -331,10 +331,8 @@ def collective_phases(kind: str, size_bytes: float, span: Sequence[int], fabric:
     """
     hierarchical_traffic_bytes(kind, size_bytes, span)  # validates the arguments
     if len(span) != fabric.n_dims:
-        raise InputError(
-            f"span {tuple(span)} has {len(span)} entries, the fabric has {fabric.n_dims} dims",
-            field="collective.group",
-        )
+        raise InputError(f"span {tuple(span)} has {len(span)} entries, the fabric has "
+                         f"{fabric.n_dims} dims", field="collective.group")
     s = settings
     chunk = float(size_bytes) / s.chunks
     spanned = [d for d, k in enumerate(span) if int(k) > 1]
@@ -346,20 +344,24 @@ def collective_phases(kind: str, size_bytes: float, span: Sequence[int], fabric:
         chunk, n_chunks = sim_chunks(kind, size_bytes, s.chunks, npus)
     full = kind == "all_reduce" and s.all_reduce == "full"
     plan = _plan(kind, chunk, span, spanned, full)
-    dims, coef, const = [], [], []
-    if s.backend is not None:
-        sim = []
-        for op, d, buf, group in plan:
-            dim = fabric.dims[d]
-            ph = sim_phase(op, s.algorithm_of(dim, kind), dim, int(span[d]), buf,
-                           backend=s.backend, link_latency_s=s.latency_of(dim),
-                           endpoint_delay_s=s.endpoint_delay_s,
-                           local_memory_gbps=s.local_memory_gbps,
-                           efficiency=s.efficiency_of(dim, buf * s.chunks, int(span[d])))
+    dims, coef, const, sim = [], [], [], []
+    for op, d, buf, group in plan:
+        dim, k = fabric.dims[d], int(span[d])
+        algorithm, eta = s.algorithm_of(dim, kind), s.efficiency_of(dim, buf * s.chunks, k)
+        if s.backend is not None:
+            ph = sim_phase(op, algorithm, dim, k, buf, backend=s.backend,
+                           link_latency_s=s.latency_of(dim), endpoint_delay_s=s.endpoint_delay_s,
+                           local_memory_gbps=s.local_memory_gbps, efficiency=eta)
             sim.append((d, group, ph))
-            dims.append(d)
-            coef.append(ph.coef_gb)
-            const.append(ph.const_s)
+            c, l_s = ph.coef_gb, ph.const_s
+        else:
+            c, l_s = phase_time_terms(op, algorithm, dim, k, buf, s.latency_of(dim),
+                                      s.endpoint_delay_s, s.local_memory_gbps, eta,
+                                      dim.name in s.in_network_reduction)
+        dims.append(d)
+        coef.append(c)
+        const.append(l_s)
+    if s.backend is not None:
         pieces = sim_pipeline_pieces(
             sim, n_chunks, backend=s.backend, queues_per_dim=s.queues_per_dim,
             active_chunks_per_dim=s.active_chunks_per_dim,
@@ -367,14 +369,4 @@ def collective_phases(kind: str, size_bytes: float, span: Sequence[int], fabric:
         return ChunkedCollective(
             tuple(dims), tuple(coef), tuple(const), n_chunks, s.active_chunks,
             pieces=tuple((tuple(sorted(t.items())), c) for t, c in pieces))
-    for op, d, buf, _ in plan:
-        dim = fabric.dims[d]
-        c, l_s = phase_time_terms(
-            op, s.algorithm_of(dim, kind), dim, int(span[d]), buf, s.latency_of(dim),
-            s.endpoint_delay_s, s.local_memory_gbps,
-            s.efficiency_of(dim, buf * s.chunks, int(span[d])),
-            dim.name in s.in_network_reduction)
-        dims.append(d)
-        coef.append(c)
-        const.append(l_s)
     return ChunkedCollective(tuple(dims), tuple(coef), tuple(const), s.chunks, s.active_chunks)
