@@ -71,13 +71,9 @@ def partition_layers(model: TransformerSpec, pp: int, interleave: int = 1) -> tu
     base = math.ceil(n_layers / n_virtual)
     counts = [base] * n_virtual
     deficit = base * n_virtual - n_layers
-    order = []
-    lo, hi = 0, n_virtual - 1
-    while lo <= hi:
-        order.append(hi)
-        if lo != hi:
-            order.append(lo)
-        lo, hi = lo + 1, hi - 1
+    # last, first, second-to-last, second, ...
+    order = [j for pair in zip(reversed(range(n_virtual)), range(n_virtual), strict=True)
+             for j in pair][:n_virtual]
     i = 0
     while deficit > 0:
         j = order[i % n_virtual]
