@@ -141,6 +141,15 @@ def _fmt(span: Sequence[int], fabric: Fabric) -> str:
     return ", ".join(parts) or "no dimension"
 
 
+def _carve(degree: int, capacity: Sequence[int]) -> tuple[list[int], int]:
+    """``gcd(degree left, capacity)`` of each dimension in turn, and the degree left over."""
+    span = []
+    for c in capacity:
+        span.append(math.gcd(degree, c))
+        degree //= span[-1]
+    return span, degree
+
+
 def place_groups(fabric: Fabric, degrees: Mapping[str, int],
                  mapping: Mapping[str, Any] | None = None, prefix: str = "mapping") -> Placement:
     """Place the parallelism axes on ``fabric``.
@@ -218,11 +227,8 @@ def place_groups(fabric: Fabric, degrees: Mapping[str, int],
             continue
         for d, k in enumerate(span):
             if free[d] % k:
-                taken = [
-                    f"{a} {s[d]}"
-                    for a, s in explicit.items()
-                    if s[d] > 1 and not (a == "ep" and "dp" in explicit)
-                ]
+                taken = [f"{a} {s[d]}" for a, s in explicit.items()
+                         if s[d] > 1 and not (a == "ep" and "dp" in explicit)]
                 raise InputError(
                     f"dimension {fabric.names[d]!r} (size {fabric.dims[d].size}) is "
                     f"over-subscribed: {' x '.join(taken)}",
@@ -240,10 +246,7 @@ def place_groups(fabric: Fabric, degrees: Mapping[str, int],
                         field=f"{prefix}.ep",
                     )
         else:
-            ep_span, g = [1] * fabric.n_dims, deg["ep"]
-            for d, kd in enumerate(dp_span):
-                k = math.gcd(g, kd)
-                ep_span[d], g = k, g // k
+            ep_span, g = _carve(deg["ep"], dp_span)
             if g > 1:
                 raise InputError(
                     f"ep = {deg['ep']} cannot be carved out of dp's span ({_fmt(dp_span, fabric)})",
@@ -256,10 +259,8 @@ def place_groups(fabric: Fabric, degrees: Mapping[str, int],
         if ax in explicit:
             spans[ax] = tuple(explicit[ax])
             continue
-        span, g = [1] * fabric.n_dims, deg[ax]
-        for d in range(fabric.n_dims):
-            k = math.gcd(g, free[d])
-            span[d], g, free[d] = k, g // k, free[d] // k
+        span, g = _carve(deg[ax], free)
+        free = [f // k for f, k in zip(free, span, strict=True)]
         if g > 1:  # unreachable when the degrees multiply to the free capacity (see Notes)
             raise InputError(
                 f"cannot place {ax} = {deg[ax]}: only {math.prod(free) * math.prod(span)} "
