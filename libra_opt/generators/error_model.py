@@ -187,11 +187,11 @@ class ErrorModel:
                                (device, None, f"{device}, every stack"),
                                (None, None, "every device")):
             judged = self._judged(dev, stk)
-            if len(judged) >= MIN_RUNS:
-                break
-        errs = [abs(r.error) for r in judged]
-        return Band(max(errs) if errs else math.nan,
-                    f"largest error of {len(judged)} validated runs, {what}")
+            if len(judged) >= MIN_RUNS or dev is None:
+                errs = [abs(r.error) for r in judged]
+                return Band(max(errs) if errs else math.nan,
+                            f"largest error of {len(judged)} validated runs, {what}")
+        raise AssertionError("unreachable")
 
     def rank_band(self, device: str, stack: str) -> float:
         """Largest error of the model's ratio of two variants' step times (NaN without a set).

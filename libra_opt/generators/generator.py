@@ -114,11 +114,8 @@ def generate_workload(model: TransformerSpec | DLRMSpec | ResNetSpec,
         dict(parallelism), prefix="parallelism"
     )
     if not isinstance(device, Device):
-        raise InputError(
-            f"device {device!r} is not a Device; load a preset with "
-            "libra_opt.io.presets.load_device(name)",
-            field="device",
-        )
+        raise InputError(f"device {device!r} is not a Device; load a preset with "
+                         "libra_opt.io.presets.load_device(name)", field="device")
     eta = stack_efficiency(device, par.software_stack)
     dev, eff = timing_model(model, par, device, efficiency)
     if par.dp_mode != "collective" and not isinstance(model, TransformerSpec):

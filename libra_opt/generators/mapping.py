@@ -229,11 +229,8 @@ def place_groups(fabric: Fabric, degrees: Mapping[str, int],
             if free[d] % k:
                 taken = [f"{a} {s[d]}" for a, s in explicit.items()
                          if s[d] > 1 and not (a == "ep" and "dp" in explicit)]
-                raise InputError(
-                    f"dimension {fabric.names[d]!r} (size {fabric.dims[d].size}) is "
-                    f"over-subscribed: {' x '.join(taken)}",
-                    field=prefix,
-                )
+                raise InputError(f"dimension {fabric.names[d]!r} (size {fabric.dims[d].size}) is "
+                                 f"over-subscribed: {' x '.join(taken)}", field=prefix)
             free[d] //= k
     if "dp" in explicit:
         dp_span = explicit.pop("dp")

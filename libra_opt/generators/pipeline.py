@@ -63,11 +63,8 @@ def partition_layers(model: TransformerSpec, pp: int, interleave: int = 1) -> tu
     n_virtual = pp * interleave
     n_layers = model.n_layers
     if n_layers < n_virtual:
-        raise InputError(
-            f"{n_layers} layers cannot fill pp x interleave = {pp} x {interleave} = "
-            f"{n_virtual} pipeline stages",
-            field="parallelism.pp",
-        )
+        raise InputError(f"{n_layers} layers cannot fill pp x interleave = {pp} x {interleave} = "
+                         f"{n_virtual} pipeline stages", field="parallelism.pp")
     base = math.ceil(n_layers / n_virtual)
     counts = [base] * n_virtual
     deficit = base * n_virtual - n_layers

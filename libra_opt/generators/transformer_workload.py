@@ -120,11 +120,8 @@ def check_transformer_parallelism(model: TransformerSpec, par: Parallelism) -> N
             f"tp {par.tp} and n_kv_heads {g}: one must divide the other", field="parallelism.tp"
         )
     if (model.seq_len * par.micro_batch_size) % par.cp:
-        raise InputError(
-            f"cp {par.cp} must divide the tokens of a micro-batch "
-            f"({par.micro_batch_size} x {model.seq_len})",
-            field="parallelism.cp",
-        )
+        raise InputError(f"cp {par.cp} must divide the tokens of a micro-batch "
+                         f"({par.micro_batch_size} x {model.seq_len})", field="parallelism.cp")
     if par.ep > 1:
         if model.moe is None:
             raise InputError("ep > 1 needs a mixture-of-experts model", field="parallelism.ep")

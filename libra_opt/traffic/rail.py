@@ -220,19 +220,14 @@ def check_rail_mapping(workloads: Sequence[Workload], fabric: Fabric,
         for step in walk_collectives(w):
             c, span = step.collective, step.span
             if len(span) != fabric.n_dims:
-                raise InputError(
-                    f"group {c.group!r} spans {len(span)} dimensions, the fabric has "
-                    f"{fabric.n_dims}",
-                    field=f"workloads[{w.name}].groups.{c.group}",
-                )
+                raise InputError(f"group {c.group!r} spans {len(span)} dimensions, the fabric has "
+                                 f"{fabric.n_dims}", field=f"workloads[{w.name}].groups.{c.group}")
             use = classify_collective(c.kind, span, fabric)
             if use.category == "forwarded" and not allow_forwarding:
-                raise InputError(
-                    f"{c.kind} over span {tuple(span)} crosses rails and the fabric "
-                    "has no spine; expected the group inside one rail (span 1 on the "
-                    "dimensions inside the rail) or allow_forwarding=True",
-                    field=f"workloads[{w.name}].groups.{c.group}",
-                )
+                raise InputError(f"{c.kind} over span {tuple(span)} crosses rails and the fabric "
+                                 "has no spine; expected the group inside one rail (span 1 on the "
+                                 "dimensions inside the rail) or allow_forwarding=True",
+                                 field=f"workloads[{w.name}].groups.{c.group}")
             key = f"{w.name}.{c.group}"
             prev = out.get(key, "no_rail")
             out[key] = max(prev, use.category, key=_RANK.__getitem__)

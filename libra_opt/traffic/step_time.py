@@ -368,11 +368,8 @@ def step_time_from_walk(walk: WalkArrays, bw_gbps: np.ndarray,
     # Per distinct collective k: t_kd on each dimension and its time t_k.
     if timing.uses_topology_aware:
         if walk.phases is None:
-            raise InputError(
-                "the walk was built without topology_aware settings (walk_arrays(..., "
-                "collectives=CollectiveSettings(...)))",
-                field="collective_model",
-            )
+            raise InputError("the walk was built without topology_aware settings (walk_arrays(..., "
+                             "collectives=CollectiveSettings(...)))", field="collective_model")
         t_k, t_kd = walk.phases.times_s(bw)
     else:
         if timing.efficiency and walk.efficiency is None and used.any():

@@ -236,12 +236,10 @@ class Workload(FrozenOnUnpickle):
                 checked.add(id(phase))
                 for c in phase.collectives:
                     if c.group not in groups:
-                        raise InputError(
-                            f"workload {self.name!r}, layer {layer.name!r}, {pname}: "
-                            f"collective uses group {c.group!r}, which is not defined "
-                            f"(groups: {', '.join(sorted(groups)) or 'none'})",
-                            field="workload.groups",
-                        )
+                        raise InputError(f"workload {self.name!r}, layer {layer.name!r}, {pname}: "
+                                         f"collective uses group {c.group!r}, which is not defined "
+                                         f"(groups: {', '.join(sorted(groups)) or 'none'})",
+                                         field="workload.groups")
 
     def __repr__(self) -> str:
         kinds = sorted({c.kind for c in walk_collectives(self)} - {None})
@@ -444,15 +442,10 @@ def check_on_fabric(workload: Workload, fabric: Fabric) -> None:
     for gname, span in workload.groups.items():
         fld = f"workloads[{workload.name}].groups.{gname}"
         if len(span) != fabric.n_dims:
-            raise InputError(
-                f"group {gname!r} spans {len(span)} dimensions {span}, the fabric has "
-                f"{fabric.n_dims} ({', '.join(fabric.names)})",
-                field=fld,
-            )
+            raise InputError(f"group {gname!r} spans {len(span)} dimensions {span}, the fabric has "
+                             f"{fabric.n_dims} ({', '.join(fabric.names)})", field=fld)
         for k, dim in zip(span, fabric.dims, strict=True):
             if k < 1 or dim.size % k:
-                raise InputError(
-                    f"group {gname!r} takes {k} NPUs of dimension {dim.name!r} (size "
-                    f"{dim.size}); expected a positive divisor of {dim.size}",
-                    field=fld,
-                )
+                raise InputError(f"group {gname!r} takes {k} NPUs of dimension {dim.name!r} (size "
+                                 f"{dim.size}); expected a positive divisor of {dim.size}",
+                                 field=fld)
