@@ -116,9 +116,8 @@ def check_transformer_parallelism(model: TransformerSpec, par: Parallelism) -> N
         raise InputError(f"tp {par.tp} must divide n_heads {model.n_heads}", field="parallelism.tp")
     g = model.kv_heads
     if g % par.tp and par.tp % g:
-        raise InputError(
-            f"tp {par.tp} and n_kv_heads {g}: one must divide the other", field="parallelism.tp"
-        )
+        raise InputError(f"tp {par.tp} and n_kv_heads {g}: one must divide the other",
+                         field="parallelism.tp")
     if (model.seq_len * par.micro_batch_size) % par.cp:
         raise InputError(f"cp {par.cp} must divide the tokens of a micro-batch "
                          f"({par.micro_batch_size} x {model.seq_len})", field="parallelism.cp")
@@ -126,14 +125,11 @@ def check_transformer_parallelism(model: TransformerSpec, par: Parallelism) -> N
         if model.moe is None:
             raise InputError("ep > 1 needs a mixture-of-experts model", field="parallelism.ep")
         if model.moe.n_experts % par.ep:
-            raise InputError(
-                f"ep {par.ep} must divide n_experts {model.moe.n_experts}", field="parallelism.ep"
-            )
+            raise InputError(f"ep {par.ep} must divide n_experts {model.moe.n_experts}",
+                             field="parallelism.ep")
         if par.tp > 1 and not par.sequence_parallel:
-            raise InputError(
-                "expert parallelism with tp > 1 needs sequence_parallel: true (as Megatron-Core)",
-                field="parallelism.sequence_parallel",
-            )
+            raise InputError("expert parallelism with tp > 1 needs sequence_parallel: true (as "
+                             "Megatron-Core)", field="parallelism.sequence_parallel")
 
 
 def layer_params_local(model: TransformerSpec, par: Parallelism, c: LayerCounts) -> tuple[float, float]:
@@ -254,15 +250,10 @@ def _stage_layers(
             embedding_params(model) - model.vocab_size * model.hidden_size
         )
         dense_p += p_emb
-        colls = PhaseCollectives()
-        if par.tp > 1:
-            if par.sequence_parallel:
-                colls = PhaseCollectives(
-                    (Collective("reduce_scatter", act, "tp"),),
-                    (Collective("all_gather", act / par.tp, "tp"),),
-                )
-            else:
-                colls = PhaseCollectives((Collective("all_reduce", act, "tp"),))
+        # its output reduced (SP: reduce-scatter) forward, gathered (SP) backward
+        block = tp_block(act, par, recompute_forward=False)
+        colls = PhaseCollectives(block.forward[-1:],
+                                 block.input_grad[:1] if par.sequence_parallel else ())
         if par.zero == 3:
             colls = colls + zero3_collectives(par, p_emb, 0.0)
         if roof:
@@ -500,11 +491,9 @@ def transformer_workload(model: TransformerSpec, par: Parallelism, device: Devic
     ]
     memory = max(mems, key=lambda mb: mb.total_bytes)
     if check_memory and not memory.fits:
-        raise InputError(
-            f"{model.name} does not fit: {memory.describe()}; use more tp/pp, a higher zero "
-            "stage, activation recomputation or a smaller micro-batch",
-            field="parallelism",
-        )
+        raise InputError(f"{model.name} does not fit: {memory.describe()}; use more tp/pp, a "
+                         "higher zero stage, activation recomputation or a smaller micro-batch",
+                         field="parallelism")
     tokens_step = par.global_batch_size * model.seq_len
     useful_flops = model_flops_per_token(model, "none", causal=True) * tokens_step
     _check_not_faster_than_peak(useful_flops, m * times[rep], fabric.n_npus, device,
