@@ -123,10 +123,8 @@ def _parse_entry(key: str, value: Any, fabric: Fabric, prefix: str) -> list[int]
                 )
             span[d] = count
         return span
-    raise InputError(
-        f"expected a list of dimension names or a mapping dimension -> count, got {value!r}",
-        field=fld,
-    )
+    raise InputError("expected a list of dimension names or a mapping dimension -> count, got "
+                     f"{value!r}", field=fld)
 
 
 def _dim_index(fabric: Fabric, name: str, fld: str) -> int:
@@ -203,10 +201,8 @@ def place_groups(fabric: Fabric, degrees: Mapping[str, int],
     mapping = dict(mapping or {})
     unknown = sorted(set(map(str, mapping)) - set(MAPPING_KEYS))
     if unknown:
-        raise InputError(
-            f"unknown group(s) {', '.join(unknown)}; expected some of {', '.join(MAPPING_KEYS)}",
-            field=prefix,
-        )
+        raise InputError(f"unknown group(s) {', '.join(unknown)}; expected some of "
+                         f"{', '.join(MAPPING_KEYS)}", field=prefix)
     explicit: dict[str, list[int]] = {}
     for key in MAPPING_KEYS:
         if key not in mapping:
@@ -245,10 +241,8 @@ def place_groups(fabric: Fabric, degrees: Mapping[str, int],
         else:
             ep_span, g = _carve(deg["ep"], dp_span)
             if g > 1:
-                raise InputError(
-                    f"ep = {deg['ep']} cannot be carved out of dp's span ({_fmt(dp_span, fabric)})",
-                    field=f"{prefix}.dp",
-                )
+                raise InputError(f"ep = {deg['ep']} cannot be carved out of dp's span "
+                                 f"({_fmt(dp_span, fabric)})", field=f"{prefix}.dp")
             explicit["ep"] = ep_span
         explicit["edp"] = [kd // ke for kd, ke in zip(dp_span, explicit["ep"], strict=True)]
     spans: dict[str, tuple[int, ...]] = {}

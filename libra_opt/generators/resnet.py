@@ -90,10 +90,8 @@ def check_data_parallel_only(par: Parallelism, what: str) -> None:
     """Raise :class:`InputError` unless ``par`` is pure data parallelism."""
     for key in ("tp", "pp", "cp", "ep"):
         if getattr(par, key) != 1:
-            raise InputError(
-                f"{what} workloads are data-parallel only; {key} must be 1 (got {getattr(par, key)})",
-                field=f"parallelism.{key}",
-            )
+            raise InputError(f"{what} workloads are data-parallel only; {key} must be 1 (got "
+                             f"{getattr(par, key)})", field=f"parallelism.{key}")
     if par.dp_comm_overlap:
         raise InputError(
             f"dp_comm_overlap is modelled for transformer steps only; a {what} step with one "

@@ -29,10 +29,8 @@ def _check(kind: str, size_bytes: float, span: Sequence[int]) -> None:
                          field="collective.size_bytes")
     for k in span:
         if int(k) != k or k < 1:
-            raise InputError(
-                f"group span {tuple(span)} must hold positive integers (1 = not spanned)",
-                field="collective.group",
-            )
+            raise InputError(f"group span {tuple(span)} must hold positive integers (1 = not "
+                             "spanned)", field="collective.group")
 
 
 def hierarchical_traffic_bytes(kind: str, size_bytes: float, span: Sequence[int]) -> np.ndarray:

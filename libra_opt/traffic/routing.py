@@ -65,10 +65,8 @@ def native_traffic_bytes(kind: str, size_bytes: float, span: Sequence[int],
     base = hierarchical_traffic_bytes(kind, size_bytes, span)  # validates the arguments
     ks = [int(k) for k in span]
     if len(ks) != fabric.n_dims:
-        raise InputError(
-            f"span {tuple(span)} has {len(ks)} entries, the fabric has {fabric.n_dims} dims",
-            field="collective.group",
-        )
+        raise InputError(f"span {tuple(span)} has {len(ks)} entries, the fabric has "
+                         f"{fabric.n_dims} dims", field="collective.group")
     out = np.zeros_like(base)
     m = float(size_bytes)
     for e in range(len(ks) - 1, -1, -1):
@@ -111,10 +109,8 @@ def collective_traffic(kind: str, size_bytes: float, span: Sequence[int], fabric
     elif traffic_model == "native":
         traffic = native_traffic_bytes(kind, size_bytes, span, fabric)
     else:
-        raise InputError(
-            f"traffic_model {traffic_model!r} is not one of {', '.join(TRAFFIC_MODELS)}",
-            field="traffic_model",
-        )
+        raise InputError(f"traffic_model {traffic_model!r} is not one of "
+                         f"{', '.join(TRAFFIC_MODELS)}", field="traffic_model")
     alpha = np.array([d.latency_s for d in fabric.dims])
     topologies = [d.topology for d in fabric.dims]
     if in_network and kind in ("all_reduce", "reduce_scatter", "all_gather"):

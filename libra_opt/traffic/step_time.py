@@ -107,10 +107,8 @@ def check_bandwidth(fabric: Fabric, bw_gbps: object, field: str = "bw") -> np.nd
         raise InputError(f"bandwidths {short_repr(bw_gbps)} must be numbers (GB/s)",
                          field=field) from None
     if bw.shape != (fabric.n_dims,):
-        raise InputError(
-            f"expected {fabric.n_dims} bandwidths ({', '.join(fabric.names)}), got {bw.size}",
-            field=field,
-        )
+        raise InputError(f"expected {fabric.n_dims} bandwidths ({', '.join(fabric.names)}), got "
+                         f"{bw.size}", field=field)
     if not (np.isfinite(bw).all() and (bw >= 0).all()):
         raise InputError(f"bandwidths {bw.tolist()} must be finite and >= 0 GB/s", field=field)
     return bw

@@ -36,10 +36,8 @@ def _finite_nonneg(value: float, what: str, field_name: str, limit: float, unit:
     except (TypeError, ValueError, OverflowError):
         raise InputError(f"{what} {value!r} is not a number", field=field_name) from None
     if not math.isfinite(v) or v < 0 or v > limit:
-        raise InputError(
-            f"{what} {value!r} is out of range: expected a number in [0, {limit:g}] {unit}",
-            field=field_name,
-        )
+        raise InputError(f"{what} {value!r} is out of range: expected a number in [0, {limit:g}] "
+                         f"{unit}", field=field_name)
     return v
 
 
@@ -59,10 +57,8 @@ class Collective:
 
     def __post_init__(self) -> None:
         if self.kind not in COLLECTIVE_KINDS:
-            raise InputError(
-                f"collective kind {self.kind!r} is not one of {', '.join(COLLECTIVE_KINDS)}",
-                field="collective.kind",
-            )
+            raise InputError(f"collective kind {self.kind!r} is not one of "
+                             f"{', '.join(COLLECTIVE_KINDS)}", field="collective.kind")
         size = _finite_nonneg(self.size_bytes, "collective size", "collective.size_bytes",
                               MAX_COLLECTIVE_BYTES, "bytes")
         object.__setattr__(self, "size_bytes", size)
@@ -104,10 +100,8 @@ class Layer:
                                   "s")
         object.__setattr__(self, "update_s", update_s)
         if isinstance(self.count, bool) or not isinstance(self.count, int) or self.count < 1:
-            raise InputError(
-                f"layer {self.name!r}: count {self.count!r} must be a positive integer",
-                field="layer.count",
-            )
+            raise InputError(f"layer {self.name!r}: count {self.count!r} must be a positive "
+                             "integer", field="layer.count")
 
     def phases(self) -> tuple[tuple[PhaseName, Phase], ...]:
         """``(phase name, Phase)`` pairs in :data:`~libra_opt.options.PHASES` order."""
