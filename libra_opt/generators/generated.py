@@ -40,8 +40,7 @@ class GeneratedWorkload:
     micro_batches : int
         Micro-batches per step per pipeline.
     bubble_fraction : float
-        Pipeline idle time over the slowest stage's busy time (``(p - 1) / (v m)`` for equal
-        stages).
+        Pipeline idle time over the slowest stage's busy time (``(p - 1) / (v m)`` if equal).
     notes : tuple of str
         Modelling choices worth reading next to the numbers.
     stage_compute_s : tuple of float

@@ -38,11 +38,9 @@ from libra_opt.traffic.workload import Layer, Phase, Workload
 
 __all__ = ["OVERLAP_PRESETS", "OverlapPolicy", "overlap_workload"]
 
-#: Presets: name -> rules ``(group, phase or 'all', fraction)``. DP gradient all-reduce
-#: fully hidden by the backward pass when enough compute remains [1]_; TP collectives half
-#: hidden per layer (T3 reports overlapping most of the reduce-scatter of a sliced GEMM; a
-#: half is a conservative planning value, an estimate); MoE all-to-all half hidden (Comet's
-#: fine-grained overlap; estimate).
+#: Presets: name -> rules ``(group, phase or 'all', fraction)``: DP gradient all-reduce fully
+#: hidden by the backward pass [1]_; TP collectives (T3 [2]_) and MoE all-to-all (Comet [3]_)
+#: half hidden, a conservative planning estimate.
 OVERLAP_PRESETS: Mapping[str, tuple[tuple[str, str, float], ...]] = MappingProxyType({
     "dp_backward": (("dp", "weight_grad", 1.0),),
     "tp_layer": (("tp", "all", 0.5),),

@@ -173,9 +173,8 @@ class Workload(FrozenOnUnpickle):
     flat_ring_groups : frozenset of str
         Groups whose all-reduce, reduce-scatter and all-gather run as one flat ring over all
         members, as NCCL runs a communicator
-        (:func:`libra_opt.traffic.collectives.flat_ring_traffic_bytes`): each spanned dimension
-        carries the ring hops that cross it, at the slowest spanned dimension's rate and per-step
-        latency. Set by the model-config generators for tp, cp and ep; empty for workload files.
+        (:func:`libra_opt.traffic.collectives.flat_ring_traffic_bytes`); set by the model-config
+        generators for tp, cp and ep, empty for workload files.
 
     Examples
     --------
