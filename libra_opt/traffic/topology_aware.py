@@ -35,10 +35,10 @@ from libra_opt.options import CollectiveAlgorithm
 from libra_opt.traffic.astra_sim_model import sim_chunks, sim_phase, sim_pipeline_pieces
 from libra_opt.traffic.collective_settings import HD_TOPOLOGIES, CollectiveSettings
 from libra_opt.traffic.collectives import hierarchical_traffic_bytes
-from libra_opt.traffic.links import bw_from_link_gbps
+from libra_opt.traffic.links import LINE_RATE_PRESETS, bw_from_link_gbps
 
-__all__ = ["collective_buffers_bytes", "CollectiveSettings", "ChunkedCollective",
-           "bw_from_link_gbps", "phase_time_terms", "collective_phases"]
+__all__ = ["collective_buffers_bytes", "LINE_RATE_PRESETS", "CollectiveSettings",
+           "ChunkedCollective", "bw_from_link_gbps", "phase_time_terms", "collective_phases"]
 
 
 def phase_time_terms(op: str, algorithm: CollectiveAlgorithm, dim: Dim, k: int, buffer_bytes: float,
