@@ -8,49 +8,10 @@ Typical use (presets are read by :mod:`libra_opt.io.presets`)::
                           "global_batch_size": 1536}, load_device("a100_80gb"), fabric)
     g.workload            # a libra_opt.traffic.workload.Workload for the solver
     g.memory, g.model_flops_per_step, g.tokens_per_step
-
-Modules: :mod:`~libra_opt.generators.descriptors` (model YAML), :mod:`~libra_opt.generators.parallelism`,
-:mod:`~libra_opt.generators.devices`, :mod:`~libra_opt.generators.mapping`,
-:mod:`~libra_opt.generators.transformer_counts` (parameters, FLOPs), :mod:`~libra_opt.generators.memory`,
-:mod:`~libra_opt.generators.pipeline`, :mod:`~libra_opt.generators.transformer_comm`,
-:mod:`~libra_opt.generators.operators` (per-operator FLOPs and bytes),
-:mod:`~libra_opt.generators.roofline` (operator times), :mod:`~libra_opt.generators.validation`
-(published runs as values; predicted and fitted in :mod:`libra_opt.explore`), :mod:`~libra_opt.generators.transformer_workload`, :mod:`~libra_opt.generators.dlrm`,
-:mod:`~libra_opt.generators.resnet`, :mod:`~libra_opt.generators.generator`,
-(scenario entries are read by :mod:`libra_opt.io.model_entry`; reports in
-:mod:`libra_opt.report.workload`).
 """
 
-from libra_opt.generators.descriptors import DLRMSpec, ResNetSpec, TransformerSpec, model_from_dict
-from libra_opt.generators.devices import ComputeEfficiency, Device, device_from_dict
-from libra_opt.generators.generated import (
-    GeneratedWorkload,
-    achieved_flops_per_npu,
-    model_flops_utilization,
-    throughput_samples_per_s,
-    throughput_tokens_per_s,
-)
+from libra_opt.generators.descriptors import model_from_dict
 from libra_opt.generators.generator import generate_workload
-from libra_opt.generators.mapping import Placement, place_groups
-from libra_opt.generators.parallelism import Parallelism, Precision, parallelism_from_dict
+from libra_opt.generators.parallelism import Parallelism
 
-__all__ = [
-    "ComputeEfficiency",
-    "DLRMSpec",
-    "Device",
-    "GeneratedWorkload",
-    "Parallelism",
-    "Placement",
-    "Precision",
-    "ResNetSpec",
-    "TransformerSpec",
-    "achieved_flops_per_npu",
-    "device_from_dict",
-    "generate_workload",
-    "model_flops_utilization",
-    "model_from_dict",
-    "parallelism_from_dict",
-    "place_groups",
-    "throughput_samples_per_s",
-    "throughput_tokens_per_s",
-]
+__all__ = ["Parallelism", "generate_workload", "model_from_dict"]

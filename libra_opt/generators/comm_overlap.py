@@ -1,42 +1,20 @@
 """Collectives overlapped with the compute that runs beside them, in *overlap form*.
 
-Two documented overlaps of real training stacks, each exact under the ``overlap`` loop:
+Two documented overlaps, each exact under the ``overlap`` loop (every phase costs
+``max(compute, collectives)``):
 
-* ``tp_comm_overlap``: the tensor-parallel backward collectives of each column-parallel
-  linear behind its own GEMMs (below);
-* ``dp_comm_overlap``: the data-parallel gradient reduction behind the backward pass of the
-  last micro-batch (PyTorch DDP's bucketed all-reduce [2]_, Megatron-LM's
-  ``--overlap-grad-reduce``): :func:`dp_overlapped`. Optimistic: ``max(t_backward,
-  t_comm)`` is a lower bound, since DDP cannot hide its last bucket (the first layers'
-  gradients) and a pipeline chunk's reduction waits for that chunk's last backward.
+* ``tp_comm_overlap``: Megatron-LM runs the backward collectives of every column-parallel
+  linear asynchronously [1]_: the input-gradient all-reduce (sequence parallel: reduce-scatter)
+  behind the weight-gradient GEMM, and with sequence parallelism the all-gather of the
+  linear's input behind the input-gradient GEMM (:func:`split_overlapped`);
+* ``dp_comm_overlap``: the data-parallel gradient reduction behind the last micro-batch's
+  backward pass (PyTorch DDP [2]_, Megatron-LM ``--overlap-grad-reduce``,
+  :func:`dp_overlapped`); optimistic, DDP cannot hide its last bucket.
 
-**Tensor parallelism.**
-
-Megatron-LM runs the backward collectives of every column-parallel linear (the QKV
-projection, the first MLP or expert GEMM, the output layer) asynchronously [1]_:
-
-* without sequence parallelism, the all-reduce of the linear's input gradient runs while
-  its weight-gradient GEMM computes;
-* with sequence parallelism, the reduce-scatter of the input gradient runs while the
-  weight-gradient GEMM computes, and the all-gather of the linear's (sharded) input, which
-  that GEMM needs, runs while the input-gradient GEMM computes.
-
-Each such collective then costs ``max(t_gemm, t_comm)`` together with its GEMM instead of
-``t_gemm + t_comm``. Every other collective stays exposed.
-
-The generated workload says exactly that in *overlap form* (``Workload.overlap_form``),
-timed by the ``overlap`` training loop, under which every phase costs
-``max(compute, collectives)``:
-
-* ``<layer>``: the layer's compute less the overlapping GEMMs, no collectives;
-* ``<layer>~comm``: no compute, the exposed collectives;
-* ``<layer>~tp_overlap_<block>``: for each block, the weight-gradient GEMM with the
-  collective it hides (weight-gradient phase) and, with sequence parallelism, the
-  input-gradient GEMM with the all-gather (input-gradient phase).
-
-Every other layer of the step is split into its compute and its collectives the same way,
-so the step time is ``compute + exposed collectives + sum max(0, t_comm - t_gemm)``
-exactly, and stays convex in ``1 / B`` for the optimizer.
+A layer becomes ``<layer>`` (its compute less the overlapping GEMMs), ``<layer>~comm`` (the
+exposed collectives) and ``<layer>~tp_overlap_<block>`` (each GEMM with the collective it
+hides), so the step time is ``compute + exposed + sum max(0, t_comm - t_gemm)``, convex in
+``1 / B``.
 
 References
 ----------
@@ -48,6 +26,8 @@ References
 .. [2] S. Li et al., "PyTorch Distributed: Experiences on Accelerating Data Parallel
    Training", VLDB 2020, arXiv:2006.15704 (gradient buckets all-reduced during the
    backward pass; ``no_sync`` for all but the last micro-batch).
+.. [3] Y. Zhao et al., "PyTorch FSDP: Experiences on Scaling Fully Sharded Data
+   Parallel", VLDB 2023, arXiv:2304.11277, Sec. 3.3 (backward and forward prefetching).
 """
 
 from __future__ import annotations
@@ -62,30 +42,25 @@ from libra_opt.generators.parallelism import Parallelism
 from libra_opt.generators.roofline import operator_time_s
 from libra_opt.traffic.workload import Collective, Layer, Phase
 
-__all__ = ["TpBlock", "attention_block_linears", "hidden_collectives", "split_overlapped",
-           "overlap_form", "dp_overlapped", "is_window", "DP_WINDOW", "zero3_overlapped"]
+__all__ = ["TpBlock", "ATTENTION_LINEARS", "hidden_collectives", "split_overlapped", "overlap_form",
+           "dp_overlapped", "is_window", "DP_WINDOW", "zero3_overlapped"]
 
 #: Name of the layer that carries the data-parallel gradient reduction with its window.
 DP_WINDOW = "dp_grad_sync~dp_overlap"
 
 #: Column-parallel linears that read the attention block's input (non-MLA and MLA).
-_ATTENTION_LINEARS = ("qkv_proj", "q_proj", "q_down_proj", "kv_down_proj")
+ATTENTION_LINEARS = ("qkv_proj", "q_proj", "q_down_proj", "kv_down_proj")
 
 
 @dataclass(frozen=True)
 class TpBlock:
-    """One tensor-parallel block of a layer: its name, the bytes of its activation (the
-    size of its all-reduce) and the column-parallel linears whose GEMMs hide its
-    collectives."""
+    """One tensor-parallel block: name, activation bytes (its all-reduce's size) and the
+    column-parallel linears whose GEMMs hide its collectives.
+    """
 
     name: str
     activation_bytes: float
     linears: tuple[str, ...]
-
-
-def attention_block_linears() -> tuple[str, ...]:
-    """Operator names of the column-parallel linears of the attention block."""
-    return _ATTENTION_LINEARS
 
 
 def hidden_collectives(block: TpBlock, par: Parallelism) -> tuple[Collective | None, Collective]:
@@ -119,33 +94,12 @@ def _gemm_s(ops: Sequence, names: set[str], device: Device, dtype: str, eff: flo
     return sum(operator_time_s(o, device, dtype, eff) for o in ops if o.name in names)
 
 
-def split_overlapped(
-    layer: Layer,
-    ops: LayerOperators,
-    blocks: Sequence[TpBlock],
-    par: Parallelism,
-    device: Device,
-    dtype: str,
-    gemm_efficiency: float,
-) -> list[Layer]:
-    """``layer`` (one micro-batch, priced from ``ops``) in overlap form (module notes).
-
-    Parameters
-    ----------
-    layer : Layer
-        Phases with the layer's whole compute and collectives (count 1).
-    ops : LayerOperators
-        The operators it was priced from.
-    blocks : sequence of TpBlock
-        Its tensor-parallel blocks, whose collectives are part of ``layer``'s.
-    par, device, dtype, gemm_efficiency :
-        As for :func:`~libra_opt.generators.roofline.operator_time_s`.
-
-    Returns
-    -------
-    list of Layer
-        The compute layer, the exposed-collectives layer and one overlap layer per block
-        (empty ones left out).
+def split_overlapped(layer: Layer, ops: LayerOperators, blocks: Sequence[TpBlock], par: Parallelism,
+                     device: Device, dtype: str, gemm_efficiency: float) -> list[Layer]:
+    """``layer`` (one micro-batch, count 1, priced from ``ops``) in overlap form: the compute layer,
+    the exposed-collectives layer and one overlap layer per block of ``blocks`` (empty ones left
+    out); ``par``, ``device``, ``dtype``, ``gemm_efficiency`` as for
+    :func:`~libra_opt.generators.roofline.operator_time_s`.
     """
     ig = layer.input_grad.collectives
     wg = layer.weight_grad.collectives
@@ -194,21 +148,11 @@ def _is_zero3(c: Collective) -> bool:
 
 
 def zero3_overlapped(pieces: Sequence[Layer]) -> list[Layer]:
-    """One layer of the step (a plain layer, or the pieces :func:`split_overlapped` made of
-    it) in overlap form with its ZeRO-3 parameter gathers and gradient reduce-scatters
-    hidden behind its own compute, phase by phase.
+    """One layer (or the pieces :func:`split_overlapped` made of it) in overlap form with its
+    ZeRO-3 gathers and reduce-scatters behind its own compute, phase by phase.
 
-    PyTorch FSDP [3]_ (and Megatron-Core's FSDP) prefetch the next layer's parameters while
-    the current one computes and reduce-scatter a layer's gradients while the next backward
-    computes; here each phase of a layer pays ``max(compute, ZeRO-3 collectives)`` and its
-    other collectives in full -- exact for a stream of equal layers, optimistic by one
-    layer's gather at the start of each pass. Windows already paired with tensor-parallel
-    collectives keep them; the layer's remaining compute takes the ZeRO-3 collectives.
-
-    References
-    ----------
-    .. [3] Y. Zhao et al., "PyTorch FSDP: Experiences on Scaling Fully Sharded Data
-       Parallel", VLDB 2023, arXiv:2304.11277, Sec. 3.3 (backward and forward prefetching).
+    As FSDP prefetches [3]_: each phase pays ``max(compute, ZeRO-3 collectives)`` and its other
+    collectives in full; exact for equal layers, optimistic by one layer's gather per pass.
 
     Examples
     --------
@@ -236,29 +180,26 @@ def zero3_overlapped(pieces: Sequence[Layer]) -> list[Layer]:
 
 
 def dp_overlapped(layers_mb: Sequence[tuple[Layer, int]], micro_batches: int) -> tuple[list[Layer], float]:
-    """The step's layers with the last micro-batch's backward compute set aside as the
-    window of the data-parallel gradient reduction.
+    """The step's layers with the last micro-batch's backward compute set aside as the window of
+    the data-parallel gradient reduction.
 
     Parameters
     ----------
     layers_mb : sequence of (Layer, int)
-        The stage's layers for one micro-batch and their repeats (count 1 each).
+        The stage's layers for one micro-batch and their repeats.
     micro_batches : int
         ``m``.
 
     Returns
     -------
     (list of Layer, float)
-        The layers in overlap form, every one repeated ``m x n`` times except the compute
-        layers, which run ``(m - 1) n`` times in full plus ``n`` forward passes
-        (``<name>~last_forward``); and the window: the backward (input- and weight-gradient)
-        compute of one micro-batch not already paired with a tensor-parallel collective.
-        The caller puts the reduction and the window in one layer (:data:`DP_WINDOW`).
+        The layers in overlap form, repeated ``m x n`` times except the compute layers:
+        ``(m - 1) n`` full plus ``n`` forward passes (``<name>~last_forward``); and the window,
+        one micro-batch's backward compute not paired with a TP collective (the caller puts it
+        with the reduction in :data:`DP_WINDOW`).
 
     Examples
     --------
-    Two micro-batches of a layer with 1 s forward, 2 s backward and a collective:
-
     >>> l = Layer("x", Phase(1.0), Phase(1.5, (Collective("all_reduce", 1e6, "tp"),)), Phase(0.5))
     >>> layers, window = dp_overlapped([(l, 1)], 2)
     >>> [(y.name, y.count) for y in layers], window
@@ -282,8 +223,7 @@ def dp_overlapped(layers_mb: Sequence[tuple[Layer, int]], micro_batches: int) ->
 
 
 def overlap_form(layer: Layer) -> list[Layer]:
-    """A layer timed as compute + collectives under the ``overlap`` loop: its compute and
-    its collectives as two layers (``<name>`` and ``<name>~comm``, the same count).
+    """A layer as its compute and its collectives in two layers (``<name>``, ``<name>~comm``).
 
     Examples
     --------

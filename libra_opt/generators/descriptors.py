@@ -1,14 +1,8 @@
 """Model descriptors: what a network *is* (not how it is parallelized), validated from YAML.
 
-Three kinds, told apart by the ``kind`` key:
-
-* ``transformer`` -- decoder-only LLMs, dense or mixture-of-experts (:class:`TransformerSpec`,
-  with optional :class:`MoESpec` and multi-head latent attention :class:`MLASpec`);
-* ``dlrm`` -- deep-learning recommendation model (:class:`DLRMSpec`);
-* ``resnet`` -- bottleneck ResNets such as ResNet-50 (:class:`ResNetSpec`).
-
-Descriptors are YAML files. Presets ship with the package (``libra_opt/data/models``);
-:func:`libra_opt.io.presets.load_model` accepts a path or a preset name. Unknown keys are errors, and every error names the file and field.
+The ``kind`` key tells ``transformer`` (:class:`TransformerSpec`, dense or MoE), ``dlrm``
+(:class:`DLRMSpec`) and ``resnet`` (:class:`ResNetSpec`) apart; presets ship in
+``libra_opt/data/models`` (:func:`libra_opt.io.presets.load_model`).
 """
 
 from __future__ import annotations
@@ -20,16 +14,8 @@ from pydantic import Field, model_validator
 from libra_opt.errors import InputError
 from libra_opt.schema import StrictModel, validate_as
 
-__all__ = [
-    "MLASpec",
-    "MoESpec",
-    "TransformerSpec",
-    "DLRMSpec",
-    "ResNetStage",
-    "ResNetSpec",
-    "ModelSpec",
-    "model_from_dict",
-]
+__all__ = ["MLASpec", "MoESpec", "TransformerSpec", "DLRMSpec", "ResNetStage", "ResNetSpec",
+           "ModelSpec", "model_from_dict"]
 
 PosInt = Annotated[int, Field(gt=0, strict=True)]
 
@@ -43,10 +29,8 @@ class MLASpec(StrictModel):
         Rank of the query down-projection; ``None`` projects queries directly.
     kv_lora_rank : int
         Rank of the joint key/value down-projection (the cached latent).
-    qk_nope_head_dim, qk_rope_head_dim : int
-        Per-head query/key dimensions without and with rotary embedding.
-    v_head_dim : int
-        Per-head value dimension.
+    qk_nope_head_dim, qk_rope_head_dim, v_head_dim : int
+        Per-head query/key dimensions without and with rotary embedding; value dimension.
     """
 
     q_lora_rank: PosInt | None = None
@@ -98,7 +82,6 @@ class TransformerSpec(StrictModel):
 
     Parameters
     ----------
-    name : str
     n_layers, hidden_size, ffn_hidden_size, n_heads : int
         Layers ``L``, model width ``h``, dense FFN inner size ``f``, query heads ``a``.
     n_kv_heads : int, optional
@@ -169,21 +152,21 @@ class TransformerSpec(StrictModel):
     @property
     def kv_heads(self) -> int:
         """Key/value heads ``g`` (``n_heads`` unless grouped-query attention)."""
-        return self.n_kv_heads if self.n_kv_heads is not None else self.n_heads
+        return self.n_kv_heads or self.n_heads
 
     @property
     def qk_head_dim(self) -> int:
         """Per-head query/key dimension."""
         if self.mla is not None:
             return self.mla.qk_nope_head_dim + self.mla.qk_rope_head_dim
-        return self.head_dim if self.head_dim is not None else self.hidden_size // self.n_heads
+        return self.head_dim or self.hidden_size // self.n_heads
 
     @property
     def v_head_dim(self) -> int:
         """Per-head value dimension."""
         if self.mla is not None:
             return self.mla.v_head_dim
-        return self.head_dim if self.head_dim is not None else self.hidden_size // self.n_heads
+        return self.head_dim or self.hidden_size // self.n_heads
 
     def is_moe_layer(self, index: int) -> bool:
         """Whether layer ``index`` (0-based) has a mixture-of-experts FFN.
@@ -287,8 +270,7 @@ def model_from_dict(data: object) -> TransformerSpec | DLRMSpec | ResNetSpec:
     Raises
     ------
     InputError
-        Naming the field and what was expected (the reader's
-        :func:`~libra_opt.errors.input_context` names the file).
+        Naming the field and what was expected.
 
     Examples
     --------
@@ -305,8 +287,6 @@ def model_from_dict(data: object) -> TransformerSpec | DLRMSpec | ResNetSpec:
     if not isinstance(data, dict):
         raise InputError("expected a mapping (a model descriptor)")
     if "kind" not in data:
-        raise InputError(
-            "required field is missing (one of transformer, dlrm, resnet)",
-            field="kind",
-        )
+        raise InputError("required field is missing (one of transformer, dlrm, resnet)",
+                         field="kind")
     return validate_as(ModelSpec, data, None)

@@ -1,20 +1,12 @@
 """Which fabric dimensions a device's links form, and what collectives reach of them.
 
-A bandwidth a user gives (``B_d``, GB/s per NPU) is always a line rate. What collectives
-achieve of it is part of the model: each device states it for its scale-up (NVLink-class)
-and scale-out links (:attr:`~libra_opt.generators.devices.Device.scale_up_efficiency`,
-``scale_out_efficiency``: a measured nccl-tests curve, a published fraction, or none), and it
-applies by default to the dimensions those links form, in every path that compiles a
-scenario (evaluate, solve, sweeps, search, compare) and in the validation tables.
-
-**Which dimensions are scale-up.** Every dimension inside the outermost one forms the HB
-(scale-up) domain and the outermost dimension is scale-out -- the split the ``fat_tree`` and
-``rail_only`` builders, :func:`~libra_opt.fabric.builders.as_family` and the search's
-fabric families make, so a dimension keeps its class when a sweep or the search resizes it.
-A one-dimensional fabric is one scale-up domain when it holds at most
-:attr:`~libra_opt.generators.devices.Device.scale_up_npus` devices (8 on HGX boards), else
-it is scale-out. ``collectives: {efficiency: {dim: curve | preset | fraction | none}}``
-picks another value for a dimension, or none (the line rate).
+A user's bandwidth ``B_d`` is a line rate; each device states what collectives achieve of
+its scale-up and scale-out links (``Device.scale_up_efficiency``, ``scale_out_efficiency``),
+applied by default to the dimensions those links form in every path that compiles a
+scenario. Every dimension inside the outermost one is scale-up (the split the ``fat_tree``
+and ``rail_only`` builders and the search's families make); a one-dimensional fabric is
+scale-up when it holds at most ``Device.scale_up_npus`` devices.
+``collectives.efficiency`` overrides a dimension.
 """
 
 from __future__ import annotations
@@ -48,28 +40,14 @@ def scale_up_dims(fabric: Fabric, scale_up_npus: int) -> int:
 
 def device_link_efficiency(fabric: Fabric, devices: Iterable[Device],
                            scale_up: int | None = None) -> Mapping[str, float | str]:
-    """The efficiency the devices' links give each dimension of ``fabric`` by default.
-
-    Parameters
-    ----------
-    fabric : Fabric
-    devices : iterable of Device
-        The devices of the workloads that run on ``fabric``.
-    scale_up : int, optional
-        Number of innermost scale-up dimensions when the caller knows them (a validation
-        cluster's node); default :func:`scale_up_dims`.
-
-    Returns
-    -------
-    mapping of str to float or str
-        Dimension name -> the device's ``scale_up_efficiency`` or ``scale_out_efficiency``
-        (dimensions with none are left out).
+    """The efficiency the devices' links give each dimension of ``fabric`` by default (dimensions
+    with none left out); ``scale_up``: the number of innermost scale-up dimensions when the
+    caller knows them (default :func:`scale_up_dims`).
 
     Raises
     ------
     InputError
-        Two devices giving one dimension different values (name it in
-        ``collectives.efficiency``).
+        Two devices giving one dimension different values.
 
     Examples
     --------

@@ -1,25 +1,20 @@
 """DLRM: model-parallel embeddings (all-to-all) and data-parallel MLPs (all-reduce).
 
-The hybrid parallelization of Naumov et al. (2019, Sec. 4): embedding tables are sharded
-over all ``N`` NPUs; every NPU looks up its share of the tables for the whole global
-micro-batch and an all-to-all delivers to each NPU the pooled vectors of its own samples
-(forward), and their gradients back to the table owners (input-gradient phase). The MLPs are
-replicated and their gradients all-reduced over ``dp`` (all NPUs).
+The hybrid parallelization of Naumov et al. (2019, Sec. 4): tables sharded over all ``N``
+NPUs, an all-to-all delivering each NPU the pooled vectors of its samples (and their
+gradients back); replicated MLPs with all-reduced gradients. Per NPU and micro-batch of ``b``
+samples, ``T`` tables of width ``d``:
 
-Per NPU and micro-batch of ``b`` samples, with ``T`` tables of width ``d``:
-
-* all-to-all size ``b T d beta`` (each NPU sends ``(N-1)/N`` of it);
-* embedding lookup: ``b T L d k_p`` bytes read from HBM (``L`` lookups per table, an even
-  share of all lookups -- tables are assumed balanced), the same again written back by the
-  sparse SGD update;
-* MLP FLOPs: ``2 b sum(in x out)`` forward, the same for input and for weight gradients;
-  the dot interaction ``b (T+1) T d`` FLOPs forward and twice that backward.
-
-Embedding tables are held in ``param_bytes`` without gradient or optimizer state (sparse
-SGD, as the MLPerf reference); the MLPs carry full model state.
+* all-to-all of ``b T d beta``;
+* lookups ``b T L d k_p`` bytes read (balanced tables), the same written by the sparse SGD
+  update (tables carry no gradient or optimizer state, as the MLPerf reference);
+* MLP FLOPs ``2 b sum(in x out)`` per pass; the dot interaction ``b (T+1) T d`` forward,
+  twice that backward.
 """
 
 from __future__ import annotations
+
+import itertools
 
 from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Fabric
@@ -36,9 +31,8 @@ __all__ = ["dlrm_mlp_shapes", "dlrm_params", "dlrm_flops_per_sample", "dlrm_work
 
 
 def dlrm_mlp_shapes(spec: DLRMSpec) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
-    """(in, out) widths of the bottom and top MLP layers.
-
-    The top MLP's input is the dense vector plus the ``(T+1) T / 2`` pairwise dot products.
+    """(in, out) widths of the bottom and top MLP layers (the top MLP's input: the dense vector
+    and the ``(T+1) T / 2`` pairwise dot products).
 
     Examples
     --------
@@ -47,17 +41,10 @@ def dlrm_mlp_shapes(spec: DLRMSpec) -> tuple[list[tuple[int, int]], list[tuple[i
     >>> bot[0], top[0]
     ((13, 512), (479, 1024))
     """
-    bot, prev = [], spec.n_dense_features
-    for w in spec.bottom_mlp:
-        bot.append((prev, w))
-        prev = w
     n_vec = len(spec.embedding_rows) + 1
-    prev = spec.embedding_dim + n_vec * (n_vec - 1) // 2
-    top = []
-    for w in spec.top_mlp:
-        top.append((prev, w))
-        prev = w
-    return bot, top
+    bot = [spec.n_dense_features, *spec.bottom_mlp]
+    top = [spec.embedding_dim + n_vec * (n_vec - 1) // 2, *spec.top_mlp]
+    return list(itertools.pairwise(bot)), list(itertools.pairwise(top))
 
 
 def dlrm_params(spec: DLRMSpec) -> tuple[int, int]:
@@ -84,16 +71,9 @@ def dlrm_flops_per_sample(spec: DLRMSpec) -> tuple[float, float]:
     return mlp, inter
 
 
-def dlrm_workload(
-    spec: DLRMSpec,
-    par: Parallelism,
-    device: Device,
-    fabric: Fabric,
-    placement: Placement,
-    efficiency: ComputeEfficiency,
-    name: str | None = None,
-    check_memory: bool = True,
-) -> GeneratedWorkload:
+def dlrm_workload(spec: DLRMSpec, par: Parallelism, device: Device, fabric: Fabric,
+                  placement: Placement, efficiency: ComputeEfficiency, name: str | None = None,
+                  check_memory: bool = True) -> GeneratedWorkload:
     """DLRM training step on one NPU (see module docstring). Group ``emb`` = all NPUs."""
     check_data_parallel_only(par, "DLRM")
     prec = par.precision
@@ -105,11 +85,8 @@ def dlrm_workload(
     beta = prec.activation_bytes
 
     lookup_bytes = b * n_tables * spec.lookups_per_table * spec.embedding_dim * prec.param_bytes
-    a2a = (
-        (Collective("all_to_all", b * n_tables * spec.embedding_dim * beta, "emb"),)
-        if n > 1
-        else ()
-    )
+    a2a = ((Collective("all_to_all", b * n_tables * spec.embedding_dim * beta, "emb"),)
+           if n > 1 else ())
     t_lookup = memory_time_s(lookup_bytes, device)
 
     def mlp_layer(label: str, shapes: list[tuple[int, int]]) -> tuple[Layer, Collective | None]:

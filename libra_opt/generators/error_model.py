@@ -1,35 +1,22 @@
-"""How far a model-based step time is trusted: its error band, the validated envelope and
-the best measured MFU, from the validation tables.
+"""How far a model-based step time is trusted: its error band, the validated envelope and the
+best measured MFU, from the validation tables.
 
-What the model has been checked against is a set of validated runs (:class:`ValidatedRun`):
-every row of the validation tables with its relative error ``e = t_predicted / t_measured -
-1`` (:func:`~libra_opt.explore.validation.validate`), the device and software stack it ran,
-its parallelization and scale and the MFU it measured.
-:func:`libra_opt.explore.trust.validated_runs` builds them from tables and their results;
-:mod:`libra_opt.io.error_model` reads and writes a set (the packaged one is what the
-packaged tables give the current model, which the tests check). The rules of
-:class:`ErrorModel`:
+The model has been checked against validated runs (:class:`ValidatedRun`, built by
+:func:`libra_opt.explore.trust.validated_runs`; stored by :mod:`libra_opt.io.error_model`),
+each with its relative error ``e = t_predicted / t_measured - 1``. :class:`ErrorModel`:
 
-* **Band.** The step time of a workload on a device and software stack is trusted to the
-  largest ``|e|`` of the out-of-sample runs (role ``validation``: neither fitted on nor
-  convention-dependent) of that device and stack when there are at least :data:`MIN_RUNS`;
-  else of that device, any stack; else of every run. A predicted ``t`` then stands for a
-  measured time in ``[t / (1 + b), t / (1 - b)]``.
-* **Envelope.** The range of each knob of :data:`KNOBS` (TP, CP, PP, EP, micro-batch,
-  interleave, sequence length, GPUs) and the recomputation kinds over the runs of the device
-  (every stack and role: the model was fitted or checked there). Outside it -- a knob beyond
-  its range, or a device or stack without runs -- nothing says how the model errs, so the band
-  is the largest ``|e|`` of every out-of-sample run (:attr:`ErrorModel.worst_band`) and the
-  answer is flagged with what lies outside.
-* **Ranking band.** The model's ratio of two variants' step times has erred by at most
-  ``max |(1 + e_i) / (1 + e_j) - 1|`` over the published variant sets (parallelizations of
-  one model on one cluster) of the device and stack (else the device, else every set). Two
-  candidates whose objectives differ by less are not told apart by the model.
-* **MFU ceiling.** The highest MFU measured on the device (the published figure's step time
-  at the model's FLOP count); a predicted MFU above it is flagged.
+* **Band.** The largest ``|e|`` of the out-of-sample runs (role ``validation``) of the device
+  and stack when there are at least :data:`MIN_RUNS`, else of the device, else of every run:
+  a predicted ``t`` stands for a measured time in ``[t / (1 + b), t / (1 - b)]``.
+* **Envelope.** The range of each knob of :data:`KNOBS` and the recomputation kinds over the
+  device's runs. Outside it the band is the largest ``|e|`` of every out-of-sample run
+  (:attr:`ErrorModel.worst_band`) and the answer is flagged with what lies outside.
+* **Ranking band.** ``max |(1 + e_i) / (1 + e_j) - 1|`` over the published variant sets of
+  the device and stack (else device, else all): objectives closer than that are not told
+  apart.
+* **MFU ceiling.** The highest MFU measured on the device.
 
-The band is an empirical bound (the worst error seen), not a confidence interval: with a few
-dozen runs per device it says how wrong the model has been, not how likely a given error is.
+The band is the worst error seen, not a confidence interval.
 
 Examples
 --------
@@ -49,7 +36,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 __all__ = ["KNOBS", "MIN_RUNS", "ValidatedRun", "Band", "ErrorModel"]
 
@@ -66,21 +53,16 @@ class ValidatedRun:
 
     Attributes
     ----------
-    name, table : str
-        The row's name and its table's.
-    device, stack : str
-        Device key and software stack.
+    name, table, device, stack : str
+        The row, its table, the device key and the software stack.
     role : {'validation', 'device', 'stack', 'convention'}
         Out of sample, fitted on (device or stack constants) or convention-dependent.
     error : float
         ``t_predicted / t_measured - 1``.
     variant_set : str
         The set of parallelization variants it belongs to ('' for none).
-    tp, cp, pp, ep, micro_batch_size, interleave, seq_len, n_npus : int
-        Its parallelization and scale.
-    recompute : str
     mfu_measured : float or None
-        MFU implied by the measured step time (``None`` when unknown).
+        MFU implied by the measured step time.
     """
 
     name: str
@@ -101,24 +83,11 @@ class ValidatedRun:
     recompute: str = "none"
     mfu_measured: float | None = None
 
-    @classmethod
-    def field_names(cls) -> tuple[str, ...]:
-        """The attributes, in order (the columns of a stored set)."""
-        return tuple(f.name for f in fields(cls))
-
 
 @dataclass(frozen=True)
 class Band:
-    """The error band of a model-based step time.
-
-    Attributes
-    ----------
-    rel_error : float
-        The largest ``|t_predicted / t_measured - 1|`` the band allows.
-    basis : str
-        Which runs it comes from.
-    outside : tuple of str
-        What lies outside the validated envelope (empty: inside).
+    """The error band of a model-based step time: the largest ``|t_predicted / t_measured - 1|``
+    it allows, the runs it comes from and what lies outside the validated envelope.
     """
 
     rel_error: float
@@ -131,8 +100,8 @@ class Band:
         return not self.outside
 
     def interval_s(self, step_time_s: float) -> tuple[float, float]:
-        """The measured step times the band allows for a predicted ``step_time_s``:
-        ``(t / (1 + b), t / (1 - b))`` (the upper end infinite for ``b >= 1``).
+        """Measured step times the band allows for a predicted ``step_time_s``: ``(t / (1 + b),
+        t / (1 - b))``, infinite above for ``b >= 1``.
 
         Examples
         --------
@@ -172,8 +141,7 @@ class ErrorModel:
         return tuple(dict.fromkeys(r.device for r in self.runs))
 
     def envelope(self, device: str) -> dict[str, tuple[int, int] | tuple[str, ...]]:
-        """Validated range ``(lo, hi)`` of each knob of :data:`KNOBS` on ``device``, and
-        ``recompute``: the kinds seen (empty when the device has no runs)."""
+        """Validated ``(lo, hi)`` of each knob on ``device`` and the ``recompute`` kinds seen."""
         runs = [r for r in self.runs if r.device == device]
         if not runs:
             return {}
@@ -185,9 +153,9 @@ class ErrorModel:
 
     def outside(self, device: str, stack: str,
                 knobs: Mapping[str, int | str]) -> tuple[str, ...]:
-        """What of ``knobs`` (keys of :data:`KNOBS` and ``recompute``) lies outside the
-        validated envelope of ``device`` -- and the device or stack itself when it has no
-        runs."""
+        """What of ``knobs`` lies outside ``device``'s validated envelope, and the device or stack
+        itself when it has no runs.
+        """
         env = self.envelope(device)
         if not env:
             return (f"device {device} (no validated runs)",)
@@ -226,9 +194,7 @@ class ErrorModel:
         raise AssertionError("unreachable")
 
     def rank_band(self, device: str, stack: str) -> float:
-        """The largest error of the model's ratio of two variants' step times over the
-        variant sets of ``device`` and ``stack`` (else ``device``, else every set); NaN
-        when there is no set.
+        """Largest error of the model's ratio of two variants' step times (NaN without a set).
 
         Examples
         --------

@@ -12,14 +12,8 @@ from libra_opt.generators.mapping import Placement
 from libra_opt.generators.memory import MemoryBreakdown
 from libra_opt.traffic.workload import StepMetrics, Workload
 
-__all__ = [
-    "GeneratedWorkload",
-    "step_metrics",
-    "throughput_tokens_per_s",
-    "throughput_samples_per_s",
-    "achieved_flops_per_npu",
-    "model_flops_utilization",
-]
+__all__ = ["GeneratedWorkload", "step_metrics", "throughput_tokens_per_s",
+           "achieved_flops_per_npu", "model_flops_utilization"]
 
 
 @dataclass(frozen=True)
@@ -29,26 +23,16 @@ class GeneratedWorkload:
     Attributes
     ----------
     workload : Workload
-        Layers, phases and collectives of one training step on one (the slowest) NPU.
-    model_name : str
-    n_npus : int
-    device : Device
-    efficiency : ComputeEfficiency
-    compute_dtype : str
+        One training step on the slowest NPU.
     model_flops_per_step : float
-        Useful FLOPs of one step over the whole cluster (no recomputation, no padding):
-        the numerator of MFU (Chowdhery et al. 2022). Transformers count attention over the
-        causal half of the score matrix -- the FLOPs a decoder needs and FlashAttention
-        executes (:func:`~libra_opt.generators.transformer_counts.model_flops_per_token` with
-        ``causal=True``), so that MFU and the step time use one convention and MFU cannot
-        exceed 1 unless the compute model is wrong.
+        Useful FLOPs of one step over the cluster (no recomputation): the numerator of MFU
+        (Chowdhery et al. 2022), attention counted over the causal half
+        (:func:`~libra_opt.generators.transformer_counts.model_flops_per_token` ``causal=True``),
+        so MFU cannot exceed 1 unless the compute model is wrong.
     hardware_flops_per_step : float
-        FLOPs executed including activation recomputation (Narayanan et al.'s count), with
-        the same causal attention count.
-    tokens_per_step : float
-        Tokens per step (transformers); samples for DLRM and ResNet.
-    samples_per_step : float
-        Sequences (transformers), samples or images per step.
+        FLOPs executed including recomputation (Narayanan et al.), causal attention.
+    tokens_per_step, samples_per_step : float
+        Tokens (samples for DLRM and ResNet) and sequences / samples / images per step.
     memory : MemoryBreakdown
         Peak memory of the most loaded NPU.
     placement : Placement
@@ -56,25 +40,18 @@ class GeneratedWorkload:
     micro_batches : int
         Micro-batches per step per pipeline.
     bubble_fraction : float
-        Pipeline idle time relative to the busy time of the slowest stage: ``(p - 1) / (v m)``
-        for equal stages, less when the slowest carries more (``pipeline_bubble_passes / m``).
+        Pipeline idle time over the slowest stage's busy time (``(p - 1) / (v m)`` if equal).
     notes : tuple of str
         Modelling choices worth reading next to the numbers.
     stage_compute_s : tuple of float
-        Compute seconds per step of each pipeline stage's own micro-batches (no bubble),
-        first stage first; the workload describes the slowest.
+        Compute seconds per step of each pipeline stage (no bubble), first stage first.
     compute_breakdown_s : mapping of str to float
-        Compute seconds per step of the described NPU by operator class (``gemm``,
-        ``attention``, ``elementwise``, ``embedding``, ``loss``, ``optimizer``; legacy
-        model: ``compute`` and ``optimizer``), bubble excluded.
+        Compute seconds per step of the described NPU by operator class, bubble excluded.
     bubble_compute_s : float
-        Compute seconds of the pipeline bubble: ``sum_{s != r} t_s / v`` (the other stages'
-        per-micro-batch compute; ``(p - 1) / v`` micro-batches of the slowest stage ``r`` when
-        the stages are equal).
+        Compute seconds of the pipeline bubble, ``sum_{s != r} t_s / v``.
     published_model_flops_per_step, published_hardware_flops_per_step : float
-        The same counts with attention over the full ``s x s`` matrix, the convention of
-        published "model FLOPs" (Narayanan et al. eq. (3), PaLM's ``12 L H Q T``): used to
-        compare with published TFLOP/s figures only (0: equal to the causal counts).
+        The same counts with attention over the full ``s x s`` matrix (Narayanan et al. eq. (3),
+        PaLM's ``12 L H Q T``), to compare with published TFLOP/s only (0: equal).
     """
 
     workload: Workload
@@ -127,18 +104,10 @@ def throughput_tokens_per_s(generated: GeneratedWorkload, step_time_s: float) ->
     return generated.tokens_per_step / step_time_s
 
 
-def throughput_samples_per_s(generated: GeneratedWorkload, step_time_s: float) -> float:
-    """Sequences / samples / images per second."""
-    return generated.samples_per_step / step_time_s
-
-
-def achieved_flops_per_npu(
-    generated: GeneratedWorkload, step_time_s: float, hardware: bool = False
-) -> float:
-    """FLOP/s per NPU: model FLOPs (or hardware FLOPs) per step / (step time x NPUs).
-
-    ``hardware=True`` gives the figure Narayanan et al. (2021) report as "teraFLOP/s per
-    GPU" (their eq. (3) counts the recomputed forward pass).
+def achieved_flops_per_npu(generated: GeneratedWorkload, step_time_s: float,
+                           hardware: bool = False) -> float:
+    """FLOP/s per NPU: model (or hardware, as Narayanan et al. 2021 report) FLOPs per step over
+    step time x NPUs.
 
     Examples
     --------
@@ -152,16 +121,12 @@ def achieved_flops_per_npu(
 
 
 def model_flops_utilization(generated: GeneratedWorkload, step_time_s: float) -> float:
-    """Model FLOPs utilization: model FLOP/s per NPU over the device's peak for the dtype.
-
-    Model FLOPs count causal attention (see :class:`GeneratedWorkload`), the FLOPs the step
-    time executes at most; an MFU above 1 is therefore an error of the model, raised, never
-    reported.
+    """Model FLOPs utilization: model FLOP/s per NPU over the device's peak for the dtype [1]_.
 
     Raises
     ------
     LibraOptError
-        MFU above 1 (naming the workload and the step time).
+        MFU above 1, an error of the model (naming the workload and the step time).
 
     References
     ----------

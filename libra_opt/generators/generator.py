@@ -1,7 +1,5 @@
-"""Model + parallelism + device + fabric -> :class:`GeneratedWorkload` for the solver.
-
-This is the one entry point that dispatches on the model kind (transformer, DLRM, ResNet),
-places the parallelism groups on the fabric and resolves the device and the efficiency.
+"""Model + parallelism + device + fabric -> :class:`GeneratedWorkload`: the one entry point
+that dispatches on the model kind and resolves placement, device and efficiency.
 """
 
 from __future__ import annotations
@@ -34,32 +32,15 @@ def timing_model(
     efficiency: ComputeEfficiency | float | Mapping[str, Any] | None = None,
 ) -> tuple[Device, ComputeEfficiency]:
     """The device and compute model that price ``model``'s kernels under ``parallelism``'s
-    software stack: the one place the stack's constant is applied.
-
-    Parameters
-    ----------
-    model : TransformerSpec, DLRMSpec or ResNetSpec
-    parallelism : Parallelism
-        Its ``software_stack`` selects the stack constant ``eta_s``
-        (:func:`~libra_opt.generators.stacks.stack_efficiency`).
-    device : Device
-        The device as given (its constants are those of its calibration stack).
-    efficiency : ComputeEfficiency, float or mapping, optional
-        As requested (unscaled); default the per-operator roofline model with the device's
-        constants.
+    software stack: the one place the stack's constant ``eta_s`` is applied.
 
     Returns
     -------
     (Device, ComputeEfficiency)
-        :func:`~libra_opt.generators.stacks.timing_device` of ``device`` at ``eta_s``, and
-        the efficiency: the roofline model with the scaled device's GEMM fraction when none
-        (or ``{kind: roofline}`` without a value) is requested; a constant or saturating
-        value times ``eta_s``; for models without an operator model (DLRM, ResNet) the
-        roofline request becomes the device's whole-model constant times ``eta_s``.
-
-    Notes
-    -----
-    Kernel times become ``t / eta_s`` (:mod:`libra_opt.generators.stacks`).
+        :func:`~libra_opt.generators.stacks.timing_device` of ``device`` at ``eta_s``, and the
+        efficiency: the roofline model with the scaled device's GEMM fraction when none is
+        requested; a constant or saturating value times ``eta_s``; for DLRM and ResNet (no
+        operator model) the device's whole-model constant times ``eta_s``.
 
     Examples
     --------
@@ -74,12 +55,8 @@ def timing_model(
     """
     eta = stack_efficiency(device, parallelism.software_stack)
     dev = timing_device(device, eta)
-    eff = (
-        efficiency_from_value(efficiency, device=dev)
-        if efficiency is not None
-        else ComputeEfficiency("roofline", dev.default_efficiency)
-    )
-    if eff.from_device:
+    eff = None if efficiency is None else efficiency_from_value(efficiency, device=dev)
+    if eff is None or eff.from_device:
         eff = ComputeEfficiency("roofline", dev.default_efficiency)
     if eff.kind == "roofline" and not isinstance(model, TransformerSpec):
         # no operator model: the legacy whole-model efficiency of the device
@@ -90,43 +67,28 @@ def timing_model(
     return dev, eff
 
 
-def generate_workload(
-    model: TransformerSpec | DLRMSpec | ResNetSpec,
-    parallelism: Parallelism | Mapping[str, Any],
-    device: Device,
-    fabric: Fabric,
-    mapping: Mapping[str, Any] | None = None,
-    efficiency: ComputeEfficiency | float | Mapping[str, Any] | None = None,
-    name: str | None = None,
-    check_memory: bool = True,
-) -> GeneratedWorkload:
+def generate_workload(model: TransformerSpec | DLRMSpec | ResNetSpec,
+                      parallelism: Parallelism | Mapping[str, Any], device: Device, fabric: Fabric,
+                      mapping: Mapping[str, Any] | None = None,
+                      efficiency: ComputeEfficiency | float | Mapping[str, Any] | None = None,
+                      name: str | None = None, check_memory: bool = True) -> GeneratedWorkload:
     """Generate the training-step workload of ``model`` on ``fabric``.
 
     Parameters
     ----------
-    model : TransformerSpec, DLRMSpec or ResNetSpec
-        From :func:`libra_opt.io.presets.load_model`.
-    parallelism : Parallelism or mapping
-        Degrees, batch, recomputation, precision.
-    device : Device or str
-        The accelerator (presets: :func:`libra_opt.io.presets.load_device`).
     fabric : Fabric
         Its NPU count must equal ``tp x cp x dp x pp``.
     mapping : mapping, optional
-        Explicit placement of groups on dimensions (see :mod:`libra_opt.generators.mapping`);
-        default automatic.
+        Placement of groups on dimensions (:mod:`libra_opt.generators.mapping`); default
+        automatic.
     efficiency : ComputeEfficiency, float or mapping, optional
-        Default: the per-operator roofline model with the device's constants (transformers;
-        DLRM and ResNet use ``FLOPs / (peak x flops_efficiency)``). A number or
-        ``{kind: constant | saturating, ...}`` selects the legacy FLOPs-over-peak model.
+        Default: the per-operator roofline model (transformers; DLRM and ResNet use
+        ``FLOPs / (peak x flops_efficiency)``); a number or ``{kind: constant | saturating}``
+        selects the FLOPs-over-peak model.
     name : str, optional
         Workload name (default the model's).
     check_memory : bool
         Raise when the most loaded NPU does not fit in HBM.
-
-    Returns
-    -------
-    GeneratedWorkload
 
     Raises
     ------
@@ -152,18 +114,13 @@ def generate_workload(
         dict(parallelism), prefix="parallelism"
     )
     if not isinstance(device, Device):
-        raise InputError(
-            f"device {device!r} is not a Device; load a preset with "
-            "libra_opt.io.presets.load_device(name)",
-            field="device",
-        )
+        raise InputError(f"device {device!r} is not a Device; load a preset with "
+                         "libra_opt.io.presets.load_device(name)", field="device")
     eta = stack_efficiency(device, par.software_stack)
     dev, eff = timing_model(model, par, device, efficiency)
     if par.dp_mode != "collective" and not isinstance(model, TransformerSpec):
-        raise InputError(
-            f"dp_mode {par.dp_mode!r} is only modelled for transformer models",
-            field="parallelism.dp_mode",
-        )
+        raise InputError(f"dp_mode {par.dp_mode!r} is only modelled for transformer models",
+                         field="parallelism.dp_mode")
     placement = place_groups(fabric, par.degrees(), mapping)
     args = (par, dev, fabric, placement, eff, name, check_memory)
     if isinstance(model, TransformerSpec):

@@ -1,23 +1,15 @@
 """Placement of parallelism groups onto fabric dimensions (LIBRA's "communicator").
 
-The NPUs form a grid of five orthogonal axes, placed innermost first in this order:
+The NPUs form a grid of five axes, innermost first: ``tp, cp, ep, edp, pp`` (``edp = dp /
+ep``). Each axis spans ``k_d`` NPUs of each dimension; per axis their product is its degree,
+per dimension their product is its size.
 
-    tp, cp, ep, edp, pp
-
-``edp = dp / ep`` (the data-parallel group is ``ep x edp``). Every axis spans ``k_d`` NPUs of
-each fabric dimension ``d``; the product of an axis' ``k_d`` is its degree and, on every
-dimension, the product over axes of ``k_d`` is the dimension's size.
-
-**Automatic placement** walks the axes in the order above -- most bandwidth-hungry first,
-Megatron-Core's default rank order ``tp-cp-ep-dp-pp`` -- and gives each the innermost free
-capacity: on dimension ``d`` it takes ``gcd(remaining degree, free capacity of d)`` NPUs.
-
-**Explicit placement** (``mapping``): for any of ``tp``, ``cp``, ``ep``, ``dp``, ``pp``,
-either a list of dimension names (the axis takes the whole of each) or ``{dim: count}``.
-``dp`` is the whole data-parallel group; ``ep``, if not given, takes the innermost part of
-``dp``'s span. Axes left out are placed automatically in the remaining capacity.
-
-The groups a workload uses are derived from the axes (see :meth:`Placement.groups`).
+**Automatic placement** walks the axes in that order (Megatron-Core's rank order) and gives
+each ``gcd(remaining degree, free capacity)`` NPUs of each dimension, innermost first.
+**Explicit placement** (``mapping``): for any of ``tp``, ``cp``, ``ep``, ``dp``, ``pp``, a
+list of dimension names (the whole of each) or ``{dim: count}``; ``dp`` is the whole
+data-parallel group, ``ep`` by default its innermost part; axes left out are placed
+automatically.
 """
 
 from __future__ import annotations
@@ -61,12 +53,8 @@ class Placement:
         return tuple(out)
 
     def groups(self) -> dict[str, tuple[int, ...]]:
-        """Workload groups and their spans.
-
-        * ``tp``, ``cp``, ``pp``, ``ep``: the axes;
-        * ``dp``: the group that reduces dense gradients, ``ep x edp x cp`` (context-parallel
-          ranks hold the same weights, so they reduce gradients together as in Megatron-Core);
-        * ``edp``: the group that reduces expert gradients, ``edp x cp``.
+        """Workload groups and their spans: the axes ``tp``, ``cp``, ``pp``, ``ep``; ``dp`` (dense
+        gradients) ``ep x edp x cp``; ``edp`` (expert gradients) ``edp x cp``.
 
         Examples
         --------
@@ -86,11 +74,8 @@ class Placement:
         }
 
     def describe(self) -> str:
-        """``tp: node 8 | dp: pod 16``-style summary of the non-trivial axes.
-
-        The data-parallel axis reads ``dp`` (as the step-time tables name the group) when
-        there is no expert parallelism; beside an ``ep`` axis it reads ``edp`` (expert data
-        parallelism, ``dp / ep``).
+        """``tp: node 8 | dp: pod 16``-style summary of the non-trivial axes (``edp`` reads ``dp``
+        without expert parallelism).
 
         Examples
         --------
@@ -118,9 +103,7 @@ def _parse_entry(key: str, value: Any, fabric: Fabric, prefix: str) -> list[int]
     if isinstance(value, Sequence):
         for name in value:
             if not isinstance(name, str):
-                raise InputError(
-                    f"expected dimension names, got {name!r}", field=fld
-                )
+                raise InputError(f"expected dimension names, got {name!r}", field=fld)
             d = _dim_index(fabric, name, fld)
             if span[d] != 1:
                 raise InputError(f"dimension {name!r} listed twice", field=fld)
@@ -130,10 +113,8 @@ def _parse_entry(key: str, value: Any, fabric: Fabric, prefix: str) -> list[int]
         for name, count in value.items():
             d = _dim_index(fabric, str(name), fld)
             if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-                raise InputError(
-                    f"count {count!r} on {name!r} must be a positive integer",
-                    field=f"{fld}.{name}",
-                )
+                raise InputError(f"count {count!r} on {name!r} must be a positive integer",
+                                 field=f"{fld}.{name}")
             if fabric.dims[d].size % count:
                 raise InputError(
                     f"{count} does not divide the size {fabric.dims[d].size} of dimension "
@@ -142,18 +123,14 @@ def _parse_entry(key: str, value: Any, fabric: Fabric, prefix: str) -> list[int]
                 )
             span[d] = count
         return span
-    raise InputError(
-        f"expected a list of dimension names or a mapping dimension -> count, got {value!r}",
-        field=fld,
-    )
+    raise InputError("expected a list of dimension names or a mapping dimension -> count, got "
+                     f"{value!r}", field=fld)
 
 
 def _dim_index(fabric: Fabric, name: str, fld: str) -> int:
     if name not in fabric.names:
-        raise InputError(
-            f"no dimension named {name!r}; the fabric has {', '.join(fabric.names)}",
-            field=fld,
-        )
+        raise InputError(f"no dimension named {name!r}; the fabric has {', '.join(fabric.names)}",
+                         field=fld)
     return fabric.names.index(name)
 
 
@@ -162,41 +139,39 @@ def _fmt(span: Sequence[int], fabric: Fabric) -> str:
     return ", ".join(parts) or "no dimension"
 
 
-def place_groups(
-    fabric: Fabric,
-    degrees: Mapping[str, int],
-    mapping: Mapping[str, Any] | None = None,
-    prefix: str = "mapping",
-) -> Placement:
+def _carve(degree: int, capacity: Sequence[int]) -> tuple[list[int], int]:
+    """``gcd(degree left, capacity)`` of each dimension in turn, and the degree left over."""
+    span = []
+    for c in capacity:
+        span.append(math.gcd(degree, c))
+        degree //= span[-1]
+    return span, degree
+
+
+def place_groups(fabric: Fabric, degrees: Mapping[str, int],
+                 mapping: Mapping[str, Any] | None = None, prefix: str = "mapping") -> Placement:
     """Place the parallelism axes on ``fabric``.
 
     Parameters
     ----------
-    fabric : Fabric
     degrees : mapping
         Degree of each axis: ``tp``, ``cp``, ``ep``, ``edp``, ``pp`` (missing = 1).
     mapping : mapping, optional
-        Explicit placement (see module docstring); ``None`` places everything automatically.
+        Explicit placement (module notes); ``None`` places everything automatically.
     prefix : str
-        Field path of ``mapping`` in error messages (the caller's
-        :func:`~libra_opt.errors.input_context` names the file and the enclosing section).
-
-    Returns
-    -------
-    Placement
+        Field path of ``mapping`` in error messages.
 
     Notes
     -----
-    Once the degrees multiply to the NPU count, automatic placement always succeeds: for
-    every prime ``q`` the multiplicities of ``q`` left in the free capacity equal those left
-    in the degrees, and taking ``gcd`` dimension by dimension hands them out greedily.
+    Once the degrees multiply to the NPU count, automatic placement always succeeds: for every
+    prime ``q`` the multiplicities left in the free capacity equal those left in the degrees, and
+    ``gcd`` dimension by dimension hands them out greedily.
 
     Raises
     ------
     InputError
-        When the degrees do not multiply to the NPU count, an explicit span does not match
-        its degree, a count does not divide a dimension, a dimension is over-subscribed or
-        an axis cannot be placed in the capacity left.
+        When the degrees do not multiply to the NPU count, an explicit span does not match its
+        degree, a count does not divide a dimension or a dimension is over-subscribed.
 
     Examples
     --------
@@ -226,10 +201,8 @@ def place_groups(
     mapping = dict(mapping or {})
     unknown = sorted(set(map(str, mapping)) - set(MAPPING_KEYS))
     if unknown:
-        raise InputError(
-            f"unknown group(s) {', '.join(unknown)}; expected some of {', '.join(MAPPING_KEYS)}",
-            field=prefix,
-        )
+        raise InputError(f"unknown group(s) {', '.join(unknown)}; expected some of "
+                         f"{', '.join(MAPPING_KEYS)}", field=prefix)
     explicit: dict[str, list[int]] = {}
     for key in MAPPING_KEYS:
         if key not in mapping:
@@ -250,16 +223,10 @@ def place_groups(
             continue
         for d, k in enumerate(span):
             if free[d] % k:
-                taken = [
-                    f"{a} {s[d]}"
-                    for a, s in explicit.items()
-                    if s[d] > 1 and not (a == "ep" and "dp" in explicit)
-                ]
-                raise InputError(
-                    f"dimension {fabric.names[d]!r} (size {fabric.dims[d].size}) is "
-                    f"over-subscribed: {' x '.join(taken)}",
-                    field=prefix,
-                )
+                taken = [f"{a} {s[d]}" for a, s in explicit.items()
+                         if s[d] > 1 and not (a == "ep" and "dp" in explicit)]
+                raise InputError(f"dimension {fabric.names[d]!r} (size {fabric.dims[d].size}) is "
+                                 f"over-subscribed: {' x '.join(taken)}", field=prefix)
             free[d] //= k
     if "dp" in explicit:
         dp_span = explicit.pop("dp")
@@ -272,15 +239,10 @@ def place_groups(
                         field=f"{prefix}.ep",
                     )
         else:
-            ep_span, g = [1] * fabric.n_dims, deg["ep"]
-            for d, kd in enumerate(dp_span):
-                k = math.gcd(g, kd)
-                ep_span[d], g = k, g // k
+            ep_span, g = _carve(deg["ep"], dp_span)
             if g > 1:
-                raise InputError(
-                    f"ep = {deg['ep']} cannot be carved out of dp's span ({_fmt(dp_span, fabric)})",
-                    field=f"{prefix}.dp",
-                )
+                raise InputError(f"ep = {deg['ep']} cannot be carved out of dp's span "
+                                 f"({_fmt(dp_span, fabric)})", field=f"{prefix}.dp")
             explicit["ep"] = ep_span
         explicit["edp"] = [kd // ke for kd, ke in zip(dp_span, explicit["ep"], strict=True)]
     spans: dict[str, tuple[int, ...]] = {}
@@ -288,10 +250,8 @@ def place_groups(
         if ax in explicit:
             spans[ax] = tuple(explicit[ax])
             continue
-        span, g = [1] * fabric.n_dims, deg[ax]
-        for d in range(fabric.n_dims):
-            k = math.gcd(g, free[d])
-            span[d], g, free[d] = k, g // k, free[d] // k
+        span, g = _carve(deg[ax], free)
+        free = [f // k for f, k in zip(free, span, strict=True)]
         if g > 1:  # unreachable when the degrees multiply to the free capacity (see Notes)
             raise InputError(
                 f"cannot place {ax} = {deg[ax]}: only {math.prod(free) * math.prod(span)} "

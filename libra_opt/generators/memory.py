@@ -1,28 +1,29 @@
 """Memory per NPU: weights, gradients, optimizer state and activations.
 
-Model states follow the ZeRO accounting (Rajbhandari et al. 2020): with ``Psi`` parameters
-on an NPU and ``N_d`` data-parallel ranks, mixed-precision Adam keeps ``2 Psi`` bytes of
-fp16/bf16 weights, ``2 Psi`` of gradients and ``12 Psi`` of fp32 optimizer state (master
-weights, momentum, variance); ZeRO-1 divides the optimizer state by ``N_d``, ZeRO-2 also the
-gradients, ZeRO-3 also the weights.
+Model states follow ZeRO [1]_: mixed-precision Adam keeps ``2 Psi`` bytes of weights, ``2 Psi``
+of gradients and ``12 Psi`` of fp32 optimizer state; ZeRO-1 divides the optimizer state by
+the ``N_d`` data-parallel ranks, ZeRO-2 also the gradients, ZeRO-3 also the weights.
 
-Activations follow Korthikanti et al. (2022), generalized to grouped-query attention, gated
-MLPs and mixtures of experts. Per token of a layer (``beta`` bytes per element, ``h`` width,
-``a`` heads, ``g`` key/value heads, ``d`` head size, ``f`` FFN size, ``s`` sequence):
+Activations follow Korthikanti et al. [2]_, generalized to grouped-query attention, gated
+MLPs and MoE. Per token of a layer (``beta`` bytes per element, ``h`` width, ``a`` heads,
+``g`` key/value heads, ``d`` head size, ``f`` FFN size, ``s`` sequence):
 
-* replicated over tensor-parallel ranks unless sequence parallelism shards them: the two
-  norm inputs ``2 beta h``, the attention and MLP inputs ``2 beta h``, and with dropout the
-  two output dropout masks ``2 h`` (1 byte per element);
-* sharded ``1/tp``: ``Q, K, V`` ``beta (a d + g d + g d)``, the softmax output ``beta a s``,
-  with dropout its mask ``a s`` and output ``beta a s``, the attention output ``beta a d``,
-  and the MLP: ``2 beta f`` (GELU input and output) or ``3 beta f`` (gated: gate, up and
-  their product).
+* replicated over TP ranks unless sequence parallel: norm and block inputs ``4 beta h``,
+  with dropout two masks ``2 h``;
+* sharded ``1/tp``: ``Q, K, V`` ``beta (a d + 2 g d)``, softmax output ``beta a s`` (with
+  dropout its mask ``a s`` and output ``beta a s``), attention output ``beta a d``, MLP
+  ``2 beta f`` (``3 beta f`` gated).
 
-For GPT (``f = 4h``, ``g = a``, ``beta = 2``, dropout) this is ``s b h (34 + 5 a s / h)`` per
-layer (Korthikanti et al., eq. 1). Selective recomputation (or FlashAttention) drops the
-``a s`` terms; full recomputation keeps only the layer input, ``beta h`` per token (sharded
-with sequence parallelism). Temporary buffers, communication buffers and allocator
-fragmentation are not counted.
+For GPT this is ``s b h (34 + 5 a s / h)`` per layer (their eq. 1). Selective recomputation
+(or FlashAttention) drops the ``a s`` terms; full recomputation keeps ``beta h`` per token.
+Temporary and communication buffers and fragmentation are not counted.
+
+References
+----------
+.. [1] S. Rajbhandari, J. Rasley, O. Ruwase, Y. He, "ZeRO: Memory Optimizations Toward
+   Training Trillion Parameter Models", SC 2020, arXiv:1910.02054, Sec. 5 and Fig. 1.
+.. [2] V. Korthikanti et al., "Reducing Activation Recomputation in Large Transformer
+   Models", MLSys 2023, arXiv:2205.05198, Sec. 4 and Table 2.
 """
 
 from __future__ import annotations
@@ -32,29 +33,15 @@ from dataclasses import dataclass
 from libra_opt.generators.descriptors import TransformerSpec
 from libra_opt.generators.parallelism import Parallelism, Precision
 
-__all__ = [
-    "MemoryBreakdown",
-    "checkpoint_bytes",
-    "model_state_bytes",
-    "transformer_layer_activation_bytes",
-    "head_activation_bytes",
-]
+__all__ = ["MemoryBreakdown", "checkpoint_bytes", "model_state_bytes",
+           "transformer_layer_activation_bytes", "head_activation_bytes"]
 
 
 @dataclass(frozen=True)
 class MemoryBreakdown:
-    """Peak memory of one NPU in bytes.
-
-    Attributes
-    ----------
-    weights_bytes, grads_bytes, optimizer_bytes, activations_bytes : float
-    capacity_bytes : float
-        HBM of the device.
-    where : str
-        Which NPU this is (e.g. ``"pipeline stage 0"``).
-    host_bytes : float
-        Optimizer state this NPU keeps in its host's memory (the in-network optimizer's
-        ``host_paging`` variant); not part of :attr:`total_bytes` (HBM).
+    """Peak memory of one NPU in bytes: the four parts, the device's HBM ``capacity_bytes``, which
+    NPU (``where``) and the optimizer state kept in host memory (``host_bytes``, not in
+    :attr:`total_bytes`).
     """
 
     weights_bytes: float
@@ -87,34 +74,19 @@ class MemoryBreakdown:
         )
 
 
-def model_state_bytes(
-    params: float, precision: Precision, zero: int, shard_ranks: int
-) -> tuple[float, float, float]:
-    """Weights, gradients and optimizer state in bytes for ``params`` parameters on one NPU.
-
-    Parameters
-    ----------
-    params : float
-        Parameters held by the NPU before ZeRO sharding.
-    precision : Precision
-    zero : {0, 1, 2, 3}
-    shard_ranks : int
-        Data-parallel ranks the ZeRO stage shards over.
+def model_state_bytes(params: float, precision: Precision, zero: int,
+                      shard_ranks: int) -> tuple[float, float, float]:
+    """Weights, gradients and optimizer state in bytes of ``params`` parameters (before ZeRO) on one
+    NPU, ZeRO stage ``zero`` sharding over ``shard_ranks``.
 
     Notes
     -----
     ``weights = Psi k_p / (N_d if zero >= 3)``, ``grads = Psi k_g / (N_d if zero >= 2)``,
-    ``optimizer = Psi k_o / (N_d if zero >= 1)``.
-
-    References
-    ----------
-    .. [1] S. Rajbhandari, J. Rasley, O. Ruwase, Y. He, "ZeRO: Memory Optimizations Toward
-       Training Trillion Parameter Models", SC 2020, arXiv:1910.02054, Sec. 5 and Fig. 1.
+    ``optimizer = Psi k_o / (N_d if zero >= 1)`` [1]_.
 
     Examples
     --------
-    ZeRO Figure 1: 7.5B parameters, 64 data-parallel ranks -> 120 GB, 31.4 GB, 16.6 GB,
-    1.9 GB for stages 0 to 3.
+    ZeRO Figure 1: 7.5B parameters, 64 ranks -> 120, 31.4, 16.6, 1.9 GB for stages 0 to 3.
 
     >>> [round(sum(model_state_bytes(7.5e9, Precision(), z, 64)) / 1e9, 1) for z in range(4)]
     [120.0, 31.4, 16.6, 1.9]
@@ -126,18 +98,11 @@ def model_state_bytes(
     return w, g, o
 
 
-def transformer_layer_activation_bytes(
-    model: TransformerSpec, par: Parallelism, moe: bool
-) -> float:
-    """Activation bytes one layer keeps for one micro-batch on one NPU.
-
-    See the module docstring for the terms. For an MoE layer, the routed-expert MLP terms
-    are multiplied by ``top_k x capacity factor`` and shared experts count as a dense MLP
-    of ``n_shared x expert_ffn_hidden_size``.
-
-    References
-    ----------
-    .. [1] V. Korthikanti et al., MLSys 2023, arXiv:2205.05198, Sec. 4 and Table 2.
+def transformer_layer_activation_bytes(model: TransformerSpec, par: Parallelism,
+                                       moe: bool) -> float:
+    """Activation bytes one layer keeps for one micro-batch on one NPU (module notes [2]_); for an
+    MoE layer the routed-expert terms are multiplied by ``top_k x capacity factor`` and shared
+    experts count as a dense MLP.
 
     Examples
     --------
@@ -179,11 +144,8 @@ def transformer_layer_activation_bytes(
 
 
 def head_activation_bytes(model: TransformerSpec, par: Parallelism) -> float:
-    """Activations of the final norm and output layer for one micro-batch.
-
-    The final norm keeps its input (``beta h`` per token, sharded with sequence parallelism)
-    and the vocabulary-parallel cross-entropy keeps fp32 logits, ``4 V / tp`` bytes per token
-    (Korthikanti et al. 2022, Sec. 4.3).
+    """Activations of the final norm (``beta h`` per token) and the vocabulary-parallel loss (fp32
+    logits, ``4 V / tp`` per token [2]_) for one micro-batch.
 
     Examples
     --------
@@ -200,25 +162,8 @@ def head_activation_bytes(model: TransformerSpec, par: Parallelism) -> float:
 
 def checkpoint_bytes(params: float, precision: Precision,
                      optimizer_params: float | None = None) -> float:
-    """Bytes of one training checkpoint: every parameter's weights and its optimizer state,
-    once.
-
-    Parameters
-    ----------
-    params : float
-        Parameters of the whole model.
-    precision : Precision
-    optimizer_params : float, optional
-        Parameters with optimizer state (default all; a DLRM's embedding tables are updated
-        without one in this model).
-
-    Notes
-    -----
-    ``Psi k_p + Psi_o k_o`` with the ZeRO accounting's bytes per parameter. The
-    parallelization and ZeRO stage decide which NPU holds and writes which part (ZeRO
-    shards the optimizer state over the data-parallel ranks instead of replicating it;
-    tensor and pipeline parallelism split the weights), not the total: the replicas of a
-    part are written once. Gradients and activations are not saved.
+    """Bytes of one training checkpoint: ``Psi k_p + Psi_o k_o``, every parameter's weights and
+    the optimizer state of ``optimizer_params`` (default all), once.
 
     Examples
     --------

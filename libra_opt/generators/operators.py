@@ -1,28 +1,20 @@
 """Operators of a transformer training step, per micro-batch and per shard.
 
-Every transformer block (dense or mixture-of-experts; multi-head, grouped-query or latent
-attention) is a list of :class:`Operator` -- GEMMs with their ``(m, n, k)``, attention
-(fused FlashAttention-style, or unfused ``Q K^T`` / softmax / dropout / ``P V``),
-element-wise kernels (norms, activations, rotary embedding, dropout + residual) -- on one
-tensor-parallel rank for one micro-batch, with FLOPs and bytes read + written. The forward,
-input-gradient and weight-gradient passes have their own operators (the backward GEMMs have
-their own shapes) and recomputation replays the forward operators it needs.
+Every transformer block is a list of :class:`Operator` (GEMMs with their ``(m, n, k)``,
+fused or unfused attention, element-wise kernels) on one tensor-parallel rank for one
+micro-batch, with FLOPs and bytes read + written, per pass (forward, input gradient, weight
+gradient); recomputation replays the forward operators it needs.
 
-Shapes on one rank, micro-batch of ``b`` sequences of ``s`` tokens, ``t = b s / cp`` tokens,
-``t_r = t / tp`` with sequence parallelism (else ``t``), ``a_l = a / tp`` query heads,
-``g_l = max(g / tp, 1)`` key/value heads, ``beta`` bytes per activation element:
+With ``t = b s / cp`` tokens, ``t_r = t / tp`` under sequence parallelism, ``a_l = a / tp``
+query heads, ``g_l = max(g / tp, 1)`` key/value heads and ``beta`` bytes per activation:
 
-* linear ``Y[t, n] = X[t, k] W[k, n]``: forward GEMM ``(t, n, k)``, input gradient
-  ``dX = dY W^T`` ``(t, k, n)``, weight gradient ``dW = X^T dY`` ``(k, n, t)``; each
-  ``2 m n k`` FLOPs and ``beta (m k + k n + m n)`` bytes;
-* element-wise kernels stream their inputs and outputs once (``2 t_r h beta`` for a norm);
-  their backward reads the output gradient and the saved input and writes the input gradient;
-* fused kernels as in Megatron-LM: bias + GeLU, bias + dropout + residual add,
-  scale + mask + softmax, layer norm; FlashAttention when ``flash_attention`` is on.
+* linear ``Y[t, n] = X[t, k] W[k, n]``: GEMMs ``(t, n, k)``, ``dX`` ``(t, k, n)``, ``dW``
+  ``(k, n, t)``; each ``2 m n k`` FLOPs and ``beta (m k + k n + m n)`` bytes;
+* element-wise kernels stream inputs and outputs once; fused kernels as in Megatron-LM.
 
-FLOPs follow :mod:`~libra_opt.generators.transformer_counts` (the counted attention products
-cover the full ``s x s`` matrix); FlashAttention *executes* half of them (causal blocks are
-skipped) and recomputes ``Q K^T`` in its backward (2.5x its forward instead of 2x).
+FLOPs follow :mod:`~libra_opt.generators.transformer_counts`; FlashAttention *executes* half
+the counted attention products (causal) and recomputes ``Q K^T`` in its backward (2.5x its
+forward instead of 2x).
 """
 
 from __future__ import annotations
@@ -33,20 +25,9 @@ from typing import Literal
 from libra_opt.generators.descriptors import TransformerSpec
 from libra_opt.generators.parallelism import Parallelism
 
-__all__ = [
-    "Operator",
-    "LayerOperators",
-    "OP_CLASSES",
-    "gemm_op",
-    "linear_ops",
-    "fused_softmax",
-    "transformer_layer_operators",
-    "embedding_operators",
-    "head_operators",
-    "optimizer_operator",
-    "total_flops",
-    "total_bytes",
-]
+__all__ = ["Operator", "LayerOperators", "OP_CLASSES", "gemm_op", "linear_ops", "fused_softmax",
+           "transformer_layer_operators", "embedding_operators", "head_operators",
+           "optimizer_operator", "total_flops", "total_bytes"]
 
 OpClass = Literal["gemm", "attention", "elementwise", "embedding", "loss", "optimizer"]
 #: Operator classes, in report order.
@@ -65,21 +46,15 @@ class Operator:
 
     Attributes
     ----------
-    name : str
     op_class : {'gemm', 'attention', 'elementwise', 'embedding', 'loss', 'optimizer'}
-    flops : float
-        FLOPs executed (all ``repeat`` copies are *not* included: per copy).
-    size_bytes : float
-        Bytes read plus written from HBM, per copy.
+    flops, size_bytes : float
+        FLOPs executed and bytes read plus written from HBM, per copy.
     gemm : (int, int, int, int) or None
-        ``(m, n, k, batch)`` of a matrix multiply (``batch`` GEMMs of that shape); ``None``
-        for vector / streaming work.
+        ``(m, n, k, batch)`` of a matrix multiply; ``None`` for streaming work.
     repeat : int
         Copies of the kernel.
     fused_attention : bool
-        A fused (FlashAttention-style) attention kernel: priced at the device's
-        ``attention_efficiency`` when it has one (see
-        :func:`~libra_opt.generators.roofline.operator_time_s`).
+        A FlashAttention-style kernel, priced at the device's ``attention_efficiency``.
     """
 
     name: str
@@ -93,9 +68,8 @@ class Operator:
 
 @dataclass(frozen=True)
 class LayerOperators:
-    """Operators of one layer for one micro-batch, by pass.
-
-    ``recompute`` is replayed in the input-gradient pass (activation recomputation).
+    """Operators of one layer for one micro-batch, by pass (``recompute`` replayed in the
+    input-gradient pass).
     """
 
     forward: tuple[Operator, ...]
@@ -159,12 +133,8 @@ def _ew(name: str, read: float, write: float, elem_bytes: float, flops_per: floa
 
 
 class _Builder:
-    """Collects the operators of one layer by pass.
-
-    ``grad_accum_bytes``: 0 when weight-gradient GEMMs accumulate in place into the
-    gradient buffer (fused); else the bytes per weight element of a separate accumulation
-    kernel: read the GEMM's gradient (activation dtype), read and write the buffer
-    (``grad_bytes`` each).
+    """Collects the operators of one layer by pass; ``grad_accum_bytes`` per weight element of a
+    separate gradient-accumulation kernel (0: fused in place).
     """
 
     def __init__(self, grad_accum_bytes: float = 0.0) -> None:
@@ -195,23 +165,14 @@ class _Builder:
 
 
 def fused_softmax(attn_batches: int, s_q: int, s_kv: int) -> bool:
-    """Whether Megatron's fused scale-mask-softmax kernel runs (else its fp32 PyTorch ops).
-
-    Parameters
-    ----------
-    attn_batches : int
-        Score matrices of the kernel call: micro-batch x attention heads on the rank.
-    s_q, s_kv : int
-        Query and key lengths.
+    """Whether Megatron's fused scale-mask-softmax kernel runs for ``attn_batches`` score matrices
+    of ``s_q x s_kv`` (else its fp32 PyTorch ops).
 
     Notes
     -----
-    Megatron's ``FusedScaleMaskSoftmax`` launches its CUDA kernel only when
-    ``16 < s_kv <= 4096``, ``s_q`` and ``s_kv`` are multiples of 4 and the number of score
-    matrices is a multiple of 4 (a block of 4 warps takes 4 rows of 4 matrices); otherwise
-    ``forward_torch_softmax`` casts the fp16 scores to fp32, scales, masks, takes the
-    softmax and casts back: ``2 beta + 32`` bytes per score element forward and
-    ``2 beta + 36`` backward instead of ``2 beta`` and ``3 beta``.
+    The CUDA kernel runs only when ``16 < s_kv <= 4096`` and ``s_q``, ``s_kv`` and the matrix
+    count are multiples of 4 [1]_; otherwise the fp32 path costs ``2 beta + 32`` bytes per score
+    forward and ``2 beta + 36`` backward instead of ``2 beta`` and ``3 beta``.
 
     References
     ----------
@@ -323,24 +284,13 @@ def _grad_accum_bytes(par: Parallelism) -> float:
 
 
 def transformer_layer_operators(model: TransformerSpec, par: Parallelism, moe: bool) -> LayerOperators:
-    """Operators of one transformer layer on one rank for one micro-batch.
-
-    Parameters
-    ----------
-    model : TransformerSpec
-    par : Parallelism
-        ``tp``, ``cp``, ``ep``, ``sequence_parallel``, ``micro_batch_size``,
-        ``flash_attention``, ``recompute``, ``capacity_factor`` and the activation dtype size.
-    moe : bool
-        A mixture-of-experts layer (router, permutation, ``n_experts / ep`` local experts in
-        a grouped GEMM, shared experts) instead of a dense FFN.
+    """Operators of one transformer layer (``moe``: router, permutation, grouped local experts and
+    shared experts instead of a dense FFN) on one rank for one micro-batch.
 
     Notes
     -----
-    Recomputation: ``full`` replays the whole forward pass in the input-gradient pass;
-    ``selective`` replays the unfused attention core (``Q K^T``, softmax, dropout,
-    ``P V``; Korthikanti et al. 2022) -- nothing with FlashAttention, whose backward
-    already recomputes the scores.
+    Recomputation: ``full`` replays the whole forward pass; ``selective`` replays the unfused
+    attention core [1]_ (nothing with FlashAttention, whose backward recomputes the scores [2]_).
 
     References
     ----------
@@ -430,14 +380,13 @@ def embedding_operators(model: TransformerSpec, par: Parallelism) -> LayerOperat
 
 
 def head_operators(model: TransformerSpec, par: Parallelism) -> LayerOperators:
-    """Final norm, output projection (logits) and vocabulary-parallel cross-entropy on the
-    last pipeline stage.
+    """Final norm, output projection (logits) and vocabulary-parallel cross-entropy on the last
+    pipeline stage.
 
     Notes
     -----
-    The loss streams the ``t x V / tp`` logits: forward reads them and writes and re-reads
-    fp32 exponentials and normalized probabilities (``t V_l (beta + 16)`` bytes); backward
-    reads the fp32 probabilities and writes the logit gradient (``t V_l (4 + beta)``).
+    The loss streams the ``t x V / tp`` logits: ``t V_l (beta + 16)`` bytes forward (fp32
+    exponentials and probabilities), ``t V_l (4 + beta)`` backward.
 
     Examples
     --------

@@ -1,10 +1,8 @@
 """Bottleneck ResNet: exact parameter and multiply-accumulate counts, data-parallel workload.
 
-Each stage is one workload layer; its data-parallel gradient all-reduce sits in the stage's
-weight-gradient phase, so the ``overlap`` training loop can hide it behind the backward pass
-of earlier stages, as bucketed data-parallel all-reduce does (Li et al. 2020, PyTorch DDP).
-With gradient accumulation (more than one micro-batch) the all-reduce moves to a separate
-``dp_grad_sync`` layer after the last micro-batch.
+Each stage is one layer with its gradient all-reduce in its weight-gradient phase (hidden by
+the ``overlap`` loop as bucketed DDP does, Li et al. 2020); with several micro-batches the
+all-reduces move to a ``dp_grad_sync`` layer.
 """
 
 from __future__ import annotations
@@ -26,10 +24,8 @@ __all__ = ["StageCounts", "resnet_stage_counts", "resnet_workload", "check_data_
 
 @dataclass(frozen=True)
 class StageCounts:
-    """Parameters, multiply-accumulates and output elements of one ResNet stage per image.
-
-    ``activation_elements`` counts the outputs of every convolution (and of the fc layer),
-    the tensors kept for the backward pass together with their normalized copies.
+    """Parameters, multiply-accumulates and output elements (every convolution's, kept for the
+    backward pass) of one ResNet stage per image.
     """
 
     name: str
@@ -48,10 +44,9 @@ def resnet_stage_counts(spec: ResNetSpec) -> tuple[StageCounts, ...]:
 
     Notes
     -----
-    A bottleneck block of width ``w``, input ``c_in`` and output ``4w`` channels has convs
-    ``1x1 c_in->w``, ``3x3 w->w``, ``1x1 w->4w`` (each followed by batch norm, 2 parameters
-    per channel) and, in the first block of a stage, a ``1x1`` projection shortcut
-    ``c_in->4w``. A conv's MACs are ``k^2 c_in c_out H_out W_out``.
+    A bottleneck block of width ``w`` has convs ``1x1 c_in->w``, ``3x3 w->w``, ``1x1 w->4w``
+    (each with batch norm, 2 parameters per channel) and, first in a stage, a ``1x1`` projection
+    ``c_in->4w`` [1]_; a conv's MACs are ``k^2 c_in c_out H_out W_out``.
 
     References
     ----------
@@ -95,10 +90,8 @@ def check_data_parallel_only(par: Parallelism, what: str) -> None:
     """Raise :class:`InputError` unless ``par`` is pure data parallelism."""
     for key in ("tp", "pp", "cp", "ep"):
         if getattr(par, key) != 1:
-            raise InputError(
-                f"{what} workloads are data-parallel only; {key} must be 1 (got {getattr(par, key)})",
-                field=f"parallelism.{key}",
-            )
+            raise InputError(f"{what} workloads are data-parallel only; {key} must be 1 (got "
+                             f"{getattr(par, key)})", field=f"parallelism.{key}")
     if par.dp_comm_overlap:
         raise InputError(
             f"dp_comm_overlap is modelled for transformer steps only; a {what} step with one "
@@ -109,22 +102,12 @@ def check_data_parallel_only(par: Parallelism, what: str) -> None:
             field="parallelism.dp_comm_overlap")
 
 
-def resnet_workload(
-    spec: ResNetSpec,
-    par: Parallelism,
-    device: Device,
-    fabric: Fabric,
-    placement: Placement,
-    efficiency: ComputeEfficiency,
-    name: str | None = None,
-    check_memory: bool = True,
-) -> GeneratedWorkload:
-    """Data-parallel ResNet training step on one NPU.
-
-    Per stage and micro-batch of ``b`` images: forward ``2 MACs b`` FLOPs, input gradient
-    and weight gradient the same each; gradient all-reduce of ``params x grad_bytes`` on
-    ``dp``. Activation memory: ``2 x activation_elements x b x beta`` (convolution outputs and
-    their batch-normalized copies).
+def resnet_workload(spec: ResNetSpec, par: Parallelism, device: Device, fabric: Fabric,
+                    placement: Placement, efficiency: ComputeEfficiency, name: str | None = None,
+                    check_memory: bool = True) -> GeneratedWorkload:
+    """Data-parallel ResNet training step on one NPU: ``2 MACs b`` FLOPs per pass and stage, a
+    gradient all-reduce of ``params x grad_bytes`` on ``dp``, activations ``2 x
+    activation_elements x b x beta``.
     """
     check_data_parallel_only(par, "ResNet")
     dtype = par.precision.compute_dtype
@@ -136,11 +119,8 @@ def resnet_workload(
     for s in stages:
         f = 2.0 * s.macs * b
         t = compute_time_s(f, device, dtype, efficiency)
-        ar = (
-            (Collective("all_reduce", s.params * par.precision.grad_bytes, "dp"),)
-            if par.dp > 1
-            else ()
-        )
+        ar = ((Collective("all_reduce", s.params * par.precision.grad_bytes, "dp"),)
+              if par.dp > 1 else ())
         if m == 1:
             layers.append(Layer(s.name, Phase(t), Phase(t), Phase(t, ar)))
         else:

@@ -1,24 +1,16 @@
 """Roofline time of one operator: shape-aware GEMM efficiency and memory-bound kernels.
 
-An operator (:class:`~libra_opt.generators.operators.Operator`) has FLOPs, bytes read and
-written and -- for matrix multiplies -- a GEMM shape. Its time on a device is
-
     t = max(F / (P_dtype x eta_gemm(m, n, k)), B / (BW x eta_mem)) + t_kernel
 
-for matrix work (GEMMs, attention), and ``max(F / P_vector, B / (BW x eta_mem)) + t_kernel``
-for element-wise work. ``eta_gemm`` is wave quantization times ``k / (k + k0)`` (short inner
-dimensions reach less of the peak; ``k0`` is ``Device.gemm_k_overhead``) times the device's
-achievable fraction (``Device.default_efficiency``); ``eta_mem`` is ``Device.mem_efficiency``.
-A fused (FlashAttention-style) attention kernel takes ``eta_attn =
-Device.attention_efficiency`` instead of ``eta_gemm`` when the device has one: a published
-benchmark of that kernel (it does not run at GEMM speed: softmax, masking and the online
-rescaling sit between its two matrix products).
+for matrix work, ``max(F / P_vector, B / (BW x eta_mem)) + t_kernel`` for element-wise work.
+``eta_gemm`` is wave quantization times ``k / (k + k0)`` (``Device.gemm_k_overhead``) times
+``Device.default_efficiency``; a fused attention kernel takes ``Device.attention_efficiency``
+(a published benchmark of that kernel) instead when the device has one.
 
-With ``fp8`` compute, attention (fused or not) runs at the ``bf16`` peak: FP8 training
-recipes quantize the linear layers' GEMMs and keep dot-product attention in BF16 -- DeepSeek-AI,
-"DeepSeek-V3 Technical Report", arXiv:2412.19437, Sec. 3.3.1 ("attention operators" keep
-their original BF16/FP32 precision); Transformer Engine's ``fp8_dot_product_attention`` is
-off by default, and the Megatron-Bridge FP8 performance recipes do not turn it on.
+With ``fp8`` compute, attention runs at the ``bf16`` peak: FP8 recipes quantize the linear
+layers' GEMMs and keep dot-product attention in BF16 (DeepSeek-V3 Technical Report,
+arXiv:2412.19437, Sec. 3.3.1; Transformer Engine's ``fp8_dot_product_attention`` is off by
+default).
 """
 
 from __future__ import annotations
@@ -32,24 +24,13 @@ __all__ = ["wave_efficiency", "gemm_efficiency", "operator_time_s", "operator_bo
 
 
 def wave_efficiency(m: int, n: int, batch: int, sm_count: int, tile: tuple[int, int]) -> float:
-    """Useful fraction of the tile slots of the waves a GEMM occupies.
-
-    Parameters
-    ----------
-    m, n : int
-        Output rows and columns of one GEMM.
-    batch : int
-        Independent GEMMs of that shape launched together (batched / grouped GEMM).
-    sm_count : int
-        Processors the output tiles are distributed over (0: no wave quantization).
-    tile : (int, int)
-        Output tile shape.
+    """Useful fraction of the tile slots of the waves ``batch`` GEMMs of output ``m x n`` occupy
+    in ``tile`` tiles over ``sm_count`` processors (0: no wave quantization).
 
     Notes
     -----
-    With ``T = ceil(m/t_m) ceil(n/t_n) batch`` tiles and ``W = ceil(T / S)`` waves over ``S``
-    SMs, the useful work is ``m n batch`` out of ``W S t_m t_n`` slots: tile quantization
-    (partial tiles at the edges) and wave quantization (a partial last wave) in one ratio.
+    With ``T = ceil(m/t_m) ceil(n/t_n) batch`` tiles and ``W = ceil(T / S)`` waves, the useful
+    work is ``m n batch`` of ``W S t_m t_n`` slots (tile and wave quantization) [1]_.
 
     References
     ----------
@@ -75,10 +56,9 @@ def wave_efficiency(m: int, n: int, batch: int, sm_count: int, tile: tuple[int, 
 
 def gemm_efficiency(m: int, n: int, k: int, device: Device, batch: int = 1,
                     fraction: float | None = None) -> float:
-    """Fraction of the matrix peak a GEMM of output ``m x n`` (inner ``k``) reaches.
-
-    ``fraction`` (default ``device.default_efficiency``) times the best wave efficiency over
-    the device's tile shapes (a GEMM library picks the tile that wastes least).
+    """Fraction of the matrix peak a GEMM of output ``m x n`` (inner ``k``) reaches: ``fraction``
+    (default ``device.default_efficiency``) times the best wave efficiency over the device's
+    tiles times ``k / (k + k0)``.
 
     Examples
     --------
@@ -112,23 +92,12 @@ def _times(op: Operator, device: Device, dtype: str, fraction: float | None) -> 
 
 
 def operator_time_s(op: Operator, device: Device, dtype: str, fraction: float | None = None) -> float:
-    """Roofline time of ``op`` (see module docstring), times its ``repeat``.
-
-    Parameters
-    ----------
-    op : Operator
-    device : Device
-    dtype : str
-        Data type of the matrix peak (``bf16``...).
-    fraction : float, optional
-        Achievable GEMM fraction (default ``device.default_efficiency``).
+    """Roofline time of ``op`` (module notes) in ``dtype``, times its ``repeat``.
 
     Notes
     -----
-    ``t = repeat x (max(F / (P eta_gemm), B / (BW eta_mem)) + t_kernel)`` for matrix work,
-    with ``P_vector`` instead of ``P eta_gemm`` for element-wise work and ``P eta_attn``
-    (``Device.attention_efficiency``, when set) for a fused attention kernel; ``BW`` in
-    bytes/s.
+    ``t = repeat x (max(F / (P eta_gemm), B / (BW eta_mem)) + t_kernel)`` [1]_, ``fraction``
+    the achievable GEMM fraction (default ``device.default_efficiency``).
 
     References
     ----------
@@ -137,14 +106,12 @@ def operator_time_s(op: Operator, device: Device, dtype: str, fraction: float | 
 
     Examples
     --------
-    A GEMM whose bytes dominate is memory-bound:
-
     >>> from libra_opt.generators.devices import device_from_dict
     >>> d = device_from_dict("x", {"name": "X", "peak_flops": {"bf16": 1e15}, "hbm_bytes": 1,
     ...     "hbm_gbps": 1000, "source": "", "date": "", "default_efficiency": 0.5,
     ...     "mem_efficiency": 0.5, "sm_count": 0, "gemm_tiles": [[1, 1]]})
     >>> op = Operator("g", "gemm", flops=1e12, size_bytes=1e9, gemm=(1000, 1000, 500000, 1))
-    >>> operator_time_s(op, d, "bf16")   # max(1e12 / 5e14, 1e9 / 5e11)
+    >>> operator_time_s(op, d, "bf16")   # memory-bound: max(1e12 / 5e14, 1e9 / 5e11)
     0.002
 
     A fused attention kernel on a device with a published attention efficiency of 0.25:

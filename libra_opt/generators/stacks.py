@@ -1,21 +1,12 @@
 """Software stacks: one named efficiency constant per training framework.
 
-The same model, parallelization and hardware run at different speeds under different
-training frameworks: Megatron-Turing NLG 530B ran 23 % slower per GPU under
-Megatron-DeepSpeed (Smith et al. 2022, 126 TFLOP/s) than the same pipeline under
-Megatron-LM (Narayanan et al. 2021, 163 TFLOP/s), with no documented mechanism. Device
-constants (:class:`~libra_opt.generators.devices.Device`) are calibrated on runs of one
-stack (``Device.calibration_stack``); every other stack has ONE constant ``eta_s``
-(``Device.software_stacks``), fitted on rows of that stack marked ``calibrate: stack`` in
-the validation tables and validated on its other rows.
-
-``eta_s`` scales the speed of every kernel the stack runs: the GEMM fraction
-(``default_efficiency``), the fused-attention fraction, the achievable HBM bandwidth and the
-vector FLOP/s are multiplied by ``eta_s``, so each operator's roofline time
-(:func:`~libra_opt.generators.roofline.operator_time_s`) becomes ``t / eta_s`` (the fixed
-per-kernel overhead excepted). Communication is not scaled. The step time is still a
-constant plus convex communication terms. A constant fitted on one device is assumed to
-carry over to the others (stated where a device copies it).
+The same model and hardware run at different speeds under different frameworks
+(Megatron-Turing NLG 530B: 126 TFLOP/s per GPU under Megatron-DeepSpeed, Smith et al. 2022,
+against 163 under Megatron-LM, Narayanan et al. 2021). Device constants are calibrated on
+one stack (``Device.calibration_stack``); every other stack has ONE constant ``eta_s``
+(``Device.software_stacks``) fitted on rows marked ``calibrate: stack`` in the validation
+tables. ``eta_s`` scales every kernel speed, so each roofline time becomes ``t / eta_s``
+(per-kernel overhead excepted); communication is not scaled.
 """
 
 from __future__ import annotations
@@ -26,28 +17,16 @@ from libra_opt.errors import InputError
 from libra_opt.fabric.frozen import FrozenMap
 from libra_opt.generators.devices import Device
 
-__all__ = ["resolve_stack", "stack_efficiency", "timing_device", "with_stacks"]
-
-
-def resolve_stack(device: Device, stack: str | None) -> str:
-    """The stack a workload runs: ``stack``, or the device's calibration stack ('' if none).
-
-    Examples
-    --------
-    >>> from libra_opt.io.presets import load_device
-    >>> resolve_stack(load_device("a100_80gb"), None)
-    'megatron_lm_2022'
-    """
-    return stack if stack is not None else device.calibration_stack
+__all__ = ["stack_efficiency", "timing_device", "with_stacks"]
 
 
 def stack_efficiency(device: Device, stack: str | None) -> float:
-    """The efficiency constant of ``stack`` on ``device`` (1 for its calibration stack).
+    """The efficiency constant of ``stack`` on ``device`` (1 for its calibration stack or ``None``).
 
     Raises
     ------
     InputError
-        A stack the device has no constant for (naming ``parallelism.software_stack``).
+        A stack the device has no constant for.
 
     Examples
     --------
@@ -60,31 +39,25 @@ def stack_efficiency(device: Device, stack: str | None) -> float:
     ...
     libra_opt.errors.InputError: parallelism.software_stack: device a100_80gb has no constant for software stack 'my_framework'; it lists megatron_lm_2021, megatron_deepspeed, megatron_deepspeed_2023, megatron_lm_2022 (give one with device: {preset: a100_80gb, software_stacks: {my_framework: <eta>}})
     """
-    name = resolve_stack(device, stack)
-    if stack is None or name == device.calibration_stack:
+    if stack is None or stack == device.calibration_stack:
         return 1.0
-    if name not in device.software_stacks:
+    if stack not in device.software_stacks:
         listed = ", ".join(device.software_stacks) or "none"
         raise InputError(
-            f"device {device.key} has no constant for software stack {name!r}; it lists "
+            f"device {device.key} has no constant for software stack {stack!r}; it lists "
             f"{listed} (give one with device: {{preset: {device.key}, software_stacks: "
-            f"{{{name}: <eta>}}}})", field="parallelism.software_stack")
-    return float(device.software_stacks[name])
+            f"{{{stack}: <eta>}}}})", field="parallelism.software_stack")
+    return float(device.software_stacks[stack])
 
 
 def timing_device(device: Device, eta: float) -> Device:
-    """``device`` with every kernel speed scaled by ``eta`` (for compute times only).
+    """``device`` with every kernel speed (``default_efficiency``, ``attention_efficiency``,
+    ``mem_efficiency``, ``vector_flops``) scaled by ``eta``, for compute times only.
 
     Raises
     ------
     InputError
         When a scaled fraction of the peak would exceed 1.
-
-    Notes
-    -----
-    ``default_efficiency``, ``attention_efficiency``, ``mem_efficiency`` and
-    ``vector_flops`` are multiplied by ``eta``: every roofline term ``F / (P eta_gemm)``,
-    ``B / (BW eta_mem)``, ``F / P_vector`` becomes ``1 / eta`` times longer.
 
     Examples
     --------

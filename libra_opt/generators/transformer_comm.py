@@ -1,32 +1,26 @@
 """Collectives of one transformer layer for one micro-batch, per parallelism group.
 
-Sizes follow :mod:`libra_opt.traffic.collectives`' convention (``size_bytes`` is the per-NPU input
-buffer; for all-gather the shard each NPU contributes). ``T = b s / cp`` is the number of
-tokens of a micro-batch on one context-parallel rank and ``beta`` the activation bytes, so
-``A = T h beta`` is one activation tensor.
+Sizes follow :mod:`libra_opt.traffic.collectives` (per-NPU input; all-gather: the shard).
+``T = b s / cp`` tokens per context-parallel rank and ``A = T h beta`` one activation tensor:
 
-Tensor parallelism (Shoeybi et al. 2019; Korthikanti et al. 2022), per block (attention
-block, MLP block; an MoE block carries ``top_k x cf`` routed copies of every token):
+* tensor parallelism [1]_, per block (an MoE block carries ``top_k x cf`` routed copies):
+  forward and input-gradient all-reduce ``A``; with sequence parallelism all-gather
+  ``A / tp`` and reduce-scatter ``A`` in both, and a weight-gradient all-gather ``A / tp``
+  (Megatron re-gathers a linear's sharded input);
+* context parallelism: forward all-gather of the rank's keys and values (``T g_l (d_qk +
+  d_v) beta``), input-gradient reduce-scatter of their gradients;
+* expert parallelism (Megatron-Core all-to-all dispatcher): two all-to-alls of
+  ``T_r top_k cf h beta`` forward and two backward (``T_r = T / tp`` with sequence
+  parallelism);
+* ZeRO-3: parameters all-gathered forward and again for the input gradient, gradients
+  reduce-scattered, every micro-batch.
 
-* without sequence parallelism: forward all-reduce ``A``; input-gradient all-reduce ``A``;
-* with sequence parallelism: forward all-gather (shard ``A / tp``) and reduce-scatter
-  ``A``; input-gradient all-gather ``A / tp`` and reduce-scatter ``A``; weight-gradient
-  all-gather ``A / tp`` (Megatron keeps only the sequence shard of a linear layer's input
-  and gathers it again to compute the weight gradient).
+Full recomputation repeats the forward TP, CP and EP collectives in the input-gradient phase.
 
-Context parallelism: forward all-gather of this rank's keys and values (shard
-``T g_l (d_qk + d_v) beta``, ``g_l`` key/value heads per tensor-parallel rank), input-gradient
-reduce-scatter of their gradients (``cp`` shards). The ring formulation sends the same bytes.
-
-Expert parallelism (Lepikhin et al. 2021; Megatron-Core all-to-all dispatcher): each rank
-dispatches its ``T_r = T / tp`` (sequence parallel) or ``T`` tokens to ``top_k`` experts and
-gets them back: forward two all-to-alls of ``T_r top_k cf h beta``, input gradient two more.
-
-ZeRO-3 / FSDP: parameters all-gathered in forward and again in the input-gradient phase,
-gradients reduce-scattered in the weight-gradient phase, every micro-batch.
-
-Full recomputation repeats the forward collectives of TP, CP and EP in the input-gradient
-phase (the recomputed forward pass runs them again).
+References
+----------
+.. [1] V. Korthikanti et al., "Reducing Activation Recomputation in Large Transformer
+   Models", MLSys 2023, arXiv:2205.05198.
 """
 
 from __future__ import annotations
@@ -37,13 +31,8 @@ from libra_opt.generators.descriptors import TransformerSpec
 from libra_opt.generators.parallelism import Parallelism
 from libra_opt.traffic.workload import Collective
 
-__all__ = [
-    "PhaseCollectives",
-    "tp_block",
-    "layer_collectives",
-    "kv_bytes_per_token",
-    "zero3_collectives",
-]
+__all__ = ["PhaseCollectives", "tp_block", "layer_collectives", "kv_bytes_per_token",
+           "zero3_collectives"]
 
 
 @dataclass(frozen=True)
@@ -78,25 +67,18 @@ def tp_block(activation_bytes: float, par: Parallelism, recompute_forward: bool)
         return PhaseCollectives()
     a = float(activation_bytes)
     fwd: tuple[Collective, ...]
-    ig: tuple[Collective, ...]
-    wg: tuple[Collective, ...]
+    wg: tuple[Collective, ...] = ()
     if par.sequence_parallel:
-        fwd = (Collective("all_gather", a / par.tp, "tp"), Collective("reduce_scatter", a, "tp"))
-        ig = (Collective("all_gather", a / par.tp, "tp"), Collective("reduce_scatter", a, "tp"))
         wg = (Collective("all_gather", a / par.tp, "tp"),)
+        fwd = (*wg, Collective("reduce_scatter", a, "tp"))
     else:
         fwd = (Collective("all_reduce", a, "tp"),)
-        ig = (Collective("all_reduce", a, "tp"),)
-        wg = ()
-    return PhaseCollectives(fwd, ig + (fwd if recompute_forward else ()), wg)
+    return PhaseCollectives(fwd, fwd + (fwd if recompute_forward else ()), wg)
 
 
 def kv_bytes_per_token(model: TransformerSpec, par: Parallelism) -> float:
-    """Key and value bytes per token on one tensor-parallel rank.
-
-    With grouped-query attention and ``tp > g`` each rank holds one (replicated) key/value
-    head. Multi-head latent attention is counted with its decompressed per-head keys and
-    values.
+    """Key and value bytes per token on one tensor-parallel rank (one replicated head when
+    ``tp > g``; MLA counted decompressed).
 
     Examples
     --------
@@ -109,29 +91,14 @@ def kv_bytes_per_token(model: TransformerSpec, par: Parallelism) -> float:
     return g_local * (model.qk_head_dim + model.v_head_dim) * par.precision.activation_bytes
 
 
-def layer_collectives(
-    model: TransformerSpec,
-    par: Parallelism,
-    moe: bool,
-    dense_params_local: float,
-    expert_params_local: float,
-) -> PhaseCollectives:
-    """All collectives of one layer for one micro-batch on one NPU.
-
-    Parameters
-    ----------
-    model, par :
-        Descriptors.
-    moe : bool
-        Mixture-of-experts layer.
-    dense_params_local, expert_params_local : float
-        Parameters of the layer held by one NPU (after tensor and expert sharding), used by
-        ZeRO-3's gathers and reductions.
+def layer_collectives(model: TransformerSpec, par: Parallelism, moe: bool,
+                      dense_params_local: float, expert_params_local: float) -> PhaseCollectives:
+    """All collectives of one layer for one micro-batch on one NPU; the local parameters (after
+    tensor and expert sharding) size ZeRO-3's gathers and reductions.
 
     Examples
     --------
-    Expert parallelism, top-2 of 8 experts, 4 EP ranks, no tensor parallelism: two
-    all-to-alls of ``T k h beta`` forward and two backward.
+    Top-2 of 8 experts, 4 EP ranks, no TP: two all-to-alls of ``T k h beta`` each way.
 
     >>> from libra_opt.generators.descriptors import TransformerSpec
     >>> m = TransformerSpec(name="m", n_layers=1, hidden_size=16, ffn_hidden_size=32,
@@ -173,13 +140,10 @@ def layer_collectives(
     return out
 
 
-def zero3_collectives(
-    par: Parallelism, dense_params_local: float, expert_params_local: float
-) -> PhaseCollectives:
-    """ZeRO-3 gathers (forward, input gradient) and gradient reduce-scatter (weight gradient).
-
-    Dense parameters are sharded over the ``dp`` group (``dp x cp`` ranks), expert parameters
-    over ``edp`` (``dp / ep x cp`` ranks).
+def zero3_collectives(par: Parallelism, dense_params_local: float,
+                      expert_params_local: float) -> PhaseCollectives:
+    """ZeRO-3 gathers (forward, input gradient) and gradient reduce-scatter, dense parameters over
+    ``dp x cp`` ranks, expert parameters over ``dp / ep x cp``.
 
     Examples
     --------

@@ -1,15 +1,9 @@
 """Parameter and FLOP counts of a transformer layer, from its descriptor alone.
 
-Counting conventions (shared with every published number we compare against):
-
-* a matrix multiply of an ``m x k`` by a ``k x n`` matrix is ``2 m k n`` FLOPs; bias adds,
-  norms, softmax and activations are not counted (they are < 1 % at these widths);
-* attention scores and the attention-weighted sum are counted over the *full* ``s x s``
-  matrix, as Narayanan et al. (2021, eq. 3) and Chowdhery et al. (2022, App. B) do, so a
-  causal mask does not halve them;
-* the backward pass costs twice the forward pass (input and weight gradients of every
-  matrix multiply; both operand gradients of the attention products);
-* embedding lookups are free; the output projection to the vocabulary is a matrix multiply.
+Conventions of the published numbers compared against: a product of ``m x k`` by ``k x n`` is
+``2 m k n`` FLOPs (bias, norms, softmax, activations not counted); attention products over
+the *full* ``s x s`` matrix (Narayanan et al. 2021, eq. 3; Chowdhery et al. 2022, App. B);
+backward twice forward; embedding lookups free, the output projection a matrix multiply.
 """
 
 from __future__ import annotations
@@ -18,16 +12,8 @@ from dataclasses import dataclass
 
 from libra_opt.generators.descriptors import TransformerSpec
 
-__all__ = [
-    "LayerCounts",
-    "layer_counts",
-    "embedding_params",
-    "head_params",
-    "total_params",
-    "active_params",
-    "head_flops_per_token",
-    "model_flops_per_token",
-]
+__all__ = ["LayerCounts", "layer_counts", "embedding_params", "head_params", "total_params",
+           "active_params", "head_flops_per_token", "model_flops_per_token"]
 
 
 @dataclass(frozen=True)
@@ -36,26 +22,17 @@ class LayerCounts:
 
     Attributes
     ----------
-    attention_params : int
-        Query/key/value/output projections (and MLA down/up projections), with biases.
-    dense_mlp_params : int
-        Dense FFN, or the shared experts of an MoE layer.
-    expert_params : int
-        One routed expert (0 for a dense layer).
-    n_experts : int
-        Routed experts in the layer (0 for a dense layer).
-    router_params : int
-        Gating matrix ``h x E``.
-    norm_params : int
-        The two norms of the layer (and MLA's latent norms).
+    attention_params, dense_mlp_params, router_params, norm_params : int
+        Projections (with biases), dense FFN or shared experts, gating matrix ``h x E``, norms.
+    expert_params, n_experts : int
+        One routed expert and the routed experts in the layer (0 for a dense layer).
     linear_flops_per_token : float
-        Forward matrix-multiply FLOPs per token with weights: attention projections, dense
-        FFN or shared experts, router and the ``top_k`` routed experts.
+        Forward matrix-multiply FLOPs per token with weights (the ``top_k`` routed experts
+        included).
     expert_flops_per_token : float
-        The routed-expert part of ``linear_flops_per_token`` (scaled by padding when a
-        capacity factor is used).
+        Its routed-expert part (padded by a capacity factor).
     attention_flops_per_token : float
-        Forward FLOPs of ``Q K^T`` and ``P V`` per token: ``2 s a (d_qk + d_v)``.
+        Forward FLOPs of ``Q K^T`` and ``P V``: ``2 s a (d_qk + d_v)``.
     """
 
     attention_params: int
@@ -116,23 +93,14 @@ def _attention_params(model: TransformerSpec) -> tuple[int, int, int]:
 
 
 def layer_counts(model: TransformerSpec, moe: bool, capacity_factor: float | None = None) -> LayerCounts:
-    """Parameters and FLOPs of one layer (dense, or MoE when ``moe`` is true).
-
-    Parameters
-    ----------
-    model : TransformerSpec
-    moe : bool
-        Count the layer as a mixture-of-experts layer (needs ``model.moe``).
-    capacity_factor : float, optional
-        Overrides ``model.moe.capacity_factor``. Routed-expert FLOPs are multiplied by it
-        (padded buffers are computed); ``None`` means dropless (factor 1).
+    """Parameters and FLOPs of one layer (dense, or MoE when ``moe`` is true); ``capacity_factor``
+    overrides the model's (routed-expert FLOPs are multiplied by it; ``None``: dropless).
 
     Notes
     -----
-    With ``h`` width, ``a`` heads, ``g`` key/value heads, ``d`` head size, ``f`` FFN size:
-    attention projections ``h a d + 2 h g d + a d h`` parameters; FFN ``2 h f`` (``3 h f``
-    gated); per token forward ``2 x (weights used)`` FLOPs plus ``2 s a (d_qk + d_v)`` for
-    the attention products (Narayanan et al. 2021: ``24 h^2 + 4 s h`` for GPT, ``f = 4h``).
+    Attention projections ``h a d + 2 h g d + a d h`` parameters; FFN ``2 h f`` (``3 h f``
+    gated); forward ``2 x (weights used)`` FLOPs per token plus ``2 s a (d_qk + d_v)``
+    (``24 h^2 + 4 s h`` for GPT [1]_).
 
     References
     ----------
@@ -141,9 +109,6 @@ def layer_counts(model: TransformerSpec, moe: bool, capacity_factor: float | Non
 
     Examples
     --------
-    GPT-style layer, ``h = 64``, ``f = 4h``, ``s = 32``: ``12 h^2 = 49152`` projection
-    weights, forward ``24 h^2 + 4 s h`` FLOPs per token.
-
     >>> from libra_opt.generators.descriptors import TransformerSpec
     >>> m = TransformerSpec(name="t", n_layers=2, hidden_size=64, ffn_hidden_size=256,
     ...                     n_heads=4, vocab_size=100, seq_len=32)
@@ -156,40 +121,31 @@ def layer_counts(model: TransformerSpec, moe: bool, capacity_factor: float | Non
     norm_per = 2 if model.norm == "layernorm" else 1
     norms = 2 * norm_per * h + extra_norm
     attn_flops = 2.0 * s * a * (model.qk_head_dim + model.v_head_dim)
-    if not moe:
+    if moe:
+        spec = model.moe
+        if spec is None:
+            raise ValueError("layer_counts(moe=True) needs a model with a 'moe' block")
+        cf = capacity_factor if capacity_factor is not None else spec.capacity_factor
+        cf = 1.0 if cf is None else float(cf)
+        f_e = spec.expert_ffn_hidden_size
+        e_params = _mlp_params(model, f_e)
+        e_w = (3 if model.gated_mlp else 2) * h * f_e
+        n_experts, router = spec.n_experts, h * spec.n_experts
+        mlp, mlp_w = spec.n_shared_experts * e_params, spec.n_shared_experts * e_w
+        expert_flops = 2.0 * spec.top_k * e_w * cf
+    else:
+        e_params = n_experts = router = 0
         mlp = _mlp_params(model, model.ffn_hidden_size)
         mlp_w = (3 if model.gated_mlp else 2) * h * model.ffn_hidden_size
-        return LayerCounts(
-            attention_params=attn_params,
-            dense_mlp_params=mlp,
-            expert_params=0,
-            n_experts=0,
-            router_params=0,
-            norm_params=norms,
-            linear_flops_per_token=2.0 * (proj_w + mlp_w),
-            expert_flops_per_token=0.0,
-            attention_flops_per_token=attn_flops,
-        )
-    spec = model.moe
-    if spec is None:
-        raise ValueError("layer_counts(moe=True) needs a model with a 'moe' block")
-    cf = capacity_factor if capacity_factor is not None else spec.capacity_factor
-    cf = 1.0 if cf is None else float(cf)
-    f_e = spec.expert_ffn_hidden_size
-    e_params = _mlp_params(model, f_e)
-    e_w = (3 if model.gated_mlp else 2) * h * f_e
-    shared = spec.n_shared_experts * e_params
-    shared_w = spec.n_shared_experts * e_w
-    router = h * spec.n_experts
-    expert_flops = 2.0 * spec.top_k * e_w * cf
+        expert_flops = 0.0
     return LayerCounts(
         attention_params=attn_params,
-        dense_mlp_params=shared,
+        dense_mlp_params=mlp,
         expert_params=e_params,
-        n_experts=spec.n_experts,
+        n_experts=n_experts,
         router_params=router,
         norm_params=norms,
-        linear_flops_per_token=2.0 * (proj_w + shared_w + router) + expert_flops,
+        linear_flops_per_token=2.0 * (proj_w + mlp_w + router) + expert_flops,
         expert_flops_per_token=expert_flops,
         attention_flops_per_token=attn_flops,
     )
@@ -250,24 +206,17 @@ def model_flops_per_token(model: TransformerSpec, recompute: str = "none",
 
     Parameters
     ----------
-    model : TransformerSpec
     recompute : {'none', 'selective', 'full'}
-        ``none``: model FLOPs (``3 x`` forward). ``full``: every transformer layer's forward
-        runs twice (``4 x`` layer forward, ``3 x`` output layer), the "hardware FLOPs" of
-        Narayanan et al. ``selective``: the attention products run twice
-        (Korthikanti et al. 2022).
+        ``none``: model FLOPs (``3 x`` forward); ``full``: every layer's forward twice (Narayanan
+        et al.'s "hardware FLOPs" [1]_); ``selective``: the attention products twice [2]_.
     causal : bool
-        Count the attention products (``Q K^T``, ``P V``) over the causal half of the
-        ``s x s`` score matrix only -- the FLOPs a decoder needs, and what FlashAttention
-        executes (the convention of its benchmarks: ``4 b s^2 h d / 2`` forward FLOPs with a
-        causal mask, Dao 2023). Default: over the full matrix, the convention of
-        Narayanan et al.'s eq. (3) and of PaLM's ``12 L H Q T`` (published "model FLOPs").
+        Count the attention products over the causal half of the score matrix, as FlashAttention
+        executes them [3]_; default the full matrix (published "model FLOPs").
 
     Notes
     -----
-    For a GPT model (``f = 4h``, multi-head attention, untied or tied output layer),
-    ``recompute='full'`` gives Narayanan et al.'s eq. (3) exactly:
-    ``96 s l h^2 (1 + s/(6h) + V/(16 l h))`` per sequence.
+    For GPT, ``recompute='full'`` is eq. (3) of [1]_: ``96 s l h^2 (1 + s/(6h) + V/(16 l h))``
+    per sequence.
 
     References
     ----------
@@ -284,10 +233,6 @@ def model_flops_per_token(model: TransformerSpec, recompute: str = "none",
     >>> h, s, l, V = 64, 32, 2, 100
     >>> model_flops_per_token(m, "full") * s == 96 * s * l * h**2 * (1 + s / (6 * h) + V / (16 * l * h))
     True
-
-    The causal count removes half of the ``4 s h`` attention FLOPs per token and layer
-    (forward), three times (forward and backward):
-
     >>> model_flops_per_token(m) - model_flops_per_token(m, causal=True) == 3 * l * 2 * s * h
     True
     """

@@ -1,51 +1,29 @@
 """Transformer training step -> :class:`~libra_opt.traffic.workload.Workload` for one NPU.
 
-The workload describes the NPU on the slowest pipeline stage (the most compute per
-micro-batch). One step of the 1F1B schedule with ``m`` micro-batches, ``p`` stages and ``v``
-virtual stages per device is modelled as:
+The workload describes the NPU on the slowest pipeline stage. One step of the 1F1B schedule
+with ``m`` micro-batches, ``p`` stages and ``v`` virtual stages per device is:
 
-* ``m`` passes (forward, input gradient, weight gradient) through the stage's layers --
-  ``dense_layer`` (count ``m x dense layers``), ``moe_layer``, ``embedding`` and
-  ``output_layer`` where the stage holds them -- with their TP/CP/EP/ZeRO-3 collectives;
+* ``m`` passes through the stage's layers (``dense_layer``, ``moe_layer``, ``embedding``,
+  ``output_layer``) with their TP/CP/EP/ZeRO-3 collectives;
 * the pipeline bubble as ``sum_{s != r} t_s / (v t_r)`` *extra* passes through the same
-  layers (``bubble_*`` layers; :func:`~libra_opt.generators.pipeline.pipeline_bubble_passes`,
-  ``(p - 1) / v`` for equal stages): while it fills and drains the pipeline, the stage waits
-  for the others, which do the same work -- compute *and* collectives -- so the bubble grows
-  when the network slows down. Whole passes repeat the layers; the fractional rest is one
-  copy with its compute and collective sizes scaled (traffic is linear in size, so bytes are
-  exact);
-* ``pp_send_recv``: ``v m + p - 1`` point-to-point transfers of the stage-boundary
-  activation (forward) and its gradient (input gradient) on group ``pp`` -- ``v`` per
-  micro-batch and ``p - 1`` on the fill/drain critical path;
-* ``dp_grad_sync``: gradient all-reduce (ZeRO-0) or reduce-scatter (ZeRO-1/2) on ``dp``
-  (dense parameters) and ``edp`` (experts), once per step, not overlapped (with
-  ``dp_comm_overlap``, behind the last micro-batch's backward compute, and with
-  ``tp_comm_overlap`` the tensor-parallel backward collectives behind their GEMMs:
-  :mod:`~libra_opt.generators.comm_overlap`);
-* ``optimizer_step``: the (memory-bound) optimizer update as compute time, and with
-  ZeRO-1/2 the all-gather of updated parameters;
-* ``tied_embedding_grad_sync``: with tied embeddings and ``p > 1``, the sum of the word
-  embedding's gradients held by the first and the last stage (``V h / tp`` values; with
-  ZeRO-3 the ``1 / (dp cp)`` shard each rank keeps), once per step: a two-rank ring
-  all-reduce, so one point-to-point transfer of the copy on group ``pp``, not overlapped
-  (every stage then waits for the gradient-norm reduction). With the in-network optimizer
-  both copies are in the gradient push and the aggregators sum them: no transfer.
+  layers, compute and collectives (``bubble_*``;
+  :func:`~libra_opt.generators.pipeline.pipeline_bubble_passes`), the fractional rest one
+  scaled copy;
+* ``pp_send_recv``: ``v m + p - 1`` point-to-point transfers of the stage-boundary activation
+  and its gradient on ``pp``;
+* ``dp_grad_sync``: gradient all-reduce (ZeRO-0) or reduce-scatter (ZeRO-1/2) on ``dp`` and
+  ``edp`` once per step, not overlapped unless ``dp_comm_overlap``
+  (:mod:`~libra_opt.generators.comm_overlap`);
+* ``optimizer_step``: the memory-bound update, and with ZeRO-1/2 the parameter all-gather;
+* ``tied_embedding_grad_sync``: with tied embeddings and ``p > 1``, one point-to-point
+  transfer of the word embedding's gradient copy (``V h / tp``) on ``pp``.
 
-With ``dp_mode: in_network_optimizer``
-(:mod:`~libra_opt.generators.in_network_optimizer`) ``dp_grad_sync`` is the gradient push
-and ``optimizer_step`` the parameter pull (point-to-point, once per step, no GPU compute)
-and the optimizer state is not in the NPU's memory; with ``optimizer_state: host_paging``
-the pull is the summed gradient and ``optimizer_step`` is the GPU's update overlapped with
-paging the state over the host link, ``max(t_update, Psi k_o / B_host)``.
-
-Compute times: with the default ``roofline`` efficiency every layer is a list of operators
-(:mod:`~libra_opt.generators.operators`) priced on a roofline
-(:mod:`~libra_opt.generators.roofline`); with an explicit constant or saturating efficiency,
-``FLOPs / (peak x eta)`` per phase (the legacy model). Either way a phase's compute time is a
-constant, so the step time stays a constant plus convex communication terms.
-
-Not modelled: load imbalance between experts, the gradient-norm and overflow reductions (a
-few bytes).
+With ``dp_mode: in_network_optimizer`` (:mod:`~libra_opt.generators.in_network_optimizer`)
+``dp_grad_sync`` is the push and ``optimizer_step`` the pull (with ``host_paging``: the update
+overlapped with paging, ``max(t_update, Psi k_o / B_host)``). Compute is priced operator by
+operator on a roofline (default) or as ``FLOPs / (peak x eta)`` per phase; either way a
+constant, so the step time stays a constant plus convex communication terms. Not modelled:
+expert load imbalance, the gradient-norm and overflow reductions.
 """
 
 from __future__ import annotations
@@ -58,9 +36,9 @@ from types import MappingProxyType
 from libra_opt.errors import InputError, LibraOptError
 from libra_opt.fabric.dims import Fabric
 from libra_opt.generators.comm_overlap import (
+    ATTENTION_LINEARS,
     DP_WINDOW,
     TpBlock,
-    attention_block_linears,
     dp_overlapped,
     overlap_form,
     split_overlapped,
@@ -113,11 +91,7 @@ from libra_opt.generators.transformer_counts import (
 )
 from libra_opt.traffic.workload import Collective, Layer, Phase, Workload
 
-__all__ = [
-    "transformer_workload",
-    "layer_params_local",
-    "check_transformer_parallelism",
-]
+__all__ = ["transformer_workload", "layer_params_local", "check_transformer_parallelism"]
 
 log = logging.getLogger(__name__)
 
@@ -142,34 +116,27 @@ def check_transformer_parallelism(model: TransformerSpec, par: Parallelism) -> N
         raise InputError(f"tp {par.tp} must divide n_heads {model.n_heads}", field="parallelism.tp")
     g = model.kv_heads
     if g % par.tp and par.tp % g:
-        raise InputError(
-            f"tp {par.tp} and n_kv_heads {g}: one must divide the other", field="parallelism.tp"
-        )
+        raise InputError(f"tp {par.tp} and n_kv_heads {g}: one must divide the other",
+                         field="parallelism.tp")
     if (model.seq_len * par.micro_batch_size) % par.cp:
-        raise InputError(
-            f"cp {par.cp} must divide the tokens of a micro-batch "
-            f"({par.micro_batch_size} x {model.seq_len})",
-            field="parallelism.cp",
-        )
+        raise InputError(f"cp {par.cp} must divide the tokens of a micro-batch "
+                         f"({par.micro_batch_size} x {model.seq_len})", field="parallelism.cp")
     if par.ep > 1:
         if model.moe is None:
             raise InputError("ep > 1 needs a mixture-of-experts model", field="parallelism.ep")
         if model.moe.n_experts % par.ep:
-            raise InputError(
-                f"ep {par.ep} must divide n_experts {model.moe.n_experts}", field="parallelism.ep"
-            )
+            raise InputError(f"ep {par.ep} must divide n_experts {model.moe.n_experts}",
+                             field="parallelism.ep")
         if par.tp > 1 and not par.sequence_parallel:
-            raise InputError(
-                "expert parallelism with tp > 1 needs sequence_parallel: true (as Megatron-Core)",
-                field="parallelism.sequence_parallel",
-            )
+            raise InputError("expert parallelism with tp > 1 needs sequence_parallel: true (as "
+                             "Megatron-Core)", field="parallelism.sequence_parallel")
 
 
 def layer_params_local(model: TransformerSpec, par: Parallelism, c: LayerCounts) -> tuple[float, float]:
     """(dense, expert) parameters of one layer held by one NPU.
 
-    Projections and FFNs are split ``1/tp``; with ``tp > g`` each rank keeps one key/value
-    head; norms and the router are replicated; routed experts are split ``n_experts / ep``.
+    Projections and FFNs are split ``1/tp``; with ``tp > g`` each rank keeps one key/value head;
+    norms and the router are replicated; routed experts are split ``n_experts / ep``.
 
     Examples
     --------
@@ -196,13 +163,8 @@ def layer_params_local(model: TransformerSpec, par: Parallelism, c: LayerCounts)
     return dense, expert
 
 
-def _phases(
-    flops: tuple[float, float, float],
-    colls: PhaseCollectives,
-    device: Device,
-    dtype: str,
-    eff: ComputeEfficiency,
-) -> tuple[Phase, Phase, Phase]:
+def _phases(flops: tuple[float, float, float], colls: PhaseCollectives, device: Device, dtype: str,
+            eff: ComputeEfficiency) -> tuple[Phase, Phase, Phase]:
     f, i, w = (compute_time_s(x, device, dtype, eff) for x in flops)
     return Phase(f, colls.forward), Phase(i, colls.input_grad), Phase(w, colls.weight_grad)
 
@@ -210,15 +172,9 @@ def _phases(
 Breakdown = dict[str, float]
 
 
-def _op_phases(
-    ops: LayerOperators,
-    colls: PhaseCollectives,
-    device: Device,
-    dtype: str,
-    eff: ComputeEfficiency,
-    breakdown: Breakdown,
-    repeats: int,
-) -> tuple[Phase, Phase, Phase]:
+def _op_phases(ops: LayerOperators, colls: PhaseCollectives, device: Device, dtype: str,
+               eff: ComputeEfficiency, breakdown: Breakdown,
+               repeats: int) -> tuple[Phase, Phase, Phase]:
     """Phases priced operator by operator; adds ``repeats x`` each operator's time to
     ``breakdown`` (by operator class)."""
     times = []
@@ -229,13 +185,8 @@ def _op_phases(
             total += t
             breakdown[op.op_class] = breakdown.get(op.op_class, 0.0) + repeats * t
         times.append(total)
-    return (
-        Phase(times[0], colls.forward),
-        Phase(times[1], colls.input_grad),
-        Phase(times[2], colls.weight_grad),
-    )
-
-
+    f, i, w = times
+    return Phase(f, colls.forward), Phase(i, colls.input_grad), Phase(w, colls.weight_grad)
 
 
 def _scaled(phase: Phase, factor: float) -> Phase:
@@ -257,16 +208,14 @@ def _bubble(layer: Layer, per_microbatch: int, passes: float) -> list[Layer]:
     if whole:
         out.append(Layer(name, layer.forward, layer.input_grad, layer.weight_grad, whole))
     if rest > 1e-9:
-        out.append(Layer(
-            f"{name}_part", _scaled(layer.forward, rest), _scaled(layer.input_grad, rest),
-            _scaled(layer.weight_grad, rest), 1,
-        ))
+        f, i, w = (_scaled(p, rest) for _, p in layer.phases())
+        out.append(Layer(f"{name}_part", f, i, w))
     return out
 
 
 def _tp_blocks(model: TransformerSpec, par: Parallelism, moe: bool, act: float) -> tuple[TpBlock, ...]:
     """The tensor-parallel blocks of a layer, as :func:`layer_collectives` builds them."""
-    blocks = [TpBlock("attention", act, attention_block_linears())]
+    blocks = [TpBlock("attention", act, ATTENTION_LINEARS)]
     if moe and model.moe is not None:
         spec = model.moe
         cf = par.capacity_factor if par.capacity_factor is not None else spec.capacity_factor
@@ -301,15 +250,10 @@ def _stage_layers(
             embedding_params(model) - model.vocab_size * model.hidden_size
         )
         dense_p += p_emb
-        colls = PhaseCollectives()
-        if par.tp > 1:
-            if par.sequence_parallel:
-                colls = PhaseCollectives(
-                    (Collective("reduce_scatter", act, "tp"),),
-                    (Collective("all_gather", act / par.tp, "tp"),),
-                )
-            else:
-                colls = PhaseCollectives((Collective("all_reduce", act, "tp"),))
+        # its output reduced (SP: reduce-scatter) forward, gathered (SP) backward
+        block = tp_block(act, par, recompute_forward=False)
+        colls = PhaseCollectives(block.forward[-1:],
+                                 block.input_grad[:1] if par.sequence_parallel else ())
         if par.zero == 3:
             colls = colls + zero3_collectives(par, p_emb, 0.0)
         if roof:
@@ -393,13 +337,8 @@ def _with_zero3_overlap(out: list[tuple[Layer, int]]) -> list[tuple[Layer, int]]
 
 def _check_not_faster_than_peak(useful_flops: float, stage_s: float, n_npus: int,
                                 device: Device, dtype: str, name: str) -> None:
-    """Raise when the slowest stage computes its micro-batches faster than the useful FLOPs
-    per NPU allow at the peak: the step time (at least that compute) would give MFU > 1.
-
-    The slowest stage takes at least the average stage time, and that is at least the
-    average useful FLOPs per NPU over the peak when no kernel beats the peak; causal
-    attention is counted as useful (FlashAttention executes it), so this holds for every
-    operator the roofline prices at a fraction <= 1 of the peak.
+    """Raise when the slowest stage computes faster than the useful FLOPs per NPU allow at the peak
+    (MFU > 1: a model error, as no operator is priced above the peak).
     """
     ideal_s = useful_flops / (n_npus * device.peak_flops_for(dtype))
     if stage_s < ideal_s * (1.0 - 1e-9):
@@ -413,14 +352,8 @@ def _stage_compute_s(layers: list[tuple[Layer, int]]) -> float:
     return sum(n * sum(p.compute_s for _, p in layer.phases()) for layer, n in layers)
 
 
-def _stage_memory(
-    model: TransformerSpec,
-    par: Parallelism,
-    stage: StagePlan,
-    dense_p: float,
-    expert_p: float,
-    device: Device,
-) -> MemoryBreakdown:
+def _stage_memory(model: TransformerSpec, par: Parallelism, stage: StagePlan, dense_p: float,
+                  expert_p: float, device: Device) -> MemoryBreakdown:
     w1, g1, o1 = model_state_bytes(dense_p, par.precision, par.zero, par.dp * par.cp)
     w2, g2, o2 = model_state_bytes(expert_p, par.precision, par.zero, par.expert_dp * par.cp)
     host = 0.0
@@ -442,35 +375,19 @@ def _stage_memory(
     )
 
 
-def transformer_workload(
-    model: TransformerSpec,
-    par: Parallelism,
-    device: Device,
-    fabric: Fabric,
-    placement: Placement,
-    efficiency: ComputeEfficiency,
-    name: str | None = None,
-    check_memory: bool = True,
-) -> GeneratedWorkload:
-    """Build the workload of one training step of ``model`` (see module docstring).
+def transformer_workload(model: TransformerSpec, par: Parallelism, device: Device, fabric: Fabric,
+                         placement: Placement, efficiency: ComputeEfficiency,
+                         name: str | None = None, check_memory: bool = True) -> GeneratedWorkload:
+    """Build the workload of one training step of ``model`` (module notes).
 
     Parameters
     ----------
-    model : TransformerSpec
-    par : Parallelism
-    device : Device
-    fabric : Fabric
     placement : Placement
-        Spans of the parallelism axes (from :func:`libra_opt.generators.mapping.place_groups`).
-    efficiency : ComputeEfficiency
+        Spans of the parallelism axes (:func:`libra_opt.generators.mapping.place_groups`).
     name : str, optional
         Workload name (default: the model's).
     check_memory : bool
         Raise :class:`InputError` when the most loaded NPU needs more than its HBM.
-
-    Returns
-    -------
-    GeneratedWorkload
     """
     check_transformer_parallelism(model, par)
     if par.zero3_overlap and efficiency.kind != "roofline":
@@ -483,10 +400,8 @@ def transformer_workload(
             f"individual GEMMs); a {efficiency.kind} efficiency prices whole phases",
             field="parallelism.tp_comm_overlap")
     if par.n_npus != fabric.n_npus:
-        raise InputError(
-            f"tp x cp x dp x pp = {par.n_npus} NPUs, the fabric has {fabric.n_npus}",
-            field="parallelism",
-        )
+        raise InputError(f"tp x cp x dp x pp = {par.n_npus} NPUs, the fabric has {fabric.n_npus}",
+                         field="parallelism")
     stages = stage_plan(model, par.pp, par.interleave)
     built: dict[tuple, tuple] = {}  # stages holding the same layers have the same ones
     per_stage = []
@@ -521,11 +436,8 @@ def transformer_workload(
             fwd = fwd + (Collective("all_gather", act / par.tp, "tp"),)
         layers.append(Layer("pp_send_recv", Phase(0.0, fwd), Phase(0.0, fwd), count=v * m + pp - 1))
 
-    pb, gb, ob = (
-        par.precision.param_bytes,
-        par.precision.grad_bytes,
-        par.precision.optimizer_bytes,
-    )
+    prec = par.precision
+    pb, gb, ob = prec.param_bytes, prec.grad_bytes, prec.optimizer_bytes
     dp_ranks, edp_ranks = par.dp * par.cp, par.expert_dp * par.cp
     sync: list[Collective] = []
     gather: list[Collective] = []
@@ -548,10 +460,8 @@ def transformer_workload(
     elif sync:
         layers.append(Layer("dp_grad_sync", weight_grad=Phase(0.0, tuple(sync))))
     if pp > 1 and model.tied_embeddings and not inopt:
-        # the first and the last stage both hold the V x h / tp word embedding; the two copies'
-        # gradients are summed once per step (a ring all-reduce of two ranks: each sends its
-        # whole copy once -- with ZeRO-3 its 1 / (dp cp) shard), before the gradient-norm
-        # reduction every stage waits for
+        # the first and last stages' word-embedding copies: a two-rank all-reduce sends each
+        # copy once (with ZeRO-3 its 1 / (dp cp) shard)
         tied = model.vocab_size * model.hidden_size / par.tp * gb
         if par.zero == 3:
             tied /= dp_ranks
@@ -581,11 +491,9 @@ def transformer_workload(
     ]
     memory = max(mems, key=lambda mb: mb.total_bytes)
     if check_memory and not memory.fits:
-        raise InputError(
-            f"{model.name} does not fit: {memory.describe()}; use more tp/pp, a higher zero "
-            "stage, activation recomputation or a smaller micro-batch",
-            field="parallelism",
-        )
+        raise InputError(f"{model.name} does not fit: {memory.describe()}; use more tp/pp, a "
+                         "higher zero stage, activation recomputation or a smaller micro-batch",
+                         field="parallelism")
     tokens_step = par.global_batch_size * model.seq_len
     useful_flops = model_flops_per_token(model, "none", causal=True) * tokens_step
     _check_not_faster_than_peak(useful_flops, m * times[rep], fabric.n_npus, device,

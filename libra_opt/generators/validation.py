@@ -1,10 +1,5 @@
-"""Published training runs as values: the clusters they ran on and the tables they form.
-
-A :class:`ValidationTable` holds published runs (hardware, model, parallelism, batch and a
-published step time or throughput). Tables are read from YAML by
-:mod:`libra_opt.io.validation` (the packaged ones live in ``libra_opt/data/validation``);
-predicting them and fitting device or software-stack constants on them are studies, in
-:mod:`libra_opt.explore.validation` and :mod:`libra_opt.explore.calibration`.
+"""Published training runs as values: the clusters they ran on and the tables they form (read
+by :mod:`libra_opt.io.validation`; predicted and fitted in :mod:`libra_opt.explore`).
 """
 
 from __future__ import annotations
@@ -24,23 +19,11 @@ from libra_opt.options import TrainingLoop
 from libra_opt.traffic.collective_settings import link_efficiency_value
 from libra_opt.traffic.timing import TimingModel
 
-__all__ = [
-    "Cluster",
-    "ValidationRow",
-    "ValidationTable",
-    "METRICS",
-    "check_device_keys",
-    "devices_of",
-    "NCCL_NVLINK_STEP_S",
-    "NCCL_NET_STEP_S",
-]
+__all__ = ["Cluster", "ValidationRow", "ValidationTable", "check_device_keys", "NCCL_NVLINK_STEP_S",
+           "NCCL_NET_STEP_S"]
 
 Metric = Literal["step_time_s", "hardware_tflops_per_gpu", "model_tflops_per_gpu", "mfu",
                  "tokens_per_s_per_gpu"]
-#: Published quantities a row may give (tokens/s per GPU depends on no FLOP convention).
-METRICS: tuple[str, ...] = ("step_time_s", "hardware_tflops_per_gpu", "model_tflops_per_gpu", "mfu",
-                            "tokens_per_s_per_gpu")
-
 
 #: Per-step latency of an NCCL ring over NVLink, seconds: NCCL's tuning model, ring
 #: algorithm, Simple protocol (the protocol of large messages), ``hwLat`` for NVLink, 3.4 us
@@ -53,21 +36,14 @@ NCCL_NET_STEP_S = 9.6e-6
 
 @dataclass(frozen=True)
 class Cluster:
-    """Hardware of a published run: ``gpus_per_node`` devices on a scale-up switch (the
-    node), nodes on a scale-out switch (the pod), the per-GPU line rate of each (GB/s, one
-    direction: the datasheet figure) and the latency of one collective step on each (s;
-    default NCCL's per-step ring latencies :data:`NCCL_NVLINK_STEP_S` and
-    :data:`NCCL_NET_STEP_S`). Ring-routed groups of generated workloads
-    (:attr:`~libra_opt.traffic.workload.Workload.flat_ring_groups`) pay ``2 (k - 1)`` such
-    steps per all-reduce.
+    """Hardware of a published run: ``gpus_per_node`` devices on a node switch, nodes on a pod
+    switch, each with its per-GPU line rate (GB/s, one direction) and per-step collective latency
+    (default NCCL's ring latencies :data:`NCCL_NVLINK_STEP_S`, :data:`NCCL_NET_STEP_S`).
 
-    What collectives reach of each line rate is the device's, as in a scenario
-    (:mod:`~libra_opt.generators.device_links`): the node takes the device's
-    ``scale_up_efficiency``, the pod its ``scale_out_efficiency``; ``node_efficiency`` /
-    ``pod_efficiency`` replace them (a measured curve of
-    :data:`~libra_opt.traffic.nccl_curves.NCCL_CURVES`, a line-rate preset, a fraction, or
-    ``none``). A link priced with a curve has no latency of its own (its measurement
-    includes it)."""
+    What collectives reach of each line rate is the device's ``scale_up_efficiency`` /
+    ``scale_out_efficiency`` unless ``node_efficiency`` / ``pod_efficiency`` replace it (a curve,
+    a preset, a fraction or ``none``); a link priced with a curve has no latency of its own.
+    """
 
     name: str
     device: Device
@@ -93,11 +69,7 @@ class Cluster:
         return isinstance(getattr(self, f"{level}_efficiency"), str)
 
     def timing(self, training_loop: TrainingLoop = "no_overlap") -> TimingModel:
-        """How the cluster's runs are timed: pipelined collectives at the links' line rates
-        times what collectives reach of them (:attr:`~libra_opt.traffic.timing.TimingModel.
-        efficiency`; with a curve, each collective reaches the curve's fraction at its size:
-        small collectives -- small micro-batches, wide tensor parallelism -- reach less of
-        the link than large ones).
+        """Pipelined collectives at the links' line rates times what collectives reach of them.
 
         Examples
         --------
@@ -146,33 +118,20 @@ class ValidationRow:
 
     Attributes
     ----------
-    name : str
-    source : str
-        Citation key (explained in the table's ``sources``).
-    cluster : Cluster
+    name, source : str
+        The row and its citation key (explained in the table's ``sources``).
     metric : {'step_time_s', 'hardware_tflops_per_gpu', 'model_tflops_per_gpu', 'mfu', 'tokens_per_s_per_gpu'}
     published : float
         The published value of ``metric``.
-    model : TransformerSpec
-    parallelism : Parallelism
-    calibrate : bool
-        Used to calibrate the device constants (excluded from the error statistics).
-    check_memory : bool
-    notes : str
-        Assumptions specific to the row.
-    calibrate_stack : bool
-        Used to calibrate the constant of the row's software stack (excluded from the error
-        statistics).
+    calibrate, calibrate_stack : bool
+        Used to calibrate the device constants / its software stack's constant (excluded from
+        the error statistics).
     convention : str
-        What the published metric depends on that its source does not state (empty: nothing);
-        such a row is reported, not judged.
-    convention_band : float
-        The fraction that convention can move the row by.
+        What the published metric depends on that its source does not state (reported, not
+        judged), and ``convention_band`` how far that can move it.
     variant_set : str
-        Name of the set of parallelization variants of one model the row belongs to.
-    variant_judge : {'rank', 'regret'}
-        How its set is judged (:mod:`libra_opt.explore.ranking`): ``rank`` (Spearman and
-        regret) or ``regret`` (the measured cost of the model's pick alone).
+        The set of parallelization variants of one model the row belongs to, judged by
+        ``variant_judge`` (``rank`` or ``regret``, :mod:`libra_opt.explore.ranking`).
     """
 
     name: str
@@ -210,11 +169,7 @@ class ValidationTable:
 
 
 def check_device_keys(tables: Sequence[ValidationTable]) -> None:
-    """Raise :class:`InputError` when two clusters give different devices the same key
-    (results and fitted devices are looked up by key).
-
-    A preset with fields replaced keeps the preset's key unless the mapping sets ``key:``.
-    """
+    """Raise :class:`InputError` when two clusters give different devices the same key."""
     seen: dict[str, tuple[Device, str]] = {}
     for t in tables:
         for r in t.rows:
@@ -226,11 +181,3 @@ def check_device_keys(tables: Sequence[ValidationTable]) -> None:
                     f"{d.key!r}; give one its own name (device: {{preset: {d.key}, key: "
                     f"<name>, ...}})", source=t.source or t.name, field="clusters")
             seen.setdefault(d.key, (d, where))
-
-
-
-def devices_of(table: ValidationTable) -> dict[str, Device]:
-    """The devices a table's clusters use, by key."""
-    return {r.cluster.device.key: r.cluster.device for r in table.rows}
-
-

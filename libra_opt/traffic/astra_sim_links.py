@@ -1,9 +1,7 @@
-"""Halving-doubling on ASTRA-sim's congestion-aware links: which link each step loads and
-how several chunks in flight share the links (the link schedule), per buffer byte.
-
-At zero latency every time of a phase scales with ``1 / B_d``, so the schedule worked out
-message by message here is a constant over ``B_d``: :mod:`libra_opt.traffic.astra_sim_model`
-uses it as one more affine piece of a chunk pipeline.
+"""Halving-doubling on ASTRA-sim's congestion-aware links: which link each step loads and how
+chunks in flight share the links (the link schedule), per buffer byte; a constant over
+``B_d`` at zero latency, so :mod:`libra_opt.traffic.astra_sim_model` uses it as one more
+affine piece.
 
 References
 ----------
@@ -36,35 +34,36 @@ def hd_steps(op: str, k: int, x: float) -> list[tuple[float, int]]:
     return rs + rs[::-1]
 
 
+def _ring_route(i: int, dist: int, k: int) -> tuple[int, list[tuple[int, int]]]:
+    """Peer of NPU ``i`` at distance ``dist`` (``i + d`` when ``floor(i / d)`` is even, else
+    ``i - d``) and the directed ring links to it, the shorter way round (ties clockwise)."""
+    peer = (i + dist) % k if (i // dist) % 2 == 0 else (i - dist) % k
+    cw = (peer - i) % k
+    way, hops = (-1, k - cw) if k - cw < cw else (1, cw)
+    return peer, [((i + way * h) % k, way) for h in range(hops)]
+
+
 def hd_ring_busiest_link(op: str, k: int, x: float) -> float:
     """Bytes the busiest directed link of a ring of ``k`` carries in one halving-doubling
-    phase: at distance ``d`` an NPU ``i`` sends to ``i + d`` when ``floor(i / d)`` is even,
-    else to ``i - d``, each message on the shorter way round (ties clockwise), loading every
-    link it crosses."""
+    phase."""
     per_link: dict[tuple[int, int], float] = {}
     for m, dist in hd_steps(op, k, x):
         for i in range(k):
-            peer = (i + dist) % k if (i // dist) % 2 == 0 else (i - dist) % k
-            cw = (peer - i) % k
-            step, hops = (-1, k - cw) if k - cw < cw else (1, cw)
-            node = i
-            for _ in range(hops):
-                link = (node, step)
+            for link in _ring_route(i, dist, k)[1]:
                 per_link[link] = per_link.get(link, 0.0) + m
-                node = (node + step) % k
     return max(per_link.values())
 
 
 def hd_link_schedule_span(op: str, topology: Topology | str, k: int, chunks: int, queues: int,
                           per_queue: int) -> tuple[float, int, int, float]:
-    """Span of ``chunks`` halving-doubling chunks on congestion-aware links, per buffer byte,
-    and the latencies on its critical path.
+    """Span of ``chunks`` halving-doubling chunks on congestion-aware links, per buffer byte, and
+    the latencies on its critical path.
 
     Parameters
     ----------
     op : {'reduce_scatter', 'all_gather', 'all_reduce'}
     topology : Topology or str
-        ASTRA-sim's ``Ring``, ``FullyConnected`` or ``Switch`` (or its name).
+        ASTRA-sim's ``Ring``, ``FullyConnected`` or ``Switch``.
     k : int
         NPUs of the dimension (a power of two).
     chunks : int
@@ -75,38 +74,26 @@ def hd_link_schedule_span(op: str, topology: Topology | str, k: int, chunks: int
     Returns
     -------
     span : float
-        Time from the first send to the last reception with every serialization of ``m``
-        bytes taking ``m`` (a phase buffer of 1): multiplied by ``x / X`` it is the
-        bandwidth-bound span, a constant over ``B_d``.
+        First send to last reception with a serialization of ``m`` bytes taking ``m`` (buffer
+        1): times ``x / X`` it is the bandwidth-bound span.
     hops, passes : int
-        Link latencies and endpoint passes on the critical path of that schedule (the chain
-        of transmissions, waits and steps that ends last).
+        Link latencies and endpoint passes on the schedule's critical path.
     reduced : float
         Bytes (per buffer byte) reduced on that path.
 
     Notes
     -----
-    Every NPU runs the same chunks, so the links are loaded symmetrically but not evenly
-    in time: with two chunks at once their steps interleave on each link in FIFO order
-    (a chunk's next step waits for the peer's message, which may sit behind the other
-    chunk's larger step), and a new chunk starts only when one finishes, behind the
-    previous wave's last step. The span is that schedule followed message by message
-    (routes and FIFO links as in the module notes) with latencies and endpoint delays
-    vanishing (kept only as tie-breakers in the order of the simulator's events), so the
-    result is exact in the limit of latency small against serialization and linear in
-    ``x / X``. The critical path's latencies (``hops alpha + passes e + 3 reduced x / M``)
-    added to ``span x / X`` give the time of that same chain of events at finite latency: a
-    lower bound of the schedule's time, exact in that limit.
-    The result depends on the six arguments alone (no sizes, bandwidths or latencies):
-    collectives of every size share one schedule.
+    The schedule is followed message by message on FIFO links with latencies vanishing (kept as
+    tie-breakers in the simulator's event order): chunks' steps interleave on each link and a
+    new chunk starts when one finishes. ``span x / X + hops alpha + passes e + 3 reduced x / M``
+    is that chain of events at finite latency, exact as latency becomes small. The result
+    depends on the six arguments alone.
 
     Examples
     --------
-    Switch of 8, all-gather (steps of 1, 2 and 4 shards ``m``), two chunks at once: the
-    up-link carries ``L = 7 m`` per chunk; the first wave takes ``2 L = 14 m``, every
-    later wave ``2 L - m_1 + m_3 = 17 m`` (its first step waits behind the previous
-    wave's last step on the down-link), and the last chunk's last step is forwarded
-    (``4 m``): four waves of 8 chunks ``14 + 3 x 17 + 4 = 69`` shards of ``1/8``:
+    Switch of 8, all-gather (steps of 1, 2, 4 shards ``m``), two chunks at once: the first wave
+    takes ``14 m``, each later wave ``17 m`` (behind the previous wave's last step), the last
+    step is forwarded (``4 m``): ``14 + 3 x 17 + 4 = 69`` shards of ``1/8``:
 
     >>> round(hd_link_schedule_span("all_gather", "switch", 8, 8, 1, 2)[0], 6)
     8.625
@@ -121,14 +108,12 @@ def hd_link_schedule_span(op: str, topology: Topology | str, k: int, chunks: int
         return p[0] + 1e-9 * p[1] + 1e-11 * p[2] + 1e-13 * p[3]
 
     def route(i: int, dist: int) -> tuple[int, list[Link]]:
-        peer = (i + dist) % k if (i // dist) % 2 == 0 else (i - dist) % k
+        peer, ring = _ring_route(i, dist, k)
         if topo.switched:
             return peer, [(i, "up"), (peer, "down")]
         if not topo.forwards:  # a link per peer
             return peer, [(i, peer)]
-        cw = (peer - i) % k
-        way, hops = (-1, k - cw) if k - cw < cw else (1, cw)
-        return peer, [((i + way * h) % k, way) for h in range(hops)]
+        return peer, list(ring)
 
     heap: list[tuple[float, int, Path, Callable[[Path], None]]] = []
     seq = itertools.count()

@@ -1,85 +1,39 @@
-"""Collective times as ASTRA-sim 2.0 runs them on its analytical network backends.
+"""Collective times as ASTRA-sim 2.0 runs them on its analytical network backends [1]_.
 
-The ``topology_aware`` model (:mod:`libra_opt.traffic.topology_aware`) prices collectives on
-a physical fabric. A user holding an ASTRA-sim configuration expects instead the times the
-simulator gives for it, with its algorithms' exact step structure, its chunk scheduler and
-one of its two analytical network backends (``CollectiveSettings.backend``). This module
-derives those times, every phase as ``coef / B_d + const`` and the chunk pipeline as a sum
-plus a max of such affine terms, so the optimizer's program stays convex and exact.
+Every phase is ``coef / B_d + const`` and the chunk pipeline a sum plus a max of such affine
+terms, so the optimizer's program stays convex. What the simulator does (its source [2]_ [3]_):
 
-What the simulator does (read from its public source, see References):
+* **One chunk, one phase** (one algorithm run on one dimension). Every received message passes
+  the endpoint (``endpoint-delay`` ``e``, 10 ns by default) and, when the phase reduces, a
+  reduction ``3 m / M`` (``local-mem-bw`` ``M``); a phase starts with one endpoint pass.
+* **Messages.** Congestion-unaware: ``h alpha + m / X`` (``h`` hops, link bandwidth ``X``),
+  no sharing. Congestion-aware: FIFO links, store and forward: ``h (alpha + m / X)``, and
+  concurrent messages on one link queue. Rings are bidirectional (shorter way, ties
+  clockwise); a clique has one link per ordered pair; a switch one up- and one down-link.
+* **Algorithms**: ring, direct and halving-doubling, step by step (:func:`sim_phase`).
+* **Chunks.** ``D`` bytes run as ``S`` chunks (``preferred-dataset-splits``) through the
+  phases; each dimension has ``Q`` queues (``num-queues-per-dim``, round-robin) each running
+  ``ceil(A / Q)`` chunks at once (``active-chunks-per-dimension``). A ``localBWAware``
+  all-reduce runs reduce-scatter on the first half of the queues (clockwise) and all-gather
+  on the second (anticlockwise).
 
-* **One chunk, one phase.** A phase is one algorithm run on one dimension. Every message a
-  phase receives passes the endpoint (``endpoint-delay`` ``e``, 10 ns when the key is
-  absent), a reduction when the phase reduces (``3 m / M``: two reads and a write of the
-  ``m``-byte message at ``local-mem-bw`` ``M``, in 1e9 bytes/s), then the next message is
-  sent. A phase starts with one endpoint pass before its first send.
-* **Messages** (network backend). Congestion-unaware: ``h alpha + m / X`` (``h`` hops of
-  latency ``alpha``, one serialization on the link bandwidth ``X``), no sharing between
-  concurrent messages. Congestion-aware: links are FIFO servers and every device stores
-  and forwards, so a message crossing ``h`` links pays ``h (alpha + m / X)`` and concurrent
-  messages on one link queue behind each other. Rings are bidirectional (one link each way
-  to each neighbour, routes take the shorter way, ties clockwise); a fully-connected
-  dimension has one link per ordered pair; a switch one up- and one down-link per NPU.
-* **Algorithms** (``k`` NPUs, phase buffer ``x``, message ``n = x / k``):
+The pipeline time of ``S`` chunks is ``sum_p t_p + max_r piece_r`` with, per dimension ``d``:
 
-  - ring: reduce-scatter and all-gather ``k - 1`` steps of ``n`` to the next NPU, all-reduce
-    ``2 (k - 1)`` (reductions only in the first ``k - 1``), all-to-all ``k (k - 1) / 2``;
-    ``k``, ``k``, ``2 k - 1`` and ``1 + k (k - 1) / 2`` endpoint passes. The ring runs one
-    way: clockwise, or anticlockwise on the second half of the dimension's queues.
-  - direct: the ``k - 1`` messages at once, one per peer, then the ``k - 1`` receptions
-    (reduced for reduce-scatter); all-reduce sends a second round after every first-round
-    message is reduced; 2 endpoint passes (3 for all-reduce).
-  - halving-doubling (``k = 2^q``): reduce-scatter sends ``x / 2^i`` to the peer at
-    distance ``2^(i-1)``, ``i = 1..q``; all-gather the reverse (``x / k 2^(i-1)`` at
-    distance ``k / 2^i``); all-reduce both; ``q + 1`` (``2 q + 1``) endpoint passes, and the
-    reduction of receptions ``2..q`` sized ``x / 2^i``. It has no all-to-all.
+* ``0``, and per queue group running ``C_g`` chunks at once, ``W_g = ceil(S / C_g) - 1``:
+  ``W_g t_p`` per phase and ``W_g u_g - m_g`` (``u_g`` the group's phase times, ``m_g`` the
+  other dimensions' phases between its first and last, hidden while the queue is backlogged);
+* congestion-aware: ``S beta_d + l_d - u_d - m_d`` with ``beta_d`` the busiest link's load per
+  chunk (ring directions apart; halving-doubling link by link) and ``l_d`` the last step;
+* congestion-aware halving-doubling on one dimension: ``sigma / B_d + l_sigma - u_d`` with
+  ``sigma`` the FIFO schedule's span of all chunks (:func:`hd_link_schedule_span`) and
+  ``l_sigma`` the latencies on its critical path.
 
-* **Chunks.** A collective of ``D`` bytes runs as ``S`` chunks (``preferred-dataset-splits``)
-  streamed through the phases. Each dimension has ``Q`` queues (``num-queues-per-dim``,
-  round-robin over chunks) and a queue runs ``ceil(A / Q)`` chunks at once
-  (``active-chunks-per-dimension`` ``A``); more wait. A hierarchical all-reduce
-  (``collective-optimization: localBWAware``) runs reduce-scatter and the top all-reduce
-  on the first half of the queues, clockwise, and the all-gather on the second half,
-  anticlockwise (one queue: both on it).
-
-The pipeline time of ``S`` chunks (:class:`~libra_opt.traffic.topology_aware.
-ChunkedCollective`) is ``sum_p t_p + max_r piece_r`` with, per dimension ``d``:
-
-* ``0``, and per queue group ``g`` running ``C_g`` chunks at once, with ``W_g = ceil(S /
-  C_g) - 1`` further waves: ``W_g t_p`` for each of its phases (a stage of the
-  pipeline), and ``W_g u_g - m_g`` with ``u_g`` the group's phase times of one chunk and
-  ``m_g`` the other dimensions' phases between its first and last (hidden while the
-  group's queue is backlogged: it works through the later chunks' first phases before
-  the first chunk comes back);
-* congestion-aware only: ``S beta_d + l_d - u_d - m_d``: the busiest link of the dimension
-  busy ``beta_d`` per chunk (the two ring directions counted apart; halving-doubling counted
-  link by link: one link per peer distance on a fully-connected dimension, every directed
-  ring link its messages cross) the whole time, the dimension's own latency hidden but its
-  last step's ``l_d``;
-* congestion-aware halving-doubling on one dimension: ``sigma / B_d + l_sigma - u_d``
-  with ``sigma / B_d`` the span of the ``S`` chunks' messages on FIFO links at vanishing
-  latency (:func:`hd_link_schedule_span`; with several chunks at once their steps
-  interleave and the busiest link idles part of the time, so the bound above is 10-15 %
-  short) and ``l_sigma`` the link latencies, endpoint passes and reductions on that
-  schedule's critical path: while one chunk waits on a latency the other chunks'
-  transmissions keep the links busy, so a wave does not add its whole ``t_p^0`` (that
-  made 64 chunks of 1 MiB up to 11 % slow); where latencies dominate, the waves piece
-  above (each queue slot's chunks back to back) is the larger.
-
-Multi-dimensional networks on the congestion-aware backend are priced by the same
-per-dimension pieces: each dimension's links are its own (ASTRA-sim gives every dimension
-separate links), its chunks share them as above, and the dimensions are joined by the chunk
-pipeline of the congestion-unaware backend. The result is never below the congestion-unaware
-time of the same configuration (the test over every multi-dimensional run of the table
-checks it), which is validated; the congestion-aware time itself is **not validated** on
-more than one dimension: ASTRA-sim 518bd51's congestion-aware backend refuses such networks,
-so there is nothing to compare it with.
-
-A phase with two regimes (a congestion-aware direct phase on a ring: the larger of two
-affine times) is priced at its first; every choice of regimes adds its pieces shifted by
-the chosen phases' extra time, so the whole stays one max of affine pieces. Checked against
-ASTRA-sim 2.0 runs of both backends (``tests/traffic/astra_sim2_runs.csv``).
+On several dimensions the congestion-aware time uses the same per-dimension pieces (each
+dimension has its own links); it is never below the congestion-unaware time, which is
+validated, but is itself **not validated** (ASTRA-sim 518bd51 refuses such networks). A
+phase with two regimes (the larger of two affine times) adds one set of pieces per choice of
+regimes, so the whole stays one max of affine pieces. Checked against ASTRA-sim 2.0 runs of
+both backends (``tests/traffic/astra_sim2_runs.csv``).
 
 References
 ----------
@@ -109,21 +63,10 @@ from typing import Literal, get_args
 from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Dim
 from libra_opt.fabric.topology import Topology
-from libra_opt.traffic.astra_sim_links import (
-    hd_link_schedule_span,
-    hd_ring_busiest_link,
-    hd_steps,
-)
+from libra_opt.traffic.astra_sim_links import hd_link_schedule_span, hd_ring_busiest_link, hd_steps
 
-__all__ = [
-    "Backend",
-    "BACKENDS",
-    "SimPhase",
-    "hd_link_schedule_span",
-    "sim_chunks",
-    "sim_phase",
-    "sim_pipeline_pieces",
-]
+__all__ = ["Backend", "BACKENDS", "SimPhase", "hd_link_schedule_span", "sim_chunks", "sim_phase",
+           "sim_pipeline_pieces"]
 
 #: ASTRA-sim's analytical network backends.
 Backend = Literal["congestion_unaware", "congestion_aware"]
@@ -139,28 +82,21 @@ class SimPhase:
     coef_gb, const_s : float
         Phase time ``coef_gb / B_d + const_s`` of one chunk alone.
     load_gb : float
-        Time the busiest link of the dimension is busy with this chunk, times ``B_d``.
+        Time the busiest link is busy with this chunk, times ``B_d``.
     channel : {'cw', 'acw', 'dir', 'shared'}
-        Links the phase loads: one ring direction, the direction of its queue (``dir``) or
-        links of both directions (``shared``).
-    tail_s : float
-        Latency of the phase's last step (endpoint, hops, reduction).
-    tail_gb : float
-        Serialization of its last message after it leaves the busiest link (a stored and
-        forwarded hop), times ``B_d``.
+        Links the phase loads: one ring direction, its queue's direction or both.
+    tail_s, tail_gb : float
+        Latency of the last step; serialization of the last message after the busiest link
+        (times ``B_d``).
     step_gb : float
-        Time the busiest link is busy with the phase's largest step, times ``B_d``.
+        Busiest link's time for the largest step, times ``B_d``.
     head_s : float
-        Time before the phase's first send (one endpoint pass).
+        Time before the first send (one endpoint pass).
     alt : tuple of float, optional
-        ``(coef_gb, const_s)`` of a second regime: the phase takes the larger of the two
-        (:func:`sim_pipeline_pieces` keeps the pipeline a max of affine pieces).
+        ``(coef_gb, const_s)`` of a second regime: the phase takes the larger of the two.
     schedule : tuple, optional
-        ``(op, topology, k, buffer_gb, alpha_s, e_s, reduce_buffer_s)`` of a
-        congestion-aware halving-doubling phase (the buffer times ``B_d``, the link latency,
-        the endpoint delay and the time to reduce the whole buffer):
-        :func:`hd_link_schedule_span` prices several chunks of it interleaving on the
-        dimension's links.
+        ``(op, topology, k, buffer_gb, alpha_s, e_s, reduce_buffer_s)`` of a congestion-aware
+        halving-doubling phase, for :func:`hd_link_schedule_span`.
     """
 
     coef_gb: float
@@ -176,35 +112,16 @@ class SimPhase:
 
 
 def sim_chunks(kind: str, size_bytes: float, splits: int, npus: int) -> tuple[float, int]:
-    """Chunk bytes and chunk count of a collective as the simulator splits it.
-
-    Parameters
-    ----------
-    kind : str
-        Collective kind (``'all_gather'`` has no minimum chunk).
-    size_bytes : float
-        Collective size ``D`` (bytes, as the workload's ``comm_size``).
-    splits : int
-        ``preferred-dataset-splits`` ``S``.
-    npus : int
-        NPUs of the whole network.
-
-    Returns
-    -------
-    chunk_bytes : float
-    chunks : int
+    """Chunk bytes and chunk count of a collective of ``size_bytes`` in ``splits`` chunks.
 
     Notes
     -----
-    Every chunk carries ``c = floor(D / S)`` bytes (at least ``npus`` bytes, the collective
-    then growing to ``S c``, except for all-gather); chunks of ``c`` are issued until ``D``
-    is covered, so a remainder ``D - S c > 0`` costs one more full chunk:
+    Every chunk carries ``c = floor(D / S)`` bytes (at least ``npus``, the collective then growing
+    to ``S c``, except all-gather); a remainder ``D - S c > 0`` costs one more chunk:
     ``ceil(D / c)`` chunks.
 
     Examples
     --------
-    64 MiB in 6 splits: 11,184,810 bytes a chunk, 4 bytes left over, 7 chunks:
-
     >>> sim_chunks("all_to_all", 64 * 2**20, 6, 8)
     (11184810.0, 7)
     >>> sim_chunks("all_reduce", 64 * 2**20, 4, 8)
@@ -219,74 +136,53 @@ def sim_chunks(kind: str, size_bytes: float, splits: int, npus: int) -> tuple[fl
     return float(chunk), -(-size // chunk)
 
 
-def sim_phase(
-    op: str,
-    algorithm: str,
-    dim: Dim,
-    k: int,
-    buffer_bytes: float,
-    *,
-    backend: Backend,
-    link_latency_s: float,
-    endpoint_delay_s: float,
-    local_memory_gbps: float | None,
-    efficiency: float = 1.0,
-) -> SimPhase:
+def sim_phase(op: str, algorithm: str, dim: Dim, k: int, buffer_bytes: float, *, backend: Backend,
+              link_latency_s: float, endpoint_delay_s: float, local_memory_gbps: float | None,
+              efficiency: float = 1.0) -> SimPhase:
     """One chunk's phase time under ASTRA-sim's algorithm and analytical backend.
 
     Parameters
     ----------
     op : {'reduce_scatter', 'all_gather', 'all_reduce', 'all_to_all', 'p2p'}
     algorithm : {'ring', 'direct', 'halving_doubling'}
-    dim : Dim
     k : int
-        NPUs of the group along ``dim`` (``>= 2``).
+        NPUs of the group along ``dim``.
     buffer_bytes : float
-        Phase buffer ``x`` (the input of a reduce-scatter or all-reduce, the gathered output
-        of an all-gather, the send buffer of an all-to-all, the message of a
-        point-to-point transfer).
+        Phase buffer ``x`` (reduce-scatter / all-reduce input, all-gather output, all-to-all send
+        buffer, p2p message).
     backend : {'congestion_unaware', 'congestion_aware'}
     link_latency_s, endpoint_delay_s : float
         ``alpha`` per link, ``e`` per endpoint pass.
     local_memory_gbps : float, optional
         ``M`` (1e9 bytes/s); ``None``: reductions are free.
     efficiency : float
-        Fraction ``eta`` of the link bandwidth achieved (a link carries ``X = eta B_d /
-        links``, ``links`` the topology's ``links_per_npu``).
-
-    Returns
-    -------
-    SimPhase
+        Fraction ``eta`` of the link bandwidth achieved (``X = eta B_d / links_per_npu``).
 
     Notes
     -----
-    With ``s(m) = m links / (eta B_d)`` one link's serialization of ``m`` bytes, ``h`` the
-    hops (1 ring neighbour or clique peer, 2 through a switch), ``f = 2`` for a
-    congestion-aware switch (stored and forwarded) else 1 and ``r(m) = 3 m / M``:
+    With ``s(m) = m links / (eta B_d)``, ``h`` the hops (1, or 2 through a switch), ``f = 2`` for
+    a congestion-aware switch else 1 and ``r(m) = 3 m / M``:
 
     * ring: reduce-scatter ``k e + (k-1)(f s(n) + h alpha + r(n))``; all-gather
       ``k e + (k-1)(f s(n) + h alpha)``; all-reduce ``(2k-1) e + 2(k-1)(f s(n) + h alpha)
       + (k-1) r(n)``; all-to-all ``(1+P) e + P (f s(n) + h alpha)``, ``P = k(k-1)/2``.
-    * direct, the ``k - 1`` messages at once taking ``N = s(n) + alpha`` on a clique;
-      ``s(n) + 2 alpha`` (unaware) or ``k s(n) + 2 alpha`` (aware: ``k - 1`` through the
-      up-link, the last one forwarded) through a switch; ``s(n) + H alpha`` (unaware) or
-      ``max(L s(n) + 2 alpha, (2H - 1) s(n) + H alpha)`` (aware; the busiest link busy
-      throughout, or the farthest message's hops each behind the transmissions queued on
-      its way) on a ring, ``H = floor(k/2)`` the farthest peer and
-      ``L = H (H + 1) / 2`` the messages on a clockwise link: reduce-scatter
-      ``2 e + N + r(n)``; all-gather and all-to-all ``2 e + N``; all-reduce
-      ``3 e + 2 N + r(n)``.
-    * halving-doubling, steps ``(m_i, d_i)`` (module notes), each ``s(m_i) + h_i alpha``
-      unaware, ``h_i (s(m_i) + alpha)`` aware on a ring (``h_i = d_i``) or through a switch
-      (``h_i = 2``), ``s(m_i) + alpha`` on a clique; plus the endpoint passes and
-      reductions of the module notes.
-    * point-to-point: one message of ``x``: ``2 e + f s(x) + h alpha``.
+    * direct, the messages taking ``N = s(n) + alpha`` on a clique; ``s(n) + 2 alpha`` (unaware)
+      or ``k s(n) + 2 alpha`` (aware) through a switch; ``s(n) + H alpha`` (unaware) or
+      ``max(L s(n) + 2 alpha, (2H - 1) s(n) + H alpha)`` (aware) on a ring, ``H = floor(k/2)``,
+      ``L = H (H + 1) / 2``: reduce-scatter ``2 e + N + r(n)``; all-gather and all-to-all
+      ``2 e + N``; all-reduce ``3 e + 2 N + r(n)``.
+    * halving-doubling (``k = 2^q``), steps ``(m_i, d_i)`` (reduce-scatter ``x / 2^i`` at
+      distance ``2^(i-1)``, all-gather the reverse, all-reduce both): ``s(m_i) + h_i alpha``
+      unaware, ``h_i (s(m_i) + alpha)`` aware on a ring (``h_i = d_i``) or switch
+      (``h_i = 2``), ``s(m_i) + alpha`` on a clique; plus ``q + 1`` (all-reduce ``2 q + 1``)
+      endpoint passes and the reductions.
+    * point-to-point: ``2 e + f s(x) + h alpha``.
 
     Examples
     --------
-    ASTRA-sim's GB/s is 2^30 bytes/s. Ring all-gather of a 128 MiB shard over a
-    FullyConnected dimension of 8 at 100 GB/s per link, 500 ns links, 10 ns endpoint delay:
-    7 steps of 128 MiB / 107.37 B/ns = 1.25 ms each, 7 x 500 ns of links, 8 endpoint passes:
+    Ring all-gather of a 128 MiB shard on a FullyConnected dimension of 8 at 100 GB/s (2^30
+    bytes/s) per link, 500 ns links, 10 ns endpoint delay: 7 steps of 1.25 ms, 7 x 500 ns,
+    8 endpoint passes:
 
     >>> fc = Dim("d", "fully_connected", 8, "T", latency_s=500e-9)
     >>> link_gbps = 100 * 2**30 / 1e9
@@ -375,10 +271,7 @@ def _sim_phase(op: str, algorithm: str, dim: Dim, k: int, buffer_bytes: float,
         for m, dist in hd_steps(op, k, x):
             biggest = max(biggest, (dist if ring else 1) * m * u)
             hops = dist if ring else hop
-            if not (ring or switch) or not aware:
-                coef += m * u
-            else:
-                coef += hops * m * u
+            coef += (hops if aware and (ring or switch) else 1) * m * u
             const += hops * a
             load += (dist if ring else 1) * m * u
         passes = (2 * q + 1) if op == "all_reduce" else q + 1
@@ -401,15 +294,9 @@ def _sim_phase(op: str, algorithm: str, dim: Dim, k: int, buffer_bytes: float,
     raise InputError(f"no {algorithm!r} phase time for {op!r}", field="collectives.algorithm")
 
 
-def sim_pipeline_pieces(
-    phases: Sequence[tuple[int, str, SimPhase]],
-    chunks: int,
-    *,
-    backend: Backend,
-    queues_per_dim: int,
-    active_chunks_per_dim: int,
-    hierarchical_all_reduce: bool,
-) -> list[tuple[dict[int, float], float]]:
+def sim_pipeline_pieces(phases: Sequence[tuple[int, str, SimPhase]], chunks: int, *,
+                        backend: Backend, queues_per_dim: int, active_chunks_per_dim: int,
+                        hierarchical_all_reduce: bool) -> list[tuple[dict[int, float], float]]:
     """The pieces of the pipeline max (module notes) for one chunk's ``phases``.
 
     Parameters
@@ -429,12 +316,11 @@ def sim_pipeline_pieces(
     -------
     list of (mapping dim -> coef_gb, const_s)
         Affine pieces ``sum_d coef_d / B_d + const``; the collective time is the sum of the
-        phase times plus the largest piece (every dimension has a piece ``>= 0``).
+        phase times plus the largest piece.
 
     Examples
     --------
-    Four chunks, one queue running one chunk at a time: the dimension's time three more
-    times (``(ceil(4/1) - 1) u``); running two at once, once more:
+    Four chunks, one queue running one chunk at a time: ``(ceil(4/1) - 1) u``; two at once: ``u``:
 
     >>> p = SimPhase(1.0, 1e-6, 1.0, "dir", 1e-7)
     >>> sim_pipeline_pieces([(0, "all", p)], 4, backend="congestion_unaware",
@@ -537,10 +423,8 @@ def sim_pipeline_pieces(
         shared = cw = acw = 0.0
         for i in on_d:
             ph = phases[i][2]
-            if ph.channel == "shared":
-                shared += ph.load_gb
-            elif hierarchical_all_reduce and not split:
-                shared += ph.load_gb  # one queue: all reduce-scatters, then all-gathers
+            if ph.channel == "shared" or (hierarchical_all_reduce and not split):
+                shared += ph.load_gb  # (one queue: all reduce-scatters, then all-gathers)
             elif hierarchical_all_reduce:
                 if phases[i][1] == "last":
                     acw += ph.load_gb
@@ -561,18 +445,10 @@ def sim_pipeline_pieces(
     return pieces
 
 
-def _regime_pieces(
-    phases: Sequence[tuple[int, str, SimPhase]],
-    regimes: list[int],
-    chunks: int,
-    **settings: object,
-) -> list[tuple[dict[int, float], float]]:
-    """Pieces of a pipeline whose phases ``regimes`` take the larger of two affine times.
-
-    The time is ``sum_p t_p + max_r piece_r`` for every choice of regime per phase; the
-    largest over the choices is the phases at their first regime plus the max, over choices
-    ``c`` and their pieces ``r``, of ``piece_r^c + sum_p (t_p^c - t_p)``: still one max of
-    affine pieces.
+def _regime_pieces(phases: Sequence[tuple[int, str, SimPhase]], regimes: list[int], chunks: int,
+                   **settings: object) -> list[tuple[dict[int, float], float]]:
+    """Pieces of a pipeline whose phases ``regimes`` take the larger of two affine times: per
+    choice of regimes, its pieces shifted by the chosen phases' extra time.
     """
     out: list[tuple[dict[int, float], float]] = []
     for choice in itertools.product((False, True), repeat=len(regimes)):

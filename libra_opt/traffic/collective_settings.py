@@ -1,9 +1,5 @@
-"""Settings of the ``topology_aware`` collective model, per dimension and per collective
-kind: algorithm, chunks, endpoint delay, local memory speed, link latency, achievable
-fraction of the line rate (a fraction, a line-rate preset or a measured NCCL curve), in-network
-reduction and the ASTRA-sim backend. The model itself is
-:mod:`libra_opt.traffic.topology_aware`; :class:`~libra_opt.traffic.timing.TimingModel`
-carries the per-dimension efficiency to the other collective models.
+"""Settings of the ``topology_aware`` collective model (:mod:`libra_opt.traffic.topology_aware`),
+per dimension and per collective kind.
 """
 
 from __future__ import annotations
@@ -18,6 +14,7 @@ from libra_opt.fabric.topology import TOPOLOGY_CLASSES
 from libra_opt.options import (
     ALL_REDUCE_VARIANTS,
     COLLECTIVE_ALGORITHMS,
+    COLLECTIVE_KINDS,
     AllReduceVariant,
     CollectiveAlgorithm,
 )
@@ -27,9 +24,6 @@ from libra_opt.traffic.links import LINE_RATE_PRESETS
 from libra_opt.traffic.nccl_curves import NCCL_CURVES
 
 __all__ = ["CollectiveSettings", "link_efficiency_value"]
-
-_KINDS = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "p2p")
-
 
 #: Topologies halving-doubling runs on (not where messages are forwarded).
 HD_TOPOLOGIES = " or ".join(t.name for t in TOPOLOGY_CLASSES if not t.forwards)
@@ -49,9 +43,8 @@ def _pairs(value: Mapping | Sequence | None, field: str) -> tuple[tuple[str, obj
 
 
 def link_efficiency_value(value: object, field: str) -> float | str:
-    """What collectives reach of a link's line rate, checked: a measured curve's name (kept:
-    the fraction depends on each collective's size), a line-rate preset's fraction, a
-    fraction in (0, 1], or ``none`` (the line rate, 1.0).
+    """What collectives reach of a link's line rate, checked: a measured curve's name (kept), a
+    line-rate preset's fraction, a fraction in (0, 1], or ``none`` (1.0).
 
     Examples
     --------
@@ -80,18 +73,15 @@ def link_efficiency_value(value: object, field: str) -> float | str:
 
 @dataclass(frozen=True)
 class CollectiveSettings:
-    """Settings of the ``topology_aware`` collective model (defaults: one chunk, no endpoint
-    delay, no reduction cost, ideal line rate, the topology's default algorithm).
+    """Settings of the ``topology_aware`` collective model.
 
     Parameters
     ----------
     algorithm : mapping dim name -> {'ring', 'direct', 'halving_doubling'}
-        Algorithm per dimension; a dimension not named runs ``ring`` on a ring or mesh and
-        ``direct`` on a fully-connected or switch dimension. ``halving_doubling`` needs a
-        fully-connected or switch dimension; all-to-all and
-        point-to-point run ``direct`` on a ``halving_doubling`` dimension.
+        Default: ``ring`` on a ring or mesh, ``direct`` elsewhere. ``halving_doubling`` needs a
+        fully-connected or switch dimension (its all-to-all and p2p run ``direct``).
     chunks : int
-        Chunks ``S`` each collective is split into (ASTRA-sim's ``preferred-dataset-splits``).
+        Chunks ``S`` per collective (ASTRA-sim's ``preferred-dataset-splits``).
     active_chunks : int, optional
         Chunks in flight at once (``None``: as many as the pipeline holds).
     endpoint_delay_s : float
@@ -101,31 +91,22 @@ class CollectiveSettings:
     all_reduce : {'hierarchical', 'full'}
         Multi-dimensional all-reduce variant.
     efficiency : mapping dim name -> float or preset name
-        Achievable fraction of line rate, in (0, 1] (default 1; ``none``: 1); a name of
-        :data:`LINE_RATE_PRESETS` stands for its fraction, a name of
-        :data:`~libra_opt.traffic.nccl_curves.NCCL_CURVES` for a measured bus-bandwidth
-        curve (the fraction at each collective's size on the dimension).
+        Achievable fraction of line rate in (0, 1]; a :data:`LINE_RATE_PRESETS` name stands for
+        its fraction, a :data:`~libra_opt.traffic.nccl_curves.NCCL_CURVES` name for a measured
+        curve (the fraction at each collective's size).
     link_latency_s : mapping dim name -> float
-        Latency per link hop (s); a dimension not named uses its ``Dim.latency_s``.
+        Latency per link hop (s); default the dimension's ``latency_s``.
     in_network_reduction : tuple of str
-        Switch dimensions that reduce and multicast in the network (SHARP class; see
-        :func:`~libra_opt.traffic.topology_aware.phase_time_terms` and :mod:`libra_opt.traffic.in_network`).
+        Switch dimensions that reduce and multicast in the network (SHARP class).
     backend : {None, 'congestion_unaware', 'congestion_aware'}
-        ``None``: this module's physical model (cut-through switches, two counter-rotating
-        rings on a ring, chunks on a dimension one after another). Otherwise the times
-        ASTRA-sim 2.0 gives on that analytical network backend
-        (:mod:`libra_opt.traffic.astra_sim_model`), with the three settings below.
+        ``None``: this package's physical model; otherwise ASTRA-sim 2.0's analytical backend
+        (:mod:`libra_opt.traffic.astra_sim_model`) with the settings below.
     queues_per_dim : int
-        ASTRA-sim's ``num-queues-per-dim`` ``Q`` (with ``backend``): chunks are dealt
-        round-robin to a dimension's queues; a ring runs one way, clockwise on the first
-        half of the queues and anticlockwise on the second (one queue: clockwise).
+        ASTRA-sim's ``num-queues-per-dim`` ``Q``.
     active_chunks_per_dim : int
-        ASTRA-sim's ``active-chunks-per-dimension`` ``A`` (with ``backend``): a queue runs
-        ``ceil(A / Q)`` chunks at once.
+        ASTRA-sim's ``active-chunks-per-dimension`` ``A``.
     collective_algorithm : mapping (collective kind, dim name) -> algorithm
-        Algorithm of one collective kind on one dimension, over ``algorithm`` (ASTRA-sim's
-        per-collective ``*-implementation`` lists; an all-reduce's phases all run the
-        all-reduce's algorithm).
+        Algorithm of one collective kind on one dimension, over ``algorithm``.
 
     Examples
     --------
@@ -152,8 +133,10 @@ class CollectiveSettings:
         if self.backend is not None and self.backend not in BACKENDS:
             raise InputError(f"{self.backend!r} is not one of {', '.join(BACKENDS)} (or null)",
                              field="collectives.backend")
-        for key in ("queues_per_dim", "active_chunks_per_dim"):
+        for key in ("queues_per_dim", "active_chunks_per_dim", "chunks", "active_chunks"):
             v = getattr(self, key)
+            if v is None and key == "active_chunks":
+                continue
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise InputError(f"{key} {v!r} must be an integer >= 1",
                                  field=f"collectives.{key}")
@@ -167,7 +150,7 @@ class CollectiveSettings:
                  else self.collective_algorithm)
         for pair, a in items:
             if (not isinstance(pair, tuple) or len(pair) != 2
-                    or pair[0] not in _KINDS or not isinstance(pair[1], str)):
+                    or pair[0] not in COLLECTIVE_KINDS or not isinstance(pair[1], str)):
                 raise InputError(f"expected (collective kind, dim name) keys, got {pair!r}",
                                  field="collectives.collective_algorithm")
             if a not in COLLECTIVE_ALGORITHMS:
@@ -197,13 +180,6 @@ class CollectiveSettings:
                                  field=f"collectives.link_latency_s.{name}")
             lat.append((name, float(v)))
         object.__setattr__(self, "link_latency_s", tuple(lat))
-        if isinstance(self.chunks, bool) or not isinstance(self.chunks, int) or self.chunks < 1:
-            raise InputError(f"chunks {self.chunks!r} must be an integer >= 1",
-                             field="collectives.chunks")
-        a = self.active_chunks
-        if a is not None and (isinstance(a, bool) or not isinstance(a, int) or a < 1):
-            raise InputError(f"active_chunks {a!r} must be an integer >= 1",
-                             field="collectives.active_chunks")
         e = self.endpoint_delay_s
         if not (math.isfinite(e) and e >= 0):
             raise InputError(f"endpoint delay {e!r} must be a finite number >= 0 (s)",
@@ -218,21 +194,18 @@ class CollectiveSettings:
                 field="collectives.all_reduce")
 
     def check(self, fabric: Fabric) -> None:
-        """Raise :class:`InputError` when a named dimension is not in ``fabric``, an
-        algorithm does not apply to its dimension's topology, or a dimension priced with a
-        measured curve has a latency of its own (the curve includes it)."""
-        names = set(fabric.names)
-        for key in ("algorithm", "efficiency", "link_latency_s"):
-            for name, _ in getattr(self, key):
-                if name not in names:
-                    raise InputError(
-                        f"no dimension named {name!r}; names: {', '.join(fabric.names)}",
-                        field=f"collectives.{key}.{name}")
-        for (kind, name), _ in self.collective_algorithm:
-            if name not in names:
+        """Raise :class:`InputError` when a named dimension is not in ``fabric``, an algorithm does
+        not fit its topology, or a curve-priced dimension has a latency of its own.
+        """
+        named = [(name, f"{key}.{name}") for key in ("algorithm", "efficiency", "link_latency_s")
+                 for name, _ in getattr(self, key)]
+        named += [(name, f"collective_algorithm.{kind}.{name}")
+                  for (kind, name), _ in self.collective_algorithm]
+        for name, field in named:
+            if name not in fabric.names:
                 raise InputError(
                     f"no dimension named {name!r}; names: {', '.join(fabric.names)}",
-                    field=f"collectives.collective_algorithm.{kind}.{name}")
+                    field=f"collectives.{field}")
         pairs = [(name, a, f"collectives.algorithm.{name}") for name, a in self.algorithm]
         pairs += [(name, a, f"collectives.collective_algorithm.{kind}.{name}")
                   for (kind, name), a in self.collective_algorithm]
@@ -269,9 +242,9 @@ class CollectiveSettings:
 
     def efficiency_of(self, dim: Dim, size_bytes: float | None = None,
                       group_npus: int | None = None) -> float:
-        """The achievable fraction of ``dim``'s line rate (for a collective of
-        ``size_bytes`` over ``group_npus`` of its NPUs when the dimension is priced with a
-        measured curve, :mod:`libra_opt.traffic.nccl_curves`)."""
+        """The achievable fraction of ``dim``'s line rate (of a curve-priced dimension: at
+        ``size_bytes`` over ``group_npus``).
+        """
         v = dict(self.efficiency).get(dim.name, 1.0)
         if isinstance(v, str):
             if size_bytes is None:

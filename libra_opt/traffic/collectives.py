@@ -1,13 +1,8 @@
 """Per-dimension traffic of hierarchical collectives (LIBRA-compatible traffic model).
 
-A collective over a parallelism group that spans ``k_d`` NPUs of dimension ``d`` runs
-dimension by dimension. :func:`hierarchical_traffic_bytes` returns the bytes each NPU sends
-on every dimension; :func:`collective_time_s` turns that into time for a bandwidth vector.
-
-Size convention (the same as the ASTRA-sim 1.0 text format and the LIBRA reference):
-``size_bytes`` is the per-NPU *input* buffer. For reduce-scatter, all-reduce and
-all-to-all it is the whole vector; for all-gather it is the shard each NPU contributes
-(the gathered result is ``size_bytes * prod(k)``); for point-to-point it is the message.
+``size_bytes`` is the per-NPU *input* buffer (ASTRA-sim 1.0 and LIBRA convention): the whole
+vector for reduce-scatter, all-reduce and all-to-all, the shard each NPU contributes for
+all-gather (gathered result ``size_bytes * prod(k)``), the message for point-to-point.
 """
 
 from __future__ import annotations
@@ -21,49 +16,33 @@ from libra_opt.errors import InputError
 from libra_opt.fabric.topology import topology_of
 from libra_opt.options import COLLECTIVE_KINDS
 
-__all__ = [
-    "hierarchical_traffic_bytes",
-    "flat_ring_traffic_bytes",
-    "flat_ring_latency_s",
-    "latency_steps",
-    "collective_time_s",
-]
-
+__all__ = ["hierarchical_traffic_bytes", "flat_ring_traffic_bytes", "flat_ring_latency_s",
+           "latency_steps", "collective_time_s"]
 
 
 def _check(kind: str, size_bytes: float, span: Sequence[int]) -> None:
     if kind not in COLLECTIVE_KINDS:
-        raise InputError(
-            f"collective kind {kind!r} is not one of {', '.join(COLLECTIVE_KINDS)}",
-            field="collective.kind",
-        )
+        raise InputError(f"collective kind {kind!r} is not one of {', '.join(COLLECTIVE_KINDS)}",
+                         field="collective.kind")
     if not math.isfinite(size_bytes) or size_bytes < 0:
-        raise InputError(
-            f"collective size {size_bytes!r} must be a finite number of bytes >= 0",
-            field="collective.size_bytes",
-        )
+        raise InputError(f"collective size {size_bytes!r} must be a finite number of bytes >= 0",
+                         field="collective.size_bytes")
     for k in span:
         if int(k) != k or k < 1:
-            raise InputError(
-                f"group span {tuple(span)} must hold positive integers (1 = not spanned)",
-                field="collective.group",
-            )
+            raise InputError(f"group span {tuple(span)} must hold positive integers (1 = not "
+                             "spanned)", field="collective.group")
 
 
-def hierarchical_traffic_bytes(
-    kind: str, size_bytes: float, span: Sequence[int]
-) -> np.ndarray:
+def hierarchical_traffic_bytes(kind: str, size_bytes: float, span: Sequence[int]) -> np.ndarray:
     """Bytes each NPU sends on every dimension for one hierarchical collective.
 
     Parameters
     ----------
     kind : {'all_reduce', 'reduce_scatter', 'all_gather', 'all_to_all', 'p2p'}
-        Collective type.
     size_bytes : float
-        Per-NPU input buffer in bytes (the shard for all-gather; see module notes).
+        Per-NPU input buffer in bytes (the shard for all-gather).
     span : sequence of int
-        ``k_d`` for every fabric dimension, innermost first; 1 where the group does not
-        span the dimension.
+        ``k_d`` for every fabric dimension, innermost first; 1 where not spanned.
 
     Returns
     -------
@@ -72,18 +51,12 @@ def hierarchical_traffic_bytes(
 
     Notes
     -----
-    With ``m`` the running message size and only spanned dimensions (``k_d > 1``) taking part:
+    With ``m`` the running message size, over spanned dimensions only:
 
-    * reduce-scatter, dims in order: ``t_d = m (k_d - 1) / k_d``, then ``m <- m / k_d``,
-      ``m`` starting at ``size_bytes``;
-    * all-gather, dims in reverse order: ``t_d = m (k_d - 1)``, then ``m <- m k_d``,
-      ``m`` starting at the shard ``size_bytes``;
-    * all-reduce: reduce-scatter then all-gather, ``t_d = 2 m (k_d - 1) / k_d`` with ``m``
-      shrinking by ``k_d`` per dimension;
-    * all-to-all: ``t_d = m (k_d - 1) / k_d`` on every spanned dimension, ``m`` constant;
-    * point-to-point: ``t_d = m`` on every spanned dimension (a stage pair spans one
-      dimension with ``k_d = 2``; a pair whose coordinates differ in several dimensions
-      crosses each of them).
+    * reduce-scatter, dims in order: ``t_d = m (k_d - 1) / k_d``, then ``m <- m / k_d``;
+    * all-gather, dims in reverse order: ``t_d = m (k_d - 1)``, then ``m <- m k_d``;
+    * all-reduce: ``t_d = 2 m (k_d - 1) / k_d``, ``m`` shrinking by ``k_d`` per dimension;
+    * all-to-all: ``t_d = m (k_d - 1) / k_d``; point-to-point: ``t_d = m``.
 
     References
     ----------
@@ -93,8 +66,6 @@ def hierarchical_traffic_bytes(
 
     Examples
     --------
-    All-reduce of 1 MB over a 4 x 2 group:
-
     >>> hierarchical_traffic_bytes("all_reduce", 1e6, (4, 2)).tolist()
     [1500000.0, 250000.0]
     >>> hierarchical_traffic_bytes("all_gather", 1e6, (4, 2)).tolist()
@@ -116,52 +87,26 @@ def hierarchical_traffic_bytes(
             if k > 1:
                 out[d] = m * (k - 1)
                 m *= k
-    elif kind == "all_to_all":
+    else:  # all_to_all, p2p
         for d, k in enumerate(ks):
             if k > 1:
-                out[d] = m * (k - 1) / k
-    else:  # p2p
-        for d, k in enumerate(ks):
-            if k > 1:
-                out[d] = m
+                out[d] = m * (k - 1) / k if kind == "all_to_all" else m
     return np.array(out)
 
 
-def flat_ring_traffic_bytes(
-    kind: str, size_bytes: float, span: Sequence[int]
-) -> np.ndarray:
+def flat_ring_traffic_bytes(kind: str, size_bytes: float, span: Sequence[int]) -> np.ndarray:
     """Bytes each NPU sends on every spanned dimension when one flat ring joins all members.
 
-    NCCL runs a collective over a communicator as rings through all ``k = prod(k_d)`` ranks,
-    not dimension by dimension [1]_: a ring all-reduce moves ``T = 2 m (k - 1) / k`` bytes
-    over every hop of the ring (``m (k - 1) / k`` for a reduce-scatter, ``m (k - 1)`` of shard
-    ``m`` for an all-gather) [2]_. A hop crosses the outermost dimension in which its two
-    ranks differ, and the ring's channels are spread over all members' links (one ring per
-    NIC and NVLink lane), so dimension ``d`` carries the ``H_d`` hops that cross it, shared
-    by the ``k`` members: ``T H_d / k`` per NPU. The collective runs at the slowest spanned
-    dimension's rate: the ``pipelined`` collective time ``max_d traffic_d / B_d`` (terms
-    ``c / B_d`` under a max, convex in ``1 / B``).
-
-    Parameters
-    ----------
-    kind, size_bytes, span
-        As in :func:`hierarchical_traffic_bytes`.
-
-    Returns
-    -------
-    numpy.ndarray
-        Shape ``(D,)``, bytes per NPU; zero where the group does not span the dimension.
+    NCCL runs a communicator's collective as rings through all ``k = prod(k_d)`` ranks [1]_: a
+    ring all-reduce moves ``T = 2 m (k - 1) / k`` over every hop (``m (k - 1) / k``
+    reduce-scatter, ``m (k - 1)`` all-gather) [2]_. Dimension ``d`` carries the ``H_d`` hops
+    that cross it, shared by the ``k`` members: ``T H_d / k`` per NPU. All-to-all and
+    point-to-point are as :func:`hierarchical_traffic_bytes`.
 
     Notes
     -----
-    With the ranks in ring order innermost dimension first, the hops whose outermost
-    differing dimension is ``d`` number ``H_d = (k_d - 1) prod_{e > d} k_e``, plus the one
-    hop closing the ring on the outermost spanned dimension; ``sum_d H_d = k``. Within one
-    dimension this is the hierarchical ring (``H = k``: ``T`` per NPU); over two 8-GPU nodes
-    (span ``(8, 2)``) the NIC carries ``2 T / 16 = T / 8`` per GPU -- NCCL's bus bandwidth
-    of a two-node ring is the node's eight NICs together, not one. All-to-all and
-    point-to-point are sent peer to peer, not around a ring: as in
-    :func:`hierarchical_traffic_bytes`.
+    Ranks in ring order innermost first: ``H_d = (k_d - 1) prod_{e > d} k_e``, plus the hop
+    closing the ring on the outermost spanned dimension; ``sum_d H_d = k``.
 
     References
     ----------
@@ -172,8 +117,7 @@ def flat_ring_traffic_bytes(
 
     Examples
     --------
-    All-reduce of 1 MB by a TP group of 16 over two 8-GPU nodes (span ``(8, 2)``):
-    ``T = 2 x 1e6 x 15/16 = 1.875e6``; 14 of the 16 hops are on NVLink, 2 cross the NICs.
+    All-reduce of 1 MB over two 8-GPU nodes: ``T = 1.875e6``, 14 hops on NVLink, 2 on the NICs:
 
     >>> flat_ring_traffic_bytes("all_reduce", 1e6, (8, 2)).tolist()   # T x 14/16, T x 2/16
     [1640625.0, 234375.0]
@@ -202,16 +146,11 @@ def flat_ring_traffic_bytes(
     return out
 
 
-def flat_ring_latency_s(
-    kind: str, span: Sequence[int], latency_per_step_s: Sequence[float]
-) -> np.ndarray:
-    """Constant latency of a flat ring, the same on every spanned dimension.
-
-    A ring over ``k`` ranks takes ``k - 1`` steps for a reduce-scatter or all-gather and
-    ``2 (k - 1)`` for an all-reduce; every step waits for the slowest link of the ring, so
-    each pays the largest per-step latency ``alpha_d`` of the spanned dimensions. Listing
-    that constant on every spanned dimension makes the pipelined time
-    ``max_d (traffic_d / B_d + L) = max_d traffic_d / B_d + L``.
+def flat_ring_latency_s(kind: str, span: Sequence[int],
+                        latency_per_step_s: Sequence[float]) -> np.ndarray:
+    """Constant latency of a flat ring, the same on every spanned dimension: ``k - 1`` steps
+    (``2 (k - 1)`` for all-reduce), each at the largest per-step latency of the spanned
+    dimensions.
 
     Examples
     --------
@@ -233,10 +172,8 @@ def flat_ring_latency_s(
 
 
 def latency_steps(kind: str, span: Sequence[int], topologies: Sequence[str]) -> np.ndarray:
-    """Latency-paying algorithm steps of a collective of ``kind`` over ``span`` (``k_d`` per
-    dimension) on dimensions of ``topologies`` (names or
-    :class:`~libra_opt.fabric.topology.Topology`): each spanned dimension's
-    :meth:`~libra_opt.fabric.topology.Topology.latency_steps`, shape ``(D,)``.
+    """Latency-paying algorithm steps of a collective over ``span`` on dimensions of ``topologies``
+    (each spanned dimension's :meth:`~libra_opt.fabric.topology.Topology.latency_steps`).
 
     Examples
     --------
@@ -247,35 +184,19 @@ def latency_steps(kind: str, span: Sequence[int], topologies: Sequence[str]) -> 
                      for k, t in zip(span, topologies, strict=True)])
 
 
-def collective_time_s(
-    traffic_bytes: np.ndarray,
-    bw_gbps: np.ndarray,
-    latency_s: np.ndarray | None = None,
-    mode: str = "pipelined",
-) -> float:
+def collective_time_s(traffic_bytes: np.ndarray, bw_gbps: np.ndarray,
+                      latency_s: np.ndarray | None = None, mode: str = "pipelined") -> float:
     """Time of one collective given its per-dimension traffic.
 
     Parameters
     ----------
-    traffic_bytes : numpy.ndarray
-        Bytes per NPU on each dimension, shape ``(D,)``.
-    bw_gbps : numpy.ndarray
-        Bandwidth per NPU of each dimension in GB/s, shape ``(D,)``.
+    traffic_bytes, bw_gbps : numpy.ndarray
+        Bytes per NPU and bandwidth per NPU (GB/s) of each dimension.
     latency_s : numpy.ndarray, optional
-        Constant latency per dimension (``alpha_d * steps_d``) in seconds.
+        Constant latency per dimension (s).
     mode : {'pipelined', 'sequential'}
-        ``pipelined``: chunks stream through dimensions, time = ``max_d t_d``;
-        ``sequential``: time = ``sum_d t_d``.
-
-    Returns
-    -------
-    float
-        Seconds. A dimension with no traffic contributes nothing; traffic on a dimension
-        with zero bandwidth takes infinite time.
-
-    Notes
-    -----
-    ``t_d = traffic_d / (1e9 * B_d) + latency_d`` for every dimension with traffic.
+        ``max_d t_d`` or ``sum_d t_d``, ``t_d = traffic_d / (1e9 * B_d) + latency_d`` on every
+        dimension with traffic (infinite on a zero bandwidth).
 
     Examples
     --------
@@ -296,7 +217,5 @@ def collective_time_s(
         return float(np.max(t))
     if mode == "sequential":
         return float(np.sum(t))
-    raise InputError(
-        f"collective_model {mode!r} is not 'pipelined' or 'sequential'",
-        field="collective_model",
-    )
+    raise InputError(f"collective_model {mode!r} is not 'pipelined' or 'sequential'",
+                     field="collective_model")

@@ -1,20 +1,11 @@
 """Compressed collectives: fewer bytes per element for a group's collectives in some phases.
 
-A workload's collective sizes assume one element size (the ``baseline``, bf16 by default:
-LIBRA/ASTRA-sim workloads and our generators count 2-byte gradients and activations).
-Sending the same elements as fp8 or int4 scales every byte of those collectives, on every
-dimension, by ``bytes(dtype) / bytes(baseline)``; latency steps are unchanged. The scaling
-is applied to the workload (:func:`compress_workload`), so every traffic and collective
-model, the optimizer and the evaluator see it alike and the program stays convex (a
-constant factor on ``c / B`` terms).
+Collective sizes assume one element size (``baseline``, bf16 by default); sending fp8 or int4
+scales every byte of those collectives by ``bytes(dtype) / bytes(baseline)`` (latency steps
+unchanged), applied to the workload (:func:`compress_workload`) so every model sees it alike.
 
-Accuracy caveat: this is a traffic model only. Whether training converges as well with
-compressed gradients or activations is not modelled: fp8 all-reduce of gradients needs
-scaling (per-tensor or per-block) and often error feedback; int4 and lower need error
-feedback or other compensation [1]_, [2]_. A reduction's partial sums are usually kept at
-higher precision inside the algorithm (which would raise the traffic of the intermediate
-steps of a ring reduce-scatter above this model's); use a conservative dtype where that
-matters.
+A traffic model only: convergence with compressed gradients (scaling, error feedback [1]_
+[2]_ [3]_) and higher-precision partial sums inside a reduction are not modelled.
 
 References
 ----------
@@ -51,15 +42,9 @@ class Compression:
     Parameters
     ----------
     rules : tuple of (group, phase, dtype)
-        ``phase`` is one of ``forward``, ``input_grad``, ``weight_grad`` or ``all``; a rule
-        for a phase wins over the group's ``all`` rule.
+        ``phase`` one of :data:`~libra_opt.options.PHASES` or ``all`` (a phase rule wins).
     baseline : str
         Element type the workload's sizes assume (a key of :data:`DTYPE_BYTES`).
-
-    Notes
-    -----
-    A collective of group ``g`` in phase ``p`` of ``S`` bytes becomes
-    ``S x bytes(dtype_gp) / bytes(baseline)``.
 
     Examples
     --------
@@ -88,11 +73,6 @@ class Compression:
             rules.append((group, phase, dtype))
         object.__setattr__(self, "rules", tuple(rules))
 
-    @property
-    def groups(self) -> frozenset[str]:
-        """Groups the rules name."""
-        return frozenset(g for g, _, _ in self.rules)
-
     def factor(self, group: str, phase: str) -> float:
         """Traffic multiplier of ``group``'s collectives in ``phase``."""
         by_phase = {p: d for g, p, d in self.rules if g == group}
@@ -120,7 +100,7 @@ def compress_workload(workload: Workload, compression: Compression) -> Workload:
     """
     if not compression.rules:
         return workload
-    missing = sorted(compression.groups - set(workload.groups))
+    missing = sorted({g for g, _, _ in compression.rules} - set(workload.groups))
     if missing:
         raise InputError(
             f"workload {workload.name!r} has no group {missing[0]!r} (groups: "

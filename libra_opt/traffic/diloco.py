@@ -1,34 +1,17 @@
-"""Low-communication training across sites (DiLoCo / Streaming DiLoCo): amortized outer sync.
+"""Low-communication training across sites (DiLoCo [1]_ / Streaming DiLoCo [2]_): amortized
+outer sync.
 
-Each site trains its own replica with ordinary (intra-site) data parallelism; every ``H``
-inner steps the sites average their parameter change (the *outer* gradient, or delta)
-over the slow datacenter interconnect, the *site* dimension [1]_. Streaming DiLoCo [2]_
-splits the parameters into ``F`` fragments synchronized at staggered times (one fragment
-every ``H / F`` steps), overlaps each fragment's sync with ``tau`` inner steps of
-compute, and sends the delta quantized to ``b`` bits per parameter.
-
-Per NPU, a fragment's outer all-reduce carries ``x = P_npu b / (8 F)`` bytes (``P_npu``
-the parameters one NPU holds: the model over its tensor and pipeline parallel degrees),
-and it runs hierarchically over the data-parallel group (the intra-site dimensions and
-the site dimension; :func:`~libra_opt.traffic.collectives.hierarchical_traffic_bytes`).
-Its time is ``T_f(B) = max_d (c_d / B_d + l_d)`` (or any collective model), a convex
-function of ``1 / B``.
-
-Overlapped with ``tau`` inner steps of compute, a fragment's sync is exposed only beyond
-that window, so per inner step the outer sync costs
+Each site trains its replica with ordinary data parallelism; every ``H`` inner steps the sites
+average their parameter change over the *site* dimension. Streaming DiLoCo syncs ``F``
+fragments at staggered times, overlaps each with ``tau`` inner steps of compute and quantizes
+the delta to ``b`` bits. A fragment's all-reduce carries ``x = P_npu b / (8 F)`` bytes per
+NPU over the data-parallel group, taking ``T_f(B)`` (convex in ``1 / B``); per inner step the
+exposed outer sync is
 
 .. math:: E(B) = \\frac{F}{H} \\max(T_f(B) - \\tau C, 0)
 
-with ``C`` the *compute* time of one inner step: :attr:`Workload.compute_s
-<libra_opt.traffic.workload.Workload.compute_s>` of the workload (every phase's compute,
-summed; not the inner step time, whose exposed communication is not compute and, since it
-depends on ``B``, would make ``E`` a difference of convex functions). ``E`` is convex (a
-max of ``T_f - tau C`` and 0). :func:`diloco_workloads` gives the outer-sync workload the
-hidden window ``tau C`` (:attr:`Workload.hidden_window_s
-<libra_opt.traffic.workload.Workload.hidden_window_s>`), so the optimizer (both backends)
-and the numpy re-check use ``E`` exactly; :func:`amortized_exposed_s` is the same formula
-in closed form. The model charges each fragment's sync on its own, so a sync must end
-within the ``H / F`` steps before the next fragment's starts: ``tau <= H / F``.
+with ``C`` the *compute* time of one inner step (not the step time, which depends on ``B``).
+:func:`diloco_workloads` models it exactly as a hidden window ``tau C``; ``tau <= H / F``.
 
 References
 ----------
@@ -49,12 +32,8 @@ from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Fabric
 from libra_opt.traffic.workload import Collective, Layer, Phase, Workload, walk_collectives
 
-__all__ = [
-    "DiLoCoSettings",
-    "diloco_workloads",
-    "amortized_exposed_s",
-    "min_bandwidth_for_slowdown_gbps",
-]
+__all__ = ["DiLoCoSettings", "diloco_workloads", "amortized_exposed_s",
+           "min_bandwidth_for_slowdown_gbps"]
 
 
 @dataclass(frozen=True)
@@ -64,15 +43,13 @@ class DiLoCoSettings:
     Parameters
     ----------
     sync_every_steps : int
-        ``H``: inner steps between two syncs of the same parameters (1: every step).
+        ``H``: inner steps between two syncs of the same parameters.
     fragments : int
-        ``F``: fragments synchronized at staggered times (1: plain DiLoCo), ``F <= H``.
+        ``F <= H``: fragments synchronized at staggered times (1: plain DiLoCo).
     delta_bits : float
-        ``b``: bits per parameter of the transmitted delta (16: bf16; 4: 4-bit).
+        ``b``: bits per parameter of the transmitted delta.
     overlap_steps : float
-        ``tau``: inner steps of compute a fragment's sync may overlap (0: blocking), at most
-        ``H / F`` (the steps between two fragments' syncs: syncs in flight together would
-        share the site link, which the model does not charge).
+        ``tau <= H / F``: inner steps of compute a fragment's sync may overlap (0: blocking).
 
     Examples
     --------
@@ -119,24 +96,12 @@ class DiLoCoSettings:
 
 def amortized_exposed_s(fragment_time_s: float, inner_compute_s: float,
                         settings: DiLoCoSettings) -> float:
-    """Exposed outer-sync time per inner step.
-
-    Parameters
-    ----------
-    fragment_time_s : float
-        ``T_f``: time of one fragment's outer all-reduce.
-    inner_compute_s : float
-        ``C``: compute time of one inner step (the window a fragment hides behind is
-        ``tau C``): the workload's :attr:`~libra_opt.traffic.workload.Workload.compute_s`.
-    settings : DiLoCoSettings
+    """Exposed outer-sync time per inner step, ``T_f`` the fragment's all-reduce time and ``C``
+    the inner step's compute time.
 
     Notes
     -----
     .. math:: E = \\frac{F}{H} \\max(T_f - \\tau C, 0)
-
-    Convex in ``1/B`` (a max of affine functions of ``T_f``, itself convex); the optimizer
-    minimizes it exactly through the outer workload's hidden window
-    (:func:`diloco_workloads`). With ``tau = 0`` it is the plain amortization ``T_f F / H``.
 
     Examples
     --------
@@ -147,12 +112,11 @@ def amortized_exposed_s(fragment_time_s: float, inner_compute_s: float,
     return s.syncs_per_step * max(fragment_time_s - s.overlap_steps * inner_compute_s, 0.0)
 
 
-def min_bandwidth_for_slowdown_gbps(
-    fragment_site_bytes: float, latency_s: float, inner_step_s: float, inner_compute_s: float,
-    settings: DiLoCoSettings, slowdown: float = 0.05,
-) -> float:
-    """Smallest site bandwidth (GB/s per NPU) with exposed outer sync ``<= slowdown x`` the
-    inner step time.
+def min_bandwidth_for_slowdown_gbps(fragment_site_bytes: float, latency_s: float,
+                                    inner_step_s: float, inner_compute_s: float,
+                                    settings: DiLoCoSettings, slowdown: float = 0.05) -> float:
+    """Smallest site bandwidth (GB/s per NPU) with exposed outer sync ``<= slowdown x`` the inner
+    step time.
 
     Parameters
     ----------
@@ -161,20 +125,17 @@ def min_bandwidth_for_slowdown_gbps(
     latency_s : float
         Constant latency of one fragment's sync on the site dimension.
     inner_step_s, inner_compute_s : float
-        ``T0`` (the inner step, the reference of the slowdown) and ``C``.
-    settings : DiLoCoSettings
+        ``T0`` (the reference of the slowdown) and ``C``.
     slowdown : float
         ``s``, e.g. 0.05 for 5%.
 
     Notes
     -----
-    From ``F/H max(x/B + l - tau C, 0) <= s T0``:
+    From ``F/H max(x/B + l - tau C, 0) <= s T0`` (only the site dimension charged):
 
     .. math:: B \\ge \\frac{x}{s T_0 H / F + \\tau C - l}
 
-    (``inf`` when the denominator is not positive: latency alone is too slow). Only the
-    site dimension is charged (the intra-site part of the sync is assumed not to be the
-    bottleneck). Data-parallel training across the sites is ``H = F = 1``, ``b = 16``.
+    ``inf`` when the denominator is not positive.
 
     Examples
     --------
@@ -193,23 +154,17 @@ def min_bandwidth_for_slowdown_gbps(
     return fragment_site_bytes / (1e9 * denom)
 
 
-def diloco_workloads(
-    workloads: Sequence[Workload], weights: Sequence[float], fabric: Fabric, site_dim: str,
-    settings: DiLoCoSettings, params_per_npu: float, dp_group: str = "dp",
-) -> tuple[tuple[Workload, ...], tuple[float, ...]]:
-    """Inner and outer-sync workloads and their weights (see
-    :func:`libra_opt.explore.diloco.diloco_scenario`).
+def diloco_workloads(workloads: Sequence[Workload], weights: Sequence[float], fabric: Fabric,
+                     site_dim: str, settings: DiLoCoSettings, params_per_npu: float,
+                     dp_group: str = "dp") -> tuple[tuple[Workload, ...], tuple[float, ...]]:
+    """Inner and outer-sync workloads and their weights.
 
     Notes
     -----
-    Workload ``w`` (weight ``a``) becomes ``w`` with ``dp_group``'s span on the site
-    dimension set to 1 (weight ``a``) and ``w_outer``: one all-reduce of
-    ``P_npu b / (8 F)`` bytes over the whole ``dp_group`` (weight ``a F / H``), no
-    compute, and the hidden window ``tau C`` with ``C = w.compute_s``
-    (:attr:`Workload.hidden_window_s <libra_opt.traffic.workload.Workload.hidden_window_s>`;
-    0 for a blocking sync). The weighted step time is then
-    ``T_inner + (F / H) max(T_f - tau C, 0)`` per inner step, exactly, in the optimizer
-    and in the numpy re-check.
+    Workload ``w`` (weight ``a``) becomes ``w`` with ``dp_group`` not spanning the site dimension
+    (weight ``a``) and ``w_outer``: one all-reduce of ``P_npu b / (8 F)`` bytes over ``dp_group``
+    (weight ``a F / H``) with the hidden window ``tau C``, ``C = w.compute_s``: the weighted step
+    time is ``T_inner + (F / H) max(T_f - tau C, 0)`` exactly.
 
     Examples
     --------

@@ -1,14 +1,9 @@
-"""In-network reduction (SHARP / NVLink SHARP class switches): per-dimension traffic and steps.
+"""In-network reduction (SHARP [1]_ / NVLink SHARP [2]_ class switches): per-dimension traffic and
+steps.
 
-A switch that reduces in the network (InfiniBand SHARP aggregation trees [1]_, NVLink SHARP
-on NVSwitch [2]_) lets every NPU send its buffer once into the switch and receive the
-reduced result once, instead of running a ring or direct algorithm between the NPUs. The
-option is per dimension (only on ``switch`` dimensions); every other dimension keeps the
-hierarchical model of :func:`libra_opt.traffic.collectives.hierarchical_traffic_bytes`.
-
-Traffic is counted as the bytes that occupy one NPU's full-duplex port on the dimension:
-``max(sent, received)`` per NPU (for the symmetric ring and direct algorithms both are
-equal, so this is the same quantity as the hierarchical model's bytes sent).
+Every NPU sends its buffer once into the switch and receives the reduced result once, instead
+of running a ring or direct algorithm; per ``switch`` dimension. Traffic is the bytes
+occupying one NPU's full-duplex port: ``max(sent, received)``.
 
 References
 ----------
@@ -29,11 +24,7 @@ from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Fabric
 from libra_opt.traffic.collectives import hierarchical_traffic_bytes, latency_steps
 
-__all__ = [
-    "in_network_dims",
-    "in_network_traffic_bytes",
-    "in_network_latency_steps",
-]
+__all__ = ["in_network_dims", "in_network_traffic_bytes", "in_network_latency_steps"]
 
 
 def in_network_dims(names: Sequence[str], fabric: Fabric, field: str = "in_network_reduction"
@@ -61,9 +52,8 @@ def in_network_dims(names: Sequence[str], fabric: Fabric, field: str = "in_netwo
     return frozenset(out)
 
 
-def in_network_traffic_bytes(
-    kind: str, size_bytes: float, span: Sequence[int], in_network: Collection[int] = (),
-) -> np.ndarray:
+def in_network_traffic_bytes(kind: str, size_bytes: float, span: Sequence[int],
+                             in_network: Collection[int] = ()) -> np.ndarray:
     """Bytes per NPU on every dimension when the dimensions ``in_network`` reduce in the switch.
 
     Parameters
@@ -73,36 +63,21 @@ def in_network_traffic_bytes(
     in_network : collection of int
         Indices of the dimensions whose switches reduce (and multicast) in the network.
 
-    Returns
-    -------
-    numpy.ndarray
-        Shape ``(D,)``; equal to the hierarchical traffic when ``in_network`` is empty.
-
     Notes
     -----
-    With ``m_d`` the running buffer when the collective reaches dimension ``d`` (as in the
-    hierarchical model) and ``k = k_d``, on an in-network dimension:
+    With ``m_d`` the running buffer at dimension ``d`` and ``k = k_d``, on an in-network
+    dimension:
 
-    * all-reduce on the outermost spanned dimension (where the hierarchical all-reduce
-      runs a full all-reduce): every NPU sends ``m_d`` to the switch and receives the
-      reduced ``m_d``: ``t_d = m_d`` instead of ``2 m_d (k-1)/k``;
-    * all-reduce on an inner spanned dimension (its reduce-scatter, then later its
-      all-gather): ``t_d = m_d + m_d (k-1)/k`` (the two items below);
-    * reduce-scatter: every NPU sends its whole ``m_d`` into the switch and receives its
-      reduced shard ``m_d / k``: ``t_d = max(m_d, m_d / k) = m_d`` instead of
-      ``m_d (k-1)/k`` (no fewer bytes; the gain is one step and no reduction on the NPU);
-    * all-gather (multicast): every NPU sends its shard ``s`` once and receives the other
-      ``k - 1`` shards: ``t_d = max(s, s (k-1)) = s (k-1)``, as the ring (one step);
-    * all-to-all and point-to-point: unchanged (nothing to reduce).
+    * all-reduce on the outermost spanned dimension: ``t_d = m_d`` (instead of
+      ``2 m_d (k-1)/k``); on an inner one: ``t_d = m_d + m_d (k-1)/k``;
+    * reduce-scatter: send ``m_d``, receive ``m_d / k``: ``t_d = m_d``;
+    * all-gather (multicast): ``t_d = s (k-1)``, as the ring; all-to-all and p2p unchanged.
 
-    The all-reduce gain on one dimension is ``2 (k-1) / k`` (1.75x on 8 NPUs). The
-    measured NVLink SHARP gain on 8 H100s is smaller (about 480 vs 370 GB/s bus
-    bandwidth, 1.30x [2]_): set the dimension's efficiency to model it.
+    The all-reduce gain ``2 (k-1) / k`` (1.75x on 8) exceeds NVLink SHARP's measured 1.30x [2]_:
+    set the dimension's efficiency to model it.
 
     Examples
     --------
-    All-reduce of 8 MB over 8 NPUs of a switch, then over 4 x 8 with the outer one reducing:
-
     >>> in_network_traffic_bytes("all_reduce", 8e6, (8,), {0}).tolist()
     [8000000.0]
     >>> in_network_traffic_bytes("all_reduce", 8e6, (4, 8), {1}).tolist()
@@ -112,21 +87,16 @@ def in_network_traffic_bytes(
     """
     base = hierarchical_traffic_bytes(kind, size_bytes, span)
     inr = set(in_network)
-    if not inr or kind not in ("all_reduce", "reduce_scatter", "all_gather"):
-        return base
+    if not inr or kind not in ("all_reduce", "reduce_scatter"):
+        return base  # an all-gather's multicast sends as the hierarchical model
     ks = [int(k) for k in span]
     out = base.copy()
     spanned = [d for d, k in enumerate(ks) if k > 1]
     m = float(size_bytes)
-    if kind == "all_gather":
-        return base  # multicast: s (k-1) on every dimension, as the hierarchical model
-    last = spanned[-1] if spanned else -1
     for d in spanned:
         k = ks[d]
         if d in inr:
-            if kind == "reduce_scatter":
-                out[d] = m
-            elif d == last:
+            if kind == "reduce_scatter" or d == spanned[-1]:
                 out[d] = m
             else:
                 out[d] = m + m * (k - 1) / k
@@ -134,17 +104,10 @@ def in_network_traffic_bytes(
     return out
 
 
-def in_network_latency_steps(
-    kind: str, span: Sequence[int], topologies: Sequence[str], in_network: Collection[int] = (),
-) -> np.ndarray:
-    """Latency-paying steps per dimension (:func:`~libra_opt.traffic.collectives.latency_steps`)
-    with one step per reduction or multicast on an in-network dimension.
-
-    Notes
-    -----
-    On an in-network dimension a reduce-scatter, an all-gather and the outermost
-    all-reduce take one step (NPU -> switch -> NPU); an inner all-reduce two (its
-    reduce-scatter and its all-gather). Other kinds are unchanged.
+def in_network_latency_steps(kind: str, span: Sequence[int], topologies: Sequence[str],
+                             in_network: Collection[int] = ()) -> np.ndarray:
+    """Latency-paying steps per dimension, one per reduction or multicast on an in-network
+    dimension (two for an inner all-reduce).
 
     Examples
     --------

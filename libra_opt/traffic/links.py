@@ -1,9 +1,5 @@
-"""What one link carries: published achievable fractions of line rate, and ``B_d`` from
-the bandwidth of one link.
-
-``B_d`` is the aggregate bandwidth one NPU drives into dimension ``d`` (GB/s, 1e9 bytes/s),
-split over the topology's ``links_per_npu`` links
-(:meth:`~libra_opt.fabric.topology.Topology.links_per_npu`, the cost model's counts).
+"""What one link carries: published achievable fractions of line rate [1]_, and ``B_d`` (GB/s
+per NPU, over the topology's ``links_per_npu`` links) from the bandwidth of one link [2]_.
 
 References
 ----------
@@ -21,23 +17,13 @@ from types import MappingProxyType
 
 from libra_opt.fabric.dims import Dim
 
-__all__ = [
-    "LINE_RATE_PRESETS",
-    "LineRatePreset",
-    "bw_from_link_gbps",
-]
+__all__ = ["LINE_RATE_PRESETS", "LineRatePreset", "bw_from_link_gbps"]
 
 
 @dataclass(frozen=True)
 class LineRatePreset:
-    """Achievable fraction of line rate measured by a published collective benchmark.
-
-    Attributes
-    ----------
-    fraction : float
-        Measured bus bandwidth over line rate.
-    source : str
-        Where the figure comes from.
+    """Achievable fraction of line rate measured by a published collective benchmark, and its
+    source.
     """
 
     fraction: float

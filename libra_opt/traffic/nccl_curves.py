@@ -1,30 +1,16 @@
-"""Measured nccl-tests bus bandwidth against message size, as size-dependent efficiency
-presets (``collectives.efficiency``, under every collective model:
-:attr:`~libra_opt.traffic.timing.TimingModel.efficiency`).
+"""Measured nccl-tests bus bandwidth against message size, as size-dependent efficiency presets
+(``collectives.efficiency: {dim: <curve name>}``, under every collective model).
 
-A fixed achievable fraction of line rate (:data:`~libra_opt.traffic.links.LINE_RATE_PRESETS`)
-describes large collectives. Smaller ones reach less: NCCL's protocols, channel counts and
-launch latency make the bus bandwidth climb over three decades of message size. A
-:class:`BusBandwidthCurve` holds a published all-reduce curve and the algorithm it was
-measured with; ``collectives.efficiency: {dim: <curve name>}`` then gives every phase on that
-dimension the measured fraction at its collective's size (a constant per collective, so the
-phase time stays ``coef / B_d + const`` and the solver exact). Latencies are part of the
-measurement: a dimension priced with a curve must have no link latency of its own (refused
-by :meth:`~libra_opt.traffic.topology_aware.CollectiveSettings.check`) and should have no
-endpoint delay.
-
-Each curve is one measurement: an all-reduce over the group size of its configuration. Its
-fraction is applied to every collective kind and group size on the dimension (read at the
-buffer each phase handles). ``h100_nvlink_nccl`` was measured with NVLink SHARP: it is
-consistent with a dimension that reduces in the network (``in_network_reduction``); on a
-dimension that does not, it prices more than the measured time.
-
-The fraction at size ``M`` is ``busbw(M) / busbw_ideal``, with ``busbw_ideal`` the bus
-bandwidth this model gives the measured configuration at full line rate and no latency:
-the line rate for a ring or direct all-reduce, ``2 (k - 1) / k`` times it for an in-network
-(NVLink SHARP) all-reduce, whose bus bandwidth exceeds the line rate. Between published
-sizes the curve is interpolated linearly in log size and log bandwidth; above the last size
-it is held at its end value, below the first a collective takes the first size's time.
+Small collectives reach less of the line rate than large ones (NCCL's protocols, channels and
+launch latency). A :class:`BusBandwidthCurve` holds a published all-reduce curve; every phase
+on a dimension priced with it gets the measured fraction at its collective's size (a constant
+per collective, so phase times stay ``coef / B_d + const``). Latency is part of the
+measurement: such a dimension has no link latency of its own. The fraction at size ``M`` is
+``busbw(M) / busbw_ideal``, ``busbw_ideal`` this model's bus bandwidth of the measured
+configuration at full line rate (``2 (k - 1) / k`` times it for NVLink SHARP); it applies to
+every collective kind and group size on the dimension. Between published sizes the curve is
+log-log interpolated, held at its end value above the last, and below the first a collective
+takes the first size's time. ``h100_nvlink_nccl`` was measured with NVLink SHARP.
 
 References
 ----------
@@ -58,26 +44,19 @@ class BusBandwidthCurve:
 
     Attributes
     ----------
-    sizes_bytes : tuple of float
-        Message sizes (nccl-tests ``size``, the all-reduce buffer), increasing.
-    busbw_gbps : tuple of float
-        Measured bus bandwidth at each size, GB/s (1e9 bytes/s).
+    sizes_bytes, busbw_gbps : tuple of float
+        Message sizes (the all-reduce buffer, increasing) and measured bus bandwidth (GB/s).
     ideal_busbw_gbps : float
-        Bus bandwidth of the measured configuration at full line rate (module notes).
-    configuration : str
-        How to model the measured system (dimension, bandwidth, algorithm).
+        Bus bandwidth of the measured configuration at full line rate.
+    configuration, source : str
+        How to model the measured system; where the figures come from.
     valid_from_bytes : float
         Smallest size the curve is claimed for.
-    source : str
-        Where the figures come from.
     group_npus : int
-        Devices in the measured all-reduce (the curve's group size).
+        Devices in the measured all-reduce.
     group_ratios : tuple of (int, float)
-        Measured bus bandwidth of an all-reduce over fewer devices of the same domain,
-        relative to ``group_npus`` devices (a smaller ring reaches less of the link); groups
-        in between are interpolated in log group size, larger groups take 1.
-    group_source : str
-        Where ``group_ratios`` come from.
+        Bus bandwidth over fewer devices of the same domain relative to ``group_npus`` (log-log
+        interpolated; larger groups take 1), from ``group_source``.
     """
 
     sizes_bytes: tuple[float, ...]
@@ -99,19 +78,10 @@ class BusBandwidthCurve:
         >>> c.busbw_at(2**20), round(c.busbw_at(2**21.5), 1)
         (43.7, 102.7)
         """
-        xs, ys = self.sizes_bytes, self.busbw_gbps
-        if size_bytes <= xs[0]:
-            return ys[0]
-        if size_bytes >= xs[-1]:
-            return ys[-1]
-        i = next(j for j in range(1, len(xs)) if xs[j] >= size_bytes)
-        f = (math.log(size_bytes) - math.log(xs[i - 1])) / (math.log(xs[i]) - math.log(xs[i - 1]))
-        return math.exp(math.log(ys[i - 1]) + f * (math.log(ys[i]) - math.log(ys[i - 1])))
+        return _log_log(list(zip(self.sizes_bytes, self.busbw_gbps, strict=True)), size_bytes)
 
     def group_ratio(self, npus: int) -> float:
-        """Bus bandwidth of an all-reduce over ``npus`` devices relative to the measured
-        group (:attr:`group_ratios`, log-log interpolated; 1 at and above
-        :attr:`group_npus`).
+        """Bus bandwidth of an all-reduce over ``npus`` devices relative to the measured group.
 
         Examples
         --------
@@ -119,26 +89,16 @@ class BusBandwidthCurve:
         >>> round(c.group_ratio(2), 4), round(c.group_ratio(4), 4), c.group_ratio(8)
         (0.8603, 0.9275, 1.0)
         """
-        points = sorted((*self.group_ratios, (self.group_npus, 1.0)))
         if npus >= self.group_npus or not self.group_ratios:
             return 1.0
-        if npus <= points[0][0]:
-            return points[0][1]
-        i = next(j for j in range(1, len(points)) if points[j][0] >= npus)
-        (k0, r0), (k1, r1) = points[i - 1], points[i]
-        f = (math.log(npus) - math.log(k0)) / (math.log(k1) - math.log(k0))
-        return math.exp(math.log(r0) + f * (math.log(r1) - math.log(r0)))
+        return _log_log(sorted((*self.group_ratios, (self.group_npus, 1.0))), npus)
 
     def efficiency_at(self, size_bytes: float, group_npus: int | None = None) -> float:
-        """Fraction of the ideal bus bandwidth reached at ``size_bytes`` (in (0, 1]) by a
-        collective over ``group_npus`` devices of the dimension (default: the measured
-        group), :meth:`group_ratio` times the measured curve's fraction.
+        """Fraction of the ideal bus bandwidth reached at ``size_bytes`` over ``group_npus`` devices
+        (default: the measured group), in (0, 1].
 
-        Below the first published size the collective takes the time it takes there (a
-        latency floor: ``busbw`` falls in proportion to the size), so a tiny collective is
-        not priced as a fraction of a microsecond; for collectives far below that size the
-        floor is an upper bound (NCCL's small-message latency is lower: tens of
-        microseconds where the 1 MiB point takes about 50 us on A100 NVLink).
+        Below the first published size the collective takes the time it takes there (a latency
+        floor; an upper bound far below it).
 
         Examples
         --------
@@ -151,6 +111,18 @@ class BusBandwidthCurve:
         if 0 < size_bytes < first:
             return ratio * min(self.busbw_gbps[0] / self.ideal_busbw_gbps, 1.0) * size_bytes / first
         return ratio * min(self.busbw_at(size_bytes) / self.ideal_busbw_gbps, 1.0)
+
+
+def _log_log(points: list[tuple[float, float]], x: float) -> float:
+    """``y`` at ``x`` between increasing ``(x, y)`` points, linear in log-log, held at the ends."""
+    if x <= points[0][0]:
+        return points[0][1]
+    if x >= points[-1][0]:
+        return points[-1][1]
+    i = next(j for j in range(1, len(points)) if points[j][0] >= x)
+    (x0, y0), (x1, y1) = points[i - 1], points[i]
+    f = (math.log(x) - math.log(x0)) / (math.log(x1) - math.log(x0))
+    return math.exp(math.log(y0) + f * (math.log(y1) - math.log(y0)))
 
 
 def _sizes(first_mib: float, n: int) -> tuple[float, ...]:

@@ -1,25 +1,18 @@
 """Fine-grained overlap: the fraction of each group's collectives that hides behind compute.
 
-``training_loop: overlap`` hides a phase's whole communication (``max(C, X)``) and
-``no_overlap`` none of it (``C + X``). Real systems hide part of it: data-parallel
-gradient all-reduces run under the backward pass [1]_, tensor-parallel collectives are
-split into chunks overlapped with the producing GEMMs (T3 [2]_), MoE all-to-alls are
-overlapped with expert computation (Comet [3]_). With ``f_c`` the fraction of collective
-``c`` (time ``X_c``) that can run concurrently with the phase's compute ``C``:
+Real systems hide part of a phase's communication: DP gradient all-reduces under the backward
+pass [1]_, TP collectives behind the producing GEMMs (T3 [2]_), MoE all-to-alls behind expert
+computation (Comet [3]_). With ``f_c`` the fraction of collective ``c`` (time ``X_c``) that can
+run concurrently with the phase's compute ``C``:
 
 .. math::
 
     T = \\max\\Big(C, \\sum_c f_c X_c\\Big) + \\sum_c (1 - f_c) X_c
-      = \\max\\Big(C + \\sum_c (1 - f_c) X_c, \\sum_c X_c\\Big)
 
-convex in ``1 / B`` (a max of sums of convex terms); ``f = 0`` is ``no_overlap``,
-``f = 1`` is ``overlap``. :func:`overlap_workload` realizes it with the existing
-``overlap`` training loop: every phase keeps its compute and the hidden parts
-``f_c X_c`` (collectives scaled by ``f_c``), and an added zero-compute phase (a layer
-``<name>~exposed`` with the same count) carries the exposed parts ``(1 - f_c) X_c``,
-whose ``max(0, .)`` is the sum itself. Bandwidth terms are exact (a collective's
-bandwidth time is linear in its size); a collective split ``0 < f < 1`` pays its latency
-constant in both parts (conservative by one latency).
+convex in ``1 / B``; ``f = 0`` is ``no_overlap``, ``f = 1`` is ``overlap``.
+:func:`overlap_workload` realizes it under the ``overlap`` loop: each phase keeps its compute
+and the hidden parts, a zero-compute layer ``<name>~exposed`` carries the rest. A split
+collective pays its latency in both parts (conservative by one latency).
 
 References
 ----------
@@ -45,11 +38,9 @@ from libra_opt.traffic.workload import Layer, Phase, Workload
 
 __all__ = ["OVERLAP_PRESETS", "OverlapPolicy", "overlap_workload"]
 
-#: Presets: name -> rules ``(group, phase or 'all', fraction)``. DP gradient all-reduce
-#: fully hidden by the backward pass when enough compute remains [1]_; TP collectives half
-#: hidden per layer (T3 reports overlapping most of the reduce-scatter of a sliced GEMM; a
-#: half is a conservative planning value, an estimate); MoE all-to-all half hidden (Comet's
-#: fine-grained overlap; estimate).
+#: Presets: name -> rules ``(group, phase or 'all', fraction)``: DP gradient all-reduce fully
+#: hidden by the backward pass [1]_; TP collectives (T3 [2]_) and MoE all-to-all (Comet [3]_)
+#: half hidden, a conservative planning estimate.
 OVERLAP_PRESETS: Mapping[str, tuple[tuple[str, str, float], ...]] = MappingProxyType({
     "dp_backward": (("dp", "weight_grad", 1.0),),
     "tp_layer": (("tp", "all", 0.5),),
@@ -64,8 +55,8 @@ class OverlapPolicy:
     Parameters
     ----------
     rules : tuple of (group, phase, fraction)
-        ``phase`` one of ``forward``, ``input_grad``, ``weight_grad`` or ``all`` (a phase
-        rule wins over ``all``); ``fraction`` in [0, 1]. Unlisted collectives: 0.
+        ``phase`` one of :data:`~libra_opt.options.PHASES` or ``all`` (a phase rule wins);
+        ``fraction`` in [0, 1]. Unlisted collectives: 0.
 
     Examples
     --------
@@ -108,14 +99,13 @@ class OverlapPolicy:
 
 
 def overlap_workload(workload: Workload, policy: OverlapPolicy) -> Workload:
-    """``workload`` rewritten so that the ``overlap`` training loop times every phase as
-    ``max(C, sum f X) + sum (1 - f) X`` (module notes). Groups a policy names but the
-    workload lacks are ignored (presets name common groups).
+    """``workload`` rewritten so that the ``overlap`` loop times every phase as
+    ``max(C, sum f X) + sum (1 - f) X``; groups the policy names but the workload lacks are
+    ignored.
 
     Examples
     --------
-    A phase of 10 ms compute and a 20 ms DP all-reduce, half overlappable, under the
-    ``overlap`` loop: ``max(10, 10) + 10 = 20`` ms.
+    10 ms compute and a 20 ms DP all-reduce, half overlappable: ``max(10, 10) + 10 = 20`` ms.
 
     >>> from libra_opt.fabric.dims import Dim, Fabric
     >>> from libra_opt.traffic.step_time import step_time

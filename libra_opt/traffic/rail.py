@@ -1,19 +1,11 @@
-"""Routing-aware traffic: direct any-to-any switches, Rail-only forwarding through the HB domain.
+"""Routing-aware traffic: Rail-only forwarding through the HB domain against rails joined by a
+spine.
 
-LIBRA's hierarchical model (:func:`libra_opt.traffic.collectives.hierarchical_traffic_bytes`) sends
-every byte across each dimension in which source and destination differ
-(dimension-ordered routing). That is exactly how a Rail-only fabric serves traffic between
-different rails: the byte first moves inside the HB domain to the NPU on the destination's
-rail, then over that rail [1]_. A ``block``-scope switch network (a fat-tree) instead reaches
-every NPU of its block directly, so all-to-all and point-to-point traffic whose outermost
-differing coordinate is such a dimension crosses only that dimension.
-
-:func:`native_traffic_bytes` gives the per-dimension traffic under the fabric's own routing;
-the Rail-only forwarding overhead is the difference between a fabric and the same fabric
-with its rails joined by a spine (:func:`forwarding_overhead`). Reduce-scatter, all-gather
-and all-reduce run hierarchically, which on a Rail-only fabric is rail-aligned: no
-forwarding. Every traffic term stays ``c / B_d`` (linear in ``1/B``), so the optimizer's
-program stays convex (:func:`libra_opt.optimize.terms.native_terms` feeds it).
+A Rail-only fabric sends a byte between rails first inside the HB domain to the NPU on the
+destination's rail, then over that rail [1]_ (LIBRA's dimension-ordered routing); a
+``block``-scope switch (a fat-tree) reaches its block directly. The forwarding overhead is the
+difference between the two (:func:`forwarding_overhead`); hierarchical reduce-scatter,
+all-gather and all-reduce are rail-aligned and need no forwarding.
 
 References
 ----------
@@ -41,20 +33,11 @@ from libra_opt.traffic.step_time import check_bandwidth, step_time
 from libra_opt.traffic.timing import TimingModel, as_timing
 from libra_opt.traffic.workload import Workload, walk_collectives
 
-__all__ = [
-    "joined_rails",
-    "RailUse",
-    "classify_collective",
-    "ForwardingOverhead",
-    "forwarding_overhead",
-    "rail_report",
-    "check_rail_mapping",
-    "native_step_time_s",
-]
+__all__ = ["joined_rails", "RailUse", "classify_collective", "ForwardingOverhead",
+           "forwarding_overhead", "rail_report", "check_rail_mapping", "native_step_time_s"]
 
 def joined_rails(fabric: Fabric) -> Fabric:
-    """``fabric`` with every ``rail``-scope dimension turned into ``block`` scope (a spine
-    joins the rails): the fat-tree a Rail-only fabric is compared with.
+    """``fabric`` with every ``rail``-scope dimension in ``block`` scope (a spine joins the rails).
 
     Examples
     --------
@@ -69,16 +52,9 @@ def joined_rails(fabric: Fabric) -> Fabric:
 class RailUse:
     """How a collective uses a fabric's rails.
 
-    Attributes
-    ----------
-    kind : str
-    span : tuple of int
-    category : str
-        ``no_rail`` (the group spans no rail-scoped dimension), ``within_rail`` (it spans a
-        rail dimension but no inner dimension: one rail), ``rail_aligned`` (it spans rails
-        and inner dimensions, but the collective is hierarchical: each phase stays in one HB
-        domain or one rail) or ``forwarded`` (all-to-all / point-to-point between NPUs of
-        different rails: relayed through the HB domain).
+    ``category`` is ``no_rail`` (no rail-scoped dimension spanned), ``within_rail`` (one rail),
+    ``rail_aligned`` (rails and inner dimensions, hierarchical: each phase in one HB domain or one
+    rail) or ``forwarded`` (all-to-all / p2p across rails: relayed through the HB domain).
     """
 
     kind: str
@@ -124,40 +100,24 @@ class ForwardingOverhead(TypedDict):
     overhead_pct: float
 
 
-def forwarding_overhead(
-    kind: str,
-    size_bytes: float,
-    span: Sequence[int],
-    fabric: Fabric,
-    bw_gbps: npt.ArrayLike,
-    timing: TimingModel | None = None,
-    *,
-    flat_ring: bool = False,
-) -> ForwardingOverhead:
-    """Extra traffic and time of one collective on ``fabric`` against its rails joined,
-    under ``timing``'s collective model and in-network dimensions.
-
-    ``flat_ring`` (the collective's group is one of the workload's
-    :attr:`~libra_opt.traffic.workload.Workload.flat_ring_groups`): an all-reduce,
-    reduce-scatter or all-gather runs as one flat ring over the group, as in the step time.
+def forwarding_overhead(kind: str, size_bytes: float, span: Sequence[int], fabric: Fabric,
+                        bw_gbps: npt.ArrayLike, timing: TimingModel | None = None, *,
+                        flat_ring: bool = False) -> ForwardingOverhead:
+    """Extra traffic and time of one collective on ``fabric`` against its rails joined, under
+    ``timing``'s collective model, efficiency and in-network dimensions (``flat_ring``: the group
+    runs as one flat ring).
 
     Returns
     -------
     dict
-        ``extra_bytes`` (per dimension, numpy array), ``time_s`` on ``fabric``,
-        ``joined_time_s`` on :func:`joined_rails` (the fat-tree), ``overhead_pct``
-        ``= 100 (time_s / joined_time_s - 1)``.
+        ``extra_bytes`` (per dimension), ``time_s`` on ``fabric``, ``joined_time_s`` on
+        :func:`joined_rails`, ``overhead_pct = 100 (time_s / joined_time_s - 1)``.
 
     Notes
     -----
-    Bytes and latencies are the fabric's own routing
-    (:func:`libra_opt.traffic.routing.collective_traffic` under the ``native`` traffic model,
-    with ``flat_ring`` and ``timing``'s in-network dimensions, as the step-time model prices
-    them, each dimension's bytes divided by ``timing``'s efficiency,
-    :meth:`~libra_opt.traffic.timing.TimingModel.efficiency_by_dim`), times
-    :func:`libra_opt.traffic.collectives.collective_time_s`. In the ``sequential`` model the
-    forwarded bytes add ``extra_hb / B_hb`` to the collective; in the ``pipelined`` model they
-    cost nothing until the HB dimension becomes the slowest.
+    Bytes and latencies under the ``native`` traffic model
+    (:func:`libra_opt.traffic.routing.collective_traffic`), timed by
+    :func:`libra_opt.traffic.collectives.collective_time_s`.
 
     Examples
     --------
@@ -186,21 +146,16 @@ def forwarding_overhead(
             "overhead_pct": pct}
 
 
-def rail_report(
-    workload: Workload,
-    fabric: Fabric,
-    bw_gbps: npt.ArrayLike,
-    timing: TimingModel | None = None,
-):
-    """One row per distinct collective of ``workload``: rail use and forwarding overhead
-    under ``timing``.
+def rail_report(workload: Workload, fabric: Fabric, bw_gbps: npt.ArrayLike,
+                timing: TimingModel | None = None):
+    """One row per distinct collective of ``workload``: rail use and forwarding overhead.
 
     Returns
     -------
     pandas.DataFrame
-        Columns ``group``, ``kind``, ``size_bytes``, ``count`` (occurrences per step),
-        ``category``, ``extra_hb_bytes`` (per occurrence, all dimensions), ``time_s``,
-        ``joined_time_s``, ``overhead_pct``, ``extra_time_per_step_s``.
+        Columns ``group``, ``kind``, ``size_bytes``, ``count`` (per step), ``category``,
+        ``extra_hb_bytes``, ``time_s``, ``joined_time_s``, ``overhead_pct``,
+        ``extra_time_per_step_s``.
 
     Examples
     --------
@@ -237,22 +192,15 @@ def rail_report(
     return df
 
 
-def check_rail_mapping(
-    workloads: Sequence[Workload], fabric: Fabric, allow_forwarding: bool = True
-) -> dict[str, str]:
+def check_rail_mapping(workloads: Sequence[Workload], fabric: Fabric,
+                       allow_forwarding: bool = True) -> dict[str, str]:
     """Check that ``fabric`` can serve every group; return group -> worst category.
-
-    Parameters
-    ----------
-    allow_forwarding : bool
-        When False (HB-domain forwarding unavailable, e.g. no NVLink relay in the
-        communication library), a collective that would need it is rejected.
 
     Raises
     ------
     InputError
-        Naming the workload, group and collective a Rail-only fabric cannot serve, and what
-        would fix it.
+        When ``allow_forwarding`` is False and a collective needs HB-domain forwarding, naming
+        the workload, group and collective and what would fix it.
 
     Examples
     --------
@@ -272,36 +220,23 @@ def check_rail_mapping(
         for step in walk_collectives(w):
             c, span = step.collective, step.span
             if len(span) != fabric.n_dims:
-                raise InputError(
-                    f"group {c.group!r} spans {len(span)} dimensions, the fabric has "
-                    f"{fabric.n_dims}",
-                    field=f"workloads[{w.name}].groups.{c.group}",
-                )
+                raise InputError(f"group {c.group!r} spans {len(span)} dimensions, the fabric has "
+                                 f"{fabric.n_dims}", field=f"workloads[{w.name}].groups.{c.group}")
             use = classify_collective(c.kind, span, fabric)
             if use.category == "forwarded" and not allow_forwarding:
-                raise InputError(
-                    f"{c.kind} over span {tuple(span)} crosses rails and the fabric "
-                    "has no spine; expected the group inside one rail (span 1 on the "
-                    "dimensions inside the rail) or allow_forwarding=True",
-                    field=f"workloads[{w.name}].groups.{c.group}",
-                )
+                raise InputError(f"{c.kind} over span {tuple(span)} crosses rails and the fabric "
+                                 "has no spine; expected the group inside one rail (span 1 on the "
+                                 "dimensions inside the rail) or allow_forwarding=True",
+                                 field=f"workloads[{w.name}].groups.{c.group}")
             key = f"{w.name}.{c.group}"
             prev = out.get(key, "no_rail")
             out[key] = max(prev, use.category, key=_RANK.__getitem__)
     return out
 
 
-def native_step_time_s(
-    workload: Workload,
-    fabric: Fabric,
-    bw_gbps: npt.ArrayLike,
-    timing: TimingModel | None = None,
-) -> float:
-    """Step time of ``workload`` under :func:`native_traffic_bytes`, layer by layer:
-    ``timing`` with the native traffic model.
-
-    The same walk as :func:`libra_opt.traffic.step_time.step_time` with the native traffic model;
-    it is the reference the comparisons re-check optimizer answers against.
+def native_step_time_s(workload: Workload, fabric: Fabric, bw_gbps: npt.ArrayLike,
+                       timing: TimingModel | None = None) -> float:
+    """Step time of ``workload`` under ``timing`` with the ``native`` traffic model.
 
     Examples
     --------

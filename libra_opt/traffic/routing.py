@@ -1,18 +1,13 @@
 """Traffic models: which bytes cross which dimension, given the fabric's routing.
 
-* ``hierarchical`` (LIBRA, the default): :func:`libra_opt.traffic.collectives.hierarchical_traffic_bytes`,
-  every byte crosses each dimension in which source and destination differ
-  (dimension-ordered routing).
+* ``hierarchical`` (LIBRA, the default): every byte crosses each dimension in which source and
+  destination differ (dimension-ordered routing).
 * ``native``: the fabric's own routing (:func:`native_traffic_bytes`): a ``block``-scope
-  switch (a fat-tree) reaches every NPU of its block directly, so all-to-all and
-  point-to-point traffic crosses only the outermost differing dimension; a ``rail``-scope
-  switch (Rail-only) does not, and cross-rail bytes are forwarded through the HB domain.
+  switch (a fat-tree) reaches every NPU of its block directly; a ``rail``-scope switch does
+  not, and cross-rail bytes are forwarded through the HB domain [1]_.
 
-Under both, a dimension's bytes are scaled by its topology's
-:meth:`~libra_opt.fabric.topology.Topology.traffic_factor` (1 but on a mesh, whose
-busiest link is not a ring's).
-
-Every term stays ``c / B_d`` (linear in ``1/B``), so the optimizer's program stays convex.
+A dimension's bytes are scaled by its topology's
+:meth:`~libra_opt.fabric.topology.Topology.traffic_factor`; every term stays ``c / B_d``.
 
 References
 ----------
@@ -37,45 +32,25 @@ from libra_opt.traffic.collectives import (
 )
 from libra_opt.traffic.in_network import in_network_latency_steps, in_network_traffic_bytes
 
-__all__ = [
-    "native_traffic_bytes",
-    "native_latency_s",
-    "collective_traffic",
-]
+__all__ = ["native_traffic_bytes", "collective_traffic"]
 
 
-
-def native_traffic_bytes(
-    kind: str, size_bytes: float, span: Sequence[int], fabric: Fabric
-) -> np.ndarray:
+def native_traffic_bytes(kind: str, size_bytes: float, span: Sequence[int],
+                         fabric: Fabric) -> np.ndarray:
     """Bytes each NPU sends on every dimension under the fabric's own routing.
 
     Parameters
     ----------
     kind, size_bytes, span
         As in :func:`libra_opt.traffic.collectives.hierarchical_traffic_bytes`.
-    fabric : Fabric
-
-    Returns
-    -------
-    numpy.ndarray
-        Shape ``(D,)``, bytes per NPU.
 
     Notes
     -----
-    Reduce-scatter, all-gather and all-reduce: hierarchical (unchanged). All-to-all, over
-    the spanned dimensions from the outermost inward, with ``m`` starting at ``size_bytes``:
-    ``t_e = m (k_e - 1) / k_e``; then, if ``e`` is any-to-any (``Dim.any_to_any``: a
-    ``block``-scope switch), the
-    bytes for peers with another ``e`` coordinate are already delivered and ``m <- m / k_e``;
-    otherwise (ring, clique, per-rail switch) they still have to cross the inner dimensions
-    and ``m`` is unchanged (forwarding). Point-to-point: ``t_e = m`` on the outermost spanned
-    dimension, and on the next ones inward until an any-to-any dimension is crossed.
-
-    For a fat-tree ``(h, N/h)`` and an all-to-all over ``(k_0, k_1)``, ``K = k_0 k_1``:
-    HB traffic ``m (k_0 - 1) / K``, scale-out ``m (k_1 - 1) / k_1``. On a Rail-only fabric the
-    HB dimension carries ``m (k_0 - 1) / k_0``: ``m (k_0 - 1)(K - k_0) / (k_0 K)`` more, the
-    bytes forwarded to another rail.
+    Reduce-scatter, all-gather and all-reduce: hierarchical. All-to-all, over the spanned
+    dimensions outermost first, ``m`` starting at ``size_bytes``: ``t_e = m (k_e - 1) / k_e``,
+    then ``m <- m / k_e`` if ``e`` is any-to-any (a ``block``-scope switch), else ``m`` unchanged
+    (forwarded). Point-to-point: ``t_e = m`` from the outermost spanned dimension inward until an
+    any-to-any dimension is crossed.
 
     Examples
     --------
@@ -90,10 +65,8 @@ def native_traffic_bytes(
     base = hierarchical_traffic_bytes(kind, size_bytes, span)  # validates the arguments
     ks = [int(k) for k in span]
     if len(ks) != fabric.n_dims:
-        raise InputError(
-            f"span {tuple(span)} has {len(ks)} entries, the fabric has {fabric.n_dims} dims",
-            field="collective.group",
-        )
+        raise InputError(f"span {tuple(span)} has {len(ks)} entries, the fabric has "
+                         f"{fabric.n_dims} dims", field="collective.group")
     out = np.zeros_like(base)
     m = float(size_bytes)
     for e in range(len(ks) - 1, -1, -1):
@@ -111,40 +84,16 @@ def native_traffic_bytes(
     return out
 
 
-def native_latency_s(kind: str, span: Sequence[int], fabric: Fabric, traffic: np.ndarray) -> np.ndarray:
-    """Constant latency ``alpha_d x steps_d`` on the dimensions that carry traffic.
-
-    A forwarded byte pays one more hop (the HB-domain step) than on a fat-tree, where a
-    point-to-point transfer crosses only the outermost spanned dimension.
-    """
-    if not any(d.latency_s for d in fabric.dims):
-        return np.zeros(fabric.n_dims)
-    alpha = np.array([d.latency_s for d in fabric.dims])
-    steps = latency_steps(kind, span, [d.topology for d in fabric.dims])
-    return np.where(np.asarray(traffic) > 0, alpha * steps, 0.0)
-
-
-def collective_traffic(
-    kind: str, size_bytes: float, span: Sequence[int], fabric: Fabric,
-    traffic_model: str = "hierarchical", in_network: Collection[int] = (),
-    flat_ring: bool = False,
-) -> tuple[np.ndarray, np.ndarray]:
+def collective_traffic(kind: str, size_bytes: float, span: Sequence[int], fabric: Fabric,
+                       traffic_model: str = "hierarchical", in_network: Collection[int] = (),
+                       flat_ring: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Bytes per NPU and constant latency (s) of one collective on every dimension.
 
-    ``flat_ring`` (set for the groups a model-based workload runs as one NCCL
-    communicator, :attr:`~libra_opt.traffic.workload.Workload.flat_ring_groups`): an
-    all-reduce, reduce-scatter or all-gather runs as one flat ring over all members
-    (:func:`~libra_opt.traffic.collectives.flat_ring_traffic_bytes` and
-    :func:`~libra_opt.traffic.collectives.flat_ring_latency_s`) under both traffic models.
-    Within one dimension the ring's bytes are the hierarchical ones and only its latency
-    differs (``2 (k - 1)`` ring steps, as NCCL's ring, instead of the topology's step
-    count); all-to-all, point-to-point and in-network reductions are routed as without it.
-
-    ``in_network`` holds the indices of switch dimensions that reduce in the network
-    (:mod:`libra_opt.traffic.in_network`); their reduce-scatter, all-gather and all-reduce
-    traffic and steps follow :func:`~libra_opt.traffic.in_network.in_network_traffic_bytes`
-    under both traffic models (the native model routes those collectives hierarchically).
-    Each dimension's bytes are then scaled by its topology's ``traffic_factor``.
+    ``flat_ring``: an all-reduce, reduce-scatter or all-gather runs as one flat ring over all
+    members (:func:`~libra_opt.traffic.collectives.flat_ring_traffic_bytes`), under both traffic
+    models. ``in_network``: indices of switch dimensions that reduce in the network, whose
+    reductions and gathers follow
+    :func:`~libra_opt.traffic.in_network.in_network_traffic_bytes`.
 
     Examples
     --------
@@ -160,22 +109,22 @@ def collective_traffic(
     elif traffic_model == "native":
         traffic = native_traffic_bytes(kind, size_bytes, span, fabric)
     else:
-        raise InputError(
-            f"traffic_model {traffic_model!r} is not one of {', '.join(TRAFFIC_MODELS)}",
-            field="traffic_model",
-        )
+        raise InputError(f"traffic_model {traffic_model!r} is not one of "
+                         f"{', '.join(TRAFFIC_MODELS)}", field="traffic_model")
+    alpha = np.array([d.latency_s for d in fabric.dims])
+    topologies = [d.topology for d in fabric.dims]
     if in_network and kind in ("all_reduce", "reduce_scatter", "all_gather"):
         traffic = in_network_traffic_bytes(kind, size_bytes, span, in_network)
-        alpha = np.array([d.latency_s for d in fabric.dims])
-        steps = in_network_latency_steps(kind, span, [d.topology for d in fabric.dims],
-                                         in_network)
+        steps = in_network_latency_steps(kind, span, topologies, in_network)
         lat = np.where(traffic > 0, alpha * steps, 0.0)
     elif flat_ring and kind in ("all_reduce", "reduce_scatter", "all_gather") and \
             any(int(k) > 1 for k in span):
         traffic = flat_ring_traffic_bytes(kind, size_bytes, span)
         lat = flat_ring_latency_s(kind, span, [d.latency_s for d in fabric.dims])
+    elif alpha.any():
+        lat = np.where(traffic > 0, alpha * latency_steps(kind, span, topologies), 0.0)
     else:
-        lat = native_latency_s(kind, span, fabric, traffic)
+        lat = np.zeros(fabric.n_dims)
     if any(d.topology.scales_traffic for d in fabric.dims):
         traffic = traffic * [d.topology.traffic_factor(kind, int(k))
                              for d, k in zip(fabric.dims, span, strict=True)]

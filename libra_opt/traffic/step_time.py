@@ -1,10 +1,5 @@
-"""Step time of one workload on a fabric at a given bandwidth: the layer-by-layer walk.
-
-This is the reference model of a training step (no aggregation, no solver): for every
-phase of every layer, its compute time and the times of its collectives under the chosen
-traffic model (:func:`libra_opt.traffic.routing.collective_traffic`) and collective model
-(:func:`libra_opt.traffic.collectives.collective_time_s`, or the ``topology_aware`` model of
-:mod:`libra_opt.traffic.topology_aware`, evaluated from the collectives' phases).
+"""Step time of one workload on a fabric at a given bandwidth: the layer-by-layer walk, the
+reference model of a training step (no aggregation, no solver).
 """
 
 from __future__ import annotations
@@ -28,16 +23,8 @@ from libra_opt.traffic.timing import TimingModel, as_timing
 from libra_opt.traffic.topology_aware import CollectiveSettings, collective_phases
 from libra_opt.traffic.workload import Workload, walk_collectives
 
-__all__ = [
-    "PhaseArrays",
-    "WalkArrays",
-    "WorkloadTimes",
-    "check_bandwidth",
-    "step_time",
-    "step_time_from_walk",
-    "traffic_by_group_bytes",
-    "walk_arrays",
-]
+__all__ = ["PhaseArrays", "WalkArrays", "WorkloadTimes", "check_bandwidth", "step_time",
+           "step_time_from_walk", "traffic_by_group_bytes", "walk_arrays"]
 
 
 @dataclass(frozen=True)
@@ -46,22 +33,14 @@ class WorkloadTimes(FrozenOnUnpickle):
 
     Attributes
     ----------
-    name : str
-    step_time_s : float
-        Time of one training step (less a hidden window, if the workload has one).
-    compute_s : float
-        Sum of compute times.
-    comm_s : float
-        Sum of collective times (whether or not hidden behind compute).
+    step_time_s, compute_s, comm_s : float
+        Step time (less a hidden window), compute and collective time (hidden or not).
     exposed_comm_s : float
         ``step_time_s - compute_s``.
-    comm_by_phase_s : mapping
-        Phase name -> collective time.
-    comm_by_group_s : mapping
-        Parallelism group -> collective time.
+    comm_by_phase_s, comm_by_group_s : mapping
+        Collective time by phase name and by parallelism group.
     busy_by_dim_s : numpy.ndarray
-        Per dimension, the sum over collectives of ``traffic_d / B_d + latency_d`` (time
-        each dimension is busy; in the pipelined model collectives overlap across dims).
+        Per dimension, the sum over collectives of ``traffic_d / B_d + latency_d``.
     traffic_by_dim_bytes : numpy.ndarray
         Bytes each NPU sends on each dimension per step.
     """
@@ -93,11 +72,8 @@ def _is_labelled_series(values: object) -> bool:
 
 
 def check_bandwidth(fabric: Fabric, bw_gbps: object, field: str = "bw") -> np.ndarray:
-    """Validate a bandwidth vector: one finite value >= 0 per dimension, in GB/s per NPU,
-    returned in fabric order.
-
-    A mapping or a labelled ``pandas.Series`` is read by dimension name (every dimension
-    once, no other key); any other sequence is read by position.
+    """Validate a bandwidth vector (GB/s per NPU, one finite value >= 0 per dimension), returned in
+    fabric order; a mapping or labelled ``pandas.Series`` is read by dimension name.
 
     Examples
     --------
@@ -131,10 +107,8 @@ def check_bandwidth(fabric: Fabric, bw_gbps: object, field: str = "bw") -> np.nd
         raise InputError(f"bandwidths {short_repr(bw_gbps)} must be numbers (GB/s)",
                          field=field) from None
     if bw.shape != (fabric.n_dims,):
-        raise InputError(
-            f"expected {fabric.n_dims} bandwidths ({', '.join(fabric.names)}), got {bw.size}",
-            field=field,
-        )
+        raise InputError(f"expected {fabric.n_dims} bandwidths ({', '.join(fabric.names)}), got "
+                         f"{bw.size}", field=field)
     if not (np.isfinite(bw).all() and (bw >= 0).all()):
         raise InputError(f"bandwidths {bw.tolist()} must be finite and >= 0 GB/s", field=field)
     return bw
@@ -146,16 +120,12 @@ class PhaseArrays(FrozenOnUnpickle):
 
     Attributes
     ----------
-    owner, dim : numpy.ndarray
-        ``(Q,)`` distinct collective and dimension of each phase.
-    coef_gb, const_s : numpy.ndarray
-        ``(Q,)`` phase time of one chunk ``coef_gb / B_dim + const_s``.
+    owner, dim, coef_gb, const_s : numpy.ndarray
+        ``(Q,)`` collective, dimension and one-chunk time ``coef_gb / B_dim + const_s`` per phase.
     chunks : numpy.ndarray
         ``(J,)`` chunks ``S`` per collective.
-    piece_owner : numpy.ndarray
-        ``(R,)`` collective of each pipeline piece.
-    piece_gb, piece_const_s : numpy.ndarray
-        ``(R, D)`` and ``(R,)``: the pieces ``piece_gb / B + piece_const_s``
+    piece_owner, piece_gb, piece_const_s : numpy.ndarray
+        ``(R,)``, ``(R, D)``, ``(R,)``: each pipeline piece's collective and affine time
         (:attr:`~libra_opt.traffic.topology_aware.ChunkedCollective.pieces`).
     """
 
@@ -175,14 +145,8 @@ class PhaseArrays(FrozenOnUnpickle):
         freeze_arrays(self)  # shared by every evaluation: read-only
 
     def times_s(self, bw_gbps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(J,)`` collective times and ``(J, D)`` busy time per dimension.
-
-        Notes
-        -----
-        ``t_q = coef_q / B_{dim_q} + const_q``; per collective
-        ``T = sum_q t_q + max_r piece_r`` over its pipeline pieces
-        (:class:`~libra_opt.traffic.topology_aware.ChunkedCollective`); over all chunks a
-        dimension is busy ``S u_d`` with ``u_d = sum_{q on d} t_q``.
+        """``(J,)`` collective times ``sum_q t_q + max_r piece_r`` and ``(J, D)`` busy time per
+        dimension (``S sum_{q on d} t_q``).
         """
         n_j, n_d = self.chunks.size, bw_gbps.size
         with np.errstate(divide="ignore"):
@@ -201,12 +165,9 @@ class PhaseArrays(FrozenOnUnpickle):
         return total + extra, busy * self.chunks[:, None]
 
 
-def phase_arrays(
-    collectives: list[tuple[str, float, tuple[int, ...]]], fabric: Fabric,
-    settings: CollectiveSettings,
-) -> PhaseArrays:
-    """:class:`PhaseArrays` of ``(kind, size_bytes, span)`` collectives
-    (:func:`~libra_opt.traffic.topology_aware.collective_phases`)."""
+def phase_arrays(collectives: list[tuple[str, float, tuple[int, ...]]], fabric: Fabric,
+                 settings: CollectiveSettings) -> PhaseArrays:
+    """:class:`PhaseArrays` of ``(kind, size_bytes, span)`` collectives."""
     owner: list[int] = []
     dim: list[int] = []
     coef: list[float] = []
@@ -241,36 +202,22 @@ def phase_arrays(
 class WalkArrays(FrozenOnUnpickle):
     """A workload's layer-by-layer walk as arrays, ready to be timed at any bandwidth.
 
-    One entry per phase of every distinct layer, in step order (``walk_phases``), and one
-    per collective of each of those phases; nothing is merged, so the walk stays the
-    workload as written. Building it walks the workload once in Python; timing it is
-    plain numpy over all layers at once.
+    One entry per phase of every distinct layer in step order, one per collective of each.
 
     Attributes
     ----------
-    name : str
-    group_names : tuple of str
-    phase_compute_s, phase_count : numpy.ndarray
-        ``(P,)`` compute time and repeat count of each phase step.
-    phase_kind : numpy.ndarray
-        ``(P,)`` index into :data:`libra_opt.options.PHASES`.
-    coll_phase, coll_group : numpy.ndarray
-        ``(C,)`` phase step and group index of each collective occurrence.
-    coll_distinct : numpy.ndarray
-        ``(C,)`` index of each occurrence among the workload's distinct collectives (same
-        kind, size and group: the same formula gives the same time, so it is computed once).
+    phase_compute_s, phase_count, phase_kind : numpy.ndarray
+        ``(P,)`` compute time, repeat count and :data:`~libra_opt.options.PHASES` index.
+    coll_phase, coll_group, coll_distinct : numpy.ndarray
+        ``(C,)`` phase step, group and distinct-collective index of each occurrence.
     traffic_bytes, latency_s : numpy.ndarray
-        ``(K, D)`` bytes per NPU and constant latency of each distinct collective on each
-        dimension.
+        ``(K, D)`` bytes per NPU and latency of each distinct collective on each dimension.
     phases : PhaseArrays, optional
-        The distinct collectives as chunk phases (built when the walk is for the
-        ``topology_aware`` model).
+        The distinct collectives as chunk phases (``topology_aware`` model).
     hidden_window_s : float
-        The workload's :attr:`~libra_opt.traffic.workload.Workload.hidden_window_s` ``W``:
-        its step time is ``max(T - W, 0)``.
+        ``W``: the step time is ``max(T - W, 0)``.
     efficiency : numpy.ndarray, optional
-        ``(K, D)`` fraction of each dimension's bandwidth each distinct collective reaches
-        (:meth:`~libra_opt.traffic.timing.TimingModel.efficiency_by_dim`; ``None``: all 1).
+        ``(K, D)`` fraction of the bandwidth each distinct collective reaches (``None``: all 1).
     """
 
     name: str
@@ -295,10 +242,10 @@ class WalkArrays(FrozenOnUnpickle):
 
     @cached_property
     def fixed(self) -> tuple[np.ndarray, float, np.ndarray, np.ndarray, np.ndarray]:
-        """What timing the walk needs that no bandwidth changes, computed once: which
-        distinct collectives use which dimension (``(K, D)``), the compute per step (s),
-        each occurrence's repeat count, the occurrences per step of each distinct
-        collective and the bytes per NPU per step on each dimension (read-only)."""
+        """What no bandwidth changes (read-only): dimensions each distinct collective uses, compute
+        per step (s), each occurrence's count, occurrences per distinct collective, bytes per
+        dimension.
+        """
         used = self.traffic_bytes > 0
         c_count = self.phase_count[self.coll_phase]
         per_distinct = np.bincount(self.coll_distinct, weights=c_count,
@@ -310,16 +257,9 @@ class WalkArrays(FrozenOnUnpickle):
                 traffic)
 
 
-def walk_arrays(
-    workload: Workload, fabric: Fabric, timing: TimingModel | None = None,
-) -> WalkArrays:
+def walk_arrays(workload: Workload, fabric: Fabric,
+                timing: TimingModel | None = None) -> WalkArrays:
     """The walk of ``workload`` on ``fabric`` under ``timing`` as :class:`WalkArrays`.
-
-    ``timing``'s traffic model routes the bytes; under ``topology_aware`` its collective
-    settings add the collectives' chunk phases, so the walk can also be timed under that
-    model; its ``in_network_dims`` name the switch dimensions that reduce in the network
-    (:mod:`libra_opt.traffic.in_network`; the ``topology_aware`` model reads its own
-    ``collectives.in_network_reduction``).
 
     Examples
     --------
@@ -371,36 +311,22 @@ def walk_arrays(
     )
 
 
-def step_time(
-    workload: Workload,
-    fabric: Fabric,
-    bw_gbps: npt.ArrayLike,
-    timing: TimingModel | None = None,
-) -> WorkloadTimes:
+def step_time(workload: Workload, fabric: Fabric, bw_gbps: npt.ArrayLike,
+              timing: TimingModel | None = None) -> WorkloadTimes:
     """Step time of ``workload`` on ``fabric`` at bandwidth ``bw_gbps`` under ``timing``.
-
-    ``timing`` is a :class:`~libra_opt.traffic.timing.TimingModel` (default: its defaults,
-    pipelined, no_overlap, hierarchical).
 
     Notes
     -----
-    For every layer ``l`` (repeated ``count_l`` times) and phase ``p``, with collective
-    times from :func:`libra_opt.traffic.collectives.collective_time_s` (each dimension's
-    bytes divided by ``timing``'s efficiency, :attr:`~libra_opt.traffic.timing.TimingModel.
-    efficiency`):
+    For every layer ``l`` (``count_l`` times) and phase ``p``, with collective times from
+    :func:`libra_opt.traffic.collectives.collective_time_s` (bytes divided by the timing's
+    efficiency):
 
     * ``no_overlap``: ``T = sum_l count_l sum_p (compute_lp + sum_c t_c)``;
-    * ``overlap``: ``T = sum_l count_l sum_p max(compute_lp, sum_c t_c)``.
+    * ``overlap``: ``T = sum_l count_l sum_p max(compute_lp, sum_c t_c)`` (required by a
+      workload in overlap form).
 
-    A workload in overlap form (:attr:`Workload.overlap_form
-    <libra_opt.traffic.workload.Workload.overlap_form>`) needs ``overlap``.
-
-    A workload with a hidden window ``W`` (:attr:`Workload.hidden_window_s
-    <libra_opt.traffic.workload.Workload.hidden_window_s>`, e.g. DiLoCo's overlapped outer
-    sync) takes ``max(T - W, 0)``.
-
-    On a heterogeneous dimension (:mod:`libra_opt.fabric.heterogeneous`) the collectives
-    run at the slowest member's bandwidth ``f_min B_d``.
+    A hidden window ``W`` gives ``max(T - W, 0)``; a heterogeneous dimension runs at its slowest
+    member's bandwidth ``f_min B_d``.
 
     Examples
     --------
@@ -423,24 +349,15 @@ def step_time(
         walk_arrays(workload, fabric, timing), bw * slowest_fractions(fabric), timing)
 
 
-def step_time_from_walk(
-    walk: WalkArrays,
-    bw_gbps: np.ndarray,
-    timing: TimingModel | None = None,
-) -> WorkloadTimes:
-    """:func:`step_time` of a walk built once by :func:`walk_arrays` (vectorized over layers).
-
-    ``bw_gbps`` must already be checked (:func:`check_bandwidth`).
+def step_time_from_walk(walk: WalkArrays, bw_gbps: np.ndarray,
+                        timing: TimingModel | None = None) -> WorkloadTimes:
+    """:func:`step_time` of a walk built by :func:`walk_arrays`, ``bw_gbps`` already checked.
 
     Notes
     -----
-    ``t_cd = traffic_cd / (1e9 B_d eta_cd) + latency_cd`` on every dimension ``d`` with
-    traffic (``eta_cd``: :attr:`WalkArrays.efficiency`, 1 by default);
-    a collective takes ``max_d t_cd`` (pipelined) or ``sum_d t_cd`` (sequential); under
-    ``topology_aware`` it takes its chunk-pipeline time from its phases
-    (:meth:`PhaseArrays.times_s`; the walk must be built with the model's settings). A phase
-    step's communication is the sum over its collectives, combined with its compute as in
-    :func:`step_time`, and a hidden window ``W`` gives ``max(T - W, 0)``.
+    ``t_cd = traffic_cd / (1e9 B_d eta_cd) + latency_cd`` on every dimension with traffic; a
+    collective takes ``max_d t_cd`` (pipelined), ``sum_d t_cd`` (sequential) or its chunk
+    pipeline (``topology_aware``, :meth:`PhaseArrays.times_s`).
     """
     timing = as_timing(timing)
     bw = np.asarray(bw_gbps, dtype=float)
@@ -449,11 +366,8 @@ def step_time_from_walk(
     # Per distinct collective k: t_kd on each dimension and its time t_k.
     if timing.uses_topology_aware:
         if walk.phases is None:
-            raise InputError(
-                "the walk was built without topology_aware settings (walk_arrays(..., "
-                "collectives=CollectiveSettings(...)))",
-                field="collective_model",
-            )
+            raise InputError("the walk was built without topology_aware settings (walk_arrays(..., "
+                             "collectives=CollectiveSettings(...)))", field="collective_model")
         t_k, t_kd = walk.phases.times_s(bw)
     else:
         if timing.efficiency and walk.efficiency is None and used.any():
@@ -497,13 +411,9 @@ def step_time_from_walk(
     )
 
 
-def traffic_by_group_bytes(
-    workload: Workload, fabric: Fabric, timing: TimingModel | None = None,
-) -> dict[str, tuple[int, np.ndarray]]:
-    """Per group: (collectives per step, bytes per NPU per dimension per step).
-
-    Bytes follow ``timing``'s traffic model and in-network dimensions
-    (:func:`libra_opt.traffic.routing.collective_traffic`).
+def traffic_by_group_bytes(workload: Workload, fabric: Fabric,
+                           timing: TimingModel | None = None) -> dict[str, tuple[int, np.ndarray]]:
+    """Per group: (collectives per step, bytes per NPU per dimension per step) under ``timing``.
 
     Examples
     --------

@@ -1,13 +1,8 @@
 """How a step is timed, as one frozen value: :class:`TimingModel`.
 
-The step-time model has four choices — the collective model (``pipelined``, ``sequential``
-or ``topology_aware``), the traffic model (``hierarchical`` or ``native``), the training
-loop (``no_overlap`` or ``overlap``), the ``topology_aware`` model's collective settings —
-and the dimensions that reduce in the network. A :class:`TimingModel` holds them, checked
-once, and answers the questions the code asks of them (:attr:`TimingModel.is_pipelined`,
-:attr:`TimingModel.uses_topology_aware`, :attr:`TimingModel.overlapped`, ...), so no other
-module compares an option's name. A scenario resolves its own once
-(``Scenario.timing``) and passes it on as one argument.
+It holds the collective model, traffic model, training loop, the ``topology_aware``
+settings and the in-network dimensions, checked once, and answers the questions the code
+asks of them, so no other module compares an option's name.
 
 Examples
 --------
@@ -46,29 +41,24 @@ __all__ = ["TimingModel", "as_timing"]
 
 @dataclass(frozen=True)
 class TimingModel:
-    """The step-time model's choices, checked (see the module notes).
+    """The step-time model's choices, checked.
 
     Attributes
     ----------
     collective_model : {"pipelined", "sequential", "topology_aware"}
-        How one collective's per-dimension times combine (max, sum) or the
-        ``topology_aware`` chunk-phase model.
+        Per-dimension times combined by max or sum, or the chunk-phase model.
     training_loop : {"no_overlap", "overlap"}
         Whether a phase's collectives add to its compute or hide behind it.
     traffic_model : {"hierarchical", "native"}
-        Which bytes cross which dimension (LIBRA's hierarchical model or the fabric's
-        own routing).
+        LIBRA's hierarchical routing or the fabric's own.
     collectives : CollectiveSettings or None
-        The ``topology_aware`` model's settings (its defaults when not given); ``None``
-        under the other collective models, whatever was given.
+        The ``topology_aware`` model's settings (its defaults when not given); ``None`` under
+        the other collective models.
     in_network_dims : tuple of str
         Names of the dimensions that reduce in the network (sorted).
     efficiency : tuple of (dim name, fraction or curve name)
         Under ``pipelined`` and ``sequential``: the achievable fraction of a dimension's
-        bandwidth, as ``collectives.efficiency`` gives it to ``topology_aware`` -- a number in
-        (0, 1], a line-rate preset, or a measured bus-bandwidth curve
-        (:data:`~libra_opt.traffic.nccl_curves.NCCL_CURVES`) read at each collective's size
-        (:meth:`efficiency_by_dim`). Empty under ``topology_aware``, whose settings hold it.
+        bandwidth, as ``collectives.efficiency`` gives it to ``topology_aware``.
     """
 
     collective_model: CollectiveModel = "pipelined"
@@ -104,19 +94,13 @@ class TimingModel:
 
     def efficiency_by_dim(self, dims: Sequence[Dim], kind: str, size_bytes: float,
                           span: Sequence[int], flat_ring: bool = False) -> np.ndarray | None:
-        """The fraction of each dimension's bandwidth a collective reaches under
-        :attr:`efficiency` (1 on a dimension it does not name); ``None`` when it names none.
+        """The fraction of each dimension's bandwidth a collective reaches under :attr:`efficiency`;
+        ``None`` when it names none.
 
-        A dimension the collective does not span, or ``efficiency`` does not name (a name
-        the fabric lacks is ignored here; a scenario checks names against its fabric), runs
-        at 1. A curve is read at the buffer the dimension's phase handles, in nccl-tests'
-        ``size`` convention (:func:`~libra_opt.traffic.topology_aware.collective_buffers_bytes`: the
-        whole buffer for a flat ring, the all-gather's assembled output).
-
-        Notes
-        -----
-        A dimension's time ``traffic / (B_d eta_d)`` with ``eta_d`` fixed per collective
-        keeps every phase ``coef / B_d + const``: the optimizer stays exact.
+        A dimension not spanned or not named runs at 1; a curve is read at the buffer the
+        dimension's phase handles (:func:`~libra_opt.traffic.topology_aware.
+        collective_buffers_bytes`). ``eta_d`` fixed per collective keeps every phase
+        ``coef / B_d + const``.
 
         Examples
         --------
@@ -155,9 +139,9 @@ class TimingModel:
 
     @property
     def dims_at_once(self) -> CollectiveModel:
-        """The per-dimension combination rule of :func:`~libra_opt.traffic.collectives.
-        collective_time_s` (``pipelined``: max, ``sequential``: sum); under
-        ``topology_aware``, ``pipelined`` (its phases pipeline their chunks across dims)."""
+        """The per-dimension rule of :func:`~libra_opt.traffic.collectives.collective_time_s`
+        (``pipelined`` under ``topology_aware``).
+        """
         return "sequential" if self.is_sequential else "pipelined"
 
     # --- the training loop ----------------------------------------------------------------
@@ -179,8 +163,7 @@ class TimingModel:
 
     # --- checks and text ------------------------------------------------------------------
     def uneven_sizes_refusal(self) -> str | None:
-        """Why asymmetric block sizes (``members.size``) are not modelled under this timing,
-        or ``None`` when they are (hierarchical traffic, pipelined or sequential)."""
+        """Why asymmetric block sizes are not modelled under this timing, or ``None``."""
         if self.uses_topology_aware:
             return f"collective_model {self.collective_model!r}"
         if not self.hierarchical_traffic:
@@ -188,8 +171,7 @@ class TimingModel:
         return None
 
     def native_traffic_refusal(self) -> str | None:
-        """Why this timing cannot run (``topology_aware`` with ``native`` traffic: it runs
-        collectives dimension by dimension), or ``None`` when it can.
+        """Why this timing cannot run (``topology_aware`` with ``native`` traffic), or ``None``.
 
         Examples
         --------
@@ -204,8 +186,7 @@ class TimingModel:
         return None
 
     def describe(self) -> str:
-        """``<collective model> collectives, <loop> loop, <traffic model> traffic`` and the
-        per-dimension efficiency when there is one."""
+        """``<collective model> collectives, <loop> loop, <traffic model> traffic``, efficiency."""
         eff = "".join(f", {name} at {v if isinstance(v, str) else f'{v:g}'}"
                       for name, v in self.efficiency)
         return (f"{self.collective_model} collectives, {self.training_loop} loop, "

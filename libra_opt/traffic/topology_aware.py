@@ -1,22 +1,13 @@
-"""Topology-aware collective times: algorithm steps, hops, chunk pipelining, per-message
-latency and reduction cost (the ``topology_aware`` collective model).
+"""Topology-aware collective times (the ``topology_aware`` collective model): algorithm steps,
+hops, chunk pipelining, per-message latency and reduction cost.
 
-LIBRA's model (:mod:`libra_opt.traffic.collectives`) charges a collective its per-dimension
-traffic over the bandwidth plus one latency constant, combined by a max or a sum. Here a
-collective is a sequence of *phases* (one algorithm run on one dimension, in the
-hierarchical order), each phase a number of algorithm *steps*, and every step pays its
-serialization, the link latency of every hop, an endpoint delay and, for reductions, the
-local memory traffic. Chunks stream through the phases as a pipeline. Every phase time is
-``coef / B_d + const`` and the collective time is built from them by sums and a max, so the
-optimizer's program stays convex and exact.
-
-What ``B_d`` means (the same as in the cost model): the aggregate bandwidth one NPU drives
-into dimension ``d``, in GB/s (1e9 bytes/s), split over the topology's links
-(:mod:`libra_opt.fabric.topology`: two of ``B_d / 2`` on a ring or mesh, ``s - 1`` of
-``B_d / (s - 1)`` in a clique of ``s``, one port of ``B_d`` into a switch). A simulator
-configured with ``X`` GB/s per link (ASTRA-sim's per-dimension ``bandwidth``, with GB =
-2^30 bytes) is the same fabric as ``B_d = links_per_npu x X x 2^30 / 1e9``
-(:func:`bw_from_link_gbps`).
+A collective is a sequence of *phases* (one algorithm run on one dimension, in hierarchical
+order), each a number of *steps* paying serialization, the latency of every hop, an endpoint
+delay and, for reductions, local memory traffic; chunks stream through the phases as a
+pipeline. Every phase time is ``coef / B_d + const`` and the collective time is built by sums
+and a max, so the optimizer's program stays convex. ``B_d`` is the aggregate bandwidth one NPU
+drives into dimension ``d`` (GB/s), split over the topology's links; a simulator's ``X`` GB/s
+(2^30 bytes) per link is ``B_d = links_per_npu x X x 2^30 / 1e9`` (:func:`bw_from_link_gbps`).
 
 References
 ----------
@@ -40,63 +31,31 @@ import numpy.typing as npt
 
 from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Dim, Fabric
-from libra_opt.options import (
-    CollectiveAlgorithm,
-)
-from libra_opt.traffic.astra_sim_model import (
-    sim_chunks,
-    sim_phase,
-    sim_pipeline_pieces,
-)
+from libra_opt.options import CollectiveAlgorithm
+from libra_opt.traffic.astra_sim_model import sim_chunks, sim_phase, sim_pipeline_pieces
 from libra_opt.traffic.collective_settings import HD_TOPOLOGIES, CollectiveSettings
 from libra_opt.traffic.collectives import hierarchical_traffic_bytes
-from libra_opt.traffic.links import (
-    LINE_RATE_PRESETS,
-    LineRatePreset,
-    bw_from_link_gbps,
-)
+from libra_opt.traffic.links import LINE_RATE_PRESETS, bw_from_link_gbps
 
-__all__ = [
-    "collective_buffers_bytes",
-    "LINE_RATE_PRESETS",
-    "LineRatePreset",
-    "CollectiveSettings",
-    "ChunkedCollective",
-    "bw_from_link_gbps",
-    "phase_time_terms",
-    "collective_phases",
-]
+__all__ = ["collective_buffers_bytes", "LINE_RATE_PRESETS", "CollectiveSettings",
+           "ChunkedCollective", "bw_from_link_gbps", "phase_time_terms", "collective_phases"]
 
 
-def _is_power_of_two(k: int) -> bool:
-    return k >= 1 and (k & (k - 1)) == 0
-
-
-def phase_time_terms(
-    op: str,
-    algorithm: CollectiveAlgorithm,
-    dim: Dim,
-    k: int,
-    buffer_bytes: float,
-    link_latency_s: float,
-    endpoint_delay_s: float = 0.0,
-    local_memory_gbps: float | None = None,
-    efficiency: float = 1.0,
-    in_network: bool = False,
-) -> tuple[float, float]:
+def phase_time_terms(op: str, algorithm: CollectiveAlgorithm, dim: Dim, k: int, buffer_bytes: float,
+                     link_latency_s: float, endpoint_delay_s: float = 0.0,
+                     local_memory_gbps: float | None = None, efficiency: float = 1.0,
+                     in_network: bool = False) -> tuple[float, float]:
     """Time of one phase on one dimension as ``coef_gb / B_d + const_s``.
 
     Parameters
     ----------
     op : {'reduce_scatter', 'all_gather', 'all_reduce', 'all_to_all', 'p2p'}
     algorithm : {'ring', 'direct', 'halving_doubling'}
-    dim : Dim
     k : int
-        NPUs of the group along ``dim`` (``>= 2``).
+        NPUs of the group along ``dim``.
     buffer_bytes : float
-        Phase buffer ``x``: the input of a reduce-scatter or all-reduce, the gathered
-        output of an all-gather, each NPU's send buffer of an all-to-all, the message of a
-        point-to-point transfer.
+        Phase buffer ``x`` (reduce-scatter / all-reduce input, all-gather output, all-to-all send
+        buffer, p2p message).
     link_latency_s, endpoint_delay_s : float
         ``alpha`` per hop and ``e`` per message.
     local_memory_gbps : float, optional
@@ -106,49 +65,28 @@ def phase_time_terms(
     in_network : bool
         The switch of ``dim`` reduces and multicasts in the network (SHARP class).
 
-    Returns
-    -------
-    coef_gb, const_s : float
-        GB (1e9 bytes) over the bandwidth, and seconds.
-
     Notes
     -----
-    With ``n = x / k`` the message of one step, ``h`` the topology's hops, ``l = h alpha +
-    e`` the latency of a step, ``rho = 3 n / M`` (a reduction reads two buffers and writes
-    one) and ``tau = phi n / (eta B_d)``, ``phi`` the topology's ``ring_serialization`` (1
-    on a ring or switch, ``(s-1) / min(2, s-1)`` on a clique of ``s``, 2 on a mesh, whose
-    chain sends each step on one link of ``B_d / 2``):
+    With ``n = x / k``, ``l = h alpha + e`` (``h`` the topology's hops), ``rho = 3 n / M`` and
+    ``tau = phi n / (eta B_d)``, ``phi`` the topology's ``ring_serialization``:
 
-    * ring [1]_, [2]_: reduce-scatter ``(k-1)(tau + l + rho)``; all-gather
-      ``(k-1)(tau + l)``; all-reduce ``(k-1)(2 tau + 2 l + rho)``; all-to-all
-      ``k(k-1)/2 (tau + l)`` (every message is forwarded around the ring: ``m (k-1) / 2``
-      bytes per NPU);
-    * direct (one step, ``k - 1`` messages at once): serialization ``psi n / (eta B_d)``,
-      ``psi`` the topology's ``direct_serialization`` (``k - 1`` through a switch port,
-      ``s - 1`` on a clique, ``sum_j min(j, k-j)`` on a ring, each message the shorter way;
-      the middle cable's ``2 floor(k/2) ceil(k/2)`` on a mesh); latency ``l' = H alpha + e``,
-      ``H`` the farthest peer's hops; reduce-scatter ``ser + l' + (k-1) rho``; all-gather
-      and all-to-all ``ser + l'``; all-reduce ``2 ser + 2 l' + (k-1) rho``;
-    * halving-doubling [1]_ (``k = 2^q``, recursive halving then doubling, one peer per
-      step; not where messages are forwarded, a ring or mesh): serialization
-      ``(k-1) n phi_1 / (eta B_d)`` with ``phi_1`` the links of one message (1 on a switch,
-      ``s - 1`` on a clique); reduce-scatter ``ser + q l + (k-1) rho``; all-gather
-      ``ser + q l``; all-reduce twice the serialization and latency plus ``(k-1) rho``;
-      all-to-all as direct;
-    * point-to-point: one message of ``x`` on one link: ``x links_per_npu / (eta B_d) + l``.
+    * ring [1]_, [2]_: reduce-scatter ``(k-1)(tau + l + rho)``; all-gather ``(k-1)(tau + l)``;
+      all-reduce ``(k-1)(2 tau + 2 l + rho)``; all-to-all ``k(k-1)/2 (tau + l)``;
+    * direct: ``ser = psi n / (eta B_d)``, ``psi`` the topology's ``direct_serialization``,
+      ``l' = H alpha + e`` (``H`` the farthest peer's hops); reduce-scatter
+      ``ser + l' + (k-1) rho``; all-gather and all-to-all ``ser + l'``; all-reduce
+      ``2 ser + 2 l' + (k-1) rho``;
+    * halving-doubling [1]_ (``k = 2^q``; not on a ring or mesh): ``ser = (k-1) n links /
+      (eta B_d)``; reduce-scatter ``ser + q l + (k-1) rho``; all-gather ``ser + q l``; all-reduce
+      twice serialization and latency plus ``(k-1) rho``; all-to-all as direct;
+    * point-to-point: ``x links_per_npu / (eta B_d) + l``.
 
-    The total reduction cost is ``3 (k-1) n / M`` for every algorithm.
-
-    In-network (``in_network``, a switch dimension; one step NPU -> switch -> NPU, the
-    reduction done in the switch, so no ``rho``): all-reduce ``x / (eta B_d) + l`` (send
-    ``x``, receive the reduced ``x``); reduce-scatter ``x / (eta B_d) + l`` (send ``x``,
-    receive ``x / k``: the port is busy ``max`` of the two); all-gather (multicast)
-    ``(k-1) n / (eta B_d) + l``; all-to-all and point-to-point as without it.
+    In-network (a switch dimension, reduction in the switch): all-reduce and reduce-scatter
+    ``x / (eta B_d) + l``; all-gather (multicast) ``(k-1) n / (eta B_d) + l``; others as without.
 
     Examples
     --------
-    Ring reduce-scatter of 8 MB over 4 NPUs of a ring at 100 GB/s, 1 us links: 3 steps of
-    2 MB (20 us) + 1 us each:
+    Ring reduce-scatter of 8 MB over 4 NPUs at 100 GB/s, 1 us links: 3 steps of 20 us + 1 us:
 
     >>> ring = Dim("r", "ring", 4, "T")
     >>> c, l = phase_time_terms("reduce_scatter", "ring", ring, 4, 8e6, 1e-6)
@@ -197,7 +135,7 @@ def phase_time_terms(
         if op == "all_reduce":
             return 2 * ser, 2 * far + (k - 1) * red
     elif algorithm == "halving_doubling":
-        if not _is_power_of_two(k):
+        if k & (k - 1):
             raise InputError(
                 f"halving_doubling needs a power-of-two group on {dim.name!r}, got {k} NPUs",
                 field=f"collectives.algorithm.{dim.name}")
@@ -227,27 +165,20 @@ class ChunkedCollective:
     active_chunks : int or None
         ``A`` (``None``: unlimited).
     pieces : tuple, optional
-        The pipeline's affine pieces, each ``((dim, coef_gb), ...), const_s``: the
-        collective time is ``sum_p t_p + max_r piece_r`` (some piece is ``>= 0``). Default:
-        the pieces of the Notes, ``(S - 1) u_d`` per dimension and ``(S - 1) sum_p t_p / A``.
-        ASTRA-sim backends give their own
-        (:func:`~libra_opt.traffic.astra_sim_model.sim_pipeline_pieces`).
+        The pipeline's affine pieces ``((dim, coef_gb), ...), const_s``; the time is
+        ``sum_p t_p + max_r piece_r``. Default: the Notes' pieces; ASTRA-sim backends give their
+        own (:func:`~libra_opt.traffic.astra_sim_model.sim_pipeline_pieces`).
 
     Notes
     -----
-    With ``t_p`` the phase times of one chunk, chunks stream through the phases as a
-    pipeline: the first chunk takes every phase in turn (fill and drain), and each further
-    chunk adds one cycle of the slowest stage. A stage is a dimension, not a phase: the
-    phases of one chunk on the same dimension (an all-reduce's reduce-scatter and
-    all-gather) share its links, so the dimension is busy ``u_d = sum_{p on d} t_p`` per
-    chunk. At most ``A`` chunks in flight also bound the cycle by ``sum_p t_p / A``:
+    The first chunk takes every phase in turn, each further chunk one cycle of the slowest stage.
+    A stage is a dimension (``u_d = sum_{p on d} t_p``: an all-reduce's phases share its links);
+    at most ``A`` chunks in flight bound the cycle by ``sum_p t_p / A``:
 
     .. math:: T = \\sum_p t_p + (S - 1) \\max\\left(\\max_d u_d, \\frac{1}{A} \\sum_p t_p\\right)
 
-    ``S = 1`` is the sequential sum; ``S -> infinity`` approaches ``S max_d u_d`` (without
-    latency: LIBRA's pipelined max over dimensions of the whole buffer's time); ``A = 1``
-    runs chunks one after another. Every ``t_p`` and piece is affine in ``1 / B``, so ``T``
-    is convex in ``1 / B``.
+    ``S = 1`` is the sequential sum; large ``S`` approaches ``S max_d u_d``. ``T`` is convex in
+    ``1 / B``.
     """
 
     dims: tuple[int, ...]
@@ -295,9 +226,8 @@ class ChunkedCollective:
 
         Examples
         --------
-        Two phases of 1 and 3 ms, 4 chunks: 4 + 3 x 3 = 13 ms; with the first phase
-        also run after the second on the same dimension, dimension 0 is busy 2 ms, still
-        below 3 ms: 5 + 3 x 3 = 14 ms.
+        Phases of 1 and 3 ms, 4 chunks: 4 + 3 x 3 = 13 ms; the first phase again on dimension 0
+        (busy 2 ms < 3 ms): 5 + 3 x 3 = 14 ms.
 
         >>> c = ChunkedCollective((0, 1), (0.1, 0.3), (0.0, 0.0), chunks=4)
         >>> round(c.time_s([100.0, 100.0]) * 1e3, 9)
@@ -348,15 +278,11 @@ def _plan(kind: str, chunk: float, span: Sequence[int], spanned: list[int],
 
 def collective_buffers_bytes(kind: str, size_bytes: float, span: Sequence[int],
                              flat_ring: bool = False) -> np.ndarray:
-    """The buffer each spanned dimension's phase of a collective handles, in nccl-tests'
-    ``size`` convention (0 on a dimension the collective does not span).
+    """The buffer each spanned dimension's phase handles, in nccl-tests' ``size`` convention.
 
-    A hierarchical collective runs one phase per dimension (:func:`collective_phases`): a
-    reduce-scatter on dimension ``d`` handles what the earlier dimensions left,
-    ``size / prod_{e < d} k_e``; an all-gather the buffer it assembles. A flat ring
-    (``flat_ring``: one communicator over every member) handles the whole buffer everywhere:
-    ``size`` for all-reduce and reduce-scatter, ``size x prod k`` for all-gather (whose
-    ``size_bytes`` is the shard). All-to-all and point-to-point handle ``size`` everywhere.
+    A hierarchical reduce-scatter on ``d`` handles ``size / prod_{e < d} k_e``, an all-gather the
+    buffer it assembles; a flat ring handles ``size`` everywhere (all-gather ``size x prod k``).
+    All-to-all and point-to-point handle ``size``; 0 on a dimension not spanned.
 
     Examples
     --------
@@ -378,38 +304,23 @@ def collective_buffers_bytes(kind: str, size_bytes: float, span: Sequence[int],
     return out
 
 
-def collective_phases(
-    kind: str, size_bytes: float, span: Sequence[int], fabric: Fabric,
-    settings: CollectiveSettings,
-) -> ChunkedCollective:
+def collective_phases(kind: str, size_bytes: float, span: Sequence[int], fabric: Fabric,
+                      settings: CollectiveSettings) -> ChunkedCollective:
     """The phases of one chunk of a collective, in hierarchical order.
 
     Parameters
     ----------
     kind, size_bytes, span
-        As in :func:`libra_opt.traffic.collectives.hierarchical_traffic_bytes` (the size
-        convention there: the shard for all-gather).
-    fabric : Fabric
-    settings : CollectiveSettings
+        As in :func:`libra_opt.traffic.collectives.hierarchical_traffic_bytes`.
 
     Notes
     -----
-    A chunk carries ``x = size_bytes / S``. Over the spanned dimensions ``d_1 < ... < d_m``
-    (``k_d > 1``):
-
-    * reduce-scatter: a phase on ``d_1, ..., d_m`` with buffer ``x``, then ``x <- x / k_d``;
-    * all-gather: phases on ``d_m, ..., d_1``, the shard ``x`` growing to ``x k_d`` (the
-      phase buffer is the gathered output ``x k_d``);
-    * all-reduce, ``hierarchical``: reduce-scatter on ``d_1 .. d_{m-1}``, an all-reduce on
-      ``d_m`` with the shrunk buffer, all-gather back down; ``full``: an all-reduce of ``x``
-      on every spanned dimension;
-    * all-to-all: a phase with buffer ``x`` on every spanned dimension;
-    * point-to-point: a message of ``x`` on every spanned dimension.
-
-    With ``settings.backend`` set, the phase times and pipeline pieces are ASTRA-sim's
-    (:mod:`libra_opt.traffic.astra_sim_model`); otherwise :func:`phase_time_terms` and the
-    pipeline of :class:`ChunkedCollective`. A collective of 0 bytes has no phases (it is not
-    issued).
+    A chunk carries ``x = size_bytes / S``. Over the spanned dimensions ``d_1 < ... < d_m``:
+    reduce-scatter phases on ``d_1 .. d_m``, ``x <- x / k_d`` after each; all-gather on
+    ``d_m .. d_1``, the buffer the gathered ``x k_d``; all-reduce ``hierarchical``: reduce-scatter
+    on ``d_1 .. d_{m-1}``, all-reduce on ``d_m``, all-gather back (``full``: an all-reduce of
+    ``x`` on each); all-to-all and point-to-point: ``x`` on each. With ``settings.backend`` the
+    times are ASTRA-sim's (:mod:`libra_opt.traffic.astra_sim_model`). 0 bytes: no phases.
 
     Examples
     --------
@@ -420,10 +331,8 @@ def collective_phases(
     """
     hierarchical_traffic_bytes(kind, size_bytes, span)  # validates the arguments
     if len(span) != fabric.n_dims:
-        raise InputError(
-            f"span {tuple(span)} has {len(span)} entries, the fabric has {fabric.n_dims} dims",
-            field="collective.group",
-        )
+        raise InputError(f"span {tuple(span)} has {len(span)} entries, the fabric has "
+                         f"{fabric.n_dims} dims", field="collective.group")
     s = settings
     chunk = float(size_bytes) / s.chunks
     spanned = [d for d, k in enumerate(span) if int(k) > 1]
@@ -435,20 +344,24 @@ def collective_phases(
         chunk, n_chunks = sim_chunks(kind, size_bytes, s.chunks, npus)
     full = kind == "all_reduce" and s.all_reduce == "full"
     plan = _plan(kind, chunk, span, spanned, full)
-    dims, coef, const = [], [], []
-    if s.backend is not None:
-        sim = []
-        for op, d, buf, group in plan:
-            dim = fabric.dims[d]
-            ph = sim_phase(op, s.algorithm_of(dim, kind), dim, int(span[d]), buf,
-                           backend=s.backend, link_latency_s=s.latency_of(dim),
-                           endpoint_delay_s=s.endpoint_delay_s,
-                           local_memory_gbps=s.local_memory_gbps,
-                           efficiency=s.efficiency_of(dim, buf * s.chunks, int(span[d])))
+    dims, coef, const, sim = [], [], [], []
+    for op, d, buf, group in plan:
+        dim, k = fabric.dims[d], int(span[d])
+        algorithm, eta = s.algorithm_of(dim, kind), s.efficiency_of(dim, buf * s.chunks, k)
+        if s.backend is not None:
+            ph = sim_phase(op, algorithm, dim, k, buf, backend=s.backend,
+                           link_latency_s=s.latency_of(dim), endpoint_delay_s=s.endpoint_delay_s,
+                           local_memory_gbps=s.local_memory_gbps, efficiency=eta)
             sim.append((d, group, ph))
-            dims.append(d)
-            coef.append(ph.coef_gb)
-            const.append(ph.const_s)
+            c, l_s = ph.coef_gb, ph.const_s
+        else:
+            c, l_s = phase_time_terms(op, algorithm, dim, k, buf, s.latency_of(dim),
+                                      s.endpoint_delay_s, s.local_memory_gbps, eta,
+                                      dim.name in s.in_network_reduction)
+        dims.append(d)
+        coef.append(c)
+        const.append(l_s)
+    if s.backend is not None:
         pieces = sim_pipeline_pieces(
             sim, n_chunks, backend=s.backend, queues_per_dim=s.queues_per_dim,
             active_chunks_per_dim=s.active_chunks_per_dim,
@@ -456,14 +369,4 @@ def collective_phases(
         return ChunkedCollective(
             tuple(dims), tuple(coef), tuple(const), n_chunks, s.active_chunks,
             pieces=tuple((tuple(sorted(t.items())), c) for t, c in pieces))
-    for op, d, buf, _ in plan:
-        dim = fabric.dims[d]
-        c, l_s = phase_time_terms(
-            op, s.algorithm_of(dim, kind), dim, int(span[d]), buf, s.latency_of(dim),
-            s.endpoint_delay_s, s.local_memory_gbps,
-            s.efficiency_of(dim, buf * s.chunks, int(span[d])),
-            dim.name in s.in_network_reduction)
-        dims.append(d)
-        coef.append(c)
-        const.append(l_s)
     return ChunkedCollective(tuple(dims), tuple(coef), tuple(const), s.chunks, s.active_chunks)

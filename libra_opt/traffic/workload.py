@@ -1,10 +1,6 @@
-"""Training workloads: layers x phases, each phase with compute time and collectives.
-
-A :class:`Workload` is a sequence of :class:`Layer` (each possibly repeated ``count`` times);
-every layer has three :class:`Phase` objects (forward, input-gradient, weight-gradient),
-each with a compute time in seconds and a list of :class:`Collective` bound to a named
-parallelism group. ``groups`` maps each group name to its span ``k_d`` on every fabric
-dimension (LIBRA's "communicator").
+"""Training workloads: layers x phases (forward, input grad, weight grad), each with a compute
+time and collectives bound to a named parallelism group, whose span ``k_d`` on every fabric
+dimension the workload's ``groups`` gives (LIBRA's "communicator").
 """
 
 from __future__ import annotations
@@ -23,22 +19,9 @@ from libra_opt.fabric.dims import Fabric
 from libra_opt.fabric.frozen import FrozenMap, FrozenOnUnpickle, freeze_arrays
 from libra_opt.options import COLLECTIVE_KINDS, PHASES, CollectiveKind, PhaseName
 
-__all__ = [
-    "Collective",
-    "Phase",
-    "Layer",
-    "StepMetrics",
-    "Workload",
-    "PhaseStep",
-    "CollectiveStep",
-    "FlatWalk",
-    "flat_walk",
-    "walk_phases",
-    "walk_collectives",
-    "check_on_fabric",
-    "MAX_COLLECTIVE_BYTES",
-    "MAX_COMPUTE_S",
-]
+__all__ = ["Collective", "Phase", "Layer", "StepMetrics", "Workload", "PhaseStep", "CollectiveStep",
+           "FlatWalk", "flat_walk", "walk_phases", "walk_collectives", "check_on_fabric",
+           "MAX_COLLECTIVE_BYTES", "MAX_COMPUTE_S"]
 
 #: Largest collective input accepted, in bytes (1 EB); larger sizes are taken as mistakes.
 MAX_COLLECTIVE_BYTES = 1e18
@@ -53,10 +36,8 @@ def _finite_nonneg(value: float, what: str, field_name: str, limit: float, unit:
     except (TypeError, ValueError, OverflowError):
         raise InputError(f"{what} {value!r} is not a number", field=field_name) from None
     if not math.isfinite(v) or v < 0 or v > limit:
-        raise InputError(
-            f"{what} {value!r} is out of range: expected a number in [0, {limit:g}] {unit}",
-            field=field_name,
-        )
+        raise InputError(f"{what} {value!r} is out of range: expected a number in [0, {limit:g}] "
+                         f"{unit}", field=field_name)
     return v
 
 
@@ -76,18 +57,11 @@ class Collective:
 
     def __post_init__(self) -> None:
         if self.kind not in COLLECTIVE_KINDS:
-            raise InputError(
-                f"collective kind {self.kind!r} is not one of {', '.join(COLLECTIVE_KINDS)}",
-                field="collective.kind",
-            )
-        object.__setattr__(
-            self,
-            "size_bytes",
-            _finite_nonneg(
-                self.size_bytes, "collective size", "collective.size_bytes",
-                MAX_COLLECTIVE_BYTES, "bytes",
-            ),
-        )
+            raise InputError(f"collective kind {self.kind!r} is not one of "
+                             f"{', '.join(COLLECTIVE_KINDS)}", field="collective.kind")
+        size = _finite_nonneg(self.size_bytes, "collective size", "collective.size_bytes",
+                              MAX_COLLECTIVE_BYTES, "bytes")
+        object.__setattr__(self, "size_bytes", size)
         if not isinstance(self.group, str) or not self.group:
             raise InputError("collective group must be a non-empty name", field="collective.group")
 
@@ -100,10 +74,9 @@ class Phase:
     collectives: tuple[Collective, ...] = ()
 
     def __post_init__(self) -> None:
-        object.__setattr__(
-            self, "compute_s",
-            _finite_nonneg(self.compute_s, "compute time", "phase.compute_s", MAX_COMPUTE_S, "s"),
-        )
+        compute_s = _finite_nonneg(self.compute_s, "compute time", "phase.compute_s",
+                                   MAX_COMPUTE_S, "s")
+        object.__setattr__(self, "compute_s", compute_s)
         object.__setattr__(self, "collectives", tuple(self.collectives))
 
 
@@ -111,9 +84,8 @@ class Phase:
 class Layer:
     """A layer with its three phases, repeated ``count`` times in the step.
 
-    ``update_s`` is the weight-update time of the ASTRA-sim 1.0 text format (its 12th
-    field). It is kept so files round-trip, but, as in the LIBRA reference, it is not part
-    of the step time.
+    ``update_s`` is the ASTRA-sim 1.0 text format's weight-update time, kept so files round-trip;
+    as in LIBRA it is not part of the step time.
     """
 
     name: str
@@ -124,15 +96,12 @@ class Layer:
     update_s: float = 0.0
 
     def __post_init__(self) -> None:
-        object.__setattr__(
-            self, "update_s",
-            _finite_nonneg(self.update_s, "update time", "layer.update_s", MAX_COMPUTE_S, "s"),
-        )
+        update_s = _finite_nonneg(self.update_s, "update time", "layer.update_s", MAX_COMPUTE_S,
+                                  "s")
+        object.__setattr__(self, "update_s", update_s)
         if isinstance(self.count, bool) or not isinstance(self.count, int) or self.count < 1:
-            raise InputError(
-                f"layer {self.name!r}: count {self.count!r} must be a positive integer",
-                field="layer.count",
-            )
+            raise InputError(f"layer {self.name!r}: count {self.count!r} must be a positive "
+                             "integer", field="layer.count")
 
     def phases(self) -> tuple[tuple[PhaseName, Phase], ...]:
         """``(phase name, Phase)`` pairs in :data:`~libra_opt.options.PHASES` order."""
@@ -150,22 +119,16 @@ class StepMetrics:
 
     Attributes
     ----------
-    tokens_per_step : float
-        Tokens (transformers) or samples (other models) per step, whole cluster.
-    samples_per_step : float
-        Sequences, samples or images per step.
+    tokens_per_step, samples_per_step : float
+        Tokens (samples for non-transformers) and sequences per step, whole cluster.
     model_flops_per_step : float
         Useful FLOPs per step over the cluster (no recomputation): the numerator of MFU.
-    n_npus : int
     peak_flops_per_npu : float
         Device peak FLOP/s for the compute data type.
-    memory_per_npu_bytes : float, optional
-        Peak memory of the most loaded NPU.
-    memory_capacity_bytes : float, optional
-        HBM capacity of one NPU.
+    memory_per_npu_bytes, memory_capacity_bytes : float, optional
+        Peak memory of the most loaded NPU; HBM capacity of one NPU.
     checkpoint_bytes : float, optional
-        Bytes of one checkpoint of the model's weights and optimizer state
-        (:func:`~libra_opt.generators.memory.checkpoint_bytes`).
+        One checkpoint (:func:`~libra_opt.generators.memory.checkpoint_bytes`).
     """
 
     tokens_per_step: float
@@ -192,50 +155,26 @@ class Workload(FrozenOnUnpickle):
 
     Parameters
     ----------
-    name : str
-        Name used in reports.
     layers : tuple of Layer
         Layers in forward order.
     groups : mapping of str to tuple of int
         Group name -> ``k_d`` for every fabric dimension (1 = not spanned).
     metrics : StepMetrics, optional
-        Tokens and FLOPs per step (set by the model-config generators), for throughput and
-        MFU in reports.
+        Tokens and FLOPs per step (set by the model-config generators).
     hidden_window_s : float
-        ``W``: seconds of compute *elsewhere* in the step (in other workloads) behind which
-        this workload's communication runs, so its step time is ``max(T - W, 0)`` with ``T``
-        its usual step time (0: none, the default). A workload with a window has no compute
-        of its own. DiLoCo's outer sync overlapped with ``tau`` inner steps is one
-        (:func:`libra_opt.traffic.diloco.diloco_workloads`). Convex in ``1 / B`` (a max of
-        ``T`` and a constant, less a constant); every backend and the numpy re-check model
-        it exactly. A scenario with a window needs ``training_loop: no_overlap`` (the
-        links are then idle during the compute that hides it), and under ``perf_per_cost``
-        and ``tco`` enough compute in the other workloads (see
-        :meth:`libra_opt.optimize.terms.AggregatedTerms.check_windows`).
+        ``W``: seconds of compute elsewhere in the step behind which this workload's
+        communication runs: its step time is ``max(T - W, 0)`` (convex in ``1 / B``). Such a
+        workload has no compute of its own and needs ``training_loop: no_overlap``; DiLoCo's outer
+        sync is one (:func:`libra_opt.traffic.diloco.diloco_workloads`).
     overlap_form : bool
-        The phases say exactly what overlaps: each phase's collectives run behind that
-        phase's compute and nothing else hides, so the workload is timed by the
-        ``overlap`` training loop (``max(compute, collectives)`` per phase); a phase that
-        must be paid in full is split into a compute-only and a collectives-only phase.
-        Generated with ``tp_comm_overlap`` or ``dp_comm_overlap``
-        (:mod:`libra_opt.generators.comm_overlap`). A
-        scenario with such a workload needs ``training_loop: overlap`` and takes no
-        fine-grained overlap policy.
+        Each phase's collectives run behind that phase's compute and nothing else hides: timed by
+        the ``overlap`` training loop (``tp_comm_overlap`` / ``dp_comm_overlap``,
+        :mod:`libra_opt.generators.comm_overlap`).
     flat_ring_groups : frozenset of str
-        Groups whose all-reduce, reduce-scatter and all-gather run, as NCCL runs a
-        communicator, as one flat ring over all members
-        (:func:`libra_opt.traffic.collectives.flat_ring_traffic_bytes`): when the group
-        spans two or more dimensions, each dimension carries the ring hops that cross it
-        (a ring over two 8-GPU nodes puts 2 of its 16 hops on the NICs) and the collective
-        runs at the slowest spanned dimension's rate; in every case it pays ``2 (k - 1)``
-        (all-reduce) or ``k - 1`` ring steps of the slowest spanned dimension's per-step
-        latency (:attr:`Dim.latency_s <libra_opt.fabric.dims.Dim>`). Set by the
-        model-config generators for the tensor-, context- and expert-parallel groups;
-        empty (every group hierarchical, as LIBRA) for workloads read from files. The flat
-        ring is one pipeline, timed by the ``pipelined`` collective model as ``max_d`` over
-        the spanned dimensions; ``sequential`` sums the dimensions' terms (an upper bound);
-        the ``topology_aware`` collective model builds its own per-dimension phases and
-        does not read this field.
+        Groups whose all-reduce, reduce-scatter and all-gather run as one flat ring over all
+        members, as NCCL runs a communicator
+        (:func:`libra_opt.traffic.collectives.flat_ring_traffic_bytes`); set by the model-config
+        generators for tp, cp and ep, empty for workload files.
 
     Examples
     --------
@@ -290,12 +229,10 @@ class Workload(FrozenOnUnpickle):
                 checked.add(id(phase))
                 for c in phase.collectives:
                     if c.group not in groups:
-                        raise InputError(
-                            f"workload {self.name!r}, layer {layer.name!r}, {pname}: "
-                            f"collective uses group {c.group!r}, which is not defined "
-                            f"(groups: {', '.join(sorted(groups)) or 'none'})",
-                            field="workload.groups",
-                        )
+                        raise InputError(f"workload {self.name!r}, layer {layer.name!r}, {pname}: "
+                                         f"collective uses group {c.group!r}, which is not defined "
+                                         f"(groups: {', '.join(sorted(groups)) or 'none'})",
+                                         field="workload.groups")
 
     def __repr__(self) -> str:
         kinds = sorted({c.kind for c in walk_collectives(self)} - {None})
@@ -309,8 +246,7 @@ class Workload(FrozenOnUnpickle):
 
     @functools.cached_property
     def flat(self) -> FlatWalk:
-        """The walk as arrays (:func:`flat_walk`), built on first use and kept: the workload
-        is immutable, so every later evaluation or build reads arrays instead of objects."""
+        """The walk as arrays (:func:`flat_walk`), built on first use and kept."""
         return flat_walk(self)
 
     @property
@@ -326,15 +262,8 @@ class Workload(FrozenOnUnpickle):
 
 @dataclass(frozen=True)
 class PhaseStep:
-    """One phase of one distinct layer, as visited by :func:`walk_phases`.
-
-    Attributes
-    ----------
-    layer : Layer
-    name : {'forward', 'input_grad', 'weight_grad'}
-    phase : Phase
-    count : int
-        How many times this phase runs per step (the layer's repeat count).
+    """One phase of one distinct layer, as visited by :func:`walk_phases` (``count``: the layer's
+    repeat count).
     """
 
     layer: Layer
@@ -345,17 +274,8 @@ class PhaseStep:
 
 @dataclass(frozen=True)
 class CollectiveStep:
-    """One collective of one phase, as visited by :func:`walk_collectives`.
-
-    Attributes
-    ----------
-    layer : Layer
-    phase_name : {'forward', 'input_grad', 'weight_grad'}
-    collective : Collective
-    span : tuple of int
-        ``k_d`` of the collective's group on every fabric dimension.
-    count : int
-        Occurrences per step (the layer's repeat count).
+    """One collective of one phase, as visited by :func:`walk_collectives` (``span``: ``k_d`` of its
+    group on every dimension; ``count``: the layer's repeat count).
     """
 
     layer: Layer
@@ -371,11 +291,8 @@ class CollectiveStep:
 
 
 def walk_phases(workload: Workload) -> Iterator[PhaseStep]:
-    """Every (layer, phase) of ``workload`` in step order, with its repeat count.
-
-    This is the one walk over a workload: the evaluator, the term aggregation, rail
-    routing, the workload report and the ASTRA-sim export all iterate through it (or
-    through :func:`walk_collectives`, built on it).
+    """Every (layer, phase) of ``workload`` in step order, with its repeat count: the one walk
+    over a workload.
 
     Examples
     --------
@@ -396,20 +313,17 @@ class FlatWalk(FrozenOnUnpickle):
 
     Attributes
     ----------
-    phase_compute_s, phase_count : numpy.ndarray
-        ``(P,)`` compute time and repeat count of every phase step, in step order.
-    phase_kind : numpy.ndarray
-        ``(P,)`` index into :data:`libra_opt.options.PHASES`.
-    coll_phase : numpy.ndarray
-        ``(C,)`` phase step of every collective occurrence.
-    coll_id : numpy.ndarray
-        ``(C,)`` index into ``collectives``.
+    phase_compute_s, phase_count, phase_kind : numpy.ndarray
+        ``(P,)`` compute time, repeat count and :data:`~libra_opt.options.PHASES` index of every
+        phase step.
+    coll_phase, coll_id : numpy.ndarray
+        ``(C,)`` phase step and index into ``collectives`` of every collective occurrence.
     collectives : tuple of (kind, size_bytes, group)
         The distinct collectives, in order of first occurrence.
     phase_key : numpy.ndarray
-        ``(P,)`` index into ``phase_table`` of every phase step.
+        ``(P,)`` index into ``phase_table``.
     phase_table : tuple of (compute_s, collective indices)
-        The distinct phases (same compute time and the same collectives in the same order).
+        The distinct phases.
     """
 
     phase_compute_s: np.ndarray
@@ -443,9 +357,7 @@ def flat_walk(workload: Workload) -> FlatWalk:
     ([4.0, 4.0, 4.0, 1.0, 1.0, 1.0], [2, 5, 5], [0, 0, 0], (('all_reduce', 1000000.0, 'dp'),))
     """
     ids: dict[tuple[str, float, str], int] = {}
-    # The same walk as walk_phases (layers in order, PHASES in order per layer), written so
-    # that phases shared by many layers (a parsed file's repeated lines) are read once: a
-    # Python pass over layers picks each phase's key, numpy expands the keys.
+    # walk_phases' order; phases shared by many layers are read once, numpy expands the keys
     table: dict[tuple[float, tuple[int, ...]], int] = {}
     by_phase: dict[int, int] = {}
 
@@ -457,8 +369,7 @@ def flat_walk(workload: Workload) -> FlatWalk:
             key = by_phase[id(phase)] = table.setdefault((phase.compute_s, members), len(table))
         return key
 
-    # each distinct layer object (a repeated line is one object) -> the row of its phase
-    # keys; the per-layer passes run in C (map / dict), the Python loop over distinct ones
+    # each distinct layer object -> the row of its phase keys
     layers = workload.layers
     object_ids = list(map(id, layers))
     by_phases: dict[tuple[int, int, int], int] = {}
@@ -513,29 +424,21 @@ def walk_collectives(workload: Workload) -> Iterator[CollectiveStep]:
 
 
 def check_on_fabric(workload: Workload, fabric: Fabric) -> None:
-    """Check that every group of ``workload`` fits ``fabric``.
-
-    Each span must have one entry per dimension and each ``k_d`` must divide the
-    dimension's size.
+    """Check that every group of ``workload`` has one ``k_d`` per dimension of ``fabric``, each
+    dividing the dimension's size.
 
     Raises
     ------
     InputError
-        Naming the group, the dimension and the expected values (the caller's
-        :func:`~libra_opt.errors.input_context` names the file).
+        Naming the group, the dimension and the expected values.
     """
     for gname, span in workload.groups.items():
         fld = f"workloads[{workload.name}].groups.{gname}"
         if len(span) != fabric.n_dims:
-            raise InputError(
-                f"group {gname!r} spans {len(span)} dimensions {span}, the fabric has "
-                f"{fabric.n_dims} ({', '.join(fabric.names)})",
-                field=fld,
-            )
+            raise InputError(f"group {gname!r} spans {len(span)} dimensions {span}, the fabric has "
+                             f"{fabric.n_dims} ({', '.join(fabric.names)})", field=fld)
         for k, dim in zip(span, fabric.dims, strict=True):
             if k < 1 or dim.size % k:
-                raise InputError(
-                    f"group {gname!r} takes {k} NPUs of dimension {dim.name!r} (size "
-                    f"{dim.size}); expected a positive divisor of {dim.size}",
-                    field=fld,
-                )
+                raise InputError(f"group {gname!r} takes {k} NPUs of dimension {dim.name!r} (size "
+                                 f"{dim.size}); expected a positive divisor of {dim.size}",
+                                 field=fld)

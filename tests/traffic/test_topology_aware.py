@@ -13,13 +13,12 @@ from numpy.testing import assert_allclose
 
 from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Dim, Fabric
+from libra_opt.traffic.links import LINE_RATE_PRESETS, bw_from_link_gbps
 from libra_opt.traffic.step_time import step_time
 from libra_opt.traffic.timing import TimingModel
 from libra_opt.traffic.topology_aware import (
-    LINE_RATE_PRESETS,
     ChunkedCollective,
     CollectiveSettings,
-    bw_from_link_gbps,
     collective_phases,
     phase_time_terms,
 )
