@@ -236,10 +236,12 @@ def sweep(
         size = len(todo) if store is None else default_batch_size(len(todo), 1, max_items=100)
     else:
         size = default_batch_size(len(todo), options.workers)
-    parallel = options.executor != "serial"
-    batches = make_batches(chunks(ax, points, math.ceil(size / 16) if parallel else size, todo),
+    # batches of the default size taper toward the end so the workers finish together; a
+    # batch size the caller gives is kept exactly (it is also the size of a write to out)
+    taper = options.executor != "serial" and options.batch_size is None
+    batches = make_batches(chunks(ax, points, math.ceil(size / 16) if taper else size, todo),
                            size, weight=lambda ch: len(ch.points),
-                           workers=options.workers if parallel else None)
+                           workers=options.workers if taper else None)
     results: dict[int, Any] = {}
 
     def on_batch(out_: list) -> None:

@@ -151,8 +151,13 @@ def zero3_overlapped(pieces: Sequence[Layer]) -> list[Layer]:
     """One layer (or the pieces :func:`split_overlapped` made of it) in overlap form with its
     ZeRO-3 gathers and reduce-scatters behind its own compute, phase by phase.
 
-    As FSDP prefetches [3]_: each phase pays ``max(compute, ZeRO-3 collectives)`` and its other
+    As FSDP prefetches [1]_: each phase pays ``max(compute, ZeRO-3 collectives)`` and its other
     collectives in full; exact for equal layers, optimistic by one layer's gather per pass.
+
+    References
+    ----------
+    .. [1] Y. Zhao et al., "PyTorch FSDP: Experiences on Scaling Fully Sharded Data
+       Parallel", VLDB 2023, arXiv:2304.11277, Sec. 3.3 (backward and forward prefetching).
 
     Examples
     --------

@@ -16,10 +16,17 @@ host memory and is paged over the host link every step (``S`` each way of the fu
 ``t_page = S / B_host``), the GPU running the update, double-buffered so the optimizer step
 takes ``max(t_update, t_page)``; the aggregators only sum gradients, so the pull is ``G``.
 
-Not modelled: the aggregators' own limits (they are priced by
-:mod:`libra_opt.cost.aggregators`); the aggregator's update adds no time (pipelined with the
-push); a group spanning several dimensions carries ``G + P`` on each (no pre-aggregation);
-push and pull are not overlapped with the backward pass; only ZeRO stage 0 combines with it.
+Not modelled: the aggregators' own bandwidth and memory limits (they are priced per GB/s of
+ingress port and per GB of state by :mod:`libra_opt.cost.aggregators`, not counted as NPUs);
+the aggregator's update adds no time (pipelined with the push); a group spanning several
+dimensions carries ``G + P`` on each (no pre-aggregation); push and pull are not overlapped
+with the backward pass; only ZeRO stage 0 combines with it. The host link is a fixed
+parameter of the workload (it joins no NPUs): the optimizer accounts for the paging time but
+does not size the link.
+
+Limit of validity: LuWu itself also offloads the working parameters and streams them to the
+GPUs layer by layer [1]_; this model is the simpler bound where weights and gradients stay
+resident, so it holds only while ``Psi (k_p + k_g)`` plus the activations fit in HBM.
 
 :func:`zero3_prefetched` models ZeRO-3 as DeepSpeed and FSDP run it [3]_ [4]_: each layer's
 parameter gathers and gradient reduce-scatter run behind that layer's compute
@@ -133,7 +140,13 @@ def host_paging_bytes(params: float, precision: Precision) -> tuple[float, float
     Notes
     -----
     ``read = write = Psi k_o`` (master weights, momentum and variance; 12 bytes per parameter for
-    mixed-precision Adam [2]_).
+    mixed-precision Adam [1]_).
+
+    References
+    ----------
+    .. [1] S. Rajbhandari, J. Rasley, O. Ruwase, Y. He, "ZeRO: Memory Optimizations Toward
+       Training Trillion Parameter Models", SC 2020, arXiv:1910.02054 (the 16 bytes per
+       parameter of mixed-precision Adam).
 
     Examples
     --------

@@ -84,6 +84,11 @@ def model_state_bytes(params: float, precision: Precision, zero: int,
     ``weights = Psi k_p / (N_d if zero >= 3)``, ``grads = Psi k_g / (N_d if zero >= 2)``,
     ``optimizer = Psi k_o / (N_d if zero >= 1)`` [1]_.
 
+    References
+    ----------
+    .. [1] S. Rajbhandari, J. Rasley, O. Ruwase, Y. He, "ZeRO: Memory Optimizations Toward
+       Training Trillion Parameter Models", SC 2020, arXiv:1910.02054, Sec. 5 and Fig. 1.
+
     Examples
     --------
     ZeRO Figure 1: 7.5B parameters, 64 ranks -> 120, 31.4, 16.6, 1.9 GB for stages 0 to 3.
@@ -100,9 +105,14 @@ def model_state_bytes(params: float, precision: Precision, zero: int,
 
 def transformer_layer_activation_bytes(model: TransformerSpec, par: Parallelism,
                                        moe: bool) -> float:
-    """Activation bytes one layer keeps for one micro-batch on one NPU (module notes [2]_); for an
+    """Activation bytes one layer keeps for one micro-batch on one NPU (module notes [1]_); for an
     MoE layer the routed-expert terms are multiplied by ``top_k x capacity factor`` and shared
     experts count as a dense MLP.
+
+    References
+    ----------
+    .. [1] V. Korthikanti et al., "Reducing Activation Recomputation in Large Transformer
+       Models", MLSys 2023, arXiv:2205.05198, Sec. 4 and Table 2.
 
     Examples
     --------
@@ -145,7 +155,12 @@ def transformer_layer_activation_bytes(model: TransformerSpec, par: Parallelism,
 
 def head_activation_bytes(model: TransformerSpec, par: Parallelism) -> float:
     """Activations of the final norm (``beta h`` per token) and the vocabulary-parallel loss (fp32
-    logits, ``4 V / tp`` per token [2]_) for one micro-batch.
+    logits, ``4 V / tp`` per token [1]_) for one micro-batch.
+
+    References
+    ----------
+    .. [1] V. Korthikanti et al., "Reducing Activation Recomputation in Large Transformer
+       Models", MLSys 2023, arXiv:2205.05198, Sec. 4 and Table 2.
 
     Examples
     --------

@@ -104,8 +104,13 @@ def pipeline_bubble_passes(stage_times_s, slowest: int, interleave: int = 1) -> 
     -----
     ``m`` identical micro-batches crossing ``p`` stages finish after ``sum_s t_s + (m - 1)
     max_s t_s`` (a flow shop of identical jobs): beyond the ``m`` passes of stage ``r``,
-    ``sum_{s != r} t_s / t_r``, the textbook ``p - 1`` for equal stages [2]_; the interleaved
+    ``sum_{s != r} t_s / t_r``, the textbook ``p - 1`` for equal stages [1]_; the interleaved
     schedule divides it by ``v``.
+
+    References
+    ----------
+    .. [1] D. Narayanan et al., "Efficient Large-Scale Language Model Training on GPU
+       Clusters Using Megatron-LM", SC 2021, arXiv:2104.04473, Sec. 2.2 (eqs. 1-2).
 
     Examples
     --------
@@ -150,6 +155,10 @@ def stage_plan(model: TransformerSpec, pp: int, interleave: int = 1) -> tuple[St
     """Layers per pipeline device: :func:`partition_layers`, or the Llama 3 recipe [1]_ when the
     virtual stages outnumber the layers by one or two (every virtual stage holds one layer, the
     last only the output layer and loss and, ``r = 2``, the first only the embedding).
+
+    References
+    ----------
+    .. [1] A. Dubey et al., "The Llama 3 Herd of Models", arXiv:2407.21783, Sec. 3.3.2.
 
     Examples
     --------

@@ -196,7 +196,13 @@ def collective_time_s(traffic_bytes: np.ndarray, bw_gbps: np.ndarray,
         Constant latency per dimension (s).
     mode : {'pipelined', 'sequential'}
         ``max_d t_d`` or ``sum_d t_d``, ``t_d = traffic_d / (1e9 * B_d) + latency_d`` on every
-        dimension with traffic (infinite on a zero bandwidth).
+        dimension with traffic.
+
+    Returns
+    -------
+    float
+        Seconds. A dimension with no traffic contributes nothing; traffic on a dimension
+        with zero bandwidth takes infinite time.
 
     Examples
     --------

@@ -84,6 +84,14 @@ def phase_time_terms(op: str, algorithm: CollectiveAlgorithm, dim: Dim, k: int, 
     In-network (a switch dimension, reduction in the switch): all-reduce and reduce-scatter
     ``x / (eta B_d) + l``; all-gather (multicast) ``(k-1) n / (eta B_d) + l``; others as without.
 
+    References
+    ----------
+    .. [1] R. Thakur, R. Rabenseifner, W. Gropp, "Optimization of Collective Communication
+       Operations in MPICH", Int. J. High Performance Computing Applications 19(1), 2005.
+    .. [2] W. Won, T. Heo, S. Rashidi, S. Sridharan, S. Srinivasan, T. Krishna, "ASTRA-sim2.0:
+       Modeling Hierarchical Networks and Disaggregated Systems for Large-model Training at
+       Scale", ISPASS 2023.
+
     Examples
     --------
     Ring reduce-scatter of 8 MB over 4 NPUs at 100 GB/s, 1 us links: 3 steps of 20 us + 1 us:
