@@ -86,11 +86,8 @@ def phase_time_terms(op: str, algorithm: CollectiveAlgorithm, dim: Dim, k: int, 
 
     References
     ----------
-    .. [1] R. Thakur, R. Rabenseifner, W. Gropp, "Optimization of Collective Communication
-       Operations in MPICH", Int. J. High Performance Computing Applications 19(1), 2005.
-    .. [2] W. Won, T. Heo, S. Rashidi, S. Sridharan, S. Srinivasan, T. Krishna, "ASTRA-sim2.0:
-       Modeling Hierarchical Networks and Disaggregated Systems for Large-model Training at
-       Scale", ISPASS 2023.
+    .. [1] Thakur, Rabenseifner and Gropp, IJHPCA 19(1), 2005 (the module's References).
+    .. [2] Won et al., ASTRA-sim2.0, ISPASS 2023 (the module's References).
 
     Examples
     --------
