@@ -1,11 +1,5 @@
-"""Packaged presets read from ``libra_opt/data``: model descriptors, devices and catalogs.
-
-Every preset file is read here (through :func:`libra_opt.io.read_yaml`, strict
-YAML) and validated by the parser of the layer that owns it:
-:func:`libra_opt.generators.descriptors.model_from_dict`,
-:func:`libra_opt.generators.devices.device_from_dict` and
-:func:`libra_opt.cost.catalog.catalog_from_dict`.
-"""
+"""Packaged presets read from ``libra_opt/data``: model descriptors, devices and catalogs,
+each validated by the parser of the layer that owns it."""
 
 from __future__ import annotations
 
@@ -16,7 +10,7 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Protocol
+from typing import Any
 
 from libra_opt.cost.catalog import Catalog, catalog_from_dict
 from libra_opt.cost.prices import CostModel
@@ -25,25 +19,8 @@ from libra_opt.generators.descriptors import DLRMSpec, ResNetSpec, TransformerSp
 from libra_opt.generators.devices import Device, device_from_dict
 from libra_opt.io._yaml import dump_yaml, read_yaml
 from libra_opt.io.files import ParseCache
+from libra_opt.io.results import library_version
 from libra_opt.scenario.spec import thaw
-
-
-class FittedDevice(Protocol):
-    """What :func:`calibrated_devices_yaml` reads of a fit (e.g.
-    :class:`libra_opt.explore.calibration.DeviceCalibration`): the fitted device and, per
-    fitted constant, its value before and after."""
-
-    @property
-    def device(self) -> Device: ...
-
-    @property
-    def constants(self) -> tuple[str, ...]: ...
-
-    @property
-    def before(self) -> tuple[float, ...]: ...
-
-    @property
-    def after(self) -> tuple[float, ...]: ...
 
 __all__ = [
     "model_presets",
@@ -52,7 +29,6 @@ __all__ = [
     "load_device",
     "device_from_value",
     "device_entry",
-    "FittedDevice",
     "calibrated_devices_yaml",
     "available_catalogs",
     "load_catalog",
@@ -70,6 +46,10 @@ def _read_packaged(*parts: str, cache: ParseCache | None = None) -> Any:
         return read_yaml(p, cache=cache)
 
 
+def _preset_names(folder: str) -> tuple[str, ...]:
+    return tuple(sorted(p.name[:-5] for p in _data(folder).iterdir() if p.name.endswith(".yaml")))
+
+
 def model_presets() -> tuple[str, ...]:
     """Names of the model descriptors shipped with the package.
 
@@ -78,8 +58,7 @@ def model_presets() -> tuple[str, ...]:
     >>> "gpt3_175b" in model_presets()
     True
     """
-    names = [p.name[: -len(".yaml")] for p in _data("models").iterdir() if p.name.endswith(".yaml")]
-    return tuple(sorted(names))
+    return _preset_names("models")
 
 
 def load_model(
@@ -87,16 +66,9 @@ def load_model(
 ) -> TransformerSpec | DLRMSpec | ResNetSpec:
     """Load a model descriptor from a YAML path or a preset name.
 
-    Parameters
-    ----------
-    ref : str or pathlib.Path
-        A path (absolute, or relative to ``base_dir``; anything ending in ``.yaml``/``.yml``
-        or containing a path separator) or a preset name from :func:`model_presets`.
-    base_dir : str or pathlib.Path, optional
-        Directory relative paths are resolved against (default: the working directory).
-    cache : ParseCache, optional
-        The current load's :class:`~libra_opt.io.files.ParseCache` (a descriptor it
-        holds is not parsed again).
+    ``ref`` is a preset name (:func:`model_presets`) or a path (ending in ``.yaml``/``.yml``
+    or holding a ``/``; relative to ``base_dir``, default the working directory); ``cache``
+    is the current load's :class:`~libra_opt.io.files.ParseCache`.
 
     Raises
     ------
@@ -292,18 +264,11 @@ def device_entry(device: Device) -> dict[str, Any]:
     return {"key": device.key, **fields}
 
 
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("libra-opt")
-    except PackageNotFoundError:  # running from a source tree that is not installed
-        return "(not installed)"
-
-
-def calibrated_devices_yaml(calibrations: Sequence[FittedDevice], tables: Sequence[str]) -> str:
+def calibrated_devices_yaml(calibrations: Sequence[Any], tables: Sequence[str]) -> str:
     """YAML text of fitted devices (``libra-opt validate --calibrate --out``), one entry per
     device key, each a value :func:`device_from_value` reads (paste it under ``device:``).
+    Each calibration has the fitted ``device`` and, per fitted constant (``constants``), its
+    value ``before`` and ``after`` (:class:`libra_opt.explore.calibration.DeviceCalibration`).
 
     Examples
     --------
@@ -312,13 +277,12 @@ def calibrated_devices_yaml(calibrations: Sequence[FittedDevice], tables: Sequen
     >>> cals = calibrate_tables([load_validation_table("llama3_h100")], ["default_efficiency"])
     >>> text = calibrated_devices_yaml(cals, ["llama3_h100"])
     >>> import yaml
-    >>> import yaml
     >>> entry = yaml.safe_load(text)["h100_sxm"]
     >>> device_from_value(entry, "<doc>") == cals[0].device
     True
     """
     head = [
-        f"# Devices calibrated by libra-opt {_version()} (validate --calibrate) on "
+        f"# Devices calibrated by libra-opt {library_version()} (validate --calibrate) on "
         f"{', '.join(str(t) for t in tables)}.",
         "# Each entry is a device value: paste it under `device:` in a scenario workload or a",
         "# validation table's cluster.",
@@ -339,8 +303,7 @@ def available_catalogs() -> tuple[str, ...]:
     >>> available_catalogs()
     ('current_2025', 'libra_ispass24')
     """
-    root = _data("catalog")
-    return tuple(sorted(p.name[:-5] for p in root.iterdir() if p.name.endswith(".yaml")))
+    return _preset_names("catalog")
 
 
 def load_catalog(
@@ -351,18 +314,8 @@ def load_catalog(
 ) -> Catalog:
     """Load a catalog by preset name or file path, with optional overrides.
 
-    Parameters
-    ----------
-    name_or_path : str or Path
-        A name from :func:`available_catalogs` or a YAML file.
-    overrides : mapping, optional
-        Dotted path -> value (see :func:`libra_opt.cost.catalog.catalog_from_dict`).
-    cache : ParseCache, optional
-        The current load's :class:`~libra_opt.io.files.ParseCache`.
-
-    Returns
-    -------
-    Catalog
+    ``name_or_path`` is a name from :func:`available_catalogs` or a YAML file; ``overrides``
+    map a dotted path to its value (:func:`libra_opt.cost.catalog.catalog_from_dict`).
 
     Raises
     ------

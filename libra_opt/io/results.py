@@ -94,6 +94,15 @@ def utc_now() -> str:
     return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _json_text(data: Mapping[str, Any]) -> str:
+    return json.dumps(dict(data), indent=2, default=str) + "\n"
+
+
+def _refuse_not_empty(path: Path, entries: list[str], advice: str) -> None:
+    shown = ", ".join(entries[:4]) + (", ..." if len(entries) > 4 else "")
+    raise InputError(f"{str(path)!r} is not empty ({shown}): {advice}")
+
+
 def exact_csv_options() -> dict[str, str]:
     """``read_csv`` options that read floats back exactly (pandas >= 3 does by default and
     deprecates the option)."""
@@ -161,7 +170,7 @@ def write_results(df: pd.DataFrame, path: str | os.PathLike[str], metadata: Mapp
     :class:`InputError` blaming ``flag`` for another suffix or a file that cannot be written.
     """
     p = Path(path)
-    text = json.dumps(dict(metadata), indent=2, default=str) + "\n"
+    text = _json_text(metadata)
     suffix = p.suffix.lower()
     if suffix not in (".csv", ".parquet"):
         with option_context(flag):
@@ -232,9 +241,8 @@ def check_run_folder(directory: str | os.PathLike[str], names: Sequence[str], *,
     path = Path(directory)
     entries = sorted(p.name for p in path.iterdir()) if path.is_dir() else []
     if entries and not overwrite:
-        shown = ", ".join(entries[:4]) + (", ..." if len(entries) > 4 else "")
-        raise InputError(f"{str(directory)!r} is not empty ({shown}): give overwrite=True to "
-                         "replace its run, or another folder")
+        _refuse_not_empty(path, entries, "give overwrite=True to replace its run, or another "
+                          "folder")
     if entries:
         refuse_held(path)
     return path
@@ -278,9 +286,8 @@ def write_run_folder(directory: str | os.PathLike[str],
                     staged[name].write_text(write, encoding="utf-8")
                 else:
                     write(staged[name])
-            manifest = {**dict(metadata), "complete": True, "files": list(writers)}
-            staged[MANIFEST].write_text(json.dumps(manifest, indent=2, default=str) + "\n",
-                                        encoding="utf-8")
+            staged[MANIFEST].write_text(_json_text({**metadata, "complete": True,
+                                                    "files": list(writers)}), encoding="utf-8")
             if overwrite:
                 remove_run_files(path, set(names))
     except BaseException:
@@ -361,7 +368,7 @@ def record_run_files(directory: str | os.PathLike[str], names: Sequence[str],
         if manifest.get("files") != files:
             manifest["files"] = files
             manifest["updated_utc"] = utc_now()
-            write_text_atomic(path, json.dumps(manifest, indent=2, default=str) + "\n")
+            write_text_atomic(path, _json_text(manifest))
     return files
 
 
@@ -411,10 +418,8 @@ def check_results_folder(directory: str | os.PathLike[str], *, resume: bool = Fa
                 raise InputError(f"{str(path)!r} holds no {MANIFEST}: nothing to resume there")
             load_manifest(path / MANIFEST)
         elif not overwrite:
-            shown = ", ".join(entries[:4]) + (", ..." if len(entries) > 4 else "")
-            raise InputError(f"{str(path)!r} is not empty ({shown}): give resume=True to "
-                             "continue its run, overwrite=True to replace it, or another "
-                             "folder")
+            _refuse_not_empty(path, entries, "give resume=True to continue its run, "
+                              "overwrite=True to replace it, or another folder")
         refuse_held(path)
 
 
@@ -508,8 +513,7 @@ class ResultsStream:
         assert self.manifest is not None
         self.manifest["updated_utc"] = utc_now()
         self.manifest["kept"] = len(self.done)
-        write_text_atomic(self.path / MANIFEST, json.dumps(self.manifest, indent=2,
-                                                           default=str) + "\n")
+        write_text_atomic(self.path / MANIFEST, _json_text(self.manifest))
 
     def append(self, frame: pd.DataFrame) -> None:
         """Append ``frame``'s rows (it has a ``point`` column) to ``results.csv``, fsync-ed.

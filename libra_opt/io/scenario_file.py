@@ -292,16 +292,13 @@ def _ref_text(ref: Ref, relocate: Path | None) -> Any:
     return thaw(ref.ref)
 
 
-def _fields(node: Any, relocate: Path | None, skip: tuple[str, ...] = ()) -> dict[str, Any]:
+def _fields(node: Any, relocate: Path | None) -> dict[str, Any]:
     """A section's fields that differ from their defaults, as document values."""
     out: dict[str, Any] = {}
     for f in dataclasses.fields(node):
-        if not f.init or f.name in skip:
-            continue
         v = getattr(node, f.name)
-        if f.default is not dataclasses.MISSING and v == f.default:
-            continue
-        out[f.name] = _value(v, relocate)
+        if f.init and (f.default is dataclasses.MISSING or v != f.default):
+            out[f.name] = _value(v, relocate)
     return out
 
 
@@ -331,27 +328,15 @@ def spec_to_document(spec: ScenarioSpec, relocate: str | Path | None = None) -> 
         fab = {"libra_network": _ref_text(f.libra_network, rel)}
     else:
         assert f.dims is not None
-        fab = {"dims": [{k: _value(getattr(d, k), rel) for k in ("name", "topology", "size",
-                                                                   "tier")}
-                        | _fields(d, rel, skip=("name", "topology", "size", "tier"))
-                        for d in f.dims]}
+        fab = {"dims": [_fields(d, rel) for d in f.dims]}
     if f.members is not None:
         fab["members"] = thaw(f.members)
     doc["fabric"] = fab
-    cm = spec.cost_model
-    if isinstance(cm, CatalogSpec):
-        doc["cost_model"] = {"catalog": _ref_text(cm.catalog, rel)}
-        if cm.overrides:
-            doc["cost_model"]["overrides"] = thaw(cm.overrides)
-    else:
-        doc["cost_model"] = _value(cm, rel)
+    doc["cost_model"] = _value(spec.cost_model, rel)
     if spec.power_model is not None:
         doc["power_model"] = _value(spec.power_model, rel)
-    doc["workloads"] = [{"name": w.name} | _fields(w, rel, skip=("name",))
-                        for w in spec.workloads]
+    doc["workloads"] = [_fields(w, rel) for w in spec.workloads]
     constraints = _fields(spec.constraints, rel)
-    if "bounds" in constraints:
-        constraints["bounds"] = {k: list(v) for k, v in constraints["bounds"].items()}
     if constraints:
         doc["constraints"] = constraints
     for key in ("objective", "collective_model", "training_loop", "traffic_model"):
@@ -359,14 +344,10 @@ def spec_to_document(spec: ScenarioSpec, relocate: str | Path | None = None) -> 
     if spec.in_network_reduction:
         doc["in_network_reduction"] = list(spec.in_network_reduction)
     for key in ("collectives", "compression", "fine_grained_overlap", "diloco",
-                "in_network_optimizer"):
+                "in_network_optimizer", "tco", "reliability"):
         v = getattr(spec, key)
         if v is not None:
             doc[key] = _value(v, rel)
-    if spec.tco is not None:
-        doc["tco"] = thaw(spec.tco)
-    if spec.reliability is not None:
-        doc["reliability"] = thaw(spec.reliability)
     return doc
 
 
