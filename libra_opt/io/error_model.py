@@ -22,7 +22,6 @@ import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import fields
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +30,7 @@ import yaml
 from libra_opt.errors import InputError, short_repr
 from libra_opt.generators.error_model import ErrorModel, ValidatedRun
 from libra_opt.io._yaml import read_yaml
+from libra_opt.io.presets import read_packaged
 
 __all__ = ["PACKAGED_ERROR_MODEL", "load_error_model", "error_model_yaml"]
 
@@ -85,9 +85,8 @@ def load_error_model(path: str | os.PathLike[str] | None = None) -> ErrorModel:
     True
     """
     if path is None:
-        ref = resources.files("libra_opt") / "data" / PACKAGED_ERROR_MODEL
-        with resources.as_file(ref) as p:
-            return _from_document(read_yaml(Path(p)), f"libra_opt/data/{PACKAGED_ERROR_MODEL}")
+        return _from_document(read_packaged(PACKAGED_ERROR_MODEL),
+                              f"libra_opt/data/{PACKAGED_ERROR_MODEL}")
     return _from_document(read_yaml(Path(path)), str(path))
 
 

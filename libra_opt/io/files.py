@@ -11,12 +11,14 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable, Hashable
+from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar
 
 from libra_opt.errors import InputError, short_repr
 
-__all__ = ["MAX_INPUT_BYTES", "ParseCache", "read_bytes", "read_text", "read_text_if_any"]
+__all__ = ["MAX_INPUT_BYTES", "ParseCache", "data_path", "packaged_names", "read_bytes",
+           "read_text", "read_text_if_any"]
 
 #: Largest input file read (bytes); the ``max_bytes`` keyword of the readers overrides it.
 MAX_INPUT_BYTES = 64 * 1024 * 1024
@@ -29,6 +31,17 @@ _KINDS = (
     (stat.S_ISBLK, "a block device"),
     (stat.S_ISSOCK, "a socket"),
 )
+
+
+def data_path(*parts: str) -> Any:
+    """The packaged file or folder ``libra_opt/data/<parts>`` (a traversable)."""
+    return resources.files("libra_opt").joinpath("data", *parts)
+
+
+def packaged_names(folder: str) -> tuple[str, ...]:
+    """Names (without ``.yaml``) of the YAML files of ``libra_opt/data/<folder>``, sorted."""
+    return tuple(sorted(p.name[:-5] for p in data_path(folder).iterdir()
+                        if p.name.endswith(".yaml")))
 
 
 def _kind(mode: int) -> str:

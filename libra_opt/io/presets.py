@@ -7,7 +7,6 @@ import copy
 import dataclasses
 from collections.abc import Mapping, Sequence
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -18,7 +17,7 @@ from libra_opt.errors import InputError, input_context, short_repr
 from libra_opt.generators.descriptors import DLRMSpec, ResNetSpec, TransformerSpec, model_from_dict
 from libra_opt.generators.devices import Device, device_from_dict
 from libra_opt.io._yaml import dump_yaml, read_yaml
-from libra_opt.io.files import ParseCache
+from libra_opt.io.files import ParseCache, data_path, packaged_names
 from libra_opt.io.results import library_version
 from libra_opt.scenario.spec import thaw
 
@@ -37,17 +36,9 @@ __all__ = [
 ]
 
 
-def _data(*parts: str):
-    return resources.files("libra_opt").joinpath("data", *parts)
-
-
-def _read_packaged(*parts: str, cache: ParseCache | None = None) -> Any:
-    with resources.as_file(_data(*parts)) as p:
-        return read_yaml(p, cache=cache)
-
-
-def _preset_names(folder: str) -> tuple[str, ...]:
-    return tuple(sorted(p.name[:-5] for p in _data(folder).iterdir() if p.name.endswith(".yaml")))
+def read_packaged(*parts: str, cache: ParseCache | None = None) -> Any:
+    """The YAML document of the packaged file ``libra_opt/data/<parts>``."""
+    return read_yaml(Path(str(data_path(*parts))), cache=cache)
 
 
 def model_presets() -> tuple[str, ...]:
@@ -58,7 +49,7 @@ def model_presets() -> tuple[str, ...]:
     >>> "gpt3_175b" in model_presets()
     True
     """
-    return _preset_names("models")
+    return packaged_names("models")
 
 
 def load_model(
@@ -90,7 +81,7 @@ def load_model(
                 "(or give a path to a .yaml descriptor)",
                 field="model",
             )
-        data = _read_packaged("models", f"{text}.yaml", cache=cache)
+        data = read_packaged("models", f"{text}.yaml", cache=cache)
         with input_context(f"preset {text}"):
             return model_from_dict(data)
     path = Path(text)
@@ -106,7 +97,7 @@ _DEVICES_SOURCE = "libra_opt/data/devices.yaml"
 
 @cache
 def _raw_devices() -> Mapping[str, Any]:
-    raw = _read_packaged("devices.yaml")
+    raw = read_packaged("devices.yaml")
     if not isinstance(raw, dict):
         raise InputError("expected a mapping of device presets", source=_DEVICES_SOURCE)
     return MappingProxyType({str(k): v for k, v in raw.items()})
@@ -303,7 +294,7 @@ def available_catalogs() -> tuple[str, ...]:
     >>> available_catalogs()
     ('current_2025', 'libra_ispass24')
     """
-    return _preset_names("catalog")
+    return packaged_names("catalog")
 
 
 def load_catalog(
@@ -359,7 +350,7 @@ def catalog_document(ref: str | Path, base_dir: str | Path | None = None, *,
     if str(ref) not in names:
         raise InputError(f"no catalog {short_repr(str(ref), 80)}; presets: {', '.join(names)} "
                          "(or a path)", field="catalog")
-    return _read_packaged("catalog", f"{ref}.yaml", cache=cache), None
+    return read_packaged("catalog", f"{ref}.yaml", cache=cache), None
 
 
 def catalog_cost_model(
