@@ -1,11 +1,8 @@
 """Every file the tool writes: safe names, confined paths, up-front checks, atomic writes.
 
-:func:`staged_outputs` is the one way a file is written: into a hidden staging folder
-inside the target's folder, then ``fsync``-ed and moved onto its target together with the
-other files of the set, so a failure or a crash midway never leaves a truncated file nor
-half a set. Errors about an output are raised unlabelled, or blaming the option a ``flag``
-keyword names (:func:`libra_opt.errors.option_context`). Figures and tables are duck-typed
-(``savefig``/``to_csv``): no matplotlib or pandas here.
+:func:`staged_outputs` is the one way a file is written (a hidden staging folder beside the
+targets, ``fsync``, then renames), so a crash never leaves a truncated file nor half a set.
+A ``flag`` keyword names the option an error blames (:func:`libra_opt.errors.option_context`).
 """
 
 from __future__ import annotations
@@ -198,10 +195,7 @@ def check_writable_output(path: str | os.PathLike[str], flag: str | None,
             shown = repr(suffix) if suffix else "no file type"
             raise InputError(f"unsupported file type {shown} in {text!r}; expected one of "
                              f"{', '.join(suffixes)}")
-        if p.exists() and not stat.S_ISREG(p.stat().st_mode):
-            raise InputError(f"{text!r} exists and is not a regular file")
-        _check_lengths(p, ())
-        check_output_dir(p.parent if str(p.parent) else ".")
+        prepare_output_dir(p.parent, [p.name], create=False)
     return p
 
 

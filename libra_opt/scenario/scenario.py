@@ -432,10 +432,12 @@ class Scenario(FrozenOnUnpickle):
         objective, models, *caps = self._summary()
         assert self.weights is not None
         wls = [f"{w.name} (weight {wt:g})" for w, wt in zip(self.workloads, self.weights, strict=True)]
+        if len(wls) > 8:
+            wls[8:] = [f"... ({len(wls) - 8} more)"]
         return "\n".join([
             f"Scenario({self.name!r}: {self.fabric.n_npus:,} NPUs, {objective})",
             "  dims: " + ", ".join(f"{d.name} {d.topology} x {d.size}" for d in self.fabric.dims),
-            "  workloads: " + ", ".join(_truncated(wls, 8)),
+            "  workloads: " + ", ".join(wls),
             "  " + "; ".join([models, *caps]),
         ])
 
@@ -489,13 +491,6 @@ def _check_magnitudes(c: LinearConstraint, names: tuple[str, ...]) -> None:
                 f"0 or a magnitude in [{lo:g}, {hi:g}]",
                 field="constraints.linear",
             )
-
-
-def _truncated(items: list[str], limit: int) -> list[str]:
-    """``items``, or its first ``limit`` followed by ``'... (n more)'``."""
-    if len(items) <= limit:
-        return items
-    return [*items[:limit], f"... ({len(items) - limit} more)"]
 
 
 def _with_caps(rows: tuple[Row, ...], scenario: Scenario) -> tuple[Row, ...]:
