@@ -18,7 +18,6 @@ File format::
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import fields
@@ -27,10 +26,11 @@ from typing import Any
 
 import yaml
 
-from libra_opt.errors import InputError, short_repr
+from libra_opt.errors import InputError, input_context, short_repr
 from libra_opt.generators.error_model import ErrorModel, ValidatedRun
 from libra_opt.io._yaml import read_yaml
 from libra_opt.io.presets import read_packaged
+from libra_opt.scenario.spec import from_mapping
 
 __all__ = ["PACKAGED_ERROR_MODEL", "load_error_model", "error_model_yaml"]
 
@@ -44,34 +44,19 @@ def _run(entry: Any, i: int, source: str) -> ValidatedRun:
     if not isinstance(entry, Mapping):
         raise InputError(f"expected a mapping, got {short_repr(entry, 60)}", source=source,
                          field=where)
-    known = {f.name: f for f in fields(ValidatedRun)}
-    unknown = sorted(str(k) for k in entry if k not in known)
-    if unknown:
-        raise InputError(f"unknown key(s) {', '.join(unknown)}; expected "
-                         f"{', '.join(known)}", source=source, field=where)
-    values: dict[str, Any] = {}
-    for name, f in known.items():
-        if name not in entry:
-            if name in ("name", "table", "device", "stack", "role", "error"):
-                raise InputError("missing", source=source, field=f"{where}.{name}")
-            continue
-        v = entry[name]
-        kind = str(f.type)
-        ok = (isinstance(v, str) if kind == "str" else
-              isinstance(v, int) and not isinstance(v, bool) and v >= 1 if kind == "int" else
-              isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v))
-        if not ok:
-            what = {"str": "a string", "int": "a positive integer"}.get(kind, "a finite number")
-            raise InputError(f"expected {what}, got {short_repr(v, 60)}", source=source,
-                             field=f"{where}.{name}")
-        values[name] = v if kind in ("str", "int") else float(v)
-    if values["role"] not in _ROLES:
-        raise InputError(f"{values['role']!r} is not one of {', '.join(_ROLES)}",
+    with input_context(source):
+        run: ValidatedRun = from_mapping(ValidatedRun, entry, where, strict=True)
+    for f in fields(ValidatedRun):
+        if f.type == "int" and getattr(run, f.name) < 1:
+            raise InputError(f"expected a positive integer, got {getattr(run, f.name)!r}",
+                             source=source, field=f"{where}.{f.name}")
+    if run.role not in _ROLES:
+        raise InputError(f"{run.role!r} is not one of {', '.join(_ROLES)}",
                          source=source, field=f"{where}.role")
-    if not math.isfinite(values["error"]) or values["error"] <= -1.0:
-        raise InputError(f"expected a relative error above -1, got {values['error']!r}",
+    if run.error <= -1.0:
+        raise InputError(f"expected a relative error above -1, got {run.error!r}",
                          source=source, field=f"{where}.error")
-    return ValidatedRun(**values)
+    return run
 
 
 def load_error_model(path: str | os.PathLike[str] | None = None) -> ErrorModel:
