@@ -210,19 +210,10 @@ def settings_from_mapping(data: Any, dim_names: Sequence[str], source: str = "<s
                           ) -> CollectiveSettings:
     """:class:`CollectiveSettings` of a parsed system JSON for dimensions ``dim_names``.
 
-    Parameters
-    ----------
-    data : mapping
-        The parsed system file (the mapping of every key is in the module notes).
-    dim_names : sequence of str
-        Dimension names, innermost first (one entry per dimension of each list).
-    source : str
-    backend : {'congestion_unaware', 'congestion_aware'} or None
-        The analytical backend the configuration runs on (required: the two give different
-        times). ``None``: the file's settings alone, for a caller that names the backend
-        later (the scenario compiler, from ``collectives.backend``).
-    queues_per_dim : int
-        ASTRA-sim's ``--num-queues-per-dim`` (default 1, the simulator's).
+    ``dim_names`` are innermost first (one entry per dimension of each list). ``backend``
+    (``congestion_unaware`` or ``congestion_aware``) is required: the two give different
+    times; ``None`` keeps the file's settings alone for a caller that names it later (the
+    scenario compiler). ``queues_per_dim`` is ASTRA-sim's ``--num-queues-per-dim``.
 
     Raises
     ------

@@ -1,19 +1,13 @@
 """Results on disk: the results table, a study's folder streamed point by point with its
 manifest and resume, and one-shot run folders.
 
-A results folder (``libra-opt sweep --out DIR``, ``sweep(..., out=DIR)``) holds
-``results.csv``, one row per finished point (``point``, its grid index, first), each batch
-appended with one ``fsync``-ed ``write`` so a killed run keeps every batch written before
-it, and ``manifest.json`` (``kind``, ``scenario``, ``spec_hash``, ``axes``, ``zip``,
-``points``, ``study_hash``: the identity checked on resume, ``library_version``,
-``created_utc``, ``updated_utc``, ``complete``, ``kept``, ``files``), a sidecar so that
-``pandas.read_csv`` reads the table with its defaults. A new run needs an empty folder, or
-``overwrite``; ``resume`` continues the run the manifest records, refusing another study's
-folder, and drops a batch torn by a kill. One-shot runs (``report --out``, ``search --out``)
-write their files and manifest together (:func:`write_run_folder`). A run holds its
-folder's lock (:mod:`libra_opt.io.folder_lock`) while it writes into it: a second run is
-refused meanwhile, and only a run holding the lock removes a stopped run's scratch; a file
-system that cannot lock is said in a warning, and the run goes on unlocked.
+A results folder (``sweep --out DIR``) holds ``results.csv``, one row per finished point
+(``point`` first), each batch appended with one ``fsync``-ed write so a killed run keeps every
+batch before it, and ``manifest.json`` (its ``study_hash`` is the identity checked on
+resume). A new run needs an empty folder or ``overwrite``; ``resume`` refuses another study's
+folder and drops a batch torn by a kill. A run holds its folder's lock
+(:mod:`libra_opt.io.folder_lock`) while it writes into it; a file system that cannot lock
+is said in a warning.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""The scenario YAML: read into a :class:`~libra_opt.scenario.spec.ScenarioSpec` by its own
-checked construction (:func:`~libra_opt.scenario.spec.from_mapping`), its files and presets
-read (:func:`resolve_spec`), compiled into a :class:`Scenario` (:func:`load_scenario`), and a
-spec written back (:func:`spec_to_yaml`, :func:`save_spec`). The format (the spec's fields;
-paths relative to the file) is the README's "Scenario file" section.
+"""The scenario YAML (the README's "Scenario file" section): read into a
+:class:`~libra_opt.scenario.spec.ScenarioSpec`, its files and presets read
+(:func:`resolve_spec`), compiled (:func:`load_scenario`), and written back (:func:`save_spec`).
 """
 
 from __future__ import annotations
@@ -56,8 +54,7 @@ __all__ = [
 
 
 def _resolve(base: Path, rel: str, source: str, field: str) -> Path:
-    """``rel`` relative to the scenario's directory; an empty path is an error of ``field``
-    (``Path("")`` would silently be the directory itself)."""
+    """``rel`` relative to the scenario's directory; an empty path is an error of ``field``."""
     if not str(rel).strip():
         raise InputError("empty path; expected the name of a file", source=source, field=field)
     p = Path(rel)
@@ -238,18 +235,8 @@ def load_spec(path: str | Path) -> ScenarioSpec:
 
 
 def load_scenario(path: str | Path) -> Scenario:
-    """Read and validate a scenario YAML file, or a shipped example by name.
-
-    Parameters
-    ----------
-    path : str or pathlib.Path
-        A scenario file, or the name of an example (:mod:`libra_opt.io.examples`), e.g.
-        ``"gpt3_175b_4d"``.
-
-    Returns
-    -------
-    Scenario
-        Compiled from its spec, which it keeps (``scenario.spec``).
+    """Read and validate a scenario YAML file, or a shipped example by name
+    (:mod:`libra_opt.io.examples`), into a :class:`Scenario` that keeps its spec.
 
     Raises
     ------
@@ -268,16 +255,9 @@ def load_scenario(path: str | Path) -> Scenario:
 def load_scenario_with_models(
     path: str | Path,
 ) -> tuple[Scenario, Mapping[str, GeneratedWorkload]]:
-    """:func:`load_scenario`, and the generator output of each model-based workload.
-
-    Returns
-    -------
-    scenario : Scenario
-    generated : mapping
-        Workload name -> :class:`~libra_opt.generators.generated.GeneratedWorkload` for the
-        workloads described by ``model``/``parallelism``/``device`` (memory, FLOPs,
-        placement: what ``libra-opt workload`` reports); ASTRA-sim workloads are absent.
-    """
+    """:func:`load_scenario`, and workload name ->
+    :class:`~libra_opt.generators.generated.GeneratedWorkload` of each model-based workload
+    (memory, FLOPs, placement: what ``libra-opt workload`` reports)."""
     return compile_with_models(load_spec(path))
 
 

@@ -37,9 +37,7 @@ __all__ = [
 
 
 class FrozenMap(ReadOnlyMap):
-    """A read-only, hashable mapping (insertion order kept); nested values frozen: the
-    results' read-only mapping (:class:`libra_opt.fabric.frozen.FrozenMap`) made a value of
-    the recipe (hashable, compared and hashed by its frozen items).
+    """A read-only, hashable mapping (insertion order kept) whose nested values are frozen.
 
     Examples
     --------
@@ -186,10 +184,9 @@ def _check_bounds(name: str, value: Any, bounds: tuple[tuple[str, float], ...]) 
 
 @cache
 def _init_fields(cls: Any) -> tuple[tuple[Any, ...], ...]:
-    """``(name, annotated type, Ref kind (the name), None allowed, types kept, words kept,
-    bounds)`` of each init field of a spec dataclass, worked out once: :func:`coerce` returns
-    a value of a kept type (the annotated class, or a union's first member or a Ref; never ``float``,
-    which is checked for finiteness) or a kept word (an option of a ``Literal``) as it is."""
+    """``(name, type, Ref kind, None allowed, types kept, words kept, bounds)`` of each init
+    field of a spec dataclass: a value of a kept type (not ``float``, checked for finiteness)
+    or a kept word (a ``Literal`` option) is what :func:`coerce` would return."""
     hints = typing.get_type_hints(cls)
     out = []
     for f in dataclasses.fields(cls):

@@ -16,11 +16,8 @@ Path grammar (the same for :meth:`ScenarioSpec.replace`, ``--set PATH=VALUE``,
 * a section that is absent is created by a path into it (``collectives.chunks``); the
   section's own checks then refuse keys it does not know.
 
-A value is checked against the field's type: numbers may be given as text (``"8"``,
-``"2e7"``), numpy scalars and floats with an integral value are taken for integers; inside
-an open mapping (``parallelism``, builder parameters) a new value must be of the old one's
-kind. A model, device or file given by name or path is left unresolved (see
-:class:`~libra_opt.scenario.spec.Ref`).
+A value is checked against the field's type (numbers may be given as text); inside an open
+mapping (``parallelism``, builder parameters) it must be of the old value's kind.
 
 Examples
 --------

@@ -59,40 +59,21 @@ class Scenario(FrozenOnUnpickle):
         Weight of each workload's step time in the objective (default 1 each).
     constraints : tuple of LinearConstraint
         User linear constraints (see :mod:`libra_opt.scenario.constraints`).
-    budget_usd : float, optional
-        Network cost cap in $.
-    power_w : float, optional
-        Network power cap in W (needs a power model).
-    objective : {'perf', 'perf_per_cost', 'tco'}
-        ``perf``: minimise the weighted sum of step times (s). ``perf_per_cost``: minimise
-        weighted step time x network cost (s x $). ``tco``: minimise the cost of one
-        training run, steps x weighted step time x cluster $/s ($; needs ``tco``).
-    collective_model : {'pipelined', 'sequential', 'topology_aware'}
-        Collective time = max over dimensions, or sum (LIBRA's traffic model), or the
-        topology-aware model (:mod:`libra_opt.traffic.topology_aware`: algorithm steps,
-        hops, chunk pipelining, per-message latency, reduction cost).
-    training_loop : {'no_overlap', 'overlap'}
-        ``no_overlap``: each phase costs compute + collectives (LIBRA). ``overlap``: each
-        phase costs max(compute, collectives).
-    traffic_model : {'hierarchical', 'native'}
-        ``hierarchical`` (LIBRA): every byte crosses each dimension where source and
-        destination differ. ``native``: the fabric's own routing (fat-tree switches deliver
-        all-to-all directly; Rail-only forwards cross-rail bytes through the HB domain).
+    budget_usd, power_w : float, optional
+        Network cost cap in $ and power cap in W (the latter needs a power model).
+    objective, collective_model, training_loop, traffic_model : str
+        The choices of :mod:`libra_opt.options` (:mod:`libra_opt.scenario.objective`,
+        :class:`~libra_opt.traffic.timing.TimingModel`).
     tco : TcoModel, optional
         Accelerator, host, energy and lifetime parameters (objective ``tco`` and reports).
     reliability : ReliabilityModel, optional
-        Failure rates, recovery and spares: goodput and the cost of failures in reports
-        (:mod:`libra_opt.scenario.failures`); the optimum's bandwidths do not depend on it.
+        Failure rates, recovery and spares (:mod:`libra_opt.scenario.failures`); the
+        optimum's bandwidths do not depend on it.
     collectives : CollectiveSettings, optional
-        Settings of the ``topology_aware`` model (default
-        :class:`~libra_opt.traffic.topology_aware.CollectiveSettings`); the other collective
-        models take its ``efficiency`` only (:attr:`~libra_opt.traffic.timing.TimingModel.
-        efficiency`).
+        Settings of the ``topology_aware`` model; the other collective models take its
+        ``efficiency`` only.
     in_network_reduction : tuple of str
-        Switch dimensions that reduce in the network (SHARP class,
-        :mod:`libra_opt.traffic.in_network`): their all-reduce, reduce-scatter and
-        all-gather traffic and steps change under every collective model, and they buy
-        their tier's ``in_network_reduction`` premium. Default: none.
+        Switch dimensions that reduce in the network (:mod:`libra_opt.traffic.in_network`).
     name : str
     source : str, optional
         File the scenario was read from; errors raised while checking it name this file.
@@ -265,14 +246,10 @@ class Scenario(FrozenOnUnpickle):
 
     def with_limits(self, **changes: Any) -> Scenario:
         """A copy with new ``constraints``, ``budget_usd``, ``power_w`` or ``weights``, checked
-        as :func:`dataclasses.replace` would check it.
-
-        Only the checks that depend on those fields run again, in their order in
-        ``__post_init__`` (the others passed on this scenario and read nothing that
-        changed), and the cached :attr:`timing` and :attr:`coefficients` are kept (these
-        fields do not enter them); the rows are rebuilt when the limits change. As after
-        :func:`dataclasses.replace`, the copy has no :attr:`spec`. A re-solve with new
-        right-hand sides or workload weights uses it.
+        as :func:`dataclasses.replace` would check it, but running only the checks that
+        depend on those fields and keeping the cached :attr:`timing` and
+        :attr:`coefficients` (a re-solve with new right-hand sides or weights uses it). As
+        after :func:`dataclasses.replace`, the copy has no :attr:`spec`.
 
         Raises
         ------
@@ -331,21 +308,15 @@ class Scenario(FrozenOnUnpickle):
 
     @cached_property
     def timing(self) -> TimingModel:
-        """The step-time model's choices resolved once (:class:`~libra_opt.traffic.timing.
-        TimingModel`): collective model, training loop, traffic model, the ``topology_aware``
-        settings (:attr:`collective_settings`), :attr:`in_network_dims` and, under the other
-        collective models, ``collectives.efficiency`` (:meth:`timing_with` of the
-        scenario's own choices)."""
+        """:meth:`timing_with` the scenario's own choices, resolved once."""
         return self.timing_with()
 
     def timing_with(self, collective_model: CollectiveModel | None = None,
                     training_loop: TrainingLoop | None = None,
                     traffic_model: TrafficModel | None = None) -> TimingModel:
-        """The scenario's timing with other choices of collective model, training loop or
-        traffic model (each the scenario's own when ``None``): its collective settings and
-        in-network dimensions go with them -- all of them to the settings under
-        ``topology_aware`` (which the in-network dimensions join), the per-dimension
-        efficiency alone under the other models.
+        """The scenario's :class:`~libra_opt.traffic.timing.TimingModel` with other choices
+        of collective model, training loop or traffic model (``None``: the scenario's own);
+        its collective settings go to ``topology_aware``, their efficiency alone elsewhere.
 
         Examples
         --------
