@@ -81,19 +81,13 @@ class FrozenMap(ReadOnlyMap):
 def freeze(value: Any) -> Any:
     """``value`` with mappings as :class:`FrozenMap`, lists as tuples, numpy scalars as
     Python numbers."""
-    vt = type(value)
-    if vt in _LEAVES or vt is FrozenMap or vt is Ref:
-        return value
-    if vt is dict:
-        return FrozenMap(value)
-    if vt is list or vt is tuple:
-        return tuple(v if type(v) in _LEAVES else freeze(v) for v in value)
-    if isinstance(value, FrozenMap | Ref) or dataclasses.is_dataclass(value):
+    if type(value) in _LEAVES or isinstance(value, FrozenMap | Ref) \
+            or dataclasses.is_dataclass(value):
         return value
     if isinstance(value, Mapping):
         return FrozenMap(value)
     if isinstance(value, list | tuple):
-        return tuple(freeze(v) for v in value)
+        return tuple(v if type(v) in _LEAVES else freeze(v) for v in value)
     if isinstance(value, np.generic):
         return value.item()
     return value

@@ -78,8 +78,7 @@ def segments(path: str) -> list[str | int]:
         m = _SEGMENT.match(text, pos)
         if m is None or m.end() == pos:
             raise InputError(f"malformed path {short_repr(path)}: expected keys joined by "
-                             "dots, list items as [i] or by name",
-                             field=path)
+                             "dots, list items as [i] or by name", field=path)
         key = m.group(1) if m.group(1) is not None else m.group(2).strip()
         if m.group(2) is not None and re.fullmatch(r"-?\d+", key):
             out.append(int(key))
@@ -109,20 +108,14 @@ def compatible(old: Any, new: Any, path: str) -> Any:
         return new
     if isinstance(old, int | float):
         if isinstance(new, bool) or not isinstance(new, int | float):
-            raise InputError(f"expected a number, got {short_repr(new)}",
-                             field=path)
+            raise InputError(f"expected a number, got {short_repr(new)}", field=path)
         if isinstance(old, int) and isinstance(new, float) and new.is_integer():
             return int(new)
         return new
-    if isinstance(old, str) and not isinstance(new, str):
-        raise InputError(f"expected text, got {short_repr(new)}",
-                         field=path)
-    if isinstance(old, tuple) and not isinstance(new, list | tuple):
-        raise InputError(f"expected a list, got {short_repr(new)}",
-                         field=path)
-    if isinstance(old, Mapping) and not isinstance(new, Mapping):
-        raise InputError(f"expected a mapping, got {short_repr(new)}",
-                         field=path)
+    for kind, what, ok in ((str, "text", str), (tuple, "a list", list | tuple),
+                           (Mapping, "a mapping", Mapping)):
+        if isinstance(old, kind) and not isinstance(new, ok):
+            raise InputError(f"expected {what}, got {short_repr(new)}", field=path)
     return freeze(new)
 
 
@@ -161,8 +154,7 @@ def set_path(spec: Any, path: str, value: Any) -> Any:
         Naming ``path`` (as given) and what was expected.
     """
     if not isinstance(path, str) or not path.strip():
-        raise InputError(f"expected a path, got {short_repr(path)}",
-                         field="overrides")
+        raise InputError(f"expected a path, got {short_repr(path)}", field="overrides")
     if path in CAP_PATHS:
         cap = None if value is None or (isinstance(value, str) and parse_value(value) is None) \
             else _number(value, path)
