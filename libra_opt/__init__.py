@@ -143,12 +143,9 @@ def apply_overrides(scenario: Any, overrides: Any) -> Any:
 
 def sweep(problem: Any, axes: Any, **kwargs: Any) -> Any:
     """:func:`libra_opt.explore.sweep.sweep` that also takes a scenario file or an example
-    name, and reads a model, device or file an axis names (``resolve``).
-
-    ``out=DIR`` streams finished points into the results folder ``DIR``
-    (:func:`libra_opt.io.results.results_stream`): ``resume=True`` continues the run recorded
-    there, ``overwrite=True`` replaces an earlier run's files (else a non-empty folder is
-    refused); the table returned is the folder's, with a ``point`` column first.
+    name, and reads a model, device or file an axis names. ``out=DIR`` streams finished
+    points into the results folder ``DIR`` (:mod:`libra_opt.io.results`; ``resume=True``
+    continues its run, ``overwrite=True`` replaces it).
 
     Examples
     --------
@@ -279,16 +276,13 @@ def write_report(scenario: Any, out_dir: Any, *, budget_points: int = 25,
     the Markdown's PNGs and ``manifest.json`` into ``out_dir`` and nowhere else, together
     (:func:`libra_opt.io.results.write_run_folder`).
 
-    ``scenario`` is a Scenario, a Solution, a scenario file or an example's name; its file's
-    text goes into the report's provenance unless ``provenance`` gives one. ``search`` is
-    the study's co-design search (``True``: the bounded space of
+    ``scenario`` is a Scenario, a Solution, a scenario file or an example's name. ``search``
+    is the study's co-design search (``True``: the bounded space of
     :func:`libra_opt.explore.study.report_search_space`; a :class:`SearchSpace`; ``False``:
-    none). A non-empty ``out_dir`` is refused before any work unless ``overwrite`` (which
-    removes the earlier run's files). ``error_model`` is as for :func:`search`.
+    none). A non-empty ``out_dir`` is refused before any work unless ``overwrite``.
 
     Returns ``{"html", "markdown", "manifest", "png:<name>" per figure: Path}``; an
-    :class:`InputError` with ``field="out_dir"`` when the folder is not empty and
-    ``overwrite`` is false, another run holds it, or a file cannot be written.
+    :class:`InputError` with ``field="out_dir"`` when the folder cannot be written.
     """
     import dataclasses
 

@@ -287,15 +287,9 @@ def _construct(root: yaml.Node | None) -> Any:
 def read_yaml(path: str | Path, *, max_bytes: int = MAX_YAML_BYTES,
               max_depth: int = MAX_YAML_DEPTH, max_nodes: int = MAX_YAML_NODES,
               cache: ParseCache | None = None) -> Any:
-    """Read a YAML file strictly and within bounds.
-
-    Parameters
-    ----------
-    path : str or pathlib.Path
-    max_bytes, max_depth, max_nodes : int
-        Largest file, deepest nesting, and most nodes with every alias expanded.
-    cache : ParseCache, optional
-        The current load's cache: a file it already holds is neither read nor parsed again.
+    """Read a YAML file strictly and within bounds: ``max_bytes``, ``max_depth`` and
+    ``max_nodes`` (with every alias expanded); with ``cache`` (the current load's), a file
+    it holds is neither read nor parsed again.
 
     Raises
     ------

@@ -1,9 +1,7 @@
 """Bounded reading of input files: every error is one :class:`InputError` naming the file.
 
-A path must name a regular file (not a directory, FIFO or device, nor a symlink to one) of
-at most :data:`MAX_INPUT_BYTES`; at most that many bytes (+1) are ever read, so a huge or
-endless file is never read whole. A :class:`ParseCache` reads and parses each file once
-within one top-level load.
+A path must name a regular file (not a directory, FIFO or device) of at most
+:data:`MAX_INPUT_BYTES`, and no more than that is ever read.
 """
 
 from __future__ import annotations

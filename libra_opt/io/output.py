@@ -247,13 +247,9 @@ def fsync_directory(directory: str | os.PathLike[str]) -> None:
 
 def prepare_output_dir(directory: str | os.PathLike[str], names: Sequence[str],
                        flag: str | None = None, *, create: bool = True) -> Path:
-    """Check, before any work, that ``directory`` can hold the files ``names``; create it
-    when ``create``. Returns ``directory`` as a path.
-
-    Every name must stay inside ``directory``, must not be a directory or another
-    non-regular file, and fit the file system (255 bytes, 4095 for the whole path).
-    Writability is proved by creating and removing a file (in the nearest existing ancestor
-    when nothing is created), so read-only and virtual file systems are refused here.
+    """Check, before any work, that ``directory`` can hold the files ``names`` (inside it,
+    not directories nor other non-regular files, within the file system's name and path
+    lengths, writable: proved by creating a file); create it when ``create``.
 
     Raises
     ------
@@ -291,11 +287,10 @@ def prepare_output_dir(directory: str | os.PathLike[str], names: Sequence[str],
 @contextlib.contextmanager
 def staged_outputs(directory: str | os.PathLike[str], names: Sequence[str], *,
                    flag: str | None = None) -> Iterator[dict[str, Path]]:
-    """Yield ``{name: staging path}`` in a hidden folder made inside ``directory`` (created
-    if missing); when the block succeeds every file it wrote is ``fsync``-ed and moved onto
-    ``directory/name`` together (renames, then an ``fsync`` of the folder; a replaced file
-    keeps its permissions, a symlink at a target is replaced, not written through); when it
-    fails nothing in ``directory`` changes. The staging folder is removed either way.
+    """Yield ``{name: staging path}`` in a hidden folder made inside ``directory``; when the
+    block succeeds every file it wrote is ``fsync``-ed and moved onto ``directory/name``
+    together (a replaced file keeps its permissions, a symlink at a target is replaced, not
+    written through); when it fails nothing in ``directory`` changes.
 
     Raises
     ------

@@ -1,11 +1,6 @@
 """Independent numpy evaluation of a scenario at one bandwidth allocation: the reference
-every optimizer answer is checked against.
-
-Step times walk every workload layer by layer and phase by phase, exactly as written, with
-no aggregation and no solver (:func:`libra_opt.traffic.step_time.step_time`); cost, power,
-the objective and every constraint's residual are computed here with plain numpy. On a
-heterogeneous dimension the collectives are timed at the slowest member's bandwidth
-``f_min B_d`` (:mod:`libra_opt.fabric.heterogeneous`).
+every optimizer answer is checked against (every workload walked phase by phase, no solver;
+a heterogeneous dimension timed at its slowest member's bandwidth ``f_min B_d``).
 """
 
 from __future__ import annotations
