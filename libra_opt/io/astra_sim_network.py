@@ -35,15 +35,12 @@ Every key of the system file, and what it becomes:
                                    no effect on collective times; accepted
 =================================  ========================================================
 
-Refused, naming the key: ``doubleBinaryTree`` and the ``one*`` (whole-system) and windowed
-``directN`` implementations, custom (Chakra) collective implementations, a shared memory
-bus, halving-doubling all-to-all (the simulator has none), any other key.
+Any other key or implementation (``doubleBinaryTree``, ``one*``, ``directN``, Chakra's
+custom ones, halving-doubling all-to-all) is refused, naming the key.
 
 Units: ASTRA-sim's network GB/s is 2^30 bytes/s (:data:`ASTRA_SIM_GB_BYTES`), ours 1e9; its
-``bandwidth`` is per link, our ``B_d`` per NPU (``links_per_npu`` links: 2 on a ring,
-``n - 1`` fully connected, 1 on a switch; see :mod:`libra_opt.traffic.topology_aware`), so
-``B_d = links_per_npu x bandwidth x 2^30 / 1e9``. ``local-mem-bw`` is 1e9 bytes/s
-(``Sys.cc`` multiplies it by 1e9). Times in ns become seconds.
+``bandwidth`` is per link, our ``B_d`` per NPU: ``B_d = links_per_npu x bandwidth x 2^30 /
+1e9`` (:mod:`libra_opt.traffic.topology_aware`). Times in ns become seconds.
 
 References
 ----------

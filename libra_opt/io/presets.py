@@ -155,10 +155,8 @@ def device_from_value(value: Any, source: str, field: str = "device") -> Device:
           report never credits the preset's calibration for numbers it did not produce;
         * ``{key: my_npu, name: ..., peak_flops: {...}, ...}``: a whole entry, validated
           like the packaged presets.
-    source : str
-        The file, for error messages.
-    field : str
-        The field holding ``value``, for error messages.
+    source, field : str
+        The file and the field holding ``value``, for error messages.
 
     Raises
     ------

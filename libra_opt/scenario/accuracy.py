@@ -1,14 +1,11 @@
 """How accurately an answer is known, and the one rule that decides whether two are the same.
 
-Every answer the optimizer returns is re-checked by the independent numpy evaluation: the
-objective must agree with the solver's to :data:`OBJECTIVE_REL_TOL` and every constraint
-hold to :data:`CONSTRAINT_REL_TOL` of its scale. Two verified answers of one question can
-therefore differ by a few times those tolerances (their bandwidths by more where the optimum
-is flat): solver round-off, which moves with the solver build, the BLAS and the CPU, not
-with the design. So every decision "these two results are the same" (sweep rows that
-repeat, a binding constraint, ties in a ranking, search rows that are one design) is made by
-:func:`same` at :data:`SAME_REL_TOL`, ten times the verification tolerance, and by nothing
-else, so a printed note or table cell does not flip with round-off.
+Every answer is re-checked by the numpy evaluation: the objective must agree with the
+solver's to :data:`OBJECTIVE_REL_TOL`, every constraint hold to :data:`CONSTRAINT_REL_TOL` of
+its scale. Two verified answers can so differ by solver round-off (which moves with the
+solver build, the BLAS and the CPU), so every decision "these two results are the same" is
+made by :func:`same` at :data:`SAME_REL_TOL`, ten times the verification tolerance, and by
+nothing else: a printed note or table cell does not flip with round-off.
 
 Examples
 --------

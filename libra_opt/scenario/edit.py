@@ -3,12 +3,10 @@
 Path grammar (the same for :meth:`ScenarioSpec.replace`, ``--set PATH=VALUE``,
 :func:`libra_opt.apply_overrides` and sweep axes):
 
-* keys joined by dots, the spec's field names being the scenario file's keys: ``objective``,
-  ``fabric.dims.pod.size``, ``workloads.gpt3.parallelism.tp``, ``tco.pue``,
-  ``diloco.sync_every_steps``, ``compression.groups.dp``, ``collectives.chunks``;
+* keys joined by dots, the scenario file's keys: ``fabric.dims.pod.size``,
+  ``workloads.gpt3.parallelism.tp``, ``tco.pue``, ``collectives.chunks``;
 * list items by ``[i]`` (0-based) or by their ``name`` (``.<name>`` or ``[<name>]`` for
-  names with dots): ``fabric.dims[3].latency_s``, ``workloads[0].device``,
-  ``constraints.bounds.scaleout[1]``, ``constraints.linear[0]``;
+  names with dots): ``fabric.dims[3].latency_s``, ``constraints.bounds.scaleout[1]``;
 * ``fabric.<parameter>`` for a builder fabric's parameters (``fabric.hb_domain``);
 * ``budget_usd`` and ``power_w`` (also ``constraints.budget_usd`` / ``constraints.power_w``;
   ``None`` removes the cap) and a linear constraint's label, i.e. its text as the scenario
