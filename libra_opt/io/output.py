@@ -61,22 +61,8 @@ def safe_slug(name: object, *, max_bytes: int = MAX_SLUG_BYTES) -> str:
 
     Examples
     --------
-    >>> safe_slug("gpt3_175b_4d")
-    'gpt3_175b_4d'
-    >>> safe_slug("../../escaped")
-    'escaped'
-    >>> safe_slug("/abs/path")
-    'abs_path'
-    >>> safe_slug("a/../b"), safe_slug("C:\\\\Windows\\\\x")
-    ('a_b', 'C_Windows_x')
-    >>> safe_slug(".."), safe_slug(""), safe_slug(".hidden"), safe_slug("-rf")
-    ('unnamed', 'unnamed', 'hidden', 'rf')
-    >>> safe_slug("bad\\nname\\x00"), safe_slug("GPT 3 (175B)")
-    ('bad_name', 'GPT_3_175B')
-    >>> safe_slug("模型-α")
-    '模型-α'
-    >>> len(safe_slug("x" * 1000))
-    100
+    >>> safe_slug("../../escaped"), safe_slug("GPT 3 (175B)"), safe_slug("..")
+    ('escaped', 'GPT_3_175B', 'unnamed')
     """
     text = unicodedata.normalize("NFC", str(name))
     parts = [p for p in text.replace("\\", "/").split("/") if p not in ("", ".", "..")]

@@ -39,24 +39,10 @@ SAME_REL_TOL = 10 * max(OBJECTIVE_REL_TOL, CONSTRAINT_REL_TOL)
 
 def same(a: float | Sequence[float] | np.ndarray, b: float | Sequence[float] | np.ndarray, *,
          scale: float | None = None) -> bool:
-    """Whether ``a`` and ``b`` are the same result up to solver round-off.
-
-    Parameters
-    ----------
-    a, b : float or array_like
-        Two numbers, or two arrays of one shape (one result: a bandwidth vector's entries
-        are compared at the scale of its largest).
-    scale : float, optional
-        The magnitude the difference is judged against (a constraint row's scale, say);
-        default: the larger magnitude of ``a`` and ``b``.
-
-    Returns
-    -------
-    bool
-        ``max |a - b| <= SAME_REL_TOL * scale``, ``scale`` floored at the smallest normal
-        double (two zeros are the same, a zero never the same as a non-zero); arrays of
-        different shapes, or any NaN, are not the same.
-    """
+    """Whether ``a`` and ``b`` (two numbers, or two arrays of one result) are the same up
+    to solver round-off: ``max |a - b| <= SAME_REL_TOL * scale``, ``scale`` (default: the
+    largest magnitude of either) floored at the smallest normal double. Arrays of different
+    shapes, or any NaN, are not the same."""
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if x.shape != y.shape or np.isnan(x).any() or np.isnan(y).any():
         return False

@@ -146,13 +146,10 @@ class Scenario(FrozenOnUnpickle):
 
         if self.reliability is not None:
             self._check_reliability(self.reliability)
-        if self.objective_model.needs_tco and self.tco is None:
-            raise InputError(
-                "objective 'tco' needs a tco section (accelerator, host, energy, lifetime, "
-                "run length)", field="tco",
-            )
         if self.objective_model.needs_tco:
-            assert self.tco is not None
+            if self.tco is None:
+                raise InputError("objective 'tco' needs a tco section (accelerator, host, "
+                                 "energy, lifetime, run length)", field="tco")
             self.tco.n_steps  # noqa: B018 - raises InputError when the run length is missing
 
         if self.timing.overlapped and any(w.hidden_window_s > 0 for w in self.workloads):
