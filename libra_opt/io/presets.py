@@ -76,11 +76,9 @@ def load_model(
     if not is_path:
         presets = model_presets()
         if text not in presets:
-            raise InputError(
-                f"unknown model preset {short_repr(text, 80)}; presets: {', '.join(presets)} "
-                "(or give a path to a .yaml descriptor)",
-                field="model",
-            )
+            raise InputError(f"unknown model preset {short_repr(text, 80)}; presets: "
+                             f"{', '.join(presets)} (or give a path to a .yaml descriptor)",
+                             field="model")
         data = read_packaged("models", f"{text}.yaml", cache=cache)
         with input_context(f"preset {text}"):
             return model_from_dict(data)
@@ -189,28 +187,21 @@ def device_from_value(value: Any, source: str, field: str = "device") -> Device:
     entry = {str(k): v for k, v in value.items()}
     preset = entry.pop("preset", None)
     key = entry.pop("key", None)
-    if key is not None and not (
-        isinstance(key, str) and 0 < len(key) <= 64 and set(key) <= _KEY_CHARS
-    ):
-        raise InputError(
-            f"expected a name of 1-64 letters, digits, '_', '-' or '.', got {short_repr(key, 60)}",
-            source=source, field=f"{field}.key",
-        )
+    if key is not None and not (isinstance(key, str) and 0 < len(key) <= 64
+                                and set(key) <= _KEY_CHARS):
+        raise InputError(f"expected a name of 1-64 letters, digits, '_', '-' or '.', got "
+                         f"{short_repr(key, 60)}", source=source, field=f"{field}.key")
     if preset is None:
         if key is None:
-            raise InputError(
-                "a device mapping needs 'preset: <name>' (a preset with fields replaced) or "
-                "'key: <name>' with every field of a device entry",
-                source=source, field=field,
-            )
+            raise InputError("a device mapping needs 'preset: <name>' (a preset with fields "
+                             "replaced) or 'key: <name>' with every field of a device entry",
+                             source=source, field=field)
         with input_context(source):
             return device_from_dict(key, entry, field=field)
     presets = _raw_devices()
     if not isinstance(preset, str) or preset not in presets:
-        raise InputError(
-            f"unknown device preset {short_repr(preset, 60)}; presets: {', '.join(presets)}",
-            source=source, field=f"{field}.preset",
-        )
+        raise InputError(f"unknown device preset {short_repr(preset, 60)}; presets: "
+                         f"{', '.join(presets)}", source=source, field=f"{field}.preset")
     merged = dict(copy.deepcopy(presets[preset]))
     stacks = entry.get("software_stacks")
     if isinstance(stacks, Mapping) and isinstance(merged.get("software_stacks"), Mapping):

@@ -193,10 +193,8 @@ class Scenario(FrozenOnUnpickle):
                              field="workloads.weight")
         for w, wl in zip(weights, self.workloads, strict=True):
             if not math.isfinite(w) or w <= 0:
-                raise InputError(
-                    f"weight {w!r} of workload {wl.name!r} must be a finite number > 0",
-                    field=f"workloads[{wl.name}].weight",
-                )
+                raise InputError(f"weight {w!r} of workload {wl.name!r} must be a finite number "
+                                 "> 0", field=f"workloads[{wl.name}].weight")
         object.__setattr__(self, "weights", weights)
 
     def _check_limits(self, constraints: bool = True) -> None:
@@ -205,24 +203,18 @@ class Scenario(FrozenOnUnpickle):
         that depend on the limits)."""
         for c in self.constraints if constraints else ():
             if len(c.bw_coef) != self.fabric.n_dims:
-                raise InputError(
-                    f"constraint {c.label!r} has {len(c.bw_coef)} bandwidth coefficients, "
-                    f"the fabric has {self.fabric.n_dims} dimensions",
-                    field="constraints.linear",
-                )
+                raise InputError(f"constraint {c.label!r} has {len(c.bw_coef)} bandwidth "
+                                 f"coefficients, the fabric has {self.fabric.n_dims} dimensions",
+                                 field="constraints.linear")
             _check_magnitudes(c, self.fabric.names)
         for key in ("budget_usd", "power_w"):
             v = getattr(self, key)
             if v is not None and (not math.isfinite(float(v)) or not 0 < float(v) <= MAX_RHS):
-                raise InputError(
-                    f"{key} {v!r} is out of range: expected a number in (0, {MAX_RHS:g}]",
-                    field=f"constraints.{key}",
-                )
+                raise InputError(f"{key} {v!r} is out of range: expected a number in "
+                                 f"(0, {MAX_RHS:g}]", field=f"constraints.{key}")
         if self.power_w is not None and not self.cost_model.has_power:
-            raise InputError(
-                "power_w is set but no power model was given (W per GB/s per component)",
-                field="constraints.power_w",
-            )
+            raise InputError("power_w is set but no power model was given (W per GB/s per "
+                             "component)", field="constraints.power_w")
 
     def _check_rows(self) -> None:
         """The constraints as priced rows and the caps against the network's fixed part
@@ -422,21 +414,15 @@ class Scenario(FrozenOnUnpickle):
         assert self.weights is not None
         dims = html_table(
             ["dim", "topology", "size", "tier", "latency s"],
-            [
-                [d.name, d.topology, f"{d.size:,}", d.tier, f"{d.latency_s:g}"]
-                for d in self.fabric.dims
-            ],
+            [[d.name, d.topology, f"{d.size:,}", d.tier, f"{d.latency_s:g}"]
+             for d in self.fabric.dims],
             caption=f"Scenario {self.name!r}: {self.fabric.n_npus:,} NPUs; "
-            + "; ".join(self._summary()),
-        )
+            + "; ".join(self._summary()))
         wls = html_table(
             ["workload", "weight", "layers", "groups"],
-            [
-                [w.name, f"{wt:g}", f"{w.n_layers:,}",
-                 ", ".join(f"{g}={'x'.join(map(str, s))}" for g, s in w.groups.items())]
-                for w, wt in zip(self.workloads, self.weights, strict=True)
-            ],
-        )
+            [[w.name, f"{wt:g}", f"{w.n_layers:,}",
+              ", ".join(f"{g}={'x'.join(map(str, s))}" for g, s in w.groups.items())]
+             for w, wt in zip(self.workloads, self.weights, strict=True)])
         return f"<div>{dims}{wls}</div>"
 
 
@@ -445,20 +431,16 @@ def _check_magnitudes(c: LinearConstraint, names: tuple[str, ...]) -> None:
     solvers handle in double precision (:data:`MAX_RHS`, :data:`COEF_RANGE`)."""
     label = c.label if len(c.label) <= 80 else c.label[:77] + "..."
     if not math.isfinite(c.rhs) or abs(c.rhs) > MAX_RHS:
-        raise InputError(
-            f"constraint {label!r}: right-hand side {c.rhs:g} is out of range: expected "
-            f"|rhs| <= {MAX_RHS:g} (GB/s, $ or W)",
-            field="constraints.linear",
-        )
+        raise InputError(f"constraint {label!r}: right-hand side {c.rhs:g} is out of range: "
+                         f"expected |rhs| <= {MAX_RHS:g} (GB/s, $ or W)",
+                         field="constraints.linear")
     lo, hi = COEF_RANGE
     terms = [*(f"bw.{n}" for n in names), "cost", "power"]
     for term, v in zip(terms, (*c.bw_coef, c.cost_coef, c.power_coef), strict=True):
         if v and not lo <= abs(v) <= hi:
-            raise InputError(
-                f"constraint {label!r}: coefficient {v:g} of {term} is out of range: expected "
-                f"0 or a magnitude in [{lo:g}, {hi:g}]",
-                field="constraints.linear",
-            )
+            raise InputError(f"constraint {label!r}: coefficient {v:g} of {term} is out of "
+                             f"range: expected 0 or a magnitude in [{lo:g}, {hi:g}]",
+                             field="constraints.linear")
 
 
 def _with_caps(rows: tuple[Row, ...], scenario: Scenario) -> tuple[Row, ...]:
