@@ -188,12 +188,9 @@ def _init_fields(cls: Any) -> tuple[tuple[Any, ...], ...]:
             continue
         tp = hints[f.name]
         origin, args = _type_parts(tp)
-        if origin in (typing.Union, _UnionType):
-            members = [a for a in args if a is not type(None)]
-            kept = {members[0]} | ({Ref} if Ref in members else set())
-            optional = type(None) in args
-        else:
-            kept, optional = {tp}, False
+        members = [a for a in union_members(tp) if a is not type(None)]
+        optional = len(members) < len(union_members(tp))
+        kept = {members[0]} | ({Ref} if Ref in members else set())
         kept = {k for k in kept if isinstance(k, type) and k is not float}
         words = frozenset(a for a in args if type(a) is str) if origin is typing.Literal \
             else frozenset()
@@ -211,6 +208,12 @@ def _hints(cls: Any) -> dict[str, Any]:
 def _type_parts(tp: Any) -> tuple[Any, tuple[Any, ...]]:
     """``typing.get_origin`` and ``typing.get_args`` of an annotation, worked out once."""
     return typing.get_origin(tp), typing.get_args(tp)
+
+
+def union_members(tp: Any) -> tuple[Any, ...]:
+    """The members of a union type (``None`` too), else ``(tp,)``."""
+    origin, args = _type_parts(tp)
+    return args if origin in (typing.Union, _UnionType) else (tp,)
 
 
 def _is_int(value: Any) -> bool:
@@ -357,18 +360,15 @@ def coerce(tp: Any, value: Any, path: str, *, kind: str | None = None,
 
 
 _UnionType = type(int | None)
+_NAMES = {int: "an integer", float: "a number", str: "text"}
 
 
 def _describe(tp: Any, kind: str | None = None) -> str:
     if tp is Ref:
         return "a device preset name or a mapping" if kind == "device" else \
             "a name or a path"
-    if tp is int:
-        return "an integer"
-    if tp is float:
-        return "a number"
-    if tp is str:
-        return "text"
+    if tp in _NAMES:
+        return _NAMES[tp]
     origin = typing.get_origin(tp)
     if tp is FrozenMap or origin is Mapping or dataclasses.is_dataclass(tp):
         return "a mapping"

@@ -45,6 +45,7 @@ from libra_opt.scenario._values import (
     coerce,
     freeze,
     parse_value,
+    union_members,
 )
 
 __all__ = ["CAP_PATHS", "canonical_path", "get_path", "parse_value", "segments", "set_path"]
@@ -207,7 +208,7 @@ def _set(node: Any, segs: list[str | int], value: Any, path: str, where: str,
         i = _index(node, key, path, where)
         item_tp = None
         if tp is not None:
-            item_tp = next((typing.get_args(a)[0] for a in _members(tp)
+            item_tp = next((typing.get_args(a)[0] for a in union_members(tp)
                             if typing.get_origin(a) is tuple), None)
         new = _set(node[i], rest, value, path, _where(where, key), item_tp)
         return (*node[:i], new, *node[i + 1:])
@@ -252,15 +253,8 @@ def _set_field(node: Any, key: str | int, rest: list[str | int], value: Any, pat
         raise InputError(exc.message, field=path) from None
 
 
-def _members(tp: Any) -> tuple[Any, ...]:
-    """The members of a union type, else ``(tp,)``."""
-    if typing.get_origin(tp) in (typing.Union, type(int | None)):
-        return typing.get_args(tp)
-    return (tp,)
-
-
 def _is_spec_type(tp: Any) -> bool:
-    return any(isinstance(a, type) and issubclass(a, _Node) for a in _members(tp))
+    return any(isinstance(a, type) and issubclass(a, _Node) for a in union_members(tp))
 
 
 def _index(items: tuple[Any, ...], key: str | int, path: str, where: str) -> int:

@@ -61,6 +61,7 @@ from libra_opt.scenario._values import (
     from_mapping,
     missing_error,
     thaw,
+    union_members,
     unique_labels,
 )
 from libra_opt.scenario.edit import set_path
@@ -148,10 +149,8 @@ def _parallelism_key_type(key: str) -> Any:
     if f is None:
         return None
     tp = f.annotation
-    members = typing.get_args(tp) if typing.get_origin(tp) in (typing.Union, type(int | None)) \
-        else (tp,)
     plain = all(m in (int, float, bool, str, type(None)) or typing.get_origin(m) is typing.Literal
-                for m in members)
+                for m in union_members(tp))
     return tp if plain else None
 
 
