@@ -1,10 +1,9 @@
 """The validated runs behind the model's error band, read and written as YAML.
 
-An error model (:class:`~libra_opt.generators.error_model.ErrorModel`) is a list of validated
-runs: what each run measured against what the model predicts, with its device, software
-stack, parallelization and scale. The packaged one, ``libra_opt/data/error_model.yaml``, is
-what the packaged validation tables give the current model (``libra-opt validate
---error-model`` writes one, from the packaged tables or the user's own ``--table``).
+An error model (:class:`~libra_opt.generators.error_model.ErrorModel`) lists validated runs:
+each run's measured against predicted time, with its device, stack, parallelization and
+scale. ``libra-opt validate --error-model`` writes one (the packaged one from the packaged
+tables).
 
 File format::
 

@@ -76,9 +76,7 @@ def read_bytes(path: str | Path, *, max_bytes: int | None = None) -> bytes:
         raise InputError(f"is {_kind(st.st_mode)}; expected a regular file", source=src)
     if st.st_size > limit:
         raise InputError(f"file is {_mib(st.st_size)}; the limit is {_mib(limit)}", source=src)
-    try:
-        # O_NONBLOCK: should the path have been swapped for a FIFO since stat, open does
-        # not wait for a writer; fstat below then refuses it.
+    try:  # O_NONBLOCK: a FIFO swapped in since stat does not block open; fstat refuses it
         fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
         raise InputError(f"cannot read file: {exc.strerror or exc}", source=src) from None
@@ -86,14 +84,12 @@ def read_bytes(path: str | Path, *, max_bytes: int | None = None) -> bytes:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise InputError(f"is {_kind(st.st_mode)}; expected a regular file", source=src)
-        # ask for the size known now (a read of limit + 1 bytes allocates that much), then
-        # for the rest should the file have grown since; a short read asks again
+        # the size known now, then (a short read, a grown file) the rest in pieces of at
+        # most 64 KiB: a read of the whole limit would allocate it
         want = min(st.st_size, limit) + 1
         chunks = [os.read(fd, want)]
         got = len(chunks[0])
         while chunks[-1] and got <= limit:
-            # past the size known at the start, ask in pieces of at most 64 KiB (the end of
-            # the file is usually there: a read of the whole limit would allocate it)
             ask = want - got if got < st.st_size else min(limit + 1 - got, 65536)
             chunks.append(os.read(fd, ask))
             got += len(chunks[-1])

@@ -14,13 +14,10 @@ __all__ = ["lock_folder"]
 
 def lock_folder(path: str | os.PathLike[str], *, follow_symlinks: bool = True
                 ) -> tuple[int, bool | None]:
-    """Open the folder ``path`` and try its exclusive lock without waiting.
-
-    Returns the folder's descriptor (holding the lock when taken; closing it releases the
-    lock) and whether the lock was taken: ``True``; ``False``, another descriptor holds it
-    (two descriptors conflict even in one process); ``None``, the file system cannot lock.
-    An ``OSError`` when ``path`` cannot be opened as a folder (or is a symbolic link when
-    ``follow_symlinks`` is false).
+    """Open the folder ``path`` (an ``OSError`` if it cannot be, or is a symbolic link
+    without ``follow_symlinks``) and try its exclusive lock without waiting: its descriptor
+    (closing it releases the lock) and ``True``, taken; ``False``, another descriptor holds
+    it (even in this process); ``None``, the file system cannot lock.
 
     Examples
     --------

@@ -245,15 +245,12 @@ def check_run_folder(directory: str | os.PathLike[str], names: Sequence[str], *,
 def write_run_folder(directory: str | os.PathLike[str],
                      writers: Mapping[str, Callable[[Path], object] | str | bytes],
                      metadata: Mapping[str, Any], *, overwrite: bool = False) -> list[Path]:
-    """Write a one-shot run's files into ``directory`` together, with ``manifest.json``;
-    the paths written, the manifest last.
+    """Write a one-shot run's files into ``directory`` together, with ``manifest.json``
+    (``metadata`` with ``files`` and ``complete: true``); the paths written, the manifest last.
 
-    Each ``writers[name](path)`` writes one file into a hidden staging folder (a ``str`` or
-    ``bytes`` value is written as it is); ``metadata`` (:func:`results_metadata`), with
-    ``files`` and ``complete: true``, becomes ``manifest.json``. Only when every file is
-    written, and the earlier run's files are removed (``overwrite``: :data:`RUN_FILES` and
-    the old manifest's ``files``), are they moved into place. An error or an interrupt
-    before that leaves ``directory`` as it was.
+    Each ``writers[name](path)`` writes one file into a staging folder (a ``str`` or ``bytes``
+    value is written as it is); only when every file is written, and the earlier run's are
+    removed (``overwrite``), are they moved into place.
 
     Raises
     ------
@@ -418,11 +415,9 @@ def check_results_folder(directory: str | os.PathLike[str], *, resume: bool = Fa
 
 
 class ResultsStream:
-    """A results folder as a sweep's sink (:class:`libra_opt.explore.sink.ResultsSink`):
-    made by :func:`results_stream`, opened for a study, appended to batch by batch, then
-    finished. While open it holds the folder's lock (released by :meth:`close`, when the
-    object goes, or when the process ends, a kill included), so a second run into the
-    folder is refused instead of mixing its rows in."""
+    """A results folder as a sweep's sink (:class:`libra_opt.explore.sink.ResultsSink`),
+    opened for a study, appended to batch by batch, then finished. While open it holds the
+    folder's lock (until :meth:`close`, the object goes or the process ends)."""
 
     def __init__(self, directory: str | os.PathLike[str], *, resume: bool = False,
                  overwrite: bool = False, flag: str | None = "--out",
@@ -569,11 +564,8 @@ class ResultsStream:
 def results_stream(directory: str | os.PathLike[str], *, resume: bool = False,
                    overwrite: bool = False, flag: str | None = "--out",
                    hold_after_finish: bool = False) -> ResultsStream:
-    """The sink that streams a sweep into the results folder ``directory``
-    (``sweep(..., out=results_stream(DIR))``). The folder rules that need no study
-    (:func:`check_results_folder`) are checked here, before any work; the study's own
-    (another study's folder, a lock held by another run) when the sweep opens it.
-    """
+    """The sink that streams a sweep into the results folder ``directory``; the folder rules
+    that need no study (:func:`check_results_folder`) are checked here, before any work."""
     check_results_folder(directory, resume=resume, overwrite=overwrite, flag=flag)
     return ResultsStream(directory, resume=resume, overwrite=overwrite, flag=flag,
                          hold_after_finish=hold_after_finish)
