@@ -177,10 +177,9 @@ def sweep(problem: Any, axes: Any, **kwargs: Any) -> Any:
 
 def search(scenario: Any, *, error_model: Any = "packaged", **kwargs: Any) -> Any:
     """:func:`libra_opt.explore.search.base.search` (the co-design search) that also takes a
-    :class:`ScenarioSpec` (compiled with :func:`compile`), a scenario file or an example
-    name. ``error_model`` gives the solved rows' error bands: ``"packaged"`` (the packaged
-    validation tables' runs), a file written by ``libra-opt validate --error-model``, an
-    :class:`~libra_opt.generators.error_model.ErrorModel`, or ``None`` (no bands).
+    :class:`ScenarioSpec`, a scenario file or an example name. ``error_model`` gives the
+    solved rows' error bands: ``"packaged"``, a file written by ``libra-opt validate
+    --error-model``, an :class:`~libra_opt.generators.error_model.ErrorModel`, or ``None``.
 
     Examples
     --------
@@ -237,10 +236,9 @@ def save_solution(solution: Any, path: str | os.PathLike[str]) -> Any:
 
 
 def load_solution(path: str | os.PathLike[str], scenario: Any = None) -> Any:
-    """The solution saved in ``path`` (by :func:`save_solution`), for ``scenario`` (a
-    Scenario, a scenario file or an example's name; default: the one the document names),
-    re-evaluated with the numpy evaluator against it (:meth:`Solution.from_json
-    <libra_opt.optimize.solution.Solution.from_json>`).
+    """The solution :func:`save_solution` wrote to ``path``, re-evaluated against
+    ``scenario`` (a Scenario, a scenario file or an example's name; default: the one the
+    document names).
 
     Raises
     ------

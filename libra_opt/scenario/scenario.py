@@ -198,9 +198,7 @@ class Scenario(FrozenOnUnpickle):
         object.__setattr__(self, "weights", weights)
 
     def _check_limits(self, constraints: bool = True) -> None:
-        """The constraints' shapes and magnitudes (unless ``constraints`` is false: they are
-        known good) and the caps' ranges (part of the checks of ``__post_init__``; the ones
-        that depend on the limits)."""
+        """The constraints' shapes and magnitudes (unless known good) and the caps' ranges."""
         for c in self.constraints if constraints else ():
             if len(c.bw_coef) != self.fabric.n_dims:
                 raise InputError(f"constraint {c.label!r} has {len(c.bw_coef)} bandwidth "
@@ -217,8 +215,7 @@ class Scenario(FrozenOnUnpickle):
                              "component)", field="constraints.power_w")
 
     def _check_rows(self) -> None:
-        """The constraints as priced rows and the caps against the network's fixed part
-        (the last checks of ``__post_init__``)."""
+        """The constraints as priced rows and the caps against the network's fixed part."""
         self.rows  # noqa: B018 - builds (and keeps) the rows, raising on a bad one
         if self.tco is not None:  # TCO counts the network's energy: it needs its power
             cluster_rate_coefficients(self.tco, self.fabric, self.coefficients)
