@@ -123,9 +123,8 @@ def astra_gbps_to_gbps(astra_gbps: float) -> float:
 
 @dataclass(frozen=True)
 class AstraSimNetwork:
-    """A network read from an ASTRA-sim network YAML: its fabric (dimensions ``dim0``,
-    ``dim1``, ...; tier = name; latency per hop), ``B_d`` per dimension (``bw_gbps``, GB/s
-    per NPU) and the bandwidth of one link (``link_gbps``), in GB/s of 1e9 bytes/s."""
+    """An ASTRA-sim network: its fabric (dimensions ``dim0``, ``dim1``, ...), ``B_d`` per
+    dimension (``bw_gbps``, per NPU) and one link's bandwidth (``link_gbps``), in GB/s."""
 
     fabric: Fabric
     bw_gbps: tuple[float, ...]

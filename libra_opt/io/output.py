@@ -75,13 +75,7 @@ def safe_slug(name: object, *, max_bytes: int = MAX_SLUG_BYTES) -> str:
 def confined_path(directory: str | os.PathLike[str], filename: str, *,
                   flag: str | None = None) -> Path:
     """``directory / filename``, after checking it resolves (symlinks too) to a path inside
-    ``directory``.
-
-    Raises
-    ------
-    InputError
-        When the path would lie outside ``directory`` (or be ``directory`` itself); ``flag``
-        names the option blamed.
+    ``directory``, not ``directory`` itself (else an :class:`InputError` blaming ``flag``).
 
     Examples
     --------
@@ -154,13 +148,8 @@ def _probe(where: Path) -> None:
 def check_writable_output(path: str | os.PathLike[str], flag: str | None,
                           suffixes: Sequence[str]) -> Path:
     """Check, before any work, that ``path`` can be written as one of ``suffixes``
-    (case-insensitive): not a directory or another non-regular file, in a directory that
-    is or can be made writable.
-
-    Raises
-    ------
-    InputError
-        What is wrong, blaming the option ``flag`` (none when ``None``).
+    (case-insensitive) in a directory that is or can be made writable (else an
+    :class:`InputError` blaming ``flag``).
 
     Examples
     --------

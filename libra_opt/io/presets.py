@@ -221,10 +221,8 @@ def _entry_fields(device: Device) -> dict[str, Any]:
 
 
 def device_entry(device: Device) -> dict[str, Any]:
-    """The mapping :func:`device_from_value` reads back as ``device``.
-
-    For a device whose key is a preset: ``{preset: key}`` plus every field that differs
-    from the preset (with ``efficiency_source``); otherwise the whole entry with ``key``.
+    """The mapping :func:`device_from_value` reads back as ``device``: ``{preset: key}`` and
+    the fields that differ from the preset, else the whole entry with ``key``.
 
     Examples
     --------

@@ -110,19 +110,10 @@ def thaw(value: Any) -> Any:
 
 @dataclass(frozen=True)
 class Ref:
-    """An entry read from a file or a packaged preset.
-
-    Parameters
-    ----------
-    ref : str or FrozenMap
-        What the scenario wrote: a preset name, a path (relative to the scenario's
-        directory) or, for a device, a ``{preset: ..., field: value}`` mapping.
-    value : object, optional
-        The parsed value (a model descriptor, a :class:`~libra_opt.generators.devices.Device`,
-        a :class:`~libra_opt.fabric.dims.Fabric`, price tables, a workload, communicator
-        groups, collective settings or a catalog document); ``None`` while unresolved.
-    path : str, optional
-        The file it was read from, for messages (not compared).
+    """An entry read from a file or a packaged preset: ``ref``, what the scenario wrote (a
+    preset name, a path relative to the scenario's directory, or a device's ``{preset: ...,
+    field: value}``); ``value``, what :mod:`libra_opt.io` parsed from it (``None`` while
+    unresolved); ``path``, the file it was read from (for messages, not compared).
     """
 
     ref: Any
