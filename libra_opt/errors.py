@@ -142,12 +142,9 @@ def _join_fields(outer: str | None, inner: str | None) -> str | None:
 def input_context(source: str | None, field: str | None = None) -> Iterator[None]:
     """Name the file and field of any :class:`InputError` raised inside the block.
 
-    An :class:`InputError` escaping the block that names no file (or only
-    :data:`API_SOURCE`) is raised again naming ``source`` (the file, or ``"<api>"``/
-    ``"<cli>"``), its field prefixed by ``field`` (``workloads[2]`` + ``parallelism.tp`` ->
-    ``workloads[2].parallelism.tp``). An error that already names a file (a descriptor read
-    beside the scenario) passes unchanged. Nested contexts compose. Other exceptions pass
-    through untouched.
+    An :class:`InputError` that names no file (or only :data:`API_SOURCE`) is raised again
+    naming ``source``, its field prefixed by ``field``; one that names a file passes
+    unchanged. Nested contexts compose.
 
     Examples
     --------

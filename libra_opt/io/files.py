@@ -120,10 +120,8 @@ def read_text(path: str | Path, *, max_bytes: int | None = None,
 
 
 class ParseCache:
-    """Each file read, and parsed, once within one top-level load (make one per load and
-    pass it to the readers' ``cache``). A file is known by its device, inode, size and
-    modification time; for YAML the parsed node graph is kept and every reader gets new
-    data built from it.
+    """Each file read, and parsed, once within one top-level load (pass one to the readers'
+    ``cache``); a file is known by its device, inode, size and modification time.
 
     Examples
     --------
@@ -142,9 +140,8 @@ class ParseCache:
 
     def get(self, kind: str, path: str | Path | None, make: Callable[[], _T],
             *extra: Hashable) -> _T:
-        """``make()`` the first time ``(kind, file of path, *extra)`` is asked for; then its
-        value. A path that cannot be looked up is never memoised (``make`` then reports the
-        problem), nor is an exception ``make`` raises."""
+        """``make()`` the first time ``(kind, file of path, *extra)`` is asked for, then its
+        value (nothing memoised for a path that cannot be looked up, nor for an error)."""
         try:
             st = os.stat(path)  # type: ignore[arg-type]
         except (OSError, ValueError, TypeError):  # missing, NUL byte, None: make() says it

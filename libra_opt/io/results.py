@@ -111,9 +111,8 @@ NULLABLE_INT_COLUMNS = ("rank",)
 
 
 def read_results(path: str | os.PathLike[str]) -> pd.DataFrame:
-    """A results table written here (``.csv`` or ``.parquet``; a folder: its results file),
-    read back exactly: floats round-trip, empty messages are ``""``, text such as ``None``
-    stays text, :data:`NULLABLE_INT_COLUMNS` are ``Int64`` with their gaps. An
+    """A results table written here (``.csv``, ``.parquet`` or a folder's), read back exactly
+    (floats round-trip, text stays text, :data:`NULLABLE_INT_COLUMNS` are ``Int64``); an
     :class:`InputError` when the file is missing or not a results table."""
     import pandas as pd
 

@@ -192,8 +192,7 @@ class WorkloadSpec(_Node):
 @dataclass(frozen=True)
 class ConstraintsSpec(_Node):
     """``constraints:``: linear constraints as text, per-dimension ``bounds`` ``[min, max]``
-    in GB/s, the caps, and ``rhs``: right-hand sides replaced by constraint label (what
-    ``--set "<label>=<value>"`` and right-hand-side sweeps change)."""
+    in GB/s, the caps, and ``rhs``: right-hand sides replaced by constraint label."""
 
     linear: tuple[str, ...] = ()
     bounds: Mapping[str, tuple[float | None, ...]] = _EMPTY
@@ -209,9 +208,7 @@ class ConstraintsSpec(_Node):
                                  "for none)", source=API_SOURCE, field=f"bounds.{key}")
 
     def labels(self) -> list[str]:
-        """The labels of the constraints' rows, in order, before repeats are numbered
-        (linear constraints, then ``bw.<dim> >= min`` and ``bw.<dim> <= max`` of each bound).
-        """
+        """The labels of the constraints' rows, in order, before repeats are numbered."""
         out = [" ".join(t.split()) for t in self.linear]
         for key, (lo, hi) in self.bounds.items():
             if lo is not None:
