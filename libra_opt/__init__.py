@@ -1,10 +1,8 @@
 """libra_opt: exact, fast bandwidth allocation for multi-dimensional AI training fabrics.
 
-One package per stage of the data path, lowest first (a package imports only those below
-it): fabric, traffic | cost, generators, scenario, optimize | io, explore, report, cli (the
-README's package table says what each holds). ``import libra_opt as lo`` is light: the
-names below load their module on first use (PEP 562), so evaluating a design never imports
-cvxpy, and nothing imports matplotlib until a plot is drawn.
+One package per stage of the data path (the README's package table). ``import libra_opt as
+lo`` is light: the names below load their module on first use (PEP 562), so evaluating a
+design never imports cvxpy, nor anything matplotlib until a plot is drawn.
 
 Examples
 --------

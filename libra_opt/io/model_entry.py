@@ -27,8 +27,8 @@ __all__ = [
 def resolve_model_refs(w: WorkloadSpec, base_dir: Path, source: str,
                        cache: ParseCache | None = None) -> WorkloadSpec:
     """``w`` with its model (a preset name or a path relative to ``base_dir``) and device
-    (a preset, or a mapping) read, where unresolved. Errors inside a model file name that
-    file; the others name ``source`` and ``workloads[<name>].model`` / ``.device``."""
+    (a preset, or a mapping) read, where unresolved; errors name ``source`` or the model
+    file."""
     changes: dict[str, Any] = {}
     prefix = f"workloads[{w.name[:60]}]"
     if w.model is not None and not w.model.resolved:

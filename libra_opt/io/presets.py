@@ -317,13 +317,7 @@ def load_catalog(
 def catalog_document(ref: str | Path, base_dir: str | Path | None = None, *,
                      cache: ParseCache | None = None) -> tuple[Any, str | None]:
     """A catalog's document, by preset name or path (relative to ``base_dir``), and the file
-    it was read from (``None``: a preset).
-
-    Raises
-    ------
-    InputError
-        An unknown preset name (field ``catalog``), or the file's reading error.
-    """
+    it was read from (``None``: a preset); an :class:`InputError` for an unknown name."""
     p = Path(ref)
     if base_dir is not None and not p.is_absolute():
         p = Path(base_dir) / p

@@ -116,8 +116,7 @@ def _catalog(ref: str, base: Path, source: str, cache: ParseCache) -> Ref:
 
 def resolve_spec(spec: ScenarioSpec, *, cache: ParseCache | None = None) -> ScenarioSpec:
     """``spec`` with every unresolved file or preset entry read (relative paths against
-    ``spec.base_dir``); resolved entries are kept as they are, so an edit that touches no
-    file-backed entry reads nothing.
+    ``spec.base_dir``); resolved entries are kept as they are.
 
     Raises
     ------
@@ -291,11 +290,8 @@ def _value(v: Any, relocate: Path | None) -> Any:
 
 
 def spec_to_document(spec: ScenarioSpec, relocate: str | Path | None = None) -> dict[str, Any]:
-    """The scenario YAML document of ``spec`` (plain dicts and lists).
-
-    ``relocate``: the directory the document will be read from, when it differs from the
-    spec's own (paths of files the spec read are rewritten relative to it).
-    """
+    """The scenario YAML document of ``spec`` (plain dicts and lists), paths of the files it
+    read rewritten relative to ``relocate`` (the directory the document will be read from)."""
     rel = None if relocate is None else Path(relocate)
     doc: dict[str, Any] = {}
     if spec.name is not None:

@@ -82,8 +82,7 @@ class Evaluation(FrozenOnUnpickle):
 
     def feasible(self, rel_tol: float | None = None) -> bool:
         """True when no constraint is :meth:`violated`; with ``rel_tol``, when every
-        constraint holds within ``rel_tol`` of its scale (the optimizer's acceptance test,
-        :data:`~libra_opt.scenario.accuracy.CONSTRAINT_REL_TOL`)."""
+        constraint holds within ``rel_tol`` of its scale."""
         if rel_tol is None:
             return not self.violated()
         scales = self.residual_scales
@@ -200,8 +199,7 @@ def evaluate(scenario: Scenario, bw_gbps: npt.ArrayLike,
     ------
     InputError
         ``field="bw"`` for bandwidths that are not one finite number >= 0 per dimension, or
-        at which a figure is not finite (an infinite step time at 0 GB/s on a dimension that
-        carries traffic; an overflow of double precision).
+        at which a figure is not finite.
 
     Examples
     --------
