@@ -105,10 +105,8 @@ def _scenario_or_spec(scenario: Any) -> Any:
 
 
 def compile(spec: Any) -> Any:  # noqa: A001 - the documented name
-    """The :class:`Scenario` of a :class:`ScenarioSpec`: entries still given by name or path
-    (a model or device preset, a LIBRA or ASTRA-sim file) are read first
-    (:func:`libra_opt.io.resolve_spec`), then :func:`libra_opt.scenario.compile.compile`
-    builds the scenario without touching a file. The scenario keeps its spec.
+    """The :class:`Scenario` of a :class:`ScenarioSpec` (which it keeps): entries still given
+    by name or path are read first (:func:`libra_opt.io.resolve_spec`).
 
     Examples
     --------

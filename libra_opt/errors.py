@@ -179,10 +179,8 @@ def option_context(name: str | None, fields: tuple[str | None, ...] = (None,)) -
     value the caller gave: one that names no file (or only :data:`API_SOURCE`) and whose
     field is one of ``fields`` (by default: no field).
 
-    ``name`` is a command-line option (``"--out"``: the error is raised again as
-    ``<cli>: --out: message``, a keyword the message suggests, ``overwrite=True``, spelled as
-    its option, ``--overwrite``) or a Python keyword (``"out_dir"``: the error's field).
-    ``None`` blames nothing.
+    ``name`` is a command-line option (``<cli>: --out: message``, ``overwrite=True`` in it
+    spelled ``--overwrite``), a Python keyword (the error's field) or ``None`` (nothing).
 
     Examples
     --------

@@ -226,10 +226,8 @@ def load_manifest(path: Path) -> dict[str, Any]:
 
 def check_run_folder(directory: str | os.PathLike[str], names: Sequence[str], *,
                      overwrite: bool = False) -> Path:
-    """Check, before any work and without creating anything, a folder
-    :func:`write_run_folder` will write ``names`` and its manifest into: every path
-    (:func:`~libra_opt.io.output.prepare_output_dir`), and an existing folder empty unless
-    ``overwrite``; an :class:`InputError` saying what to do instead."""
+    """Check, before any work and creating nothing, a folder :func:`write_run_folder` will
+    write ``names`` into (empty unless ``overwrite``); an :class:`InputError` if not."""
     prepare_output_dir(directory, (*names, MANIFEST), create=False)
     path = Path(directory)
     entries = sorted(p.name for p in path.iterdir()) if path.is_dir() else []
@@ -309,8 +307,7 @@ def remove_run_files(path: Path, keep: set[str]) -> None:
 
 def flock_folder(directory: str | os.PathLike[str]) -> int | None:
     """An fd of ``directory`` holding its lock, or ``None`` where the file system cannot
-    lock (a warning is logged); an :class:`InputError` when another run (or an open
-    results stream of this process) holds it, or the folder cannot be opened."""
+    lock (a warning is logged); an :class:`InputError` when another run holds it."""
     try:
         fd, taken = lock_folder(directory)
     except OSError as exc:
@@ -349,8 +346,7 @@ def hold_results_folder(directory: str | os.PathLike[str]) -> Iterator[bool]:
 def record_run_files(directory: str | os.PathLike[str], names: Sequence[str],
                      flag: str | None = "--out") -> list[str]:
     """List in ``directory``'s manifest, as its ``files``, those of ``names`` that are files
-    there now (in that order; ``updated_utc`` refreshed when the list changes); the list.
-    An :class:`InputError` blaming ``flag`` when the manifest cannot be read or written."""
+    there now; the list (an :class:`InputError` blaming ``flag`` on a manifest error)."""
     with option_context(flag):
         files = [n for n in names if confined_path(directory, n).is_file()]
         path = confined_path(directory, MANIFEST)
@@ -391,10 +387,9 @@ def _read_intact(path: Path) -> pd.DataFrame | None:
 
 def check_results_folder(directory: str | os.PathLike[str], *, resume: bool = False,
                          overwrite: bool = False, flag: str | None = "--out") -> None:
-    """The folder rules that need no study (checked before the scenario is loaded):
-    ``resume`` and ``overwrite`` exclude each other; without either, an existing folder
-    must be empty; ``resume`` needs a manifest in a non-empty folder. An
-    :class:`InputError` blaming ``flag`` says what to do instead."""
+    """The folder rules that need no study: ``resume`` and ``overwrite`` exclude each other;
+    without either, the folder must be empty; ``resume`` needs a manifest there (else an
+    :class:`InputError` blaming ``flag``)."""
     path = Path(directory)
     with option_context(flag):
         if resume and overwrite:
