@@ -1,10 +1,8 @@
 """libra_opt: exact, fast bandwidth allocation for multi-dimensional AI training fabrics.
 
-One package per stage of the data path, lowest first (a package imports only those below
-it): fabric, traffic | cost, generators, scenario, optimize | io, explore, report, cli (the
-README's package table says what each holds). ``import libra_opt as lo`` is light: the
-names below load their module on first use (PEP 562), so evaluating a design never imports
-cvxpy, and nothing imports matplotlib until a plot is drawn.
+One package per stage of the data path (the README's package table). ``import libra_opt as
+lo`` is light: the names below load their module on first use (PEP 562), so evaluating a
+design never imports cvxpy, nor anything matplotlib until a plot is drawn.
 
 Examples
 --------
@@ -107,10 +105,8 @@ def _scenario_or_spec(scenario: Any) -> Any:
 
 
 def compile(spec: Any) -> Any:  # noqa: A001 - the documented name
-    """The :class:`Scenario` of a :class:`ScenarioSpec`: entries still given by name or path
-    (a model or device preset, a LIBRA or ASTRA-sim file) are read first
-    (:func:`libra_opt.io.resolve_spec`), then :func:`libra_opt.scenario.compile.compile`
-    builds the scenario without touching a file. The scenario keeps its spec.
+    """The :class:`Scenario` of a :class:`ScenarioSpec` (which it keeps): entries still given
+    by name or path are read first (:func:`libra_opt.io.resolve_spec`).
 
     Examples
     --------
@@ -143,12 +139,9 @@ def apply_overrides(scenario: Any, overrides: Any) -> Any:
 
 def sweep(problem: Any, axes: Any, **kwargs: Any) -> Any:
     """:func:`libra_opt.explore.sweep.sweep` that also takes a scenario file or an example
-    name, and reads a model, device or file an axis names (``resolve``).
-
-    ``out=DIR`` streams finished points into the results folder ``DIR``
-    (:func:`libra_opt.io.results.results_stream`): ``resume=True`` continues the run recorded
-    there, ``overwrite=True`` replaces an earlier run's files (else a non-empty folder is
-    refused); the table returned is the folder's, with a ``point`` column first.
+    name, and reads a model, device or file an axis names. ``out=DIR`` streams finished
+    points into the results folder ``DIR`` (:mod:`libra_opt.io.results`; ``resume=True``
+    continues its run, ``overwrite=True`` replaces it).
 
     Examples
     --------
@@ -180,10 +173,9 @@ def sweep(problem: Any, axes: Any, **kwargs: Any) -> Any:
 
 def search(scenario: Any, *, error_model: Any = "packaged", **kwargs: Any) -> Any:
     """:func:`libra_opt.explore.search.base.search` (the co-design search) that also takes a
-    :class:`ScenarioSpec` (compiled with :func:`compile`), a scenario file or an example
-    name. ``error_model`` gives the solved rows' error bands: ``"packaged"`` (the packaged
-    validation tables' runs), a file written by ``libra-opt validate --error-model``, an
-    :class:`~libra_opt.generators.error_model.ErrorModel`, or ``None`` (no bands).
+    :class:`ScenarioSpec`, a scenario file or an example name. ``error_model`` gives the
+    solved rows' error bands: ``"packaged"``, a file written by ``libra-opt validate
+    --error-model``, an :class:`~libra_opt.generators.error_model.ErrorModel`, or ``None``.
 
     Examples
     --------
@@ -240,10 +232,9 @@ def save_solution(solution: Any, path: str | os.PathLike[str]) -> Any:
 
 
 def load_solution(path: str | os.PathLike[str], scenario: Any = None) -> Any:
-    """The solution saved in ``path`` (by :func:`save_solution`), for ``scenario`` (a
-    Scenario, a scenario file or an example's name; default: the one the document names),
-    re-evaluated with the numpy evaluator against it (:meth:`Solution.from_json
-    <libra_opt.optimize.solution.Solution.from_json>`).
+    """The solution :func:`save_solution` wrote to ``path``, re-evaluated against
+    ``scenario`` (a Scenario, a scenario file or an example's name; default: the one the
+    document names).
 
     Raises
     ------
@@ -279,16 +270,13 @@ def write_report(scenario: Any, out_dir: Any, *, budget_points: int = 25,
     the Markdown's PNGs and ``manifest.json`` into ``out_dir`` and nowhere else, together
     (:func:`libra_opt.io.results.write_run_folder`).
 
-    ``scenario`` is a Scenario, a Solution, a scenario file or an example's name; its file's
-    text goes into the report's provenance unless ``provenance`` gives one. ``search`` is
-    the study's co-design search (``True``: the bounded space of
+    ``scenario`` is a Scenario, a Solution, a scenario file or an example's name. ``search``
+    is the study's co-design search (``True``: the bounded space of
     :func:`libra_opt.explore.study.report_search_space`; a :class:`SearchSpace`; ``False``:
-    none). A non-empty ``out_dir`` is refused before any work unless ``overwrite`` (which
-    removes the earlier run's files). ``error_model`` is as for :func:`search`.
+    none). A non-empty ``out_dir`` is refused before any work unless ``overwrite``.
 
     Returns ``{"html", "markdown", "manifest", "png:<name>" per figure: Path}``; an
-    :class:`InputError` with ``field="out_dir"`` when the folder is not empty and
-    ``overwrite`` is false, another run holds it, or a file cannot be written.
+    :class:`InputError` with ``field="out_dir"`` when the folder cannot be written.
     """
     import dataclasses
 

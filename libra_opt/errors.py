@@ -142,12 +142,9 @@ def _join_fields(outer: str | None, inner: str | None) -> str | None:
 def input_context(source: str | None, field: str | None = None) -> Iterator[None]:
     """Name the file and field of any :class:`InputError` raised inside the block.
 
-    An :class:`InputError` escaping the block that names no file (or only
-    :data:`API_SOURCE`) is raised again naming ``source`` (the file, or ``"<api>"``/
-    ``"<cli>"``), its field prefixed by ``field`` (``workloads[2]`` + ``parallelism.tp`` ->
-    ``workloads[2].parallelism.tp``). An error that already names a file (a descriptor read
-    beside the scenario) passes unchanged. Nested contexts compose. Other exceptions pass
-    through untouched.
+    An :class:`InputError` that names no file (or only :data:`API_SOURCE`) is raised again
+    naming ``source``, its field prefixed by ``field``; one that names a file passes
+    unchanged. Nested contexts compose.
 
     Examples
     --------
@@ -182,10 +179,8 @@ def option_context(name: str | None, fields: tuple[str | None, ...] = (None,)) -
     value the caller gave: one that names no file (or only :data:`API_SOURCE`) and whose
     field is one of ``fields`` (by default: no field).
 
-    ``name`` is a command-line option (``"--out"``: the error is raised again as
-    ``<cli>: --out: message``, a keyword the message suggests, ``overwrite=True``, spelled as
-    its option, ``--overwrite``) or a Python keyword (``"out_dir"``: the error's field).
-    ``None`` blames nothing.
+    ``name`` is a command-line option (``<cli>: --out: message``, ``overwrite=True`` in it
+    spelled ``--overwrite``), a Python keyword (the error's field) or ``None`` (nothing).
 
     Examples
     --------

@@ -88,9 +88,7 @@ OBJECTIVE_MEANING: dict[Objective, tuple[str, str]] = {
 }
 
 #: How a collective's time is modelled: LIBRA's per-dimension traffic / bandwidth combined
-#: by max (``pipelined``) or sum (``sequential``), or ``topology_aware`` (algorithm steps,
-#: hops, chunk pipelining, per-message latency and reduction cost; see
-#: :mod:`libra_opt.traffic.topology_aware`).
+#: by max (``pipelined``) or sum (``sequential``), or :mod:`libra_opt.traffic.topology_aware`.
 CollectiveModel = Literal["pipelined", "sequential", "topology_aware"]
 COLLECTIVE_MODELS: tuple[CollectiveModel, ...] = get_args(CollectiveModel)
 
@@ -118,10 +116,8 @@ TRAFFIC_MODELS: tuple[TrafficModel, ...] = get_args(TrafficModel)
 Component = Literal["link", "switch", "nic"]
 COMPONENTS: tuple[Component, ...] = get_args(Component)
 
-#: Components a tier may price: the three columns, ``transceiver`` (optics at both ends of an
-#: optical cable) and ``copper`` (a DAC replacing ``link`` and both transceivers) folded into
-#: ``link``, and ``in_network_reduction`` (the SHARP-class premium per GB/s of switch port)
-#: folded into ``switch``.
+#: Components a tier may price: the three columns, ``transceiver`` and ``copper`` (a DAC)
+#: folded into ``link``, ``in_network_reduction`` (a SHARP-class premium) into ``switch``.
 PricedComponent = Literal["link", "switch", "nic", "transceiver", "copper", "in_network_reduction"]
 PRICED_COMPONENTS: tuple[PricedComponent, ...] = get_args(PricedComponent)
 

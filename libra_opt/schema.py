@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from libra_opt.errors import InputError, short_repr
 
-__all__ = ["StrictModel", "input_error_from_pydantic", "validate_as"]
+__all__ = ["StrictModel", "validate_as"]
 
 T = TypeVar("T")
 
@@ -30,9 +30,25 @@ def _loc(loc: tuple[Any, ...]) -> str:
     return out
 
 
-def input_error_from_pydantic(
-    exc: ValidationError, source: str | None, prefix: str | None = None
-) -> InputError:
+#: Error types of a key the model does not have (a model's, a dataclass's).
+_UNKNOWN = ("extra_forbidden", "unexpected_keyword_argument")
+_UNION_TAGS = {"transformer", "dlrm", "resnet", "constant", "saturating", "str", "int", "float", "bool"}
+
+
+def _is_tag(part: str) -> bool:
+    """Location parts pydantic adds for union members and validators (not user fields)."""
+    return part.startswith("function-") or part in _UNION_TAGS or "[" in part
+
+
+def validate_as(tp: type[T] | Any, data: Any, source: str | None, prefix: str | None = None) -> T:
+    """Validate ``data`` as ``tp`` (a pydantic model or annotated type), raising InputError."""
+    try:
+        return TypeAdapter(tp).validate_python(data)
+    except ValidationError as exc:
+        raise _input_error(exc, source, prefix) from None
+
+
+def _input_error(exc: ValidationError, source: str | None, prefix: str | None) -> InputError:
     """One-line :class:`InputError` naming the file, the dotted field and the problem."""
     errors = exc.errors(include_url=False)
     # An unknown key is usually a misspelt one: report it before the "missing" it causes.
@@ -66,21 +82,3 @@ def input_error_from_pydantic(
     if prefix:
         path = f"{prefix}.{path}" if path else prefix
     return InputError(msg, source=source, field=path or None)
-
-
-#: Error types of a key the model does not have (a model's, a dataclass's).
-_UNKNOWN = ("extra_forbidden", "unexpected_keyword_argument")
-_UNION_TAGS = {"transformer", "dlrm", "resnet", "constant", "saturating", "str", "int", "float", "bool"}
-
-
-def _is_tag(part: str) -> bool:
-    """Location parts pydantic adds for union members and validators (not user fields)."""
-    return part.startswith("function-") or part in _UNION_TAGS or "[" in part
-
-
-def validate_as(tp: type[T] | Any, data: Any, source: str | None, prefix: str | None = None) -> T:
-    """Validate ``data`` as ``tp`` (a pydantic model or annotated type), raising InputError."""
-    try:
-        return TypeAdapter(tp).validate_python(data)
-    except ValidationError as exc:
-        raise input_error_from_pydantic(exc, source, prefix) from None

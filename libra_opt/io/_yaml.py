@@ -1,17 +1,11 @@
 """Strict, bounded YAML through PyYAML: every error is one :class:`InputError` naming the file.
-Private to ``libra_opt.io``: other packages read YAML through ``libra_opt.io.read_yaml``.
 
 * duplicate keys are errors, keys must be scalars, no Python tags, and numbers follow
-  YAML 1.2's core schema: every decimal spelling of a number is a number (``1e7``,
-  ``1.0e7``, ``.5``), ``012`` is twelve and ``1:20`` is text (YAML 1.1 read them as octal
-  ten and sexagesimal eighty);
-* a document may nest at most :data:`MAX_YAML_DEPTH` levels and expand (aliases counted
-  as copies of what they refer to) to at most :data:`MAX_YAML_NODES` nodes, both checked
-  on the parser's event stream before a node is composed, so an alias bomb or a million
-  nested brackets is refused in microseconds and libyaml's recursive composer never sees
-  a document deeper than the limit;
-* libyaml parses and composes; a syntax error is worded by PyYAML's pure-Python parser,
-  whose messages name what was expected, with the line and column.
+  YAML 1.2's core schema (``1.0e7`` is a number, ``012`` twelve, ``1:20`` text);
+* nesting (:data:`MAX_YAML_DEPTH`) and the node count with aliases expanded
+  (:data:`MAX_YAML_NODES`) are checked on the parser's events before anything is composed,
+  so an alias bomb or a million nested brackets is refused in microseconds;
+* libyaml parses and composes; a syntax error is worded by PyYAML's pure-Python parser.
 """
 
 from __future__ import annotations
@@ -287,15 +281,9 @@ def _construct(root: yaml.Node | None) -> Any:
 def read_yaml(path: str | Path, *, max_bytes: int = MAX_YAML_BYTES,
               max_depth: int = MAX_YAML_DEPTH, max_nodes: int = MAX_YAML_NODES,
               cache: ParseCache | None = None) -> Any:
-    """Read a YAML file strictly and within bounds.
-
-    Parameters
-    ----------
-    path : str or pathlib.Path
-    max_bytes, max_depth, max_nodes : int
-        Largest file, deepest nesting, and most nodes with every alias expanded.
-    cache : ParseCache, optional
-        The current load's cache: a file it already holds is neither read nor parsed again.
+    """Read a YAML file strictly and within bounds: ``max_bytes``, ``max_depth`` and
+    ``max_nodes`` (with every alias expanded); with ``cache`` (the current load's), a file
+    it holds is neither read nor parsed again.
 
     Raises
     ------

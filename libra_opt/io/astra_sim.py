@@ -168,14 +168,9 @@ def _fmt(x: float) -> str:
 
 def write_astra_sim(workload: Workload, path: str | Path, header: bool = False
                     ) -> dict[str, tuple[int, ...]]:
-    """Write ``workload`` as ASTRA-sim 1.0 text (layers with ``count > 1`` are expanded,
-    times in ns), once :func:`check_exportable` (without merging) says the format holds it.
-
-    Returns
-    -------
-    dict
-        Phase name -> span of the group its collectives use (for the communicator file).
-    """
+    """Write ``workload`` as ASTRA-sim 1.0 text (layers with ``count > 1`` expanded, times in
+    ns), once :func:`check_exportable` (without merging) passed; phase name -> span of the
+    group its collectives use (for the communicator file)."""
     w = check_exportable(workload, merge=False)
     out = []
     for layer in w.layers:
@@ -273,11 +268,8 @@ def export_astra_sim(workload: Workload | GeneratedWorkload, path: str | Path,
                      communicator_path: str | Path | None = None, merge: bool = True
                      ) -> dict[str, tuple[int, ...]]:
     """Write ASTRA-sim 1.0 workload text with its header to ``path``, and the LIBRA
-    communicator YAML to ``communicator_path`` if given; phase -> span of the group its
-    collectives use. ``merge``: first merge same-kind, same-group collectives of a phase
-    (:func:`merge_phase_collectives`). An :class:`InputError` when the format cannot hold
-    the workload (:func:`check_exportable`).
-    """
+    communicator YAML to ``communicator_path`` if given, once :func:`check_exportable` (with
+    ``merge``) passed; phase -> span of the group its collectives use."""
     w = check_exportable(workload, merge)  # refuses before anything is written
     spans = write_astra_sim(w, path, header=True)
     if communicator_path is not None:

@@ -35,15 +35,12 @@ Every key of the system file, and what it becomes:
                                    no effect on collective times; accepted
 =================================  ========================================================
 
-Refused, naming the key: ``doubleBinaryTree`` and the ``one*`` (whole-system) and windowed
-``directN`` implementations, custom (Chakra) collective implementations, a shared memory
-bus, halving-doubling all-to-all (the simulator has none), any other key.
+Any other key or implementation (``doubleBinaryTree``, ``one*``, ``directN``, Chakra's
+custom ones, halving-doubling all-to-all) is refused, naming the key.
 
 Units: ASTRA-sim's network GB/s is 2^30 bytes/s (:data:`ASTRA_SIM_GB_BYTES`), ours 1e9; its
-``bandwidth`` is per link, our ``B_d`` per NPU (``links_per_npu`` links: 2 on a ring,
-``n - 1`` fully connected, 1 on a switch; see :mod:`libra_opt.traffic.topology_aware`), so
-``B_d = links_per_npu x bandwidth x 2^30 / 1e9``. ``local-mem-bw`` is 1e9 bytes/s
-(``Sys.cc`` multiplies it by 1e9). Times in ns become seconds.
+``bandwidth`` is per link, our ``B_d`` per NPU: ``B_d = links_per_npu x bandwidth x 2^30 /
+1e9`` (:mod:`libra_opt.traffic.topology_aware`). Times in ns become seconds.
 
 References
 ----------
@@ -126,9 +123,8 @@ def astra_gbps_to_gbps(astra_gbps: float) -> float:
 
 @dataclass(frozen=True)
 class AstraSimNetwork:
-    """A network read from an ASTRA-sim network YAML: its fabric (dimensions ``dim0``,
-    ``dim1``, ...; tier = name; latency per hop), ``B_d`` per dimension (``bw_gbps``, GB/s
-    per NPU) and the bandwidth of one link (``link_gbps``), in GB/s of 1e9 bytes/s."""
+    """An ASTRA-sim network: its fabric (dimensions ``dim0``, ``dim1``, ...), ``B_d`` per
+    dimension (``bw_gbps``, per NPU) and one link's bandwidth (``link_gbps``), in GB/s."""
 
     fabric: Fabric
     bw_gbps: tuple[float, ...]
@@ -210,19 +206,10 @@ def settings_from_mapping(data: Any, dim_names: Sequence[str], source: str = "<s
                           ) -> CollectiveSettings:
     """:class:`CollectiveSettings` of a parsed system JSON for dimensions ``dim_names``.
 
-    Parameters
-    ----------
-    data : mapping
-        The parsed system file (the mapping of every key is in the module notes).
-    dim_names : sequence of str
-        Dimension names, innermost first (one entry per dimension of each list).
-    source : str
-    backend : {'congestion_unaware', 'congestion_aware'} or None
-        The analytical backend the configuration runs on (required: the two give different
-        times). ``None``: the file's settings alone, for a caller that names the backend
-        later (the scenario compiler, from ``collectives.backend``).
-    queues_per_dim : int
-        ASTRA-sim's ``--num-queues-per-dim`` (default 1, the simulator's).
+    ``dim_names`` are innermost first (one entry per dimension of each list). ``backend``
+    (``congestion_unaware`` or ``congestion_aware``) is required: the two give different
+    times; ``None`` keeps the file's settings alone for a caller that names it later (the
+    scenario compiler). ``queues_per_dim`` is ASTRA-sim's ``--num-queues-per-dim``.
 
     Raises
     ------

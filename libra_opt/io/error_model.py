@@ -1,10 +1,9 @@
 """The validated runs behind the model's error band, read and written as YAML.
 
-An error model (:class:`~libra_opt.generators.error_model.ErrorModel`) is a list of validated
-runs: what each run measured against what the model predicts, with its device, software
-stack, parallelization and scale. The packaged one, ``libra_opt/data/error_model.yaml``, is
-what the packaged validation tables give the current model (``libra-opt validate
---error-model`` writes one, from the packaged tables or the user's own ``--table``).
+An error model (:class:`~libra_opt.generators.error_model.ErrorModel`) lists validated runs:
+each run's measured against predicted time, with its device, stack, parallelization and
+scale. ``libra-opt validate --error-model`` writes one (the packaged one from the packaged
+tables).
 
 File format::
 
@@ -18,19 +17,19 @@ File format::
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import fields
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from libra_opt.errors import InputError, short_repr
+from libra_opt.errors import InputError, input_context, short_repr
 from libra_opt.generators.error_model import ErrorModel, ValidatedRun
 from libra_opt.io._yaml import read_yaml
+from libra_opt.io.presets import read_packaged
+from libra_opt.scenario.spec import from_mapping
 
 __all__ = ["PACKAGED_ERROR_MODEL", "load_error_model", "error_model_yaml"]
 
@@ -44,34 +43,19 @@ def _run(entry: Any, i: int, source: str) -> ValidatedRun:
     if not isinstance(entry, Mapping):
         raise InputError(f"expected a mapping, got {short_repr(entry, 60)}", source=source,
                          field=where)
-    known = {f.name: f for f in fields(ValidatedRun)}
-    unknown = sorted(str(k) for k in entry if k not in known)
-    if unknown:
-        raise InputError(f"unknown key(s) {', '.join(unknown)}; expected "
-                         f"{', '.join(known)}", source=source, field=where)
-    values: dict[str, Any] = {}
-    for name, f in known.items():
-        if name not in entry:
-            if name in ("name", "table", "device", "stack", "role", "error"):
-                raise InputError("missing", source=source, field=f"{where}.{name}")
-            continue
-        v = entry[name]
-        kind = str(f.type)
-        ok = (isinstance(v, str) if kind == "str" else
-              isinstance(v, int) and not isinstance(v, bool) and v >= 1 if kind == "int" else
-              isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v))
-        if not ok:
-            what = {"str": "a string", "int": "a positive integer"}.get(kind, "a finite number")
-            raise InputError(f"expected {what}, got {short_repr(v, 60)}", source=source,
-                             field=f"{where}.{name}")
-        values[name] = v if kind in ("str", "int") else float(v)
-    if values["role"] not in _ROLES:
-        raise InputError(f"{values['role']!r} is not one of {', '.join(_ROLES)}",
+    with input_context(source):
+        run: ValidatedRun = from_mapping(ValidatedRun, entry, where, strict=True)
+    for f in fields(ValidatedRun):
+        if f.type == "int" and getattr(run, f.name) < 1:
+            raise InputError(f"expected a positive integer, got {getattr(run, f.name)!r}",
+                             source=source, field=f"{where}.{f.name}")
+    if run.role not in _ROLES:
+        raise InputError(f"{run.role!r} is not one of {', '.join(_ROLES)}",
                          source=source, field=f"{where}.role")
-    if not math.isfinite(values["error"]) or values["error"] <= -1.0:
-        raise InputError(f"expected a relative error above -1, got {values['error']!r}",
+    if run.error <= -1.0:
+        raise InputError(f"expected a relative error above -1, got {run.error!r}",
                          source=source, field=f"{where}.error")
-    return ValidatedRun(**values)
+    return run
 
 
 def load_error_model(path: str | os.PathLike[str] | None = None) -> ErrorModel:
@@ -85,9 +69,8 @@ def load_error_model(path: str | os.PathLike[str] | None = None) -> ErrorModel:
     True
     """
     if path is None:
-        ref = resources.files("libra_opt") / "data" / PACKAGED_ERROR_MODEL
-        with resources.as_file(ref) as p:
-            return _from_document(read_yaml(Path(p)), f"libra_opt/data/{PACKAGED_ERROR_MODEL}")
+        return _from_document(read_packaged(PACKAGED_ERROR_MODEL),
+                              f"libra_opt/data/{PACKAGED_ERROR_MODEL}")
     return _from_document(read_yaml(Path(path)), str(path))
 
 

@@ -6,16 +6,12 @@
 from __future__ import annotations
 
 import functools
-from importlib import resources
 from pathlib import Path
 
 from libra_opt.errors import InputError
+from libra_opt.io.files import data_path, packaged_names
 
 __all__ = ["example_names", "example_path", "is_example_name"]
-
-
-def _root():
-    return resources.files("libra_opt").joinpath("data", "examples")
 
 
 @functools.cache
@@ -28,7 +24,7 @@ def example_names() -> tuple[str, ...]:
     >>> "gpt3_175b_4d" in example_names()
     True
     """
-    return tuple(sorted(p.name[:-5] for p in _root().iterdir() if p.name.endswith(".yaml")))
+    return packaged_names("examples")
 
 
 def example_path(name: str) -> Path:
@@ -39,7 +35,7 @@ def example_path(name: str) -> Path:
                          f"{', '.join(example_names())} (or give a path to a scenario .yaml "
                          "file)", field="scenario")
     # setuptools installs package data as plain files, so the traversable is a real path
-    return Path(str(_root().joinpath(f"{name}.yaml")))
+    return Path(str(data_path("examples", f"{name}.yaml")))
 
 
 def is_example_name(ref: str | Path) -> bool:

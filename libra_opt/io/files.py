@@ -1,9 +1,7 @@
 """Bounded reading of input files: every error is one :class:`InputError` naming the file.
 
-A path must name a regular file (not a directory, FIFO or device, nor a symlink to one) of
-at most :data:`MAX_INPUT_BYTES`; at most that many bytes (+1) are ever read, so a huge or
-endless file is never read whole. A :class:`ParseCache` reads and parses each file once
-within one top-level load.
+A path must name a regular file (not a directory, FIFO or device) of at most
+:data:`MAX_INPUT_BYTES`, and no more than that is ever read.
 """
 
 from __future__ import annotations
@@ -11,12 +9,14 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable, Hashable
+from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar
 
 from libra_opt.errors import InputError, short_repr
 
-__all__ = ["MAX_INPUT_BYTES", "ParseCache", "read_bytes", "read_text", "read_text_if_any"]
+__all__ = ["MAX_INPUT_BYTES", "ParseCache", "data_path", "packaged_names", "read_bytes",
+           "read_text", "read_text_if_any"]
 
 #: Largest input file read (bytes); the ``max_bytes`` keyword of the readers overrides it.
 MAX_INPUT_BYTES = 64 * 1024 * 1024
@@ -29,6 +29,17 @@ _KINDS = (
     (stat.S_ISBLK, "a block device"),
     (stat.S_ISSOCK, "a socket"),
 )
+
+
+def data_path(*parts: str) -> Any:
+    """The packaged file or folder ``libra_opt/data/<parts>`` (a traversable)."""
+    return resources.files("libra_opt").joinpath("data", *parts)
+
+
+def packaged_names(folder: str) -> tuple[str, ...]:
+    """Names (without ``.yaml``) of the YAML files of ``libra_opt/data/<folder>``, sorted."""
+    return tuple(sorted(p.name[:-5] for p in data_path(folder).iterdir()
+                        if p.name.endswith(".yaml")))
 
 
 def _kind(mode: int) -> str:
@@ -65,9 +76,7 @@ def read_bytes(path: str | Path, *, max_bytes: int | None = None) -> bytes:
         raise InputError(f"is {_kind(st.st_mode)}; expected a regular file", source=src)
     if st.st_size > limit:
         raise InputError(f"file is {_mib(st.st_size)}; the limit is {_mib(limit)}", source=src)
-    try:
-        # O_NONBLOCK: should the path have been swapped for a FIFO since stat, open does
-        # not wait for a writer; fstat below then refuses it.
+    try:  # O_NONBLOCK: a FIFO swapped in since stat does not block open; fstat refuses it
         fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
         raise InputError(f"cannot read file: {exc.strerror or exc}", source=src) from None
@@ -75,14 +84,12 @@ def read_bytes(path: str | Path, *, max_bytes: int | None = None) -> bytes:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise InputError(f"is {_kind(st.st_mode)}; expected a regular file", source=src)
-        # ask for the size known now (a read of limit + 1 bytes allocates that much), then
-        # for the rest should the file have grown since; a short read asks again
+        # the size known now, then (a short read, a grown file) the rest in pieces of at
+        # most 64 KiB: a read of the whole limit would allocate it
         want = min(st.st_size, limit) + 1
         chunks = [os.read(fd, want)]
         got = len(chunks[0])
         while chunks[-1] and got <= limit:
-            # past the size known at the start, ask in pieces of at most 64 KiB (the end of
-            # the file is usually there: a read of the whole limit would allocate it)
             ask = want - got if got < st.st_size else min(limit + 1 - got, 65536)
             chunks.append(os.read(fd, ask))
             got += len(chunks[-1])
@@ -113,10 +120,8 @@ def read_text(path: str | Path, *, max_bytes: int | None = None,
 
 
 class ParseCache:
-    """Each file read, and parsed, once within one top-level load (make one per load and
-    pass it to the readers' ``cache``). A file is known by its device, inode, size and
-    modification time; for YAML the parsed node graph is kept and every reader gets new
-    data built from it.
+    """Each file read, and parsed, once within one top-level load (pass one to the readers'
+    ``cache``); a file is known by its device, inode, size and modification time.
 
     Examples
     --------
@@ -135,9 +140,8 @@ class ParseCache:
 
     def get(self, kind: str, path: str | Path | None, make: Callable[[], _T],
             *extra: Hashable) -> _T:
-        """``make()`` the first time ``(kind, file of path, *extra)`` is asked for; then its
-        value. A path that cannot be looked up is never memoised (``make`` then reports the
-        problem), nor is an exception ``make`` raises."""
+        """``make()`` the first time ``(kind, file of path, *extra)`` is asked for, then its
+        value (nothing memoised for a path that cannot be looked up, nor for an error)."""
         try:
             st = os.stat(path)  # type: ignore[arg-type]
         except (OSError, ValueError, TypeError):  # missing, NUL byte, None: make() says it

@@ -1,12 +1,7 @@
-"""The folder lock: an exclusive ``flock`` of a folder's own descriptor, never waited for.
-
-One primitive for every folder a run must own while it works in it: a results folder
-(:mod:`libra_opt.io.results`) and a local Dask cluster's scratch folder
-(:mod:`libra_opt.explore.dask_scratch`). The kernel drops the lock when the descriptor is
-closed or the process ends, however it ends (SIGKILL included), and it stays with the folder
-through a rename. Locking the folder itself puts no lock file in it nor beside it (nothing is
-written outside the folder the user named), which is why a lock-file library such as
-``filelock`` is not used here.
+"""The folder lock: an exclusive ``flock`` of a folder's own descriptor, never waited for
+(results folders and a local Dask cluster's scratch folder). The kernel drops it when the
+process ends, however it ends; locking the folder itself writes no lock file, which is why
+a lock-file library such as ``filelock`` is not used.
 """
 
 from __future__ import annotations
@@ -19,13 +14,10 @@ __all__ = ["lock_folder"]
 
 def lock_folder(path: str | os.PathLike[str], *, follow_symlinks: bool = True
                 ) -> tuple[int, bool | None]:
-    """Open the folder ``path`` and try its exclusive lock without waiting.
-
-    Returns the folder's descriptor (holding the lock when taken; closing it releases the
-    lock) and whether the lock was taken: ``True``; ``False``, another descriptor holds it
-    (two descriptors conflict even in one process); ``None``, the file system cannot lock.
-    An ``OSError`` when ``path`` cannot be opened as a folder (or is a symbolic link when
-    ``follow_symlinks`` is false).
+    """Open the folder ``path`` (an ``OSError`` if it cannot be, or is a symbolic link
+    without ``follow_symlinks``) and try its exclusive lock without waiting: its descriptor
+    (closing it releases the lock) and ``True``, taken; ``False``, another descriptor holds
+    it (even in this process); ``None``, the file system cannot lock.
 
     Examples
     --------

@@ -1,11 +1,5 @@
-"""Packaged presets read from ``libra_opt/data``: model descriptors, devices and catalogs.
-
-Every preset file is read here (through :func:`libra_opt.io.read_yaml`, strict
-YAML) and validated by the parser of the layer that owns it:
-:func:`libra_opt.generators.descriptors.model_from_dict`,
-:func:`libra_opt.generators.devices.device_from_dict` and
-:func:`libra_opt.cost.catalog.catalog_from_dict`.
-"""
+"""Packaged presets read from ``libra_opt/data``: model descriptors, devices and catalogs,
+each validated by the parser of the layer that owns it."""
 
 from __future__ import annotations
 
@@ -13,10 +7,9 @@ import copy
 import dataclasses
 from collections.abc import Mapping, Sequence
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Protocol
+from typing import Any
 
 from libra_opt.cost.catalog import Catalog, catalog_from_dict
 from libra_opt.cost.prices import CostModel
@@ -24,26 +17,9 @@ from libra_opt.errors import InputError, input_context, short_repr
 from libra_opt.generators.descriptors import DLRMSpec, ResNetSpec, TransformerSpec, model_from_dict
 from libra_opt.generators.devices import Device, device_from_dict
 from libra_opt.io._yaml import dump_yaml, read_yaml
-from libra_opt.io.files import ParseCache
+from libra_opt.io.files import ParseCache, data_path, packaged_names
+from libra_opt.io.results import library_version
 from libra_opt.scenario.spec import thaw
-
-
-class FittedDevice(Protocol):
-    """What :func:`calibrated_devices_yaml` reads of a fit (e.g.
-    :class:`libra_opt.explore.calibration.DeviceCalibration`): the fitted device and, per
-    fitted constant, its value before and after."""
-
-    @property
-    def device(self) -> Device: ...
-
-    @property
-    def constants(self) -> tuple[str, ...]: ...
-
-    @property
-    def before(self) -> tuple[float, ...]: ...
-
-    @property
-    def after(self) -> tuple[float, ...]: ...
 
 __all__ = [
     "model_presets",
@@ -52,7 +28,6 @@ __all__ = [
     "load_device",
     "device_from_value",
     "device_entry",
-    "FittedDevice",
     "calibrated_devices_yaml",
     "available_catalogs",
     "load_catalog",
@@ -61,13 +36,9 @@ __all__ = [
 ]
 
 
-def _data(*parts: str):
-    return resources.files("libra_opt").joinpath("data", *parts)
-
-
-def _read_packaged(*parts: str, cache: ParseCache | None = None) -> Any:
-    with resources.as_file(_data(*parts)) as p:
-        return read_yaml(p, cache=cache)
+def read_packaged(*parts: str, cache: ParseCache | None = None) -> Any:
+    """The YAML document of the packaged file ``libra_opt/data/<parts>``."""
+    return read_yaml(Path(str(data_path(*parts))), cache=cache)
 
 
 def model_presets() -> tuple[str, ...]:
@@ -78,8 +49,7 @@ def model_presets() -> tuple[str, ...]:
     >>> "gpt3_175b" in model_presets()
     True
     """
-    names = [p.name[: -len(".yaml")] for p in _data("models").iterdir() if p.name.endswith(".yaml")]
-    return tuple(sorted(names))
+    return packaged_names("models")
 
 
 def load_model(
@@ -87,16 +57,9 @@ def load_model(
 ) -> TransformerSpec | DLRMSpec | ResNetSpec:
     """Load a model descriptor from a YAML path or a preset name.
 
-    Parameters
-    ----------
-    ref : str or pathlib.Path
-        A path (absolute, or relative to ``base_dir``; anything ending in ``.yaml``/``.yml``
-        or containing a path separator) or a preset name from :func:`model_presets`.
-    base_dir : str or pathlib.Path, optional
-        Directory relative paths are resolved against (default: the working directory).
-    cache : ParseCache, optional
-        The current load's :class:`~libra_opt.io.files.ParseCache` (a descriptor it
-        holds is not parsed again).
+    ``ref`` is a preset name (:func:`model_presets`) or a path (ending in ``.yaml``/``.yml``
+    or holding a ``/``; relative to ``base_dir``, default the working directory); ``cache``
+    is the current load's :class:`~libra_opt.io.files.ParseCache`.
 
     Raises
     ------
@@ -113,12 +76,10 @@ def load_model(
     if not is_path:
         presets = model_presets()
         if text not in presets:
-            raise InputError(
-                f"unknown model preset {short_repr(text, 80)}; presets: {', '.join(presets)} "
-                "(or give a path to a .yaml descriptor)",
-                field="model",
-            )
-        data = _read_packaged("models", f"{text}.yaml", cache=cache)
+            raise InputError(f"unknown model preset {short_repr(text, 80)}; presets: "
+                             f"{', '.join(presets)} (or give a path to a .yaml descriptor)",
+                             field="model")
+        data = read_packaged("models", f"{text}.yaml", cache=cache)
         with input_context(f"preset {text}"):
             return model_from_dict(data)
     path = Path(text)
@@ -134,7 +95,7 @@ _DEVICES_SOURCE = "libra_opt/data/devices.yaml"
 
 @cache
 def _raw_devices() -> Mapping[str, Any]:
-    raw = _read_packaged("devices.yaml")
+    raw = read_packaged("devices.yaml")
     if not isinstance(raw, dict):
         raise InputError("expected a mapping of device presets", source=_DEVICES_SOURCE)
     return MappingProxyType({str(k): v for k, v in raw.items()})
@@ -192,10 +153,8 @@ def device_from_value(value: Any, source: str, field: str = "device") -> Device:
           report never credits the preset's calibration for numbers it did not produce;
         * ``{key: my_npu, name: ..., peak_flops: {...}, ...}``: a whole entry, validated
           like the packaged presets.
-    source : str
-        The file, for error messages.
-    field : str
-        The field holding ``value``, for error messages.
+    source, field : str
+        The file and the field holding ``value``, for error messages.
 
     Raises
     ------
@@ -228,28 +187,21 @@ def device_from_value(value: Any, source: str, field: str = "device") -> Device:
     entry = {str(k): v for k, v in value.items()}
     preset = entry.pop("preset", None)
     key = entry.pop("key", None)
-    if key is not None and not (
-        isinstance(key, str) and 0 < len(key) <= 64 and set(key) <= _KEY_CHARS
-    ):
-        raise InputError(
-            f"expected a name of 1-64 letters, digits, '_', '-' or '.', got {short_repr(key, 60)}",
-            source=source, field=f"{field}.key",
-        )
+    if key is not None and not (isinstance(key, str) and 0 < len(key) <= 64
+                                and set(key) <= _KEY_CHARS):
+        raise InputError(f"expected a name of 1-64 letters, digits, '_', '-' or '.', got "
+                         f"{short_repr(key, 60)}", source=source, field=f"{field}.key")
     if preset is None:
         if key is None:
-            raise InputError(
-                "a device mapping needs 'preset: <name>' (a preset with fields replaced) or "
-                "'key: <name>' with every field of a device entry",
-                source=source, field=field,
-            )
+            raise InputError("a device mapping needs 'preset: <name>' (a preset with fields "
+                             "replaced) or 'key: <name>' with every field of a device entry",
+                             source=source, field=field)
         with input_context(source):
             return device_from_dict(key, entry, field=field)
     presets = _raw_devices()
     if not isinstance(preset, str) or preset not in presets:
-        raise InputError(
-            f"unknown device preset {short_repr(preset, 60)}; presets: {', '.join(presets)}",
-            source=source, field=f"{field}.preset",
-        )
+        raise InputError(f"unknown device preset {short_repr(preset, 60)}; presets: "
+                         f"{', '.join(presets)}", source=source, field=f"{field}.preset")
     merged = dict(copy.deepcopy(presets[preset]))
     stacks = entry.get("software_stacks")
     if isinstance(stacks, Mapping) and isinstance(merged.get("software_stacks"), Mapping):
@@ -269,10 +221,8 @@ def _entry_fields(device: Device) -> dict[str, Any]:
 
 
 def device_entry(device: Device) -> dict[str, Any]:
-    """The mapping :func:`device_from_value` reads back as ``device``.
-
-    For a device whose key is a preset: ``{preset: key}`` plus every field that differs
-    from the preset (with ``efficiency_source``); otherwise the whole entry with ``key``.
+    """The mapping :func:`device_from_value` reads back as ``device``: ``{preset: key}`` and
+    the fields that differ from the preset, else the whole entry with ``key``.
 
     Examples
     --------
@@ -292,18 +242,11 @@ def device_entry(device: Device) -> dict[str, Any]:
     return {"key": device.key, **fields}
 
 
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("libra-opt")
-    except PackageNotFoundError:  # running from a source tree that is not installed
-        return "(not installed)"
-
-
-def calibrated_devices_yaml(calibrations: Sequence[FittedDevice], tables: Sequence[str]) -> str:
+def calibrated_devices_yaml(calibrations: Sequence[Any], tables: Sequence[str]) -> str:
     """YAML text of fitted devices (``libra-opt validate --calibrate --out``), one entry per
     device key, each a value :func:`device_from_value` reads (paste it under ``device:``).
+    Each calibration has the fitted ``device`` and, per fitted constant (``constants``), its
+    value ``before`` and ``after`` (:class:`libra_opt.explore.calibration.DeviceCalibration`).
 
     Examples
     --------
@@ -312,13 +255,12 @@ def calibrated_devices_yaml(calibrations: Sequence[FittedDevice], tables: Sequen
     >>> cals = calibrate_tables([load_validation_table("llama3_h100")], ["default_efficiency"])
     >>> text = calibrated_devices_yaml(cals, ["llama3_h100"])
     >>> import yaml
-    >>> import yaml
     >>> entry = yaml.safe_load(text)["h100_sxm"]
     >>> device_from_value(entry, "<doc>") == cals[0].device
     True
     """
     head = [
-        f"# Devices calibrated by libra-opt {_version()} (validate --calibrate) on "
+        f"# Devices calibrated by libra-opt {library_version()} (validate --calibrate) on "
         f"{', '.join(str(t) for t in tables)}.",
         "# Each entry is a device value: paste it under `device:` in a scenario workload or a",
         "# validation table's cluster.",
@@ -339,8 +281,7 @@ def available_catalogs() -> tuple[str, ...]:
     >>> available_catalogs()
     ('current_2025', 'libra_ispass24')
     """
-    root = _data("catalog")
-    return tuple(sorted(p.name[:-5] for p in root.iterdir() if p.name.endswith(".yaml")))
+    return packaged_names("catalog")
 
 
 def load_catalog(
@@ -351,18 +292,8 @@ def load_catalog(
 ) -> Catalog:
     """Load a catalog by preset name or file path, with optional overrides.
 
-    Parameters
-    ----------
-    name_or_path : str or Path
-        A name from :func:`available_catalogs` or a YAML file.
-    overrides : mapping, optional
-        Dotted path -> value (see :func:`libra_opt.cost.catalog.catalog_from_dict`).
-    cache : ParseCache, optional
-        The current load's :class:`~libra_opt.io.files.ParseCache`.
-
-    Returns
-    -------
-    Catalog
+    ``name_or_path`` is a name from :func:`available_catalogs` or a YAML file; ``overrides``
+    map a dotted path to its value (:func:`libra_opt.cost.catalog.catalog_from_dict`).
 
     Raises
     ------
@@ -386,13 +317,7 @@ def load_catalog(
 def catalog_document(ref: str | Path, base_dir: str | Path | None = None, *,
                      cache: ParseCache | None = None) -> tuple[Any, str | None]:
     """A catalog's document, by preset name or path (relative to ``base_dir``), and the file
-    it was read from (``None``: a preset).
-
-    Raises
-    ------
-    InputError
-        An unknown preset name (field ``catalog``), or the file's reading error.
-    """
+    it was read from (``None``: a preset); an :class:`InputError` for an unknown name."""
     p = Path(ref)
     if base_dir is not None and not p.is_absolute():
         p = Path(base_dir) / p
@@ -406,7 +331,7 @@ def catalog_document(ref: str | Path, base_dir: str | Path | None = None, *,
     if str(ref) not in names:
         raise InputError(f"no catalog {short_repr(str(ref), 80)}; presets: {', '.join(names)} "
                          "(or a path)", field="catalog")
-    return _read_packaged("catalog", f"{ref}.yaml", cache=cache), None
+    return read_packaged("catalog", f"{ref}.yaml", cache=cache), None
 
 
 def catalog_cost_model(

@@ -1,19 +1,13 @@
 """Results on disk: the results table, a study's folder streamed point by point with its
 manifest and resume, and one-shot run folders.
 
-A results folder (``libra-opt sweep --out DIR``, ``sweep(..., out=DIR)``) holds
-``results.csv``, one row per finished point (``point``, its grid index, first), each batch
-appended with one ``fsync``-ed ``write`` so a killed run keeps every batch written before
-it, and ``manifest.json`` (``kind``, ``scenario``, ``spec_hash``, ``axes``, ``zip``,
-``points``, ``study_hash``: the identity checked on resume, ``library_version``,
-``created_utc``, ``updated_utc``, ``complete``, ``kept``, ``files``), a sidecar so that
-``pandas.read_csv`` reads the table with its defaults. A new run needs an empty folder, or
-``overwrite``; ``resume`` continues the run the manifest records, refusing another study's
-folder, and drops a batch torn by a kill. One-shot runs (``report --out``, ``search --out``)
-write their files and manifest together (:func:`write_run_folder`). A run holds its
-folder's lock (:mod:`libra_opt.io.folder_lock`) while it writes into it: a second run is
-refused meanwhile, and only a run holding the lock removes a stopped run's scratch; a file
-system that cannot lock is said in a warning, and the run goes on unlocked.
+A results folder (``sweep --out DIR``) holds ``results.csv``, one row per finished point
+(``point`` first), each batch appended with one ``fsync``-ed write so a killed run keeps every
+batch before it, and ``manifest.json`` (its ``study_hash`` is the identity checked on
+resume). A new run needs an empty folder or ``overwrite``; ``resume`` refuses another study's
+folder and drops a batch torn by a kill. A run holds its folder's lock
+(:mod:`libra_opt.io.folder_lock`) while it writes into it; a file system that cannot lock
+is said in a warning.
 """
 
 from __future__ import annotations
@@ -94,6 +88,15 @@ def utc_now() -> str:
     return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _json_text(data: Mapping[str, Any]) -> str:
+    return json.dumps(dict(data), indent=2, default=str) + "\n"
+
+
+def _refuse_not_empty(path: Path, entries: list[str], advice: str) -> None:
+    shown = ", ".join(entries[:4]) + (", ..." if len(entries) > 4 else "")
+    raise InputError(f"{str(path)!r} is not empty ({shown}): {advice}")
+
+
 def exact_csv_options() -> dict[str, str]:
     """``read_csv`` options that read floats back exactly (pandas >= 3 does by default and
     deprecates the option)."""
@@ -108,9 +111,8 @@ NULLABLE_INT_COLUMNS = ("rank",)
 
 
 def read_results(path: str | os.PathLike[str]) -> pd.DataFrame:
-    """A results table written here (``.csv`` or ``.parquet``; a folder: its results file),
-    read back exactly: floats round-trip, empty messages are ``""``, text such as ``None``
-    stays text, :data:`NULLABLE_INT_COLUMNS` are ``Int64`` with their gaps. An
+    """A results table written here (``.csv``, ``.parquet`` or a folder's), read back exactly
+    (floats round-trip, text stays text, :data:`NULLABLE_INT_COLUMNS` are ``Int64``); an
     :class:`InputError` when the file is missing or not a results table."""
     import pandas as pd
 
@@ -161,7 +163,7 @@ def write_results(df: pd.DataFrame, path: str | os.PathLike[str], metadata: Mapp
     :class:`InputError` blaming ``flag`` for another suffix or a file that cannot be written.
     """
     p = Path(path)
-    text = json.dumps(dict(metadata), indent=2, default=str) + "\n"
+    text = _json_text(metadata)
     suffix = p.suffix.lower()
     if suffix not in (".csv", ".parquet"):
         with option_context(flag):
@@ -224,17 +226,14 @@ def load_manifest(path: Path) -> dict[str, Any]:
 
 def check_run_folder(directory: str | os.PathLike[str], names: Sequence[str], *,
                      overwrite: bool = False) -> Path:
-    """Check, before any work and without creating anything, a folder
-    :func:`write_run_folder` will write ``names`` and its manifest into: every path
-    (:func:`~libra_opt.io.output.prepare_output_dir`), and an existing folder empty unless
-    ``overwrite``; an :class:`InputError` saying what to do instead."""
+    """Check, before any work and creating nothing, a folder :func:`write_run_folder` will
+    write ``names`` into (empty unless ``overwrite``); an :class:`InputError` if not."""
     prepare_output_dir(directory, (*names, MANIFEST), create=False)
     path = Path(directory)
     entries = sorted(p.name for p in path.iterdir()) if path.is_dir() else []
     if entries and not overwrite:
-        shown = ", ".join(entries[:4]) + (", ..." if len(entries) > 4 else "")
-        raise InputError(f"{str(directory)!r} is not empty ({shown}): give overwrite=True to "
-                         "replace its run, or another folder")
+        _refuse_not_empty(path, entries, "give overwrite=True to replace its run, or another "
+                          "folder")
     if entries:
         refuse_held(path)
     return path
@@ -243,15 +242,12 @@ def check_run_folder(directory: str | os.PathLike[str], names: Sequence[str], *,
 def write_run_folder(directory: str | os.PathLike[str],
                      writers: Mapping[str, Callable[[Path], object] | str | bytes],
                      metadata: Mapping[str, Any], *, overwrite: bool = False) -> list[Path]:
-    """Write a one-shot run's files into ``directory`` together, with ``manifest.json``;
-    the paths written, the manifest last.
+    """Write a one-shot run's files into ``directory`` together, with ``manifest.json``
+    (``metadata`` with ``files`` and ``complete: true``); the paths written, the manifest last.
 
-    Each ``writers[name](path)`` writes one file into a hidden staging folder (a ``str`` or
-    ``bytes`` value is written as it is); ``metadata`` (:func:`results_metadata`), with
-    ``files`` and ``complete: true``, becomes ``manifest.json``. Only when every file is
-    written, and the earlier run's files are removed (``overwrite``: :data:`RUN_FILES` and
-    the old manifest's ``files``), are they moved into place. An error or an interrupt
-    before that leaves ``directory`` as it was.
+    Each ``writers[name](path)`` writes one file into a staging folder (a ``str`` or ``bytes``
+    value is written as it is); only when every file is written, and the earlier run's are
+    removed (``overwrite``), are they moved into place.
 
     Raises
     ------
@@ -278,9 +274,8 @@ def write_run_folder(directory: str | os.PathLike[str],
                     staged[name].write_text(write, encoding="utf-8")
                 else:
                     write(staged[name])
-            manifest = {**dict(metadata), "complete": True, "files": list(writers)}
-            staged[MANIFEST].write_text(json.dumps(manifest, indent=2, default=str) + "\n",
-                                        encoding="utf-8")
+            staged[MANIFEST].write_text(_json_text({**metadata, "complete": True,
+                                                    "files": list(writers)}), encoding="utf-8")
             if overwrite:
                 remove_run_files(path, set(names))
     except BaseException:
@@ -312,8 +307,7 @@ def remove_run_files(path: Path, keep: set[str]) -> None:
 
 def flock_folder(directory: str | os.PathLike[str]) -> int | None:
     """An fd of ``directory`` holding its lock, or ``None`` where the file system cannot
-    lock (a warning is logged); an :class:`InputError` when another run (or an open
-    results stream of this process) holds it, or the folder cannot be opened."""
+    lock (a warning is logged); an :class:`InputError` when another run holds it."""
     try:
         fd, taken = lock_folder(directory)
     except OSError as exc:
@@ -352,8 +346,7 @@ def hold_results_folder(directory: str | os.PathLike[str]) -> Iterator[bool]:
 def record_run_files(directory: str | os.PathLike[str], names: Sequence[str],
                      flag: str | None = "--out") -> list[str]:
     """List in ``directory``'s manifest, as its ``files``, those of ``names`` that are files
-    there now (in that order; ``updated_utc`` refreshed when the list changes); the list.
-    An :class:`InputError` blaming ``flag`` when the manifest cannot be read or written."""
+    there now; the list (an :class:`InputError` blaming ``flag`` on a manifest error)."""
     with option_context(flag):
         files = [n for n in names if confined_path(directory, n).is_file()]
         path = confined_path(directory, MANIFEST)
@@ -361,7 +354,7 @@ def record_run_files(directory: str | os.PathLike[str], names: Sequence[str],
         if manifest.get("files") != files:
             manifest["files"] = files
             manifest["updated_utc"] = utc_now()
-            write_text_atomic(path, json.dumps(manifest, indent=2, default=str) + "\n")
+            write_text_atomic(path, _json_text(manifest))
     return files
 
 
@@ -394,10 +387,9 @@ def _read_intact(path: Path) -> pd.DataFrame | None:
 
 def check_results_folder(directory: str | os.PathLike[str], *, resume: bool = False,
                          overwrite: bool = False, flag: str | None = "--out") -> None:
-    """The folder rules that need no study (checked before the scenario is loaded):
-    ``resume`` and ``overwrite`` exclude each other; without either, an existing folder
-    must be empty; ``resume`` needs a manifest in a non-empty folder. An
-    :class:`InputError` blaming ``flag`` says what to do instead."""
+    """The folder rules that need no study: ``resume`` and ``overwrite`` exclude each other;
+    without either, the folder must be empty; ``resume`` needs a manifest there (else an
+    :class:`InputError` blaming ``flag``)."""
     path = Path(directory)
     with option_context(flag):
         if resume and overwrite:
@@ -411,19 +403,15 @@ def check_results_folder(directory: str | os.PathLike[str], *, resume: bool = Fa
                 raise InputError(f"{str(path)!r} holds no {MANIFEST}: nothing to resume there")
             load_manifest(path / MANIFEST)
         elif not overwrite:
-            shown = ", ".join(entries[:4]) + (", ..." if len(entries) > 4 else "")
-            raise InputError(f"{str(path)!r} is not empty ({shown}): give resume=True to "
-                             "continue its run, overwrite=True to replace it, or another "
-                             "folder")
+            _refuse_not_empty(path, entries, "give resume=True to continue its run, "
+                              "overwrite=True to replace it, or another folder")
         refuse_held(path)
 
 
 class ResultsStream:
-    """A results folder as a sweep's sink (:class:`libra_opt.explore.sink.ResultsSink`):
-    made by :func:`results_stream`, opened for a study, appended to batch by batch, then
-    finished. While open it holds the folder's lock (released by :meth:`close`, when the
-    object goes, or when the process ends, a kill included), so a second run into the
-    folder is refused instead of mixing its rows in."""
+    """A results folder as a sweep's sink (:class:`libra_opt.explore.sink.ResultsSink`),
+    opened for a study, appended to batch by batch, then finished. While open it holds the
+    folder's lock (until :meth:`close`, the object goes or the process ends)."""
 
     def __init__(self, directory: str | os.PathLike[str], *, resume: bool = False,
                  overwrite: bool = False, flag: str | None = "--out",
@@ -508,8 +496,7 @@ class ResultsStream:
         assert self.manifest is not None
         self.manifest["updated_utc"] = utc_now()
         self.manifest["kept"] = len(self.done)
-        write_text_atomic(self.path / MANIFEST, json.dumps(self.manifest, indent=2,
-                                                           default=str) + "\n")
+        write_text_atomic(self.path / MANIFEST, _json_text(self.manifest))
 
     def append(self, frame: pd.DataFrame) -> None:
         """Append ``frame``'s rows (it has a ``point`` column) to ``results.csv``, fsync-ed.
@@ -571,11 +558,8 @@ class ResultsStream:
 def results_stream(directory: str | os.PathLike[str], *, resume: bool = False,
                    overwrite: bool = False, flag: str | None = "--out",
                    hold_after_finish: bool = False) -> ResultsStream:
-    """The sink that streams a sweep into the results folder ``directory``
-    (``sweep(..., out=results_stream(DIR))``). The folder rules that need no study
-    (:func:`check_results_folder`) are checked here, before any work; the study's own
-    (another study's folder, a lock held by another run) when the sweep opens it.
-    """
+    """The sink that streams a sweep into the results folder ``directory``; the folder rules
+    that need no study (:func:`check_results_folder`) are checked here, before any work."""
     check_results_folder(directory, resume=resume, overwrite=overwrite, flag=flag)
     return ResultsStream(directory, resume=resume, overwrite=overwrite, flag=flag,
                          hold_after_finish=hold_after_finish)

@@ -1,8 +1,6 @@
-"""The scenario YAML: read into a :class:`~libra_opt.scenario.spec.ScenarioSpec` by its own
-checked construction (:func:`~libra_opt.scenario.spec.from_mapping`), its files and presets
-read (:func:`resolve_spec`), compiled into a :class:`Scenario` (:func:`load_scenario`), and a
-spec written back (:func:`spec_to_yaml`, :func:`save_spec`). The format (the spec's fields;
-paths relative to the file) is the README's "Scenario file" section.
+"""The scenario YAML (the README's "Scenario file" section): read into a
+:class:`~libra_opt.scenario.spec.ScenarioSpec`, its files and presets read
+(:func:`resolve_spec`), compiled (:func:`load_scenario`), and written back (:func:`save_spec`).
 """
 
 from __future__ import annotations
@@ -56,8 +54,7 @@ __all__ = [
 
 
 def _resolve(base: Path, rel: str, source: str, field: str) -> Path:
-    """``rel`` relative to the scenario's directory; an empty path is an error of ``field``
-    (``Path("")`` would silently be the directory itself)."""
+    """``rel`` relative to the scenario's directory; an empty path is an error of ``field``."""
     if not str(rel).strip():
         raise InputError("empty path; expected the name of a file", source=source, field=field)
     p = Path(rel)
@@ -119,8 +116,7 @@ def _catalog(ref: str, base: Path, source: str, cache: ParseCache) -> Ref:
 
 def resolve_spec(spec: ScenarioSpec, *, cache: ParseCache | None = None) -> ScenarioSpec:
     """``spec`` with every unresolved file or preset entry read (relative paths against
-    ``spec.base_dir``); resolved entries are kept as they are, so an edit that touches no
-    file-backed entry reads nothing.
+    ``spec.base_dir``); resolved entries are kept as they are.
 
     Raises
     ------
@@ -238,18 +234,8 @@ def load_spec(path: str | Path) -> ScenarioSpec:
 
 
 def load_scenario(path: str | Path) -> Scenario:
-    """Read and validate a scenario YAML file, or a shipped example by name.
-
-    Parameters
-    ----------
-    path : str or pathlib.Path
-        A scenario file, or the name of an example (:mod:`libra_opt.io.examples`), e.g.
-        ``"gpt3_175b_4d"``.
-
-    Returns
-    -------
-    Scenario
-        Compiled from its spec, which it keeps (``scenario.spec``).
+    """Read and validate a scenario YAML file, or a shipped example by name
+    (:mod:`libra_opt.io.examples`), into a :class:`Scenario` that keeps its spec.
 
     Raises
     ------
@@ -268,16 +254,9 @@ def load_scenario(path: str | Path) -> Scenario:
 def load_scenario_with_models(
     path: str | Path,
 ) -> tuple[Scenario, Mapping[str, GeneratedWorkload]]:
-    """:func:`load_scenario`, and the generator output of each model-based workload.
-
-    Returns
-    -------
-    scenario : Scenario
-    generated : mapping
-        Workload name -> :class:`~libra_opt.generators.generated.GeneratedWorkload` for the
-        workloads described by ``model``/``parallelism``/``device`` (memory, FLOPs,
-        placement: what ``libra-opt workload`` reports); ASTRA-sim workloads are absent.
-    """
+    """:func:`load_scenario`, and workload name ->
+    :class:`~libra_opt.generators.generated.GeneratedWorkload` of each model-based workload
+    (memory, FLOPs, placement: what ``libra-opt workload`` reports)."""
     return compile_with_models(load_spec(path))
 
 
@@ -292,16 +271,13 @@ def _ref_text(ref: Ref, relocate: Path | None) -> Any:
     return thaw(ref.ref)
 
 
-def _fields(node: Any, relocate: Path | None, skip: tuple[str, ...] = ()) -> dict[str, Any]:
+def _fields(node: Any, relocate: Path | None) -> dict[str, Any]:
     """A section's fields that differ from their defaults, as document values."""
     out: dict[str, Any] = {}
     for f in dataclasses.fields(node):
-        if not f.init or f.name in skip:
-            continue
         v = getattr(node, f.name)
-        if f.default is not dataclasses.MISSING and v == f.default:
-            continue
-        out[f.name] = _value(v, relocate)
+        if f.init and (f.default is dataclasses.MISSING or v != f.default):
+            out[f.name] = _value(v, relocate)
     return out
 
 
@@ -314,11 +290,8 @@ def _value(v: Any, relocate: Path | None) -> Any:
 
 
 def spec_to_document(spec: ScenarioSpec, relocate: str | Path | None = None) -> dict[str, Any]:
-    """The scenario YAML document of ``spec`` (plain dicts and lists).
-
-    ``relocate``: the directory the document will be read from, when it differs from the
-    spec's own (paths of files the spec read are rewritten relative to it).
-    """
+    """The scenario YAML document of ``spec`` (plain dicts and lists), paths of the files it
+    read rewritten relative to ``relocate`` (the directory the document will be read from)."""
     rel = None if relocate is None else Path(relocate)
     doc: dict[str, Any] = {}
     if spec.name is not None:
@@ -331,27 +304,15 @@ def spec_to_document(spec: ScenarioSpec, relocate: str | Path | None = None) -> 
         fab = {"libra_network": _ref_text(f.libra_network, rel)}
     else:
         assert f.dims is not None
-        fab = {"dims": [{k: _value(getattr(d, k), rel) for k in ("name", "topology", "size",
-                                                                   "tier")}
-                        | _fields(d, rel, skip=("name", "topology", "size", "tier"))
-                        for d in f.dims]}
+        fab = {"dims": [_fields(d, rel) for d in f.dims]}
     if f.members is not None:
         fab["members"] = thaw(f.members)
     doc["fabric"] = fab
-    cm = spec.cost_model
-    if isinstance(cm, CatalogSpec):
-        doc["cost_model"] = {"catalog": _ref_text(cm.catalog, rel)}
-        if cm.overrides:
-            doc["cost_model"]["overrides"] = thaw(cm.overrides)
-    else:
-        doc["cost_model"] = _value(cm, rel)
+    doc["cost_model"] = _value(spec.cost_model, rel)
     if spec.power_model is not None:
         doc["power_model"] = _value(spec.power_model, rel)
-    doc["workloads"] = [{"name": w.name} | _fields(w, rel, skip=("name",))
-                        for w in spec.workloads]
+    doc["workloads"] = [_fields(w, rel) for w in spec.workloads]
     constraints = _fields(spec.constraints, rel)
-    if "bounds" in constraints:
-        constraints["bounds"] = {k: list(v) for k, v in constraints["bounds"].items()}
     if constraints:
         doc["constraints"] = constraints
     for key in ("objective", "collective_model", "training_loop", "traffic_model"):
@@ -359,14 +320,10 @@ def spec_to_document(spec: ScenarioSpec, relocate: str | Path | None = None) -> 
     if spec.in_network_reduction:
         doc["in_network_reduction"] = list(spec.in_network_reduction)
     for key in ("collectives", "compression", "fine_grained_overlap", "diloco",
-                "in_network_optimizer"):
+                "in_network_optimizer", "tco", "reliability"):
         v = getattr(spec, key)
         if v is not None:
             doc[key] = _value(v, rel)
-    if spec.tco is not None:
-        doc["tco"] = thaw(spec.tco)
-    if spec.reliability is not None:
-        doc["reliability"] = thaw(spec.reliability)
     return doc
 
 

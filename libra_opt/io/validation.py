@@ -34,7 +34,6 @@ tables are in ``libra_opt/data/validation``.
 from __future__ import annotations
 
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal
@@ -46,7 +45,8 @@ from libra_opt.generators.descriptors import TransformerSpec, model_from_dict
 from libra_opt.generators.parallelism import parallelism_from_dict
 from libra_opt.generators.validation import Cluster, ValidationRow, ValidationTable
 from libra_opt.io._yaml import read_yaml
-from libra_opt.io.presets import device_from_value, load_model
+from libra_opt.io.files import packaged_names
+from libra_opt.io.presets import device_from_value, load_model, read_packaged
 from libra_opt.schema import StrictModel, validate_as
 
 __all__ = ["validation_table_names", "load_validation_table", "validation_table_from_dict"]
@@ -189,10 +189,6 @@ def validation_table_from_dict(data: Any, source: str) -> ValidationTable:
                            MappingProxyType(dict(table.sources)), source=source)
 
 
-def _data():
-    return resources.files("libra_opt").joinpath("data", "validation")
-
-
 def validation_table_names() -> tuple[str, ...]:
     """Names of the packaged validation tables.
 
@@ -202,13 +198,13 @@ def validation_table_names() -> tuple[str, ...]:
     ('bloom_prequel_a100', 'korthikanti22_a100', 'llama3_h100', 'megatron_sc21_a100',
      'mtnlg_a100', 'nemo2407_h100', 'nemo_h100', 'vtrain_dev_a100')
     """
-    return tuple(sorted(p.name[:-5] for p in _data().iterdir() if p.name.endswith(".yaml")))
+    return packaged_names("validation")
 
 
 @cache
 def _packaged(name: str) -> ValidationTable:
-    with resources.as_file(_data().joinpath(f"{name}.yaml")) as p:
-        return validation_table_from_dict(read_yaml(p), f"libra_opt/data/validation/{name}.yaml")
+    return validation_table_from_dict(read_packaged("validation", f"{name}.yaml"),
+                                      f"libra_opt/data/validation/{name}.yaml")
 
 
 def load_validation_table(name_or_path: str | Path) -> ValidationTable:

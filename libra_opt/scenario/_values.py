@@ -37,9 +37,7 @@ __all__ = [
 
 
 class FrozenMap(ReadOnlyMap):
-    """A read-only, hashable mapping (insertion order kept); nested values frozen: the
-    results' read-only mapping (:class:`libra_opt.fabric.frozen.FrozenMap`) made a value of
-    the recipe (hashable, compared and hashed by its frozen items).
+    """A read-only, hashable mapping (insertion order kept) whose nested values are frozen.
 
     Examples
     --------
@@ -83,19 +81,13 @@ class FrozenMap(ReadOnlyMap):
 def freeze(value: Any) -> Any:
     """``value`` with mappings as :class:`FrozenMap`, lists as tuples, numpy scalars as
     Python numbers."""
-    vt = type(value)
-    if vt in _LEAVES or vt is FrozenMap or vt is Ref:
-        return value
-    if vt is dict:
-        return FrozenMap(value)
-    if vt is list or vt is tuple:
-        return tuple(v if type(v) in _LEAVES else freeze(v) for v in value)
-    if isinstance(value, FrozenMap | Ref) or dataclasses.is_dataclass(value):
+    if type(value) in _LEAVES or isinstance(value, FrozenMap | Ref) \
+            or dataclasses.is_dataclass(value):
         return value
     if isinstance(value, Mapping):
         return FrozenMap(value)
     if isinstance(value, list | tuple):
-        return tuple(freeze(v) for v in value)
+        return tuple(v if type(v) in _LEAVES else freeze(v) for v in value)
     if isinstance(value, np.generic):
         return value.item()
     return value
@@ -118,19 +110,10 @@ def thaw(value: Any) -> Any:
 
 @dataclass(frozen=True)
 class Ref:
-    """An entry read from a file or a packaged preset.
-
-    Parameters
-    ----------
-    ref : str or FrozenMap
-        What the scenario wrote: a preset name, a path (relative to the scenario's
-        directory) or, for a device, a ``{preset: ..., field: value}`` mapping.
-    value : object, optional
-        The parsed value (a model descriptor, a :class:`~libra_opt.generators.devices.Device`,
-        a :class:`~libra_opt.fabric.dims.Fabric`, price tables, a workload, communicator
-        groups, collective settings or a catalog document); ``None`` while unresolved.
-    path : str, optional
-        The file it was read from, for messages (not compared).
+    """An entry read from a file or a packaged preset: ``ref``, what the scenario wrote (a
+    preset name, a path relative to the scenario's directory, or a device's ``{preset: ...,
+    field: value}``); ``value``, what :mod:`libra_opt.io` parsed from it (``None`` while
+    unresolved); ``path``, the file it was read from (for messages, not compared).
     """
 
     ref: Any
@@ -186,10 +169,9 @@ def _check_bounds(name: str, value: Any, bounds: tuple[tuple[str, float], ...]) 
 
 @cache
 def _init_fields(cls: Any) -> tuple[tuple[Any, ...], ...]:
-    """``(name, annotated type, Ref kind (the name), None allowed, types kept, words kept,
-    bounds)`` of each init field of a spec dataclass, worked out once: :func:`coerce` returns
-    a value of a kept type (the annotated class, or a union's first member or a Ref; never ``float``,
-    which is checked for finiteness) or a kept word (an option of a ``Literal``) as it is."""
+    """``(name, type, Ref kind, None allowed, types kept, words kept, bounds)`` of each init
+    field of a spec dataclass: a value of a kept type (not ``float``, checked for finiteness)
+    or a kept word (a ``Literal`` option) is what :func:`coerce` would return."""
     hints = typing.get_type_hints(cls)
     out = []
     for f in dataclasses.fields(cls):
@@ -197,12 +179,9 @@ def _init_fields(cls: Any) -> tuple[tuple[Any, ...], ...]:
             continue
         tp = hints[f.name]
         origin, args = _type_parts(tp)
-        if origin in (typing.Union, _UnionType):
-            members = [a for a in args if a is not type(None)]
-            kept = {members[0]} | ({Ref} if Ref in members else set())
-            optional = type(None) in args
-        else:
-            kept, optional = {tp}, False
+        members = [a for a in union_members(tp) if a is not type(None)]
+        optional = len(members) < len(union_members(tp))
+        kept = {members[0]} | ({Ref} if Ref in members else set())
         kept = {k for k in kept if isinstance(k, type) and k is not float}
         words = frozenset(a for a in args if type(a) is str) if origin is typing.Literal \
             else frozenset()
@@ -220,6 +199,12 @@ def _hints(cls: Any) -> dict[str, Any]:
 def _type_parts(tp: Any) -> tuple[Any, tuple[Any, ...]]:
     """``typing.get_origin`` and ``typing.get_args`` of an annotation, worked out once."""
     return typing.get_origin(tp), typing.get_args(tp)
+
+
+def union_members(tp: Any) -> tuple[Any, ...]:
+    """The members of a union type (``None`` too), else ``(tp,)``."""
+    origin, args = _type_parts(tp)
+    return args if origin in (typing.Union, _UnionType) else (tp,)
 
 
 def _is_int(value: Any) -> bool:
@@ -366,18 +351,15 @@ def coerce(tp: Any, value: Any, path: str, *, kind: str | None = None,
 
 
 _UnionType = type(int | None)
+_NAMES = {int: "an integer", float: "a number", str: "text"}
 
 
 def _describe(tp: Any, kind: str | None = None) -> str:
     if tp is Ref:
         return "a device preset name or a mapping" if kind == "device" else \
             "a name or a path"
-    if tp is int:
-        return "an integer"
-    if tp is float:
-        return "a number"
-    if tp is str:
-        return "text"
+    if tp in _NAMES:
+        return _NAMES[tp]
     origin = typing.get_origin(tp)
     if tp is FrozenMap or origin is Mapping or dataclasses.is_dataclass(tp):
         return "a mapping"

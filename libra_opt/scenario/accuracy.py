@@ -1,14 +1,11 @@
 """How accurately an answer is known, and the one rule that decides whether two are the same.
 
-Every answer the optimizer returns is re-checked by the independent numpy evaluation: the
-objective must agree with the solver's to :data:`OBJECTIVE_REL_TOL` and every constraint
-hold to :data:`CONSTRAINT_REL_TOL` of its scale. Two verified answers of one question can
-therefore differ by a few times those tolerances (their bandwidths by more where the optimum
-is flat): solver round-off, which moves with the solver build, the BLAS and the CPU, not
-with the design. So every decision "these two results are the same" (sweep rows that
-repeat, a binding constraint, ties in a ranking, search rows that are one design) is made by
-:func:`same` at :data:`SAME_REL_TOL`, ten times the verification tolerance, and by nothing
-else, so a printed note or table cell does not flip with round-off.
+Every answer is re-checked by the numpy evaluation: the objective must agree with the
+solver's to :data:`OBJECTIVE_REL_TOL`, every constraint hold to :data:`CONSTRAINT_REL_TOL` of
+its scale. Two verified answers can so differ by solver round-off (which moves with the
+solver build, the BLAS and the CPU), so every decision "these two results are the same" is
+made by :func:`same` at :data:`SAME_REL_TOL`, ten times the verification tolerance, and by
+nothing else: a printed note or table cell does not flip with round-off.
 
 Examples
 --------
@@ -42,24 +39,10 @@ SAME_REL_TOL = 10 * max(OBJECTIVE_REL_TOL, CONSTRAINT_REL_TOL)
 
 def same(a: float | Sequence[float] | np.ndarray, b: float | Sequence[float] | np.ndarray, *,
          scale: float | None = None) -> bool:
-    """Whether ``a`` and ``b`` are the same result up to solver round-off.
-
-    Parameters
-    ----------
-    a, b : float or array_like
-        Two numbers, or two arrays of one shape (one result: a bandwidth vector's entries
-        are compared at the scale of its largest).
-    scale : float, optional
-        The magnitude the difference is judged against (a constraint row's scale, say);
-        default: the larger magnitude of ``a`` and ``b``.
-
-    Returns
-    -------
-    bool
-        ``max |a - b| <= SAME_REL_TOL * scale``, ``scale`` floored at the smallest normal
-        double (two zeros are the same, a zero never the same as a non-zero); arrays of
-        different shapes, or any NaN, are not the same.
-    """
+    """Whether ``a`` and ``b`` (two numbers, or two arrays of one result) are the same up
+    to solver round-off: ``max |a - b| <= SAME_REL_TOL * scale``, ``scale`` (default: the
+    largest magnitude of either) floored at the smallest normal double. Arrays of different
+    shapes, or any NaN, are not the same."""
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if x.shape != y.shape or np.isnan(x).any() or np.isnan(y).any():
         return False

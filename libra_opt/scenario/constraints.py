@@ -231,23 +231,9 @@ class _Parser:
 
 def parse_constraint(text: str, fabric: Fabric, *, label: str | None = None,
                      field: str = "constraints.linear") -> LinearConstraint:
-    """Parse one linear constraint written as text.
-
-    Parameters
-    ----------
-    text : str
-        E.g. ``"bw[0] >= 2 * bw.pod"``; one of ``<=``, ``>=``, ``==`` (``=`` means ``==``).
-    fabric : Fabric
-        Resolves ``bw.<name>`` and checks indices.
-    label : str, optional
-        Report label; defaults to the text itself.
-    field : str
-        Field named in error messages.
-
-    Returns
-    -------
-    LinearConstraint
-        Variables moved to the left, constants to the right.
+    """Parse one linear constraint written as text (``"bw[0] >= 2 * bw.pod"``; one of
+    ``<=``, ``>=``, ``==``, ``=`` meaning ``==``) on ``fabric``, variables moved to the left
+    and constants to the right; ``label`` defaults to the text, ``field`` is named in errors.
 
     Examples
     --------

@@ -3,12 +3,10 @@
 Path grammar (the same for :meth:`ScenarioSpec.replace`, ``--set PATH=VALUE``,
 :func:`libra_opt.apply_overrides` and sweep axes):
 
-* keys joined by dots, the spec's field names being the scenario file's keys: ``objective``,
-  ``fabric.dims.pod.size``, ``workloads.gpt3.parallelism.tp``, ``tco.pue``,
-  ``diloco.sync_every_steps``, ``compression.groups.dp``, ``collectives.chunks``;
+* keys joined by dots, the scenario file's keys: ``fabric.dims.pod.size``,
+  ``workloads.gpt3.parallelism.tp``, ``tco.pue``, ``collectives.chunks``;
 * list items by ``[i]`` (0-based) or by their ``name`` (``.<name>`` or ``[<name>]`` for
-  names with dots): ``fabric.dims[3].latency_s``, ``workloads[0].device``,
-  ``constraints.bounds.scaleout[1]``, ``constraints.linear[0]``;
+  names with dots): ``fabric.dims[3].latency_s``, ``constraints.bounds.scaleout[1]``;
 * ``fabric.<parameter>`` for a builder fabric's parameters (``fabric.hb_domain``);
 * ``budget_usd`` and ``power_w`` (also ``constraints.budget_usd`` / ``constraints.power_w``;
   ``None`` removes the cap) and a linear constraint's label, i.e. its text as the scenario
@@ -16,11 +14,8 @@ Path grammar (the same for :meth:`ScenarioSpec.replace`, ``--set PATH=VALUE``,
 * a section that is absent is created by a path into it (``collectives.chunks``); the
   section's own checks then refuse keys it does not know.
 
-A value is checked against the field's type: numbers may be given as text (``"8"``,
-``"2e7"``), numpy scalars and floats with an integral value are taken for integers; inside
-an open mapping (``parallelism``, builder parameters) a new value must be of the old one's
-kind. A model, device or file given by name or path is left unresolved (see
-:class:`~libra_opt.scenario.spec.Ref`).
+A value is checked against the field's type (numbers may be given as text); inside an open
+mapping (``parallelism``, builder parameters) it must be of the old value's kind.
 
 Examples
 --------
@@ -50,6 +45,7 @@ from libra_opt.scenario._values import (
     coerce,
     freeze,
     parse_value,
+    union_members,
 )
 
 __all__ = ["CAP_PATHS", "canonical_path", "get_path", "parse_value", "segments", "set_path"]
@@ -81,8 +77,7 @@ def segments(path: str) -> list[str | int]:
         m = _SEGMENT.match(text, pos)
         if m is None or m.end() == pos:
             raise InputError(f"malformed path {short_repr(path)}: expected keys joined by "
-                             "dots, list items as [i] or by name",
-                             field=path)
+                             "dots, list items as [i] or by name", field=path)
         key = m.group(1) if m.group(1) is not None else m.group(2).strip()
         if m.group(2) is not None and re.fullmatch(r"-?\d+", key):
             out.append(int(key))
@@ -112,20 +107,14 @@ def compatible(old: Any, new: Any, path: str) -> Any:
         return new
     if isinstance(old, int | float):
         if isinstance(new, bool) or not isinstance(new, int | float):
-            raise InputError(f"expected a number, got {short_repr(new)}",
-                             field=path)
+            raise InputError(f"expected a number, got {short_repr(new)}", field=path)
         if isinstance(old, int) and isinstance(new, float) and new.is_integer():
             return int(new)
         return new
-    if isinstance(old, str) and not isinstance(new, str):
-        raise InputError(f"expected text, got {short_repr(new)}",
-                         field=path)
-    if isinstance(old, tuple) and not isinstance(new, list | tuple):
-        raise InputError(f"expected a list, got {short_repr(new)}",
-                         field=path)
-    if isinstance(old, Mapping) and not isinstance(new, Mapping):
-        raise InputError(f"expected a mapping, got {short_repr(new)}",
-                         field=path)
+    for kind, what, ok in ((str, "text", str), (tuple, "a list", list | tuple),
+                           (Mapping, "a mapping", Mapping)):
+        if isinstance(old, kind) and not isinstance(new, ok):
+            raise InputError(f"expected {what}, got {short_repr(new)}", field=path)
     return freeze(new)
 
 
@@ -164,8 +153,7 @@ def set_path(spec: Any, path: str, value: Any) -> Any:
         Naming ``path`` (as given) and what was expected.
     """
     if not isinstance(path, str) or not path.strip():
-        raise InputError(f"expected a path, got {short_repr(path)}",
-                         field="overrides")
+        raise InputError(f"expected a path, got {short_repr(path)}", field="overrides")
     if path in CAP_PATHS:
         cap = None if value is None or (isinstance(value, str) and parse_value(value) is None) \
             else _number(value, path)
@@ -220,7 +208,7 @@ def _set(node: Any, segs: list[str | int], value: Any, path: str, where: str,
         i = _index(node, key, path, where)
         item_tp = None
         if tp is not None:
-            item_tp = next((typing.get_args(a)[0] for a in _members(tp)
+            item_tp = next((typing.get_args(a)[0] for a in union_members(tp)
                             if typing.get_origin(a) is tuple), None)
         new = _set(node[i], rest, value, path, _where(where, key), item_tp)
         return (*node[:i], new, *node[i + 1:])
@@ -265,15 +253,8 @@ def _set_field(node: Any, key: str | int, rest: list[str | int], value: Any, pat
         raise InputError(exc.message, field=path) from None
 
 
-def _members(tp: Any) -> tuple[Any, ...]:
-    """The members of a union type, else ``(tp,)``."""
-    if typing.get_origin(tp) in (typing.Union, type(int | None)):
-        return typing.get_args(tp)
-    return (tp,)
-
-
 def _is_spec_type(tp: Any) -> bool:
-    return any(isinstance(a, type) and issubclass(a, _Node) for a in _members(tp))
+    return any(isinstance(a, type) and issubclass(a, _Node) for a in union_members(tp))
 
 
 def _index(items: tuple[Any, ...], key: str | int, path: str, where: str) -> int:

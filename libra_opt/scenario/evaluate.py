@@ -1,11 +1,6 @@
 """Independent numpy evaluation of a scenario at one bandwidth allocation: the reference
-every optimizer answer is checked against.
-
-Step times walk every workload layer by layer and phase by phase, exactly as written, with
-no aggregation and no solver (:func:`libra_opt.traffic.step_time.step_time`); cost, power,
-the objective and every constraint's residual are computed here with plain numpy. On a
-heterogeneous dimension the collectives are timed at the slowest member's bandwidth
-``f_min B_d`` (:mod:`libra_opt.fabric.heterogeneous`).
+every optimizer answer is checked against (every workload walked phase by phase, no solver;
+a heterogeneous dimension timed at its slowest member's bandwidth ``f_min B_d``).
 """
 
 from __future__ import annotations
@@ -87,8 +82,7 @@ class Evaluation(FrozenOnUnpickle):
 
     def feasible(self, rel_tol: float | None = None) -> bool:
         """True when no constraint is :meth:`violated`; with ``rel_tol``, when every
-        constraint holds within ``rel_tol`` of its scale (the optimizer's acceptance test,
-        :data:`~libra_opt.scenario.accuracy.CONSTRAINT_REL_TOL`)."""
+        constraint holds within ``rel_tol`` of its scale."""
         if rel_tol is None:
             return not self.violated()
         scales = self.residual_scales
@@ -205,8 +199,7 @@ def evaluate(scenario: Scenario, bw_gbps: npt.ArrayLike,
     ------
     InputError
         ``field="bw"`` for bandwidths that are not one finite number >= 0 per dimension, or
-        at which a figure is not finite (an infinite step time at 0 GB/s on a dimension that
-        carries traffic; an overflow of double precision).
+        at which a figure is not finite.
 
     Examples
     --------

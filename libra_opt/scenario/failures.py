@@ -1,16 +1,12 @@
 """Goodput of a design: what its broken parts cost a training run.
 
-:func:`failure_report` takes a scenario with a failure model
-(:class:`~libra_opt.cost.goodput.ReliabilityModel`, the ``reliability:`` section) and an
-evaluation of it, and gives per workload:
+:func:`failure_report` gives per workload of a scenario with a ``reliability:`` section:
 
-* the job's mean time to a stopping failure ``M`` (the sum of the stopping modes' rates of
-  :func:`~libra_opt.cost.failures.failure_modes`), the checkpoint time ``delta = checkpoint
-  bytes / write bandwidth``, the checkpoint interval (Daly's optimum unless given) and the
-  goodput of checkpoint/restart (:func:`~libra_opt.cost.goodput.expected_goodput`), with
-  each stopping failure's recovery: detection + restart, plus ``replace_s`` when no hot
-  spare takes the failed NPU's place (network parts, hosts and software failures are not
-  an NPU's; a software failure needs no replacement);
+* the job's mean time to a stopping failure ``M`` (the stopping modes' rates of
+  :func:`~libra_opt.cost.failures.failure_modes`), the checkpoint time ``delta``, the
+  checkpoint interval (Daly's optimum unless given) and the goodput of checkpoint/restart
+  (:func:`~libra_opt.cost.goodput.expected_goodput`), each stopping failure recovering in
+  detection + restart, plus ``replace_s`` when no hot spare takes the failed NPU's place;
 * the expected step time with degraded parts: each degrading mode ``j`` has ``m_j =
   rate_j x repair_h`` parts down on average (Little's law), each slowing the step from
   ``T`` to ``T_j``, the step time *evaluated at the design's bandwidths* with the failed

@@ -59,40 +59,21 @@ class Scenario(FrozenOnUnpickle):
         Weight of each workload's step time in the objective (default 1 each).
     constraints : tuple of LinearConstraint
         User linear constraints (see :mod:`libra_opt.scenario.constraints`).
-    budget_usd : float, optional
-        Network cost cap in $.
-    power_w : float, optional
-        Network power cap in W (needs a power model).
-    objective : {'perf', 'perf_per_cost', 'tco'}
-        ``perf``: minimise the weighted sum of step times (s). ``perf_per_cost``: minimise
-        weighted step time x network cost (s x $). ``tco``: minimise the cost of one
-        training run, steps x weighted step time x cluster $/s ($; needs ``tco``).
-    collective_model : {'pipelined', 'sequential', 'topology_aware'}
-        Collective time = max over dimensions, or sum (LIBRA's traffic model), or the
-        topology-aware model (:mod:`libra_opt.traffic.topology_aware`: algorithm steps,
-        hops, chunk pipelining, per-message latency, reduction cost).
-    training_loop : {'no_overlap', 'overlap'}
-        ``no_overlap``: each phase costs compute + collectives (LIBRA). ``overlap``: each
-        phase costs max(compute, collectives).
-    traffic_model : {'hierarchical', 'native'}
-        ``hierarchical`` (LIBRA): every byte crosses each dimension where source and
-        destination differ. ``native``: the fabric's own routing (fat-tree switches deliver
-        all-to-all directly; Rail-only forwards cross-rail bytes through the HB domain).
+    budget_usd, power_w : float, optional
+        Network cost cap in $ and power cap in W (the latter needs a power model).
+    objective, collective_model, training_loop, traffic_model : str
+        The choices of :mod:`libra_opt.options` (:mod:`libra_opt.scenario.objective`,
+        :class:`~libra_opt.traffic.timing.TimingModel`).
     tco : TcoModel, optional
         Accelerator, host, energy and lifetime parameters (objective ``tco`` and reports).
     reliability : ReliabilityModel, optional
-        Failure rates, recovery and spares: goodput and the cost of failures in reports
-        (:mod:`libra_opt.scenario.failures`); the optimum's bandwidths do not depend on it.
+        Failure rates, recovery and spares (:mod:`libra_opt.scenario.failures`); the
+        optimum's bandwidths do not depend on it.
     collectives : CollectiveSettings, optional
-        Settings of the ``topology_aware`` model (default
-        :class:`~libra_opt.traffic.topology_aware.CollectiveSettings`); the other collective
-        models take its ``efficiency`` only (:attr:`~libra_opt.traffic.timing.TimingModel.
-        efficiency`).
+        Settings of the ``topology_aware`` model; the other collective models take its
+        ``efficiency`` only.
     in_network_reduction : tuple of str
-        Switch dimensions that reduce in the network (SHARP class,
-        :mod:`libra_opt.traffic.in_network`): their all-reduce, reduce-scatter and
-        all-gather traffic and steps change under every collective model, and they buy
-        their tier's ``in_network_reduction`` premium. Default: none.
+        Switch dimensions that reduce in the network (:mod:`libra_opt.traffic.in_network`).
     name : str
     source : str, optional
         File the scenario was read from; errors raised while checking it name this file.
@@ -165,13 +146,10 @@ class Scenario(FrozenOnUnpickle):
 
         if self.reliability is not None:
             self._check_reliability(self.reliability)
-        if self.objective_model.needs_tco and self.tco is None:
-            raise InputError(
-                "objective 'tco' needs a tco section (accelerator, host, energy, lifetime, "
-                "run length)", field="tco",
-            )
         if self.objective_model.needs_tco:
-            assert self.tco is not None
+            if self.tco is None:
+                raise InputError("objective 'tco' needs a tco section (accelerator, host, "
+                                 "energy, lifetime, run length)", field="tco")
             self.tco.n_steps  # noqa: B018 - raises InputError when the run length is missing
 
         if self.timing.overlapped and any(w.hidden_window_s > 0 for w in self.workloads):
@@ -215,40 +193,29 @@ class Scenario(FrozenOnUnpickle):
                              field="workloads.weight")
         for w, wl in zip(weights, self.workloads, strict=True):
             if not math.isfinite(w) or w <= 0:
-                raise InputError(
-                    f"weight {w!r} of workload {wl.name!r} must be a finite number > 0",
-                    field=f"workloads[{wl.name}].weight",
-                )
+                raise InputError(f"weight {w!r} of workload {wl.name!r} must be a finite number "
+                                 "> 0", field=f"workloads[{wl.name}].weight")
         object.__setattr__(self, "weights", weights)
 
     def _check_limits(self, constraints: bool = True) -> None:
-        """The constraints' shapes and magnitudes (unless ``constraints`` is false: they are
-        known good) and the caps' ranges (part of the checks of ``__post_init__``; the ones
-        that depend on the limits)."""
+        """The constraints' shapes and magnitudes (unless known good) and the caps' ranges."""
         for c in self.constraints if constraints else ():
             if len(c.bw_coef) != self.fabric.n_dims:
-                raise InputError(
-                    f"constraint {c.label!r} has {len(c.bw_coef)} bandwidth coefficients, "
-                    f"the fabric has {self.fabric.n_dims} dimensions",
-                    field="constraints.linear",
-                )
+                raise InputError(f"constraint {c.label!r} has {len(c.bw_coef)} bandwidth "
+                                 f"coefficients, the fabric has {self.fabric.n_dims} dimensions",
+                                 field="constraints.linear")
             _check_magnitudes(c, self.fabric.names)
         for key in ("budget_usd", "power_w"):
             v = getattr(self, key)
             if v is not None and (not math.isfinite(float(v)) or not 0 < float(v) <= MAX_RHS):
-                raise InputError(
-                    f"{key} {v!r} is out of range: expected a number in (0, {MAX_RHS:g}]",
-                    field=f"constraints.{key}",
-                )
+                raise InputError(f"{key} {v!r} is out of range: expected a number in "
+                                 f"(0, {MAX_RHS:g}]", field=f"constraints.{key}")
         if self.power_w is not None and not self.cost_model.has_power:
-            raise InputError(
-                "power_w is set but no power model was given (W per GB/s per component)",
-                field="constraints.power_w",
-            )
+            raise InputError("power_w is set but no power model was given (W per GB/s per "
+                             "component)", field="constraints.power_w")
 
     def _check_rows(self) -> None:
-        """The constraints as priced rows and the caps against the network's fixed part
-        (the last checks of ``__post_init__``)."""
+        """The constraints as priced rows and the caps against the network's fixed part."""
         self.rows  # noqa: B018 - builds (and keeps) the rows, raising on a bad one
         if self.tco is not None:  # TCO counts the network's energy: it needs its power
             cluster_rate_coefficients(self.tco, self.fabric, self.coefficients)
@@ -265,14 +232,10 @@ class Scenario(FrozenOnUnpickle):
 
     def with_limits(self, **changes: Any) -> Scenario:
         """A copy with new ``constraints``, ``budget_usd``, ``power_w`` or ``weights``, checked
-        as :func:`dataclasses.replace` would check it.
-
-        Only the checks that depend on those fields run again, in their order in
-        ``__post_init__`` (the others passed on this scenario and read nothing that
-        changed), and the cached :attr:`timing` and :attr:`coefficients` are kept (these
-        fields do not enter them); the rows are rebuilt when the limits change. As after
-        :func:`dataclasses.replace`, the copy has no :attr:`spec`. A re-solve with new
-        right-hand sides or workload weights uses it.
+        as :func:`dataclasses.replace` would check it, but running only the checks that
+        depend on those fields and keeping the cached :attr:`timing` and
+        :attr:`coefficients` (a re-solve with new right-hand sides or weights uses it). As
+        after :func:`dataclasses.replace`, the copy has no :attr:`spec`.
 
         Raises
         ------
@@ -331,21 +294,15 @@ class Scenario(FrozenOnUnpickle):
 
     @cached_property
     def timing(self) -> TimingModel:
-        """The step-time model's choices resolved once (:class:`~libra_opt.traffic.timing.
-        TimingModel`): collective model, training loop, traffic model, the ``topology_aware``
-        settings (:attr:`collective_settings`), :attr:`in_network_dims` and, under the other
-        collective models, ``collectives.efficiency`` (:meth:`timing_with` of the
-        scenario's own choices)."""
+        """:meth:`timing_with` the scenario's own choices, resolved once."""
         return self.timing_with()
 
     def timing_with(self, collective_model: CollectiveModel | None = None,
                     training_loop: TrainingLoop | None = None,
                     traffic_model: TrafficModel | None = None) -> TimingModel:
-        """The scenario's timing with other choices of collective model, training loop or
-        traffic model (each the scenario's own when ``None``): its collective settings and
-        in-network dimensions go with them -- all of them to the settings under
-        ``topology_aware`` (which the in-network dimensions join), the per-dimension
-        efficiency alone under the other models.
+        """The scenario's :class:`~libra_opt.traffic.timing.TimingModel` with other choices
+        of collective model, training loop or traffic model (``None``: the scenario's own);
+        its collective settings go to ``topology_aware``, their efficiency alone elsewhere.
 
         Examples
         --------
@@ -432,10 +389,12 @@ class Scenario(FrozenOnUnpickle):
         objective, models, *caps = self._summary()
         assert self.weights is not None
         wls = [f"{w.name} (weight {wt:g})" for w, wt in zip(self.workloads, self.weights, strict=True)]
+        if len(wls) > 8:
+            wls[8:] = [f"... ({len(wls) - 8} more)"]
         return "\n".join([
             f"Scenario({self.name!r}: {self.fabric.n_npus:,} NPUs, {objective})",
             "  dims: " + ", ".join(f"{d.name} {d.topology} x {d.size}" for d in self.fabric.dims),
-            "  workloads: " + ", ".join(_truncated(wls, 8)),
+            "  workloads: " + ", ".join(wls),
             "  " + "; ".join([models, *caps]),
         ])
 
@@ -452,21 +411,15 @@ class Scenario(FrozenOnUnpickle):
         assert self.weights is not None
         dims = html_table(
             ["dim", "topology", "size", "tier", "latency s"],
-            [
-                [d.name, d.topology, f"{d.size:,}", d.tier, f"{d.latency_s:g}"]
-                for d in self.fabric.dims
-            ],
+            [[d.name, d.topology, f"{d.size:,}", d.tier, f"{d.latency_s:g}"]
+             for d in self.fabric.dims],
             caption=f"Scenario {self.name!r}: {self.fabric.n_npus:,} NPUs; "
-            + "; ".join(self._summary()),
-        )
+            + "; ".join(self._summary()))
         wls = html_table(
             ["workload", "weight", "layers", "groups"],
-            [
-                [w.name, f"{wt:g}", f"{w.n_layers:,}",
-                 ", ".join(f"{g}={'x'.join(map(str, s))}" for g, s in w.groups.items())]
-                for w, wt in zip(self.workloads, self.weights, strict=True)
-            ],
-        )
+            [[w.name, f"{wt:g}", f"{w.n_layers:,}",
+              ", ".join(f"{g}={'x'.join(map(str, s))}" for g, s in w.groups.items())]
+             for w, wt in zip(self.workloads, self.weights, strict=True)])
         return f"<div>{dims}{wls}</div>"
 
 
@@ -475,27 +428,16 @@ def _check_magnitudes(c: LinearConstraint, names: tuple[str, ...]) -> None:
     solvers handle in double precision (:data:`MAX_RHS`, :data:`COEF_RANGE`)."""
     label = c.label if len(c.label) <= 80 else c.label[:77] + "..."
     if not math.isfinite(c.rhs) or abs(c.rhs) > MAX_RHS:
-        raise InputError(
-            f"constraint {label!r}: right-hand side {c.rhs:g} is out of range: expected "
-            f"|rhs| <= {MAX_RHS:g} (GB/s, $ or W)",
-            field="constraints.linear",
-        )
+        raise InputError(f"constraint {label!r}: right-hand side {c.rhs:g} is out of range: "
+                         f"expected |rhs| <= {MAX_RHS:g} (GB/s, $ or W)",
+                         field="constraints.linear")
     lo, hi = COEF_RANGE
     terms = [*(f"bw.{n}" for n in names), "cost", "power"]
     for term, v in zip(terms, (*c.bw_coef, c.cost_coef, c.power_coef), strict=True):
         if v and not lo <= abs(v) <= hi:
-            raise InputError(
-                f"constraint {label!r}: coefficient {v:g} of {term} is out of range: expected "
-                f"0 or a magnitude in [{lo:g}, {hi:g}]",
-                field="constraints.linear",
-            )
-
-
-def _truncated(items: list[str], limit: int) -> list[str]:
-    """``items``, or its first ``limit`` followed by ``'... (n more)'``."""
-    if len(items) <= limit:
-        return items
-    return [*items[:limit], f"... ({len(items) - limit} more)"]
+            raise InputError(f"constraint {label!r}: coefficient {v:g} of {term} is out of "
+                             f"range: expected 0 or a magnitude in [{lo:g}, {hi:g}]",
+                             field="constraints.linear")
 
 
 def _with_caps(rows: tuple[Row, ...], scenario: Scenario) -> tuple[Row, ...]:

@@ -1,14 +1,11 @@
 """The design as a value: :class:`ScenarioSpec`, the recipe a scenario is compiled from.
 
-A spec holds everything a scenario file can say as a frozen tree of dataclasses whose field
-names are the file's keys; a field's type (and :func:`bounded` range) is its one check, run on
-every construction: when a file is read (:func:`from_mapping`, strict), when a spec is built in
-Python and when :meth:`ScenarioSpec.replace` edits it (the grammar of
-:mod:`libra_opt.scenario.edit`). An entry read from a file or a packaged preset is a
-:class:`Ref` (what the scenario wrote, and the value :mod:`libra_opt.io` parsed from it; an
-unresolved one is read by :func:`libra_opt.compile`). Open parts whose checks live with the
-model that reads them (parallelism, device fields, mapping, builder parameters, TCO) are
-:class:`FrozenMap` values. :func:`libra_opt.scenario.compile.compile` turns a spec into a
+A frozen tree of dataclasses whose field names are the scenario file's keys; a field's type
+(and :func:`bounded` range) is its one check, run on every construction: when a file is
+read, when a spec is built in Python and when :meth:`ScenarioSpec.replace` edits it. An entry
+read from a file or a preset is a :class:`Ref`; open parts whose checks live with the model
+that reads them (parallelism, device fields, builder parameters, TCO) are :class:`FrozenMap`
+values. :func:`libra_opt.scenario.compile.compile` turns a spec into a
 :class:`~libra_opt.scenario.scenario.Scenario` without touching a file.
 
 Examples
@@ -64,6 +61,7 @@ from libra_opt.scenario._values import (
     from_mapping,
     missing_error,
     thaw,
+    union_members,
     unique_labels,
 )
 from libra_opt.scenario.edit import set_path
@@ -96,9 +94,8 @@ _EMPTY = FrozenMap()
 @dataclass(frozen=True)
 class DimSpec(_Node):
     """One inline fabric dimension: the fields of :class:`~libra_opt.fabric.dims.Dim`, which
-    checks their values when a file is read and when the spec is compiled (an edit may pass
-    through a combination only its next edit makes valid). ``members``: the mapping
-    :func:`~libra_opt.fabric.heterogeneous.members_from_mapping` reads."""
+    checks them when a file is read and when the spec is compiled (an edit may pass through
+    a combination only its next edit makes valid)."""
 
     name: str
     topology: TopologyName
@@ -152,10 +149,8 @@ def _parallelism_key_type(key: str) -> Any:
     if f is None:
         return None
     tp = f.annotation
-    members = typing.get_args(tp) if typing.get_origin(tp) in (typing.Union, type(int | None)) \
-        else (tp,)
     plain = all(m in (int, float, bool, str, type(None)) or typing.get_origin(m) is typing.Literal
-                for m in members)
+                for m in union_members(tp))
     return tp if plain else None
 
 
@@ -197,8 +192,7 @@ class WorkloadSpec(_Node):
 @dataclass(frozen=True)
 class ConstraintsSpec(_Node):
     """``constraints:``: linear constraints as text, per-dimension ``bounds`` ``[min, max]``
-    in GB/s, the caps, and ``rhs``: right-hand sides replaced by constraint label (what
-    ``--set "<label>=<value>"`` and right-hand-side sweeps change)."""
+    in GB/s, the caps, and ``rhs``: right-hand sides replaced by constraint label."""
 
     linear: tuple[str, ...] = ()
     bounds: Mapping[str, tuple[float | None, ...]] = _EMPTY
@@ -214,9 +208,7 @@ class ConstraintsSpec(_Node):
                                  "for none)", source=API_SOURCE, field=f"bounds.{key}")
 
     def labels(self) -> list[str]:
-        """The labels of the constraints' rows, in order, before repeats are numbered
-        (linear constraints, then ``bw.<dim> >= min`` and ``bw.<dim> <= max`` of each bound).
-        """
+        """The labels of the constraints' rows, in order, before repeats are numbered."""
         out = [" ".join(t.split()) for t in self.linear]
         for key, (lo, hi) in self.bounds.items():
             if lo is not None:
@@ -228,17 +220,10 @@ class ConstraintsSpec(_Node):
 
 @dataclass(frozen=True)
 class CollectivesSpec(_Node):
-    """``collectives:`` (the ``topology_aware`` model's settings,
-    :class:`~libra_opt.traffic.topology_aware.CollectiveSettings`), or an ASTRA-sim system
-    file (``astra_sim_system``, whose value is the settings it gives).
-
-    ``backend`` (ASTRA-sim's analytical network backend, ``None``: the physical model) and
-    ``queues_per_dim`` (its ``--num-queues-per-dim``) are not in a system file: they may be
-    given beside ``astra_sim_system``, whose settings the compiler runs on them (the backend
-    is required there: the file does not say which binary ran it). ``collective_algorithm``
-    maps a collective kind to ``{dim name: algorithm}``. ``efficiency`` (a fraction, a line-rate preset or a
-    measured NCCL curve per dimension) applies under every collective model
-    (:attr:`~libra_opt.traffic.timing.TimingModel.efficiency`); the other settings under
+    """``collectives:`` (:class:`~libra_opt.traffic.topology_aware.CollectiveSettings`), or
+    an ASTRA-sim system file (``astra_sim_system``) with only ``backend`` (required there:
+    the file does not say which binary ran it) and ``queues_per_dim`` beside it.
+    ``efficiency`` applies under every collective model, the other settings under
     ``topology_aware`` only.
     """
 
@@ -348,12 +333,8 @@ class ScenarioSpec(_Node):
                            tuple(sorted(set(self.in_network_reduction))))
 
     def replace(self, path: str, value: Any) -> ScenarioSpec:
-        """A new spec with the field at dotted ``path`` set to ``value``.
-
-        The grammar is :mod:`libra_opt.scenario.edit`'s: keys joined by dots, list items
-        by ``[i]`` or by name, ``budget_usd`` / ``power_w`` for the caps, a constraint's
-        label for its right-hand side, ``fabric.<parameter>`` for a builder's parameters.
-        A name or path given for a file-backed entry (``workloads.<w>.model``) is left
+        """A new spec with the field at dotted ``path`` set to ``value`` (the grammar of
+        :mod:`libra_opt.scenario.edit`); a name or path given for a file-backed entry is left
         unresolved for :func:`libra_opt.compile` to read.
 
         Raises
@@ -402,13 +383,9 @@ def _reads_only(old: Any, new: Any) -> bool:
 
 
 def with_read(node: _N, **changes: Any) -> _N:
-    """``dataclasses.replace(node, **changes)`` for a change that reads file-backed entries
-    (what :func:`libra_opt.io.resolve_spec` makes): each a :class:`Ref` naming the same entry
-    with its value, or the node in that field with its own entries read that way.
-
-    Reading an entry changes no value the node's checks look at (a Ref stays a Ref of the
-    same name), so they are not run again; any other change is made by
-    :func:`dataclasses.replace`, checks and all.
+    """``dataclasses.replace(node, **changes)`` that skips the node's checks when the changes
+    only read file-backed entries (a :class:`Ref` of the same name with its value, or a node
+    of the same class): reading changes no value the checks look at.
 
     Examples
     --------

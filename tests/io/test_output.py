@@ -41,6 +41,11 @@ from libra_opt.io.output import (
         ("C:\\Windows\\x", "C_Windows_x"),
         ("名前/ü", "名前_ü"),
         ("u\u0308", "ü"),  # NFC: one character
+        ("a/../b", "a_b"),
+        ("bad\nname\x00", "bad_name"),
+        ("GPT 3 (175B)", "GPT_3_175B"),
+        ("模型-α", "模型-α"),
+        ("x" * 1000, "x" * 100),
     ],
 )
 def test_safe_slug(name, slug):
