@@ -35,14 +35,15 @@ MAX_INT_DIGITS = 1000
 #: PyYAML's constructors recurse (on the C stack, a 512 KiB thread stack holds about 1000
 #: levels), so a deeper document is refused as "nested too deep".
 _COMPOSE_DEPTH = 400
-#: A decimal number with a dot or an exponent, the exponent sign optional (YAML 1.2); PyYAML's
-#: own float rule (which wants ``1.0e+7``) is tried first, this one after the integers.
+#: A decimal number with a dot or an exponent, the exponent sign optional, or an infinity or
+#: NaN (YAML 1.2; PyYAML's YAML 1.1 rule wants ``1.0e+7``); tried after the integers.
 _FLOAT = re.compile(r"^[-+]?(?:(?:[0-9][0-9_]*\.[0-9_]*|\.[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)?"
                     r"|[0-9][0-9_]*[eE][-+]?[0-9]+|\.(?:inf|Inf|INF))$|^\.(?:nan|NaN|NAN)$")
-#: An integer by YAML 1.2's core schema (decimal, ``0o`` octal, ``0x`` hexadecimal; ``_``
-#: between digits): ``012`` is twelve, not YAML 1.1's octal ten, and ``1:20`` is text, not
+#: An integer by YAML 1.2's core schema (decimal, ``0o`` octal, ``0x`` hexadecimal), single
+#: ``_`` between digits allowed (``1_000``): ``012`` is twelve, not YAML 1.1's octal ten, and ``1:20`` is text, not
 #: YAML 1.1's sexagesimal eighty.
-_INT = re.compile(r"^(?:[-+]?[0-9][0-9_]*|0o[0-7_]+|0x[0-9a-fA-F_]+)$")
+_INT = re.compile(r"^(?:[-+]?[0-9](?:_?[0-9])*|0o[0-7](?:_?[0-7])*"
+                  r"|0x[0-9a-fA-F](?:_?[0-9a-fA-F])*)$")
 _NUMBER_START = list("-+0123456789.")
 
 
@@ -140,10 +141,13 @@ _LOADER = _strict(yaml.CSafeLoader) if getattr(yaml, "__with_libyaml__", False) 
 
 
 class _Dumper(yaml.SafeDumper):
-    """PyYAML's safe dumper, quoting every string :data:`_FLOAT` would read as a number."""
+    """PyYAML's safe dumper, quoting every string that :func:`read_yaml` (YAML 1.2's numbers)
+    or a YAML 1.1 reader (``yaml.safe_load``: ``1:20``, ``0b101``, ``010``) would read as a
+    number."""
 
 
-_numbers_by_yaml_1_2(_Dumper)
+_Dumper.add_implicit_resolver("tag:yaml.org,2002:int", _INT, _NUMBER_START)  # beside 1.1's
+_Dumper.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT, _NUMBER_START)
 
 
 def dump_yaml(data: Any, **options: Any) -> str:

@@ -31,6 +31,7 @@ from libra_opt.scenario.scenario import Scenario
 from libra_opt.scenario.spec import (
     API_SOURCE,
     CatalogSpec,
+    CollectivesSpec,
     FrozenMap,
     Ref,
     ScenarioSpec,
@@ -92,6 +93,17 @@ def spec_from_dict(data: Any, source: str = "<dict>", base_dir: str | Path = "."
         doc["fabric"] = {"builder": fabric["builder"], "members": fabric.get("members"),
                          "args": {k: v for k, v in fabric.items()
                                   if k not in ("builder", "members")}}
+    coll = doc.get("collectives")
+    if isinstance(coll, Mapping) and "astra_sim_system" in coll:  # keys written, defaults too
+        given = sorted(str(k) for k in coll
+                       if k not in ("astra_sim_system", *CollectivesSpec.BESIDE_SYSTEM))
+        if given:
+            raise InputError(f"give either astra_sim_system or the settings "
+                             f"({', '.join(given)}), not both", source=source,
+                             field="collectives")
+    if isinstance(fabric, Mapping) and "args" in fabric and "builder" not in fabric:
+        raise InputError("unknown key(s) args; expected dims, builder, libra_network, "
+                         "members", source=source, field="fabric")
     with input_context(source):
         for key in ("cost_model", "power_model"):
             if key in doc:

@@ -450,15 +450,7 @@ def _collectives(spec: CollectivesSpec | None) -> CollectiveSettings | None:
     ``queues_per_dim`` given beside it (they are not in the file), or the keys'."""
     if spec is None:
         return None
-    if spec.astra_sim_system is not None:
-        outside = {"astra_sim_system", *spec.BESIDE_SYSTEM}
-        given = sorted(f.name for f in dataclasses.fields(spec) if f.name not in outside
-                       and getattr(spec, f.name) != f.default)
-        if given:
-            raise InputError(
-                f"give either astra_sim_system or the settings ({', '.join(given)}), not both",
-                field="collectives",
-            )
+    if spec.astra_sim_system is not None:  # alone but for BESIDE_SYSTEM (CollectivesSpec)
         if spec.backend is None:
             raise InputError(
                 "astra_sim_system needs the backend beside it: congestion_aware or "

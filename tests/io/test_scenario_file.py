@@ -156,6 +156,9 @@ BAD = [
     ("cost_model: cost.yml\n", "cost_model: cost.yml\ncost_model: cost.yml\n", ["duplicate key 'cost_model'"]),
     ("cost_model: cost.yml\n", "cost_model: [unclosed\n", ["malformed YAML", "line"]),
     ("cost_model: cost.yml\n", "cost_model: nothere.yml\n", ["nothere.yml", "file not found"]),
+    # the spec's field for a builder's parameters is not a key of the file
+    ("fabric: {libra_network: network.yml}", "fabric: {libra_network: network.yml, args: {}}",
+     ["fabric", "unknown key(s) args"]),
 ]
 
 

@@ -453,11 +453,13 @@ def test_merged_collections_are_shared_as_pyyaml_shares_them(tmp_path, monkeypat
     ("1_000", 1000),
     ("+5", 5),
     ("-.inf", -math.inf),
+    ("1_", "1_"), ("1__0", "1__0"), ("0x_1F", "0x_1F"),  # one "_" between digits only
 ])
-def test_numbers_follow_yaml_1_2_core_schema(tmp_path, text, value):
+def test_integers_follow_yaml_1_2_core_schema_with_digit_separators(tmp_path, text, value):
     p = tmp_path / "n.yaml"
     p.write_text(f"v: {text}\n")
     got = read_yaml(p)["v"]
     assert type(got) is type(value) and got == value
     p.write_text(yu.dump_yaml({"v": text}))
-    assert read_yaml(p)["v"] == text  # text written stays text
+    assert read_yaml(p)["v"] == text  # text written stays text ...
+    assert yaml.safe_load(p.read_text())["v"] == text  # ... for a YAML 1.1 reader too

@@ -126,10 +126,12 @@ def test_astra_sim_system_in_block(scen_dir):
     c = s.collective_settings
     assert c is not None and c.chunks == 8 and dict(c.algorithm)["pod"] == "ring"
     assert c.backend == "congestion_unaware" and c.queues_per_dim == 1
-    p = write(scen_dir, BODY + "collectives: {astra_sim_system: sys.json, chunks: 2}\n")
-    with pytest.raises(InputError) as exc:
-        load_scenario(p)
-    assert exc.value.field == "collectives"
+    # a setting beside the file is refused, even one written at its default value
+    for setting in ("chunks: 2", "chunks: 1", "all_reduce: hierarchical"):
+        p = write(scen_dir, BODY + f"collectives: {{astra_sim_system: sys.json, {setting}}}\n")
+        with pytest.raises(InputError, match="either astra_sim_system or the settings") as exc:
+            load_scenario(p)
+        assert exc.value.field == "collectives"
     # the backend and the queues are not in the system file: given beside it
     s = load_scenario(write(scen_dir, BODY + "collectives: {astra_sim_system: sys.json, "
                             "backend: congestion_aware, queues_per_dim: 2}\n"))
