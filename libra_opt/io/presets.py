@@ -322,10 +322,10 @@ def catalog_document(ref: str | Path, base_dir: str | Path | None = None, *,
     if base_dir is not None and not p.is_absolute():
         p = Path(base_dir) / p
     try:
-        exists = p.exists()
+        is_file = p.is_file()  # a folder named like a preset (an output folder) is not one
     except OSError:  # e.g. a name too long for the file system: not a file, so a preset name
-        exists = False
-    if p.suffix in (".yaml", ".yml") or exists:
+        is_file = False
+    if p.suffix in (".yaml", ".yml") or is_file:
         return read_yaml(p, cache=cache), str(p)
     names = available_catalogs()
     if str(ref) not in names:

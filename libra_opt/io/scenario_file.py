@@ -90,6 +90,9 @@ def spec_from_dict(data: Any, source: str = "<dict>", base_dir: str | Path = "."
     doc = dict(data)
     fabric = doc.get("fabric")
     if isinstance(fabric, Mapping) and "builder" in fabric:  # its parameters beside it
+        if not isinstance(fabric["builder"], str):
+            raise InputError(f"builder {short_repr(fabric['builder'])} is not one of multi_dim, "
+                             "fat_tree, rail_only", source=source, field="fabric.builder")
         doc["fabric"] = {"builder": fabric["builder"], "members": fabric.get("members"),
                          "args": {k: v for k, v in fabric.items()
                                   if k not in ("builder", "members")}}

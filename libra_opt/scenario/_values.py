@@ -257,7 +257,8 @@ def coerce(tp: Any, value: Any, path: str, *, kind: str | None = None,
         if value is None:
             if type(None) in args:
                 return None
-            raise _bad(path, "a value", value)
+            raise _bad(path, " or ".join(dict.fromkeys(_describe(a, kind) for a in args
+                                                       if a is not type(None))), value)
         if isinstance(value, str) and str in args:
             return value
         members = [a for a in args if a is not type(None)]
@@ -394,7 +395,7 @@ def from_mapping(cls: type, data: Mapping[str, Any], path: str = "", *, strict: 
 
 def missing_error(keys: list[str], path: str = "") -> InputError:
     """The error for required ``keys`` (of the section at ``path``) that were not given."""
-    more = f" (so are {', '.join(keys[1:])})" if keys[1:] else ""
+    more = f" (also missing: {', '.join(keys[1:])})" if keys[1:] else ""
     return InputError(f"required field is missing{more}", source=API_SOURCE,
                       field=f"{path}.{keys[0]}" if path else keys[0])
 

@@ -313,3 +313,11 @@ def test_scenario_reference_errors(tmp_path, monkeypatch):
         load_scenario("")
     with pytest.raises(InputError):
         load_scenario("a" * 5000)
+
+
+def test_a_folder_named_like_a_catalog_preset_does_not_hide_it(tmp_path):
+    (tmp_path / "current_2025").mkdir()  # e.g. an output folder beside the scenario
+    from libra_opt.io.presets import catalog_document
+
+    doc, path = catalog_document("current_2025", tmp_path)
+    assert path is None and doc == catalog_document("current_2025")[0]
