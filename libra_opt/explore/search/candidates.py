@@ -21,6 +21,7 @@ from libra_opt.errors import (
     UnboundedDesignError,
 )
 from libra_opt.explore.search.bounds import ShapeBounds
+from libra_opt.explore.search.results import KNOB_COLUMNS
 from libra_opt.explore.search.space import (
     FabricShape,
     MemoryModel,
@@ -82,13 +83,6 @@ class SearchBase:
     scenario: Scenario
     entry: ModelEntry
     spec: ScenarioSpec | None = None
-
-    def __post_init__(self) -> None:
-        if len(self.scenario.workloads) != 1:
-            raise InputError(
-                f"the co-design search takes a scenario with one workload, this one has "
-                f"{len(self.scenario.workloads)}", source=self.scenario.source,
-                field="workloads")
 
 
 @dataclass(frozen=True)
@@ -169,17 +163,15 @@ class _Context:
         return "effective_objective" if self.rank_failures else "objective"
 
 
-def _knobs(par: Parallelism) -> dict[str, Any]:
-    return {"tp": par.tp, "cp": par.cp, "pp": par.pp, "dp": par.dp, "ep": par.ep,
-            "micro_batch_size": par.micro_batch_size, "interleave": par.interleave,
-            "recompute": par.recompute, "sequence_parallel": par.sequence_parallel,
-            "zero": par.zero}
+#: The parallelism knobs of a result row (:data:`KNOB_COLUMNS` without fabric and placement).
+_KNOBS = KNOB_COLUMNS[2:-1]
 
 
 def _row(index: tuple[int, int, int], shape: FabricShape | None, par: Parallelism,
          placement: str, status: str, reason: str = "", n: int = 1, **values: Any) -> dict:
     row = {"index": index, "fabric": "*" if shape is None else shape.label,
-           "hb_domain": None if shape is None else shape.hb_domain, **_knobs(par),
+           "hb_domain": None if shape is None else shape.hb_domain,
+           **{k: getattr(par, k) for k in _KNOBS},
            "placement": placement, "n_candidates": n, "status": status, "reason": reason}
     row.update(values)
     return row
@@ -277,7 +269,7 @@ def _resolve(ctx: _Context, row: Any) -> tuple[Candidate, Solution]:
     assert sc.shape.fabric is not None
     par = Parallelism.model_validate({**ctx.base.entry.parallelism.model_dump(), **{
         k: (v.item() if hasattr(v, "item") else v)
-        for k, v in row.items() if k in _knobs(ctx.base.entry.parallelism)}})
+        for k, v in row.items() if k in _KNOBS}})
     pl = placement_of(sc.shape.fabric, _matrices(ctx, sc.shape, par)[qi])
     g = generate(ctx.base.entry, par, sc.shape.fabric)
     scen = candidate_scenario(ctx.base, sc.shape.fabric, g, pl)
