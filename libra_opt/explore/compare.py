@@ -45,11 +45,10 @@ logger = logging.getLogger(__name__)
 
 
 
-def _step_time(workloads, weights, fabric, bw, timing: TimingModel) -> float:
-    return sum(
-        wt * step_time(w, fabric, bw, timing).step_time_s
-        for w, wt in zip(workloads, weights, strict=True)
-    )
+def _used_dims(workloads: Sequence[Workload], fabric: Fabric, timing: TimingModel) -> np.ndarray:
+    """The dimensions carrying traffic under ``timing``'s traffic model."""
+    terms = native_terms if timing.native_traffic else aggregate_terms
+    return terms(tuple(workloads), fabric).used_dims
 
 
 def budget_optimum(
@@ -87,8 +86,7 @@ def budget_optimum(
     wls = tuple(workloads)
     kappa = np.asarray(usd_per_gbps, dtype=float)
     n = fabric.n_dims
-    used = (native_terms(wls, fabric) if timing.native_traffic
-            else aggregate_terms(wls, fabric)).used_dims
+    used = _used_dims(wls, fabric, timing)
     free = [fabric.names[d] for d in used if kappa[d] <= 0]
     if free:
         raise InputError(
@@ -157,9 +155,7 @@ def _scaleout_at_budget(
     n = fabric.n_dims
     so = n - 1
     hb = np.asarray(hb_gbps, dtype=float)
-    used = (native_terms(workloads, fabric) if timing.native_traffic
-            else aggregate_terms(workloads, fabric)).used_dims
-    carries = so in set(int(d) for d in used)
+    carries = so in set(int(d) for d in _used_dims(workloads, fabric, timing))
     if carries and so_price <= 0:
         raise InputError(
             f"fabric {label!r}: scale-out dimension {fabric.names[so]} carries traffic but costs "
@@ -215,13 +211,6 @@ def _nearest_hold(
     logger.info("fabric %s: equal_budget holds the HB at %s GB/s (the nearest the constraints "
                 "allow to %s)", label, held[:so], hb_gbps[:so])
     return held
-
-
-def _held_hb(df, baseline: str, requested: np.ndarray) -> tuple[float, ...]:
-    """The HB bandwidth the baseline's ``equal_budget`` row holds (the requested one without it)."""
-    sel = df[(df["mode"] == "equal_budget") & (df["fabric"] == baseline)]
-    hb = sel["bw_gbps"].iloc[0][:len(requested)] if len(sel) else requested
-    return tuple(float(x) for x in hb)
 
 
 def _checked_timing(timing: TimingModel | None, scenario: Scenario | None = None
@@ -415,7 +404,8 @@ def compare_fabrics(
                 # the fixed part (aggregators' state memory) comes off the total budget
                 bw = budget_optimum(wls, f, k.usd_per_gbps, float(budget_usd) - k.fixed_usd,
                                     **budget_kw)  # type: ignore[arg-type]
-            st = _step_time(wls, wts, f, bw, timing)
+            st = sum(wt * step_time(w, f, bw, timing).step_time_s
+                     for w, wt in zip(wls, wts, strict=True))
             power = None if k.w_per_gbps is None else float(k.w_per_gbps @ bw) + k.fixed_w
             invs = [dimension_inventory(f, d) for d in range(f.n_dims)]
             row = {
@@ -450,8 +440,9 @@ def compare_fabrics(
         # a change within the solves' round-off is no change
         unchanged = [same(x, float(base["step_time_s"])) for x in t]
         df.loc[sel, "step_time_change_pct"] = change.where(~np.array(unchanged), 0.0)
+    held = df[(df["mode"] == "equal_budget") & (df["fabric"] == baseline)]["bw_gbps"]
+    hb = held.iloc[0][:so_base] if len(held) else bw_base[:so_base]
     df.attrs.update(baseline=baseline, budget_usd=float(budget_usd),
                     scaleout_budget_usd=float(scaleout_budget_usd),
-                    hb_gbps=_held_hb(df, baseline, bw_base[:so_base]),
-                    traffic_model=timing.traffic_model)
+                    hb_gbps=tuple(float(x) for x in hb), traffic_model=timing.traffic_model)
     return df

@@ -1,10 +1,5 @@
-"""The base of a co-design search, from a compiled scenario's spec (no file is read): the
-fabric family, prices, constraints, objective and TCO, and the one model-based workload.
-The search builds each candidate's scenario directly (:func:`candidate_scenario`, the
-layers generated once per parallelization: about 0.15 ms against 9 ms for a compile on
-Llama 3 405B); the test suite checks on samples that compiling the candidate's spec
-(:func:`~libra_opt.explore.search.spec.candidate_spec`) gives the same scenario.
-"""
+"""The base of a co-design search, from a compiled scenario's spec (no file is read), and
+:func:`search`, the public entry point."""
 
 from __future__ import annotations
 
@@ -74,8 +69,7 @@ def search_base(scenario: Scenario) -> SearchBase:
     mapping = None if w.mapping is None else thaw(w.mapping)
     generate_entry(dataclasses.replace(w, check_memory=False), scenario.fabric, source)
     device = w.device.value
-    # the requested, unscaled compute model: the generator applies the software stack's
-    # constant once (libra_opt.generators.generator.timing_model)
+    # unscaled: the generator applies the software stack's constant
     requested = (efficiency_from_value(thaw(w.efficiency), f"{prefix}.efficiency")
                  if w.efficiency is not None
                  else ComputeEfficiency("roofline", device.default_efficiency, from_device=True))

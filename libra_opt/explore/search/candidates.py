@@ -1,7 +1,5 @@
-"""Candidates of the co-design search: what one is made of, the scenario it becomes
-(:func:`candidate_scenario`), its optimum or fixed-bandwidth evaluation (``_inner``), its
-full solution (``_resolve``) and the conventional layout (:func:`conventional_parallelism`).
-"""
+"""Candidates of the co-design search: what one is made of, the scenario it becomes, its
+optimum or fixed-bandwidth evaluation and its full solution."""
 
 from __future__ import annotations
 
@@ -285,14 +283,9 @@ def conventional_parallelism(base: SearchBase) -> tuple[Parallelism, dict[str, A
     """The conventional layout and its mapping: TP = the HB (innermost) dimension, the base's PP
     over the scale-out (outermost) dimension, DP the rest; the base's other knobs.
     """
-    fabric = base.scenario.fabric
-    p0 = base.entry.parallelism
+    fabric, p0 = base.scenario.fabric, base.entry.parallelism
     hb = fabric.dims[0]
-    tp = hb.size
-    pp = p0.pp
-    dp = fabric.n_npus // (tp * pp * p0.cp)
-    par = Parallelism.model_validate({**p0.model_dump(), "tp": tp, "pp": pp, "dp": dp,
+    dp = fabric.n_npus // (hb.size * p0.pp * p0.cp)
+    par = Parallelism.model_validate({**p0.model_dump(), "tp": hb.size, "dp": dp,
                                       "ep": math.gcd(p0.ep, dp)})
-    out = fabric.dims[-1].name
-    mapping = {"tp": [hb.name], "pp": {out: pp}}
-    return par, mapping
+    return par, {"tp": [hb.name], "pp": {fabric.dims[-1].name: p0.pp}}

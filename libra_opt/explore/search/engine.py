@@ -32,7 +32,6 @@ from libra_opt.explore.executors import (
     ExecutorOptions,
     executor_session,
     make_batches,
-    resolve_executor,
     run_batches,
 )
 from libra_opt.explore.search.bounds import (
@@ -331,11 +330,7 @@ def run_search(
     space = space if space is not None else SearchSpace()
     if isinstance(top, bool) or not isinstance(top, int) or top < 1:
         raise InputError(f"top {top!r} must be a positive integer", field="top")
-    if max_workers is not None and (isinstance(max_workers, bool)
-                                    or not isinstance(max_workers, int) or max_workers < 1):
-        raise InputError(f"max_workers {max_workers!r} must be a positive integer",
-                         field="max_workers")
-    executor = resolve_executor(executor, scheduler)
+    options = ExecutorOptions(executor, max_workers, scheduler)  # checked before the work
     scen, spec = base.scenario, base.spec
     if rank not in RANKS:
         raise InputError(f"rank {rank!r} is not one of {', '.join(RANKS)}", field="rank")
@@ -425,7 +420,7 @@ def run_search(
     bar(done, total)
     best: list[float] = []
     try:
-        with executor_session(executor, iter_chunk, max_workers) as ex:
+        with executor_session(options.executor, iter_chunk, max_workers) as ex:
             for start, stop in _rounds(len(work), CHUNK):
                 thr = _kth(best, top)
                 batch = work[start:stop]

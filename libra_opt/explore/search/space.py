@@ -251,17 +251,12 @@ def _knobs(model: TransformerSpec, base: Parallelism, space: SearchSpace,
                         if base.dp_mode == IN_NETWORK_OPTIMIZER and zero != 0:
                             continue
                         dp_ovl = base.dp_comm_overlap and dp * cp > 1 and zero < 3
-                        yield _with(
-                            base, tp=tp, cp=cp, pp=pp, dp=dp, ep=ep, micro_batch_size=mb,
-                            interleave=v, recompute=rec, sequence_parallel=sp, zero=zero,
-                            tp_comm_overlap=base.tp_comm_overlap and tp > 1,
-                            dp_comm_overlap=dp_ovl,
-                        )
-
-
-def _with(base: Parallelism, **updates: object) -> Parallelism:
-    """``base`` with ``updates``, validated (the descriptor's own checks run)."""
-    return Parallelism.model_validate({**base.model_dump(), **updates})
+                        yield Parallelism.model_validate({  # the descriptor's checks run
+                            **base.model_dump(), "tp": tp, "cp": cp, "pp": pp, "dp": dp,
+                            "ep": ep, "micro_batch_size": mb, "interleave": v,
+                            "recompute": rec, "sequence_parallel": sp, "zero": zero,
+                            "tp_comm_overlap": base.tp_comm_overlap and tp > 1,
+                            "dp_comm_overlap": dp_ovl})
 
 
 def span_matrices(sizes: Sequence[int], degrees: dict[str, int]) -> list[tuple[tuple[int, ...], ...]]:
