@@ -35,7 +35,8 @@ from typing import Literal
 from libra_opt.errors import InputError, short_repr
 from libra_opt.fabric.dims import Fabric
 from libra_opt.fabric.frozen import FrozenMap
-from libra_opt.fabric.inventory import clos_level_switches, dimension_inventory, switch_block_npus
+from libra_opt.fabric.inventory import dimension_inventory, switch_block_npus
+from libra_opt.fabric.topology import clos_level_switches
 
 __all__ = [
     "COMPONENT_KINDS",

@@ -23,12 +23,12 @@ from libra_opt.explore.search.engine import (
     generate,
     run_search,
 )
+from libra_opt.explore.search.fabrics import fabric_shapes
 from libra_opt.explore.search.space import (
     LayerTimeCache,
     MemoryModel,
     SearchSpace,
     compute_lower_bound_s,
-    fabric_shapes,
     parallelisms,
     placement_key,
     placements,

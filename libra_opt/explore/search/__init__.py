@@ -22,7 +22,8 @@ from libra_opt.explore.search.engine import (
     generate,
     run_search,
 )
-from libra_opt.explore.search.space import FabricShape, SearchSpace
+from libra_opt.explore.search.fabrics import FabricShape
+from libra_opt.explore.search.space import SearchSpace
 from libra_opt.explore.search.spec import candidate_spec
 
 __all__ = [

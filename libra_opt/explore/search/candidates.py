@@ -19,9 +19,9 @@ from libra_opt.errors import (
     UnboundedDesignError,
 )
 from libra_opt.explore.search.bounds import ShapeBounds
+from libra_opt.explore.search.fabrics import FabricShape
 from libra_opt.explore.search.results import KNOB_COLUMNS
 from libra_opt.explore.search.space import (
-    FabricShape,
     MemoryModel,
     placement_key,
     placement_of,

@@ -26,7 +26,6 @@ from libra_opt.explore.search.fabrics import (
     dim_shapes,
     divisors,
     fabric_shapes,
-    ordered_factorizations,
 )
 from libra_opt.fabric.dims import Fabric
 from libra_opt.fabric.topology import topology_names, topology_of
@@ -56,12 +55,7 @@ from libra_opt.scenario.spec import ScenarioSpec
 __all__ = [
     "RECOMPUTE",
     "SearchSpace",
-    "FabricShape",
-    "fabric_shapes",
-    "dim_shapes",
     "search_shapes",
-    "ordered_factorizations",
-    "divisors",
     "parallelisms",
     "placements",
     "placement_key",
