@@ -20,14 +20,13 @@ from libra_opt.errors import (
 )
 from libra_opt.explore.search.bounds import ShapeBounds
 from libra_opt.explore.search.fabrics import FabricShape
-from libra_opt.explore.search.results import KNOB_COLUMNS
 from libra_opt.explore.search.space import (
     MemoryModel,
     placement_key,
     placement_of,
     span_matrices,
 )
-from libra_opt.explore.search.spec import candidate_spec
+from libra_opt.explore.search.spec import SEARCH_KNOBS, candidate_spec
 from libra_opt.fabric.dims import Fabric
 from libra_opt.generators.descriptors import TransformerSpec
 from libra_opt.generators.devices import ComputeEfficiency, Device
@@ -161,8 +160,7 @@ class _Context:
         return "effective_objective" if self.rank_failures else "objective"
 
 
-#: The parallelism knobs of a result row (:data:`KNOB_COLUMNS` without fabric and placement).
-_KNOBS = KNOB_COLUMNS[2:-1]
+_KNOBS = SEARCH_KNOBS[:-2]  # the knobs of a result row (not the overlap options)
 
 
 def _row(index: tuple[int, int, int], shape: FabricShape | None, par: Parallelism,

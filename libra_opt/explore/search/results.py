@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from libra_opt.explore.search.spec import SEARCH_KNOBS
 from libra_opt.explore.trust import search_columns
 from libra_opt.generators.error_model import ErrorModel
 from libra_opt.scenario.accuracy import same
@@ -27,8 +28,7 @@ if TYPE_CHECKING:
 __all__ = ["KNOB_COLUMNS", "search_table", "designs", "trust_columns", "search_stats"]
 
 #: Knob columns of the result table, in order.
-KNOB_COLUMNS = ("fabric", "hb_domain", "tp", "cp", "pp", "dp", "ep", "micro_batch_size",
-                "interleave", "recompute", "sequence_parallel", "zero", "placement")
+KNOB_COLUMNS = ("fabric", "hb_domain", *SEARCH_KNOBS[:-2], "placement")
 _FLOATS = ("lower_bound", "objective", "step_time_s", "tokens_per_s", "mfu",
            "memory_per_npu_gb", "network_cost_usd", "network_power_w", "run_cost_usd",
            "run_cost_usd_per_mtoken", "solve_s")
