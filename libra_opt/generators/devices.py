@@ -1,18 +1,7 @@
-"""Accelerator presets and the compute-time model.
-
-Two compute models. The default, ``roofline`` (:mod:`libra_opt.generators.roofline`), prices
-every operator of a transformer block on a roofline with a shape-aware GEMM efficiency; it
-uses the device's SM count, GEMM tile shapes, vector FLOP/s, HBM bandwidth, the published
-speed of a fused attention kernel where one is given (``attention_efficiency``) and at most
-two calibrated constants (``default_efficiency``: achievable fraction of the matrix peak on a
-GEMM that fills whole waves; on A100 also ``gemm_k_overhead``, the inner-size overhead of a
-GEMM tile; ``mem_efficiency``, the achievable fraction of the HBM bandwidth, is an assumption).
-The legacy model, used when a scenario gives an explicit ``efficiency`` number or mapping:
-compute time of a piece of work with ``F`` FLOPs on a device with peak ``P`` FLOP/s for the
-data type is ``F / (P * eta(F))``, with ``eta`` a constant or a saturating function of the
-work size. Memory-bound work (the optimizer update) takes ``bytes / HBM bandwidth``.
-
-Device numbers live in ``libra_opt/data/devices.yaml`` with a source and date for each.
+"""Accelerators (``libra_opt/data/devices.yaml``, a source and date for each number) and the
+compute-time models: the default per-operator ``roofline``
+(:mod:`libra_opt.generators.roofline`, at most two calibrated constants per device) or, when a
+scenario gives an ``efficiency``, ``F / (P eta(F))`` (:class:`ComputeEfficiency`).
 """
 
 from __future__ import annotations

@@ -31,7 +31,8 @@ from libra_opt.explore.search.space import (
     compute_lower_bound_s,
     parallelisms,
     placement_key,
-    placements,
+    placement_of,
+    span_matrices,
 )
 from libra_opt.fabric.builders import multi_dim, rail_optimized_fat_tree
 from libra_opt.generators.descriptors import TransformerSpec
@@ -90,6 +91,10 @@ def _base(template: SearchBase, model: TransformerSpec, n_npus: int, hb: int, ob
 
 def _best(res) -> float:
     return float(res.table.loc[res.table["rank"] == 1, "objective"].iloc[0])
+
+
+def placements(f, degrees) -> list:
+    return [placement_of(f, m) for m in span_matrices(f.sizes, degrees)]
 
 
 def test_placements_are_every_distinct_span_matrix() -> None:

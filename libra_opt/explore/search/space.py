@@ -57,7 +57,6 @@ __all__ = [
     "SearchSpace",
     "search_shapes",
     "parallelisms",
-    "placements",
     "placement_key",
     "span_matrices",
     "groups_of",
@@ -312,28 +311,6 @@ def group_spans(sizes: Sequence[int], degrees: dict[str, int]) -> dict[str, list
     size = {"tp": deg["tp"], "cp": deg["cp"], "pp": deg["pp"], "ep": deg["ep"],
             "dp": deg["ep"] * deg["edp"] * deg["cp"], "edp": deg["edp"] * deg["cp"]}
     return {g: list(_split_vectors(n, tuple(sizes))) for g, n in size.items()}
-
-
-def placements(fabric: Fabric, degrees: dict[str, int]) -> Iterator[Placement]:
-    """Every distinct placement of the axes ``tp, cp, ep, edp, pp`` on ``fabric``, in
-    lexicographic order of the span matrix (:func:`span_matrices`).
-
-    Examples
-    --------
-    TP 4 and DP 4 on a 4 x 4 fabric: TP takes 4 of the first dimension, 2 + 2, or 4 of the
-    second, and DP the rest.
-
-    >>> from libra_opt.fabric.builders import multi_dim
-    >>> f = multi_dim((4, 4), ("ring", "switch"))
-    >>> [p.describe() for p in placements(f, {"tp": 4, "edp": 4})]
-    ['tp: package 4 | dp: chiplet 4', 'tp: chiplet 2, package 2 | dp: chiplet 2, package 2', 'tp: chiplet 4 | dp: package 4']
-    """
-    deg = {ax: int(degrees.get(ax, 1)) for ax in AXES}
-    if math.prod(deg.values()) != fabric.n_npus:
-        raise InputError(f"degrees {deg} do not multiply to {fabric.n_npus} NPUs",
-                         field="parallelism")
-    for m in span_matrices(fabric.sizes, deg):
-        yield placement_of(fabric, m)
 
 
 def placement_key(placement: Placement) -> tuple[tuple[int, ...], ...]:
