@@ -80,13 +80,11 @@ class Parallelism(StrictModel):
         pulled from in-network aggregators holding the optimizer state
         (:mod:`libra_opt.generators.in_network_optimizer`).
     optimizer_state : {'aggregator', 'host_paging'}
-        With ``dp_mode: in_network_optimizer``, where the optimizer state lives:
-        ``aggregator`` (default; the aggregators hold it and run the update) or
-        ``host_paging`` (out-of-core: in each GPU's host memory, paged over its host/PCIe
-        link every step while the GPU runs the update; the aggregators only sum gradients).
+        With ``dp_mode: in_network_optimizer``: the aggregators hold the optimizer state and
+        run the update (default), or each GPU pages it from its host memory every step.
     host_link_gbps : float
         GB/s per direction of each GPU's host link for ``host_paging`` (default 64: PCIe
-        Gen5 x16, 128 GB/s bidirectional on the NVIDIA H100 SXM datasheet).
+        Gen5 x16, NVIDIA H100 SXM datasheet).
     micro_batch_size : int
         Sequences (samples) per micro-batch.
     global_batch_size : int
@@ -99,8 +97,7 @@ class Parallelism(StrictModel):
         Attention runs as one fused FlashAttention kernel (default); ``False`` prices the
         unfused ``Q K^T`` / softmax / dropout / ``P V`` kernels of Megatron-LM before 2023.
     gradient_accumulation_fusion : bool
-        Weight-gradient GEMMs accumulate straight into the fp32 gradient buffer (default;
-        Megatron-LM ``--gradient-accumulation-fusion``); ``False`` adds a separate
+        Megatron-LM's ``--gradient-accumulation-fusion`` (default); ``False`` adds an
         accumulation kernel per weight and micro-batch.
     tp_comm_overlap : bool
         Megatron-LM's asynchronous tensor-parallel backward collectives, each hidden behind
