@@ -1,13 +1,8 @@
-"""Compare fabrics on the same workloads: step time, network cost, power and TCO.
-
-:func:`compare_fabrics` evaluates every fabric in up to three modes: ``equal_bw`` (the
-same per-NPU bandwidth vector), ``equal_budget`` (the HB domain held at its equal-bandwidth
-value, or the nearest the constraints allow, and the scale-out given the most bandwidth the
-same scale-out budget buys: step time never grows with bandwidth, so this is the optimum)
-and ``equal_budget_joint`` (every dimension re-optimized under the same total budget). Both
-budget modes keep the scenario's constraints and power cap; the compare budget replaces its
-budget. Step times use the routing-aware ``native`` traffic by default
-(:mod:`libra_opt.traffic.rail`), ``hierarchical`` under the ``topology_aware`` model.
+"""Compare fabrics on the same workloads: step time, network cost, power and TCO, at equal
+bandwidth, at an equal scale-out budget (the HB domain held, the scale-out given the most
+bandwidth the budget buys: the optimum, as step time never grows with bandwidth) and at an
+equal total budget (every dimension re-optimized). Budget modes keep the scenario's
+constraints and power cap.
 """
 
 from __future__ import annotations

@@ -16,13 +16,13 @@ from numpy.testing import assert_allclose
 from libra_opt.errors import InputError
 from libra_opt.explore.search import search_base
 from libra_opt.explore.search.bounds import shape_bounds, step_times_s
-from libra_opt.explore.search.engine import (
+from libra_opt.explore.search.candidates import (
     ModelEntry,
     SearchBase,
     candidate_scenario,
     generate,
-    run_search,
 )
+from libra_opt.explore.search.engine import run_search
 from libra_opt.explore.search.fabrics import fabric_shapes
 from libra_opt.explore.search.space import (
     LayerTimeCache,

@@ -7,15 +7,13 @@ import dataclasses
 from typing import Any
 
 from libra_opt.errors import InputError
-from libra_opt.explore.search.engine import (
+from libra_opt.explore.search.candidates import (
     ModelEntry,
     SearchBase,
-    SearchResult,
     candidate_scenario,
-    codesign_gains,
     generate,
-    run_search,
 )
+from libra_opt.explore.search.engine import SearchResult, codesign_gains, run_search
 from libra_opt.explore.search.space import SearchSpace
 from libra_opt.generators.descriptors import TransformerSpec
 from libra_opt.generators.devices import ComputeEfficiency, efficiency_from_value

@@ -28,7 +28,6 @@ from libra_opt.errors import (
     LibraOptError,
 )
 from libra_opt.explore.executors import (
-    EXECUTORS,
     ExecutorOptions,
     executor_session,
     make_batches,
@@ -43,7 +42,6 @@ from libra_opt.explore.search.bounds import (
 )
 from libra_opt.explore.search.candidates import (
     Candidate,
-    ModelEntry,
     SearchBase,
     _Context,
     _generate_shared,
@@ -58,7 +56,6 @@ from libra_opt.explore.search.candidates import (
     generate,
 )
 from libra_opt.explore.search.results import (
-    KNOB_COLUMNS,
     designs,
     search_stats,
     search_table,
@@ -91,22 +88,7 @@ from libra_opt.traffic.step_time import walk_arrays
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = [
-    "ModelEntry",
-    "SearchBase",
-    "SearchResult",
-    "Candidate",
-    "candidate_scenario",
-    "run_search",
-    "codesign_gains",
-    "conventional_parallelism",
-    "EXECUTORS",
-    "PRUNE_RTOL",
-    "RANKS",
-    "KNOB_COLUMNS",
-    "generate",
-    "iter_chunk",
-]
+__all__ = ["SearchResult", "run_search", "codesign_gains", "PRUNE_RTOL", "RANKS", "iter_chunk"]
 
 logger = logging.getLogger(__name__)
 
@@ -240,9 +222,9 @@ class SearchResult:
 
     ``table`` (pandas) has one row per candidate, or per group pruned together (their count in
     ``n_candidates``, ``placement`` ``*``), in enumeration order: the knobs
-    (:data:`KNOB_COLUMNS`), ``status`` (``optimal``, ``pruned``, ``memory``, ``infeasible``,
-    ``unbounded``, ``error``, ``invalid_shape``), ``reason``, ``lower_bound``, ``objective``,
-    ``step_time_s``, ``tokens_per_s``, ``mfu`` (a fraction), ``memory_per_npu_gb``,
+    (:data:`~.results.KNOB_COLUMNS`), ``status`` (``optimal``, ``pruned``, ``memory``,
+    ``infeasible``, ``unbounded``, ``error``, ``invalid_shape``), ``reason``, ``lower_bound``,
+    ``objective``, ``step_time_s``, ``tokens_per_s``, ``mfu`` (a fraction), ``memory_per_npu_gb``,
     ``bw_<dim>_gbps``, ``network_cost_usd``, ``network_power_w``, ``run_cost_usd`` (NaN without
     a TCO run length), ``run_cost_usd_per_mtoken``, ``solve_s``, with failures ``goodput`` and
     ``effective_objective``, and ``rank`` (1 = best, NA when not solved; see also
