@@ -111,26 +111,21 @@ class CostModel:
         w_per_gbps: Mapping[str, Mapping[str, float]] | None = None,
     ) -> CostModel:
         """Build from ``{tier: {component: $/GB/s}}`` and the same shape in W/GB/s."""
-        tiers = {}
-        power = dict(w_per_gbps or {})
         if w_per_gbps is not None:
-            extra = sorted(set(power) - set(usd_per_gbps))
+            extra = sorted(set(w_per_gbps) - set(usd_per_gbps))
             if extra:
                 raise InputError(
                     f"power tiers {', '.join(extra)} have no prices", field="power_model"
                 )
-            missing = sorted(set(usd_per_gbps) - set(power))
+            missing = sorted(set(usd_per_gbps) - set(w_per_gbps))
             if missing:
                 raise InputError(
                     f"tiers {', '.join(missing)} have prices but no power entry "
                     "(give 0 where a component draws no power)",
                     field="power_model",
                 )
-        for tier, prices in usd_per_gbps.items():
-            tiers[tier] = TierPrices(
-                tier, prices, power.get(tier) if w_per_gbps is not None else None
-            )
-        return cls(tiers)
+        return cls({tier: TierPrices(tier, prices, None if w_per_gbps is None else w_per_gbps[tier])
+                    for tier, prices in usd_per_gbps.items()})
 
 
 @dataclass(frozen=True)
