@@ -211,19 +211,7 @@ def _nearest_hold(
 def _checked_timing(timing: TimingModel | None, scenario: Scenario | None = None
                     ) -> TimingModel:
     """``timing``, checked; by default the scenario's (or the defaults) with the ``native``
-    traffic model, ``hierarchical`` under ``topology_aware`` (which refuses ``native``).
-
-    Examples
-    --------
-    >>> _checked_timing(None).traffic_model
-    'native'
-    >>> _checked_timing(TimingModel("topology_aware")).traffic_model
-    'hierarchical'
-    >>> _checked_timing(TimingModel("topology_aware", traffic_model="native"))
-    Traceback (most recent call last):
-    ...
-    libra_opt.errors.InputError: traffic_model: collective_model 'topology_aware' runs collectives dimension by dimension: it does not model 'native' routing; use 'hierarchical' (its default)
-    """
+    traffic model, ``hierarchical`` under ``topology_aware`` (which refuses ``native``)."""
     if timing is None:
         base = TimingModel() if scenario is None else scenario.timing
         traffic: TrafficModel = "hierarchical" if base.uses_topology_aware else "native"
