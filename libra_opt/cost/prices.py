@@ -162,10 +162,8 @@ def _add_part(
     usd: np.ndarray, power: np.ndarray | None, d: int, col: int, amount: float, key: str,
     prices: TierPrices, why: str, of: str = "",
 ) -> None:
-    """Add ``amount`` GB/s of the priced part ``key`` per GB/s of ``B_d`` to column ``col`` of
-    dimension ``d``; ``why`` starts the error raised when the tier lacks its price (``of``: what
-    the price is per) or power.
-    """
+    """Add ``amount`` GB/s of part ``key`` per GB/s of ``B_d`` to ``[d, col]``; ``why`` starts
+    the error when the tier lacks its price (``of``: what it is per) or power."""
     if key not in prices.usd_per_gbps:
         raise InputError(
             f"{why} but tier {prices.tier!r} has no {key} price ($ per GB/s{of}; write 0 if "

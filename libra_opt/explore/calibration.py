@@ -65,10 +65,8 @@ def _clip(name: str, value: float) -> float:
 
 def _bounded_least_squares(residual: Callable[[np.ndarray], list[float]], x0: Sequence[float],
                            lower: Sequence[float], upper: Sequence[float]) -> np.ndarray:
-    """Minimise ``sum(residual(x) ** 2)`` with ``lower <= x <= upper``, from ``x0`` (clipped).
-
-    A constant the fit leaves against a bound (``active_mask``) is returned exactly at it.
-    """
+    """Minimise ``sum(residual(x) ** 2)`` with ``lower <= x <= upper`` from ``x0`` (clipped); a
+    constant left against a bound (``active_mask``) is returned exactly at it."""
     lo, hi = np.asarray(lower, dtype=float), np.asarray(upper, dtype=float)
     start = np.clip(np.asarray(x0, dtype=float), lo, hi)
     res = least_squares(lambda x: np.asarray(residual(x), dtype=float), start, bounds=(lo, hi),

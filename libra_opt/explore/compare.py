@@ -112,8 +112,7 @@ def budget_optimum(
 
 def _settings(timing: TimingModel, fabric: Fabric, label: str = "") -> CollectiveSettings | None:
     """``timing``'s collective settings (or per-dimension efficiency) as a scenario's on
-    ``fabric``; refused when they name a dimension ``fabric`` lacks.
-    """
+    ``fabric``; refused when they name a dimension ``fabric`` lacks."""
     settings = timing.collectives
     if settings is None and timing.efficiency:
         settings = CollectiveSettings(efficiency=timing.efficiency)
@@ -143,10 +142,8 @@ def _scaleout_at_budget(
     budget_usd: float, hb_gbps: npt.ArrayLike, constraints: Sequence[LinearConstraint],
     power_w: float | None, timing: TimingModel, label: str,
 ) -> np.ndarray:
-    """The HB dimensions held at ``hb_gbps``, the scale-out at the largest bandwidth its budget,
-    ``constraints`` and ``power_w`` allow (the least if it carries no traffic): the unique
-    equal-budget optimum.
-    """
+    """The equal-budget optimum: the HB held at ``hb_gbps``, the scale-out at the most bandwidth
+    its budget, ``constraints`` and ``power_w`` allow (the least if it carries no traffic)."""
     n = fabric.n_dims
     so = n - 1
     hb = np.asarray(hb_gbps, dtype=float)
@@ -177,8 +174,7 @@ def _nearest_hold(
     power_w: float | None, timing: TimingModel, hb_gbps: np.ndarray, label: str,
 ) -> np.ndarray:
     """The HB bandwidth to hold in ``equal_budget``: ``hb_gbps`` when the constraints allow it,
-    else the allowed one nearest to it (least sum of absolute differences, an LP).
-    """
+    else the allowed one nearest to it (least sum of absolute differences, an LP)."""
     n, so = fabric.n_dims, fabric.n_dims - 1
     if so == 0:
         return hb_gbps
@@ -340,7 +336,6 @@ def compare_fabrics(
                 raise InputError(f"fabric {name!r}: {exc.message}", field=exc.field) from None
         _settings(timing, f, name)  # the scenario's collective settings fit every fabric
     coeffs = {n: cost_coefficients(f, cm) for n, f in fabrics.items()}
-    # Equal-bandwidth vectors.
     if bw_gbps is None:
         if scen is None:
             raise InputError("bw_gbps is required when no scenario is given", field="bw_gbps")

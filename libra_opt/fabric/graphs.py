@@ -47,8 +47,7 @@ def _clos(
     g: nx.MultiGraph, d: int, block: int, ends: list, k: int | None, bw: float, copper: int = 0
 ) -> None:
     """Add a full-bisection folded Clos over ``ends`` (NIC nodes) with ``k``-port switches;
-    cable level ``l`` (0 = NIC-to-leaf) is copper when ``l < copper``.
-    """
+    cable level ``l`` (0 = NIC-to-leaf) is copper when ``l < copper``."""
     n = len(ends)
     t = clos_tiers(n, k)
     media = ["copper" if lv < copper else "optical" for lv in range(3)]

@@ -99,9 +99,7 @@ def generate(entry: ModelEntry, par: Parallelism, fabric: Fabric) -> GeneratedWo
 
 
 def _placed(generated: GeneratedWorkload, placement: Placement, **changes: Any) -> Any:
-    """The generated workload with the placement's groups, keeping its flat walk (which does not
-    depend on the spans).
-    """
+    """The generated workload with the placement's groups, keeping its flat walk."""
     wl = dataclasses.replace(generated.workload, groups=placement.groups(), **changes)
     flat = generated.workload.__dict__.get("flat")
     if flat is not None:
@@ -242,10 +240,8 @@ def _inner(ctx: _Context, scen: Scenario, g: GeneratedWorkload) -> tuple[str, st
 
 def _generate_shared(ctx: _Context, par: Parallelism, fabric: Fabric,
                      shared: dict) -> GeneratedWorkload:
-    """:func:`generate`, one generation shared by ZeRO 1 and ZeRO 2: they give the same step and
-    differ only in memory, which :class:`MemoryModel` gives exactly (the test suite checks the
-    shared result equals a fresh generation).
-    """
+    """:func:`generate`, shared by ZeRO 1 and 2: the same step, the memory from
+    :class:`MemoryModel` (the tests check it equals a fresh generation)."""
     if par.zero not in (1, 2):
         return generate(ctx.base.entry, par, fabric)
     key = par.model_copy(update={"zero": 1}).model_dump_json()

@@ -104,9 +104,8 @@ Progress = Callable[[int, int], None]
 
 
 def _top_values(values: Iterable[float], k: int) -> list[float]:
-    """The ``k`` smallest of ``values`` that are not the same up to round-off, ascending: rows of
-    one design count once, as :func:`~libra_opt.explore.search.results.designs` ranks them.
-    """
+    """The ``k`` smallest distinct (up to round-off) ``values``, ascending: one design counts
+    once, as :func:`~libra_opt.explore.search.results.designs` ranks them."""
     out: list[float] = []
     for v in sorted(values):
         if not out or not same(out[-1], v):
