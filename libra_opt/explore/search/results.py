@@ -42,10 +42,8 @@ def search_table(rows: list[dict], dim_names: Iterable[str], rank_key: str = "ob
     import pandas as pd
 
     bw_cols = [f"bw_{n}_gbps" for n in dim_names]
-    cols = ["index", *KNOB_COLUMNS, "n_candidates", "status", "reason", "lower_bound",
-            "objective", "step_time_s", "tokens_per_s", "mfu", "memory_per_npu_gb", *bw_cols,
-            "network_cost_usd", "network_power_w", "run_cost_usd", "run_cost_usd_per_mtoken",
-            "solve_s"]
+    cols = ["index", *KNOB_COLUMNS, "n_candidates", "status", "reason", *_FLOATS[:6], *bw_cols,
+            *_FLOATS[6:]]  # the bandwidths after the memory
     extra = sorted({k for r in rows for k in r} - set(cols))
     df = pd.DataFrame.from_records(rows, columns=[*cols, *extra])
     df = df.sort_values("index", kind="stable").reset_index(drop=True)

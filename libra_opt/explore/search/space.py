@@ -319,9 +319,6 @@ def placement_key(placement: Placement) -> tuple[tuple[int, ...], ...]:
     return tuple(tuple(placement.spans[ax]) for ax in AXES)
 
 
-_stage_plan = functools.lru_cache(maxsize=1024)(stage_plan)
-
-
 def _embedding_local(model: TransformerSpec, tp: int) -> float:
     return model.vocab_size * model.hidden_size / tp + (
         embedding_params(model) - model.vocab_size * model.hidden_size)
@@ -353,6 +350,7 @@ class MemoryModel:
     capacity_bytes: float = 0.0
     _params: dict[tuple, tuple[float, float]] = field(default_factory=dict)
     _acts: dict[tuple, float] = field(default_factory=dict)
+    _plans: dict[tuple[int, int], tuple] = field(default_factory=dict)
 
     def _layer_params(self, par: Parallelism, moe: bool) -> tuple[float, float]:
         key = (par.tp, par.ep, par.capacity_factor, moe)
@@ -368,6 +366,11 @@ class MemoryModel:
             self._acts[key] = transformer_layer_activation_bytes(self.model, par, moe=moe)
         return self._acts[key]
 
+    def _plan(self, pp: int, v: int) -> tuple:
+        if (pp, v) not in self._plans:
+            self._plans[(pp, v)] = stage_plan(self.model, pp, v)
+        return self._plans[(pp, v)]
+
     def _dense(self, s: Any, tp: int, d_dense: float, d_moe: float) -> float:
         """Dense parameters of stage ``s`` (layers, embedding and output layer)."""
         dense = s.n_dense * d_dense + s.n_moe * d_moe
@@ -382,7 +385,7 @@ class MemoryModel:
         d_dense, _ = self._layer_params(par, False)
         d_moe, _ = self._layer_params(par, True) if self.model.moe is not None else (0.0, 0.0)
         return min(self._dense(s, par.tp, d_dense, d_moe)
-                   for s in _stage_plan(self.model, par.pp, par.interleave))
+                   for s in self._plan(par.pp, par.interleave))
 
     def bytes_per_npu(self, par: Parallelism) -> float:
         """Peak HBM bytes over the pipeline stages (see the class docstring)."""
@@ -399,7 +402,7 @@ class MemoryModel:
         head_act = head_activation_bytes(model, par)
         worst: MemoryBreakdown | None = None
         seen = set()
-        for s in _stage_plan(model, par.pp, par.interleave):
+        for s in self._plan(par.pp, par.interleave):
             # stages alike but for their index: the first holds the most micro-batches
             # (inflight_microbatches does not increase with the index), so it is the peak
             sig = (s.n_dense, s.n_moe, s.has_embedding, s.has_head)
@@ -441,7 +444,14 @@ class LayerTimeCache:
     device: Device
     efficiency: ComputeEfficiency
     times: dict[tuple, float] = field(default_factory=dict)
+    plans: dict[tuple[int, int], tuple] = field(default_factory=dict)
     timings: dict[str | None, tuple[Device, ComputeEfficiency]] = field(default_factory=dict)
+
+    def plan(self, pp: int, v: int) -> tuple:
+        """:func:`~libra_opt.generators.pipeline.stage_plan`, cached."""
+        if (pp, v) not in self.plans:
+            self.plans[(pp, v)] = stage_plan(self.model, pp, v)
+        return self.plans[(pp, v)]
 
     def layer_s(self, par: Parallelism, moe: bool) -> float:
         """Forward + input-gradient (with recomputation) + weight-gradient seconds of one
@@ -500,7 +510,7 @@ def compute_lower_bound_s(model: TransformerSpec, par: Parallelism, cache: Layer
     """
     t_dense = cache.layer_s(par, moe=False)
     t_moe = cache.layer_s(par, moe=True) if model.moe is not None else 0.0
-    loads = [s.n_dense * t_dense + s.n_moe * t_moe for s in _stage_plan(model, par.pp, par.interleave)]
+    loads = [s.n_dense * t_dense + s.n_moe * t_moe for s in cache.plan(par.pp, par.interleave)]
     busiest = max(loads)
     return busiest * (par.micro_batches
                       + pipeline_bubble_passes(loads, loads.index(busiest), par.interleave))
