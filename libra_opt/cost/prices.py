@@ -38,7 +38,6 @@ __all__ = [
 ]
 
 
-
 def _price_map(values: Mapping[str, float] | None, what: str, tier: str) -> Mapping[str, float]:
     out: dict[str, float] = {}
     for comp, v in dict(values or {}).items():

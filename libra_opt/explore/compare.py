@@ -39,7 +39,6 @@ __all__ = ["compare_fabrics", "budget_optimum"]
 logger = logging.getLogger(__name__)
 
 
-
 def _used_dims(workloads: Sequence[Workload], fabric: Fabric, timing: TimingModel) -> np.ndarray:
     """The dimensions carrying traffic under ``timing``'s traffic model."""
     terms = native_terms if timing.native_traffic else aggregate_terms

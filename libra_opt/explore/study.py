@@ -49,7 +49,6 @@ REPORT_FAMILIES = ("fat_tree", "rail_only", "multi_dim")
 DEFAULT_SCALEOUT_RADIX = 64
 """Scale-out switch radix of the re-wired fabrics when the scenario's last dimension has none."""
 
-
 REPORT_SEARCH_TOP = 5
 """Best candidates of a design study's co-design search (kept exact, shown in the report)."""
 

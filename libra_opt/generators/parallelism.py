@@ -12,7 +12,6 @@ from libra_opt.schema import StrictModel, validate_as
 __all__ = ["Precision", "Parallelism", "parallelism_from_dict"]
 
 
-
 class Precision(StrictModel):
     """Bytes per element of each kind of state, and the matrix-multiply data type.
 

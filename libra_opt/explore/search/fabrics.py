@@ -275,7 +275,6 @@ def _split_vectors(degree: int, free: Sequence[int]) -> Iterator[tuple[int, ...]
             yield (k, *rest)
 
 
-
 def require_buildable(shapes: Sequence[FabricShape], field: str) -> tuple[FabricShape, ...]:
     """``shapes``, after checking that at least one has a fabric: a family none of whose shapes
     can be built is bad input (an :class:`~libra_opt.errors.InputError` on ``field`` listing
