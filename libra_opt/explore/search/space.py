@@ -166,17 +166,12 @@ class SearchSpace:
                              "dim_sizes / dim_topologies (multi-dimensional fabrics)",
                              field="search.dim_sizes")
 
-    @property
-    def dim_family(self) -> bool:
-        """Whether the space has a multi-dimensional fabric family (:func:`dim_shapes`)."""
-        return self.dim_sizes is not None or self.dim_topologies is not None
-
 
 def search_shapes(base: Fabric, space: SearchSpace,
                   spec: ScenarioSpec | None = None) -> tuple[FabricShape, ...]:
     """The fabric shapes of ``space``: its multi-dimensional family (:func:`dim_shapes`)
     when it names one, else its HB-domain family or the base (:func:`fabric_shapes`)."""
-    if space.dim_family:
+    if space.dim_sizes is not None or space.dim_topologies is not None:
         return dim_shapes(base, spec, space.dim_sizes, space.dim_topologies, space.unit_dims)
     return fabric_shapes(base, space.hb_domains, spec)
 
