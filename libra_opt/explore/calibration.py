@@ -58,11 +58,6 @@ ETA_BOUNDS = (0.2, 2.0)
 _TOL = 1e-12
 
 
-def _clip(name: str, value: float) -> float:
-    lo, hi, _ = _BOUNDS[name]
-    return min(max(value, lo), hi)
-
-
 def _bounded_least_squares(residual: Callable[[np.ndarray], list[float]], x0: Sequence[float],
                            lower: Sequence[float], upper: Sequence[float]) -> np.ndarray:
     """Minimise ``sum(residual(x) ** 2)`` with ``lower <= x <= upper`` from ``x0`` (clipped); a
@@ -113,7 +108,7 @@ def calibrate_device(
     scale = [_BOUNDS[n][2] for n in names]
 
     def at(z: np.ndarray) -> Device:
-        changes: dict[str, Any] = {n: _clip(n, float(v) * s)
+        changes: dict[str, Any] = {n: min(max(float(v) * s, _BOUNDS[n][0]), _BOUNDS[n][1])
                                    for n, v, s in zip(names, z, scale, strict=True)}
         return replace(device, **changes)
 
