@@ -314,17 +314,6 @@ def placement_key(placement: Placement) -> tuple[tuple[int, ...], ...]:
     return tuple(tuple(placement.spans[ax]) for ax in AXES)
 
 
-def _embedding_local(model: TransformerSpec, tp: int) -> float:
-    return model.vocab_size * model.hidden_size / tp + (
-        embedding_params(model) - model.vocab_size * model.hidden_size)
-
-
-def _head_local(model: TransformerSpec, tp: int, has_emb: bool) -> float:
-    norm = (2 if model.norm == "layernorm" else 1) * model.hidden_size
-    shares = model.tied_embeddings and has_emb
-    return norm + (0.0 if shares else model.vocab_size * model.hidden_size / tp)
-
-
 @dataclass
 class MemoryModel:
     """HBM bytes of the most loaded NPU as the generator counts them
@@ -368,11 +357,14 @@ class MemoryModel:
 
     def _dense(self, s: Any, tp: int, d_dense: float, d_moe: float) -> float:
         """Dense parameters of stage ``s`` (layers, embedding and output layer)."""
+        m = self.model
+        vocab = m.vocab_size * m.hidden_size  # the embedding (and output) matrix, split by tp
         dense = s.n_dense * d_dense + s.n_moe * d_moe
         if s.has_embedding:
-            dense += _embedding_local(self.model, tp)
-        if s.has_head:
-            dense += _head_local(self.model, tp, s.has_embedding)
+            dense += vocab / tp + (embedding_params(m) - vocab)
+        if s.has_head:  # its norm, and its matrix unless tied to this stage's embedding
+            norm = (2 if m.norm == "layernorm" else 1) * m.hidden_size
+            dense += norm + (0.0 if m.tied_embeddings and s.has_embedding else vocab / tp)
         return dense
 
     def min_dense_params(self, par: Parallelism) -> float:
