@@ -273,7 +273,8 @@ def compare_fabrics(
     ``equal_budget`` rows (default the baseline's costs at equal bandwidth, the scale-out's
     ``budget_usd`` minus the baseline's HB cost when given); ``tco`` adds ``usd_per_hour`` and
     ``run_cost_usd``; ``baseline`` (default the first ``fat_tree``, else the first) is the
-    reference of the reductions; ``timing`` defaults as :func:`_checked_timing`.
+    reference of the reductions; ``timing`` defaults to the scenario's with the routing-aware
+    ``native`` traffic (:mod:`libra_opt.traffic.rail`; ``hierarchical`` under ``topology_aware``).
 
     Returns
     -------
