@@ -45,14 +45,12 @@ class Dim:
     latency_s : float
         Per-algorithm-step latency alpha_d in seconds (0 disables the latency term).
     switch_radix : int, optional
-        Ports per physical switch (switch dimensions only; an even number >= 4). When set,
-        a switch network larger than one switch is priced as a folded Clos with the tiers
-        its size needs (see :func:`~libra_opt.fabric.topology.clos_tiers`). ``None`` (default) keeps
-        LIBRA's one-ideal-switch pricing.
+        Ports per physical switch (switch dimensions only; even, >= 4): a network larger than
+        one switch is priced as a folded Clos (:func:`~libra_opt.fabric.topology.clos_tiers`);
+        ``None`` (default): LIBRA's one ideal switch.
     switch_scope : {'block', 'rail'}
-        ``block`` (default, LIBRA): one switch network connects every NPU of the block
-        ``prod(size_0..size_d)``, inner dimensions included. ``rail``: one network per rail
-        (the ``size`` NPUs that share all other coordinates), no spine across rails.
+        One switch network over every NPU of the block ``prod(size_0..size_d)`` (``block``,
+        default, LIBRA), or one per rail, the ``size`` NPUs sharing all other coordinates.
     switch_pricing : {'whole_switch', 'used_ports'}
         With a radix, price (and power) every port of every switch of the Clos
         (``whole_switch``, default: what a buyer pays) or only the ports in use
