@@ -86,7 +86,7 @@ def _report(name, res, base, space=None, executor="serial", max_workers=None) ->
 def _candidate_paths(base, joint, n: int = 40) -> None:
     """Part 1b: compile(spec edit) against the direct path, per candidate."""
     from libra_opt.explore.search import candidate_scenario, candidate_spec, generate
-    from libra_opt.explore.search.space import fabric_shapes
+    from libra_opt.explore.search.fabrics import fabric_shapes
     from libra_opt.scenario.compile import compile as compile_spec
 
     solved = joint.table[joint.table["status"] == "optimal"]

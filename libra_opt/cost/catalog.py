@@ -128,17 +128,18 @@ def _apply_overrides(doc: dict, overrides: Mapping[str, Any], source: str) -> di
     return doc
 
 
-def _number(entry: Mapping[str, Any], key: str, fld: str, source: str, positive=False) -> float:
-    """``entry[key]`` as a finite number ``>= 0`` (``> 0`` when ``positive``)."""
-    v = entry[key]
+def finite_number(value: Any, field: str, source: str | None = None,
+                  positive: bool = False) -> float:
+    """``value`` as a finite number ``>= 0`` (``> 0`` when ``positive``), else an
+    :class:`~libra_opt.errors.InputError` naming ``field``."""
     try:
-        x = float(v)
+        x = float(value)
     except (TypeError, ValueError):
-        raise InputError(f"{short_repr(v)} is not a number", source=source,
-                         field=f"{fld}.{key}") from None
+        raise InputError(f"{short_repr(value)} is not a number", source=source,
+                         field=field) from None
     if not math.isfinite(x) or x < 0 or (positive and x == 0):
-        raise InputError(f"{short_repr(v)} must be finite and {'> 0' if positive else '>= 0'}",
-                         source=source, field=f"{fld}.{key}")
+        raise InputError(f"{short_repr(value)} must be finite and "
+                         f"{'> 0' if positive else '>= 0'}", source=source, field=field)
     return x
 
 
@@ -160,7 +161,7 @@ def _part(name: str, entry: Any, source: str) -> Part:
                              source=source, field=f"{fld}.{key}")
 
     def number(key: str, positive: bool = False) -> float:
-        return _number(entry, key, fld, source, positive)
+        return finite_number(entry[key], f"{fld}.{key}", source, positive)
 
     ports = port_gbps = None
     if "usd_per_gbps" in entry:

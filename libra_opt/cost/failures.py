@@ -1,11 +1,6 @@
-"""What breaks in a fabric, how often, and what each break does to a training job.
-
-A failure model is a rate per component-hour for each kind of part
-(:data:`COMPONENT_KINDS`), counted from the fabric's inventory. The family's *blast radius*
-(:func:`failure_modes`) says what stops a synchronous job (an NPU's own parts, its host, a
-leaf or single switch, a cable to a leaf, a cable the topology cannot route around) and what
-slows it: its step is then evaluated (never re-solved) with the dimension's bandwidth times
-``f``. A spine or core switch of a Clos of radix ``k`` takes ``ceil(L / S)`` of the ``L``
+"""What breaks in a fabric, how often (a rate per component-hour of each kind of part,
+counted from the inventory), and what each break does to a training job (its *blast radius*,
+:func:`failure_modes`): it stops the job, or leaves a dimension at ``f`` of its bandwidth. A spine or core switch of a Clos of radix ``k`` takes ``ceil(L / S)`` of the ``L``
 uplinks a lower switch deals round-robin over ``S``, ``f = 1 - ceil(L / S) / L`` for the
 worst; a cable above the leaves ``f = 1 - 1/L``; either stops the job when ``f`` would be 0.
 A cable between NPUs leaves the topology's
@@ -21,8 +16,6 @@ References
 ----------
 .. [1] A. Dubey et al. (Llama team, Meta), "The Llama 3 Herd of Models", arXiv:2407.21783,
    2024, Sec. 3.3.4 and Table 5.
-.. [2] W. Wang, M. Ghobadi et al., "Rail-only: A Low-Cost High-Performance Network for
-   Training LLMs with Trillion Parameters", arXiv:2307.12169.
 """
 
 from __future__ import annotations
@@ -35,7 +28,8 @@ from typing import Literal
 from libra_opt.errors import InputError, short_repr
 from libra_opt.fabric.dims import Fabric
 from libra_opt.fabric.frozen import FrozenMap
-from libra_opt.fabric.inventory import clos_level_switches, dimension_inventory, switch_block_npus
+from libra_opt.fabric.inventory import dimension_inventory, switch_block_npus
+from libra_opt.fabric.topology import clos_level_switches
 
 __all__ = [
     "COMPONENT_KINDS",

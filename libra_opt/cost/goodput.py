@@ -202,28 +202,25 @@ class ReliabilityModel:
     rates: Mapping[str, float] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        for name in ("detection_s", "restart_s", "replace_s", *_POSITIVE, "gpus_per_host",
-                     "spares_per_domain"):
-            object.__setattr__(self, name, _number(getattr(self, name)))
         for name in ("detection_s", "restart_s", "replace_s", *_POSITIVE):
-            v = getattr(self, name)
-            if v is None and name in _POSITIVE:
-                continue
+            v = _number(getattr(self, name))
             positive = name in _POSITIVE
+            if v is None and positive:
+                continue
             if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) \
                     or v < 0 or (positive and v == 0):
                 raise InputError(f"{short_repr(v, 60)} must be a finite number "
                                  f"{'> 0' if positive else '>= 0'}", field=f"reliability.{name}")
             object.__setattr__(self, name, float(v))
         for name in ("gpus_per_host", "spares_per_domain"):
-            v = getattr(self, name)
+            v = _number(getattr(self, name))
             low = 1 if name == "gpus_per_host" else 0
             if isinstance(v, float) and v.is_integer():
                 v = int(v)
-                object.__setattr__(self, name, v)
             if isinstance(v, bool) or not isinstance(v, int) or v < low:
                 raise InputError(f"{short_repr(v, 60)} must be an integer >= {low}",
                                  field=f"reliability.{name}")
+            object.__setattr__(self, name, v)
         given = [{k: _number(x) for k, x in v.items()} if isinstance(v, Mapping) else v
                  for v in (self.rates_per_h, self.mtbf_h)]
         rates = check_rates(given[0], given[1])

@@ -38,7 +38,6 @@ __all__ = [
 ]
 
 
-
 def _price_map(values: Mapping[str, float] | None, what: str, tier: str) -> Mapping[str, float]:
     out: dict[str, float] = {}
     for comp, v in dict(values or {}).items():
@@ -111,26 +110,21 @@ class CostModel:
         w_per_gbps: Mapping[str, Mapping[str, float]] | None = None,
     ) -> CostModel:
         """Build from ``{tier: {component: $/GB/s}}`` and the same shape in W/GB/s."""
-        tiers = {}
-        power = dict(w_per_gbps or {})
         if w_per_gbps is not None:
-            extra = sorted(set(power) - set(usd_per_gbps))
+            extra = sorted(set(w_per_gbps) - set(usd_per_gbps))
             if extra:
                 raise InputError(
                     f"power tiers {', '.join(extra)} have no prices", field="power_model"
                 )
-            missing = sorted(set(usd_per_gbps) - set(power))
+            missing = sorted(set(usd_per_gbps) - set(w_per_gbps))
             if missing:
                 raise InputError(
                     f"tiers {', '.join(missing)} have prices but no power entry "
                     "(give 0 where a component draws no power)",
                     field="power_model",
                 )
-        for tier, prices in usd_per_gbps.items():
-            tiers[tier] = TierPrices(
-                tier, prices, power.get(tier) if w_per_gbps is not None else None
-            )
-        return cls(tiers)
+        return cls({tier: TierPrices(tier, prices, None if w_per_gbps is None else w_per_gbps[tier])
+                    for tier, prices in usd_per_gbps.items()})
 
 
 @dataclass(frozen=True)
@@ -167,10 +161,8 @@ def _add_part(
     usd: np.ndarray, power: np.ndarray | None, d: int, col: int, amount: float, key: str,
     prices: TierPrices, why: str, of: str = "",
 ) -> None:
-    """Add ``amount`` GB/s of the priced part ``key`` per GB/s of ``B_d`` to column ``col`` of
-    dimension ``d``; ``why`` starts the error raised when the tier lacks its price (``of``: what
-    the price is per) or power.
-    """
+    """Add ``amount`` GB/s of part ``key`` per GB/s of ``B_d`` to ``[d, col]``; ``why`` starts
+    the error when the tier lacks its price (``of``: what it is per) or power."""
     if key not in prices.usd_per_gbps:
         raise InputError(
             f"{why} but tier {prices.tier!r} has no {key} price ($ per GB/s{of}; write 0 if "

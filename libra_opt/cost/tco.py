@@ -21,7 +21,6 @@ References
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
@@ -29,8 +28,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from libra_opt.cost.catalog import finite_number
 from libra_opt.cost.prices import CostCoefficients
-from libra_opt.errors import InputError, input_context, short_repr
+from libra_opt.errors import InputError, input_context
 from libra_opt.fabric.dims import Fabric
 
 __all__ = [
@@ -76,17 +76,10 @@ class TcoModel:
     def __post_init__(self) -> None:
         for f in fields(self):
             v = getattr(self, f.name)
-            if v is None:
-                continue
-            try:
-                x = float(v)
-            except (TypeError, ValueError):
-                raise InputError(f"{short_repr(v)} is not a number", field=f"tco.{f.name}") from None
-            positive = f.name in ("lifetime_years", "steps", "tokens", "tokens_per_step", "pue")
-            if not math.isfinite(x) or x < 0 or (positive and x == 0):
-                raise InputError(f"{short_repr(v)} must be finite and {'> 0' if positive else '>= 0'}",
-                                 field=f"tco.{f.name}")
-            object.__setattr__(self, f.name, x)
+            if v is not None:
+                positive = f.name in ("lifetime_years", "steps", "tokens", "tokens_per_step", "pue")
+                object.__setattr__(self, f.name, finite_number(v, f"tco.{f.name}",
+                                                               positive=positive))
         if self.pue < 1:
             raise InputError(f"pue {self.pue!r} must be >= 1 (facility / IT power)",
                              field="tco.pue")

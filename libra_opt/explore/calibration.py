@@ -58,17 +58,10 @@ ETA_BOUNDS = (0.2, 2.0)
 _TOL = 1e-12
 
 
-def _clip(name: str, value: float) -> float:
-    lo, hi, _ = _BOUNDS[name]
-    return min(max(value, lo), hi)
-
-
 def _bounded_least_squares(residual: Callable[[np.ndarray], list[float]], x0: Sequence[float],
                            lower: Sequence[float], upper: Sequence[float]) -> np.ndarray:
-    """Minimise ``sum(residual(x) ** 2)`` with ``lower <= x <= upper``, from ``x0`` (clipped).
-
-    A constant the fit leaves against a bound (``active_mask``) is returned exactly at it.
-    """
+    """Minimise ``sum(residual(x) ** 2)`` with ``lower <= x <= upper`` from ``x0`` (clipped); a
+    constant left against a bound (``active_mask``) is returned exactly at it."""
     lo, hi = np.asarray(lower, dtype=float), np.asarray(upper, dtype=float)
     start = np.clip(np.asarray(x0, dtype=float), lo, hi)
     res = least_squares(lambda x: np.asarray(residual(x), dtype=float), start, bounds=(lo, hi),
@@ -115,7 +108,7 @@ def calibrate_device(
     scale = [_BOUNDS[n][2] for n in names]
 
     def at(z: np.ndarray) -> Device:
-        changes: dict[str, Any] = {n: _clip(n, float(v) * s)
+        changes: dict[str, Any] = {n: min(max(float(v) * s, _BOUNDS[n][0]), _BOUNDS[n][1])
                                    for n, v, s in zip(names, z, scale, strict=True)}
         return replace(device, **changes)
 

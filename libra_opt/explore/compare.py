@@ -1,13 +1,8 @@
-"""Compare fabrics on the same workloads: step time, network cost, power and TCO.
-
-:func:`compare_fabrics` evaluates every fabric in up to three modes: ``equal_bw`` (the
-same per-NPU bandwidth vector), ``equal_budget`` (the HB domain held at its equal-bandwidth
-value, or the nearest the constraints allow, and the scale-out given the most bandwidth the
-same scale-out budget buys: step time never grows with bandwidth, so this is the optimum)
-and ``equal_budget_joint`` (every dimension re-optimized under the same total budget). Both
-budget modes keep the scenario's constraints and power cap; the compare budget replaces its
-budget. Step times use the routing-aware ``native`` traffic by default
-(:mod:`libra_opt.traffic.rail`), ``hierarchical`` under the ``topology_aware`` model.
+"""Compare fabrics on the same workloads: step time, network cost, power and TCO, at equal
+bandwidth, at an equal scale-out budget (the HB domain held, the scale-out given the most
+bandwidth the budget buys: the optimum, as step time never grows with bandwidth) and at an
+equal total budget (every dimension re-optimized). Budget modes keep the scenario's
+constraints and power cap.
 """
 
 from __future__ import annotations
@@ -44,12 +39,10 @@ __all__ = ["compare_fabrics", "budget_optimum"]
 logger = logging.getLogger(__name__)
 
 
-
-def _step_time(workloads, weights, fabric, bw, timing: TimingModel) -> float:
-    return sum(
-        wt * step_time(w, fabric, bw, timing).step_time_s
-        for w, wt in zip(workloads, weights, strict=True)
-    )
+def _used_dims(workloads: Sequence[Workload], fabric: Fabric, timing: TimingModel) -> np.ndarray:
+    """The dimensions carrying traffic under ``timing``'s traffic model."""
+    terms = native_terms if timing.native_traffic else aggregate_terms
+    return terms(tuple(workloads), fabric).used_dims
 
 
 def budget_optimum(
@@ -87,8 +80,7 @@ def budget_optimum(
     wls = tuple(workloads)
     kappa = np.asarray(usd_per_gbps, dtype=float)
     n = fabric.n_dims
-    used = (native_terms(wls, fabric) if timing.native_traffic
-            else aggregate_terms(wls, fabric)).used_dims
+    used = _used_dims(wls, fabric, timing)
     free = [fabric.names[d] for d in used if kappa[d] <= 0]
     if free:
         raise InputError(
@@ -119,8 +111,7 @@ def budget_optimum(
 
 def _settings(timing: TimingModel, fabric: Fabric, label: str = "") -> CollectiveSettings | None:
     """``timing``'s collective settings (or per-dimension efficiency) as a scenario's on
-    ``fabric``; refused when they name a dimension ``fabric`` lacks.
-    """
+    ``fabric``; refused when they name a dimension ``fabric`` lacks."""
     settings = timing.collectives
     if settings is None and timing.efficiency:
         settings = CollectiveSettings(efficiency=timing.efficiency)
@@ -150,16 +141,12 @@ def _scaleout_at_budget(
     budget_usd: float, hb_gbps: npt.ArrayLike, constraints: Sequence[LinearConstraint],
     power_w: float | None, timing: TimingModel, label: str,
 ) -> np.ndarray:
-    """The HB dimensions held at ``hb_gbps``, the scale-out at the largest bandwidth its budget,
-    ``constraints`` and ``power_w`` allow (the least if it carries no traffic): the unique
-    equal-budget optimum.
-    """
+    """The equal-budget optimum: the HB held at ``hb_gbps``, the scale-out at the most bandwidth
+    its budget, ``constraints`` and ``power_w`` allow (the least if it carries no traffic)."""
     n = fabric.n_dims
     so = n - 1
     hb = np.asarray(hb_gbps, dtype=float)
-    used = (native_terms(workloads, fabric) if timing.native_traffic
-            else aggregate_terms(workloads, fabric)).used_dims
-    carries = so in set(int(d) for d in used)
+    carries = so in set(int(d) for d in _used_dims(workloads, fabric, timing))
     if carries and so_price <= 0:
         raise InputError(
             f"fabric {label!r}: scale-out dimension {fabric.names[so]} carries traffic but costs "
@@ -186,8 +173,7 @@ def _nearest_hold(
     power_w: float | None, timing: TimingModel, hb_gbps: np.ndarray, label: str,
 ) -> np.ndarray:
     """The HB bandwidth to hold in ``equal_budget``: ``hb_gbps`` when the constraints allow it,
-    else the allowed one nearest to it (least sum of absolute differences, an LP).
-    """
+    else the allowed one nearest to it (least sum of absolute differences, an LP)."""
     n, so = fabric.n_dims, fabric.n_dims - 1
     if so == 0:
         return hb_gbps
@@ -217,29 +203,10 @@ def _nearest_hold(
     return held
 
 
-def _held_hb(df, baseline: str, requested: np.ndarray) -> tuple[float, ...]:
-    """The HB bandwidth the baseline's ``equal_budget`` row holds (the requested one without it)."""
-    sel = df[(df["mode"] == "equal_budget") & (df["fabric"] == baseline)]
-    hb = sel["bw_gbps"].iloc[0][:len(requested)] if len(sel) else requested
-    return tuple(float(x) for x in hb)
-
-
 def _checked_timing(timing: TimingModel | None, scenario: Scenario | None = None
                     ) -> TimingModel:
     """``timing``, checked; by default the scenario's (or the defaults) with the ``native``
-    traffic model, ``hierarchical`` under ``topology_aware`` (which refuses ``native``).
-
-    Examples
-    --------
-    >>> _checked_timing(None).traffic_model
-    'native'
-    >>> _checked_timing(TimingModel("topology_aware")).traffic_model
-    'hierarchical'
-    >>> _checked_timing(TimingModel("topology_aware", traffic_model="native"))
-    Traceback (most recent call last):
-    ...
-    libra_opt.errors.InputError: traffic_model: collective_model 'topology_aware' runs collectives dimension by dimension: it does not model 'native' routing; use 'hierarchical' (its default)
-    """
+    traffic model, ``hierarchical`` under ``topology_aware`` (which refuses ``native``)."""
     if timing is None:
         base = TimingModel() if scenario is None else scenario.timing
         traffic: TrafficModel = "hierarchical" if base.uses_topology_aware else "native"
@@ -306,7 +273,8 @@ def compare_fabrics(
     ``equal_budget`` rows (default the baseline's costs at equal bandwidth, the scale-out's
     ``budget_usd`` minus the baseline's HB cost when given); ``tco`` adds ``usd_per_hour`` and
     ``run_cost_usd``; ``baseline`` (default the first ``fat_tree``, else the first) is the
-    reference of the reductions; ``timing`` defaults as :func:`_checked_timing`.
+    reference of the reductions; ``timing`` defaults to the scenario's with the routing-aware
+    ``native`` traffic (:mod:`libra_opt.traffic.rail`; ``hierarchical`` under ``topology_aware``).
 
     Returns
     -------
@@ -368,7 +336,6 @@ def compare_fabrics(
                 raise InputError(f"fabric {name!r}: {exc.message}", field=exc.field) from None
         _settings(timing, f, name)  # the scenario's collective settings fit every fabric
     coeffs = {n: cost_coefficients(f, cm) for n, f in fabrics.items()}
-    # Equal-bandwidth vectors.
     if bw_gbps is None:
         if scen is None:
             raise InputError("bw_gbps is required when no scenario is given", field="bw_gbps")
@@ -415,7 +382,8 @@ def compare_fabrics(
                 # the fixed part (aggregators' state memory) comes off the total budget
                 bw = budget_optimum(wls, f, k.usd_per_gbps, float(budget_usd) - k.fixed_usd,
                                     **budget_kw)  # type: ignore[arg-type]
-            st = _step_time(wls, wts, f, bw, timing)
+            st = sum(wt * step_time(w, f, bw, timing).step_time_s
+                     for w, wt in zip(wls, wts, strict=True))
             power = None if k.w_per_gbps is None else float(k.w_per_gbps @ bw) + k.fixed_w
             invs = [dimension_inventory(f, d) for d in range(f.n_dims)]
             row = {
@@ -450,8 +418,9 @@ def compare_fabrics(
         # a change within the solves' round-off is no change
         unchanged = [same(x, float(base["step_time_s"])) for x in t]
         df.loc[sel, "step_time_change_pct"] = change.where(~np.array(unchanged), 0.0)
+    held = df[(df["mode"] == "equal_budget") & (df["fabric"] == baseline)]["bw_gbps"]
+    hb = held.iloc[0][:so_base] if len(held) else bw_base[:so_base]
     df.attrs.update(baseline=baseline, budget_usd=float(budget_usd),
                     scaleout_budget_usd=float(scaleout_budget_usd),
-                    hb_gbps=_held_hb(df, baseline, bw_base[:so_base]),
-                    traffic_model=timing.traffic_model)
+                    hb_gbps=tuple(float(x) for x in hb), traffic_model=timing.traffic_model)
     return df

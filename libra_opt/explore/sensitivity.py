@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from libra_opt.optimize.solution import Solution
-from libra_opt.scenario.constraints import Row
 from libra_opt.scenario.evaluate import evaluate
 from libra_opt.scenario.scenario import scenario_rows
 
@@ -24,12 +23,6 @@ __all__ = ["sensitivity", "FORWARD_STEP"]
 
 #: Relative forward step of the model derivative.
 FORWARD_STEP = 1e-7
-
-
-def _single_dim(row: Row) -> int | None:
-    """The dimension a row bounds alone (``a = alpha e_d``), else ``None``."""
-    nz = np.flatnonzero(np.asarray(row.a) != 0)
-    return int(nz[0]) if nz.size == 1 else None
 
 
 def sensitivity(solution: Solution) -> pd.DataFrame:
@@ -70,12 +63,12 @@ def sensitivity(solution: Solution) -> pd.DataFrame:
         per_usd = np.where(kappa > 0, d_step / kappa, np.nan)
     reports = {c.label: c for c in solution.constraints}
     bound = np.zeros(n)
-    for row in scenario_rows(scen):
-        d = _single_dim(row)
+    for row in scenario_rows(scen):  # the rows that bound one dimension alone
+        nz = np.flatnonzero(np.asarray(row.a) != 0)
         rep = reports.get(row.label)
-        if d is None or rep is None or not rep.active:
+        if nz.size != 1 or rep is None or not rep.active:
             continue
-        bound[d] += rep.shadow_price * float(np.asarray(row.a)[d])
+        bound[nz[0]] += rep.shadow_price * float(np.asarray(row.a)[nz[0]])
     budget = reports["budget_usd"].shadow_price if "budget_usd" in reports else np.nan
     power = reports["power_w"].shadow_price if "power_w" in reports else np.nan
     totals = {

@@ -49,7 +49,6 @@ REPORT_FAMILIES = ("fat_tree", "rail_only", "multi_dim")
 DEFAULT_SCALEOUT_RADIX = 64
 """Scale-out switch radix of the re-wired fabrics when the scenario's last dimension has none."""
 
-
 REPORT_SEARCH_TOP = 5
 """Best candidates of a design study's co-design search (kept exact, shown in the report)."""
 
@@ -115,17 +114,6 @@ def budget_values(sol: Solution, n_points: int) -> list[float]:
     return [float(v) for v in np.geomspace(0.25 * cost, hi * cost, n_points)]
 
 
-def _compare(sol: Solution, families: Sequence[str], radix: int, own: str):
-    scen = sol.scenario
-    fabrics = {}
-    for fam in families:
-        f = as_family(scen.fabric, fam, radix)
-        fabrics[own if f == scen.fabric else fam] = f
-    fabrics.setdefault(own, scen.fabric)
-    return compare_fabrics(scen, fabrics, bw_gbps=sol.bw_gbps.tolist(),
-                           modes=("equal_bw", "equal_budget"))
-
-
 def design_study(
     scenario_or_solution: Scenario | Solution,
     *,
@@ -171,8 +159,14 @@ def design_study(
     radix = scen.fabric.dims[-1].switch_radix or DEFAULT_SCALEOUT_RADIX
     own = f"scenario ({fabric_family(scen.fabric)})"
     cmp_df, cmp_error = None, None
-    try:
-        cmp_df = _compare(sol, families, radix, own)
+    try:  # the families re-wired, the scenario's own fabric under its own label
+        fabrics = {}
+        for fam in families:
+            f = as_family(scen.fabric, fam, radix)
+            fabrics[own if f == scen.fabric else fam] = f
+        fabrics.setdefault(own, scen.fabric)
+        cmp_df = compare_fabrics(scen, fabrics, bw_gbps=sol.bw_gbps.tolist(),
+                                 modes=("equal_bw", "equal_budget"))
     except LibraOptError as exc:
         cmp_error = str(exc)
         logger.info("fabric comparison not possible: %s", exc)

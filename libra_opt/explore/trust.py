@@ -68,8 +68,7 @@ def search_columns(model: ErrorModel, table: object, device: str, stack: str, se
                             and float(getattr(r, rank_key)) <= best_obj * (1 + rank_band))))
     names = ("band_pct", "step_time_lo_s", "step_time_hi_s", "outside_envelope",
              "mfu_above_measured", "indistinguishable")
-    cols: dict[str, list] = {k: [v[i] for v in values] for i, k in enumerate(names)}
-    return cols
+    return {k: [v[i] for v in values] for i, k in enumerate(names)}
 
 
 #: The layout knobs a validated envelope checks (with the sequence length and GPU count).

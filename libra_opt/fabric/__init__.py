@@ -9,7 +9,8 @@ from libra_opt.fabric.builders import (
     rail_optimized_fat_tree,
 )
 from libra_opt.fabric.dims import Dim, Fabric
-from libra_opt.fabric.inventory import DimInventory, clos_tiers, dimension_inventory
+from libra_opt.fabric.inventory import dimension_inventory
+from libra_opt.fabric.topology import DimInventory, clos_tiers
 
 __all__ = [
     "Dim",

@@ -80,14 +80,12 @@ def multi_dim(
     else:
         tiers = tuple(tiers)
         default_names = tuple(f"dim{i}" for i in range(n))
-    if len(tiers) != n:
-        raise InputError(f"{len(tiers)} tiers for {n} dimensions", field="fabric.tiers")
     names = tuple(names) if names is not None else default_names
-    if len(names) != n:
-        raise InputError(f"{len(names)} names for {n} dimensions", field="fabric.names")
     lat = (latency_s,) * n if isinstance(latency_s, int | float) else tuple(latency_s)
-    if len(lat) != n:
-        raise InputError(f"{len(lat)} latencies for {n} dimensions", field="fabric.latency_s")
+    for what, key, values in (("tiers", "tiers", tiers), ("names", "names", names),
+                              ("latencies", "latency_s", lat)):
+        if len(values) != n:
+            raise InputError(f"{len(values)} {what} for {n} dimensions", field=f"fabric.{key}")
     dims = tuple(
         Dim(names[i], topos[i], int(shape[i]), tiers[i], float(lat[i]),
             switch_radix=switch_radix if topos[i].switched else None)

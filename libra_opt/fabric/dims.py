@@ -1,12 +1,6 @@
-"""Multi-dimensional fabric: an ordered list of network dimensions, innermost first.
-
-A dimension has a topology (:mod:`libra_opt.fabric.topology`), a size (NPUs
-along it), a cost tier (which unit-price table applies) and an optional per-step latency.
-A switch dimension may also carry a switch radix (it is then priced as a multi-tier Clos
-instead of one ideal switch) and a scope (``block``: one network over all NPUs of the block,
-LIBRA's meaning; ``rail``: one network per rail, as in a Rail-only fabric).
-The optimizer's decision variable for dimension ``d`` is ``B_d``, the aggregate bandwidth
-per NPU into that dimension, in GB/s (1 GB/s = 1e9 bytes/s).
+"""Multi-dimensional fabric: an ordered list of network dimensions, innermost first. The
+optimizer's decision variable for dimension ``d`` is ``B_d``, the aggregate bandwidth per NPU
+into it, in GB/s (1 GB/s = 1e9 bytes/s).
 """
 
 from __future__ import annotations
@@ -32,9 +26,6 @@ __all__ = ["Dim", "Fabric", "MAX_NPUS"]
 #: size of one dimension. Beyond it inputs are taken as mistakes, not designs.
 MAX_NPUS = 10**9
 
-# Switch scope ``block``: one switch network per block of ``prod(size_0..size_d)`` NPUs
-# (LIBRA); ``rail``: one per rail, the ``size_d`` NPUs that share every other coordinate.
-
 
 @dataclass(frozen=True)
 class Dim:
@@ -54,31 +45,23 @@ class Dim:
     latency_s : float
         Per-algorithm-step latency alpha_d in seconds (0 disables the latency term).
     switch_radix : int, optional
-        Ports per physical switch (switch dimensions only; an even number >= 4). When set,
-        a switch network larger than one switch is priced as a folded Clos with the tiers
-        its size needs (see :func:`~libra_opt.fabric.topology.clos_tiers`). ``None`` (default) keeps
-        LIBRA's one-ideal-switch pricing.
+        Ports per physical switch (switch dimensions only; even, >= 4): a network larger than
+        one switch is priced as a folded Clos (:func:`~libra_opt.fabric.topology.clos_tiers`);
+        ``None`` (default): LIBRA's one ideal switch.
     switch_scope : {'block', 'rail'}
-        ``block`` (default, LIBRA): one switch network connects every NPU of the block
-        ``prod(size_0..size_d)``, inner dimensions included. ``rail``: one network per rail
-        (the ``size`` NPUs that share all other coordinates), no spine across rails.
+        One switch network over every NPU of the block ``prod(size_0..size_d)`` (``block``,
+        default, LIBRA), or one per rail, the ``size`` NPUs sharing all other coordinates.
     switch_pricing : {'whole_switch', 'used_ports'}
-        How a switch network with a radix is priced (cost and power): ``whole_switch``
-        (default) buys every port of every switch of its Clos (``switches x radix`` ports,
-        what a buyer pays, and a powered switch draws its power whatever its port use);
-        ``used_ports`` prices only the ports in use (``(2t - 1)`` per NPU), for designs
-        that share a chassis. Without a radix both are the same (one ideal switch, LIBRA).
+        With a radix, price (and power) every port of every switch of the Clos
+        (``whole_switch``, default: what a buyer pays) or only the ports in use
+        (``used_ports``, ``2t - 1`` per NPU: a shared chassis).
     copper_levels : int
         Switch dimensions only: how many of the lowest cable levels of each switch network
-        are copper (no transceivers, priced with the tier's ``copper`` part): 0 (default)
-        all optics, 1 the NIC-to-leaf cables, 2 also leaf-to-spine, and so on up to the
-        network's tier count (checked by :class:`Fabric`, which knows the network sizes).
+        are copper (no transceivers; the tier's ``copper`` part): 0 (default) all optics, 1
+        the NIC-to-leaf cables, 2 also leaf-to-spine, ... up to the network's tier count.
     members : DimMembers or mapping, optional
-        Heterogeneous dimension (:mod:`libra_opt.fabric.heterogeneous`): member groups
-        with their bandwidth fraction of ``B_d``, share of the NPUs and optional price and
-        power factors. The slowest group bounds every collective on the dimension; cost and
-        power scale by ``sum_g share_g fraction_g factor_g``. ``None`` (default): every NPU
-        at full speed. Not shown in the repr.
+        Member groups of a heterogeneous dimension (:mod:`libra_opt.fabric.heterogeneous`);
+        ``None`` (default): every NPU at full speed. Not shown in the repr.
 
     Examples
     --------

@@ -157,9 +157,7 @@ _LEAF_TYPES = frozenset({int, float, bool, str, bytes, complex, type(None)})
 
 @functools.cache
 def _dataclass_field_names(cls: type) -> tuple[str, ...] | None:
-    """The fields of a dataclass type that may hold an array (``None`` for any other type):
-    every field not annotated with plain data only; cached.
-    """
+    """The fields of a dataclass type not annotated as plain data (``None``: not a dataclass)."""
     if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
         return None
     fields = dataclasses.fields(cls)

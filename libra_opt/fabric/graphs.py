@@ -47,8 +47,7 @@ def _clos(
     g: nx.MultiGraph, d: int, block: int, ends: list, k: int | None, bw: float, copper: int = 0
 ) -> None:
     """Add a full-bisection folded Clos over ``ends`` (NIC nodes) with ``k``-port switches;
-    cable level ``l`` (0 = NIC-to-leaf) is copper when ``l < copper``.
-    """
+    cable level ``l`` (0 = NIC-to-leaf) is copper when ``l < copper``."""
     n = len(ends)
     t = clos_tiers(n, k)
     media = ["copper" if lv < copper else "optical" for lv in range(3)]
@@ -103,13 +102,9 @@ def fabric_graph(
 
     Nodes are ``("npu", i)`` (``coords``), ``("nic", d, i)`` and ``("switch", d, block, level,
     j)`` (``level`` 0 = leaf; ``radix``); edges carry ``kind`` (``direct``, ``pcie``, ``host``,
-    ``fabric``), ``dim``, ``bw_gbps`` (per direction) and, for cables, ``media``. NPUs cabled to
-    each other get their topology's :meth:`~libra_opt.fabric.topology.Topology.wiring` per
-    block; a switch dimension one ideal switch per block or a Clos per block (per rail for
-    ``rail`` scope) with leaves of ``k/2`` endpoints and each tier's uplinks dealt round-robin
-    over the next level (pods of ``k^2/4`` for 3 tiers). Counts equal
-    :func:`~libra_opt.fabric.inventory.dimension_inventory`; with irregular sizes a bisection
-    cut may fall a few links short of full.
+    ``fabric``), ``dim``, ``bw_gbps`` (per direction) and, for cables, ``media``. A switch
+    dimension is a Clos per block (per rail for ``rail`` scope), leaves of ``k/2`` endpoints,
+    each tier's uplinks dealt round-robin over the next level (pods of ``k^2/4`` for 3 tiers).
 
     Examples
     --------

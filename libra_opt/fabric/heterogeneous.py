@@ -23,12 +23,6 @@ References
 ----------
 .. [1] F. Yang et al., "Holmes: Towards Distributed Training Across Clusters with
    Heterogeneous NIC Environments", ICPP 2024, arXiv:2312.03549.
-
-Examples
---------
->>> m = DimMembers(fraction=(1.0, 0.5), share=(0.5, 0.5))
->>> m.slowest_fraction, m.usd_factor, m.w_factor
-(0.5, 0.75, 0.75)
 """
 
 from __future__ import annotations
@@ -60,8 +54,7 @@ _SCALING_KINDS = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all")
 
 
 class _Fabric(Protocol):
-    """What the functions below read of a :class:`~libra_opt.fabric.dims.Fabric` (typed
-    structurally: ``dims`` imports this module)."""
+    """What is read of a :class:`~libra_opt.fabric.dims.Fabric` (``dims`` imports this)."""
 
     @property
     def dims(self) -> tuple[Any, ...]: ...

@@ -14,21 +14,9 @@ from __future__ import annotations
 import math
 
 from libra_opt.fabric.dims import Fabric
-from libra_opt.fabric.topology import (
-    DimInventory,
-    clos_level_switches,
-    clos_max_endpoints,
-    clos_tiers,
-)
+from libra_opt.fabric.topology import DimInventory
 
-__all__ = [
-    "DimInventory",
-    "clos_max_endpoints",
-    "clos_tiers",
-    "clos_level_switches",
-    "switch_block_npus",
-    "dimension_inventory",
-]
+__all__ = ["switch_block_npus", "dimension_inventory"]
 
 
 def switch_block_npus(fabric: Fabric, d: int) -> int:

@@ -1,18 +1,7 @@
-"""Accelerator presets and the compute-time model.
-
-Two compute models. The default, ``roofline`` (:mod:`libra_opt.generators.roofline`), prices
-every operator of a transformer block on a roofline with a shape-aware GEMM efficiency; it
-uses the device's SM count, GEMM tile shapes, vector FLOP/s, HBM bandwidth, the published
-speed of a fused attention kernel where one is given (``attention_efficiency``) and at most
-two calibrated constants (``default_efficiency``: achievable fraction of the matrix peak on a
-GEMM that fills whole waves; on A100 also ``gemm_k_overhead``, the inner-size overhead of a
-GEMM tile; ``mem_efficiency``, the achievable fraction of the HBM bandwidth, is an assumption).
-The legacy model, used when a scenario gives an explicit ``efficiency`` number or mapping:
-compute time of a piece of work with ``F`` FLOPs on a device with peak ``P`` FLOP/s for the
-data type is ``F / (P * eta(F))``, with ``eta`` a constant or a saturating function of the
-work size. Memory-bound work (the optimizer update) takes ``bytes / HBM bandwidth``.
-
-Device numbers live in ``libra_opt/data/devices.yaml`` with a source and date for each.
+"""Accelerators (``libra_opt/data/devices.yaml``, a source and date for each number) and the
+compute-time models: the default per-operator ``roofline``
+(:mod:`libra_opt.generators.roofline`, at most two calibrated constants per device) or, when a
+scenario gives an ``efficiency``, ``F / (P eta(F))`` (:class:`ComputeEfficiency`).
 """
 
 from __future__ import annotations
@@ -76,16 +65,13 @@ class Device:
         Per-tile prologue/epilogue cost of a GEMM in units of inner-loop length: a GEMM of
         inner size ``k`` reaches ``k / (k + gemm_k_overhead)`` of its wave efficiency.
     attention_efficiency : float
-        Fraction of the matrix peak a fused (FlashAttention-style) attention kernel reaches,
-        forward and backward, counting the FLOPs it executes (causal blocks skipped, backward
-        2.5x the forward) -- a published kernel benchmark, not calibrated; 0 = price the
-        fused kernel like a GEMM of its shape.
+        Fraction of the matrix peak a fused (FlashAttention-style) attention kernel reaches on
+        the FLOPs it executes: a published benchmark, not calibrated; 0 = priced as a GEMM.
     roofline_source : str
         Where the roofline numbers come from.
     flops_efficiency : float
-        Whole-model fraction of peak of the legacy ``FLOPs / (peak x eta)`` model, used for
-        models without an operator model (DLRM, ResNet) when no efficiency is given;
-        0 = ``default_efficiency``.
+        Fraction of peak of the ``FLOPs / (peak x eta)`` model for models without operators
+        (DLRM, ResNet) when no efficiency is given; 0 = ``default_efficiency``.
     calibration_stack : str
         The software stack (training framework and its version) of the runs the device
         constants were calibrated on; a workload that names no ``software_stack`` runs it.
@@ -93,16 +79,12 @@ class Device:
         One efficiency constant per software stack (:mod:`libra_opt.generators.stacks`):
         the stack's compute speed relative to ``calibration_stack`` (which is 1).
     scale_up_efficiency, scale_out_efficiency : float or str
-        What collectives reach of the line rate on the device's scale-up (NVLink-class)
-        and scale-out links: a measured nccl-tests bus-bandwidth curve (a name of
-        :data:`~libra_opt.traffic.nccl_curves.NCCL_CURVES`, read at each collective's
-        size), a line-rate preset (:data:`~libra_opt.traffic.links.LINE_RATE_PRESETS`) or a
-        fraction in (0, 1]; '' = none (the line rate). Applied by default to the fabric
-        dimensions those links form (:mod:`libra_opt.generators.device_links`).
+        What collectives reach of the line rate on the device's scale-up and scale-out links
+        (:mod:`libra_opt.generators.device_links`): an nccl-tests curve
+        (:data:`~libra_opt.traffic.nccl_curves.NCCL_CURVES`), a line-rate preset
+        (:data:`~libra_opt.traffic.links.LINE_RATE_PRESETS`) or a fraction in (0, 1]; '' = none.
     scale_up_npus : int
-        Devices one scale-up domain joins (8 on an HGX board; 0 = not stated): the
-        innermost dimensions of a fabric given dimension by dimension that fit in it are
-        the device's scale-up links.
+        Devices one scale-up domain joins (8 on an HGX board; 0 = not stated).
     """
 
     #: How :func:`device_from_dict` validates an entry against the fields' annotations.
@@ -197,12 +179,10 @@ class ComputeEfficiency:
     Parameters
     ----------
     kind : {'roofline', 'constant', 'saturating'}
-        ``roofline``: per-operator roofline (:mod:`libra_opt.generators.roofline`) with
-        ``value`` the achievable GEMM fraction; the other two are the legacy
-        FLOPs-over-peak models.
+        Per-operator roofline (:mod:`libra_opt.generators.roofline`), or a FLOPs-over-peak model.
     value : float
-        ``roofline``: achievable fraction of peak on a GEMM in whole waves.
-        ``constant``: the efficiency. ``saturating``: the asymptotic efficiency ``eta_max``.
+        ``roofline``: achievable fraction of peak on a GEMM in whole waves; ``constant``: the
+        efficiency; ``saturating``: the asymptotic efficiency ``eta_max``.
     half_flops : float
         ``saturating`` only: work size (FLOPs of one phase of one layer on one NPU) at
         which half of ``eta_max`` is reached.

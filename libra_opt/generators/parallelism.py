@@ -1,28 +1,5 @@
-"""Parallelism descriptor: how a model is split over NPUs and how a step is scheduled.
-
-Degrees (all default 1):
-
-* ``tp`` -- tensor parallelism (Megatron-LM, Shoeybi et al. 2019), optionally with
-  ``sequence_parallel`` (Korthikanti et al. 2022);
-* ``pp`` -- pipeline parallelism with the 1F1B schedule, ``interleave`` virtual stages per
-  device (Narayanan et al. 2021);
-* ``dp`` -- data parallelism; ``zero`` 0 (plain all-reduce), 1/2 (reduce-scatter of
-  gradients + all-gather of updated parameters once per step), 3 (FSDP: parameters
-  all-gathered in forward and backward of every micro-batch, gradients reduce-scattered
-  every micro-batch) (Rajbhandari et al. 2020);
-* ``ep`` -- expert parallelism, carved out of ``dp`` (``ep`` divides ``dp``), as in
-  Megatron-Core and DeepSeek-V3: dense layers are data-parallel over all ``dp`` ranks,
-  experts are sharded over ``ep`` ranks and replicated over the ``dp / ep`` others;
-* ``cp`` -- context parallelism: the sequence is split into ``cp`` parts, keys and values
-  are exchanged (Liu et al. 2023 ring attention; Llama 3 all-gather variant).
-
-``dp_mode`` selects how the data-parallel replicas synchronize: ``collective`` (default;
-all-reduce or ZeRO collectives) or ``in_network_optimizer`` (LuWu, arXiv:2409.00918:
-push gradients / pull parameters through in-network aggregators that hold the optimizer
-state; see :mod:`libra_opt.generators.in_network_optimizer`).
-
-The NPU count is ``tp * cp * dp * pp`` (``ep`` is inside ``dp``).
-"""
+"""Parallelism descriptor: how a model is split over NPUs (``tp * cp * dp * pp`` of them,
+``ep`` inside ``dp``) and how a step is scheduled."""
 
 from __future__ import annotations
 
@@ -33,7 +10,6 @@ from pydantic import Field, model_validator
 from libra_opt.schema import StrictModel, validate_as
 
 __all__ = ["Precision", "Parallelism", "parallelism_from_dict"]
-
 
 
 class Precision(StrictModel):
@@ -73,8 +49,18 @@ class Parallelism(StrictModel):
 
     Parameters
     ----------
-    tp, pp, dp, ep, cp : int
-        Degrees (see module docstring). ``ep`` must divide ``dp``.
+    tp : int
+        Tensor parallelism (Megatron-LM, Shoeybi et al. 2019).
+    pp : int
+        Pipeline parallelism, 1F1B schedule (Narayanan et al. 2021).
+    dp : int
+        Data parallelism.
+    ep : int
+        Expert parallelism, carved out of ``dp`` (it divides ``dp``; Megatron-Core,
+        DeepSeek-V3): experts sharded over ``ep`` ranks, replicated over the ``dp / ep``.
+    cp : int
+        Context parallelism: the sequence split into ``cp`` parts exchanging keys and values
+        (Liu et al. 2023 ring attention; Llama 3's all-gather variant).
     sequence_parallel : bool
         Megatron sequence parallelism: tensor-parallel all-reduces become reduce-scatter +
         all-gather and norm/dropout activations are sharded.
@@ -85,20 +71,19 @@ class Parallelism(StrictModel):
         receiver all-gathers it over ``tp`` (Narayanan et al. 2021, Sec. 4.1). Automatic with
         sequence parallelism (activations are already sharded).
     zero : {0, 1, 2, 3}
-        ZeRO stage of the data-parallel optimizer.
+        ZeRO stage (Rajbhandari et al. 2020): 0 all-reduce; 1/2 reduce-scatter of gradients
+        and all-gather of parameters once per step; 3 (FSDP) both every micro-batch.
     dp_mode : {'collective', 'in_network_optimizer'}
-        ``collective`` (default): the data-parallel sync is the ZeRO stage's collectives.
-        ``in_network_optimizer``: each NPU pushes its gradients and pulls the updated
-        parameters once per step through in-network aggregators that hold the optimizer
-        state (needs ``zero: 0``; :mod:`libra_opt.generators.in_network_optimizer`).
+        ``collective`` (default): the ZeRO stage's collectives. ``in_network_optimizer``
+        (LuWu, arXiv:2409.00918; needs ``zero: 0``): gradients pushed to and parameters
+        pulled from in-network aggregators holding the optimizer state
+        (:mod:`libra_opt.generators.in_network_optimizer`).
     optimizer_state : {'aggregator', 'host_paging'}
-        With ``dp_mode: in_network_optimizer``, where the optimizer state lives:
-        ``aggregator`` (default; the aggregators hold it and run the update) or
-        ``host_paging`` (out-of-core: in each GPU's host memory, paged over its host/PCIe
-        link every step while the GPU runs the update; the aggregators only sum gradients).
+        With ``dp_mode: in_network_optimizer``: the aggregators hold the optimizer state and
+        run the update (default), or each GPU pages it from its host memory every step.
     host_link_gbps : float
         GB/s per direction of each GPU's host link for ``host_paging`` (default 64: PCIe
-        Gen5 x16, 128 GB/s bidirectional on the NVIDIA H100 SXM datasheet).
+        Gen5 x16, NVIDIA H100 SXM datasheet).
     micro_batch_size : int
         Sequences (samples) per micro-batch.
     global_batch_size : int
@@ -111,33 +96,22 @@ class Parallelism(StrictModel):
         Attention runs as one fused FlashAttention kernel (default); ``False`` prices the
         unfused ``Q K^T`` / softmax / dropout / ``P V`` kernels of Megatron-LM before 2023.
     gradient_accumulation_fusion : bool
-        Weight-gradient GEMMs accumulate straight into the fp32 gradient buffer (default;
-        Megatron-LM ``--gradient-accumulation-fusion``); ``False`` adds a separate
+        Megatron-LM's ``--gradient-accumulation-fusion`` (default); ``False`` adds an
         accumulation kernel per weight and micro-batch.
     tp_comm_overlap : bool
-        Megatron-LM's asynchronous tensor-parallel backward collectives (default off): in
-        each column-parallel linear (QKV, FC1, the output layer) the input-gradient
-        all-reduce -- with sequence parallelism, the reduce-scatter -- runs while the
-        weight-gradient GEMM computes, and with sequence parallelism the all-gather of the
-        linear's input for that GEMM runs while the input-gradient GEMM computes. Each such
-        collective costs ``max(0, t_comm - t_gemm)`` instead of ``t_comm``. The generated
-        workload then needs ``training_loop: overlap`` (it states exactly what hides; see
-        :mod:`libra_opt.generators.comm_overlap`). Needs ``tp > 1``.
+        Megatron-LM's asynchronous tensor-parallel backward collectives, each hidden behind
+        its linear's GEMM (needs ``tp > 1``).
     dp_comm_overlap : bool
-        The data-parallel gradient reduction (ZeRO-0 all-reduce, ZeRO-1/2 reduce-scatter)
-        runs during the backward pass of the last micro-batch (PyTorch DDP, Megatron-LM
-        ``--overlap-grad-reduce``; default off): it costs ``max(0, t_comm - t_backward)``
-        with ``t_backward`` that micro-batch's backward compute on the stage -- a lower bound
-        on the exposed time: bucketed DDP cannot hide its last bucket, and with pipelining a
-        chunk's reduction waits for that chunk's last backward. The ZeRO-1/2 parameter
-        all-gather stays exposed. Also an overlap-form workload (needs
-        ``training_loop: overlap``). Needs a data-parallel reduction: ``dp x cp > 1``,
-        ZeRO 0-2, ``dp_mode: collective``.
+        The data-parallel gradient reduction runs during the last micro-batch's backward
+        pass (PyTorch DDP, Megatron-LM ``--overlap-grad-reduce``; needs ``dp x cp > 1``,
+        ZeRO 0-2, ``dp_mode: collective``).
     zero3_overlap : bool
-        With ``zero: 3``: every layer's parameter all-gathers and gradient reduce-scatters
-        run behind that layer's compute, phase by phase (PyTorch FSDP's and Megatron-Core
-        FSDP's prefetching; :func:`~libra_opt.generators.comm_overlap.zero3_overlapped`).
-        An overlap-form workload (needs ``training_loop: overlap``). Default off.
+        With ``zero: 3``, each layer's gathers and reduce-scatters run behind its compute
+        (FSDP prefetching; :func:`~libra_opt.generators.comm_overlap.zero3_overlapped`).
+
+        The three overlap options (default off) make an overlap-form workload, which needs
+        ``training_loop: overlap`` (:mod:`libra_opt.generators.comm_overlap`; the README
+        says what each hides).
     software_stack : str, optional
         The training framework (and version) that runs the step, e.g. ``megatron_lm_2022``,
         ``megatron_deepspeed``, ``nemo_megatron_core``: its one efficiency constant scales

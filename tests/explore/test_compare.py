@@ -100,6 +100,7 @@ def test_equal_budget_rows_and_tco_columns():
     tco = TcoModel(25000, 5000, 700, 300, 1.2, 0.1, 4, steps=1e5)
     df = compare_fabrics(moe(), fabrics(), cost_model=CM, bw_gbps=[450.0, 50.0], tco=tco)
     assert list(df["mode"]) == ["equal_bw"] * 2 + ["equal_budget"] * 2 + ["equal_budget_joint"] * 2
+    assert df.attrs["traffic_model"] == "native"  # workloads without a timing: routing-aware
     # equal_budget: the fat-tree's scale-out cost at equal bandwidth, 4096 x 180 $ x 50 GB/s,
     # spent on the scale-out of each family; the HB domain held at 450 GB/s.
     so_budget = df.attrs["scaleout_budget_usd"]

@@ -16,22 +16,23 @@ from numpy.testing import assert_allclose
 from libra_opt.errors import InputError
 from libra_opt.explore.search import search_base
 from libra_opt.explore.search.bounds import shape_bounds, step_times_s
-from libra_opt.explore.search.engine import (
+from libra_opt.explore.search.candidates import (
     ModelEntry,
     SearchBase,
     candidate_scenario,
     generate,
-    run_search,
 )
+from libra_opt.explore.search.engine import run_search
+from libra_opt.explore.search.fabrics import fabric_shapes
 from libra_opt.explore.search.space import (
     LayerTimeCache,
     MemoryModel,
     SearchSpace,
     compute_lower_bound_s,
-    fabric_shapes,
     parallelisms,
     placement_key,
-    placements,
+    placement_of,
+    span_matrices,
 )
 from libra_opt.fabric.builders import multi_dim, rail_optimized_fat_tree
 from libra_opt.generators.descriptors import TransformerSpec
@@ -90,6 +91,10 @@ def _base(template: SearchBase, model: TransformerSpec, n_npus: int, hb: int, ob
 
 def _best(res) -> float:
     return float(res.table.loc[res.table["rank"] == 1, "objective"].iloc[0])
+
+
+def placements(f, degrees) -> list:
+    return [placement_of(f, m) for m in span_matrices(f.sizes, degrees)]
 
 
 def test_placements_are_every_distinct_span_matrix() -> None:

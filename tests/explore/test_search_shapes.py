@@ -11,11 +11,8 @@ from numpy.testing import assert_allclose
 
 from libra_opt.errors import InputError
 from libra_opt.explore.search import SearchBase, run_search, search_base
-from libra_opt.explore.search.space import (
-    SearchSpace,
-    dim_shapes,
-    ordered_factorizations,
-)
+from libra_opt.explore.search.fabrics import dim_shapes, ordered_factorizations
+from libra_opt.explore.search.space import SearchSpace
 from libra_opt.fabric.builders import multi_dim
 from libra_opt.fabric.dims import Dim, Fabric
 from libra_opt.generators.descriptors import TransformerSpec

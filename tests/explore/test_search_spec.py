@@ -14,9 +14,9 @@ from numpy.testing import assert_allclose
 import libra_opt as lo
 from libra_opt.errors import InputError
 from libra_opt.explore.search import candidate_scenario, generate, run_search, search_base
+from libra_opt.explore.search.fabrics import fabric_shapes
 from libra_opt.explore.search.space import (
     SearchSpace,
-    fabric_shapes,
     parallelisms,
     placement_of,
     span_matrices,

@@ -12,12 +12,8 @@ from libra_opt.errors import InputError
 from libra_opt.fabric.builders import multi_dim, rail_only, rail_optimized_fat_tree
 from libra_opt.fabric.dims import Dim, Fabric
 from libra_opt.fabric.graphs import fabric_graph, npu_coords
-from libra_opt.fabric.inventory import (
-    clos_level_switches,
-    clos_max_endpoints,
-    clos_tiers,
-    dimension_inventory,
-)
+from libra_opt.fabric.inventory import dimension_inventory
+from libra_opt.fabric.topology import clos_level_switches, clos_max_endpoints, clos_tiers
 from libra_opt.report.plots import plot_fabric
 from tests.fabric.graph_checks import coordinate_cut_gbps, graph_counts, graph_cut_gbps
 

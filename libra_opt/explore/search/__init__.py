@@ -9,20 +9,18 @@ that keep the exact best), ``candidates`` and ``spec`` (a candidate's scenario a
 """
 
 from libra_opt.explore.search.base import search, search_base
-from libra_opt.explore.search.engine import (
-    KNOB_COLUMNS,
-    PRUNE_RTOL,
+from libra_opt.explore.search.candidates import (
     Candidate,
     ModelEntry,
     SearchBase,
-    SearchResult,
     candidate_scenario,
-    codesign_gains,
     conventional_parallelism,
     generate,
-    run_search,
 )
-from libra_opt.explore.search.space import FabricShape, SearchSpace
+from libra_opt.explore.search.engine import PRUNE_RTOL, SearchResult, codesign_gains, run_search
+from libra_opt.explore.search.fabrics import FabricShape
+from libra_opt.explore.search.results import KNOB_COLUMNS
+from libra_opt.explore.search.space import SearchSpace
 from libra_opt.explore.search.spec import candidate_spec
 
 __all__ = [

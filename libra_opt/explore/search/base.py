@@ -1,10 +1,5 @@
-"""The base of a co-design search, from a compiled scenario's spec (no file is read): the
-fabric family, prices, constraints, objective and TCO, and the one model-based workload.
-The search builds each candidate's scenario directly (:func:`candidate_scenario`, the
-layers generated once per parallelization: about 0.15 ms against 9 ms for a compile on
-Llama 3 405B); the test suite checks on samples that compiling the candidate's spec
-(:func:`~libra_opt.explore.search.spec.candidate_spec`) gives the same scenario.
-"""
+"""The base of a co-design search, from a compiled scenario's spec (no file is read), and
+:func:`search`, the public entry point."""
 
 from __future__ import annotations
 
@@ -12,15 +7,13 @@ import dataclasses
 from typing import Any
 
 from libra_opt.errors import InputError
-from libra_opt.explore.search.engine import (
+from libra_opt.explore.search.candidates import (
     ModelEntry,
     SearchBase,
-    SearchResult,
     candidate_scenario,
-    codesign_gains,
     generate,
-    run_search,
 )
+from libra_opt.explore.search.engine import SearchResult, codesign_gains, run_search
 from libra_opt.explore.search.space import SearchSpace
 from libra_opt.generators.descriptors import TransformerSpec
 from libra_opt.generators.devices import ComputeEfficiency, efficiency_from_value
@@ -74,8 +67,7 @@ def search_base(scenario: Scenario) -> SearchBase:
     mapping = None if w.mapping is None else thaw(w.mapping)
     generate_entry(dataclasses.replace(w, check_memory=False), scenario.fabric, source)
     device = w.device.value
-    # the requested, unscaled compute model: the generator applies the software stack's
-    # constant once (libra_opt.generators.generator.timing_model)
+    # unscaled: the generator applies the software stack's constant
     requested = (efficiency_from_value(thaw(w.efficiency), f"{prefix}.efficiency")
                  if w.efficiency is not None
                  else ComputeEfficiency("roofline", device.default_efficiency, from_device=True))

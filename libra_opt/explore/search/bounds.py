@@ -43,31 +43,25 @@ from libra_opt.traffic.routing import collective_traffic
 from libra_opt.traffic.step_time import WalkArrays, step_time_from_walk
 from libra_opt.traffic.timing import TimingModel
 
-__all__ = ["ShapeBounds", "shape_bounds", "objective_factor", "step_times_s", "LEVELS",
+__all__ = ["ShapeBounds", "shape_bounds", "step_times_s", "LEVELS",
            "GroupTimes", "additive", "SyncFloor", "failure_bounds"]
 
 #: Cost levels of bound 1' (quadratically spaced: finer near the cheapest designs).
 LEVELS = 24
 
 
-def objective_factor(scenario: Scenario, bw_gbps: np.ndarray) -> float:
-    """``R(B)``: what multiplies the weighted step time in the objective at ``bw_gbps``.
-
-    Examples
-    --------
-    >>> from libra_opt.scenario.examples import toy_scenario
-    >>> objective_factor(toy_scenario(), np.array([200.0, 100.0]))
-    1.0
-    """
+def _factor_terms(scenario: Scenario) -> tuple[float, np.ndarray, float] | None:
+    """``R(B) = scale (k0 + rate . B)`` as ``(k0, rate, scale)``; ``None`` when ``R = 1``
+    (``perf``)."""
     obj = scenario.objective_model
-    if not (obj.prices_network or obj.needs_tco):  # perf: the step time alone
-        return 1.0
+    if not (obj.prices_network or obj.needs_tco):
+        return None
     coeffs = scenario.coefficients
     if obj.prices_network:  # perf_per_cost: times the network's cost
-        return float(coeffs.fixed_usd + coeffs.usd_per_gbps @ bw_gbps)
+        return coeffs.fixed_usd, np.asarray(coeffs.usd_per_gbps, dtype=float), 1.0
     assert scenario.tco is not None
-    r0, r = cluster_rate_coefficients(scenario.tco, scenario.fabric, coeffs)
-    return float(scenario.tco.n_steps * (r0 + r @ bw_gbps))
+    k0, rate = cluster_rate_coefficients(scenario.tco, scenario.fabric, coeffs)
+    return k0, np.asarray(rate, dtype=float), scenario.tco.n_steps
 
 
 @dataclass(frozen=True)
@@ -166,24 +160,19 @@ def shape_bounds(scenario: Scenario, fixed_bw_gbps: np.ndarray | None = None) ->
     ([300.0, 300.0], 1.0)
     """
     n = scenario.fabric.n_dims
-    if fixed_bw_gbps is not None:
+    if fixed_bw_gbps is not None:  # R at the fixed allocation
         bw = np.asarray(fixed_bw_gbps, dtype=float)
-        return ShapeBounds(bw, objective_factor(scenario, bw))
+        terms = _factor_terms(scenario)
+        return ShapeBounds(bw, 1.0 if terms is None
+                           else float(terms[2] * (terms[0] + terms[1] @ bw)))
     rows = scenario.rows
     bw_max = _maxima(rows, n, np.full(n, np.inf))
     if bw_max is None:
         return ShapeBounds(np.full(n, np.inf), 0.0, feasible=False)
-    obj = scenario.objective_model
-    if not (obj.prices_network or obj.needs_tco):  # perf
+    terms = _factor_terms(scenario)
+    if terms is None:
         return ShapeBounds(bw_max, 1.0)
-    coeffs = scenario.coefficients
-    if obj.prices_network:  # perf_per_cost
-        rate, k0, scale = coeffs.usd_per_gbps, coeffs.fixed_usd, 1.0
-    else:
-        assert scenario.tco is not None
-        k0, rate = cluster_rate_coefficients(scenario.tco, scenario.fabric, coeffs)
-        scale = scenario.tco.n_steps
-    rate = np.asarray(rate, dtype=float)
+    k0, rate, scale = terms
     status, value, _ = lp_extreme(rows, n, rate)
     low = value if status == "optimal" else 0.0
     # a rounding margin: the LP's optimum can sit a hair above the exact minimum

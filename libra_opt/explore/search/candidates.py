@@ -1,7 +1,5 @@
-"""Candidates of the co-design search: what one is made of, the scenario it becomes
-(:func:`candidate_scenario`), its optimum or fixed-bandwidth evaluation (``_inner``), its
-full solution (``_resolve``) and the conventional layout (:func:`conventional_parallelism`).
-"""
+"""Candidates of the co-design search: what one is made of, the scenario it becomes, its
+optimum or fixed-bandwidth evaluation and its full solution."""
 
 from __future__ import annotations
 
@@ -21,14 +19,14 @@ from libra_opt.errors import (
     UnboundedDesignError,
 )
 from libra_opt.explore.search.bounds import ShapeBounds
+from libra_opt.explore.search.fabrics import FabricShape
 from libra_opt.explore.search.space import (
-    FabricShape,
     MemoryModel,
     placement_key,
     placement_of,
     span_matrices,
 )
-from libra_opt.explore.search.spec import candidate_spec
+from libra_opt.explore.search.spec import SEARCH_KNOBS, candidate_spec
 from libra_opt.fabric.dims import Fabric
 from libra_opt.generators.descriptors import TransformerSpec
 from libra_opt.generators.devices import ComputeEfficiency, Device
@@ -83,13 +81,6 @@ class SearchBase:
     entry: ModelEntry
     spec: ScenarioSpec | None = None
 
-    def __post_init__(self) -> None:
-        if len(self.scenario.workloads) != 1:
-            raise InputError(
-                f"the co-design search takes a scenario with one workload, this one has "
-                f"{len(self.scenario.workloads)}", source=self.scenario.source,
-                field="workloads")
-
 
 @dataclass(frozen=True)
 class Candidate:
@@ -108,9 +99,7 @@ def generate(entry: ModelEntry, par: Parallelism, fabric: Fabric) -> GeneratedWo
 
 
 def _placed(generated: GeneratedWorkload, placement: Placement, **changes: Any) -> Any:
-    """The generated workload with the placement's groups, keeping its flat walk (which does not
-    depend on the spans).
-    """
+    """The generated workload with the placement's groups, keeping its flat walk."""
     wl = dataclasses.replace(generated.workload, groups=placement.groups(), **changes)
     flat = generated.workload.__dict__.get("flat")
     if flat is not None:
@@ -169,17 +158,14 @@ class _Context:
         return "effective_objective" if self.rank_failures else "objective"
 
 
-def _knobs(par: Parallelism) -> dict[str, Any]:
-    return {"tp": par.tp, "cp": par.cp, "pp": par.pp, "dp": par.dp, "ep": par.ep,
-            "micro_batch_size": par.micro_batch_size, "interleave": par.interleave,
-            "recompute": par.recompute, "sequence_parallel": par.sequence_parallel,
-            "zero": par.zero}
+_KNOBS = SEARCH_KNOBS[:-2]  # the knobs of a result row (not the overlap options)
 
 
 def _row(index: tuple[int, int, int], shape: FabricShape | None, par: Parallelism,
          placement: str, status: str, reason: str = "", n: int = 1, **values: Any) -> dict:
     row = {"index": index, "fabric": "*" if shape is None else shape.label,
-           "hb_domain": None if shape is None else shape.hb_domain, **_knobs(par),
+           "hb_domain": None if shape is None else shape.hb_domain,
+           **{k: getattr(par, k) for k in _KNOBS},
            "placement": placement, "n_candidates": n, "status": status, "reason": reason}
     row.update(values)
     return row
@@ -254,10 +240,8 @@ def _inner(ctx: _Context, scen: Scenario, g: GeneratedWorkload) -> tuple[str, st
 
 def _generate_shared(ctx: _Context, par: Parallelism, fabric: Fabric,
                      shared: dict) -> GeneratedWorkload:
-    """:func:`generate`, one generation shared by ZeRO 1 and ZeRO 2: they give the same step and
-    differ only in memory, which :class:`MemoryModel` gives exactly (the test suite checks the
-    shared result equals a fresh generation).
-    """
+    """:func:`generate`, shared by ZeRO 1 and 2: the same step, the memory from
+    :class:`MemoryModel` (the tests check it equals a fresh generation)."""
     if par.zero not in (1, 2):
         return generate(ctx.base.entry, par, fabric)
     key = par.model_copy(update={"zero": 1}).model_dump_json()
@@ -277,7 +261,7 @@ def _resolve(ctx: _Context, row: Any) -> tuple[Candidate, Solution]:
     assert sc.shape.fabric is not None
     par = Parallelism.model_validate({**ctx.base.entry.parallelism.model_dump(), **{
         k: (v.item() if hasattr(v, "item") else v)
-        for k, v in row.items() if k in _knobs(ctx.base.entry.parallelism)}})
+        for k, v in row.items() if k in _KNOBS}})
     pl = placement_of(sc.shape.fabric, _matrices(ctx, sc.shape, par)[qi])
     g = generate(ctx.base.entry, par, sc.shape.fabric)
     scen = candidate_scenario(ctx.base, sc.shape.fabric, g, pl)
@@ -293,14 +277,9 @@ def conventional_parallelism(base: SearchBase) -> tuple[Parallelism, dict[str, A
     """The conventional layout and its mapping: TP = the HB (innermost) dimension, the base's PP
     over the scale-out (outermost) dimension, DP the rest; the base's other knobs.
     """
-    fabric = base.scenario.fabric
-    p0 = base.entry.parallelism
+    fabric, p0 = base.scenario.fabric, base.entry.parallelism
     hb = fabric.dims[0]
-    tp = hb.size
-    pp = p0.pp
-    dp = fabric.n_npus // (tp * pp * p0.cp)
-    par = Parallelism.model_validate({**p0.model_dump(), "tp": tp, "pp": pp, "dp": dp,
+    dp = fabric.n_npus // (hb.size * p0.pp * p0.cp)
+    par = Parallelism.model_validate({**p0.model_dump(), "tp": hb.size, "dp": dp,
                                       "ep": math.gcd(p0.ep, dp)})
-    out = fabric.dims[-1].name
-    mapping = {"tp": [hb.name], "pp": {out: pp}}
-    return par, mapping
+    return par, {"tp": [hb.name], "pp": {fabric.dims[-1].name: p0.pp}}

@@ -28,11 +28,9 @@ from libra_opt.errors import (
     LibraOptError,
 )
 from libra_opt.explore.executors import (
-    EXECUTORS,
     ExecutorOptions,
     executor_session,
     make_batches,
-    resolve_executor,
     run_batches,
 )
 from libra_opt.explore.search.bounds import (
@@ -44,7 +42,6 @@ from libra_opt.explore.search.bounds import (
 )
 from libra_opt.explore.search.candidates import (
     Candidate,
-    ModelEntry,
     SearchBase,
     _Context,
     _generate_shared,
@@ -59,7 +56,6 @@ from libra_opt.explore.search.candidates import (
     generate,
 )
 from libra_opt.explore.search.results import (
-    KNOB_COLUMNS,
     designs,
     search_stats,
     search_table,
@@ -92,22 +88,7 @@ from libra_opt.traffic.step_time import walk_arrays
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = [
-    "ModelEntry",
-    "SearchBase",
-    "SearchResult",
-    "Candidate",
-    "candidate_scenario",
-    "run_search",
-    "codesign_gains",
-    "conventional_parallelism",
-    "EXECUTORS",
-    "PRUNE_RTOL",
-    "RANKS",
-    "KNOB_COLUMNS",
-    "generate",
-    "iter_chunk",
-]
+__all__ = ["SearchResult", "run_search", "codesign_gains", "PRUNE_RTOL", "RANKS", "iter_chunk"]
 
 logger = logging.getLogger(__name__)
 
@@ -123,9 +104,8 @@ Progress = Callable[[int, int], None]
 
 
 def _top_values(values: Iterable[float], k: int) -> list[float]:
-    """The ``k`` smallest of ``values`` that are not the same up to round-off, ascending: rows of
-    one design count once, as :func:`~libra_opt.explore.search.results.designs` ranks them.
-    """
+    """The ``k`` smallest distinct (up to round-off) ``values``, ascending: one design counts
+    once, as :func:`~libra_opt.explore.search.results.designs` ranks them."""
     out: list[float] = []
     for v in sorted(values):
         if not out or not same(out[-1], v):
@@ -241,9 +221,9 @@ class SearchResult:
 
     ``table`` (pandas) has one row per candidate, or per group pruned together (their count in
     ``n_candidates``, ``placement`` ``*``), in enumeration order: the knobs
-    (:data:`KNOB_COLUMNS`), ``status`` (``optimal``, ``pruned``, ``memory``, ``infeasible``,
-    ``unbounded``, ``error``, ``invalid_shape``), ``reason``, ``lower_bound``, ``objective``,
-    ``step_time_s``, ``tokens_per_s``, ``mfu`` (a fraction), ``memory_per_npu_gb``,
+    (:data:`~.results.KNOB_COLUMNS`), ``status`` (``optimal``, ``pruned``, ``memory``,
+    ``infeasible``, ``unbounded``, ``error``, ``invalid_shape``), ``reason``, ``lower_bound``,
+    ``objective``, ``step_time_s``, ``tokens_per_s``, ``mfu`` (a fraction), ``memory_per_npu_gb``,
     ``bw_<dim>_gbps``, ``network_cost_usd``, ``network_power_w``, ``run_cost_usd`` (NaN without
     a TCO run length), ``run_cost_usd_per_mtoken``, ``solve_s``, with failures ``goodput`` and
     ``effective_objective``, and ``rank`` (1 = best, NA when not solved; see also
@@ -331,11 +311,7 @@ def run_search(
     space = space if space is not None else SearchSpace()
     if isinstance(top, bool) or not isinstance(top, int) or top < 1:
         raise InputError(f"top {top!r} must be a positive integer", field="top")
-    if max_workers is not None and (isinstance(max_workers, bool)
-                                    or not isinstance(max_workers, int) or max_workers < 1):
-        raise InputError(f"max_workers {max_workers!r} must be a positive integer",
-                         field="max_workers")
-    executor = resolve_executor(executor, scheduler)
+    options = ExecutorOptions(executor, max_workers, scheduler)  # checked before the work
     scen, spec = base.scenario, base.spec
     if rank not in RANKS:
         raise InputError(f"rank {rank!r} is not one of {', '.join(RANKS)}", field="rank")
@@ -425,7 +401,7 @@ def run_search(
     bar(done, total)
     best: list[float] = []
     try:
-        with executor_session(executor, iter_chunk, max_workers) as ex:
+        with executor_session(options.executor, iter_chunk, max_workers) as ex:
             for start, stop in _rounds(len(work), CHUNK):
                 thr = _kth(best, top)
                 batch = work[start:stop]

@@ -124,10 +124,8 @@ def _factorizations(n: int, k: int, low: int) -> tuple[tuple[int, ...], ...]:
 
 
 def _named_dims(spec: ScenarioSpec, base: Fabric) -> dict[str, str]:
-    """For each dimension, the label of the first constraint that bandwidth on it would help meet
-    (an equality, a ``>=`` with a positive or a ``<=`` with a negative coefficient): a shape
-    giving it size 1 would meet the row with bandwidth that does not exist.
-    """
+    """For each dimension, the first constraint that bandwidth on it would help meet (an
+    equality, a ``>=`` with a positive or a ``<=`` with a negative coefficient)."""
     c = spec.constraints
     texts = [(t, f"constraints.linear[{i}]") for i, t in enumerate(c.linear)]
     for key, (lo, hi) in c.bounds.items():
@@ -150,17 +148,15 @@ def dim_shapes(base: Fabric, spec: ScenarioSpec | None,
                dim_sizes: str | Sequence[Sequence[int]] | None,
                dim_topologies: Sequence[str] | None = None,
                unit_dims: bool = False) -> tuple[FabricShape, ...]:
-    """The shapes of a multi-dimensional fabric family: sizes x topologies per dimension.
+    """The shapes of a multi-dimensional fabric family (inline ``dims`` or ``multi_dim``):
+    sizes x topologies per dimension, each the spec with the sizes and topologies that change
+    replaced (a radix or rail scope dropped where a dimension stops being a switch).
 
-    Each is the spec with ``fabric.dims[i].size`` and ``.topology`` (``fabric.shape`` and
-    ``fabric.topologies`` of ``multi_dim``) replaced where they change, a radix or rail scope
-    dropped where a dimension stops being a switch. Sizes are :func:`ordered_factorizations` of
-    the NPU count (``'factorizations'``, factors ``>= 1`` with ``unit_dims``), the given tuples
-    or the base's; topologies every combination of ``dim_topologies`` (default each
-    dimension's own), the last dimension fastest, a dimension of size 1 keeping the base's
-    (``ring`` for one needing two NPUs). Kept with a reason: a tuple of the wrong length or
-    product, a shape the compiler refuses, one giving size 1 to a dimension a constraint names
-    in a way bandwidth would help meet. The fabric must be inline ``dims`` or ``multi_dim``.
+    Sizes are :func:`ordered_factorizations` of the NPU count (``'factorizations'``, factors
+    ``>= 1`` with ``unit_dims``), the given tuples or the base's; topologies every combination
+    of ``dim_topologies`` (default each dimension's own; a dimension of size 1 keeps it, or
+    ``ring`` for one needing two NPUs). Kept with a reason: a tuple of the wrong length or
+    product, a shape the compiler refuses, one removing a dimension a constraint needs.
 
     Examples
     --------
@@ -277,7 +273,6 @@ def _split_vectors(degree: int, free: Sequence[int]) -> Iterator[tuple[int, ...]
     for k in divisors(math.gcd(degree, free[0])):
         for rest in _split_vectors(degree // k, free[1:]):
             yield (k, *rest)
-
 
 
 def require_buildable(shapes: Sequence[FabricShape], field: str) -> tuple[FabricShape, ...]:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from libra_opt.explore.search.spec import SEARCH_KNOBS
 from libra_opt.explore.trust import search_columns
 from libra_opt.generators.error_model import ErrorModel
 from libra_opt.scenario.accuracy import same
@@ -27,8 +28,7 @@ if TYPE_CHECKING:
 __all__ = ["KNOB_COLUMNS", "search_table", "designs", "trust_columns", "search_stats"]
 
 #: Knob columns of the result table, in order.
-KNOB_COLUMNS = ("fabric", "hb_domain", "tp", "cp", "pp", "dp", "ep", "micro_batch_size",
-                "interleave", "recompute", "sequence_parallel", "zero", "placement")
+KNOB_COLUMNS = ("fabric", "hb_domain", *SEARCH_KNOBS[:-2], "placement")
 _FLOATS = ("lower_bound", "objective", "step_time_s", "tokens_per_s", "mfu",
            "memory_per_npu_gb", "network_cost_usd", "network_power_w", "run_cost_usd",
            "run_cost_usd_per_mtoken", "solve_s")
@@ -42,10 +42,8 @@ def search_table(rows: list[dict], dim_names: Iterable[str], rank_key: str = "ob
     import pandas as pd
 
     bw_cols = [f"bw_{n}_gbps" for n in dim_names]
-    cols = ["index", *KNOB_COLUMNS, "n_candidates", "status", "reason", "lower_bound",
-            "objective", "step_time_s", "tokens_per_s", "mfu", "memory_per_npu_gb", *bw_cols,
-            "network_cost_usd", "network_power_w", "run_cost_usd", "run_cost_usd_per_mtoken",
-            "solve_s"]
+    cols = ["index", *KNOB_COLUMNS, "n_candidates", "status", "reason", *_FLOATS[:6], *bw_cols,
+            *_FLOATS[6:]]  # the bandwidths after the memory
     extra = sorted({k for r in rows for k in r} - set(cols))
     df = pd.DataFrame.from_records(rows, columns=[*cols, *extra])
     df = df.sort_values("index", kind="stable").reset_index(drop=True)

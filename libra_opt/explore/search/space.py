@@ -26,7 +26,6 @@ from libra_opt.explore.search.fabrics import (
     dim_shapes,
     divisors,
     fabric_shapes,
-    ordered_factorizations,
 )
 from libra_opt.fabric.dims import Fabric
 from libra_opt.fabric.topology import topology_names, topology_of
@@ -56,14 +55,8 @@ from libra_opt.scenario.spec import ScenarioSpec
 __all__ = [
     "RECOMPUTE",
     "SearchSpace",
-    "FabricShape",
-    "fabric_shapes",
-    "dim_shapes",
     "search_shapes",
-    "ordered_factorizations",
-    "divisors",
     "parallelisms",
-    "placements",
     "placement_key",
     "span_matrices",
     "groups_of",
@@ -173,17 +166,12 @@ class SearchSpace:
                              "dim_sizes / dim_topologies (multi-dimensional fabrics)",
                              field="search.dim_sizes")
 
-    @property
-    def dim_family(self) -> bool:
-        """Whether the space has a multi-dimensional fabric family (:func:`dim_shapes`)."""
-        return self.dim_sizes is not None or self.dim_topologies is not None
-
 
 def search_shapes(base: Fabric, space: SearchSpace,
                   spec: ScenarioSpec | None = None) -> tuple[FabricShape, ...]:
     """The fabric shapes of ``space``: its multi-dimensional family (:func:`dim_shapes`)
     when it names one, else its HB-domain family or the base (:func:`fabric_shapes`)."""
-    if space.dim_family:
+    if space.dim_sizes is not None or space.dim_topologies is not None:
         return dim_shapes(base, spec, space.dim_sizes, space.dim_topologies, space.unit_dims)
     return fabric_shapes(base, space.hb_domains, spec)
 
@@ -251,17 +239,12 @@ def _knobs(model: TransformerSpec, base: Parallelism, space: SearchSpace,
                         if base.dp_mode == IN_NETWORK_OPTIMIZER and zero != 0:
                             continue
                         dp_ovl = base.dp_comm_overlap and dp * cp > 1 and zero < 3
-                        yield _with(
-                            base, tp=tp, cp=cp, pp=pp, dp=dp, ep=ep, micro_batch_size=mb,
-                            interleave=v, recompute=rec, sequence_parallel=sp, zero=zero,
-                            tp_comm_overlap=base.tp_comm_overlap and tp > 1,
-                            dp_comm_overlap=dp_ovl,
-                        )
-
-
-def _with(base: Parallelism, **updates: object) -> Parallelism:
-    """``base`` with ``updates``, validated (the descriptor's own checks run)."""
-    return Parallelism.model_validate({**base.model_dump(), **updates})
+                        yield Parallelism.model_validate({  # the descriptor's checks run
+                            **base.model_dump(), "tp": tp, "cp": cp, "pp": pp, "dp": dp,
+                            "ep": ep, "micro_batch_size": mb, "interleave": v,
+                            "recompute": rec, "sequence_parallel": sp, "zero": zero,
+                            "tp_comm_overlap": base.tp_comm_overlap and tp > 1,
+                            "dp_comm_overlap": dp_ovl})
 
 
 def span_matrices(sizes: Sequence[int], degrees: dict[str, int]) -> list[tuple[tuple[int, ...], ...]]:
@@ -325,43 +308,10 @@ def group_spans(sizes: Sequence[int], degrees: dict[str, int]) -> dict[str, list
     return {g: list(_split_vectors(n, tuple(sizes))) for g, n in size.items()}
 
 
-def placements(fabric: Fabric, degrees: dict[str, int]) -> Iterator[Placement]:
-    """Every distinct placement of the axes ``tp, cp, ep, edp, pp`` on ``fabric``, in
-    lexicographic order of the span matrix (:func:`span_matrices`).
-
-    Examples
-    --------
-    TP 4 and DP 4 on a 4 x 4 fabric: TP takes 4 of the first dimension, 2 + 2, or 4 of the
-    second, and DP the rest.
-
-    >>> from libra_opt.fabric.builders import multi_dim
-    >>> f = multi_dim((4, 4), ("ring", "switch"))
-    >>> [p.describe() for p in placements(f, {"tp": 4, "edp": 4})]
-    ['tp: package 4 | dp: chiplet 4', 'tp: chiplet 2, package 2 | dp: chiplet 2, package 2', 'tp: chiplet 4 | dp: package 4']
-    """
-    deg = {ax: int(degrees.get(ax, 1)) for ax in AXES}
-    if math.prod(deg.values()) != fabric.n_npus:
-        raise InputError(f"degrees {deg} do not multiply to {fabric.n_npus} NPUs",
-                         field="parallelism")
-    for m in span_matrices(fabric.sizes, deg):
-        yield placement_of(fabric, m)
-
-
 def placement_key(placement: Placement) -> tuple[tuple[int, ...], ...]:
     """The span matrix of ``placement`` (axes in :data:`~libra_opt.generators.mapping.AXES`
     order), a hashable identity."""
     return tuple(tuple(placement.spans[ax]) for ax in AXES)
-
-
-def _embedding_local(model: TransformerSpec, tp: int) -> float:
-    return model.vocab_size * model.hidden_size / tp + (
-        embedding_params(model) - model.vocab_size * model.hidden_size)
-
-
-def _head_local(model: TransformerSpec, tp: int, has_emb: bool) -> float:
-    norm = (2 if model.norm == "layernorm" else 1) * model.hidden_size
-    shares = model.tied_embeddings and has_emb
-    return norm + (0.0 if shares else model.vocab_size * model.hidden_size / tp)
 
 
 @dataclass
@@ -407,11 +357,14 @@ class MemoryModel:
 
     def _dense(self, s: Any, tp: int, d_dense: float, d_moe: float) -> float:
         """Dense parameters of stage ``s`` (layers, embedding and output layer)."""
+        m = self.model
+        vocab = m.vocab_size * m.hidden_size  # the embedding (and output) matrix, split by tp
         dense = s.n_dense * d_dense + s.n_moe * d_moe
         if s.has_embedding:
-            dense += _embedding_local(self.model, tp)
-        if s.has_head:
-            dense += _head_local(self.model, tp, s.has_embedding)
+            dense += vocab / tp + (embedding_params(m) - vocab)
+        if s.has_head:  # its norm, and its matrix unless tied to this stage's embedding
+            norm = (2 if m.norm == "layernorm" else 1) * m.hidden_size
+            dense += norm + (0.0 if m.tied_embeddings and s.has_embedding else vocab / tp)
         return dense
 
     def min_dense_params(self, par: Parallelism) -> float:

