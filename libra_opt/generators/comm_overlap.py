@@ -156,8 +156,7 @@ def zero3_overlapped(pieces: Sequence[Layer]) -> list[Layer]:
 
     References
     ----------
-    .. [1] Y. Zhao et al., "PyTorch FSDP: Experiences on Scaling Fully Sharded Data
-       Parallel", VLDB 2023, arXiv:2304.11277, Sec. 3.3 (backward and forward prefetching).
+    .. [1] Zhao et al., "PyTorch FSDP", VLDB 2023, arXiv:2304.11277 (the module's References).
 
     Examples
     --------

@@ -144,9 +144,7 @@ def host_paging_bytes(params: float, precision: Precision) -> tuple[float, float
 
     References
     ----------
-    .. [1] S. Rajbhandari, J. Rasley, O. Ruwase, Y. He, "ZeRO: Memory Optimizations Toward
-       Training Trillion Parameter Models", SC 2020, arXiv:1910.02054 (the 16 bytes per
-       parameter of mixed-precision Adam).
+    .. [1] Rajbhandari et al., "ZeRO", SC 2020, arXiv:1910.02054 (the module's References).
 
     Examples
     --------

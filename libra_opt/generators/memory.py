@@ -86,8 +86,7 @@ def model_state_bytes(params: float, precision: Precision, zero: int,
 
     References
     ----------
-    .. [1] S. Rajbhandari, J. Rasley, O. Ruwase, Y. He, "ZeRO: Memory Optimizations Toward
-       Training Trillion Parameter Models", SC 2020, arXiv:1910.02054, Sec. 5 and Fig. 1.
+    .. [1] Rajbhandari et al., "ZeRO", SC 2020, arXiv:1910.02054 (the module's References).
 
     Examples
     --------
@@ -111,8 +110,7 @@ def transformer_layer_activation_bytes(model: TransformerSpec, par: Parallelism,
 
     References
     ----------
-    .. [1] V. Korthikanti et al., "Reducing Activation Recomputation in Large Transformer
-       Models", MLSys 2023, arXiv:2205.05198, Sec. 4 and Table 2.
+    .. [1] Korthikanti et al., MLSys 2023, arXiv:2205.05198 (the module's References).
 
     Examples
     --------
@@ -159,8 +157,7 @@ def head_activation_bytes(model: TransformerSpec, par: Parallelism) -> float:
 
     References
     ----------
-    .. [1] V. Korthikanti et al., "Reducing Activation Recomputation in Large Transformer
-       Models", MLSys 2023, arXiv:2205.05198, Sec. 4 and Table 2.
+    .. [1] Korthikanti et al., MLSys 2023, arXiv:2205.05198 (the module's References).
 
     Examples
     --------

@@ -78,9 +78,7 @@ def in_network_traffic_bytes(kind: str, size_bytes: float, span: Sequence[int],
 
     References
     ----------
-    .. [1] NVIDIA, "NVIDIA NVLink and NVSwitch: NVLink SHARP", H100 / DGX H100 documentation
-       (2022); nccl-tests all_reduce_perf on 8 H100s: about 480 GB/s bus bandwidth with NVLS
-       vs about 370 GB/s without.
+    .. [1] NVIDIA, "NVLink SHARP", DGX H100 documentation (2022) (the module's References).
 
     Examples
     --------
