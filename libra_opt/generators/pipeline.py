@@ -109,7 +109,7 @@ def pipeline_bubble_passes(stage_times_s, slowest: int, interleave: int = 1) -> 
 
     References
     ----------
-    .. [1] Narayanan et al., SC 2021, arXiv:2104.04473 (the module's References).
+    .. [1] Narayanan et al., SC 2021, arXiv:2104.04473, Sec. 2.2, eqs. 1-2 (module References).
 
     Examples
     --------
@@ -136,7 +136,8 @@ def inflight_microbatches(stage: int, pp: int, micro_batches: int, interleave: i
 
     References
     ----------
-    .. [1] Korthikanti et al., MLSys 2023, arXiv:2205.05198 (the module's References).
+    .. [1] V. Korthikanti et al., "Reducing Activation Recomputation in Large Transformer
+       Models", MLSys 2023, arXiv:2205.05198, Sec. 4.2.3.
 
     Examples
     --------
@@ -156,7 +157,7 @@ def stage_plan(model: TransformerSpec, pp: int, interleave: int = 1) -> tuple[St
 
     References
     ----------
-    .. [1] Dubey et al., "The Llama 3 Herd of Models", arXiv:2407.21783 (the module's References).
+    .. [1] Dubey et al., "The Llama 3 Herd of Models", arXiv:2407.21783, Sec. 3.3.2.
 
     Examples
     --------
