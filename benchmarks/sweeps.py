@@ -45,11 +45,7 @@ from libra_opt.explore.compare import compare_fabrics  # noqa: E402
 from libra_opt.explore.sweep import sweep  # noqa: E402
 from libra_opt.fabric.builders import as_family, fabric_family  # noqa: E402
 from libra_opt.io.examples import load  # noqa: E402
-from libra_opt.io.output import (  # noqa: E402
-    confined_path,
-    save_figure_atomic,
-    write_csv_atomic,
-)
+from libra_opt.io.output import confined_path, save_figure_atomic, write_csv_atomic  # noqa: E402
 
 FAMILY_EXAMPLES = ("gpt3_175b_4d", "transformer_1t_4d_ppc", "resnet50_4d_budget", "dlrm_4d",
                    "deepseek_v3_rail_only")

@@ -285,12 +285,7 @@ def write_report(scenario: Any, out_dir: Any, *, budget_points: int = 25,
     from libra_opt.explore.sink import spec_fingerprint
     from libra_opt.explore.study import REPORT_FAMILIES, design_study
     from libra_opt.io.files import read_text_if_any
-    from libra_opt.io.results import (
-        MANIFEST,
-        check_run_folder,
-        results_metadata,
-        write_run_folder,
-    )
+    from libra_opt.io.results import MANIFEST, check_run_folder, results_metadata, write_run_folder
     from libra_opt.report.html import (
         HTML_NAME,
         MARKDOWN_NAME,

@@ -56,11 +56,6 @@ class LayerCounts:
             + self.norm_params
         )
 
-    @property
-    def forward_flops_per_token(self) -> float:
-        """Forward FLOPs per token (matrix multiplies and attention products)."""
-        return self.linear_flops_per_token + self.attention_flops_per_token
-
 
 def _mlp_params(model: TransformerSpec, ffn: int) -> int:
     h = model.hidden_size
@@ -92,7 +87,8 @@ def _attention_params(model: TransformerSpec) -> tuple[int, int, int]:
     return weights + biases, 0, weights
 
 
-def layer_counts(model: TransformerSpec, moe: bool, capacity_factor: float | None = None) -> LayerCounts:
+def layer_counts(model: TransformerSpec, moe: bool,
+                 capacity_factor: float | None = None) -> LayerCounts:
     """Parameters and FLOPs of one layer (dense, or MoE when ``moe`` is true); ``capacity_factor``
     overrides the model's (routed-expert FLOPs are multiplied by it; ``None``: dropless).
 
@@ -113,8 +109,10 @@ def layer_counts(model: TransformerSpec, moe: bool, capacity_factor: float | Non
     >>> m = TransformerSpec(name="t", n_layers=2, hidden_size=64, ffn_hidden_size=256,
     ...                     n_heads=4, vocab_size=100, seq_len=32)
     >>> c = layer_counts(m, moe=False)
-    >>> c.attention_params + c.dense_mlp_params, c.forward_flops_per_token == 24 * 64**2 + 4 * 32 * 64
-    (49152, True)
+    >>> c.attention_params + c.dense_mlp_params
+    49152
+    >>> c.linear_flops_per_token + c.attention_flops_per_token == 24 * 64**2 + 4 * 32 * 64
+    True
     """
     h, s, a = model.hidden_size, model.seq_len, model.n_heads
     attn_params, extra_norm, proj_w = _attention_params(model)

@@ -85,11 +85,6 @@ class CscMatrix:
     has_canonical_format: bool = True
     has_sorted_indices: bool = True
 
-    @property
-    def nnz(self) -> int:
-        """Number of stored entries."""
-        return int(self.data.size)
-
     @classmethod
     def from_dense(cls, a: np.ndarray, keep: np.ndarray | None = None) -> CscMatrix:
         """Columns of ``a`` with its nonzeros (and the entries ``keep`` marks) stored."""

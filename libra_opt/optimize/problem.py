@@ -58,10 +58,7 @@ from libra_opt.optimize.feasibility import (
     row_bounds,
     unbounded_dims,
 )
-from libra_opt.optimize.scaling import (
-    reference_bw,
-    reference_scales,
-)
+from libra_opt.optimize.scaling import reference_bw, reference_scales
 from libra_opt.optimize.solution import Solution, SolverInfo, constraint_reports
 from libra_opt.optimize.terms import AggregatedTerms, aggregate_terms
 from libra_opt.scenario.constraints import Row

@@ -18,15 +18,7 @@ from libra_opt.errors import InputError
 from libra_opt.explore.pareto import dominated
 from libra_opt.optimize.solution import Solution
 from libra_opt.options import POINT_COLUMN
-from libra_opt.report._style import (
-    _OWN,
-    _axes,
-    _axis,
-    _legend_below,
-    _num,
-    format_value,
-    quantity,
-)
+from libra_opt.report._style import _OWN, _axes, _axis, _legend_below, _num, format_value, quantity
 from libra_opt.report.text import allocations
 
 __all__ = ["plot_sweep", "plot_pareto", "plot_bandwidth_vs_budget", "sweep_axes", "MAX_GROUPS"]

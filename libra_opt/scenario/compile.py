@@ -31,10 +31,7 @@ from libra_opt.generators.device_links import device_link_efficiency
 from libra_opt.generators.devices import efficiency_from_value
 from libra_opt.generators.generated import GeneratedWorkload, step_metrics
 from libra_opt.generators.generator import generate_workload, model_checkpoint_bytes
-from libra_opt.generators.in_network_optimizer import (
-    IN_NETWORK_OPTIMIZER,
-    aggregator_state_bytes,
-)
+from libra_opt.generators.in_network_optimizer import IN_NETWORK_OPTIMIZER, aggregator_state_bytes
 from libra_opt.generators.mapping import place_groups
 from libra_opt.generators.parallelism import parallelism_from_dict
 from libra_opt.generators.transformer_counts import total_params

@@ -15,12 +15,7 @@ from libra_opt.errors import InputError, input_context
 from libra_opt.fabric.dims import Fabric
 from libra_opt.fabric.frozen import FrozenOnUnpickle
 from libra_opt.fabric.heterogeneous import check_uneven_sizes
-from libra_opt.options import (
-    CollectiveModel,
-    Objective,
-    TrafficModel,
-    TrainingLoop,
-)
+from libra_opt.options import CollectiveModel, Objective, TrafficModel, TrainingLoop
 from libra_opt.scenario._values import unique_labels
 from libra_opt.scenario.constraints import LinearConstraint, Row, constraint_rows
 from libra_opt.scenario.display import format_usd, html_table

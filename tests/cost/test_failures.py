@@ -9,12 +9,7 @@ import networkx as nx
 import pytest
 from numpy.testing import assert_allclose
 
-from libra_opt.cost.failures import (
-    DEFAULT_RATES_PER_H,
-    LLAMA3_TABLE5,
-    check_rates,
-    failure_modes,
-)
+from libra_opt.cost.failures import DEFAULT_RATES_PER_H, LLAMA3_TABLE5, check_rates, failure_modes
 from libra_opt.errors import InputError
 from libra_opt.fabric.builders import multi_dim, rail_only, rail_optimized_fat_tree
 from libra_opt.fabric.graphs import fabric_graph

@@ -6,11 +6,7 @@ import pytest
 
 from libra_opt import apply_overrides
 from libra_opt.errors import InputError
-from libra_opt.explore.overrides import (
-    ScenarioBase,
-    parse_assignment,
-    parse_value,
-)
+from libra_opt.explore.overrides import ScenarioBase, parse_assignment, parse_value
 from libra_opt.io import load_scenario
 from libra_opt.scenario.examples import toy_scenario
 

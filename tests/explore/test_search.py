@@ -16,12 +16,7 @@ from numpy.testing import assert_allclose
 from libra_opt.errors import InputError
 from libra_opt.explore.search import search_base
 from libra_opt.explore.search.bounds import shape_bounds, step_times_s
-from libra_opt.explore.search.candidates import (
-    ModelEntry,
-    SearchBase,
-    candidate_scenario,
-    generate,
-)
+from libra_opt.explore.search.candidates import ModelEntry, SearchBase, candidate_scenario, generate
 from libra_opt.explore.search.engine import run_search
 from libra_opt.explore.search.fabrics import fabric_shapes
 from libra_opt.explore.search.space import (
@@ -221,12 +216,7 @@ def test_zero_1_and_2_share_one_generation(template) -> None:
 def test_group_times_are_the_walks_step_times(template) -> None:
     # bound 3's table look-ups reproduce step_time_from_walk exactly (no_overlap loop)
     from libra_opt.explore.search.bounds import GroupTimes
-    from libra_opt.explore.search.space import (
-        group_spans,
-        groups_of,
-        placement_of,
-        span_matrices,
-    )
+    from libra_opt.explore.search.space import group_spans, groups_of, placement_of, span_matrices
 
     base = _base(template, _model(4, 8, 2, True), 128, 8, "tco")
     f = base.scenario.fabric

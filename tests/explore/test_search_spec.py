@@ -15,12 +15,7 @@ import libra_opt as lo
 from libra_opt.errors import InputError
 from libra_opt.explore.search import candidate_scenario, generate, run_search, search_base
 from libra_opt.explore.search.fabrics import fabric_shapes
-from libra_opt.explore.search.space import (
-    SearchSpace,
-    parallelisms,
-    placement_of,
-    span_matrices,
-)
+from libra_opt.explore.search.space import SearchSpace, parallelisms, placement_of, span_matrices
 from libra_opt.explore.search.spec import candidate_spec, placement_mapping
 from libra_opt.generators.descriptors import TransformerSpec
 from libra_opt.generators.mapping import place_groups

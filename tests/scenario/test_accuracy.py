@@ -5,12 +5,7 @@ import pandas as pd
 import pytest
 
 from libra_opt.report.notes import family_notes, identical_rows_note
-from libra_opt.scenario.accuracy import (
-    CONSTRAINT_REL_TOL,
-    OBJECTIVE_REL_TOL,
-    SAME_REL_TOL,
-    same,
-)
+from libra_opt.scenario.accuracy import CONSTRAINT_REL_TOL, OBJECTIVE_REL_TOL, SAME_REL_TOL, same
 from libra_opt.scenario.evaluate import evaluate
 from libra_opt.scenario.examples import toy_scenario
 

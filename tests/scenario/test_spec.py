@@ -180,13 +180,7 @@ def test_set_errors_blame_the_flag_not_the_example(capsys):
 
 def test_spec_from_python_equals_the_file():
     """The same scenario built with keyword arguments and read from YAML."""
-    from libra_opt.scenario.spec import (
-        ConstraintsSpec,
-        DimSpec,
-        FabricSpec,
-        Ref,
-        WorkloadSpec,
-    )
+    from libra_opt.scenario.spec import ConstraintsSpec, DimSpec, FabricSpec, Ref, WorkloadSpec
 
     body = textwrap.dedent("""\
         name: l8

@@ -14,11 +14,7 @@ from libra_opt.traffic.in_network import (
     in_network_traffic_bytes,
 )
 from libra_opt.traffic.routing import collective_traffic
-from libra_opt.traffic.topology_aware import (
-    CollectiveSettings,
-    collective_phases,
-    phase_time_terms,
-)
+from libra_opt.traffic.topology_aware import CollectiveSettings, collective_phases, phase_time_terms
 
 M = 64e6
 

@@ -16,11 +16,7 @@ from libra_opt.traffic.astra_sim_model import sim_phase
 from libra_opt.traffic.collectives import hierarchical_traffic_bytes
 from libra_opt.traffic.in_network import in_network_dims
 from libra_opt.traffic.routing import collective_traffic
-from libra_opt.traffic.topology_aware import (
-    CollectiveSettings,
-    collective_phases,
-    phase_time_terms,
-)
+from libra_opt.traffic.topology_aware import CollectiveSettings, collective_phases, phase_time_terms
 from libra_opt.traffic.workload import Collective, Layer, Phase, Workload
 
 B = 100.0  # GB/s per NPU: every link of the line carries B/2 = 50 GB/s each way

@@ -7,12 +7,7 @@ import dataclasses
 from typing import Any
 
 from libra_opt.errors import InputError
-from libra_opt.explore.search.candidates import (
-    ModelEntry,
-    SearchBase,
-    candidate_scenario,
-    generate,
-)
+from libra_opt.explore.search.candidates import ModelEntry, SearchBase, candidate_scenario, generate
 from libra_opt.explore.search.engine import SearchResult, codesign_gains, run_search
 from libra_opt.explore.search.space import SearchSpace
 from libra_opt.generators.descriptors import TransformerSpec

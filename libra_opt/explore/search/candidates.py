@@ -12,29 +12,15 @@ from typing import Any
 import numpy as np
 
 from libra_opt.cost.tco import cluster_rate_coefficients, training_run_cost_usd
-from libra_opt.errors import (
-    InfeasibleDesignError,
-    InputError,
-    LibraOptError,
-    UnboundedDesignError,
-)
+from libra_opt.errors import InfeasibleDesignError, InputError, LibraOptError, UnboundedDesignError
 from libra_opt.explore.search.bounds import ShapeBounds
 from libra_opt.explore.search.fabrics import FabricShape
-from libra_opt.explore.search.space import (
-    MemoryModel,
-    placement_key,
-    placement_of,
-    span_matrices,
-)
+from libra_opt.explore.search.space import MemoryModel, placement_key, placement_of, span_matrices
 from libra_opt.explore.search.spec import SEARCH_KNOBS, candidate_spec
 from libra_opt.fabric.dims import Fabric
 from libra_opt.generators.descriptors import TransformerSpec
 from libra_opt.generators.devices import ComputeEfficiency, Device
-from libra_opt.generators.generated import (
-    GeneratedWorkload,
-    model_flops_utilization,
-    step_metrics,
-)
+from libra_opt.generators.generated import GeneratedWorkload, model_flops_utilization, step_metrics
 from libra_opt.generators.generator import generate_workload
 from libra_opt.generators.mapping import Placement, place_groups
 from libra_opt.generators.parallelism import Parallelism

@@ -23,16 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from libra_opt.errors import (
-    InputError,
-    LibraOptError,
-)
-from libra_opt.explore.executors import (
-    ExecutorOptions,
-    executor_session,
-    make_batches,
-    run_batches,
-)
+from libra_opt.errors import InputError, LibraOptError
+from libra_opt.explore.executors import ExecutorOptions, executor_session, make_batches, run_batches
 from libra_opt.explore.search.bounds import (
     GroupTimes,
     SyncFloor,
@@ -55,12 +47,7 @@ from libra_opt.explore.search.candidates import (
     conventional_parallelism,
     generate,
 )
-from libra_opt.explore.search.results import (
-    designs,
-    search_stats,
-    search_table,
-    trust_columns,
-)
+from libra_opt.explore.search.results import designs, search_stats, search_table, trust_columns
 from libra_opt.explore.search.space import (
     LayerTimeCache,
     MemoryModel,

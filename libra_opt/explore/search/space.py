@@ -42,11 +42,7 @@ from libra_opt.generators.memory import (
 )
 from libra_opt.generators.operators import transformer_layer_operators
 from libra_opt.generators.parallelism import Parallelism
-from libra_opt.generators.pipeline import (
-    inflight_microbatches,
-    pipeline_bubble_passes,
-    stage_plan,
-)
+from libra_opt.generators.pipeline import inflight_microbatches, pipeline_bubble_passes, stage_plan
 from libra_opt.generators.roofline import operator_time_s
 from libra_opt.generators.transformer_counts import embedding_params, layer_counts
 from libra_opt.generators.transformer_workload import layer_params_local
