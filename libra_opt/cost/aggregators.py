@@ -88,3 +88,13 @@ class Aggregators:
     def state_w(self) -> float:
         """``S / 1e9 x w_mem``: W of the state memory (a constant)."""
         return self.state_bytes / 1e9 * self.w_per_state_gb
+
+    def port_usd(self, n_npus: int, bw_gbps: float) -> float:
+        """``N B_d p_port``: $ of the ports on one dimension at ``bw_gbps`` per NPU.
+
+        Examples
+        --------
+        >>> Aggregators(("so",)).port_usd(64, 25.0)    # 64 x 25 GB/s x 119 $
+        190400.0
+        """
+        return n_npus * bw_gbps * self.usd_per_port_gbps

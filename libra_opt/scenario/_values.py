@@ -34,8 +34,6 @@ __all__ = [
 ]
 
 
-
-
 class FrozenMap(ReadOnlyMap):
     """A read-only, hashable mapping (insertion order kept) whose nested values are frozen.
 

@@ -473,7 +473,6 @@ def _collectives(spec: CollectivesSpec | None) -> CollectiveSettings | None:
     )
 
 
-
 def _with_device_links(settings: CollectiveSettings | None, fabric: Fabric,
                        devices: list[Any]) -> CollectiveSettings | None:
     """``settings`` with what the devices' links reach on each dimension
