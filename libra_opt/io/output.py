@@ -30,6 +30,7 @@ __all__ = [
     "confined_path",
     "check_writable_output",
     "check_output_dir",
+    "write_content",
     "write_text_atomic",
     "write_bytes_atomic",
     "save_figure_atomic",
@@ -322,6 +323,16 @@ def _write_with(path: str | os.PathLike[str], write: Callable[[Path], object]) -
     return p
 
 
+def write_content(path: Path, content: str | bytes | Callable[[Path], Any]) -> None:
+    """Write ``content`` to ``path``: text (UTF-8), bytes, or a writer called with the path."""
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    elif isinstance(content, str):
+        path.write_text(content, encoding="utf-8")
+    else:
+        content(path)
+
+
 def write_text_atomic(path: str | os.PathLike[str], text: str, *,
                       encoding: str = "utf-8") -> Path:
     """Write ``text`` to ``path`` atomically (:func:`staged_outputs`); returns ``path``."""
@@ -367,8 +378,5 @@ def write_bundle(out_dir: str | os.PathLike[str], files: Mapping[str, str | byte
         check_output_dir(out_dir)
     with staged_outputs(out_dir, list(files), flag="out_dir") as staged:
         for name, content in files.items():
-            if isinstance(content, bytes):
-                staged[name].write_bytes(content)
-            else:
-                staged[name].write_text(content, encoding="utf-8")
+            write_content(staged[name], content)
     return {name: Path(out_dir) / name for name in files}

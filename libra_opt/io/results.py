@@ -32,6 +32,7 @@ from libra_opt.io.output import (
     prepare_output_dir,
     remove_scratch,
     staged_outputs,
+    write_content,
     write_text_atomic,
 )
 from libra_opt.options import POINT_COLUMN
@@ -268,12 +269,7 @@ def write_run_folder(directory: str | os.PathLike[str],
         # folder for a stopped run's
         with hold_results_folder(path), staged_outputs(path, names) as staged:
             for name, write in writers.items():
-                if isinstance(write, bytes):
-                    staged[name].write_bytes(write)
-                elif isinstance(write, str):
-                    staged[name].write_text(write, encoding="utf-8")
-                else:
-                    write(staged[name])
+                write_content(staged[name], write)
             staged[MANIFEST].write_text(_json_text({**metadata, "complete": True,
                                                     "files": list(writers)}), encoding="utf-8")
             if overwrite:
