@@ -13,7 +13,7 @@ import numpy as np
 from libra_opt.fabric.frozen import FrozenOnUnpickle, readonly_array
 from libra_opt.optimize.scaling import ProgramRun, RowScaling
 from libra_opt.options import OBJECTIVE_MEANING, Objective
-from libra_opt.scenario.accuracy import SAME_REL_TOL
+from libra_opt.scenario.accuracy import same_each
 from libra_opt.scenario.constraints import Row
 from libra_opt.scenario.display import format_usd, html_table
 from libra_opt.scenario.evaluate import Evaluation, evaluate
@@ -468,7 +468,7 @@ def constraint_reports(
     # active: equal to the bound as :func:`~libra_opt.scenario.accuracy.same` decides, at
     # the row's scale max(1, |rhs|, |a| . B)
     scale = np.maximum(np.maximum(np.abs(rhs), np.abs(a) @ bw), 1.0)
-    near = ((np.abs(lhs - rhs) <= SAME_REL_TOL * scale) | (lhs == rhs)).tolist()
+    near = same_each(lhs, rhs, scale).tolist()
     lhs_l, shadow_l = lhs.tolist(), shadow.tolist()
     out = []
     for i, r in enumerate(rows):

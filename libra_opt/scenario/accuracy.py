@@ -25,7 +25,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["OBJECTIVE_REL_TOL", "CONSTRAINT_REL_TOL", "SAME_REL_TOL", "same"]
+__all__ = ["OBJECTIVE_REL_TOL", "CONSTRAINT_REL_TOL", "SAME_REL_TOL", "same", "same_each"]
 
 #: Relative agreement required between the solver's objective and the numpy evaluation's
 #: before an answer is returned.
@@ -53,3 +53,19 @@ def same(a: float | Sequence[float] | np.ndarray, b: float | Sequence[float] | n
     if not np.isfinite(ref):
         return bool(np.array_equal(x, y))
     return bool(np.max(np.abs(x - y)) <= SAME_REL_TOL * ref)
+
+
+def same_each(a: np.ndarray, b: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """:func:`same` entry by entry, each pair at its own ``scale`` (a constraint row's).
+
+    Examples
+    --------
+    >>> same_each(np.array([600.0 - 4.8e-9, 1.0]), np.array([600.0, 1.1]),
+    ...           np.array([600.0, 1.1])).tolist()
+    [True, False]
+    """
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    ref = np.maximum(np.asarray(scale, dtype=float), np.finfo(float).tiny)
+    with np.errstate(invalid="ignore"):
+        close = np.abs(x - y) <= SAME_REL_TOL * ref
+    return np.where(np.isfinite(ref), close, x == y)

@@ -85,3 +85,13 @@ def test_comparison_modes_repeat_up_to_round_off(rel, modes):
     notes = [n for n in family_notes(df, toy_scenario()) if "repeat" in n]
     assert len(notes) == 1 and notes[0].startswith(modes + " the equal_bw rows")
     assert "sum(bw) == 300" in notes[0]
+
+
+def test_same_each_is_same_entry_by_entry():
+    from libra_opt.scenario.accuracy import same_each
+
+    a = np.array([600.0 - 4.8e-9, 1.0, 0.0, np.nan, np.inf, 5.0])
+    b = np.array([600.0, 1.1, 0.0, np.nan, np.inf, 5.0 + 1e-3])
+    scale = np.array([600.0, 1.1, 0.0, 1.0, np.inf, 1e3])
+    want = [same(x, y, scale=s) for x, y, s in zip(a, b, scale, strict=True)]
+    assert same_each(a, b, scale).tolist() == want == [True, False, True, False, True, True]
