@@ -170,7 +170,7 @@ def _init_fields(cls: Any) -> tuple[tuple[Any, ...], ...]:
     """``(name, type, Ref kind, None allowed, types kept, words kept, bounds)`` of each init
     field of a spec dataclass: a value of a kept type (not ``float``, checked for finiteness)
     or a kept word (a ``Literal`` option) is what :func:`coerce` would return."""
-    hints = typing.get_type_hints(cls)
+    hints = _hints(cls)
     out = []
     for f in dataclasses.fields(cls):
         if not f.init:
