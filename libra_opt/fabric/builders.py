@@ -261,7 +261,7 @@ def fabric_from_spec(spec: Mapping[str, Any]) -> Fabric:
         builder = "fat_tree"
     if builder not in _SPEC_KEYS:
         raise InputError(
-            f"builder {builder!r} is not one of multi_dim, fat_tree, rail_only",
+            f"builder {builder!r} is not one of {', '.join(FABRIC_FAMILIES)}",
             field="fabric.builder",
         )
     unknown = sorted(set(spec) - _SPEC_KEYS[builder])

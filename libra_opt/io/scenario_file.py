@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from libra_opt.errors import InputError, input_context, short_repr
+from libra_opt.fabric.builders import FABRIC_FAMILIES
 from libra_opt.generators.generated import GeneratedWorkload
 from libra_opt.io._yaml import dump_yaml, read_yaml
 from libra_opt.io.astra_sim import read_astra_sim
@@ -32,6 +33,7 @@ from libra_opt.scenario.spec import (
     API_SOURCE,
     CatalogSpec,
     CollectivesSpec,
+    FabricSpec,
     FrozenMap,
     Ref,
     ScenarioSpec,
@@ -91,8 +93,9 @@ def spec_from_dict(data: Any, source: str = "<dict>", base_dir: str | Path = "."
     fabric = doc.get("fabric")
     if isinstance(fabric, Mapping) and "builder" in fabric:  # its parameters beside it
         if not isinstance(fabric["builder"], str):
-            raise InputError(f"builder {short_repr(fabric['builder'])} is not one of multi_dim, "
-                             "fat_tree, rail_only", source=source, field="fabric.builder")
+            raise InputError(f"builder {short_repr(fabric['builder'])} is not one of "
+                             f"{', '.join(FABRIC_FAMILIES)}", source=source,
+                             field="fabric.builder")
         doc["fabric"] = {"builder": fabric["builder"], "members": fabric.get("members"),
                          "args": {k: v for k, v in fabric.items()
                                   if k not in ("builder", "members")}}
@@ -105,8 +108,9 @@ def spec_from_dict(data: Any, source: str = "<dict>", base_dir: str | Path = "."
                              f"({', '.join(given)}), not both", source=source,
                              field="collectives")
     if isinstance(fabric, Mapping) and "args" in fabric and "builder" not in fabric:
-        raise InputError("unknown key(s) args; expected dims, builder, libra_network, "
-                         "members", source=source, field="fabric")
+        keys = [f.name for f in dataclasses.fields(FabricSpec) if f.name != "args"]
+        raise InputError(f"unknown key(s) args; expected {', '.join(keys)}", source=source,
+                         field="fabric")
     with input_context(source):
         for key in ("cost_model", "power_model"):
             if key in doc:

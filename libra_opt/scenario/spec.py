@@ -40,6 +40,7 @@ from libra_opt.cost.aggregators import (
     W_PER_STATE_GB,
 )
 from libra_opt.errors import InputError, short_repr
+from libra_opt.fabric.builders import FABRIC_FAMILIES
 from libra_opt.options import (
     AllReduceVariant,
     CollectiveAlgorithm,
@@ -126,7 +127,7 @@ class FabricSpec(_Node):
         given = [k for k in ("dims", "builder", "libra_network") if getattr(self, k) is not None]
         if len(given) != 1:
             raise InputError("give exactly one of 'dims' (inline), 'libra_network' (path) or "
-                             "'builder' (multi_dim, fat_tree, rail_only)", source=API_SOURCE)
+                             f"'builder' ({', '.join(FABRIC_FAMILIES)})", source=API_SOURCE)
         if self.args and self.builder is None:
             raise InputError("builder parameters without a builder", source=API_SOURCE)
 
