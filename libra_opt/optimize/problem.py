@@ -181,10 +181,12 @@ def build_problem(scenario: Scenario, *, backend: str = "clarabel",
     rows = scenario_rows(scenario, coeffs)
     if shared:
         assert like is not None
-        terms = like.terms
+        terms, walks = like.terms, like.walks
     else:
+        walks = freeze_arrays(scenario_walks(scenario))
         with np.errstate(over="ignore", invalid="ignore"):  # overflow is refused just below
-            terms = aggregate_terms(scenario.workloads, scenario.fabric, scenario.timing)
+            terms = aggregate_terms(scenario.workloads, scenario.fabric, scenario.timing,
+                                    walks)
     assert scenario.weights is not None
     weights = np.array(scenario.weights)
     _check_step_floor(scenario, terms, weights)
@@ -251,8 +253,7 @@ def build_problem(scenario: Scenario, *, backend: str = "clarabel",
         objective_scale=obj_scale,
         rate=rate,
         backend=backend,
-        walks=like.walks if shared and like is not None else freeze_arrays(
-            scenario_walks(scenario)),
+        walks=walks,
     )
 
 

@@ -18,6 +18,7 @@ from libra_opt.fabric.frozen import FrozenOnUnpickle
 from libra_opt.fabric.heterogeneous import slowest_fractions
 from libra_opt.traffic.in_network import in_network_dims
 from libra_opt.traffic.routing import collective_traffic
+from libra_opt.traffic.step_time import WalkArrays
 from libra_opt.traffic.timing import TimingModel, as_timing
 from libra_opt.traffic.topology_aware import CollectiveSettings, collective_phases
 from libra_opt.traffic.workload import Workload
@@ -196,8 +197,13 @@ class AggregatedTerms(FrozenOnUnpickle):
 
 def aggregate_terms(
     workloads: Sequence[Workload], fabric: Fabric, timing: TimingModel | None = None,
+    walks: Sequence[WalkArrays] | None = None,
 ) -> AggregatedTerms:
     """Merge identical collectives and phases of ``workloads`` on ``fabric`` under ``timing``.
+
+    ``walks`` (:func:`~libra_opt.traffic.step_time.walk_arrays` of each workload under the
+    same ``timing``) lend their per-collective traffic, latency and efficiency instead of
+    routing every collective a second time.
 
     ``timing``'s traffic model routes the bytes (:mod:`libra_opt.traffic.routing`); under
     ``topology_aware`` its collective settings add :class:`ChunkedTerms` (collectives are
@@ -232,17 +238,22 @@ def aggregate_terms(
     latency_rows: list[np.ndarray] = []
     chunked_rows: list[tuple[np.ndarray, float, float, list[tuple[np.ndarray, float]]]] = []
     agg_ids = []
-    for wl in workloads:
+    for w, wl in enumerate(workloads):
         flat = wl.flat
+        walk = None if walks is None else walks[w]
         agg_of = np.full(len(flat.collectives), -1, dtype=int)
         for i, (kind, size, group) in enumerate(flat.collectives):
-            if collectives is None:
+            if collectives is None and walk is not None:  # routed once, by the walk
+                traffic, lat = walk.traffic_bytes[i] / 1e9, walk.latency_s[i]
+                eff = None if walk.efficiency is None else walk.efficiency[i]
+            elif collectives is None:
                 traffic, lat = collective_traffic(kind, size, wl.groups[group], fabric,
                                                   traffic_model, inr,
                                                   group in wl.flat_ring_groups)
                 traffic = traffic / 1e9
                 eff = timing.efficiency_by_dim(fabric.dims, kind, size, wl.groups[group],
                                                group in wl.flat_ring_groups)
+            if collectives is None:
                 if eff is not None:   # a fraction of B_d per collective: still coef / B_d
                     traffic = traffic / eff
                 if hetero:

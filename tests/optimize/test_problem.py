@@ -488,3 +488,24 @@ def test_pickled_scenario_rebuilds_read_only_rows():
     assert "rows" not in copy.__dict__  # left out, built again on first use
     assert not copy.rows[0].a.flags.writeable
     assert_allclose(copy.rows[0].a, a, rtol=0)
+
+
+@pytest.mark.parametrize("name", ["gpt3_175b_4d", "gpt3_175b_a100_cluster",
+                                  "deepseek_v3_rail_only", "multi_4d", "hetero"])
+def test_terms_from_the_walks_equal_terms_routed_again(name):
+    """The problem's terms take each collective's traffic, latency and efficiency from the
+    walks; routing every collective again gives the same arrays, bit for bit (device
+    efficiency curves, a rail-only fabric, several workloads, a heterogeneous dimension)."""
+    from libra_opt.io import load_scenario
+    from libra_opt.optimize.terms import aggregate_terms
+    from libra_opt.scenario.evaluate import scenario_walks
+    from tests.fabric.test_heterogeneous import hetero
+
+    s = hetero() if name == "hetero" else load_scenario(name)
+    routed = aggregate_terms(s.workloads, s.fabric, s.timing)
+    shared = aggregate_terms(s.workloads, s.fabric, s.timing, scenario_walks(s))
+    for key, value in vars(routed).items():
+        other = vars(shared)[key]
+        assert (np.array_equal(value, other) if isinstance(value, np.ndarray)
+                else value == other), key
+    assert build_problem(s).terms.traffic_gb.tobytes() == routed.traffic_gb.tobytes()
