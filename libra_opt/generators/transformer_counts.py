@@ -236,18 +236,15 @@ def model_flops_per_token(model: TransformerSpec, recompute: str = "none",
     """
     if recompute not in ("none", "selective", "full"):
         raise ValueError(f"recompute {recompute!r} is not none, selective or full")
-    total = 3.0 * head_flops_per_token(model)
     half = 0.5 if causal else 1.0
-    kinds: dict[bool, LayerCounts] = {}  # the same counts for every layer of a kind
-    for i in range(model.n_layers):
-        moe = model.is_moe_layer(i)
-        if moe not in kinds:
-            kinds[moe] = layer_counts(model, moe, capacity_factor=1.0)
-        c = kinds[moe]
+    total = 3.0 * head_flops_per_token(model)
+    n_moe = sum(map(model.is_moe_layer, range(model.n_layers)))
+    for moe, n in ((False, model.n_layers - n_moe), (True, n_moe)):
+        if not n:
+            continue
+        c = layer_counts(model, moe, capacity_factor=1.0)
         forward = c.linear_flops_per_token + half * c.attention_flops_per_token
-        total += 3.0 * forward
-        if recompute == "full":
-            total += forward
-        elif recompute == "selective":
-            total += half * c.attention_flops_per_token
+        extra = forward if recompute == "full" else (
+            half * c.attention_flops_per_token if recompute == "selective" else 0.0)
+        total += n * (3.0 * forward + extra)
     return total

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Callable
 from dataclasses import replace
 from types import MappingProxyType
 
@@ -228,18 +229,55 @@ def _tp_blocks(model: TransformerSpec, par: Parallelism, moe: bool, act: float) 
     return tuple(blocks)
 
 
+def _priced(name: str, ops: Callable[[], LayerOperators], flops: tuple[float, float, float],
+            colls: PhaseCollectives, blocks: tuple[TpBlock, ...], par: Parallelism,
+            device: Device, eff: ComputeEfficiency, bd: Breakdown) -> tuple[Layer, ...]:
+    """A block's Layer(s): priced operator by operator (roofline: its compute by operator
+    class added to ``bd``) or as whole phases of ``flops``; with ``tp_comm_overlap``, split
+    behind the GEMMs of its TP ``blocks``."""
+    dtype = par.precision.compute_dtype
+    if eff.kind != "roofline":
+        return (Layer(name, *_phases(flops, colls, device, dtype, eff)),)
+    block_ops = ops()
+    layer = Layer(name, *_op_phases(block_ops, colls, device, dtype, eff, bd, 1))
+    if par.tp_comm_overlap and blocks:
+        return tuple(split_overlapped(layer, block_ops, blocks, par, device, dtype, eff.value))
+    return (layer,)
+
+
+#: A layer kind priced once: local (dense, expert) parameters, Layer(s), compute by class.
+_Priced = tuple[float, float, tuple[Layer, ...], Breakdown]
+
+
+def _priced_layer(model: TransformerSpec, par: Parallelism, is_moe: bool, device: Device,
+                  eff: ComputeEfficiency, act: float, tokens: float) -> _Priced:
+    """A transformer layer of a kind (:func:`_priced`), its local (dense, expert) parameters."""
+    c = layer_counts(model, is_moe, capacity_factor=par.capacity_factor)
+    d_local, e_local = layer_params_local(model, par, c)
+    lin = c.linear_flops_per_token * tokens / par.tp
+    att = c.attention_flops_per_token * tokens / par.tp
+    ig = lin + 2.0 * att
+    if par.recompute == "full":
+        ig += lin + att
+    elif par.recompute == "selective":
+        ig += att
+    colls = layer_collectives(model, par, is_moe, d_local, e_local)
+    blocks = _tp_blocks(model, par, is_moe, act) if par.tp_comm_overlap else ()
+    bd: Breakdown = {}
+    layers = _priced("moe_layer" if is_moe else "dense_layer",
+                     lambda: transformer_layer_operators(model, par, is_moe), (lin + att, ig, lin),
+                     colls, blocks, par, device, eff, bd)
+    return d_local, e_local, layers, bd
+
+
 def _stage_layers(
-    model: TransformerSpec,
-    par: Parallelism,
-    stage: StagePlan,
-    device: Device,
-    eff: ComputeEfficiency,
+    model: TransformerSpec, par: Parallelism, stage: StagePlan, device: Device,
+    eff: ComputeEfficiency, kinds: dict[bool, _Priced],
 ) -> tuple[list[tuple[Layer, int]], float, float, Breakdown]:
     """Per-micro-batch layers of a stage as (Layer with count 1, repeats per micro-batch),
     the stage's local (dense, expert) parameters and its compute time per micro-batch by
-    operator class (roofline model; empty otherwise)."""
-    dtype = par.precision.compute_dtype
-    roof = eff.kind == "roofline"
+    operator class (roofline model; empty otherwise); ``kinds`` keeps each layer kind's
+    :func:`_priced_layer` for the other stages."""
     bd: Breakdown = {}
     tokens = par.micro_batch_size * model.seq_len / par.cp
     out: list[tuple[Layer, int]] = []
@@ -256,38 +294,19 @@ def _stage_layers(
                                  block.input_grad[:1] if par.sequence_parallel else ())
         if par.zero == 3:
             colls = colls + zero3_collectives(par, p_emb, 0.0)
-        if roof:
-            phases = _op_phases(embedding_operators(model, par), colls, device, dtype, eff, bd, 1)
-        else:
-            phases = _phases((0.0, 0.0, 0.0), colls, device, dtype, eff)
-        out.append((Layer("embedding", *phases), 1))
+        out.extend((x, 1) for x in _priced("embedding", lambda: embedding_operators(model, par),
+                                           (0.0, 0.0, 0.0), colls, (), par, device, eff, bd))
     for is_moe, n in ((False, stage.n_dense), (True, stage.n_moe)):
         if n == 0:
             continue
-        c = layer_counts(model, is_moe, capacity_factor=par.capacity_factor)
-        d_local, e_local = layer_params_local(model, par, c)
+        if is_moe not in kinds:  # every stage's layers of a kind are the same layer
+            kinds[is_moe] = _priced_layer(model, par, is_moe, device, eff, act, tokens)
+        d_local, e_local, layers, per_layer = kinds[is_moe]
         dense_p += n * d_local
         expert_p += n * e_local
-        lin = c.linear_flops_per_token * tokens / par.tp
-        att = c.attention_flops_per_token * tokens / par.tp
-        ig = lin + 2.0 * att
-        if par.recompute == "full":
-            ig += lin + att
-        elif par.recompute == "selective":
-            ig += att
-        colls = layer_collectives(model, par, is_moe, d_local, e_local)
-        name = "moe_layer" if is_moe else "dense_layer"
-        if roof:
-            ops = transformer_layer_operators(model, par, is_moe)
-            phases = _op_phases(ops, colls, device, dtype, eff, bd, n)
-        else:
-            phases = _phases((lin + att, ig, lin), colls, device, dtype, eff)
-        if par.tp_comm_overlap and roof:
-            blocks = _tp_blocks(model, par, is_moe, act)
-            out.extend((x, n) for x in split_overlapped(
-                Layer(name, *phases), ops, blocks, par, device, dtype, eff.value))
-        else:
-            out.append((Layer(name, *phases), n))
+        out.extend((x, n) for x in layers)
+        for k, t in per_layer.items():
+            bd[k] = bd.get(k, 0.0) + n * t
     if stage.has_head:
         norm = (2 if model.norm == "layernorm" else 1) * model.hidden_size
         shares_embedding = model.tied_embeddings and stage.has_embedding
@@ -306,17 +325,9 @@ def _stage_layers(
             colls = colls + PhaseCollectives((Collective("all_reduce", 3 * 4.0 * tokens, "tp"),))
         if par.zero == 3:
             colls = colls + zero3_collectives(par, p_head, 0.0)
-        if roof:
-            head_ops = head_operators(model, par)
-            phases = _op_phases(head_ops, colls, device, dtype, eff, bd, 1)
-        else:
-            phases = _phases((f, f, f), colls, device, dtype, eff)
-        if par.tp_comm_overlap and roof:
-            out.extend((x, 1) for x in split_overlapped(
-                Layer("output_layer", *phases), head_ops,
-                (TpBlock("output", act, ("logits",)),), par, device, dtype, eff.value))
-        else:
-            out.append((Layer("output_layer", *phases), 1))
+        out.extend((x, 1) for x in _priced(
+            "output_layer", lambda: head_operators(model, par), (f, f, f), colls,
+            (TpBlock("output", act, ("logits",)),), par, device, eff, bd))
     if par.zero3_overlap:
         out = _with_zero3_overlap(out)
     return out, dense_p, expert_p, bd
@@ -404,11 +415,12 @@ def transformer_workload(model: TransformerSpec, par: Parallelism, device: Devic
                          field="parallelism")
     stages = stage_plan(model, par.pp, par.interleave)
     built: dict[tuple, tuple] = {}  # stages holding the same layers have the same ones
+    kinds: dict[bool, _Priced] = {}  # and every stage's layers of a kind are one layer
     per_stage = []
     for s in stages:
         key = (s.n_dense, s.n_moe, s.has_embedding, s.has_head)
         if key not in built:
-            built[key] = _stage_layers(model, par, s, device, efficiency)
+            built[key] = _stage_layers(model, par, s, device, efficiency, kinds)
         per_stage.append(built[key])
     times = [_stage_compute_s(layers) for layers, _, _, _ in per_stage]
     rep = max(range(len(stages)), key=lambda i: (times[i], -i))
