@@ -16,14 +16,13 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 import numpy as np
 
 from libra_opt.cost.aggregators import Aggregators
 from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Fabric
-from libra_opt.fabric.frozen import FrozenMap, FrozenOnUnpickle, freeze_arrays
+from libra_opt.fabric.frozen import FrozenAtInit, FrozenMap
 from libra_opt.fabric.heterogeneous import member_cost_factors
 from libra_opt.fabric.inventory import dimension_inventory
 from libra_opt.options import COMPONENTS, PRICED_COMPONENTS
@@ -128,7 +127,7 @@ class CostModel:
 
 
 @dataclass(frozen=True)
-class CostCoefficients(FrozenOnUnpickle):
+class CostCoefficients(FrozenAtInit):
     """Linear cost and power coefficients: ``(D, 3)`` $ and W (``None`` without power) per GB/s
     of ``B_d`` for link, switch and nic, and the $ and W that do not depend on ``B`` (the
     in-network optimizer's state memory), added to the network's cost and power and taken off
@@ -139,12 +138,6 @@ class CostCoefficients(FrozenOnUnpickle):
     w_by_component: np.ndarray | None
     fixed_usd: float = 0.0
     fixed_w: float = 0.0
-
-    #: Its arrays are read-only from construction (:func:`~libra_opt.fabric.frozen.freeze_arrays`).
-    ARRAYS_FROZEN_AT_INIT: ClassVar[bool] = True
-
-    def __post_init__(self) -> None:
-        freeze_arrays(self)  # shared by every evaluation: read-only
 
     @property
     def usd_per_gbps(self) -> np.ndarray:
@@ -280,7 +273,7 @@ def cost_coefficients(fabric: Fabric, cost_model: CostModel,
 
 
 @dataclass(frozen=True)
-class CostBreakdown(FrozenOnUnpickle):
+class CostBreakdown(FrozenAtInit):
     """Network cost and power at one bandwidth allocation: ``(D, 3)`` arrays (link, switch, nic;
     power ``None`` when not modelled) and the fixed part.
     """
@@ -289,12 +282,6 @@ class CostBreakdown(FrozenOnUnpickle):
     w_by_dim_component: np.ndarray | None
     fixed_usd: float = 0.0
     fixed_w: float = 0.0
-
-    #: Its arrays are read-only from construction (:func:`~libra_opt.fabric.frozen.freeze_arrays`).
-    ARRAYS_FROZEN_AT_INIT: ClassVar[bool] = True
-
-    def __post_init__(self) -> None:
-        freeze_arrays(self)  # a result: never writable
 
     @property
     def network_cost_usd(self) -> float:

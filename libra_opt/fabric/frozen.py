@@ -11,12 +11,12 @@ import functools
 import types
 import typing
 from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["FrozenMap", "FrozenOnUnpickle", "readonly_array", "freeze_arrays"]
+__all__ = ["FrozenAtInit", "FrozenMap", "FrozenOnUnpickle", "readonly_array", "freeze_arrays"]
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -210,3 +210,14 @@ class FrozenOnUnpickle:
         for name, value in (slots or {}).items():
             object.__setattr__(self, name, value)
         freeze_arrays([*(attrs or {}).values(), *(slots or {}).values()])
+
+
+class FrozenAtInit(FrozenOnUnpickle):
+    """Mixin for frozen dataclasses whose arrays are read-only from construction
+    (:func:`freeze_arrays` in ``__post_init__``; not walked again inside another object)."""
+
+    __slots__ = ()
+    ARRAYS_FROZEN_AT_INIT: ClassVar[bool] = True
+
+    def __post_init__(self) -> None:
+        freeze_arrays(self)

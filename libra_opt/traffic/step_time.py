@@ -14,7 +14,7 @@ import numpy.typing as npt
 
 from libra_opt.errors import InputError, short_repr
 from libra_opt.fabric.dims import Fabric
-from libra_opt.fabric.frozen import FrozenMap, FrozenOnUnpickle, freeze_arrays
+from libra_opt.fabric.frozen import FrozenAtInit, FrozenMap, FrozenOnUnpickle
 from libra_opt.fabric.heterogeneous import slowest_fractions
 from libra_opt.options import PHASES
 from libra_opt.traffic.in_network import in_network_dims
@@ -115,7 +115,7 @@ def check_bandwidth(fabric: Fabric, bw_gbps: object, field: str = "bw") -> np.nd
 
 
 @dataclass(frozen=True)
-class PhaseArrays(FrozenOnUnpickle):
+class PhaseArrays(FrozenAtInit):
     """The distinct collectives of a walk as chunk phases (``topology_aware`` model).
 
     Attributes
@@ -137,12 +137,6 @@ class PhaseArrays(FrozenOnUnpickle):
     piece_owner: np.ndarray
     piece_gb: np.ndarray
     piece_const_s: np.ndarray
-
-    #: Its arrays are read-only from construction (:func:`~libra_opt.fabric.frozen.freeze_arrays`).
-    ARRAYS_FROZEN_AT_INIT: ClassVar[bool] = True
-
-    def __post_init__(self) -> None:
-        freeze_arrays(self)  # shared by every evaluation: read-only
 
     def times_s(self, bw_gbps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(J,)`` collective times ``sum_q t_q + max_r piece_r`` and ``(J, D)`` busy time per
@@ -199,7 +193,7 @@ def phase_arrays(collectives: list[tuple[str, float, tuple[int, ...]]], fabric: 
 
 
 @dataclass(frozen=True)
-class WalkArrays(FrozenOnUnpickle):
+class WalkArrays(FrozenAtInit):
     """A workload's layer-by-layer walk as arrays, ready to be timed at any bandwidth.
 
     One entry per phase of every distinct layer in step order, one per collective of each.
@@ -233,12 +227,6 @@ class WalkArrays(FrozenOnUnpickle):
     phases: PhaseArrays | None = None
     hidden_window_s: float = 0.0
     efficiency: np.ndarray | None = None
-
-    #: Its arrays are read-only from construction (:func:`~libra_opt.fabric.frozen.freeze_arrays`).
-    ARRAYS_FROZEN_AT_INIT: ClassVar[bool] = True
-
-    def __post_init__(self) -> None:
-        freeze_arrays(self)  # shared by every evaluation: read-only
 
     @cached_property
     def fixed(self) -> tuple[np.ndarray, float, np.ndarray, np.ndarray, np.ndarray]:

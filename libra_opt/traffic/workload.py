@@ -10,13 +10,12 @@ import math
 import operator
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 import numpy as np
 
 from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Fabric
-from libra_opt.fabric.frozen import FrozenMap, FrozenOnUnpickle, freeze_arrays
+from libra_opt.fabric.frozen import FrozenAtInit, FrozenMap, FrozenOnUnpickle
 from libra_opt.options import COLLECTIVE_KINDS, PHASES, CollectiveKind, PhaseName
 
 __all__ = ["Collective", "Phase", "Layer", "StepMetrics", "Workload", "PhaseStep", "CollectiveStep",
@@ -308,7 +307,7 @@ def walk_phases(workload: Workload) -> Iterator[PhaseStep]:
 
 
 @dataclass(frozen=True)
-class FlatWalk(FrozenOnUnpickle):
+class FlatWalk(FrozenAtInit):
     """:func:`walk_phases` of a workload as arrays, independent of any fabric.
 
     Attributes
@@ -334,12 +333,6 @@ class FlatWalk(FrozenOnUnpickle):
     collectives: tuple[tuple[str, float, str], ...]
     phase_key: np.ndarray
     phase_table: tuple[tuple[float, tuple[int, ...]], ...]
-    #: Its arrays are read-only from construction (:func:`freeze_arrays`).
-    ARRAYS_FROZEN_AT_INIT: ClassVar[bool] = True
-
-    def __post_init__(self) -> None:
-        freeze_arrays(self)  # shared by every evaluation: read-only
-
 
 _count_of = operator.attrgetter("count")
 
