@@ -78,6 +78,7 @@ def _cmd_solve(args) -> int:
     if args.plot_dir is not None:
         with option_context("--plot-dir"):
             check_output_dir(args.plot_dir)
+    errors = _error_model(args)
     scen = _load(args)
     if args.plot_dir is not None:  # the files themselves, before the solve
         prepare_output_dir(args.plot_dir, _plot_names(scen), "--plot-dir", create=False)
@@ -94,7 +95,7 @@ def _cmd_solve(args) -> int:
             }))
         raise
     _print_result(args, scen, sol.evaluation, lambda: solution_to_dict(sol),
-                  lambda: format_solution(sol))
+                  lambda: format_solution(sol), errors)
     if args.plot_dir is not None:
         for p in _write_plots(sol, args.plot_dir):
             print(f"wrote {p}", file=sys.stderr if args.json else sys.stdout)
@@ -106,27 +107,35 @@ def _cmd_evaluate(args) -> int:
     from libra_opt.scenario.evaluate import evaluate
     from libra_opt.traffic.step_time import check_bandwidth
 
+    errors = _error_model(args)
     scen = _load(args)
     with option_context("--bw", fields=("bw", "--bw")):
         ev = evaluate(scen, check_bandwidth(scen.fabric, parse_floats(args.bw, "--bw"),
                                             field="--bw"))
     _print_result(args, scen, ev, lambda: evaluation_to_dict(scen, ev), lambda: (
         f"{format_evaluation(scen, ev)}\nObjective ({scen.objective}): "
-        f"{objective_label(scen.objective)} = {ev.objective_value:.6g}"))
+        f"{objective_label(scen.objective)} = {ev.objective_value:.6g}"), errors)
     return 0
 
 
-def _print_result(args, scen, ev, as_dict: Callable[[], dict], as_text: Callable[[], str]
-                  ) -> None:
+def _error_model(args):
+    """``--error-model`` read before any work (None: the packaged runs, read when needed)."""
+    from libra_opt.io.error_model import load_error_model
+
+    return None if args.error_model is None else load_error_model(args.error_model)
+
+
+def _print_result(args, scen, ev, as_dict: Callable[[], dict], as_text: Callable[[], str],
+                  errors) -> None:
     """The result as text or, with ``--json``, one JSON object, with the error band of each
-    model-based workload (``--error-model`` or the packaged validated runs)."""
+    model-based workload (``errors`` or the packaged validated runs)."""
     from libra_opt.explore.trust import scenario_bands
     from libra_opt.io.error_model import load_error_model
     from libra_opt.report.trust import band_lines, bands_to_dict
 
     bands, times = {}, {t.name: t.step_time_s for t in ev.workloads}
     if scen.spec is not None and any(w.model is not None for w in scen.spec.workloads):
-        bands = scenario_bands(load_error_model(args.error_model), scen)
+        bands = scenario_bands(errors or load_error_model(None), scen)
     if args.json:
         print(_json({**as_dict(), **({"error_band": bands_to_dict(bands, times)} if bands
                                       else {})}))

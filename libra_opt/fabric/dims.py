@@ -6,6 +6,7 @@ into it, in GB/s (1 GB/s = 1e9 bytes/s).
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 
@@ -111,7 +112,8 @@ class Dim:
             raise InputError(f"a {topo} dimension needs size >= {topo.min_size}", field="size")
         if not isinstance(self.tier, str) or not self.tier:
             raise InputError("tier must be a non-empty string", field="tier")
-        if not math.isfinite(float(self.latency_s)) or float(self.latency_s) < 0:
+        lat = self.latency_s
+        if isinstance(lat, bool) or not isinstance(lat, numbers.Real) or not 0 <= lat < math.inf:
             raise InputError(f"latency_s {self.latency_s!r} must be a finite number >= 0",
                              field="latency_s")
         if k is not None and not topo.switched:

@@ -417,13 +417,14 @@ def _with_aggregators(
 
 def _compression(spec: CompressionSpec | None) -> Compression | None:
     """``compression:`` as :class:`Compression` (``None`` when absent or empty)."""
-    if spec is None or not spec.groups:
+    if spec is None:
         return None
     rules = []
     for group, value in spec.groups.items():
         items = value.items() if isinstance(value, Mapping) else [("all", value)]
         rules += [(group, phase, dtype) for phase, dtype in items]
-    return Compression(tuple(rules), spec.baseline)
+    compression = Compression(tuple(rules), spec.baseline)  # checked, rules or none
+    return compression if rules else None
 
 
 def _overlap(spec: OverlapSpec | None, training_loop: str) -> OverlapPolicy | None:

@@ -58,6 +58,16 @@ def test_a_bad_error_model_is_one_line(tmp_path, capsys):
     assert err.count("\n") == 1 and "runs[0]" in err and str(p) in err
 
 
+@pytest.mark.parametrize("argv", [["solve", "gpt3_175b_4d"],
+                                  ["evaluate", "gpt3_175b_4d", "--bw", "250,250,250,250"]])
+def test_a_missing_error_model_is_refused_before_any_work(tmp_path, capsys, argv):
+    """Read first, even for a scenario without model-based workloads (nothing printed)."""
+    missing = tmp_path / "none.yaml"
+    assert main([*argv, "--error-model", str(missing)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and str(missing) in err
+
+
 def test_validate_writes_an_error_model_that_reads_back(tmp_path, capsys):
     p = tmp_path / "mine.yaml"
     assert main(["validate", "--table", "llama3_h100", "--error-model", str(p)]) == 0

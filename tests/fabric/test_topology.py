@@ -33,6 +33,12 @@ def test_the_vocabulary_is_the_classes():
     assert topology_names(aliases=True) == ("ring", "torus", "fully_connected", "switch", "mesh")
 
 
+@pytest.mark.parametrize("latency", ["abc", None, True, -1e-6, float("nan"), float("inf")])
+def test_a_latency_that_is_not_a_number_is_an_input_error(latency):
+    with pytest.raises(InputError, match=r"dim 'a'.latency_s: latency_s .* must be a finite"):
+        Dim("a", "ring", 4, "T", latency_s=latency)
+
+
 def test_parsing_names_and_aliases():
     assert type(topology_of("mesh")) is Mesh
     assert type(topology_of("torus", aliases=True)) is Ring

@@ -104,6 +104,7 @@ def test_yaml_block_and_override(tmp_path):
     ("compression: {groups: {weight_grad: fp6}}", "compression.groups.weight_grad"),
     ("compression: {groups: {dp: fp8}}", "compression.groups.dp"),
     ("compression: {baseline: fp12, groups: {weight_grad: fp8}}", "compression.baseline"),
+    ("compression: {baseline: fp7}", "compression.baseline"),  # no groups: still checked
 ])
 def test_bad_yaml_names_file_and_field(tmp_path, block, field):
     p = write(tmp_path, block)
