@@ -135,7 +135,7 @@ def _print_result(args, scen, ev, as_dict: Callable[[], dict], as_text: Callable
 
     bands, times = {}, {t.name: t.step_time_s for t in ev.workloads}
     if scen.spec is not None and any(w.model is not None for w in scen.spec.workloads):
-        bands = scenario_bands(errors or load_error_model(None), scen)
+        bands = scenario_bands(load_error_model() if errors is None else errors, scen)
     if args.json:
         print(_json({**as_dict(), **({"error_band": bands_to_dict(bands, times)} if bands
                                       else {})}))

@@ -174,17 +174,16 @@ Breakdown = dict[str, float]
 
 
 def _op_phases(ops: LayerOperators, colls: PhaseCollectives, device: Device, dtype: str,
-               eff: ComputeEfficiency, breakdown: Breakdown,
-               repeats: int) -> tuple[Phase, Phase, Phase]:
-    """Phases priced operator by operator; adds ``repeats x`` each operator's time to
-    ``breakdown`` (by operator class)."""
+               eff: ComputeEfficiency, breakdown: Breakdown) -> tuple[Phase, Phase, Phase]:
+    """Phases priced operator by operator; adds each operator's time to ``breakdown`` (by
+    operator class)."""
     times = []
     for pass_ops in ops.passes():
         total = 0.0
         for op in pass_ops:
             t = operator_time_s(op, device, dtype, eff.value)
             total += t
-            breakdown[op.op_class] = breakdown.get(op.op_class, 0.0) + repeats * t
+            breakdown[op.op_class] = breakdown.get(op.op_class, 0.0) + t
         times.append(total)
     f, i, w = times
     return Phase(f, colls.forward), Phase(i, colls.input_grad), Phase(w, colls.weight_grad)
@@ -239,7 +238,7 @@ def _priced(name: str, ops: Callable[[], LayerOperators], flops: tuple[float, fl
     if eff.kind != "roofline":
         return (Layer(name, *_phases(flops, colls, device, dtype, eff)),)
     block_ops = ops()
-    layer = Layer(name, *_op_phases(block_ops, colls, device, dtype, eff, bd, 1))
+    layer = Layer(name, *_op_phases(block_ops, colls, device, dtype, eff, bd))
     if par.tp_comm_overlap and blocks:
         return tuple(split_overlapped(layer, block_ops, blocks, par, device, dtype, eff.value))
     return (layer,)
