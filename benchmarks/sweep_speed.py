@@ -158,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--baseline", metavar="DIR", help="an existing checkout instead of --ref")
     ap.add_argument("--points", type=int, default=1500, help="points of the budget and "
                     "weight axes (default 1500)")
-    ap.add_argument("--tp-repeats", type=int, default=4, help="runs of the 5-point TP axis")
+    ap.add_argument("--tp-repeats", type=int, default=20, help="runs of the 5-point TP axis")
     ap.add_argument("--process-points", type=int, default=20_000,
                     help="points of the executors case (default 20,000)")
     ap.add_argument("--workers", type=int, default=2)

@@ -445,7 +445,7 @@ def frame(
         data[c] = np.array([getattr(r, c) for r in recs], dtype=float)
     import pandas as pd
 
-    df = pd.DataFrame(data, columns=cols)
+    df = pd.DataFrame(data)  # filled in the order of cols
     if n:
         for j, a in enumerate(axes):
             if a.kind != "structural":
