@@ -4,7 +4,8 @@ another (``--ref``: default main as it was before sweep points reused their prob
 
 Cases (each run in a fresh process, on this checkout's ``libra_opt`` and on the other's, the
 two alternating round after round so that both see the same load; medians over
-``--rounds``):
+``--rounds``, and over ``--tp-rounds`` for the TP axis, whose ratio moves most with the
+machine):
 
 * **budget**: ``gpt3_175b_4d`` (LIBRA's 4-D fabric, GPT-3 175B, ``sum(bw) == 1000``) over
   ``--points`` budgets from $20M to $60M (the README's example axis): a right-hand side of
@@ -163,6 +164,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="points of the executors case (default 20,000)")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=3, help="alternating rounds (median)")
+    ap.add_argument("--tp-rounds", type=int, default=9, help="alternating rounds of the TP "
+                    "case (median; a TP run takes seconds and its ratio is the noisiest)")
     ap.add_argument("--cases", default="budget,weight,tp,executors")
     bench_results.add_arguments(ap)
     args = ap.parse_args(argv)
@@ -183,8 +186,10 @@ def main(argv: list[str] | None = None) -> int:
           f"average {os.getloadavg()[0]:.2f}")
     got: dict[str, dict[str, list[dict]]] = {c: {"base": [], "this": []} for c in cases}
     try:
-        for r in range(args.rounds):
+        for r in range(max(args.rounds, args.tp_rounds)):
             for case in cases:
+                if r >= (args.tp_rounds if case == "tp" else args.rounds):
+                    continue
                 for side, where in (("base", base), ("this", ROOT))[:: 1 if r % 2 else -1]:
                     got[case][side].append(run_case(where, case, params[case]))
     finally:

@@ -227,14 +227,15 @@ class ScenarioBase:
     scenario: Scenario
     spec: ScenarioSpec | None = None
     resolve: Resolver | None = None
-    # scenarios compiled from this base, by edit (bounded, never pickled)
+    # scenarios compiled from this base, by edit, and specs edited by check, by (path,
+    # value) (bounded, never pickled)
     _built: dict[Any, Scenario] = field(default_factory=dict, init=False, repr=False,
                                         compare=False)
+    _checked: dict[Any, ScenarioSpec] = field(default_factory=dict, init=False, repr=False,
+                                              compare=False)
 
     def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
-        state["_built"] = {}
-        return state
+        return {**self.__dict__, "_built": {}, "_checked": {}}
 
     @classmethod
     def of(cls, scenario: Scenario | ScenarioSpec, resolve: Resolver | None = None
@@ -303,9 +304,12 @@ class ScenarioBase:
             if path in self.spec.rhs_labels() or path in CAP_PATHS:
                 return get_path(edited, path)
             try:
-                return get_path(edited, path)
+                value = get_path(edited, path)
             except InputError:  # e.g. a whole section set to null
-                return value
+                pass
+            if len(self._checked) < _MEMO_SIZE:  # a point's edit starts from it
+                self._checked[(path, edit_key(value))] = edited
+            return value
         kind = self.classify(path)
         if kind == "rhs":
             if value is None and path in CAP_PATHS:
@@ -317,7 +321,9 @@ class ScenarioBase:
 
     def _edited_spec(self, overrides: Mapping[str, Any]) -> ScenarioSpec:
         assert self.spec is not None
-        spec = self.spec.edit(overrides)
+        (path, value), *rest = overrides.items()
+        checked = self._checked.get((path, edit_key(value)))
+        spec = self.spec.edit(overrides) if checked is None else checked.edit(dict(rest))
         if self.resolve is not None and spec.unresolved:
             try:
                 spec = self.resolve(spec)

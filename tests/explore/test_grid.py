@@ -250,6 +250,30 @@ def test_a_bounds_axis_keeps_the_base_program_and_equals_fresh_solves():
         assert_allclose(row["objective"], sol.objective_value, rtol=1e-7)
 
 
+def test_a_zipped_point_edits_only_what_the_axis_check_did_not(monkeypatch):
+    """The axes' check edits each value into the spec once; a point of zipped structural
+    axes starts from its first axis's checked spec: 5 + 5 edits for the checks, 5 for the
+    points (not 10), and each point equals a fresh solve of the two overrides."""
+    from libra_opt.scenario.spec import ScenarioSpec
+
+    base = apply_overrides("gpt3_175b_a100_cluster", {"workloads.gpt3_175b.mapping": None,
+                                                      "workloads.gpt3_175b.parallelism.zero": 1})
+    tp, dp = [1, 2, 4, 8, 16], [64, 32, 16, 8, 4]
+    axes = {"workloads.gpt3_175b.parallelism.tp": tp, "workloads.gpt3_175b.parallelism.dp": dp}
+    edits: list[str] = []
+    replace = ScenarioSpec.replace
+    monkeypatch.setattr(ScenarioSpec, "replace",
+                        lambda self, path, value: edits.append(path) or replace(self, path, value))
+    df = sweep(base, axes, zip=True, progress=False)
+    monkeypatch.undo()
+    assert edits.count("workloads.gpt3_175b.parallelism.tp") == 5
+    assert edits.count("workloads.gpt3_175b.parallelism.dp") == 10 and len(edits) == 15
+    for t, d, got in zip(tp, dp, df["objective"], strict=True):
+        want = solve(apply_overrides(base, {"workloads.gpt3_175b.parallelism.tp": t,
+                                            "workloads.gpt3_175b.parallelism.dp": d}))
+        assert_allclose(got, want.objective_value, rtol=1e-9)
+
+
 def test_executor_options_are_one_value():
     from libra_opt.explore.executors import ExecutorOptions
 
