@@ -363,7 +363,9 @@ def _stage_compute_s(layers: list[tuple[Layer, int]]) -> float:
 
 
 def _stage_memory(model: TransformerSpec, par: Parallelism, stage: StagePlan, dense_p: float,
-                  expert_p: float, device: Device) -> MemoryBreakdown:
+                  expert_p: float, device: Device, layer_act: tuple[float, float]
+                  ) -> MemoryBreakdown:
+    """``layer_act``: a (dense, MoE) layer's activation bytes per micro-batch."""
     w1, g1, o1 = model_state_bytes(dense_p, par.precision, par.zero, par.dp * par.cp)
     w2, g2, o2 = model_state_bytes(expert_p, par.precision, par.zero, par.expert_dp * par.cp)
     host = 0.0
@@ -372,10 +374,7 @@ def _stage_memory(model: TransformerSpec, par: Parallelism, stage: StagePlan, de
         host = o1 + o2 if par.optimizer_state == HOST_PAGING else 0.0
         o1 = o2 = 0.0
     inflight = inflight_microbatches(stage.index, par.pp, par.micro_batches, par.interleave)
-    act = inflight * (
-        stage.n_dense * transformer_layer_activation_bytes(model, par, moe=False)
-        + stage.n_moe * transformer_layer_activation_bytes(model, par, moe=True)
-    )
+    act = inflight * (stage.n_dense * layer_act[0] + stage.n_moe * layer_act[1])
     if stage.has_head:
         act += head_activation_bytes(model, par)
     return MemoryBreakdown(
@@ -496,10 +495,10 @@ def transformer_workload(model: TransformerSpec, par: Parallelism, device: Devic
     # The TP / CP / EP communicators run NCCL's flat ring when they span dimensions.
     workload = Workload(name or model.name, tuple(layers), groups, overlap_form=formed,
                         flat_ring_groups=frozenset(FLAT_RING_GROUPS) & set(groups))
-    mems = [
-        _stage_memory(model, par, s, d, e, device)
-        for s, (_, d, e, _) in zip(stages, per_stage, strict=True)
-    ]
+    layer_act = (transformer_layer_activation_bytes(model, par, moe=False),
+                 transformer_layer_activation_bytes(model, par, moe=True))
+    mems = [_stage_memory(model, par, s, d, e, device, layer_act)
+            for s, (_, d, e, _) in zip(stages, per_stage, strict=True)]
     memory = max(mems, key=lambda mb: mb.total_bytes)
     if check_memory and not memory.fits:
         raise InputError(f"{model.name} does not fit: {memory.describe()}; use more tp/pp, a "
