@@ -75,14 +75,10 @@ class _SolveAttempt:
     failure: str | None = None
 
 
-def _solve_once(
-    problem: BandwidthProblem, prog: Any, scen: Scenario, rows: tuple[Row, ...],
-    profile: int = 0,
-) -> _SolveAttempt:
-    """Set the right-hand sides and weights, solve once (Clarabel settings of retry
-    ``profile``), evaluate the answer with numpy."""
-    run = prog.run(rows, profile, np.asarray(scen.weights, dtype=float))
-    problem.n_solves += 1
+def _read_run(problem: BandwidthProblem, prog: Any, run: ProgramRun, rows: tuple[Row, ...]
+              ) -> tuple[np.ndarray, float, float]:
+    """A solved run's bandwidths (GB/s, snapped onto the rows), the solver's objective and the
+    factor of its shadow prices; :class:`_SolverAttemptFailed` for a run without an answer."""
     status = run.status
     if status not in ("optimal", "optimal_inaccurate"):
         raise _SolverAttemptFailed(status)
@@ -94,29 +90,48 @@ def _solve_once(
         solver_obj = prog.t_ref * run.step_value
         factor = prog.t_ref
     else:
-        u = float(run.u)
+        u = float("nan") if run.u is None else float(run.u)
         if not u > 0:
             raise _SolverAttemptFailed(f"{status} with u = {u!r}")
         bw = prog.b_ref * x / u
         solver_obj = problem.objective_scale * prog.ref_cost * prog.t_ref * run.step_value
         factor = problem.objective_scale * prog.ref_cost * prog.t_ref * u
-    bw = snap_to_rows(rows, np.maximum(bw, 0.0))
-    ev = evaluate(scen, bw, problem.walks)
-    # Relative gap; an optimum of exactly 0 (no traffic, no compute) is met by solver noise
-    # of ~1e-306, which no objective in s, $ or s x $ can mean: 1e-30 is the floor.
-    value = ev.objective_value
-    gap = abs(value - solver_obj) / max(abs(value), abs(solver_obj), 1e-30)
-    xu = x[problem.terms.used_dims].tolist()
+    return snap_to_rows(rows, np.maximum(bw, 0.0)), solver_obj, factor
+
+
+def _rel_gap(value: float, solver_obj: float) -> float:
+    """Relative gap between the numpy evaluation and the solver's objective. An optimum of
+    exactly 0 (no traffic, no compute) is met by solver noise of ~1e-306, which no objective
+    in s, $ or s x $ can mean: 1e-30 is the floor."""
+    return abs(value - solver_obj) / max(abs(value), abs(solver_obj), 1e-30)
+
+
+def _polish_wanted(run: ProgramRun, used: np.ndarray, gap: float, failure: str | None) -> bool:
+    """An "almost solved" answer, one the numpy re-check confirms only to more than a tenth
+    of the tolerance (or not at all), or one spread over more than three decades is polished
+    (re-solved scaled to itself)."""
+    xu = run.x[used].tolist()
     spread = max(xu) / max(min(xu), 1e-300) if xu else 1.0
+    return (run.status != "optimal" or not gap <= 0.1 * OBJECTIVE_REL_TOL or spread > 1e3
+            or failure is not None)
+
+
+def _solve_once(
+    problem: BandwidthProblem, prog: Any, scen: Scenario, rows: tuple[Row, ...],
+    profile: int = 0,
+) -> _SolveAttempt:
+    """Set the right-hand sides and weights, solve once (Clarabel settings of retry
+    ``profile``), evaluate the answer with numpy."""
+    run = prog.run(rows, profile, np.asarray(scen.weights, dtype=float))
+    problem.n_solves += 1
+    bw, solver_obj, factor = _read_run(problem, prog, run, rows)
+    ev = evaluate(scen, bw, problem.walks)
+    gap = _rel_gap(ev.objective_value, solver_obj)
     failure = verification_failure(ev, gap, solver_obj)
-    # An "almost solved" answer, or one the numpy re-check confirms only to more than a
-    # tenth of the tolerance (or not at all), is polished (re-solved scaled to itself).
-    needs_polish = (status != "optimal" or not gap <= 0.1 * OBJECTIVE_REL_TOL or spread > 1e3
-                    or failure is not None)
     return _SolveAttempt(
         prog=prog,
         run=run,
-        status=status,
+        status=run.status,
         bw=bw,
         ev=ev,
         solver_obj=solver_obj,
@@ -124,7 +139,7 @@ def _solve_once(
         factor=factor,
         compile_s=run.compile_s,
         solve_s=run.solve_s,
-        needs_polish=needs_polish,
+        needs_polish=_polish_wanted(run, problem.terms.used_dims, gap, failure),
         failure=failure,
     )
 

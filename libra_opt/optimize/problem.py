@@ -458,6 +458,43 @@ def _keeps_improving(
     return evaluate(scen, probe, problem.walks).objective_value < run.ev.objective_value * (1 - 1e-12)
 
 
+def _prepare(
+    problem: BandwidthProblem, budget_usd: float | None, power_w: float | None,
+    rhs: Mapping[str, float] | None, weights: Mapping[str, float] | Sequence[float] | None,
+) -> tuple[Scenario, tuple[Row, ...], np.ndarray, tuple[Row, ...], Any, float]:
+    """What :func:`solve` solves: the edited scenario, its rows, the free dimensions, the
+    rows to solve (capped on the free ones), the first program and its build time to count.
+    """
+    if rhs is not None and not isinstance(rhs, Mapping):
+        raise InputError(f"rhs must map constraint labels to numbers, got {short_repr(rhs)}",
+                         field="rhs")
+    overrides = dict(rhs or {})
+    if budget_usd is not None:
+        overrides["budget_usd"] = budget_usd
+    if power_w is not None:
+        overrides["power_w"] = power_w
+    scen, rows = (_override(problem, overrides, weights) if overrides or weights is not None
+                  else (problem.scenario, problem.rows))
+    if scen.weights != problem.scenario.weights:
+        w = np.array(scen.weights)
+        if not float(w @ problem.floors_s) <= MAX_STEP_S:
+            _check_step_floor(scen, problem.terms, w)
+        problem.terms.check_windows(w, scen.timing, problem.program.product is not None)
+    free = _free_dims(problem, scen, rows)
+    first_build = problem.program.build_s if problem.n_solves == 0 else 0.0
+    solve_rows = rows
+    if free.size:
+        solve_rows = _capped(problem, scen, rows, free)
+        first = _fresh_program(problem, scen, solve_rows)
+        first_build = 0.0  # counted by the attempt itself
+    elif problem.backend == "cvxpy" and scen.weights != problem.scenario.weights:
+        first = _program_at(problem, scen, rows, problem.program.b_ref, problem.program.t_ref)
+        first_build = 0.0
+    else:
+        first = problem.program
+    return scen, rows, free, solve_rows, first, first_build
+
+
 def solve(
     problem: Scenario | BandwidthProblem,
     *,
@@ -518,33 +555,8 @@ def solve(
             f"expected a Scenario or a BandwidthProblem, got {type(problem).__name__} "
             "(libra_opt.solve also takes an example's name or a scenario file's path)",
             field="problem")
-    if rhs is not None and not isinstance(rhs, Mapping):
-        raise InputError(f"rhs must map constraint labels to numbers, got {short_repr(rhs)}",
-                         field="rhs")
-    overrides = dict(rhs or {})
-    if budget_usd is not None:
-        overrides["budget_usd"] = budget_usd
-    if power_w is not None:
-        overrides["power_w"] = power_w
-    scen, rows = (_override(problem, overrides, weights) if overrides or weights is not None
-                  else (problem.scenario, problem.rows))
-    if scen.weights != problem.scenario.weights:
-        w = np.array(scen.weights)
-        if not float(w @ problem.floors_s) <= MAX_STEP_S:
-            _check_step_floor(scen, problem.terms, w)
-        problem.terms.check_windows(w, scen.timing, problem.program.product is not None)
-    free = _free_dims(problem, scen, rows)
-    first_build = problem.program.build_s if problem.n_solves == 0 else 0.0
-    solve_rows = rows
-    if free.size:
-        solve_rows = _capped(problem, scen, rows, free)
-        first = _fresh_program(problem, scen, solve_rows)
-        first_build = 0.0  # counted by the attempt itself
-    elif problem.backend == "cvxpy" and scen.weights != problem.scenario.weights:
-        first = _program_at(problem, scen, rows, problem.program.b_ref, problem.program.t_ref)
-        first_build = 0.0
-    else:
-        first = problem.program
+    scen, rows, free, solve_rows, first, first_build = _prepare(
+        problem, budget_usd, power_w, rhs, weights)
     try:
         run, compile_s, solve_s, attempts = _solve_with_retries(problem, scen, solve_rows, first)
         if run.failure is not None:

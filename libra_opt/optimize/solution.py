@@ -447,6 +447,18 @@ def baselines(
     return tuple(out)
 
 
+def shadow_prices(n_rows: int, prog: RowScaling, result: ProgramRun, factor: float
+                  ) -> np.ndarray:
+    """``d f / d r`` of every row of a solved ``result`` (see :func:`constraint_reports`),
+    indexed by row; beyond ``n_rows``, the rows the solver added."""
+    shadow = np.zeros(max([n_rows, *prog.le_rows, *prog.eq_rows], default=0) + 1)
+    if result.le_dual.size:
+        shadow[prog.le_rows] = -result.le_dual * prog.le_sign / prog.le_scale * factor
+    if result.eq_dual.size:
+        shadow[prog.eq_rows] = -result.eq_dual / prog.eq_scale * factor
+    return shadow
+
+
 def constraint_reports(
     rows: tuple[Row, ...], bw: np.ndarray, prog: RowScaling, result: ProgramRun, factor: float
 ) -> tuple[ConstraintReport, ...]:
@@ -457,11 +469,7 @@ def constraint_reports(
     ``ref_cost * V`` and the row reads ``a . y <= r u``, so ``d f / d r`` gains the factor
     ``ref_cost * u``. Rows the solver added (caps on unbounded dimensions) are not reported.
     """
-    shadow = np.zeros(max([len(rows), *prog.le_rows, *prog.eq_rows], default=0) + 1)
-    if result.le_dual.size:
-        shadow[prog.le_rows] = -result.le_dual * prog.le_sign / prog.le_scale * factor
-    if result.eq_dual.size:
-        shadow[prog.eq_rows] = -result.eq_dual / prog.eq_scale * factor
+    shadow = shadow_prices(len(rows), prog, result, factor)
     a = np.array([r.a for r in rows]).reshape(len(rows), bw.size)
     rhs = np.array([r.rhs for r in rows], dtype=float)
     lhs = a @ bw

@@ -6,7 +6,7 @@ a heterogeneous dimension timed at its slowest member's bandwidth ``f_min B_d``)
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -16,7 +16,7 @@ import numpy.typing as npt
 from libra_opt.cost.prices import CostBreakdown, network_cost_breakdown
 from libra_opt.errors import InputError, short_repr
 from libra_opt.fabric.dims import Fabric
-from libra_opt.fabric.frozen import FrozenMap, FrozenOnUnpickle, readonly_array
+from libra_opt.fabric.frozen import FrozenAtInit, FrozenMap, FrozenOnUnpickle, readonly_array
 from libra_opt.fabric.heterogeneous import slowest_fractions
 from libra_opt.scenario.accuracy import same
 from libra_opt.scenario.display import format_usd, html_table
@@ -26,10 +26,11 @@ from libra_opt.traffic.step_time import (
     WorkloadTimes,
     check_bandwidth,
     step_time_from_walk,
+    step_times_s,
     walk_arrays,
 )
 
-__all__ = ["Evaluation", "evaluate", "scenario_walks"]
+__all__ = ["Evaluation", "Evaluations", "evaluate", "evaluate_many", "scenario_walks"]
 
 
 @dataclass(frozen=True, repr=False)
@@ -243,3 +244,124 @@ def evaluate(scenario: Scenario, bw_gbps: npt.ArrayLike,
     return Evaluation(bw_gbps=bw, workloads=times, weighted_step_time_s=weighted, cost=cost,
                       objective_value=objective, residuals=FrozenMap(residuals),
                       residual_scales=FrozenMap(scales), dim_names=fabric.names)
+
+
+@dataclass(frozen=True)
+class Evaluations(FrozenAtInit):
+    """Scenarios of one family (one fabric, workloads, timing, prices and objective; their
+    weights and right-hand sides differ) evaluated at one allocation each, as arrays: what
+    :func:`evaluate` gives for each, the breakdowns left out.
+
+    Attributes
+    ----------
+    bw_gbps : numpy.ndarray
+        ``(N, D)`` bandwidth per dimension (GB/s per NPU).
+    step_time_s : numpy.ndarray
+        ``(N, W)`` step time of each workload (s).
+    weighted_step_time_s, network_cost_usd, objective_value : numpy.ndarray
+        ``(N,)``.
+    network_power_w : numpy.ndarray or None
+        ``(N,)`` W, ``None`` when no power model was given.
+    residuals, residual_scales : numpy.ndarray
+        ``(N, R)`` signed violation of each row of :attr:`labels` and its scale
+        (:attr:`Evaluation.residuals`).
+    labels : tuple of str
+    """
+
+    bw_gbps: np.ndarray
+    step_time_s: np.ndarray
+    weighted_step_time_s: np.ndarray
+    network_cost_usd: np.ndarray
+    network_power_w: np.ndarray | None
+    objective_value: np.ndarray
+    residuals: np.ndarray
+    residual_scales: np.ndarray
+    labels: tuple[str, ...]
+
+    def finite(self) -> np.ndarray:
+        """``(N,)`` whether every figure of an allocation is finite (:func:`evaluate` refuses
+        the others, naming the figure)."""
+        parts = [self.step_time_s, self.weighted_step_time_s[:, None],
+                 self.network_cost_usd[:, None], self.objective_value[:, None],
+                 self.residuals, self.residual_scales]
+        if self.network_power_w is not None:
+            parts.append(self.network_power_w[:, None])
+        return np.isfinite(np.hstack(parts)).all(axis=1)
+
+
+def evaluate_many(scenarios: Sequence[Scenario], bw_gbps: npt.ArrayLike,
+                  walks: tuple[WalkArrays, ...] | None = None) -> Evaluations:
+    """:func:`evaluate` of ``scenarios[i]`` at ``bw_gbps[i]`` for every ``i`` at once.
+
+    The scenarios must share their fabric, workloads, timing, cost coefficients and objective
+    (a sweep's points over weights and right-hand sides); ``walks``, when given, are theirs.
+    Step times, weighted step time, cost, power and objective are the same bits as
+    :func:`evaluate` gives one by one; a non-finite figure is returned, not refused
+    (:meth:`Evaluations.finite`).
+
+    Raises
+    ------
+    InputError
+        ``field="bw"`` for bandwidths that are not ``(N, D)`` finite numbers >= 0, or
+        ``field="scenarios"`` for scenarios of more than one family.
+
+    Examples
+    --------
+    >>> from libra_opt.scenario.examples import toy_scenario
+    >>> s = toy_scenario()
+    >>> many = evaluate_many([s, s], [[200.0, 100.0], [100.0, 100.0]])
+    >>> many.weighted_step_time_s.tolist(), many.network_cost_usd.tolist()
+    ([0.015, 0.02], [121600.0, 115200.0])
+    >>> [evaluate(s, b).objective_value for b in ([200.0, 100.0], [100.0, 100.0])]
+    [0.015, 0.02]
+    """
+    if not scenarios:
+        raise InputError("evaluate_many needs at least one scenario", field="scenarios")
+    s0 = scenarios[0]
+    fabric = s0.fabric
+    keep = ("fabric", "workloads", "timing", "coefficients", "objective_model")
+    for s in scenarios[1:]:
+        if any(getattr(s, k) is not getattr(s0, k) and getattr(s, k) != getattr(s0, k)
+               for k in keep):
+            raise InputError("evaluate_many takes scenarios that differ only in weights, "
+                             "limits and constraint right-hand sides", field="scenarios")
+    try:
+        bw = np.asarray(bw_gbps, dtype=float)
+    except (TypeError, ValueError):
+        raise InputError(f"bandwidths {short_repr(bw_gbps)} must be numbers (GB/s)",
+                         field="bw") from None
+    if bw.shape != (len(scenarios), fabric.n_dims) or not (np.isfinite(bw) & (bw >= 0)).all():
+        raise InputError(f"expected {len(scenarios)} x {fabric.n_dims} finite bandwidths >= 0 "
+                         f"GB/s, got shape {bw.shape}", field="bw")
+    if walks is None:
+        walks = scenario_walks(s0)
+    coeffs = s0.coefficients
+    rows = [scenario_rows(s, coeffs) for s in scenarios]
+    labels = tuple(r.label for r in rows[0])
+    if any(tuple(r.label for r in rs) != labels for rs in rows[1:]):
+        raise InputError("evaluate_many takes scenarios with the same constraints",
+                         field="scenarios")
+    a = np.array([r.a for r in rows[0]]).reshape(len(labels), fabric.n_dims)
+    rhs = np.array([[r.rhs for r in rs] for rs in rows]).reshape(len(rows), len(labels))
+    sign = np.array([1.0 if r.sense == "<=" else -1.0 for r in rows[0]])
+    equal = np.array([r.sense == "==" for r in rows[0]], dtype=bool)
+    weights = np.array([s.weights for s in scenarios], dtype=float)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        slowest = bw * slowest_fractions(fabric)
+        times = np.column_stack([step_times_s(w, slowest, s0.timing) for w in walks])
+        weighted = np.zeros(len(scenarios))
+        for j in range(len(walks)):  # as evaluate's sum over the workloads
+            weighted = weighted + weights[:, j] * times[:, j]
+        usd = (coeffs.usd_by_component * bw[:, :, None]).reshape(len(bw), -1).sum(axis=1)
+        power = (None if coeffs.w_by_component is None else
+                 (coeffs.w_by_component * bw[:, :, None]).reshape(len(bw), -1).sum(axis=1)
+                 + coeffs.fixed_w)
+        cost = usd + coeffs.fixed_usd
+        objective = np.array([s.objective_model.value(s, float(t), float(c), b)
+                              for s, t, c, b in zip(scenarios, weighted, cost, bw, strict=True)])
+        lhs = bw @ a.T
+        residuals = np.where(equal, np.abs(lhs - rhs), sign * (lhs - rhs))
+        scales = np.maximum(np.maximum(np.abs(rhs), bw @ np.abs(a).T), 1.0)
+    return Evaluations(bw_gbps=bw, step_time_s=times, weighted_step_time_s=weighted,
+                       network_cost_usd=cost, network_power_w=power, objective_value=objective,
+                       residuals=residuals, residual_scales=scales, labels=labels)

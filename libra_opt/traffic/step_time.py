@@ -24,7 +24,7 @@ from libra_opt.traffic.topology_aware import CollectiveSettings, collective_phas
 from libra_opt.traffic.workload import Workload, walk_collectives
 
 __all__ = ["PhaseArrays", "WalkArrays", "WorkloadTimes", "check_bandwidth", "step_time",
-           "step_time_from_walk", "traffic_by_group_bytes", "walk_arrays"]
+           "step_time_from_walk", "step_times_s", "traffic_by_group_bytes", "walk_arrays"]
 
 
 @dataclass(frozen=True)
@@ -337,6 +337,70 @@ def step_time(workload: Workload, fabric: Fabric, bw_gbps: npt.ArrayLike,
         walk_arrays(workload, fabric, timing), bw * slowest_fractions(fabric), timing)
 
 
+def _walk_times(walk: WalkArrays, bw_gbps: np.ndarray, timing: TimingModel
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The model of :func:`step_time_from_walk` at each row of ``bw_gbps`` (``(N, D)``,
+    checked): ``t_kd`` ``(N, K, D)``, ``t_k`` ``(N, K)``, the collective time of every phase
+    ``(N, P)`` and the step time ``(N,)``. Every figure of a row is computed from that row alone,
+    in the same order whatever ``N`` (one allocation gives the same bits alone or in a batch)."""
+    used = walk.fixed[0]
+    n = bw_gbps.shape[0]
+    # Per distinct collective k: t_kd on each dimension and its time t_k.
+    if timing.uses_topology_aware:
+        if walk.phases is None:
+            raise InputError("the walk was built without topology_aware settings (walk_arrays(..., "
+                             "collectives=CollectiveSettings(...)))", field="collective_model")
+        rows = [walk.phases.times_s(b) for b in bw_gbps]
+        t_k = np.array([r[0] for r in rows]).reshape(n, -1)
+        t_kd = np.array([r[1] for r in rows]).reshape(n, *used.shape)
+    else:
+        if timing.efficiency and walk.efficiency is None and used.any():
+            raise InputError(
+                "the walk was built without the timing's per-dimension efficiency "
+                "(walk_arrays(workload, fabric, timing))", field="efficiency")
+        rate = 1e9 * bw_gbps[:, None, :]
+        if walk.efficiency is not None:
+            rate = rate * walk.efficiency
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t_kd = np.where(used, walk.traffic_bytes / rate + walk.latency_s, 0.0)
+        if timing.is_pipelined:  # t_kd >= 0 where used, 0 elsewhere: the max over used
+            t_k = t_kd.max(axis=2, initial=0.0)
+        else:
+            t_k = t_kd.sum(axis=2)
+    # every occurrence, layer by layer, summed into its phase, and the phases into the step:
+    # row by row in walk order (the same bits for a row alone or in a batch)
+    n_p = walk.phase_compute_s.size
+    at = walk.coll_phase if n == 1 else (walk.coll_phase + n_p * np.arange(n)[:, None]).ravel()
+    phase_comm = np.bincount(at, weights=(t_k[0] if n == 1 else t_k)[..., walk.coll_distinct]
+                             .ravel(), minlength=n * n_p).reshape(n, n_p)
+    compute_p, count = walk.phase_compute_s, walk.phase_count
+    per_phase = (np.maximum(compute_p, phase_comm) if timing.overlapped
+                 else compute_p + phase_comm)
+    total = np.array([row @ count for row in per_phase])
+    if walk.hidden_window_s:
+        total = np.maximum(total - walk.hidden_window_s, 0.0)
+    return t_kd, t_k, phase_comm, total
+
+
+def step_times_s(walk: WalkArrays, bw_gbps: np.ndarray,
+                 timing: TimingModel | None = None) -> np.ndarray:
+    """Step time (s) of a walk at each row of ``bw_gbps`` (``(N, D)`` GB/s, already checked
+    and slowest-member scaled): :func:`step_time_from_walk`'s ``step_time_s`` for many
+    allocations at once, the same bits as one by one.
+
+    Examples
+    --------
+    >>> from libra_opt.fabric.dims import Dim
+    >>> from libra_opt.traffic.workload import Collective, Layer, Phase
+    >>> f = Fabric((Dim("a", "ring", 4, "T"),))
+    >>> w = Workload("w", (Layer("l", Phase(0.5, (Collective("all_reduce", 4e9, "g"),))),),
+    ...              {"g": (4,)})
+    >>> step_times_s(walk_arrays(w, f), np.array([[100.0], [50.0]])).tolist()  # 0.5 + 6e9/B
+    [0.56, 0.62]
+    """
+    return _walk_times(walk, np.asarray(bw_gbps, dtype=float), as_timing(timing))[3]
+
+
 def step_time_from_walk(walk: WalkArrays, bw_gbps: np.ndarray,
                         timing: TimingModel | None = None) -> WorkloadTimes:
     """:func:`step_time` of a walk built by :func:`walk_arrays`, ``bw_gbps`` already checked.
@@ -347,49 +411,21 @@ def step_time_from_walk(walk: WalkArrays, bw_gbps: np.ndarray,
     collective takes ``max_d t_cd`` (pipelined), ``sum_d t_cd`` (sequential) or its chunk
     pipeline (``topology_aware``, :meth:`PhaseArrays.times_s`).
     """
-    timing = as_timing(timing)
-    bw = np.asarray(bw_gbps, dtype=float)
-    traffic = walk.traffic_bytes
-    used, compute, c_count, per_distinct, traffic_by_dim = walk.fixed
-    # Per distinct collective k: t_kd on each dimension and its time t_k.
-    if timing.uses_topology_aware:
-        if walk.phases is None:
-            raise InputError("the walk was built without topology_aware settings (walk_arrays(..., "
-                             "collectives=CollectiveSettings(...)))", field="collective_model")
-        t_k, t_kd = walk.phases.times_s(bw)
-    else:
-        if timing.efficiency and walk.efficiency is None and used.any():
-            raise InputError(
-                "the walk was built without the timing's per-dimension efficiency "
-                "(walk_arrays(workload, fabric, timing))", field="efficiency")
-        rate = 1e9 * bw[None, :] if walk.efficiency is None else 1e9 * bw[None, :] * walk.efficiency
-        with np.errstate(divide="ignore", invalid="ignore"):
-            t_kd = np.where(used, traffic / rate + walk.latency_s, 0.0)
-        if timing.is_pipelined:  # t_kd >= 0 where used, 0 elsewhere: the max over used
-            t_k = t_kd.max(axis=1, initial=0.0)
-        else:
-            t_k = t_kd.sum(axis=1)
-    t_c = t_k[walk.coll_distinct]  # every occurrence, layer by layer
-    n_p = walk.phase_compute_s.size
-    phase_comm = np.bincount(walk.coll_phase, weights=t_c, minlength=n_p)
+    bw = np.asarray(bw_gbps, dtype=float).reshape(1, -1)
+    t_kd, t_k, phase_comm, total = _walk_times(walk, bw, as_timing(timing))
+    t_kd, t_c, phase_comm = t_kd[0], t_k[0, walk.coll_distinct], phase_comm[0]
+    _, compute, c_count, per_distinct, traffic_by_dim = walk.fixed
     count = walk.phase_count
-    compute_p = walk.phase_compute_s
-    if not timing.overlapped:
-        total = float(count @ (compute_p + phase_comm))
-    else:
-        total = float(count @ np.maximum(compute_p, phase_comm))
-    if walk.hidden_window_s:
-        total = max(total - walk.hidden_window_s, 0.0)
-    comm = float(count @ phase_comm)
     by_phase_arr = np.bincount(walk.phase_kind, weights=count * phase_comm, minlength=len(PHASES))
     by_group_arr = np.bincount(walk.coll_group, weights=c_count * t_c,
                                minlength=len(walk.group_names))
+    step = float(total[0])
     return WorkloadTimes(
         name=walk.name,
-        step_time_s=total,
+        step_time_s=step,
         compute_s=compute,
-        comm_s=comm,
-        exposed_comm_s=total - compute,
+        comm_s=float(count @ phase_comm),
+        exposed_comm_s=step - compute,
         comm_by_phase_s=FrozenMap(
             {name: float(by_phase_arr[i]) for i, name in enumerate(PHASES)}),
         comm_by_group_s=FrozenMap(

@@ -530,3 +530,31 @@ def test_resume_and_overwrite_need_a_results_folder():
         with pytest.raises(InputError, match="give out=DIR") as err:
             lo.sweep(toy_scenario(), {"sum(bw) == 300": [150]}, progress=False, **{flag: True})
         assert err.value.field == flag
+
+
+def test_points_re_checked_together_are_the_points_solved_one_by_one(monkeypatch):
+    """A chunk's data points are solved and re-checked in groups (``solve_many``): every
+    column but the timings is what the one-by-one path gives, infeasible points included;
+    the group path decides most feasible points itself (counted: those near the budget's
+    floor, polished or pinned, go one by one)."""
+    from libra_opt.explore import grid
+    from libra_opt.optimize import batch
+
+    axes = {"budget_usd": np.geomspace(1e5, 6e7, 23),
+            "workloads.gpt3_175b.weight": [0.5, 2.0],
+            "constraints.bounds.scaleout[1]": [60.0, 100.0]}
+    decided = []
+
+    def counted(problem, points):
+        answers = batch.solve_many(problem, points)
+        decided.extend(a for a in answers if a is not None)
+        return answers
+
+    monkeypatch.setattr(grid, "solve_many", counted)
+    together = sweep("gpt3_175b_a100_cluster", axes, progress=False)
+    monkeypatch.setattr(grid, "_GROUP", 1)
+    alone = sweep("gpt3_175b_a100_cluster", axes, progress=False)
+    pd.testing.assert_frame_equal(_no_timing(together), _no_timing(alone), check_exact=True)
+    n_optimal = int((together["status"] == "optimal").sum())
+    assert 0 < n_optimal < len(together) == 23 * 2 * 2
+    assert 0.75 * n_optimal <= len(decided) <= n_optimal

@@ -1,0 +1,132 @@
+"""Data-only solves re-checked together (:func:`solve_many`): each answer is the hand optimum,
+the same bits as :func:`solve` gives alone, and every point the batch does not decide is left
+to :func:`solve` (``None``)."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+
+from libra_opt.errors import InputError
+from libra_opt.io import load_scenario
+from libra_opt.optimize.batch import solve_many
+from libra_opt.optimize.problem import build_problem, solve
+from libra_opt.scenario.evaluate import evaluate, evaluate_many
+from libra_opt.scenario.examples import toy_scenario
+from libra_opt.traffic.step_time import step_time_from_walk, step_times_s, walk_arrays
+from libra_opt.traffic.topology_aware import CollectiveSettings
+from tests.optimize.test_data_updates import hand_optimum, two_workloads
+
+
+def same_as_solve(problem_of, points, answers):
+    """Every non-None answer equals a fresh :func:`solve` of its point, bit for bit."""
+    for (rhs, weights), a in zip(points, answers, strict=True):
+        if a is None:
+            continue
+        sol = solve(problem_of(), rhs=rhs, weights=weights or None, with_baselines=False)
+        ev = sol.evaluation
+        assert a.objective_value == sol.objective_value
+        assert a.bw_gbps == tuple(sol.bw_gbps.tolist())
+        assert a.step_time_s == tuple(t.step_time_s for t in ev.workloads)
+        assert a.weighted_step_time_s == ev.weighted_step_time_s
+        assert a.network_cost_usd == ev.cost.network_cost_usd
+        assert a.network_power_w == ev.cost.network_power_w
+        assert a.shadow == tuple((c.label, c.shadow_price) for c in sol.constraints)
+
+
+def test_weights_give_the_hand_optimum_and_what_solve_gives():
+    problem = build_problem(two_workloads())
+    pairs = [(1.0, 1.0), (4.0, 1.0), (1.0, 9.0), (0.3, 2.5)]
+    points = [({}, {"a": wa, "b": wb}) for wa, wb in pairs]
+    answers = solve_many(problem, points)
+    assert all(a is not None for a in answers)
+    for (wa, wb), a in zip(pairs, answers, strict=True):
+        bw, objective = hand_optimum(wa, wb)
+        assert_allclose(a.objective_value, objective, rtol=1e-7)
+        assert_allclose(a.bw_gbps, bw, rtol=1e-5)
+    same_as_solve(lambda: build_problem(two_workloads()), points, answers)
+
+
+@pytest.mark.parametrize("name, label, values", [
+    ("gpt3_175b_4d", "sum(bw) == 1000", np.linspace(500.0, 2000.0, 7)),
+    ("multi_4d", "budget_usd", np.linspace(3e7, 9e7, 7)),
+    ("transformer_1t_4d_ppc", "bw.pod <= 100.0", np.linspace(20.0, 200.0, 7)),
+    ("gpt3_175b_a100_cluster", "budget_usd", np.linspace(1e7, 6e7, 7)),
+])
+def test_right_hand_sides_of_the_examples_are_what_solve_gives(name, label, values):
+    points = [({label: float(v)}, {}) for v in values]
+    answers = solve_many(build_problem(load_scenario(name)), points)
+    assert sum(a is not None for a in answers) >= 5  # the batch decides most of them
+    same_as_solve(lambda: build_problem(load_scenario(name)), points, answers)
+
+
+def test_points_the_batch_does_not_decide_are_left_to_solve():
+    scen = load_scenario("gpt3_175b_a100_cluster")
+    problem = build_problem(scen)
+    # a budget below the bandwidth floors' cost (infeasible), a label the problem lacks,
+    # a bad weight, then one the batch decides
+    points = [({"budget_usd": 1e5}, {}), ({"power_w": 1e6}, {}),
+              ({}, {"gpt3_175b": -1.0}), ({"budget_usd": 4e7}, {})]
+    answers = solve_many(problem, points)
+    assert answers[:3] == [None, None, None] and answers[3] is not None
+    # a failure model needs the Solution's failure report: all left to solve()
+    tco = build_problem(load_scenario("llama3_405b_h100_tco"))
+    assert tco.scenario.reliability is not None
+    assert solve_many(tco, [({}, {}), ({}, {})]) == [None, None]
+    # the cvxpy reference backend, and a dimension without traffic (idle): solve() decides
+    assert solve_many(build_problem(toy_scenario(), backend="cvxpy"), [({}, {})]) == [None]
+
+
+def test_idle_dimensions_are_left_to_solve():
+    scen = two_workloads()
+    problem = build_problem(dataclasses.replace(scen, workloads=scen.workloads[:1],
+                                                weights=None))  # pod carries nothing
+    assert problem.terms.used_dims.tolist() == [0]
+    assert solve_many(problem, [({}, {}), ({}, {})]) == [None, None]
+
+
+@pytest.mark.parametrize("name", ["gpt3_175b_4d", "multi_4d", "transformer_1t_4d_ppc",
+                                  "llama3_405b_h100_tco", "deepseek_v3_rail_only"])
+def test_evaluate_many_is_evaluate_row_by_row(name):
+    scen = load_scenario(name)
+    rng = np.random.default_rng(7)
+    bw = rng.uniform(5.0, 400.0, size=(6, scen.fabric.n_dims))
+    many = evaluate_many([scen] * len(bw), bw)
+    for i, b in enumerate(bw):
+        ev = evaluate(scen, b)
+        assert many.step_time_s[i].tolist() == [t.step_time_s for t in ev.workloads]
+        assert many.weighted_step_time_s[i] == ev.weighted_step_time_s
+        assert many.network_cost_usd[i] == ev.cost.network_cost_usd
+        assert many.objective_value[i] == ev.objective_value
+        assert many.labels == tuple(ev.residuals)
+        assert_allclose(many.residuals[i], list(ev.residuals.values()), rtol=1e-12, atol=1e-9)
+        assert_allclose(many.residual_scales[i], list(ev.residual_scales.values()), rtol=1e-12)
+    assert many.finite().all()
+    assert not many.bw_gbps.flags.writeable
+
+
+def test_evaluate_many_refuses_bad_bandwidths_and_mixed_scenarios():
+    scen = toy_scenario()
+    with pytest.raises(InputError, match="expected 2 x 2 finite bandwidths") as e:
+        evaluate_many([scen, scen], [[1.0, 2.0]])
+    assert e.value.field == "bw"
+    with pytest.raises(InputError, match="finite bandwidths"):
+        evaluate_many([scen], [[1.0, -2.0]])
+    with pytest.raises(InputError, match="differ only in weights") as e:
+        evaluate_many([scen, scen.with_limits(budget_usd=1e6),
+                       dataclasses.replace(scen, collective_model="sequential")], np.ones((3, 2)))
+    assert e.value.field == "scenarios"
+
+
+@pytest.mark.parametrize("timing", [
+    {}, {"collective_model": "sequential"}, {"training_loop": "overlap"},
+    {"collective_model": "topology_aware"},
+    {"collectives": CollectiveSettings(efficiency={"chiplet": 0.5, "pod": "ndr400_ib_nccl"})},
+])
+def test_step_times_of_many_rows_are_each_rows_step_time(timing):
+    scen = dataclasses.replace(load_scenario("gpt3_175b_4d"), **timing)
+    walk = walk_arrays(scen.workloads[0], scen.fabric, scen.timing)
+    bw = np.array([[100.0, 200.0, 300.0, 400.0], [1.0, 1.0, 1.0, 1.0], [50.0, 0.5, 80.0, 9.0]])
+    many = step_times_s(walk, bw, scen.timing)
+    assert many.tolist() == [step_time_from_walk(walk, b, scen.timing).step_time_s for b in bw]
