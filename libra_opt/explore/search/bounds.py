@@ -41,6 +41,7 @@ from libra_opt.scenario.scenario import Scenario
 from libra_opt.traffic.in_network import in_network_dims
 from libra_opt.traffic.routing import collective_traffic
 from libra_opt.traffic.step_time import WalkArrays, step_time_from_walk
+from libra_opt.traffic.step_time import step_times_s as walk_step_times_s
 from libra_opt.traffic.timing import TimingModel
 
 __all__ = ["ShapeBounds", "shape_bounds", "step_times_s", "LEVELS",
@@ -117,35 +118,16 @@ class ShapeBounds:
 
 
 def step_times_s(walk: WalkArrays, bw_gbps: np.ndarray, timing: TimingModel) -> np.ndarray:
-    """Step times at each row of ``bw_gbps`` (``(K, D)``): :func:`step_time_from_walk`
-    vectorized over the rows for the ``pipelined`` and ``sequential`` models (the tests compare
-    the two), a loop otherwise. Infinite bandwidth makes a transfer term vanish.
+    """Step times at each row of ``bw_gbps`` (``(K, D)``,
+    :func:`~libra_opt.traffic.step_time.step_times_s`); infinite bandwidth makes a transfer
+    term vanish. Under ``topology_aware`` (whose chunk pipeline is not evaluated at infinity)
+    a row with an infinite bandwidth, and any non-finite time, gives the compute alone.
     """
-    if timing.uses_topology_aware or walk.hidden_window_s:
-        compute = float(walk.phase_count @ walk.phase_compute_s)
-        out = []
-        for b in bw_gbps:
-            t = compute
-            if not (np.isinf(b).any() and timing.uses_topology_aware):
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    t = step_time_from_walk(walk, b, timing).step_time_s
-            out.append(t if math.isfinite(t) else compute)
-        return np.array(out)
-    used: np.ndarray = np.asarray(walk.traffic_bytes > 0)
-    traffic = walk.traffic_bytes if walk.efficiency is None else walk.traffic_bytes / walk.efficiency
+    compute = float(walk.phase_count @ walk.phase_compute_s)
+    rows = ~np.isinf(bw_gbps).any(axis=1) if timing.uses_topology_aware else True
     with np.errstate(divide="ignore", invalid="ignore"):
-        t_kd = np.where(used[None], traffic[None] / (1e9 * bw_gbps[:, None, :])
-                        + walk.latency_s[None], 0.0)  # (K, C, D)
-    # every term >= 0 and 0 where unused: the max over the used dimensions, or their sum
-    t_k = t_kd.max(axis=2, initial=0.0) if timing.is_pipelined else t_kd.sum(axis=2)
-    t_c = t_k[:, walk.coll_distinct]  # (K, occurrences)
-    n_p = walk.phase_compute_s.size
-    comm = np.zeros((bw_gbps.shape[0], n_p))
-    for i, p in enumerate(walk.coll_phase.tolist()):  # occurrences in step order
-        comm[:, p] += t_c[:, i]
-    if not timing.overlapped:
-        return (walk.phase_compute_s[None] + comm) @ walk.phase_count
-    return np.maximum(walk.phase_compute_s[None], comm) @ walk.phase_count
+        t = walk_step_times_s(walk, np.where(np.reshape(rows, (-1, 1)), bw_gbps, 1.0), timing)
+    return np.where(rows & np.isfinite(t), t, compute)
 
 
 def shape_bounds(scenario: Scenario, fixed_bw_gbps: np.ndarray | None = None) -> ShapeBounds:
