@@ -4,7 +4,9 @@ the table they make (:func:`libra_opt.explore.sweep.sweep` runs it).
 An axis is a path of :mod:`libra_opt.explore.overrides` with values, of one of three kinds:
 ``rhs`` (a cap or a constraint's label) and ``weight`` (``workloads.<name>.weight``) are data
 of the built program: the points of one structural combination re-solve one problem with new
-numbers (:func:`~libra_opt.optimize.problem.solve` with ``rhs=`` and ``weights=``);
+numbers, up to :data:`_GROUP` at a time re-checked together
+(:func:`~libra_opt.optimize.batch.solve_many`; a point it leaves, alone by
+:func:`~libra_opt.optimize.problem.solve` with ``rhs=`` and ``weights=``);
 ``structural`` (any other path) edits the spec, compiled once per distinct combination, and
 its problem is built from the base problem (``build_problem(like=)``), keeping what the edit
 leaves alone. Points are grouped by their structural values into chunks and batches

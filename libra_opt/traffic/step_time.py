@@ -392,11 +392,11 @@ def step_times_s(walk: WalkArrays, bw_gbps: np.ndarray,
     --------
     >>> from libra_opt.fabric.dims import Dim
     >>> from libra_opt.traffic.workload import Collective, Layer, Phase
-    >>> f = Fabric((Dim("a", "ring", 4, "T"),))
-    >>> w = Workload("w", (Layer("l", Phase(0.5, (Collective("all_reduce", 4e9, "g"),))),),
-    ...              {"g": (4,)})
-    >>> step_times_s(walk_arrays(w, f), np.array([[100.0], [50.0]])).tolist()  # 0.5 + 6e9/B
-    [0.56, 0.62]
+    >>> ag = Collective("all_gather", 1e9, "g")    # 7 x 1e9 bytes through each NPU
+    >>> w = Workload("w", (Layer("l", Phase(0.1, (ag,)), count=2),), {"g": (8,)})
+    >>> walk = walk_arrays(w, Fabric((Dim("s", "switch", 8, "T"),)))
+    >>> step_times_s(walk, np.array([[100.0], [50.0]])).round(9).tolist()  # 2 (0.1 + 7e9 / B)
+    [0.34, 0.48]
     """
     return _walk_times(walk, np.asarray(bw_gbps, dtype=float), as_timing(timing))[3]
 
