@@ -164,19 +164,18 @@ def layer_params_local(model: TransformerSpec, par: Parallelism, c: LayerCounts)
     return dense, expert
 
 
-def _phases(flops: tuple[float, float, float], colls: PhaseCollectives, device: Device, dtype: str,
-            eff: ComputeEfficiency) -> tuple[Phase, Phase, Phase]:
-    f, i, w = (compute_time_s(x, device, dtype, eff) for x in flops)
+def _phases(times: list[float], colls: PhaseCollectives) -> tuple[Phase, Phase, Phase]:
+    f, i, w = times
     return Phase(f, colls.forward), Phase(i, colls.input_grad), Phase(w, colls.weight_grad)
 
 
 Breakdown = dict[str, float]
 
 
-def _op_phases(ops: LayerOperators, colls: PhaseCollectives, device: Device, dtype: str,
-               eff: ComputeEfficiency, breakdown: Breakdown) -> tuple[Phase, Phase, Phase]:
-    """Phases priced operator by operator; adds each operator's time to ``breakdown`` (by
-    operator class)."""
+def _op_times(ops: LayerOperators, device: Device, dtype: str, eff: ComputeEfficiency,
+              breakdown: Breakdown) -> list[float]:
+    """Compute time of each pass priced operator by operator; adds each operator's time to
+    ``breakdown`` (by operator class)."""
     times = []
     for pass_ops in ops.passes():
         total = 0.0
@@ -185,8 +184,7 @@ def _op_phases(ops: LayerOperators, colls: PhaseCollectives, device: Device, dty
             total += t
             breakdown[op.op_class] = breakdown.get(op.op_class, 0.0) + t
         times.append(total)
-    f, i, w = times
-    return Phase(f, colls.forward), Phase(i, colls.input_grad), Phase(w, colls.weight_grad)
+    return times
 
 
 def _scaled(phase: Phase, factor: float) -> Phase:
@@ -236,9 +234,10 @@ def _priced(name: str, ops: Callable[[], LayerOperators], flops: tuple[float, fl
     behind the GEMMs of its TP ``blocks``."""
     dtype = par.precision.compute_dtype
     if eff.kind != "roofline":
-        return (Layer(name, *_phases(flops, colls, device, dtype, eff)),)
+        return (Layer(name, *_phases([compute_time_s(x, device, dtype, eff) for x in flops],
+                                     colls)),)
     block_ops = ops()
-    layer = Layer(name, *_op_phases(block_ops, colls, device, dtype, eff, bd))
+    layer = Layer(name, *_phases(_op_times(block_ops, device, dtype, eff, bd), colls))
     if par.tp_comm_overlap and blocks:
         return tuple(split_overlapped(layer, block_ops, blocks, par, device, dtype, eff.value))
     return (layer,)
