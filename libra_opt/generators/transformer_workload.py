@@ -92,7 +92,8 @@ from libra_opt.generators.transformer_counts import (
 )
 from libra_opt.traffic.workload import Collective, Layer, Phase, Workload
 
-__all__ = ["transformer_workload", "layer_params_local", "check_transformer_parallelism"]
+__all__ = ["transformer_workload", "layer_params_local", "check_transformer_parallelism",
+           "stage_memory"]
 
 log = logging.getLogger(__name__)
 
@@ -361,10 +362,12 @@ def _stage_compute_s(layers: list[tuple[Layer, int]]) -> float:
     return sum(n * sum(p.compute_s for _, p in layer.phases()) for layer, n in layers)
 
 
-def _stage_memory(model: TransformerSpec, par: Parallelism, stage: StagePlan, dense_p: float,
-                  expert_p: float, device: Device, layer_act: tuple[float, float]
-                  ) -> MemoryBreakdown:
-    """``layer_act``: a (dense, MoE) layer's activation bytes per micro-batch."""
+def stage_memory(model: TransformerSpec, par: Parallelism, stage: StagePlan, dense_p: float,
+                 expert_p: float, capacity_bytes: float, layer_act: tuple[float, float]
+                 ) -> MemoryBreakdown:
+    """The memory of an NPU of pipeline stage ``stage`` holding ``dense_p`` dense and
+    ``expert_p`` expert parameters (before ZeRO sharding); ``layer_act``: a (dense, MoE)
+    layer's activation bytes per micro-batch."""
     w1, g1, o1 = model_state_bytes(dense_p, par.precision, par.zero, par.dp * par.cp)
     w2, g2, o2 = model_state_bytes(expert_p, par.precision, par.zero, par.expert_dp * par.cp)
     host = 0.0
@@ -378,7 +381,7 @@ def _stage_memory(model: TransformerSpec, par: Parallelism, stage: StagePlan, de
         act += head_activation_bytes(model, par)
     return MemoryBreakdown(
         weights_bytes=w1 + w2, grads_bytes=g1 + g2, optimizer_bytes=o1 + o2,
-        activations_bytes=act, capacity_bytes=device.hbm_bytes,
+        activations_bytes=act, capacity_bytes=capacity_bytes,
         where=f"pipeline stage {stage.index}", host_bytes=host,
     )
 
@@ -496,7 +499,7 @@ def transformer_workload(model: TransformerSpec, par: Parallelism, device: Devic
                         flat_ring_groups=frozenset(FLAT_RING_GROUPS) & set(groups))
     layer_act = (transformer_layer_activation_bytes(model, par, moe=False),
                  transformer_layer_activation_bytes(model, par, moe=True))
-    mems = [_stage_memory(model, par, s, d, e, device, layer_act)
+    mems = [stage_memory(model, par, s, d, e, device.hbm_bytes, layer_act)
             for s, (_, d, e, _) in zip(stages, per_stage, strict=True)]
     memory = max(mems, key=lambda mb: mb.total_bytes)
     if check_memory and not memory.fits:
