@@ -222,12 +222,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _out_names() -> list[str]:
     """The files ``--out`` writes besides the manifest."""
-    import importlib.util
-
     from libra_opt.io.results import RESULTS_CSV, RESULTS_PARQUET
 
-    parquet = importlib.util.find_spec("pyarrow") is not None
-    return [RESULTS_CSV, *((RESULTS_PARQUET,) if parquet else ()), "search.png"]
+    return [RESULTS_CSV, RESULTS_PARQUET, "search.png"]
 
 
 def _check_shapes(base: Any, space: Any, args: argparse.Namespace) -> None:
@@ -336,11 +333,10 @@ def _write(res: Any, base: Any, args: argparse.Namespace) -> list[Any]:
         placements=args.placements, rows=len(table),
         stats=dict(res.stats))
 
-    writers: dict[str, Any] = {RESULTS_CSV: lambda p: write_csv_atomic(table, p)}
-    names = _out_names()
-    if RESULTS_PARQUET in names:
-        writers[RESULTS_PARQUET] = lambda p: write_results(table, p, meta)
-    writers["search.png"] = lambda p: save_drawn(lambda: plot_search(res, top=len(res.solutions)),
-                                                 p, bbox_inches="tight")
+    writers: dict[str, Any] = {
+        RESULTS_CSV: lambda p: write_csv_atomic(table, p),
+        RESULTS_PARQUET: lambda p: write_results(table, p, meta),
+        "search.png": lambda p: save_drawn(lambda: plot_search(res, top=len(res.solutions)), p,
+                                           bbox_inches="tight")}
     with option_context("--out"):
         return write_run_folder(args.out, writers, meta, overwrite=args.overwrite)

@@ -67,8 +67,7 @@ def _bounded_least_squares(residual: Callable[[np.ndarray], list[float]], x0: Se
     res = least_squares(lambda x: np.asarray(residual(x), dtype=float), start, bounds=(lo, hi),
                         method="trf", ftol=_TOL, xtol=_TOL, gtol=_TOL)
     x = np.asarray(res.x, dtype=float)
-    x = np.where(res.active_mask < 0, lo, np.where(res.active_mask > 0, hi, x))
-    return x
+    return np.where(res.active_mask < 0, lo, np.where(res.active_mask > 0, hi, x))
 
 
 def _log_errors(rows: Sequence[ValidationRow], device: Device) -> list[float]:

@@ -7,6 +7,7 @@ fat-tree each leaf serves one rail.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import networkx as nx
@@ -28,19 +29,7 @@ def npu_coords(fabric: Fabric, i: int) -> tuple[int, ...]:
     >>> npu_coords(multi_dim((4, 8), ("ring", "switch")), 13)
     (1, 3)
     """
-    out = []
-    for n in fabric.sizes:
-        out.append(i % n)
-        i //= n
-    return tuple(out)
-
-
-def _index(sizes: Sequence[int], coords: Sequence[int]) -> int:
-    i, stride = 0, 1
-    for c, n in zip(coords, sizes, strict=True):
-        i += c * stride
-        stride *= n
-    return i
+    return tuple(int(c) for c in np.unravel_index(i, fabric.sizes, order="F"))
 
 
 def _clos(
@@ -139,10 +128,11 @@ def fabric_graph(
         topo = dim.topology
         if not topo.switched:
             share = b / topo.links_per_npu(n)
-            for c in coords:
+            stride = math.prod(sizes[:d])
+            for i, c in enumerate(coords):
                 if c[d]:
                     continue  # enumerate each block once, from coordinate 0
-                members = [_index(sizes, (*c[:d], j, *c[d + 1 :])) for j in range(n)]
+                members = [i + j * stride for j in range(n)]
                 for u, v in topo.wiring(n):
                     g.add_edge(("npu", members[u]), ("npu", members[v]), kind="direct", dim=d,
                                bw_gbps=share, media="optical")

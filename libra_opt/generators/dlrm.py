@@ -16,16 +16,14 @@ from __future__ import annotations
 
 import itertools
 
-from libra_opt.errors import InputError
 from libra_opt.fabric.dims import Fabric
 from libra_opt.generators.descriptors import DLRMSpec
 from libra_opt.generators.devices import ComputeEfficiency, Device, compute_time_s, memory_time_s
 from libra_opt.generators.generated import GeneratedWorkload
 from libra_opt.generators.mapping import Placement
-from libra_opt.generators.memory import MemoryBreakdown, model_state_bytes
 from libra_opt.generators.parallelism import Parallelism
-from libra_opt.generators.resnet import check_data_parallel_only
-from libra_opt.traffic.workload import Collective, Layer, Phase, Workload
+from libra_opt.generators.resnet import check_data_parallel_only, data_parallel_workload
+from libra_opt.traffic.workload import Collective, Layer, Phase
 
 __all__ = ["dlrm_mlp_shapes", "dlrm_params", "dlrm_flops_per_sample", "dlrm_workload"]
 
@@ -110,39 +108,13 @@ def dlrm_workload(spec: DLRMSpec, par: Parallelism, device: Device, fabric: Fabr
     sync = [c for c in (ar_b, ar_t) if c is not None]
     if m > 1 and sync:
         layers.append(Layer("dp_grad_sync", weight_grad=Phase(0.0, tuple(sync))))
-    pb, gb, ob = prec.param_bytes, prec.grad_bytes, prec.optimizer_bytes
-    shard = mlp_params / n if par.zero >= 1 else mlp_params
-    layers.append(Layer("optimizer_step", Phase(memory_time_s(shard * (gb + 2 * ob + pb), device))))
-
-    w, g, o = model_state_bytes(mlp_params, prec, par.zero, n)
-    w += emb_params * pb / n
     widths = sum(o_ for _, o_ in bot + top) + n_tables * spec.embedding_dim + top[0][0]
-    act = 2.0 * b * widths * beta
-    memory = MemoryBreakdown(weights_bytes=w, grads_bytes=g, optimizer_bytes=o,
-                             activations_bytes=act, capacity_bytes=device.hbm_bytes,
-                             where="every NPU")
-    if check_memory and not memory.fits:
-        raise InputError(f"{spec.name} does not fit: {memory.describe()}", field="parallelism")
     mlp_f, inter_f = dlrm_flops_per_sample(spec)
-    flops_step = 3.0 * (mlp_f + inter_f) * par.global_batch_size
     groups = placement.groups()
     groups["emb"] = groups["dp"]
-    return GeneratedWorkload(
-        workload=Workload(name or spec.name, tuple(layers), groups),
-        model_name=spec.name,
-        n_npus=fabric.n_npus,
-        device=device,
-        efficiency=efficiency,
-        compute_dtype=dtype,
-        model_flops_per_step=flops_step,
-        hardware_flops_per_step=flops_step,
-        tokens_per_step=float(par.global_batch_size),
-        samples_per_step=float(par.global_batch_size),
-        memory=memory,
-        placement=placement,
-        micro_batches=m,
-        notes=(
-            "tokens_per_step counts samples",
-            "embedding tables sharded evenly over all NPUs (group 'emb' = 'dp')",
-        ),
-    )
+    return data_parallel_workload(
+        spec.name, layers, groups, mlp_params, emb_params * prec.param_bytes / n,
+        2.0 * b * widths * beta, 3.0 * (mlp_f + inter_f), par, device, fabric, placement,
+        efficiency, name, check_memory,
+        ("tokens_per_step counts samples",
+         "embedding tables sharded evenly over all NPUs (group 'emb' = 'dp')"))

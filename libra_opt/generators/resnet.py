@@ -19,7 +19,8 @@ from libra_opt.generators.memory import MemoryBreakdown, model_state_bytes
 from libra_opt.generators.parallelism import Parallelism
 from libra_opt.traffic.workload import Collective, Layer, Phase, Workload
 
-__all__ = ["StageCounts", "resnet_stage_counts", "resnet_workload", "check_data_parallel_only"]
+__all__ = ["StageCounts", "resnet_stage_counts", "resnet_workload", "check_data_parallel_only",
+           "data_parallel_workload"]
 
 
 @dataclass(frozen=True)
@@ -128,30 +129,48 @@ def resnet_workload(spec: ResNetSpec, par: Parallelism, device: Device, fabric: 
             sync.extend(ar)
     if sync:
         layers.append(Layer("dp_grad_sync", weight_grad=Phase(0.0, tuple(sync))))
-    pb, gb, ob = par.precision.param_bytes, par.precision.grad_bytes, par.precision.optimizer_bytes
-    shard = total_params / par.dp if par.zero >= 1 else total_params
-    layers.append(Layer("optimizer_step", Phase(memory_time_s(shard * (gb + 2 * ob + pb), device))))
-    w, g, o = model_state_bytes(total_params, par.precision, par.zero, par.dp)
     act = 2.0 * sum(s.activation_elements for s in stages) * b * par.precision.activation_bytes
-    memory = MemoryBreakdown(weights_bytes=w, grads_bytes=g, optimizer_bytes=o,
-                             activations_bytes=act, capacity_bytes=device.hbm_bytes,
-                             where="every NPU")
+    return data_parallel_workload(
+        spec.name, layers, placement.groups(), total_params, 0.0, act,
+        6.0 * sum(s.macs for s in stages), par, device, fabric, placement, efficiency, name,
+        check_memory, ("tokens_per_step counts images",))
+
+
+def data_parallel_workload(model_name: str, layers: list[Layer], groups: dict, params: float,
+                           extra_weight_bytes: float, activation_bytes: float,
+                           flops_per_sample: float, par: Parallelism, device: Device,
+                           fabric: Fabric, placement: Placement, efficiency: ComputeEfficiency,
+                           name: str | None, check_memory: bool, notes: tuple[str, ...]
+                           ) -> GeneratedWorkload:
+    """A data-parallel step of ``layers`` then the memory-bound optimizer step of the
+    ``params`` every NPU replicates (ZeRO-sharded), with every NPU's memory (those parameters'
+    state, ``extra_weight_bytes`` and ``activation_bytes``) checked to fit when
+    ``check_memory``; ``flops_per_sample`` counts forward and backward. A token is a sample.
+    """
+    prec = par.precision
+    shard = params / par.dp if par.zero >= 1 else params
+    update_bytes = shard * (prec.grad_bytes + 2 * prec.optimizer_bytes + prec.param_bytes)
+    layers = [*layers, Layer("optimizer_step", Phase(memory_time_s(update_bytes, device)))]
+    w, g, o = model_state_bytes(params, prec, par.zero, par.dp)
+    memory = MemoryBreakdown(weights_bytes=w + extra_weight_bytes, grads_bytes=g,
+                             optimizer_bytes=o, activations_bytes=activation_bytes,
+                             capacity_bytes=device.hbm_bytes, where="every NPU")
     if check_memory and not memory.fits:
-        raise InputError(f"{spec.name} does not fit: {memory.describe()}", field="parallelism")
-    flops_per_image = 6.0 * sum(s.macs for s in stages)
+        raise InputError(f"{model_name} does not fit: {memory.describe()}", field="parallelism")
+    flops = flops_per_sample * par.global_batch_size
     return GeneratedWorkload(
-        workload=Workload(name or spec.name, tuple(layers), placement.groups()),
-        model_name=spec.name,
+        workload=Workload(name or model_name, tuple(layers), groups),
+        model_name=model_name,
         n_npus=fabric.n_npus,
         device=device,
         efficiency=efficiency,
-        compute_dtype=dtype,
-        model_flops_per_step=flops_per_image * par.global_batch_size,
-        hardware_flops_per_step=flops_per_image * par.global_batch_size,
+        compute_dtype=prec.compute_dtype,
+        model_flops_per_step=flops,
+        hardware_flops_per_step=flops,
         tokens_per_step=float(par.global_batch_size),
         samples_per_step=float(par.global_batch_size),
         memory=memory,
         placement=placement,
-        micro_batches=m,
-        notes=("tokens_per_step counts images",),
+        micro_batches=par.micro_batches,
+        notes=notes,
     )

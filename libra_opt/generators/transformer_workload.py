@@ -92,7 +92,8 @@ from libra_opt.generators.transformer_counts import (
 )
 from libra_opt.traffic.workload import Collective, Layer, Phase, Workload
 
-__all__ = ["transformer_workload", "layer_params_local", "check_transformer_parallelism"]
+__all__ = ["transformer_workload", "layer_params_local", "check_transformer_parallelism",
+           "stage_memory"]
 
 log = logging.getLogger(__name__)
 
@@ -164,19 +165,18 @@ def layer_params_local(model: TransformerSpec, par: Parallelism, c: LayerCounts)
     return dense, expert
 
 
-def _phases(flops: tuple[float, float, float], colls: PhaseCollectives, device: Device, dtype: str,
-            eff: ComputeEfficiency) -> tuple[Phase, Phase, Phase]:
-    f, i, w = (compute_time_s(x, device, dtype, eff) for x in flops)
+def _phases(times: list[float], colls: PhaseCollectives) -> tuple[Phase, Phase, Phase]:
+    f, i, w = times
     return Phase(f, colls.forward), Phase(i, colls.input_grad), Phase(w, colls.weight_grad)
 
 
 Breakdown = dict[str, float]
 
 
-def _op_phases(ops: LayerOperators, colls: PhaseCollectives, device: Device, dtype: str,
-               eff: ComputeEfficiency, breakdown: Breakdown) -> tuple[Phase, Phase, Phase]:
-    """Phases priced operator by operator; adds each operator's time to ``breakdown`` (by
-    operator class)."""
+def _op_times(ops: LayerOperators, device: Device, dtype: str, eff: ComputeEfficiency,
+              breakdown: Breakdown) -> list[float]:
+    """Compute time of each pass priced operator by operator; adds each operator's time to
+    ``breakdown`` (by operator class)."""
     times = []
     for pass_ops in ops.passes():
         total = 0.0
@@ -185,8 +185,7 @@ def _op_phases(ops: LayerOperators, colls: PhaseCollectives, device: Device, dty
             total += t
             breakdown[op.op_class] = breakdown.get(op.op_class, 0.0) + t
         times.append(total)
-    f, i, w = times
-    return Phase(f, colls.forward), Phase(i, colls.input_grad), Phase(w, colls.weight_grad)
+    return times
 
 
 def _scaled(phase: Phase, factor: float) -> Phase:
@@ -236,9 +235,10 @@ def _priced(name: str, ops: Callable[[], LayerOperators], flops: tuple[float, fl
     behind the GEMMs of its TP ``blocks``."""
     dtype = par.precision.compute_dtype
     if eff.kind != "roofline":
-        return (Layer(name, *_phases(flops, colls, device, dtype, eff)),)
+        return (Layer(name, *_phases([compute_time_s(x, device, dtype, eff) for x in flops],
+                                     colls)),)
     block_ops = ops()
-    layer = Layer(name, *_op_phases(block_ops, colls, device, dtype, eff, bd))
+    layer = Layer(name, *_phases(_op_times(block_ops, device, dtype, eff, bd), colls))
     if par.tp_comm_overlap and blocks:
         return tuple(split_overlapped(layer, block_ops, blocks, par, device, dtype, eff.value))
     return (layer,)
@@ -362,10 +362,12 @@ def _stage_compute_s(layers: list[tuple[Layer, int]]) -> float:
     return sum(n * sum(p.compute_s for _, p in layer.phases()) for layer, n in layers)
 
 
-def _stage_memory(model: TransformerSpec, par: Parallelism, stage: StagePlan, dense_p: float,
-                  expert_p: float, device: Device, layer_act: tuple[float, float]
-                  ) -> MemoryBreakdown:
-    """``layer_act``: a (dense, MoE) layer's activation bytes per micro-batch."""
+def stage_memory(model: TransformerSpec, par: Parallelism, stage: StagePlan, dense_p: float,
+                 expert_p: float, capacity_bytes: float, layer_act: tuple[float, float]
+                 ) -> MemoryBreakdown:
+    """The memory of an NPU of pipeline stage ``stage`` holding ``dense_p`` dense and
+    ``expert_p`` expert parameters (before ZeRO sharding); ``layer_act``: a (dense, MoE)
+    layer's activation bytes per micro-batch."""
     w1, g1, o1 = model_state_bytes(dense_p, par.precision, par.zero, par.dp * par.cp)
     w2, g2, o2 = model_state_bytes(expert_p, par.precision, par.zero, par.expert_dp * par.cp)
     host = 0.0
@@ -379,7 +381,7 @@ def _stage_memory(model: TransformerSpec, par: Parallelism, stage: StagePlan, de
         act += head_activation_bytes(model, par)
     return MemoryBreakdown(
         weights_bytes=w1 + w2, grads_bytes=g1 + g2, optimizer_bytes=o1 + o2,
-        activations_bytes=act, capacity_bytes=device.hbm_bytes,
+        activations_bytes=act, capacity_bytes=capacity_bytes,
         where=f"pipeline stage {stage.index}", host_bytes=host,
     )
 
@@ -497,7 +499,7 @@ def transformer_workload(model: TransformerSpec, par: Parallelism, device: Devic
                         flat_ring_groups=frozenset(FLAT_RING_GROUPS) & set(groups))
     layer_act = (transformer_layer_activation_bytes(model, par, moe=False),
                  transformer_layer_activation_bytes(model, par, moe=True))
-    mems = [_stage_memory(model, par, s, d, e, device, layer_act)
+    mems = [stage_memory(model, par, s, d, e, device.hbm_bytes, layer_act)
             for s, (_, d, e, _) in zip(stages, per_stage, strict=True)]
     memory = max(mems, key=lambda mb: mb.total_bytes)
     if check_memory and not memory.fits:

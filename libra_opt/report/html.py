@@ -119,11 +119,10 @@ def _solution_sections(sol: Solution) -> list[ReportSection]:
     total = float(np.sum(sol.bw_gbps))
     header = ["dimension", "topology", "size", "tier", "bandwidth (GB/s per NPU)", "share",
               "network cost ($)"] + ([] if power is None else ["network power (W)"])
-    rows = []
-    for d, dim in enumerate(scen.fabric.dims):
-        rows.append([dim.name, dim.topology, f"{dim.size:,}", dim.tier, f"{sol.bw_gbps[d]:.6g}",
-                     f"{100 * sol.bw_gbps[d] / total:.1f}%" if total > 0 else "-", _usd(usd[d])]
-                    + ([] if power is None else [format_whole(power[d])]))
+    rows = [[dim.name, dim.topology, f"{dim.size:,}", dim.tier, f"{sol.bw_gbps[d]:.6g}",
+             f"{100 * sol.bw_gbps[d] / total:.1f}%" if total > 0 else "-", _usd(usd[d])]
+            + ([] if power is None else [format_whole(power[d])])
+            for d, dim in enumerate(scen.fabric.dims)]
     rows.append(["total", "", f"{scen.fabric.n_npus:,}", "", f"{total:.6g}", "100%",
                  _usd(ev.cost.network_cost_usd)]
                 + ([] if power is None else [format_whole(ev.cost.network_power_w)]))

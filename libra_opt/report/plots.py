@@ -66,12 +66,11 @@ def plot_allocation(sol: Solution, ax=None):
 def _grouped_bars(ax, series) -> list:
     """One bar per dimension for each ``(label, values, feasible)`` of ``series``, side by
     side; infeasible series hollow and hatched. Returns the bar containers."""
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     width = 0.8 / len(series)
     out = []
     for i, (label, values, ok) in enumerate(series):
-        c = colors[i % len(colors)]
-        style = {"color": c} if ok else {"facecolor": "none", "edgecolor": c, "hatch": "///"}
+        style = {"color": f"C{i}"} if ok else {"facecolor": "none", "edgecolor": f"C{i}",
+                                               "hatch": "///"}
         out.append(ax.bar(np.arange(len(values)) + (i - (len(series) - 1) / 2) * width, values,
                           width, label=_series_label(label, ok), **style))
     return out
@@ -107,14 +106,13 @@ def plot_step_breakdown(sol: Solution, ax=None):
     scale = _axis(ax, "x", totals, "time per training step", "s")
     unit = _unit(totals, "s")[1]
     y = np.arange(len(rows))[::-1]
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     left = np.array([r[1] for r in rows])
     containers = [ax.barh(y, left, color="0.75", label="compute", edgecolor="white")]
     tiny = 0.002 * max(max(totals), 1e-30)   # invisible groups stay out of the legend
     for i, g in enumerate(groups):
         vals = np.array([r[2].get(g, 0.0) for r in rows])
         label = f"exposed comm: {g}" if vals.max() > tiny else "_nolegend_"
-        containers.append(ax.barh(y, vals, left=left, color=colors[i % len(colors)],
+        containers.append(ax.barh(y, vals, left=left, color=f"C{i}",
                                   edgecolor="white", label=label))
         left = left + vals
     for bars in containers:   # infeasible allocations hatched
@@ -292,12 +290,11 @@ def plot_fabric(fabric: Fabric, ax=None, *, max_npus: int = 256, bw_gbps=None):
         nodes.sort(key=lambda x: (x[2], x[4]))
         for j, node in enumerate(nodes):
             pos[node] = ((j + 0.5) / len(nodes), base + 0.6 * row)
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     widths = [a["bw_gbps"] for _, _, a in g.edges(data=True)]
     scale = 2.0 / max(max(widths, default=1.0), 1e-12)
     for u, v, a in g.edges(data=True):
         (x0, y0), (x1, y1) = pos[u], pos[v]
-        style = dict(color=colors[a["dim"] % len(colors)], lw=0.3 + scale * a["bw_gbps"],
+        style = dict(color=f"C{a['dim']}", lw=0.3 + scale * a["bw_gbps"],
                      alpha=0.7)
         if a["kind"] == "direct":
             xm, ym = (x0 + x1) / 2, -0.15 - 0.3 * abs(x1 - x0)
@@ -313,7 +310,7 @@ def plot_fabric(fabric: Fabric, ax=None, *, max_npus: int = 256, bw_gbps=None):
     for d, dim in enumerate(fabric.dims):
         extra = f", radix {dim.switch_radix}" if dim.switch_radix else ""
         scope = ", per rail" if dim.switch_scope == "rail" else ""
-        ax.plot([], [], color=colors[d % len(colors)],
+        ax.plot([], [], color=f"C{d}",
                 label=f"{dim.name}: {dim.topology} x{dim.size}{extra}{scope}")
     ax.set_title(f"{n_npus} NPUs, dims {' x '.join(map(str, fabric.sizes))}")
     ax.set_xticks([])

@@ -195,11 +195,10 @@ def _sweep_groups(df, x, series, ax):
         _OWN.add(fig)
     else:
         fig, axb = ax.figure, ax.twinx()
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     cols = _bw_cols(df)
     handles = []
     for i, (label, g) in enumerate(series):
-        c, m = colors[i % len(colors)], _MARKERS[i % len(_MARKERS)]
+        c, m = f"C{i}", _MARKERS[i % len(_MARKERS)]
         ok = g[g["status"] == "optimal"]
         ax.plot(ok[x], ok["weighted_step_time_s"], "-", marker=m, color=c, ms=4, label=label)
         for j, col in enumerate(cols):
@@ -264,10 +263,9 @@ def plot_pareto(df: pd.DataFrame, x: str = "network_cost_usd", y: str = "weighte
     unsplit = (f"\n({total} {_what(split)} of {', '.join(_short(c) for c in split)}: not "
                "told apart)" if total > len(groups) else "")
     if groups and not unsplit:
-        colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
         on_front = pd.Series(front, index=ok.index)
         for i, (key, g) in enumerate(groups):
-            c, m = colors[i % len(colors)], _MARKERS[i % len(_MARKERS)]
+            c, m = f"C{i}", _MARKERS[i % len(_MARKERS)]
             f = on_front[g.index].to_numpy()
             gx, gy = g[x].astype(float).to_numpy(), g[y].astype(float).to_numpy()
             ax.plot(gx[f], gy[f], m, color=c, ms=5, linestyle="none",
@@ -329,11 +327,10 @@ def plot_bandwidth_vs_budget(df: pd.DataFrame, x: str | None = None, ax=None):
     series, note = _series(df, x)
     if len(series) > 1 and ax is not None:
         fig = ax.figure
-        colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
         for i, (label, g) in enumerate(series):
             ok = g[g["status"] == "optimal"]
             for j, c in enumerate(cols):
-                ax.plot(ok[x].astype(float), ok[c].astype(float), color=colors[j % len(colors)],
+                ax.plot(ok[x].astype(float), ok[c].astype(float), color=f"C{j}",
                         linestyle=_LINESTYLES[i % len(_LINESTYLES)],
                         marker=_MARKERS[i % len(_MARKERS)], ms=3, label=f"{c[3:-5]}, {label}")
         _axis(ax, "x", df[x], x)

@@ -515,9 +515,8 @@ def _per_kind(table: Mapping[str, Any]) -> tuple[tuple[tuple[str, str], Any], ..
 def _constraints(spec: ScenarioSpec, fabric: Fabric) -> list[LinearConstraint]:
     """Linear constraints and bounds, with right-hand sides replaced by label."""
     c = spec.constraints
-    cons: list[LinearConstraint] = []
-    for i, text in enumerate(c.linear):
-        cons.append(parse_constraint(text, fabric, field=f"constraints.linear[{i}]"))
+    cons = [parse_constraint(text, fabric, field=f"constraints.linear[{i}]")
+            for i, text in enumerate(c.linear)]
     for key, (lo, hi) in c.bounds.items():
         fld = f"constraints.bounds.{key}"
         if key not in fabric.names:

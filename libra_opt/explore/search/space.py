@@ -32,20 +32,15 @@ from libra_opt.fabric.topology import topology_names, topology_of
 from libra_opt.generators.descriptors import TransformerSpec
 from libra_opt.generators.devices import ComputeEfficiency, Device, compute_time_s
 from libra_opt.generators.generator import timing_model
-from libra_opt.generators.in_network_optimizer import HOST_PAGING, IN_NETWORK_OPTIMIZER
+from libra_opt.generators.in_network_optimizer import IN_NETWORK_OPTIMIZER
 from libra_opt.generators.mapping import AXES, Placement
-from libra_opt.generators.memory import (
-    MemoryBreakdown,
-    head_activation_bytes,
-    model_state_bytes,
-    transformer_layer_activation_bytes,
-)
+from libra_opt.generators.memory import MemoryBreakdown, transformer_layer_activation_bytes
 from libra_opt.generators.operators import transformer_layer_operators
 from libra_opt.generators.parallelism import Parallelism
-from libra_opt.generators.pipeline import inflight_microbatches, pipeline_bubble_passes, stage_plan
+from libra_opt.generators.pipeline import pipeline_bubble_passes, stage_plan
 from libra_opt.generators.roofline import operator_time_s
 from libra_opt.generators.transformer_counts import embedding_params, layer_counts
-from libra_opt.generators.transformer_workload import layer_params_local
+from libra_opt.generators.transformer_workload import layer_params_local, stage_memory
 from libra_opt.scenario.spec import ScenarioSpec
 
 __all__ = [
@@ -380,9 +375,7 @@ class MemoryModel:
         model = self.model
         d_dense, e_dense = self._layer_params(par, False)
         d_moe, e_moe = self._layer_params(par, True) if model.moe is not None else (0.0, 0.0)
-        act_dense = self._act(par, False)
-        act_moe = self._act(par, True) if model.moe is not None else 0.0
-        head_act = head_activation_bytes(model, par)
+        layer_act = (self._act(par, False), self._act(par, True) if model.moe is not None else 0.0)
         worst: MemoryBreakdown | None = None
         seen = set()
         for s in self._plan(par.pp, par.interleave):
@@ -392,24 +385,8 @@ class MemoryModel:
             if sig in seen:
                 continue
             seen.add(sig)
-            dense = self._dense(s, par.tp, d_dense, d_moe)
-            expert = s.n_dense * e_dense + s.n_moe * e_moe
-            w1, g1, o1 = model_state_bytes(dense, par.precision, par.zero, par.dp * par.cp)
-            w2, g2, o2 = model_state_bytes(expert, par.precision, par.zero,
-                                           par.expert_dp * par.cp)
-            host = 0.0
-            if par.dp_mode == IN_NETWORK_OPTIMIZER:
-                # held by the aggregators, or paged from host memory
-                host = o1 + o2 if par.optimizer_state == HOST_PAGING else 0.0
-                o1 = o2 = 0.0
-            inflight = inflight_microbatches(s.index, par.pp, par.micro_batches, par.interleave)
-            act = inflight * (s.n_dense * act_dense + s.n_moe * act_moe)
-            if s.has_head:
-                act += head_act
-            mb = MemoryBreakdown(weights_bytes=w1 + w2, grads_bytes=g1 + g2,
-                                 optimizer_bytes=o1 + o2, activations_bytes=act,
-                                 capacity_bytes=self.capacity_bytes,
-                                 where=f"pipeline stage {s.index}", host_bytes=host)
+            mb = stage_memory(model, par, s, self._dense(s, par.tp, d_dense, d_moe),
+                              s.n_dense * e_dense + s.n_moe * e_moe, self.capacity_bytes, layer_act)
             if worst is None or mb.total_bytes > worst.total_bytes:
                 worst = mb
         assert worst is not None
