@@ -127,9 +127,13 @@ def solve_many(
     ok &= ~(ev.residuals > CONSTRAINT_REL_TOL * scale).any(axis=1)
     ok &= ~((ev.residuals > 1e-11 * scale) & inequality).any(axis=1)
     ok &= (ev.bw_gbps <= MAX_BW_GBPS).all(axis=1) & (ev.step_time_s <= MAX_STEP_S).all(axis=1)
-    lhs = ev.bw_gbps @ np.array([r.a for r in rows0]).reshape(len(rows0), n_dims).T
-    rhs_all = np.array([[r.rhs for r in rows] for _, rows, *_ in kept]).reshape(lhs.shape)
-    active = same_each(lhs, rhs_all, scale) | ~inequality
+    # active rows as constraint_reports finds them, with its products (the same bits)
+    a = np.array([r.a for r in rows0]).reshape(len(rows0), n_dims)
+    lhs = np.array([a @ b for b in bws]).reshape(len(bws), len(rows0))
+    rhs = np.array([[r.rhs for r in rows] for _, rows, *_ in kept]).reshape(lhs.shape)
+    row_scale = np.maximum(np.maximum(np.abs(rhs), np.array([np.abs(a) @ b for b in bws])
+                                      .reshape(lhs.shape)), 1.0)
+    active = same_each(lhs, rhs, row_scale) | ~inequality
     share = (time.perf_counter() - t0) / len(kept)
     names = ev.labels
     for j, (i, rows, run, solver_obj, factor, first_build) in enumerate(kept):
