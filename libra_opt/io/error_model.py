@@ -101,13 +101,11 @@ def error_model_yaml(model: ErrorModel, tables: Sequence[str], version: str) -> 
             "# The error band of every model-based step time is drawn from them",
             "# (libra_opt/generators/error_model.py). Tables:",
             *(f"#   {t}" for t in tables)]
-    names = [f.name for f in fields(ValidatedRun)]
-    runs = [{n: (getattr(r, n) if n != "error" else float(f"{r.error:.9g}")) for n in names
-             if not (n == "mfu_measured" and r.mfu_measured is None)}
+    digits = {"error": ".9g", "mfu_measured": ".6g"}  # the rounding written of each number
+    runs = [{f.name: float(format(v, digits[f.name])) if f.name in digits else v
+             for f in fields(ValidatedRun)
+             if (v := getattr(r, f.name)) is not None or f.name != "mfu_measured"}
             for r in model.runs]
-    for r in runs:
-        if "mfu_measured" in r:
-            r["mfu_measured"] = float(f"{r['mfu_measured']:.6g}")
     body = yaml.safe_dump({"runs": runs}, sort_keys=False, width=1000,
                           default_flow_style=None)
     return "\n".join(head) + "\n" + body

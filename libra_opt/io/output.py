@@ -199,14 +199,6 @@ def remove_scratch(directory: str | os.PathLike[str]) -> list[Path]:
     return removed
 
 
-def _fsync_file(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def fsync_directory(directory: str | os.PathLike[str]) -> None:
     """``fsync`` a folder, so that a rename or a new file in it survives a crash (a no-op
     where folders cannot be opened, as on Windows)."""
@@ -310,7 +302,8 @@ def _move_in(stage: Path, targets: dict[str, Path]) -> None:
         with contextlib.suppress(OSError):  # a replaced file keeps its permissions
             if targets[n].is_file() and not targets[n].is_symlink():
                 os.chmod(stage / n, stat.S_IMODE(targets[n].stat().st_mode))
-        _fsync_file(stage / n)
+        with open(stage / n, "rb") as f:
+            os.fsync(f.fileno())
     for n in written:
         os.replace(stage / n, targets[n])
     fsync_directory(stage.parent)

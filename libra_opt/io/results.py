@@ -235,8 +235,9 @@ def check_run_folder(directory: str | os.PathLike[str], names: Sequence[str], *,
     if entries and not overwrite:
         _refuse_not_empty(path, entries, "give overwrite=True to replace its run, or another "
                           "folder")
-    if entries:
-        refuse_held(path)
+    if entries:  # refuse a folder a run is writing into (its lock taken and released)
+        with hold_results_folder(path):
+            pass
     return path
 
 
@@ -320,13 +321,6 @@ def flock_folder(directory: str | os.PathLike[str]) -> int | None:
     return None
 
 
-def refuse_held(path: Path) -> None:
-    """Refuse, before any work, a folder a run is writing into (its lock taken and released
-    at once)."""
-    with hold_results_folder(path):
-        pass
-
-
 @contextlib.contextmanager
 def hold_results_folder(directory: str | os.PathLike[str]) -> Iterator[bool]:
     """Hold ``directory``'s lock for the block (:func:`flock_folder`); yields whether it is
@@ -401,7 +395,8 @@ def check_results_folder(directory: str | os.PathLike[str], *, resume: bool = Fa
         elif not overwrite:
             _refuse_not_empty(path, entries, "give resume=True to continue its run, "
                               "overwrite=True to replace it, or another folder")
-        refuse_held(path)
+        with hold_results_folder(path):  # refused when a run is writing into it
+            pass
 
 
 class ResultsStream:

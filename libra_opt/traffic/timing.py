@@ -118,7 +118,8 @@ class TimingModel:
             return None
         settings: CollectiveSettings = self.__dict__["_efficiency_settings"]
         buffers = collective_buffers_bytes(kind, size_bytes, span, flat_ring)
-        return np.array([settings.efficiency_of(d, buffers[i], _group(span, i, flat_ring))
+        groups = [int(np.prod(span))] * len(dims) if flat_ring else list(map(int, span))
+        return np.array([settings.efficiency_of(d, buffers[i], groups[i])
                          if buffers[i] > 0 else 1.0 for i, d in enumerate(dims)])
 
     # --- the collective model -------------------------------------------------------------
@@ -191,11 +192,6 @@ class TimingModel:
                       for name, v in self.efficiency)
         return (f"{self.collective_model} collectives, {self.training_loop} loop, "
                 f"{self.traffic_model} traffic{eff}")
-
-
-def _group(span: Sequence[int], i: int, flat_ring: bool) -> int:
-    """NPUs of a collective's group on dimension ``i`` (a flat ring: the whole group)."""
-    return int(np.prod(span)) if flat_ring else int(span[i])
 
 
 def as_timing(timing: TimingModel | None = None) -> TimingModel:
