@@ -24,8 +24,7 @@ from libra_opt.errors import LibraOptError
 from libra_opt.optimize._verify import CONSTRAINT_REL_TOL, MAX_BW_GBPS, MAX_STEP_S
 from libra_opt.optimize.attempts import _polish_wanted, _read_run, _rel_gap, _SolverAttemptFailed
 from libra_opt.optimize.problem import BandwidthProblem, _prepare
-from libra_opt.optimize.solution import shadow_prices
-from libra_opt.scenario.accuracy import same_each
+from libra_opt.optimize.solution import row_states
 from libra_opt.scenario.evaluate import evaluate_many
 
 __all__ = ["PointAnswer", "solve_many"]
@@ -97,19 +96,20 @@ def solve_many(
     for i, (rhs, weights) in enumerate(points):
         t0 = time.perf_counter()
         try:
-            scen, rows, free, _, first, first_build = _prepare(
+            scen, rows, free, _, first, _ = _prepare(
                 problem, None, None, rhs, weights or None)
         except LibraOptError:
             continue  # solve() raises it again, with its message
         if free.size or first is not problem.program:
             continue
         run = first.run(rows, 0, np.asarray(scen.weights, dtype=float))
-        problem.n_solves += 1
         try:
             bw, solver_obj, factor = _read_run(problem, first, run, rows)
         except _SolverAttemptFailed:
             continue
-        kept.append((i, rows, run, solver_obj, factor, first_build))
+        if not np.isfinite(bw).all():
+            continue  # solve() refuses it, naming the figure
+        kept.append((i, rows, run, solver_obj, factor))
         scens.append(scen)
         bws.append(bw)
         walls.append(time.perf_counter() - t0)
@@ -127,21 +127,17 @@ def solve_many(
     ok &= ~(ev.residuals > CONSTRAINT_REL_TOL * scale).any(axis=1)
     ok &= ~((ev.residuals > 1e-11 * scale) & inequality).any(axis=1)
     ok &= (ev.bw_gbps <= MAX_BW_GBPS).all(axis=1) & (ev.step_time_s <= MAX_STEP_S).all(axis=1)
-    # active rows as constraint_reports finds them, with its products (the same bits)
-    a = np.array([r.a for r in rows0]).reshape(len(rows0), n_dims)
-    lhs = np.array([a @ b for b in bws]).reshape(len(bws), len(rows0))
-    rhs = np.array([[r.rhs for r in rows] for _, rows, *_ in kept]).reshape(lhs.shape)
-    row_scale = np.maximum(np.maximum(np.abs(rhs), np.array([np.abs(a) @ b for b in bws])
-                                      .reshape(lhs.shape)), 1.0)
-    active = same_each(lhs, rhs, row_scale) | ~inequality
     share = (time.perf_counter() - t0) / len(kept)
     names = ev.labels
-    for j, (i, rows, run, solver_obj, factor, first_build) in enumerate(kept):
+    for j, (i, rows, run, solver_obj, factor) in enumerate(kept):
         value = float(ev.objective_value[j])
         gap = _rel_gap(value, solver_obj)
         if not ok[j] or _polish_wanted(run, used, gap, None):
             continue
-        shadow = shadow_prices(len(rows), problem.program, run, factor)[: len(rows)]
+        _, _, shadow = row_states(rows, bws[j], problem.program, run, factor)
+        # a point left to solve() counts its own solves (and the build, if it is the first)
+        first_build = problem.program.build_s if problem.n_solves == 0 else 0.0
+        problem.n_solves += 1
         power = None if ev.network_power_w is None else float(ev.network_power_w[j])
         out[i] = PointAnswer(
             bw_gbps=tuple(ev.bw_gbps[j].tolist()),
@@ -150,7 +146,7 @@ def solve_many(
             network_cost_usd=float(ev.network_cost_usd[j]),
             network_power_w=power,
             objective_value=value,
-            shadow=tuple(zip(names, np.where(active[j], shadow, 0.0).tolist(), strict=True)),
+            shadow=tuple(zip(names, shadow, strict=True)),
             compile_s=run.compile_s + first_build,
             solve_s=run.solve_s,
             wall_s=walls[j] + share,

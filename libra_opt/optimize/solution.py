@@ -447,18 +447,6 @@ def baselines(
     return tuple(out)
 
 
-def shadow_prices(n_rows: int, prog: RowScaling, result: ProgramRun, factor: float
-                  ) -> np.ndarray:
-    """``d f / d r`` of every row of a solved ``result`` (see :func:`constraint_reports`),
-    indexed by row; beyond ``n_rows``, the rows the solver added."""
-    shadow = np.zeros(max([n_rows, *prog.le_rows, *prog.eq_rows], default=0) + 1)
-    if result.le_dual.size:
-        shadow[prog.le_rows] = -result.le_dual * prog.le_sign / prog.le_scale * factor
-    if result.eq_dual.size:
-        shadow[prog.eq_rows] = -result.eq_dual / prog.eq_scale * factor
-    return shadow
-
-
 def constraint_reports(
     rows: tuple[Row, ...], bw: np.ndarray, prog: RowScaling, result: ProgramRun, factor: float
 ) -> tuple[ConstraintReport, ...]:
@@ -469,22 +457,34 @@ def constraint_reports(
     ``ref_cost * V`` and the row reads ``a . y <= r u``, so ``d f / d r`` gains the factor
     ``ref_cost * u``. Rows the solver added (caps on unbounded dimensions) are not reported.
     """
-    shadow = shadow_prices(len(rows), prog, result, factor)
+    lhs, active, shadow = row_states(rows, bw, prog, result, factor)
+    out = []
+    for i, r in enumerate(rows):
+        slack = (r.rhs - lhs[i] if r.sense == "<=" else lhs[i] - r.rhs if r.sense == ">="
+                 else 0.0)
+        out.append(ConstraintReport(r.label, lhs[i], r.sense, r.rhs, slack, active[i],
+                                    shadow[i]))
+    return tuple(out)
+
+
+def row_states(rows: tuple[Row, ...], bw: np.ndarray, prog: RowScaling, result: ProgramRun,
+               factor: float) -> tuple[list[float], list[bool], list[float]]:
+    """``a . B``, activity and reported shadow price of every row (see
+    :func:`constraint_reports`)."""
+    shadow = np.zeros(max([len(rows), *prog.le_rows, *prog.eq_rows], default=0) + 1)
+    if result.le_dual.size:
+        shadow[prog.le_rows] = -result.le_dual * prog.le_sign / prog.le_scale * factor
+    if result.eq_dual.size:
+        shadow[prog.eq_rows] = -result.eq_dual / prog.eq_scale * factor
     a = np.array([r.a for r in rows]).reshape(len(rows), bw.size)
     rhs = np.array([r.rhs for r in rows], dtype=float)
     lhs = a @ bw
     # active: equal to the bound as :func:`~libra_opt.scenario.accuracy.same` decides, at
     # the row's scale max(1, |rhs|, |a| . B)
     scale = np.maximum(np.maximum(np.abs(rhs), np.abs(a) @ bw), 1.0)
-    near = same_each(lhs, rhs, scale).tolist()
-    lhs_l, shadow_l = lhs.tolist(), shadow.tolist()
-    out = []
-    for i, r in enumerate(rows):
-        slack = (r.rhs - lhs_l[i] if r.sense == "<=" else lhs_l[i] - r.rhs if r.sense == ">="
-                 else 0.0)
-        active = r.sense == "==" or near[i]
-        # Complementary slackness: a row with slack has a zero multiplier; what the interior
-        # point leaves there is round-off of the order of the solver's tolerance.
-        out.append(ConstraintReport(r.label, lhs_l[i], r.sense, r.rhs, slack, active,
-                                    shadow_l[i] if active else 0.0))
-    return tuple(out)
+    active = [r.sense == "==" or near
+              for r, near in zip(rows, same_each(lhs, rhs, scale).tolist(), strict=True)]
+    # Complementary slackness: a row with slack has a zero multiplier; what the interior
+    # point leaves there is round-off of the order of the solver's tolerance.
+    return lhs.tolist(), active, [p if act else 0.0 for p, act in
+                                  zip(shadow.tolist(), active, strict=False)]

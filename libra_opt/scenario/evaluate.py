@@ -319,12 +319,11 @@ def evaluate_many(scenarios: Sequence[Scenario], bw_gbps: npt.ArrayLike,
         raise InputError("evaluate_many needs at least one scenario", field="scenarios")
     s0 = scenarios[0]
     fabric = s0.fabric
-    keep = ("fabric", "workloads", "timing", "coefficients", "objective_model")
-    for s in scenarios[1:]:
-        if any(getattr(s, k) is not getattr(s0, k) and getattr(s, k) != getattr(s0, k)
-               for k in keep):
-            raise InputError("evaluate_many takes scenarios that differ only in weights, "
-                             "limits and constraint right-hand sides", field="scenarios")
+    keep = ("fabric", "workloads", "timing", "cost_model", "in_network_reduction", "objective")
+    if any(getattr(s, k) is not getattr(s0, k) and getattr(s, k) != getattr(s0, k)
+           for s in scenarios[1:] for k in keep):
+        raise InputError("evaluate_many takes scenarios that differ only in weights, "
+                         "limits and constraint right-hand sides", field="scenarios")
     try:
         bw = np.asarray(bw_gbps, dtype=float)
     except (TypeError, ValueError):
@@ -337,31 +336,35 @@ def evaluate_many(scenarios: Sequence[Scenario], bw_gbps: npt.ArrayLike,
         walks = scenario_walks(s0)
     coeffs = s0.coefficients
     rows = [scenario_rows(s, coeffs) for s in scenarios]
-    labels = tuple(r.label for r in rows[0])
-    if any(tuple(r.label for r in rs) != labels for rs in rows[1:]):
+    kinds = [(r.label, r.sense) for r in rows[0]]
+    if any([(r.label, r.sense) for r in rs] != kinds for rs in rows[1:]):
         raise InputError("evaluate_many takes scenarios with the same constraints",
                          field="scenarios")
-    a = np.array([r.a for r in rows[0]]).reshape(len(labels), fabric.n_dims)
-    rhs = np.array([[r.rhs for r in rs] for rs in rows]).reshape(len(rows), len(labels))
-    sign = np.array([1.0 if r.sense == "<=" else -1.0 for r in rows[0]])
-    equal = np.array([r.sense == "==" for r in rows[0]], dtype=bool)
+    n, n_rows = len(scenarios), len(kinds)
     weights = np.array([s.weights for s in scenarios], dtype=float)
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
         slowest = bw * slowest_fractions(fabric)
         times = np.column_stack([step_times_s(w, slowest, s0.timing) for w in walks])
-        weighted = np.zeros(len(scenarios))
+        weighted = np.zeros(n)
         for j in range(len(walks)):  # as evaluate's sum over the workloads
             weighted = weighted + weights[:, j] * times[:, j]
-        usd = (coeffs.usd_by_component * bw[:, :, None]).reshape(len(bw), -1).sum(axis=1)
+        usd = (coeffs.usd_by_component * bw[:, :, None]).reshape(n, -1).sum(axis=1)
         power = (None if coeffs.w_by_component is None else
-                 (coeffs.w_by_component * bw[:, :, None]).reshape(len(bw), -1).sum(axis=1)
+                 (coeffs.w_by_component * bw[:, :, None]).reshape(n, -1).sum(axis=1)
                  + coeffs.fixed_w)
         cost = usd + coeffs.fixed_usd
         objective = np.array([s.objective_model.value(s, float(t), float(c), b)
                               for s, t, c, b in zip(scenarios, weighted, cost, bw, strict=True)])
-        lhs = bw @ a.T
-        residuals = np.where(equal, np.abs(lhs - rhs), sign * (lhs - rhs))
-        scales = np.maximum(np.maximum(np.abs(rhs), bw @ np.abs(a).T), 1.0)
+        # each row's products as evaluate takes them (the same bits)
+        lhs = np.array([[r.a @ b for r in rs] for rs, b in zip(rows, bw, strict=True)])
+        mag = np.array([[np.abs(r.a) @ b for r in rs] for rs, b in zip(rows, bw, strict=True)])
+        rhs = np.array([[r.rhs for r in rs] for rs in rows]).reshape(n, n_rows)
+        lhs, mag = lhs.reshape(n, n_rows), mag.reshape(n, n_rows)
+        sense = np.array([k[1] for k in kinds], dtype=object)
+        residuals = np.where(sense == "==", np.abs(lhs - rhs),
+                             np.where(sense == "<=", lhs - rhs, rhs - lhs))
+        scales = np.maximum(np.maximum(np.abs(rhs), mag), 1.0)
+    labels = tuple(k[0] for k in kinds)
     return Evaluations(bw_gbps=bw, step_time_s=times, weighted_step_time_s=weighted,
                        network_cost_usd=cost, network_power_w=power, objective_value=objective,
                        residuals=residuals, residual_scales=scales, labels=labels)

@@ -130,3 +130,74 @@ def test_step_times_of_many_rows_are_each_rows_step_time(timing):
     bw = np.array([[100.0, 200.0, 300.0, 400.0], [1.0, 1.0, 1.0, 1.0], [50.0, 0.5, 80.0, 9.0]])
     many = step_times_s(walk, bw, scen.timing)
     assert many.tolist() == [step_time_from_walk(walk, b, scen.timing).step_time_s for b in bw]
+
+
+def faulty(monkeypatch, problem, fault, at=1):
+    """Make the ``at``-th answer :func:`solve_many` reads (0-based) wrong by ``fault(bw,
+    solver_objective) -> (bw, solver_objective)``."""
+    import libra_opt.optimize.batch as batch
+
+    read, seen = batch._read_run, []
+
+    def wrong(*args):
+        bw, obj, factor = read(*args)
+        seen.append(None)
+        if len(seen) - 1 == at:
+            bw, obj = fault(bw, obj)
+        return bw, obj, factor
+
+    monkeypatch.setattr(batch, "_read_run", wrong)
+
+
+def true_objective(problem):
+    return lambda bw: evaluate(problem.scenario, bw).objective_value
+
+
+@pytest.mark.parametrize("what", ["non-finite", "broken cap", "sliver", "gap"])
+def test_an_answer_solve_would_not_accept_at_once_is_left_to_solve(monkeypatch, what):
+    """Each check of the batch on its own: the faulty point (the second) is left to solve(),
+    the others are decided. The broken row and the sliver keep the solver's objective equal
+    to the evaluation, so that only the rows fail."""
+    problem = build_problem(load_scenario("gpt3_175b_a100_cluster"))
+    value = true_objective(problem)
+    faults = {
+        "non-finite": lambda bw, obj: (bw * np.inf, obj),
+        # the caps hb <= 600 and scaleout <= 100 broken by 1e-4 of their scale
+        "broken cap": lambda bw, obj: ((b := np.array([600.06, 100.01])), value(b)),
+        # the binding budget broken by 1e-9 of its scale: within the tolerance, beyond the
+        # 1e-11 after which solve() looks for a sliver
+        "sliver": lambda bw, obj: ((b := bw * (1 + 1e-9)), value(b)),
+        "gap": lambda bw, obj: (bw, obj * (1 + 2e-7)),  # a tenth of the tolerance is 1e-7
+    }
+    faulty(monkeypatch, problem, faults[what])
+    points = [({"budget_usd": b}, {}) for b in (8e6, 1e7, 1.2e7)]
+    answers = solve_many(problem, points)
+    assert [a is None for a in answers] == [False, True, False]
+    rows = {c.label: c for c in solve(problem, budget_usd=1e7).constraints}
+    assert rows["budget_usd"].active  # the sliver's row binds at this budget
+
+
+def test_a_broken_equality_is_left_to_solve(monkeypatch):
+    """``sum(bw) == total`` off by 1e-4 of its scale (the tolerance: 1e-6), the solver's
+    objective equal to the evaluation's."""
+    problem = build_problem(load_scenario("gpt3_175b_4d"))
+    value = true_objective(problem)
+    faulty(monkeypatch, problem, lambda bw, obj: ((b := bw * (1 + 1e-4)), value(b)))
+    points = [({"sum(bw) == 1000": t}, {}) for t in (900.0, 1000.0, 1100.0)]
+    assert [a is None for a in solve_many(problem, points)] == [False, True, False]
+
+
+def test_an_absurd_optimum_is_left_to_solve_which_names_it():
+    problem = build_problem(load_scenario("gpt3_175b_4d"))
+    points = [({"sum(bw) == 1000": 1e3}, {}), ({"sum(bw) == 1000": 1e10}, {})]
+    assert [a is None for a in solve_many(problem, points)] == [False, True]
+    with pytest.raises(InputError, match="beyond the sane limit"):
+        solve(problem, rhs={"sum(bw) == 1000": 1e10})
+
+
+def test_evaluate_many_takes_equal_scenarios_built_apart():
+    s, t = toy_scenario(), dataclasses.replace(toy_scenario(), weights=(2.0,))
+    many = evaluate_many([s, t], [[200.0, 100.0], [200.0, 100.0]])
+    assert many.weighted_step_time_s.tolist() == [evaluate(s, [200.0, 100.0]).weighted_step_time_s,
+                                                  evaluate(t, [200.0, 100.0]).weighted_step_time_s]
+    assert_allclose(many.weighted_step_time_s[1], 2 * many.weighted_step_time_s[0], rtol=1e-15)

@@ -121,13 +121,15 @@ def step_times_s(walk: WalkArrays, bw_gbps: np.ndarray, timing: TimingModel) -> 
     """Step times at each row of ``bw_gbps`` (``(K, D)``,
     :func:`~libra_opt.traffic.step_time.step_times_s`); infinite bandwidth makes a transfer
     term vanish. Under ``topology_aware`` (whose chunk pipeline is not evaluated at infinity)
-    a row with an infinite bandwidth, and any non-finite time, gives the compute alone.
+    a row with an infinite bandwidth gives the compute alone, as does a non-finite time there
+    or with a hidden window; elsewhere a dimension at 0 GB/s gives an infinite time.
     """
     compute = float(walk.phase_count @ walk.phase_compute_s)
     rows = ~np.isinf(bw_gbps).any(axis=1) if timing.uses_topology_aware else True
     with np.errstate(divide="ignore", invalid="ignore"):
         t = walk_step_times_s(walk, np.where(np.reshape(rows, (-1, 1)), bw_gbps, 1.0), timing)
-    return np.where(rows & np.isfinite(t), t, compute)
+    kept = np.isfinite(t) | (not (timing.uses_topology_aware or walk.hidden_window_s))
+    return np.where(rows & kept, t, compute)
 
 
 def shape_bounds(scenario: Scenario, fixed_bw_gbps: np.ndarray | None = None) -> ShapeBounds:
