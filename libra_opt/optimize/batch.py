@@ -127,14 +127,15 @@ def solve_many(
     ok &= ~(ev.residuals > CONSTRAINT_REL_TOL * scale).any(axis=1)
     ok &= ~((ev.residuals > 1e-11 * scale) & inequality).any(axis=1)
     ok &= (ev.bw_gbps <= MAX_BW_GBPS).all(axis=1) & (ev.step_time_s <= MAX_STEP_S).all(axis=1)
+    _, _, shadows = row_states([k[1] for k in kept], ev.bw_gbps, problem.program,
+                               [k[2] for k in kept], [k[4] for k in kept])
     share = (time.perf_counter() - t0) / len(kept)
     names = ev.labels
-    for j, (i, rows, run, solver_obj, factor) in enumerate(kept):
+    for j, (i, _, run, solver_obj, _) in enumerate(kept):
         value = float(ev.objective_value[j])
         gap = _rel_gap(value, solver_obj)
         if not ok[j] or _polish_wanted(run, used, gap, None):
             continue
-        _, _, shadow = row_states(rows, bws[j], problem.program, run, factor)
         # a point left to solve() counts its own solves (and the build, if it is the first)
         first_build = problem.program.build_s if problem.n_solves == 0 else 0.0
         problem.n_solves += 1
@@ -146,7 +147,7 @@ def solve_many(
             network_cost_usd=float(ev.network_cost_usd[j]),
             network_power_w=power,
             objective_value=value,
-            shadow=tuple(zip(names, shadow, strict=True)),
+            shadow=tuple(zip(names, shadows[j].tolist(), strict=True)),
             compile_s=run.compile_s + first_build,
             solve_s=run.solve_s,
             wall_s=walls[j] + share,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -457,7 +457,8 @@ def constraint_reports(
     ``ref_cost * V`` and the row reads ``a . y <= r u``, so ``d f / d r`` gains the factor
     ``ref_cost * u``. Rows the solver added (caps on unbounded dimensions) are not reported.
     """
-    lhs, active, shadow = row_states(rows, bw, prog, result, factor)
+    lhs_n, active_n, shadow_n = row_states((rows,), bw[None, :], prog, (result,), (factor,))
+    lhs, active, shadow = lhs_n[0].tolist(), active_n[0].tolist(), shadow_n[0].tolist()
     out = []
     for i, r in enumerate(rows):
         slack = (r.rhs - lhs[i] if r.sense == "<=" else lhs[i] - r.rhs if r.sense == ">="
@@ -467,24 +468,31 @@ def constraint_reports(
     return tuple(out)
 
 
-def row_states(rows: tuple[Row, ...], bw: np.ndarray, prog: RowScaling, result: ProgramRun,
-               factor: float) -> tuple[list[float], list[bool], list[float]]:
-    """``a . B``, activity and reported shadow price of every row (see
-    :func:`constraint_reports`)."""
-    shadow = np.zeros(max([len(rows), *prog.le_rows, *prog.eq_rows], default=0) + 1)
-    if result.le_dual.size:
-        shadow[prog.le_rows] = -result.le_dual * prog.le_sign / prog.le_scale * factor
-    if result.eq_dual.size:
-        shadow[prog.eq_rows] = -result.eq_dual / prog.eq_scale * factor
-    a = np.array([r.a for r in rows]).reshape(len(rows), bw.size)
-    rhs = np.array([r.rhs for r in rows], dtype=float)
-    lhs = a @ bw
+def row_states(rows_each: Sequence[tuple[Row, ...]], bw_gbps: np.ndarray, prog: RowScaling,
+               results: Sequence[ProgramRun], factors: Sequence[float]
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``a . B``, activity and reported shadow price (0 where slack) of every row, ``(N, R)``,
+    for ``N`` answers of one program (see :func:`constraint_reports`): rows with the same
+    coefficients and senses (``rows_each``: each answer's, for its right-hand sides) at
+    ``bw_gbps`` ``(N, D)``, with the ``results``' duals and the ``factors``. Row by row the
+    figures of an answer are the same bits alone or among others."""
+    rows, n = rows_each[0], len(rows_each)
+    a = np.array([r.a for r in rows]).reshape(len(rows), bw_gbps.shape[1])
+    rhs = np.array([[r.rhs for r in rs] for rs in rows_each], dtype=float).reshape(n, len(rows))
+    lhs = np.array([a @ b for b in bw_gbps]).reshape(rhs.shape)
     # active: equal to the bound as :func:`~libra_opt.scenario.accuracy.same` decides, at
     # the row's scale max(1, |rhs|, |a| . B)
-    scale = np.maximum(np.maximum(np.abs(rhs), np.abs(a) @ bw), 1.0)
-    active = [r.sense == "==" or near
-              for r, near in zip(rows, same_each(lhs, rhs, scale).tolist(), strict=True)]
+    scale = np.maximum(np.maximum(np.abs(rhs), np.array([np.abs(a) @ b for b in bw_gbps])
+                                  .reshape(rhs.shape)), 1.0)
+    active = same_each(lhs, rhs, scale) | np.array([r.sense == "==" for r in rows], dtype=bool)
+    shadow = np.zeros((n, max([len(rows), *prog.le_rows, *prog.eq_rows], default=0) + 1))
+    factor = np.asarray(factors, dtype=float)[:, None]
+    le = np.array([r.le_dual for r in results]).reshape(n, -1)  # none from a pinned answer
+    if le.size:
+        shadow[:, prog.le_rows] = -le * prog.le_sign / prog.le_scale * factor
+    eq = np.array([r.eq_dual for r in results]).reshape(n, -1)
+    if eq.size:
+        shadow[:, prog.eq_rows] = -eq / prog.eq_scale * factor
     # Complementary slackness: a row with slack has a zero multiplier; what the interior
     # point leaves there is round-off of the order of the solver's tolerance.
-    return lhs.tolist(), active, [p if act else 0.0 for p, act in
-                                  zip(shadow.tolist(), active, strict=False)]
+    return lhs, active, np.where(active, shadow[:, : len(rows)], 0.0)

@@ -19,6 +19,7 @@ from libra_opt.fabric.dims import Fabric
 from libra_opt.fabric.frozen import FrozenAtInit, FrozenMap, FrozenOnUnpickle, readonly_array
 from libra_opt.fabric.heterogeneous import slowest_fractions
 from libra_opt.scenario.accuracy import same
+from libra_opt.scenario.constraints import Row
 from libra_opt.scenario.display import format_usd, html_table
 from libra_opt.scenario.scenario import Scenario, scenario_rows
 from libra_opt.traffic.step_time import (
@@ -158,6 +159,13 @@ def scenario_walks(scenario: Scenario) -> tuple[WalkArrays, ...]:
         return tuple(walk_arrays(w, scenario.fabric, scenario.timing) for w in scenario.workloads)
 
 
+def _row_products(rows: tuple[Row, ...], bw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``a . B`` and ``|a| . B`` of every row (the same bits in :func:`evaluate` and
+    :func:`evaluate_many`)."""
+    a = np.array([r.a for r in rows]).reshape(len(rows), bw.size)
+    return a @ bw, np.abs(a) @ bw
+
+
 def _check_finite(fabric: Fabric, bw: np.ndarray, times: tuple[WorkloadTimes, ...],
                   weighted: float, cost: CostBreakdown, objective: float,
                   residuals: dict[str, float], scales: dict[str, float],
@@ -229,16 +237,13 @@ def evaluate(scenario: Scenario, bw_gbps: npt.ArrayLike,
         coeffs = scenario.coefficients
         cost = network_cost_breakdown(coeffs, bw)
         objective = scenario.objective_model.value(scenario, weighted, cost.network_cost_usd, bw)
+        rows = scenario_rows(scenario, coeffs)
+        lhs, scale = _row_products(rows, bw)
         residuals, scales = {}, {}
-        for row in scenario_rows(scenario, coeffs):
-            lhs = float(row.a @ bw)
-            scales[row.label] = max(1.0, abs(row.rhs), float(np.abs(row.a) @ bw))
-            if row.sense == "<=":
-                residuals[row.label] = lhs - row.rhs
-            elif row.sense == ">=":
-                residuals[row.label] = row.rhs - lhs
-            else:
-                residuals[row.label] = abs(lhs - row.rhs)
+        for r, v, m in zip(rows, lhs.tolist(), scale.tolist(), strict=True):
+            scales[r.label] = max(1.0, abs(r.rhs), m)
+            residuals[r.label] = (v - r.rhs if r.sense == "<=" else r.rhs - v if r.sense == ">="
+                                  else abs(v - r.rhs))
         _check_finite(fabric, bw, times, weighted, cost, objective, residuals, scales, walks,
                       scenario.source)
     return Evaluation(bw_gbps=bw, workloads=times, weighted_step_time_s=weighted, cost=cost,
@@ -355,11 +360,10 @@ def evaluate_many(scenarios: Sequence[Scenario], bw_gbps: npt.ArrayLike,
         cost = usd + coeffs.fixed_usd
         objective = np.array([s.objective_model.value(s, float(t), float(c), b)
                               for s, t, c, b in zip(scenarios, weighted, cost, bw, strict=True)])
-        # each row's products as evaluate takes them (the same bits)
-        lhs = np.array([[r.a @ b for r in rs] for rs, b in zip(rows, bw, strict=True)])
-        mag = np.array([[np.abs(r.a) @ b for r in rs] for rs, b in zip(rows, bw, strict=True)])
+        products = [_row_products(rs, b) for rs, b in zip(rows, bw, strict=True)]
+        lhs = np.array([p[0] for p in products]).reshape(n, n_rows)
+        mag = np.array([p[1] for p in products]).reshape(n, n_rows)
         rhs = np.array([[r.rhs for r in rs] for rs in rows]).reshape(n, n_rows)
-        lhs, mag = lhs.reshape(n, n_rows), mag.reshape(n, n_rows)
         sense = np.array([k[1] for k in kinds], dtype=object)
         residuals = np.where(sense == "==", np.abs(lhs - rhs),
                              np.where(sense == "<=", lhs - rhs, rhs - lhs))
