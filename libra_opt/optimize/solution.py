@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -457,42 +457,40 @@ def constraint_reports(
     ``ref_cost * V`` and the row reads ``a . y <= r u``, so ``d f / d r`` gains the factor
     ``ref_cost * u``. Rows the solver added (caps on unbounded dimensions) are not reported.
     """
-    lhs_n, active_n, shadow_n = row_states((rows,), bw[None, :], prog, (result,), (factor,))
-    lhs, active, shadow = lhs_n[0].tolist(), active_n[0].tolist(), shadow_n[0].tolist()
+    shadow = shadow_prices(prog, result.le_dual, result.eq_dual, factor, len(rows)).tolist()
+    a = np.array([r.a for r in rows]).reshape(len(rows), bw.size)
+    rhs = np.array([r.rhs for r in rows], dtype=float)
+    lhs = a @ bw
+    near = row_activity(lhs, rhs, np.abs(a) @ bw).tolist()
+    lhs_l = lhs.tolist()
     out = []
     for i, r in enumerate(rows):
-        slack = (r.rhs - lhs[i] if r.sense == "<=" else lhs[i] - r.rhs if r.sense == ">="
+        slack = (r.rhs - lhs_l[i] if r.sense == "<=" else lhs_l[i] - r.rhs if r.sense == ">="
                  else 0.0)
-        out.append(ConstraintReport(r.label, lhs[i], r.sense, r.rhs, slack, active[i],
-                                    shadow[i]))
+        active = r.sense == "==" or near[i]
+        # Complementary slackness: a row with slack has a zero multiplier; what the interior
+        # point leaves there is round-off of the order of the solver's tolerance.
+        out.append(ConstraintReport(r.label, lhs_l[i], r.sense, r.rhs, slack, active,
+                                    shadow[i] if active else 0.0))
     return tuple(out)
 
 
-def row_states(rows_each: Sequence[tuple[Row, ...]], bw_gbps: np.ndarray, prog: RowScaling,
-               results: Sequence[ProgramRun], factors: Sequence[float]
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``a . B``, activity and reported shadow price (0 where slack) of every row, ``(N, R)``,
-    for ``N`` answers of one program (see :func:`constraint_reports`): rows with the same
-    coefficients and senses (``rows_each``: each answer's, for its right-hand sides) at
-    ``bw_gbps`` ``(N, D)``, with the ``results``' duals and the ``factors``. Row by row the
-    figures of an answer are the same bits alone or among others."""
-    rows, n = rows_each[0], len(rows_each)
-    a = np.array([r.a for r in rows]).reshape(len(rows), bw_gbps.shape[1])
-    rhs = np.array([[r.rhs for r in rs] for rs in rows_each], dtype=float).reshape(n, len(rows))
-    lhs = np.array([a @ b for b in bw_gbps]).reshape(rhs.shape)
-    # active: equal to the bound as :func:`~libra_opt.scenario.accuracy.same` decides, at
-    # the row's scale max(1, |rhs|, |a| . B)
-    scale = np.maximum(np.maximum(np.abs(rhs), np.array([np.abs(a) @ b for b in bw_gbps])
-                                  .reshape(rhs.shape)), 1.0)
-    active = same_each(lhs, rhs, scale) | np.array([r.sense == "==" for r in rows], dtype=bool)
-    shadow = np.zeros((n, max([len(rows), *prog.le_rows, *prog.eq_rows], default=0) + 1))
-    factor = np.asarray(factors, dtype=float)[:, None]
-    le = np.array([r.le_dual for r in results]).reshape(n, -1)  # none from a pinned answer
-    if le.size:
-        shadow[:, prog.le_rows] = -le * prog.le_sign / prog.le_scale * factor
-    eq = np.array([r.eq_dual for r in results]).reshape(n, -1)
-    if eq.size:
-        shadow[:, prog.eq_rows] = -eq / prog.eq_scale * factor
-    # Complementary slackness: a row with slack has a zero multiplier; what the interior
-    # point leaves there is round-off of the order of the solver's tolerance.
-    return lhs, active, np.where(active, shadow[:, : len(rows)], 0.0)
+def shadow_prices(prog: RowScaling, le_dual: np.ndarray, eq_dual: np.ndarray,
+                  factor: float | np.ndarray, n_rows: int) -> np.ndarray:
+    """``d f / d r`` of every row of an answer (see :func:`constraint_reports`), by row index
+    (beyond ``n_rows``, the rows the solver added); with a leading axis on the duals and
+    ``factor``, of many answers, each the same bits as alone."""
+    f, lead = (factor[:, None], factor.shape) if isinstance(factor, np.ndarray) else (factor, ())
+    shadow = np.zeros((*lead, max([n_rows, *prog.le_rows, *prog.eq_rows], default=0) + 1))
+    if le_dual.size:  # none from a pinned answer
+        shadow[..., prog.le_rows] = -le_dual * prog.le_sign / prog.le_scale * f
+    if eq_dual.size:
+        shadow[..., prog.eq_rows] = -eq_dual / prog.eq_scale * f
+    return shadow
+
+
+def row_activity(lhs: np.ndarray, rhs: np.ndarray, magnitude: np.ndarray) -> np.ndarray:
+    """Whether each inequality row holds with equality: ``a . B`` (``lhs``) the same as its
+    bound (:func:`~libra_opt.scenario.accuracy.same`) at the row's scale ``max(1, |rhs|,
+    |a| . B)`` (``magnitude``: ``|a| . B``); any leading axes on the three arrays."""
+    return same_each(lhs, rhs, np.maximum(np.maximum(np.abs(rhs), magnitude), 1.0))

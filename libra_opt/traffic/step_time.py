@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -338,48 +338,54 @@ def step_time(workload: Workload, fabric: Fabric, bw_gbps: npt.ArrayLike,
 
 
 def _walk_times(walk: WalkArrays, bw_gbps: np.ndarray, timing: TimingModel
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The model of :func:`step_time_from_walk` at each row of ``bw_gbps`` (``(N, D)``,
-    checked): ``t_kd`` ``(N, K, D)``, ``t_k`` ``(N, K)``, the collective time of every phase
-    ``(N, P)`` and the step time ``(N,)``. Every figure of a row is computed from that row alone,
-    in the same order whatever ``N`` (one allocation gives the same bits alone or in a batch)."""
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, Any]:
+    """The model of :func:`step_time_from_walk` at ``bw_gbps`` (checked; ``(D,)``, or ``(N, D)``
+    for ``N`` allocations, a leading axis on every result): ``t_kd`` ``(K, D)``, every
+    occurrence's ``t_c`` ``(C,)``, the collective time of every phase ``(P,)`` and the step time.
+    Each allocation's figures are the same bits alone or among others."""
     used = walk.fixed[0]
-    n = bw_gbps.shape[0]
+    many = bw_gbps.ndim == 2
     # Per distinct collective k: t_kd on each dimension and its time t_k.
     if timing.uses_topology_aware:
         if walk.phases is None:
             raise InputError("the walk was built without topology_aware settings (walk_arrays(..., "
                              "collectives=CollectiveSettings(...)))", field="collective_model")
-        rows = [walk.phases.times_s(b) for b in bw_gbps]
-        t_k = np.array([r[0] for r in rows]).reshape(n, -1)
-        t_kd = np.array([r[1] for r in rows]).reshape(n, *used.shape)
+        if many:
+            rows = [walk.phases.times_s(b) for b in bw_gbps]
+            t_k = np.array([r[0] for r in rows]).reshape(len(rows), -1)
+            t_kd = np.array([r[1] for r in rows]).reshape(len(rows), *used.shape)
+        else:
+            t_k, t_kd = walk.phases.times_s(bw_gbps)
     else:
         if timing.efficiency and walk.efficiency is None and used.any():
             raise InputError(
                 "the walk was built without the timing's per-dimension efficiency "
                 "(walk_arrays(workload, fabric, timing))", field="efficiency")
-        rate = 1e9 * bw_gbps[:, None, :]
+        rate = 1e9 * bw_gbps[..., None, :]
         if walk.efficiency is not None:
             rate = rate * walk.efficiency
         with np.errstate(divide="ignore", invalid="ignore"):
             t_kd = np.where(used, walk.traffic_bytes / rate + walk.latency_s, 0.0)
         if timing.is_pipelined:  # t_kd >= 0 where used, 0 elsewhere: the max over used
-            t_k = t_kd.max(axis=2, initial=0.0)
+            t_k = t_kd.max(axis=-1, initial=0.0)
         else:
-            t_k = t_kd.sum(axis=2)
-    # every occurrence, layer by layer, summed into its phase, and the phases into the step:
-    # row by row in walk order (the same bits for a row alone or in a batch)
+            t_k = t_kd.sum(axis=-1)
+    t_c = t_k[..., walk.coll_distinct]  # every occurrence, layer by layer
+    # summed into its phase in walk order (an allocation's own row of the bincount)
     n_p = walk.phase_compute_s.size
-    at = walk.coll_phase if n == 1 else (walk.coll_phase + n_p * np.arange(n)[:, None]).ravel()
-    phase_comm = np.bincount(at, weights=(t_k[0] if n == 1 else t_k)[..., walk.coll_distinct]
-                             .ravel(), minlength=n * n_p).reshape(n, n_p)
+    if many:
+        at = (walk.coll_phase + n_p * np.arange(len(t_c))[:, None]).ravel()
+        phase_comm = np.bincount(at, weights=t_c.ravel(),
+                                 minlength=len(t_c) * n_p).reshape(len(t_c), n_p)
+    else:
+        phase_comm = np.bincount(walk.coll_phase, weights=t_c, minlength=n_p)
     compute_p, count = walk.phase_compute_s, walk.phase_count
     per_phase = (np.maximum(compute_p, phase_comm) if timing.overlapped
                  else compute_p + phase_comm)
-    total = np.array([row @ count for row in per_phase])
+    total = np.array([row @ count for row in per_phase]) if many else float(per_phase @ count)
     if walk.hidden_window_s:
         total = np.maximum(total - walk.hidden_window_s, 0.0)
-    return t_kd, t_k, phase_comm, total
+    return t_kd, t_c, phase_comm, total
 
 
 def step_times_s(walk: WalkArrays, bw_gbps: np.ndarray,
@@ -411,15 +417,14 @@ def step_time_from_walk(walk: WalkArrays, bw_gbps: np.ndarray,
     collective takes ``max_d t_cd`` (pipelined), ``sum_d t_cd`` (sequential) or its chunk
     pipeline (``topology_aware``, :meth:`PhaseArrays.times_s`).
     """
-    bw = np.asarray(bw_gbps, dtype=float).reshape(1, -1)
-    t_kd, t_k, phase_comm, total = _walk_times(walk, bw, as_timing(timing))
-    t_kd, t_c, phase_comm = t_kd[0], t_k[0, walk.coll_distinct], phase_comm[0]
+    t_kd, t_c, phase_comm, total = _walk_times(walk, np.asarray(bw_gbps, dtype=float),
+                                               as_timing(timing))
     _, compute, c_count, per_distinct, traffic_by_dim = walk.fixed
     count = walk.phase_count
     by_phase_arr = np.bincount(walk.phase_kind, weights=count * phase_comm, minlength=len(PHASES))
     by_group_arr = np.bincount(walk.coll_group, weights=c_count * t_c,
                                minlength=len(walk.group_names))
-    step = float(total[0])
+    step = float(total)
     return WorkloadTimes(
         name=walk.name,
         step_time_s=step,
