@@ -17,6 +17,10 @@ machine):
   its fixed placement and ZeRO stage lifted: ``mapping`` none, ``zero`` 1, so every value
   fits) over TP 1, 2, 4, 8, 16 with DP 64 ... 4 (zipped): a structural axis, every point a
   new workload; the sweep is repeated ``--tp-repeats`` times. Per point: wall time.
+* **solve**: time to a verified solution, ``solve(build_problem(scenario))`` (build, Clarabel,
+  the numpy re-check, the constraint reports) of every shipped example, loaded once; the
+  median of ``--solve-repeats`` runs each. Per example the ratio of the two checkouts'
+  medians (this / other), and their geometric mean.
 * **executors**: the weight axis over ``--process-points`` points serially and on the
   ``processes`` executor with ``--workers`` workers (wall times include starting and
   stopping the workers), and the CPU two busy processes get against one in the same
@@ -55,6 +59,9 @@ import bench_results  # noqa: E402  (benchmarks/bench_results.py, beside this sc
 
 #: The last commit of main before sweep points reused their problems (the figures' "before").
 BEFORE = "66044b0"
+#: The shipped examples the solve case times (all of them, in both checkouts).
+EXAMPLES = ("gpt3_175b_4d", "dlrm_4d", "multi_4d", "resnet50_4d_budget", "transformer_1t_4d_ppc",
+            "gpt3_175b_a100_cluster", "deepseek_v3_rail_only", "llama3_405b_h100_tco")
 #: What a child process runs (``python -c CHILD CASE JSON``), against whichever
 #: ``libra_opt`` its PYTHONPATH puts first; it uses only the API both checkouts share.
 CHILD = r'''
@@ -106,6 +113,21 @@ def main():
                    cpu_point_s=sum(cpus) / (len(cpus) * len(df)),
                    optimal=int((df["status"] == "optimal").sum()),
                    objective=df["objective"].tolist())
+    elif case == "solve":
+        from libra_opt.optimize.problem import build_problem, solve
+        times = {}
+        for name in a["examples"]:
+            scen = lo.load_scenario(name)
+            for _ in range(5):  # warm-up
+                solve(build_problem(scen), with_baselines=False)
+            gc.collect()
+            runs = []
+            for _ in range(a["repeats"]):
+                t0 = time.perf_counter()
+                solve(build_problem(scen), with_baselines=False)
+                runs.append(time.perf_counter() - t0)
+            times[name] = sorted(runs)[len(runs) // 2]
+        out.update(times=times)
     else:  # executors
         from concurrent.futures import ProcessPoolExecutor
         scen = lo.load_scenario("gpt3_175b_4d")
@@ -166,12 +188,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=3, help="alternating rounds (median)")
     ap.add_argument("--tp-rounds", type=int, default=9, help="alternating rounds of the TP "
                     "case (median; a TP run takes seconds and its ratio is the noisiest)")
-    ap.add_argument("--cases", default="budget,weight,tp,executors")
+    ap.add_argument("--solve-repeats", type=int, default=201,
+                    help="verified solves per example in the solve case (median)")
+    ap.add_argument("--cases", default="budget,weight,tp,solve,executors")
     bench_results.add_arguments(ap)
     args = ap.parse_args(argv)
     cases = [c.strip() for c in args.cases.split(",") if c.strip()]
     params = {"budget": {"points": args.points}, "weight": {"points": args.points},
               "tp": {"repeats": args.tp_repeats},
+              "solve": {"repeats": args.solve_repeats, "examples": list(EXAMPLES)},
               "executors": {"points": args.process_points, "workers": args.workers}}
     tmp = None
     if args.baseline:
@@ -200,6 +225,9 @@ def main(argv: list[str] | None = None) -> int:
 
     def med(case: str, side: str, key: str) -> float:
         return statistics.median(x[key] for x in got[case][side])
+
+    def med_of(case: str, side: str, name: str) -> float:
+        return statistics.median(x["times"][name] for x in got[case][side])
 
     figures: dict[str, str] = {}
     print(f"{'case':<10} {'':>14} {label:>14} {'this':>14}")
@@ -230,6 +258,18 @@ def main(argv: list[str] | None = None) -> int:
         figures["sweep_speed.tp_point_ms"] = f"{1e3 * med('tp', 'this', 'point_s'):.2f}"
         figures["sweep_speed.tp_point_ms_base"] = f"{1e3 * med('tp', 'base', 'point_s'):.2f}"
         figures["sweep_speed.tp_speedup"] = f"{speedup:.2f}x"
+    if "solve" in cases:
+        ratios = {n: statistics.median(t["times"][n] / b["times"][n] for b, t in
+                                       zip(got["solve"]["base"], got["solve"]["this"],
+                                           strict=True)) for n in EXAMPLES}
+        for n in EXAMPLES:
+            print(f"{'solve':<10} {n[:14]:>14} {1e3 * med_of('solve', 'base', n):14.3f} "
+                  f"{1e3 * med_of('solve', 'this', n):14.3f}   ms; this / other {ratios[n]:.3f}")
+        geo = statistics.geometric_mean(ratios.values())
+        print(f"{'solve':<10} {'this / other':>14} {'':>14} {geo:13.3f}   (geometric mean; "
+              f"worst {max(ratios.values()):.3f})")
+        figures["sweep_speed.solve_ratio"] = f"{geo:.3f}"
+        figures["sweep_speed.solve_ratio_worst"] = f"{max(ratios.values()):.3f}"
     if "executors" in cases:
         for side in ("base", "this"):
             if not all(x["identical"] for x in got["executors"][side]):
