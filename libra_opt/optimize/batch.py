@@ -117,7 +117,10 @@ def solve_many(
     if not kept:
         return out
     t0 = time.perf_counter()
-    ev = evaluate_many(scens, np.array(bws), problem.walks)
+    try:
+        ev = evaluate_many(scens, np.array(bws), problem.walks)
+    except LibraOptError:
+        return out  # solve() decides each point, naming what is wrong
     ok = ev.finite()
     rows0 = kept[0][1]
     inequality = np.array([r.sense != "==" for r in rows0], dtype=bool)
