@@ -24,7 +24,8 @@ from libra_opt.errors import LibraOptError
 from libra_opt.optimize._verify import CONSTRAINT_REL_TOL, MAX_BW_GBPS, MAX_STEP_S
 from libra_opt.optimize.attempts import _polish_wanted, _read_run, _rel_gap, _SolverAttemptFailed
 from libra_opt.optimize.problem import BandwidthProblem, _prepare
-from libra_opt.optimize.solution import row_activity, shadow_prices
+from libra_opt.optimize.solution import shadow_prices
+from libra_opt.scenario.accuracy import same_each
 from libra_opt.scenario.evaluate import evaluate_many
 
 __all__ = ["PointAnswer", "solve_many"]
@@ -130,11 +131,9 @@ def solve_many(
     ok &= ~(ev.residuals > CONSTRAINT_REL_TOL * scale).any(axis=1)
     ok &= ~((ev.residuals > 1e-11 * scale) & inequality).any(axis=1)
     ok &= (ev.bw_gbps <= MAX_BW_GBPS).all(axis=1) & (ev.step_time_s <= MAX_STEP_S).all(axis=1)
-    # each row's activity and shadow price, op for op as constraint_reports takes them
-    a = np.array([r.a for r in rows0]).reshape(len(rows0), n_dims)
-    bounds = np.array([[r.rhs for r in k[1]] for k in kept]).reshape(len(kept), len(rows0))
-    near = row_activity(np.array([a @ b for b in bws]).reshape(bounds.shape), bounds,
-                        np.array([np.abs(a) @ b for b in bws]).reshape(bounds.shape))
+    # active rows as constraint_reports finds them: |a . B - rhs| (the residual's size, the
+    # same bits) the same as 0 at the row's scale
+    near = same_each(ev.residuals, np.zeros_like(scale), scale)
     runs = [k[2] for k in kept]
     shadow = shadow_prices(problem.program, np.array([r.le_dual for r in runs]),
                            np.array([r.eq_dual for r in runs]), np.array([k[4] for k in kept]),

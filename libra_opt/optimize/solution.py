@@ -461,7 +461,10 @@ def constraint_reports(
     a = np.array([r.a for r in rows]).reshape(len(rows), bw.size)
     rhs = np.array([r.rhs for r in rows], dtype=float)
     lhs = a @ bw
-    near = row_activity(lhs, rhs, np.abs(a) @ bw).tolist()
+    # active: equal to the bound as :func:`~libra_opt.scenario.accuracy.same` decides, at
+    # the row's scale max(1, |rhs|, |a| . B)
+    scale = np.maximum(np.maximum(np.abs(rhs), np.abs(a) @ bw), 1.0)
+    near = same_each(lhs, rhs, scale).tolist()
     lhs_l = lhs.tolist()
     out = []
     for i, r in enumerate(rows):
@@ -488,9 +491,3 @@ def shadow_prices(prog: RowScaling, le_dual: np.ndarray, eq_dual: np.ndarray,
         shadow[..., prog.eq_rows] = -eq_dual / prog.eq_scale * f
     return shadow
 
-
-def row_activity(lhs: np.ndarray, rhs: np.ndarray, magnitude: np.ndarray) -> np.ndarray:
-    """Whether each inequality row holds with equality: ``a . B`` (``lhs``) the same as its
-    bound (:func:`~libra_opt.scenario.accuracy.same`) at the row's scale ``max(1, |rhs|,
-    |a| . B)`` (``magnitude``: ``|a| . B``); any leading axes on the three arrays."""
-    return same_each(lhs, rhs, np.maximum(np.maximum(np.abs(rhs), magnitude), 1.0))
