@@ -159,11 +159,14 @@ def scenario_walks(scenario: Scenario) -> tuple[WalkArrays, ...]:
         return tuple(walk_arrays(w, scenario.fabric, scenario.timing) for w in scenario.workloads)
 
 
-def _row_products(rows: tuple[Row, ...], bw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``a . B`` and ``|a| . B`` of every row (the same bits in :func:`evaluate` and
-    :func:`evaluate_many`)."""
+def _row_residuals(rows: tuple[Row, ...], bw: np.ndarray) -> tuple[list[float], list[float]]:
+    """Each row's signed violation at ``bw`` (> 0: violated) and its scale ``max(1, |rhs|,
+    |a| . B)``: the one definition :func:`evaluate` and :func:`evaluate_many` use."""
     a = np.array([r.a for r in rows]).reshape(len(rows), bw.size)
-    return a @ bw, np.abs(a) @ bw
+    lhs, mag = (a @ bw).tolist(), (np.abs(a) @ bw).tolist()
+    return ([v - r.rhs if r.sense == "<=" else r.rhs - v if r.sense == ">=" else abs(v - r.rhs)
+             for r, v in zip(rows, lhs, strict=True)],
+            [max(1.0, abs(r.rhs), m) for r, m in zip(rows, mag, strict=True)])
 
 
 def _check_finite(fabric: Fabric, bw: np.ndarray, times: tuple[WorkloadTimes, ...],
@@ -238,12 +241,9 @@ def evaluate(scenario: Scenario, bw_gbps: npt.ArrayLike,
         cost = network_cost_breakdown(coeffs, bw)
         objective = scenario.objective_model.value(scenario, weighted, cost.network_cost_usd, bw)
         rows = scenario_rows(scenario, coeffs)
-        lhs, scale = _row_products(rows, bw)
-        residuals, scales = {}, {}
-        for r, v, m in zip(rows, lhs.tolist(), scale.tolist(), strict=True):
-            scales[r.label] = max(1.0, abs(r.rhs), m)
-            residuals[r.label] = (v - r.rhs if r.sense == "<=" else r.rhs - v if r.sense == ">="
-                                  else abs(v - r.rhs))
+        res, sc = _row_residuals(rows, bw)
+        residuals = {r.label: v for r, v in zip(rows, res, strict=True)}
+        scales = {r.label: v for r, v in zip(rows, sc, strict=True)}
         _check_finite(fabric, bw, times, weighted, cost, objective, residuals, scales, walks,
                       scenario.source)
     return Evaluation(bw_gbps=bw, workloads=times, weighted_step_time_s=weighted, cost=cost,
@@ -360,14 +360,9 @@ def evaluate_many(scenarios: Sequence[Scenario], bw_gbps: npt.ArrayLike,
         cost = usd + coeffs.fixed_usd
         objective = np.array([s.objective_model.value(s, float(t), float(c), b)
                               for s, t, c, b in zip(scenarios, weighted, cost, bw, strict=True)])
-        products = [_row_products(rs, b) for rs, b in zip(rows, bw, strict=True)]
-        lhs = np.array([p[0] for p in products]).reshape(n, n_rows)
-        mag = np.array([p[1] for p in products]).reshape(n, n_rows)
-        rhs = np.array([[r.rhs for r in rs] for rs in rows]).reshape(n, n_rows)
-        sense = np.array([k[1] for k in kinds], dtype=object)
-        residuals = np.where(sense == "==", np.abs(lhs - rhs),
-                             np.where(sense == "<=", lhs - rhs, rhs - lhs))
-        scales = np.maximum(np.maximum(np.abs(rhs), mag), 1.0)
+        pairs = [_row_residuals(rs, b) for rs, b in zip(rows, bw, strict=True)]
+        residuals = np.array([p[0] for p in pairs], dtype=float).reshape(n, n_rows)
+        scales = np.array([p[1] for p in pairs], dtype=float).reshape(n, n_rows)
     labels = tuple(k[0] for k in kinds)
     return Evaluations(bw_gbps=bw, step_time_s=times, weighted_step_time_s=weighted,
                        network_cost_usd=cost, network_power_w=power, objective_value=objective,
